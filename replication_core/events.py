@@ -1,0 +1,49 @@
+"""Events the state machines emit: plain dicts keyed by the column names of `schemas.events`.
+
+The state machines fill the partition-level fields; the simulator's event writer stamps the
+run-level envelope (`schema_version`, `source`, `run_id`, `event_id`) when it writes them out.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from schemas.events import COLUMN_NAMES, EVENT_TYPES
+
+Event = dict[str, Any]
+
+_PAYLOAD_NAMES = frozenset(COLUMN_NAMES) - {
+    "schema_version", "source", "run_id", "event_id", "ts_ms", "broker_id", "event_type",
+    "topic", "partition", "leader_epoch",
+}
+
+
+class UnknownEventFieldError(KeyError):
+    """Raised when an event is built with a field the schema does not have."""
+
+
+def make_event(
+    event_type: str,
+    ts_ms: int,
+    broker_id: int,
+    topic: str | None = None,
+    partition: int | None = None,
+    leader_epoch: int | None = None,
+    **payload: Any,
+) -> Event:
+    """Build one event; rejects unknown event types and fields so the schema stays the contract."""
+    if event_type not in EVENT_TYPES:
+        raise UnknownEventFieldError(f"unknown event_type {event_type!r}; expected one of {sorted(EVENT_TYPES)}")
+    extra = payload.keys() - _PAYLOAD_NAMES
+    if extra:
+        raise UnknownEventFieldError(f"{event_type}: fields {sorted(extra)} are not in schemas.events")
+    ev: Event = {
+        "event_type": event_type,
+        "ts_ms": ts_ms,
+        "broker_id": broker_id,
+        "topic": topic,
+        "partition": partition,
+        "leader_epoch": leader_epoch,
+    }
+    ev.update(payload)
+    return ev

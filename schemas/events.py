@@ -1,0 +1,378 @@
+"""The replication event schema: the one definition of what the engine writes and the jobs read.
+
+Everything about an event column lives in one `Column` entry below: its arrow type, whether the
+envelope requires it, which event types fill it, the values it may take, and its documentation.
+`schemas.spark` and `schemas.jsonschema` derive the Spark and JSON Schema forms from this module,
+and `schemas/README.md` is generated from it (`python -m schemas.docs`).
+
+Versioning: `SCHEMA_VERSION` is "MAJOR.MINOR". A minor bump only adds nullable columns or enum
+values; a major bump may change meaning. Readers accept any minor of their own major and reject a
+newer major with `SchemaVersionError`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import pyarrow as pa
+
+SCHEMA_VERSION = "1.0"
+SCHEMA_MAJOR = 1
+SCHEMA_MINOR = 0
+
+
+class SchemaVersionError(ValueError):
+    """Raised when data carries a schema major version this code cannot read."""
+
+    def __init__(self, found: str, supported: str = SCHEMA_VERSION) -> None:
+        super().__init__(
+            f"schema_version {found!r} is newer than this code understands "
+            f"(supports major {supported.split('.')[0]}, i.e. {supported.split('.')[0]}.x); "
+            "upgrade replog to read it"
+        )
+        self.found = found
+
+
+def parse_version(text: str) -> tuple[int, int]:
+    """Split "MAJOR.MINOR" into ints; raises ValueError naming the expected form."""
+    parts = text.split(".")
+    if len(parts) != 2 or not all(p.isdigit() for p in parts):
+        raise ValueError(f"schema_version must look like 'MAJOR.MINOR' (e.g. {SCHEMA_VERSION!r}), got {text!r}")
+    return int(parts[0]), int(parts[1])
+
+
+def check_readable(version: str) -> None:
+    """Raise SchemaVersionError if `version` has a newer major than this code."""
+    major, _ = parse_version(version)
+    if major > SCHEMA_MAJOR:
+        raise SchemaVersionError(version)
+
+
+# --- event types -------------------------------------------------------------------------------
+
+LEADERSHIP_CHANGE = "leadership_change"
+APPEND = "append"
+FETCH = "fetch"
+FETCH_RESPONSE = "fetch_response"
+FOLLOWER_FETCH_STATE = "follower_fetch_state"
+HW_CHANGE = "hw_change"
+LOG_START_OFFSET_CHANGE = "log_start_offset_change"
+TRUNCATION = "truncation"
+ISR_CHANGE = "isr_change"
+PRODUCE_ACK = "produce_ack"
+FETCHER_CHANGE = "fetcher_change"
+QUOTA_THROTTLE = "quota_throttle"
+BROKER_LIFECYCLE = "broker_lifecycle"
+LEADER_ELECTION = "leader_election"
+BROKER_CONFIG = "broker_config"
+
+
+@dataclass(frozen=True)
+class EventType:
+    """One event type: its name, what it records, and the payload columns it must fill."""
+
+    name: str
+    doc: str
+    requires: tuple[str, ...] = ()
+    partition_scoped: bool = True
+
+
+EVENT_TYPES: dict[str, EventType] = {
+    e.name: e
+    for e in (
+        EventType(
+            LEADERSHIP_CHANGE,
+            "A replica became leader or follower (Partition.makeLeader / makeFollower). "
+            "`leader_epoch` is the new epoch.",
+            ("action", "leader_id", "partition_epoch", "replicas", "leo", "hw"),
+        ),
+        EventType(
+            APPEND,
+            "A batch was appended to a replica's log (UnifiedLog.appendAsLeader / appendAsFollower).",
+            ("role", "base_offset", "last_offset", "record_count", "bytes", "batch_leader_epoch",
+             "batch_checksum", "leo"),
+        ),
+        EventType(
+            FETCH,
+            "A follower sent a FetchRequest for this partition (AbstractFetcherThread.maybeFetch). "
+            "`leader_epoch` is the CurrentLeaderEpoch sent.",
+            ("leader_id", "fetcher_id", "fetch_offset"),
+        ),
+        EventType(
+            FETCH_RESPONSE,
+            "The follower processed the partition's fetch response "
+            "(AbstractFetcherThread.processFetchRequest).",
+            ("leader_id", "fetcher_id", "fetch_offset", "error"),
+        ),
+        EventType(
+            FOLLOWER_FETCH_STATE,
+            "The leader updated its view of a follower after a fetch "
+            "(Partition.updateFollowerFetchState / Replica.updateFetchStateOrThrow).",
+            ("follower_id", "fetch_offset", "last_caught_up_time_ms", "leo"),
+        ),
+        EventType(
+            HW_CHANGE,
+            "A replica's high watermark moved (maybeIncrementLeaderHW on the leader, "
+            "maybeUpdateHighWatermark on a follower; a follower's may move back).",
+            ("role", "old_hw", "hw"),
+        ),
+        EventType(
+            LOG_START_OFFSET_CHANGE,
+            "A replica's log start offset moved (retention, DeleteRecords, leader offset increment).",
+            ("role", "old_log_start_offset", "log_start_offset"),
+        ),
+        EventType(
+            TRUNCATION,
+            "A replica truncated its log (UnifiedLog.truncateTo / truncateFullyAndStartAt).",
+            ("old_leo", "truncate_offset", "reason", "hw"),
+        ),
+        EventType(
+            ISR_CHANGE,
+            "An ISR change was proposed by the leader, committed, or rejected (AlterPartition). "
+            "`isr` is the proposed / committed ISR.",
+            ("action", "old_isr", "isr", "isr_state"),
+        ),
+        EventType(
+            PRODUCE_ACK,
+            "The leader answered a produce request (ReplicaManager.appendRecords + DelayedProduce).",
+            ("acks", "error"),
+        ),
+        EventType(
+            FETCHER_CHANGE,
+            "A fetcher thread was given or lost partitions "
+            "(AbstractFetcherManager.addFetcherForPartitions / removeFetcherForPartitions).",
+            ("action", "fetcher_id", "leader_id", "partitions"),
+            partition_scoped=False,
+        ),
+        EventType(
+            QUOTA_THROTTLE,
+            "Replication traffic of a throttled replica was held back by the quota (KIP-73).",
+            ("role", "follower_id", "bytes", "measured_rate", "quota_bound"),
+        ),
+        EventType(
+            BROKER_LIFECYCLE,
+            "A broker started, crashed, restarted or began a controlled shutdown.",
+            ("action",),
+            partition_scoped=False,
+        ),
+        EventType(
+            LEADER_ELECTION,
+            "The controller elected a leader (clean from the ISR, or unclean). `broker_id` is the controller.",
+            ("action", "leader_id", "partition_epoch", "isr", "replicas"),
+        ),
+        EventType(
+            BROKER_CONFIG,
+            "The replication configuration in force on a broker (emitted at start and on change).",
+            ("config",),
+            partition_scoped=False,
+        ),
+    )
+}
+
+
+# --- columns -----------------------------------------------------------------------------------
+
+INT_LIST = pa.list_(pa.field("element", pa.int32(), nullable=False))
+
+OUT_OF_SYNC_REPLICA = pa.struct(
+    [
+        pa.field("replica_id", pa.int32(), nullable=False),
+        pa.field("leo", pa.int64()),
+        pa.field("last_caught_up_time_ms", pa.int64()),
+    ]
+)
+
+TOPIC_PARTITION_OFFSET = pa.struct(
+    [
+        pa.field("topic", pa.string(), nullable=False),
+        pa.field("partition", pa.int32(), nullable=False),
+        pa.field("fetch_offset", pa.int64()),
+    ]
+)
+
+
+@dataclass(frozen=True)
+class Column:
+    """One column of the event table: type, constraints, and documentation."""
+
+    name: str
+    type: pa.DataType
+    doc: str
+    unit: str = ""
+    required: bool = False
+    used_by: tuple[str, ...] = ()
+    allowed: tuple[str, ...] = ()
+    non_negative: bool = False
+    allowed_by_type: dict[str, tuple[str, ...]] = field(default_factory=dict)
+
+
+ENVELOPE: tuple[Column, ...] = (
+    Column("schema_version", pa.string(), "Schema version 'MAJOR.MINOR' the writer used.", required=True),
+    Column("source", pa.string(), "Who produced the event.", required=True, allowed=("engine", "kafka-log")),
+    Column("run_id", pa.string(), "One simulation run, or one ingested set of cluster logs.", required=True),
+    Column("event_id", pa.int64(), "Unique within a run; increases in emission order.", required=True,
+           non_negative=True),
+    Column("ts_ms", pa.int64(), "When the event happened (virtual clock for the engine).", "ms since epoch",
+           required=True, non_negative=True),
+    Column("broker_id", pa.int32(), "Broker that emitted the event (for leader_election: the controller). "
+           "Required for source=engine; real logs do not always name it.", non_negative=True),
+    Column("event_type", pa.string(), "What happened; one of the event types below.", required=True,
+           allowed=tuple(EVENT_TYPES)),
+    Column("topic", pa.string(), "Topic; required for partition-scoped event types."),
+    Column("partition", pa.int32(), "Partition index; required for partition-scoped event types.",
+           non_negative=True),
+    Column("leader_epoch", pa.int32(), "Leader epoch the emitting broker had for the partition at the time.",
+           non_negative=True),
+)
+
+PAYLOAD: tuple[Column, ...] = (
+    Column("action", pa.string(), "Sub-kind of the event.",
+           used_by=(LEADERSHIP_CHANGE, ISR_CHANGE, FETCHER_CHANGE, BROKER_LIFECYCLE, LEADER_ELECTION),
+           allowed_by_type={
+               LEADERSHIP_CHANGE: ("become_leader", "become_follower"),
+               ISR_CHANGE: ("shrink", "expand", "update"),
+               FETCHER_CHANGE: ("added", "removed"),
+               BROKER_LIFECYCLE: ("start", "crash", "restart", "controlled_shutdown", "shutdown"),
+               LEADER_ELECTION: ("clean", "unclean", "controlled_shutdown", "preferred", "offline"),
+           }),
+    Column("role", pa.string(), "Role of the emitting replica (for quota_throttle: which side throttled).",
+           used_by=(APPEND, HW_CHANGE, LOG_START_OFFSET_CHANGE, TRUNCATION, QUOTA_THROTTLE),
+           allowed=("leader", "follower")),
+    Column("leader_id", pa.int32(), "The partition leader (fetch: the broker fetched from; fetcher_change: "
+           "the fetcher's source broker; leader_election: the new leader, absent when offline).",
+           used_by=(LEADERSHIP_CHANGE, FETCH, FETCH_RESPONSE, FETCHER_CHANGE, LEADER_ELECTION),
+           non_negative=True),
+    Column("partition_epoch", pa.int32(), "Partition epoch (KRaft) / zkVersion after the change.",
+           used_by=(LEADERSHIP_CHANGE, ISR_CHANGE, LEADER_ELECTION), non_negative=True),
+    Column("isr", INT_LIST, "ISR: at a leadership change / election, the new ISR; for isr_change the "
+           "proposed (or committed) ISR.", used_by=(LEADERSHIP_CHANGE, ISR_CHANGE, LEADER_ELECTION)),
+    Column("old_isr", INT_LIST, "Committed ISR before the change.", used_by=(ISR_CHANGE,)),
+    Column("replicas", INT_LIST, "Assigned replicas.", used_by=(LEADERSHIP_CHANGE, LEADER_ELECTION)),
+    Column("base_offset", pa.int64(), "First offset of the batch.", "offset",
+           used_by=(APPEND, PRODUCE_ACK), non_negative=True),
+    Column("last_offset", pa.int64(), "Last offset of the batch (inclusive; >= base_offset).", "offset",
+           used_by=(APPEND, PRODUCE_ACK), non_negative=True),
+    Column("record_count", pa.int32(), "Records in the batch / in the fetched data.", "records",
+           used_by=(APPEND, FETCH_RESPONSE), non_negative=True),
+    Column("bytes", pa.int64(), "Size of the batch / fetched data / throttled data.", "bytes",
+           used_by=(APPEND, FETCH_RESPONSE, QUOTA_THROTTLE), non_negative=True),
+    Column("batch_leader_epoch", pa.int32(), "partitionLeaderEpoch stamped in the batch.",
+           used_by=(APPEND,), non_negative=True),
+    Column("batch_checksum", pa.int64(), "Identity of the batch's content (CRC32C-style, unsigned); the same "
+           "batch has the same checksum on every replica.", used_by=(APPEND, PRODUCE_ACK), non_negative=True),
+    Column("leo", pa.int64(), "Log end offset (exclusive): after the append, at the leadership change, or "
+           "the leader's LEO when it recorded a follower's fetch state.", "offset",
+           used_by=(LEADERSHIP_CHANGE, APPEND, FOLLOWER_FETCH_STATE), non_negative=True),
+    Column("hw", pa.int64(), "High watermark (exclusive): the new HW, or the HW at the moment.", "offset",
+           used_by=(LEADERSHIP_CHANGE, HW_CHANGE, TRUNCATION), non_negative=True),
+    Column("old_hw", pa.int64(), "High watermark before the change.", "offset", used_by=(HW_CHANGE,),
+           non_negative=True),
+    Column("log_start_offset", pa.int64(), "Log start offset after the change.", "offset",
+           used_by=(LOG_START_OFFSET_CHANGE,), non_negative=True),
+    Column("old_log_start_offset", pa.int64(), "Log start offset before the change.", "offset",
+           used_by=(LOG_START_OFFSET_CHANGE,), non_negative=True),
+    Column("fetcher_id", pa.int32(), "Fetcher thread id (hash of topic and partition modulo "
+           "num.replica.fetchers).", used_by=(FETCH, FETCH_RESPONSE, FETCHER_CHANGE), non_negative=True),
+    Column("fetch_offset", pa.int64(), "Offset fetched from; on the leader's follower_fetch_state it is the "
+           "leader's notion of the follower's LEO.", "offset",
+           used_by=(FETCH, FETCH_RESPONSE, FOLLOWER_FETCH_STATE), non_negative=True),
+    Column("last_fetched_epoch", pa.int32(), "LastFetchedEpoch sent with the fetch (fetch v12+).",
+           used_by=(FETCH,), non_negative=True),
+    Column("error", pa.string(), "Kafka error name ('NONE' on success), e.g. OFFSET_OUT_OF_RANGE, "
+           "NOT_ENOUGH_REPLICAS; for a rejected isr_change the AlterPartition error.",
+           used_by=(FETCH_RESPONSE, PRODUCE_ACK, ISR_CHANGE)),
+    Column("leader_hw", pa.int64(), "HighWatermark in the fetch response (the leader's HW before this "
+           "fetch's own update).", "offset", used_by=(FETCH_RESPONSE,), non_negative=True),
+    Column("leader_log_start_offset", pa.int64(), "LogStartOffset in the fetch response.", "offset",
+           used_by=(FETCH_RESPONSE,), non_negative=True),
+    Column("diverging_epoch", pa.int32(), "DivergingEpoch.epoch in the fetch response, if any.",
+           used_by=(FETCH_RESPONSE,), non_negative=True),
+    Column("diverging_end_offset", pa.int64(), "DivergingEpoch.endOffset in the fetch response, if any.",
+           "offset", used_by=(FETCH_RESPONSE,), non_negative=True),
+    Column("follower_id", pa.int32(), "The follower concerned (follower_fetch_state; quota_throttle: the "
+           "throttled replica).", used_by=(FOLLOWER_FETCH_STATE, QUOTA_THROTTLE), non_negative=True),
+    Column("last_caught_up_time_ms", pa.int64(), "The leader's lastCaughtUpTimeMs for the follower.",
+           "ms since epoch", used_by=(FOLLOWER_FETCH_STATE,), non_negative=True),
+    Column("old_leo", pa.int64(), "Log end offset before the truncation.", "offset", used_by=(TRUNCATION,),
+           non_negative=True),
+    Column("truncate_offset", pa.int64(), "Offset truncated to (the new LEO).", "offset",
+           used_by=(TRUNCATION,), non_negative=True),
+    Column("reason", pa.string(), "Why: truncation reason; ISR change reason; election reason.",
+           used_by=(TRUNCATION, ISR_CHANGE, LEADER_ELECTION),
+           allowed_by_type={
+               TRUNCATION: ("high_watermark", "leader_epoch", "diverging_epoch", "out_of_range", "full"),
+           }),
+    Column("isr_state", pa.string(), "State of the ISR change.", used_by=(ISR_CHANGE,),
+           allowed=("proposed", "committed", "rejected")),
+    Column("out_of_sync_replicas", pa.list_(pa.field("element", OUT_OF_SYNC_REPLICA, nullable=False)),
+           "For a shrink: the replicas removed, with their LEO and lastCaughtUpTimeMs as the leader saw them.",
+           used_by=(ISR_CHANGE,)),
+    Column("acks", pa.int8(), "acks of the produce request: -1 (all), 0 or 1.", used_by=(PRODUCE_ACK,)),
+    Column("partitions", pa.list_(pa.field("element", TOPIC_PARTITION_OFFSET, nullable=False)),
+           "Partitions added to / removed from the fetcher (with the initial fetch offset when added).",
+           used_by=(FETCHER_CHANGE,)),
+    Column("measured_rate", pa.float64(), "Measured replication rate over the quota windows.", "bytes/s",
+           used_by=(QUOTA_THROTTLE,)),
+    Column("quota_bound", pa.float64(), "The throttled-rate bound in force.", "bytes/s",
+           used_by=(QUOTA_THROTTLE,)),
+    Column("config", pa.map_(pa.string(), pa.string()), "Replication configs in force (name -> value).",
+           used_by=(BROKER_CONFIG,)),
+)
+
+COLUMNS: tuple[Column, ...] = ENVELOPE + PAYLOAD
+COLUMN_BY_NAME: dict[str, Column] = {c.name: c for c in COLUMNS}
+COLUMN_NAMES: tuple[str, ...] = tuple(c.name for c in COLUMNS)
+ENVELOPE_REQUIRED: tuple[str, ...] = tuple(c.name for c in ENVELOPE if c.required)
+ACKS_ALLOWED: tuple[int, ...] = (-1, 0, 1)
+
+
+def _check_catalogue() -> None:
+    # Keep the catalogue honest at import: every required payload column must list the type.
+    for et in EVENT_TYPES.values():
+        for name in et.requires:
+            col = COLUMN_BY_NAME[name]
+            if et.name not in col.used_by:
+                raise AssertionError(f"{et.name} requires {name} but {name}.used_by omits it")
+
+
+_check_catalogue()
+
+
+def _arrow_field(c: Column) -> pa.Field:
+    return pa.field(c.name, c.type, nullable=not c.required, metadata={"doc": c.doc})
+
+
+EVENT_SCHEMA: pa.Schema = pa.schema(
+    [_arrow_field(c) for c in COLUMNS], metadata={"schema_version": SCHEMA_VERSION}
+)
+"""Arrow schema of one event as the engine writes it (landing files)."""
+
+LINEAGE: tuple[Column, ...] = (
+    Column("_source_file", pa.string(), "Landing file the event was read from.", required=True),
+    Column("_source_line", pa.int64(), "1-based line (JSON Lines) or row (Parquet) in that file.",
+           required=True),
+    Column("_ingest_batch", pa.string(), "Ingest batch that committed the event.", required=True),
+)
+
+BRONZE_EVENTS_SCHEMA: pa.Schema = pa.schema(
+    [_arrow_field(c) for c in COLUMNS + LINEAGE], metadata={"schema_version": SCHEMA_VERSION}
+)
+"""Arrow schema of `bronze/replication_events`: the event columns plus lineage."""
+
+BRONZE_EVENTS_PARTITION_BY: tuple[str, ...] = ("run_id",)
+
+QUARANTINE_SCHEMA: pa.Schema = pa.schema(
+    [
+        pa.field("_source_file", pa.string(), nullable=False, metadata={"doc": "Landing file."}),
+        pa.field("_source_line", pa.int64(), metadata={"doc": "1-based line / row; null if unknown."}),
+        pa.field("raw", pa.string(), metadata={"doc": "The raw line, or the raw row as JSON."}),
+        pa.field("reason", pa.string(), nullable=False, metadata={"doc": "Why it was not kept."}),
+        pa.field("reason_code", pa.string(), nullable=False,
+                 metadata={"doc": "Machine-readable class: malformed_json, invalid, duplicate, ..."}),
+        pa.field("run_id", pa.string(), metadata={"doc": "run_id if it could be read."}),
+        pa.field("event_id", pa.int64(), metadata={"doc": "event_id if it could be read."}),
+        pa.field("_ingest_batch", pa.string(), nullable=False, metadata={"doc": "Ingest batch."}),
+    ],
+    metadata={"schema_version": SCHEMA_VERSION},
+)
+"""Arrow schema of `bronze/quarantine`: every record that was read but not kept, and why."""
