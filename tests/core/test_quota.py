@@ -1,0 +1,121 @@
+"""ReplicationQuotaManager (KIP-73): `ReplicationQuotaManagerTest` ports plus throttle predicates."""
+
+from __future__ import annotations
+
+import pytest
+
+from replication_core.events import Event
+from replication_core.quota import (
+    LONG_MAX,
+    QuotaConfig,
+    ReplicationQuotaManager,
+    should_follower_throttle,
+    should_leader_throttle,
+)
+
+
+def test_should_throttle_only_defined_replicas() -> None:
+    """ReplicationQuotaManagerTest.shouldThrottleOnlyDefinedReplicas."""
+    q = ReplicationQuotaManager("follower", broker_id=1)
+    q.mark_throttled("topic1", [1, 2, 3])
+    assert [q.is_throttled("topic1", p) for p in (1, 2, 3, 4)] == [True, True, True, False]
+
+
+def test_should_support_wildcard_throttled_replicas() -> None:
+    """ReplicationQuotaManagerTest.shouldSupportWildcardThrottledReplicas."""
+    q = ReplicationQuotaManager("leader", broker_id=1)
+    q.mark_throttled("MyTopic")
+    assert q.is_throttled("MyTopic", 0)
+    assert not q.is_throttled("MyOtherTopic", 0)
+
+
+def test_should_exceed_quota_then_return_back_below_bound_as_time_passes() -> None:
+    """ReplicationQuotaManagerTest.shouldExceedQuotaThenReturnBackBelowBoundAsTimePasses (10x1 s, 100 B/s)."""
+    q = ReplicationQuotaManager("leader", 1, QuotaConfig(num_samples=10, window_size_ms=1000))
+    q.update_quota(100.0)
+    t = 0
+    assert not q.is_quota_exceeded(t)
+    t += 1500
+    q.record(1, t)
+    assert not q.is_quota_exceeded(t)
+    q.record(149, t)                    # 150 B over 1.5 s = 100 B/s: at the bound, not above it
+    assert q.rate(t) == pytest.approx(100.0)
+    assert not q.is_quota_exceeded(t)
+    q.record(1, t)                      # 151 / 1.5 = 100.67
+    assert q.is_quota_exceeded(t)
+    t += 500                            # 151 / 2 = 75.5
+    assert q.rate(t) == pytest.approx(75.5)
+    assert not q.is_quota_exceeded(t)
+    t += 500
+    q.record(99, t)                     # 250 / 2.5 = 100: bound inclusive
+    assert not q.is_quota_exceeded(t)
+    q.record(1, t)                      # 251 / 2.5
+    assert q.is_quota_exceeded(t)
+    t += 2000                           # 251 / 4.5
+    assert not q.is_quota_exceeded(t)
+
+
+def test_no_quota_set_is_never_exceeded_and_bound_is_long_max() -> None:
+    q = ReplicationQuotaManager("follower", 1)
+    q.record(10**12, 0)
+    assert not q.is_quota_exceeded(0)
+    assert q.upper_bound() == float(LONG_MAX)
+    q.update_quota(5.0)
+    assert q.upper_bound() == 5.0
+
+
+def test_samples_older_than_all_windows_are_forgotten() -> None:
+    q = ReplicationQuotaManager("leader", 1, QuotaConfig(num_samples=3, window_size_ms=1000))
+    q.update_quota(10.0)
+    q.record(1000, 0)
+    assert q.is_quota_exceeded(500)       # 1000 B over the 1 s floor
+    assert not q.is_quota_exceeded(3000)  # 3 windows later the sample is reset
+
+
+def test_ring_reuses_slots_after_num_samples_windows() -> None:
+    q = ReplicationQuotaManager("leader", 1, QuotaConfig(num_samples=2, window_size_ms=1000))
+    q.record(100, 0)
+    q.record(100, 1000)
+    q.record(100, 2000)   # overwrites the t=0 slot
+    assert q.rate(2000) == pytest.approx(200 / 1.0)
+
+
+def test_throttled_replicas_config_keeps_only_this_broker_and_wildcard() -> None:
+    q = ReplicationQuotaManager("leader", broker_id=101)
+    q.mark_throttled_from_config("t", ["0:101", "1:102", "2:101"])
+    assert [q.is_throttled("t", p) for p in range(3)] == [True, False, True]
+    q.mark_throttled_from_config("t", ["*"])
+    assert q.is_throttled("t", 7)
+    q.mark_throttled_from_config("t", [])
+    assert not q.is_throttled("t", 0)
+
+
+def test_leader_throttle_never_applies_to_in_sync_replicas() -> None:
+    """ReplicaManagerQuotasTest.shouldIncludeInSyncThrottledReplicas (predicate level)."""
+    q = ReplicationQuotaManager("leader", 1)
+    q.mark_throttled("t")
+    q.update_quota(1.0)
+    q.record(1000, 0)
+    assert should_leader_throttle(q, "t", 0, follower_in_isr=False, now_ms=0)
+    assert not should_leader_throttle(q, "t", 0, follower_in_isr=True, now_ms=0)
+    assert not should_leader_throttle(q, "u", 0, follower_in_isr=False, now_ms=0)
+
+
+def test_follower_throttle_uses_lag_not_isr_and_emits_event() -> None:
+    events: list[Event] = []
+    q = ReplicationQuotaManager("follower", 2, emit=events.append)
+    q.mark_throttled("t", [0])
+    assert not should_follower_throttle(q, "t", 0, replica_in_sync=False, now_ms=0)  # no bound yet
+    q.update_quota(1.0)
+    q.record(100, 0)
+    assert should_follower_throttle(q, "t", 0, replica_in_sync=False, now_ms=0)
+    assert not should_follower_throttle(q, "t", 0, replica_in_sync=True, now_ms=0)
+    q.emit_throttle(0, "t", 0, 3, follower_id=2, num_bytes=0)
+    (ev,) = events
+    assert ev["event_type"] == "quota_throttle" and ev["role"] == "follower"
+    assert ev["measured_rate"] == pytest.approx(100.0) and ev["quota_bound"] == 1.0
+
+
+def test_invalid_side_rejected() -> None:
+    with pytest.raises(ValueError, match="side"):
+        ReplicationQuotaManager("consumer", 1)
