@@ -1,0 +1,458 @@
+"""One replica's log: record batches, log end offset, high watermark, log start offset, epoch cache.
+
+Mirrors `kafka.log.UnifiedLog` (reference §2.7, §3) as a sans-I/O in-memory structure. A batch carries
+identity, not payload: leader epoch, base/last offset, record count, size in bytes and a checksum.
+
+Theory of operation
+* Offsets are contiguous: a follower append must start exactly at the log end offset (a batch below it
+  raises `UnexpectedAppendOffsetError` like `appendAsFollower`; one above it raises `OffsetMismatchError`,
+  the `processPartitionData` sanity check). The one exception is Kafka's empty-log restart
+  (`Partition.appendRecordsToFollowerOrFutureReplica`): an empty log whose LEO == LSO accepts a first batch
+  that straddles the LSO by restarting at the batch's base offset.
+* HW is kept in `[log_start_offset, log_end_offset]`: `maybe_increment_high_watermark` (leader) only moves
+  forward and raises above the LEO; `update_high_watermark` (follower, load) clamps and may move back;
+  truncation clamps it down.
+* Durability: `flushed_offset` is the recovery point; `recover_to_flushed` models an unclean restart that
+  loses everything after it (the simulator decides when to flush and when to crash).
+
+Events: when constructed with an `events` list, every state change appends one schema event built with
+`make_event` (`append`, `truncation`, `hw_change`, `log_start_offset_change`); with `events=None` nothing is
+built, which keeps the hot path cheap. Mutating methods take `now_ms` for the event timestamp; `role`
+says which side the replica plays (`leader` / `follower`). `leader_epoch` (set by the owning Partition)
+fills the event envelope. The truncation event's `hw` is the HW *before* the truncation, so an audit can
+tell a truncation below the HW from one above it (reference §3.4).
+"""
+
+from __future__ import annotations
+
+from bisect import bisect_right
+from collections.abc import Sequence
+from enum import StrEnum
+from typing import NamedTuple
+
+from replication_core.errors import (
+    CorruptRecordError,
+    IllegalArgumentError,
+    OffsetMismatchError,
+    OffsetOutOfRangeError,
+    UnexpectedAppendOffsetError,
+)
+from replication_core.events import Event, make_event
+from replication_core.leader_epoch_cache import LeaderEpochCache
+
+UNKNOWN_OFFSET = -1
+"""`UnifiedLog.UnknownOffset`."""
+
+LEADER = "leader"
+FOLLOWER = "follower"
+
+
+class RecordBatch(NamedTuple):
+    """A `RecordBatch` by identity: offsets, `partitionLeaderEpoch`, size and checksum (no payload).
+
+    A NamedTuple rather than a frozen dataclass: batches are created on every append, and tuple
+    construction is several times cheaper.
+    """
+
+    base_offset: int
+    last_offset: int
+    leader_epoch: int
+    record_count: int
+    size_bytes: int
+    checksum: int
+
+    @property
+    def next_offset(self) -> int:
+        """`nextOffset()`: the offset after the batch's last record."""
+        return self.last_offset + 1
+
+
+class FetchIsolation(StrEnum):
+    """`org.apache.kafka.server.storage.log.FetchIsolation`: how far a read may go."""
+
+    LOG_END = "log_end"
+    """Followers: up to the log end offset."""
+    HIGH_WATERMARK = "high_watermark"
+    """Consumers with read_uncommitted: up to the HW."""
+    TXN_COMMITTED = "txn_committed"
+    """read_committed: up to the last stable offset, which equals the HW here (no transactions)."""
+
+
+class LogAppendInfo(NamedTuple):
+    """`LogAppendInfo` of an append: offsets, last batch epoch, records and valid bytes."""
+
+    first_offset: int
+    last_offset: int
+    last_leader_epoch: int | None
+    record_count: int
+    valid_bytes: int
+
+
+class FetchDataInfo(NamedTuple):
+    """`FetchDataInfo` of a read: the batches returned (whole batches) and their total size."""
+
+    fetch_offset: int
+    batches: tuple[RecordBatch, ...]
+    size_bytes: int
+
+    @property
+    def record_count(self) -> int:
+        """Records in the returned batches."""
+        return sum(b.record_count for b in self.batches)
+
+
+_EMPTY_APPEND = LogAppendInfo(UNKNOWN_OFFSET, UNKNOWN_OFFSET, None, 0, 0)
+
+
+def _base_of(batch: RecordBatch) -> int:
+    return batch.base_offset
+
+
+class Log:
+    """`UnifiedLog`: batches, LEO, HW, log start offset, leader epoch cache and a recovery point."""
+
+    def __init__(
+        self,
+        topic: str = "t",
+        partition: int = 0,
+        broker_id: int = 0,
+        *,
+        log_start_offset: int = 0,
+        events: list[Event] | None = None,
+    ) -> None:
+        self.topic = topic
+        self.partition = partition
+        self.broker_id = broker_id
+        self.events = events
+        # Envelope leader epoch of emitted events; the owning Partition keeps it current.
+        self.leader_epoch: int | None = None
+        self.epoch_cache = LeaderEpochCache()
+        self._batches: list[RecordBatch] = []
+        self._log_start_offset = log_start_offset
+        self._leo = log_start_offset
+        self._hw = log_start_offset
+        self._flushed = log_start_offset
+
+    # --- queries -----------------------------------------------------------------------------------
+
+    @property
+    def log_end_offset(self) -> int:
+        """`logEndOffset`: the next offset to be written (exclusive end)."""
+        return self._leo
+
+    @property
+    def high_watermark(self) -> int:
+        """`highWatermark` (exclusive)."""
+        return self._hw
+
+    @property
+    def log_start_offset(self) -> int:
+        """`logStartOffset`: the first offset a reader may fetch."""
+        return self._log_start_offset
+
+    @property
+    def flushed_offset(self) -> int:
+        """`recoveryPoint`: everything below it survives an unclean restart."""
+        return self._flushed
+
+    @property
+    def batches(self) -> tuple[RecordBatch, ...]:
+        """The batches in the log, oldest first."""
+        return tuple(self._batches)
+
+    @property
+    def latest_epoch(self) -> int | None:
+        """`latestEpoch`: newest epoch in the epoch cache (None if empty)."""
+        return self.epoch_cache.latest_epoch
+
+    def __repr__(self) -> str:
+        return (f"Log({self.topic}-{self.partition} broker={self.broker_id} lso={self._log_start_offset} "
+                f"hw={self._hw} leo={self._leo} batches={len(self._batches)})")
+
+    def end_offset_for_epoch(self, epoch: int) -> tuple[int, int] | None:
+        """`endOffsetForEpoch(epoch)` -> (epoch found, end offset), or None if the offset is undefined."""
+        found_epoch, offset = self.epoch_cache.end_offset_for(epoch, self._leo)
+        if offset == UNKNOWN_OFFSET:
+            return None
+        return found_epoch, offset
+
+    def batch_containing(self, offset: int) -> RecordBatch | None:
+        """The batch holding `offset`, or None (`LogSegment.translateOffset`)."""
+        i = bisect_right(self._batches, offset, key=_base_of) - 1
+        if i >= 0:
+            b = self._batches[i]
+            if b.last_offset >= offset:
+                return b
+        return None
+
+    def read(
+        self,
+        fetch_offset: int,
+        max_bytes: int,
+        isolation: FetchIsolation = FetchIsolation.LOG_END,
+        min_one_message: bool = True,
+    ) -> FetchDataInfo:
+        """`UnifiedLog.read`: whole batches from the one holding `fetch_offset`, bounded by `max_bytes`
+        and by the isolation's end offset (LEO or HW). The first batch is returned even if larger than
+        `max_bytes` when `min_one_message` (KIP-74). Raises `OffsetOutOfRangeError` outside [LSO, LEO]."""
+        leo = self._leo
+        if fetch_offset == leo:  # caught-up follower: the common case, no search
+            return FetchDataInfo(fetch_offset, (), 0)
+        if fetch_offset < self._log_start_offset or fetch_offset > leo:
+            raise OffsetOutOfRangeError(
+                f"Received request for offset {fetch_offset} for partition {self.topic}-{self.partition}, "
+                f"but we only have log segments in the range {self._log_start_offset} to {leo}.")
+        upper = leo if isolation is FetchIsolation.LOG_END else self._hw
+        batches = self._batches
+        i = bisect_right(batches, fetch_offset, key=_base_of) - 1
+        if i < 0:
+            i = 0
+        out: list[RecordBatch] = []
+        size = 0
+        n = len(batches)
+        while i < n:
+            b = batches[i]
+            if b.last_offset >= upper:
+                break
+            if size + b.size_bytes > max_bytes and (out or not min_one_message):
+                break
+            out.append(b)
+            size += b.size_bytes
+            i += 1
+        return FetchDataInfo(fetch_offset, tuple(out), size)
+
+    # --- appends -----------------------------------------------------------------------------------
+
+    def append_as_leader(
+        self,
+        record_count: int,
+        size_bytes: int,
+        checksum: int,
+        leader_epoch: int,
+        now_ms: int = 0,
+    ) -> RecordBatch:
+        """`appendAsLeader`: assign offsets from the LEO and stamp `leader_epoch`; returns the batch."""
+        if record_count <= 0:
+            raise CorruptRecordError(f"a batch needs at least one record, got {record_count}")
+        base = self._leo
+        batch = RecordBatch(base, base + record_count - 1, leader_epoch, record_count, size_bytes, checksum)
+        self._append(batch, LEADER, now_ms)
+        return batch
+
+    def append_as_follower(self, batches: Sequence[RecordBatch], now_ms: int = 0) -> LogAppendInfo:
+        """`appendAsFollower`: append batches carrying their own offsets and epochs (each assigns an
+        epoch-cache entry). Empty input is a no-op. See the module docstring for the offset rules."""
+        if not batches:
+            return _EMPTY_APPEND
+        first = batches[0]
+        expected = first.base_offset
+        for b in batches:
+            if b.base_offset != expected or b.last_offset < b.base_offset:
+                raise CorruptRecordError(
+                    f"Out of order offsets in batches for {self.topic}-{self.partition}: batch "
+                    f"[{b.base_offset}, {b.last_offset}] where {expected} was expected")
+            expected = b.last_offset + 1
+        leo = self._leo
+        if first.base_offset < leo:
+            if (not self._batches and leo == self._log_start_offset
+                    and batches[-1].last_offset >= leo):
+                # Partition.appendRecordsToFollowerOrFutureReplica: an empty log restarts at the batch.
+                self.truncate_fully_and_start_at(first.base_offset, now_ms, reason="full", role=FOLLOWER)
+            else:
+                raise UnexpectedAppendOffsetError(
+                    f"Unexpected offset in append to {self.topic}-{self.partition}. First offset "
+                    f"{first.base_offset} is less than the next offset {leo}.",
+                    first.base_offset, batches[-1].last_offset)
+        elif first.base_offset > leo:
+            raise OffsetMismatchError(
+                f"Offset mismatch for partition {self.topic}-{self.partition}: first batch offset = "
+                f"{first.base_offset}, log end offset = {leo}.")
+        records = 0
+        size = 0
+        for b in batches:
+            self._append(b, FOLLOWER, now_ms)
+            records += b.record_count
+            size += b.size_bytes
+        return LogAppendInfo(first.base_offset, batches[-1].last_offset, batches[-1].leader_epoch,
+                             records, size)
+
+    def _append(self, batch: RecordBatch, role: str, now_ms: int) -> None:
+        cache = self.epoch_cache
+        # UnifiedLog.append: every v2 batch may open a new epoch (assign is a no-op within an epoch).
+        if cache.latest_epoch != batch.leader_epoch:
+            cache.assign(batch.leader_epoch, batch.base_offset)
+        self._batches.append(batch)
+        self._leo = batch.last_offset + 1
+        if self.events is not None:
+            self.events.append(make_event(
+                "append", now_ms, self.broker_id, self.topic, self.partition, self.leader_epoch,
+                role=role, base_offset=batch.base_offset, last_offset=batch.last_offset,
+                record_count=batch.record_count, bytes=batch.size_bytes,
+                batch_leader_epoch=batch.leader_epoch, batch_checksum=batch.checksum, leo=self._leo))
+
+    def maybe_assign_epoch_start_offset(self, epoch: int, start_offset: int) -> bool:
+        """`maybeAssignEpochStartOffset`: cache entry for a new leader epoch even with no records."""
+        return self.epoch_cache.assign(epoch, start_offset)
+
+    # --- high watermark ------------------------------------------------------------------------------
+
+    def maybe_increment_high_watermark(self, new_hw: int, now_ms: int = 0) -> int | None:
+        """`maybeIncrementHighWatermark` (leader): move the HW forward only; returns the old HW if it
+        moved, else None. Raises `IllegalArgumentError` if `new_hw` > LEO."""
+        if new_hw > self._leo:
+            raise IllegalArgumentError(
+                f"High watermark {new_hw} update exceeds current log end offset {self._leo}")
+        old = self._hw
+        if new_hw <= old:
+            return None
+        self._set_hw(new_hw, LEADER, now_ms)
+        return old
+
+    def update_high_watermark(self, hw: int, now_ms: int = 0, role: str = FOLLOWER) -> int:
+        """`updateHighWatermark` / `maybeUpdateHighWatermark`: set the HW clamped to [LSO, LEO]; may move
+        back (followers after a leader change, logs at load). Returns the new HW."""
+        if hw < self._log_start_offset:
+            hw = self._log_start_offset
+        elif hw > self._leo:
+            hw = self._leo
+        if hw != self._hw:
+            self._set_hw(hw, role, now_ms)
+        return hw
+
+    def _set_hw(self, new_hw: int, role: str, now_ms: int) -> None:
+        old = self._hw
+        self._hw = new_hw
+        if self.events is not None:
+            self.events.append(make_event(
+                "hw_change", now_ms, self.broker_id, self.topic, self.partition, self.leader_epoch,
+                role=role, old_hw=old, hw=new_hw))
+
+    # --- log start offset --------------------------------------------------------------------------
+
+    def maybe_increment_log_start_offset(
+        self, new_log_start_offset: int, now_ms: int = 0, role: str = FOLLOWER,
+        reason: str = "leader_offset_increment",
+    ) -> bool:
+        """`maybeIncrementLogStartOffset(offset, reason)`: only increases; raises
+        `OffsetOutOfRangeError` above the HW; drops batches wholly below it and trims the epoch cache
+        from the start. `reason` mirrors `LogStartOffsetIncrementReason` (informational)."""
+        if new_log_start_offset > self._hw:
+            raise OffsetOutOfRangeError(
+                f"Cannot increment the log start offset to {new_log_start_offset} of partition "
+                f"{self.topic}-{self.partition} since it is larger than the high watermark {self._hw} "
+                f"({reason})")
+        old = self._log_start_offset
+        if new_log_start_offset <= old:
+            return False
+        self._log_start_offset = new_log_start_offset
+        # Segment deletion: whole batches below the new start go; a straddling batch stays readable.
+        batches = self._batches
+        n = 0
+        while n < len(batches) and batches[n].last_offset < new_log_start_offset:
+            n += 1
+        if n:
+            del batches[:n]
+        self.epoch_cache.truncate_from_start(new_log_start_offset)
+        if self._flushed < new_log_start_offset:
+            self._flushed = new_log_start_offset
+        if self.events is not None:
+            self.events.append(make_event(
+                "log_start_offset_change", now_ms, self.broker_id, self.topic, self.partition,
+                self.leader_epoch, role=role, old_log_start_offset=old,
+                log_start_offset=new_log_start_offset))
+        return True
+
+    # --- truncation --------------------------------------------------------------------------------
+
+    def truncate_to(self, target_offset: int, now_ms: int = 0, reason: str = "diverging_epoch",
+                    role: str = FOLLOWER) -> bool:
+        """`truncateTo(targetOffset)`: drop everything at or after `target_offset`; returns True if the
+        log changed. A target at or past the LEO only trims the epoch cache (Kafka does the same).
+        `reason` is one of high_watermark, leader_epoch, diverging_epoch, out_of_range, full."""
+        if target_offset < 0:
+            raise IllegalArgumentError(f"Cannot truncate partition {self.topic}-{self.partition} to a "
+                                       f"negative offset ({target_offset}).")
+        if target_offset >= self._leo:
+            self.epoch_cache.truncate_from_end(self._leo)
+            return False
+        batches = self._batches
+        if not batches or batches[0].base_offset > target_offset:
+            # The first segment starts after the target: Kafka truncates fully and restarts there.
+            self.truncate_fully_and_start_at(target_offset, now_ms, reason=reason, role=role)
+            return True
+        old_leo = self._leo
+        old_hw = self._hw
+        # Truncation happens on batch boundaries: a batch holding target_offset is dropped whole
+        # (the target is always a batch boundary when logs were written by this engine).
+        i = bisect_right(batches, target_offset - 1, key=_base_of)
+        while i > 0 and batches[i - 1].last_offset >= target_offset:
+            i -= 1
+        new_leo = batches[i].base_offset if i < len(batches) else target_offset
+        del batches[i:]
+        self._leo = new_leo
+        self.epoch_cache.truncate_from_end(new_leo)
+        if self._flushed > new_leo:
+            self._flushed = new_leo
+        old_lso = self._log_start_offset
+        if new_leo < old_lso:
+            self._log_start_offset = new_leo
+        if self.events is not None:
+            self.events.append(make_event(
+                "truncation", now_ms, self.broker_id, self.topic, self.partition, self.leader_epoch,
+                role=role, old_leo=old_leo, truncate_offset=new_leo, reason=reason, hw=old_hw))
+            if new_leo < old_lso:
+                self.events.append(make_event(
+                    "log_start_offset_change", now_ms, self.broker_id, self.topic, self.partition,
+                    self.leader_epoch, role=role, old_log_start_offset=old_lso, log_start_offset=new_leo))
+        if old_hw > new_leo:
+            self._set_hw(new_leo, role, now_ms)
+        return True
+
+    def truncate_fully_and_start_at(self, new_offset: int, now_ms: int = 0, reason: str = "full",
+                                    role: str = FOLLOWER) -> None:
+        """`truncateFullyAndStartAt(newOffset)`: empty the log, clear the epoch cache, and set
+        LSO = HW = LEO = `new_offset`."""
+        if new_offset < 0:
+            raise IllegalArgumentError(f"invalid start offset {new_offset}")
+        old_leo, old_hw, old_lso = self._leo, self._hw, self._log_start_offset
+        self._batches.clear()
+        self.epoch_cache.clear()
+        self._leo = new_offset
+        self._log_start_offset = new_offset
+        self._flushed = new_offset
+        if self.events is not None:
+            self.events.append(make_event(
+                "truncation", now_ms, self.broker_id, self.topic, self.partition, self.leader_epoch,
+                role=role, old_leo=old_leo, truncate_offset=new_offset, reason=reason, hw=old_hw))
+            if old_lso != new_offset:
+                self.events.append(make_event(
+                    "log_start_offset_change", now_ms, self.broker_id, self.topic, self.partition,
+                    self.leader_epoch, role=role, old_log_start_offset=old_lso, log_start_offset=new_offset))
+        if old_hw != new_offset:
+            self._set_hw(new_offset, role, now_ms)
+
+    # --- durability --------------------------------------------------------------------------------
+
+    def flush(self, offset: int | None = None) -> int:
+        """`UnifiedLog.flush(offset)`: make everything below `offset` (default: the LEO) durable; the
+        recovery point only moves forward and never past the LEO. Returns the recovery point."""
+        target = self._leo if offset is None else min(offset, self._leo)
+        if target > self._flushed:
+            self._flushed = target
+        return self._flushed
+
+    def recover_to_flushed(self, high_watermark_checkpoint: int | None = None) -> int:
+        """Unclean restart (`LogLoader` recovery): lose every batch at or after the recovery point, then
+        load the HW from the checkpoint (clamped to [LSO, LEO], `updateHighWatermark`) or clamp the
+        current one. Emits no event: the simulator reports the crash. Returns the number of offsets lost."""
+        target = self._flushed
+        lost = self._leo - target
+        if lost > 0:
+            batches = self._batches
+            while batches and batches[-1].last_offset >= target:
+                batches.pop()
+            self._leo = batches[-1].last_offset + 1 if batches else max(target, self._log_start_offset)
+            self.epoch_cache.truncate_from_end(self._leo)
+        hw = self._hw if high_watermark_checkpoint is None else high_watermark_checkpoint
+        self._hw = min(max(hw, self._log_start_offset), self._leo)
+        return max(lost, 0)

@@ -1,0 +1,205 @@
+"""Log (UnifiedLog): appends, reads, HW, log start offset, truncation, durability, events."""
+
+from __future__ import annotations
+
+import itertools
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from replication_core.errors import (
+    IllegalArgumentError,
+    OffsetMismatchError,
+    OffsetOutOfRangeError,
+    UnexpectedAppendOffsetError,
+)
+from replication_core.events import Event
+from replication_core.leader_epoch_cache import EpochEntry
+from replication_core.log import FetchIsolation, Log, RecordBatch
+
+
+def seeded(n: int, epoch: int = 0, size: int = 10) -> Log:
+    """`seedLogData(log, n, epoch)`: n single-record batches."""
+    log = Log()
+    for i in range(n):
+        log.append_as_leader(1, size, 1000 + i, epoch)
+    return log
+
+
+def batch(base: int, count: int, epoch: int, size: int = 10) -> RecordBatch:
+    return RecordBatch(base, base + count - 1, epoch, count, size, base * 7 + 1)
+
+
+def test_append_as_leader_assigns_offsets_and_epoch_cache() -> None:
+    """UnifiedLog.appendAsLeader assigns offsets from the LEO and one cache entry per new epoch."""
+    log = Log()
+    b1 = log.append_as_leader(2, 100, 1, leader_epoch=0)
+    b2 = log.append_as_leader(3, 100, 2, leader_epoch=3)
+    assert (b1.base_offset, b1.last_offset, b2.base_offset, b2.last_offset) == (0, 1, 2, 4)
+    assert log.log_end_offset == 5
+    assert log.epoch_cache.entries == (EpochEntry(0, 0), EpochEntry(3, 2))
+    assert log.high_watermark == 0
+
+
+def test_append_as_follower_offset_rules() -> None:
+    """PartitionTest.testAppendRecordsAsFollowerBelowLogStartOffset (log part): LSO 5 empty log."""
+    log = Log()
+    log.truncate_fully_and_start_at(5)
+    assert (log.log_start_offset, log.log_end_offset) == (5, 5)
+    with pytest.raises(UnexpectedAppendOffsetError):
+        log.append_as_follower([batch(3, 1, 1)])
+    assert log.log_end_offset == 5
+    log.append_as_follower([batch(4, 3, 1)])  # straddles the LSO: the empty log restarts at 4
+    assert (log.log_start_offset, log.log_end_offset) == (4, 7)
+    log.append_as_follower([batch(7, 1, 1)])
+    assert log.log_end_offset == 8
+    with pytest.raises(UnexpectedAppendOffsetError):
+        log.append_as_follower([batch(3, 2, 1)])
+    assert log.log_end_offset == 8
+    log.append_as_follower([batch(8, 1, 1)])
+    assert (log.log_start_offset, log.log_end_offset) == (4, 9)
+
+
+def test_append_as_follower_gap_is_offset_mismatch() -> None:
+    """processPartitionData: the fetched data must start at the log end offset."""
+    log = seeded(2)
+    with pytest.raises(OffsetMismatchError):
+        log.append_as_follower([batch(5, 1, 0)])
+
+
+def test_read_bounds_isolation_and_min_one_message() -> None:
+    """UnifiedLog.read: first batch even if larger than max bytes (KIP-74); HW isolation for consumers."""
+    log = Log()
+    for i in range(5):
+        log.append_as_leader(2, 100, i, 0)  # offsets 0-9
+    log.maybe_increment_high_watermark(4)
+    assert [b.base_offset for b in log.read(0, 50).batches] == [0]
+    assert [b.base_offset for b in log.read(0, 250).batches] == [0, 2]
+    assert log.read(0, 50, min_one_message=False).batches == ()
+    assert [b.base_offset for b in log.read(3, 10_000).batches] == [2, 4, 6, 8]
+    assert [b.base_offset for b in log.read(0, 10_000, FetchIsolation.HIGH_WATERMARK).batches] == [0, 2]
+    assert log.read(10, 100).batches == ()
+    with pytest.raises(OffsetOutOfRangeError):
+        log.read(11, 100)
+
+
+def test_high_watermark_rules() -> None:
+    """maybeIncrementHighWatermark only forward and never past the LEO; updateHighWatermark clamps."""
+    log = seeded(5)
+    assert log.maybe_increment_high_watermark(3) == 0
+    assert log.maybe_increment_high_watermark(2) is None
+    assert log.high_watermark == 3
+    with pytest.raises(IllegalArgumentError):
+        log.maybe_increment_high_watermark(6)
+    assert log.update_high_watermark(100) == 5
+    assert log.update_high_watermark(1) == 1  # follower HW may move back
+
+
+def test_truncate_to_clamps_hw_and_trims_epoch_cache() -> None:
+    """UnifiedLog.truncateTo: HW clamps down, epoch cache truncated from the end; no-op past the LEO."""
+    log = Log()
+    log.append_as_leader(2, 10, 1, 0)
+    log.append_as_leader(2, 10, 2, 2)
+    log.append_as_leader(2, 10, 3, 4)
+    log.maybe_increment_high_watermark(5)
+    assert log.truncate_to(6) is False
+    assert log.truncate_to(4) is True
+    assert (log.log_end_offset, log.high_watermark) == (4, 4)
+    assert log.epoch_cache.entries == (EpochEntry(0, 0), EpochEntry(2, 2))
+    assert log.end_offset_for_epoch(0) == (0, 2)
+    assert log.end_offset_for_epoch(2) == (2, 4)
+    assert log.end_offset_for_epoch(7) is None
+
+
+def test_log_start_offset_increment() -> None:
+    """maybeIncrementLogStartOffset: only forward, not past the HW; epoch cache truncated from the start."""
+    log = Log()
+    log.append_as_leader(3, 10, 1, 1)
+    log.append_as_leader(3, 10, 2, 2)
+    with pytest.raises(OffsetOutOfRangeError):
+        log.maybe_increment_log_start_offset(4)
+    log.maybe_increment_high_watermark(6)
+    assert log.maybe_increment_log_start_offset(4)
+    assert not log.maybe_increment_log_start_offset(2)
+    assert log.log_start_offset == 4
+    assert log.epoch_cache.entries == (EpochEntry(2, 4),)
+    assert [b.base_offset for b in log.batches] == [3]
+    with pytest.raises(OffsetOutOfRangeError):
+        log.read(2, 100)
+
+
+def test_flush_and_recover_loses_unflushed_batches() -> None:
+    """An unclean restart loses data after the recovery point; HW comes from the checkpoint, clamped."""
+    log = seeded(3)
+    log.flush()
+    log.append_as_leader(1, 10, 9, 1)
+    log.maybe_increment_high_watermark(4)
+    assert log.recover_to_flushed(high_watermark_checkpoint=4) == 1
+    assert (log.log_end_offset, log.high_watermark, log.latest_epoch) == (3, 3, 0)
+
+
+def test_events_emitted_with_role() -> None:
+    """append / hw_change / truncation events carry the schema's required payload."""
+    events: list[Event] = []
+    log = Log("tp", 3, 101, events=events)
+    log.leader_epoch = 2
+    log.append_as_leader(2, 10, 1, 2, now_ms=5)
+    log.maybe_increment_high_watermark(2, now_ms=6)
+    log.truncate_to(1, now_ms=7, reason="diverging_epoch")
+    kinds = [(e["event_type"], e.get("role")) for e in events]
+    assert kinds == [("append", "leader"), ("hw_change", "leader"), ("truncation", "follower"),
+                     ("hw_change", "follower")]
+    assert events[2]["hw"] == 2 and events[2]["truncate_offset"] == 0
+    assert all(e["leader_epoch"] == 2 and e["partition"] == 3 for e in events)
+
+
+log_ops = st.lists(
+    st.one_of(
+        st.tuples(st.just("lead"), st.integers(1, 4), st.integers(0, 6)),
+        st.tuples(st.just("follow"), st.integers(1, 4), st.integers(0, 6)),
+        st.tuples(st.just("trunc"), st.integers(0, 40), st.just(0)),
+        st.tuples(st.just("hw"), st.integers(0, 40), st.just(0)),
+        st.tuples(st.just("fhw"), st.integers(0, 40), st.just(0)),
+        st.tuples(st.just("lso"), st.integers(0, 40), st.just(0)),
+        st.tuples(st.just("full"), st.integers(0, 40), st.just(0)),
+    ),
+    max_size=40,
+)
+
+
+@given(log_ops)
+def test_log_invariants_after_any_sequence(seq: list[tuple[str, int, int]]) -> None:
+    """Property: offsets contiguous, LSO <= HW <= LEO, epoch cache strictly increasing and within the log."""
+    log = Log()
+    epoch = 0
+    for op, a, b in seq:
+        if op == "lead":
+            epoch = max(epoch, b)
+            log.append_as_leader(a, 10, 0, epoch)
+        elif op == "follow":
+            epoch = max(epoch, b)
+            leo = log.log_end_offset
+            log.append_as_follower([RecordBatch(leo, leo + a - 1, epoch, a, 10, 0)])
+        elif op == "trunc":
+            log.truncate_to(a)
+        elif op == "hw":
+            if a <= log.log_end_offset:
+                log.maybe_increment_high_watermark(a)
+        elif op == "fhw":
+            log.update_high_watermark(a)
+        elif op == "lso":
+            if a <= log.high_watermark:
+                log.maybe_increment_log_start_offset(a)
+        else:
+            log.truncate_fully_and_start_at(a)
+        bs = log.batches
+        assert all(x.next_offset == y.base_offset for x, y in itertools.pairwise(bs))
+        if bs:
+            assert bs[-1].next_offset == log.log_end_offset
+            assert bs[0].base_offset <= log.log_start_offset <= bs[0].last_offset or (
+                bs[0].base_offset >= log.log_start_offset)
+        assert log.log_start_offset <= log.high_watermark <= log.log_end_offset
+        es = log.epoch_cache.entries
+        assert all(x.epoch < y.epoch and x.start_offset < y.start_offset for x, y in itertools.pairwise(es))
+        assert all(e.start_offset < log.log_end_offset or e == es[-1] for e in es)
