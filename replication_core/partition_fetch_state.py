@@ -171,6 +171,13 @@ class PartitionStates:
         self._map.pop(tp, None)
         self._map[tp] = state
 
+    def set_all(self, states: dict[TopicPartition, PartitionFetchState]) -> None:
+        """`set(map)`: replace every state; Kafka rebuilds the map grouped by topic (first-seen order)."""
+        by_topic: dict[str, list[TopicPartition]] = {}
+        for tp in states:
+            by_topic.setdefault(tp.topic, []).append(tp)
+        self._map = {tp: states[tp] for tps in by_topic.values() for tp in tps}
+
     def remove(self, tp: TopicPartition) -> PartitionFetchState | None:
         """Remove and return the state of `tp` (`remove`)."""
         return self._map.pop(tp, None)

@@ -1,0 +1,603 @@
+"""The follower's fetcher thread: Kafka's `AbstractFetcherThread` + `ReplicaFetcherThread`, sans-I/O.
+
+Theory of operation (reference §3). A fetcher owns the fetch state of the partitions it replicates
+from one leader (`PartitionStates`, insertion-ordered). One `work(now_ms)` is one Kafka `doWork()`:
+
+1. partitions added with a negative offset are placed with ListOffsets (`fetchOffsetAndTruncate`);
+2. `maybeTruncate`: `Truncating` partitions with a known latest epoch ask the leader
+   OffsetsForLeaderEpoch and truncate by `getOffsetTruncationState` (`truncation.py`); the others
+   truncate to their high watermark (the initial fetch offset);
+3. `maybeFetch`: one FetchRequest for the ready, non-delayed, non-throttled partitions; the
+   response is processed partition by partition (§3.3 error table), DivergingEpoch truncations run
+   after the loop, errored partitions back off (`DelayedItem` on the virtual clock).
+
+How the fetcher talks to its leader: `work()` is a generator. It *yields* a request value
+(`leader_endpoint.FetchRequest`, `OffsetsForLeaderEpochRequest` or `ListOffsetsRequest`) and is
+resumed with `gen.send((response, now_ms))`, `now_ms` being the virtual time the response arrived;
+its return value (`StopIteration.value`) is a `WorkResult`. A simulator can therefore hold the
+generator while a response crosses a simulated network, and interleave other events (a partition
+removed, a leader epoch bumped) exactly where Kafka's fetcher thread would be blocked in an RPC.
+`do_work(now_ms, endpoint)` drives the same generator synchronously through a `LeaderEndPoint`.
+This keeps Kafka's sequential control flow (ListOffsets in the middle of response processing, a
+second epoch request after a failed round) in one readable place instead of a callback web.
+
+The follower's own replicas are reached through `logs(tp) -> Log` (the `UnifiedLog` of
+`replication_core.log`, which emits the `append` / `truncation` / `hw_change` /
+`log_start_offset_change` events itself) and `on_hw_updated(tps)` (Kafka's
+`completeDelayedFetchRequests`). The fetcher emits `fetch`, `fetch_response` and, when it marks a
+partition failed, `fetcher_change` (removed); the follower quota emits `quota_throttle`.
+
+`protocol` (`truncation.TruncationProtocol`, default from `ReplicationConfig.truncation_mode`)
+selects the Kafka generation replayed; see `truncation.py` for the table.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Generator, Iterable, Mapping
+from dataclasses import dataclass
+
+from replication_core.config import ReplicationConfig
+from replication_core.errors import (
+    CorruptRecordError,
+    Errors,
+    IllegalStateError,
+    OffsetMismatchError,
+    ReplogError,
+)
+from replication_core.events import Event, make_event
+from replication_core.leader_endpoint import (
+    EARLIEST,
+    LATEST,
+    EpochData,
+    FetchPartitionData,
+    FetchPartitionResponse,
+    FetchRequest,
+    FetchResponse,
+    LeaderEndPoint,
+    LeaderRequest,
+    LeaderResponse,
+    ListOffsetsRequest,
+    ListOffsetsResponse,
+    OffsetsForLeaderEpochRequest,
+    OffsetsForLeaderEpochResponse,
+    call_leader,
+)
+from replication_core.log import FOLLOWER, Log, LogAppendInfo
+from replication_core.partition_fetch_state import (
+    UNDEFINED_EPOCH,
+    BrokerEndPoint,
+    EpochEndOffset,
+    FailedPartitions,
+    InitialFetchState,
+    OffsetTruncationState,
+    PartitionFetchState,
+    PartitionStates,
+    ReplicaState,
+    TopicPartition,
+)
+from replication_core.quota import ReplicationQuotaManager, should_follower_throttle
+from replication_core.truncation import FLAGS, TruncationProtocol, offset_truncation_state, truncation_protocol
+
+NONE = Errors.NONE.value
+FETCHING = ReplicaState.FETCHING
+TRUNCATING = ReplicaState.TRUNCATING
+
+Reply = tuple[LeaderResponse, int]
+"""What the driver sends back into `work()`: the leader's response and the virtual arrival time."""
+Work = Generator[LeaderRequest, Reply, "WorkResult"]
+
+
+@dataclass(frozen=True)
+class WorkResult:
+    """Outcome of one `doWork`: what was sent and what the caller should do next."""
+
+    epoch_requests: int
+    fetch_sent: bool
+    hw_updated: frozenset[TopicPartition]
+    idle_backoff_ms: int | None
+    """`replica.fetch.backoff.ms` when no fetch could be built (Kafka waits on its condition)."""
+
+
+class _ListOffsetsFailed(Exception):
+    """A ListOffsets answer carried an error (Kafka: the exception thrown by `fetchLatestOffset`)."""
+
+    def __init__(self, error: str) -> None:
+        super().__init__(error)
+        self.error = error
+
+
+def initial_fetch_offset(log: Log, protocol: TruncationProtocol | str) -> int:
+    """`ReplicaManager.initialFetchOffset`: LEO with truncate-on-fetch and a known epoch, else the HW."""
+    if FLAGS[truncation_protocol(protocol)].truncate_on_fetch and log.latest_epoch is not None:
+        return log.log_end_offset
+    return log.high_watermark
+
+
+class ReplicaFetcherThread:
+    """`ReplicaFetcherThread` (an `AbstractFetcherThread`): replicate partitions from one leader."""
+
+    def __init__(
+        self,
+        broker_id: int,
+        fetcher_id: int,
+        source_broker: BrokerEndPoint,
+        config: ReplicationConfig,
+        logs: Callable[[TopicPartition], Log],
+        failed_partitions: FailedPartitions | None = None,
+        *,
+        protocol: TruncationProtocol | str | None = None,
+        quota: ReplicationQuotaManager | None = None,
+        on_hw_updated: Callable[[frozenset[TopicPartition]], None] | None = None,
+        emit: Callable[[Event], None] | None = None,
+        broker_epoch: int = -1,
+    ) -> None:
+        self.broker_id = broker_id
+        self.fetcher_id = fetcher_id
+        self.source_broker = source_broker
+        self.config = config
+        self.protocol = truncation_protocol(protocol if protocol is not None else config.truncation_mode)
+        self.flags = FLAGS[self.protocol]
+        self.partition_states = PartitionStates()
+        self.failed_partitions = failed_partitions if failed_partitions is not None else FailedPartitions()
+        self.broker_epoch = broker_epoch
+        self.is_shutdown = False
+        self._logs = logs
+        self._quota = quota
+        self._on_hw_updated = on_hw_updated
+        self._emit = emit
+        self._now = 0
+        self._hw_updated: set[TopicPartition] = set()
+
+    def __repr__(self) -> str:
+        return f"ReplicaFetcherThread-{self.fetcher_id}-{self.source_broker.id}"
+
+    # --- pool-facing API (AbstractFetcherManager) -------------------------------------------------
+
+    def add_partitions(self, initial: Mapping[TopicPartition, InitialFetchState],
+                       now_ms: int) -> set[TopicPartition]:
+        """`addPartitions`: clear failures and (re)place each partition by `partitionFetchState`."""
+        self.failed_partitions.remove_all(initial)
+        for tp, init in initial.items():
+            current = self.partition_states.get(tp)
+            self.partition_states.update_and_move_to_end(tp, self._initial_state(tp, init, current))
+        return set(initial)
+
+    def _initial_state(self, tp: TopicPartition, init: InitialFetchState,
+                       current: PartitionFetchState | None) -> PartitionFetchState:
+        if current is not None and current.current_leader_epoch == init.current_leader_epoch:
+            # Same epoch: keep the state, no new truncation (testTruncationSkippedIfNoEpochChange).
+            return current
+        if init.init_offset < 0:
+            # Kafka runs fetchOffsetAndTruncate here; it needs the leader, so work() does it next.
+            return PartitionFetchState(-1, init.current_leader_epoch, TRUNCATING, topic_id=init.topic_id)
+        if self.flags.truncate_on_fetch:
+            last_epoch = self._latest_epoch(tp)
+            state = FETCHING if last_epoch is not None and last_epoch != UNDEFINED_EPOCH else TRUNCATING
+            return PartitionFetchState(init.init_offset, init.current_leader_epoch, state,
+                                       last_fetched_epoch=last_epoch, topic_id=init.topic_id)
+        return PartitionFetchState(init.init_offset, init.current_leader_epoch, TRUNCATING,
+                                   topic_id=init.topic_id)
+
+    def remove_partitions(self, tps: Iterable[TopicPartition]) -> dict[TopicPartition, PartitionFetchState]:
+        """`removePartitions`: drop the partitions and return the states they had."""
+        removed: dict[TopicPartition, PartitionFetchState] = {}
+        for tp in tps:
+            state = self.partition_states.remove(tp)
+            if state is not None:
+                removed[tp] = state
+        return removed
+
+    def remove_all_partitions(self) -> dict[TopicPartition, PartitionFetchState]:
+        """`removeAllPartitions`."""
+        return self.remove_partitions(list(self.partition_states))
+
+    def partition_count(self) -> int:
+        """`partitionCount`."""
+        return len(self.partition_states)
+
+    def fetch_state(self, tp: TopicPartition) -> PartitionFetchState | None:
+        """`fetchState(tp)`."""
+        return self.partition_states.get(tp)
+
+    def shutdown(self) -> None:
+        """`shutdown`: later `work()` calls do nothing."""
+        self.is_shutdown = True
+
+    def next_delay_expiry_ms(self) -> int | None:
+        """Earliest instant a backed-off partition becomes ready again (for a simulator's timer)."""
+        dues = [s.delay.due_ms for _, s in self.partition_states.items() if s.delay is not None]
+        return min(dues) if dues else None
+
+    # --- doWork ---------------------------------------------------------------------------------
+
+    def do_work(self, now_ms: int, leader: LeaderEndPoint) -> WorkResult:
+        """One `doWork()` with the leader answered synchronously (zero network delay)."""
+        work = self.work(now_ms)
+        try:
+            request = next(work)
+            while True:
+                request = work.send((call_leader(leader, request), now_ms))
+        except StopIteration as stop:
+            result: WorkResult = stop.value
+            return result
+
+    def work(self, now_ms: int) -> Work:
+        """`ReplicaFetcherThread.doWork` as a generator: yields requests, receives (response, now_ms)."""
+        self._now = now_ms
+        self._hw_updated = set()
+        if self.is_shutdown:
+            return WorkResult(0, False, frozenset(), None)
+        yield from self._maybe_reset_unknown_offsets()
+        epoch_requests = yield from self._maybe_truncate()
+        fetch_sent = yield from self._maybe_fetch()
+        updated = frozenset(self._hw_updated)
+        if updated and self._on_hw_updated is not None:
+            self._on_hw_updated(updated)
+        return WorkResult(epoch_requests, fetch_sent, updated,
+                          None if fetch_sent else self.config.replica_fetch_backoff_ms)
+
+    def _ask(self, request: LeaderRequest) -> Generator[LeaderRequest, Reply, LeaderResponse]:
+        response, now_ms = yield request
+        self._now = now_ms
+        return response
+
+    # --- truncation phase -----------------------------------------------------------------------
+
+    def _maybe_reset_unknown_offsets(self) -> Generator[LeaderRequest, Reply, None]:
+        for tp, state in self.partition_states.items():
+            if state.fetch_offset >= 0 or state.is_delayed(self._now):
+                continue
+            try:
+                new_state = yield from self._fetch_offset_and_truncate(tp, state)
+            except (_ListOffsetsFailed, ReplogError):
+                self._delay_partitions([tp])
+                continue
+            if self.partition_states.get(tp) is state:
+                self.partition_states.update_and_move_to_end(tp, new_state)
+
+    def _maybe_truncate(self) -> Generator[LeaderRequest, Reply, int]:
+        """`maybeTruncate`: epoch-based truncation for partitions with a latest epoch, else HW."""
+        with_epochs: dict[TopicPartition, EpochData] = {}
+        requested_epochs: dict[TopicPartition, int] = {}
+        without_epochs: list[TopicPartition] = []
+        for tp, state in self.partition_states.items():
+            if not state.is_truncating(self._now) or state.fetch_offset < 0:
+                continue
+            latest = self._latest_epoch(tp)
+            if latest is not None and self.flags.offsets_for_leader_epoch:
+                current = state.current_leader_epoch if self.flags.current_leader_epoch else None
+                with_epochs[tp] = EpochData(current, latest)
+                requested_epochs[tp] = state.current_leader_epoch
+            else:
+                without_epochs.append(tp)
+        requests = 0
+        if with_epochs:
+            requests = 1
+            yield from self._truncate_to_epoch_end_offsets(with_epochs, requested_epochs)
+        if without_epochs:
+            self._truncate_to_high_watermark(without_epochs)
+        return requests
+
+    def _truncate_to_epoch_end_offsets(self, partitions: dict[TopicPartition, EpochData],
+                                       requested_epochs: dict[TopicPartition, int]
+                                       ) -> Generator[LeaderRequest, Reply, None]:
+        """`truncateToEpochEndOffsets`: one OffsetsForLeaderEpoch round, then truncate what is still ours."""
+        request = OffsetsForLeaderEpochRequest(self.broker_id, self.flags.epoch_request_version, partitions)
+        response = yield from self._ask(request)
+        assert isinstance(response, OffsetsForLeaderEpochResponse)
+        if response.error != NONE:
+            # RemoteLeaderEndPoint.fetchEpochEndOffsets maps a send failure to every partition.
+            answers = {tp: EpochEndOffset(response.error) for tp in partitions}
+        else:
+            answers = dict(response.partitions)
+        kept: dict[TopicPartition, EpochEndOffset] = {}
+        for tp, answer in answers.items():
+            if tp not in partitions:
+                raise IllegalStateError(
+                    f"Leader replied with partition {tp} not requested in OffsetsForLeaderEpoch request")
+            state = self.partition_states.get(tp)
+            # The epoch may have moved (or the partition gone) while the request was in flight.
+            if state is not None and state.current_leader_epoch == requested_epochs[tp]:
+                if self.flags.epoch_request_version == 0:
+                    answer = EpochEndOffset(answer.error, UNDEFINED_EPOCH, answer.end_offset)
+                kept[tp] = answer
+        fetch_offsets, errors = self._maybe_truncate_to_epoch_end_offsets(kept, requested_epochs,
+                                                                          "leader_epoch")
+        self._delay_partitions(errors)
+        self._update_fetch_offset_and_maybe_mark_truncation_complete(fetch_offsets)
+
+    def _maybe_truncate_to_epoch_end_offsets(
+        self, fetched: Mapping[TopicPartition, EpochEndOffset], requested_epochs: Mapping[TopicPartition, int],
+        reason: str,
+    ) -> tuple[dict[TopicPartition, OffsetTruncationState], list[TopicPartition]]:
+        """`maybeTruncateToEpochEndOffsets`: apply §3.5 per partition; collect fenced/errored ones."""
+        fetch_offsets: dict[TopicPartition, OffsetTruncationState] = {}
+        errors: list[TopicPartition] = []
+        for tp, answer in fetched.items():
+            state = self.partition_states.get(tp)
+            if state is None:
+                continue  # removed from this fetcher while the answer was in flight
+            if answer.error == NONE:
+                try:
+                    log = self._logs(tp)
+                    truncation, _ = offset_truncation_state(answer, log.log_end_offset, state.fetch_offset,
+                                                            log.end_offset_for_epoch)
+                except ReplogError:
+                    self._mark_partition_failed(tp)
+                    continue
+                if self._do_truncate(tp, truncation, reason):
+                    fetch_offsets[tp] = truncation
+            elif answer.error == Errors.FENCED_LEADER_EPOCH:
+                if self._on_partition_fenced(tp, requested_epochs.get(tp)):
+                    errors.append(tp)
+            else:
+                errors.append(tp)  # "Retrying leaderEpoch request for partition ..."
+        return fetch_offsets, errors
+
+    def _truncate_to_high_watermark(self, tps: Iterable[TopicPartition]) -> None:
+        """`truncateToHighWatermark`: truncate to the initial fetch offset (the local HW)."""
+        fetch_offsets: dict[TopicPartition, OffsetTruncationState] = {}
+        for tp in tps:
+            state = self.partition_states.get(tp)
+            if state is None:
+                continue
+            truncation = OffsetTruncationState(state.fetch_offset, True)
+            if self._do_truncate(tp, truncation, "high_watermark"):
+                fetch_offsets[tp] = truncation
+        self._update_fetch_offset_and_maybe_mark_truncation_complete(fetch_offsets)
+
+    def _do_truncate(self, tp: TopicPartition, truncation: OffsetTruncationState, reason: str) -> bool:
+        """`doTruncate`: a failed truncation marks the partition failed."""
+        try:
+            self._logs(tp).truncate_to(truncation.offset, self._now, reason=reason, role=FOLLOWER)
+        except ReplogError:
+            self._mark_partition_failed(tp)
+            return False
+        return True
+
+    def _update_fetch_offset_and_maybe_mark_truncation_complete(
+            self, fetch_offsets: Mapping[TopicPartition, OffsetTruncationState]) -> None:
+        """`updateFetchOffsetAndMaybeMarkTruncationComplete`; states are re-set grouped by topic."""
+        new_states: dict[TopicPartition, PartitionFetchState] = {}
+        for tp, state in self.partition_states.items():
+            truncation = fetch_offsets.get(tp)
+            if truncation is not None:
+                done = self.flags.truncate_on_fetch or truncation.truncation_completed
+                state = PartitionFetchState(truncation.offset, state.current_leader_epoch,
+                                            FETCHING if done else TRUNCATING, state.lag, state.delay,
+                                            self._latest_epoch(tp), state.topic_id)
+            new_states[tp] = state
+        self.partition_states.set_all(new_states)
+
+    # --- fetch phase ----------------------------------------------------------------------------
+
+    def _maybe_fetch(self) -> Generator[LeaderRequest, Reply, bool]:
+        """`maybeFetch`: build one request, send it, process the response."""
+        request, errors = self._build_fetch()
+        self._delay_partitions(errors)
+        if request is None:
+            return False
+        if self._emit is not None:
+            self._emit_fetches(request)
+        response = yield from self._ask(request)
+        assert isinstance(response, FetchResponse)
+        yield from self._process_fetch_response(request, response)
+        return True
+
+    def _build_fetch(self) -> tuple[FetchRequest | None, list[TopicPartition]]:
+        """`RemoteLeaderEndPoint.buildFetch`: ready, non-delayed, non-throttled partitions in map order."""
+        now, cfg, flags = self._now, self.config, self.flags
+        partitions: dict[TopicPartition, FetchPartitionData] = {}
+        errors: list[TopicPartition] = []
+        for tp, state in self.partition_states.items():
+            if not state.is_ready_for_fetch(now):
+                continue
+            quota = self._quota
+            if quota is not None and should_follower_throttle(quota, tp.topic, tp.partition,
+                                                              state.is_replica_in_sync, now):
+                quota.emit_throttle(now, tp.topic, tp.partition, state.current_leader_epoch,
+                                    self.broker_id, 0)
+                continue
+            try:
+                log_start = self._logs(tp).log_start_offset
+            except ReplogError:
+                errors.append(tp)
+                continue
+            partitions[tp] = FetchPartitionData(
+                state.fetch_offset, log_start, cfg.replica_fetch_max_bytes,
+                state.current_leader_epoch if flags.current_leader_epoch else None,
+                state.last_fetched_epoch if flags.truncate_on_fetch else None, state.topic_id)
+        if not partitions:
+            return None, errors
+        return FetchRequest(self.broker_id, self.broker_epoch, cfg.replica_fetch_wait_max_ms,
+                            cfg.replica_fetch_min_bytes, cfg.replica_fetch_response_max_bytes,
+                            partitions), errors
+
+    def _process_fetch_response(self, request: FetchRequest,
+                                response: FetchResponse) -> Generator[LeaderRequest, Reply, None]:
+        """`processFetchRequest`: the §3.3 error table, then DivergingEpoch truncation, then backoff."""
+        states = self.partition_states
+        errors: list[TopicPartition] = []
+        diverging: dict[TopicPartition, EpochEndOffset] = {}
+        if response.error != NONE:
+            # leader.fetch threw: Kafka backs off every partition of the thread.
+            self._delay_partitions(list(states))
+            return
+        for tp, data in response.partitions.items():
+            state = states.get(tp)
+            sent = request.partitions.get(tp)
+            # A partition removed, re-added or truncated meanwhile ignores the stale answer.
+            if (state is None or sent is None or sent.fetch_offset != state.fetch_offset
+                    or not state.is_ready_for_fetch(self._now)):
+                continue
+            if self._emit is not None:
+                self._emit_fetch_response(tp, state, data)
+            error = data.error
+            if error == NONE:
+                if self.flags.truncate_on_fetch and data.diverging_epoch is not None:
+                    diverging[tp] = EpochEndOffset(NONE, data.diverging_epoch.leader_epoch,
+                                                   data.diverging_epoch.end_offset)
+                    continue
+                try:
+                    info = self._process_partition_data(tp, state.fetch_offset, data)
+                except CorruptRecordError:
+                    errors.append(tp)  # "Found invalid messages during fetch": retry after backoff
+                    continue
+                except ReplogError:
+                    self._mark_partition_failed(tp)  # storage or unexpected error: partition failed
+                    continue
+                valid = info.valid_bytes
+                next_offset = info.last_offset + 1 if valid > 0 else state.fetch_offset
+                lag = max(0, data.high_watermark - next_offset)
+                if (valid > 0 or state.lag is None) and tp in states:
+                    last_epoch = (info.last_leader_epoch if info.last_leader_epoch is not None
+                                  else state.last_fetched_epoch)
+                    states.update_and_move_to_end(tp, PartitionFetchState(
+                        next_offset, state.current_leader_epoch, FETCHING, lag, None, last_epoch,
+                        state.topic_id))
+            elif error == Errors.OFFSET_OUT_OF_RANGE:
+                handled = yield from self._handle_out_of_range(tp, state, sent.current_leader_epoch)
+                if not handled:
+                    errors.append(tp)
+            elif error == Errors.FENCED_LEADER_EPOCH:
+                if self._on_partition_fenced(tp, sent.current_leader_epoch):
+                    errors.append(tp)
+            else:
+                # UNKNOWN_LEADER_EPOCH, NOT_LEADER_OR_FOLLOWER, UNKNOWN_TOPIC_OR_PARTITION, UNKNOWN_TOPIC_ID,
+                # INCONSISTENT_TOPIC_ID and anything else: retry after the backoff.
+                errors.append(tp)
+        if diverging:
+            self._truncate_on_fetch_response(diverging)
+        self._delay_partitions(errors)
+
+    def _process_partition_data(self, tp: TopicPartition, fetch_offset: int,
+                                data: FetchPartitionResponse) -> LogAppendInfo:
+        """`ReplicaFetcherThread.processPartitionData`: append, follower HW, log start offset, quota."""
+        log = self._logs(tp)
+        now = self._now
+        if fetch_offset != log.log_end_offset:
+            raise OffsetMismatchError(f"Offset mismatch for partition {tp}: fetched offset = {fetch_offset}, "
+                                      f"log end offset = {log.log_end_offset}.")
+        info = log.append_as_follower(data.batches, now)
+        old_hw = log.high_watermark
+        if log.update_high_watermark(data.high_watermark, now, FOLLOWER) != old_hw:
+            self._hw_updated.add(tp)
+        log.maybe_increment_log_start_offset(data.log_start_offset, now, FOLLOWER)
+        quota = self._quota
+        if quota is not None and quota.is_throttled(tp.topic, tp.partition):
+            quota.record(data.size_bytes, now)
+        return info
+
+    def _truncate_on_fetch_response(self, diverging: Mapping[TopicPartition, EpochEndOffset]) -> None:
+        """`truncateOnFetchResponse`: §3.5 rules on the DivergingEpoch; the partition stays Fetching."""
+        fetch_offsets, errors = self._maybe_truncate_to_epoch_end_offsets(diverging, {}, "diverging_epoch")
+        self._delay_partitions(errors)
+        self._update_fetch_offset_and_maybe_mark_truncation_complete(fetch_offsets)
+
+    # --- out of range, fencing, failure, backoff ------------------------------------------------
+
+    def _handle_out_of_range(self, tp: TopicPartition, state: PartitionFetchState,
+                             request_epoch: int | None) -> Generator[LeaderRequest, Reply, bool]:
+        """`handleOutOfRangeError`: reset the fetch offset from the leader's offsets (§3.7)."""
+        try:
+            new_state = yield from self._fetch_offset_and_truncate(tp, state)
+        except _ListOffsetsFailed as failure:
+            if failure.error == Errors.FENCED_LEADER_EPOCH:
+                return self._on_partition_fenced(tp, request_epoch)
+            return False  # "Could not fetch offset for ..." / "Error getting offset for partition ..."
+        except ReplogError:
+            return False
+        if self.partition_states.get(tp) is state:
+            self.partition_states.update_and_move_to_end(tp, new_state)
+        return True
+
+    def _fetch_offset_and_truncate(self, tp: TopicPartition,
+                                   state: PartitionFetchState) -> Generator[LeaderRequest, Reply, PartitionFetchState]:
+        """`fetchOffsetAndTruncate`: compare the leader's latest/earliest offsets with the local LEO."""
+        epoch = state.current_leader_epoch
+        replica_end = self._logs(tp).log_end_offset
+        leader_end = yield from self._list_offsets(tp, epoch, LATEST)
+        log = self._logs(tp)
+        if leader_end < replica_end:
+            # Leader is behind us (e.g. unclean election): truncate to its end.
+            log.truncate_to(leader_end, self._now, reason="out_of_range", role=FOLLOWER)
+            return PartitionFetchState(leader_end, epoch, FETCHING, 0, None, self._latest_epoch(tp), state.topic_id)
+        leader_start = yield from self._list_offsets(tp, epoch, EARLIEST)
+        log = self._logs(tp)
+        if leader_start > replica_end:
+            log.truncate_fully_and_start_at(leader_start, self._now, reason="full", role=FOLLOWER)
+            offset_to_fetch = leader_start
+        else:
+            offset_to_fetch = replica_end
+        return PartitionFetchState(offset_to_fetch, epoch, FETCHING, leader_end - offset_to_fetch, None,
+                                   self._latest_epoch(tp), state.topic_id)
+
+    def _list_offsets(self, tp: TopicPartition, epoch: int, spec: str) -> Generator[LeaderRequest, Reply, int]:
+        current = epoch if self.flags.current_leader_epoch else None
+        response = yield from self._ask(ListOffsetsRequest(self.broker_id, tp, current, spec))
+        assert isinstance(response, ListOffsetsResponse)
+        if response.error != NONE:
+            raise _ListOffsetsFailed(response.error)
+        return response.offset
+
+    def _on_partition_fenced(self, tp: TopicPartition, request_epoch: int | None) -> bool:
+        """`onPartitionFenced`: same epoch -> failed (await new state); newer epoch here -> retry later."""
+        state = self.partition_states.get(tp)
+        if state is None:
+            return False
+        if request_epoch is not None and request_epoch == state.current_leader_epoch:
+            self._mark_partition_failed(tp)
+            return False
+        return True
+
+    def _mark_partition_failed(self, tp: TopicPartition) -> None:
+        """`markPartitionFailed`: add to the manager's failed set and stop fetching the partition."""
+        self.failed_partitions.add(tp)
+        state = self.partition_states.remove(tp)
+        if state is not None and self._emit is not None:
+            self._emit(make_event("fetcher_change", self._now, self.broker_id, action="removed",
+                                  fetcher_id=self.fetcher_id, leader_id=self.source_broker.id,
+                                  partitions=[{"topic": tp.topic, "partition": tp.partition,
+                                               "fetch_offset": state.fetch_offset}]))
+
+    def _delay_partitions(self, tps: Iterable[TopicPartition]) -> None:
+        """`delayPartitions(tps, replica.fetch.backoff.ms)`: back off and move to the end."""
+        due = self._now + self.config.replica_fetch_backoff_ms
+        for tp in tps:
+            state = self.partition_states.get(tp)
+            if state is not None and not state.is_delayed(self._now):
+                self.partition_states.update_and_move_to_end(tp, state.with_delay(due))
+
+    def _latest_epoch(self, tp: TopicPartition) -> int | None:
+        """`latestEpoch(tp)`; None under the pre-KIP-101 protocol (old message format: no epochs)."""
+        if not self.flags.uses_log_epochs:
+            return None
+        try:
+            return self._logs(tp).latest_epoch
+        except ReplogError:
+            return None
+
+    # --- events ---------------------------------------------------------------------------------
+
+    def _emit_fetches(self, request: FetchRequest) -> None:
+        assert self._emit is not None
+        leader = self.source_broker.id
+        for tp, data in request.partitions.items():
+            state = self.partition_states.get(tp)
+            self._emit(make_event("fetch", self._now, self.broker_id, tp.topic, tp.partition,
+                                  state.current_leader_epoch if state is not None else None,
+                                  leader_id=leader, fetcher_id=self.fetcher_id, fetch_offset=data.fetch_offset,
+                                  last_fetched_epoch=data.last_fetched_epoch))
+
+    def _emit_fetch_response(self, tp: TopicPartition, state: PartitionFetchState,
+                             data: FetchPartitionResponse) -> None:
+        assert self._emit is not None
+        div = data.diverging_epoch
+        self._emit(make_event(
+            "fetch_response", self._now, self.broker_id, tp.topic, tp.partition, state.current_leader_epoch,
+            leader_id=self.source_broker.id, fetcher_id=self.fetcher_id, fetch_offset=state.fetch_offset,
+            error=str(data.error), leader_hw=data.high_watermark if data.high_watermark >= 0 else None,
+            leader_log_start_offset=data.log_start_offset if data.log_start_offset >= 0 else None,
+            bytes=data.size_bytes, record_count=data.record_count,
+            diverging_epoch=div.leader_epoch if div is not None and div.leader_epoch >= 0 else None,
+            diverging_end_offset=div.end_offset if div is not None and div.end_offset >= 0 else None))

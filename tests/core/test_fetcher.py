@@ -1,0 +1,504 @@
+"""Conformance: Kafka's `AbstractFetcherThreadTest` (reference §7.1) ported to `ReplicaFetcherThread`.
+
+Kafka runs every case twice: with truncation on fetch (latest fetch version) and as
+`AbstractFetcherThreadWithIbp26Test` (OffsetsForLeaderEpoch, no truncate-on-fetch). Here those are the
+`diverging_epoch` and `leader_epoch` protocols. End states are Kafka's; intermediate offsets are
+re-derived with the real epoch-cache rules (the mock leader is backed by a real `Log`), and where the
+real rules take a different path than Kafka's mock the docstring says so.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from replication_core.config import ReplicationConfig
+from replication_core.errors import Errors, IllegalStateError
+from replication_core.leader_endpoint import FetchRequest, FetchResponse, OffsetsForLeaderEpochRequest
+from replication_core.partition_fetch_state import (
+    BrokerEndPoint,
+    EpochEndOffset,
+    InitialFetchState,
+    ReplicaState,
+    TopicPartition,
+)
+from replication_core.truncation import TruncationProtocol
+from tests.core.mock_leader import (
+    FollowerHarness,
+    InstrumentedLog,
+    log_signature,
+    make_harness,
+    mk_batch,
+    mk_log,
+)
+
+TP = TopicPartition("topic", 0)
+BOTH = [TruncationProtocol.DIVERGING_EPOCH, TruncationProtocol.LEADER_EPOCH]
+BACKOFF = 1000
+
+
+def state_of(h: FollowerHarness, tp: TopicPartition = TP):  # type: ignore[no-untyped-def]
+    """The fetch state of `tp` (asserting it exists)."""
+    st = h.fetcher.fetch_state(tp)
+    assert st is not None
+    return st
+
+
+@pytest.mark.parametrize("protocol", BOTH)
+def test_simple_fetch(protocol: TruncationProtocol) -> None:
+    """AbstractFetcherThreadTest.testSimpleFetch: one doWork replicates [0-1]@e0 and the HW."""
+    h = make_harness(protocol)
+    h.add(TP, mk_log([]), fetch_offset=0, leader_epoch=0)
+    h.leader.set_leader(TP, [mk_batch(0, 0, records=2)], leader_epoch=0, hw=2)
+    h.do_work()
+    log = h.logs[TP]
+    assert (log.log_end_offset, log.high_watermark) == (2, 2)
+    assert state_of(h).fetch_offset == 2
+
+
+@pytest.mark.parametrize("protocol", BOTH)
+def test_delay(protocol: TruncationProtocol) -> None:
+    """AbstractFetcherThreadTest.testDelay: a failed fetch request backs every partition off."""
+    h = make_harness(protocol, ReplicationConfig(replica_fetch_backoff_ms=250))
+    h.add(TP, mk_log([]), 0, 0)
+    h.leader.set_leader(TP, [mk_batch(0, 0)], 0, 1)
+    h.leader.request_error = Errors.UNKNOWN_TOPIC_ID
+    h.do_work()
+    assert state_of(h).is_delayed(h.now_ms)
+    h.leader.request_error = None
+    result = h.do_work(advance_ms=249)
+    assert not result.fetch_sent and result.idle_backoff_ms == 250
+    assert h.leader.fetch_count == 1
+    assert h.do_work(advance_ms=1).fetch_sent
+    assert h.logs[TP].log_end_offset == 1
+
+
+@pytest.mark.parametrize("protocol", BOTH)
+def test_partitions_in_error(protocol: TruncationProtocol) -> None:
+    """AbstractFetcherThreadTest.testPartitionsInError: only the errored partitions are delayed."""
+    h = make_harness(protocol)
+    tps = [TopicPartition("topic", p) for p in range(3)]
+    for tp in tps:
+        h.add(tp, mk_log([], tp=tp), 0, 0)
+        h.leader.set_leader(tp, [mk_batch(0, 0)], 0, 1)
+    h.leader.fetch_errors = {tps[0]: Errors.UNKNOWN_TOPIC_ID, tps[1]: Errors.INCONSISTENT_TOPIC_ID}
+    h.do_work()
+    assert [state_of(h, tp).is_delayed(h.now_ms) for tp in tps] == [True, True, False]
+    assert [h.logs[tp].log_end_offset for tp in tps] == [0, 0, 1]
+
+
+@pytest.mark.parametrize("protocol", BOTH)
+def test_fenced_truncation(protocol: TruncationProtocol) -> None:
+    """AbstractFetcherThreadTest.testFencedTruncation: same-epoch FENCED reply -> removed and failed.
+
+    Kafka forces an empty replica into Truncating; with real rules an empty log truncates to its HW
+    locally, so the fence arrives on the fetch (truncate-on-fetch) or, with a replicated batch, on
+    the OffsetsForLeaderEpoch round (leader_epoch). End state as Kafka: failed, nothing fetched.
+    """
+    h = make_harness(protocol)
+    batches = [] if protocol is TruncationProtocol.DIVERGING_EPOCH else [mk_batch(0, 0)]
+    h.add(TP, mk_log(batches), 0, leader_epoch=0)
+    h.leader.set_leader(TP, [mk_batch(0, 1, records=2)], leader_epoch=1, hw=2)
+    h.do_work()
+    assert h.fetcher.fetch_state(TP) is None
+    assert h.fetcher.failed_partitions.contains(TP)
+    assert h.logs[TP].log_end_offset == len(batches)
+    assert h.logs[TP].high_watermark == 0
+    if protocol is TruncationProtocol.LEADER_EPOCH:
+        assert h.leader.epoch_request_count == 1 and h.leader.fetch_count == 0
+    assert h.events[-1]["event_type"] == "fetcher_change" and h.events[-1]["action"] == "removed"
+
+
+@pytest.mark.parametrize("protocol", BOTH)
+def test_fenced_fetch(protocol: TruncationProtocol) -> None:
+    """AbstractFetcherThreadTest.testFencedFetch: leader bumps to epoch 1 -> fetch fenced -> failed."""
+    h = make_harness(protocol)
+    h.add(TP, mk_log([]), 0, 0)
+    leader = h.leader.set_leader(TP, [mk_batch(0, 0, records=2)], 0, 2)
+    h.do_work()
+    assert h.logs[TP].log_end_offset == 2
+    leader.become_leader(1)
+    h.do_work()
+    assert h.fetcher.fetch_state(TP) is None
+    assert h.fetcher.failed_partitions.contains(TP)
+    assert h.logs[TP].log_end_offset == 2
+
+
+@pytest.mark.parametrize("protocol", BOTH)
+def test_unknown_leader_epoch_in_truncation(protocol: TruncationProtocol) -> None:
+    """AbstractFetcherThreadTest.testUnknownLeaderEpochInTruncation: leader behind -> retry, then converge.
+
+    The follower already holds [0]@e0 so that it truncates through the leader (an empty log would
+    truncate to its HW locally); in truncate-on-fetch mode the UNKNOWN_LEADER_EPOCH comes on the fetch.
+    """
+    h = make_harness(protocol)
+    h.add(TP, mk_log([mk_batch(0, 0)]), 1, leader_epoch=1)
+    leader = h.leader.set_leader(TP, [mk_batch(0, 0)], leader_epoch=0, hw=1)
+    h.do_work()
+    st = state_of(h)
+    assert st.is_delayed(h.now_ms)
+    expected_state = ReplicaState.TRUNCATING if protocol is TruncationProtocol.LEADER_EPOCH else ReplicaState.FETCHING
+    assert st.state is expected_state
+    assert h.logs[TP].log_end_offset == 1
+    leader.become_leader(1)
+    h.do_work(advance_ms=BACKOFF)
+    st = state_of(h)
+    assert st.state is ReplicaState.FETCHING and not st.is_delayed(h.now_ms)
+    assert h.logs[TP].log_end_offset == 1 and st.fetch_offset == 1
+
+
+@pytest.mark.parametrize("protocol", BOTH)
+def test_unknown_leader_epoch_while_fetching(protocol: TruncationProtocol) -> None:
+    """AbstractFetcherThreadTest.testUnknownLeaderEpochWhileFetching: stuck at 1 while the leader is behind."""
+    h = make_harness(protocol)
+    h.add(TP, mk_log([]), 0, leader_epoch=1)
+    leader = h.leader.set_leader(TP, [mk_batch(0, 0), mk_batch(1, 0)], leader_epoch=1, hw=2)
+    h.do_work()
+    assert h.logs[TP].log_end_offset == 1
+    leader.set_epoch_without_cache(0)
+    h.do_work()
+    assert h.logs[TP].log_end_offset == 1 and state_of(h).state is ReplicaState.FETCHING
+    assert h.events[-1]["event_type"] == "fetch_response" and h.events[-1]["error"] == "UNKNOWN_LEADER_EPOCH"
+    leader.set_epoch_without_cache(1)
+    h.do_work(advance_ms=BACKOFF)
+    assert h.logs[TP].log_end_offset == 2
+
+
+@pytest.mark.parametrize("protocol", BOTH)
+def test_truncation(protocol: TruncationProtocol) -> None:
+    """AbstractFetcherThreadTest.testTruncation: iterative epoch walk-back to offset 0, then converge.
+
+    Real rules: leader cache {1@0, 3@1, 5@2}; the follower (epochs 0, 2, 4) is told (3, 2) -> truncate
+    to 2 (incomplete), (1, 1) -> 1 (incomplete), (0, 0) -> 0 (complete), then fetches all three.
+    """
+    h = make_harness(protocol)
+    replica = mk_log([mk_batch(0, 0), mk_batch(1, 2), mk_batch(2, 4)], hw=0)
+    h.add(TP, replica, fetch_offset=3, leader_epoch=5)
+    h.leader.set_leader(TP, [mk_batch(0, 1), mk_batch(1, 3), mk_batch(2, 5)], leader_epoch=5, hw=2)
+    h.converge(TP)
+    assert replica.truncate_calls == [2, 1, 0]
+    assert (replica.log_start_offset, replica.log_end_offset, replica.high_watermark) == (0, 3, 2)
+    assert log_signature(replica) == log_signature(h.leader.partitions[TP].log)
+    reasons = [e["reason"] for e in h.events if e["event_type"] == "truncation"]
+    expected = "diverging_epoch" if protocol is TruncationProtocol.DIVERGING_EPOCH else "leader_epoch"
+    assert reasons == [expected] * 3
+
+
+def test_truncate_to_high_watermark_if_leader_epoch_request_not_supported() -> None:
+    """AbstractFetcherThreadTest.testTruncateToHighWatermarkIfLeaderEpochRequestNotSupported (pre-0.11)."""
+    h = make_harness(TruncationProtocol.HIGH_WATERMARK)
+    replica = mk_log([mk_batch(0, 0), mk_batch(1, 2), mk_batch(2, 4)], hw=2)
+    h.add(TP, replica, fetch_offset=2, leader_epoch=5)
+    work = h.fetcher.work(0)
+    request = next(work)
+    assert isinstance(request, FetchRequest)  # truncation was local: no OffsetsForLeaderEpoch
+    assert replica.truncate_calls == [2] and replica.log_end_offset == 2
+    st = state_of(h)
+    assert st.fetch_offset == 2 and st.is_ready_for_fetch(0)
+    assert request.partitions[TP].fetch_offset == 2
+    assert request.partitions[TP].last_fetched_epoch is None
+
+
+class _NoEpochLog(InstrumentedLog):
+    """Old message format: batches carry no leader epoch, so `latestEpoch` is undefined."""
+
+    @property
+    def latest_epoch(self) -> int | None:
+        return None
+
+
+@pytest.mark.parametrize("protocol", BOTH)
+def test_truncate_to_high_watermark_if_leader_epoch_info_not_available(protocol: TruncationProtocol) -> None:
+    """AbstractFetcherThreadTest.testTruncateToHighWatermarkIfLeaderEpochInfoNotAvailable."""
+    h = make_harness(protocol)
+    replica = _NoEpochLog("topic", 0, 2)
+    replica.append_as_follower([mk_batch(0, 0), mk_batch(1, 2), mk_batch(2, 4)])
+    replica.update_high_watermark(2)
+    h.add(TP, replica, fetch_offset=2, leader_epoch=5)
+    h.leader.set_leader(TP, [], leader_epoch=5, hw=0)
+    work = h.fetcher.work(0)
+    next(work)
+    assert replica.truncate_calls == [2] and replica.log_end_offset == 2
+    assert state_of(h).fetch_offset == 2 and state_of(h).state is ReplicaState.FETCHING
+
+
+def test_truncate_to_high_watermark_during_remove_partitions() -> None:
+    """AbstractFetcherThreadTest.testTruncateToHighWatermarkDuringRemovePartitions: removed -> no truncation."""
+    h = make_harness(TruncationProtocol.HIGH_WATERMARK)
+    replica = mk_log([mk_batch(0, 0), mk_batch(1, 2), mk_batch(2, 4)], hw=2)
+    h.add(TP, replica, fetch_offset=2, leader_epoch=5)
+    h.fetcher.remove_partitions({TP})
+    h.fetcher._truncate_to_high_watermark([TP])
+    assert replica.log_end_offset == 3 and replica.truncate_calls == []
+    assert h.fetcher.fetch_state(TP) is None
+
+
+@pytest.mark.parametrize("protocol", BOTH)
+def test_truncation_skipped_if_no_epoch_change(protocol: TruncationProtocol) -> None:
+    """AbstractFetcherThreadTest.testTruncationSkippedIfNoEpochChange: re-adding at the same epoch keeps state."""
+    h = make_harness(protocol)
+    replica = mk_log([])
+    h.add(TP, replica, 0, leader_epoch=5)
+    h.leader.set_leader(TP, [mk_batch(0, 1), mk_batch(1, 3), mk_batch(2, 5)], leader_epoch=5, hw=2)
+    h.do_work()
+    assert len(replica.truncate_calls) == 1 and replica.log_end_offset == 1
+    h.fetcher.add_partitions({TP: InitialFetchState(BrokerEndPoint(1), 5, 3)}, h.now_ms)
+    assert state_of(h).fetch_offset == 1  # state kept, not reset to 3
+    h.do_work()
+    assert len(replica.truncate_calls) == 1 and replica.log_end_offset == 2
+
+
+def test_truncation_on_fetch_skipped_if_partition_removed() -> None:
+    """AbstractFetcherThreadTest.testTruncationOnFetchSkippedIfPartitionRemoved."""
+    h = make_harness(TruncationProtocol.DIVERGING_EPOCH)
+    replica = mk_log([mk_batch(0, 0), mk_batch(1, 2), mk_batch(2, 4)], hw=2)
+    h.add(TP, replica, fetch_offset=3, leader_epoch=5)
+    h.fetcher._truncate_on_fetch_response({TP: EpochEndOffset(Errors.NONE, 4, 3)})
+    assert replica.truncate_calls == [3]
+    removed = h.fetcher.remove_partitions({TP})
+    assert removed[TP].fetch_offset == 3
+    h.fetcher._truncate_on_fetch_response({TP: EpochEndOffset(Errors.NONE, 4, 2)})
+    assert replica.truncate_calls == [3] and replica.log_end_offset == 3
+
+
+@pytest.mark.parametrize("protocol", BOTH)
+def test_follower_fetch_out_of_range_high(protocol: TruncationProtocol) -> None:
+    """AbstractFetcherThreadTest.testFollowerFetchOutOfRangeHigh: leader log wiped -> follower empties too.
+
+    Real rules with truncate-on-fetch: the wiped leader still caches epoch 4 at offset 0, so it
+    answers DivergingEpoch (4, 0) instead of OFFSET_OUT_OF_RANGE; the end state is Kafka's.
+    """
+    h = make_harness(protocol)
+    batches = [mk_batch(0, 0), mk_batch(1, 2), mk_batch(2, 4)]
+    replica = mk_log(batches, hw=0)
+    h.add(TP, replica, 3, leader_epoch=4)
+    h.leader.set_leader(TP, batches, leader_epoch=4, hw=3)
+    h.do_work()
+    assert replica.log_end_offset == 3
+    h.leader.set_leader(TP, [], leader_epoch=4, hw=0)
+    h.do_work()
+    assert (replica.log_end_offset, replica.log_start_offset, replica.high_watermark) == (0, 0, 0)
+    (trunc,) = [e for e in h.events if e["event_type"] == "truncation"]
+    expected = "diverging_epoch" if protocol is TruncationProtocol.DIVERGING_EPOCH else "out_of_range"
+    assert (trunc["reason"], trunc["old_leo"], trunc["truncate_offset"]) == (expected, 3, 0)
+    assert state_of(h).fetch_offset == 0
+
+
+@pytest.mark.parametrize("protocol", BOTH)
+def test_fenced_offset_reset_after_out_of_range(protocol: TruncationProtocol) -> None:
+    """AbstractFetcherThreadTest.testFencedOffsetResetAfterOutOfRange: fenced ListOffsets -> failed."""
+    h = make_harness(protocol)
+    h.add(TP, mk_log([]), 0, leader_epoch=4)
+    h.leader.set_leader(TP, [mk_batch(1, 2), mk_batch(2, 4)], leader_epoch=4, hw=2)
+    h.leader.list_offsets_errors[TP] = [None, Errors.FENCED_LEADER_EPOCH]  # latest ok, earliest fenced
+    h.do_work()
+    assert h.leader.list_offsets_count == 2
+    assert h.logs[TP].log_end_offset == 0
+    assert h.fetcher.fetch_state(TP) is None and h.fetcher.failed_partitions.contains(TP)
+
+
+@pytest.mark.parametrize("protocol", BOTH)
+def test_follower_fetch_out_of_range_low(protocol: TruncationProtocol) -> None:
+    """AbstractFetcherThreadTest.testFollowerFetchOutOfRangeLow: below the leader LSO -> truncate fully.
+
+    Truncate-on-fetch: doWork 1 gets DivergingEpoch (0, 2) and truncates to 1 (a no-op), doWork 2 gets
+    OFFSET_OUT_OF_RANGE and restarts the log at the leader start 2 (as Kafka: two doWorks). With
+    OffsetsForLeaderEpoch both steps happen in the first doWork.
+    """
+    h = make_harness(protocol)
+    replica = mk_log([mk_batch(0, 0)], hw=0)
+    h.add(TP, replica, fetch_offset=3, leader_epoch=4)
+    h.leader.set_leader(TP, [mk_batch(2, 4)], leader_epoch=4, hw=2)
+    h.do_work()
+    if protocol is TruncationProtocol.DIVERGING_EPOCH:
+        assert replica.log_end_offset == 1 and state_of(h).fetch_offset == 1
+        h.do_work()
+    assert state_of(h).state is ReplicaState.FETCHING
+    assert replica.log_start_offset == 2 and replica.batches == ()
+    h.converge(TP)
+    leader = h.leader.partitions[TP].log
+    assert (replica.log_start_offset, replica.log_end_offset, replica.high_watermark) == (
+        leader.log_start_offset, leader.log_end_offset, leader.high_watermark) == (2, 3, 2)
+
+
+@pytest.mark.parametrize("protocol", BOTH)
+def test_retry_after_unknown_leader_epoch_in_latest_offset_fetch(protocol: TruncationProtocol) -> None:
+    """AbstractFetcherThreadTest.testRetryAfterUnknownLeaderEpochInLatestOffsetFetch: backoff, then converge."""
+    h = make_harness(protocol)
+    replica = mk_log([mk_batch(0, 0)], hw=0)
+    h.add(TP, replica, fetch_offset=3, leader_epoch=4)
+    h.leader.set_leader(TP, [mk_batch(2, 4)], leader_epoch=4, hw=2)
+    h.leader.list_offsets_errors[TP] = [Errors.UNKNOWN_LEADER_EPOCH]
+    h.do_work()
+    assert state_of(h).state is ReplicaState.FETCHING
+    h.converge(TP, step_ms=BACKOFF)
+    assert (replica.log_start_offset, replica.log_end_offset, replica.high_watermark) == (2, 3, 2)
+
+
+@pytest.mark.parametrize("protocol", BOTH)
+def test_corrupt_message(protocol: TruncationProtocol) -> None:
+    """AbstractFetcherThreadTest.testCorruptMessage: a corrupt batch backs off (not failed), then LEO 2."""
+    h = make_harness(protocol)
+    h.add(TP, mk_log([]), 0, 0)
+    h.leader.set_leader(TP, [mk_batch(0, 0, records=2)], 0, 2)
+    h.leader.corrupt_next.add(TP)
+    h.do_work()
+    assert h.logs[TP].log_end_offset == 0
+    assert state_of(h).is_delayed(h.now_ms) and not h.fetcher.failed_partitions.contains(TP)
+    h.do_work(advance_ms=BACKOFF)
+    assert h.logs[TP].log_end_offset == 2
+
+
+@pytest.mark.parametrize("leader_epoch_on_leader", [0, 1])
+def test_leader_epoch_change_during_fetch_epochs_from_leader(leader_epoch_on_leader: int) -> None:
+    """AbstractFetcherThreadTest.testLeaderEpochChangeDuringFencedFetchEpochsFromLeader (leader at 1) /
+    ...DuringSuccessfulFetchEpochsFromLeader (leader at 0): the reply is ignored, then converge."""
+    tp = TopicPartition("topic", 1)
+    h = make_harness(TruncationProtocol.LEADER_EPOCH)
+    h.add(tp, mk_log([mk_batch(0, 0)], tp=tp), 0, leader_epoch=0)
+    h.leader.set_leader(tp, [mk_batch(0, 0)], leader_epoch=leader_epoch_on_leader, hw=0)
+    work = h.fetcher.work(0)
+    request = next(work)
+    assert isinstance(request, OffsetsForLeaderEpochRequest)
+    response = h.leader.fetch_epoch_end_offsets(request)
+    # The epoch moves to 1 on the follower while the request is in flight.
+    h.fetcher.remove_partitions({tp})
+    h.fetcher.add_partitions({tp: InitialFetchState(BrokerEndPoint(1), 1, 0)}, 0)
+    with pytest.raises(StopIteration):
+        work.send((response, 0))
+    st = state_of(h, tp)
+    assert st.state is ReplicaState.TRUNCATING and st.current_leader_epoch == 1
+    assert h.logs[tp].truncate_calls == []
+    if leader_epoch_on_leader < 1:
+        h.leader.partitions[tp].become_leader(1)
+    h.do_work()
+    assert log_signature(h.logs[tp]) == log_signature(h.leader.partitions[tp].log)
+    assert state_of(h, tp).state is ReplicaState.FETCHING
+
+
+def test_truncate_to_epoch_end_offsets_during_remove_partitions() -> None:
+    """AbstractFetcherThreadTest.testTruncateToEpochEndOffsetsDuringRemovePartitions: no state recreated."""
+    h = make_harness(TruncationProtocol.LEADER_EPOCH)
+    replica = mk_log([mk_batch(0, 0)])
+    h.add(TP, replica, 0, leader_epoch=0)
+    h.leader.set_leader(TP, [mk_batch(0, 0)], leader_epoch=0, hw=0)
+    work = h.fetcher.work(0)
+    request = next(work)
+    response = h.leader.fetch_epoch_end_offsets(request)  # type: ignore[arg-type]
+    h.fetcher.remove_partitions({TP})
+    with pytest.raises(StopIteration):
+        work.send((response, 0))
+    assert h.fetcher.fetch_state(TP) is None and replica.truncate_calls == []
+    h.leader.partitions[TP].become_leader(1)
+    assert not h.do_work().fetch_sent  # nothing left to do, and nothing breaks
+    assert replica.log_end_offset == 1
+
+
+def test_truncation_throws_if_leader_returns_partitions_not_requested_in_fetch_epochs() -> None:
+    """AbstractFetcherThreadTest.testTruncationThrowsExceptionIfLeaderReturnsPartitionsNotRequestedInFetchEpochs."""
+    h = make_harness(TruncationProtocol.LEADER_EPOCH)
+    h.add(TP, mk_log([mk_batch(0, 0)]), 0, leader_epoch=0)
+    h.leader.set_leader(TP, [mk_batch(0, 0)], leader_epoch=0, hw=0)
+    h.leader.extra_epoch_answers = {TopicPartition("topic2", 0): EpochEndOffset(Errors.NONE, 0, 0)}
+    with pytest.raises(IllegalStateError, match="not requested"):
+        h.do_work()
+
+
+@pytest.mark.parametrize("protocol", BOTH)
+def test_fetcher_thread_handling_partition_failure_during_appending(protocol: TruncationProtocol) -> None:
+    """AbstractFetcherThreadTest.testFetcherThreadHandlingPartitionFailureDuringAppending."""
+    h = make_harness(protocol)
+    p1, p2 = TopicPartition("topic", 1), TopicPartition("topic", 2)
+    log1 = mk_log([], tp=p1)
+    h.add(p1, log1, 0, 0)
+    h.add(p2, mk_log([], tp=p2), 0, 0)
+    for tp in (p1, p2):
+        h.leader.set_leader(tp, [mk_batch(0, 0), mk_batch(1, 0)], 0, 2)
+    log1.failing_append = True
+    h.do_work()
+    assert h.fetcher.fetch_state(p1) is None and h.fetcher.failed_partitions.contains(p1)
+    assert state_of(h, p2).state is ReplicaState.FETCHING and h.logs[p2].log_end_offset == 1
+    log1.failing_append = False
+    h.leader.partitions[p1].become_leader(1)
+    h.fetcher.add_partitions({p1: InitialFetchState(BrokerEndPoint(1), 1, 0)}, h.now_ms)
+    assert not h.fetcher.failed_partitions.contains(p1)
+    assert state_of(h, p1).state is ReplicaState.TRUNCATING  # empty log: no latest epoch
+
+
+@pytest.mark.parametrize("protocol", BOTH)
+def test_fetcher_thread_handling_partition_failure_during_truncation(protocol: TruncationProtocol) -> None:
+    """AbstractFetcherThreadTest.testFetcherThreadHandlingPartitionFailureDuringTruncation."""
+    h = make_harness(protocol)
+    p1, p2 = TopicPartition("topic", 1), TopicPartition("topic", 2)
+    log1 = mk_log([], tp=p1)
+    h.add(p1, log1, 0, 0)
+    h.add(p2, mk_log([], tp=p2), 0, 0)
+    for tp in (p1, p2):
+        h.leader.set_leader(tp, [mk_batch(0, 0)], 0, 1)
+    log1.failing_truncate = True
+    h.do_work()
+    assert h.fetcher.fetch_state(p1) is None and h.fetcher.failed_partitions.contains(p1)
+    assert state_of(h, p2).state is ReplicaState.FETCHING
+    log1.failing_truncate = False
+    h.fetcher.add_partitions({p1: InitialFetchState(BrokerEndPoint(1), 1, 0)}, h.now_ms)
+    assert not h.fetcher.failed_partitions.contains(p1)
+    assert state_of(h, p1).state is ReplicaState.TRUNCATING
+
+
+def test_diverging_epochs() -> None:
+    """AbstractFetcherThreadTest.testDivergingEpochs: one doWork truncates to 2 (lastFetchedEpoch 2)."""
+    h = make_harness(TruncationProtocol.DIVERGING_EPOCH)
+    replica = mk_log([mk_batch(0, 0), mk_batch(1, 2), mk_batch(2, 4)], hw=0)
+    h.add(TP, replica, fetch_offset=3, leader_epoch=5)
+    assert state_of(h).last_fetched_epoch == 4
+    h.leader.set_leader(TP, [mk_batch(0, 0), mk_batch(1, 2), mk_batch(2, 5)], leader_epoch=5, hw=2)
+    h.do_work()
+    assert replica.truncate_calls == [2]
+    assert state_of(h).last_fetched_epoch == 2 and state_of(h).fetch_offset == 2
+    assert h.leader.epoch_request_count == 0
+    h.converge(TP)
+    assert state_of(h).last_fetched_epoch == 5
+    assert log_signature(replica) == log_signature(h.leader.partitions[TP].log)
+
+
+def test_truncate_on_fetch_does_not_process_partition_data() -> None:
+    """AbstractFetcherThreadTest.testTruncateOnFetchDoesNotProcessPartitionData: records and HW ignored."""
+    h = make_harness(TruncationProtocol.DIVERGING_EPOCH)
+    replica = mk_log([mk_batch(0, 0), mk_batch(1, 0), mk_batch(2, 2), mk_batch(3, 4, records=3)], hw=1)
+    h.add(TP, replica, fetch_offset=3, leader_epoch=5)
+    leader_batches = [mk_batch(0, 0), mk_batch(1, 0), mk_batch(2, 2), mk_batch(3, 5), mk_batch(4, 5)]
+    h.leader.set_leader(TP, leader_batches, leader_epoch=5, hw=4)
+    h.do_work()
+    assert len(replica.truncate_calls) == 1 and replica.append_calls == 0
+    assert replica.log_end_offset == 3 and replica.high_watermark == 1
+    h.converge(TP)
+    assert (replica.log_end_offset, replica.high_watermark) == (5, 4)
+    assert len(replica.truncate_calls) == 1
+
+
+def test_emitted_fetch_and_response_events() -> None:
+    """`fetch` / `fetch_response` events carry what the request and response said."""
+    h = make_harness(TruncationProtocol.DIVERGING_EPOCH)
+    replica = mk_log([mk_batch(0, 0), mk_batch(1, 2), mk_batch(2, 4)], hw=0)
+    h.add(TP, replica, fetch_offset=3, leader_epoch=5)
+    h.leader.set_leader(TP, [mk_batch(0, 0), mk_batch(1, 2), mk_batch(2, 5)], leader_epoch=5, hw=2)
+    h.do_work()
+    fetch, response = [e for e in h.events if e["event_type"] in ("fetch", "fetch_response")]
+    assert (fetch["leader_id"], fetch["fetcher_id"], fetch["fetch_offset"], fetch["leader_epoch"],
+            fetch["last_fetched_epoch"]) == (1, 0, 3, 5, 4)
+    assert (response["error"], response["diverging_epoch"], response["diverging_end_offset"],
+            response["leader_hw"], response["record_count"]) == ("NONE", 2, 2, 2, 0)
+
+
+def test_request_failure_backs_off_every_partition_of_the_thread() -> None:
+    """`processFetchRequest`: an exception from `leader.fetch` delays all partitions (not only the sent ones)."""
+    h = make_harness(TruncationProtocol.DIVERGING_EPOCH)
+    h.add(TP, mk_log([]), 0, 0)
+    h.leader.set_leader(TP, [mk_batch(0, 0)], 0, 1)
+    work = h.fetcher.work(0)
+    next(work)
+    other = TopicPartition("other", 0)
+    h.add(other, mk_log([], tp=other), 0, 0)
+    with pytest.raises(StopIteration):
+        work.send((FetchResponse({}, Errors.NETWORK_EXCEPTION), 5))
+    assert state_of(h).delay is not None and state_of(h).delay.due_ms == 5 + BACKOFF  # type: ignore[union-attr]
+    assert state_of(h, other).is_delayed(5)
