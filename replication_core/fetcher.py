@@ -395,8 +395,9 @@ class ReplicaFetcherThread:
             quota = self._quota
             if quota is not None and should_follower_throttle(quota, tp.topic, tp.partition,
                                                               state.is_replica_in_sync, now):
-                quota.emit_throttle(now, tp.topic, tp.partition, state.current_leader_epoch,
-                                    self.broker_id, 0)
+                if self._emit is not None:
+                    self._emit(quota.throttle_event(now, tp.topic, tp.partition, state.current_leader_epoch,
+                                                    self.broker_id, 0))
                 continue
             try:
                 log_start = self._logs(tp).log_start_offset

@@ -169,13 +169,18 @@ class ReplicationQuotaManager:
             return False
         return not (self._rate.measure(now_ms) <= self._bound)
 
+    def throttle_event(self, now_ms: int, topic: str, partition: int, leader_epoch: int | None,
+                       follower_id: int, num_bytes: int) -> Event:
+        """A `quota_throttle` event: traffic of `follower_id` held back on this side."""
+        return make_event("quota_throttle", now_ms, self.broker_id, topic, partition, leader_epoch,
+                          role=self.side, follower_id=follower_id, bytes=num_bytes,
+                          measured_rate=self._rate.measure(now_ms), quota_bound=self.upper_bound())
+
     def emit_throttle(self, now_ms: int, topic: str, partition: int, leader_epoch: int | None,
                       follower_id: int, num_bytes: int) -> None:
-        """Emit a `quota_throttle` event for traffic of `follower_id` held back on this side."""
+        """Emit `throttle_event(...)` through this manager's sink (if it has one)."""
         if self._emit is not None:
-            self._emit(make_event("quota_throttle", now_ms, self.broker_id, topic, partition, leader_epoch,
-                                  role=self.side, follower_id=follower_id, bytes=num_bytes,
-                                  measured_rate=self._rate.measure(now_ms), quota_bound=self.upper_bound()))
+            self._emit(self.throttle_event(now_ms, topic, partition, leader_epoch, follower_id, num_bytes))
 
 
 def should_leader_throttle(quota: ReplicationQuotaManager, topic: str, partition: int, follower_in_isr: bool,

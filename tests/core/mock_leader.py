@@ -49,6 +49,11 @@ def mk_batch(base_offset: int, leader_epoch: int, records: int = 1, tag: str = "
                        checksum)
 
 
+def seed(start: int, count: int, leader_epoch: int) -> list[RecordBatch]:
+    """`count` single-record batches from `start` at `leader_epoch` (PartitionTest `seedLogData`)."""
+    return [mk_batch(o, leader_epoch) for o in range(start, start + count)]
+
+
 def log_signature(log: Log) -> list[tuple[int, int, int, int]]:
     """What two logs must agree on to be 'equal': (base, last, epoch, checksum) per batch."""
     return [(b.base_offset, b.last_offset, b.leader_epoch, b.checksum) for b in log.batches]
@@ -126,7 +131,7 @@ class MockLeaderEndPoint:
     list_offsets_errors: dict[TopicPartition, list[str | None]] = field(default_factory=dict)
     request_error: str | None = None
     epoch_request_error: str | None = None
-    extra_epoch_answers: dict[TopicPartition, EpochEndOffset] = field(default_factory=dict)
+    scripted_epoch_answers: dict[TopicPartition, list[EpochEndOffset]] = field(default_factory=dict)
     corrupt_next: set[TopicPartition] = field(default_factory=set)
     fetch_count: int = 0
     epoch_request_count: int = 0
@@ -212,7 +217,9 @@ class MockLeaderEndPoint:
             found = self.partitions[tp].log.end_offset_for_epoch(data.leader_epoch)
             epoch, end = found if found is not None else (-1, -1)
             out[tp] = EpochEndOffset(Errors.NONE, -1 if request.version == 0 else epoch, end)
-        out.update(self.extra_epoch_answers)
+        for tp, script in self.scripted_epoch_answers.items():
+            # Scripted answers replace the computed ones, one per request; the last one repeats.
+            out[tp] = script.pop(0) if len(script) > 1 else script[0]
         return OffsetsForLeaderEpochResponse(out)
 
     def list_offsets(self, request: ListOffsetsRequest) -> ListOffsetsResponse:

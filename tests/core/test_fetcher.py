@@ -398,7 +398,7 @@ def test_truncation_throws_if_leader_returns_partitions_not_requested_in_fetch_e
     h = make_harness(TruncationProtocol.LEADER_EPOCH)
     h.add(TP, mk_log([mk_batch(0, 0)]), 0, leader_epoch=0)
     h.leader.set_leader(TP, [mk_batch(0, 0)], leader_epoch=0, hw=0)
-    h.leader.extra_epoch_answers = {TopicPartition("topic2", 0): EpochEndOffset(Errors.NONE, 0, 0)}
+    h.leader.scripted_epoch_answers = {TopicPartition("topic2", 0): [EpochEndOffset(Errors.NONE, 0, 0)]}
     with pytest.raises(IllegalStateError, match="not requested"):
         h.do_work()
 
