@@ -14,9 +14,7 @@ from replication_core.config import ReplicationConfig
 from replication_core.errors import Errors
 from replication_core.leader_endpoint import FetchRequest, OffsetsForLeaderEpochRequest
 from replication_core.partition_fetch_state import (
-    BrokerEndPoint,
     EpochEndOffset,
-    InitialFetchState,
     ReplicaState,
     TopicPartition,
 )
