@@ -158,7 +158,7 @@ EVENT_TYPES: dict[str, EventType] = {
         EventType(
             LEADER_ELECTION,
             "The controller elected a leader (clean from the ISR, or unclean). `broker_id` is the controller.",
-            ("action", "leader_id", "partition_epoch", "isr", "replicas"),
+            ("action", "partition_epoch", "isr", "replicas"),
         ),
         EventType(
             BROKER_CONFIG,
@@ -172,11 +172,13 @@ EVENT_TYPES: dict[str, EventType] = {
 
 # --- columns -----------------------------------------------------------------------------------
 
-INT_LIST = pa.list_(pa.field("element", pa.int32(), nullable=False))
+# Nested fields are nullable: Spark cannot cast a nullable nested value to a non-nullable one,
+# so declaring them required would only make every write fail; validation checks them instead.
+INT_LIST = pa.list_(pa.field("element", pa.int32()))
 
 OUT_OF_SYNC_REPLICA = pa.struct(
     [
-        pa.field("replica_id", pa.int32(), nullable=False),
+        pa.field("replica_id", pa.int32()),
         pa.field("leo", pa.int64()),
         pa.field("last_caught_up_time_ms", pa.int64()),
     ]
@@ -184,8 +186,8 @@ OUT_OF_SYNC_REPLICA = pa.struct(
 
 TOPIC_PARTITION_OFFSET = pa.struct(
     [
-        pa.field("topic", pa.string(), nullable=False),
-        pa.field("partition", pa.int32(), nullable=False),
+        pa.field("topic", pa.string()),
+        pa.field("partition", pa.int32()),
         pa.field("fetch_offset", pa.int64()),
     ]
 )
@@ -304,11 +306,11 @@ PAYLOAD: tuple[Column, ...] = (
            }),
     Column("isr_state", pa.string(), "State of the ISR change.", used_by=(ISR_CHANGE,),
            allowed=("proposed", "committed", "rejected")),
-    Column("out_of_sync_replicas", pa.list_(pa.field("element", OUT_OF_SYNC_REPLICA, nullable=False)),
+    Column("out_of_sync_replicas", pa.list_(pa.field("element", OUT_OF_SYNC_REPLICA)),
            "For a shrink: the replicas removed, with their LEO and lastCaughtUpTimeMs as the leader saw them.",
            used_by=(ISR_CHANGE,)),
     Column("acks", pa.int8(), "acks of the produce request: -1 (all), 0 or 1.", used_by=(PRODUCE_ACK,)),
-    Column("partitions", pa.list_(pa.field("element", TOPIC_PARTITION_OFFSET, nullable=False)),
+    Column("partitions", pa.list_(pa.field("element", TOPIC_PARTITION_OFFSET)),
            "Partitions added to / removed from the fetcher (with the initial fetch offset when added).",
            used_by=(FETCHER_CHANGE,)),
     Column("measured_rate", pa.float64(), "Measured replication rate over the quota windows.", "bytes/s",

@@ -1,0 +1,77 @@
+"""Job configuration: `conf/local.yaml` (or `--config FILE`) loaded into frozen dataclasses."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+DEFAULT_CONFIG = Path(__file__).resolve().parent.parent / "conf" / "local.yaml"
+BACKENDS = ("auto", "embedded", "native")
+
+
+class ConfigError(ValueError):
+    """Raised when a config file is missing, unreadable, or has a key of the wrong form."""
+
+
+@dataclass(frozen=True)
+class SparkConfig:
+    """How to build the SparkSession."""
+
+    master: str | None = "local[2]"
+    app_name: str = "replog"
+    shuffle_partitions: int = 4
+    driver_memory: str | None = None
+    conf: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class JobConfig:
+    """Everything a replog job needs from configuration."""
+
+    lake: str
+    delta_backend: str = "auto"
+    spark: SparkConfig = field(default_factory=SparkConfig)
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+def _expect(cond: bool, key: str, expected: str, got: object, path: Path) -> None:
+    if not cond:
+        raise ConfigError(f"{path}: key '{key}' must be {expected}, got {got!r}")
+
+
+def load_config(path: str | Path | None = None, lake: str | None = None) -> JobConfig:
+    """Load a config file (default `conf/local.yaml`); `lake` overrides the file's lake root.
+
+    A relative lake root in the file is taken relative to the current directory, as a user typing
+    `replog ... --lake ./lake` would expect.
+    """
+    p = Path(path) if path else DEFAULT_CONFIG
+    if not p.is_file():
+        raise ConfigError(f"config file {p} does not exist")
+    try:
+        raw = yaml.safe_load(p.read_text(encoding="utf-8")) or {}
+    except yaml.YAMLError as e:
+        raise ConfigError(f"{p}: not valid YAML: {e}") from e
+    _expect(isinstance(raw, dict), "<top>", "a mapping", type(raw).__name__, p)
+    lake_root = lake or raw.get("lake")
+    _expect(isinstance(lake_root, str) and bool(lake_root), "lake", "a non-empty path or URI", lake_root, p)
+    backend = raw.get("delta_backend", "auto")
+    _expect(backend in BACKENDS, "delta_backend", f"one of {BACKENDS}", backend, p)
+    s = raw.get("spark") or {}
+    _expect(isinstance(s, dict), "spark", "a mapping", s, p)
+    shuffle = s.get("shuffle_partitions", 4)
+    _expect(isinstance(shuffle, int) and shuffle > 0, "spark.shuffle_partitions", "a positive integer", shuffle, p)
+    conf = s.get("conf") or {}
+    _expect(isinstance(conf, dict), "spark.conf", "a mapping of Spark settings", conf, p)
+    spark = SparkConfig(
+        master=s.get("master", "local[2]"),
+        app_name=s.get("app_name", "replog"),
+        shuffle_partitions=shuffle,
+        driver_memory=s.get("driver_memory"),
+        conf={str(k): str(v) for k, v in conf.items()},
+    )
+    extra = {k: v for k, v in raw.items() if k not in {"lake", "delta_backend", "spark"}}
+    return JobConfig(lake=lake_root, delta_backend=backend, spark=spark, extra=extra)

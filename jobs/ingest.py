@@ -1,0 +1,211 @@
+"""Ingest landing files into `bronze/replication_events`, bad records into `bronze/quarantine`.
+
+    replog ingest --landing DIR [--lake DIR] [--config FILE]
+    ./spark-submit.sh ingest --landing DIR
+
+Exactly-once per landing file: each file's identity (path, size, mtime) is a Delta app
+transaction committed atomically with its records, so a rerun skips files already ingested and a
+run after new files arrive reads only those. Quarantine is committed before bronze: if the job
+dies between the two commits, the rerun finds the files done in quarantine but not in bronze and
+completes bronze alone; if it dies before either, nothing is visible and the rerun does it all.
+
+Counts reconcile: records read = kept + quarantined, where quarantined includes duplicates
+(an event whose (run_id, event_id) was already kept, in this batch or an earlier one).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import sys
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+from pyspark import StorageLevel
+from pyspark.sql import DataFrame, SparkSession, Window
+from pyspark.sql import functions as F
+
+from jobs.lake import IdempotencyKey, Lake
+from jobs.landing import LandingFile, discover, read_jsonl, read_parquet, unreadable_files
+from jobs.validate import DUPLICATE, classify
+from schemas.events import BRONZE_EVENTS_SCHEMA, SchemaVersionError
+from schemas.tables import BRONZE_EVENTS, BRONZE_QUARANTINE
+
+
+@dataclass
+class IngestResult:
+    """What one ingest run did."""
+
+    batch_id: str | None
+    files_seen: int
+    files_ingested: int
+    read: int = 0
+    kept: int = 0
+    quarantined: int = 0
+    duplicates: int = 0
+    by_reason: dict[str, int] = field(default_factory=dict)
+    bronze_version: int | None = None
+    quarantine_version: int | None = None
+    seconds: dict[str, float] = field(default_factory=dict)
+
+    @property
+    def reconciles(self) -> bool:
+        """read = kept + quarantined."""
+        return self.read == self.kept + self.quarantined
+
+    def summary(self) -> str:
+        """The lines printed at the end of a run."""
+        if not self.files_ingested:
+            return f"ingest: nothing new ({self.files_seen} landing files, all already ingested)"
+        reasons = ", ".join(f"{k}={v}" for k, v in sorted(self.by_reason.items())) or "none"
+        return (
+            f"ingest {self.batch_id}: {self.files_ingested} new of {self.files_seen} landing files\n"
+            f"  records read {self.read} = kept {self.kept} + quarantined {self.quarantined}"
+            f" (of which duplicates {self.duplicates})  [{'reconciled' if self.reconciles else 'MISMATCH'}]\n"
+            f"  quarantine reasons: {reasons}\n"
+            f"  bronze/replication_events version {self.bronze_version}, "
+            f"bronze/quarantine version {self.quarantine_version}"
+        )
+
+
+def batch_id_for(files: Sequence[LandingFile]) -> str:
+    """A deterministic id for a set of files: a resumed run gets the id of the run it resumes."""
+    h = hashlib.sha256("\n".join(sorted(f.key.app_id for f in files)).encode()).hexdigest()
+    return f"ingest-{h[:16]}"
+
+
+def read_candidates(spark: SparkSession, files: Sequence[LandingFile]) -> DataFrame:
+    """Every record of `files` in the candidate shape of `jobs.landing`."""
+    jsonl = read_jsonl(spark, [f for f in files if f.kind == "jsonl"])
+    parquet, unreadable = read_parquet(spark, [f for f in files if f.kind == "parquet"])
+    out = jsonl.unionByName(parquet)
+    return out.unionByName(unreadable_files(spark, unreadable)) if unreadable else out
+
+
+def mark_duplicates(classified: DataFrame, existing: DataFrame) -> DataFrame:
+    """Reclassify good records whose (run_id, event_id) is already kept as duplicates.
+
+    Within the batch the first occurrence (by file, then line) is kept; against `existing`
+    (the bronze rows of the same runs) every occurrence is a duplicate.
+    """
+    good = F.col("_reason_code").isNull()
+    w = Window.partitionBy("run_id", "event_id").orderBy("_source_file", "_source_line")
+    first_at = F.first(F.concat_ws(":", "_source_file", F.col("_source_line").cast("string"))).over(w)
+    seen = existing.select("run_id", "event_id", F.lit(True).alias("_in_bronze")).distinct()
+    ranked = (
+        classified.where(good)
+        .withColumn("_rank", F.row_number().over(w))
+        .withColumn("_first_at", first_at)
+        .join(seen, ["run_id", "event_id"], "left")
+    )
+    dup_batch = F.col("_rank") > 1
+    dup_bronze = F.coalesce(F.col("_in_bronze"), F.lit(False))
+    key = F.concat(F.lit("(run_id="), F.col("run_id"), F.lit(", event_id="), F.col("event_id").cast("string"))
+    ranked = ranked.select(
+        *[c for c in classified.columns if c not in ("_reason", "_reason_code")],
+        F.when(dup_bronze, F.concat(F.lit("duplicate event "), key, F.lit(") is already in bronze")))
+        .when(dup_batch, F.concat(F.lit("duplicate event "), key, F.lit(") first seen at "), F.col("_first_at")))
+        .alias("_reason"),
+        F.when(dup_bronze | dup_batch, F.lit(DUPLICATE)).alias("_reason_code"),
+    )
+    return classified.where(~good).unionByName(ranked)
+
+
+def _file_filter(files: Sequence[LandingFile]) -> F.Column:
+    return F.col("_source_file").isin(*[f.path for f in files]) if files else F.lit(False)
+
+
+def run_ingest(
+    spark: SparkSession,
+    lake: Lake,
+    landing: str,
+    log: Callable[[str], None] = print,
+) -> IngestResult:
+    """Ingest what is new in `landing`; see the module docstring for the guarantees."""
+    t0 = time.perf_counter()
+    files = discover(landing)
+    keys = [f.key for f in files]
+    done_bronze = lake.committed(BRONZE_EVENTS, keys)
+    done_quarantine = lake.committed(BRONZE_QUARANTINE, keys)
+    for_bronze = [f for f in files if f.key not in done_bronze]
+    for_quarantine = [f for f in files if f.key not in done_quarantine]
+    pending = [f for f in files if f.key not in done_bronze or f.key not in done_quarantine]
+    result = IngestResult(None, len(files), len(pending))
+    if not pending:
+        return result
+    batch = batch_id_for(pending)
+    result.batch_id = batch
+    size_mb = sum(f.size for f in pending) / 1e6
+    log(f"ingest {batch}: reading {len(pending)} files ({size_mb:.1f} MB) from {landing}")
+
+    classified = classify(read_candidates(spark, pending))
+    runs_df = classified.where(F.col("run_id").isNotNull()).select("run_id").distinct()
+    # One small row per run: the partitions of bronze that can hold duplicates of this batch.
+    runs = [{"run_id": r["run_id"]} for r in runs_df.collect()]
+    existing = lake.read(BRONZE_EVENTS, runs) if runs else lake.read(BRONZE_EVENTS, [])
+    final = mark_duplicates(classified, existing.select("run_id", "event_id"))
+    final = final.withColumn("_ingest_batch", F.lit(batch)).persist(StorageLevel.MEMORY_AND_DISK)
+    try:
+        counts = {
+            (r["_reason_code"], bool(r["_newer_major"])): (r["n"], r["example"])
+            for r in final.groupBy("_reason_code", "_newer_major")
+            .agg(F.count(F.lit(1)).alias("n"), F.min("_source_file").alias("example"))
+            .collect()
+        }
+        result.seconds["read_validate"] = time.perf_counter() - t0
+        newer = [(n, ex) for (code, nm), (n, ex) in counts.items() if nm]
+        if newer:
+            n, example = newer[0]
+            version = final.where("_newer_major").select("schema_version").first()[0]
+            raise SchemaVersionError(f"{version} (in {n} records, e.g. {example})")
+        result.read = sum(n for n, _ in counts.values())
+        result.kept = counts.get((None, False), (0, None))[0]
+        result.by_reason = {code: n for (code, _), (n, _) in counts.items() if code is not None}
+        result.quarantined = sum(result.by_reason.values())
+        result.duplicates = result.by_reason.get(DUPLICATE, 0)
+        meta = {
+            "replog.batch": batch,
+            "replog.files": len(pending),
+            "replog.records_read": result.read,
+            "replog.records_kept": result.kept,
+            "replog.records_quarantined": result.quarantined,
+            "replog.records_duplicate": result.duplicates,
+        }
+        t1 = time.perf_counter()
+        q = b = None
+        bad = final.where(F.col("_reason_code").isNotNull() & _file_filter(for_quarantine))
+        if for_quarantine:
+            q = lake.append(
+                BRONZE_QUARANTINE,
+                bad.select(
+                    "_source_file", "_source_line", "raw", F.col("_reason").alias("reason"),
+                    F.col("_reason_code").alias("reason_code"), "run_id", "event_id", "_ingest_batch",
+                ),
+                keys=[f.key for f in for_quarantine],
+                metadata=meta,
+            )
+        good = final.where(F.col("_reason_code").isNull() & _file_filter(for_bronze))
+        if for_bronze:
+            b = lake.append(
+                BRONZE_EVENTS,
+                good.select(*[f.name for f in BRONZE_EVENTS_SCHEMA]),
+                keys=[f.key for f in for_bronze],
+                metadata=meta,
+            )
+        result.seconds["write_commit"] = time.perf_counter() - t1
+    finally:
+        final.unpersist()
+    result.quarantine_version = q.version if q and q.version is not None else lake.version(BRONZE_QUARANTINE)
+    result.bronze_version = b.version if b and b.version is not None else lake.version(BRONZE_EVENTS)
+    return result
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point for `replog ingest` and `spark-submit jobs/ingest.py`."""
+    from jobs.cli import main as cli_main
+
+    return cli_main(["ingest", *(argv if argv is not None else sys.argv[1:])])
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,122 @@
+"""The table API every replog job uses, whatever Delta backend sits behind it.
+
+A table is named by its path below the lake root (`bronze/replication_events`) and described by a
+`schemas.tables.TableSpec`. Writes take idempotency keys: a commit whose keys are already in the
+table is skipped, so a job that is rerun, or resumed after a crash, commits each batch once.
+"""
+
+from __future__ import annotations
+
+import abc
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from pyspark.sql import DataFrame, SparkSession
+
+from schemas.tables import TableSpec
+
+PartitionValues = Mapping[str, str | None]
+
+
+@dataclass(frozen=True)
+class IdempotencyKey:
+    """An application transaction (Delta `txn` action): `app_id` committed at `version`."""
+
+    app_id: str
+    version: int = 1
+
+
+@dataclass(frozen=True)
+class CommitResult:
+    """What a write did: the table version it made (None when skipped) and the files it added."""
+
+    table: str
+    version: int | None
+    files_added: int = 0
+    files_removed: int = 0
+    skipped: bool = False
+    metadata: dict[str, Any] = field(default_factory=dict)
+
+
+class Lake(abc.ABC):
+    """A lake of Delta tables under one root, read and written through Spark."""
+
+    backend: str = "abstract"
+
+    def __init__(self, spark: SparkSession, root: str) -> None:
+        self.spark = spark
+        self.root = root.rstrip("/")
+
+    def path(self, spec: TableSpec) -> str:
+        """The table's location."""
+        return f"{self.root}/{spec.name}"
+
+    @abc.abstractmethod
+    def exists(self, spec: TableSpec) -> bool:
+        """True if the table has been created."""
+
+    @abc.abstractmethod
+    def version(self, spec: TableSpec) -> int | None:
+        """The table's current version, or None if it does not exist."""
+
+    @abc.abstractmethod
+    def read(self, spec: TableSpec, partitions: Sequence[PartitionValues] | None = None) -> DataFrame:
+        """The table's current snapshot as a DataFrame with the spec's schema (empty if absent).
+
+        `partitions` restricts the read to those partition values (pruning, not filtering).
+        """
+
+    @abc.abstractmethod
+    def committed(self, spec: TableSpec, keys: Sequence[IdempotencyKey]) -> set[IdempotencyKey]:
+        """Which of `keys` the table has already committed."""
+
+    @abc.abstractmethod
+    def append(
+        self,
+        spec: TableSpec,
+        df: DataFrame,
+        keys: Sequence[IdempotencyKey] = (),
+        metadata: Mapping[str, Any] | None = None,
+    ) -> CommitResult:
+        """Append `df` in one commit; skipped if every key is already committed."""
+
+    @abc.abstractmethod
+    def overwrite_partitions(
+        self,
+        spec: TableSpec,
+        df: DataFrame,
+        partitions: Sequence[PartitionValues],
+        keys: Sequence[IdempotencyKey] = (),
+        metadata: Mapping[str, Any] | None = None,
+    ) -> CommitResult:
+        """Replace the listed partitions' content with `df` in one commit."""
+
+    def merge(
+        self,
+        spec: TableSpec,
+        df: DataFrame,
+        on: Sequence[str],
+        keys: Sequence[IdempotencyKey] = (),
+        metadata: Mapping[str, Any] | None = None,
+    ) -> CommitResult:
+        """Upsert `df` by the columns `on`: rows of `df` replace rows with the same key, others stay.
+
+        The default rewrites the partitions `df` touches (existing rows minus replaced ones, plus
+        `df`) in one overwrite commit, which every backend supports; a backend may do better.
+        """
+        missing = [c for c in spec.partition_by if c not in on]
+        if missing:
+            raise ValueError(f"merge keys {list(on)} must include the partition columns {missing}")
+        touched = _distinct_partitions(df, spec.partition_by)
+        existing = self.read(spec, touched if spec.partition_by else None)
+        kept = existing.join(df.select(*on), on=list(on), how="left_anti")
+        return self.overwrite_partitions(spec, kept.unionByName(df), touched, keys, metadata)
+
+
+def _distinct_partitions(df: DataFrame, cols: Sequence[str]) -> list[dict[str, str | None]]:
+    """The partition values present in `df` (one small row per partition, safe to collect)."""
+    if not cols:
+        return []
+    rows = df.select(*cols).distinct().collect()
+    return [{c: (None if r[c] is None else str(r[c])) for c in cols} for r in rows]

@@ -1,0 +1,327 @@
+"""Embedded Delta backend: Spark writes Parquet in parallel, the driver commits through delta-rs.
+
+Write path: executors write the DataFrame as Parquet into a fresh directory inside the table
+(`b-<uuid>/`, hive-style partition folders below it); the driver lists what was written, checks
+every file's schema against the table's, and commits the files as `add` actions with delta-rs.
+Until that commit the files are invisible, because readers only see files named in the Delta log:
+a crash between writing and committing leaves orphans that `vacuum` removes, never partial data.
+
+Read path: the driver takes the snapshot's file list (metadata, not data) and Spark's own Parquet
+reader reads the files with an explicit schema. Partition values come from the log, not from
+folder names, so odd folder layouts never confuse Spark's partition discovery.
+
+Gaps of delta-rs that this module closes itself:
+- app transactions are not idempotent in delta-rs: `_commit` re-reads `transaction_version` on a
+  freshly loaded table under a lock and skips a batch that is already there;
+- committing files does not check their schema: `_check_file_schema` does;
+- an overwrite does not conflict with a concurrent append: every commit on a table is serialised
+  by an exclusive file lock and computed from the snapshot loaded inside it;
+- tables whose protocol needs reader features (column mapping, deletion vectors) cannot be read as
+  plain Parquet: `read` refuses them with `UnsupportedTableProtocolError`.
+The lock is a local file lock, which is why this backend is for one machine; clusters use native.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+import time
+import urllib.parse
+import uuid
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+from deltalake import CommitProperties, DeltaTable, Transaction
+from deltalake.transaction import AddAction, RemoveAction
+from pyspark.sql import DataFrame
+from pyspark.sql import functions as F
+
+from jobs.lake.api import CommitResult, IdempotencyKey, Lake, PartitionValues
+from jobs.lake.errors import ConcurrentCommitError, SchemaMismatchError, UnsupportedTableProtocolError
+from schemas.spark import to_spark_schema
+from schemas.tables import TableSpec
+
+HIVE_NULL = "__HIVE_DEFAULT_PARTITION__"
+LOCK_FILE = "_replog_commit.lock"
+BATCH_PREFIX = "b-"
+
+
+def _normalise(t: pa.DataType) -> str:
+    """A type's identity for schema comparison: list/map item names and nullability ignored."""
+    if pa.types.is_list(t) or pa.types.is_large_list(t):
+        return f"list<{_normalise(t.value_type)}>"
+    if pa.types.is_map(t):
+        return f"map<{_normalise(t.key_type)},{_normalise(t.item_type)}>"
+    if pa.types.is_struct(t):
+        inner = ",".join(f"{t.field(i).name}:{_normalise(t.field(i).type)}" for i in range(t.num_fields))
+        return f"struct<{inner}>"
+    if pa.types.is_large_string(t):
+        return "string"
+    return str(t)
+
+
+def _check_file_schema(file: Path, expected: pa.Schema) -> pa.FileMetaData:
+    """Return the file's Parquet footer, or raise if its columns differ from `expected`."""
+    meta = pq.read_metadata(file)
+    got = meta.schema.to_arrow_schema()
+    want = {f.name: _normalise(f.type) for f in expected}
+    have = {f.name: _normalise(f.type) for f in got}
+    if want != have:
+        diff = sorted(
+            f"{n}: expected {want.get(n, 'absent')}, file has {have.get(n, 'absent')}"
+            for n in want.keys() | have.keys()
+            if want.get(n) != have.get(n)
+        )
+        raise SchemaMismatchError(f"{file} does not match the table schema: " + "; ".join(diff))
+    return meta
+
+
+def _partition_values(rel: Path, partition_by: Sequence[str]) -> dict[str, str | None]:
+    """Partition values from the hive-style folders Spark wrote (`col=value`, %-escaped)."""
+    found: dict[str, str | None] = {}
+    for part in rel.parts[:-1]:
+        if "=" in part:
+            k, v = part.split("=", 1)
+            v = urllib.parse.unquote(v)
+            found[k] = None if v == HIVE_NULL else v
+    missing = [c for c in partition_by if c not in found]
+    if missing:
+        raise SchemaMismatchError(f"{rel} has no folder for partition columns {missing}")
+    return {c: found[c] for c in partition_by}
+
+
+class EmbeddedLake(Lake):
+    """Delta tables written by Spark + committed by delta-rs; the default on one machine."""
+
+    backend = "embedded"
+
+    # --- metadata -------------------------------------------------------------------------
+
+    def _table(self, spec: TableSpec) -> DeltaTable | None:
+        path = self.path(spec)
+        return DeltaTable(path) if DeltaTable.is_deltatable(path) else None
+
+    def exists(self, spec: TableSpec) -> bool:
+        """True if the table has been created."""
+        return DeltaTable.is_deltatable(self.path(spec))
+
+    def version(self, spec: TableSpec) -> int | None:
+        """The table's current version, or None if it does not exist."""
+        dt = self._table(spec)
+        return None if dt is None else dt.version()
+
+    def history(self, spec: TableSpec, limit: int | None = None) -> list[dict[str, Any]]:
+        """The table's commit history, newest first (delta-rs `history`)."""
+        dt = self._table(spec)
+        return [] if dt is None else dt.history(limit)
+
+    def committed(self, spec: TableSpec, keys: Sequence[IdempotencyKey]) -> set[IdempotencyKey]:
+        """Which of `keys` the table has already committed."""
+        dt = self._table(spec)
+        return set() if dt is None else _committed_in(dt, keys)
+
+    # --- read -----------------------------------------------------------------------------
+
+    def read(self, spec: TableSpec, partitions: Sequence[PartitionValues] | None = None) -> DataFrame:
+        """The current snapshot, read by Spark's Parquet reader from the log's file list."""
+        schema = to_spark_schema(spec.schema)
+        dt = self._table(spec)
+        if dt is None:
+            return self.spark.createDataFrame([], schema)
+        _check_readable(dt, self.path(spec))
+        files = _snapshot_files(dt, spec.partition_by)
+        if partitions is not None:
+            wanted = {tuple(p.get(c) for c in spec.partition_by) for p in partitions}
+            files = [f for f in files if tuple(f[1].get(c) for c in spec.partition_by) in wanted]
+        groups: dict[tuple[str | None, ...], list[str]] = {}
+        for rel, pvals in files:
+            groups.setdefault(tuple(pvals[c] for c in spec.partition_by), []).append(f"{self.path(spec)}/{rel}")
+        if not groups:
+            return self.spark.createDataFrame([], schema)
+        data_schema = to_spark_schema(spec.data_schema)
+        frames = []
+        # One scan per partition value, with the value attached as a literal: the log is the
+        # authority on partition values, so folder names are never parsed by Spark.
+        for values, paths in groups.items():
+            df = self.spark.read.schema(data_schema).parquet(*paths)
+            for col, val in zip(spec.partition_by, values, strict=True):
+                df = df.withColumn(col, F.lit(val).cast(schema[col].dataType))
+            frames.append(df.select(*schema.names))
+        out = frames[0]
+        for df in frames[1:]:
+            out = out.unionByName(df)
+        return out
+
+    # --- write ----------------------------------------------------------------------------
+
+    def append(
+        self,
+        spec: TableSpec,
+        df: DataFrame,
+        keys: Sequence[IdempotencyKey] = (),
+        metadata: Mapping[str, Any] | None = None,
+    ) -> CommitResult:
+        """Write `df` as new files and commit them in one append, once per set of keys."""
+        if keys and len(self.committed(spec, keys)) == len(keys):
+            return CommitResult(spec.name, None, skipped=True)
+        adds = self._write_files(spec, df)
+        return self._commit(spec, adds, lambda _dt: [], keys, metadata, "append")
+
+    def overwrite_partitions(
+        self,
+        spec: TableSpec,
+        df: DataFrame,
+        partitions: Sequence[PartitionValues],
+        keys: Sequence[IdempotencyKey] = (),
+        metadata: Mapping[str, Any] | None = None,
+    ) -> CommitResult:
+        """Write `df`, then in one commit add its files and remove the listed partitions' files."""
+        if keys and len(self.committed(spec, keys)) == len(keys):
+            return CommitResult(spec.name, None, skipped=True)
+        adds = self._write_files(spec, df)
+        wanted = {tuple(p.get(c) for c in spec.partition_by) for p in partitions}
+        whole_table = not spec.partition_by
+
+        def removes(dt: DeltaTable) -> list[RemoveAction]:
+            # Computed from the snapshot loaded under the lock, so a concurrent append is seen.
+            now = int(time.time() * 1000)
+            out = []
+            for rel, pvals, size in _snapshot_files_with_size(dt, spec.partition_by):
+                if whole_table or tuple(pvals[c] for c in spec.partition_by) in wanted:
+                    out.append(RemoveAction(rel, True, now, size=size, partition_values=pvals))
+            return out
+
+        return self._commit(spec, adds, removes, keys, metadata, "overwrite")
+
+    def _write_files(self, spec: TableSpec, df: DataFrame) -> list[AddAction]:
+        """Have Spark write `df` into a fresh batch folder; return `add` actions for its files."""
+        table_dir = Path(self.path(spec))
+        table_dir.mkdir(parents=True, exist_ok=True)
+        batch = f"{BATCH_PREFIX}{uuid.uuid4().hex}"
+        out_dir = table_dir / batch
+        schema = to_spark_schema(spec.schema)
+        writer = df.select(*[F.col(f.name).cast(f.dataType) for f in schema.fields]).write.mode("error")
+        if spec.partition_by:
+            writer = writer.partitionBy(*spec.partition_by)
+        writer.parquet(str(out_dir))
+        adds = []
+        for file in sorted(_data_files(out_dir)):
+            rel = file.relative_to(table_dir)
+            meta = _check_file_schema(file, spec.data_schema)
+            st = file.stat()
+            adds.append(
+                AddAction(
+                    # delta-rs %-encodes the path into the log itself; get_add_actions
+                    # returns the encoded form, which `_snapshot_files_with_size` decodes.
+                    rel.as_posix(),
+                    st.st_size,
+                    _partition_values(file.relative_to(out_dir), spec.partition_by),
+                    int(st.st_mtime * 1000),
+                    True,
+                    json.dumps({"numRecords": meta.num_rows}),
+                )
+            )
+        return adds
+
+    def _commit(
+        self,
+        spec: TableSpec,
+        adds: list[AddAction],
+        removes_for: Any,
+        keys: Sequence[IdempotencyKey],
+        metadata: Mapping[str, Any] | None,
+        operation: str,
+    ) -> CommitResult:
+        """Commit under the table lock: create if needed, re-check keys, then one delta-rs commit."""
+        path = self.path(spec)
+        with _table_lock(Path(path)):
+            if not DeltaTable.is_deltatable(path):
+                DeltaTable.create(path, spec.schema, mode="ignore", partition_by=list(spec.partition_by) or None)
+            dt = DeltaTable(path)
+            done = _committed_in(dt, keys)
+            if keys and done:
+                if len(done) == len(keys):
+                    return CommitResult(spec.name, None, skipped=True)
+                raise ConcurrentCommitError(
+                    f"{spec.name}: {len(done)} of {len(keys)} idempotency keys were committed by another "
+                    f"writer meanwhile (e.g. {sorted(k.app_id for k in done)[:3]}); rerun to pick up the rest"
+                )
+            removes = removes_for(dt)
+            meta = {"replog.operation": operation, **(metadata or {})}
+            props = CommitProperties(
+                custom_metadata={k: v if isinstance(v, str) else json.dumps(v) for k, v in meta.items()},
+                app_transactions=[Transaction(k.app_id, k.version) for k in keys] or None,
+            )
+            _commit_actions(dt, [*adds, *removes], spec, props)
+            version = DeltaTable(path).version()
+        return CommitResult(spec.name, version, files_added=len(adds), files_removed=len(removes),
+                            metadata=dict(meta))
+
+
+def _commit_actions(dt: DeltaTable, actions: list[Any], spec: TableSpec, props: CommitProperties) -> None:
+    """The one delta-rs commit call (a seam tests use to inject a crash before the commit)."""
+    dt.create_write_transaction(
+        actions, mode="append", schema=spec.schema, partition_by=list(spec.partition_by) or None,
+        commit_properties=props,
+    )
+
+
+def _committed_in(dt: DeltaTable, keys: Sequence[IdempotencyKey]) -> set[IdempotencyKey]:
+    done = set()
+    for k in keys:
+        v = dt.transaction_version(k.app_id)
+        if v is not None and v >= k.version:
+            done.add(k)
+    return done
+
+
+def _check_readable(dt: DeltaTable, path: str) -> None:
+    p = dt.protocol()
+    if p.min_reader_version > 1 or p.reader_features:
+        raise UnsupportedTableProtocolError(
+            f"{path} needs Delta reader version {p.min_reader_version} "
+            f"(features: {p.reader_features or 'column mapping'}); the embedded reader reads plain "
+            "Parquet files and would return wrong data. Read it with delta_backend: native."
+        )
+
+
+def _snapshot_files_with_size(
+    dt: DeltaTable, partition_by: Sequence[str]
+) -> list[tuple[str, dict[str, str | None], int]]:
+    actions = pa.table(dt.get_add_actions(flatten=True))
+    paths = actions.column("path").to_pylist()
+    sizes = actions.column("size_bytes").to_pylist()
+    pcols = {c: actions.column(f"partition.{c}").to_pylist() for c in partition_by}
+    out = []
+    for i, rel in enumerate(paths):
+        pvals = {c: (None if pcols[c][i] is None else str(pcols[c][i])) for c in partition_by}
+        out.append((urllib.parse.unquote(rel), pvals, sizes[i]))
+    return out
+
+
+def _snapshot_files(dt: DeltaTable, partition_by: Sequence[str]) -> list[tuple[str, dict[str, str | None]]]:
+    return [(rel, pvals) for rel, pvals, _ in _snapshot_files_with_size(dt, partition_by)]
+
+
+def _data_files(out_dir: Path) -> Iterator[Path]:
+    for dirpath, dirnames, filenames in os.walk(out_dir):
+        dirnames[:] = [d for d in dirnames if not d.startswith(("_", "."))]
+        for name in filenames:
+            if name.endswith(".parquet") and not name.startswith(("_", ".")):
+                yield Path(dirpath) / name
+
+
+@contextmanager
+def _table_lock(table_dir: Path) -> Iterator[None]:
+    table_dir.mkdir(parents=True, exist_ok=True)
+    with open(table_dir / LOCK_FILE, "a+") as fh:
+        fcntl.flock(fh.fileno(), fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(fh.fileno(), fcntl.LOCK_UN)

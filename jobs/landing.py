@@ -1,0 +1,245 @@
+"""Landing files: discovery, identity, and reading them into one "candidate records" shape.
+
+Both readers return the same columns, so validation does not care where a record came from:
+the event columns (typed; null where absent or unreadable), `_source_file`, `_source_line`
+(1-based), `raw` (the line, or the row as JSON), `_malformed` (why the record could not be
+parsed at all, else null), `_type_errors` (fields present with a value of the wrong type),
+`_wrong_type_fields` (their names) and `_unknown_fields` (fields the schema does not have).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+from pyspark.sql import Column, DataFrame, SparkSession
+from pyspark.sql import functions as F
+from pyspark.sql import types as T
+
+from jobs.lake import IdempotencyKey
+from schemas.events import COLUMN_NAMES, COLUMNS, EVENT_SCHEMA
+from schemas.spark import UnsupportedArrowTypeError, to_spark_schema, to_spark_type
+
+JSONL_SUFFIXES = (".jsonl", ".json")
+PARQUET_SUFFIXES = (".parquet",)
+CORRUPT = "_corrupt_record"
+EVENT_SPARK_SCHEMA = to_spark_schema(EVENT_SCHEMA)
+_TYPE_NAMES = {c.name: str(c.type) for c in COLUMNS}
+
+CANDIDATE_SCHEMA_EXTRA = T.StructType(
+    [
+        T.StructField("_source_file", T.StringType(), False),
+        T.StructField("_source_line", T.LongType(), True),
+        T.StructField("raw", T.StringType(), True),
+        T.StructField("_malformed", T.StringType(), True),
+        T.StructField("_type_errors", T.ArrayType(T.StringType()), True),
+        T.StructField("_wrong_type_fields", T.ArrayType(T.StringType()), True),
+        T.StructField("_unknown_fields", T.ArrayType(T.StringType()), True),
+    ]
+)
+
+
+class LandingError(FileNotFoundError):
+    """The landing folder is missing or unreadable."""
+
+
+@dataclass(frozen=True)
+class LandingFile:
+    """One landing file and the identity that makes its ingest exactly-once."""
+
+    path: str
+    size: int
+    mtime_ns: int
+    kind: str  # "jsonl" | "parquet"
+
+    @property
+    def key(self) -> IdempotencyKey:
+        """The Delta app-transaction id of this file: path, size and modification time.
+
+        Like Spark's file stream source, a file is identified by where it is and when it was
+        written; rewriting a file in place makes it new.
+        """
+        ident = f"{self.path}\0{self.size}\0{self.mtime_ns}".encode()
+        return IdempotencyKey(f"replog-ingest:{hashlib.sha256(ident).hexdigest()[:32]}", 1)
+
+
+def discover(landing: str | Path) -> list[LandingFile]:
+    """All JSON Lines and Parquet files below `landing`, in a stable order (hidden ones skipped)."""
+    root = Path(landing)
+    if not root.is_dir():
+        raise LandingError(f"landing folder {root} does not exist or is not a folder")
+    found = []
+    for dirpath, dirnames, filenames in os.walk(root):
+        dirnames[:] = sorted(d for d in dirnames if not d.startswith((".", "_")))
+        for name in sorted(filenames):
+            if name.startswith((".", "_")):
+                continue
+            lower = name.lower()
+            kind = "jsonl" if lower.endswith(JSONL_SUFFIXES) else "parquet" if lower.endswith(PARQUET_SUFFIXES) else ""
+            if kind:
+                p = (Path(dirpath) / name).resolve()
+                st = p.stat()
+                found.append(LandingFile(str(p), st.st_size, st.st_mtime_ns, kind))
+    return found
+
+
+def _unknown(keys: Column) -> Column:
+    known = F.array(*[F.lit(n) for n in COLUMN_NAMES])
+    return F.array_except(keys, known)
+
+
+def read_jsonl(spark: SparkSession, files: Sequence[LandingFile]) -> DataFrame:
+    """JSON Lines files as candidate records; every non-blank line is one record."""
+    if not files:
+        return _empty(spark)
+    typed = T.StructType([*EVENT_SPARK_SCHEMA.fields, T.StructField(CORRUPT, T.StringType())])
+    as_text = T.StructType([T.StructField(f.name, T.StringType()) for f in EVENT_SPARK_SCHEMA.fields])
+    # One row per file, split here, so that every line keeps its line number.
+    lines = (
+        spark.read.text([f.path for f in files], wholetext=True)
+        .select(F.col("_metadata.file_path").alias("_uri"), F.posexplode(F.split("value", "\n")).alias("pos", "line"))
+        .withColumn("line", F.regexp_replace("line", "\r$", ""))
+        # A UTF-8 byte-order mark at the start of a file is an encoding artefact, not data.
+        .withColumn("line", F.when(F.col("pos") == 0, F.regexp_replace("line", "^\ufeff", "")).otherwise(F.col("line")))
+        .where(F.trim("line") != "")
+    )
+    parsed = lines.select(
+        "_uri", "pos", "line",
+        F.from_json("line", typed, {"columnNameOfCorruptRecord": CORRUPT, "mode": "PERMISSIVE"}).alias("t"),
+        F.json_object_keys("line").alias("_keys"),
+    )
+    corrupt = F.col(f"t.{CORRUPT}").isNotNull()
+    not_object = F.col("_keys").isNull()
+    # Only re-read the fields as text for records that failed typed parsing (rare, so cheap).
+    # Aliased once, so the optimiser references it instead of copying the parse into every rule.
+    with_text = parsed.withColumn("_text", F.when(corrupt & ~not_object, F.from_json("line", as_text)))
+    wrong = [
+        F.when(F.col(f"_text.{n}").isNotNull() & F.col(f"t.{n}").isNull(),
+               F.struct(F.lit(n).alias("field"),
+                        F.concat(F.lit(f"field '{n}' expected {_TYPE_NAMES[n]}, got "),
+                                 F.substring(_json_value("line", n), 1, 80)).alias("message")))
+        for n in COLUMN_NAMES
+    ]
+    staged = with_text.withColumn("_wrong", F.filter(F.array(*wrong), lambda x: x.isNotNull()))
+    return staged.select(
+        *[F.col(f"t.{n}").alias(n) for n in COLUMN_NAMES],
+        _path_of("_uri").alias("_source_file"),
+        (F.col("pos") + 1).cast("long").alias("_source_line"),
+        F.col("line").alias("raw"),
+        F.when(
+            F.col("t").isNull() | not_object,
+            F.lit("malformed JSON: the line is not one complete JSON object"),
+        ).alias("_malformed"),
+        F.col("_wrong.message").alias("_type_errors"),
+        F.col("_wrong.field").alias("_wrong_type_fields"),
+        _unknown(F.coalesce(F.col("_keys"), F.array().cast("array<string>"))).alias("_unknown_fields"),
+    )
+
+
+def _json_value(line_col: str, name: str) -> Column:
+    """The value of `name` as written in the JSON text (quotes kept, so "12" reads as a string)."""
+    pattern = '"' + name + r'"\s*:\s*("(?:[^"\\]|\\.)*"|\[[^\]]*\]|\{[^}]*\}|[^,}\s]+)'
+    return F.regexp_extract(F.col(line_col), pattern, 1)
+
+
+def _path_of(uri_col: str) -> Column:
+    """A local path from Spark's `file:` URI (percent-decoding like java.net.URI does)."""
+    return F.regexp_replace(F.expr(f"url_decode({uri_col})"), "^file:(//)?", "")
+
+
+def read_parquet(spark: SparkSession, files: Sequence[LandingFile]) -> tuple[DataFrame, list[tuple[str, str]]]:
+    """Parquet files as candidate records, plus (file, reason) for files that cannot be read at all.
+
+    Files are grouped by their own schema (read from the footers on the driver: metadata only) and
+    each group is read with that schema, so a file with a missing, extra or differently typed
+    column yields per-record reasons instead of failing the job.
+    """
+    groups: dict[tuple[tuple[str, str], ...], tuple[pa.Schema, list[str]]] = {}
+    unreadable: list[tuple[str, str]] = []
+    for f in files:
+        try:
+            schema = pq.read_schema(f.path)
+        except Exception as e:  # any unreadable footer is the file's fault, not the job's
+            unreadable.append((f.path, f"unreadable Parquet file: {type(e).__name__}: {e}"))
+            continue
+        sig = tuple((fld.name, str(fld.type)) for fld in schema)
+        groups.setdefault(sig, (schema, []))[1].append(f.path)
+    frames = []
+    for schema, paths in groups.values():
+        try:
+            file_schema = to_spark_schema(schema)
+        except UnsupportedArrowTypeError as e:
+            unreadable.extend((p, f"Parquet file has a column type replog cannot read: {e}") for p in paths)
+            continue
+        frames.append(_parquet_group(spark, file_schema, paths))
+    if not frames:
+        return _empty(spark), unreadable
+    out = frames[0]
+    for df in frames[1:]:
+        out = out.unionByName(df)
+    return out, unreadable
+
+
+def _parquet_group(spark: SparkSession, file_schema: T.StructType, paths: list[str]) -> DataFrame:
+    df = spark.read.schema(file_schema).parquet(*paths)
+    present = {f.name: f.dataType for f in file_schema.fields}
+    cols, wrong, messages = [], [], []
+    for target in EVENT_SPARK_SCHEMA.fields:
+        n = target.name
+        if n not in present:
+            cols.append(F.lit(None).cast(target.dataType).alias(n))
+        elif present[n] == target.dataType:
+            cols.append(F.col(n))
+        else:
+            casted = F.col(n).try_cast(target.dataType)
+            bad = F.col(n).isNotNull() & casted.isNull()
+            cols.append(casted.alias(n))
+            wrong.append(F.when(bad, F.lit(n)))
+            messages.append(
+                F.when(bad, F.concat(F.lit(f"field '{n}' expected {_TYPE_NAMES[n]}, got "),
+                                     F.substring(F.col(n).cast("string"), 1, 80)))
+            )
+    extra = [n for n in present if n not in COLUMN_NAMES]
+    raw = F.to_json(F.struct(*[F.col(n) for n in present]))
+    return df.select(
+        *cols,
+        _path_of("_metadata.file_path").alias("_source_file"),
+        (F.col("_metadata.row_index") + 1).cast("long").alias("_source_line"),
+        raw.alias("raw"),
+        F.lit(None).cast("string").alias("_malformed"),
+        F.filter(F.array(*messages), lambda x: x.isNotNull()).alias("_type_errors") if messages
+        else F.array().cast("array<string>").alias("_type_errors"),
+        F.filter(F.array(*wrong), lambda x: x.isNotNull()).alias("_wrong_type_fields") if wrong
+        else F.array().cast("array<string>").alias("_wrong_type_fields"),
+        F.array(*[F.lit(n) for n in extra]).cast("array<string>").alias("_unknown_fields"),
+    )
+
+
+def unreadable_files(spark: SparkSession, problems: Sequence[tuple[str, str]]) -> DataFrame:
+    """One candidate record per file that could not be read, carrying the reason as malformed."""
+    rows = [(path, reason) for path, reason in problems]
+    small = spark.createDataFrame(rows, "_source_file string, _malformed string")
+    return small.select(
+        *[F.lit(None).cast(f.dataType).alias(f.name) for f in EVENT_SPARK_SCHEMA.fields],
+        "_source_file",
+        F.lit(None).cast("long").alias("_source_line"),
+        F.lit(None).cast("string").alias("raw"),
+        "_malformed",
+        F.array().cast("array<string>").alias("_type_errors"),
+        F.array().cast("array<string>").alias("_wrong_type_fields"),
+        F.array().cast("array<string>").alias("_unknown_fields"),
+    )
+
+
+def _empty(spark: SparkSession) -> DataFrame:
+    return spark.createDataFrame([], T.StructType([*EVENT_SPARK_SCHEMA.fields, *CANDIDATE_SCHEMA_EXTRA.fields]))
+
+
+def candidate_type(name: str) -> T.DataType:
+    """Spark type of an event column in the candidate records."""
+    return to_spark_type(EVENT_SCHEMA.field(name).type)

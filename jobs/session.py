@@ -1,0 +1,61 @@
+"""SparkSession construction and the probe that picks the Delta backend.
+
+The native backend needs delta-spark's JVM classes on the driver's classpath. We never ask Maven
+for them (these machines cannot reach it, and `configure_spark_with_delta_pip` would fail): we
+only look for the class in the running JVM, so the probe answers in milliseconds either way.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+
+from pyspark.sql import SparkSession
+
+from jobs.config import JobConfig, SparkConfig
+
+DELTA_CATALOG_CLASS = "org.apache.spark.sql.delta.catalog.DeltaCatalog"
+
+
+def build_spark(cfg: SparkConfig) -> SparkSession:
+    """Get or create the SparkSession described by `cfg` (reused if one is already running)."""
+    # Executors must run the same interpreter as the driver (pip installs into it).
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
+    builder = SparkSession.builder.appName(cfg.app_name)
+    if cfg.master:
+        builder = builder.master(cfg.master)
+    if cfg.driver_memory:
+        builder = builder.config("spark.driver.memory", cfg.driver_memory)
+    builder = builder.config("spark.sql.shuffle.partitions", str(cfg.shuffle_partitions))
+    builder = builder.config("spark.ui.showConsoleProgress", "false")
+    for k, v in cfg.conf.items():
+        builder = builder.config(k, v)
+    spark = builder.getOrCreate()
+    spark.sparkContext.setLogLevel("WARN")
+    return spark
+
+
+def native_delta_available(spark: SparkSession) -> bool:
+    """True when delta-spark's JVM classes are loadable in this session's driver."""
+    jvm = spark.sparkContext._jvm
+    try:
+        jvm.java.lang.Class.forName(DELTA_CATALOG_CLASS, False, jvm.Thread.currentThread().getContextClassLoader())
+    except Exception:  # py4j wraps ClassNotFoundException
+        return False
+    return True
+
+
+def resolve_backend(cfg: JobConfig, spark: SparkSession) -> str:
+    """Pick "native" or "embedded" from the config and what the classpath holds."""
+    if cfg.delta_backend == "embedded":
+        return "embedded"
+    available = native_delta_available(spark)
+    if cfg.delta_backend == "native":
+        if not available:
+            raise RuntimeError(
+                f"delta_backend: native, but {DELTA_CATALOG_CLASS} is not on the classpath; submit with "
+                "--packages io.delta:delta-spark_2.13:4.4.1 or set delta_backend: embedded"
+            )
+        return "native"
+    return "native" if available else "embedded"
