@@ -20,6 +20,7 @@ from replication_core.partition_fetch_state import (
     FailedPartitions,
     InitialFetchState,
     PartitionFetchState,
+    PartitionStates,
     TopicPartition,
 )
 
@@ -37,6 +38,11 @@ class FetcherThreadLike(Protocol):
     @property
     def source_broker(self) -> BrokerEndPoint:
         """The leader endpoint this thread fetches from (`leader.brokerEndPoint()`)."""
+        ...
+
+    @property
+    def partition_states(self) -> PartitionStates:
+        """The fetch states, in fetch order (`partitionStates`)."""
         ...
 
     def add_partitions(self, initial: Mapping[TopicPartition, InitialFetchState],
@@ -113,9 +119,7 @@ class FetcherManager:
         """Gauge `MaxLag`: the largest known lag over all fetched partitions (0 if none known)."""
         lags = [0]
         for fetcher in self._fetchers.values():
-            states = getattr(fetcher, "partition_states", None)
-            if states is not None:
-                lags.extend(s.lag for _, s in states.items() if s.lag is not None)
+            lags.extend(s.lag for _, s in fetcher.partition_states.items() if s.lag is not None)
         return max(lags)
 
     # --- mutators -----------------------------------------------------------------------------

@@ -4,17 +4,25 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 
+import pytest
+
+from replication_core.config import ReplicationConfig
 from replication_core.events import Event
+from replication_core.fetcher import ReplicaFetcherThread, initial_fetch_offset
 from replication_core.fetcher_manager import FetcherManager
 from replication_core.java_hash import fetcher_id
+from replication_core.log import Log
 from replication_core.partition_fetch_state import (
     BrokerEndPoint,
     FailedPartitions,
     InitialFetchState,
     PartitionFetchState,
+    PartitionStates,
     ReplicaState,
     TopicPartition,
 )
+from replication_core.truncation import TruncationProtocol
+from tests.core.mock_leader import MockLeaderEndPoint, mk_log, seed
 
 
 class FakeFetcher:
@@ -24,29 +32,29 @@ class FakeFetcher:
         self.fetcher_id = fid
         self.source_broker = source
         self.failed = failed
-        self.states: dict[TopicPartition, PartitionFetchState] = {}
+        self.partition_states = PartitionStates()
         self.is_shutdown = False
 
     def add_partitions(self, initial: Mapping[TopicPartition, InitialFetchState],
                        now_ms: int) -> set[TopicPartition]:
         self.failed.remove_all(initial)
         for tp, st in initial.items():
-            self.states[tp] = PartitionFetchState(st.init_offset, st.current_leader_epoch,
-                                                  ReplicaState.FETCHING)
+            self.partition_states.update_and_move_to_end(
+                tp, PartitionFetchState(st.init_offset, st.current_leader_epoch, ReplicaState.FETCHING))
         return set(initial)
 
     def remove_partitions(self, tps: Iterable[TopicPartition]) -> dict[TopicPartition, PartitionFetchState]:
-        return {tp: self.states.pop(tp) for tp in list(tps) if tp in self.states}
+        removed = {tp: self.partition_states.remove(tp) for tp in tps}
+        return {tp: st for tp, st in removed.items() if st is not None}
 
     def remove_all_partitions(self) -> dict[TopicPartition, PartitionFetchState]:
-        out, self.states = self.states, {}
-        return out
+        return self.remove_partitions(list(self.partition_states))
 
     def partition_count(self) -> int:
-        return len(self.states)
+        return len(self.partition_states)
 
     def fetch_state(self, tp: TopicPartition) -> PartitionFetchState | None:
-        return self.states.get(tp)
+        return self.partition_states.get(tp)
 
     def shutdown(self) -> None:
         self.is_shutdown = True
@@ -168,3 +176,87 @@ def test_resize_to_same_size_only_drops_idle_fetchers() -> None:
     mgr.remove_fetcher_for_partitions({tp}, 0)
     mgr.resize_thread_pool(2, 0)
     assert mgr.fetchers == {} and created[0].is_shutdown
+
+
+# --- with real ReplicaFetcherThreads ---------------------------------------------------------------
+
+
+def _real_manager(protocol: TruncationProtocol, n: int, logs: dict[TopicPartition, Log],
+                  events: list[Event]) -> FetcherManager:
+    def factory(fid: int, source: BrokerEndPoint, failed: FailedPartitions) -> ReplicaFetcherThread:
+        return ReplicaFetcherThread(2, fid, source, ReplicationConfig(), logs.__getitem__, failed,
+                                    protocol=protocol, emit=events.append)
+
+    return FetcherManager(2, n, factory, events.append)
+
+
+def _work_all(mgr: FetcherManager, leaders: dict[int, MockLeaderEndPoint], now_ms: int = 0) -> None:
+    for (leader_id, _), fetcher in mgr.fetchers.items():
+        assert isinstance(fetcher, ReplicaFetcherThread)
+        fetcher.do_work(now_ms, leaders[leader_id])
+
+
+@pytest.mark.parametrize(("protocol", "extra_epoch_requests"),
+                         [(TruncationProtocol.DIVERGING_EPOCH, 0), (TruncationProtocol.LEADER_EPOCH, 1)])
+def test_resize_rehomes_real_fetch_states(protocol: TruncationProtocol, extra_epoch_requests: int) -> None:
+    """`resizeThreadPool` with real fetchers: offsets and epochs move with the partitions.
+
+    With truncate-on-fetch the re-added partition is Fetching at once (no re-truncation); with
+    OffsetsForLeaderEpoch (IBP < 2.7) a fresh thread starts it Truncating, so one more epoch round
+    runs, truncating nothing.
+    """
+    events: list[Event] = []
+    logs: dict[TopicPartition, Log] = {}
+    leaders = {1: MockLeaderEndPoint(), 3: MockLeaderEndPoint()}
+    tps = [TopicPartition("t", p) for p in range(6)]
+    initial = {}
+    for tp in tps:
+        leader_id = 1 if tp.partition % 2 else 3
+        logs[tp] = mk_log(seed(0, 2, 4), hw=2, tp=tp)
+        leaders[leader_id].set_leader(tp, seed(0, 5, 4), leader_epoch=4, hw=5)
+        initial[tp] = InitialFetchState(BrokerEndPoint(leader_id), 4,
+                                        initial_fetch_offset(logs[tp], protocol))
+    mgr = _real_manager(protocol, 1, logs, events)
+    mgr.add_fetcher_for_partitions(initial, 0)
+    _work_all(mgr, leaders)
+    before = {tp: mgr.get_fetcher(tp).fetch_state(tp) for tp in tps}  # type: ignore[union-attr]
+    requests_before = sum(ldr.epoch_request_count for ldr in leaders.values())
+    mgr.resize_thread_pool(3, 10)
+    for tp in tps:
+        fetcher = mgr.get_fetcher(tp)
+        assert fetcher is not None and fetcher.fetcher_id == fetcher_id(tp.topic, tp.partition, 3)
+        state = fetcher.fetch_state(tp)
+        assert state is not None
+        assert (state.fetch_offset, state.current_leader_epoch) == (before[tp].fetch_offset, 4)  # type: ignore[union-attr]
+    _work_all(mgr, leaders, 10)
+    after = sum(ldr.epoch_request_count for ldr in leaders.values())
+    fetchers_per_leader = {lid for lid, _ in mgr.fetchers}
+    assert after - requests_before == extra_epoch_requests * len(mgr.fetchers)
+    assert fetchers_per_leader == {1, 3}
+    assert all(logs[tp].log_end_offset == 4 for tp in tps)
+    assert all(call == [] or set(call) <= {2, 3} for call in (logs[tp].truncate_calls for tp in tps))
+    actions = [e["action"] for e in events if e["event_type"] == "fetcher_change"]
+    assert actions.count("removed") >= 1 and actions.count("added") >= 3
+
+
+def test_fenced_partition_is_failed_in_the_manager_until_re_added() -> None:
+    """A FENCED_LEADER_EPOCH at the same epoch lands in the manager's failed set; a new epoch revives it."""
+    events: list[Event] = []
+    tp = TopicPartition("t", 0)
+    logs: dict[TopicPartition, Log] = {tp: mk_log([], tp=tp)}
+    leader = MockLeaderEndPoint()
+    state = leader.set_leader(tp, seed(0, 3, 0), 0, 3)
+    mgr = _real_manager(TruncationProtocol.DIVERGING_EPOCH, 1, logs, events)
+    mgr.add_fetcher_for_partitions({tp: InitialFetchState(BrokerEndPoint(1), 0, 0)}, 0)
+    _work_all(mgr, {1: leader})
+    assert mgr.max_lag() == 2  # one batch per fetch: 1 of 3 replicated, leader HW 3
+    state.become_leader(1)
+    _work_all(mgr, {1: leader})
+    assert mgr.failed_partitions_count() == 1 and mgr.get_fetcher(tp) is None
+    mgr.shutdown_idle_fetcher_threads()
+    assert mgr.fetchers == {}
+    mgr.add_fetcher_for_partitions({tp: InitialFetchState(BrokerEndPoint(1), 1, 1)}, 5)
+    assert mgr.failed_partitions_count() == 0
+    for _ in range(3):
+        _work_all(mgr, {1: leader}, 5)
+    assert logs[tp].log_end_offset == 3 and mgr.max_lag() == 0
