@@ -10,12 +10,13 @@ lets a test set the leader HW directly, inject errors and count requests.
 from __future__ import annotations
 
 import zlib
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 
 from replication_core.config import ReplicationConfig
 from replication_core.errors import Errors, KafkaStorageError
-from replication_core.fetcher import ReplicaFetcherThread
+from replication_core.events import Event
+from replication_core.fetcher import ReplicaFetcherThread, WorkResult
 from replication_core.leader_endpoint import (
     LATEST,
     FetchPartitionResponse,
@@ -32,8 +33,10 @@ from replication_core.partition_fetch_state import (
     EpochEndOffset,
     FailedPartitions,
     InitialFetchState,
+    PartitionFetchState,
     TopicPartition,
 )
+from replication_core.quota import ReplicationQuotaManager
 from replication_core.truncation import TruncationProtocol
 
 RECORD_BYTES = 10
@@ -62,14 +65,15 @@ def log_signature(log: Log) -> list[tuple[int, int, int, int]]:
 class InstrumentedLog(Log):
     """A follower log counting truncations / appends, failing with `KafkaStorageError` on demand."""
 
-    def __init__(self, *args, **kwargs) -> None:  # type: ignore[no-untyped-def]
-        super().__init__(*args, **kwargs)
+    def __init__(self, topic: str = "t", partition: int = 0, broker_id: int = 0, *,
+                 log_start_offset: int = 0, events: list[Event] | None = None) -> None:
+        super().__init__(topic, partition, broker_id, log_start_offset=log_start_offset, events=events)
         self.failing_append = False
         self.failing_truncate = False
         self.truncate_calls: list[int] = []
         self.append_calls = 0
 
-    def append_as_follower(self, batches, now_ms: int = 0) -> LogAppendInfo:  # type: ignore[no-untyped-def]
+    def append_as_follower(self, batches: Sequence[RecordBatch], now_ms: int = 0) -> LogAppendInfo:
         """Count, and raise while `failing_append`."""
         self.append_calls += 1
         if self.failing_append:
@@ -245,7 +249,7 @@ class FollowerHarness:
     fetcher: ReplicaFetcherThread
     logs: dict[TopicPartition, Log]
     leader: MockLeaderEndPoint
-    events: list
+    events: list[Event]
     now_ms: int = 0
 
     def add(self, tp: TopicPartition, log: Log, fetch_offset: int, leader_epoch: int) -> None:
@@ -256,7 +260,13 @@ class FollowerHarness:
         self.fetcher.add_partitions({tp: InitialFetchState(BrokerEndPoint(LEADER_ID), leader_epoch,
                                                            fetch_offset)}, self.now_ms)
 
-    def do_work(self, advance_ms: int = 0):  # type: ignore[no-untyped-def]
+    def state(self, tp: TopicPartition) -> PartitionFetchState:
+        """The fetch state of `tp`; fails the test if the fetcher does not hold it."""
+        st = self.fetcher.fetch_state(tp)
+        assert st is not None, f"{tp} is not in the fetcher"
+        return st
+
+    def do_work(self, advance_ms: int = 0) -> WorkResult:
         """One `doWork()`, optionally after advancing the virtual clock."""
         self.now_ms += advance_ms
         return self.fetcher.do_work(self.now_ms, self.leader)
@@ -274,11 +284,12 @@ class FollowerHarness:
 
 
 def make_harness(protocol: TruncationProtocol | str = TruncationProtocol.DIVERGING_EPOCH,
-                 config: ReplicationConfig | None = None, leader: MockLeaderEndPoint | None = None,
-                 **kwargs: object) -> FollowerHarness:
+                 config: ReplicationConfig | None = None, leader: MockLeaderEndPoint | None = None, *,
+                 quota: ReplicationQuotaManager | None = None,
+                 on_hw_updated: Callable[[frozenset[TopicPartition]], None] | None = None) -> FollowerHarness:
     """A follower (broker 2) fetching from the mock leader (broker 1) with `protocol`."""
     logs: dict[TopicPartition, Log] = {}
-    events: list = []
+    events: list[Event] = []
 
     def log_for(tp: TopicPartition) -> Log:
         if tp not in logs:
@@ -287,5 +298,5 @@ def make_harness(protocol: TruncationProtocol | str = TruncationProtocol.DIVERGI
 
     fetcher = ReplicaFetcherThread(FOLLOWER_ID, 0, BrokerEndPoint(LEADER_ID), config or ReplicationConfig(),
                                    log_for, FailedPartitions(), protocol=protocol, emit=events.append,
-                                   **kwargs)  # type: ignore[arg-type]
+                                   quota=quota, on_hw_updated=on_hw_updated)
     return FollowerHarness(fetcher, logs, leader or MockLeaderEndPoint(), events)

@@ -23,7 +23,6 @@ from replication_core.partition_fetch_state import (
 )
 from replication_core.truncation import TruncationProtocol
 from tests.core.mock_leader import (
-    FollowerHarness,
     InstrumentedLog,
     log_signature,
     make_harness,
@@ -36,13 +35,6 @@ BOTH = [TruncationProtocol.DIVERGING_EPOCH, TruncationProtocol.LEADER_EPOCH]
 BACKOFF = 1000
 
 
-def state_of(h: FollowerHarness, tp: TopicPartition = TP):  # type: ignore[no-untyped-def]
-    """The fetch state of `tp` (asserting it exists)."""
-    st = h.fetcher.fetch_state(tp)
-    assert st is not None
-    return st
-
-
 @pytest.mark.parametrize("protocol", BOTH)
 def test_simple_fetch(protocol: TruncationProtocol) -> None:
     """AbstractFetcherThreadTest.testSimpleFetch: one doWork replicates [0-1]@e0 and the HW."""
@@ -52,7 +44,7 @@ def test_simple_fetch(protocol: TruncationProtocol) -> None:
     h.do_work()
     log = h.logs[TP]
     assert (log.log_end_offset, log.high_watermark) == (2, 2)
-    assert state_of(h).fetch_offset == 2
+    assert h.state(TP).fetch_offset == 2
 
 
 @pytest.mark.parametrize("protocol", BOTH)
@@ -63,7 +55,7 @@ def test_delay(protocol: TruncationProtocol) -> None:
     h.leader.set_leader(TP, [mk_batch(0, 0)], 0, 1)
     h.leader.request_error = Errors.UNKNOWN_TOPIC_ID
     h.do_work()
-    assert state_of(h).is_delayed(h.now_ms)
+    assert h.state(TP).is_delayed(h.now_ms)
     h.leader.request_error = None
     result = h.do_work(advance_ms=249)
     assert not result.fetch_sent and result.idle_backoff_ms == 250
@@ -82,7 +74,7 @@ def test_partitions_in_error(protocol: TruncationProtocol) -> None:
         h.leader.set_leader(tp, [mk_batch(0, 0)], 0, 1)
     h.leader.fetch_errors = {tps[0]: Errors.UNKNOWN_TOPIC_ID, tps[1]: Errors.INCONSISTENT_TOPIC_ID}
     h.do_work()
-    assert [state_of(h, tp).is_delayed(h.now_ms) for tp in tps] == [True, True, False]
+    assert [h.state(tp).is_delayed(h.now_ms) for tp in tps] == [True, True, False]
     assert [h.logs[tp].log_end_offset for tp in tps] == [0, 0, 1]
 
 
@@ -134,14 +126,14 @@ def test_unknown_leader_epoch_in_truncation(protocol: TruncationProtocol) -> Non
     h.add(TP, mk_log([mk_batch(0, 0)]), 1, leader_epoch=1)
     leader = h.leader.set_leader(TP, [mk_batch(0, 0)], leader_epoch=0, hw=1)
     h.do_work()
-    st = state_of(h)
+    st = h.state(TP)
     assert st.is_delayed(h.now_ms)
     expected_state = ReplicaState.TRUNCATING if protocol is TruncationProtocol.LEADER_EPOCH else ReplicaState.FETCHING
     assert st.state is expected_state
     assert h.logs[TP].log_end_offset == 1
     leader.become_leader(1)
     h.do_work(advance_ms=BACKOFF)
-    st = state_of(h)
+    st = h.state(TP)
     assert st.state is ReplicaState.FETCHING and not st.is_delayed(h.now_ms)
     assert h.logs[TP].log_end_offset == 1 and st.fetch_offset == 1
 
@@ -156,7 +148,7 @@ def test_unknown_leader_epoch_while_fetching(protocol: TruncationProtocol) -> No
     assert h.logs[TP].log_end_offset == 1
     leader.set_epoch_without_cache(0)
     h.do_work()
-    assert h.logs[TP].log_end_offset == 1 and state_of(h).state is ReplicaState.FETCHING
+    assert h.logs[TP].log_end_offset == 1 and h.state(TP).state is ReplicaState.FETCHING
     assert h.events[-1]["event_type"] == "fetch_response" and h.events[-1]["error"] == "UNKNOWN_LEADER_EPOCH"
     leader.set_epoch_without_cache(1)
     h.do_work(advance_ms=BACKOFF)
@@ -192,7 +184,7 @@ def test_truncate_to_high_watermark_if_leader_epoch_request_not_supported() -> N
     request = next(work)
     assert isinstance(request, FetchRequest)  # truncation was local: no OffsetsForLeaderEpoch
     assert replica.truncate_calls == [2] and replica.log_end_offset == 2
-    st = state_of(h)
+    st = h.state(TP)
     assert st.fetch_offset == 2 and st.is_ready_for_fetch(0)
     assert request.partitions[TP].fetch_offset == 2
     assert request.partitions[TP].last_fetched_epoch is None
@@ -218,7 +210,7 @@ def test_truncate_to_high_watermark_if_leader_epoch_info_not_available(protocol:
     work = h.fetcher.work(0)
     next(work)
     assert replica.truncate_calls == [2] and replica.log_end_offset == 2
-    assert state_of(h).fetch_offset == 2 and state_of(h).state is ReplicaState.FETCHING
+    assert h.state(TP).fetch_offset == 2 and h.state(TP).state is ReplicaState.FETCHING
 
 
 def test_truncate_to_high_watermark_during_remove_partitions() -> None:
@@ -242,7 +234,7 @@ def test_truncation_skipped_if_no_epoch_change(protocol: TruncationProtocol) -> 
     h.do_work()
     assert len(replica.truncate_calls) == 1 and replica.log_end_offset == 1
     h.fetcher.add_partitions({TP: InitialFetchState(BrokerEndPoint(1), 5, 3)}, h.now_ms)
-    assert state_of(h).fetch_offset == 1  # state kept, not reset to 3
+    assert h.state(TP).fetch_offset == 1  # state kept, not reset to 3
     h.do_work()
     assert len(replica.truncate_calls) == 1 and replica.log_end_offset == 2
 
@@ -280,7 +272,7 @@ def test_follower_fetch_out_of_range_high(protocol: TruncationProtocol) -> None:
     (trunc,) = [e for e in h.events if e["event_type"] == "truncation"]
     expected = "diverging_epoch" if protocol is TruncationProtocol.DIVERGING_EPOCH else "out_of_range"
     assert (trunc["reason"], trunc["old_leo"], trunc["truncate_offset"]) == (expected, 3, 0)
-    assert state_of(h).fetch_offset == 0
+    assert h.state(TP).fetch_offset == 0
 
 
 @pytest.mark.parametrize("protocol", BOTH)
@@ -310,9 +302,9 @@ def test_follower_fetch_out_of_range_low(protocol: TruncationProtocol) -> None:
     h.leader.set_leader(TP, [mk_batch(2, 4)], leader_epoch=4, hw=2)
     h.do_work()
     if protocol is TruncationProtocol.DIVERGING_EPOCH:
-        assert replica.log_end_offset == 1 and state_of(h).fetch_offset == 1
+        assert replica.log_end_offset == 1 and h.state(TP).fetch_offset == 1
         h.do_work()
-    assert state_of(h).state is ReplicaState.FETCHING
+    assert h.state(TP).state is ReplicaState.FETCHING
     assert replica.log_start_offset == 2 and replica.batches == ()
     h.converge(TP)
     leader = h.leader.partitions[TP].log
@@ -329,7 +321,7 @@ def test_retry_after_unknown_leader_epoch_in_latest_offset_fetch(protocol: Trunc
     h.leader.set_leader(TP, [mk_batch(2, 4)], leader_epoch=4, hw=2)
     h.leader.list_offsets_errors[TP] = [Errors.UNKNOWN_LEADER_EPOCH]
     h.do_work()
-    assert state_of(h).state is ReplicaState.FETCHING
+    assert h.state(TP).state is ReplicaState.FETCHING
     h.converge(TP, step_ms=BACKOFF)
     assert (replica.log_start_offset, replica.log_end_offset, replica.high_watermark) == (2, 3, 2)
 
@@ -343,7 +335,7 @@ def test_corrupt_message(protocol: TruncationProtocol) -> None:
     h.leader.corrupt_next.add(TP)
     h.do_work()
     assert h.logs[TP].log_end_offset == 0
-    assert state_of(h).is_delayed(h.now_ms) and not h.fetcher.failed_partitions.contains(TP)
+    assert h.state(TP).is_delayed(h.now_ms) and not h.fetcher.failed_partitions.contains(TP)
     h.do_work(advance_ms=BACKOFF)
     assert h.logs[TP].log_end_offset == 2
 
@@ -365,14 +357,14 @@ def test_leader_epoch_change_during_fetch_epochs_from_leader(leader_epoch_on_lea
     h.fetcher.add_partitions({tp: InitialFetchState(BrokerEndPoint(1), 1, 0)}, 0)
     with pytest.raises(StopIteration):
         work.send((response, 0))
-    st = state_of(h, tp)
+    st = h.state(tp)
     assert st.state is ReplicaState.TRUNCATING and st.current_leader_epoch == 1
     assert h.logs[tp].truncate_calls == []
     if leader_epoch_on_leader < 1:
         h.leader.partitions[tp].become_leader(1)
     h.do_work()
     assert log_signature(h.logs[tp]) == log_signature(h.leader.partitions[tp].log)
-    assert state_of(h, tp).state is ReplicaState.FETCHING
+    assert h.state(tp).state is ReplicaState.FETCHING
 
 
 def test_truncate_to_epoch_end_offsets_during_remove_partitions() -> None:
@@ -383,7 +375,8 @@ def test_truncate_to_epoch_end_offsets_during_remove_partitions() -> None:
     h.leader.set_leader(TP, [mk_batch(0, 0)], leader_epoch=0, hw=0)
     work = h.fetcher.work(0)
     request = next(work)
-    response = h.leader.fetch_epoch_end_offsets(request)  # type: ignore[arg-type]
+    assert isinstance(request, OffsetsForLeaderEpochRequest)
+    response = h.leader.fetch_epoch_end_offsets(request)
     h.fetcher.remove_partitions({TP})
     with pytest.raises(StopIteration):
         work.send((response, 0))
@@ -416,12 +409,12 @@ def test_fetcher_thread_handling_partition_failure_during_appending(protocol: Tr
     log1.failing_append = True
     h.do_work()
     assert h.fetcher.fetch_state(p1) is None and h.fetcher.failed_partitions.contains(p1)
-    assert state_of(h, p2).state is ReplicaState.FETCHING and h.logs[p2].log_end_offset == 1
+    assert h.state(p2).state is ReplicaState.FETCHING and h.logs[p2].log_end_offset == 1
     log1.failing_append = False
     h.leader.partitions[p1].become_leader(1)
     h.fetcher.add_partitions({p1: InitialFetchState(BrokerEndPoint(1), 1, 0)}, h.now_ms)
     assert not h.fetcher.failed_partitions.contains(p1)
-    assert state_of(h, p1).state is ReplicaState.TRUNCATING  # empty log: no latest epoch
+    assert h.state(p1).state is ReplicaState.TRUNCATING  # empty log: no latest epoch
 
 
 @pytest.mark.parametrize("protocol", BOTH)
@@ -437,11 +430,11 @@ def test_fetcher_thread_handling_partition_failure_during_truncation(protocol: T
     log1.failing_truncate = True
     h.do_work()
     assert h.fetcher.fetch_state(p1) is None and h.fetcher.failed_partitions.contains(p1)
-    assert state_of(h, p2).state is ReplicaState.FETCHING
+    assert h.state(p2).state is ReplicaState.FETCHING
     log1.failing_truncate = False
     h.fetcher.add_partitions({p1: InitialFetchState(BrokerEndPoint(1), 1, 0)}, h.now_ms)
     assert not h.fetcher.failed_partitions.contains(p1)
-    assert state_of(h, p1).state is ReplicaState.TRUNCATING
+    assert h.state(p1).state is ReplicaState.TRUNCATING
 
 
 def test_diverging_epochs() -> None:
@@ -449,14 +442,14 @@ def test_diverging_epochs() -> None:
     h = make_harness(TruncationProtocol.DIVERGING_EPOCH)
     replica = mk_log([mk_batch(0, 0), mk_batch(1, 2), mk_batch(2, 4)], hw=0)
     h.add(TP, replica, fetch_offset=3, leader_epoch=5)
-    assert state_of(h).last_fetched_epoch == 4
+    assert h.state(TP).last_fetched_epoch == 4
     h.leader.set_leader(TP, [mk_batch(0, 0), mk_batch(1, 2), mk_batch(2, 5)], leader_epoch=5, hw=2)
     h.do_work()
     assert replica.truncate_calls == [2]
-    assert state_of(h).last_fetched_epoch == 2 and state_of(h).fetch_offset == 2
+    assert h.state(TP).last_fetched_epoch == 2 and h.state(TP).fetch_offset == 2
     assert h.leader.epoch_request_count == 0
     h.converge(TP)
-    assert state_of(h).last_fetched_epoch == 5
+    assert h.state(TP).last_fetched_epoch == 5
     assert log_signature(replica) == log_signature(h.leader.partitions[TP].log)
 
 
@@ -500,5 +493,6 @@ def test_request_failure_backs_off_every_partition_of_the_thread() -> None:
     h.add(other, mk_log([], tp=other), 0, 0)
     with pytest.raises(StopIteration):
         work.send((FetchResponse({}, Errors.NETWORK_EXCEPTION), 5))
-    assert state_of(h).delay is not None and state_of(h).delay.due_ms == 5 + BACKOFF  # type: ignore[union-attr]
-    assert state_of(h, other).is_delayed(5)
+    delay = h.state(TP).delay
+    assert delay is not None and delay.due_ms == 5 + BACKOFF
+    assert h.state(other).is_delayed(5)

@@ -219,7 +219,12 @@ def test_resize_rehomes_real_fetch_states(protocol: TruncationProtocol, extra_ep
     mgr = _real_manager(protocol, 1, logs, events)
     mgr.add_fetcher_for_partitions(initial, 0)
     _work_all(mgr, leaders)
-    before = {tp: mgr.get_fetcher(tp).fetch_state(tp) for tp in tps}  # type: ignore[union-attr]
+    before: dict[TopicPartition, int] = {}
+    for tp in tps:
+        holder = mgr.get_fetcher(tp)
+        state = holder.fetch_state(tp) if holder is not None else None
+        assert state is not None
+        before[tp] = state.fetch_offset
     requests_before = sum(ldr.epoch_request_count for ldr in leaders.values())
     mgr.resize_thread_pool(3, 10)
     for tp in tps:
@@ -227,7 +232,7 @@ def test_resize_rehomes_real_fetch_states(protocol: TruncationProtocol, extra_ep
         assert fetcher is not None and fetcher.fetcher_id == fetcher_id(tp.topic, tp.partition, 3)
         state = fetcher.fetch_state(tp)
         assert state is not None
-        assert (state.fetch_offset, state.current_leader_epoch) == (before[tp].fetch_offset, 4)  # type: ignore[union-attr]
+        assert (state.fetch_offset, state.current_leader_epoch) == (before[tp], 4)
     _work_all(mgr, leaders, 10)
     after = sum(ldr.epoch_request_count for ldr in leaders.values())
     fetchers_per_leader = {lid for lid, _ in mgr.fetchers}

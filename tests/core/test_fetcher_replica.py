@@ -50,7 +50,7 @@ def test_fetch_leader_epoch_request_if_last_epoch_defined_for_some_partitions() 
     assert h.leader.epoch_request_count == 1 and h.leader.fetch_count == 3
     assert set(h.leader.epoch_requests[0].partitions) == {T1P0, T1P1}
     assert [len(log.truncate_calls) for log in logs.values()] == [1, 1, 1]  # two epoch-based, one HW
-    assert all(h.fetcher.fetch_state(tp).state is ReplicaState.FETCHING for tp in logs)  # type: ignore[union-attr]
+    assert all(h.state(tp).state is ReplicaState.FETCHING for tp in logs)
 
 
 @pytest.mark.parametrize(("protocol", "epoch_requests"), [(LE, 1), (DE, 0)])
@@ -113,12 +113,12 @@ def test_fetch_leader_epoch_second_time_if_leader_replies_with_epoch_not_known_t
     h.leader.scripted_epoch_answers = {T1P0: [eeo(4, 155), eeo(3, 101)], T1P1: [eeo(4, 143), eeo(3, 102)]}
     h.do_work()
     assert [h.logs[tp].truncate_calls for tp in (T1P0, T1P1)] == [[120], [120]]
-    assert h.fetcher.fetch_state(T1P0).state is ReplicaState.TRUNCATING  # type: ignore[union-attr]
+    assert h.state(T1P0).state is ReplicaState.TRUNCATING
     h.do_work()
     assert [h.logs[tp].truncate_calls for tp in (T1P0, T1P1)] == [[120, 101], [120, 102]]
     assert [req.partitions[T1P0].leader_epoch for req in h.leader.epoch_requests] == [5, 3]
     assert h.leader.epoch_request_count == 2
-    assert all(h.fetcher.fetch_state(tp).state is ReplicaState.FETCHING for tp in (T1P0, T1P1))  # type: ignore[union-attr]
+    assert all(h.state(tp).state is ReplicaState.FETCHING for tp in (T1P0, T1P1))
 
 
 def test_truncate_if_leader_replies_with_diverging_epoch_not_known_to_follower() -> None:
@@ -215,10 +215,10 @@ def test_move_partitions_out_of_truncating_log_state() -> None:
     h = make_harness(LE)
     for tp in (T1P0, T1P1):
         add(h, tp, mk_log([mk_batch(0, 4)], tp=tp), 1, 4)
-        assert h.fetcher.fetch_state(tp).state is ReplicaState.TRUNCATING  # type: ignore[union-attr]
+        assert h.state(tp).state is ReplicaState.TRUNCATING
     h.leader.scripted_epoch_answers = {T1P0: [eeo(4, 1)], T1P1: [eeo(4, 1)]}
     h.do_work()
-    assert all(h.fetcher.fetch_state(tp).state is ReplicaState.FETCHING for tp in (T1P0, T1P1))  # type: ignore[union-attr]
+    assert all(h.state(tp).state is ReplicaState.FETCHING for tp in (T1P0, T1P1))
 
 
 def test_filter_partitions_made_leader_during_leader_epoch_request() -> None:

@@ -8,11 +8,17 @@ from replication_core.config import ReplicationConfig, TruncationMode
 from replication_core.fetcher import initial_fetch_offset
 from replication_core.leader_epoch_cache import LeaderEpochCache
 from replication_core.partition_fetch_state import EpochEndOffset, OffsetTruncationState
-from replication_core.truncation import FLAGS, TruncationProtocol, offset_truncation_state, truncation_protocol
+from replication_core.truncation import (
+    FLAGS,
+    EndOffsetForEpoch,
+    TruncationProtocol,
+    offset_truncation_state,
+    truncation_protocol,
+)
 from tests.core.mock_leader import mk_log, seed
 
 
-def follower_lookup(entries: list[tuple[int, int]], leo: int):  # type: ignore[no-untyped-def]
+def follower_lookup(entries: list[tuple[int, int]], leo: int) -> EndOffsetForEpoch:
     """A follower's `endOffsetForEpoch` over a real cache holding `entries`."""
     cache = LeaderEpochCache()
     for epoch, start in entries:
@@ -25,7 +31,7 @@ def follower_lookup(entries: list[tuple[int, int]], leo: int):  # type: ignore[n
     return lookup
 
 
-def truncate_at(answer: EpochEndOffset, lookup) -> OffsetTruncationState:  # type: ignore[no-untyped-def]
+def truncate_at(answer: EpochEndOffset, lookup: EndOffsetForEpoch) -> OffsetTruncationState:
     """The truncation state for a follower with LEO 200 and fetch offset 0."""
     return offset_truncation_state(answer, 200, 0, lookup)[0]
 
