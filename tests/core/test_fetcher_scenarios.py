@@ -147,8 +147,11 @@ class World:
     def cmd_work(self, pos: list[str], kv: dict[str, str]) -> list[str]:
         h = self.harness
         out: list[str] = []
-        for _ in range(int(kv.get("n", "1"))):
+        rounds = int(kv.get("n", "1"))
+        for k in range(rounds):
             h.now_ms += int(kv.get("advance", "0"))
+            if rounds > 1:
+                out.append(f"round {k + 1} (t={h.now_ms})")
             mark = len(h.events)
             work = h.fetcher.work(h.now_ms)
             try:
@@ -160,8 +163,10 @@ class World:
                     response = call_leader(h.leader, request)
                     out.extend(describe(request, response))
                     request = work.send((response, h.now_ms))
-            except StopIteration:
+            except StopIteration as stop:
                 out.extend(describe_events(h.events[mark:]))
+                if stop.value.idle_backoff_ms is not None:
+                    out.append(f"  no fetch to send: wait {stop.value.idle_backoff_ms} ms")
         return out
 
     def cmd_leader_down(self, pos: list[str], kv: dict[str, str]) -> list[str]:
