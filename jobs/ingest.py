@@ -25,7 +25,7 @@ from pyspark import StorageLevel
 from pyspark.sql import DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
 
-from jobs.lake import IdempotencyKey, Lake
+from jobs.lake import Lake
 from jobs.landing import LandingFile, discover, read_jsonl, read_parquet, unreadable_files
 from jobs.validate import DUPLICATE, classify
 from schemas.events import BRONZE_EVENTS_SCHEMA, SchemaVersionError

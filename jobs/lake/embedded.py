@@ -40,6 +40,7 @@ from deltalake import CommitProperties, DeltaTable, Transaction
 from deltalake.transaction import AddAction, RemoveAction
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
+from pyspark.sql import types as T
 
 from jobs.lake.api import CommitResult, IdempotencyKey, Lake, PartitionValues
 from jobs.lake.errors import ConcurrentCommitError, SchemaMismatchError, UnsupportedTableProtocolError
@@ -128,8 +129,12 @@ class EmbeddedLake(Lake):
     # --- read -----------------------------------------------------------------------------
 
     def read(self, spec: TableSpec, partitions: Sequence[PartitionValues] | None = None) -> DataFrame:
-        """The current snapshot, read by Spark's Parquet reader from the log's file list."""
-        schema = to_spark_schema(spec.schema)
+        """The current snapshot, read by Spark's Parquet reader from the log's file list.
+
+        Columns come back nullable whatever the table says: Spark's Parquet reader does not carry
+        non-null constraints, and an empty table reads with the same schema as a full one.
+        """
+        schema = _nullable(to_spark_schema(spec.schema))
         dt = self._table(spec)
         if dt is None:
             return self.spark.createDataFrame([], schema)
@@ -143,7 +148,7 @@ class EmbeddedLake(Lake):
             groups.setdefault(tuple(pvals[c] for c in spec.partition_by), []).append(f"{self.path(spec)}/{rel}")
         if not groups:
             return self.spark.createDataFrame([], schema)
-        data_schema = to_spark_schema(spec.data_schema)
+        data_schema = _nullable(to_spark_schema(spec.data_schema))
         frames = []
         # One scan per partition value, with the value attached as a literal: the log is the
         # authority on partition values, so folder names are never parsed by Spark.
@@ -261,6 +266,10 @@ class EmbeddedLake(Lake):
             version = DeltaTable(path).version()
         return CommitResult(spec.name, version, files_added=len(adds), files_removed=len(removes),
                             metadata=dict(meta))
+
+
+def _nullable(schema: T.StructType) -> T.StructType:
+    return T.StructType([T.StructField(f.name, f.dataType, True, f.metadata) for f in schema.fields])
 
 
 def _commit_actions(dt: DeltaTable, actions: list[Any], spec: TableSpec, props: CommitProperties) -> None:

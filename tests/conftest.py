@@ -1,0 +1,63 @@
+"""Shared fixtures: one SparkSession for the whole run, a fresh embedded lake per test."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from pyspark.sql import SparkSession
+
+from jobs.config import SparkConfig
+from jobs.lake import EmbeddedLake
+from jobs.session import build_spark
+
+
+@pytest.fixture(scope="session")
+def spark() -> Iterator[SparkSession]:
+    """local[2], two shuffle partitions, no UI: small and quick."""
+    session = build_spark(
+        SparkConfig(master="local[2]", app_name="replog-tests", shuffle_partitions=2,
+                    conf={"spark.ui.enabled": "false", "spark.sql.session.timeZone": "UTC",
+                          "spark.default.parallelism": "2"})
+    )
+    yield session
+    session.stop()
+
+
+@pytest.fixture
+def lake(spark: SparkSession, tmp_path: Path) -> EmbeddedLake:
+    """An empty embedded lake under the test's tmp_path."""
+    return EmbeddedLake(spark, str(tmp_path / "lake"))
+
+
+@pytest.fixture
+def landing(tmp_path: Path) -> Path:
+    """An empty landing folder."""
+    p = tmp_path / "landing"
+    p.mkdir()
+    return p
+
+
+def event(event_id: int, run_id: str = "run-a", **over: Any) -> dict[str, Any]:
+    """A valid hw_change event; keyword arguments override or add fields."""
+    base: dict[str, Any] = {
+        "schema_version": "1.0", "source": "engine", "run_id": run_id, "event_id": event_id,
+        "ts_ms": 1000 + event_id, "broker_id": 1, "event_type": "hw_change", "topic": "t", "partition": 0,
+        "leader_epoch": 1, "role": "leader", "old_hw": event_id, "hw": event_id + 1,
+    }
+    base.update(over)
+    return {k: v for k, v in base.items() if v is not _DROP}
+
+
+_DROP = object()
+DROP: Any = _DROP
+"""Pass as a field's value to `event` to leave the field out entirely."""
+
+
+def write_jsonl(path: Path, records: list[dict[str, Any] | str]) -> Path:
+    """Write records (dicts as JSON, strings verbatim) one per line."""
+    path.write_text("".join((r if isinstance(r, str) else json.dumps(r)) + "\n" for r in records), encoding="utf-8")
+    return path
