@@ -33,6 +33,7 @@ def eeo(epoch: int, offset: int, error: str = Errors.NONE) -> EpochEndOffset:
 
 
 def add(h: FollowerHarness, tp: TopicPartition, log: InstrumentedLog, offset: int, epoch: int) -> None:
+    """Install `log` for `tp` and add it to the fetcher at `offset` / `epoch`."""
     h.add(tp, log, offset, epoch)
 
 

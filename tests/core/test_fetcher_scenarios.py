@@ -73,6 +73,7 @@ def render_batches(batches: tuple[RecordBatch, ...]) -> str:
 
 
 def render_log(log: Log) -> str:
+    """Batches, offsets and epoch cache of a log on one line."""
     return (f"{render_batches(log.batches)} lso={log.log_start_offset} leo={log.log_end_offset} "
             f"hw={log.high_watermark} epochs={[tuple(e) for e in log.epoch_cache.entries]}")
 
@@ -99,10 +100,12 @@ class World:
 
     @property
     def harness(self) -> FollowerHarness:
+        """The current harness (a `fetcher` command must come first)."""
         assert self.h is not None, "start with a `fetcher` command"
         return self.h
 
     def run(self, line: str) -> list[str]:
+        """Execute one command line; returns its output lines."""
         words = line.split()
         cmd, args = words[0], words[1:]
         pos = [a for a in args if "=" not in a]
@@ -110,6 +113,7 @@ class World:
         return getattr(self, "cmd_" + cmd.replace("-", "_"))(pos, kv)
 
     def cmd_fetcher(self, pos: list[str], kv: dict[str, str]) -> list[str]:
+        """`fetcher protocol=P [batches=N] [backoff=MS]`: a fresh follower and leader."""
         protocol = truncation_protocol(kv["protocol"])
         cfg = ReplicationConfig(replica_fetch_backoff_ms=int(kv.get("backoff", "1000")))
         leader = MockLeaderEndPoint(batches_per_fetch=int(kv.get("batches", "1000")))
@@ -117,6 +121,7 @@ class World:
         return [f"protocol={protocol}"]
 
     def cmd_leader(self, pos: list[str], kv: dict[str, str]) -> list[str]:
+        """`leader TP epoch=E hw=H log=SPEC [lso=N]`: install the leader's partition."""
         tp = parse_tp(pos[0])
         lso = int(kv["lso"]) if "lso" in kv else None
         state = self.harness.leader.set_leader(tp, parse_spec(kv.get("log", "")), int(kv["epoch"]), int(kv["hw"]),
@@ -124,6 +129,7 @@ class World:
         return [f"leader {tp}: {render_log(state.log)}"]
 
     def cmd_follower(self, pos: list[str], kv: dict[str, str]) -> list[str]:
+        """`follower TP epoch=E hw=H log=SPEC [offset=N]`: install and add the follower's partition."""
         h = self.harness
         tp = parse_tp(pos[0])
         log = mk_log(parse_spec(kv.get("log", "")), int(kv["hw"]), tp=tp)
@@ -132,12 +138,14 @@ class World:
         return [f"follower {tp}: {render_log(log)}", f"state: {h.fetcher.fetch_state(tp)}"]
 
     def cmd_leader_epoch(self, pos: list[str], kv: dict[str, str]) -> list[str]:
+        """`leader-epoch TP E`: the leader moves to epoch E (`makeLeader` caches it at the LEO)."""
         tp = parse_tp(pos[0])
         state = self.harness.leader.partitions[tp]
         state.become_leader(int(pos[1]))
         return [f"leader {tp}: {render_log(state.log)}"]
 
     def cmd_append(self, pos: list[str], kv: dict[str, str]) -> list[str]:
+        """`append TP epoch=E count=N`: the leader appends N single-record batches."""
         tp = parse_tp(pos[0])
         log = self.harness.leader.partitions[tp].log
         for _ in range(int(kv["count"])):
@@ -145,6 +153,7 @@ class World:
         return [f"leader {tp}: {render_log(log)}"]
 
     def cmd_work(self, pos: list[str], kv: dict[str, str]) -> list[str]:
+        """`work [n=N] [advance=MS]`: N doWork rounds, printing each exchange and truncation."""
         h = self.harness
         out: list[str] = []
         rounds = int(kv.get("n", "1"))
@@ -170,11 +179,13 @@ class World:
         return out
 
     def cmd_leader_down(self, pos: list[str], kv: dict[str, str]) -> list[str]:
+        """`leader-down`: every later request to the leader fails with NETWORK_EXCEPTION."""
         leader = self.harness.leader
         leader.request_error = leader.epoch_request_error = "NETWORK_EXCEPTION"
         return ["leader unreachable"]
 
     def cmd_logs(self, pos: list[str], kv: dict[str, str]) -> list[str]:
+        """`logs TP`: both logs and whether they agree."""
         h = self.harness
         tp = parse_tp(pos[0])
         leader, follower = h.leader.partitions[tp].log, h.logs[tp]
@@ -182,6 +193,7 @@ class World:
                 diff_logs(leader, follower)]
 
     def cmd_state(self, pos: list[str], kv: dict[str, str]) -> list[str]:
+        """`state TP`: the follower's fetch state (and whether it is failed)."""
         tp = parse_tp(pos[0])
         failed = self.harness.fetcher.failed_partitions.contains(tp)
         return [f"{self.harness.fetcher.fetch_state(tp)}" + (" (failed)" if failed else "")]
