@@ -185,6 +185,27 @@ class Log:
                 return b
         return None
 
+    def bytes_between(self, start_offset: int, end_offset: int, cap: int | None = None) -> int:
+        """Bytes of the whole batches in [start_offset, end_offset) (`LogOffsetMetadata.positionDiff`),
+        counted from the batch holding `start_offset`; stops early once `cap` is reached."""
+        if end_offset <= start_offset:
+            return 0
+        batches = self._batches
+        i = bisect_right(batches, start_offset, key=_base_of) - 1
+        if i < 0:
+            i = 0
+        total = 0
+        n = len(batches)
+        while i < n:
+            b = batches[i]
+            if b.last_offset >= end_offset:
+                break
+            total += b.size_bytes
+            if cap is not None and total >= cap:
+                break
+            i += 1
+        return total
+
     def read(
         self,
         fetch_offset: int,

@@ -1,0 +1,639 @@
+"""The broker's replica manager: partitions by topic-partition, leadership changes, fetch and produce.
+
+Mirrors `kafka.server.ReplicaManager` (reference §2.2, §2.6, §5) together with the broker side of
+AlterPartition (`DefaultAlterPartitionManager`) and `DelayedProduce`. Sans-I/O: every method takes
+`now_ms` and its request; answers are returned or, when they complete later (delayed fetch / produce),
+put in outboxes the driver drains (`take_completed_fetches`, `take_completed_produces`), like etcd-raft's
+`Ready`. Nothing here owns a clock, thread or socket; the driver calls `maybe_shrink_isr` every
+`isr_expiration_interval_ms` (the `isr-expiration` task) and `tick` to expire parked requests.
+
+Collaborators are interfaces, not imports of their implementations:
+* fetchers: `become_leader_or_follower` returns the fetcher changes to make (`LeaderAndIsrResult`), and
+  also applies them to an injected `FetcherControl` (`add_fetcher_for_partitions` /
+  `remove_fetcher_for_partitions`, the `AbstractFetcherManager` methods) when one is given;
+* controller: AlterPartition requests leave through `take_alter_partition_requests` (or an injected
+  `AlterPartitionChannel`), and answers come back through `handle_alter_partition_response`.
+The fetch / OffsetsForLeaderEpoch / ListOffsets messages are the fetcher's value types
+(`replication_core.leader_endpoint`), so a follower's request can be handed to the leader unchanged.
+
+Events: the `events` list given at construction is shared with every Partition and Log created here;
+ReplicaManager itself adds `produce_ack` events.
+"""
+
+from __future__ import annotations
+
+import heapq
+from collections.abc import Hashable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import NamedTuple, Protocol
+
+from replication_core.config import ReplicationConfig, TruncationMode
+from replication_core.delayed_fetch import (
+    DelayedFetch,
+    DelayedFetchPurgatory,
+    FetchPartitionStatus,
+    can_respond_immediately,
+)
+from replication_core.errors import (
+    Errors,
+    ReplogError,
+    UnknownTopicOrPartitionError,
+)
+from replication_core.events import Event, make_event
+from replication_core.leader_endpoint import (
+    LATEST,
+    FetchPartitionResponse,
+    FetchRequest,
+    FetchResponse,
+    ListOffsetsRequest,
+    ListOffsetsResponse,
+    OffsetsForLeaderEpochRequest,
+    OffsetsForLeaderEpochResponse,
+)
+from replication_core.log import Log
+from replication_core.partition import (
+    AlterPartitionRequest,
+    BrokerMetadata,
+    LeaderAndIsr,
+    Partition,
+    PartitionRegistration,
+    StaticBrokerMetadata,
+)
+from replication_core.partition_fetch_state import BrokerEndPoint, EpochEndOffset, InitialFetchState, TopicPartition
+
+NO_EPOCH = -1
+"""`LeaderAndIsr.NoEpoch`."""
+EPOCH_DURING_DELETE = -2
+"""`LeaderAndIsr.EpochDuringDelete`."""
+DEFAULT_PRODUCE_TIMEOUT_MS = 30000
+"""Producer `request.timeout.ms` default, used for acks=all waits."""
+
+
+# --- interfaces --------------------------------------------------------------------------------------
+
+class FetcherControl(Protocol):
+    """What ReplicaManager asks of the fetcher manager (`AbstractFetcherManager`)."""
+
+    def add_fetcher_for_partitions(self, initial: Mapping[TopicPartition, InitialFetchState],
+                                   now_ms: int) -> None:
+        """`addFetcherForPartitions`."""
+        ...
+
+    def remove_fetcher_for_partitions(self, tps: Iterable[TopicPartition], now_ms: int) -> object:
+        """`removeFetcherForPartitions`."""
+        ...
+
+
+class AlterPartitionChannel(Protocol):
+    """The controller side of AlterPartition (`NodeToControllerChannelManager`)."""
+
+    def send_alter_partition(self, broker_id: int, requests: Sequence[AlterPartitionRequest],
+                             now_ms: int) -> None:
+        """Send one AlterPartition RPC carrying `requests`."""
+        ...
+
+
+# --- requests and results ------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class LeaderAndIsrRequest:
+    """A LeaderAndIsr request / KRaft metadata delta for this broker's partitions."""
+
+    controller_id: int
+    controller_epoch: int
+    partition_states: Mapping[TopicPartition, PartitionRegistration]
+
+
+@dataclass(frozen=True)
+class LeaderAndIsrResult:
+    """What `become_leader_or_follower` did: per-partition errors and the fetcher changes to make
+    (removals first, then additions, as `makeFollowers` does)."""
+
+    errors: Mapping[TopicPartition, Errors]
+    new_leaders: frozenset[TopicPartition] = frozenset()
+    new_followers: frozenset[TopicPartition] = frozenset()
+    fetchers_to_remove: frozenset[TopicPartition] = frozenset()
+    fetchers_to_add: Mapping[TopicPartition, InitialFetchState] = field(default_factory=dict)
+
+
+class StopReplicaResult(NamedTuple):
+    """`stopReplicas` outcome for one partition."""
+
+    error: Errors
+    fetcher_removed: bool
+    deleted: bool
+
+
+class ProduceResult(NamedTuple):
+    """The produce response for one partition (`PartitionResponse`)."""
+
+    request_id: Hashable
+    tp: TopicPartition
+    acks: int
+    error: Errors
+    base_offset: int
+    last_offset: int
+
+
+class CompletedFetch(NamedTuple):
+    """A parked fetch answered later (early completion or expiry)."""
+
+    request_id: Hashable
+    response: FetchResponse
+
+
+# --- AlterPartition manager ---------------------------------------------------------------------------
+
+class AlterPartitionManager:
+    """`DefaultAlterPartitionManager`: one outstanding item per partition, one RPC in flight per broker
+    carrying every queued item; a second submit for a partition is refused (OPERATION_NOT_ATTEMPTED)."""
+
+    def __init__(self) -> None:
+        self._outstanding: dict[TopicPartition, AlterPartitionRequest] = {}
+        self._inflight: set[TopicPartition] = set()
+        self.rpcs_sent = 0
+
+    def submit(self, request: AlterPartitionRequest) -> bool:
+        """`submit`: False if an item for the partition is already outstanding."""
+        tp = TopicPartition(request.topic, request.partition)
+        if tp in self._outstanding:
+            return False
+        self._outstanding[tp] = request
+        return True
+
+    def take_batch(self) -> list[AlterPartitionRequest]:
+        """`maybePropagateIsrChanges`: every outstanding item, if no RPC is in flight."""
+        if self._inflight or not self._outstanding:
+            return []
+        self._inflight = set(self._outstanding)
+        self.rpcs_sent += 1
+        return list(self._outstanding.values())
+
+    def on_response(self, request: AlterPartitionRequest) -> None:
+        """The item's answer arrived: forget it (before the partition's callback may resubmit)."""
+        tp = TopicPartition(request.topic, request.partition)
+        if self._outstanding.get(tp) is request:
+            del self._outstanding[tp]
+        self._inflight.discard(tp)
+
+    def on_rpc_failure(self) -> None:
+        """The whole RPC failed (timeout, NOT_CONTROLLER): items stay queued and are resent."""
+        self._inflight.clear()
+
+    @property
+    def outstanding(self) -> int:
+        """Items submitted and not answered."""
+        return len(self._outstanding)
+
+
+@dataclass(eq=False)
+class _DelayedProduce:
+    """`DelayedProduce` for one partition of an acks=all request."""
+
+    request_id: Hashable
+    tp: TopicPartition
+    required_offset: int
+    deadline_ms: int
+    base_offset: int
+    last_offset: int
+    checksum: int
+    completed: bool = False
+
+
+# --- the replica manager --------------------------------------------------------------------------------
+
+class ReplicaManager:
+    """`ReplicaManager`: hosts Partitions and routes leadership changes, fetches and produces to them."""
+
+    def __init__(
+        self,
+        broker_id: int,
+        config: ReplicationConfig,
+        *,
+        metadata: BrokerMetadata | None = None,
+        events: list[Event] | None = None,
+        fetcher_control: FetcherControl | None = None,
+        controller: AlterPartitionChannel | None = None,
+        logs: Mapping[TopicPartition, Log] | None = None,
+        endpoints: Mapping[int, BrokerEndPoint] | None = None,
+    ) -> None:
+        self.broker_id = broker_id
+        self.config = config
+        self.metadata: BrokerMetadata = metadata if metadata is not None else StaticBrokerMetadata()
+        self.events = events
+        self.fetcher_control = fetcher_control
+        self.controller = controller
+        self.controller_epoch = 0
+        self.partitions: dict[TopicPartition, Partition] = {}
+        # Logs that survive a restart (the simulator's disks); used when a partition is first hosted.
+        self._logs: dict[TopicPartition, Log] = dict(logs or {})
+        self._endpoints = dict(endpoints or {})
+        self.alter_partition_manager = AlterPartitionManager()
+        self.fetch_purgatory = DelayedFetchPurgatory()
+        self._produce_waiting: dict[TopicPartition, list[_DelayedProduce]] = {}
+        self._produce_deadlines: list[tuple[int, int, _DelayedProduce]] = []
+        self._seq = 0
+        self._completed_fetches: list[CompletedFetch] = []
+        self._completed_produces: list[ProduceResult] = []
+
+    # --- partitions ---------------------------------------------------------------------------------
+
+    def get_partition(self, tp: TopicPartition) -> Partition | None:
+        """`getPartition` (online partitions only)."""
+        return self.partitions.get(tp)
+
+    def get_partition_or_exception(self, tp: Hashable) -> Partition:
+        """`getPartitionOrException`: UNKNOWN_TOPIC_OR_PARTITION if not hosted."""
+        p = self.partitions.get(tp)  # type: ignore[call-overload]
+        if p is None:
+            raise UnknownTopicOrPartitionError(f"Partition {tp} is not hosted on broker {self.broker_id}")
+        return p
+
+    def get_or_create_partition(self, tp: TopicPartition) -> Partition:
+        """`getOrCreatePartition`: host the partition, reusing a surviving log if there is one."""
+        p = self.partitions.get(tp)
+        if p is None:
+            log = self._logs.get(tp)
+            if log is None:
+                log = Log(tp.topic, tp.partition, self.broker_id, events=self.events)
+                self._logs[tp] = log
+            p = Partition(tp.topic, tp.partition, self.broker_id, self.config, log=log,
+                          metadata=self.metadata, events=self.events)
+            self.partitions[tp] = p
+        return p
+
+    def leader_partitions(self) -> list[Partition]:
+        """Partitions this broker leads."""
+        return [p for p in self.partitions.values() if p.is_leader]
+
+    def checkpoint_high_watermarks(self) -> dict[TopicPartition, int]:
+        """`checkpointHighWatermarks`: HW of every hosted log (the `replication-offset-checkpoint`)."""
+        return {tp: p.log.high_watermark for tp, p in self.partitions.items()}
+
+    def _endpoint(self, broker_id: int) -> BrokerEndPoint:
+        return self._endpoints.get(broker_id) or BrokerEndPoint(broker_id)
+
+    def initial_fetch_offset(self, log: Log) -> int:
+        """`initialFetchOffset`: LEO with truncation-on-fetch (MV >= 2.7-IV1) and a known epoch, else HW."""
+        if self.config.truncation_mode is TruncationMode.DIVERGING_EPOCH and log.latest_epoch is not None:
+            return log.log_end_offset
+        return log.high_watermark
+
+    # --- leadership -----------------------------------------------------------------------------------
+
+    def become_leader_or_follower(self, request: LeaderAndIsrRequest, now_ms: int,
+                                  high_watermark_checkpoints: Mapping[TopicPartition, int] | None = None
+                                  ) -> LeaderAndIsrResult:
+        """`becomeLeaderOrFollower`: stale controller epoch rejects the request; per partition, an older
+        leader epoch (or the same epoch without a newer partition epoch) is rejected as stale; then
+        `makeLeaders` (fetchers removed first) and `makeFollowers` (fetchers restarted for every
+        partition whose leader epoch increased, KAFKA-7164)."""
+        states = request.partition_states
+        if request.controller_epoch < self.controller_epoch:
+            return LeaderAndIsrResult({tp: Errors.STALE_CONTROLLER_EPOCH for tp in states})
+        self.controller_epoch = request.controller_epoch
+        errors: dict[TopicPartition, Errors] = {}
+        to_lead: dict[TopicPartition, PartitionRegistration] = {}
+        to_follow: dict[TopicPartition, PartitionRegistration] = {}
+        for tp, st in states.items():
+            if self.broker_id not in st.replicas:
+                errors[tp] = Errors.UNKNOWN_TOPIC_OR_PARTITION
+                continue
+            existing = self.partitions.get(tp)
+            cur_epoch = existing.leader_epoch if existing is not None else -1
+            cur_pe = existing.partition_epoch if existing is not None else -1
+            if st.leader_epoch > cur_epoch or (st.leader_epoch == cur_epoch and st.partition_epoch > cur_pe):
+                (to_lead if st.leader == self.broker_id else to_follow)[tp] = st
+                errors[tp] = Errors.NONE
+            else:
+                errors[tp] = Errors.STALE_CONTROLLER_EPOCH
+        checkpoints = high_watermark_checkpoints or {}
+        new_leaders: set[TopicPartition] = set()
+        removed: set[TopicPartition] = set()
+        if to_lead:
+            removed |= set(to_lead)
+            if self.fetcher_control is not None:
+                self.fetcher_control.remove_fetcher_for_partitions(list(to_lead), now_ms)
+            for tp, st in to_lead.items():
+                created = tp not in self.partitions
+                p = self.get_or_create_partition(tp)
+                old_hw = p.log.high_watermark
+                # The checkpointed HW initialises a log only when it is first loaded (createLogIfNotExists).
+                if p.make_leader(st, now_ms, checkpoints.get(tp) if created else None):
+                    new_leaders.add(tp)
+                if p.log.high_watermark != old_hw:
+                    self._try_complete_delayed(tp, now_ms)
+        new_followers: set[TopicPartition] = set()
+        restart: list[TopicPartition] = []
+        for tp, st in to_follow.items():
+            created = tp not in self.partitions
+            p = self.get_or_create_partition(tp)
+            if created and tp in checkpoints:
+                p.log.update_high_watermark(checkpoints[tp], now_ms)
+            if p.make_follower(st, now_ms):
+                new_followers.add(tp)
+                restart.append(tp)
+        to_add: dict[TopicPartition, InitialFetchState] = {}
+        if restart:
+            removed |= set(restart)
+            if self.fetcher_control is not None:
+                self.fetcher_control.remove_fetcher_for_partitions(restart, now_ms)
+            for tp in restart:
+                p = self.partitions[tp]
+                to_add[tp] = InitialFetchState(self._endpoint(to_follow[tp].leader), p.leader_epoch,
+                                               self.initial_fetch_offset(p.log))
+            if self.fetcher_control is not None:
+                self.fetcher_control.add_fetcher_for_partitions(to_add, now_ms)
+        for tp in to_follow:
+            # completeDelayedFetchOrProduceRequests: parked leader-side requests now fail fast.
+            self._try_complete_delayed(tp, now_ms)
+        return LeaderAndIsrResult(errors, frozenset(new_leaders), frozenset(new_followers),
+                                  frozenset(removed), to_add)
+
+    def stop_replica(self, tp: TopicPartition, delete: bool, now_ms: int,
+                     leader_epoch: int = NO_EPOCH, controller_epoch: int | None = None) -> StopReplicaResult:
+        """`stopReplicas` for one partition: FENCED_LEADER_EPOCH unless the request epoch is newer (or
+        -1 / -2); otherwise remove the fetcher, delete the partition and its log if `delete`, and
+        complete parked requests."""
+        if controller_epoch is not None and controller_epoch < self.controller_epoch:
+            return StopReplicaResult(Errors.STALE_CONTROLLER_EPOCH, False, False)
+        p = self.partitions.get(tp)
+        if p is not None and leader_epoch not in (NO_EPOCH, EPOCH_DURING_DELETE) and leader_epoch <= p.leader_epoch:
+            return StopReplicaResult(Errors.FENCED_LEADER_EPOCH, False, False)
+        if self.fetcher_control is not None:
+            self.fetcher_control.remove_fetcher_for_partitions([tp], now_ms)
+        deleted = False
+        if delete and p is not None:
+            del self.partitions[tp]
+            self._logs.pop(tp, None)
+            deleted = True
+        self._try_complete_delayed(tp, now_ms)
+        return StopReplicaResult(Errors.NONE, True, deleted)
+
+    # --- AlterPartition ---------------------------------------------------------------------------------
+
+    def _submit_alter(self, request: AlterPartitionRequest, now_ms: int) -> None:
+        if not self.alter_partition_manager.submit(request):
+            p = self.partitions.get(TopicPartition(request.topic, request.partition))
+            if p is not None:
+                p.handle_alter_partition_response(request, Errors.OPERATION_NOT_ATTEMPTED, now_ms)
+            return
+        self._maybe_send_alter(now_ms)
+
+    def _maybe_send_alter(self, now_ms: int) -> None:
+        if self.controller is not None:
+            batch = self.alter_partition_manager.take_batch()
+            if batch:
+                self.controller.send_alter_partition(self.broker_id, batch, now_ms)
+
+    def take_alter_partition_requests(self) -> list[AlterPartitionRequest]:
+        """The next AlterPartition RPC to send (empty while one is in flight or nothing is queued)."""
+        return self.alter_partition_manager.take_batch()
+
+    def handle_alter_partition_response(self, request: AlterPartitionRequest,
+                                        response: LeaderAndIsr | Errors, now_ms: int) -> None:
+        """The controller's answer for one item: hand it to the partition, resubmit retriable failures,
+        re-check parked requests if the HW moved, and send the next RPC if one is due."""
+        self.alter_partition_manager.on_response(request)
+        tp = TopicPartition(request.topic, request.partition)
+        p = self.partitions.get(tp)
+        if p is not None:
+            outcome = p.handle_alter_partition_response(request, response, now_ms)
+            if outcome.hw_incremented:
+                self._try_complete_delayed(tp, now_ms)
+            if outcome.retry is not None:
+                self._submit_alter(outcome.retry, now_ms)
+        self._maybe_send_alter(now_ms)
+
+    def handle_alter_partition_rpc_failure(self, now_ms: int) -> None:
+        """The AlterPartition RPC itself failed: its items are sent again with the next RPC."""
+        self.alter_partition_manager.on_rpc_failure()
+        self._maybe_send_alter(now_ms)
+
+    def maybe_shrink_isr(self, now_ms: int) -> None:
+        """The `isr-expiration` task (`ReplicaManager.maybeShrinkIsr`), run every lag/2 by the driver."""
+        for p in self.partitions.values():
+            if p.is_leader:
+                req = p.maybe_shrink_isr(now_ms)
+                if req is not None:
+                    self._submit_alter(req, now_ms)
+
+    # --- fetch -----------------------------------------------------------------------------------------
+
+    def _read_from_log(self, request: FetchRequest, now_ms: int, from_purgatory: bool
+                       ) -> tuple[dict[TopicPartition, FetchPartitionResponse], list[TopicPartition]]:
+        """`readFromLog`: read every partition within the response budget (first non-empty partition
+        may exceed it, KIP-74); errors become per-partition error codes."""
+        limit = min(request.max_bytes, self.config.fetch_max_bytes)
+        min_one = True
+        out: dict[TopicPartition, FetchPartitionResponse] = {}
+        hw_moved: list[TopicPartition] = []
+        partitions = self.partitions
+        replica_id = request.replica_id
+        for tp, pd in request.partitions.items():
+            p = partitions.get(tp)
+            if p is None:
+                out[tp] = FetchPartitionResponse(error=Errors.UNKNOWN_TOPIC_OR_PARTITION)
+                continue
+            try:
+                info = p.fetch_records(
+                    replica_id, pd.fetch_offset, min(pd.max_bytes, limit), now_ms,
+                    current_leader_epoch=pd.current_leader_epoch, last_fetched_epoch=pd.last_fetched_epoch,
+                    follower_log_start_offset=pd.log_start_offset, broker_epoch=request.replica_epoch,
+                    min_one_message=min_one, update_fetch_state=not from_purgatory)
+            except ReplogError as exc:
+                out[tp] = FetchPartitionResponse(error=exc.error)
+                continue
+            size = info.size_bytes
+            if size:
+                min_one = False
+                limit = max(0, limit - size)
+            div = info.diverging_epoch
+            out[tp] = FetchPartitionResponse(
+                Errors.NONE, info.high_watermark, info.log_start_offset, info.last_stable_offset,
+                info.batches, None if div is None else EpochEndOffset(Errors.NONE, div[0], div[1]))
+            if info.alter_partition is not None:
+                self._submit_alter(info.alter_partition, now_ms)
+            if info.hw_incremented:
+                hw_moved.append(tp)
+        return out, hw_moved
+
+    def fetch_messages(self, request: FetchRequest, now_ms: int,
+                       request_id: Hashable = None) -> FetchResponse | None:
+        """`fetchMessages`: read, update follower state (then HW), and answer now or park the fetch
+        in the purgatory (returns None; the answer later appears in `take_completed_fetches`)."""
+        results, hw_moved = self._read_from_log(request, now_ms, from_purgatory=False)
+        for tp in hw_moved:
+            self._try_complete_delayed(tp, now_ms)
+        bytes_readable = 0
+        any_error = False
+        any_diverging = False
+        for r in results.values():
+            bytes_readable += r.size_bytes
+            if r.error != Errors.NONE:
+                any_error = True
+            if r.diverging_epoch is not None:
+                any_diverging = True
+        if can_respond_immediately(request.max_wait_ms, len(request.partitions), bytes_readable,
+                                   request.min_bytes, any_error, any_diverging):
+            return FetchResponse(results)
+        statuses = {
+            tp: FetchPartitionStatus(pd.fetch_offset, pd.max_bytes, pd.current_leader_epoch, pd.last_fetched_epoch)
+            for tp, pd in request.partitions.items()
+        }
+        op = DelayedFetch(request_id, request.replica_id, request.min_bytes, now_ms + request.max_wait_ms,
+                          statuses, payload=request)
+        if self.fetch_purgatory.try_complete_else_watch(op, self.get_partition_or_exception):
+            return self._complete_fetch(op, now_ms)
+        return None
+
+    def _complete_fetch(self, op: DelayedFetch, now_ms: int) -> FetchResponse:
+        """`DelayedFetch.onComplete`: re-read with `readFromPurgatory` (no second follower update)."""
+        request = op.payload
+        assert isinstance(request, FetchRequest)
+        results, _ = self._read_from_log(request, now_ms, from_purgatory=True)
+        return FetchResponse(results)
+
+    def take_completed_fetches(self) -> list[CompletedFetch]:
+        """Parked fetches answered since the last call, in completion order."""
+        out = self._completed_fetches
+        self._completed_fetches = []
+        return out
+
+    def offsets_for_leader_epoch(self, request: OffsetsForLeaderEpochRequest) -> OffsetsForLeaderEpochResponse:
+        """`lastOffsetForLeaderEpoch` for every requested partition (OffsetsForLeaderEpoch API)."""
+        out: dict[TopicPartition, EpochEndOffset] = {}
+        for tp, data in request.partitions.items():
+            p = self.partitions.get(tp)
+            if p is None:
+                out[tp] = EpochEndOffset(Errors.UNKNOWN_TOPIC_OR_PARTITION)
+                continue
+            eo = p.last_offset_for_leader_epoch(data.current_leader_epoch, data.leader_epoch, True)
+            epoch = eo.leader_epoch if request.version > 0 else -1
+            out[tp] = EpochEndOffset(eo.error, epoch, eo.end_offset)
+        return OffsetsForLeaderEpochResponse(out)
+
+    def list_offsets(self, request: ListOffsetsRequest) -> ListOffsetsResponse:
+        """`fetchOffsetForTimestamp` LATEST / EARLIEST for a replica (no isolation level)."""
+        p = self.partitions.get(request.tp)
+        if p is None:
+            return ListOffsetsResponse(Errors.UNKNOWN_TOPIC_OR_PARTITION)
+        try:
+            if request.spec == LATEST:
+                offset = p.fetch_latest_offset(None, request.current_leader_epoch)
+            else:
+                offset = p.fetch_earliest_offset(request.current_leader_epoch)
+        except ReplogError as exc:
+            return ListOffsetsResponse(exc.error)
+        return ListOffsetsResponse(Errors.NONE, offset, p.leader_epoch)
+
+    # --- produce ---------------------------------------------------------------------------------------
+
+    def append_records(self, tp: TopicPartition, record_count: int, size_bytes: int, checksum: int,
+                       acks: int, now_ms: int, request_id: Hashable = None,
+                       timeout_ms: int = DEFAULT_PRODUCE_TIMEOUT_MS) -> ProduceResult | None:
+        """`appendRecords` for one partition's batch. acks 0/1 (and acks=all already satisfied) answer
+        now; acks=all otherwise parks a `DelayedProduce` until HW >= last offset + 1
+        (`checkEnoughReplicasReachOffset`) or `timeout_ms` (REQUEST_TIMED_OUT); the answer then
+        appears in `take_completed_produces`."""
+        if acks not in (-1, 0, 1):
+            return self._ack(request_id, tp, acks, Errors.INVALID_REQUIRED_ACKS, -1, -1, checksum, now_ms)
+        p = self.partitions.get(tp)
+        try:
+            if p is None:
+                raise UnknownTopicOrPartitionError(f"Partition {tp} is not hosted on broker {self.broker_id}")
+            res = p.append_records_to_leader(record_count, size_bytes, checksum, acks, now_ms)
+        except ReplogError as exc:
+            return self._ack(request_id, tp, acks, exc.error, -1, -1, checksum, now_ms)
+        batch = res.batch
+        # Release followers parked for new data (and, if the HW moved, parked produces).
+        self._try_complete_delayed(tp, now_ms)
+        if acks == -1:
+            done, error = p.check_enough_replicas_reach_offset(batch.last_offset + 1)
+            if not done:
+                op = _DelayedProduce(request_id, tp, batch.last_offset + 1, now_ms + timeout_ms,
+                                     batch.base_offset, batch.last_offset, checksum)
+                self._produce_waiting.setdefault(tp, []).append(op)
+                self._seq += 1
+                heapq.heappush(self._produce_deadlines, (op.deadline_ms, self._seq, op))
+                return None
+            return self._ack(request_id, tp, acks, error, batch.base_offset, batch.last_offset, checksum, now_ms)
+        return self._ack(request_id, tp, acks, Errors.NONE, batch.base_offset, batch.last_offset, checksum, now_ms)
+
+    def _ack(self, request_id: Hashable, tp: TopicPartition, acks: int, error: Errors, base: int, last: int,
+             checksum: int, now_ms: int) -> ProduceResult:
+        if self.events is not None:
+            p = self.partitions.get(tp)
+            payload: dict[str, object] = {"acks": acks, "error": str(error), "batch_checksum": checksum}
+            if base >= 0:
+                payload["base_offset"] = base
+                payload["last_offset"] = last
+            self.events.append(make_event("produce_ack", now_ms, self.broker_id, tp.topic, tp.partition,
+                                          p.leader_epoch if p is not None and p.leader_epoch >= 0 else None,
+                                          **payload))
+        return ProduceResult(request_id, tp, acks, error, base, last)
+
+    def take_completed_produces(self) -> list[ProduceResult]:
+        """acks=all produces answered since the last call, in completion order."""
+        out = self._completed_produces
+        self._completed_produces = []
+        return out
+
+    # --- delayed operations --------------------------------------------------------------------------
+
+    def _try_complete_delayed(self, tp: TopicPartition, now_ms: int) -> None:
+        """`tryCompleteDelayedRequests` / `checkAndComplete(TopicPartitionOperationKey)`."""
+        for op in self.fetch_purgatory.check_and_complete(tp, self.get_partition_or_exception):
+            self._completed_fetches.append(CompletedFetch(op.request_id, self._complete_fetch(op, now_ms)))
+        waiting = self._produce_waiting.get(tp)
+        if waiting:
+            p = self.partitions.get(tp)
+            keep = []
+            for op in waiting:
+                if op.completed:
+                    continue
+                if p is None:
+                    done, error = True, Errors.NOT_LEADER_OR_FOLLOWER
+                else:
+                    done, error = p.check_enough_replicas_reach_offset(op.required_offset)
+                if done or error is not Errors.NONE:
+                    op.completed = True
+                    self._completed_produces.append(
+                        self._ack(op.request_id, tp, -1, error, op.base_offset, op.last_offset, op.checksum,
+                                  now_ms))
+                else:
+                    keep.append(op)
+            if keep:
+                self._produce_waiting[tp] = keep
+            else:
+                del self._produce_waiting[tp]
+
+    def tick(self, now_ms: int) -> None:
+        """Expire parked fetches (answered with what is there now) and produces (REQUEST_TIMED_OUT)."""
+        for op in self.fetch_purgatory.expire(now_ms):
+            self._completed_fetches.append(CompletedFetch(op.request_id, self._complete_fetch(op, now_ms)))
+        heap = self._produce_deadlines
+        while heap and heap[0][0] <= now_ms:
+            _, _, prod = heapq.heappop(heap)
+            if prod.completed:
+                continue
+            prod.completed = True
+            self._completed_produces.append(
+                self._ack(prod.request_id, prod.tp, -1, Errors.REQUEST_TIMED_OUT, prod.base_offset,
+                          prod.last_offset, prod.checksum, now_ms))
+            waiting = self._produce_waiting.get(prod.tp)
+            if waiting is not None:
+                live = [o for o in waiting if not o.completed]
+                if live:
+                    self._produce_waiting[prod.tp] = live
+                else:
+                    del self._produce_waiting[prod.tp]
+
+    def next_deadline(self) -> int | None:
+        """Earliest deadline of a parked fetch or produce (for the driver's timer), or None."""
+        heap = self._produce_deadlines
+        while heap and heap[0][2].completed:
+            heapq.heappop(heap)
+        candidates = [d for d in (self.fetch_purgatory.next_deadline(), heap[0][0] if heap else None)
+                      if d is not None]
+        return min(candidates) if candidates else None

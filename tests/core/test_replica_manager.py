@@ -1,0 +1,382 @@
+"""ReplicaManager: leadership changes, stop replica, fetch / purgatory, produce acks, ISR expiration,
+AlterPartition propagation, and an end-to-end leader + follower run with the real fetcher thread."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+from replication_core.config import ReplicationConfig, TruncationMode
+from replication_core.errors import Errors
+from replication_core.fetcher import ReplicaFetcherThread
+from replication_core.leader_endpoint import (
+    EARLIEST,
+    LATEST,
+    EpochData,
+    FetchPartitionData,
+    FetchRequest,
+    FetchResponse,
+    ListOffsetsRequest,
+    ListOffsetsResponse,
+    OffsetsForLeaderEpochRequest,
+    OffsetsForLeaderEpochResponse,
+)
+from replication_core.log import Log
+from replication_core.partition import AlterPartitionRequest, LeaderAndIsr, PartitionRegistration
+from replication_core.partition_fetch_state import BrokerEndPoint, InitialFetchState, TopicPartition
+from replication_core.replica_manager import LeaderAndIsrRequest, ReplicaManager
+
+TP = TopicPartition("orders", 0)
+TP1 = TopicPartition("orders", 1)
+T0 = 1_000_000
+
+
+def reg(leader: int, epoch: int, isr: Sequence[int], replicas: Sequence[int] = (1, 2, 3),
+        partition_epoch: int = 1) -> PartitionRegistration:
+    return PartitionRegistration(leader, epoch, tuple(isr), tuple(replicas), partition_epoch)
+
+
+def lai(states: Mapping[TopicPartition, PartitionRegistration], controller_epoch: int = 1) -> LeaderAndIsrRequest:
+    return LeaderAndIsrRequest(0, controller_epoch, states)
+
+
+def fetch_req(replica_id: int, offset: int, epoch: int | None = 1, last_fetched_epoch: int | None = None,
+              max_wait_ms: int = 500, tp: TopicPartition = TP, lso: int = 0) -> FetchRequest:
+    return FetchRequest(replica_id, -1, max_wait_ms, 1, 10_000_000,
+                        {tp: FetchPartitionData(offset, lso, 1_000_000, epoch, last_fetched_epoch)})
+
+
+class RecordingFetchers:
+    """A `FetcherControl` that records the calls."""
+
+    def __init__(self) -> None:
+        self.calls: list[tuple[str, Any]] = []
+
+    def add_fetcher_for_partitions(self, initial: Mapping[TopicPartition, InitialFetchState], now_ms: int) -> None:
+        self.calls.append(("add", dict(initial)))
+
+    def remove_fetcher_for_partitions(self, tps: Iterable[TopicPartition], now_ms: int) -> object:
+        self.calls.append(("remove", sorted(tps)))
+        return {}
+
+
+def leader_rm(isr: Sequence[int] = (1, 2, 3), min_isr: int = 1, events: list[Any] | None = None) -> ReplicaManager:
+    rm = ReplicaManager(1, ReplicationConfig(min_insync_replicas=min_isr), events=events)
+    result = rm.become_leader_or_follower(lai({TP: reg(1, 1, isr)}), T0)
+    assert result.errors == {TP: Errors.NONE} and result.new_leaders == {TP}
+    return rm
+
+
+# --- leadership -------------------------------------------------------------------------------------
+
+def test_become_leader_and_follower_fetcher_changes() -> None:
+    """ReplicaManager.becomeLeaderOrFollower: leaders lose their fetcher, followers with a new epoch get
+    one at initialFetchOffset (LEO with truncation-on-fetch and a known epoch, else HW)."""
+    fetchers = RecordingFetchers()
+    log = Log("orders", 1, 2)  # a log that survived on disk
+    log.append_as_leader(3, 30, 0, 0)
+    log.update_high_watermark(1)
+    rm = ReplicaManager(2, ReplicationConfig(), fetcher_control=fetchers, logs={TP1: log})
+    result = rm.become_leader_or_follower(lai({TP: reg(2, 1, (1, 2, 3)), TP1: reg(1, 1, (1, 2, 3))}), T0)
+    assert result.errors == {TP: Errors.NONE, TP1: Errors.NONE}
+    assert result.new_leaders == {TP} and result.new_followers == {TP1}
+    assert result.fetchers_to_add == {TP1: InitialFetchState(BrokerEndPoint(1), 1, 3)}
+    assert fetchers.calls == [("remove", [TP]), ("remove", [TP1]),
+                              ("add", {TP1: InitialFetchState(BrokerEndPoint(1), 1, 3)})]
+    legacy = ReplicaManager(2, ReplicationConfig(truncation_mode=TruncationMode.LEADER_EPOCH), logs={TP1: log})
+    res = legacy.become_leader_or_follower(lai({TP1: reg(1, 1, (1, 2, 3))}), T0)
+    assert res.fetchers_to_add[TP1].init_offset == 1  # HW before truncation-on-fetch
+
+
+def test_follower_fetcher_restarted_only_on_new_leader_epoch() -> None:
+    """KAFKA-7164: the fetcher restarts whenever the leader epoch increases, even with the same leader,
+    and not for a same-epoch update."""
+    rm = ReplicaManager(2, ReplicationConfig())
+    assert rm.become_leader_or_follower(lai({TP: reg(1, 1, (1, 2, 3))}), T0).fetchers_to_add
+    res = rm.become_leader_or_follower(lai({TP: reg(1, 1, (1, 2), partition_epoch=2)}), T0)
+    assert res.errors == {TP: Errors.NONE} and not res.fetchers_to_add
+    res = rm.become_leader_or_follower(lai({TP: reg(1, 2, (1, 2), partition_epoch=3)}), T0)
+    assert set(res.fetchers_to_add) == {TP} and res.fetchers_to_remove == {TP}
+
+
+def test_stale_requests_rejected() -> None:
+    """Stale controller epoch, older leader epoch, same epoch without a newer partition epoch, and a
+    broker outside the assignment are refused."""
+    rm = leader_rm()
+    rm.become_leader_or_follower(lai({TP: reg(1, 3, (1, 2, 3))}, controller_epoch=2), T0)
+    assert rm.become_leader_or_follower(lai({TP: reg(1, 4, (1, 2, 3))}, controller_epoch=1), T0).errors == {
+        TP: Errors.STALE_CONTROLLER_EPOCH}
+    assert rm.become_leader_or_follower(lai({TP: reg(1, 2, (1, 2, 3))}, 2), T0).errors == {
+        TP: Errors.STALE_CONTROLLER_EPOCH}
+    assert rm.become_leader_or_follower(lai({TP: reg(1, 3, (1, 2, 3))}, 2), T0).errors == {
+        TP: Errors.STALE_CONTROLLER_EPOCH}
+    assert rm.become_leader_or_follower(lai({TP1: reg(4, 1, (4, 5), replicas=(4, 5))}, 2), T0).errors == {
+        TP1: Errors.UNKNOWN_TOPIC_OR_PARTITION}
+    assert rm.get_partition(TP).leader_epoch == 3  # type: ignore[union-attr]
+
+
+def test_stop_replica_with_and_without_delete() -> None:
+    """ReplicaManager.stopReplicas: fenced by an older epoch; without delete the log stays; with delete
+    the partition is gone and fetches get UNKNOWN_TOPIC_OR_PARTITION."""
+    fetchers = RecordingFetchers()
+    rm = ReplicaManager(2, ReplicationConfig(), fetcher_control=fetchers)
+    rm.become_leader_or_follower(lai({TP: reg(1, 5, (1, 2, 3))}), T0)
+    assert rm.stop_replica(TP, delete=False, now_ms=T0, leader_epoch=4).error == Errors.FENCED_LEADER_EPOCH
+    res = rm.stop_replica(TP, delete=False, now_ms=T0, leader_epoch=6)
+    assert res == (Errors.NONE, True, False) and rm.get_partition(TP) is not None
+    assert fetchers.calls[-1] == ("remove", [TP])
+    assert rm.stop_replica(TP, delete=True, now_ms=T0).deleted
+    assert rm.get_partition(TP) is None
+    resp = rm.fetch_messages(fetch_req(3, 0), T0)
+    assert resp is not None and resp.partitions[TP].error == Errors.UNKNOWN_TOPIC_OR_PARTITION
+
+
+# --- fetch ---------------------------------------------------------------------------------------------
+
+def test_follower_fetch_updates_state_then_hw_and_parks_when_caught_up() -> None:
+    """fetchMessages: follower reads up to the LEO, its fetch moves the HW (reported on the next fetch);
+    a caught-up fetch parks and is released by the next leader append."""
+    rm = leader_rm(isr=(1, 2))
+    rm.append_records(TP, 5, 50, 7, 1, T0)
+    r1 = rm.fetch_messages(fetch_req(2, 0), T0 + 1)
+    assert r1 is not None and [b.base_offset for b in r1.partitions[TP].batches] == [0]
+    assert r1.partitions[TP].high_watermark == 0
+    assert rm.fetch_messages(fetch_req(2, 5), T0 + 2, request_id="f2") is None  # caught up: parked
+    assert rm.get_partition(TP).log.high_watermark == 5  # type: ignore[union-attr]
+    assert len(rm.fetch_purgatory) == 1
+    rm.append_records(TP, 2, 20, 8, 1, T0 + 3)
+    done = rm.take_completed_fetches()
+    assert [c.request_id for c in done] == ["f2"]
+    part = done[0].response.partitions[TP]
+    assert [(b.base_offset, b.last_offset) for b in part.batches] == [(5, 6)] and part.high_watermark == 5
+    r = rm.get_partition(TP).get_replica(2)  # type: ignore[union-attr]
+    assert r is not None and r.log_end_offset == 5  # purgatory re-read did not update follower state
+
+
+def test_parked_fetch_expires_at_max_wait() -> None:
+    """DelayedFetch expiry: answered with what is there after replica.fetch.wait.max.ms."""
+    rm = leader_rm(isr=(1, 2))
+    assert rm.fetch_messages(fetch_req(2, 0), T0, request_id="x") is None
+    assert rm.next_deadline() == T0 + 500
+    rm.tick(T0 + 499)
+    assert rm.take_completed_fetches() == []
+    rm.tick(T0 + 500)
+    done = rm.take_completed_fetches()
+    assert [c.request_id for c in done] == ["x"] and done[0].response.partitions[TP].batches == ()
+
+
+def test_parked_fetch_completes_when_leadership_moves() -> None:
+    """Leader -> follower transition completes parked fetches with NOT_LEADER_OR_FOLLOWER."""
+    rm = leader_rm(isr=(1, 2))
+    assert rm.fetch_messages(fetch_req(2, 0, epoch=None), T0, request_id="p") is None
+    rm.become_leader_or_follower(lai({TP: reg(2, 2, (1, 2))}), T0 + 1)
+    done = rm.take_completed_fetches()
+    assert done[0].response.partitions[TP].error == Errors.NOT_LEADER_OR_FOLLOWER
+
+
+def test_consumer_fetch_reads_up_to_high_watermark() -> None:
+    """Consumer isolation: replica id -1 reads only below the HW; followers read to the LEO."""
+    rm = leader_rm(isr=(1, 2))
+    rm.append_records(TP, 2, 20, 1, 1, T0)
+    rm.fetch_messages(fetch_req(2, 2), T0)  # follower at 2: HW 2
+    rm.append_records(TP, 3, 30, 2, 1, T0)
+    resp = rm.fetch_messages(fetch_req(-1, 0, epoch=None, max_wait_ms=0), T0)
+    assert resp is not None and [b.base_offset for b in resp.partitions[TP].batches] == [0]
+    resp = rm.fetch_messages(fetch_req(2, 2, max_wait_ms=0), T0)
+    assert resp is not None and [b.base_offset for b in resp.partitions[TP].batches] == [2]
+
+
+def test_fetch_errors_and_diverging_epoch_answer_immediately() -> None:
+    """Errors and diverging epochs are answered at once, whatever maxWait says."""
+    rm = leader_rm(isr=(1, 2))
+    rm.append_records(TP, 2, 20, 1, 1, T0)
+    resp = rm.fetch_messages(fetch_req(2, 0, epoch=0), T0)
+    assert resp is not None and resp.partitions[TP].error == Errors.FENCED_LEADER_EPOCH
+    assert resp.partitions[TP].high_watermark == -1
+    resp = rm.fetch_messages(fetch_req(2, 3, epoch=1, last_fetched_epoch=1), T0)
+    assert resp is not None and resp.partitions[TP].diverging_epoch is not None
+    assert (resp.partitions[TP].diverging_epoch.leader_epoch, resp.partitions[TP].diverging_epoch.end_offset) == (1, 2)
+
+
+def test_offsets_for_leader_epoch_and_list_offsets() -> None:
+    """OffsetsForLeaderEpoch (v0 without epoch) and ListOffsets LATEST / EARLIEST on the leader."""
+    rm = leader_rm(isr=(1,))
+    rm.append_records(TP, 4, 40, 1, 1, T0)
+    resp = rm.offsets_for_leader_epoch(OffsetsForLeaderEpochRequest(2, 3, {TP: EpochData(1, 1), TP1: EpochData(1, 0)}))
+    assert isinstance(resp, OffsetsForLeaderEpochResponse)
+    assert (resp.partitions[TP].leader_epoch, resp.partitions[TP].end_offset) == (1, 4)
+    assert resp.partitions[TP1].error == Errors.UNKNOWN_TOPIC_OR_PARTITION
+    v0 = rm.offsets_for_leader_epoch(OffsetsForLeaderEpochRequest(2, 0, {TP: EpochData(1, 1)}))
+    assert (v0.partitions[TP].leader_epoch, v0.partitions[TP].end_offset) == (-1, 4)
+    assert rm.list_offsets(ListOffsetsRequest(2, TP, 1, LATEST)) == ListOffsetsResponse(Errors.NONE, 4, 1)
+    assert rm.list_offsets(ListOffsetsRequest(2, TP, 1, EARLIEST)) == ListOffsetsResponse(Errors.NONE, 0, 1)
+    assert rm.list_offsets(ListOffsetsRequest(2, TP, 0, LATEST)).error == Errors.FENCED_LEADER_EPOCH
+
+
+# --- produce -----------------------------------------------------------------------------------------
+
+def test_acks_all_completes_when_followers_catch_up() -> None:
+    """appendRecords acks=-1: parked until HW >= last offset + 1 (DelayedProduce), acks=1 answered now;
+    produce_ack events record both."""
+    events: list[Any] = []
+    rm = leader_rm(isr=(1, 2), events=events)
+    res = rm.append_records(TP, 1, 10, 5, 1, T0, request_id="a1")
+    assert res is not None and (res.error, res.base_offset, res.last_offset) == (Errors.NONE, 0, 0)
+    assert rm.append_records(TP, 2, 20, 6, -1, T0, request_id="a2") is None
+    rm.fetch_messages(fetch_req(2, 1), T0 + 1)
+    assert rm.take_completed_produces() == []
+    rm.fetch_messages(fetch_req(2, 3), T0 + 2)
+    done = rm.take_completed_produces()
+    assert [(d.request_id, d.error, d.base_offset, d.last_offset) for d in done] == [("a2", Errors.NONE, 1, 2)]
+    acks = [(e["acks"], e["error"], e["last_offset"]) for e in events if e["event_type"] == "produce_ack"]
+    assert acks == [(1, "NONE", 0), (-1, "NONE", 2)]
+
+
+def test_acks_all_min_isr_and_timeout() -> None:
+    """NOT_ENOUGH_REPLICAS before the append under min ISR; REQUEST_TIMED_OUT when the HW never gets
+    there; invalid acks rejected."""
+    rm = leader_rm(isr=(1,), min_isr=2)
+    res = rm.append_records(TP, 1, 10, 5, -1, T0)
+    assert res is not None and res.error == Errors.NOT_ENOUGH_REPLICAS
+    assert rm.append_records(TP, 1, 10, 5, 2, T0).error == Errors.INVALID_REQUIRED_ACKS  # type: ignore[union-attr]
+    rm2 = leader_rm(isr=(1, 2), min_isr=2)
+    assert rm2.append_records(TP, 1, 10, 5, -1, T0, request_id="t", timeout_ms=1000) is None
+    rm2.tick(T0 + 1000)
+    assert [(d.request_id, d.error) for d in rm2.take_completed_produces()] == [("t", Errors.REQUEST_TIMED_OUT)]
+
+
+def test_acks_all_waits_while_under_min_isr_until_isr_restored() -> None:
+    """3.7+ (KIP-966 part 1): after the ISR shrinks below min ISR the HW is frozen, so a parked acks=all
+    produce waits even when a follower catches up; it completes once the expansion is committed."""
+    rm = leader_rm(isr=(1, 2), min_isr=2)
+    assert rm.append_records(TP, 1, 10, 5, -1, T0, request_id="s") is None
+    rm.maybe_shrink_isr(T0 + 30_001)
+    (req,) = rm.take_alter_partition_requests()
+    rm.handle_alter_partition_response(req, LeaderAndIsr(1, 1, req.leader_and_isr.isr, 2), T0 + 30_002)
+    p = rm.get_partition(TP)
+    assert p is not None and p.isr == {1} and p.is_under_min_isr
+    rm.fetch_messages(fetch_req(2, 1, max_wait_ms=0), T0 + 30_003)
+    assert p.log.high_watermark == 0 and rm.take_completed_produces() == []
+    (expand,) = rm.take_alter_partition_requests()
+    rm.handle_alter_partition_response(expand, LeaderAndIsr(1, 1, expand.leader_and_isr.isr, 3), T0 + 30_004)
+    assert p.isr == {1, 2} and p.log.high_watermark == 1
+    assert [(d.request_id, d.error) for d in rm.take_completed_produces()] == [("s", Errors.NONE)]
+
+
+# --- ISR expiration and AlterPartition -------------------------------------------------------------------
+
+def test_isr_expiration_and_single_inflight_rpc() -> None:
+    """isr-expiration shrinks lagging followers through AlterPartition; one RPC in flight per broker,
+    and a second item for a partition already outstanding is refused (reset to committed)."""
+    rm = ReplicaManager(1, ReplicationConfig())
+    rm.become_leader_or_follower(lai({TP: reg(1, 1, (1, 2, 3)), TP1: reg(1, 1, (1, 2))}), T0)
+    rm.maybe_shrink_isr(T0 + 15_000)
+    assert rm.take_alter_partition_requests() == []
+    rm.maybe_shrink_isr(T0 + 30_001)
+    batch = rm.take_alter_partition_requests()
+    assert sorted((r.partition, r.leader_and_isr.isr) for r in batch) == [(0, (1,)), (1, (1,))]
+    assert rm.take_alter_partition_requests() == []  # the RPC is in flight
+    rm.handle_alter_partition_response(batch[0], LeaderAndIsr(1, 1, (1,), 2), T0 + 30_002)
+    assert rm.get_partition(TP).isr == {1}  # type: ignore[union-attr]
+    rm.handle_alter_partition_response(batch[1], Errors.NETWORK_EXCEPTION, T0 + 30_002)
+    (retry,) = rm.take_alter_partition_requests()
+    assert retry is batch[1] and rm.alter_partition_manager.rpcs_sent == 2
+
+
+def test_partition_should_retry_alter_partition_request() -> None:
+    """PartitionTest.testPartitionShouldRetryAlterPartitionRequest with the real manager: first answer
+    UNKNOWN_SERVER_ERROR, second success -> ISR {1..4}, partition epoch 2, two RPCs sent."""
+    sent: list[list[AlterPartitionRequest]] = []
+
+    class Controller:
+        def send_alter_partition(self, broker_id: int, requests: Sequence[AlterPartitionRequest], now_ms: int) -> None:
+            sent.append(list(requests))
+
+    rm = ReplicaManager(1, ReplicationConfig(), controller=Controller())
+    rm.become_leader_or_follower(lai({TP: reg(1, 5, (1, 2, 3), replicas=(1, 2, 3, 4))}), T0)
+    rm.fetch_messages(fetch_req(4, 0, epoch=5, max_wait_ms=0), T0)
+    assert len(sent) == 1 and sent[0][0].leader_and_isr.isr == (1, 2, 3, 4)
+    rm.handle_alter_partition_response(sent[0][0], Errors.UNKNOWN_SERVER_ERROR, T0)
+    assert len(sent) == 2
+    req = sent[1][0]
+    rm.handle_alter_partition_response(req, LeaderAndIsr(1, 5, req.leader_and_isr.isr, 2), T0)
+    p = rm.get_partition(TP)
+    assert p is not None and p.isr == {1, 2, 3, 4} and p.partition_epoch == 2
+    assert rm.alter_partition_manager.rpcs_sent == 2 and rm.alter_partition_manager.outstanding == 0
+
+
+def test_alter_partition_rpc_failure_resends_items() -> None:
+    """A failed AlterPartition RPC (e.g. NOT_CONTROLLER) keeps its items queued for the next RPC."""
+    rm = ReplicaManager(1, ReplicationConfig())
+    rm.become_leader_or_follower(lai({TP: reg(1, 1, (1, 2))}), T0)
+    rm.maybe_shrink_isr(T0 + 30_001)
+    first = rm.take_alter_partition_requests()
+    rm.handle_alter_partition_rpc_failure(T0 + 30_002)
+    assert rm.take_alter_partition_requests() == first
+
+
+# --- end to end with the real fetcher ----------------------------------------------------------------
+
+class LeaderAdapter:
+    """Exposes a leader's ReplicaManager as the fetcher's synchronous `LeaderEndPoint`; a parked fetch
+    is answered at its expiry (the follower would otherwise wait)."""
+
+    def __init__(self, rm: ReplicaManager, clock: list[int]) -> None:
+        self.rm = rm
+        self.clock = clock
+
+    def fetch(self, request: FetchRequest) -> FetchResponse:
+        resp = self.rm.fetch_messages(request, self.clock[0], request_id="r")
+        if resp is None:
+            self.clock[0] += request.max_wait_ms
+            self.rm.tick(self.clock[0])
+            (done,) = self.rm.take_completed_fetches()
+            resp = done.response
+        return resp
+
+    def fetch_epoch_end_offsets(self, request: OffsetsForLeaderEpochRequest) -> OffsetsForLeaderEpochResponse:
+        return self.rm.offsets_for_leader_epoch(request)
+
+    def list_offsets(self, request: ListOffsetsRequest) -> ListOffsetsResponse:
+        return self.rm.list_offsets(request)
+
+
+def test_end_to_end_replication_and_divergence_with_real_fetcher() -> None:
+    """Leader (1) and follower (2) ReplicaManagers with a ReplicaFetcherThread: the follower joins the
+    ISR, HW propagates; after a leader change the old leader's unreplicated suffix is truncated from
+    the new leader's DivergingEpoch (KIP-101 / KIP-595 flow) and the logs converge."""
+    clock = [T0]
+    cfg = ReplicationConfig()
+    rm1, rm2 = ReplicaManager(1, cfg), ReplicaManager(2, cfg)
+    rm1.become_leader_or_follower(lai({TP: reg(1, 1, (1,), replicas=(1, 2))}), clock[0])
+    res = rm2.become_leader_or_follower(lai({TP: reg(1, 1, (1,), replicas=(1, 2))}), clock[0])
+
+    def fetcher_for(rm: ReplicaManager, leader: int) -> ReplicaFetcherThread:
+        return ReplicaFetcherThread(rm.broker_id, 0, BrokerEndPoint(leader), cfg,
+                                    lambda tp: rm.get_partition(tp).log)  # type: ignore[union-attr]
+
+    f2 = fetcher_for(rm2, 1)
+    f2.add_partitions(res.fetchers_to_add, clock[0])
+    for i in range(3):
+        rm1.append_records(TP, 2, 20, 100 + i, 1, clock[0])
+    for _ in range(3):
+        f2.do_work(clock[0], LeaderAdapter(rm1, clock))
+        for req in rm1.take_alter_partition_requests():
+            rm1.handle_alter_partition_response(req, LeaderAndIsr(1, 1, req.leader_and_isr.isr, 2), clock[0])
+    p1, p2 = rm1.get_partition(TP), rm2.get_partition(TP)
+    assert p1 is not None and p2 is not None
+    assert p1.isr == {1, 2} and p1.log.high_watermark == 6 and p2.log.high_watermark == 6
+    assert p2.log.batches == p1.log.batches
+    # Broker 1 appends two batches nobody replicates, then broker 2 is elected (epoch 2).
+    rm1.append_records(TP, 1, 10, 200, 1, clock[0])
+    rm1.append_records(TP, 1, 10, 201, 1, clock[0])
+    new = {TP: reg(2, 2, (2, 1), replicas=(1, 2), partition_epoch=3)}
+    rm2.become_leader_or_follower(lai(new), clock[0])
+    res1 = rm1.become_leader_or_follower(lai(new), clock[0])
+    rm2.append_records(TP, 1, 10, 300, 1, clock[0])
+    f1 = fetcher_for(rm1, 2)
+    f1.add_partitions(res1.fetchers_to_add, clock[0])
+    for _ in range(4):
+        f1.do_work(clock[0], LeaderAdapter(rm2, clock))
+    assert [b.checksum for b in p1.log.batches] == [100, 101, 102, 300]
+    assert p1.log.batches == p2.log.batches and p1.log.epoch_cache.entries == p2.log.epoch_cache.entries
