@@ -28,6 +28,7 @@ from tests.core.mock_leader import (
     make_harness,
     mk_batch,
     mk_log,
+    seed,
 )
 
 TP = TopicPartition("topic", 0)
@@ -496,3 +497,52 @@ def test_request_failure_backs_off_every_partition_of_the_thread() -> None:
     delay = h.state(TP).delay
     assert delay is not None and delay.due_ms == 5 + BACKOFF
     assert h.state(other).is_delayed(5)
+
+
+def test_fenced_reply_for_an_older_request_epoch_backs_off_instead_of_failing() -> None:
+    """`onPartitionFenced` (reference §3.8): the thread already has a newer epoch -> retry later."""
+    h = make_harness(TruncationProtocol.DIVERGING_EPOCH)
+    h.add(TP, mk_log([mk_batch(0, 0)]), 1, leader_epoch=0)
+    leader = h.leader.set_leader(TP, seed(0, 3, 0), 0, 3)
+    work = h.fetcher.work(0)
+    request = next(work)
+    assert isinstance(request, FetchRequest) and request.partitions[TP].current_leader_epoch == 0
+    leader.become_leader(1)
+    response = h.leader.fetch(request)  # FENCED_LEADER_EPOCH for epoch 0
+    h.fetcher.add_partitions({TP: InitialFetchState(BrokerEndPoint(1), 1, 1)}, 0)  # new epoch meanwhile
+    with pytest.raises(StopIteration):
+        work.send((response, 0))
+    assert not h.fetcher.failed_partitions.contains(TP)
+    assert h.state(TP).current_leader_epoch == 1 and h.state(TP).is_delayed(0)
+
+
+def test_follower_events_come_from_the_log_with_follower_role() -> None:
+    """Appends / HW / log-start changes are emitted by the follower's `Log` (role follower)."""
+    h = make_harness(TruncationProtocol.DIVERGING_EPOCH)
+    h.add(TP, mk_log([]), 0, 0)
+    h.leader.set_leader(TP, seed(0, 3, 0), 0, 2, log_start_offset=0)
+    h.do_work()
+    kinds = [(e["event_type"], e.get("role")) for e in h.events
+             if e["event_type"] in ("append", "hw_change", "log_start_offset_change")]
+    assert kinds == [("append", "follower"), ("hw_change", "follower")]
+    hw = next(e for e in h.events if e["event_type"] == "hw_change")
+    assert (hw["old_hw"], hw["hw"]) == (0, 1)  # min(leader HW 2, follower LEO 1)
+
+
+def test_shutdown_fetcher_does_no_work() -> None:
+    """`shutdown`: a stopped fetcher sends nothing."""
+    h = make_harness(TruncationProtocol.DIVERGING_EPOCH)
+    h.add(TP, mk_log([]), 0, 0)
+    h.fetcher.shutdown()
+    result = h.do_work()
+    assert not result.fetch_sent and h.leader.fetch_count == 0
+
+
+def test_negative_initial_offset_is_placed_with_list_offsets() -> None:
+    """`partitionFetchState`: `initOffset < 0` -> `fetchOffsetAndTruncate` before anything else."""
+    h = make_harness(TruncationProtocol.DIVERGING_EPOCH)
+    h.add(TP, mk_log([]), -1, 0)
+    h.leader.set_leader(TP, seed(5, 3, 0), 0, 8, log_start_offset=5)
+    h.do_work()
+    assert h.leader.list_offsets_count == 2
+    assert h.logs[TP].log_start_offset == 5 and h.logs[TP].log_end_offset == 6

@@ -265,3 +265,18 @@ def test_fenced_partition_is_failed_in_the_manager_until_re_added() -> None:
     for _ in range(3):
         _work_all(mgr, {1: leader}, 5)
     assert logs[tp].log_end_offset == 3 and mgr.max_lag() == 0
+
+
+def test_consumer_lag_removed_with_partition() -> None:
+    """AbstractFetcherThreadTest.testConsumerLagRemovedWithPartition: the lag goes with the partition."""
+    events: list[Event] = []
+    tp = TopicPartition("topic", 0)
+    logs: dict[TopicPartition, Log] = {tp: mk_log([], tp=tp)}
+    leader = MockLeaderEndPoint()
+    leader.set_leader(tp, seed(0, 5, 0), 0, 5)
+    mgr = _real_manager(TruncationProtocol.DIVERGING_EPOCH, 1, logs, events)
+    mgr.add_fetcher_for_partitions({tp: InitialFetchState(BrokerEndPoint(1), 0, 0)}, 0)
+    _work_all(mgr, {1: leader})
+    assert mgr.max_lag() == 4
+    mgr.remove_fetcher_for_partitions({tp}, 1)
+    assert mgr.max_lag() == 0
