@@ -193,3 +193,23 @@ def should_follower_throttle(quota: ReplicationQuotaManager, topic: str, partiti
                              replica_in_sync: bool, now_ms: int) -> bool:
     """`ReplicaFetcherThread.shouldFollowerThrottle`: not in sync (lag), throttled, quota exceeded."""
     return not replica_in_sync and quota.is_throttled(topic, partition) and quota.is_quota_exceeded(now_ms)
+
+
+def leader_throttled_partitions(quota: ReplicationQuotaManager, partitions: Iterable[tuple[str, int]],
+                                follower_in_isr: bool, now_ms: int) -> list[bool]:
+    """Per partition, in request order, whether the leader blanks its records for this follower fetch.
+
+    `ReplicaManager.readFromLog` evaluates `shouldLeaderThrottle` partition by partition, so a quota
+    that becomes exceeded part-way through a response blanks only the later throttled partitions.
+    """
+    return [should_leader_throttle(quota, topic, partition, follower_in_isr, now_ms)
+            for topic, partition in partitions]
+
+
+def record_leader_throttled_bytes(quota: ReplicationQuotaManager, sizes: Iterable[tuple[str, int, int]],
+                                  now_ms: int) -> int:
+    """`KafkaApis.sizeOfThrottledPartitions` + `quotas.leader.record`: after a follower fetch response is
+    built, record the bytes of every throttled partition in it (in-sync or not); returns the bytes."""
+    total = sum(size for topic, partition, size in sizes if quota.is_throttled(topic, partition))
+    quota.record(total, now_ms)
+    return total

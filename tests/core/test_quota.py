@@ -9,6 +9,8 @@ from replication_core.quota import (
     LONG_MAX,
     QuotaConfig,
     ReplicationQuotaManager,
+    leader_throttled_partitions,
+    record_leader_throttled_bytes,
     should_follower_throttle,
     should_leader_throttle,
 )
@@ -119,3 +121,41 @@ def test_follower_throttle_uses_lag_not_isr_and_emits_event() -> None:
 def test_invalid_side_rejected() -> None:
     with pytest.raises(ValueError, match="side"):
         ReplicationQuotaManager("consumer", 1)
+
+
+class _ScriptedQuota(ReplicationQuotaManager):
+    """A quota whose `isQuotaExceeded` answers follow a script (ReplicaManagerQuotasTest's mock)."""
+
+    def __init__(self, answers: list[bool]) -> None:
+        super().__init__("leader", 1)
+        self.answers = answers
+        self.mark_throttled("topic")
+
+    def is_quota_exceeded(self, now_ms: int) -> bool:
+        return self.answers.pop(0)
+
+
+@pytest.mark.parametrize(("exceeded", "blanked"), [
+    ([False, True], [False, True]),    # shouldExcludeSubsequentThrottledPartitions
+    ([True, True], [True, True]),      # shouldGetNoMessagesIfQuotasExceededOnSubsequentPartitions
+    ([False, False], [False, False]),  # shouldGetBothMessagesIfQuotasAllow
+])
+def test_replica_manager_quotas_per_partition_order(exceeded: list[bool], blanked: list[bool]) -> None:
+    """ReplicaManagerQuotasTest: the leader checks the quota per partition, in request order."""
+    quota = _ScriptedQuota(exceeded)
+    parts = [("topic", 0), ("topic", 1)]
+    assert leader_throttled_partitions(quota, parts, follower_in_isr=False, now_ms=0) == blanked
+
+
+def test_replica_manager_quotas_include_in_sync_throttled_replicas() -> None:
+    """ReplicaManagerQuotasTest.shouldIncludeInSyncThrottledReplicas: an ISR follower is never blanked."""
+    quota = _ScriptedQuota([True, True])
+    assert leader_throttled_partitions(quota, [("topic", 0), ("topic", 1)], True, 0) == [False, False]
+
+
+def test_leader_records_bytes_of_throttled_partitions_only() -> None:
+    """`sizeOfThrottledPartitions`: throttled partitions' bytes are recorded, in-sync or not."""
+    q = ReplicationQuotaManager("leader", 1)
+    q.mark_throttled("t", [0])
+    assert record_leader_throttled_bytes(q, [("t", 0, 300), ("t", 1, 500), ("u", 0, 7)], 0) == 300
+    assert q.rate(0) == pytest.approx(300.0)
