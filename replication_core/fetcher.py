@@ -563,11 +563,11 @@ class ReplicaFetcherThread:
 
     def _delay_partitions(self, tps: Iterable[TopicPartition]) -> None:
         """`delayPartitions(tps, replica.fetch.backoff.ms)`: back off and move to the end."""
-        due = self._now + self.config.replica_fetch_backoff_ms
+        backoff = self.config.replica_fetch_backoff_ms
         for tp in tps:
             state = self.partition_states.get(tp)
             if state is not None and not state.is_delayed(self._now):
-                self.partition_states.update_and_move_to_end(tp, state.with_delay(due))
+                self.partition_states.update_and_move_to_end(tp, state.with_delay(self._now + backoff, backoff))
 
     def _latest_epoch(self, tp: TopicPartition) -> int | None:
         """`latestEpoch(tp)`; None under the pre-KIP-101 protocol (old message format: no epochs)."""

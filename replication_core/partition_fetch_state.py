@@ -49,9 +49,10 @@ class ReplicaState(Enum):
 
 @dataclass(frozen=True)
 class DelayedItem:
-    """`kafka.utils.DelayedItem` on a virtual clock: delayed until `due_ms`."""
+    """`kafka.utils.DelayedItem` on a virtual clock: delayed until `due_ms` (for `delay_ms` in all)."""
 
     due_ms: int
+    delay_ms: int = 0
 
     def remaining_ms(self, now_ms: int) -> int:
         """Milliseconds left before the delay expires (0 once expired)."""
@@ -90,16 +91,18 @@ class PartitionFetchState:
         """`isReplicaInSync`: the last response left no lag (used by the follower quota, §4)."""
         return self.lag is not None and self.lag <= 0
 
-    def with_delay(self, due_ms: int) -> PartitionFetchState:
-        """A copy delayed until `due_ms` (`delayPartitions`)."""
-        return replace(self, delay=DelayedItem(due_ms))
+    def with_delay(self, due_ms: int, delay_ms: int = 0) -> PartitionFetchState:
+        """A copy delayed until `due_ms` (`delayPartitions`; `delay_ms` is the backoff applied)."""
+        return replace(self, delay=DelayedItem(due_ms, delay_ms))
 
     def __str__(self) -> str:
-        lfe = "None" if self.last_fetched_epoch is None else f"Some({self.last_fetched_epoch})"
-        lag = "None" if self.lag is None else f"Some({self.lag})"
-        return (f"FetchState(topicId={self.topic_id}, fetchOffset={self.fetch_offset}, "
-                f"currentLeaderEpoch={self.current_leader_epoch}, lastFetchedEpoch={lfe}, "
-                f"state={self.state.value}, lag={lag})")
+        def opt(value: object) -> str:
+            return "None" if value is None else f"Some({value})"
+
+        delay_ms = self.delay.delay_ms if self.delay is not None else 0
+        return (f"FetchState(topicId={opt(self.topic_id)}, fetchOffset={self.fetch_offset}, "
+                f"currentLeaderEpoch={self.current_leader_epoch}, lastFetchedEpoch={opt(self.last_fetched_epoch)}, "
+                f"state={self.state.value}, lag={opt(self.lag)}, delay={delay_ms}ms)")
 
 
 @dataclass(frozen=True)

@@ -51,6 +51,13 @@ def test_update_and_move_to_end_and_grouped_set() -> None:
     assert list(mixed) == [A0, A1, B0]
 
 
+def test_fetch_state_prints_like_kafka() -> None:
+    """`PartitionFetchState.toString` (reference §3.1)."""
+    st = PartitionFetchState(100, 5, ReplicaState.FETCHING, 3, DelayedItem(1250, 250), 4, "abc")
+    assert str(st) == ("FetchState(topicId=Some(abc), fetchOffset=100, currentLeaderEpoch=5, "
+                       "lastFetchedEpoch=Some(4), state=Fetching, lag=Some(3), delay=250ms)")
+
+
 def test_failed_partitions_set() -> None:
     """`FailedPartitions`: add, removeAll, contains."""
     failed = FailedPartitions()
