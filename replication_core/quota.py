@@ -18,6 +18,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
+from replication_core.config import ReplicationConfig
 from replication_core.events import Event, make_event
 
 LONG_MAX = 2**63 - 1
@@ -35,6 +36,11 @@ class QuotaConfig:
     def __post_init__(self) -> None:
         if self.num_samples < 1 or self.window_size_ms < 1:
             raise ValueError(f"quota windows must be positive, got {self}")
+
+    @classmethod
+    def from_replication_config(cls, config: ReplicationConfig) -> QuotaConfig:
+        """`replication.quota.window.num` / `replication.quota.window.size.seconds` of a broker config."""
+        return cls(config.replication_quota_window_num, config.replication_quota_window_size_seconds * 1000)
 
 
 class _Sample:
@@ -118,6 +124,16 @@ class ReplicationQuotaManager:
         # None value = wildcard (Kafka's AllReplicas sentinel Seq(-1)).
         self._throttled: dict[str, frozenset[int] | None] = {}
         self._emit = emit
+
+    @classmethod
+    def from_config(cls, side: str, broker_id: int, config: ReplicationConfig,
+                    emit: Callable[[Event], None] | None = None) -> ReplicationQuotaManager:
+        """`QuotaFactory`: a manager with the broker's windows and its `*.replication.throttled.rate`."""
+        manager = cls(side, broker_id, QuotaConfig.from_replication_config(config), emit)
+        rate = (config.leader_replication_throttled_rate if side == LEADER
+                else config.follower_replication_throttled_rate)
+        manager.update_quota(float(rate))
+        return manager
 
     # --- configuration ------------------------------------------------------------------------
 

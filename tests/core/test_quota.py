@@ -159,3 +159,18 @@ def test_leader_records_bytes_of_throttled_partitions_only() -> None:
     q.mark_throttled("t", [0])
     assert record_leader_throttled_bytes(q, [("t", 0, 300), ("t", 1, 500), ("u", 0, 7)], 0) == 300
     assert q.rate(0) == pytest.approx(300.0)
+
+
+def test_from_config_uses_broker_windows_and_side_rate() -> None:
+    """`QuotaFactory` + dynamic `leader./follower.replication.throttled.rate`."""
+    from replication_core.config import ReplicationConfig
+
+    cfg = ReplicationConfig(replication_quota_window_num=4, replication_quota_window_size_seconds=2,
+                            leader_replication_throttled_rate=50, follower_replication_throttled_rate=70)
+    leader = ReplicationQuotaManager.from_config("leader", 1, cfg)
+    follower = ReplicationQuotaManager.from_config("follower", 1, cfg)
+    assert leader.config == QuotaConfig(4, 2000)
+    assert (leader.upper_bound(), follower.upper_bound()) == (50.0, 70.0)
+    default = ReplicationQuotaManager.from_config("leader", 1, ReplicationConfig())
+    default.record(10**15, 0)
+    assert not default.is_quota_exceeded(0)  # Long.MAX_VALUE bound
