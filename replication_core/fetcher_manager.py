@@ -13,8 +13,11 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping
 from typing import Protocol
 
+from replication_core.config import ReplicationConfig
 from replication_core.events import Event, make_event
+from replication_core.fetcher import ReplicaFetcherThread
 from replication_core.java_hash import fetcher_id as java_fetcher_id
+from replication_core.log import Log
 from replication_core.partition_fetch_state import (
     BrokerEndPoint,
     FailedPartitions,
@@ -23,6 +26,8 @@ from replication_core.partition_fetch_state import (
     PartitionStates,
     TopicPartition,
 )
+from replication_core.quota import ReplicationQuotaManager
+from replication_core.truncation import TruncationProtocol
 
 EventSink = Callable[[Event], None]
 
@@ -79,6 +84,20 @@ def _partitions_payload(states: Mapping[TopicPartition, int]) -> list[dict[str, 
     return [{"topic": tp.topic, "partition": tp.partition, "fetch_offset": off} for tp, off in states.items()]
 
 
+def replica_fetcher_factory(broker_id: int, config: ReplicationConfig, logs: Callable[[TopicPartition], Log], *,
+                            protocol: TruncationProtocol | str | None = None,
+                            quota: ReplicationQuotaManager | None = None,
+                            on_hw_updated: Callable[[frozenset[TopicPartition]], None] | None = None,
+                            emit: EventSink | None = None, broker_epoch: int = -1) -> FetcherFactory:
+    """`ReplicaFetcherManager.createFetcherThread`: build `ReplicaFetcherThread`s sharing these settings."""
+
+    def create(fid: int, source: BrokerEndPoint, failed: FailedPartitions) -> FetcherThreadLike:
+        return ReplicaFetcherThread(broker_id, fid, source, config, logs, failed, protocol=protocol, quota=quota,
+                                    on_hw_updated=on_hw_updated, emit=emit, broker_epoch=broker_epoch)
+
+    return create
+
+
 class FetcherManager:
     """`AbstractFetcherManager` (as `ReplicaFetcherManager`): fetchers keyed by (leader id, fetcher id)."""
 
@@ -92,6 +111,12 @@ class FetcherManager:
         self._create = create_fetcher
         self._emit = emit
         self._fetchers: dict[tuple[int, int], FetcherThreadLike] = {}
+
+    @classmethod
+    def from_config(cls, broker_id: int, config: ReplicationConfig, create_fetcher: FetcherFactory,
+                    emit: EventSink | None = None) -> FetcherManager:
+        """A manager sized by `num.replica.fetchers`."""
+        return cls(broker_id, config.num_replica_fetchers, create_fetcher, emit)
 
     # --- queries ------------------------------------------------------------------------------
 

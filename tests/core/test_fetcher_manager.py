@@ -9,7 +9,7 @@ import pytest
 from replication_core.config import ReplicationConfig
 from replication_core.events import Event
 from replication_core.fetcher import ReplicaFetcherThread, initial_fetch_offset
-from replication_core.fetcher_manager import FetcherManager
+from replication_core.fetcher_manager import FetcherManager, replica_fetcher_factory
 from replication_core.java_hash import fetcher_id
 from replication_core.log import Log
 from replication_core.partition_fetch_state import (
@@ -183,11 +183,9 @@ def test_resize_to_same_size_only_drops_idle_fetchers() -> None:
 
 def _real_manager(protocol: TruncationProtocol, n: int, logs: dict[TopicPartition, Log],
                   events: list[Event]) -> FetcherManager:
-    def factory(fid: int, source: BrokerEndPoint, failed: FailedPartitions) -> ReplicaFetcherThread:
-        return ReplicaFetcherThread(2, fid, source, ReplicationConfig(), logs.__getitem__, failed,
-                                    protocol=protocol, emit=events.append)
-
-    return FetcherManager(2, n, factory, events.append)
+    config = ReplicationConfig(num_replica_fetchers=n)
+    factory = replica_fetcher_factory(2, config, logs.__getitem__, protocol=protocol, emit=events.append)
+    return FetcherManager.from_config(2, config, factory, events.append)
 
 
 def _work_all(mgr: FetcherManager, leaders: dict[int, MockLeaderEndPoint], now_ms: int = 0) -> None:
