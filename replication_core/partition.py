@@ -23,7 +23,7 @@ Events: the `events` list given at construction receives schema events built wit
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import NamedTuple, Protocol
+from typing import ClassVar, NamedTuple, Protocol
 
 from replication_core.config import ReplicationConfig
 from replication_core.errors import (
@@ -117,78 +117,61 @@ class LeaderAndIsr:
 
 @dataclass(frozen=True)
 class CommittedPartitionState:
-    """`CommittedPartitionState(isr, leaderRecoveryState)`: no AlterPartition in flight."""
+    """`CommittedPartitionState(isr, leaderRecoveryState)`: no AlterPartition in flight.
+
+    `maximal_isr` (= `isr`) and `is_inflight` are plain attributes, not properties: the HW rule reads
+    them on every fetch and append."""
 
     isr: frozenset[int]
     leader_recovery_state: str = RECOVERED
+    maximal_isr: frozenset[int] = field(init=False, repr=False, compare=False)
+    is_inflight: ClassVar[bool] = False
 
-    @property
-    def maximal_isr(self) -> frozenset[int]:
-        """Committed ISR (nothing pending)."""
-        return self.isr
-
-    @property
-    def is_inflight(self) -> bool:
-        """False: nothing pending."""
-        return False
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "maximal_isr", self.isr)
 
 
 @dataclass(frozen=True, eq=False)
 class PendingExpandIsr:
-    """`PendingExpandIsr`: one replica being added; counted in the maximal ISR right away."""
+    """`PendingExpandIsr`: one replica being added; counted in the maximal ISR right away.
+
+    `isr` is the last committed ISR; `maximal_isr` adds the replica being added (a stricter HW
+    condition)."""
 
     new_in_sync_replica_id: int
     sent_leader_and_isr: LeaderAndIsr
     last_committed_state: CommittedPartitionState
+    isr: frozenset[int] = field(init=False, repr=False)
+    maximal_isr: frozenset[int] = field(init=False, repr=False)
+    leader_recovery_state: str = field(init=False, repr=False)
+    is_inflight: ClassVar[bool] = True
 
-    @property
-    def isr(self) -> frozenset[int]:
-        """The last committed ISR."""
-        return self.last_committed_state.isr
-
-    @property
-    def maximal_isr(self) -> frozenset[int]:
-        """Committed ISR plus the replica being added (stricter HW condition)."""
-        return self.last_committed_state.isr | {self.new_in_sync_replica_id}
-
-    @property
-    def leader_recovery_state(self) -> str:
-        """Recovery state of the last committed state."""
-        return self.last_committed_state.leader_recovery_state
-
-    @property
-    def is_inflight(self) -> bool:
-        """True: an AlterPartition is outstanding."""
-        return True
+    def __post_init__(self) -> None:
+        last = self.last_committed_state
+        object.__setattr__(self, "isr", last.isr)
+        object.__setattr__(self, "maximal_isr", last.isr | {self.new_in_sync_replica_id})
+        object.__setattr__(self, "leader_recovery_state", last.leader_recovery_state)
 
 
 @dataclass(frozen=True, eq=False)
 class PendingShrinkIsr:
-    """`PendingShrinkIsr`: replicas being removed; NOT removed from the maximal ISR until committed."""
+    """`PendingShrinkIsr`: replicas being removed; NOT removed from the maximal ISR until committed.
+
+    `isr` and `maximal_isr` are both the last committed ISR (a shrink is applied only once confirmed)."""
 
     out_of_sync_replica_ids: frozenset[int]
     sent_leader_and_isr: LeaderAndIsr
     last_committed_state: CommittedPartitionState
+    isr: frozenset[int] = field(init=False, repr=False)
+    maximal_isr: frozenset[int] = field(init=False, repr=False)
+    leader_recovery_state: str = field(init=False, repr=False)
+    is_inflight: ClassVar[bool] = True
 
-    @property
-    def isr(self) -> frozenset[int]:
-        """The last committed ISR."""
-        return self.last_committed_state.isr
-
-    @property
-    def maximal_isr(self) -> frozenset[int]:
-        """The last committed ISR (a shrink is applied only once confirmed)."""
-        return self.last_committed_state.isr
-
-    @property
-    def leader_recovery_state(self) -> str:
-        """Recovery state of the last committed state."""
-        return self.last_committed_state.leader_recovery_state
-
-    @property
-    def is_inflight(self) -> bool:
-        """True: an AlterPartition is outstanding."""
-        return True
+    def __post_init__(self) -> None:
+        last = self.last_committed_state
+        object.__setattr__(self, "isr", last.isr)
+        object.__setattr__(self, "maximal_isr", last.isr)
+        object.__setattr__(self, "leader_recovery_state", last.leader_recovery_state)
 
 
 PartitionState = CommittedPartitionState | PendingExpandIsr | PendingShrinkIsr
@@ -290,6 +273,7 @@ class Partition:
         self.removing_replicas: tuple[int, ...] = ()
         self.remote_replicas: dict[int, Replica] = {}
         self._max_lag_ms = config.replica_lag_time_max_ms
+        self._effective_min_isr = 1
 
     def __repr__(self) -> str:
         return (f"Partition({self.topic}-{self.partition} broker={self.broker_id} leader={self.leader_replica_id} "
@@ -323,7 +307,7 @@ class Partition:
 
     def effective_min_isr(self) -> int:
         """`effectiveMinIsr`: min.insync.replicas capped at the replica count (3.7+)."""
-        return min(self.config.min_insync_replicas, len(self.remote_replicas) + 1)
+        return self._effective_min_isr
 
     @property
     def is_under_min_isr(self) -> bool:
@@ -398,6 +382,7 @@ class Partition:
                 del self.remote_replicas[r]
         else:
             self.remote_replicas.clear()
+        self._effective_min_isr = min(self.config.min_insync_replicas, len(self.remote_replicas) + 1)
         self.replicas = tuple(reg.replicas)
         self.adding_replicas = tuple(reg.adding_replicas)
         self.removing_replicas = tuple(reg.removing_replicas)
@@ -482,13 +467,15 @@ class Partition:
     def maybe_increment_leader_hw(self, now_ms: int) -> bool:
         """`maybeIncrementLeaderHW`: new HW = min LEO over the leader, the maximal ISR and caught-up
         eligible replicas; not advanced under min ISR. Returns True if the HW moved."""
-        if not self.is_leader:
+        if self.leader_replica_id != self.broker_id:
             return False
         state = self.partition_state
-        if len(state.isr) < self.effective_min_isr():
+        if len(state.isr) < self._effective_min_isr:
             return False
         log = self.log
-        leader_leo = log.log_end_offset
+        leader_leo = log._leo
+        if log._hw >= leader_leo:
+            return False  # nothing above the HW: it cannot move
         new_hw = leader_leo
         maximal = state.maximal_isr
         max_lag = self._max_lag_ms
@@ -496,7 +483,8 @@ class Partition:
             leo = r.log_end_offset
             if leo < new_hw and (
                 rid in maximal
-                or (r.is_caught_up(leader_leo, now_ms, max_lag) and self.is_replica_isr_eligible(rid))
+                # Replica.isCaughtUp inlined (hot path); the LEO-equality clause cannot hold here.
+                or (now_ms - r.last_caught_up_time_ms <= max_lag and self.is_replica_isr_eligible(rid))
             ):
                 new_hw = leo
         return log.maybe_increment_high_watermark(new_hw, now_ms) is not None
@@ -646,8 +634,9 @@ class Partition:
         """`updateFollowerFetchState`: record the fetch, maybe expand the ISR, and advance the HW if the
         follower's LEO changed. Returns (HW moved, AlterPartition request to send)."""
         prev_leo = replica.log_end_offset
+        cached_epoch = None if broker_epoch == -1 else self.metadata.broker_epoch(replica.broker_id)
         replica.update_fetch_state(fetch_offset, follower_log_start_offset, fetch_time_ms, leader_end_offset,
-                                   broker_epoch, self.metadata.broker_epoch(replica.broker_id))
+                                   broker_epoch, cached_epoch)
         if self.events is not None:
             self._emit("follower_fetch_state", fetch_time_ms, follower_id=replica.broker_id,
                        fetch_offset=fetch_offset, last_caught_up_time_ms=replica.last_caught_up_time_ms,
@@ -680,16 +669,24 @@ class Partition:
         diverged or `update_fetch_state` is False, as for purgatory re-reads); `replica_id < 0` is a
         consumer (isolation HIGH_WATERMARK by default). Raises the Kafka exceptions of §2.2."""
         is_follower = replica_id >= 0
-        log = self.local_log_with_epoch_or_throw(current_leader_epoch, fetch_only_from_leader)
-        replica = self.follower_replica_or_throw(replica_id, current_leader_epoch) if is_follower else None
-        hw = log.high_watermark
-        lso = log.log_start_offset
-        leo = log.log_end_offset
+        if (current_leader_epoch is not None and current_leader_epoch != self.leader_epoch
+                and current_leader_epoch != UNDEFINED_EPOCH) or (
+                fetch_only_from_leader and self.leader_replica_id != self.broker_id):
+            self.local_log_with_epoch_or_throw(current_leader_epoch, fetch_only_from_leader)  # raises
+        log = self.log
+        replica = None
+        if is_follower:
+            replica = self.remote_replicas.get(replica_id)
+            if replica is None:
+                self.follower_replica_or_throw(replica_id, current_leader_epoch)  # raises
+        # Read the log's fields directly: this method runs once per partition of every fetch.
+        hw = log._hw
+        lso = log._log_start_offset
+        leo = log._leo
         if last_fetched_epoch is not None and last_fetched_epoch != UNDEFINED_EPOCH:
-            eo = self.last_offset_for_leader_epoch(current_leader_epoch, last_fetched_epoch, False)
-            if eo.error is not Errors.NONE:
-                self._raise(eo.error)
-            if eo.end_offset == UNDEFINED_EPOCH_OFFSET or eo.leader_epoch == UNDEFINED_EPOCH:
+            # lastOffsetForLeaderEpoch without its epoch check: local_log_with_epoch_or_throw did it.
+            eo_epoch, eo_end = log.epoch_cache.end_offset_for(last_fetched_epoch, leo)
+            if eo_end == UNDEFINED_EPOCH_OFFSET or eo_epoch == UNDEFINED_EPOCH:
                 raise OffsetOutOfRangeError(
                     f"Could not determine the end offset of the last fetched epoch {last_fetched_epoch} "
                     f"from the request")
@@ -697,8 +694,8 @@ class Partition:
                 raise OffsetOutOfRangeError(
                     f"Received request for offset {fetch_offset} for partition {self.topic}-{self.partition}, "
                     f"but we only have log segments starting from offset: {lso}.")
-            if eo.leader_epoch < last_fetched_epoch or eo.end_offset < fetch_offset:
-                return LogReadInfo(fetch_offset, (), 0, (eo.leader_epoch, eo.end_offset), hw, lso, leo, hw)
+            if eo_epoch < last_fetched_epoch or eo_end < fetch_offset:
+                return LogReadInfo(fetch_offset, (), 0, (eo_epoch, eo_end), hw, lso, leo, hw)
         if isolation is None:
             isolation = FetchIsolation.LOG_END if is_follower else FetchIsolation.HIGH_WATERMARK
         data = log.read(fetch_offset, max_bytes, isolation, min_one_message)
@@ -709,13 +706,6 @@ class Partition:
                 replica, fetch_offset, follower_log_start_offset, now_ms, leo, broker_epoch)
         return LogReadInfo(fetch_offset, data.batches, data.size_bytes, None, hw, lso, leo, hw,
                            hw_moved, alter)
-
-    @staticmethod
-    def _raise(error: Errors) -> None:
-        for exc in (FencedLeaderEpochError, UnknownLeaderEpochError, NotLeaderOrFollowerError):
-            if exc.error is error:
-                raise exc(str(error))
-        raise NotLeaderOrFollowerError(str(error))
 
     def last_offset_for_leader_epoch(
         self, current_leader_epoch: int | None, leader_epoch: int, fetch_only_from_leader: bool = True
@@ -763,12 +753,11 @@ class Partition:
                                  required_acks: int, now_ms: int) -> AppendResult:
         """`appendRecordsToLeader`: NOT_ENOUGH_REPLICAS for acks=all when the committed ISR is below the
         effective min ISR (checked before the append), then append and maybe advance the HW."""
-        if not self.is_leader:
+        if self.leader_replica_id != self.broker_id:
             raise NotLeaderOrFollowerError(
                 f"Leader not local for partition {self.topic}-{self.partition} on broker {self.broker_id}")
-        min_isr = self.effective_min_isr()
-        in_sync = len(self.partition_state.isr)
-        if required_acks == -1 and in_sync < min_isr:
+        min_isr = self._effective_min_isr
+        if required_acks == -1 and len(self.partition_state.isr) < min_isr:
             raise NotEnoughReplicasError(
                 f"The size of the current ISR {sorted(self.partition_state.isr)} is insufficient to satisfy "
                 f"the min.isr requirement of {min_isr} for partition {self.topic}-{self.partition}")

@@ -135,6 +135,16 @@ class ProduceResult(NamedTuple):
     last_offset: int
 
 
+class _ReadResult(NamedTuple):
+    """What `_read_from_log` produced: responses plus the totals the immediate-answer test needs."""
+
+    partitions: dict[TopicPartition, FetchPartitionResponse]
+    hw_moved: list[TopicPartition]
+    bytes_readable: int
+    any_error: bool
+    any_diverging: bool
+
+
 class CompletedFetch(NamedTuple):
     """A parked fetch answered later (early completion or expiry)."""
 
@@ -420,20 +430,23 @@ class ReplicaManager:
 
     # --- fetch -----------------------------------------------------------------------------------------
 
-    def _read_from_log(self, request: FetchRequest, now_ms: int, from_purgatory: bool
-                       ) -> tuple[dict[TopicPartition, FetchPartitionResponse], list[TopicPartition]]:
+    def _read_from_log(self, request: FetchRequest, now_ms: int, from_purgatory: bool) -> _ReadResult:
         """`readFromLog`: read every partition within the response budget (first non-empty partition
         may exceed it, KIP-74); errors become per-partition error codes."""
         limit = min(request.max_bytes, self.config.fetch_max_bytes)
         min_one = True
         out: dict[TopicPartition, FetchPartitionResponse] = {}
         hw_moved: list[TopicPartition] = []
+        total = 0
+        any_error = False
+        any_diverging = False
         partitions = self.partitions
         replica_id = request.replica_id
         for tp, pd in request.partitions.items():
             p = partitions.get(tp)
             if p is None:
                 out[tp] = FetchPartitionResponse(error=Errors.UNKNOWN_TOPIC_OR_PARTITION)
+                any_error = True
                 continue
             try:
                 info = p.fetch_records(
@@ -443,12 +456,16 @@ class ReplicaManager:
                     min_one_message=min_one, update_fetch_state=not from_purgatory)
             except ReplogError as exc:
                 out[tp] = FetchPartitionResponse(error=exc.error)
+                any_error = True
                 continue
             size = info.size_bytes
             if size:
                 min_one = False
                 limit = max(0, limit - size)
+                total += size
             div = info.diverging_epoch
+            if div is not None:
+                any_diverging = True
             out[tp] = FetchPartitionResponse(
                 Errors.NONE, info.high_watermark, info.log_start_offset, info.last_stable_offset,
                 info.batches, None if div is None else EpochEndOffset(Errors.NONE, div[0], div[1]))
@@ -456,27 +473,18 @@ class ReplicaManager:
                 self._submit_alter(info.alter_partition, now_ms)
             if info.hw_incremented:
                 hw_moved.append(tp)
-        return out, hw_moved
+        return _ReadResult(out, hw_moved, total, any_error, any_diverging)
 
     def fetch_messages(self, request: FetchRequest, now_ms: int,
                        request_id: Hashable = None) -> FetchResponse | None:
         """`fetchMessages`: read, update follower state (then HW), and answer now or park the fetch
         in the purgatory (returns None; the answer later appears in `take_completed_fetches`)."""
-        results, hw_moved = self._read_from_log(request, now_ms, from_purgatory=False)
-        for tp in hw_moved:
+        read = self._read_from_log(request, now_ms, from_purgatory=False)
+        for tp in read.hw_moved:
             self._try_complete_delayed(tp, now_ms)
-        bytes_readable = 0
-        any_error = False
-        any_diverging = False
-        for r in results.values():
-            bytes_readable += r.size_bytes
-            if r.error != Errors.NONE:
-                any_error = True
-            if r.diverging_epoch is not None:
-                any_diverging = True
-        if can_respond_immediately(request.max_wait_ms, len(request.partitions), bytes_readable,
-                                   request.min_bytes, any_error, any_diverging):
-            return FetchResponse(results)
+        if can_respond_immediately(request.max_wait_ms, len(request.partitions), read.bytes_readable,
+                                   request.min_bytes, read.any_error, read.any_diverging):
+            return FetchResponse(read.partitions)
         statuses = {
             tp: FetchPartitionStatus(pd.fetch_offset, pd.max_bytes, pd.current_leader_epoch, pd.last_fetched_epoch)
             for tp, pd in request.partitions.items()
@@ -491,8 +499,7 @@ class ReplicaManager:
         """`DelayedFetch.onComplete`: re-read with `readFromPurgatory` (no second follower update)."""
         request = op.payload
         assert isinstance(request, FetchRequest)
-        results, _ = self._read_from_log(request, now_ms, from_purgatory=True)
-        return FetchResponse(results)
+        return FetchResponse(self._read_from_log(request, now_ms, from_purgatory=True).partitions)
 
     def take_completed_fetches(self) -> list[CompletedFetch]:
         """Parked fetches answered since the last call, in completion order."""
