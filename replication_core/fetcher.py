@@ -34,7 +34,7 @@ selects the Kafka generation replayed; see `truncation.py` for the table.
 from __future__ import annotations
 
 from collections.abc import Callable, Generator, Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from replication_core.config import ReplicationConfig
 from replication_core.errors import (
@@ -198,6 +198,14 @@ class ReplicaFetcherThread:
     def fetch_state(self, tp: TopicPartition) -> PartitionFetchState | None:
         """`fetchState(tp)`."""
         return self.partition_states.get(tp)
+
+    def maybe_update_topic_ids(self, tps: Iterable[TopicPartition],
+                               topic_ids: Callable[[str], str | None]) -> None:
+        """`maybeUpdateTopicIds`: set the topic id of held partitions in place (no move, no reset)."""
+        for tp in tps:
+            state = self.partition_states.get(tp)
+            if state is not None:
+                self.partition_states.update(tp, replace(state, topic_id=topic_ids(tp.topic)))
 
     def shutdown(self) -> None:
         """`shutdown`: later `work()` calls do nothing."""

@@ -546,3 +546,14 @@ def test_negative_initial_offset_is_placed_with_list_offsets() -> None:
     h.do_work()
     assert h.leader.list_offsets_count == 2
     assert h.logs[TP].log_start_offset == 5 and h.logs[TP].log_end_offset == 6
+
+
+def test_maybe_update_topic_ids() -> None:
+    """AbstractFetcherThreadTest.testMaybeUpdateTopicIds: ids set in place; unknown partitions ignored."""
+    h = make_harness(TruncationProtocol.DIVERGING_EPOCH)
+    p0, p1, other = TopicPartition("topic", 0), TopicPartition("topic", 1), TopicPartition("nope", 0)
+    h.add(p0, mk_log([mk_batch(0, 0)], tp=p0), 1, 0)
+    h.add(p1, mk_log([mk_batch(0, 0)], tp=p1), 1, 0)
+    h.fetcher.maybe_update_topic_ids({p0, other}, {"topic": "uuid-1"}.get)
+    assert h.state(p0).topic_id == "uuid-1" and h.state(p1).topic_id is None
+    assert list(h.fetcher.partition_states) == [p0, p1] and h.fetcher.fetch_state(other) is None
