@@ -51,14 +51,15 @@ class DelayedFetch:
     """`DelayedFetch`: a parked fetch with its per-partition start positions and deadline.
 
     `is_follower` selects the end offset that counts (LEO for followers, HW for consumers);
-    `throttled` lists partitions whose bytes do not count (leader-side replication quota, case G)."""
+    `is_throttled(key, now_ms)` says whether a partition's bytes do not count right now (the leader-side
+    replication quota, `shouldLeaderThrottle`, case G)."""
 
     request_id: Hashable
     replica_id: int
     min_bytes: int
     deadline_ms: int
     statuses: Mapping[Hashable, FetchPartitionStatus]
-    throttled: frozenset[Hashable] = frozenset()
+    is_throttled: Callable[[Hashable, int], bool] | None = None
     payload: object = None
     completed: bool = field(default=False, init=False)
 
@@ -67,8 +68,8 @@ class DelayedFetch:
         """Fetch from a follower replica (`FetchParams.isFromFollower`)."""
         return self.replica_id >= 0
 
-    def try_complete(self, lookup: PartitionLookup) -> bool:
-        """`tryComplete`: True if the fetch can be answered now (the caller then completes it)."""
+    def try_complete(self, lookup: PartitionLookup, now_ms: int = 0) -> bool:
+        """`tryComplete` at `now_ms`: True if the fetch can be answered now (the caller completes it)."""
         accumulated = 0
         for key, st in self.statuses.items():
             try:
@@ -80,7 +81,7 @@ class DelayedFetch:
             end = leo if self.is_follower else hw
             if end < st.fetch_offset:
                 return True  # case F: the leader truncated below the fetch position
-            if end > st.fetch_offset and key not in self.throttled:
+            if end > st.fetch_offset and (self.is_throttled is None or not self.is_throttled(key, now_ms)):
                 accumulated += partition.log.bytes_between(st.fetch_offset, end, st.max_bytes)
             if st.last_fetched_epoch is not None and st.last_fetched_epoch != UNDEFINED_EPOCH:
                 eo = partition.last_offset_for_leader_epoch(st.current_leader_epoch, st.last_fetched_epoch, False)
@@ -108,10 +109,10 @@ class DelayedFetchPurgatory:
         """Operations watching `key` (`watched`), completed ones excluded."""
         return sum(1 for op in self._watchers.get(key, ()) if not op.completed)
 
-    def try_complete_else_watch(self, op: DelayedFetch, lookup: PartitionLookup) -> bool:
+    def try_complete_else_watch(self, op: DelayedFetch, lookup: PartitionLookup, now_ms: int = 0) -> bool:
         """`tryCompleteElseWatch`: complete now if possible, otherwise watch every key of `op`.
         Returns True if completed (the caller answers at once)."""
-        if op.try_complete(lookup):
+        if op.try_complete(lookup, now_ms):
             op.completed = True
             return True
         for key in op.statuses:
@@ -121,7 +122,7 @@ class DelayedFetchPurgatory:
         self._pending += 1
         return False
 
-    def check_and_complete(self, key: Hashable, lookup: PartitionLookup) -> list[DelayedFetch]:
+    def check_and_complete(self, key: Hashable, lookup: PartitionLookup, now_ms: int = 0) -> list[DelayedFetch]:
         """`checkAndComplete(key)`: re-run `try_complete` for operations watching `key`; returns
         those completed now, in the order they were parked."""
         ops = self._watchers.get(key)
@@ -132,7 +133,7 @@ class DelayedFetchPurgatory:
         for op in ops:
             if op.completed:
                 continue
-            if op.try_complete(lookup):
+            if op.try_complete(lookup, now_ms):
                 op.completed = True
                 self._pending -= 1
                 done.append(op)

@@ -84,6 +84,27 @@ class FetcherControl(Protocol):
         ...
 
 
+class LeaderQuota(Protocol):
+    """The leader-side replication quota (`ReplicationQuotaManager` as a `ReplicaQuota`, KIP-73)."""
+
+    def is_throttled(self, topic: str, partition: int) -> bool:
+        """`isThrottled(tp)`."""
+        ...
+
+    def is_quota_exceeded(self, now_ms: int) -> bool:
+        """`isQuotaExceeded`."""
+        ...
+
+    def record(self, num_bytes: int, now_ms: int) -> None:
+        """`record(bytes)`."""
+        ...
+
+    def emit_throttle(self, now_ms: int, topic: str, partition: int, leader_epoch: int | None,
+                      follower_id: int, num_bytes: int) -> None:
+        """Report traffic held back (`quota_throttle` event)."""
+        ...
+
+
 class AlterPartitionChannel(Protocol):
     """The controller side of AlterPartition (`NodeToControllerChannelManager`)."""
 
@@ -224,6 +245,7 @@ class ReplicaManager:
         events: list[Event] | None = None,
         fetcher_control: FetcherControl | None = None,
         controller: AlterPartitionChannel | None = None,
+        leader_quota: LeaderQuota | None = None,
         logs: Mapping[TopicPartition, Log] | None = None,
         endpoints: Mapping[int, BrokerEndPoint] | None = None,
     ) -> None:
@@ -233,6 +255,7 @@ class ReplicaManager:
         self.events = events
         self.fetcher_control = fetcher_control
         self.controller = controller
+        self.leader_quota = leader_quota
         self.controller_epoch = 0
         self.partitions: dict[TopicPartition, Partition] = {}
         # Logs that survive a restart (the simulator's disks); used when a partition is first hosted.
@@ -459,6 +482,12 @@ class ReplicaManager:
                 any_error = True
                 continue
             size = info.size_bytes
+            batches = info.batches
+            if size and self.leader_quota is not None and self._should_leader_throttle(p, tp, replica_id, now_ms):
+                # §2.2 step 7: the follower state was updated above, but no records go back.
+                self.leader_quota.emit_throttle(now_ms, tp.topic, tp.partition, p.leader_epoch, replica_id, size)
+                batches = ()
+                size = 0
             if size:
                 min_one = False
                 limit = max(0, limit - size)
@@ -468,7 +497,7 @@ class ReplicaManager:
                 any_diverging = True
             out[tp] = FetchPartitionResponse(
                 Errors.NONE, info.high_watermark, info.log_start_offset, info.last_stable_offset,
-                info.batches, None if div is None else EpochEndOffset(Errors.NONE, div[0], div[1]))
+                batches, None if div is None else EpochEndOffset(Errors.NONE, div[0], div[1]))
             if info.alter_partition is not None:
                 self._submit_alter(info.alter_partition, now_ms)
             if info.hw_incremented:
@@ -484,14 +513,19 @@ class ReplicaManager:
             self._try_complete_delayed(tp, now_ms)
         if can_respond_immediately(request.max_wait_ms, len(request.partitions), read.bytes_readable,
                                    request.min_bytes, read.any_error, read.any_diverging):
-            return FetchResponse(read.partitions)
+            return self._respond(request, read.partitions, now_ms)
         statuses = {
             tp: FetchPartitionStatus(pd.fetch_offset, pd.max_bytes, pd.current_leader_epoch, pd.last_fetched_epoch)
             for tp, pd in request.partitions.items()
         }
+        throttled = None
+        if self.leader_quota is not None and request.replica_id >= 0:
+            def throttled(key: Hashable, at_ms: int) -> bool:
+                p = self.partitions.get(key)  # type: ignore[call-overload]
+                return p is not None and self._should_leader_throttle(p, key, request.replica_id, at_ms)
         op = DelayedFetch(request_id, request.replica_id, request.min_bytes, now_ms + request.max_wait_ms,
-                          statuses, payload=request)
-        if self.fetch_purgatory.try_complete_else_watch(op, self.get_partition_or_exception):
+                          statuses, is_throttled=throttled, payload=request)
+        if self.fetch_purgatory.try_complete_else_watch(op, self.get_partition_or_exception, now_ms):
             return self._complete_fetch(op, now_ms)
         return None
 
@@ -499,7 +533,23 @@ class ReplicaManager:
         """`DelayedFetch.onComplete`: re-read with `readFromPurgatory` (no second follower update)."""
         request = op.payload
         assert isinstance(request, FetchRequest)
-        return FetchResponse(self._read_from_log(request, now_ms, from_purgatory=True).partitions)
+        return self._respond(request, self._read_from_log(request, now_ms, from_purgatory=True).partitions, now_ms)
+
+    def _should_leader_throttle(self, p: Partition, tp: Hashable, replica_id: int, now_ms: int) -> bool:
+        """`shouldLeaderThrottle`: an out-of-ISR follower, a throttled partition, the quota exceeded."""
+        quota = self.leader_quota
+        return (quota is not None and replica_id >= 0 and replica_id not in p.partition_state.isr
+                and quota.is_throttled(tp[0], tp[1]) and quota.is_quota_exceeded(now_ms))  # type: ignore[index]
+
+    def _respond(self, request: FetchRequest, partitions: dict[TopicPartition, FetchPartitionResponse],
+                 now_ms: int) -> FetchResponse:
+        """Build the response; for a follower, record the bytes of its throttled partitions in the leader
+        quota (`KafkaApis.sizeOfThrottledPartitions` + `quotas.leader.record`)."""
+        quota = self.leader_quota
+        if quota is not None and request.replica_id >= 0:
+            total = sum(r.size_bytes for tp, r in partitions.items() if quota.is_throttled(tp.topic, tp.partition))
+            quota.record(total, now_ms)
+        return FetchResponse(partitions)
 
     def take_completed_fetches(self) -> list[CompletedFetch]:
         """Parked fetches answered since the last call, in completion order."""
@@ -590,7 +640,7 @@ class ReplicaManager:
 
     def _try_complete_delayed(self, tp: TopicPartition, now_ms: int) -> None:
         """`tryCompleteDelayedRequests` / `checkAndComplete(TopicPartitionOperationKey)`."""
-        for op in self.fetch_purgatory.check_and_complete(tp, self.get_partition_or_exception):
+        for op in self.fetch_purgatory.check_and_complete(tp, self.get_partition_or_exception, now_ms):
             self._completed_fetches.append(CompletedFetch(op.request_id, self._complete_fetch(op, now_ms)))
         waiting = self._produce_waiting.get(tp)
         if waiting:

@@ -380,3 +380,29 @@ def test_end_to_end_replication_and_divergence_with_real_fetcher() -> None:
         f1.do_work(clock[0], LeaderAdapter(rm2, clock))
     assert [b.checksum for b in p1.log.batches] == [100, 101, 102, 300]
     assert p1.log.batches == p2.log.batches and p1.log.epoch_cache.entries == p2.log.epoch_cache.entries
+
+
+def test_leader_quota_blanks_out_of_isr_throttled_follower() -> None:
+    """§2.2 step 7 / KIP-73: an out-of-ISR follower of a throttled partition gets no records while the
+    leader quota is exceeded (its fetch state is still updated); in-ISR followers are never throttled;
+    throttled bytes are recorded against the leader quota."""
+    from replication_core.quota import LEADER as QUOTA_LEADER
+    from replication_core.quota import ReplicationQuotaManager
+
+    events: list[Any] = []
+    quota = ReplicationQuotaManager(QUOTA_LEADER, 1, emit=events.append)
+    quota.mark_throttled("orders")
+    rm = ReplicaManager(1, ReplicationConfig(), leader_quota=quota, events=events)
+    rm.become_leader_or_follower(lai({TP: reg(1, 1, (1, 2))}), T0)
+    rm.append_records(TP, 3, 300, 1, 1, T0)
+    r = rm.fetch_messages(fetch_req(3, 0, max_wait_ms=0), T0)  # quota not set: never exceeded
+    assert r is not None and r.partitions[TP].size_bytes == 300
+    assert quota.rate(T0) > 0
+    quota.update_quota(1.0)  # far below what was just recorded
+    r = rm.fetch_messages(fetch_req(3, 0, max_wait_ms=0), T0 + 10)
+    assert r is not None and r.partitions[TP].batches == () and r.partitions[TP].error == Errors.NONE
+    replica = rm.get_partition(TP).get_replica(3)  # type: ignore[union-attr]
+    assert replica is not None and replica.last_fetch_time_ms == T0 + 10
+    assert [e["follower_id"] for e in events if e["event_type"] == "quota_throttle"] == [3]
+    r = rm.fetch_messages(fetch_req(2, 0, max_wait_ms=0), T0 + 20)  # in the ISR: not throttled
+    assert r is not None and r.partitions[TP].size_bytes == 300
