@@ -1,0 +1,84 @@
+"""Events from the fetcher, the fetcher manager and the quota conform to `schemas.events`."""
+
+from __future__ import annotations
+
+import pyarrow as pa
+
+from replication_core.config import ReplicationConfig
+from replication_core.events import Event
+from replication_core.fetcher import ReplicaFetcherThread
+from replication_core.fetcher_manager import FetcherManager, replica_fetcher_factory
+from replication_core.log import Log
+from replication_core.partition_fetch_state import BrokerEndPoint, InitialFetchState, TopicPartition
+from replication_core.quota import ReplicationQuotaManager
+from schemas.events import COLUMN_BY_NAME, EVENT_SCHEMA, EVENT_TYPES
+from tests.core.mock_leader import MockLeaderEndPoint, mk_batch, mk_log, seed
+
+
+def run_mixed_workload() -> list[Event]:
+    """Fetch, diverge, truncate, fail, throttle and resize, collecting every event."""
+    events: list[Event] = []
+    tps = [TopicPartition("t", p) for p in range(3)]
+    logs: dict[TopicPartition, Log] = {
+        tps[0]: mk_log([mk_batch(0, 0), mk_batch(1, 2)], hw=1, tp=tps[0]),   # will diverge
+        tps[1]: mk_log([], tp=tps[1]),                                       # plain catch-up
+        tps[2]: mk_log([], tp=tps[2]),                                       # throttled, then fenced
+    }
+    for log in logs.values():
+        log.events = events
+    leader = MockLeaderEndPoint()
+    leader.set_leader(tps[0], [mk_batch(0, 0), mk_batch(1, 1), mk_batch(2, 3)], 3, 3)
+    leader.set_leader(tps[1], seed(0, 3, 3), 3, 3)
+    fenced = leader.set_leader(tps[2], seed(0, 3, 3), 3, 3)
+    quota = ReplicationQuotaManager("follower", 2)
+    quota.mark_throttled("t", [2])
+    config = ReplicationConfig(num_replica_fetchers=2)
+    factory = replica_fetcher_factory(2, config, logs.__getitem__, quota=quota, emit=events.append)
+    mgr = FetcherManager.from_config(2, config, factory, events.append)
+    mgr.add_fetcher_for_partitions({tp: InitialFetchState(BrokerEndPoint(1), 3, logs[tp].log_end_offset)
+                                    for tp in tps}, 0)
+    now = 0
+    for step in range(6):
+        now += 1000
+        if step == 2:
+            quota.update_quota(1.0)
+        if step == 4:
+            fenced.become_leader(4)
+        for fetcher in mgr.fetchers.values():
+            assert isinstance(fetcher, ReplicaFetcherThread)
+            fetcher.do_work(now, leader)
+    mgr.resize_thread_pool(3, now)
+    return events
+
+
+def test_events_fill_required_columns_with_allowed_values() -> None:
+    """Every event has its type's required columns, non-negative numbers and allowed enum values."""
+    events = run_mixed_workload()
+    kinds = {e["event_type"] for e in events}
+    assert {"fetch", "fetch_response", "truncation", "append", "hw_change", "fetcher_change",
+            "quota_throttle"} <= kinds
+    assert any(e["event_type"] == "fetch_response" and e["error"] == "FENCED_LEADER_EPOCH" for e in events)
+    for e in events:
+        et = EVENT_TYPES[e["event_type"]]
+        for name in et.requires:
+            assert e.get(name) is not None, (e["event_type"], name, e)
+        if et.partition_scoped:
+            assert e["topic"] is not None and e["partition"] is not None
+        for name, value in e.items():
+            col = COLUMN_BY_NAME[name]
+            if value is None:
+                continue
+            if col.non_negative:
+                assert value >= 0, (name, e)
+            allowed = col.allowed_by_type.get(e["event_type"], col.allowed)
+            if allowed:
+                assert value in allowed, (name, value, e)
+
+
+def test_events_build_an_arrow_table_with_the_event_schema() -> None:
+    """The events convert to `EVENT_SCHEMA` (types, list-of-struct partitions) without loss."""
+    events = run_mixed_workload()
+    rows = [{**{name: None for name in EVENT_SCHEMA.names}, "schema_version": "1.0", "source": "engine",
+             "run_id": "r", "event_id": i, **e} for i, e in enumerate(events)]
+    table = pa.Table.from_pylist(rows, schema=EVENT_SCHEMA)
+    assert table.num_rows == len(events)
