@@ -21,15 +21,15 @@ def run_mixed_workload() -> list[Event]:
     tps = [TopicPartition("t", p) for p in range(3)]
     logs: dict[TopicPartition, Log] = {
         tps[0]: mk_log([mk_batch(0, 0), mk_batch(1, 2)], hw=1, tp=tps[0]),   # will diverge
-        tps[1]: mk_log([], tp=tps[1]),                                       # plain catch-up
-        tps[2]: mk_log([], tp=tps[2]),                                       # throttled, then fenced
+        tps[1]: mk_log([], tp=tps[1]),                                       # catch-up, then fenced
+        tps[2]: mk_log([], tp=tps[2]),                                       # throttled
     }
     for log in logs.values():
         log.events = events
     leader = MockLeaderEndPoint()
     leader.set_leader(tps[0], [mk_batch(0, 0), mk_batch(1, 1), mk_batch(2, 3)], 3, 3)
-    leader.set_leader(tps[1], seed(0, 3, 3), 3, 3)
-    fenced = leader.set_leader(tps[2], seed(0, 3, 3), 3, 3)
+    fenced = leader.set_leader(tps[1], seed(0, 3, 3), 3, 3)
+    leader.set_leader(tps[2], seed(0, 3, 3), 3, 3)
     quota = ReplicationQuotaManager("follower", 2)
     quota.mark_throttled("t", [2])
     config = ReplicationConfig(num_replica_fetchers=2)
