@@ -518,13 +518,15 @@ class ReplicaManager:
             tp: FetchPartitionStatus(pd.fetch_offset, pd.max_bytes, pd.current_leader_epoch, pd.last_fetched_epoch)
             for tp, pd in request.partitions.items()
         }
-        throttled = None
-        if self.leader_quota is not None and request.replica_id >= 0:
-            def throttled(key: Hashable, at_ms: int) -> bool:
-                p = self.partitions.get(key)  # type: ignore[call-overload]
-                return p is not None and self._should_leader_throttle(p, key, request.replica_id, at_ms)
-        op = DelayedFetch(request_id, request.replica_id, request.min_bytes, now_ms + request.max_wait_ms,
-                          statuses, is_throttled=throttled, payload=request)
+        replica_id = request.replica_id
+
+        def _throttled(key: Hashable, at_ms: int) -> bool:
+            p = self.partitions.get(key)  # type: ignore[call-overload]
+            return p is not None and self._should_leader_throttle(p, key, replica_id, at_ms)
+
+        use_quota = self.leader_quota is not None and replica_id >= 0
+        op = DelayedFetch(request_id, replica_id, request.min_bytes, now_ms + request.max_wait_ms,
+                          statuses, is_throttled=_throttled if use_quota else None, payload=request)
         if self.fetch_purgatory.try_complete_else_watch(op, self.get_partition_or_exception, now_ms):
             return self._complete_fetch(op, now_ms)
         return None
