@@ -8,6 +8,7 @@ are comments. Commands (one follower broker 2 fetching from one leader broker 1)
   follower TP epoch=E hw=H log=SPEC [offset=N]  install the follower's log and add it to the fetcher
                                                 (offset defaults to ReplicaManager.initialFetchOffset)
   leader-epoch TP E                             the leader moves to epoch E (cached at its LEO)
+  readd TP epoch=E                              the follower is re-added at epoch E (new LeaderAndIsr)
   append TP epoch=E count=N                     the leader appends N single-record batches
   leader-down                                   every later request fails (NETWORK_EXCEPTION)
   work [n=N] [advance=MS]                       N doWork rounds; prints every request/answer and truncation
@@ -37,7 +38,7 @@ from replication_core.leader_endpoint import (
     call_leader,
 )
 from replication_core.log import Log, RecordBatch
-from replication_core.partition_fetch_state import TopicPartition
+from replication_core.partition_fetch_state import BrokerEndPoint, InitialFetchState, TopicPartition
 from replication_core.truncation import truncation_protocol
 from tests.core.mock_leader import FollowerHarness, MockLeaderEndPoint, make_harness, mk_batch, mk_log
 
@@ -136,6 +137,15 @@ class World:
         offset = int(kv["offset"]) if "offset" in kv else initial_fetch_offset(log, h.fetcher.protocol)
         h.add(tp, log, offset, int(kv["epoch"]))
         return [f"follower {tp}: {render_log(log)}", f"state: {h.fetcher.fetch_state(tp)}"]
+
+    def cmd_readd(self, pos: list[str], kv: dict[str, str]) -> list[str]:
+        """`readd TP epoch=E`: the follower is re-added to the fetcher at epoch E (a LeaderAndIsr with a new epoch)."""
+        h = self.harness
+        tp = parse_tp(pos[0])
+        log = h.logs[tp]
+        h.fetcher.add_partitions({tp: InitialFetchState(BrokerEndPoint(1), int(kv["epoch"]),
+                                                        initial_fetch_offset(log, h.fetcher.protocol))}, h.now_ms)
+        return [f"state: {h.fetcher.fetch_state(tp)}"]
 
     def cmd_leader_epoch(self, pos: list[str], kv: dict[str, str]) -> list[str]:
         """`leader-epoch TP E`: the leader moves to epoch E (`makeLeader` caches it at the LEO)."""
