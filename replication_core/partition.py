@@ -330,8 +330,9 @@ class Partition:
 
     def _emit(self, event_type: str, now_ms: int, **payload: object) -> None:
         if self.events is not None:
+            epoch = self.leader_epoch if self.leader_epoch >= 0 else None
             self.events.append(make_event(event_type, now_ms, self.broker_id, self.topic, self.partition,
-                                          self.leader_epoch, **payload))
+                                          epoch, **payload))
 
     def _emit_leadership(self, action: str, now_ms: int) -> None:
         if self.events is not None:

@@ -406,3 +406,65 @@ def test_leader_quota_blanks_out_of_isr_throttled_follower() -> None:
     assert [e["follower_id"] for e in events if e["event_type"] == "quota_throttle"] == [3]
     r = rm.fetch_messages(fetch_req(2, 0, max_wait_ms=0), T0 + 20)  # in the ISR: not throttled
     assert r is not None and r.partitions[TP].size_bytes == 300
+
+
+def _check_event(ev: dict[str, Any]) -> None:
+    """Schema contract of one engine event (required payload, allowed values, non-negative numbers)."""
+    from schemas.events import COLUMN_BY_NAME, EVENT_TYPES
+
+    et = EVENT_TYPES[ev["event_type"]]
+    for name in et.requires:
+        assert ev.get(name) is not None, f"{et.name} without {name}: {ev}"
+    if et.partition_scoped:
+        assert ev["topic"] is not None and ev["partition"] is not None, ev
+    for name, value in ev.items():
+        if value is None:
+            continue
+        col = COLUMN_BY_NAME[name]
+        allowed = col.allowed_by_type.get(et.name, col.allowed)
+        if allowed:
+            assert value in allowed, f"{name}={value!r} not in {allowed} ({et.name})"
+        if col.non_negative:
+            assert value >= 0, f"{name}={value!r} negative ({et.name})"
+
+
+def test_engine_events_conform_to_the_schema() -> None:
+    """Every event of a replication run (leaders, followers, ISR changes, acks, truncation) carries its
+    required columns with allowed values, and the batch converts to the arrow EVENT_SCHEMA."""
+    import pyarrow as pa
+
+    from schemas.events import EVENT_SCHEMA, SCHEMA_VERSION
+
+    clock = [T0]
+    events: list[Any] = []
+    cfg = ReplicationConfig()
+    rm1 = ReplicaManager(1, cfg, events=events)
+    rm2 = ReplicaManager(2, cfg, events=events)
+    states = {TP: reg(1, 1, (1,), replicas=(1, 2))}
+    rm1.become_leader_or_follower(lai(states), clock[0])
+    res = rm2.become_leader_or_follower(lai(states), clock[0])
+    f2 = ReplicaFetcherThread(2, 0, BrokerEndPoint(1), cfg, lambda tp: rm2.get_partition(tp).log,  # type: ignore[union-attr]
+                              emit=events.append)
+    f2.add_partitions(res.fetchers_to_add, clock[0])
+    rm1.append_records(TP, 2, 20, 1, -1, clock[0], request_id="p")
+    for _ in range(3):
+        f2.do_work(clock[0], LeaderAdapter(rm1, clock))
+        for req in rm1.take_alter_partition_requests():
+            rm1.handle_alter_partition_response(req, LeaderAndIsr(1, 1, req.leader_and_isr.isr, 2), clock[0])
+    rm1.append_records(TP, 1, 10, 2, 1, clock[0])  # follower 2 is no longer at the leader LEO
+    rm1.maybe_shrink_isr(clock[0] + 60_000)
+    for req in rm1.take_alter_partition_requests():
+        rm1.handle_alter_partition_response(req, Errors.INVALID_UPDATE_VERSION, clock[0] + 60_000)
+    rm2.get_partition(TP).truncate_to(1, clock[0], "high_watermark")  # type: ignore[union-attr]
+    shrinks = [e for e in events if e["event_type"] == "isr_change" and e["action"] == "shrink"]
+    assert [e["isr_state"] for e in shrinks] == ["proposed", "rejected"]
+    assert shrinks[0]["out_of_sync_replicas"][0]["replica_id"] == 2
+    kinds = {e["event_type"] for e in events}
+    assert {"leadership_change", "append", "hw_change", "follower_fetch_state", "isr_change", "produce_ack",
+            "truncation", "fetch", "fetch_response"} <= kinds
+    for ev in events:
+        _check_event(ev)
+    rows = [dict(ev, schema_version=SCHEMA_VERSION, source="engine", run_id="r", event_id=i)
+            for i, ev in enumerate(events)]
+    table = pa.Table.from_pylist(rows, schema=EVENT_SCHEMA)
+    assert table.num_rows == len(events)
