@@ -21,11 +21,19 @@ removed, a leader epoch bumped) exactly where Kafka's fetcher thread would be bl
 This keeps Kafka's sequential control flow (ListOffsets in the middle of response processing, a
 second epoch request after a failed round) in one readable place instead of a callback web.
 
+Driving contract: at most one `work()` of a fetcher is in flight (a Kafka fetcher thread is blocked in
+its RPC); a lost or timed-out RPC is answered with an error response (`FetchResponse(error=...)`,
+`OffsetsForLeaderEpochResponse(error=...)`, `ListOffsetsResponse(error=...)`), never by abandoning the
+generator. After a round that sent a fetch, call `work()` again at once (the leader's purgatory is the
+wait); after an idle round (`WorkResult.idle_backoff_ms`), call it again after that backoff, when
+partitions are added, or at `next_delay_expiry_ms()`.
+
 The follower's own replicas are reached through `logs(tp) -> Log` (the `UnifiedLog` of
 `replication_core.log`, which emits the `append` / `truncation` / `hw_change` /
 `log_start_offset_change` events itself) and `on_hw_updated(tps)` (Kafka's
-`completeDelayedFetchRequests`). The fetcher emits `fetch`, `fetch_response` and, when it marks a
-partition failed, `fetcher_change` (removed); the follower quota emits `quota_throttle`.
+`completeDelayedFetchRequests`). The fetcher emits `fetch`, `fetch_response`, `quota_throttle` (a
+throttled partition left out of a fetch) and, when it marks a partition failed, `fetcher_change`
+(removed), all through the injected `emit` sink (None = build nothing: the hot path stays cheap).
 
 `protocol` (`truncation.TruncationProtocol`, default from `ReplicationConfig.truncation_mode`)
 selects the Kafka generation replayed; see `truncation.py` for the table.
