@@ -477,6 +477,7 @@ class Log:
                 batches.pop()
                 self._bases.pop()
             self._leo = batches[-1].last_offset + 1 if batches else max(target, self._log_start_offset)
+            self._flushed = min(self._flushed, self._leo)
             self.epoch_cache.truncate_from_end(self._leo)
         hw = self._hw if high_watermark_checkpoint is None else high_watermark_checkpoint
         self._hw = min(max(hw, self._log_start_offset), self._leo)

@@ -49,8 +49,8 @@ def snapshot_error(p: Partition, epoch: int | None, leader_only: bool) -> str:
 @pytest.mark.parametrize(("delta", "expected"), [(0, "NONE"), (None, "NONE"), (-1, "FENCED_LEADER_EPOCH"),
                                                  (1, "UNKNOWN_LEADER_EPOCH")])
 def test_leader_epoch_validation_on_leader(delta: int | None, expected: str) -> None:
-    """PartitionTest.testLeaderEpochValidationOnLeader / testFetchOffsetSnapshotEpochValidation /
-    testOffsetForLeaderEpochValidation / testFetchOffsetForTimestampEpochValidation (leader side)."""
+    """PartitionTest.testLeaderEpochValidationOnLeader, testFetchOffsetSnapshotEpochValidationForLeader,
+    testOffsetForLeaderEpochValidationForLeader, testFetchOffsetForTimestampEpochValidationForLeader."""
     p = leader_partition()
     epoch = None if delta is None else 5 + delta
     assert snapshot_error(p, epoch, True) == expected
@@ -69,12 +69,19 @@ def test_leader_epoch_validation_on_leader(delta: int | None, expected: str) -> 
     (1, True, "UNKNOWN_LEADER_EPOCH"), (1, False, "UNKNOWN_LEADER_EPOCH"),
 ])
 def test_leader_epoch_validation_on_follower(delta: int | None, leader_only: bool, expected: str) -> None:
-    """PartitionTest.testLeaderEpochValidationOnFollower (+ snapshot / OffsetForLeaderEpoch variants)."""
+    """PartitionTest.testLeaderEpochValidationOnFollower, testFetchOffsetSnapshotEpochValidationForFollower,
+    testOffsetForLeaderEpochValidationForFollower, testFetchOffsetForTimestampEpochValidationForFollower."""
     p = Partition("test-topic", 0, 101, ReplicationConfig())
     p.make_follower(reg(5, (101, 102), (101, 102), leader=102), T0)
     epoch = None if delta is None else 5 + delta
     assert snapshot_error(p, epoch, leader_only) == expected
     assert str(p.last_offset_for_leader_epoch(epoch, 5, leader_only).error) == expected
+    try:
+        p.fetch_latest_offset(None, epoch, leader_only)
+        got = "NONE"
+    except ReplogError as exc:
+        got = str(exc.error)
+    assert got == expected
 
 
 def test_isr_can_expand_if_broker_epochs_match_with_kraft_metadata_cache() -> None:
