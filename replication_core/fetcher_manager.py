@@ -92,6 +92,7 @@ def replica_fetcher_factory(broker_id: int, config: ReplicationConfig, logs: Cal
     """`ReplicaFetcherManager.createFetcherThread`: build `ReplicaFetcherThread`s sharing these settings."""
 
     def create(fid: int, source: BrokerEndPoint, failed: FailedPartitions) -> FetcherThreadLike:
+        """`createFetcherThread(fetcherId, sourceBroker)`."""
         return ReplicaFetcherThread(broker_id, fid, source, config, logs, failed, protocol=protocol, quota=quota,
                                     on_hw_updated=on_hw_updated, emit=emit, broker_epoch=broker_epoch)
 

@@ -97,6 +97,7 @@ class PartitionFetchState:
 
     def __str__(self) -> str:
         def opt(value: object) -> str:
+            """Scala `Option` rendering: `Some(x)` / `None`."""
             return "None" if value is None else f"Some({value})"
 
         delay_ms = self.delay.delay_ms if self.delay is not None else 0

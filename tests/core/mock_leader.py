@@ -292,6 +292,7 @@ def make_harness(protocol: TruncationProtocol | str = TruncationProtocol.DIVERGI
     events: list[Event] = []
 
     def log_for(tp: TopicPartition) -> Log:
+        """`replicaMgr.localLogOrException(tp)`."""
         if tp not in logs:
             raise KafkaStorageError(f"no local log for {tp}")
         return logs[tp]

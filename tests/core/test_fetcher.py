@@ -196,6 +196,7 @@ class _NoEpochLog(InstrumentedLog):
 
     @property
     def latest_epoch(self) -> int | None:
+        """Always undefined (no epochs in old-format batches)."""
         return None
 
 

@@ -37,6 +37,7 @@ class FakeFetcher:
 
     def add_partitions(self, initial: Mapping[TopicPartition, InitialFetchState],
                        now_ms: int) -> set[TopicPartition]:
+        """Add at the initial offsets, Fetching, clearing failures."""
         self.failed.remove_all(initial)
         for tp, st in initial.items():
             self.partition_states.update_and_move_to_end(
@@ -44,26 +45,33 @@ class FakeFetcher:
         return set(initial)
 
     def remove_partitions(self, tps: Iterable[TopicPartition]) -> dict[TopicPartition, PartitionFetchState]:
+        """Remove and return the states held."""
         removed = {tp: self.partition_states.remove(tp) for tp in tps}
         return {tp: st for tp, st in removed.items() if st is not None}
 
     def remove_all_partitions(self) -> dict[TopicPartition, PartitionFetchState]:
+        """Remove everything."""
         return self.remove_partitions(list(self.partition_states))
 
     def partition_count(self) -> int:
+        """Number of partitions held."""
         return len(self.partition_states)
 
     def fetch_state(self, tp: TopicPartition) -> PartitionFetchState | None:
+        """State of `tp`, if held."""
         return self.partition_states.get(tp)
 
     def shutdown(self) -> None:
+        """Mark stopped."""
         self.is_shutdown = True
 
 
 def make_manager(n: int, events: list[Event] | None = None) -> tuple[FetcherManager, list[FakeFetcher]]:
+    """A manager over `FakeFetcher`s, plus the list of fetchers it created."""
     created: list[FakeFetcher] = []
 
     def factory(fid: int, source: BrokerEndPoint, failed: FailedPartitions) -> FakeFetcher:
+        """Create and remember a `FakeFetcher`."""
         f = FakeFetcher(fid, source, failed)
         created.append(f)
         return f
@@ -108,6 +116,7 @@ def test_metric_failed_partition_count() -> None:
 
 
 def test_partitions_grouped_by_leader_and_fetcher_id() -> None:
+    """`addFetcherForPartitions` groups by (leader, `getFetcherId`)."""
     mgr, created = make_manager(3)
     l1, l2 = BrokerEndPoint(1), BrokerEndPoint(2)
     tps = [TopicPartition("t", p) for p in range(6)]
@@ -122,6 +131,7 @@ def test_partitions_grouped_by_leader_and_fetcher_id() -> None:
 
 
 def test_fetcher_reused_when_endpoint_unchanged_and_replaced_when_changed() -> None:
+    """Same endpoint: reuse the thread; same broker id, new endpoint: replace it."""
     events: list[Event] = []
     mgr, created = make_manager(1, events)
     a, b = TopicPartition("t", 0), TopicPartition("t", 1)
@@ -170,6 +180,7 @@ def test_shrink_thread_pool() -> None:
 
 
 def test_resize_to_same_size_only_drops_idle_fetchers() -> None:
+    """`resizeThreadPool` to the same size only runs `shutdownIdleFetcherThreads`."""
     mgr, created = make_manager(2)
     tp = TopicPartition("t", 0)
     mgr.add_fetcher_for_partitions({tp: InitialFetchState(BrokerEndPoint(1), 0, 0)}, 0)

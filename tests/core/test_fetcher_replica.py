@@ -88,6 +88,7 @@ class _EpochsFromFiveLog(InstrumentedLog):
     """
 
     def end_offset_for_epoch(self, epoch: int) -> tuple[int, int] | None:
+        """Undefined below epoch 5, the real lookup otherwise."""
         return None if epoch < 5 else super().end_offset_for_epoch(epoch)
 
 

@@ -21,6 +21,7 @@ def java_hash_reference(text: str) -> int:
 
 
 def fetcher_id_reference(topic: str, partition: int, n: int) -> int:
+    """Independent Java-semantics model of `getFetcherId`."""
     v = ctypes.c_int32(31 * java_hash_reference(topic) + partition).value
     return (0 if v == -(2**31) else abs(v)) % n
 
@@ -33,12 +34,14 @@ def fetcher_id_reference(topic: str, partition: int, n: int) -> int:
     ("polygenelubricants", -(2**31)),  # famous Integer.MIN_VALUE hash
 ])
 def test_known_java_hash_codes(text: str, expected: int) -> None:
+    """Values Java's `String.hashCode` returns."""
     assert java_string_hash(text) == expected
     assert java_hash_reference(text) == expected
 
 
 def test_non_bmp_topic_hashes_utf16_surrogate_pair() -> None:
     # U+1F600 is the surrogate pair D83D DE00 in Java: hash = 0xD83D * 31 + 0xDE00.
+    """A non-BMP character hashes as its two UTF-16 code units."""
     assert java_string_hash("\U0001F600") == 0xD83D * 31 + 0xDE00 == 1772899
     # "t" + emoji: ((116 * 31 + 0xD83D) * 31 + 0xDE00)
     assert java_string_hash("t\U0001F600") == (116 * 31 + 0xD83D) * 31 + 0xDE00
@@ -47,6 +50,7 @@ def test_non_bmp_topic_hashes_utf16_surrogate_pair() -> None:
 
 
 def test_int32_wrap_and_utils_abs() -> None:
+    """32-bit wrap and `Utils.abs(Integer.MIN_VALUE) == 0`."""
     assert to_int32(2**31) == -(2**31)
     assert to_int32(2**32 + 5) == 5
     assert kafka_utils_abs(-(2**31)) == 0
@@ -55,6 +59,7 @@ def test_int32_wrap_and_utils_abs() -> None:
 
 def test_fetcher_id_min_value_edge() -> None:
     # 31 * MIN_VALUE wraps to MIN_VALUE; Utils.abs(MIN_VALUE) == 0.
+    """`31 * MIN_VALUE` wraps to MIN_VALUE, so the fetcher id is 0."""
     assert fetcher_id("polygenelubricants", 0, 7) == 0
     # MIN_VALUE + 1 -> abs = 2^31 - 1, and (2^31 - 1) % 7 == 1.
     assert fetcher_id("polygenelubricants", 1, 7) == 1
@@ -64,10 +69,12 @@ def test_fetcher_id_min_value_edge() -> None:
                                    "\U0001F680rocket", "emoji\U0001F600\U0001F601", "ü-topic"])
 @pytest.mark.parametrize("n", [1, 3, 8, 50])
 def test_fetcher_id_matches_reference(topic: str, n: int) -> None:
+    """ASCII, accented and emoji topics agree with the reference model."""
     for p in range(0, 40):
         assert fetcher_id(topic, p, n) == fetcher_id_reference(topic, p, n)
 
 
 def test_fetcher_id_rejects_non_positive_pool() -> None:
+    """A pool needs at least one fetcher."""
     with pytest.raises(ValueError, match="positive"):
         fetcher_id("t", 0, 0)

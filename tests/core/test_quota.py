@@ -58,6 +58,7 @@ def test_should_exceed_quota_then_return_back_below_bound_as_time_passes() -> No
 
 
 def test_no_quota_set_is_never_exceeded_and_bound_is_long_max() -> None:
+    """No quota set: never exceeded; `upperBound` is `Long.MAX_VALUE`."""
     q = ReplicationQuotaManager("follower", 1)
     q.record(10**12, 0)
     assert not q.is_quota_exceeded(0)
@@ -67,6 +68,7 @@ def test_no_quota_set_is_never_exceeded_and_bound_is_long_max() -> None:
 
 
 def test_samples_older_than_all_windows_are_forgotten() -> None:
+    """`purgeObsoleteSamples`: samples older than samples x window are reset."""
     q = ReplicationQuotaManager("leader", 1, QuotaConfig(num_samples=3, window_size_ms=1000))
     q.update_quota(10.0)
     q.record(1000, 0)
@@ -75,6 +77,7 @@ def test_samples_older_than_all_windows_are_forgotten() -> None:
 
 
 def test_ring_reuses_slots_after_num_samples_windows() -> None:
+    """The sample ring has `num_samples` slots, reused in order."""
     q = ReplicationQuotaManager("leader", 1, QuotaConfig(num_samples=2, window_size_ms=1000))
     q.record(100, 0)
     q.record(100, 1000)
@@ -83,6 +86,7 @@ def test_ring_reuses_slots_after_num_samples_windows() -> None:
 
 
 def test_throttled_replicas_config_keeps_only_this_broker_and_wildcard() -> None:
+    """`ConfigHandler.parseThrottledPartitions`: own entries, `*`, empty removes."""
     q = ReplicationQuotaManager("leader", broker_id=101)
     q.mark_throttled_from_config("t", ["0:101", "1:102", "2:101"])
     assert [q.is_throttled("t", p) for p in range(3)] == [True, False, True]
@@ -104,6 +108,7 @@ def test_leader_throttle_never_applies_to_in_sync_replicas() -> None:
 
 
 def test_follower_throttle_uses_lag_not_isr_and_emits_event() -> None:
+    """`shouldFollowerThrottle` uses the fetch-state lag; the event carries rate and bound."""
     events: list[Event] = []
     q = ReplicationQuotaManager("follower", 2, emit=events.append)
     q.mark_throttled("t", [0])
@@ -119,6 +124,7 @@ def test_follower_throttle_uses_lag_not_isr_and_emits_event() -> None:
 
 
 def test_invalid_side_rejected() -> None:
+    """Only leader and follower managers exist here."""
     with pytest.raises(ValueError, match="side"):
         ReplicationQuotaManager("consumer", 1)
 
@@ -132,6 +138,7 @@ class _ScriptedQuota(ReplicationQuotaManager):
         self.mark_throttled("topic")
 
     def is_quota_exceeded(self, now_ms: int) -> bool:
+        """The next scripted answer."""
         return self.answers.pop(0)
 
 

@@ -25,6 +25,7 @@ def follower_lookup(entries: list[tuple[int, int]], leo: int) -> EndOffsetForEpo
         cache.assign(epoch, start)
 
     def lookup(epoch: int) -> tuple[int, int] | None:
+        """`UnifiedLog.endOffsetForEpoch`: None when the offset is undefined."""
         found_epoch, offset = cache.end_offset_for(epoch, leo)
         return None if offset == -1 else (found_epoch, offset)
 
@@ -75,6 +76,7 @@ def test_follower_tracking_no_epoch_uses_leader_offset() -> None:
 
 
 def test_truncation_state_prints_like_kafka() -> None:
+    """`OffsetTruncationState.toString`."""
     assert str(OffsetTruncationState(5, True)) == "TruncationState(offset=5, completed=true)"
 
 
@@ -87,10 +89,12 @@ def test_truncation_state_prints_like_kafka() -> None:
 ])
 def test_truncation_protocol_accepts_config_modes_and_kafka_spellings(mode: str,
                                                                       expected: TruncationProtocol) -> None:
+    """Config modes and dashed spellings map to protocols."""
     assert truncation_protocol(mode) is expected
 
 
 def test_protocol_flags_follow_the_version_table() -> None:
+    """Wire features per protocol generation (module table)."""
     hw, v0, le, de = (FLAGS[p] for p in TruncationProtocol.__members__.values())
     assert (hw.offsets_for_leader_epoch, hw.truncate_on_fetch, hw.uses_log_epochs) == (False, False, False)
     assert (v0.offsets_for_leader_epoch, v0.epoch_request_version, v0.truncate_on_fetch) == (True, 0, False)
@@ -99,6 +103,7 @@ def test_protocol_flags_follow_the_version_table() -> None:
 
 
 def test_default_config_replays_the_current_protocol() -> None:
+    """The default config replays 2.8+ (truncate on fetch)."""
     assert truncation_protocol(ReplicationConfig().truncation_mode) is TruncationProtocol.DIVERGING_EPOCH
 
 
