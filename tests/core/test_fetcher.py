@@ -558,3 +558,25 @@ def test_maybe_update_topic_ids() -> None:
     h.fetcher.maybe_update_topic_ids({p0, other}, {"topic": "uuid-1"}.get)
     assert h.state(p0).topic_id == "uuid-1" and h.state(p1).topic_id is None
     assert list(h.fetcher.partition_states) == [p0, p1] and h.fetcher.fetch_state(other) is None
+
+
+@pytest.mark.parametrize("error", [
+    Errors.UNKNOWN_LEADER_EPOCH, Errors.NOT_LEADER_OR_FOLLOWER, Errors.UNKNOWN_TOPIC_OR_PARTITION,
+    Errors.UNKNOWN_TOPIC_ID, Errors.INCONSISTENT_TOPIC_ID, Errors.KAFKA_STORAGE_ERROR,
+    Errors.UNKNOWN_SERVER_ERROR, Errors.OFFSET_MOVED_TO_TIERED_STORAGE,
+])
+def test_partition_errors_back_off_and_retry(error: str) -> None:
+    """§3.3 table: these partition errors delay the partition by `replica.fetch.backoff.ms`, then it retries."""
+    h = make_harness(TruncationProtocol.DIVERGING_EPOCH)
+    h.add(TP, mk_log([]), 0, 0)
+    h.leader.set_leader(TP, [mk_batch(0, 0)], 0, 1)
+    h.leader.fetch_errors = {TP: error}
+    h.do_work()
+    st = h.state(TP)
+    assert st.is_delayed(h.now_ms) and st.delay is not None and st.delay.due_ms == BACKOFF
+    assert not h.fetcher.failed_partitions.contains(TP)
+    assert [e["error"] for e in h.events if e["event_type"] == "fetch_response"] == [error]
+    h.leader.fetch_errors = {}
+    assert not h.do_work(advance_ms=BACKOFF - 1).fetch_sent
+    h.do_work(advance_ms=1)
+    assert h.logs[TP].log_end_offset == 1
