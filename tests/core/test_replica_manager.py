@@ -468,3 +468,218 @@ def test_engine_events_conform_to_the_schema() -> None:
             for i, ev in enumerate(events)]
     table = pa.Table.from_pylist(rows, schema=EVENT_SCHEMA)
     assert table.num_rows == len(events)
+
+
+# --- EpochDrivenReplicationProtocolAcceptanceTest ports (reference §7.4), on a tiny in-test cluster -----
+
+class MiniCluster:
+    """Brokers = ReplicaManagers + the real fetcher threads; disks = the logs kept across restarts; the
+    controller is this test code (elections and AlterPartition answers, ZK-style epoch bumps)."""
+
+    def __init__(self, ids: Sequence[int], cfg: ReplicationConfig | None = None) -> None:
+        self.cfg = cfg or ReplicationConfig()
+        self.ids = tuple(ids)
+        self.clock = [T0]
+        self.disks: dict[int, dict[TopicPartition, Log]] = {b: {} for b in ids}
+        self.rms: dict[int, ReplicaManager] = {}
+        self.fetchers: dict[int, ReplicaFetcherThread] = {}
+        self.leader: int | None = None
+        self.epoch = -1
+        self.partition_epoch = 0
+        self.isr: tuple[int, ...] = ()
+        self.checksum = 0
+
+    def start(self, b: int) -> None:
+        self.rms[b] = ReplicaManager(b, self.cfg, logs=self.disks[b])
+
+    def stop(self, b: int, keep_flushed_only: bool = False) -> None:
+        rm = self.rms.pop(b)
+        self.fetchers.pop(b, None)
+        for tp, p in rm.partitions.items():
+            self.disks[b][tp] = p.log
+            if keep_flushed_only:
+                p.log.recover_to_flushed()
+
+    def elect(self, leader: int, isr: Sequence[int]) -> None:
+        """The controller's LeaderAndIsr to every live broker (new leader epoch)."""
+        self.epoch += 1
+        self.partition_epoch += 1
+        self.leader, self.isr = leader, tuple(isr)
+        self.inform(*self.rms)
+
+    def inform(self, *brokers: int) -> None:
+        """Send the current partition state (no epoch bump), e.g. to a broker that just restarted."""
+        assert self.leader is not None
+        state = PartitionRegistration(self.leader, self.epoch, self.isr, self.ids, self.partition_epoch)
+        leader = self.leader
+        for b in brokers:
+            rm = self.rms[b]
+            res = rm.become_leader_or_follower(lai({TP: state}, controller_epoch=1), self.clock[0])
+            if b == leader:
+                self.fetchers.pop(b, None)
+            elif res.fetchers_to_add:
+                f = ReplicaFetcherThread(b, 0, BrokerEndPoint(leader), self.cfg,
+                                         lambda tp, rm=rm: rm.get_partition(tp).log)  # type: ignore[misc, union-attr]
+                f.add_partitions(res.fetchers_to_add, self.clock[0])
+                self.fetchers[b] = f
+
+    def produce(self, n: int = 1, acks: int = -1, size: int = 10) -> None:
+        assert self.leader is not None
+        for _ in range(n):
+            self.checksum += 1
+            self.rms[self.leader].append_records(TP, 1, size, self.checksum, acks, self.clock[0])
+
+    def replicate(self, rounds: int = 6) -> None:
+        """Followers fetch; the controller answers AlterPartition (accepting current-epoch requests)."""
+        assert self.leader is not None
+        leader_rm = self.rms[self.leader]
+        for _ in range(rounds):
+            for b, f in list(self.fetchers.items()):
+                if b in self.rms:
+                    f.do_work(self.clock[0], LeaderAdapter(leader_rm, self.clock))
+            for req in leader_rm.take_alter_partition_requests():
+                sent = req.leader_and_isr
+                if sent.leader_epoch != self.epoch:
+                    leader_rm.handle_alter_partition_response(req, Errors.FENCED_LEADER_EPOCH, self.clock[0])
+                    continue
+                self.partition_epoch += 1
+                self.isr = sent.isr
+                leader_rm.handle_alter_partition_response(
+                    req, LeaderAndIsr(sent.leader, sent.leader_epoch, sent.isr, self.partition_epoch), self.clock[0])
+            leader_rm.take_completed_produces()
+
+    def log(self, b: int) -> Log:
+        rm = self.rms.get(b)
+        p = rm.get_partition(TP) if rm is not None else None
+        return p.log if p is not None else self.disks[b][TP]
+
+    def cache(self, b: int) -> list[tuple[int, int]]:
+        return [tuple(e) for e in self.log(b).epoch_cache.entries]  # type: ignore[misc]
+
+
+def test_should_follow_leader_epoch_basic_workflow() -> None:
+    """EpochDrivenReplicationProtocolAcceptanceTest.shouldFollowLeaderEpochBasicWorkflow, with trunk
+    semantics: the leader caches its new epoch at makeLeader (KAFKA-7415), the follower only when a batch
+    of that epoch arrives."""
+    c = MiniCluster((100, 101))
+    c.start(100)
+    c.start(101)
+    c.elect(100, (100, 101))
+    c.produce()
+    c.replicate()
+    assert c.log(100).batches[-1].leader_epoch == 0 and c.log(101).batches[-1].leader_epoch == 0
+    assert c.cache(100) == c.cache(101) == [(0, 0)]
+    # Bounce the follower (the ZK controller bumps the leader epoch when it removes it from the ISR).
+    c.stop(101)
+    c.elect(100, (100,))
+    c.start(101)
+    c.inform(101)
+    c.replicate()
+    assert set(c.isr) == {100, 101}
+    assert c.cache(100) == [(0, 0), (1, 1)] and c.cache(101) == [(0, 0)]
+    c.produce()
+    c.replicate()
+    assert c.cache(100) == c.cache(101) == [(0, 0), (1, 1)]
+    assert c.log(100).batches[-1].leader_epoch == c.log(101).batches[-1].leader_epoch == 1
+    # Bounce the leader: 101 takes over at epoch 2.
+    c.stop(100)
+    c.elect(101, (101,))
+    c.start(100)
+    c.inform(100)
+    c.replicate()
+    assert set(c.isr) == {100, 101}
+    assert c.cache(101) == [(0, 0), (1, 1), (2, 2)] and c.cache(100) == [(0, 0), (1, 1)]
+    c.produce()
+    c.replicate()
+    assert c.log(100).batches[-1].leader_epoch == c.log(101).batches[-1].leader_epoch == 2
+    assert c.cache(100) == c.cache(101) == [(0, 0), (1, 1), (2, 2)]
+
+
+def test_should_not_allow_divergent_logs() -> None:
+    """EpochDrivenReplicationProtocolAcceptanceTest.shouldNotAllowDivergentLogs: the leader crashes and
+    loses its last 5 records, is re-elected and takes 10 new ones; the follower (which had all 10 old
+    ones) truncates by epoch and the logs match."""
+    c = MiniCluster((100, 101))
+    c.start(100)
+    c.start(101)
+    c.elect(100, (100, 101))
+    for _ in range(10):
+        c.produce()
+        c.replicate(2)
+    assert c.log(101).log_end_offset == 10
+    c.log(100).flush(5)
+    c.stop(100, keep_flushed_only=True)
+    c.stop(101)
+    assert c.log(100).log_end_offset == 5
+    c.start(100)
+    c.elect(100, (100,))
+    c.produce(10, acks=1, size=20)
+    c.start(101)
+    c.inform(101)
+    c.replicate(10)
+    assert c.log(100).batches == c.log(101).batches and c.log(101).log_end_offset == 15
+
+
+def test_should_survive_fast_leader_change() -> None:
+    """EpochDrivenReplicationProtocolAcceptanceTest.shouldSurviveFastLeaderChange: five rounds of
+    write, bounce follower, bounce leader; no acknowledged record is lost."""
+    c = MiniCluster((100, 101))
+    c.start(100)
+    c.start(101)
+    c.elect(100, (100, 101))
+    c.produce()
+    c.replicate()
+    written = 1
+    for _ in range(5):
+        leader = c.leader
+        assert leader is not None
+        follower = 101 if leader == 100 else 100
+        c.produce()
+        c.replicate()
+        written += 1
+        c.stop(follower)
+        c.elect(leader, (leader,))
+        c.start(follower)
+        c.inform(follower)
+        c.replicate()
+        assert set(c.isr) == {100, 101}
+        c.stop(leader)
+        c.elect(follower, (follower,))
+        c.start(leader)
+        c.inform(leader)
+        c.replicate()
+        assert set(c.isr) == {100, 101}
+        assert c.log(100).log_end_offset == c.log(101).log_end_offset == written
+
+
+def test_logs_should_not_diverge_on_unclean_leader_elections() -> None:
+    """EpochDrivenReplicationProtocolAcceptanceTest.logsShouldNotDivergeOnUncleanLeaderElections (the
+    KIP-279 case): three unclean elections with acks=1, then both logs carry the same checksum sequence."""
+    c = MiniCluster((100, 101), ReplicationConfig(unclean_leader_election_enable=True))
+    c.start(100)
+    c.start(101)
+    c.elect(100, (100, 101))
+    c.produce(acks=1)
+    c.replicate()
+    assert c.log(100).batches == c.log(101).batches
+    c.stop(100)
+    c.elect(101, (101,))
+    c.produce(acks=1)
+    c.stop(101)
+    c.start(100)
+    c.elect(100, (100,))  # unclean: 100 was not in the ISR
+    c.produce(3, acks=1, size=20)
+    c.stop(100)
+    c.start(101)
+    c.elect(101, (101,))  # unclean again
+    c.produce(acks=1)
+    c.stop(101)
+    c.start(100)
+    c.elect(100, (100,))
+    c.produce(2, acks=1, size=20)
+    c.start(101)
+    c.inform(101)
+    c.replicate(10)
+    crc = [b.checksum for b in c.log(100).batches]
+    assert crc == [b.checksum for b in c.log(101).batches]
+    assert crc == [1, 3, 4, 5, 7, 8]
