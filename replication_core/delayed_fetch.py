@@ -105,6 +105,10 @@ class DelayedFetchPurgatory:
         """Operations parked and not yet completed (`numDelayed`)."""
         return self._pending
 
+    def is_watched(self, key: Hashable) -> bool:
+        """True if some operation watches `key` (cheap check before `check_and_complete`)."""
+        return key in self._watchers
+
     def watched(self, key: Hashable) -> int:
         """Operations watching `key` (`watched`), completed ones excluded."""
         return sum(1 for op in self._watchers.get(key, ()) if not op.completed)

@@ -18,6 +18,11 @@ Theory of operation
 Events: the `events` list given at construction receives schema events built with `make_event`
 (`leadership_change`, `isr_change`, `follower_fetch_state`, plus the log's `append` / `hw_change` /
 `truncation` / `log_start_offset_change`); `events=None` disables them. Callers drain the list.
+`isr_change` carries `isr_state` proposed / committed / rejected and a `reason`: `follower_caught_up`
+(expand proposed), `follower_lagging` (shrink proposed, with `out_of_sync_replicas`),
+`alter_partition` (committed by the controller), `leader_and_isr` (ISR replaced by a LeaderAndIsr with
+the same leader epoch), and for rejections `reset_to_committed`, `awaiting_metadata`, `retry` or
+`stale_response`, with the AlterPartition `error`.
 """
 
 from __future__ import annotations

@@ -642,6 +642,8 @@ class ReplicaManager:
 
     def _try_complete_delayed(self, tp: TopicPartition, now_ms: int) -> None:
         """`tryCompleteDelayedRequests` / `checkAndComplete(TopicPartitionOperationKey)`."""
+        if not self.fetch_purgatory.is_watched(tp) and tp not in self._produce_waiting:
+            return  # the common case on the hot path: nothing parked on this partition
         for op in self.fetch_purgatory.check_and_complete(tp, self.get_partition_or_exception, now_ms):
             self._completed_fetches.append(CompletedFetch(op.request_id, self._complete_fetch(op, now_ms)))
         waiting = self._produce_waiting.get(tp)
