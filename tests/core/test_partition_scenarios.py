@@ -17,7 +17,7 @@ Each YAML document is one Kafka test: `kafka_test` names it, `steps` is a script
   list_offsets: {latest: bool, isolation: null|read_uncommitted}           fetchOffsetForTimestamp
   last_offset_for_leader_epoch: {current, epoch}
 
-`last_caught_up` values are ms after the scenario start (Kafka's MockTime starts at the wall clock, so
+`lcu` (lastCaughtUpTimeMs) values are ms after the scenario start (Kafka's MockTime starts at the wall clock, so
 a never-caught-up replica, lastCaughtUpTimeMs = 0, is reported as `never`).
 """
 
