@@ -22,7 +22,9 @@ class TruncationMode(StrEnum):
     DIVERGING_EPOCH = "diverging_epoch"
     """MV >= 2.7-IV1: truncate on fetch from the leader's DivergingEpoch (KIP-595 / KAFKA-10554, 2.8+)."""
     LEADER_EPOCH = "leader_epoch"
-    """IBP 0.11.0-IV2 .. 2.6: OffsetsForLeaderEpoch round trips before fetching (KIP-101 / KIP-279)."""
+    """IBP 2.0 .. 2.6: OffsetsForLeaderEpoch v1+ answers carry the epoch; multi-round truncation (KIP-279)."""
+    LEADER_EPOCH_V0 = "leader_epoch_v0"
+    """IBP 0.11.0-IV2 .. 1.1: OffsetsForLeaderEpoch v0 answers an end offset only (KIP-101, before KIP-279)."""
     HIGH_WATERMARK = "high_watermark"
     """Pre-KIP-101: truncate to the local high watermark when (re)starting to follow."""
 
