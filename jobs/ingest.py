@@ -138,26 +138,29 @@ def run_ingest(
     size_mb = sum(f.size for f in pending) / 1e6
     log(f"ingest {batch}: reading {len(pending)} files ({size_mb:.1f} MB) from {landing}")
 
-    classified = classify(read_candidates(spark, pending))
-    runs_df = classified.where(F.col("run_id").isNotNull()).select("run_id").distinct()
-    # One small row per run: the partitions of bronze that can hold duplicates of this batch.
-    runs = [{"run_id": r["run_id"]} for r in runs_df.collect()]
-    existing = lake.read(BRONZE_EVENTS, runs) if runs else lake.read(BRONZE_EVENTS, [])
-    final = mark_duplicates(classified, existing.select("run_id", "event_id"))
-    final = final.withColumn("_ingest_batch", F.lit(batch)).persist(StorageLevel.MEMORY_AND_DISK)
+    # Parsed and validated once: the run list, the duplicate check and the counts all read this.
+    classified = classify(read_candidates(spark, pending)).persist(StorageLevel.MEMORY_AND_DISK)
+    final = None
     try:
+        runs_df = classified.where(F.col("run_id").isNotNull()).select("run_id").distinct()
+        # One small row per run: the partitions of bronze that can hold duplicates of this batch.
+        runs = [{"run_id": r["run_id"]} for r in runs_df.collect()]
+        existing = lake.read(BRONZE_EVENTS, runs)
+        final = mark_duplicates(classified, existing.select("run_id", "event_id"))
+        final = final.withColumn("_ingest_batch", F.lit(batch)).persist(StorageLevel.MEMORY_AND_DISK)
         counts = {
             (r["_reason_code"], bool(r["_newer_major"])): (r["n"], r["example"])
             for r in final.groupBy("_reason_code", "_newer_major")
             .agg(F.count(F.lit(1)).alias("n"), F.min("_source_file").alias("example"))
             .collect()
         }
+        classified.unpersist()
         result.seconds["read_validate"] = time.perf_counter() - t0
         newer = [(n, ex) for (code, nm), (n, ex) in counts.items() if nm]
         if newer:
             n, example = newer[0]
             version = final.where("_newer_major").select("schema_version").first()[0]
-            raise SchemaVersionError(f"{version} (in {n} records, e.g. {example})")
+            raise SchemaVersionError(version, where=f"in {n} records, e.g. {example}")
         result.read = sum(n for n, _ in counts.values())
         result.kept = counts.get((None, False), (0, None))[0]
         result.by_reason = {code: n for (code, _), (n, _) in counts.items() if code is not None}
@@ -194,7 +197,9 @@ def run_ingest(
             )
         result.seconds["write_commit"] = time.perf_counter() - t1
     finally:
-        final.unpersist()
+        classified.unpersist()
+        if final is not None:
+            final.unpersist()
     result.quarantine_version = q.version if q and q.version is not None else lake.version(BRONZE_QUARANTINE)
     result.bronze_version = b.version if b and b.version is not None else lake.version(BRONZE_EVENTS)
     return result

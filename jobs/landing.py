@@ -13,6 +13,7 @@ import hashlib
 import os
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import cache
 from pathlib import Path
 
 import pyarrow as pa
@@ -22,6 +23,7 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from jobs.lake import IdempotencyKey
+from jobs.validate import sql_str
 from schemas.events import COLUMN_NAMES, COLUMNS, EVENT_SCHEMA
 from schemas.spark import UnsupportedArrowTypeError, to_spark_schema, to_spark_type
 
@@ -88,11 +90,6 @@ def discover(landing: str | Path) -> list[LandingFile]:
     return found
 
 
-def _unknown(keys: Column) -> Column:
-    known = F.array(*[F.lit(n) for n in COLUMN_NAMES])
-    return F.array_except(keys, known)
-
-
 def read_jsonl(spark: SparkSession, files: Sequence[LandingFile]) -> DataFrame:
     """JSON Lines files as candidate records; every non-blank line is one record."""
     if not files:
@@ -113,38 +110,43 @@ def read_jsonl(spark: SparkSession, files: Sequence[LandingFile]) -> DataFrame:
         F.from_json("line", typed, {"columnNameOfCorruptRecord": CORRUPT, "mode": "PERMISSIVE"}).alias("t"),
         F.json_object_keys("line").alias("_keys"),
     )
-    corrupt = F.col(f"t.{CORRUPT}").isNotNull()
-    not_object = F.col("_keys").isNull()
     # Only re-read the fields as text for records that failed typed parsing (rare, so cheap).
     # Aliased once, so the optimiser references it instead of copying the parse into every rule.
-    with_text = parsed.withColumn("_text", F.when(corrupt & ~not_object, F.from_json("line", as_text)))
-    wrong = [
-        F.when(F.col(f"_text.{n}").isNotNull() & F.col(f"t.{n}").isNull(),
-               F.struct(F.lit(n).alias("field"),
-                        F.concat(F.lit(f"field '{n}' expected {_TYPE_NAMES[n]}, got "),
-                                 F.substring(_json_value("line", n), 1, 80)).alias("message")))
-        for n in COLUMN_NAMES
-    ]
-    staged = with_text.withColumn("_wrong", F.filter(F.array(*wrong), lambda x: x.isNotNull()))
+    with_text = parsed.withColumn(
+        "_text",
+        F.when(F.col(f"t.{CORRUPT}").isNotNull() & F.col("_keys").isNotNull(), F.from_json("line", as_text)),
+    )
+    staged = with_text.selectExpr("*", f"{_wrong_type_sql()} AS _wrong")
     return staged.select(
         *[F.col(f"t.{n}").alias(n) for n in COLUMN_NAMES],
         _path_of("_uri").alias("_source_file"),
         (F.col("pos") + 1).cast("long").alias("_source_line"),
         F.col("line").alias("raw"),
         F.when(
-            F.col("t").isNull() | not_object,
+            F.col("t").isNull() | F.col("_keys").isNull(),
             F.lit("malformed JSON: the line is not one complete JSON object"),
         ).alias("_malformed"),
         F.col("_wrong.message").alias("_type_errors"),
         F.col("_wrong.field").alias("_wrong_type_fields"),
-        _unknown(F.coalesce(F.col("_keys"), F.array().cast("array<string>"))).alias("_unknown_fields"),
+        F.expr(f"array_except(coalesce(_keys, array()), array({', '.join(map(sql_str, COLUMN_NAMES))}))")
+        .alias("_unknown_fields"),
     )
 
 
-def _json_value(line_col: str, name: str) -> Column:
-    """The value of `name` as written in the JSON text (quotes kept, so "12" reads as a string)."""
-    pattern = '"' + name + r'"\s*:\s*("(?:[^"\\]|\\.)*"|\[[^\]]*\]|\{[^}]*\}|[^,}\s]+)'
-    return F.regexp_extract(F.col(line_col), pattern, 1)
+@cache
+def _wrong_type_sql() -> str:
+    """SQL for the fields whose text parsed but whose typed value did not: (field, message) pairs."""
+    cases = []
+    for n in COLUMN_NAMES:
+        # The value as written (quotes kept, so "12" reads as a string, not a number).
+        pattern = '"' + n + r'"\s*:\s*("(?:[^"\\]|\\.)*"|\[[^\]]*\]|\{[^}]*\}|[^,}\s]+)'
+        written = f"substring(regexp_extract(line, {sql_str(pattern)}, 1), 1, 80)"
+        message = f"concat({sql_str(f'field {n!r} expected {_TYPE_NAMES[n]}, got ')}, {written})"
+        cases.append(
+            f"CASE WHEN _text.`{n}` IS NOT NULL AND t.`{n}` IS NULL "
+            f"THEN named_struct('field', {sql_str(n)}, 'message', {message}) END"
+        )
+    return f"filter(array({', '.join(cases)}), x -> x IS NOT NULL)"
 
 
 def _path_of(uri_col: str) -> Column:

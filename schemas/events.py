@@ -24,11 +24,11 @@ SCHEMA_MINOR = 0
 class SchemaVersionError(ValueError):
     """Raised when data carries a schema major version this code cannot read."""
 
-    def __init__(self, found: str, supported: str = SCHEMA_VERSION) -> None:
+    def __init__(self, found: str, supported: str = SCHEMA_VERSION, where: str = "") -> None:
         super().__init__(
             f"schema_version {found!r} is newer than this code understands "
-            f"(supports major {supported.split('.')[0]}, i.e. {supported.split('.')[0]}.x); "
-            "upgrade replog to read it"
+            f"(supports major {supported.split('.')[0]}, i.e. {supported.split('.')[0]}.x)"
+            f"{' ' + where if where else ''}; upgrade replog to read it"
         )
         self.found = found
 

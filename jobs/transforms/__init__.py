@@ -1,0 +1,10 @@
+"""Pure DataFrame transforms of the timelines and lag jobs (`DataFrame -> DataFrame`, no I/O).
+
+- `jobs.transforms.timelines`: bronze events -> `silver/replica_offsets`, `silver/partition_state`,
+  `silver/isr_changes`, plus the per-broker settings (`broker_settings`) the others read.
+- `jobs.transforms.lag`: bronze + silver -> `silver/follower_lag`, `gold/lag_incidents`,
+  `gold/lag_summary`.
+
+Each function's output has exactly the columns of its table's schema in `schemas.analytics`, so the
+jobs write them as they are and the tests compare them with chispa.
+"""

@@ -1,0 +1,292 @@
+"""Bronze replication events -> the silver timelines (pure transforms; see `jobs.timelines` for the job).
+
+Definitions (what operators read):
+
+`silver/replica_offsets` — per (run, topic, partition, replica = emitting broker), intervals
+`[valid_from_ms, valid_to_ms)` of constant (role, leader_epoch, log_start_offset, high_watermark,
+log_end_offset). Sources, all emitted by the replica's own log / partition:
+  * LEO: `append.leo`, `truncation.truncate_offset`, `leadership_change.leo`;
+  * HW: `hw_change.hw`, `leadership_change.hw` (a truncation's `hw` is the HW *before* it, so it is not
+    a source; the engine emits the following `hw_change` itself);
+  * LSO: `log_start_offset_change.log_start_offset`;
+  * role: `leadership_change.action` (become_leader / become_follower) or the event's `role`;
+  * leader_epoch: the envelope `leader_epoch` of the replica's events.
+  Before the first event that sets a value, the value is taken from the "before" field of that first
+  event (`old_hw`, `old_log_start_offset`, `old_leo`, or an append's `base_offset`), so a replica whose
+  LSO never moves still shows the LSO it had; null means no event ever told it.
+
+`silver/partition_state` — per (run, topic, partition), intervals of constant (leader, leader epoch,
+partition epoch, committed ISR, assigned replicas), as the controller and the leader state it:
+`leader_election` (controller; leader_id null = offline election), `leadership_change` become_leader
+(the new leader's registration), and committed `isr_change` events (ISR and partition epoch; the
+leader is unchanged). A follower's become_follower carries no ISR and is not a source. Derived flags
+follow Kafka's partition metrics, for a partition that has a leader:
+  * under_replicated: isr_size < replication_factor;
+  * under_min_isr / at_min_isr: isr_size < / = effective_min_isr = min(min.insync.replicas, RF), with
+    min.insync.replicas from the leader's last `broker_config`, else any broker's of the run, else the
+    job default (1);
+  * offline: no leader.
+
+`silver/isr_changes` — one row per ISR change: a leader's proposal (`isr_state = proposed`) grouped
+with the outcomes that follow it from the same leader until its next proposal — the commit, or the
+rejections (AlterPartition errors; `retry` rejections are re-sent and may still commit). An ISR
+replaced by a LeaderAndIsr (`action = update`, committed without a proposal) is its own change.
+
+Shared conventions: events are ordered by (ts_ms, event_id). Several events at the same ms yield one
+interval — the state after the last of them — so intervals never have zero length; an event that
+does not change the state opens no interval. One window specification (partition key, ts_ms,
+event_id) serves every running value of a table, so each table costs one sort.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from pyspark.sql import Column, DataFrame, Window
+from pyspark.sql import functions as F
+from pyspark.sql import types as T
+
+from schemas.analytics import ISR_CHANGES_SCHEMA, PARTITION_STATE_SCHEMA, REPLICA_OFFSETS_SCHEMA
+from schemas.events import (
+    APPEND,
+    BROKER_CONFIG,
+    HW_CHANGE,
+    ISR_CHANGE,
+    LEADER_ELECTION,
+    LEADERSHIP_CHANGE,
+    LOG_START_OFFSET_CHANGE,
+    TRUNCATION,
+)
+from schemas.spark import to_spark_schema
+
+PARTITION_KEY: tuple[str, ...] = ("run_id", "topic", "partition")
+"""Columns naming one partition of one run: the unit the timelines are recomputed in."""
+
+LAG_MAX_KEY = "replica.lag.time.max.ms"
+MIN_ISR_KEY = "min.insync.replicas"
+
+_UNBOUNDED = (Window.unboundedPreceding, Window.currentRow)
+
+
+def conform(df: DataFrame, schema: T.StructType) -> DataFrame:
+    """Select exactly `schema`'s columns, in order, cast to its types (the table's shape)."""
+    return df.select(*[F.col(f.name).cast(f.dataType).alias(f.name) for f in schema.fields])
+
+
+def _scoped(events: DataFrame) -> Column:
+    """Events that name their partition (real logs may lack the broker or the partition)."""
+    return F.col("topic").isNotNull() & F.col("partition").isNotNull()
+
+
+def _running(col: str | Column, w: Window) -> Column:
+    """The last non-null value up to and including this row: a forward fill."""
+    return F.last(col, ignorenulls=True).over(w.rowsBetween(*_UNBOUNDED))
+
+
+def _initial(before: str, sets: str, w: Window) -> Column:
+    """The `before` value of the first row that sets `sets`: the value in force before any change."""
+    first_setter = F.when(F.col(sets).isNotNull(), F.struct("ts_ms", "event_id"))
+    return F.min_by(before, first_setter).over(w.rowsBetween(Window.unboundedPreceding, Window.unboundedFollowing))
+
+
+def _intervals(running: DataFrame, keys: Sequence[str], state: Sequence[str]) -> DataFrame:
+    """Rows of running state (one per event, with `_next_ts` = next event's ts) -> change intervals.
+
+    Keeps the last row of each ms, drops rows whose state equals the previous kept row's, and sets
+    `valid_to_ms` to the next kept row's ts. The windows share `running`'s partitioning and order,
+    so Spark adds no sort.
+    """
+    w = Window.partitionBy(*keys).orderBy("ts_ms", "event_id")
+    s = F.struct(*state)
+    last_at_ts = running.where(F.col("_next_ts").isNull() | (F.col("_next_ts") != F.col("ts_ms")))
+    changed = last_at_ts.withColumn("_changed", ~s.eqNullSafe(F.lag(s).over(w)))
+    return (
+        changed.where("_changed")
+        .withColumn("valid_to_ms", F.lead("ts_ms").over(w))
+        .withColumnRenamed("ts_ms", "valid_from_ms")
+    )
+
+
+# --- settings ------------------------------------------------------------------------------------
+
+
+def broker_settings(events: DataFrame) -> DataFrame:
+    """Per (run_id, broker_id): `lag_max_ms` and `min_isr` from the broker's last `broker_config` event.
+
+    Columns are null where the config did not name them. Configs are emitted at start and on change;
+    the last one is taken as the run's value (a simplification: changes during a run are not
+    applied as of their time).
+    """
+    cfg = events.where((F.col("event_type") == BROKER_CONFIG) & F.col("broker_id").isNotNull())
+    last = cfg.groupBy("run_id", "broker_id").agg(F.max_by("config", "event_id").alias("config"))
+    return last.select(
+        "run_id",
+        "broker_id",
+        F.col("config").getItem(LAG_MAX_KEY).cast("long").alias("lag_max_ms"),
+        F.col("config").getItem(MIN_ISR_KEY).cast("int").alias("min_isr"),
+    )
+
+
+def with_setting(df: DataFrame, settings: DataFrame, broker_col: str, name: str, default: Column) -> DataFrame:
+    """Add column `name` from `settings`: the broker's value, else the run's largest, else `default`."""
+    by_broker = settings.select(
+        F.col("run_id").alias("_sr"), F.col("broker_id").alias("_sb"), F.col(name).alias("_by_broker")
+    ).where(F.col("_by_broker").isNotNull())
+    by_run = settings.groupBy(F.col("run_id").alias("_rr")).agg(F.max(name).alias("_by_run"))
+    joined = (
+        df.join(by_broker, (F.col("run_id") == F.col("_sr")) & (F.col(broker_col) == F.col("_sb")), "left")
+        .join(by_run, F.col("run_id") == F.col("_rr"), "left")
+    )
+    return joined.withColumn(name, F.coalesce("_by_broker", "_by_run", default)).drop(
+        "_sr", "_sb", "_by_broker", "_rr", "_by_run"
+    )
+
+
+# --- silver/replica_offsets --------------------------------------------------------------------------
+
+
+def replica_offsets(events: DataFrame) -> DataFrame:
+    """Bronze events -> `silver/replica_offsets` (see the module docstring for the definition)."""
+    et = F.col("event_type")
+    ev = events.where(
+        et.isin(APPEND, TRUNCATION, HW_CHANGE, LOG_START_OFFSET_CHANGE, LEADERSHIP_CHANGE)
+        & _scoped(events)
+        & F.col("broker_id").isNotNull()
+    ).select(
+        *PARTITION_KEY,
+        F.col("broker_id").alias("replica_id"),
+        "ts_ms",
+        "event_id",
+        F.when(et == LEADERSHIP_CHANGE,
+               F.when(F.col("action") == "become_leader", "leader").otherwise("follower"))
+        .otherwise(F.col("role")).alias("_role"),
+        F.col("leader_epoch").alias("_epoch"),
+        F.when(et.isin(APPEND, LEADERSHIP_CHANGE), F.col("leo"))
+        .when(et == TRUNCATION, F.col("truncate_offset")).alias("_leo"),
+        F.when(et == APPEND, F.col("base_offset")).when(et == TRUNCATION, F.col("old_leo")).alias("_leo0"),
+        F.when(et.isin(HW_CHANGE, LEADERSHIP_CHANGE), F.col("hw")).alias("_hw"),
+        F.when(et == HW_CHANGE, F.col("old_hw")).alias("_hw0"),
+        F.when(et == LOG_START_OFFSET_CHANGE, F.col("log_start_offset")).alias("_lso"),
+        F.when(et == LOG_START_OFFSET_CHANGE, F.col("old_log_start_offset")).alias("_lso0"),
+    )
+    keys = [*PARTITION_KEY, "replica_id"]
+    w = Window.partitionBy(*keys).orderBy("ts_ms", "event_id")
+    running = ev.select(
+        *keys,
+        "ts_ms",
+        "event_id",
+        _running("_role", w).alias("role"),
+        _running("_epoch", w).alias("leader_epoch"),
+        F.coalesce(_running("_lso", w), _initial("_lso0", "_lso", w)).alias("log_start_offset"),
+        F.coalesce(_running("_hw", w), _initial("_hw0", "_hw", w)).alias("high_watermark"),
+        F.coalesce(_running("_leo", w), _initial("_leo0", "_leo", w)).alias("log_end_offset"),
+        F.lead("ts_ms").over(w).alias("_next_ts"),
+    )
+    out = _intervals(running, keys, ["role", "leader_epoch", "log_start_offset", "high_watermark", "log_end_offset"])
+    return conform(out, to_spark_schema(REPLICA_OFFSETS_SCHEMA))
+
+
+# --- silver/partition_state --------------------------------------------------------------------------
+
+
+def partition_state(events: DataFrame, min_isr_default: int = 1) -> DataFrame:
+    """Bronze events -> `silver/partition_state` (see the module docstring for the definition)."""
+    et, action = F.col("event_type"), F.col("action")
+    election = et == LEADER_ELECTION
+    became_leader = (et == LEADERSHIP_CHANGE) & (action == "become_leader")
+    committed = (et == ISR_CHANGE) & (F.col("isr_state") == "committed")
+    sets_leader = election | became_leader
+    ev = events.where((election | became_leader | committed) & _scoped(events)).select(
+        *PARTITION_KEY,
+        "ts_ms",
+        "event_id",
+        # Wrapped in a struct so that "no leader" (an offline election) is a value the forward fill
+        # carries, not a gap it skips.
+        F.when(sets_leader, F.struct(
+            F.when(election, F.col("leader_id")).otherwise(F.coalesce("leader_id", "broker_id")).alias("v")
+        )).alias("_leader"),
+        F.when(sets_leader, F.col("leader_epoch")).alias("_epoch"),
+        F.col("partition_epoch").alias("_pepoch"),
+        F.when(F.col("isr").isNotNull(), F.array_sort("isr")).alias("_isr"),
+        F.when(sets_leader, F.col("replicas")).alias("_replicas"),
+        F.concat_ws(":", et, action).alias("_cause"),
+    )
+    w = Window.partitionBy(*PARTITION_KEY).orderBy("ts_ms", "event_id")
+    running = ev.select(
+        *PARTITION_KEY,
+        "ts_ms",
+        "event_id",
+        _running("_leader", w).getField("v").alias("leader_id"),
+        _running("_epoch", w).alias("leader_epoch"),
+        _running("_pepoch", w).alias("partition_epoch"),
+        _running("_isr", w).alias("isr"),
+        _running("_replicas", w).alias("replicas"),
+        F.col("_cause").alias("cause"),
+        F.lead("ts_ms").over(w).alias("_next_ts"),
+    )
+    out = _intervals(running, PARTITION_KEY, ["leader_id", "leader_epoch", "partition_epoch", "isr", "replicas"])
+    out = with_setting(out, broker_settings(events), "leader_id", "min_isr", F.lit(min_isr_default))
+    isr_size = F.coalesce(F.size("isr"), F.lit(0))
+    rf = F.size("replicas")
+    led = F.col("leader_id").isNotNull()
+    out = (
+        out.withColumn("isr_size", isr_size)
+        .withColumn("replication_factor", rf)
+        .withColumn("effective_min_isr", F.least(F.col("min_isr"), rf))
+        .withColumn("under_replicated", led & (isr_size < rf))
+        .withColumn("under_min_isr", led & (isr_size < F.col("effective_min_isr")))
+        .withColumn("at_min_isr", led & (isr_size == F.col("effective_min_isr")))
+        .withColumn("offline", ~led)
+    )
+    return conform(out, to_spark_schema(PARTITION_STATE_SCHEMA))
+
+
+# --- silver/isr_changes ------------------------------------------------------------------------------
+
+
+def isr_changes(events: DataFrame) -> DataFrame:
+    """Bronze events -> `silver/isr_changes` (see the module docstring for the definition)."""
+    state = F.col("isr_state")
+    ic = events.where((F.col("event_type") == ISR_CHANGE) & _scoped(events) & F.col("broker_id").isNotNull())
+    starts = (state == "proposed") | (F.col("action") == "update")
+    w = Window.partitionBy(*PARTITION_KEY, "broker_id").orderBy("ts_ms", "event_id").rowsBetween(*_UNBOUNDED)
+    ic = ic.withColumn("_grp", F.sum(F.when(starts, 1).otherwise(0)).over(w))
+    row = F.struct("ts_ms", "event_id", "leader_epoch", "action", "reason", "old_isr", "isr", "partition_epoch",
+                   "error", "out_of_sync_replicas")
+    rejected = state == "rejected"
+    g = ic.groupBy(*PARTITION_KEY, "broker_id", "_grp").agg(
+        F.min_by(row, F.when(starts, F.col("event_id"))).alias("p"),
+        F.min_by(row, F.when(state == "committed", F.col("event_id"))).alias("c"),
+        F.max_by(row, F.when(rejected, F.col("event_id"))).alias("r"),
+        F.count(F.when(rejected, 1)).alias("rejections"),
+        # Outcomes seen before any proposal (data cut mid-change) still form a change of their own.
+        F.min_by(row, F.col("event_id")).alias("first"),
+    )
+    old_isr = F.array_sort(F.coalesce("p.old_isr", "first.old_isr"))
+    proposed_isr = F.array_sort("p.isr")
+    resolved = F.coalesce("c", "r")
+    out = g.select(
+        *PARTITION_KEY,
+        F.col("broker_id").alias("leader_id"),
+        F.coalesce("p.leader_epoch", "first.leader_epoch").alias("leader_epoch"),
+        F.coalesce("p.action", "first.action").alias("action"),
+        F.col("p.reason").alias("reason"),
+        old_isr.alias("old_isr"),
+        proposed_isr.alias("proposed_isr"),
+        F.array_except(old_isr, proposed_isr).alias("removed_replicas"),
+        F.array_except(proposed_isr, old_isr).alias("added_replicas"),
+        F.col("p.out_of_sync_replicas").alias("out_of_sync_replicas"),
+        F.col("p.ts_ms").alias("proposed_ms"),
+        F.col("p.event_id").alias("proposed_event_id"),
+        F.when(F.col("c").isNotNull(), "committed").when(F.col("r").isNotNull(), "rejected")
+        .otherwise("pending").alias("outcome"),
+        resolved.getField("ts_ms").alias("resolved_ms"),
+        resolved.getField("event_id").alias("resolved_event_id"),
+        F.array_sort("c.isr").alias("committed_isr"),
+        F.col("c.partition_epoch").alias("partition_epoch"),
+        "rejections",
+        F.col("r.error").alias("last_error"),
+        F.col("r.reason").alias("last_rejection_reason"),
+        (resolved.getField("ts_ms") - F.col("p.ts_ms")).alias("latency_ms"),
+    )
+    return conform(out, to_spark_schema(ISR_CHANGES_SCHEMA))

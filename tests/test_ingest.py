@@ -1,0 +1,143 @@
+"""Ingest as a job: reconciled counts, exactly-once reruns, incremental runs, crash recovery, exit codes."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from chispa import assert_df_equality
+from deltalake import DeltaTable
+from pyspark.sql import functions as F
+
+import jobs.lake.embedded as embedded
+from jobs import cli
+from jobs.ingest import run_ingest
+from schemas.events import SchemaVersionError
+from schemas.tables import BRONZE_EVENTS, BRONZE_QUARANTINE
+from tests.conftest import event, write_jsonl
+
+
+def quiet(spark, lake, landing: Path):
+    return run_ingest(spark, lake, str(landing), log=lambda _m: None)
+
+
+def test_good_and_bad_records_reconcile_and_land_in_their_tables(spark, lake, landing) -> None:
+    write_jsonl(landing / "a.jsonl", [event(1), event(2), "garbage", event(3, leo=-1)])
+    r = quiet(spark, lake, landing)
+    assert (r.read, r.kept, r.quarantined) == (4, 2, 2) and r.reconciles
+    expected = spark.createDataFrame(
+        [("run-a", 1, 1, 2), ("run-a", 2, 2, 3)], "run_id string, event_id long, old_hw long, hw long"
+    )
+    got = lake.read(BRONZE_EVENTS).select("run_id", "event_id", "old_hw", "hw")
+    assert_df_equality(got, expected, ignore_row_order=True, ignore_nullable=True, ignore_metadata=True)
+    lineage = lake.read(BRONZE_EVENTS).select("_source_line", "_ingest_batch").distinct().collect()
+    assert {row["_source_line"] for row in lineage} == {1, 2}
+    assert {row["_ingest_batch"] for row in lineage} == {r.batch_id}
+
+
+def test_rerun_with_the_same_files_adds_nothing(spark, lake, landing) -> None:
+    write_jsonl(landing / "a.jsonl", [event(1), "garbage"])
+    first = quiet(spark, lake, landing)
+    versions = (lake.version(BRONZE_EVENTS), lake.version(BRONZE_QUARANTINE))
+    second = quiet(spark, lake, landing)
+    assert first.files_ingested == 1 and second.files_ingested == 0 and second.read == 0
+    assert (lake.version(BRONZE_EVENTS), lake.version(BRONZE_QUARANTINE)) == versions
+    assert lake.read(BRONZE_EVENTS).count() == 1 and lake.read(BRONZE_QUARANTINE).count() == 1
+
+
+def test_incremental_run_reads_only_the_new_files(spark, lake, landing) -> None:
+    write_jsonl(landing / "a.jsonl", [event(1), event(2)])
+    quiet(spark, lake, landing)
+    (landing / "later").mkdir()
+    write_jsonl(landing / "later" / "b.jsonl", [event(3)])
+    r = quiet(spark, lake, landing)
+    assert (r.files_seen, r.files_ingested, r.read, r.kept) == (2, 1, 1, 1)
+    assert sorted(x["event_id"] for x in lake.read(BRONZE_EVENTS).collect()) == [1, 2, 3]
+
+
+def test_one_commit_per_ingest_batch_with_counts_in_the_history(spark, lake, landing) -> None:
+    write_jsonl(landing / "a.jsonl", [event(1), "garbage"])
+    quiet(spark, lake, landing)
+    write_jsonl(landing / "b.jsonl", [event(2)])
+    r = quiet(spark, lake, landing)
+    history = DeltaTable(lake.path(BRONZE_EVENTS)).history()
+    batches = [h for h in history if "replog.batch" in h]
+    assert len(batches) == 2  # plus the table creation
+    assert batches[0]["replog.batch"] == r.batch_id
+    assert json.loads(batches[0]["replog.records_read"]) == 1
+    assert json.loads(batches[1]["replog.records_quarantined"]) == 1
+
+
+def test_crash_between_writing_and_committing_leaves_nothing_and_the_rerun_completes(
+    spark, lake, landing, monkeypatch
+) -> None:
+    write_jsonl(landing / "a.jsonl", [event(1), event(2), "garbage"])
+
+    def crash(*_a, **_k):
+        raise RuntimeError("injected: driver died before the Delta commit")
+
+    monkeypatch.setattr(embedded, "_commit_actions", crash)
+    with pytest.raises(RuntimeError, match="injected"):
+        quiet(spark, lake, landing)
+    monkeypatch.undo()
+    assert lake.read(BRONZE_EVENTS).count() == 0 and lake.read(BRONZE_QUARANTINE).count() == 0
+    r = quiet(spark, lake, landing)
+    assert (r.files_ingested, r.kept, r.quarantined) == (1, 2, 1)
+    assert lake.read(BRONZE_EVENTS).count() == 2 and lake.read(BRONZE_QUARANTINE).count() == 1
+
+
+def test_crash_after_the_quarantine_commit_resumes_with_bronze_only(spark, lake, landing, monkeypatch) -> None:
+    write_jsonl(landing / "a.jsonl", [event(1), event(2), "garbage"])
+    real = embedded._commit_actions
+
+    def crash_on_bronze(dt, actions, spec, props):
+        if spec.name == BRONZE_EVENTS.name:
+            raise RuntimeError("injected: died between the two commits")
+        real(dt, actions, spec, props)
+
+    monkeypatch.setattr(embedded, "_commit_actions", crash_on_bronze)
+    with pytest.raises(RuntimeError, match="between the two commits"):
+        quiet(spark, lake, landing)
+    monkeypatch.undo()
+    assert lake.read(BRONZE_QUARANTINE).count() == 1 and lake.read(BRONZE_EVENTS).count() == 0
+    q_version = lake.version(BRONZE_QUARANTINE)
+    r = quiet(spark, lake, landing)
+    assert r.files_ingested == 1 and r.reconciles
+    assert lake.version(BRONZE_QUARANTINE) == q_version  # not written twice
+    assert lake.read(BRONZE_QUARANTINE).count() == 1
+    assert sorted(x["event_id"] for x in lake.read(BRONZE_EVENTS).collect()) == [1, 2]
+
+
+def test_a_newer_schema_major_fails_the_job_and_commits_nothing(spark, lake, landing) -> None:
+    write_jsonl(landing / "a.jsonl", [event(1), event(2, schema_version="2.0")])
+    with pytest.raises(SchemaVersionError, match="'2.0' is newer than this code understands"):
+        quiet(spark, lake, landing)
+    assert lake.version(BRONZE_EVENTS) is None and lake.version(BRONZE_QUARANTINE) is None
+
+
+def test_cli_exit_codes_and_one_line_reasons(spark, tmp_path, landing, capsys) -> None:
+    lake_dir = str(tmp_path / "lake")
+    assert cli.main(["ingest", "--landing", str(tmp_path / "nope"), "--lake", lake_dir]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err[-1].startswith("replog ingest: failed: LandingError: landing folder ")
+    write_jsonl(landing / "a.jsonl", [event(1), "garbage"])
+    assert cli.main(["ingest", "--landing", str(landing), "--lake", lake_dir]) == 0
+    out = capsys.readouterr().out
+    assert "records read 2 = kept 1 + quarantined 1" in out and "[reconciled]" in out
+    write_jsonl(landing / "b.jsonl", [event(5, schema_version="3.1")])
+    assert cli.main(["ingest", "--landing", str(landing), "--lake", lake_dir]) == 2
+    assert "SchemaVersionError" in capsys.readouterr().err
+    bad_cfg = tmp_path / "bad.yaml"
+    bad_cfg.write_text("lake: /x\ndelta_backend: maybe\n", encoding="utf-8")
+    assert cli.main(["ingest", "--landing", str(landing), "--config", str(bad_cfg)]) == 2
+    assert "key 'delta_backend' must be one of" in capsys.readouterr().err
+
+
+def test_bronze_tables_open_with_deltalake(spark, lake, landing) -> None:
+    write_jsonl(landing / "a.jsonl", [event(1), event(2, run_id="run-b")])
+    quiet(spark, lake, landing)
+    t = DeltaTable(lake.path(BRONZE_EVENTS))
+    assert t.metadata().partition_columns == ["run_id"]
+    assert sorted(t.to_pyarrow_table(columns=["run_id"]).column("run_id").to_pylist()) == ["run-a", "run-b"]
+    assert lake.read(BRONZE_EVENTS).where(F.col("run_id") == "run-b").count() == 1
