@@ -58,7 +58,8 @@ def test_read_prunes_to_the_requested_partitions(spark, lake: EmbeddedLake) -> N
 def test_partition_values_with_path_special_characters_survive(spark, lake: EmbeddedLake) -> None:
     odd = "run 1:a=b/c%d#e"
     lake.append(SPEC, frame(spark, [(odd, 1, "x"), ("plain", 2, "y")]))
-    assert_df_equality(lake.read(SPEC), frame(spark, [(odd, 1, "x"), ("plain", 2, "y")]), ignore_row_order=True, ignore_nullable=True)
+    expected = frame(spark, [(odd, 1, "x"), ("plain", 2, "y")])
+    assert_df_equality(lake.read(SPEC), expected, ignore_row_order=True, ignore_nullable=True)
     got = DeltaTable(lake.path(SPEC)).to_pyarrow_table().to_pylist()
     assert sorted(r["run_id"] for r in got) == sorted([odd, "plain"])
 
@@ -129,7 +130,8 @@ def test_overwrite_partitions_replaces_only_those_partitions(spark, lake: Embedd
     lake.append(SPEC, frame(spark, [("r1", 1, "old"), ("r2", 1, "keep")]))
     res = lake.overwrite_partitions(SPEC, frame(spark, [("r1", 5, "new")]), [{"run_id": "r1"}])
     assert res.files_removed >= 1
-    assert_df_equality(lake.read(SPEC), frame(spark, [("r1", 5, "new"), ("r2", 1, "keep")]), ignore_row_order=True, ignore_nullable=True)
+    expected = frame(spark, [("r1", 5, "new"), ("r2", 1, "keep")])
+    assert_df_equality(lake.read(SPEC), expected, ignore_row_order=True, ignore_nullable=True)
 
 
 def test_overwrite_of_an_unpartitioned_table_replaces_everything(spark, lake: EmbeddedLake) -> None:

@@ -33,7 +33,7 @@ def test_auto_falls_back_to_embedded_when_the_jars_are_absent(spark, tmp_path) -
 def test_native_requested_without_jars_fails_fast_with_the_fix(spark, tmp_path) -> None:
     if native_delta_available(spark):
         pytest.skip("the jars are present, so native is available")
-    with pytest.raises(RuntimeError, match="--packages io.delta:delta-spark"):
+    with pytest.raises(RuntimeError, match=r"--packages io\.delta:delta-spark"):
         resolve_backend(JobConfig(lake=str(tmp_path), delta_backend="native"), spark)
 
 
