@@ -1,0 +1,150 @@
+"""Timelines transforms against small hand-built event sets; every expected row is worked out by hand."""
+
+from __future__ import annotations
+
+from jobs.transforms.timelines import isr_changes, partition_state, replica_offsets
+from schemas.analytics import ISR_CHANGES_SCHEMA, PARTITION_STATE_SCHEMA, REPLICA_OFFSETS_SCHEMA
+
+L, F_ = "leader", "follower"
+
+
+def test_replica_offsets_intervals_per_replica(events, expect) -> None:
+    ev = events([
+        # broker 1 leads: LEO/HW from the leadership change, then an append and HW move at the same ms
+        dict(event_type="leadership_change", ts_ms=10, broker_id=1, leader_epoch=1, action="become_leader",
+             leader_id=1, partition_epoch=1, replicas=[1, 2], leo=0, hw=0),                    # 0
+        dict(event_type="append", ts_ms=20, broker_id=1, leader_epoch=1, role=L, base_offset=0, last_offset=4,
+             leo=5),                                                                            # 1
+        dict(event_type="hw_change", ts_ms=20, broker_id=1, leader_epoch=1, role=L, old_hw=0, hw=5),  # 2
+        dict(event_type="log_start_offset_change", ts_ms=30, broker_id=1, leader_epoch=1, role=L,
+             old_log_start_offset=0, log_start_offset=2),                                       # 3
+        # broker 2 follows: truncates 3 -> 2 (its hw event follows at the same ms), then catches up
+        dict(event_type="leadership_change", ts_ms=10, broker_id=2, leader_epoch=1, action="become_follower",
+             leader_id=1, partition_epoch=1, replicas=[1, 2], leo=3, hw=3),                    # 4
+        dict(event_type="truncation", ts_ms=15, broker_id=2, leader_epoch=1, role=F_, old_leo=3,
+             truncate_offset=2, reason="leader_epoch", hw=3),                                   # 5
+        dict(event_type="hw_change", ts_ms=15, broker_id=2, leader_epoch=1, role=F_, old_hw=3, hw=2),  # 6
+        dict(event_type="append", ts_ms=25, broker_id=2, leader_epoch=1, role=F_, base_offset=2, last_offset=4,
+             leo=5),                                                                            # 7
+        dict(event_type="hw_change", ts_ms=40, broker_id=2, leader_epoch=1, role=F_, old_hw=2, hw=5),  # 8
+        # broker 3: no leadership event seen; its HW before the first hw_change comes from old_hw
+        dict(event_type="append", ts_ms=50, broker_id=3, leader_epoch=1, role=F_, base_offset=7, last_offset=8,
+             leo=9),                                                                            # 9
+        dict(event_type="hw_change", ts_ms=60, broker_id=3, leader_epoch=1, role=F_, old_hw=4, hw=9),  # 10
+        # not a replica-offset event
+        dict(event_type="fetch", ts_ms=61, broker_id=3, leader_epoch=1, leader_id=1, fetcher_id=0, fetch_offset=9),
+    ])
+    expect(replica_offsets(ev), [
+        # run, topic, p, replica, from, to, role, epoch, lso, hw, leo, event_id
+        ("r", "t", 0, 1, 10, 20, L, 1, 0, 0, 0, 0),      # LSO 0: old_log_start_offset of the first LSO change
+        ("r", "t", 0, 1, 20, 30, L, 1, 0, 5, 5, 2),      # append + HW at ms 20 -> one interval, event 2
+        ("r", "t", 0, 1, 30, None, L, 1, 2, 5, 5, 3),
+        ("r", "t", 0, 2, 10, 15, F_, 1, None, 3, 3, 4),  # follower LSO never reported
+        ("r", "t", 0, 2, 15, 25, F_, 1, None, 2, 2, 6),  # truncation's hw=3 is the HW before; hw_change sets 2
+        ("r", "t", 0, 2, 25, 40, F_, 1, None, 2, 5, 7),
+        ("r", "t", 0, 2, 40, None, F_, 1, None, 5, 5, 8),
+        ("r", "t", 0, 3, 50, 60, F_, 1, None, 4, 9, 9),
+        ("r", "t", 0, 3, 60, None, F_, 1, None, 9, 9, 10),
+    ], REPLICA_OFFSETS_SCHEMA)
+
+
+def test_replica_offsets_event_that_changes_nothing_opens_no_interval(events, expect) -> None:
+    ev = events([
+        dict(event_type="leadership_change", ts_ms=10, broker_id=1, leader_epoch=3, action="become_leader",
+             leader_id=1, partition_epoch=1, replicas=[1], leo=4, hw=4),
+        # a hw_change to the value in force (e.g. replayed from a checkpoint): same state
+        dict(event_type="hw_change", ts_ms=12, broker_id=1, leader_epoch=3, role=L, old_hw=4, hw=4),
+        dict(event_type="leadership_change", ts_ms=20, broker_id=1, leader_epoch=4, action="become_follower",
+             leader_id=2, partition_epoch=2, replicas=[1, 2], leo=4, hw=4),
+    ])
+    expect(replica_offsets(ev), [
+        ("r", "t", 0, 1, 10, 20, L, 3, None, 4, 4, 0),
+        ("r", "t", 0, 1, 20, None, F_, 4, None, 4, 4, 2),
+    ], REPLICA_OFFSETS_SCHEMA)
+
+
+def test_partition_state_intervals_and_flags(events, expect) -> None:
+    ev = events([
+        dict(event_type="broker_config", ts_ms=0, broker_id=1, topic=None, partition=None,
+             config={"min.insync.replicas": "2", "replica.lag.time.max.ms": "30000"}),          # 0
+        dict(event_type="leader_election", ts_ms=0, broker_id=0, leader_epoch=1, action="clean", leader_id=1,
+             partition_epoch=1, isr=[1, 2, 3], replicas=[1, 2, 3]),                             # 1
+        # the leader's registration repeats the election's state (ISR unsorted): no new interval
+        dict(event_type="leadership_change", ts_ms=5, broker_id=1, leader_epoch=1, action="become_leader",
+             leader_id=1, partition_epoch=1, isr=[3, 2, 1], replicas=[1, 2, 3], leo=0, hw=0),  # 2
+        # a follower's view carries no ISR: not a source
+        dict(event_type="leadership_change", ts_ms=6, broker_id=2, leader_epoch=1, action="become_follower",
+             leader_id=1, partition_epoch=1, isr=[], replicas=[1, 2, 3], leo=0, hw=0),         # 3
+        # a shrink takes effect when committed, not when proposed
+        dict(event_type="isr_change", ts_ms=100, broker_id=1, leader_epoch=1, action="shrink",
+             isr_state="proposed", old_isr=[1, 2, 3], isr=[1, 2], reason="follower_lagging"),   # 4
+        dict(event_type="isr_change", ts_ms=110, broker_id=1, leader_epoch=1, action="shrink",
+             isr_state="committed", old_isr=[1, 2, 3], isr=[1, 2], partition_epoch=2,
+             reason="alter_partition"),                                                         # 5
+        dict(event_type="isr_change", ts_ms=150, broker_id=1, leader_epoch=1, action="shrink",
+             isr_state="committed", old_isr=[1, 2], isr=[1], partition_epoch=3, reason="alter_partition"),  # 6
+        # offline election: no leader, which the forward fill must carry (not skip)
+        dict(event_type="leader_election", ts_ms=200, broker_id=0, leader_epoch=2, action="offline",
+             partition_epoch=4, isr=[1], replicas=[1, 2, 3]),                                   # 7
+    ])
+    # min.insync.replicas = 2 from broker 1's config; effective = min(2, RF 3) = 2.
+    expect(partition_state(ev), [
+        # from, to, leader, epoch, pepoch, isr, replicas, isr_size, rf, min, urp, under_min, at_min, offline
+        ("r", "t", 0, 0, 110, 1, 1, 1, [1, 2, 3], [1, 2, 3], 3, 3, 2, False, False, False, False,
+         "leader_election:clean", 1),
+        ("r", "t", 0, 110, 150, 1, 1, 2, [1, 2], [1, 2, 3], 2, 3, 2, True, False, True, False,
+         "isr_change:shrink", 5),
+        ("r", "t", 0, 150, 200, 1, 1, 3, [1], [1, 2, 3], 1, 3, 2, True, True, False, False,
+         "isr_change:shrink", 6),
+        ("r", "t", 0, 200, None, None, 2, 4, [1], [1, 2, 3], 1, 3, 2, False, False, False, True,
+         "leader_election:offline", 7),
+    ], PARTITION_STATE_SCHEMA)
+
+
+def test_partition_state_min_isr_defaults_without_config(events, expect) -> None:
+    ev = events([
+        dict(event_type="leadership_change", ts_ms=5, broker_id=2, leader_epoch=7, action="become_leader",
+             leader_id=2, partition_epoch=9, isr=[2], replicas=[2, 1], leo=0, hw=0),
+    ])
+    # No broker_config: min ISR 1 (the job default) -> ISR {2} is at min ISR, under-replicated (RF 2).
+    expect(partition_state(ev), [
+        ("r", "t", 0, 5, None, 2, 7, 9, [2], [2, 1], 1, 2, 1, True, False, True, False,
+         "leadership_change:become_leader", 0),
+    ], PARTITION_STATE_SCHEMA)
+
+
+def test_isr_changes_join_proposal_and_outcome(events, expect) -> None:
+    oos1 = [{"replica_id": 3, "leo": 10, "last_caught_up_time_ms": 50}]
+    oos2 = [{"replica_id": 3, "leo": 20, "last_caught_up_time_ms": 300}]
+    ev = events([
+        dict(event_type="isr_change", ts_ms=100, broker_id=1, leader_epoch=1, action="shrink", isr_state="proposed",
+             old_isr=[1, 2, 3], isr=[1, 2], reason="follower_lagging", error="NONE", out_of_sync_replicas=oos1),
+        dict(event_type="isr_change", ts_ms=110, broker_id=1, leader_epoch=1, action="shrink",
+             isr_state="committed", old_isr=[1, 2, 3], isr=[1, 2], partition_epoch=2, reason="alter_partition",
+             error="NONE"),
+        dict(event_type="isr_change", ts_ms=200, broker_id=1, leader_epoch=1, action="expand", isr_state="proposed",
+             old_isr=[1, 2], isr=[1, 2, 3], reason="follower_caught_up", error="NONE"),
+        dict(event_type="isr_change", ts_ms=210, broker_id=1, leader_epoch=1, action="expand", isr_state="rejected",
+             old_isr=[1, 2], isr=[1, 2, 3], reason="retry", error="OPERATION_NOT_ATTEMPTED"),
+        dict(event_type="isr_change", ts_ms=230, broker_id=1, leader_epoch=1, action="expand",
+             isr_state="committed", old_isr=[1, 2], isr=[3, 1, 2], partition_epoch=3, reason="alter_partition",
+             error="NONE"),
+        dict(event_type="isr_change", ts_ms=300, broker_id=1, leader_epoch=1, action="update",
+             isr_state="committed", old_isr=[1, 2, 3], isr=[1, 3], partition_epoch=4, reason="leader_and_isr",
+             error="NONE"),
+        dict(event_type="isr_change", ts_ms=400, broker_id=1, leader_epoch=1, action="shrink", isr_state="proposed",
+             old_isr=[1, 3], isr=[1], reason="follower_lagging", error="NONE", out_of_sync_replicas=oos2),
+    ])
+    expect(isr_changes(ev), [
+        ("r", "t", 0, 1, 1, "shrink", "follower_lagging", [1, 2, 3], [1, 2], [3], [], [(3, 10, 50)],
+         100, 0, "committed", 110, 1, [1, 2], 2, 0, None, None, 10),
+        # one retry rejection, then committed 30 ms after the proposal
+        ("r", "t", 0, 1, 1, "expand", "follower_caught_up", [1, 2], [1, 2, 3], [], [3], None,
+         200, 2, "committed", 230, 4, [1, 2, 3], 3, 1, "OPERATION_NOT_ATTEMPTED", "retry", 30),
+        # LeaderAndIsr replaced the ISR: its own change, proposal and commit are the same event
+        ("r", "t", 0, 1, 1, "update", "leader_and_isr", [1, 2, 3], [1, 3], [2], [], None,
+         300, 5, "committed", 300, 5, [1, 3], 4, 0, None, None, 0),
+        # no answer yet at the end of the data
+        ("r", "t", 0, 1, 1, "shrink", "follower_lagging", [1, 3], [1], [3], [], [(3, 20, 300)],
+         400, 6, "pending", None, None, None, None, 0, None, None, None),
+    ], ISR_CHANGES_SCHEMA)
