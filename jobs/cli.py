@@ -3,6 +3,8 @@
     replog demo    [--lake DIR] [--config FILE] [--out DIR]   sample events -> ingest -> what landed
     replog ingest  --landing DIR [--lake DIR] [--config FILE]
     replog sample  --out DIR                                   write the sample landing files only
+    replog simulate --scenario FILE --out DIR [...]            run a scenario on the simulated cluster
+    replog check   --events DIR [--json FILE]                  the reference invariant checker
 
 Exit codes: 0 success (even with quarantined records), 2 the job failed (one-line reason on
 stderr). Every job is also reachable through `./spark-submit.sh <command> ...`.
@@ -37,6 +39,8 @@ def _parser() -> argparse.ArgumentParser:
 
     smp = sub.add_parser("sample", help="write the sample landing files (JSON Lines + Parquet)")
     smp.add_argument("--out", required=True)
+    for name, (_, help_text) in PASSTHROUGH.items():
+        sub.add_parser(name, help=help_text + f" (see: replog {name} --help)", add_help=False)
     return p
 
 
@@ -84,9 +88,30 @@ def _cmd_demo(args: argparse.Namespace) -> int:
 
 COMMANDS = {"ingest": _cmd_ingest, "demo": _cmd_demo, "sample": _cmd_sample}
 
+# Commands with their own argument parsers, in the engine package (no Spark needed to run them).
+PASSTHROUGH = {
+    "simulate": ("replication_core.sim.cli", "run a scenario on the simulated cluster"),
+    "check": ("replication_core.checker.cli", "check a run's events against the invariant catalogue"),
+}
+
+
+def _passthrough(command: str, rest: list[str]) -> int:
+    import importlib
+
+    module_name, _ = PASSTHROUGH[command]
+    try:
+        module = importlib.import_module(module_name)
+    except ImportError as e:
+        print(f"replog {command}: failed: this build has no {module_name} ({e})", file=sys.stderr)
+        return EXIT_FAILED
+    return int(module.main(rest))
+
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run one replog command; returns the process exit code."""
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv and argv[0] in PASSTHROUGH:
+        return _passthrough(argv[0], argv[1:])
     args = _parser().parse_args(argv)
     try:
         return COMMANDS[args.command](args)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -43,12 +44,13 @@ def _expect(cond: bool, key: str, expected: str, got: object, path: Path) -> Non
 
 
 def load_config(path: str | Path | None = None, lake: str | None = None) -> JobConfig:
-    """Load a config file (default `conf/local.yaml`); `lake` overrides the file's lake root.
+    """Load a config file (default: $REPLOG_CONFIG, else `conf/local.yaml`); `lake` overrides its lake root.
 
     A relative lake root in the file is taken relative to the current directory, as a user typing
     `replog ... --lake ./lake` would expect.
     """
-    p = Path(path) if path else DEFAULT_CONFIG
+    # REPLOG_CONFIG lets spark-submit.sh point jobs at the repository's conf/ from a packaged zip.
+    p = Path(path or os.environ.get("REPLOG_CONFIG") or DEFAULT_CONFIG)
     if not p.is_file():
         raise ConfigError(f"config file {p} does not exist")
     try:

@@ -23,9 +23,14 @@ def build_spark(cfg: SparkConfig) -> SparkSession:
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
     builder = SparkSession.builder.appName(cfg.app_name)
-    if cfg.master:
+    # Under spark-submit (spark-submit.sh sets REPLOG_SUBMITTED) the submit command owns the master
+    # and the driver's memory; the config only fills them in for `replog` run directly.
+    submitted = bool(os.environ.get("REPLOG_SUBMITTED"))
+    if cfg.master and not submitted:
         builder = builder.master(cfg.master)
-    if cfg.driver_memory:
+        # A local driver binds to loopback instead of guessing an interface (and warning about it).
+        os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+    if cfg.driver_memory and not submitted:
         builder = builder.config("spark.driver.memory", cfg.driver_memory)
     builder = builder.config("spark.sql.shuffle.partitions", str(cfg.shuffle_partitions))
     builder = builder.config("spark.ui.showConsoleProgress", "false")
