@@ -24,7 +24,8 @@ lake = open_lake(spark, JobConfig(lake=lake_root))
 
 # Events per run and type (an aggregate: safe to display whatever the table's size).
 events = lake.read(BRONZE_EVENTS)
-display_df = events.groupBy("run_id", "event_type").agg(F.count(F.lit(1)).alias("events")).orderBy("run_id", "event_type")
+per_type = events.groupBy("run_id", "event_type").agg(F.count(F.lit(1)).alias("events"))
+display_df = per_type.orderBy("run_id", "event_type")
 display_df.show(100, truncate=False)
 
 # COMMAND ----------
