@@ -1,0 +1,437 @@
+"""A simulated broker: the engine's ReplicaManager and fetcher pool, driven by the virtual clock.
+
+Mirrors `KafkaServer` / `BrokerServer` start-up and the threads around `ReplicaManager`:
+* request handling (`KafkaApis`): follower Fetch (may park in the purgatory), OffsetsForLeaderEpoch,
+  ListOffsets, Produce (acks=all may park as a `DelayedProduce`), and the controller's metadata
+  (LeaderAndIsr / StopReplica / topic throttle configs);
+* the scheduler tasks `isr-expiration` (every `replica.lag.time.max.ms / 2`, first run at start),
+  `highwatermark-checkpoint` (every `replica.high.watermark.checkpoint.interval.ms`), the OS page-cache
+  write-back (`disk.flush_interval_ms`), and the broker heartbeat to the controller;
+* one actor per fetcher thread (`FetcherActor`), looping `doWork()` as `AbstractFetcherThread.run`
+  does: after a round that sent a fetch at once (the leader's purgatory holds the fetch up to
+  `replica.fetch.wait.max.ms` / `replica.fetch.min.bytes`), after an idle round after the backoff.
+
+Crash and restart: every callback captures the broker's incarnation and is ignored once the broker
+crashed; a crash throws the ReplicaManager and fetchers away and keeps only the `Disk`.
+A GC pause stops everything (requests and tasks are held until it ends); a disk stall holds only
+what writes the log (fetcher threads appending, produce requests).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from replication_core.config import ReplicationConfig
+from replication_core.errors import Errors
+from replication_core.events import Event, make_event
+from replication_core.fetcher import ReplicaFetcherThread, WorkResult
+from replication_core.fetcher_manager import FetcherManager, replica_fetcher_factory
+from replication_core.leader_endpoint import (
+    FetchRequest,
+    FetchResponse,
+    ListOffsetsRequest,
+    ListOffsetsResponse,
+    OffsetsForLeaderEpochRequest,
+    OffsetsForLeaderEpochResponse,
+)
+from replication_core.log import Log
+from replication_core.partition import AlterPartitionRequest, Partition, StaticBrokerMetadata
+from replication_core.partition_fetch_state import BrokerEndPoint, FailedPartitions, TopicPartition
+from replication_core.quota import FOLLOWER, LEADER, ReplicationQuotaManager
+from replication_core.replica_manager import LeaderAndIsrRequest, ReplicaManager
+from replication_core.sim.disk import Disk
+from replication_core.sim.rpc import Call
+
+if TYPE_CHECKING:
+    from replication_core.sim.cluster import Cluster
+    from replication_core.sim.controller import MetadataUpdate
+    from replication_core.sim.producer import ProduceRequest
+
+
+class SimReplicaManager(ReplicaManager):
+    """`ReplicaManager` whose partitions run with their topic's config (topic-level
+    `min.insync.replicas` overrides) and whose logs live on the broker's `Disk`."""
+
+    def __init__(self, broker_id: int, config: ReplicationConfig, disk: Disk,
+                 topic_configs: dict[str, ReplicationConfig], **kwargs: Any) -> None:
+        super().__init__(broker_id, config, logs=disk.logs, **kwargs)
+        self._disk = disk
+        self._topic_configs = topic_configs
+
+    def get_or_create_partition(self, tp: TopicPartition) -> Partition:
+        """`getOrCreatePartition`, registering the log on the disk and applying topic configs."""
+        created = tp not in self.partitions
+        p = super().get_or_create_partition(tp)
+        if created:
+            p.config = self._topic_configs.get(tp.topic, self.config)
+            self._disk.logs[tp] = p.log
+        return p
+
+
+class FetcherActor:
+    """The thread loop of one `ReplicaFetcherThread` (`ShutdownableThread.run` → `doWork`)."""
+
+    __slots__ = ("_broker", "_busy", "_rerun", "_token", "_wake_at", "key", "thread")
+
+    def __init__(self, broker: Broker, thread: ReplicaFetcherThread, key: tuple[int, int]) -> None:
+        self._broker = broker
+        self.thread = thread
+        self.key = key
+        self._busy = False
+        self._rerun = False
+        self._token = 0
+        self._wake_at: int | None = None
+
+    def wake(self, at_ms: int) -> None:
+        """Run a `doWork` round at `at_ms` (now if it is in the past); one round in flight at a time."""
+        if self.thread.is_shutdown:
+            return
+        if self._busy:
+            self._rerun = True
+            return
+        if self._wake_at is not None and self._wake_at <= at_ms:
+            return
+        self._wake_at = at_ms
+        self._token += 1
+        b = self._broker
+        b.queue.at(at_ms, self._run, self._token, b.incarnation)
+
+    def _run(self, token: int, incarnation: int) -> None:
+        b = self._broker
+        if token != self._token or incarnation != b.incarnation or self.thread.is_shutdown:
+            return
+        self._wake_at = None
+        now = b.queue.now_ms
+        hold = b.held_until(disk=True)
+        if hold > now:
+            self.wake(hold)
+            return
+        self._busy = True
+        self._rerun = False
+        gen = self.thread.work(now)
+        self._step(gen, None, incarnation)
+
+    def _step(self, gen: Any, reply: tuple[Any, int] | None, incarnation: int) -> None:
+        try:
+            request = next(gen) if reply is None else gen.send(reply)
+        except StopIteration as stop:
+            self._busy = False
+            self._after(stop.value)
+            return
+        b = self._broker
+        leader = b.cluster.brokers[self.thread.source_broker.id]
+        error: Any
+        if isinstance(request, FetchRequest):
+            error = FetchResponse(error=Errors.NETWORK_EXCEPTION.value)
+        elif isinstance(request, OffsetsForLeaderEpochRequest):
+            error = OffsetsForLeaderEpochResponse(error=Errors.NETWORK_EXCEPTION.value)
+        else:
+            error = ListOffsetsResponse(error=Errors.NETWORK_EXCEPTION.value)
+
+        def on_reply(response: Any, now_ms: int) -> None:
+            if incarnation != b.incarnation:
+                return  # this broker crashed meanwhile: the thread is gone
+            hold = b.held_until(disk=True)
+            if hold > now_ms:
+                # The thread is blocked (GC pause / disk stall): it sees the answer when it resumes.
+                b.queue.at(hold, on_reply, response, hold)
+                return
+            self._step(gen, (response, now_ms), incarnation)
+
+        b.cluster.rpc.call(b.broker_id, leader.broker_id, request, leader.handle_replica_request, on_reply, error,
+                           b.config.replica_socket_timeout_ms)
+
+    def _after(self, result: WorkResult) -> None:
+        if self.thread.is_shutdown:
+            return
+        now = self._broker.queue.now_ms
+        if result.fetch_sent or self._rerun:
+            self.wake(now)
+            return
+        due = now + (result.idle_backoff_ms or 0)
+        expiry = self.thread.next_delay_expiry_ms()
+        if expiry is not None and now < expiry < due:
+            due = expiry
+        self.wake(due)
+
+
+class Broker:
+    """One broker process and its disk (`KafkaServer` with `ReplicaManager`, `ReplicaFetcherManager`,
+    the replication quota managers and the `AlterPartitionManager` channel)."""
+
+    def __init__(self, broker_id: int, cluster: Cluster) -> None:
+        self.broker_id = broker_id
+        self.cluster = cluster
+        self.queue = cluster.queue
+        self.config: ReplicationConfig = cluster.scenario.broker_config
+        self.disk = Disk(broker_id)
+        self.alive = False
+        self.incarnation = 0
+        self.paused_until = 0
+        self.stalled_until = 0
+        self.rm: SimReplicaManager | None = None
+        self.fetchers: FetcherManager | None = None
+        self.actors: dict[tuple[int, int], FetcherActor] = {}
+        self.metadata = StaticBrokerMetadata()
+        self.leader_quota: ReplicationQuotaManager | None = None
+        self.follower_quota: ReplicationQuotaManager | None = None
+        self._tick_at: int | None = None
+        self._events: list[Event] | None = cluster.events
+
+    # --- lifecycle ---------------------------------------------------------------------------------
+
+    def start(self, action: str = "start") -> None:
+        """Start (or restart) the broker process on its disk: emit `broker_lifecycle` and `broker_config`,
+        build the ReplicaManager and fetcher manager, start the scheduler tasks, register."""
+        now = self.queue.now_ms
+        self.alive = True
+        self.incarnation += 1
+        self.paused_until = self.stalled_until = 0
+        self.actors = {}
+        self._tick_at = None
+        events = self._events
+        cfg = self.config
+        if events is not None:
+            events.append(make_event("broker_lifecycle", now, self.broker_id, action=action))
+            events.append(make_event("broker_config", now, self.broker_id, config=self.cluster.config_map))
+        emit = events.append if events is not None else None
+        self.metadata = StaticBrokerMetadata()
+        self.leader_quota = ReplicationQuotaManager.from_config(LEADER, self.broker_id, cfg, emit)
+        self.follower_quota = ReplicationQuotaManager.from_config(FOLLOWER, self.broker_id, cfg, emit)
+        for topic, (leader_entries, follower_entries, rate) in self.cluster.controller.throttles.items():
+            self.apply_throttle(topic, leader_entries, follower_entries, rate)
+        rm = SimReplicaManager(self.broker_id, cfg, self.disk, self.cluster.topic_configs,
+                               metadata=self.metadata, events=events, controller=self,
+                               leader_quota=self.leader_quota)
+
+        def logs(tp: TopicPartition) -> Log:
+            return rm.get_partition_or_exception(tp).log
+
+        base = replica_fetcher_factory(self.broker_id, cfg, logs, quota=self.follower_quota, emit=emit)
+
+        def create(fid: int, source: BrokerEndPoint, failed: FailedPartitions) -> ReplicaFetcherThread:
+            thread = base(fid, source, failed)
+            assert isinstance(thread, ReplicaFetcherThread)
+            self.actors[(source.id, fid)] = FetcherActor(self, thread, (source.id, fid))
+            return thread
+
+        self.fetchers = FetcherManager.from_config(self.broker_id, cfg, create, emit)
+        rm.fetcher_control = self.fetchers
+        self.rm = rm
+        inc = self.incarnation
+        self.queue.at(now, self._isr_expiration, inc)
+        self.queue.after(cfg.replica_high_watermark_checkpoint_interval_ms, self._hw_checkpoint, inc)
+        if self.cluster.scenario.disk.flush_interval_ms > 0:
+            self.queue.after(self.cluster.scenario.disk.flush_interval_ms, self._flush, inc)
+        self.queue.at(now, self._heartbeat, inc)
+        self.cluster.controller.register_from(self.broker_id, inc)
+
+    def crash(self, lose_unflushed: bool) -> None:
+        """Kill the process (power failure if `lose_unflushed`, else kill -9 with the page cache kept)."""
+        if not self.alive:
+            return
+        now = self.queue.now_ms
+        self.alive = False
+        self.incarnation += 1
+        if self._events is not None:
+            self._events.append(make_event("broker_lifecycle", now, self.broker_id, action="crash"))
+        self._drop_process()
+        self.disk.crash(now, lose_unflushed, self._events)
+
+    def shutdown(self) -> None:
+        """Clean shutdown after a controlled shutdown: flush every log, write the HW checkpoint, stop."""
+        if not self.alive:
+            return
+        now = self.queue.now_ms
+        rm = self.rm
+        if rm is not None:
+            self.disk.write_hw_checkpoint(rm.checkpoint_high_watermarks())
+        self.disk.flush_all()
+        self.alive = False
+        self.incarnation += 1
+        if self._events is not None:
+            self._events.append(make_event("broker_lifecycle", now, self.broker_id, action="shutdown"))
+        self._drop_process()
+        self.disk.crash(now, False, self._events)
+
+    def _drop_process(self) -> None:
+        if self.fetchers is not None:
+            self.fetchers.close_all_fetchers()
+        self.fetchers = None
+        self.rm = None
+        self.actors = {}
+
+    def held_until(self, disk: bool = False) -> int:
+        """End of a GC pause (and, for log writers, of a disk stall) in force now, else 0."""
+        return max(self.paused_until, self.stalled_until) if disk else self.paused_until
+
+    def pause(self, duration_ms: int) -> None:
+        """A stop-the-world GC pause: nothing runs until it ends."""
+        self.paused_until = max(self.paused_until, self.queue.now_ms + duration_ms)
+
+    def disk_stall(self, duration_ms: int) -> None:
+        """The log disk stops answering: appends (fetchers, produce) block until it ends."""
+        self.stalled_until = max(self.stalled_until, self.queue.now_ms + duration_ms)
+
+    def _held(self, fn: Callable[..., None], *args: Any, disk: bool = False) -> bool:
+        """If paused, re-run `fn(*args)` when the pause ends and return True."""
+        hold = self.held_until(disk)
+        if hold > self.queue.now_ms:
+            self.queue.at(hold, fn, *args)
+            return True
+        return False
+
+    # --- scheduler tasks ---------------------------------------------------------------------------
+
+    def _isr_expiration(self, inc: int) -> None:
+        if inc != self.incarnation or self.rm is None:
+            return
+        if not self._held(self._isr_expiration, inc):
+            self.rm.maybe_shrink_isr(self.queue.now_ms)
+            self._drain()
+            self.queue.after(self.config.isr_expiration_interval_ms, self._isr_expiration, inc)
+
+    def _hw_checkpoint(self, inc: int) -> None:
+        if inc != self.incarnation or self.rm is None:
+            return
+        if not self._held(self._hw_checkpoint, inc, disk=True):
+            self.disk.write_hw_checkpoint(self.rm.checkpoint_high_watermarks())
+            self.queue.after(self.config.replica_high_watermark_checkpoint_interval_ms, self._hw_checkpoint, inc)
+
+    def _flush(self, inc: int) -> None:
+        if inc != self.incarnation:
+            return
+        if not self._held(self._flush, inc, disk=True):
+            self.disk.flush_all()
+            self.queue.after(self.cluster.scenario.disk.flush_interval_ms, self._flush, inc)
+
+    def _heartbeat(self, inc: int) -> None:
+        if inc != self.incarnation:
+            return
+        if not self._held(self._heartbeat, inc):
+            self.cluster.controller.heartbeat_from(self.broker_id, inc)
+            self.queue.after(self.cluster.scenario.cluster.broker_heartbeat_interval_ms, self._heartbeat, inc)
+
+    def _tick(self, inc: int) -> None:
+        if inc != self.incarnation or self.rm is None:
+            return
+        self._tick_at = None
+        if self._held(self._tick, inc):
+            return
+        self.rm.tick(self.queue.now_ms)
+        self._drain()
+
+    def _drain(self) -> None:
+        """Route parked fetches / produces the ReplicaManager completed, and arm its expiry timer."""
+        rm = self.rm
+        if rm is None:
+            return
+        reply = self.cluster.rpc.reply
+        for done in rm.take_completed_fetches():
+            reply(done.request_id, done.response)  # type: ignore[arg-type]
+        for res in rm.take_completed_produces():
+            reply(res.request_id, res)  # type: ignore[arg-type]
+        deadline = rm.next_deadline()
+        if deadline is not None and (self._tick_at is None or deadline < self._tick_at):
+            self._tick_at = deadline
+            self.queue.at(deadline, self._tick, self.incarnation)
+
+    # --- request handling (KafkaApis) ---------------------------------------------------------------
+
+    def handle_replica_request(self, call: Call) -> None:
+        """A follower's Fetch / OffsetsForLeaderEpoch / ListOffsets arrived."""
+        if not self.alive or self.rm is None:
+            return  # nobody listening: the caller times out
+        if self._held(self.handle_replica_request, call):
+            return
+        rm = self.rm
+        now = self.queue.now_ms
+        request = call.request
+        if isinstance(request, FetchRequest):
+            response = rm.fetch_messages(request, now, request_id=call)
+            if response is not None:
+                self.cluster.rpc.reply(call, response)
+            self._drain()
+        elif isinstance(request, OffsetsForLeaderEpochRequest):
+            self.cluster.rpc.reply(call, rm.offsets_for_leader_epoch(request))
+        elif isinstance(request, ListOffsetsRequest):
+            self.cluster.rpc.reply(call, rm.list_offsets(request))
+
+    def handle_produce(self, call: Call) -> None:
+        """`handleProduceRequest` for one partition's batch."""
+        if not self.alive or self.rm is None:
+            return
+        if self._held(self.handle_produce, call, disk=True):
+            return
+        req: ProduceRequest = call.request
+        res = self.rm.append_records(req.tp, req.records, req.size_bytes, req.checksum, req.acks,
+                                     self.queue.now_ms, request_id=call, timeout_ms=req.timeout_ms)
+        if res is not None:
+            self.cluster.rpc.reply(call, res)
+        self._drain()
+
+    def apply_metadata(self, update: MetadataUpdate) -> None:
+        """The controller's LeaderAndIsr / StopReplica / fencing / throttle changes for this broker."""
+        if not self.alive or self.rm is None:
+            return
+        if self._held(self.apply_metadata, update):
+            return
+        rm = self.rm
+        now = self.queue.now_ms
+        self.metadata.fenced = set(update.fenced)
+        self.metadata.shutting_down = set(update.shutting_down)
+        for topic, leader_entries, follower_entries, rate in update.throttles:
+            self.apply_throttle(topic, leader_entries, follower_entries, rate)
+        if update.states:
+            result = rm.become_leader_or_follower(
+                LeaderAndIsrRequest(self.cluster.controller.node_id, 1, update.states), now,
+                self.disk.hw_checkpoint)
+            if result.fetchers_to_add and self.fetchers is not None:
+                fm = self.fetchers
+                for tp, init in result.fetchers_to_add.items():
+                    actor = self.actors.get((init.leader.id, fm.get_fetcher_id(tp)))
+                    if actor is not None:
+                        actor.wake(now)
+        for tp, epoch in update.stop:
+            res = rm.stop_replica(tp, True, now, leader_epoch=epoch)
+            if res.deleted:
+                self.disk.forget(tp)
+        self._drain()
+
+    def apply_throttle(self, topic: str, leader_entries: tuple[str, ...], follower_entries: tuple[str, ...],
+                       rate: int | None) -> None:
+        """Topic `*.replication.throttled.replicas` and broker `*.replication.throttled.rate` (KIP-73)."""
+        lq, fq = self.leader_quota, self.follower_quota
+        if lq is None or fq is None:
+            return
+        lq.mark_throttled_from_config(topic, leader_entries)
+        fq.mark_throttled_from_config(topic, follower_entries)
+        if rate is not None:
+            lq.update_quota(float(rate))
+            fq.update_quota(float(rate))
+        else:
+            lq.update_quota(float(self.config.leader_replication_throttled_rate))
+            fq.update_quota(float(self.config.follower_replication_throttled_rate))
+
+    # --- AlterPartitionChannel ------------------------------------------------------------------------
+
+    def send_alter_partition(self, broker_id: int, requests: list[AlterPartitionRequest], now_ms: int) -> None:
+        """`AlterPartitionManager` → controller RPC; the answers go back to the ReplicaManager."""
+        inc = self.incarnation
+        ctrl = self.cluster.controller
+
+        def on_reply(response: Any, now: int) -> None:
+            if inc != self.incarnation or self.rm is None:
+                return
+            if self._held(on_reply, response, self.paused_until):
+                return
+            if isinstance(response, Errors):
+                self.rm.handle_alter_partition_rpc_failure(now)
+            else:
+                for req, answer in response:
+                    self.rm.handle_alter_partition_response(req, answer, now)
+            self._drain()
+
+        self.cluster.rpc.call(self.broker_id, ctrl.node_id, list(requests), ctrl.handle_alter_partition, on_reply,
+                              Errors.NETWORK_EXCEPTION, self.cluster.scenario.network.rpc_timeout_ms)

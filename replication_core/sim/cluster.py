@@ -1,0 +1,167 @@
+"""The simulated cluster: wires clock, network, brokers, controller, producers and faults, and runs.
+
+Determinism: the only randomness is one `random.Random(scenario.seed)` created here and handed to
+the network, the producers and the nemesis; the event queue breaks ties by scheduling order; every
+collection iterated to make a decision is ordered (sorted ids, insertion-ordered dicts of ints and
+tuples). The same scenario and seed therefore emit the same events in the same order.
+
+Events: every component appends to one shared list (`Cluster.events`), in emission order; `run`
+hands it to an `EventSink` (the writer) in bounded batches, so memory does not grow with the run.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Protocol
+
+from replication_core.config import ReplicationConfig
+from replication_core.events import Event, make_event
+from replication_core.sim.broker import Broker
+from replication_core.sim.clock import EventQueue
+from replication_core.sim.controller import Controller
+from replication_core.sim.nemesis import FaultInjector, draw_faults
+from replication_core.sim.network import Network
+from replication_core.sim.producer import Producer, batch_checksum
+from replication_core.sim.rpc import RpcLayer
+from replication_core.sim.scenario import ProducerSpec, Scenario
+
+CONTROLLED_SHUTDOWN_GRACE_MS = 200
+"""Time a broker in controlled shutdown keeps running so the leadership moves reach everyone."""
+
+
+class EventSink(Protocol):
+    """Where a run's events go (the writer, or a list in tests)."""
+
+    def write(self, events: list[Event]) -> None:
+        """Take a batch of events in emission order."""
+        ...
+
+
+@dataclass
+class ListSink:
+    """An in-memory sink (tests, small runs)."""
+
+    events: list[Event] = field(default_factory=list)
+
+    def write(self, events: list[Event]) -> None:
+        """See `EventSink`."""
+        self.events.extend(events)
+
+
+@dataclass(frozen=True)
+class RunStats:
+    """What a finished run reports (besides its events)."""
+
+    virtual_ms: int
+    callbacks: int
+    produced_batches: int
+    acked_batches: int
+    failed_batches: int
+    faults_applied: tuple[tuple[int, str], ...]
+    controller: dict[str, object]
+    messages_sent: int
+    messages_dropped: int
+
+
+def topic_config_map(scenario: Scenario) -> dict[str, str]:
+    """The `broker_config` event's map: the broker's replication configs (Kafka names) plus each topic's
+    overrides as `topic.<name>.<config>`."""
+    out = dict(scenario.broker_config.as_kafka_map())
+    for t in scenario.topics:
+        for k, v in sorted(t.config.items()):
+            out[f"topic.{t.name}.{k}"] = v
+    return out
+
+
+class Cluster:
+    """Brokers + controller + producers + faults on one virtual clock (see module docstring)."""
+
+    def __init__(self, scenario: Scenario, events_enabled: bool = True) -> None:
+        self.scenario = scenario
+        self.rng = random.Random(scenario.seed)
+        self.start_ms = scenario.start_ms
+        self.queue = EventQueue(scenario.start_ms)
+        self.network = Network(scenario.network, self.rng)
+        self.rpc = RpcLayer(self.queue, self.network)
+        self.events: list[Event] | None = [] if events_enabled else None
+        self.topic_configs: dict[str, ReplicationConfig] = {t.name: scenario.topic_config(t.name)
+                                                            for t in scenario.topics}
+        self.config_map = topic_config_map(scenario)
+        self.brokers: dict[int, Broker] = {b: Broker(b, self) for b in range(1, scenario.cluster.brokers + 1)}
+        self.controller = Controller(self)
+        self.producers = [Producer(i, spec, self, self.rng) for i, spec in enumerate(scenario.producers)]
+        self.script_producer = Producer(len(self.producers),
+                                        ProducerSpec(scenario.topics[0].name, 0.0, retries=0), self, self.rng)
+        self.injector = FaultInjector(self)
+        self._checksum_seq = 0
+
+    def next_checksum(self) -> int:
+        """The checksum of the next produced batch (unique within the run)."""
+        self._checksum_seq += 1
+        return batch_checksum(self._checksum_seq)
+
+    def controlled_shutdown(self, broker_id: int, down_ms: int) -> None:
+        """`kafka-server-stop` with `controlled.shutdown.enable`: leadership moves first, then a clean stop,
+        then a start after `down_ms`."""
+        b = self.brokers[broker_id]
+        if not b.alive:
+            return
+        if self.events is not None:
+            self.events.append(make_event("broker_lifecycle", self.queue.now_ms, broker_id,
+                                          action="controlled_shutdown"))
+        self.controller.controlled_shutdown(broker_id)
+        inc = b.incarnation
+
+        def stop() -> None:
+            if b.incarnation == inc and b.alive:
+                b.shutdown()
+                self.controller.broker_stopped(broker_id)
+                self.queue.after(down_ms, restart)
+
+        def restart() -> None:
+            if not b.alive:
+                b.start("restart")
+
+        self.queue.after(CONTROLLED_SHUTDOWN_GRACE_MS, stop)
+
+    def run(self, sink: EventSink | None = None, batch_events: int = 65536,
+            on_progress: Callable[[Cluster], None] | None = None) -> RunStats:
+        """Start everything, run the scenario's virtual duration, hand events to `sink` in batches."""
+        sc = self.scenario
+        for b in sorted(self.brokers):
+            self.brokers[b].start("start")
+        self.controller.create_topics()
+        for p in self.producers:
+            p.start()
+        self.injector.schedule(list(sc.faults), gated=False)
+        if sc.nemesis is not None:
+            drawn = draw_faults(sc.nemesis, tuple(sorted(self.brokers)), sc.cluster.controller_id, sc.duration_ms,
+                                self.rng)
+            self.injector.schedule(drawn, gated=True)
+        events = self.events
+
+        def step() -> None:
+            if events is not None and sink is not None and len(events) >= batch_events:
+                sink.write(list(events))
+                events.clear()  # in place: every component holds this very list
+            if on_progress is not None:
+                on_progress(self)
+
+        self.queue.run_until(self.start_ms + sc.duration_ms, step, step_every=1024)
+        if events is not None and sink is not None and events:
+            sink.write(list(events))
+            events.clear()
+        producers = [*self.producers, self.script_producer]
+        return RunStats(
+            virtual_ms=sc.duration_ms,
+            callbacks=self.queue.processed,
+            produced_batches=sum(p.sent for p in producers),
+            acked_batches=sum(p.acked for p in producers),
+            failed_batches=sum(p.failed for p in producers),
+            faults_applied=tuple(self.injector.applied),
+            controller=self.controller.snapshot(),
+            messages_sent=self.network.sent,
+            messages_dropped=self.network.dropped,
+        )

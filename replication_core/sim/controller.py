@@ -1,0 +1,427 @@
+"""The controller: broker liveness, leader election, AlterPartition, metadata propagation, reassignment.
+
+Mirrors the KRaft `QuorumController` / `ReplicationControlManager` (reference §2.5, §8.4) with one
+controller node that never fails:
+* liveness: a broker is fenced when no heartbeat arrived for `broker.session.timeout.ms`; fencing
+  removes it from every ISR it is in (never emptying an ISR) and re-elects the partitions it led.
+  A broker that registers again with a new incarnation while still unfenced is fenced first
+  (KRaft; `cluster.fence_on_reregistration: false` keeps the ZooKeeper-era behaviour where a
+  restart shorter than the session timeout goes unnoticed, which KIP-101's scenario relies on);
+* elections (`PartitionChangeBuilder`): the first live, unfenced, not-shutting-down replica of the
+  assignment that is in the ISR (clean); if none and the topic enables
+  `unclean.leader.election.enable`, the first live replica at all (unclean, ISR = {leader}); else the
+  partition goes offline (leader -1, ISR kept). Every election is a `leader_election` event emitted
+  with `broker_id` = the controller id;
+* AlterPartition (`validateAlterPartitionData`, checked in Kafka's order) bumps the partition epoch;
+* metadata reaches each broker through an ordered channel with network delay (KRaft brokers replay
+  the metadata log in order): a cut link delays it, it is never reordered, and a broker that
+  restarts is sent the full state of its partitions;
+* controlled shutdown moves leadership away first and removes the broker from ISRs;
+* reassignment adds the target replicas (throttled through the topic's
+  `*.replication.throttled.replicas` and the brokers' throttled rates), and completes when every
+  target replica is in the ISR: the replica set becomes the target, leadership moves if needed,
+  removed replicas get StopReplica(delete) and the throttles are cleared.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from replication_core.errors import Errors
+from replication_core.events import make_event
+from replication_core.partition import AlterPartitionRequest, LeaderAndIsr, PartitionRegistration
+from replication_core.partition_fetch_state import TopicPartition
+from replication_core.sim.rpc import Call
+
+if TYPE_CHECKING:
+    from replication_core.sim.cluster import Cluster
+
+NO_LEADER = -1
+
+
+@dataclass(frozen=True)
+class MetadataUpdate:
+    """What one delivery of the metadata channel carries to a broker."""
+
+    states: Mapping[TopicPartition, PartitionRegistration]
+    fenced: frozenset[int]
+    shutting_down: frozenset[int]
+    stop: tuple[tuple[TopicPartition, int], ...] = ()
+    throttles: tuple[tuple[str, tuple[str, ...], tuple[str, ...], int | None], ...] = ()
+
+
+@dataclass
+class PartitionInfo:
+    """The controller's record of one partition (`PartitionRegistration`)."""
+
+    replicas: list[int]
+    isr: list[int]
+    leader: int
+    leader_epoch: int = 0
+    partition_epoch: int = 0
+    adding: list[int] = field(default_factory=list)
+    removing: list[int] = field(default_factory=list)
+    target: list[int] | None = None
+
+    def registration(self) -> PartitionRegistration:
+        """The LeaderAndIsr partition state."""
+        return PartitionRegistration(self.leader, self.leader_epoch, tuple(self.isr), tuple(self.replicas),
+                                     self.partition_epoch, tuple(self.adding), tuple(self.removing))
+
+
+class Controller:
+    """The active controller (see module docstring)."""
+
+    def __init__(self, cluster: Cluster) -> None:
+        self.cluster = cluster
+        self.queue = cluster.queue
+        spec = cluster.scenario.cluster
+        self.node_id = spec.controller_id
+        self.session_timeout_ms = spec.broker_session_timeout_ms
+        self.retry_ms = spec.controller_retry_ms
+        self.fence_on_reregistration = spec.fence_on_reregistration
+        self.partitions: dict[TopicPartition, PartitionInfo] = {}
+        self.by_broker: dict[int, list[TopicPartition]] = {}
+        self.last_heartbeat: dict[int, int] = {}
+        self.incarnations: dict[int, int] = {}
+        self.fenced: set[int] = set()
+        self.shutting_down: set[int] = set()
+        self.throttles: dict[str, tuple[tuple[str, ...], tuple[str, ...], int | None]] = {}
+        self._channels: dict[int, deque[MetadataUpdate]] = {}
+        self._inflight: set[int] = set()
+        self._dirty: dict[int, dict[TopicPartition, PartitionRegistration]] = {}
+        self._dirty_stop: dict[int, list[tuple[TopicPartition, int]]] = {}
+        self._dirty_throttles: list[tuple[str, tuple[str, ...], tuple[str, ...], int | None]] = []
+        self._flush_scheduled = False
+        self.elections = {"clean": 0, "unclean": 0, "offline": 0, "controlled_shutdown": 0}
+
+    # --- set-up ---------------------------------------------------------------------------------------
+
+    def create_topics(self) -> None:
+        """Create every topic of the scenario: replicas round robin (or as assigned), ISR = replicas,
+        leader = first replica, then start the liveness check."""
+        brokers = sorted(self.cluster.brokers)
+        n = len(brokers)
+        start = 0
+        for t in self.cluster.scenario.topics:
+            for p in range(t.partitions):
+                if t.assignment:
+                    replicas = list(t.assignment[p])
+                else:
+                    replicas = [brokers[(start + p + i) % n] for i in range(t.replication_factor)]
+                tp = TopicPartition(t.name, p)
+                info = PartitionInfo(replicas, list(replicas), replicas[0])
+                self.partitions[tp] = info
+                for b in replicas:
+                    self.by_broker.setdefault(b, []).append(tp)
+                self._emit_election(tp, info, "clean", "topic_creation")
+                self._mark(tp, info)
+            start += t.partitions
+        for b in brokers:
+            self.last_heartbeat[b] = self.queue.now_ms
+            self.incarnations[b] = self.cluster.brokers[b].incarnation
+        self.queue.after(self.session_timeout_ms // 4 or 1, self._check_sessions)
+
+    # --- liveness ---------------------------------------------------------------------------------------
+
+    def heartbeat_from(self, broker_id: int, incarnation: int) -> None:
+        """A broker's heartbeat leaves it (one-way message over the network)."""
+        self.cluster.rpc.send(broker_id, self.node_id, self._on_heartbeat, broker_id, incarnation)
+
+    def register_from(self, broker_id: int, incarnation: int) -> None:
+        """A (re)starting broker registers; retried until it gets through (`BrokerRegistration`)."""
+        broker = self.cluster.brokers[broker_id]
+        if broker.incarnation != incarnation or not broker.alive:
+            return
+        if not self.cluster.rpc.send(broker_id, self.node_id, self._on_register, broker_id, incarnation):
+            self.queue.after(self.retry_ms, self.register_from, broker_id, incarnation)
+
+    def _on_heartbeat(self, broker_id: int, incarnation: int) -> None:
+        if self.incarnations.get(broker_id) != incarnation:
+            return  # a heartbeat of an incarnation that has not registered (or a stale one)
+        self.last_heartbeat[broker_id] = self.queue.now_ms
+        if broker_id in self.fenced and broker_id not in self.shutting_down:
+            self._unfence(broker_id)
+
+    def _on_register(self, broker_id: int, incarnation: int) -> None:
+        previous = self.incarnations.get(broker_id)
+        if previous == incarnation:
+            return  # already known (the brokers present at topic creation)
+        self.incarnations[broker_id] = incarnation
+        self.last_heartbeat[broker_id] = self.queue.now_ms
+        if (previous is not None and previous != incarnation and broker_id not in self.fenced
+                and self.fence_on_reregistration):
+            self._fence(broker_id, "broker_reregistered")
+        self.shutting_down.discard(broker_id)
+        if broker_id in self.fenced:
+            self._unfence(broker_id)
+        else:
+            self._send_full_state(broker_id)
+
+    def _check_sessions(self) -> None:
+        now = self.queue.now_ms
+        for b in sorted(self.last_heartbeat):
+            if b not in self.fenced and now - self.last_heartbeat[b] > self.session_timeout_ms:
+                self._fence(b, "session_timeout")
+        self.queue.after(self.session_timeout_ms // 4 or 1, self._check_sessions)
+
+    def _eligible(self, b: int) -> bool:
+        return b not in self.fenced and b not in self.shutting_down
+
+    def _fence(self, broker_id: int, reason: str) -> None:
+        """`handleBrokerFenced`: out of every ISR (never emptying one); re-elect what it led."""
+        self.fenced.add(broker_id)
+        for tp in self.by_broker.get(broker_id, ()):
+            info = self.partitions[tp]
+            if broker_id not in info.isr:
+                continue
+            if info.leader == broker_id:
+                self._elect(tp, info, exclude=broker_id, reason=reason)
+            elif len(info.isr) > 1:
+                info.isr.remove(broker_id)
+                info.partition_epoch += 1
+                self._mark(tp, info)
+        self._mark_all_brokers()
+
+    def _unfence(self, broker_id: int) -> None:
+        """The broker is back: send it its partitions, elect it where a partition is offline."""
+        self.fenced.discard(broker_id)
+        for tp in self.by_broker.get(broker_id, ()):
+            info = self.partitions[tp]
+            if info.leader == NO_LEADER:
+                self._elect(tp, info, exclude=None, reason="broker_unfenced")
+        self._mark_all_brokers()
+        self._send_full_state(broker_id)
+
+    # --- elections -------------------------------------------------------------------------------------
+
+    def _unclean_allowed(self, topic: str) -> bool:
+        return self.cluster.topic_configs[topic].unclean_leader_election_enable
+
+    def _elect(self, tp: TopicPartition, info: PartitionInfo, exclude: int | None, reason: str,
+               action: str = "clean") -> None:
+        """`PartitionChangeBuilder.electLeader`: clean from the ISR, else unclean if enabled, else offline."""
+        candidates = [b for b in info.replicas if b != exclude and self._eligible(b)]
+        new_leader = next((b for b in candidates if b in info.isr), None)
+        if new_leader is not None:
+            if exclude is not None and exclude in info.isr and len(info.isr) > 1:
+                info.isr.remove(exclude)
+        elif candidates and self._unclean_allowed(tp.topic):
+            new_leader = candidates[0]
+            info.isr = [new_leader]
+            action = "unclean"
+        else:
+            # Offline: KRaft keeps the last ISR member so it can come back as a clean leader.
+            if info.leader != NO_LEADER:
+                info.leader = NO_LEADER
+                info.leader_epoch += 1
+                info.partition_epoch += 1
+                self._emit_election(tp, info, "offline", reason)
+                self._mark(tp, info)
+            return
+        info.leader = new_leader
+        info.leader_epoch += 1
+        info.partition_epoch += 1
+        self._emit_election(tp, info, action, reason)
+        self._mark(tp, info)
+
+    def _emit_election(self, tp: TopicPartition, info: PartitionInfo, action: str, reason: str) -> None:
+        self.elections[action] = self.elections.get(action, 0) + 1
+        events = self.cluster.events
+        if events is not None:
+            events.append(make_event(
+                "leader_election", self.queue.now_ms, self.node_id, tp.topic, tp.partition, info.leader_epoch,
+                action=action, leader_id=info.leader if info.leader != NO_LEADER else None,
+                partition_epoch=info.partition_epoch, isr=sorted(info.isr), replicas=list(info.replicas),
+                reason=reason))
+
+    def leader_of(self, tp: TopicPartition) -> int:
+        """The current leader (what a client's metadata request would say), -1 if offline."""
+        return self.partitions[tp].leader
+
+    # --- AlterPartition ----------------------------------------------------------------------------------
+
+    def handle_alter_partition(self, call: Call) -> None:
+        """`ReplicationControlManager.alterPartition`: validate each item, commit, answer the batch."""
+        answers: list[tuple[AlterPartitionRequest, LeaderAndIsr | Errors]] = []
+        for req in call.request:
+            answers.append((req, self._alter_one(req)))
+        self.cluster.rpc.reply(call, answers)
+
+    def _alter_one(self, req: AlterPartitionRequest) -> LeaderAndIsr | Errors:
+        tp = TopicPartition(req.topic, req.partition)
+        info = self.partitions.get(tp)
+        sent = req.leader_and_isr
+        if info is None:
+            return Errors.UNKNOWN_TOPIC_OR_PARTITION
+        if sent.leader_epoch > info.leader_epoch or sent.partition_epoch > info.partition_epoch:
+            return Errors.NOT_CONTROLLER
+        if sent.leader_epoch < info.leader_epoch:
+            return Errors.FENCED_LEADER_EPOCH
+        if req.broker_id != info.leader:
+            return Errors.INVALID_REQUEST
+        if sent.partition_epoch < info.partition_epoch:
+            return Errors.INVALID_UPDATE_VERSION
+        if info.leader not in sent.isr or not set(sent.isr) <= set(info.replicas):
+            return Errors.INVALID_REQUEST
+        if any(not self._eligible(b) for b in sent.isr if b not in info.isr):
+            return Errors.INELIGIBLE_REPLICA
+        info.isr = [b for b in info.replicas if b in sent.isr]
+        info.partition_epoch += 1
+        answer = LeaderAndIsr(info.leader, info.leader_epoch, tuple(info.isr), info.partition_epoch)
+        if info.target is not None and set(info.target) <= set(info.isr):
+            # The answer goes out first; the reassignment completes in a following metadata change.
+            self.queue.at(self.queue.now_ms, self._complete_reassignment, tp)
+        return answer
+
+    # --- controlled shutdown ----------------------------------------------------------------------------
+
+    def controlled_shutdown(self, broker_id: int) -> None:
+        """`ControlledShutdown`: move leadership away, leave the ISRs, then let the broker stop cleanly."""
+        self.shutting_down.add(broker_id)
+        for tp in self.by_broker.get(broker_id, ()):
+            info = self.partitions[tp]
+            if info.leader == broker_id:
+                others = [b for b in info.replicas if b != broker_id and b in info.isr and self._eligible(b)]
+                if others:
+                    self._elect(tp, info, exclude=broker_id, reason="controlled_shutdown",
+                                action="controlled_shutdown")
+            elif broker_id in info.isr and len(info.isr) > 1:
+                info.isr.remove(broker_id)
+                info.partition_epoch += 1
+                self._mark(tp, info)
+        self._mark_all_brokers()
+
+    def broker_stopped(self, broker_id: int) -> None:
+        """The broker finished its clean shutdown: fence it without waiting for the session to expire."""
+        if broker_id not in self.fenced:
+            self._fence(broker_id, "controlled_shutdown")
+
+    # --- reassignment -----------------------------------------------------------------------------------
+
+    def reassign(self, tp: TopicPartition, target: list[int], throttle_rate: int | None) -> None:
+        """`alterPartitionReassignments`: add the target replicas (throttled), complete later."""
+        info = self.partitions[tp]
+        adding = [b for b in target if b not in info.replicas]
+        removing = [b for b in info.replicas if b not in target]
+        if not adding and not removing:
+            return
+        original = list(info.replicas)
+        info.replicas = list(target) + removing
+        info.adding, info.removing, info.target = adding, removing, list(target)
+        info.partition_epoch += 1
+        for b in adding:
+            self.by_broker.setdefault(b, []).append(tp)
+        if throttle_rate is not None:
+            leader_entries = tuple(f"{tp.partition}:{b}" for b in original)
+            follower_entries = tuple(f"{tp.partition}:{b}" for b in adding)
+            self._set_throttle(tp.topic, leader_entries, follower_entries, throttle_rate)
+        self._mark(tp, info)
+
+    def _complete_reassignment(self, tp: TopicPartition) -> None:
+        info = self.partitions[tp]
+        target = info.target
+        if target is None or not set(target) <= set(info.isr):
+            return
+        removed = list(info.removing)
+        info.replicas = list(target)
+        info.isr = [b for b in target if b in info.isr]
+        info.adding, info.removing, info.target = [], [], None
+        if info.leader not in target:
+            self._elect(tp, info, exclude=info.leader, reason="reassignment")
+        else:
+            # Removing replicas bumps the leader epoch, fencing the removed ones (PartitionChangeBuilder).
+            info.leader_epoch += 1
+            info.partition_epoch += 1
+            self._mark(tp, info)
+        for b in removed:
+            self.by_broker[b] = [x for x in self.by_broker.get(b, []) if x != tp]
+            self._dirty_stop.setdefault(b, []).append((tp, info.leader_epoch))
+        if tp.topic in self.throttles and not any(p.target for t, p in self.partitions.items()
+                                                  if t.topic == tp.topic):
+            self._set_throttle(tp.topic, (), (), None)
+        self._schedule_flush()
+
+    def _set_throttle(self, topic: str, leader_entries: tuple[str, ...], follower_entries: tuple[str, ...],
+                      rate: int | None) -> None:
+        if leader_entries or follower_entries:
+            self.throttles[topic] = (leader_entries, follower_entries, rate)
+        else:
+            self.throttles.pop(topic, None)
+        self._dirty_throttles.append((topic, leader_entries, follower_entries, rate))
+        self._schedule_flush()
+
+    # --- metadata propagation ----------------------------------------------------------------------------
+
+    def _mark(self, tp: TopicPartition, info: PartitionInfo) -> None:
+        if info.leader == NO_LEADER:
+            return  # brokers keep the last state until a leader exists (no fetcher to a missing leader)
+        reg = info.registration()
+        for b in info.replicas:
+            self._dirty.setdefault(b, {})[tp] = reg
+        self._schedule_flush()
+
+    def _mark_all_brokers(self) -> None:
+        # Fencing state changed: every broker's metadata cache needs it (ISR eligibility).
+        for b in self.cluster.brokers:
+            self._dirty.setdefault(b, {})
+        self._schedule_flush()
+
+    def _send_full_state(self, broker_id: int) -> None:
+        dirty = self._dirty.setdefault(broker_id, {})
+        for tp in self.by_broker.get(broker_id, ()):
+            dirty[tp] = self.partitions[tp].registration()
+        self._schedule_flush()
+
+    def _schedule_flush(self) -> None:
+        if not self._flush_scheduled:
+            self._flush_scheduled = True
+            self.queue.at(self.queue.now_ms, self._flush)
+
+    def _flush(self) -> None:
+        """One metadata delivery per broker for everything changed at this instant."""
+        self._flush_scheduled = False
+        fenced, shutting = frozenset(self.fenced), frozenset(self.shutting_down)
+        throttles = tuple(self._dirty_throttles)
+        targets = sorted(set(self._dirty) | set(self._dirty_stop) | (set(self.cluster.brokers) if throttles else set()))
+        for b in targets:
+            update = MetadataUpdate(self._dirty.get(b, {}), fenced, shutting, tuple(self._dirty_stop.get(b, ())),
+                                    throttles)
+            self._channels.setdefault(b, deque()).append(update)
+            self._pump(b)
+        self._dirty = {}
+        self._dirty_stop = {}
+        self._dirty_throttles = []
+
+    def _pump(self, broker_id: int) -> None:
+        channel = self._channels.get(broker_id)
+        if not channel or broker_id in self._inflight:
+            return
+        delay = self.cluster.network.delay(self.node_id, broker_id)
+        if delay is None:
+            self._inflight.add(broker_id)
+            self.queue.after(self.retry_ms, self._retry, broker_id)
+            return
+        self._inflight.add(broker_id)
+        self.queue.after(delay, self._deliver, broker_id)
+
+    def _retry(self, broker_id: int) -> None:
+        self._inflight.discard(broker_id)
+        self._pump(broker_id)
+
+    def _deliver(self, broker_id: int) -> None:
+        self._inflight.discard(broker_id)
+        channel = self._channels[broker_id]
+        update = channel.popleft()
+        self.cluster.brokers[broker_id].apply_metadata(update)
+        self._pump(broker_id)
+
+    def snapshot(self) -> dict[str, Any]:
+        """Final controller view for the run summary."""
+        offline = sum(1 for info in self.partitions.values() if info.leader == NO_LEADER)
+        under = sum(1 for info in self.partitions.values() if len(info.isr) < len(info.replicas))
+        return {"offline_partitions": offline, "under_replicated_partitions": under,
+                "elections": dict(self.elections)}

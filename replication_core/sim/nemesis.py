@@ -1,0 +1,127 @@
+"""Faults: the scenario's schedule, or random ones drawn from the run's seeded RNG (a Jepsen 'nemesis').
+
+`draw_faults` turns a `NemesisSpec` into an explicit fault list up front (so a run's faults are part of
+its determinism and can be printed), one fault at a time: each fault is undone (restart / heal) before
+the next one starts, and the next one waits until the cluster is fully replicated again (checked when
+it is applied, see `FaultInjector`), because losing every replica of a write at once is outside
+what Kafka's replication promises. The last `quiet_ms` of the run are fault-free.
+
+`FaultInjector` applies faults at their instant: crash (power: lose unflushed data; process: keep the
+page cache), restart, network partition (one- or two-way) and heal, GC pause, disk stall, controlled
+shutdown, reassignment, scripted produce, flush.
+"""
+
+from __future__ import annotations
+
+import random
+from dataclasses import replace
+from typing import TYPE_CHECKING
+
+from replication_core.partition_fetch_state import TopicPartition
+from replication_core.sim.scenario import Fault, NemesisSpec
+
+if TYPE_CHECKING:
+    from replication_core.sim.cluster import Cluster
+
+DEFAULT_DOWN_MS = 3000
+HEALTH_RETRY_MS = 500
+
+
+def draw_faults(spec: NemesisSpec, brokers: tuple[int, ...], controller_id: int, duration_ms: int,
+                rng: random.Random) -> list[Fault]:
+    """A random fault schedule: (fault, undo) pairs that never overlap."""
+    out: list[Fault] = []
+    t = rng.randint(spec.min_interval_ms, spec.max_interval_ms)
+    end = duration_ms - spec.quiet_ms
+    while t < end:
+        kind = rng.choice(spec.faults)
+        length = rng.randint(spec.min_duration_ms, spec.max_duration_ms)
+        length = min(length, max(1, end - t))
+        b = rng.choice(brokers)
+        if kind == "crash":
+            mode = rng.choice(spec.crash_modes)
+            out.append(Fault(t, "crash", b, mode=mode, down_ms=length))
+        elif kind == "controlled_shutdown":
+            out.append(Fault(t, "controlled_shutdown", b, down_ms=length))
+        elif kind in ("pause", "disk_stall"):
+            out.append(Fault(t, kind, b, duration_ms=length))
+        else:
+            others = tuple(x for x in brokers if x != b)
+            shape = rng.randrange(3)
+            if shape == 0:  # isolate b from every other broker and the controller, both ways
+                out.append(Fault(t, "partition", src=(b,), dst=(*others, controller_id), two_way=True,
+                                 duration_ms=length))
+            elif shape == 1:  # b cut off from the other brokers but still talking to the controller
+                out.append(Fault(t, "partition", src=(b,), dst=others, two_way=True, duration_ms=length))
+            else:  # one-way: b cannot reach the others (its answers and fetches are lost)
+                out.append(Fault(t, "partition", src=(b,), dst=others, two_way=False, duration_ms=length))
+        t += length + rng.randint(spec.min_interval_ms, spec.max_interval_ms)
+    return out
+
+
+class FaultInjector:
+    """Applies faults to the cluster at their virtual instant."""
+
+    def __init__(self, cluster: Cluster) -> None:
+        self.cluster = cluster
+        self.applied: list[tuple[int, str]] = []
+
+    def schedule(self, faults: list[Fault], gated: bool) -> None:
+        """Queue every fault at `start + at_ms`; `gated` faults wait for a healthy cluster."""
+        start = self.cluster.start_ms
+        for f in faults:
+            self.cluster.queue.at(start + f.at_ms, self.apply, f, gated)
+
+    def _healthy(self) -> bool:
+        c = self.cluster
+        return (all(b.alive for b in c.brokers.values()) and not c.network.partitioned
+                and c.controller.snapshot()["under_replicated_partitions"] == 0
+                and all(b.paused_until <= c.queue.now_ms and b.stalled_until <= c.queue.now_ms
+                        for b in c.brokers.values()))
+
+    def apply(self, f: Fault, gated: bool = False) -> None:
+        """Apply one fault now; a `gated` (nemesis) fault first waits for a healthy cluster and is
+        dropped if the fault-free tail of the run begins meanwhile."""
+        c = self.cluster
+        q = c.queue
+        if gated and not self._healthy():
+            end = c.start_ms + c.scenario.duration_ms - (c.scenario.nemesis.quiet_ms if c.scenario.nemesis else 0)
+            if q.now_ms + HEALTH_RETRY_MS < end:
+                q.after(HEALTH_RETRY_MS, self.apply, f, True)
+            return
+        self.applied.append((q.now_ms - c.start_ms, f.action))
+        a = f.action
+        if a == "crash":
+            assert f.broker is not None
+            c.brokers[f.broker].crash(lose_unflushed=f.mode == "power")
+            if f.down_ms is not None:
+                q.after(f.down_ms, self.apply, replace(f, action="restart"))
+        elif a == "restart":
+            assert f.broker is not None
+            b = c.brokers[f.broker]
+            if not b.alive:
+                b.start("restart")
+        elif a == "controlled_shutdown":
+            assert f.broker is not None
+            c.controlled_shutdown(f.broker, f.down_ms if f.down_ms is not None else DEFAULT_DOWN_MS)
+        elif a == "partition":
+            c.network.partition(f.src, f.dst, f.two_way)
+            if f.duration_ms:
+                q.after(f.duration_ms, self.apply, replace(f, action="heal"))
+        elif a == "heal":
+            c.network.heal(f.src, f.dst, f.two_way)
+        elif a == "pause":
+            assert f.broker is not None
+            c.brokers[f.broker].pause(f.duration_ms)
+        elif a == "disk_stall":
+            assert f.broker is not None
+            c.brokers[f.broker].disk_stall(f.duration_ms)
+        elif a == "flush":
+            assert f.broker is not None
+            c.brokers[f.broker].disk.flush_all()
+        elif a == "reassign":
+            assert f.topic is not None and f.partition is not None
+            c.controller.reassign(TopicPartition(f.topic, f.partition), list(f.replicas), f.throttle_rate)
+        elif a == "produce":
+            assert f.topic is not None and f.partition is not None
+            c.script_producer.send(TopicPartition(f.topic, f.partition), f.acks, f.records, f.bytes, 0)

@@ -1,0 +1,122 @@
+"""Producers: a rate of batches, keys spread over partitions, acks 0 / 1 / all, retries.
+
+Mirrors the parts of `KafkaProducer` / `Sender` that matter to replication: a batch is sent to the
+partition leader named by the client's metadata (here the controller's current view, i.e. a metadata
+refresh that is always up to date), acks=0 does not wait, acks=1 / all wait for the answer, and a
+retriable error (NOT_LEADER_OR_FOLLOWER, NOT_ENOUGH_REPLICAS, REQUEST_TIMED_OUT, a lost request) is
+retried after `retry.backoff.ms` up to `retries` times with the same batch (same checksum), so a
+retried batch may appear twice in a log, as without idempotence. Every answer the leader gives is a
+`produce_ack` event emitted by the engine's ReplicaManager, whether or not it reaches the producer.
+
+Batch identity: `batch_checksum` is a bijective 64-bit mix of a run-wide sequence number, masked to
+63 bits (non-negative int64), so every produced batch has its own checksum.
+"""
+
+from __future__ import annotations
+
+import random
+from typing import TYPE_CHECKING, Any, NamedTuple
+
+from replication_core.errors import Errors
+from replication_core.partition_fetch_state import TopicPartition
+from replication_core.replica_manager import ProduceResult
+from replication_core.sim.scenario import ProducerSpec
+
+if TYPE_CHECKING:
+    from replication_core.sim.cluster import Cluster
+
+CLIENT_ID_BASE = 2000
+"""Network node ids of producers (brokers are 1..N, the controller 1000+)."""
+
+RETRIABLE = frozenset({
+    Errors.NOT_LEADER_OR_FOLLOWER.value, Errors.NOT_ENOUGH_REPLICAS.value,
+    Errors.NOT_ENOUGH_REPLICAS_AFTER_APPEND.value, Errors.REQUEST_TIMED_OUT.value,
+    Errors.NETWORK_EXCEPTION.value, Errors.UNKNOWN_TOPIC_OR_PARTITION.value, Errors.KAFKA_STORAGE_ERROR.value,
+})
+
+
+class ProduceRequest(NamedTuple):
+    """One partition's batch of a `ProduceRequest`."""
+
+    tp: TopicPartition
+    records: int
+    size_bytes: int
+    checksum: int
+    acks: int
+    timeout_ms: int
+
+
+def batch_checksum(seq: int) -> int:
+    """A checksum-looking unique id for batch number `seq` (splitmix64 finaliser, 63 bits)."""
+    z = (seq + 0x9E3779B97F4A7C15) & 0xFFFFFFFFFFFFFFFF
+    z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & 0xFFFFFFFFFFFFFFFF
+    z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & 0xFFFFFFFFFFFFFFFF
+    return (z ^ (z >> 31)) & 0x7FFFFFFFFFFFFFFF
+
+
+class Producer:
+    """A client producing at `rate_per_s` batches per second (Poisson arrivals from the seeded RNG)."""
+
+    def __init__(self, index: int, spec: ProducerSpec, cluster: Cluster, rng: random.Random) -> None:
+        self.node_id = CLIENT_ID_BASE + index
+        self.spec = spec
+        self.cluster = cluster
+        self.rng = rng
+        self.partitions = next(t.partitions for t in cluster.scenario.topics if t.name == spec.topic)
+        self.sent = 0
+        self.acked = 0
+        self.failed = 0
+
+    def start(self) -> None:
+        """Schedule the first batch."""
+        if self.spec.rate_per_s > 0:
+            self.cluster.queue.at(self.cluster.start_ms + self.spec.start_ms, self._tick)
+
+    def _tick(self) -> None:
+        q = self.cluster.queue
+        spec = self.spec
+        if spec.stop_ms is not None and q.now_ms >= self.cluster.start_ms + spec.stop_ms:
+            return
+        key = self.rng.randrange(spec.keys)
+        # Keyed partitioning: a fixed multiplicative hash of the key (murmur2 in Kafka; any fixed hash
+        # spreads keys the same way for this purpose).
+        partition = ((key * 2654435761) & 0xFFFFFFFF) % self.partitions
+        self.send(TopicPartition(spec.topic, partition), spec.acks, spec.records_per_batch,
+                  spec.records_per_batch * spec.record_bytes, spec.retries)
+        gap = self.rng.expovariate(spec.rate_per_s / 1000.0)
+        q.after(max(1, int(gap)), self._tick)
+
+    def send(self, tp: TopicPartition, acks: int, records: int, size_bytes: int, retries: int) -> None:
+        """Send one new batch (also used for scripted `produce` actions)."""
+        req = ProduceRequest(tp, records, size_bytes, self.cluster.next_checksum(), acks,
+                             self.spec.request_timeout_ms)
+        self.sent += 1
+        self._attempt(req, retries)
+
+    def _attempt(self, req: ProduceRequest, retries_left: int) -> None:
+        cluster = self.cluster
+        leader = cluster.controller.leader_of(req.tp)
+        if leader < 0:
+            self._retry_or_fail(req, retries_left)
+            return
+        broker = cluster.brokers[leader]
+
+        def on_reply(response: Any, now_ms: int) -> None:
+            if req.acks == 0:
+                return
+            error = response.error if isinstance(response, ProduceResult) else str(response)
+            if error == Errors.NONE.value:
+                self.acked += 1
+            elif error in RETRIABLE:
+                self._retry_or_fail(req, retries_left)
+            else:
+                self.failed += 1
+
+        cluster.rpc.call(self.node_id, leader, req, broker.handle_produce, on_reply, Errors.NETWORK_EXCEPTION.value,
+                         self.spec.request_timeout_ms + 1000)
+
+    def _retry_or_fail(self, req: ProduceRequest, retries_left: int) -> None:
+        if retries_left <= 0:
+            self.failed += 1
+            return
+        self.cluster.queue.after(max(1, self.spec.retry_backoff_ms), self._attempt, req, retries_left - 1)

@@ -1,0 +1,139 @@
+"""The event writer: the only module that writes a run's files.
+
+Layout of an output folder:
+    DIR/events/part-00000.parquet   (or .jsonl) rolled every `max_events_per_file` events
+    DIR/events/part-00001.parquet
+    DIR/run.json                    the manifest (see `write_manifest`)
+`replog ingest --landing DIR/events` reads the event files (the manifest is kept outside the landing
+folder because ingest treats every `*.json` file as JSON Lines).
+
+Every event gets the envelope here: `schema_version`, `source="engine"`, the run's `run_id`, and an
+`event_id` increasing from 0 in emission order. Files are deterministic: no timestamps or host names,
+Parquet written with fixed settings (zstd, dictionary, statistics, one row group per batch), JSON Lines
+with the envelope first, then the event's fields in emission order, nulls left out.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from replication_core.events import Event
+from schemas.events import COLUMNS, EVENT_SCHEMA, SCHEMA_VERSION
+
+_MAP_COLUMNS = frozenset(c.name for c in COLUMNS if pa.types.is_map(c.type))
+_NAMES = tuple(c.name for c in COLUMNS)
+_PARQUET_OPTIONS: dict[str, Any] = {
+    "compression": "zstd",
+    "compression_level": 3,
+    "use_dictionary": True,
+    "write_statistics": True,
+    "version": "2.6",
+    "data_page_version": "1.0",
+}
+
+
+def events_to_table(events: list[Event]) -> pa.Table:
+    """Events (with their envelope) as an arrow table of `EVENT_SCHEMA`, built column by column."""
+    n = len(events)
+    cols: dict[str, list[Any]] = {name: [None] * n for name in _NAMES}
+    for i, ev in enumerate(events):
+        for k, v in ev.items():
+            cols[k][i] = v
+    for name in _MAP_COLUMNS:
+        cols[name] = [None if v is None else list(v.items()) for v in cols[name]]
+    arrays = [pa.array(cols[c.name], type=c.type) for c in COLUMNS]
+    return pa.Table.from_arrays(arrays, schema=EVENT_SCHEMA)
+
+
+class EventWriter:
+    """Rolled event files with the run envelope (see module docstring); also counts what it wrote."""
+
+    def __init__(self, out_dir: str | Path, run_id: str, fmt: str = "parquet",
+                 max_events_per_file: int = 1_000_000) -> None:
+        if fmt not in ("parquet", "jsonl"):
+            raise ValueError(f"format must be parquet or jsonl, got {fmt!r}")
+        self.out_dir = Path(out_dir)
+        self.events_dir = self.out_dir / "events"
+        self.events_dir.mkdir(parents=True, exist_ok=True)
+        for old in sorted(self.events_dir.glob("part-*")):
+            old.unlink()  # a rerun into the same folder replaces the previous run's files
+        self.run_id = run_id
+        self.fmt = fmt
+        self.max_events_per_file = max_events_per_file
+        self.next_event_id = 0
+        self.files: list[str] = []
+        self.counts: dict[str, int] = {}
+        self.acked_records: dict[str, int] = {"-1": 0, "0": 0, "1": 0}
+        self._in_file = 0
+        self._parquet: pq.ParquetWriter | None = None
+        self._jsonl: Any = None
+
+    def _open(self) -> None:
+        name = f"part-{len(self.files):05d}.{self.fmt}"
+        path = self.events_dir / name
+        self.files.append(f"events/{name}")
+        self._in_file = 0
+        if self.fmt == "parquet":
+            self._parquet = pq.ParquetWriter(str(path), EVENT_SCHEMA, **_PARQUET_OPTIONS)
+        else:
+            self._jsonl = open(path, "w", encoding="utf-8", newline="\n")  # noqa: SIM115 (kept open across batches)
+
+    def _close(self) -> None:
+        if self._parquet is not None:
+            self._parquet.close()
+            self._parquet = None
+        if self._jsonl is not None:
+            self._jsonl.close()
+            self._jsonl = None
+
+    def write(self, events: list[Event]) -> None:
+        """Stamp the envelope and append `events` to the current file, rolling as needed."""
+        counts = self.counts
+        acked = self.acked_records
+        stamped: list[Event] = []
+        for ev in events:
+            et = ev["event_type"]
+            counts[et] = counts.get(et, 0) + 1
+            if et == "produce_ack" and ev.get("error") == "NONE" and ev.get("base_offset") is not None:
+                key = str(ev["acks"])
+                acked[key] = acked.get(key, 0) + ev["last_offset"] - ev["base_offset"] + 1
+            out = {"schema_version": SCHEMA_VERSION, "source": "engine", "run_id": self.run_id,
+                   "event_id": self.next_event_id}
+            out.update(ev)
+            self.next_event_id += 1
+            stamped.append(out)
+        start = 0
+        while start < len(stamped):
+            if self._parquet is None and self._jsonl is None:
+                self._open()
+            room = self.max_events_per_file - self._in_file
+            chunk = stamped[start:start + room]
+            start += len(chunk)
+            self._write_chunk(chunk)
+            self._in_file += len(chunk)
+            if self._in_file >= self.max_events_per_file:
+                self._close()
+
+    def _write_chunk(self, chunk: list[Event]) -> None:
+        if self._parquet is not None:
+            self._parquet.write_table(events_to_table(chunk), row_group_size=len(chunk))
+        else:
+            dumps = json.dumps
+            self._jsonl.write("".join(
+                dumps({k: v for k, v in ev.items() if v is not None}, separators=(",", ":")) + "\n"
+                for ev in chunk))
+
+    def close(self) -> None:
+        """Finish the current file."""
+        self._close()
+
+    def write_manifest(self, manifest: dict[str, Any]) -> Path:
+        """Write `run.json` (sorted keys, fixed indentation: deterministic bytes)."""
+        path = self.out_dir / "run.json"
+        path.write_text(json.dumps(manifest, indent=2, sort_keys=True) + "\n", encoding="utf-8")
+        return path
