@@ -1,0 +1,87 @@
+"""`replog check --events DIR [--json FILE] [--strict] [--max-network-delay-ms N]`.
+
+Prints one line per violation (`Violation.line()`: invariant, severity, topic-partition, replica, ts,
+offsets, evidence event ids, message) in detection order, then one summary line.
+
+Exit codes: 0 — no violation of severity error (warnings are printed; `--strict` makes them fail too);
+1 — at least one error (or, with `--strict`, any violation); 2 — the check could not run (missing folder,
+no event files, an unreadable or malformed file, events out of order or duplicated, a newer schema major,
+bad arguments). Warnings exit 0 by design: they are data loss Kafka's contract permits (after an unclean
+election) or replay disagreements, which a caller may want to see without failing a pipeline.
+
+`--json FILE` writes {"runs", "events", "clean", "violations", "checked", "skipped", "manifest"}.
+`--max-network-delay-ms` tightens `delayed_fetch_bound`; by default it is taken from the run manifest
+(`run.json` key `max_network_delay_ms`) when present.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from replication_core.checker.checker import CheckOptions, CheckResult, check_events
+from replication_core.checker.reader import ReaderError, read_events, read_manifest
+
+EXIT_CLEAN = 0
+EXIT_VIOLATIONS = 1
+EXIT_CANNOT_RUN = 2
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="replog check", description="Check a run's events against the "
+                                     "replication invariants (reference §11).")
+    parser.add_argument("--events", required=True, help="folder of *.parquet / *.jsonl event files")
+    parser.add_argument("--json", dest="json_out", help="also write the result as JSON to this file")
+    parser.add_argument("--strict", action="store_true", help="exit 1 on warnings too")
+    parser.add_argument("--max-network-delay-ms", type=int, default=None,
+                        help="one-way network delay bound of the run (tightens delayed_fetch_bound)")
+    return parser
+
+
+def summary(result: CheckResult) -> str:
+    """The summary line."""
+    skipped = sum(n for reasons in result.skipped.values() for n in reasons.values())
+    return (f"checked {result.events} events of {len(result.runs)} run(s) "
+            f"{','.join(result.runs) or '-'}: {len(result.errors)} error(s), {len(result.warnings)} warning(s), "
+            f"{sum(result.checked.values())} checks, {skipped} skipped")
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the checker; returns the exit code (0 clean, 1 violations, 2 could not run)."""
+    try:
+        args = _parser().parse_args(list(argv) if argv is not None else None)
+    except SystemExit as exc:
+        return EXIT_CLEAN if exc.code == 0 else EXIT_CANNOT_RUN
+    try:
+        manifest = read_manifest(args.events) if Path(args.events).is_dir() else None
+        delay = args.max_network_delay_ms
+        if delay is None and manifest is not None and isinstance(manifest.get("max_network_delay_ms"), int):
+            delay = manifest["max_network_delay_ms"]
+        result = check_events(read_events(args.events), CheckOptions(max_network_delay_ms=delay))
+    except ReaderError as exc:
+        print(f"replog check: cannot run: {exc}", file=sys.stderr)
+        return EXIT_CANNOT_RUN
+    for v in result.violations:
+        print(v.line())
+    print(summary(result))
+    failed = bool(result.violations) if args.strict else bool(result.errors)
+    if args.json_out:
+        doc = {
+            "runs": list(result.runs), "events": result.events, "clean": not failed,
+            "violations": [v.to_dict() for v in result.violations],
+            "checked": dict(result.checked), "skipped": {k: dict(v) for k, v in result.skipped.items()},
+            "manifest": manifest,
+        }
+        try:
+            Path(args.json_out).write_text(json.dumps(doc, indent=2, sort_keys=True) + "\n")
+        except OSError as exc:
+            print(f"replog check: cannot write {args.json_out}: {exc}", file=sys.stderr)
+            return EXIT_CANNOT_RUN
+    return EXIT_VIOLATIONS if failed else EXIT_CLEAN
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,180 @@
+"""What the checker remembers while it replays one run: per replica, per partition, per broker.
+
+Replay rules (the Spark audit must build the same state):
+* A replica is (run_id, topic, partition, broker_id). Its log is replayed from `append` (offset ->
+  record identity `Rec(base, last, epoch, checksum)` and the appending event), `truncation` (drop
+  offsets >= truncate_offset; a `full` truncation or one past the LEO drops everything; LEO :=
+  truncate_offset), `log_start_offset_change` (drop offsets below the new start) and crash recovery: a
+  `leadership_change` whose `leo` is below the replay after the broker crashed drops the tail (the
+  engine's recovery emits no truncation event; `log.recover_to_flushed`).
+* The epoch cache is replayed like `LeaderEpochFileCache`: `assign(batch epoch, base)` on append when
+  the epoch differs from the latest, `assign(epoch, LEO)` on a become_leader that bumps the epoch
+  (KAFKA-7415), trimmed on truncation / log start movement.
+* A leadership tenure starts at a `leadership_change` and ends at the replica's next one or at its
+  broker's crash / shutdown. Leader-side state (committed ISR, pending AlterPartition, epoch start offset,
+  the leader's view of each follower: LEO = last fetch_offset, lastCaughtUpTimeMs) lives in the tenure and
+  is reset like `Replica.resetReplicaState` when the epoch is bumped (§2.1).
+* A record is *committed* when a leader in tenure exposes it: its HW passes the offset or it becomes
+  leader with a HW above it. The partition's *committed HW* is the highest HW any leader exposed.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import NamedTuple
+
+from replication_core.checker.epochs import EpochCache
+from replication_core.config import ReplicationConfig
+
+
+class Rec(NamedTuple):
+    """Identity of the record batch at an offset: the same batch is equal on every replica."""
+
+    base: int
+    last: int
+    epoch: int
+    checksum: int
+
+
+class Slot(NamedTuple):
+    """A record in a replayed log and the `append` event that wrote it."""
+
+    rec: Rec
+    append_id: int
+
+
+class View(NamedTuple):
+    """The leader's view of one follower (`Replica.scala`): LEO, lastCaughtUpTimeMs, and the event."""
+
+    leo: int
+    last_caught_up_ms: int
+    event_id: int | None
+
+
+class Tenure(NamedTuple):
+    """One leadership tenure of a replica: [start_id, end_id) in event ids, epoch and role."""
+
+    start_id: int
+    end_id: int | None
+    epoch: int
+    role: str
+
+
+class FetchSent(NamedTuple):
+    """The last `fetch` a follower sent for a partition."""
+
+    event_id: int
+    ts_ms: int
+    epoch: int | None
+    fetch_offset: int
+    leader_id: int | None
+    last_fetched_epoch: int | None
+
+
+class ExpectedTruncation(NamedTuple):
+    """A truncation the follower owes after a DivergingEpoch answer (§3.6)."""
+
+    offset: int
+    event_id: int
+
+
+class Commit(NamedTuple):
+    """The committed record at an offset: the record, the exposing event, the appending event."""
+
+    rec: Rec
+    commit_id: int
+    append_id: int
+
+
+class Ack(NamedTuple):
+    """An acknowledged acks=all write."""
+
+    event_id: int
+    leader: int
+    base: int
+    last: int
+    checksum: int
+    append_id: int | None
+
+
+@dataclass
+class ReplicaState:
+    """One replica's replayed log and its leadership / fetch state."""
+
+    broker: int
+    records: dict[int, Slot] = field(default_factory=dict)
+    leo: int = 0
+    hw: int = 0
+    lso: int = 0
+    hw_event: int | None = None
+    cache: EpochCache = ()
+    removed_by: dict[int, int] = field(default_factory=dict)
+    role: str | None = None
+    epoch: int = -1
+    max_epoch: int = -1
+    leader_id: int | None = None
+    tenures: list[Tenure] = field(default_factory=list)
+    replicas: tuple[int, ...] = ()
+    crashed_since_leadership: int | None = None
+    # leader side
+    isr: frozenset[int] = frozenset()
+    pending: int | None = None
+    pending_added: int | None = None
+    epoch_start: int | None = None
+    views: dict[int, View] = field(default_factory=dict)
+    # follower side
+    fetch_sent: FetchSent | None = None
+    expected_truncation: ExpectedTruncation | None = None
+    lag: int | None = None
+    last_truncation: int | None = None
+
+    @property
+    def is_leading(self) -> bool:
+        """Inside a leader tenure."""
+        return self.role == "leader"
+
+    def close_tenure(self, event_id: int) -> None:
+        """End the current tenure (if any) at `event_id`."""
+        if self.tenures and self.tenures[-1].end_id is None:
+            self.tenures[-1] = self.tenures[-1]._replace(end_id=event_id)
+        self.role = None
+
+
+@dataclass
+class PartitionState:
+    """One partition of one run: its replicas and the partition-wide history."""
+
+    replicas: dict[int, ReplicaState] = field(default_factory=dict)
+    committed: dict[int, Commit] = field(default_factory=dict)
+    committed_hw: int = 0
+    unclean_elections: list[int] = field(default_factory=list)
+    election_epoch: int | None = None
+    election_event: int | None = None
+    epoch_leader: dict[int, tuple[int, int]] = field(default_factory=dict)
+    acks: list[Ack] = field(default_factory=list)
+    last_leader: int | None = None
+
+    def replica(self, broker: int) -> ReplicaState:
+        """The replica on `broker`, created on first sight."""
+        r = self.replicas.get(broker)
+        if r is None:
+            r = self.replicas[broker] = ReplicaState(broker)
+        return r
+
+    def unclean_after(self, event_id: int | None) -> int | None:
+        """The first unclean election after `event_id` (None = any), or None."""
+        for e in self.unclean_elections:
+            if event_id is None or e > event_id:
+                return e
+        return None
+
+
+@dataclass
+class BrokerState:
+    """One broker: its replication config and lifecycle."""
+
+    config: ReplicationConfig = field(default_factory=ReplicationConfig)
+    config_event: int | None = None
+    down: bool = False
+    shutting_down: bool = False
+    last_crash: int | None = None
