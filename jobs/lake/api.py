@@ -71,6 +71,10 @@ class Lake(abc.ABC):
     def committed(self, spec: TableSpec, keys: Sequence[IdempotencyKey]) -> set[IdempotencyKey]:
         """Which of `keys` the table has already committed."""
 
+    def already_committed(self, spec: TableSpec, keys: Sequence[IdempotencyKey]) -> bool:
+        """True when a write carrying `keys` is already in the table (so it must be skipped)."""
+        return bool(keys) and len(self.committed(spec, keys)) == len(keys)
+
     @abc.abstractmethod
     def append(
         self,

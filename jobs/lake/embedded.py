@@ -172,7 +172,7 @@ class EmbeddedLake(Lake):
         metadata: Mapping[str, Any] | None = None,
     ) -> CommitResult:
         """Write `df` as new files and commit them in one append, once per set of keys."""
-        if keys and len(self.committed(spec, keys)) == len(keys):
+        if self.already_committed(spec, keys):
             return CommitResult(spec.name, None, skipped=True)
         adds = self._write_files(spec, df)
         return self._commit(spec, adds, lambda _dt: [], keys, metadata, "append")
@@ -186,7 +186,7 @@ class EmbeddedLake(Lake):
         metadata: Mapping[str, Any] | None = None,
     ) -> CommitResult:
         """Write `df`, then in one commit add its files and remove the listed partitions' files."""
-        if keys and len(self.committed(spec, keys)) == len(keys):
+        if self.already_committed(spec, keys):
             return CommitResult(spec.name, None, skipped=True)
         adds = self._write_files(spec, df)
         wanted = {tuple(p.get(c) for c in spec.partition_by) for p in partitions}

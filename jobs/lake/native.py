@@ -85,7 +85,7 @@ class NativeLake(Lake):
     def append(self, spec: TableSpec, df: DataFrame, keys: Sequence[IdempotencyKey] = (),
                metadata: Mapping[str, Any] | None = None) -> CommitResult:
         """Append in one delta-spark commit, once per set of keys."""
-        if keys and len(self.committed(spec, keys)) == len(keys):
+        if self.already_committed(spec, keys):
             return CommitResult(spec.name, None, skipped=True)
         self._writer(spec, df, keys, metadata).mode("append").save(self.path(spec))
         return CommitResult(spec.name, self.version(spec), metadata=dict(metadata or {}))
@@ -94,7 +94,7 @@ class NativeLake(Lake):
                              keys: Sequence[IdempotencyKey] = (),
                              metadata: Mapping[str, Any] | None = None) -> CommitResult:
         """Replace the listed partitions with `replaceWhere` in one commit."""
-        if keys and len(self.committed(spec, keys)) == len(keys):
+        if self.already_committed(spec, keys):
             return CommitResult(spec.name, None, skipped=True)
         w = self._writer(spec, df, keys, metadata).mode("overwrite")
         if spec.partition_by:
