@@ -27,7 +27,7 @@ from jobs.validate import sql_str
 from schemas.events import COLUMN_NAMES, COLUMNS, EVENT_SCHEMA
 from schemas.spark import UnsupportedArrowTypeError, to_spark_schema, to_spark_type
 
-JSONL_SUFFIXES = (".jsonl", ".json")
+JSONL_SUFFIXES = (".jsonl",)
 PARQUET_SUFFIXES = (".parquet",)
 CORRUPT = "_corrupt_record"
 EVENT_SPARK_SCHEMA = to_spark_schema(EVENT_SCHEMA)
