@@ -1,6 +1,6 @@
 """The `replog` command: the front door to every job.
 
-    replog demo    [--lake DIR] [--config FILE] [--out DIR]   sample events -> ingest -> what landed
+    replog demo    [--scenario FILE] [--out DIR] [--lake DIR]  simulate -> ingest -> check -> what landed
     replog ingest  --landing DIR [--lake DIR] [--config FILE]
     replog sample  --out DIR                                   write the sample landing files only
     replog simulate --scenario FILE --out DIR [...]            run a scenario on the simulated cluster
@@ -33,8 +33,9 @@ def _parser() -> argparse.ArgumentParser:
     ing.add_argument("--landing", required=True, help="folder of *.jsonl / *.parquet event files (recursive)")
     common(ing)
 
-    demo = sub.add_parser("demo", help="end to end on the embedded default: sample events -> ingest -> report")
-    demo.add_argument("--out", default="./out/demo", help="where the sample landing files go")
+    demo = sub.add_parser("demo", help="end to end on the embedded default: simulate -> ingest -> check")
+    demo.add_argument("--scenario", default=None, help="scenario file (default conf/scenarios/steady-state.yaml)")
+    demo.add_argument("--out", default="./out/demo", help="where the simulated event files go")
     common(demo)
 
     smp = sub.add_parser("sample", help="write the sample landing files (JSON Lines + Parquet)")
@@ -72,18 +73,10 @@ def _cmd_sample(args: argparse.Namespace) -> int:
 
 
 def _cmd_demo(args: argparse.Namespace) -> int:
-    from jobs.ingest import run_ingest
-    from jobs.report import landed_summary
-    from jobs.sample import write_sample
+    from jobs.demo import DEFAULT_SCENARIO, run_demo
 
-    out = Path(args.out)
-    files = write_sample(out)
-    print(f"demo: wrote {len(files)} sample landing files to {out}")
-    spark, lake = _session_and_lake(args)
-    result = run_ingest(spark, lake, str(out))
-    print(result.summary())
-    print(landed_summary(lake))
-    return EXIT_OK
+    scenario = Path(args.scenario) if args.scenario else DEFAULT_SCENARIO
+    return run_demo(lambda: _session_and_lake(args), scenario, Path(args.out))
 
 
 COMMANDS = {"ingest": _cmd_ingest, "demo": _cmd_demo, "sample": _cmd_sample}

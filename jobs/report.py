@@ -26,7 +26,7 @@ def landed_summary(lake: Lake, max_rows: int = 40) -> str:
         .collect()
     )
     lines = [f"bronze/replication_events (version {lake.version(BRONZE_EVENTS)}):"]
-    lines += [f"  {r['run_id']:<24} {r['event_type']:<24} {r['events']:>9} events from {r['brokers']} brokers"
+    lines += [f"  {r['run_id']:<40} {r['event_type']:<24} {r['events']:>9} events from {r['brokers']} brokers"
               for r in events]
     lines.append(f"bronze/quarantine (version {lake.version(BRONZE_QUARANTINE)}):")
     lines += [f"  {r['reason_code']:<20} {r['records']:>6}  e.g. {r['example'][:100]}" for r in quarantine]
