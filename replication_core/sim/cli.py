@@ -23,6 +23,7 @@ from typing import Any
 from replication_core.sim.cluster import Cluster, RunStats
 from replication_core.sim.scenario import Scenario, ScenarioError, mode_from_text, mode_to_text, parse_scenario_text
 from replication_core.sim.writer import EventWriter
+from schemas.events import SCHEMA_VERSION
 
 MODES = ("high-watermark", "leader-epoch-v0", "leader-epoch", "diverging-epoch")
 _PACKAGE = Path(__file__).resolve().parents[1]
@@ -88,7 +89,7 @@ def simulate(scenario: Scenario, out: str | Path, progress: bool = False) -> tup
         "duration_ms": scenario.duration_ms,
         "start_ms": scenario.start_ms,
         "code_version": code_version(),
-        "schema_version": __import__("schemas.events", fromlist=["SCHEMA_VERSION"]).SCHEMA_VERSION,
+        "schema_version": SCHEMA_VERSION,
         "format": scenario.writer.format,
         "files": writer.files,
         "events": writer.next_event_id,

@@ -124,4 +124,5 @@ class FaultInjector:
             c.controller.reassign(TopicPartition(f.topic, f.partition), list(f.replicas), f.throttle_rate)
         elif a == "produce":
             assert f.topic is not None and f.partition is not None
-            c.script_producer.send(TopicPartition(f.topic, f.partition), f.acks, f.records, f.bytes, 0)
+            for _ in range(f.batches):
+                c.script_producer.send(TopicPartition(f.topic, f.partition), f.acks, f.records, f.bytes, 0)

@@ -144,6 +144,7 @@ class Fault:
     acks: int = -1
     records: int = 1
     bytes: int = 100
+    batches: int = 1
 
 
 @dataclass(frozen=True)
@@ -581,7 +582,8 @@ def _fault(item: object, path: str, broker_ids: tuple[int, ...], controller_id: 
     else:  # produce
         topic, part = topic_partition()
         out = Fault(at, action, topic=topic, partition=part, acks=_acks(f.raw("acks", "all"), f.key("acks")),
-                    records=f.int("records", 1, lo=1), bytes=f.int("bytes", 100, lo=1))
+                    records=f.int("records", 1, lo=1), bytes=f.int("bytes", 100, lo=1),
+                    batches=f.int("batches", 1, lo=1))
     f.done()
     return out
 

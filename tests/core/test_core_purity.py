@@ -1,10 +1,17 @@
 """The state machines in `replication_core` stay sans-I/O: no Spark/Delta, no files, sockets, clocks,
 threads or processes (checked on the source with `ast`, and by importing them in a fresh interpreter).
 
-Scope: every module under `replication_core/`. The only modules allowed to do I/O are the simulator's
-event writers listed in `IO_ALLOWED` (they may not exist yet). `replication_core/events.py` imports
-`schemas.events`, which imports pyarrow for the schema definition: `schemas` is on the explicit
-third-party allow-list, pyarrow is not imported by any state machine itself.
+Scope, two tiers:
+* `replication_core/*.py` (the state machines): fully pure, as below.
+* `replication_core/sim/**` (simulator) and `replication_core/checker/**` (reference checker): the same
+  rules except that they may import `random`, and only to build a seeded `random.Random` instance
+  (no module-level `random.random()`, `random.seed()`, `random.choice()`...); they may also import the
+  third-party packages in `SIM_ALLOWED_NON_STDLIB`. File I/O only in the modules of `IO_ALLOWED`,
+  each with its own explicit extra allow-list (`IO_EXTRA_MODULES`): the writers/readers may use
+  `open`, paths and pyarrow; the CLIs may also use `time` (progress display rate), `sys` and `os`
+  (the `CI` variable). No module anywhere uses threads, sockets or subprocesses.
+`replication_core/events.py` imports `schemas.events`, which imports pyarrow for the schema definition:
+`schemas` is on the explicit third-party allow-list, pyarrow is not imported by any state machine itself.
 """
 
 from __future__ import annotations
@@ -17,10 +24,26 @@ from pathlib import Path
 import pytest
 
 PACKAGE = Path(__file__).resolve().parents[2] / "replication_core"
-IO_ALLOWED = {"sim/writer.py", "sim/event_writer.py"}
-"""Paths (relative to replication_core/) of the modules allowed to write files: the simulator writers."""
+SIM_PACKAGES = ("sim", "checker")
+"""Sub-packages (relative to replication_core/) of the second tier: simulator and reference checker."""
+IO_ALLOWED = {"sim/writer.py", "sim/cli.py", "checker/reader.py", "checker/cli.py"}
+"""Paths (relative to replication_core/) of the only modules allowed to touch files."""
+_FILE_MODULES = frozenset({"os", "io", "pathlib", "glob", "pyarrow"})
+IO_EXTRA_MODULES: dict[str, frozenset[str]] = {
+    "sim/writer.py": _FILE_MODULES,
+    "checker/reader.py": _FILE_MODULES,
+    "sim/cli.py": _FILE_MODULES | {"sys", "time"},
+    "checker/cli.py": _FILE_MODULES | {"sys", "time"},
+}
+"""What each I/O module may import beyond the second tier's rules."""
+IO_EXTRA_CALLS = frozenset({"open", "print"})
 ALLOWED_NON_STDLIB = {"replication_core", "schemas"}
 """Non-standard-library top-level packages a state machine may import."""
+SIM_ALLOWED_NON_STDLIB = ALLOWED_NON_STDLIB | {"yaml"}
+"""Non-standard-library packages the simulator / checker may import (yaml: scenario files)."""
+NEVER = frozenset({"socket", "ssl", "select", "selectors", "threading", "_thread", "multiprocessing",
+                   "concurrent", "asyncio", "subprocess"})
+"""No module of any tier may import these: no threads, sockets or processes."""
 FORBIDDEN_MODULES = {
     "os", "io", "sys", "socket", "ssl", "select", "selectors", "threading", "_thread", "multiprocessing",
     "concurrent", "asyncio", "subprocess", "time", "datetime", "random", "secrets", "pathlib", "shutil",
@@ -33,8 +56,17 @@ FORBIDDEN_ATTRIBUTES = {("time", "time"), ("time", "monotonic"), ("time", "sleep
 
 
 def state_machine_files() -> list[Path]:
-    files = sorted(PACKAGE.rglob("*.py"))
-    return [f for f in files if f.relative_to(PACKAGE).as_posix() not in IO_ALLOWED]
+    """Every module of the first tier (the pure state machines)."""
+    return sorted(f for f in PACKAGE.rglob("*.py") if not _in_sim_tier(f))
+
+
+def sim_tier_files() -> list[Path]:
+    """Every module of the second tier (simulator and checker), I/O modules included."""
+    return sorted(f for f in PACKAGE.rglob("*.py") if _in_sim_tier(f))
+
+
+def _in_sim_tier(path: Path) -> bool:
+    return path.relative_to(PACKAGE).parts[0] in SIM_PACKAGES
 
 
 def imported_modules(tree: ast.AST) -> set[str]:
@@ -63,11 +95,49 @@ def test_module_does_no_io(path: Path) -> None:
                 f"{path.name}:{node.lineno} uses {node.value.id}.{node.attr}")
 
 
+@pytest.mark.parametrize("path", sim_tier_files() or [None],
+                         ids=lambda p: p.relative_to(PACKAGE).as_posix() if p else "none")
+def test_simulator_and_checker_modules_do_no_hidden_io(path: Path | None) -> None:
+    """Second tier: seeded `random.Random` only, no wall clock, threads, sockets or processes; file I/O,
+    `time`, `sys` and `os` only in the explicitly listed I/O modules."""
+    if path is None:
+        pytest.skip("no simulator / checker modules yet")
+    rel = path.relative_to(PACKAGE).as_posix()
+    extra = IO_EXTRA_MODULES.get(rel, frozenset())
+    tree = ast.parse(path.read_text(), filename=str(path))
+    mods = imported_modules(tree)
+    assert not mods & NEVER, f"{rel} imports {sorted(mods & NEVER)}"
+    forbidden = (FORBIDDEN_MODULES - {"random"} - extra)
+    assert not mods & forbidden, f"{rel} imports {sorted(mods & forbidden)}"
+    non_stdlib = {m for m in mods if m not in sys.stdlib_module_names and m != "__future__"}
+    allowed = SIM_ALLOWED_NON_STDLIB | (extra - set(sys.stdlib_module_names))
+    assert non_stdlib <= allowed, f"{rel} imports {sorted(non_stdlib - allowed)}"
+    calls = FORBIDDEN_CALLS - (IO_EXTRA_CALLS if rel in IO_ALLOWED else frozenset())
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name):
+            assert node.func.id not in calls, f"{rel}:{node.lineno} calls {node.func.id}()"
+        if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name):
+            pair = (node.value.id, node.attr)
+            if "time" not in extra:
+                assert pair not in FORBIDDEN_ATTRIBUTES, f"{rel}:{node.lineno} uses {pair[0]}.{pair[1]}"
+            assert pair not in {("datetime", "now"), ("time", "sleep")}, f"{rel}:{node.lineno} uses {pair}"
+            # Module-level random functions share hidden global state: only random.Random(seed) is allowed.
+            assert not (node.value.id == "random" and node.attr != "Random"), (
+                f"{rel}:{node.lineno} uses random.{node.attr}; use a seeded random.Random instance")
+        if isinstance(node, ast.ImportFrom) and node.module == "random":
+            names = {a.name for a in node.names}
+            assert names <= {"Random"}, f"{rel} imports {sorted(names)} from random"
+        if isinstance(node, ast.Attribute) and node.attr in ("write_text", "write_bytes", "read_text",
+                                                               "read_bytes", "unlink", "mkdir"):
+            assert rel in IO_ALLOWED, f"{rel}:{node.lineno} touches files (.{node.attr})"
+
+
 def test_importing_the_engine_loads_no_spark_or_delta() -> None:
-    """Importing every state machine in a fresh interpreter pulls in neither pyspark nor deltalake."""
+    """Importing every state machine, simulator and checker module in a fresh interpreter pulls in neither
+    pyspark nor deltalake."""
     names = [
         "replication_core." + f.relative_to(PACKAGE).with_suffix("").as_posix().replace("/", ".")
-        for f in state_machine_files() if f.name != "__init__.py"
+        for f in state_machine_files() + sim_tier_files() if f.name != "__init__.py"
     ]
     code = (
         "import sys\n"

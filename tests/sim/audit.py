@@ -1,0 +1,108 @@
+"""A small event-log audit for the simulator tests: rebuild every replica's log from events alone and
+check the two safety properties the scenarios are about (reference §11 invariants 3 and 4).
+
+* lost acknowledged writes: an acks=all `produce_ack` with error NONE whose batch (checksum) is not
+  at its acknowledged offset in the final leader's log;
+* divergence: two replicas of a partition holding different batches at the same offset below both
+  of their high watermarks.
+
+This is the tests' own direct reading of the events (the reference checker lives in
+`replication_core/checker/`); it also lets a test compare the rebuilt logs with the engine's.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+Batch = tuple[int, int, int, int]
+"""(base_offset, last_offset, batch_leader_epoch, batch_checksum)."""
+Replica = tuple[int, str, int]
+"""(broker_id, topic, partition)."""
+
+
+@dataclass
+class Audit:
+    """What the events say happened."""
+
+    logs: dict[Replica, list[Batch]] = field(default_factory=dict)
+    hw: dict[Replica, int] = field(default_factory=dict)
+    acked: list[dict[str, Any]] = field(default_factory=list)
+    leaders: dict[tuple[str, int], int | None] = field(default_factory=dict)
+    elections: list[dict[str, Any]] = field(default_factory=list)
+    isr_changes: list[dict[str, Any]] = field(default_factory=list)
+    lifecycle: list[dict[str, Any]] = field(default_factory=list)
+    truncations: list[dict[str, Any]] = field(default_factory=list)
+    inconsistencies: list[str] = field(default_factory=list)
+
+    def lost_acked_writes(self) -> list[dict[str, Any]]:
+        """acks=all acknowledged batches missing from their offset in the final leader's log."""
+        lost = []
+        for ack in self.acked:
+            leader = self.leaders.get((ack["topic"], ack["partition"]))
+            if leader is None:
+                continue
+            log = {b[0]: b[3] for b in self.logs.get((leader, ack["topic"], ack["partition"]), [])}
+            if log.get(ack["base_offset"]) != ack["batch_checksum"]:
+                lost.append(ack)
+        return lost
+
+    def divergences(self) -> list[tuple[Replica, Replica, int]]:
+        """(replica a, replica b, offset) where both hold different batches below both HWs."""
+        out = []
+        by_tp: dict[tuple[str, int], list[Replica]] = {}
+        for r in sorted(self.logs):
+            by_tp.setdefault((r[1], r[2]), []).append(r)
+        for reps in by_tp.values():
+            for i, a in enumerate(reps):
+                for b in reps[i + 1:]:
+                    bound = min(self.hw.get(a, 0), self.hw.get(b, 0))
+                    la = {x[0]: x for x in self.logs[a] if x[1] < bound}
+                    lb = {x[0]: x for x in self.logs[b] if x[1] < bound}
+                    for off in sorted(set(la) | set(lb)):
+                        if la.get(off) != lb.get(off):
+                            out.append((a, b, off))
+                            break
+        return out
+
+    def unclean_elections(self) -> list[dict[str, Any]]:
+        """`leader_election` events flagged unclean."""
+        return [e for e in self.elections if e["action"] == "unclean"]
+
+
+def audit(events: Iterable[dict[str, Any]]) -> Audit:
+    """Replay the events in order."""
+    a = Audit()
+    for ev in events:
+        et = ev["event_type"]
+        if et == "append":
+            r = (ev["broker_id"], ev["topic"], ev["partition"])
+            log = a.logs.setdefault(r, [])
+            leo = log[-1][1] + 1 if log else None
+            if leo is not None and ev["base_offset"] != leo:
+                a.inconsistencies.append(f"append at {ev['base_offset']} on {r} with LEO {leo}")
+            log.append((ev["base_offset"], ev["last_offset"], ev["batch_leader_epoch"], ev["batch_checksum"]))
+        elif et == "truncation":
+            r = (ev["broker_id"], ev["topic"], ev["partition"])
+            a.truncations.append(ev)
+            target = ev["truncate_offset"]
+            log = a.logs.setdefault(r, [])
+            if ev["reason"] == "full":
+                log.clear()
+            else:
+                while log and log[-1][1] >= target:
+                    log.pop()
+        elif et == "hw_change":
+            a.hw[(ev["broker_id"], ev["topic"], ev["partition"])] = ev["hw"]
+        elif et == "produce_ack":
+            if ev["acks"] == -1 and ev["error"] == "NONE":
+                a.acked.append(ev)
+        elif et == "leader_election":
+            a.elections.append(ev)
+            a.leaders[(ev["topic"], ev["partition"])] = ev.get("leader_id")
+        elif et == "isr_change":
+            a.isr_changes.append(ev)
+        elif et == "broker_lifecycle":
+            a.lifecycle.append(ev)
+    return a

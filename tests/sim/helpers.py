@@ -1,0 +1,32 @@
+"""Helpers shared by the simulator tests: load a shipped scenario and run it in memory."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from replication_core.config import TruncationMode
+from replication_core.sim.cli import load_scenario
+from replication_core.sim.cluster import Cluster, ListSink, RunStats
+from replication_core.sim.scenario import Scenario
+
+SCENARIOS = Path(__file__).resolve().parents[2] / "conf" / "scenarios"
+
+
+def scenario(name: str, **overrides: Any) -> Scenario:
+    """A shipped scenario (`conf/scenarios/<name>.yaml`) with CLI-style overrides."""
+    return load_scenario(SCENARIOS / f"{name}.yaml").with_overrides(**overrides)
+
+
+def run(sc: Scenario) -> tuple[Cluster, list[dict[str, Any]], RunStats]:
+    """Run a scenario in memory: the cluster (final engine state), its events, its stats."""
+    cluster = Cluster(sc)
+    sink = ListSink()
+    stats = cluster.run(sink, batch_events=4096)
+    return cluster, sink.events, stats
+
+
+def run_named(name: str, mode: TruncationMode | None = None, **overrides: Any) -> tuple[Cluster, list[dict[str, Any]],
+                                                                                        RunStats]:
+    """`run(scenario(name, truncation_mode=mode, ...))`."""
+    return run(scenario(name, truncation_mode=mode, **overrides))

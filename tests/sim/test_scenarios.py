@@ -1,0 +1,98 @@
+"""Each shipped scenario runs and ends with the outcome its header describes (judged from events)."""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import Any
+
+from tests.sim.audit import Audit, audit
+from tests.sim.helpers import run_named
+
+
+def _isr(a: Audit, action: str, state: str) -> list[dict[str, Any]]:
+    return [e for e in a.isr_changes if e["action"] == action and e["isr_state"] == state]
+
+
+def _safe(a: Audit) -> None:
+    assert a.inconsistencies == []
+    assert a.lost_acked_writes() == []
+    assert a.divergences() == []
+    assert a.unclean_elections() == []
+
+
+def test_steady_state_keeps_full_isrs_and_loses_nothing() -> None:
+    """No ISR change, no truncation, one clean election per partition (creation), acks all succeed."""
+    _, events, stats = run_named("steady-state")
+    a = audit(events)
+    _safe(a)
+    assert a.isr_changes == [] and a.truncations == []
+    assert Counter(e["action"] for e in a.elections) == {"clean": 5}
+    acks = Counter(e["error"] for e in events if e["event_type"] == "produce_ack")
+    assert set(acks) == {"NONE"} and stats.failed_batches == 0
+    assert stats.controller["under_replicated_partitions"] == 0
+
+
+def test_slow_follower_is_shrunk_out_and_expanded_back() -> None:
+    """Both partitions shrink broker 3 out (committed) between lag and 1.5 x lag, then expand it back."""
+    _, events, _ = run_named("slow-follower")
+    a = audit(events)
+    _safe(a)
+    shrinks, expands = _isr(a, "shrink", "committed"), _isr(a, "expand", "committed")
+    assert sorted(e["partition"] for e in shrinks) == [0, 1] and all(3 not in e["isr"] for e in shrinks)
+    assert sorted(e["partition"] for e in expands) == [0, 1] and all(3 in e["isr"] for e in expands)
+    stall_start = 1_700_000_000_000 + 10_000
+    for e in shrinks:
+        assert stall_start + 10_000 <= e["ts_ms"] <= stall_start + 15_000 + 10
+    assert min(e["ts_ms"] for e in expands) > max(e["ts_ms"] for e in shrinks)
+
+
+def test_leader_crash_fails_over_cleanly_and_the_old_leader_rejoins() -> None:
+    """Broker 1 loses power: every partition gets a clean new leader, nothing acknowledged is lost, and
+    broker 1 is back in every ISR at the end."""
+    cluster, events, _ = run_named("leader-crash")
+    a = audit(events)
+    _safe(a)
+    failovers = [e for e in a.elections if e["reason"] != "topic_creation"]
+    assert {e["partition"] for e in failovers if e["leader_id"] != 1} == {0, 1, 2}
+    assert any(e["event_type"] == "broker_lifecycle" and e["action"] == "crash" for e in events)
+    assert all(1 in info.isr for info in cluster.controller.partitions.values())
+    assert len(a.acked) > 1000
+
+
+def test_leader_network_partition_shrinks_then_fails_over() -> None:
+    """Act 1: the cut-off leader shrinks the ISR to itself and acks=all fails with NOT_ENOUGH_REPLICAS;
+    act 2: the isolated leader is fenced, a clean election happens, the old leader truncates."""
+    _, events, _ = run_named("leader-network-partition")
+    a = audit(events)
+    _safe(a)
+    assert [e["isr"] for e in _isr(a, "shrink", "committed")][-1] == [1]
+    errors = Counter(e["error"] for e in events if e["event_type"] == "produce_ack" and e["acks"] == -1)
+    assert errors["NOT_ENOUGH_REPLICAS"] > 0 and errors["NONE"] > 0
+    assert [(e["action"], e["leader_id"]) for e in a.elections][-1] == ("clean", 2)
+    assert any(t["broker_id"] == 1 and t["truncate_offset"] < t["old_leo"] for t in a.truncations)
+
+
+def test_unclean_election_loses_acknowledged_writes_and_is_flagged() -> None:
+    """Writes acknowledged by the lone leader are lost when the stale follower is elected uncleanly."""
+    _, events, _ = run_named("unclean-election")
+    a = audit(events)
+    unclean = a.unclean_elections()
+    assert len(unclean) == 1 and unclean[0]["leader_id"] == 2
+    lost = a.lost_acked_writes()
+    assert lost and all(x["ts_ms"] < unclean[0]["ts_ms"] for x in lost)
+
+
+def test_throttled_reassignment_hits_the_quota_and_completes() -> None:
+    """The new replica is throttled (quota_throttle), joins the ISR, and the replica set becomes [1, 2, 4]."""
+    cluster, events, _ = run_named("throttled-reassignment")
+    a = audit(events)
+    _safe(a)
+    throttles = [e for e in events if e["event_type"] == "quota_throttle"]
+    assert throttles and all(e["follower_id"] == 4 or e["broker_id"] == 4 for e in throttles)
+    assert all(e["quota_bound"] == 100000.0 for e in throttles)
+    info = cluster.controller.partitions[next(iter(cluster.controller.partitions))]
+    assert info.replicas == [1, 2, 4] and sorted(info.isr) == [1, 2, 4] and info.target is None
+    last = [e for e in events if e["event_type"] == "leadership_change"][-3:]
+    assert all(e["replicas"] == [1, 2, 4] for e in last)
+    # Catching up ~2 MB at 100 kB/s takes well over 10 s.
+    assert max(e["ts_ms"] for e in throttles) - 1_700_000_010_000 > 10_000
