@@ -6,10 +6,11 @@ One `Invariant` per check, tied to the rule of `/work/shared/docs/kafka-replicat
 
 Fields the audit must honour:
 * `severity` — `error` fails `replog check`; `warning` is reported but does not (unless `--strict`).
-* `unclean_downgrades` — a violation that an unclean leader election explains (an `unclean`
-  `leader_election` event for the partition between the moment the record was committed / acknowledged
-  and the detection) is still reported, with severity `warning`: Kafka's contract allows that data loss
-  (KIP-101 note, reference §8.1), but it is never silently passed.
+* `excusable` — a violation that an unclean leader election explains (an `unclean` `leader_election`
+  event for the partition between the moment the record was committed / acknowledged and the detection),
+  or a crash recovery that removed the committed record from the very replica involved (power failure
+  losing the unflushed tail, KIP-966 "last replica standing"), is still reported, with severity
+  `warning`: Kafka's contract allows that data loss (KIP-101 note, §8.1; §8.4), but it is never passed.
 * `requires` — the event types without which the invariant cannot be checked at all; `sources` — the
   event sources (`engine`, `kafka-log`) whose runs carry them. Real broker logs have no per-fetch or
   per-append events, so the record-level invariants apply to engine runs only.
@@ -40,7 +41,7 @@ class Invariant:
     requires: tuple[str, ...]
     sources: tuple[str, ...] = (ENGINE,)
     cannot_check: str = ""
-    unclean_downgrades: bool = False
+    excusable: bool = False
 
 
 CATALOGUE: tuple[Invariant, ...] = (
@@ -87,7 +88,7 @@ CATALOGUE: tuple[Invariant, ...] = (
         "whose HW > o (record identity = base/last offset, batch epoch, checksum). A record changes below a "
         "replica's HW only after a truncation that lowers that HW, so checking at HW rises is complete.",
         "offset = first differing offset, expected = other replica's checksum, actual = this replica's",
-        ("append", "hw_change", "truncation"), unclean_downgrades=True,
+        ("append", "hw_change", "truncation"), excusable=True,
     ),
     Invariant(
         "isr_holds_committed", ERROR, "§11.3 (StrongIsr / WeakIsr)",
@@ -98,7 +99,7 @@ CATALOGUE: tuple[Invariant, ...] = (
         ("append", "hw_change", "isr_change", "leadership_change"),
         cannot_check="Members that crashed after the leader last heard from them are skipped (their loss "
                      "is reported by acked_write_lost / inconsistent_offsets if it matters).",
-        unclean_downgrades=True,
+        excusable=True,
     ),
     Invariant(
         "acked_write_lost", ERROR, "§11.4 (Jepsen lost-write, NoCommittedRecordLostGlobally)",
@@ -107,7 +108,7 @@ CATALOGUE: tuple[Invariant, ...] = (
         "record with the acknowledged checksum at each offset in [base_offset, last_offset]; offsets the "
         "final leader deleted by retention (below its log start offset) are skipped.",
         "offset = first lost offset, expected = acknowledged checksum, actual = final checksum or -1",
-        ("produce_ack", "append", "leadership_change"), unclean_downgrades=True,
+        ("produce_ack", "append", "leadership_change"), excusable=True,
     ),
     Invariant(
         "inconsistent_offsets", ERROR, "§11.5 (Jepsen inconsistent-offsets)",
@@ -116,7 +117,7 @@ CATALOGUE: tuple[Invariant, ...] = (
         "tenure) or it becomes leader with a HW above it. A second, different committed record at the same "
         "offset is a violation.",
         "offset = the offset, expected = first committed checksum, actual = new committed checksum",
-        ("append", "hw_change", "leadership_change"), unclean_downgrades=True,
+        ("append", "hw_change", "leadership_change"), excusable=True,
     ),
     Invariant(
         "truncation_safety", ERROR, "§11.6",
@@ -125,7 +126,7 @@ CATALOGUE: tuple[Invariant, ...] = (
         "its offset. Removing a different (divergent, never committed) record below the committed HW is the "
         "cure, not a violation. Excused (warning) after an unclean election (§11.6 second sentence).",
         "offset = first committed offset removed, expected = committed HW, actual = truncate_offset",
-        ("truncation", "append", "hw_change"), unclean_downgrades=True,
+        ("truncation", "append", "hw_change"), excusable=True,
     ),
     Invariant(
         "leader_no_truncation", ERROR, "Appendix A, §2.6",

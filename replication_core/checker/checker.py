@@ -13,10 +13,13 @@ Semantic choices the Spark audit must mirror:
   epoch equals the event's envelope `leader_epoch`. HW events outside a tenure (the HW checkpoint loaded
   just before `become_leader`) are not leader HW moves.
 * Committed: see `state.py` — exposed by a leader in tenure; `committed HW` = the highest leader HW.
-* Unclean elections: `leader_election` with action `unclean`. A violation of an invariant with
-  `unclean_downgrades` is reported with severity `warning` (and the election among its evidence) when an
-  unclean election of the partition happened after the record involved was committed / acknowledged /
-  appended — data loss Kafka's contract allows, reported rather than passed.
+* Unclean elections: `leader_election` with action `unclean`. A violation of an `excusable` invariant is
+  reported with severity `warning` (and the election among its evidence) when an unclean election of the
+  partition happened after the record involved was committed / acknowledged / appended — data loss
+  Kafka's contract allows, reported rather than passed.
+* Crash losses: likewise downgraded when the replica that exposes / holds the conflicting record itself
+  lost the committed record in a crash recovery (power failure, unflushed tail) — KIP-966's "last replica
+  standing": Kafka does not promise durability when every copy's page cache is lost.
 * Crash recovery: a `truncation` emitted while its broker is down (after a `broker_lifecycle` crash or
   shutdown, before the next start / restart) is the unflushed tail lost by the crash; it is replayed but
   is not a follower truncation (truncation_safety / truncation_point / leader_no_truncation skip it).
@@ -139,6 +142,12 @@ def _ints(values: Any) -> list[int]:
     return [int(v) for v in values] if values is not None else []
 
 
+def _crash_after(r: ReplicaState, offset: int, since_id: int) -> int | None:
+    """The crash-recovery truncation that removed `offset` from `r` after `since_id`, if any."""
+    crash = r.crash_removed.get(offset)
+    return crash if crash is not None and crash > since_id else None
+
+
 def _checksum(slot: Slot | None) -> int:
     return -1 if slot is None else slot.rec.checksum
 
@@ -204,16 +213,22 @@ class _RunChecker:
 
     def _flag(self, invariant: str, ev: Event | None, replica: int | None, *, offset: int | None = None,
               expected: int | None = None, actual: int | None = None, evidence: Iterable[int | None] = (),
-              message: str, excused_by: int | None = None, topic: str | None = None,
-              partition: int | None = None) -> None:
-        """Record a violation; `excused_by` (an unclean election) downgrades it to a warning."""
+              message: str, excused_by: int | None = None, crash_excuse: int | None = None,
+              topic: str | None = None, partition: int | None = None) -> None:
+        """Record a violation; `excused_by` (an unclean election) or `crash_excuse` (a crash recovery that
+        lost the committed record on the replica concerned) downgrades an `excusable` one to a warning."""
         inv = BY_NAME[invariant]
         severity = inv.severity
         ids = [e for e in evidence if e is not None]
-        if excused_by is not None and inv.unclean_downgrades:
+        if excused_by is not None and inv.excusable:
             severity = WARNING
             message += f" (after unclean election event {excused_by}: allowed data loss)"
             ids.insert(0, excused_by)
+        elif crash_excuse is not None and inv.excusable:
+            severity = WARNING
+            message += (f" (crash recovery event {crash_excuse} lost the committed record on that replica: "
+                        "durability loss Kafka does not promise to survive)")
+            ids.insert(0, crash_excuse)
         if ev is not None:
             event_id = int(ev["event_id"])
             ids.append(event_id)
@@ -441,6 +456,10 @@ class _RunChecker:
             self._check_truncation_safety(ev, p, r, t, old_leo)
             self._check_truncation_point(ev, p, r, t, old_leo)
         full = ev.get("reason") == "full" or t > r.leo
+        if self._broker(r.broker).down:
+            for o in r.records:
+                if o >= (0 if full else t):
+                    r.crash_removed[o] = eid
         self._drop_from(r, 0 if full else t, eid)
         r.cache = () if full else truncate_from_end(r.cache, t)
         r.leo = t
@@ -679,6 +698,7 @@ class _RunChecker:
                 self._flag("committed_prefix_agreement", ev, a.broker, offset=o, expected=sb.rec.checksum,
                            actual=sa.rec.checksum, evidence=[sb.append_id, sa.append_id, b.hw_event],
                            excused_by=p.unclean_after(min(sa.append_id, sb.append_id)),
+                           crash_excuse=_crash_after(a, o, -1) or _crash_after(b, o, -1),
                            message=f"replica {a.broker} (HW {new}) and replica {b.broker} (HW {b.hw}) hold "
                                    f"different records at {o}: epoch {sa.rec.epoch} vs {sb.rec.epoch} "
                                    f"({len(bad)} offsets)")
@@ -702,6 +722,7 @@ class _RunChecker:
             self._flag("inconsistent_offsets", ev, r.broker, offset=o, expected=prior.rec.checksum,
                        actual=slot.rec.checksum, evidence=[prior.append_id, prior.commit_id, slot.append_id],
                        excused_by=p.unclean_after(prior.commit_id),
+                       crash_excuse=_crash_after(r, o, prior.commit_id),
                        message=f"offset {o} committed twice: epoch {prior.rec.epoch} checksum "
                                f"{prior.rec.checksum}, now epoch {slot.rec.epoch} checksum {slot.rec.checksum} "
                                f"({len(bad)} offsets)")
@@ -1013,5 +1034,6 @@ class _RunChecker:
                        evidence=[ack.append_id, ack.event_id, final.removed_by.get(o),
                                  None if now is None else now.append_id],
                        excused_by=p.unclean_after(ack.event_id),
+                       crash_excuse=_crash_after(final, o, ack.event_id),
                        message=f"write acknowledged at {ack.base}..{ack.last} by broker {ack.leader} is not on "
                                f"final leader {final.broker} at {o} ({len(lost)} offsets)")

@@ -109,6 +109,7 @@ class ReplicaState:
     hw_event: int | None = None
     cache: EpochCache = ()
     removed_by: dict[int, int] = field(default_factory=dict)
+    crash_removed: dict[int, int] = field(default_factory=dict)
     role: str | None = None
     epoch: int = -1
     max_epoch: int = -1
