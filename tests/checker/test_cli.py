@@ -1,0 +1,149 @@
+"""`replog check` (`replication_core.checker.cli.main`): exit codes 0 / 1 / 2, output and JSON, on
+Parquet and JSON Lines files written to tmp_path; and the reader's ordering / version rules."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from replication_core.checker.cli import main
+from replication_core.checker.reader import ReaderError, read_events
+from schemas.events import EVENT_SCHEMA
+from tests.checker.builder import healthy
+from tests.checker.test_kip_shapes import kip101_hw_truncation
+
+
+def write_parquet(path: Path, events: list[dict[str, Any]]) -> None:
+    """Events as one Parquet file with the landing schema."""
+    rows = [dict(e, config=list(e["config"].items())) if e.get("config") else e for e in events]
+    pq.write_table(pa.Table.from_pylist(rows, schema=EVENT_SCHEMA), path)
+
+
+def write_jsonl(path: Path, events: list[dict[str, Any]]) -> None:
+    """Events as one JSON Lines file."""
+    path.write_text("".join(json.dumps(e) + "\n" for e in events))
+
+
+def test_clean_run_in_parquet_exits_0(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A clean run: exit 0, only the summary line, and a JSON document saying clean."""
+    write_parquet(tmp_path / "part-00000.parquet", healthy().events)
+    out = tmp_path / "result.json"
+    assert main(["--events", str(tmp_path), "--json", str(out)]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert len(lines) == 1 and lines[0].startswith("checked 22 events of 1 run(s) r: 0 error(s), 0 warning(s)")
+    doc = json.loads(out.read_text())
+    assert doc["clean"] is True and doc["violations"] == [] and doc["runs"] == ["r"]
+
+
+def test_lossy_run_in_jsonl_exits_1_with_one_line_per_violation(tmp_path: Path,
+                                                                  capsys: pytest.CaptureFixture[str]) -> None:
+    """The KIP-101 loss: exit 1, one line per violation naming invariant, partition, offsets, evidence."""
+    events = kip101_hw_truncation(truncate_to_hw=True)[0].events
+    write_jsonl(tmp_path / "events.jsonl", events)
+    out = tmp_path / "result.json"
+    assert main(["--events", str(tmp_path), "--json", str(out)]) == 1
+    lines = capsys.readouterr().out.splitlines()
+    lost = [line for line in lines if line.startswith("acked_write_lost ")]
+    assert len(lost) == 1
+    assert lost[0].startswith("acked_write_lost error t-0 replica=1 ts=")
+    assert " offset=1 expected=102 actual=103 evidence=[" in lost[0]
+    assert lines[-1].endswith("skipped") and "4 error(s)" in lines[-1]
+    doc = json.loads(out.read_text())
+    assert doc["clean"] is False
+    assert [v["invariant"] for v in doc["violations"]] == [line.split()[0] for line in lines[:-1]]
+
+
+def test_files_are_merged_by_event_id(tmp_path: Path) -> None:
+    """Two rolled files (Parquet then JSON Lines) are read back as one ordered stream."""
+    events = healthy().events
+    write_parquet(tmp_path / "part-00000.parquet", events[:10])
+    write_jsonl(tmp_path / "part-00001.jsonl", events[10:])
+    assert [e["event_id"] for e in read_events(tmp_path)] == list(range(len(events)))
+    assert main(["--events", str(tmp_path)]) == 0
+
+
+def test_missing_folder_exits_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """No such folder: exit 2 with a message on stderr."""
+    assert main(["--events", str(tmp_path / "nope")]) == 2
+    assert "does not exist" in capsys.readouterr().err
+
+
+def test_empty_folder_exits_2(tmp_path: Path) -> None:
+    """A folder without event files cannot be checked."""
+    assert main(["--events", str(tmp_path)]) == 2
+
+
+def test_out_of_order_file_exits_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A file whose event_ids go backwards: exit 2, the message names the ids."""
+    events = healthy().events
+    write_jsonl(tmp_path / "events.jsonl", [events[1], events[0], *events[2:]])
+    assert main(["--events", str(tmp_path)]) == 2
+    assert "event_id 0 after 1" in capsys.readouterr().err
+
+
+def test_duplicate_event_across_files_exits_2(tmp_path: Path) -> None:
+    """The same event_id of one run in two files is an error, not silently merged."""
+    events = healthy().events
+    write_jsonl(tmp_path / "a.jsonl", events[:5])
+    write_jsonl(tmp_path / "b.jsonl", events[4:])
+    with pytest.raises(ReaderError, match="appears twice"):
+        list(read_events(tmp_path))
+    assert main(["--events", str(tmp_path)]) == 2
+
+
+def test_newer_schema_major_exits_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """schema_version 2.0 is newer than this code: exit 2 naming it."""
+    events = [dict(e, schema_version="2.0") for e in healthy().events]
+    write_jsonl(tmp_path / "events.jsonl", events)
+    assert main(["--events", str(tmp_path)]) == 2
+    assert "'2.0' is newer" in capsys.readouterr().err
+
+
+def test_newer_minor_is_read(tmp_path: Path) -> None:
+    """A newer minor of the same major is readable."""
+    write_jsonl(tmp_path / "events.jsonl", [dict(e, schema_version="1.7") for e in healthy().events])
+    assert main(["--events", str(tmp_path)]) == 0
+
+
+def test_malformed_json_and_unreadable_parquet_exit_2(tmp_path: Path) -> None:
+    """A broken line, or a file that is not Parquet, makes the run uncheckable."""
+    bad_json = tmp_path / "j"
+    bad_json.mkdir()
+    (bad_json / "events.jsonl").write_text('{"event_id": 0,\n')
+    assert main(["--events", str(bad_json)]) == 2
+    bad_parquet = tmp_path / "p"
+    bad_parquet.mkdir()
+    (bad_parquet / "part-00000.parquet").write_bytes(b"not parquet")
+    assert main(["--events", str(bad_parquet)]) == 2
+
+
+def test_bad_arguments_exit_2(tmp_path: Path) -> None:
+    """argparse errors are 'could not run', not a crash."""
+    assert main([]) == 2
+    assert main(["--events", str(tmp_path), "--max-network-delay-ms", "soon"]) == 2
+
+
+def test_warnings_exit_0_unless_strict(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A run with only a warning exits 0; --strict makes it 1."""
+    run = healthy()
+    run.append(2, 1, 0, 1002, base=5)  # a replay disagreement: event_stream_consistent (warning)
+    write_jsonl(tmp_path / "events.jsonl", run.events)
+    assert main(["--events", str(tmp_path)]) == 0
+    assert capsys.readouterr().out.startswith("event_stream_consistent warning t-0 replica=2")
+    assert main(["--events", str(tmp_path), "--strict"]) == 1
+
+
+def test_manifest_network_delay_tightens_the_fetch_bound(tmp_path: Path) -> None:
+    """run.json `max_network_delay_ms` is used when the flag is absent."""
+    run = healthy()
+    run.fetch(2, 1, 0, 2, ts=2_000_000)
+    run.response(2, 1, 0, 2, leader_hw=2, ts=2_000_600)
+    write_jsonl(tmp_path / "events.jsonl", run.events)
+    assert main(["--events", str(tmp_path)]) == 0
+    (tmp_path / "run.json").write_text(json.dumps({"schema_version": "1.0", "max_network_delay_ms": 5}))
+    assert main(["--events", str(tmp_path)]) == 1
