@@ -79,7 +79,8 @@ CATALOGUE: tuple[Invariant, ...] = (
         "broker_config.",
         "expected = effective min ISR, actual = committed ISR size",
         ("leadership_change", "hw_change", "isr_change"), (ENGINE, KAFKA_LOG),
-        cannot_check="min.insync.replicas set as a topic config is not in broker_config events.",
+        cannot_check="A topic's min.insync.replicas is known only when broker_config carries it as "
+                     "`topic.<name>.min.insync.replicas` (the simulator does); else the broker value is used.",
     ),
     Invariant(
         "committed_prefix_agreement", ERROR, "§11.3 (LogMatching)",
@@ -227,12 +228,14 @@ CATALOGUE: tuple[Invariant, ...] = (
         "Only out-of-sync throttled replicas are throttled, and only while the measured rate exceeds the bound.",
         "Every quota_throttle has measured_rate > quota_bound; a leader-side one names a follower outside the "
         "leader's committed ISR; a follower-side one a partition whose lag (leader HW - next fetch offset "
-        "from the last non-empty fetch_response) is unknown or > 0; the partition is in the emitting "
-        "broker's *.replication.throttled.replicas (`*` or `partition:broker`).",
+        "from the last non-empty fetch_response) is unknown or > 0; when the broker_config carries the topic's "
+        "`topic.<t>.<side>.replication.throttled.replicas` (`*` or `partition:broker` entries), the partition "
+        "is in it.",
         "expected = quota_bound, actual = measured_rate",
         ("quota_throttle",),
         cannot_check="The leader's measured rate is only reported when it throttles, so a response that should "
-                     "have been throttled but was not cannot be detected.",
+                     "have been throttled but was not cannot be detected; throttle lists set dynamically "
+                     "(reassignment) are not events.",
     ),
     Invariant(
         "delayed_fetch_bound", ERROR, "§11.11, §5",

@@ -244,6 +244,10 @@ class _RunChecker:
     def _config(self, broker: int) -> ReplicationConfig:
         return self._broker(broker).config
 
+    def _topic_config(self, broker: int, topic: str, name: str) -> str | None:
+        """A topic override `topic.<topic>.<name>` from the broker's config map, if present."""
+        return self._broker(broker).raw_config.get(f"topic.{topic}.{name}")
+
     def _protocol(self, broker: int) -> TruncationProtocol:
         return truncation_protocol(self._config(broker).truncation_mode)
 
@@ -283,6 +287,7 @@ class _RunChecker:
         values = dict(raw.items()) if isinstance(raw, Mapping) else dict(raw)
         known = {k: v for k, v in values.items() if k in _KNOWN_CONFIGS}
         b = self._broker(int(ev["broker_id"]))
+        b.raw_config = {str(k): str(v) for k, v in values.items()}
         try:
             b.config = ReplicationConfig.from_kafka_map(known)
         except (ValueError, TypeError, KeyError):
@@ -641,7 +646,9 @@ class _RunChecker:
         """hw_frozen_under_min_isr (§11.2, §2.3): no HW advance while committed ISR < effective min ISR."""
         self._count("hw_frozen_under_min_isr")
         rf = len(r.replicas) if r.replicas else len(r.isr)
-        min_isr = min(self._config(r.broker).min_insync_replicas, max(rf, 1))
+        override = self._topic_config(r.broker, str(ev["topic"]), "min.insync.replicas")
+        configured = int(override) if override is not None else self._config(r.broker).min_insync_replicas
+        min_isr = min(configured, max(rf, 1))
         if len(r.isr) < min_isr:
             self._flag("hw_frozen_under_min_isr", ev, r.broker, expected=min_isr, actual=len(r.isr),
                        evidence=[self._broker(r.broker).config_event],
@@ -1003,11 +1010,13 @@ class _RunChecker:
             self._flag("quota_throttle_legal", ev, follower, actual=r.lag,
                        message="follower throttled a partition that is in sync (lag 0)")
         b = self._broker(broker)
-        if b.config_event is None:
-            self._skip("quota_throttle_legal", "no broker_config: throttled-replica list unknown")
+        name = f"{role}.replication.throttled.replicas"
+        listed = self._topic_config(broker, str(ev["topic"]), name)
+        if listed is None:
+            # Reassignment throttles are set dynamically and are not events: the list is unknown.
+            self._skip("quota_throttle_legal", "throttled-replica list of the topic not in broker_config")
             return
-        entries = (b.config.leader_replication_throttled_replicas if role == "leader"
-                   else b.config.follower_replication_throttled_replicas)
+        entries = [e.strip() for e in listed.split(",") if e.strip()]
         if "*" not in entries and f"{ev['partition']}:{broker}" not in entries:
             self._flag("quota_throttle_legal", ev, follower, evidence=[b.config_event],
                        message=f"partition is not in broker {broker}'s {role}.replication.throttled.replicas "

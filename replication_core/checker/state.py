@@ -172,9 +172,11 @@ class PartitionState:
 
 @dataclass
 class BrokerState:
-    """One broker: its replication config and lifecycle."""
+    """One broker: its replication config (plus the raw map, which may carry topic overrides as
+    `topic.<name>.<config>`) and lifecycle."""
 
     config: ReplicationConfig = field(default_factory=ReplicationConfig)
+    raw_config: dict[str, str] = field(default_factory=dict)
     config_event: int | None = None
     down: bool = False
     shutting_down: bool = False

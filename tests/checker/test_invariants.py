@@ -498,9 +498,9 @@ def test_follower_appending_after_truncation_is_clean() -> None:
 
 # --- §11.10 / §11.11 -------------------------------------------------------------------------------
 
-def _throttle(rate: float, bound: float, follower: int, role: str = "leader") -> Run:
+def _throttle(rate: float, bound: float, follower: int, role: str = "leader", listed: str = "*") -> Run:
     run = healthy()
-    run.config(1, leader_replication_throttled_replicas="*", leader_replication_throttled_rate="100")
+    run.config(1, leader_replication_throttled_rate="100", topic_t_leader_replication_throttled_replicas=listed)
     run.isr(1, "update", "committed", [1, 2, 3], [1, 2], 0, reason="leader_and_isr")
     run.add("quota_throttle", 1, 0, role=role, follower_id=follower, bytes=500, measured_rate=rate,
             quota_bound=bound)
@@ -522,6 +522,24 @@ def test_throttling_an_in_sync_replica_is_flagged() -> None:
     """quota_throttle_legal: the leader throttles replica 2, an ISR member."""
     [v] = only(_throttle(150.0, 100.0, 2).check(), "quota_throttle_legal")
     assert v.replica == 2 and "in-sync" in v.message
+
+
+def test_throttling_a_partition_outside_the_throttled_list_is_flagged() -> None:
+    """quota_throttle_legal: the topic throttles only partition 0 on broker 2, yet leader 1 throttles."""
+    [v] = only(_throttle(150.0, 100.0, 3, listed="0:2").check(), "quota_throttle_legal")
+    assert v.replica == 3 and "throttled.replicas" in v.message
+    assert _throttle(150.0, 100.0, 3, listed="0:1").check().violations == ()
+
+
+def test_topic_min_isr_override_is_used() -> None:
+    """hw_frozen_under_min_isr reads `topic.<t>.min.insync.replicas` from broker_config when present."""
+    for topic_min, expected in (("2", ["hw_frozen_under_min_isr"]), ("1", [])):
+        run = healthy()
+        run.config(1, min_insync_replicas="1", topic_t_min_insync_replicas=topic_min)
+        run.isr(1, "update", "committed", [1, 2, 3], [1], 0, reason="leader_and_isr")
+        run.append(1, 1, 0, 1002, role="leader")
+        run.hw(1, 3, "leader", 0)
+        assert names(run.check()) == expected
 
 
 def test_late_fetch_answer_is_flagged() -> None:
