@@ -70,9 +70,12 @@ _KNOWN_CONFIGS = frozenset(ReplicationConfig().as_kafka_map())
 @dataclass(frozen=True)
 class CheckOptions:
     """Knobs the events cannot supply. `max_network_delay_ms`: one-way delay bound of the simulated
-    network (tightens `delayed_fetch_bound`); None = unknown."""
+    network (tightens `delayed_fetch_bound`); None = unknown. `processing_stalls`: the run had GC pauses
+    or disk stalls (simulator faults that are not events), which delay a response's processing by any
+    amount, so `delayed_fetch_bound` cannot be judged and is skipped."""
 
     max_network_delay_ms: int | None = None
+    processing_stalls: bool = False
 
 
 @dataclass(frozen=True)
@@ -982,6 +985,9 @@ class _RunChecker:
 
     def _check_delayed_fetch_bound(self, ev: Event, f: ReplicaState, sent: FetchSent) -> None:
         """delayed_fetch_bound (§11.11, §5): a parked fetch is answered within maxWaitMs (+ network)."""
+        if self.options.processing_stalls:
+            self._skip("delayed_fetch_bound", "the run has GC pauses / disk stalls, which are not events")
+            return
         self._count("delayed_fetch_bound")
         cfg = self._config(f.broker)
         delay = self.options.max_network_delay_ms

@@ -11,7 +11,8 @@ election) or replay disagreements, which a caller may want to see without failin
 
 `--json FILE` writes {"runs", "events", "clean", "violations", "checked", "skipped", "manifest"}.
 `--max-network-delay-ms` tightens `delayed_fetch_bound`; by default it is taken from the run manifest
-(`run.json` key `max_network_delay_ms`) when present.
+(`run.json` key `max_network_delay_ms`) when present. When the manifest's `faults_applied` lists GC pauses
+or disk stalls, `delayed_fetch_bound` is skipped (the stalls are not events).
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ import json
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 from replication_core.checker.checker import CheckOptions, CheckResult, check_events
 from replication_core.checker.reader import ReaderError, read_events, read_manifest
@@ -41,6 +43,18 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
+def options_from(manifest: dict[str, Any] | None, max_network_delay_ms: int | None) -> CheckOptions:
+    """CheckOptions from the flags and the run manifest: `max_network_delay_ms`, and whether
+    `faults_applied` lists GC pauses or disk stalls (then delayed_fetch_bound is skipped)."""
+    manifest = manifest or {}
+    delay = max_network_delay_ms
+    if delay is None and isinstance(manifest.get("max_network_delay_ms"), int):
+        delay = manifest["max_network_delay_ms"]
+    faults = manifest.get("faults_applied") or []
+    stalls = any(isinstance(f, list | tuple) and len(f) > 1 and f[1] in ("pause", "disk_stall") for f in faults)
+    return CheckOptions(max_network_delay_ms=delay, processing_stalls=stalls)
+
+
 def summary(result: CheckResult) -> str:
     """The summary line."""
     skipped = sum(n for reasons in result.skipped.values() for n in reasons.values())
@@ -57,10 +71,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_CLEAN if exc.code == 0 else EXIT_CANNOT_RUN
     try:
         manifest = read_manifest(args.events) if Path(args.events).is_dir() else None
-        delay = args.max_network_delay_ms
-        if delay is None and manifest is not None and isinstance(manifest.get("max_network_delay_ms"), int):
-            delay = manifest["max_network_delay_ms"]
-        result = check_events(read_events(args.events), CheckOptions(max_network_delay_ms=delay))
+        result = check_events(read_events(args.events), options_from(manifest, args.max_network_delay_ms))
     except ReaderError as exc:
         print(f"replog check: cannot run: {exc}", file=sys.stderr)
         return EXIT_CANNOT_RUN

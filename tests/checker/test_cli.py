@@ -147,3 +147,17 @@ def test_manifest_network_delay_tightens_the_fetch_bound(tmp_path: Path) -> None
     assert main(["--events", str(tmp_path)]) == 0
     (tmp_path / "run.json").write_text(json.dumps({"schema_version": "1.0", "max_network_delay_ms": 5}))
     assert main(["--events", str(tmp_path)]) == 1
+
+
+def test_manifest_stalls_skip_the_fetch_bound(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """GC pauses / disk stalls listed in run.json faults_applied make delayed_fetch_bound a counted skip."""
+    run = healthy()
+    run.fetch(2, 1, 0, 2, ts=2_000_000)
+    run.response(2, 1, 0, 2, leader_hw=2, ts=2_040_000)  # later than the 30 s socket timeout
+    write_jsonl(tmp_path / "events.jsonl", run.events)
+    assert main(["--events", str(tmp_path)]) == 1
+    (tmp_path / "run.json").write_text(json.dumps({"faults_applied": [[1000, "disk_stall"]]}))
+    out = tmp_path / "result.json"
+    assert main(["--events", str(tmp_path), "--json", str(out)]) == 0
+    skipped = json.loads(out.read_text())["skipped"]["delayed_fetch_bound"]
+    assert skipped == {"the run has GC pauses / disk stalls, which are not events": 1}

@@ -15,7 +15,7 @@ import pytest
 pytest.importorskip("replication_core.sim.cluster", reason="the simulator is not in this checkout")
 
 from replication_core.checker.checker import CheckResult, check_events
-from replication_core.checker.cli import main
+from replication_core.checker.cli import main, options_from
 from replication_core.config import TruncationMode
 from replication_core.sim.cli import simulate
 from tests.checker.builder import only
@@ -24,10 +24,11 @@ from tests.sim.helpers import run_named, scenario
 
 def checked(name: str, mode: TruncationMode | None = None) -> CheckResult:
     """Simulate a shipped scenario in memory, stamp the envelope like the event writer, check it."""
-    _, events, _ = run_named(name, mode)
+    _, events, stats = run_named(name, mode)
     stamped: list[dict[str, Any]] = [dict(e, schema_version="1.0", source="engine", run_id=name, event_id=i)
                                      for i, e in enumerate(events)]
-    return check_events(stamped)
+    # The manifest's faults_applied, as the CLI reads it: stalls make delayed_fetch_bound unjudgeable.
+    return check_events(stamped, options_from({"faults_applied": [list(f) for f in stats.faults_applied]}, None))
 
 
 def test_steady_state_files_check_clean_through_the_cli(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
