@@ -42,6 +42,21 @@ if TYPE_CHECKING:
 NO_LEADER = -1
 
 
+def assign_replicas(partition: int, replication_factor: int, num_brokers: int) -> list[int]:
+    """Broker indexes of a partition's replicas, as Kafka's rack-unaware
+    `AdminUtils.assignReplicasToBrokers` places them (start index and first shift fixed at 0 instead of
+    random): leaders round robin, followers shifted by a step that grows every `num_brokers`
+    partitions, so each broker follows many leaders rather than its two neighbours."""
+    first = partition % num_brokers
+    if replication_factor == 1 or num_brokers == 1:
+        return [first]
+    shift = partition // num_brokers
+    out = [first]
+    for j in range(replication_factor - 1):
+        out.append((first + 1 + (shift + j) % (num_brokers - 1)) % num_brokers)
+    return out
+
+
 @dataclass(frozen=True)
 class MetadataUpdate:
     """What one delivery of the metadata channel carries to a broker."""
@@ -111,7 +126,7 @@ class Controller:
                 if t.assignment:
                     replicas = list(t.assignment[p])
                 else:
-                    replicas = [brokers[(start + p + i) % n] for i in range(t.replication_factor)]
+                    replicas = [brokers[i] for i in assign_replicas(start + p, t.replication_factor, n)]
                 tp = TopicPartition(t.name, p)
                 info = PartitionInfo(replicas, list(replicas), replicas[0])
                 self.partitions[tp] = info

@@ -1,0 +1,132 @@
+"""`replog simulate` benchmark: events per second and peak memory on the large scenario.
+
+Runs `replication_core.sim.cli.simulate` on `conf/scenarios/large-30-brokers.yaml` (30 brokers, 3 000
+partitions, RF 3) for each requested virtual duration, each in a fresh Python process so that its
+peak resident memory (`resource.getrusage(RUSAGE_SELF).ru_maxrss`) is its own. Reported per run:
+events written, wall seconds, events per wall second (the whole `simulate` call: engine + simulator +
+Parquet writing), CPU seconds, and peak RSS. Two durations show whether memory grows with the run
+(events stream to rolled files in bounded batches; what still grows is the replicas' logs, which
+keep one small tuple per record batch since retention is not modelled).
+
+Target (issue 4): >= 300 k events/s on one core, peak memory < 2 GiB for 10 virtual minutes.
+
+Run from the repository root:
+    python benchmarks/bench_simulate.py                         # 10 s and 30 s virtual (a few minutes)
+    python benchmarks/bench_simulate.py --durations-ms 600000   # the 10-minute run (long)
+    python benchmarks/bench_simulate.py --profile 5000          # cProfile top functions of a 5 s run
+Results are stored as JSON under `benchmarks/results/simulate-<UTC date>.json`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import json
+import os
+import resource
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+SCENARIO = ROOT / "conf" / "scenarios" / "large-30-brokers.yaml"
+TARGET_EVENTS_PER_S = 300_000
+TARGET_PEAK_BYTES = 2 * 1024**3
+
+
+def child(duration_ms: int, fmt: str, scenario: Path) -> dict[str, Any]:
+    """One measured run in this process (called in a fresh interpreter by `main`)."""
+    sys.path.insert(0, str(ROOT))
+    from replication_core.sim.cli import load_scenario, simulate
+
+    sc = load_scenario(scenario).with_overrides(duration_ms=duration_ms, fmt=fmt)
+    with tempfile.TemporaryDirectory(prefix="replog-bench-sim-") as out:
+        wall0, cpu0 = time.perf_counter(), time.process_time()
+        manifest, _ = simulate(sc, out)
+        wall, cpu = time.perf_counter() - wall0, time.process_time() - cpu0
+        size = sum(p.stat().st_size for p in Path(out).rglob("*") if p.is_file())
+    peak_kib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss  # KiB on Linux
+    return {
+        "duration_ms": duration_ms,
+        "format": fmt,
+        "events": manifest["events"],
+        "files": len(manifest["files"]),
+        "bytes_written": size,
+        "wall_s": round(wall, 2),
+        "cpu_s": round(cpu, 2),
+        "events_per_s": round(manifest["events"] / wall),
+        "events_per_cpu_s": round(manifest["events"] / cpu),
+        "peak_rss_bytes": peak_kib * 1024,
+        "counts": manifest["counts"],
+    }
+
+
+def profile(duration_ms: int, scenario: Path) -> None:
+    """Print the 25 most expensive functions (own time) of one run."""
+    import cProfile
+    import pstats
+
+    sys.path.insert(0, str(ROOT))
+    from replication_core.sim.cli import load_scenario, simulate
+
+    sc = load_scenario(scenario).with_overrides(duration_ms=duration_ms)
+    with tempfile.TemporaryDirectory(prefix="replog-bench-sim-") as out:
+        prof = cProfile.Profile()
+        prof.enable()
+        simulate(sc, out)
+        prof.disable()
+    pstats.Stats(prof).sort_stats("tottime").print_stats(25)
+
+
+def main() -> int:
+    """Run every duration in a child process, print a table, store the JSON."""
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--durations-ms", default="10000,30000", help="virtual durations, comma separated")
+    ap.add_argument("--format", default="parquet", choices=("parquet", "jsonl"))
+    ap.add_argument("--scenario", default=str(SCENARIO))
+    ap.add_argument("--out", default=None, help="result JSON (default benchmarks/results/simulate-<date>.json)")
+    ap.add_argument("--profile", type=int, metavar="DURATION_MS", help="profile one run instead")
+    ap.add_argument("--child", type=int, help=argparse.SUPPRESS)
+    args = ap.parse_args()
+    if args.child is not None:
+        print(json.dumps(child(args.child, args.format, Path(args.scenario))))
+        return 0
+    if args.profile is not None:
+        profile(args.profile, Path(args.scenario))
+        return 0
+    runs = []
+    for d in (int(x) for x in args.durations_ms.split(",")):
+        proc = subprocess.run([sys.executable, __file__, "--child", str(d), "--format", args.format,
+                               "--scenario", args.scenario], capture_output=True, text=True, check=True,
+                              env={**os.environ, "CI": "1"})
+        runs.append(json.loads(proc.stdout.strip().splitlines()[-1]))
+    print(f"{'virtual s':>9} {'events':>12} {'wall s':>8} {'events/s':>10} {'events/cpu-s':>12} {'peak RSS':>10}")
+    for r in runs:
+        print(f"{r['duration_ms'] / 1000:>9.0f} {r['events']:>12,} {r['wall_s']:>8.1f} {r['events_per_s']:>10,} "
+              f"{r['events_per_cpu_s']:>12,} {r['peak_rss_bytes'] / 2**20:>8.0f} MiB")
+    best = max(r["events_per_cpu_s"] for r in runs)
+    peak = max(r["peak_rss_bytes"] for r in runs)
+    verdict = "met" if best >= TARGET_EVENTS_PER_S else "NOT met"
+    print(f"target >= {TARGET_EVENTS_PER_S:,} events/s on one core: {verdict} (best {best:,} events per CPU second)")
+    print(f"target peak memory < 2 GiB: {'met' if peak < TARGET_PEAK_BYTES else 'NOT met'} for the durations run")
+    result = {
+        "benchmark": "simulate",
+        "scenario": Path(args.scenario).name,
+        "date_utc": dt.datetime.now(dt.UTC).strftime("%Y-%m-%d"),
+        "python": sys.version.split()[0],
+        "cpus": os.cpu_count(),
+        "runs": runs,
+        "targets": {"events_per_s": TARGET_EVENTS_PER_S, "peak_rss_bytes": TARGET_PEAK_BYTES},
+    }
+    out = Path(args.out) if args.out else ROOT / "benchmarks" / "results" / f"simulate-{result['date_utc']}.json"
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
+    print(f"wrote {out}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
