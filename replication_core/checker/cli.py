@@ -1,7 +1,10 @@
 """`replog check --events DIR [--json FILE] [--strict] [--max-network-delay-ms N]`.
 
 Prints one line per violation (`Violation.line()`: invariant, severity, topic-partition, replica, ts,
-offsets, evidence event ids, message) in detection order, then one summary line.
+offsets, evidence event ids, message) in detection order, then one summary line. One root cause can
+repeat at every HW step (e.g. after an unclean election), so past `--max-per-group` (20) lines of one
+(invariant, severity, partition, replica) group the rest is summarised in one "... N more" line; the
+JSON output always lists every violation.
 
 Exit codes: 0 — no violation of severity error (warnings are printed; `--strict` makes them fail too);
 1 — at least one error (or, with `--strict`, any violation); 2 — the check could not run (missing folder,
@@ -26,10 +29,12 @@ from typing import Any
 
 from replication_core.checker.checker import CheckOptions, CheckResult, check_events
 from replication_core.checker.reader import ReaderError, read_events, read_manifest
+from replication_core.checker.violation import Violation
 
 EXIT_CLEAN = 0
 EXIT_VIOLATIONS = 1
 EXIT_CANNOT_RUN = 2
+DEFAULT_MAX_PER_GROUP = 20
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -40,7 +45,29 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--strict", action="store_true", help="exit 1 on warnings too")
     parser.add_argument("--max-network-delay-ms", type=int, default=None,
                         help="one-way network delay bound of the run (tightens delayed_fetch_bound)")
+    parser.add_argument("--max-per-group", type=int, default=DEFAULT_MAX_PER_GROUP,
+                        help="print at most N lines per (invariant, severity, partition, replica); 0 = all "
+                             f"(default {DEFAULT_MAX_PER_GROUP}; --json always has every violation)")
     return parser
+
+
+def printed_lines(violations: Sequence[Violation], max_per_group: int) -> list[str]:
+    """The violation lines to print: every violation, in detection order, except that after
+    `max_per_group` lines of one (invariant, severity, topic-partition, replica) group the rest of the
+    group is summarised in one line at the end (one root cause, e.g. an unclean election, otherwise
+    repeats at every HW step)."""
+    counts: dict[tuple[str, str, str, int | None], int] = {}
+    lines: list[str] = []
+    for v in violations:
+        key = (v.invariant, v.severity, v.topic_partition, v.replica)
+        counts[key] = counts.get(key, 0) + 1
+        if max_per_group <= 0 or counts[key] <= max_per_group:
+            lines.append(v.line())
+    for (invariant, severity, tp, replica), n in counts.items():
+        if 0 < max_per_group < n:
+            lines.append(f"{invariant} {severity} {tp} replica={'-' if replica is None else replica} "
+                         f"... {n - max_per_group} more not shown (--json has all, --max-per-group 0 prints all)")
+    return lines
 
 
 def options_from(manifest: dict[str, Any] | None, max_network_delay_ms: int | None) -> CheckOptions:
@@ -75,8 +102,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     except ReaderError as exc:
         print(f"replog check: cannot run: {exc}", file=sys.stderr)
         return EXIT_CANNOT_RUN
-    for v in result.violations:
-        print(v.line())
+    for line in printed_lines(result.violations, args.max_per_group):
+        print(line)
     print(summary(result))
     failed = bool(result.violations) if args.strict else bool(result.errors)
     if args.json_out:

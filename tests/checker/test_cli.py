@@ -161,3 +161,22 @@ def test_manifest_stalls_skip_the_fetch_bound(tmp_path: Path, capsys: pytest.Cap
     assert main(["--events", str(tmp_path), "--json", str(out)]) == 0
     skipped = json.loads(out.read_text())["skipped"]["delayed_fetch_bound"]
     assert skipped == {"the run has GC pauses / disk stalls, which are not events": 1}
+
+
+def test_repeated_violations_are_summarised_past_max_per_group(tmp_path: Path,
+                                                                 capsys: pytest.CaptureFixture[str]) -> None:
+    """Three violations of one group with --max-per-group 2: two lines, then one '... 1 more' line; the
+    JSON keeps all three."""
+    run = healthy()
+    for hw in (5, 6, 7):
+        run.hw(2, hw, "follower", 0)
+    write_jsonl(tmp_path / "events.jsonl", run.events)
+    out = tmp_path / "result.json"
+    assert main(["--events", str(tmp_path), "--max-per-group", "2", "--json", str(out)]) == 1
+    lines = capsys.readouterr().out.splitlines()
+    assert [line.split()[0] for line in lines[:2]] == ["hw_within_log", "hw_within_log"]
+    assert lines[2] == ("hw_within_log error t-0 replica=2 ... 1 more not shown "
+                        "(--json has all, --max-per-group 0 prints all)")
+    assert len(json.loads(out.read_text())["violations"]) == 3
+    assert main(["--events", str(tmp_path), "--max-per-group", "0"]) == 1
+    assert len(capsys.readouterr().out.splitlines()) == 4
