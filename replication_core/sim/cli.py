@@ -49,6 +49,17 @@ def code_version() -> str:
     return f"{base}+{digest.hexdigest()[:12]}"
 
 
+def max_network_delay_ms(scenario: Scenario) -> int | None:
+    """Upper bound of one message's latency (None when a distribution is unbounded), for the checker."""
+    net = scenario.network
+    bounds = []
+    for lat in [net.latency, *(link.latency for link in net.links if link.latency is not None)]:
+        if lat.dist == "exponential":
+            return None
+        bounds.append(int(lat.value if lat.dist == "constant" else lat.max))
+    return max(bounds)
+
+
 def run_id_for(scenario: Scenario) -> str:
     """Deterministic run id: scenario, truncation mode, seed and duration."""
     return f"{scenario.name}.{mode_to_text(scenario.truncation_mode)}.s{scenario.seed}.d{scenario.duration_ms}"
@@ -102,6 +113,7 @@ def simulate(scenario: Scenario, out: str | Path, progress: bool = False) -> tup
         "failed_batches": stats.failed_batches,
         "faults_applied": [list(f) for f in stats.faults_applied],
         "controller": stats.controller,
+        "max_network_delay_ms": max_network_delay_ms(scenario),
         "brokers": scenario.cluster.brokers,
         "partitions": sum(t.partitions for t in scenario.topics),
     }

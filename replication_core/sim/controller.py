@@ -327,6 +327,9 @@ class Controller:
         original = list(info.replicas)
         info.replicas = list(target) + removing
         info.adding, info.removing, info.target = adding, removing, list(target)
+        # The ZooKeeper controller bumps the leader epoch when it widens the assignment
+        # (`updateLeaderEpochAndSendRequest`), so every replica, the leader included, re-reads it.
+        info.leader_epoch += 1
         info.partition_epoch += 1
         for b in adding:
             self.by_broker.setdefault(b, []).append(tp)

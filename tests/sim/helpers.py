@@ -30,3 +30,13 @@ def run_named(name: str, mode: TruncationMode | None = None, **overrides: Any) -
                                                                                         RunStats]:
     """`run(scenario(name, truncation_mode=mode, ...))`."""
     return run(scenario(name, truncation_mode=mode, **overrides))
+
+
+def check(events: list[dict[str, Any]], stats: RunStats) -> Any:
+    """The reference checker's verdict on an in-memory run (envelope stamped as the writer does)."""
+    from replication_core.checker.checker import CheckOptions, check_events
+
+    stamped = [dict(ev, schema_version="1.0", source="engine", run_id="run", event_id=i)
+               for i, ev in enumerate(events)]
+    stalls = any(kind in ("pause", "disk_stall") for _, kind in stats.faults_applied)
+    return check_events(stamped, CheckOptions(processing_stalls=stalls))

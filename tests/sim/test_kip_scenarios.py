@@ -7,7 +7,7 @@ import pytest
 
 from replication_core.config import TruncationMode
 from tests.sim.audit import audit
-from tests.sim.helpers import run_named
+from tests.sim.helpers import check, run_named
 
 DEFAULT = TruncationMode.DIVERGING_EPOCH
 
@@ -62,3 +62,19 @@ def test_logs_rebuilt_from_events_match_the_engine(name: str) -> None:
             assert a.logs.get(key, []) == [(x.base_offset, x.last_offset, x.leader_epoch, x.checksum)
                                            for x in log.batches], key
             assert a.hw.get(key, 0) == log.high_watermark, key
+
+
+@pytest.mark.parametrize(("name", "old_mode", "expected"), [
+    ("kip-101-hw-truncation", TruncationMode.HIGH_WATERMARK, {"acked_write_lost", "truncation_safety"}),
+    ("kip-101-divergence", TruncationMode.HIGH_WATERMARK, {"follower_log_matching"}),
+    ("kip-279-fast-failover", TruncationMode.LEADER_EPOCH_V0, {"follower_log_matching"}),
+])
+def test_reference_checker_agrees(name: str, old_mode: TruncationMode, expected: set[str]) -> None:
+    """`replication_core.checker` finds errors in the old mode and none in the default mode (only the
+    excusable warnings of the scenario's power failure / unclean election)."""
+    _, events, stats = run_named(name, old_mode)
+    old = check(events, stats)
+    assert expected <= {v.invariant for v in old.errors}
+    _, events, stats = run_named(name, DEFAULT)
+    new = check(events, stats)
+    assert new.errors == (), new.errors[:3]
