@@ -202,12 +202,14 @@ CATALOGUE: tuple[Invariant, ...] = (
         "truncation_point", ERROR, "§11.9, §3.5",
         "A follower truncates to getOffsetTruncationState applied to the leader's answer and its own epoch "
         "cache.",
-        "diverging_epoch: the fetch_response's DivergingEpoch + the follower's replayed epoch cache give the "
-        "expected offset; the truncation must match it (or be absent when it is >= LEO). leader_epoch / "
+        "diverging_epoch: the DivergingEpoch must be the leader's replayed epoch-cache answer for the fetch's "
+        "LastFetchedEpoch, and with the follower's replayed epoch cache it gives the expected offset; the "
+        "truncation must match it (or be absent when it is >= LEO). leader_epoch / "
         "leader_epoch_v0: the leader's answer is rebuilt from its replayed epoch cache at the truncation "
         "(v0: no epoch). high_watermark: the local HW. out_of_range: at most the leader's LEO. Offsets are "
         "rounded down to a batch boundary, as UnifiedLog.truncateTo does.",
-        "expected = expected truncation offset, actual = truncate_offset (or LEO if none happened)",
+        "expected = expected truncation offset, actual = truncate_offset (or LEO if none happened); for a "
+        "wrong leader answer (replica = the leader): expected = its end offset, actual = the answered one",
         ("truncation", "fetch_response", "append"),
         cannot_check="OffsetsForLeaderEpoch and ListOffsets answers are not events: leader_epoch answers are "
                      "rebuilt (skipped when the leader left the follower's epoch), out_of_range targets are "

@@ -568,6 +568,7 @@ class _RunChecker:
         else:
             self._skip("fetch_epoch_fenced", "fetch_response without its fetch")
         if ev.get("diverging_epoch") is not None or ev.get("diverging_end_offset") is not None:
+            self._check_diverging_answer(ev, p, sent)
             self._expect_diverging_truncation(ev, f)
             return
         nbytes = int(ev.get("bytes") or 0)
@@ -759,6 +760,30 @@ class _RunChecker:
             self._flag("leader_no_truncation", ev, r.broker, expected=old_leo, actual=t,
                        evidence=[r.tenures[-1].start_id],
                        message=f"leader of epoch {r.epoch} truncated its log from {old_leo} to {t}")
+
+    def _check_diverging_answer(self, ev: Event, p: PartitionState, sent: FetchSent | None) -> None:
+        """truncation_point, leader half (§2.2 step 4, KIP-279): a DivergingEpoch is the leader's epoch-cache
+        answer for the fetch's LastFetchedEpoch — (largest epoch <= it, that epoch's end offset). For the
+        leader's latest epoch the end offset is its LEO when it answered, so any value <= the LEO now."""
+        if sent is None or sent.last_fetched_epoch is None:
+            self._skip("truncation_point", "DivergingEpoch without the fetch's LastFetchedEpoch")
+            return
+        leader = p.replicas.get(int(ev["leader_id"]))
+        if leader is None or not leader.is_leading or leader.epoch != sent.epoch or not leader.cache:
+            self._skip("truncation_point", "DivergingEpoch from a leader that left the fetch's epoch")
+            return
+        self._count("truncation_point")
+        le, lo = end_offset_for(leader.cache, sent.last_fetched_epoch, leader.leo)
+        got_epoch = -1 if ev.get("diverging_epoch") is None else int(ev["diverging_epoch"])
+        got_end = -1 if ev.get("diverging_end_offset") is None else int(ev["diverging_end_offset"])
+        if le == leader.cache[-1][0]:
+            ok = got_epoch == le and got_end <= leader.leo
+        else:
+            ok = (got_epoch, got_end) == (le, lo)
+        if not ok:
+            self._flag("truncation_point", ev, leader.broker, expected=lo, actual=got_end, evidence=[sent.event_id],
+                       message=f"leader answered DivergingEpoch ({got_epoch}, {got_end}) for LastFetchedEpoch "
+                               f"{sent.last_fetched_epoch}, but its epoch cache gives ({le}, {lo})")
 
     def _expect_diverging_truncation(self, ev: Event, f: ReplicaState) -> None:
         """truncation_point, DivergingEpoch half (§3.5, §3.6): what the follower owes after this answer."""

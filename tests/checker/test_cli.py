@@ -180,3 +180,16 @@ def test_repeated_violations_are_summarised_past_max_per_group(tmp_path: Path,
     assert len(json.loads(out.read_text())["violations"]) == 3
     assert main(["--events", str(tmp_path), "--max-per-group", "0"]) == 1
     assert len(capsys.readouterr().out.splitlines()) == 4
+
+
+def test_parquet_config_maps_reach_the_checker(tmp_path: Path) -> None:
+    """A broker_config map read back from Parquet configures the checks (min ISR 2 freezes the HW)."""
+    run = healthy()
+    run.config(1, min_insync_replicas="2")
+    run.isr(1, "update", "committed", [1, 2, 3], [1], 0, reason="leader_and_isr")
+    run.append(1, 1, 0, 1002, role="leader")
+    run.hw(1, 3, "leader", 0)
+    write_parquet(tmp_path / "part-00000.parquet", run.events)
+    [config] = [e for e in read_events(tmp_path) if e["event_type"] == "broker_config"]
+    assert config["config"] == {"min.insync.replicas": "2"}
+    assert main(["--events", str(tmp_path)]) == 1

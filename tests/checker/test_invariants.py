@@ -451,7 +451,16 @@ def test_truncating_to_the_diverging_point_is_clean() -> None:
     run.truncate(3, 2, "diverging_epoch", 1)
     result = run.check()
     assert result.violations == ()
-    assert result.checked["truncation_point"] == 1
+    assert result.checked["truncation_point"] == 2  # the leader's answer and the follower's truncation
+
+
+def test_a_wrong_diverging_epoch_answer_is_flagged() -> None:
+    """truncation_point: leader 2's cache gives (0, 2) for LastFetchedEpoch 0; it answered (0, 3)."""
+    run = _follower_with_stale_epoch_records()
+    answer = run.response(3, 2, 1, 4, diverging=(0, 3))
+    run.truncate(3, 2, "diverging_epoch", 1)  # (0, 3) -> 3, inside batch [2, 3], which truncateTo drops whole
+    [v] = only(run.check(), "truncation_point")
+    assert (v.replica, v.expected, v.actual, v.event_id) == (2, 2, 3, answer)
 
 
 def test_a_missing_diverging_truncation_is_flagged() -> None:
