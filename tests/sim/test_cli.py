@@ -1,0 +1,55 @@
+"""`replog simulate` (replication_core.sim.cli.main): files, manifest, exit codes, progress, rolling."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from replication_core.sim.cli import main
+from tests.sim.helpers import SCENARIOS
+
+STEADY = str(SCENARIOS / "steady-state.yaml")
+
+
+def test_writes_rolled_files_and_a_manifest(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Event files under events/, run.json with counts, acknowledged records, code version; a summary."""
+    scenario = tmp_path / "small.yaml"
+    text = Path(STEADY).read_text() + "output:\n  max_events_per_file: 2500\n  batch_events: 1000\n"
+    scenario.write_text(text.replace("name: steady-state", "name: small"))
+    assert main(["--scenario", str(scenario), "--out", str(tmp_path / "out"), "--duration-ms", "3000",
+                 "--format", "jsonl"]) == 0
+    manifest = json.loads((tmp_path / "out" / "run.json").read_text())
+    files = sorted((tmp_path / "out" / "events").iterdir())
+    assert [f"events/{f.name}" for f in files] == manifest["files"] and len(files) >= 2
+    lines = [json.loads(line) for f in files for line in f.read_text().splitlines()]
+    assert all(len(f.read_text().splitlines()) <= 2500 for f in files)
+    assert len(lines) == manifest["events"] == sum(manifest["counts"].values())
+    assert [e["event_id"] for e in lines] == list(range(len(lines)))
+    assert {e["run_id"] for e in lines} == {manifest["run_id"]}
+    assert manifest["seed"] == 1 and manifest["truncation_mode"] == "diverging-epoch"
+    assert manifest["acknowledged_records"]["acks_all"] > 0 and manifest["code_version"]
+    assert manifest["max_network_delay_ms"] == 4
+    err = capsys.readouterr().err
+    assert "simulated small" in err and "\r" not in err  # no progress bar when stderr is not a terminal
+
+
+@pytest.mark.parametrize("argv", [
+    ["--out", "x"],
+    ["--scenario", STEADY, "--out", "x", "--truncation-mode", "zk"],
+    ["--scenario", STEADY, "--out", "x", "--duration-ms", "0"],
+    ["--scenario", "/nonexistent.yaml", "--out", "x"],
+])
+def test_bad_arguments_exit_2(argv: list[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Usage errors, bad values and unreadable scenarios exit with 2."""
+    monkeypatch.chdir(tmp_path)
+    assert main(argv) == 2
+
+
+def test_invalid_scenario_exits_2_naming_the_key(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A scenario error is reported with its key path."""
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("name: b\nduration_ms: 10\ncluster: {brokers: 2}\ntopics: [{name: t, replication_factor: 4}]\n")
+    assert main(["--scenario", str(bad), "--out", str(tmp_path / "o")]) == 2
+    assert "topics[0].replication_factor: expected an integer in 1..2" in capsys.readouterr().err

@@ -1,0 +1,72 @@
+"""Scenarios are validated on load; every error names the key and the expected form."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from replication_core.config import ReplicationConfig, TruncationMode
+from replication_core.sim.scenario import ScenarioError, parse_scenario
+from tests.sim.helpers import SCENARIOS, scenario
+
+MINIMAL: dict[str, Any] = {
+    "name": "m", "duration_ms": 1000, "cluster": {"brokers": 3},
+    "topics": [{"name": "t", "partitions": 2, "replication_factor": 3}],
+}
+
+
+def _with(**changes: Any) -> dict[str, Any]:
+    doc = yaml.safe_load(yaml.safe_dump(MINIMAL))
+    doc.update(changes)
+    return doc
+
+
+@pytest.mark.parametrize("path", sorted(SCENARIOS.glob("*.yaml")), ids=lambda p: p.stem)
+def test_every_shipped_scenario_loads(path: Path) -> None:
+    """All files of conf/scenarios validate, and their name is their file name."""
+    sc = scenario(path.stem)
+    assert sc.name == path.stem
+
+
+def test_defaults_are_kafkas() -> None:
+    """Unset broker configs keep ReplicationConfig's (Kafka's) defaults; the clock starts far from 0."""
+    sc = parse_scenario(_with())
+    assert sc.broker_config == ReplicationConfig()
+    assert sc.truncation_mode is TruncationMode.DIVERGING_EPOCH
+    assert sc.start_ms > 10 * sc.broker_config.replica_lag_time_max_ms
+
+
+@pytest.mark.parametrize(("doc", "key", "form"), [
+    (_with(duration_ms="long"), "duration_ms", "an integer >= 1"),
+    (_with(cluster={"brokers": 0}), "cluster.brokers", "an integer in 1..999"),
+    (_with(topics=[{"name": "t", "replication_factor": 5}]), "topics[0].replication_factor", "1..3"),
+    (_with(topics=[{"name": "t", "config": {"retention.ms": 1}}]), "topics[0].config.retention.ms", "one of"),
+    (_with(truncation_mode="zookeeper"), "truncation_mode", "high-watermark"),
+    (_with(broker_config={"replica.lag.time.max": 5}), "broker_config", "Kafka replication config names"),
+    (_with(network={"latency_ms": {"dist": "normal"}}), "network.latency_ms.dist", "constant, uniform"),
+    (_with(faults=[{"at_ms": 5, "action": "explode"}]), "faults[0].action", "one of crash"),
+    (_with(faults=[{"at_ms": 5, "action": "crash", "broker": 9}]), "faults[0].broker", "1..3"),
+    (_with(faults=[{"at_ms": 5, "action": "partition", "from": [1], "to": "x"}]), "faults[0].to",
+     "a list of integers"),
+    (_with(workload={"producers": [{"topic": "nope"}]}), "workload.producers[0].topic", "one of t"),
+    (_with(workload={"producers": [{"topic": "t", "acks": 2}]}), "workload.producers[0].acks", "acks as all"),
+    (_with(nemesis={"faults": ["meteor"]}), "nemesis.faults", "a non-empty list drawn from"),
+    (_with(colour="blue"), "colour", "no such key"),
+])
+def test_errors_name_the_key_and_the_expected_form(doc: dict[str, Any], key: str, form: str) -> None:
+    """The message starts with the key path and says what was expected."""
+    with pytest.raises(ScenarioError) as err:
+        parse_scenario(doc)
+    assert str(err.value).startswith(f"{key}:"), str(err.value)
+    assert form in str(err.value)
+
+
+def test_cli_overrides() -> None:
+    """--seed / --duration-ms / --truncation-mode / --format replace the scenario's values."""
+    sc = parse_scenario(_with()).with_overrides(seed=9, duration_ms=5, truncation_mode=TruncationMode.HIGH_WATERMARK,
+                                                fmt="jsonl")
+    assert (sc.seed, sc.duration_ms, sc.truncation_mode, sc.writer.format) == (
+        9, 5, TruncationMode.HIGH_WATERMARK, "jsonl")
