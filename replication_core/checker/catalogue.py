@@ -264,3 +264,18 @@ CATALOGUE: tuple[Invariant, ...] = (
 
 BY_NAME: dict[str, Invariant] = {inv.name: inv for inv in CATALOGUE}
 """The catalogue keyed by invariant name."""
+
+
+def catalogue_markdown() -> str:
+    """The catalogue as a Markdown table (the generated section of `replication_core/checker/README.md`)."""
+
+    def cell(text: str) -> str:
+        return text.replace("|", "\\|").replace("\n", " ")
+
+    rows = ["| invariant | severity | rule (reference) | checked | offsets | sources | cannot be checked |",
+            "|---|---|---|---|---|---|---|"]
+    for inv in CATALOGUE:
+        severity = inv.severity + (" (warning when excused)" if inv.excusable else "")
+        rows.append(f"| `{inv.name}` | {severity} | {cell(inv.rule)} ({cell(inv.section)}) | {cell(inv.checks)} | "
+                    f"{cell(inv.offsets)} | {', '.join(inv.sources)} | {cell(inv.cannot_check) or '—'} |")
+    return "\n".join(rows) + "\n"
