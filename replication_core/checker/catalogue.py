@@ -258,7 +258,7 @@ CATALOGUE: tuple[Invariant, ...] = (
         "HW; a leadership_change LEO above the replay (missing appends) or below it without a crash; an "
         "acknowledged write absent from the acking leader.",
         "expected = replayed value, actual = reported value",
-        ("append",), (ENGINE, KAFKA_LOG),
+        ("append",),
     ),
 )
 

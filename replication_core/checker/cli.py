@@ -9,8 +9,9 @@ JSON output always lists every violation.
 Exit codes: 0 — no violation of severity error (warnings are printed; `--strict` makes them fail too);
 1 — at least one error (or, with `--strict`, any violation); 2 — the check could not run (missing folder,
 no event files, an unreadable or malformed file, events out of order or duplicated, a newer schema major,
-bad arguments). Warnings exit 0 by design: they are data loss Kafka's contract permits (after an unclean
-election) or replay disagreements, which a caller may want to see without failing a pipeline.
+an event missing a field its type requires, bad arguments). Warnings exit 0 by design: they are data
+loss Kafka's contract permits (after an unclean election or a whole-cluster power loss) or replay
+disagreements, which a caller may want to see without failing a pipeline.
 
 `--json FILE` writes {"runs", "events", "clean", "violations", "checked", "skipped", "manifest"}.
 `--max-network-delay-ms` tightens `delayed_fetch_bound`; by default it is taken from the run manifest
@@ -27,7 +28,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from replication_core.checker.checker import CheckOptions, CheckResult, check_events
+from replication_core.checker.checker import CheckInputError, CheckOptions, CheckResult, check_events
 from replication_core.checker.reader import ReaderError, read_events, read_manifest
 from replication_core.checker.violation import Violation
 
@@ -99,7 +100,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         manifest = read_manifest(args.events) if Path(args.events).is_dir() else None
         result = check_events(read_events(args.events), options_from(manifest, args.max_network_delay_ms))
-    except ReaderError as exc:
+    except (ReaderError, CheckInputError) as exc:
         print(f"replog check: cannot run: {exc}", file=sys.stderr)
         return EXIT_CANNOT_RUN
     for line in printed_lines(result.violations, args.max_per_group):

@@ -193,3 +193,27 @@ def test_parquet_config_maps_reach_the_checker(tmp_path: Path) -> None:
     [config] = [e for e in read_events(tmp_path) if e["event_type"] == "broker_config"]
     assert config["config"] == {"min.insync.replicas": "2"}
     assert main(["--events", str(tmp_path)]) == 1
+
+
+def test_event_missing_a_required_field_exits_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """An append without base_offset cannot be replayed: exit 2 naming the event."""
+    events = healthy().events
+    broken = [dict(e) for e in events]
+    del broken[5]["base_offset"]
+    write_jsonl(tmp_path / "events.jsonl", broken)
+    assert main(["--events", str(tmp_path)]) == 2
+    assert f"event 5 ({broken[5]['event_type']})" in capsys.readouterr().err
+
+
+def test_replay_findings_do_not_apply_to_kafka_log_runs(tmp_path: Path) -> None:
+    """A kafka-log run has no append events: hw_within_log is counted as skipped, not reported; a rule
+    that applies to real logs (hw_monotonic_leader) still fires."""
+    run = healthy()
+    run.hw(1, 1, "leader", 0)
+    events = [dict(e, source="kafka-log") for e in run.events if e["event_type"] != "append"]
+    write_jsonl(tmp_path / "events.jsonl", events)
+    out = tmp_path / "result.json"
+    assert main(["--events", str(tmp_path), "--json", str(out)]) == 1
+    doc = json.loads(out.read_text())
+    assert {v["invariant"] for v in doc["violations"]} == {"hw_monotonic_leader"}
+    assert doc["skipped"]["hw_within_log"] == {"not applicable to source kafka-log": 6}
