@@ -326,8 +326,14 @@ class _RunChecker:
             for p in self.partitions.values():
                 r = p.replicas.get(broker)
                 if r is not None:
+                    # The process's Partition objects are gone: the next leadership_change starts from
+                    # epoch -1 with fresh follower state (Kafka re-creates Partition / Replica on start).
                     r.close_tenure(eid)
+                    r.epoch = -1
+                    r.views = {}
+                    r.isr = frozenset()
                     r.pending = None
+                    r.pending_added = None
                     r.fetch_sent = None
                     r.expected_truncation = None
                     if action in ("crash", "restart"):
