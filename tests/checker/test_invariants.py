@@ -590,3 +590,42 @@ def test_every_catalogue_entry_has_a_test_above() -> None:
                                                                              "test_kip_shapes.py"))
     assert [inv.name for inv in CATALOGUE if f'"{inv.name}"' not in source] == []
     assert names(healthy().check()) == []
+
+
+# --- excuses -------------------------------------------------------------------------------------------
+
+def _all_replicas_lose_offset_1(power_loss: bool) -> tuple[Run, int]:
+    """Every replica loses committed, acknowledged 1001@1 — by power-failure recovery (truncations while
+    the brokers are down) or, in the twin, by truncations of running brokers; broker 1 then leads epoch 1
+    and writes 2000@1."""
+    run = healthy()
+    for b in (1, 2, 3):
+        if power_loss:
+            run.lifecycle(b, "crash")
+            run.truncate(b, 1, "out_of_range", 0)
+            run.lifecycle(b, "restart")
+        else:
+            run.truncate(b, 1, "out_of_range", 0)
+    run.election(1, 1, [1, 2, 3])
+    run.become_leader(1, 1, [1, 2, 3])
+    run.become_follower(2, 1, 1)
+    run.become_follower(3, 1, 1)
+    _, ack = run.produce(1, [2, 3], 1, 1, 2000)
+    return run, ack
+
+
+def test_acked_write_lost_to_a_power_failure_of_every_copy_is_a_warning() -> None:
+    """acked_write_lost: the final leader itself lost 1001@1 in crash recovery: excused, a warning whose
+    evidence starts with the crash-recovery truncation."""
+    run, _ = _all_replicas_lose_offset_1(power_loss=True)
+    [lost] = only(run.check(), "acked_write_lost")
+    assert (lost.severity, lost.replica, lost.offset, lost.expected, lost.actual) == ("warning", 1, 1, 1001, 2000)
+    assert run.events[lost.evidence[0]]["event_type"] == "truncation"
+
+
+def test_acked_write_truncated_by_running_brokers_is_an_error() -> None:
+    """The same loss through truncations of running brokers is not excused."""
+    run, _ = _all_replicas_lose_offset_1(power_loss=False)
+    [lost] = only(run.check(), "acked_write_lost")
+    assert (lost.severity, lost.replica, lost.offset) == ("error", 1, 1)
+    assert {v.invariant for v in run.check().errors} >= {"truncation_safety", "acked_write_lost"}
