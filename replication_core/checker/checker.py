@@ -398,6 +398,9 @@ class _RunChecker:
             leo = int(leo)
             if leo < r.leo:
                 if r.crashed_since_leadership is not None:
+                    for o in r.records:
+                        if o >= leo:
+                            r.crash_removed[o] = r.crashed_since_leadership
                     self._drop_from(r, leo, r.crashed_since_leadership)
                 else:
                     self._check_consistent(ev, r.broker, r.leo, leo,
@@ -439,6 +442,8 @@ class _RunChecker:
         self._check_epoch_cache_monotonic(ev, r, rec)
         if ev.get("role") == "follower":
             self._check_follower_log_matching(ev, p, r, rec)
+        if rec.base < r.leo:
+            self._drop_from(r, rec.base, eid)  # (already reported) a log has no tail beyond its last append
         for o in range(rec.base, rec.last + 1):
             r.records[o] = Slot(rec, eid)
         r.leo = rec.last + 1
