@@ -128,6 +128,11 @@ class Checker:
         run = self._runs.get(run_id)
         if run is None:
             run = self._runs[run_id] = _RunChecker(run_id, self.options, str(ev.get("source") or "engine"))
+        event_id = ev.get("event_id")
+        if not isinstance(event_id, int) or (run.last_event_id is not None and event_id <= run.last_event_id):
+            raise CheckInputError(f"run {run_id}: event_id {event_id!r} after {run.last_event_id}: events must come "
+                                  "in strictly increasing event_id order")
+        run.last_event_id = event_id
         try:
             run.feed(ev)
         except (KeyError, TypeError, ValueError) as exc:
@@ -172,6 +177,7 @@ class _RunChecker:
         self.run_id = run_id
         self.options = options
         self.source = source
+        self.last_event_id: int | None = None
         self.partitions: dict[tuple[str, int], PartitionState] = {}
         self.brokers: dict[int, BrokerState] = {}
         self.violations: list[Violation] = []

@@ -629,3 +629,14 @@ def test_acked_write_truncated_by_running_brokers_is_an_error() -> None:
     [lost] = only(run.check(), "acked_write_lost")
     assert (lost.severity, lost.replica, lost.offset) == ("error", 1, 1)
     assert {v.invariant for v in run.check().errors} >= {"truncation_safety", "acked_write_lost"}
+
+
+def test_in_memory_events_must_be_in_event_id_order() -> None:
+    """check_events refuses a stream whose event_ids go backwards within a run (never a silent replay)."""
+    import pytest
+
+    from replication_core.checker.checker import CheckInputError, check_events
+
+    events = healthy().events
+    with pytest.raises(CheckInputError, match="strictly increasing"):
+        check_events([events[1], events[0]])
