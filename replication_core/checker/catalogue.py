@@ -270,6 +270,7 @@ def catalogue_markdown() -> str:
     """The catalogue as a Markdown table (the generated section of `replication_core/checker/README.md`)."""
 
     def cell(text: str) -> str:
+        """Escape a table cell."""
         return text.replace("|", "\\|").replace("\n", " ")
 
     rows = ["| invariant | severity | rule (reference) | checked | offsets | sources | cannot be checked |",

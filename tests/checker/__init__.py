@@ -1,0 +1,1 @@
+"""Tests of the reference checker (replication_core/checker)."""
