@@ -205,8 +205,13 @@ class Broker:
                                metadata=self.metadata, events=events, controller=self,
                                leader_quota=self.leader_quota)
 
+        partitions = rm.partitions
+
         def logs(tp: TopicPartition) -> Log:
-            return rm.get_partition_or_exception(tp).log
+            # Hot path (several calls per partition per fetch round): a dict lookup, the engine's
+            # UNKNOWN_TOPIC_OR_PARTITION error only when the partition is gone.
+            p = partitions.get(tp)
+            return p.log if p is not None else rm.get_partition_or_exception(tp).log
 
         base = replica_fetcher_factory(self.broker_id, cfg, logs, quota=self.follower_quota, emit=emit)
 
@@ -225,6 +230,9 @@ class Broker:
         if self.cluster.scenario.disk.flush_interval_ms > 0:
             self.queue.after(self.cluster.scenario.disk.flush_interval_ms, self._flush, inc)
         self.queue.at(now, self._heartbeat, inc)
+        disk = self.cluster.scenario.disk
+        if disk.retention_bytes is not None:
+            self.queue.after(disk.retention_check_interval_ms, self._retention, inc)
         self.cluster.controller.register_from(self.broker_id, inc)
 
     def crash(self, lose_unflushed: bool) -> None:
@@ -305,6 +313,34 @@ class Broker:
         if not self._held(self._flush, inc, disk=True):
             self.disk.flush_all()
             self.queue.after(self.cluster.scenario.disk.flush_interval_ms, self._flush, inc)
+
+    def _retention(self, inc: int) -> None:
+        """`kafka-log-retention` (`LogManager.cleanupLogs` → `deleteRetentionSizeBreachedSegments`): on every
+        hosted log, drop the oldest batches beyond `retention.bytes`, never at or above the HW."""
+        if inc != self.incarnation or self.rm is None:
+            return
+        if self._held(self._retention, inc, disk=True):
+            return
+        disk = self.cluster.scenario.disk
+        limit = disk.retention_bytes
+        assert limit is not None
+        now = self.queue.now_ms
+        for p in self.rm.partitions.values():
+            log = p.log
+            batches = log.batches
+            kept = 0
+            cut = None
+            for b in reversed(batches):
+                kept += b.size_bytes
+                if kept > limit:
+                    cut = b.last_offset + 1
+                    break
+            if cut is not None:
+                cut = min(cut, log.high_watermark)
+                if cut > log.log_start_offset:
+                    log.maybe_increment_log_start_offset(cut, now, "leader" if p.is_leader else "follower",
+                                                         reason="segment_deletion")
+        self.queue.after(disk.retention_check_interval_ms, self._retention, inc)
 
     def _heartbeat(self, inc: int) -> None:
         if inc != self.incarnation:
@@ -397,6 +433,9 @@ class Broker:
             res = rm.stop_replica(tp, True, now, leader_epoch=epoch)
             if res.deleted:
                 self.disk.forget(tp)
+        if self.fetchers is not None and (update.states or update.stop):
+            # End of `becomeLeaderOrFollower` / `stopReplicas`: `shutdownIdleFetcherThreads`.
+            self.fetchers.shutdown_idle_fetcher_threads()
         self._drain()
 
     def apply_throttle(self, topic: str, leader_entries: tuple[str, ...], follower_entries: tuple[str, ...],

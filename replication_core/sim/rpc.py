@@ -4,12 +4,18 @@ Mirrors what Kafka's `NetworkClient` guarantees a caller: every request ends wit
 server's response or an error (disconnect / request timeout). A request or response lost or blocked
 by a partition is therefore answered with the caller's error value at `sent + timeout_ms`; a server
 that crashed while holding a request (a parked fetch) never answers and the timeout fires. Every
-call schedules its timeout up front and the first of (response, timeout) wins, so no message can be
-answered twice or forgotten.
+call is registered for its timeout up front and the first of (response, timeout) wins, so no message
+can be answered twice or forgotten.
+
+Timeouts are kept per timeout length in a FIFO (deadlines of one length arrive in increasing order)
+with one scheduled sweep at the head's deadline, instead of one queue entry per call; an answered
+call drops its request and continuation at once, so a long timeout (30 s of in-flight fetches)
+costs a small object per call, not the whole request.
 """
 
 from __future__ import annotations
 
+from collections import deque
 from collections.abc import Callable
 from typing import Any
 
@@ -23,15 +29,24 @@ ReplyFn = Callable[[Any, int], None]
 class Call:
     """One in-flight request: who asked whom, how to answer, what to answer on failure."""
 
-    __slots__ = ("done", "dst", "error", "on_reply", "request", "src")
+    __slots__ = ("deadline_ms", "done", "dst", "error", "on_reply", "request", "src")
 
-    def __init__(self, src: int, dst: int, request: Any, on_reply: ReplyFn, error: Any) -> None:
+    def __init__(self, src: int, dst: int, request: Any, on_reply: ReplyFn, error: Any, deadline_ms: int) -> None:
         self.src = src
         self.dst = dst
         self.request = request
-        self.on_reply = on_reply
+        self.on_reply: ReplyFn | None = on_reply
         self.error = error
+        self.deadline_ms = deadline_ms
         self.done = False
+
+    def finish(self, response: Any, now_ms: int) -> None:
+        """Answer the caller once and let go of everything the call held."""
+        on_reply = self.on_reply
+        self.done = True
+        self.on_reply = self.request = self.error = None
+        if on_reply is not None:
+            on_reply(response, now_ms)
 
 
 class RpcLayer:
@@ -40,14 +55,22 @@ class RpcLayer:
     def __init__(self, queue: EventQueue, network: Network) -> None:
         self._queue = queue
         self._network = network
+        self._timeouts: dict[int, deque[Call]] = {}
+        self._armed: set[int] = set()
 
     def call(self, src: int, dst: int, request: Any, handler: Callable[[Call], None], on_reply: ReplyFn,
              error: Any, timeout_ms: int) -> Call:
         """Send `request` from `src` to `dst`; `handler(call)` runs at `dst` on arrival and answers with
         `reply(call, response)` now or later; `on_reply(response_or_error, now_ms)` runs at `src`."""
-        call = Call(src, dst, request, on_reply, error)
         queue = self._queue
-        queue.after(timeout_ms, self._timeout, call)
+        call = Call(src, dst, request, on_reply, error, queue.now_ms + timeout_ms)
+        pending = self._timeouts.get(timeout_ms)
+        if pending is None:
+            pending = self._timeouts[timeout_ms] = deque()
+        pending.append(call)
+        if timeout_ms not in self._armed:
+            self._armed.add(timeout_ms)
+            queue.at(call.deadline_ms, self._sweep, timeout_ms)
         delay = self._network.delay(src, dst)
         if delay is not None:
             queue.after(delay, self._arrive, call, handler)
@@ -75,10 +98,17 @@ class RpcLayer:
 
     def _deliver(self, call: Call, response: Any) -> None:
         if not call.done:
-            call.done = True
-            call.on_reply(response, self._queue.now_ms)
+            call.finish(response, self._queue.now_ms)
 
-    def _timeout(self, call: Call) -> None:
-        if not call.done:
-            call.done = True
-            call.on_reply(call.error, self._queue.now_ms)
+    def _sweep(self, timeout_ms: int) -> None:
+        """Fire the timeouts that are due for this timeout length, then re-arm at the next deadline."""
+        pending = self._timeouts[timeout_ms]
+        now = self._queue.now_ms
+        while pending and (pending[0].done or pending[0].deadline_ms <= now):
+            call = pending.popleft()
+            if not call.done:
+                call.finish(call.error, now)
+        if pending:
+            self._queue.at(pending[0].deadline_ms, self._sweep, timeout_ms)
+        else:
+            self._armed.discard(timeout_ms)

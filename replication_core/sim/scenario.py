@@ -182,6 +182,10 @@ class DiskSpec:
     explicit `flush` action); Kafka itself never fsyncs by default."""
 
     flush_interval_ms: int = 5000
+    retention_bytes: int | None = None
+    """`retention.bytes` per partition log (None = Kafka's -1, unlimited)."""
+    retention_check_interval_ms: int = 300000
+    """`log.retention.check.interval.ms`: period of the `kafka-log-retention` task."""
 
 
 @dataclass(frozen=True)
@@ -470,7 +474,9 @@ def parse_scenario(doc: object) -> Scenario:
     n.done()
 
     d = r.sub("disk")
-    disk = DiskSpec(flush_interval_ms=d.int("flush_interval_ms", 5000, lo=0))
+    disk = DiskSpec(flush_interval_ms=d.int("flush_interval_ms", 5000, lo=0),
+                    retention_bytes=d.opt_int("retention_bytes", lo=1),
+                    retention_check_interval_ms=d.int("retention_check_interval_ms", 300000, lo=1))
     d.done()
 
     w = r.sub("workload")

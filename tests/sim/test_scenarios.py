@@ -112,3 +112,21 @@ def test_reference_checker_finds_no_error(name: str) -> None:
         assert {v.invariant for v in result.warnings} >= {"acked_write_lost"}
     else:
         assert result.warnings == (), result.warnings[:3]
+
+
+def test_size_retention_moves_log_start_offsets_without_violations() -> None:
+    """`disk.retention_bytes`: the retention task deletes old batches below the HW on every replica
+    (log_start_offset_change events) and the reference checker stays clean."""
+    from dataclasses import replace
+
+    from tests.sim.helpers import run, scenario
+
+    sc = scenario("steady-state")
+    sc = replace(sc, disk=replace(sc.disk, retention_bytes=20000, retention_check_interval_ms=3000))
+    cluster, events, stats = run(sc)
+    moves = [e for e in events if e["event_type"] == "log_start_offset_change"]
+    assert moves and all(e["log_start_offset"] > e["old_log_start_offset"] for e in moves)
+    for broker in cluster.brokers.values():
+        for log in broker.disk.logs.values():
+            assert log.log_start_offset > 0 and log.log_start_offset <= log.high_watermark
+    assert check(events, stats).violations == ()
