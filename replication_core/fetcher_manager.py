@@ -177,7 +177,9 @@ class FetcherManager:
     def remove_fetcher_for_partitions(self, tps: Iterable[TopicPartition],
                                       now_ms: int) -> dict[TopicPartition, PartitionFetchState]:
         """`removeFetcherForPartitions`: drop `tps` from every fetcher and from the failed set."""
-        wanted = set(tps)
+        # Caller's order, not a set's: set order of (str, int) keys depends on PYTHONHASHSEED, and the
+        # order becomes the `fetcher_change` payload, which must be identical across runs.
+        wanted = list(dict.fromkeys(tps))
         removed: dict[TopicPartition, PartitionFetchState] = {}
         for fetcher in self._fetchers.values():
             states = fetcher.remove_partitions(wanted)
