@@ -135,8 +135,11 @@ FOLLOWER_LAG_SCHEMA = pa.schema(
         _f("time_lag_ms", pa.int64(), "valid_from_ms - last_caught_up_time_ms."),
         _f("time_lag_end_ms", pa.int64(), "Time lag at the end of the interval (valid_to_ms, or the run's last "
            "event if open) - the largest in the interval, since it grows with the clock."),
+        _f("closed_by", pa.string(), "What ended the interval: fetch (the next fetch state), leader_change (a "
+           "newer leader epoch), leader_down (the leader crashed / shut down); null = open."),
         _f("lag_max_ms", pa.int64(), "replica.lag.time.max.ms in force on the leader.", nullable=False),
-        _f("event_id", pa.int64(), "The follower_fetch_state event.", nullable=False),
+        _f("event_id", pa.int64(), "The follower_fetch_state event (or the leader's become_leader for the "
+           "interval that opens at the leader change).", nullable=False),
     ]
 )
 """`silver/follower_lag`: per follower, intervals between the leader's fetch-state updates."""
@@ -160,7 +163,8 @@ LAG_INCIDENTS_SCHEMA = pa.schema(
         _f("shrink_ms", pa.int64(), "When the leader proposed removing the follower (first during the incident)."),
         _f("shrink_committed_ms", pa.int64(), "When that shrink was committed."),
         _f("shrink_outcome", pa.string(), "committed / rejected / pending."),
-        _f("verdict", pa.string(), "on_time / late / missing / recovered / not_in_isr / premature.",
+        _f("verdict", pa.string(), "on_time / late / missing / recovered / leader_lost / not_in_isr / premature "
+           "(see jobs.transforms.lag).",
            nullable=False),
     ]
 )

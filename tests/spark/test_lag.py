@@ -1,0 +1,145 @@
+"""Lag transforms against small hand-built event sets; every expected row is worked out by hand.
+
+Both scenarios use replica.lag.time.max.ms = 1000, so an incident starts at lcu + 1000 and the
+shrink is due by start + 500 (the isr-expiration period, lag / 2).
+"""
+
+from __future__ import annotations
+
+from jobs.transforms.lag import follower_lag, lag_incidents, lag_summary, run_bounds
+from jobs.transforms.timelines import isr_changes, partition_state
+from schemas.analytics import FOLLOWER_LAG_SCHEMA, LAG_INCIDENTS_SCHEMA, LAG_SUMMARY_SCHEMA
+
+LEADER = dict(broker_id=1, leader_epoch=1)
+
+
+def ffs(ts: int, follower: int, fetch_offset: int, leo: int, lcu: int) -> dict:
+    """The leader's follower_fetch_state: follower LEO `fetch_offset`, leader LEO `leo`, lastCaughtUpTimeMs `lcu`."""
+    return dict(event_type="follower_fetch_state", ts_ms=ts, follower_id=follower, fetch_offset=fetch_offset, leo=leo,
+                last_caught_up_time_ms=lcu, **LEADER)
+
+
+def shrink(ts: int, state: str, old: list[int], new: list[int], **kw: object) -> dict:
+    """An isr_change shrink by broker 1."""
+    return dict(event_type="isr_change", ts_ms=ts, action="shrink", isr_state=state, old_isr=old, isr=new, **LEADER,
+                **kw)
+
+
+def become_leader(isr: list[int], replicas: list[int]) -> dict:
+    """Broker 1 becomes leader in epoch 1 at ts 0."""
+    return dict(event_type="leadership_change", ts_ms=0, action="become_leader", leader_id=1, partition_epoch=1,
+                isr=isr, replicas=replicas, leo=0, hw=0, **LEADER)
+
+
+def scenario_a(events):  # type: ignore[no-untyped-def]
+    """Follower 2 shrunk on time, follower 3 never shrunk (missing), follower 4 lagging outside the ISR."""
+    return events([
+        dict(event_type="broker_config", ts_ms=0, broker_id=1, topic=None, partition=None,
+             config={"replica.lag.time.max.ms": "1000"}),                                           # 0
+        become_leader([1, 2, 3], [1, 2, 3, 4]),                                                     # 1
+        ffs(100, 2, 10, 10, 100),                                                                   # 2
+        ffs(2000, 2, 12, 30, 100),                                                                  # 3
+        ffs(300, 3, 10, 10, 300),                                                                   # 4
+        ffs(500, 4, 0, 10, 0),                                                                      # 5
+        dict(event_type="append", ts_ms=1500, role="leader", base_offset=10, last_offset=29, leo=30, **LEADER),  # 6
+        shrink(1400, "proposed", [1, 2, 3], [1, 3], reason="follower_lagging",
+               out_of_sync_replicas=[{"replica_id": 2, "leo": 10, "last_caught_up_time_ms": 100}]),  # 7
+        shrink(1450, "committed", [1, 2, 3], [1, 3], partition_epoch=2, reason="alter_partition"),  # 8
+        dict(event_type="fetch", ts_ms=3000, broker_id=4, leader_epoch=1, leader_id=1, fetcher_id=0,
+             fetch_offset=0),                                                                       # 9: run end
+    ])
+
+
+def test_follower_lag_intervals(events, expect) -> None:
+    ev = scenario_a(events)
+    expect(follower_lag(ev), [
+        # follower, leader, epoch, from, to, lcu, f_leo, l_leo, msg, msg_end, tl, tl_end, closed_by, L, event
+        # ISR followers: an interval opens at become_leader with lcu = 0 (resetReplicaState)
+        ("r", "t", 0, 2, 1, 1, 0, 100, 0, None, 0, None, None, 0, 100, "fetch", 1000, 1),
+        # msg_end: the next fetch state saw leader LEO 30 -> 30 - 10
+        ("r", "t", 0, 2, 1, 1, 100, 2000, 100, 10, 10, 0, 20, 0, 1900, "fetch", 1000, 2),
+        # open: the leader's last LEO in the epoch (30) is the end's; time lag to the run's end 3000
+        ("r", "t", 0, 2, 1, 1, 2000, None, 100, 12, 30, 18, 18, 1900, 2900, None, 1000, 3),
+        ("r", "t", 0, 3, 1, 1, 0, 300, 0, None, 0, None, None, 0, 300, "fetch", 1000, 1),
+        ("r", "t", 0, 3, 1, 1, 300, None, 300, 10, 10, 0, 20, 0, 2700, None, 1000, 4),
+        # follower 4 is not in the ISR: no reset interval
+        ("r", "t", 0, 4, 1, 1, 500, None, 0, 0, 10, 10, 30, 500, 3000, None, 1000, 5),
+    ], FOLLOWER_LAG_SCHEMA)
+
+
+def test_incident_verdicts_on_time_missing_not_in_isr(events, expect) -> None:
+    ev = scenario_a(events)
+    got = lag_incidents(follower_lag(ev), isr_changes(ev), partition_state(ev))
+    expect(got, [
+        # follower, leader, epoch, start, end, lcu, L, deadline, peak_tl, peak_msg, in_isr, shrink, committed,
+        # outcome, verdict
+        # lcu 100 -> over at 1100, due by 1600; shrunk at 1400 -> on time
+        ("r", "t", 0, 2, 1, 1, 1100, None, 100, 1000, 1600, 2900, 20, True, 1400, 1450, "committed", "on_time"),
+        # lcu 300 -> over at 1300, due by 1800; still lagging and in the ISR at the run's end (3000)
+        ("r", "t", 0, 3, 1, 1, 1300, None, 300, 1000, 1800, 2700, 20, True, None, None, None, "missing"),
+        # lcu 0 -> over at 1000, but never in the ISR: nothing to shrink
+        ("r", "t", 0, 4, 1, 1, 1000, None, 0, 1000, 1500, 3000, 30, False, None, None, None, "not_in_isr"),
+    ], LAG_INCIDENTS_SCHEMA)
+
+
+def scenario_b(events):  # type: ignore[no-untyped-def]
+    """Run r: follower 2 recovers (and was shrunk prematurely before), follower 3 shrunk late.
+    Run r2: the leader crashes before the deadline of its follower's incident."""
+    r = events([
+        become_leader([1, 2, 3], [1, 2, 3]),                                                        # 0
+        ffs(100, 2, 5, 5, 100),                                                                     # 1
+        ffs(1300, 2, 8, 8, 1300),                                                                   # 2
+        ffs(200, 3, 5, 5, 200),                                                                     # 3
+        ffs(2600, 3, 8, 8, 2600),                                                                   # 4
+        shrink(400, "proposed", [1, 2, 3], [1, 3], reason="follower_lagging",
+               out_of_sync_replicas=[{"replica_id": 2, "leo": 5, "last_caught_up_time_ms": 100}]),  # 5
+        shrink(450, "rejected", [1, 2, 3], [1, 3], reason="reset_to_committed", error="INVALID_UPDATE_VERSION"),
+        shrink(2000, "proposed", [1, 2, 3], [1, 2], reason="follower_lagging",
+               out_of_sync_replicas=[{"replica_id": 3, "leo": 5, "last_caught_up_time_ms": 200}]),  # 7
+        shrink(2050, "committed", [1, 2, 3], [1, 2], partition_epoch=2, reason="alter_partition"),  # 8
+        dict(event_type="append", ts_ms=1250, role="leader", base_offset=5, last_offset=7, leo=8, **LEADER),  # 9
+        dict(event_type="fetch", ts_ms=5000, broker_id=2, leader_epoch=1, leader_id=1, fetcher_id=0,
+             fetch_offset=8),                                                                       # 10: run end
+    ])
+    r2 = events([
+        become_leader([1, 4], [1, 4]),
+        dict(event_type="append", ts_ms=10, role="leader", base_offset=0, last_offset=4, leo=5, **LEADER),
+        dict(event_type="broker_lifecycle", ts_ms=1300, broker_id=1, topic=None, partition=None, action="crash"),
+        dict(event_type="leader_election", ts_ms=1400, broker_id=0, leader_epoch=2, action="clean", leader_id=4,
+             partition_epoch=2, isr=[4], replicas=[1, 4]),
+    ], run_id="r2")
+    return r.unionByName(r2)
+
+
+def test_incident_verdicts_recovered_late_premature_leader_lost(events, expect) -> None:
+    ev = scenario_b(events)
+    lag = follower_lag(ev, lag_max_ms_default=1000)
+    got = lag_incidents(lag, isr_changes(ev), partition_state(ev), lag_max_ms_default=1000)
+    expect(got, [
+        # over at 1100, caught up by the fetch at 1300 (before the 1600 deadline); peak lag 1200 just before it.
+        # Its last interval (lcu 1300, at the leader's LEO 8 to the end) is exempt, as in Kafka's isCaughtUp.
+        ("r", "t", 0, 2, 1, 1, 1100, 1300, 100, 1000, 1600, 1200, 3, True, None, None, None, "recovered"),
+        # over at 1200, due by 1700, shrink proposed at 2000
+        ("r", "t", 0, 3, 1, 1, 1200, 2600, 200, 1000, 1700, 2400, 3, True, 2000, 2050, "committed", "late"),
+        # the shrink at 400 removed follower 2 when its lag was 400 - 100 = 300 <= 1000
+        ("r", "t", 0, 2, 1, 1, 400, 400, 100, 1000, None, 300, None, True, 400, None, "rejected", "premature"),
+        # r2: follower 4 never fetched; over at 1000, the leader crashed at 1300, before the 1500 deadline
+        ("r2", "t", 0, 4, 1, 1, 1000, 1300, 0, 1000, 1500, 1300, None, True, None, None, None, "leader_lost"),
+    ], LAG_INCIDENTS_SCHEMA)
+
+
+def test_lag_summary_per_partition_and_broker(events, expect) -> None:
+    ev = scenario_b(events).where("run_id = 'r'")
+    ps, ic = partition_state(ev), isr_changes(ev)
+    lag = follower_lag(ev, lag_max_ms_default=1000)
+    inc = lag_incidents(lag, ic, ps, lag_max_ms_default=1000)
+    urp = 2950 / 60000  # ISR {1,2} of RF 3 from the commit at 2050 to the run's end at 5000
+    expect(lag_summary(ps, ic, lag, inc, run_bounds(ev)), [
+        # scope, topic, p, broker, observed, urp, under_min, offline, shrinks, expands, shrinks/h, expands/h,
+        # max_tl, max_msg, incidents, late, missing, premature
+        # max time lag 3700: follower 2 at the leader's LEO from 1300 to 5000 (exempt, but lagging in time)
+        ("r", "partition", "t", 0, None, 5000, urp, 0.0, 0.0, 1, 0, 720.0, 0.0, 3700, 3, 2, 1, 0, 1),
+        ("r", "broker", None, None, 1, 5000, urp, 0.0, 0.0, 1, 0, 720.0, 0.0, None, None, 0, 0, 0, 0),
+        ("r", "broker", None, None, 2, 5000, 0.0, 0.0, 0.0, 0, 0, 0.0, 0.0, 3700, 3, 1, 0, 0, 1),
+        ("r", "broker", None, None, 3, 5000, 0.0, 0.0, 0.0, 0, 0, 0.0, 0.0, 2400, 3, 1, 1, 0, 0),
+    ], LAG_SUMMARY_SCHEMA)
