@@ -31,9 +31,9 @@ def become_leader(isr: list[int], replicas: list[int]) -> dict:
                 isr=isr, replicas=replicas, leo=0, hw=0, **LEADER)
 
 
-def scenario_a(events):  # type: ignore[no-untyped-def]
+def scenario_a_rows() -> list[dict]:
     """Follower 2 shrunk on time, follower 3 never shrunk (missing), follower 4 lagging outside the ISR."""
-    return events([
+    return [
         dict(event_type="broker_config", ts_ms=0, broker_id=1, topic=None, partition=None,
              config={"replica.lag.time.max.ms": "1000"}),                                           # 0
         become_leader([1, 2, 3], [1, 2, 3, 4]),                                                     # 1
@@ -47,7 +47,12 @@ def scenario_a(events):  # type: ignore[no-untyped-def]
         shrink(1450, "committed", [1, 2, 3], [1, 3], partition_epoch=2, reason="alter_partition"),  # 8
         dict(event_type="fetch", ts_ms=3000, broker_id=4, leader_epoch=1, leader_id=1, fetcher_id=0,
              fetch_offset=0),                                                                       # 9: run end
-    ])
+    ]
+
+
+def scenario_a(events):  # type: ignore[no-untyped-def]
+    """Scenario A as a DataFrame."""
+    return events(scenario_a_rows())
 
 
 def test_follower_lag_intervals(events, expect) -> None:

@@ -1,0 +1,32 @@
+"""`run_lag` end to end on an embedded lake, after `run_timelines`: tables written, reruns commit nothing."""
+
+from __future__ import annotations
+
+from pyspark.sql import SparkSession
+
+from jobs.lag import OUTPUTS, run_lag
+from jobs.lake import EmbeddedLake
+from jobs.timelines import run_timelines
+from schemas.tables import GOLD_LAG_INCIDENTS, GOLD_LAG_SUMMARY, SILVER_FOLLOWER_LAG
+from tests.spark.conftest import event_rows
+from tests.spark.test_lag import scenario_a_rows
+from tests.spark.test_timelines_job import _ingest
+
+
+def test_lag_job_writes_tables_and_rerun_commits_nothing(spark: SparkSession, lake: EmbeddedLake) -> None:
+    _ingest(spark, lake, event_rows(scenario_a_rows()), "b1")
+    run_timelines(spark, lake, log=lambda _: None)
+    result = run_lag(spark, lake, log=lambda _: None)
+    assert result.runs == ["r"]
+    assert result.verdicts == {"on_time": 1, "missing": 1, "not_in_isr": 1}
+    assert "missing 1" in result.summary()
+    verdicts = {r["follower_id"]: r["verdict"] for r in lake.read(GOLD_LAG_INCIDENTS).collect()}
+    assert verdicts == {2: "on_time", 3: "missing", 4: "not_in_isr"}
+    assert lake.read(SILVER_FOLLOWER_LAG).count() == 6
+    scopes = sorted((r["scope"], r["broker_id"]) for r in lake.read(GOLD_LAG_SUMMARY).collect())
+    assert scopes == [("broker", 1), ("broker", 2), ("broker", 3), ("broker", 4), ("partition", None)]
+    versions = {s.name: lake.version(s) for s in OUTPUTS}
+
+    again = run_lag(spark, lake, log=lambda _: None)
+    assert again.runs == [] and again.runs_skipped == 1 and "nothing new" in again.summary()
+    assert {s.name: lake.version(s) for s in OUTPUTS} == versions
