@@ -626,9 +626,9 @@ class _RunChecker:
 
     def finish(self) -> None:
         """End-of-run checks: owed truncations, acknowledged writes on the final leader."""
-        for p in self.partitions.values():
+        for tp, p in self.partitions.items():
             for r in p.replicas.values():
-                self._settle_expected_truncation(None, r)
+                self._settle_expected_truncation(None, r, tp)
         for (topic, partition), p in self.partitions.items():
             self._check_acked_write_lost(topic, partition, p)
 
@@ -824,7 +824,8 @@ class _RunChecker:
         offset, _ = truncation_offset(le, lo, f.leo, int(ev["fetch_offset"]), f.cache)
         f.expected_truncation = ExpectedTruncation(offset, int(ev["event_id"]))
 
-    def _settle_expected_truncation(self, ev: Event | None, f: ReplicaState) -> None:
+    def _settle_expected_truncation(self, ev: Event | None, f: ReplicaState,
+                                    tp: tuple[str, int] | None = None) -> None:
         """truncation_point: a DivergingEpoch answer below the LEO must have been followed by a truncation."""
         exp = f.expected_truncation
         if exp is None:
@@ -835,7 +836,7 @@ class _RunChecker:
         if target < f.leo:
             self._flag("truncation_point", ev, f.broker, expected=target, actual=f.leo, evidence=[exp.event_id],
                        message=f"DivergingEpoch answer required truncation to {target} but the log kept LEO "
-                               f"{f.leo}")
+                               f"{f.leo}", topic=tp[0] if tp else None, partition=tp[1] if tp else None)
         else:
             # truncateTo at or past the LEO still trims the epoch cache (UnifiedLog.truncateTo).
             f.cache = truncate_from_end(f.cache, f.leo)

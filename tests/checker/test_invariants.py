@@ -472,6 +472,15 @@ def test_a_missing_diverging_truncation_is_flagged() -> None:
     assert (v.replica, v.expected, v.actual, v.evidence) == (3, 2, 4, (answer, eid))
 
 
+def test_a_diverging_truncation_still_owed_at_the_end_is_flagged() -> None:
+    """truncation_point at the end of the run names the partition (no detecting event: event_id -1)."""
+    run = _follower_with_stale_epoch_records()
+    answer = run.response(3, 2, 1, 4, diverging=(0, 2))
+    [v] = only(run.check(), "truncation_point")
+    assert (v.topic, v.partition, v.replica, v.event_id, v.expected, v.actual, v.evidence) == (
+        "t", 0, 3, -1, 2, 4, (answer,))
+
+
 def test_hw_truncation_must_go_to_the_local_hw() -> None:
     """truncation_point (high_watermark): follower 2 with HW 2 truncating to 1 is wrong; to 2 is right."""
     bad = healthy()
