@@ -52,10 +52,11 @@ from functools import reduce
 from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
-from jobs.transforms.timelines import PARTITION_KEY, broker_settings, conform, with_setting
+from jobs.transforms.timelines import LAG_MAX_KEY, PARTITION_KEY, conform
 from schemas.analytics import FOLLOWER_LAG_SCHEMA, LAG_INCIDENTS_SCHEMA, LAG_SUMMARY_SCHEMA
 from schemas.events import (
     APPEND,
+    BROKER_CONFIG,
     BROKER_LIFECYCLE,
     FOLLOWER_FETCH_STATE,
     LEADER_ELECTION,
@@ -103,31 +104,42 @@ def follower_lag(events: DataFrame, lag_max_ms_default: int | None = None) -> Da
         "*", F.lead("ts_ms").over(w).alias("_to"), F.lead("leader_leo").over(w).alias("_next_leader_leo"),
     )
 
-    # Only the last interval of each (follower, epoch) can end otherwise than by a fetch: they are
-    # one row per follower and epoch, so the joins below stay small.
-    epoch_starts = events.where(((et == LEADER_ELECTION) | became_leader) & scoped).groupBy(
-        *PARTITION_KEY, F.col("leader_epoch").alias("_e2")).agg(F.min("ts_ms").alias("_s2"))
-    downs = events.where((et == BROKER_LIFECYCLE) & F.col("action").isin("crash", "shutdown")).select(
-        F.col("run_id").alias("_dr"), F.col("broker_id").alias("_db"), F.col("ts_ms").alias("_down"))
-    leader_last_leo = events.where((et == APPEND) & (F.col("role") == "leader") & scoped).groupBy(
-        *PARTITION_KEY, F.col("broker_id").alias("leader_id"), "leader_epoch").agg(F.max("leo").alias("_last_leo"))
-    tails = iv.where(F.col("_to").isNull()).select(*_LAG_KEY, "ts_ms")
-    epoch_end = tails.join(epoch_starts, [*PARTITION_KEY], "inner").where(
-        F.col("_e2") > F.col("leader_epoch")).groupBy(*_LAG_KEY).agg(F.min("_s2").alias("_epoch_end"))
-    down = tails.join(downs, (F.col("run_id") == F.col("_dr")) & (F.col("leader_id") == F.col("_db"))
-                      & (F.col("_down") >= F.col("ts_ms"))).groupBy(*_LAG_KEY).agg(F.min("_down").alias("_down"))
-    tail_info = (
-        tails.select(*_LAG_KEY).join(epoch_end, _LAG_KEY, "left").join(down, _LAG_KEY, "left")
-        .join(leader_last_leo, ["run_id", "topic", "partition", "leader_id", "leader_epoch"], "left")
-        # Renamed: joined back to the frame it was derived from, so names must not collide.
-        .select(*[F.col(c).alias(f"_t_{c}") for c in _LAG_KEY], "_epoch_end", "_down", "_last_leo")
+    # Context as small arrays, looked up per row with higher-order functions: one aggregate per
+    # grain (run; partition; partition epoch) instead of a join-and-aggregate per question.
+    lag_cfg = F.col("config").getItem(LAG_MAX_KEY).cast("long")
+    runs = events.groupBy(F.col("run_id").alias("_r")).agg(
+        F.max("ts_ms").alias("_run_end"),
+        F.collect_list(F.when((et == BROKER_LIFECYCLE) & F.col("action").isin("crash", "shutdown"),
+                              F.struct("broker_id", "ts_ms"))).alias("_downs"),
+        F.collect_list(F.when((et == BROKER_CONFIG) & lag_cfg.isNotNull(),
+                              F.struct("event_id", "broker_id", lag_cfg.alias("lag")))).alias("_cfgs"),
     )
-    null_safe = reduce(lambda a, b: a & b, [F.col(c).eqNullSafe(F.col(f"_t_{c}")) for c in _LAG_KEY])
-    iv = iv.join(F.broadcast(tail_info), null_safe & F.col("_to").isNull(), "left").drop(
-        *[f"_t_{c}" for c in _LAG_KEY])
+    epochs = events.where(((et == LEADER_ELECTION) | became_leader) & scoped).groupBy(
+        *[F.col(c).alias(f"_e_{c}") for c in PARTITION_KEY]
+    ).agg(F.collect_list(F.struct("leader_epoch", "ts_ms")).alias("_epochs"))
+    leader_last_leo = events.where((et == APPEND) & (F.col("role") == "leader") & scoped).groupBy(
+        *[F.col(c).alias(f"_l_{c}") for c in PARTITION_KEY], F.col("broker_id").alias("_l_leader"),
+        F.col("leader_epoch").alias("_l_epoch"),
+    ).agg(F.max("leo").alias("_last_leo"))
+    iv = (
+        iv.join(F.broadcast(runs), F.col("run_id") == F.col("_r"), "left")
+        .join(F.broadcast(epochs), _same_partition("_e_"), "left")
+        .join(F.broadcast(leader_last_leo), _same_partition("_l_") & (F.col("leader_id") == F.col("_l_leader"))
+              & (F.col("leader_epoch") == F.col("_l_epoch")), "left")
+    )
+    epoch_end = F.array_min(F.transform(
+        F.filter("_epochs", lambda e: e["leader_epoch"] > F.col("leader_epoch")), lambda e: e["ts_ms"]))
+    down = F.array_min(F.transform(
+        F.filter("_downs", lambda d: (d["broker_id"] == F.col("leader_id")) & (d["ts_ms"] >= F.col("ts_ms"))),
+        lambda d: d["ts_ms"]))
+    # Structs order by their first field (event_id): array_max is the broker's last config.
+    leaders_cfg = F.array_max(F.filter("_cfgs", lambda c: c["broker_id"] == F.col("leader_id"))).getField("lag")
+    runs_cfg = F.array_max(F.transform("_cfgs", lambda c: c["lag"]))
+    default = F.lit(lag_max_ms_default if lag_max_ms_default is not None else KAFKA_DEFAULT_LAG_MAX_MS).cast("long")
+    iv = iv.select("*", epoch_end.alias("_epoch_end"), down.alias("_down"))
 
-    cap = F.least("_epoch_end", "_down")
-    valid_to = F.coalesce("_to", cap)
+    # Only the last interval of a (follower, epoch) ends otherwise than by a fetch.
+    valid_to = F.coalesce("_to", F.least("_epoch_end", "_down"))
     closed_by = (
         F.when(F.col("_to").isNotNull(), "fetch")
         .when(F.col("_down").isNotNull() & (F.col("_epoch_end").isNull() | (F.col("_down") < F.col("_epoch_end"))),
@@ -136,8 +148,7 @@ def follower_lag(events: DataFrame, lag_max_ms_default: int | None = None) -> Da
     )
     leader_leo_end = F.when(F.col("_to").isNotNull(), F.col("_next_leader_leo")).otherwise(
         F.greatest("leader_leo", "_last_leo"))
-    bounds = run_bounds(events).select(F.col("run_id").alias("_rb"), F.col("end_ms").alias("_run_end"))
-    out = iv.join(F.broadcast(bounds), F.col("run_id") == F.col("_rb"), "left").select(
+    out = iv.select(
         *_LAG_KEY,
         F.col("ts_ms").alias("valid_from_ms"),
         valid_to.alias("valid_to_ms"),
@@ -149,11 +160,15 @@ def follower_lag(events: DataFrame, lag_max_ms_default: int | None = None) -> Da
         (F.col("ts_ms") - F.col("last_caught_up_time_ms")).alias("time_lag_ms"),
         (F.coalesce(valid_to, "_run_end") - F.col("last_caught_up_time_ms")).alias("time_lag_end_ms"),
         closed_by.alias("closed_by"),
+        F.coalesce(leaders_cfg, runs_cfg, default).alias("lag_max_ms"),
         "event_id",
     )
-    default = F.lit(lag_max_ms_default if lag_max_ms_default is not None else KAFKA_DEFAULT_LAG_MAX_MS)
-    out = with_setting(out, broker_settings(events), "leader_id", "lag_max_ms", default.cast("long"))
     return conform(out, to_spark_schema(FOLLOWER_LAG_SCHEMA))
+
+
+def _same_partition(prefix: str) -> Column:
+    """Join condition: the row's (run, topic, partition) equals the `prefix`-renamed one."""
+    return reduce(lambda a, b: a & b, [F.col(c) == F.col(f"{prefix}{c}") for c in PARTITION_KEY])
 
 
 # --- gold/lag_incidents ------------------------------------------------------------------------------
@@ -171,13 +186,13 @@ def shrinks(isr_changes: DataFrame) -> DataFrame:
     reported = F.filter("out_of_sync_replicas", lambda r: r["replica_id"] == F.col("replica"))
     return sh.select(
         *PARTITION_KEY,
-        F.col("replica").alias("_replica"),
-        F.col("leader_id").alias("_shrink_leader"),
-        F.col("leader_epoch").alias("_shrink_epoch"),
+        F.col("replica").alias("follower_id"),
+        "leader_id",
+        "leader_epoch",
         F.col("proposed_ms").alias("shrink_ms"),
         F.when(F.col("outcome") == "committed", F.col("resolved_ms")).alias("shrink_committed_ms"),
         F.col("outcome").alias("shrink_outcome"),
-        F.element_at(reported, 1).getField("last_caught_up_time_ms").alias("_reported_lcu"),
+        F.element_at(reported, 1).getField("last_caught_up_time_ms").alias("reported_lcu"),
     )
 
 
@@ -213,61 +228,64 @@ def lag_incidents(
         F.max(_peak_message_lag()).alias("peak_message_lag"),
     ).withColumn("deadline_ms", F.col("start_ms") + F.floor(F.col("lag_max_ms") / 2).cast("long"))
 
+    # Small per-follower / per-partition lists, looked up with higher-order functions.
+    fkey = [*PARTITION_KEY, "follower_id", "leader_id"]
     sh = shrinks(isr_changes)
-    in_incident = (
-        (F.col("_shrink_leader") == F.col("leader_id")) & (F.col("_replica") == F.col("follower_id"))
-        & (F.col("shrink_ms") > F.col("start_ms"))
-        & (F.col("end_ms").isNull() | (F.col("shrink_ms") <= F.col("end_ms")))
+    shrink_lists = sh.groupBy(*[F.col(c).alias(f"_s_{c}") for c in fkey]).agg(
+        F.collect_list(F.struct("shrink_ms", "shrink_committed_ms", "shrink_outcome")).alias("_shrinks"))
+    isr_lists = partition_state.groupBy(*[F.col(c).alias(f"_i_{c}") for c in PARTITION_KEY]).agg(
+        F.collect_list(F.struct("valid_from_ms", "valid_to_ms", "isr")).alias("_isrs"))
+    same_follower = reduce(lambda a, b: a & b, [F.col(c) == F.col(f"_s_{c}") for c in fkey])
+    judged = (
+        inc.join(F.broadcast(shrink_lists), same_follower, "left")
+        .join(F.broadcast(isr_lists), _same_partition("_i_"), "left")
     )
-    # An incident is named by (partition, follower, leader, start): incidents of one follower under
-    # one leader never overlap. (leader_epoch may be null in real logs, so it is not a join key.)
-    ikey = [*PARTITION_KEY, "follower_id", "leader_id", "start_ms"]
-    first_shrink = inc.select(*ikey, "end_ms").join(sh, [*PARTITION_KEY]).where(in_incident).groupBy(*ikey).agg(
-        F.min_by(F.struct("shrink_ms", "shrink_committed_ms", "shrink_outcome"), "shrink_ms").alias("_s"))
-    ps = partition_state.select(
-        *[F.col(c).alias(f"_ps_{c}") for c in PARTITION_KEY], "valid_from_ms", "valid_to_ms", "isr")
-    at_start = inc.select(*ikey).join(
-        ps,
-        reduce(lambda a, b: a & b, [F.col(c) == F.col(f"_ps_{c}") for c in PARTITION_KEY])
-        & (F.col("valid_from_ms") <= F.col("start_ms"))
-        & (F.col("valid_to_ms").isNull() | (F.col("start_ms") < F.col("valid_to_ms"))),
-    ).select(*ikey, F.array_contains("isr", F.col("follower_id")).alias("in_isr_at_start"))
-    judged = inc.join(first_shrink, ikey, "left").join(at_start, ikey, "left")
-    judged = judged.select("*", "_s.*").drop("_s")
-    end = F.coalesce("end_ms", "_obs_end")
+    start, end = F.col("start_ms"), F.col("end_ms")
+    first_shrink = F.array_min(F.filter(
+        "_shrinks", lambda s: (s["shrink_ms"] > start) & (end.isNull() | (s["shrink_ms"] <= end))))
+    isr_at_start = F.element_at(F.filter(
+        "_isrs", lambda i: (i["valid_from_ms"] <= start) & (i["valid_to_ms"].isNull() | (start < i["valid_to_ms"]))),
+        1).getField("isr")
+    judged = judged.select(
+        "*",
+        first_shrink.getField("shrink_ms").alias("shrink_ms"),
+        first_shrink.getField("shrink_committed_ms").alias("shrink_committed_ms"),
+        first_shrink.getField("shrink_outcome").alias("shrink_outcome"),
+        F.array_contains(isr_at_start, F.col("follower_id")).alias("in_isr_at_start"),
+    )
+    over = F.coalesce("end_ms", "_obs_end")
     verdict = (
         F.when(F.col("shrink_ms").isNotNull(),
                F.when(F.col("shrink_ms") <= F.col("deadline_ms"), "on_time").otherwise("late"))
         .when(~F.coalesce("in_isr_at_start", F.lit(True)), "not_in_isr")
-        .when(end <= F.col("deadline_ms"),
+        .when(over <= F.col("deadline_ms"),
               F.when(F.col("_closed_by") == "fetch", "recovered").otherwise("leader_lost"))
         .otherwise("missing")
     )
     incidents = judged.withColumn("verdict", verdict)
 
-    thresholds = follower_lag.groupBy("run_id", F.col("leader_id").alias("_shrink_leader")).agg(
-        F.max("lag_max_ms").alias("lag_max_ms"))
-    covered = incidents.select(*PARTITION_KEY, "follower_id", "leader_id", "start_ms", "end_ms")
+    # Premature: a shrink inside no lagging stretch of that follower under that leader. The lagging
+    # stretches come from the same windowed frame as the incidents (the shuffle is reused).
+    stretches = x.groupBy(*[F.col(c).alias(f"_s_{c}") for c in fkey]).agg(
+        F.collect_list(F.when(F.col("_lagging"), F.struct("_lag_start", "valid_to_ms"))).alias("_stretches"),
+        F.max("lag_max_ms").alias("_lag_max"),
+    )
+    s_ms = F.col("shrink_ms")
+    covered = F.exists("_stretches", lambda t: (t["_lag_start"] < s_ms)
+                       & (t["valid_to_ms"].isNull() | (s_ms <= t["valid_to_ms"])))
     premature = (
-        sh.join(covered, [*PARTITION_KEY], "left")
-        .withColumn("_in", F.coalesce(in_incident, F.lit(False)))
-        .groupBy(*PARTITION_KEY, "_replica", "_shrink_leader", "_shrink_epoch", "shrink_ms", "shrink_committed_ms",
-                 "shrink_outcome", "_reported_lcu")
-        .agg(F.max("_in").alias("_covered"))
-        .where(~F.col("_covered"))
-        .join(thresholds, ["run_id", "_shrink_leader"], "left")
+        sh.join(F.broadcast(stretches), same_follower, "left")
+        .where(~F.coalesce(covered, F.lit(False)))
         .select(
-            *PARTITION_KEY,
-            F.col("_replica").alias("follower_id"),
-            F.col("_shrink_leader").alias("leader_id"),
-            F.col("_shrink_epoch").alias("leader_epoch"),
+            *fkey,
+            "leader_epoch",
             F.col("shrink_ms").alias("start_ms"),
             F.col("shrink_ms").alias("end_ms"),
-            F.col("_reported_lcu").alias("last_caught_up_time_ms"),
-            F.coalesce("lag_max_ms", F.lit(lag_max_ms_default or KAFKA_DEFAULT_LAG_MAX_MS).cast("long"))
+            F.col("reported_lcu").alias("last_caught_up_time_ms"),
+            F.coalesce("_lag_max", F.lit(lag_max_ms_default or KAFKA_DEFAULT_LAG_MAX_MS).cast("long"))
             .alias("lag_max_ms"),
             F.lit(None).cast("long").alias("deadline_ms"),
-            (F.col("shrink_ms") - F.col("_reported_lcu")).alias("peak_time_lag_ms"),
+            (F.col("shrink_ms") - F.col("reported_lcu")).alias("peak_time_lag_ms"),
             F.lit(None).cast("long").alias("peak_message_lag"),
             F.lit(True).alias("in_isr_at_start"),
             "shrink_ms",
@@ -287,53 +305,23 @@ def _minutes(flag: str, duration: Column) -> Column:
     return F.coalesce(F.sum(F.when(F.col(flag), duration)), F.lit(0)) / _MS_PER_MINUTE
 
 
-def _summary(keys: list[str], ps_key: str | None, ic_key: str | None, lag_key: str | None,
-             partition_state: DataFrame, isr_changes: DataFrame, follower_lag: DataFrame, incidents: DataFrame,
-             bounds: DataFrame) -> DataFrame:
-    """One scope of the summary: aggregates keyed by `keys`, each input's key column renamed to them."""
-    def keyed(df: DataFrame, col: str | None) -> DataFrame:
-        return df if col is None else df.withColumnRenamed(col, keys[-1])
+_SCOPE_KEY = ["run_id", "scope", "_t", "_p", "_b"]
 
-    ps = keyed(partition_state, ps_key).join(bounds, "run_id")
-    duration = F.coalesce("valid_to_ms", "end_ms") - F.col("valid_from_ms")
-    a_ps = ps.groupBy(*keys).agg(
-        _minutes("under_replicated", duration).alias("urp_minutes"),
-        _minutes("under_min_isr", duration).alias("under_min_isr_minutes"),
-        _minutes("offline", duration).alias("offline_minutes"),
-    )
-    committed = F.col("outcome") == "committed"
-    a_ic = keyed(isr_changes, ic_key).groupBy(*keys).agg(
-        F.count(F.when(committed & (F.col("action") == "shrink"), 1)).alias("isr_shrinks"),
-        F.count(F.when(committed & (F.col("action") == "expand"), 1)).alias("isr_expands"),
-    )
-    a_fl = keyed(follower_lag, lag_key).groupBy(*keys).agg(
-        F.max("time_lag_end_ms").alias("max_time_lag_ms"),
-        F.max(_peak_message_lag()).alias("max_message_lag"),
-    )
-    v = F.col("verdict")
-    a_inc = keyed(incidents, lag_key).groupBy(*keys).agg(
-        F.count(F.when(v != "premature", 1)).alias("lag_incidents"),
-        F.count(F.when(v == "late", 1)).alias("incidents_late"),
-        F.count(F.when(v == "missing", 1)).alias("incidents_missing"),
-        F.count(F.when(v == "premature", 1)).alias("premature_shrinks"),
-    )
-    joined = reduce(lambda a, b: a.join(b, keys, "full_outer"), [a_ps, a_ic, a_fl, a_inc])
-    joined = joined.where(F.col(keys[-1]).isNotNull()).join(bounds, "run_id", "left")
-    observed = F.col("end_ms") - F.col("start_ms")
 
-    def per_hour(c: str) -> Column:
-        return F.when(observed > 0, F.col(c) * _MS_PER_HOUR / observed)
+def _both_scopes(df: DataFrame, broker_col: str) -> DataFrame:
+    """Each row twice: keyed by its partition (scope partition) and by `broker_col` (scope broker).
 
-    zero = ["isr_shrinks", "isr_expands", "lag_incidents", "incidents_late", "incidents_missing",
-            "premature_shrinks"]
-    filled = joined.fillna(0, subset=zero).fillna(0.0, subset=["urp_minutes", "under_min_isr_minutes",
-                                                               "offline_minutes"])
-    return filled.select(
-        "*",
-        observed.alias("observed_ms"),
-        per_hour("isr_shrinks").alias("isr_shrinks_per_hour"),
-        per_hour("isr_expands").alias("isr_expands_per_hour"),
+    One aggregate then serves both scopes. Keys use '' / -1 for "not this scope" so that the full
+    outer joins below match them (null never equals null).
+    """
+    keys = F.array(
+        F.struct(F.lit("partition").alias("scope"), F.col("topic").alias("_t"), F.col("partition").alias("_p"),
+                 F.lit(-1).alias("_b")),
+        F.struct(F.lit("broker").alias("scope"), F.lit("").alias("_t"), F.lit(-1).alias("_p"),
+                 F.coalesce(F.col(broker_col), F.lit(-1)).alias("_b")),
     )
+    out = df.select("*", F.explode(keys).alias("_k")).select("*", "_k.*").drop("_k")
+    return out.where((F.col("scope") == "partition") | (F.col("_b") >= 0))
 
 
 def lag_summary(
@@ -344,15 +332,48 @@ def lag_summary(
     bounds: DataFrame,
 ) -> DataFrame:
     """Silver + gold -> `gold/lag_summary` (see the module docstring); `bounds` is `run_bounds(events)`."""
-    ps_leader = partition_state.where(F.col("leader_id").isNotNull())
-    by_partition = _summary(list(PARTITION_KEY), None, None, None, partition_state, isr_changes, follower_lag,
-                            incidents, bounds).select(
-        "*", F.lit("partition").alias("scope"), F.lit(None).cast("int").alias("broker_id"))
-    by_broker = _summary(["run_id", "broker_id"], "leader_id", "leader_id", "follower_id",
-                         ps_leader.drop("topic", "partition"), isr_changes.drop("topic", "partition"),
-                         follower_lag.drop("topic", "partition", "leader_id"),
-                         incidents.drop("topic", "partition", "leader_id"), bounds).select(
-        "*", F.lit("broker").alias("scope"), F.lit(None).cast("string").alias("topic"),
-        F.lit(None).cast("int").alias("partition"))
-    schema = to_spark_schema(LAG_SUMMARY_SCHEMA)
-    return conform(by_partition, schema).unionByName(conform(by_broker, schema))
+    ps = _both_scopes(partition_state, "leader_id").join(F.broadcast(bounds), "run_id")
+    duration = F.coalesce("valid_to_ms", "end_ms") - F.col("valid_from_ms")
+    a_ps = ps.groupBy(*_SCOPE_KEY).agg(
+        _minutes("under_replicated", duration).alias("urp_minutes"),
+        _minutes("under_min_isr", duration).alias("under_min_isr_minutes"),
+        _minutes("offline", duration).alias("offline_minutes"),
+    )
+    committed = F.col("outcome") == "committed"
+    a_ic = _both_scopes(isr_changes, "leader_id").groupBy(*_SCOPE_KEY).agg(
+        F.count(F.when(committed & (F.col("action") == "shrink"), 1)).alias("isr_shrinks"),
+        F.count(F.when(committed & (F.col("action") == "expand"), 1)).alias("isr_expands"),
+    )
+    a_fl = _both_scopes(follower_lag, "follower_id").groupBy(*_SCOPE_KEY).agg(
+        F.max("time_lag_end_ms").alias("max_time_lag_ms"),
+        F.max(_peak_message_lag()).alias("max_message_lag"),
+    )
+    v = F.col("verdict")
+    a_inc = _both_scopes(incidents, "follower_id").groupBy(*_SCOPE_KEY).agg(
+        F.count(F.when(v != "premature", 1)).alias("lag_incidents"),
+        F.count(F.when(v == "late", 1)).alias("incidents_late"),
+        F.count(F.when(v == "missing", 1)).alias("incidents_missing"),
+        F.count(F.when(v == "premature", 1)).alias("premature_shrinks"),
+    )
+    joined = reduce(lambda a, b: a.join(b, _SCOPE_KEY, "full_outer"), [a_ps, a_ic, a_fl, a_inc])
+    joined = joined.join(F.broadcast(bounds), "run_id", "left")
+    observed = F.col("end_ms") - F.col("start_ms")
+
+    def per_hour(c: str) -> Column:
+        return F.when(observed > 0, F.col(c) * _MS_PER_HOUR / observed)
+
+    counts = ["isr_shrinks", "isr_expands", "lag_incidents", "incidents_late", "incidents_missing",
+              "premature_shrinks"]
+    minutes = ["urp_minutes", "under_min_isr_minutes", "offline_minutes"]
+    filled = joined.fillna(0, subset=counts).fillna(0.0, subset=minutes)
+    broker = F.col("scope") == "broker"
+    out = filled.select(
+        "*",
+        F.when(~broker, F.col("_t")).alias("topic"),
+        F.when(~broker, F.col("_p")).alias("partition"),
+        F.when(broker, F.col("_b")).alias("broker_id"),
+        observed.alias("observed_ms"),
+        per_hour("isr_shrinks").alias("isr_shrinks_per_hour"),
+        per_hour("isr_expands").alias("isr_expands_per_hour"),
+    )
+    return conform(out, to_spark_schema(LAG_SUMMARY_SCHEMA))
