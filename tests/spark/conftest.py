@@ -31,13 +31,17 @@ def event_rows(rows: list[dict[str, Any]], run_id: str = "r", topic: str = "t", 
     return out
 
 
+def make_events(spark: SparkSession, rows: list[dict[str, Any]], **kw: Any) -> DataFrame:
+    """A DataFrame with the event schema from hand-written rows (see `event_rows` for `kw`)."""
+    return spark.createDataFrame(event_rows(rows, **kw), to_spark_schema(EVENT_SCHEMA))
+
+
 @pytest.fixture
 def events(spark: SparkSession) -> EventsFactory:
     """`events(rows, run_id=..., topic=..., partition=...)` -> a DataFrame with the event schema."""
-    schema = to_spark_schema(EVENT_SCHEMA)
 
     def make(rows: list[dict[str, Any]], **kw: Any) -> DataFrame:
-        return spark.createDataFrame(event_rows(rows, **kw), schema)
+        return make_events(spark, rows, **kw)
 
     return make
 

@@ -6,9 +6,13 @@ shrink is due by start + 500 (the isr-expiration period, lag / 2).
 
 from __future__ import annotations
 
+import pytest
+from pyspark.sql import DataFrame, SparkSession
+
 from jobs.transforms.lag import follower_lag, lag_incidents, lag_summary, run_bounds
 from jobs.transforms.timelines import isr_changes, partition_state
 from schemas.analytics import FOLLOWER_LAG_SCHEMA, LAG_INCIDENTS_SCHEMA, LAG_SUMMARY_SCHEMA
+from tests.spark.conftest import make_events
 
 LEADER = dict(broker_id=1, leader_epoch=1)
 
@@ -50,14 +54,17 @@ def scenario_a_rows() -> list[dict]:
     ]
 
 
-def scenario_a(events):  # type: ignore[no-untyped-def]
-    """Scenario A as a DataFrame."""
-    return events(scenario_a_rows())
+@pytest.fixture(scope="module")
+def scenario_a(spark: SparkSession) -> dict[str, DataFrame]:
+    """Scenario A's events and silver frames, computed once for the module (checkpointed: the
+    tests then pay for their own transform only, not for its inputs' lineage)."""
+    ev = make_events(spark, scenario_a_rows())
+    return {"events": ev, "lag": follower_lag(ev).localCheckpoint(), "isr": isr_changes(ev).localCheckpoint(),
+            "state": partition_state(ev).localCheckpoint()}
 
 
-def test_follower_lag_intervals(events, expect) -> None:
-    ev = scenario_a(events)
-    expect(follower_lag(ev), [
+def test_follower_lag_intervals(scenario_a, expect) -> None:
+    expect(scenario_a["lag"], [
         # follower, leader, epoch, from, to, lcu, f_leo, l_leo, msg, msg_end, tl, tl_end, closed_by, L, event
         # ISR followers: an interval opens at become_leader with lcu = 0 (resetReplicaState)
         ("r", "t", 0, 2, 1, 1, 0, 100, 0, None, 0, None, None, 0, 100, "fetch", 1000, 1),
@@ -72,9 +79,9 @@ def test_follower_lag_intervals(events, expect) -> None:
     ], FOLLOWER_LAG_SCHEMA)
 
 
-def test_incident_verdicts_on_time_missing_not_in_isr(events, expect) -> None:
-    ev = scenario_a(events)
-    got = lag_incidents(follower_lag(ev), isr_changes(ev), partition_state(ev))
+def test_incident_verdicts_on_time_missing_not_in_isr(scenario_a, expect) -> None:
+    a = scenario_a
+    got = lag_incidents(a["lag"], a["isr"], a["state"])
     expect(got, [
         # follower, leader, epoch, start, end, lcu, L, deadline, peak_tl, peak_msg, in_isr, shrink, committed,
         # outcome, verdict
@@ -87,10 +94,10 @@ def test_incident_verdicts_on_time_missing_not_in_isr(events, expect) -> None:
     ], LAG_INCIDENTS_SCHEMA)
 
 
-def scenario_b(events):  # type: ignore[no-untyped-def]
+def scenario_b_events(spark: SparkSession) -> DataFrame:
     """Run r: follower 2 recovers (and was shrunk prematurely before), follower 3 shrunk late.
     Run r2: the leader crashes before the deadline of its follower's incident."""
-    r = events([
+    r = make_events(spark, [
         become_leader([1, 2, 3], [1, 2, 3]),                                                        # 0
         ffs(100, 2, 5, 5, 100),                                                                     # 1
         ffs(1300, 2, 8, 8, 1300),                                                                   # 2
@@ -106,7 +113,7 @@ def scenario_b(events):  # type: ignore[no-untyped-def]
         dict(event_type="fetch", ts_ms=5000, broker_id=2, leader_epoch=1, leader_id=1, fetcher_id=0,
              fetch_offset=8),                                                                       # 10: run end
     ])
-    r2 = events([
+    r2 = make_events(spark, [
         become_leader([1, 4], [1, 4]),
         dict(event_type="append", ts_ms=10, role="leader", base_offset=0, last_offset=4, leo=5, **LEADER),
         dict(event_type="broker_lifecycle", ts_ms=1300, broker_id=1, topic=None, partition=None, action="crash"),
@@ -116,11 +123,18 @@ def scenario_b(events):  # type: ignore[no-untyped-def]
     return r.unionByName(r2)
 
 
-def test_incident_verdicts_recovered_late_premature_leader_lost(events, expect) -> None:
-    ev = scenario_b(events)
-    lag = follower_lag(ev, lag_max_ms_default=1000)
-    got = lag_incidents(lag, isr_changes(ev), partition_state(ev), lag_max_ms_default=1000)
-    expect(got, [
+@pytest.fixture(scope="module")
+def scenario_b(spark: SparkSession) -> dict[str, DataFrame]:
+    """Scenario B's events, silver frames and incidents (threshold 1000 from the job option), computed once."""
+    ev = scenario_b_events(spark)
+    lag = follower_lag(ev, lag_max_ms_default=1000).localCheckpoint()
+    isr, state = isr_changes(ev).localCheckpoint(), partition_state(ev).localCheckpoint()
+    incidents = lag_incidents(lag, isr, state, lag_max_ms_default=1000).localCheckpoint()
+    return {"events": ev, "lag": lag, "isr": isr, "state": state, "incidents": incidents}
+
+
+def test_incident_verdicts_recovered_late_premature_leader_lost(scenario_b, expect) -> None:
+    expect(scenario_b["incidents"], [
         # over at 1100, caught up by the fetch at 1300 (before the 1600 deadline); peak lag 1200 just before it.
         # Its last interval (lcu 1300, at the leader's LEO 8 to the end) is exempt, as in Kafka's isCaughtUp.
         ("r", "t", 0, 2, 1, 1, 1100, 1300, 100, 1000, 1600, 1200, 3, True, None, None, None, "recovered"),
@@ -133,13 +147,10 @@ def test_incident_verdicts_recovered_late_premature_leader_lost(events, expect) 
     ], LAG_INCIDENTS_SCHEMA)
 
 
-def test_lag_summary_per_partition_and_broker(events, expect) -> None:
-    ev = scenario_b(events).where("run_id = 'r'")
-    ps, ic = partition_state(ev), isr_changes(ev)
-    lag = follower_lag(ev, lag_max_ms_default=1000)
-    inc = lag_incidents(lag, ic, ps, lag_max_ms_default=1000)
+def test_lag_summary_per_partition_and_broker(scenario_b, expect) -> None:
+    b = {k: df.where("run_id = 'r'") for k, df in scenario_b.items()}
     urp = 2950 / 60000  # ISR {1,2} of RF 3 from the commit at 2050 to the run's end at 5000
-    expect(lag_summary(ps, ic, lag, inc, run_bounds(ev)), [
+    expect(lag_summary(b["state"], b["isr"], b["lag"], b["incidents"], run_bounds(b["events"])), [
         # scope, topic, p, broker, observed, urp, under_min, offline, shrinks, expands, shrinks/h, expands/h,
         # max_tl, max_msg, incidents, late, missing, premature
         # max time lag 3700: follower 2 at the leader's LEO from 1300 to 5000 (exempt, but lagging in time)
