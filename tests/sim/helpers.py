@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from functools import cache
 from pathlib import Path
 from typing import Any
 
@@ -26,10 +27,18 @@ def run(sc: Scenario) -> tuple[Cluster, list[dict[str, Any]], RunStats]:
     return cluster, sink.events, stats
 
 
+@cache
+def _run_named(name: str, mode: TruncationMode | None, overrides: tuple[tuple[str, Any], ...]
+               ) -> tuple[Cluster, list[dict[str, Any]], RunStats]:
+    return run(scenario(name, truncation_mode=mode, **dict(overrides)))
+
+
 def run_named(name: str, mode: TruncationMode | None = None, **overrides: Any) -> tuple[Cluster, list[dict[str, Any]],
                                                                                         RunStats]:
-    """`run(scenario(name, truncation_mode=mode, ...))`."""
-    return run(scenario(name, truncation_mode=mode, **overrides))
+    """`run(scenario(name, truncation_mode=mode, ...))`, memoised for the test session: runs are
+    deterministic, so the outcome tests and the checker tests share one run per (scenario, mode).
+    Callers must not mutate what they get."""
+    return _run_named(name, mode, tuple(sorted(overrides.items())))
 
 
 def check(events: list[dict[str, Any]], stats: RunStats) -> Any:

@@ -18,7 +18,7 @@ def _files(root: Path) -> dict[str, bytes]:
     ("steady-state", "parquet", ["--duration-ms", "8000"]),
     ("steady-state", "jsonl", ["--duration-ms", "8000"]),
     ("kip-279-fast-failover", "parquet", ["--truncation-mode", "leader-epoch-v0"]),
-    ("leader-crash", "jsonl", ["--duration-ms", "30000"]),
+    ("leader-crash", "jsonl", ["--duration-ms", "20000"]),
     ("nemesis-small", "parquet", ["--duration-ms", "30000", "--seed", "7"]),
 ])
 def test_reruns_are_byte_identical(tmp_path: Path, name: str, fmt: str, extra: list[str]) -> None:
@@ -57,7 +57,7 @@ def test_reruns_in_fresh_interpreters_with_other_hash_seeds_are_byte_identical(t
     for seed in ("1", "5"):
         out = tmp_path / f"h{seed}"
         subprocess.run([sys.executable, "-m", "replication_core.sim.cli", "--scenario", str(scenario), "--out",
-                        str(out), "--format", "jsonl"], check=True, capture_output=True,
+                        str(out), "--format", "jsonl", "--duration-ms", "14000"], check=True, capture_output=True,
                        env={**os.environ, "PYTHONHASHSEED": seed, "CI": "1"},
                        cwd=Path(__file__).resolve().parents[2])
         outputs.append(_files(out))

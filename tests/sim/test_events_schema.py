@@ -39,7 +39,7 @@ def check_event(ev: dict[str, Any]) -> None:
 def test_written_parquet_has_the_event_schema_and_required_fields(tmp_path: Path, name: str) -> None:
     """Parquet files carry EVENT_SCHEMA; every row passes `check_event`; event ids run 0..n-1."""
     assert main(["--scenario", str(SCENARIOS / f"{name}.yaml"), "--out", str(tmp_path), "--duration-ms",
-                 "30000"]) == 0
+                 "20000"]) == 0
     table = pq.read_table(tmp_path / "events")
     assert table.schema.remove_metadata().equals(EVENT_SCHEMA.remove_metadata())
     rows = table.to_pylist()

@@ -26,14 +26,14 @@ def campaign_scenario(seed: int) -> Scenario:
                   replica_fetch_backoff_ms=100, replica_fetch_wait_max_ms=200,
                   replica_high_watermark_checkpoint_interval_ms=500)
     return replace(
-        base, seed=seed, duration_ms=9000, broker_config=cfg,
+        base, seed=seed, duration_ms=8000, broker_config=cfg,
         cluster=replace(base.cluster, broker_session_timeout_ms=1200, broker_heartbeat_interval_ms=300),
         topics=(replace(base.topics[0], partitions=1 + seed % 2),),
         disk=replace(base.disk, flush_interval_ms=500),
         network=replace(base.network, rpc_timeout_ms=1000),
-        producers=tuple(replace(p, request_timeout_ms=1000) for p in base.producers),
+        producers=tuple(replace(p, request_timeout_ms=1000, rate_per_s=p.rate_per_s / 2) for p in base.producers),
         nemesis=NemesisSpec(min_interval_ms=200, max_interval_ms=900, min_duration_ms=200, max_duration_ms=2000,
-                            quiet_ms=3500),
+                            quiet_ms=3000),
     )
 
 
