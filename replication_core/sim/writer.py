@@ -35,9 +35,29 @@ _PARQUET_OPTIONS: dict[str, Any] = {
 }
 
 
+_ENVELOPE = ("schema_version", "source", "run_id", "event_id")
+_PAYLOAD_SCHEMA = pa.schema([f for f in EVENT_SCHEMA if f.name not in _ENVELOPE])
+
+
 def events_to_table(events: list[Event]) -> pa.Table:
     """Events (with their envelope) as an arrow table of `EVENT_SCHEMA` (missing fields are null)."""
     return pa.Table.from_pylist(events, schema=EVENT_SCHEMA)
+
+
+def stamped_table(events: list[Event], run_id: str, first_event_id: int) -> pa.Table:
+    """Engine events (no envelope) as an `EVENT_SCHEMA` table with the run's envelope: the payload is
+    converted once and the envelope added as whole columns, which is several times cheaper than
+    building one stamped dict per event."""
+    payload = pa.Table.from_pylist(events, schema=_PAYLOAD_SCHEMA)
+    n = len(events)
+    envelope = {
+        "schema_version": pa.array([SCHEMA_VERSION] * n, pa.string()),
+        "source": pa.array(["engine"] * n, pa.string()),
+        "run_id": pa.array([run_id] * n, pa.string()),
+        "event_id": pa.array(range(first_event_id, first_event_id + n), pa.int64()),
+    }
+    arrays = [envelope[f.name] if f.name in envelope else payload.column(f.name) for f in EVENT_SCHEMA]
+    return pa.Table.from_arrays(arrays, schema=EVENT_SCHEMA)
 
 
 class EventWriter:
@@ -85,38 +105,38 @@ class EventWriter:
         """Stamp the envelope and append `events` to the current file, rolling as needed."""
         counts = self.counts
         acked = self.acked_records
-        stamped: list[Event] = []
         for ev in events:
             et = ev["event_type"]
             counts[et] = counts.get(et, 0) + 1
             if et == "produce_ack" and ev.get("error") == "NONE" and ev.get("base_offset") is not None:
                 key = str(ev["acks"])
                 acked[key] = acked.get(key, 0) + ev["last_offset"] - ev["base_offset"] + 1
-            out = {"schema_version": SCHEMA_VERSION, "source": "engine", "run_id": self.run_id,
-                   "event_id": self.next_event_id}
-            out.update(ev)
-            self.next_event_id += 1
-            stamped.append(out)
         start = 0
-        while start < len(stamped):
+        while start < len(events):
             if self._parquet is None and self._jsonl is None:
                 self._open()
             room = self.max_events_per_file - self._in_file
-            chunk = stamped[start:start + room]
+            chunk = events[start:start + room]
             start += len(chunk)
-            self._write_chunk(chunk)
+            self._write_chunk(chunk, self.next_event_id)
+            self.next_event_id += len(chunk)
             self._in_file += len(chunk)
             if self._in_file >= self.max_events_per_file:
                 self._close()
 
-    def _write_chunk(self, chunk: list[Event]) -> None:
+    def _write_chunk(self, chunk: list[Event], first_id: int) -> None:
         if self._parquet is not None:
-            self._parquet.write_table(events_to_table(chunk), row_group_size=len(chunk))
-        else:
-            dumps = json.dumps
-            self._jsonl.write("".join(
-                dumps({k: v for k, v in ev.items() if v is not None}, separators=(",", ":")) + "\n"
-                for ev in chunk))
+            self._parquet.write_table(stamped_table(chunk, self.run_id, first_id), row_group_size=len(chunk))
+            return
+        dumps = json.dumps
+        # The envelope first, then the event's own fields in emission order, nulls left out.
+        head = dumps({"schema_version": SCHEMA_VERSION, "source": "engine", "run_id": self.run_id},
+                     separators=(",", ":"))[:-1] + ',"event_id":'
+        lines = []
+        for i, ev in enumerate(chunk, first_id):
+            body = dumps({k: v for k, v in ev.items() if v is not None}, separators=(",", ":"))
+            lines.append(f"{head}{i},{body[1:]}\n")
+        self._jsonl.write("".join(lines))
 
     def close(self) -> None:
         """Finish the current file."""
