@@ -1,0 +1,194 @@
+"""Audit bronze against the invariant catalogue: `gold/invariant_violations` and `gold/audit_runs`.
+
+    replog audit [--lake DIR] [--config FILE] [--run RUN_ID ...] [--fail-on error|warning|never]
+    ./spark-submit.sh audit
+
+The catalogue is `replication_core.checker.catalogue.CATALOGUE` (one source for the reference checker
+and this job); `jobs.invariants` maps the invariants the Spark audit implements to checks folded into a
+few window scans over bronze. Semantics are the reference checker's (`replication_core.checker`), which
+the differential tests hold this job to, run for run.
+
+What one audit does: read the bronze snapshot (its version is recorded), evaluate every implemented
+invariant, replace the audited runs' partitions of `gold/invariant_violations` with what it found (a
+rerun replaces, never duplicates), and append one row to `gold/audit_runs` with the counts per invariant
+and the invariants it did *not* evaluate, so a clean audit never hides a check that did not run.
+
+Exit codes a scheduler can act on (`AuditResult.exit_code`): 0 clean for `fail_on`, 1 violations at or
+above `fail_on` (`error`: errors only; `warning`: any violation; `never`: always 0), 2 the job failed.
+Only aggregates (counts per invariant, one row per run id) and a `limit`ed sample are collected.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+import traceback
+import uuid
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+from pyspark import StorageLevel
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+
+from jobs.invariants import IMPLEMENTED, NOT_IMPLEMENTED, evaluate
+from jobs.lake import Lake
+from replication_core.checker.catalogue import CATALOGUE, WARNING
+from schemas.audit import (
+    GOLD_AUDIT_RUNS,
+    GOLD_INVARIANT_VIOLATIONS,
+    INVARIANT_VIOLATIONS_SCHEMA,
+)
+from schemas.spark import to_spark_schema
+from schemas.tables import BRONZE_EVENTS
+
+FAIL_ON: tuple[str, ...] = ("error", "warning", "never")
+"""Accepted values of `fail_on`."""
+EXIT_CLEAN, EXIT_VIOLATIONS, EXIT_FAILED = 0, 1, 2
+NOT_EVALUATED_NOTE = "not implemented in the Spark audit yet (run `replog check` for it)"
+SAMPLE_LINES = 20
+
+
+@dataclass
+class AuditResult:
+    """What one audit found: counts per invariant, the exit code, and a bounded sample of violations."""
+
+    audit_id: str
+    fail_on: str
+    exit_code: int = EXIT_CLEAN
+    runs: list[str] = field(default_factory=list)
+    bronze_version: int | None = None
+    counts: dict[str, dict[str, int]] = field(default_factory=dict)
+    not_evaluated: tuple[str, ...] = NOT_IMPLEMENTED
+    duration_ms: int = 0
+    sample: list[str] = field(default_factory=list)
+    error: str | None = None
+
+    @property
+    def errors(self) -> int:
+        """Violations of severity error."""
+        return sum(c.get("error", 0) for c in self.counts.values())
+
+    @property
+    def warnings(self) -> int:
+        """Violations of severity warning."""
+        return sum(c.get(WARNING, 0) for c in self.counts.values())
+
+    def summary(self) -> str:
+        """The lines printed at the end of a run."""
+        if self.error is not None:
+            return f"audit {self.audit_id}: FAILED: {self.error}"
+        lines = [
+            f"audit {self.audit_id}: {len(self.runs)} runs, bronze version {self.bronze_version}, "
+            f"{self.errors} errors, {self.warnings} warnings, exit {self.exit_code} (fail-on {self.fail_on}), "
+            f"{self.duration_ms} ms",
+        ]
+        for name in IMPLEMENTED:
+            c = self.counts.get(name, {})
+            lines.append(f"  {name:28s} errors={c.get('error', 0)} warnings={c.get(WARNING, 0)}")
+        if self.not_evaluated:
+            lines.append(f"  not evaluated ({len(self.not_evaluated)}): {', '.join(self.not_evaluated)}")
+        lines.extend(f"  {s}" for s in self.sample)
+        return "\n".join(lines)
+
+
+def exit_code_for(errors: int, warnings: int, fail_on: str) -> int:
+    """0 or 1 from the violation counts and `fail_on` (error | warning | never)."""
+    if fail_on == "never":
+        return EXIT_CLEAN
+    bad = errors + (warnings if fail_on == "warning" else 0)
+    return EXIT_VIOLATIONS if bad else EXIT_CLEAN
+
+
+def audit_violations(bronze: DataFrame, invariants: Sequence[str] | None = None) -> DataFrame:
+    """The pure transform: bronze events -> violations (schema `schemas.audit.VIOLATION_SCHEMA`)."""
+    return evaluate(bronze, invariants)
+
+
+def _sample_line(r: dict) -> str:
+    """One violation as `replog check` prints it (`Violation.line`)."""
+    tp = "-" if r["topic"] is None else f"{r['topic']}-{r['partition']}"
+    parts = [r["run_id"], r["invariant"], r["severity"], tp, f"replica={'-' if r['replica'] is None else r['replica']}",
+             f"ts={r['ts_ms']}"]
+    parts += [f"{k}={r[k]}" for k in ("offset", "expected", "actual") if r[k] is not None]
+    parts += ["evidence=[" + ",".join(str(e) for e in (r["evidence"] or [])) + "]", r["message"]]
+    return " ".join(parts)
+
+
+def run_audit(
+    spark: SparkSession,
+    lake: Lake,
+    runs: Sequence[str] | None = None,
+    fail_on: str = "error",
+    log: Callable[[str], None] = print,
+    sample: int = SAMPLE_LINES,
+) -> AuditResult:
+    """Audit `runs` (default: every run in bronze) and write the gold tables; see the module docstring.
+
+    Never raises for a job failure: it is logged and returned as exit code 2.
+    """
+    started = time.time()
+    t0 = time.perf_counter()
+    result = AuditResult(f"audit-{uuid.uuid4().hex[:16]}", fail_on)
+    found: DataFrame | None = None
+    try:
+        if fail_on not in FAIL_ON:
+            raise ValueError(f"fail_on must be one of {list(FAIL_ON)}, got {fail_on!r}")
+        result.bronze_version = lake.version(BRONZE_EVENTS)
+        wanted = [{"run_id": r} for r in runs] if runs else None
+        bronze = lake.read(BRONZE_EVENTS, wanted)
+        # One small row per run: the partitions this audit replaces.
+        result.runs = sorted(runs) if runs else sorted(
+            r["run_id"] for r in bronze.select("run_id").distinct().collect())
+        log(f"audit {result.audit_id}: {len(result.runs)} runs, bronze version {result.bronze_version}, "
+            f"{len(IMPLEMENTED)} invariants evaluated, {len(NOT_IMPLEMENTED)} not evaluated")
+        found = audit_violations(bronze).withColumn("audit_id", F.lit(result.audit_id)).persist(
+            StorageLevel.MEMORY_AND_DISK)
+        for r in found.groupBy("invariant", "severity").count().collect():
+            result.counts.setdefault(r["invariant"], {})[r["severity"]] = int(r["count"])
+        result.sample = [_sample_line(r.asDict()) for r in
+                         found.orderBy("run_id", "topic", "partition", "event_id", "invariant").limit(sample).collect()]
+        if result.runs:
+            columns = [f.name for f in INVARIANT_VIOLATIONS_SCHEMA]
+            lake.overwrite_partitions(GOLD_INVARIANT_VIOLATIONS, found.select(*columns),
+                                      [{"run_id": r} for r in result.runs],
+                                      metadata={"replog.audit": result.audit_id})
+        result.exit_code = exit_code_for(result.errors, result.warnings, fail_on)
+        result.duration_ms = int((time.perf_counter() - t0) * 1000)
+        lake.append(GOLD_AUDIT_RUNS, _audit_row(spark, result, started),
+                    metadata={"replog.audit": result.audit_id})
+    except Exception as exc:  # the scheduler's exit code 2: any failure of the job itself
+        result.error = f"{type(exc).__name__}: {exc}"
+        result.exit_code = EXIT_FAILED
+        log(traceback.format_exc())
+    finally:
+        if found is not None:
+            found.unpersist()
+        result.duration_ms = int((time.perf_counter() - t0) * 1000)
+    log(result.summary())
+    return result
+
+
+def _audit_row(spark: SparkSession, result: AuditResult, started: float) -> DataFrame:
+    """The one `gold/audit_runs` row of this audit."""
+    invariants = [
+        (inv.name, inv.severity, inv.name in IMPLEMENTED,
+         result.counts.get(inv.name, {}).get("error", 0), result.counts.get(inv.name, {}).get(WARNING, 0),
+         None if inv.name in IMPLEMENTED else NOT_EVALUATED_NOTE)
+        for inv in CATALOGUE
+    ]
+    row = (result.audit_id, int(started * 1000), result.duration_ms, result.bronze_version, result.runs,
+           result.fail_on, result.exit_code, result.errors, result.warnings, invariants,
+           list(result.not_evaluated))
+    return spark.createDataFrame([row], to_spark_schema(GOLD_AUDIT_RUNS.schema))
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point for `spark-submit jobs/audit.py` (the lead wires `replog audit` to `run_audit`)."""
+    from jobs.cli import main as cli_main
+
+    return cli_main(["audit", *(argv if argv is not None else sys.argv[1:])])
+
+
+if __name__ == "__main__":
+    sys.exit(main())

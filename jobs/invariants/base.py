@@ -1,0 +1,108 @@
+"""The shape every Spark invariant check shares: a violation is a struct column, a scan folds many checks.
+
+Following dqx, a *check* is a small function that returns a Column: the violation struct (the fields of
+`schemas.audit.VIOLATION_SCHEMA`) when its row breaks the rule, null otherwise. A *scan* is one pass over
+bronze that annotates each row with the replay state the checks need (`Scan.build`); every check of the
+scan is then evaluated in one projection and the non-null structs are exploded into violation rows. So the
+invariants that share a window cost one shuffle and one sort, however many they are.
+
+Evidence follows `replication_core.checker.checker._flag`: the proving event ids without nulls, the
+detecting event last, duplicates removed keeping the first occurrence.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+
+from pyspark.sql import Column, DataFrame, SparkSession
+from pyspark.sql import functions as F
+
+from replication_core.checker.catalogue import BY_NAME
+from schemas.audit import SPARK_VIOLATION_SCHEMA, VIOLATION_COLUMNS
+
+Check = Callable[[], Column]
+"""A check: evaluated over a scan's annotated rows, the violation struct or null."""
+
+ColumnLike = Column | str | int | None
+
+
+def _col(value: ColumnLike) -> Column:
+    if isinstance(value, Column):
+        return value
+    if isinstance(value, str):
+        return F.col(value)
+    return F.lit(value)
+
+
+def violation(
+    invariant: str,
+    when: Column,
+    *,
+    replica: ColumnLike = "broker_id",
+    offset: ColumnLike = None,
+    expected: ColumnLike = None,
+    actual: ColumnLike = None,
+    evidence: Sequence[ColumnLike] = (),
+    message: Column,
+    severity: Column | None = None,
+    event_id: ColumnLike = "event_id",
+    ts_ms: ColumnLike = "ts_ms",
+    topic: ColumnLike = "topic",
+    partition: ColumnLike = "partition",
+) -> Column:
+    """The violation struct of `invariant` where `when` holds, else null (`Violation`'s fields, in order).
+
+    `severity` defaults to the catalogue's; excusable invariants pass their own (warning when excused).
+    """
+    types = {f.name: f.dataType for f in SPARK_VIOLATION_SCHEMA.fields}
+    ids = F.array(*[_col(e).cast("long") for e in evidence], _col(event_id).cast("long"))
+    # Checker: ids without None, detecting event last (none for end-of-run checks, event_id -1), then
+    # dict.fromkeys (first occurrence kept).
+    proof = F.array_distinct(F.filter(ids, lambda x: x.isNotNull() & (x >= 0)))
+    values: dict[str, Column] = {
+        "run_id": F.col("run_id"),
+        "invariant": F.lit(invariant),
+        "severity": severity if severity is not None else F.lit(BY_NAME[invariant].severity),
+        "topic": _col(topic),
+        "partition": _col(partition),
+        "replica": _col(replica),
+        "ts_ms": _col(ts_ms),
+        "event_id": _col(event_id),
+        "offset": _col(offset),
+        "expected": _col(expected),
+        "actual": _col(actual),
+        "evidence": proof,
+        "message": message,
+    }
+    struct = F.struct(*[values[c].cast(types[c]).alias(c) for c in VIOLATION_COLUMNS])
+    return F.when(when, struct)
+
+
+def text(*parts: Column | str) -> Column:
+    """A message: strings are literal text, Columns their values (null prints as 'null')."""
+    cols = [F.lit(p) if isinstance(p, str) else F.coalesce(p.cast("string"), F.lit("null")) for p in parts]
+    return F.concat(*cols)
+
+
+@dataclass(frozen=True)
+class Scan:
+    """One pass over bronze: `build` annotates rows with replay state, `checks` map invariants to checks."""
+
+    name: str
+    build: Callable[[DataFrame], DataFrame]
+    checks: Mapping[str, tuple[Check, ...]] = field(default_factory=dict)
+
+    def run(self, bronze: DataFrame, invariants: Sequence[str] | None = None) -> DataFrame:
+        """Violations of `invariants` (default: all of this scan's) found in one projection."""
+        wanted = [c for name, cs in self.checks.items() if invariants is None or name in invariants for c in cs]
+        if not wanted:
+            return empty_violations(bronze.sparkSession)
+        rows = self.build(bronze)
+        found = F.filter(F.array(*[c() for c in wanted]), lambda v: v.isNotNull())
+        return rows.select(F.explode(found).alias("v")).select("v.*")
+
+
+def empty_violations(spark: SparkSession) -> DataFrame:
+    """No violations, with the violation schema."""
+    return spark.createDataFrame([], SPARK_VIOLATION_SCHEMA)

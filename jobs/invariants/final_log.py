@@ -1,0 +1,159 @@
+"""acked_write_lost (§11.4, Jepsen lost-write): every acks=all write acknowledged NONE is on the final leader.
+
+Mirrors `Checker._check_acked_write_lost` (end of run): the final leader of a partition is the broker of
+its last `become_leader`; its final log is replayed from its events without collecting them:
+
+* a write is an `append` row exploded to its offsets; the final record at an offset is the latest write
+  there, unless a later removal covers it — a truncation (from 0 when `full`, else from its offset), a
+  crash-recovery `leadership_change` whose LEO is below the replayed one (from that LEO), or a
+  `log_start_offset_change` (below the new start). "Later" is a suffix minimum / maximum over the
+  replica's window (a running frame over the reversed order), so no range join touches event-sized data;
+* an acknowledged offset is lost when it is at or above the final leader's LSO and the final record there
+  is absent (-1) or has another checksum. One violation per acknowledgement: the first lost offset, the
+  count of lost offsets in the message; `event_id` is -1 and `ts_ms` the run's last event's, as the
+  checker reports end-of-run checks.
+
+Severity (excusable invariant): warning when an `unclean` leader_election of the partition follows the
+acknowledgement (its id leads the evidence), else when a crash-recovery truncation of the final leader
+(a truncation while its broker is down) removed a record at the lost offset after the acknowledgement.
+Which removal removed a *live* record is decided, for the few violating acknowledgements only, from the
+replayed LSO / LEO around the removal (the replayed log is the contiguous range [LSO, LEO) whenever the
+events are consistent, which `event_stream_consistent` checks).
+"""
+
+from __future__ import annotations
+
+from pyspark.sql import Column, DataFrame, Window
+from pyspark.sql import functions as F
+
+from jobs.invariants import replica_scan
+from jobs.invariants.base import Scan, text, violation
+
+PARTITION: tuple[str, ...] = ("run_id", "topic", "partition")
+INVARIANT = "acked_write_lost"
+
+
+def _final_replica_rows(bronze: DataFrame) -> DataFrame:
+    """The final leader's annotated replica rows, with the suffix removal bounds after each row."""
+    rows = replica_scan.annotate(replica_scan.replica_events(bronze))
+    leaders = rows.where((F.col("event_type") == "leadership_change") & (F.col("action") == "become_leader"))
+    final = leaders.groupBy(*PARTITION).agg(F.max_by("broker_id", "event_id").alias("broker_id"))
+    mine = rows.join(final, [*PARTITION, "broker_id"])
+    w = Window.partitionBy(*replica_scan.REPLICA).orderBy("event_id")
+    # "Every later row" as a running frame over the reversed order: Spark evaluates a frame ending at
+    # unboundedFollowing afresh for every row (quadratic), a frame starting at unboundedPreceding once.
+    after = Window.partitionBy(*replica_scan.REPLICA).orderBy(F.desc("event_id")).rowsBetween(
+        Window.unboundedPreceding, -1)
+    is_trunc = F.col("event_type") == "truncation"
+    hi = (F.when(is_trunc, F.when(F.col("_full"), F.lit(0)).otherwise(F.col("truncate_offset")))
+          .when((F.col("event_type") == "leadership_change") & (F.col("leo") < F.col("_leo")), F.col("leo")))
+    lo = F.when(F.col("event_type") == "log_start_offset_change", F.col("log_start_offset"))
+    return mine.select(
+        "*",
+        hi.cast("long").alias("_drop_from"),
+        lo.cast("long").alias("_drop_below"),
+        F.min(hi).over(after).cast("long").alias("_later_drop_from"),
+        F.max(lo).over(after).cast("long").alias("_later_drop_below"),
+        F.coalesce(F.lag("_lso").over(w), F.lit(0)).cast("long").alias("_lso_before"),
+        F.first("_lso").over(after.rowsBetween(Window.unboundedPreceding, Window.currentRow)).alias("_final_lso"),
+    )
+
+
+def _final_records(final_rows: DataFrame) -> DataFrame:
+    """(partition, offset) -> the final leader's record there at the end of the run, if any."""
+    writes = final_rows.where(F.col("event_type") == "append").select(
+        *PARTITION, "event_id", "_later_drop_from", "_later_drop_below",
+        F.explode(F.sequence(F.col("base_offset"), F.col("last_offset"))).alias("offset"))
+    latest = writes.groupBy(*PARTITION, "offset").agg(
+        F.max_by(F.struct("event_id", "_later_drop_from", "_later_drop_below"), "event_id").alias("w"))
+    o = F.col("offset")
+    alive = (F.col("w._later_drop_from").isNull() | (o < F.col("w._later_drop_from"))) & (
+        F.col("w._later_drop_below").isNull() | (o >= F.col("w._later_drop_below")))
+    return latest.where(alive).select(*PARTITION, "offset", F.col("w.event_id").alias("final_append"))
+
+
+def build(bronze: DataFrame) -> DataFrame:
+    """One row per acknowledged acks=all write of a partition with a final leader, with what was lost."""
+    # Materialised once: the final leaders' rows feed three joins below, the violating acknowledgements
+    # (a handful) three more; recomputing the window replay for each costs far more than keeping them.
+    final_rows = _final_replica_rows(bronze).localCheckpoint(eager=True)
+    appends = bronze.where(F.col("event_type") == "append").select(
+        *PARTITION, F.col("broker_id").alias("_b"), F.col("event_id").alias("_append"),
+        F.col("base_offset").alias("_ab"), F.col("last_offset").alias("_al"),
+        F.col("batch_checksum").alias("_checksum"))
+    records = _final_records(final_rows).join(
+        appends.withColumnRenamed("_append", "final_append"), [*PARTITION, "final_append"]).select(
+        *PARTITION, "offset", "final_append", F.col("_checksum").alias("final_checksum"))
+    leader = final_rows.select(*PARTITION, F.col("broker_id").alias("final_leader"),
+                               F.col("_final_lso").alias("final_lso")).distinct()
+    acks = bronze.where((F.col("event_type") == "produce_ack") & (F.col("acks") == -1) & (F.col("error") == "NONE")
+                        & F.col("base_offset").isNotNull()).select(
+        *PARTITION, F.col("event_id").alias("ack_id"), F.col("broker_id").alias("ack_leader"),
+        F.col("base_offset").alias("ack_base"), F.col("last_offset").alias("ack_last"),
+        F.col("batch_checksum").alias("ack_checksum"))
+    per_offset = acks.join(leader, list(PARTITION)).select(
+        "*", F.explode(F.sequence("ack_base", "ack_last")).alias("offset")).join(
+        records, [*PARTITION, "offset"], "left")
+    lost = (F.col("offset") >= F.col("final_lso")) & (
+        F.coalesce(F.col("final_checksum"), F.lit(-1)) != F.col("ack_checksum"))
+    per_ack = per_offset.groupBy(*PARTITION, "ack_id", "ack_leader", "ack_base", "ack_last", "ack_checksum",
+                                 "final_leader").agg(
+        F.count(F.when(lost, 1)).alias("lost_count"),
+        F.min_by(F.struct("offset", "final_checksum", "final_append"),
+                 F.when(lost, F.col("offset"))).alias("first_lost"))
+    bad = per_ack.where(F.col("lost_count") > 0).select(
+        "*", F.col("first_lost.offset").alias("lost_offset")).localCheckpoint(eager=True)
+    return _excuses_and_evidence(bronze, bad, final_rows, appends)
+
+
+def _excuses_and_evidence(bronze: DataFrame, bad: DataFrame, final_rows: DataFrame, appends: DataFrame) -> DataFrame:
+    """Add, for the violating acknowledgements only, the unclean / crash excuses and the evidence ids."""
+    unclean = bronze.where((F.col("event_type") == "leader_election") & (F.col("action") == "unclean")).select(
+        *PARTITION, F.col("event_id").alias("_unclean"))
+    o = F.col("lost_offset")
+    live = (o >= F.col("_lso_before")) & (o < F.col("_leo"))
+    covers = ((F.col("_drop_from").isNotNull() & (F.col("_drop_from") <= o))
+              | (F.col("_drop_below").isNotNull() & (F.col("_drop_below") > o)))
+    crash = (F.col("event_type") == "truncation") & F.col("_down")
+    removals = final_rows.where(F.col("_drop_from").isNotNull() | F.col("_drop_below").isNotNull()).select(
+        *PARTITION, F.col("event_id").alias("_removal"), "_drop_from", "_drop_below", "_lso_before", "_leo",
+        crash.alias("_crash"))
+    last_ts = bronze.groupBy("run_id").agg(F.max_by("ts_ms", "event_id").alias("_last_ts"))
+    keys = [*PARTITION, "ack_id"]
+    with_unclean = bad.join(unclean, list(PARTITION), "left").groupBy(*bad.columns).agg(
+        F.min(F.when(F.col("_unclean") > F.col("ack_id"), F.col("_unclean"))).alias("unclean_id"))
+    removed = bad.select(*keys, "lost_offset").join(removals, list(PARTITION)).where(live & covers).groupBy(
+        *keys).agg(F.max("_removal").alias("removed_by"), F.max(F.when(F.col("_crash"), F.col("_removal")))
+                   .alias("crash_id"))
+    acked_append = bad.select(*keys, "ack_leader", "ack_base").join(
+        appends.withColumnRenamed("_b", "ack_leader"), [*PARTITION, "ack_leader"]).where(
+        (F.col("_ab") <= F.col("ack_base")) & (F.col("ack_base") <= F.col("_al")) & (F.col("_append") < F.col("ack_id"))
+    ).groupBy(*keys).agg(F.max("_append").alias("ack_append"))
+    return (with_unclean.join(removed, keys, "left").join(acked_append, keys, "left")
+            .join(last_ts, ["run_id"], "left"))
+
+
+def acked_write_lost_check() -> Column:
+    """acked_write_lost (§11.4): an acknowledged acks=all write missing from the final leader's log."""
+    crash = F.when(F.col("crash_id") > F.col("ack_id"), F.col("crash_id"))
+    excuse = F.coalesce(F.col("unclean_id"), crash)
+    suffix = (F.when(F.col("unclean_id").isNotNull(),
+                     text(" (after unclean election event ", F.col("unclean_id"), ": allowed data loss)"))
+              .when(crash.isNotNull(),
+                    text(" (crash recovery event ", crash, " lost the committed record on that replica: "
+                         "durability loss Kafka does not promise to survive)"))
+              .otherwise(F.lit("")))
+    return violation(
+        INVARIANT, F.col("lost_count") > 0, replica=F.col("final_leader"), event_id=F.lit(-1),
+        ts_ms=F.col("_last_ts"), offset=F.col("lost_offset"), expected=F.col("ack_checksum"),
+        actual=F.coalesce(F.col("first_lost.final_checksum"), F.lit(-1)),
+        evidence=[excuse, F.col("ack_append"), F.col("ack_id"), F.col("removed_by"), F.col("first_lost.final_append")],
+        severity=F.when(excuse.isNotNull(), F.lit("warning")).otherwise(F.lit("error")),
+        message=F.concat(text("write acknowledged at ", F.col("ack_base"), "..", F.col("ack_last"), " by broker ",
+                              F.col("ack_leader"), " is not on final leader ", F.col("final_leader"), " at ",
+                              F.col("lost_offset"), " (", F.col("lost_count"), " offsets)"), suffix),
+    )
+
+
+SCAN = Scan("acked_write_lost", build, {INVARIANT: (acked_write_lost_check,)})
+"""The end-of-run replay of the final leaders' logs and the acknowledged writes checked against them."""

@@ -1,0 +1,193 @@
+"""One window pass over each replica's events: leadership tenure, replayed LEO / LSO, pending AlterPartition.
+
+Mirrors the replay of `replication_core.checker.state` / `checker.py` for the state these invariants need,
+with the replica as the window partition (run_id, topic, partition, broker_id) and `event_id` as the
+order. The state a check sees is the state *before* its event (`rowsBetween(unboundedPreceding, -1)`):
+
+* tenure — the last `leadership_change` (become_leader -> leading, else following) unless a later
+  `broker_lifecycle` crash / shutdown / restart of the broker closed it (`ReplicaState.close_tenure`);
+  the replica's epoch `r.epoch` is the last non-null envelope epoch of its leadership_changes (-1 before
+  any), the tenure start the last leadership_change's event id. Lifecycle events are broker-wide, so they
+  are joined onto every partition the broker holds a replica of.
+* broker down — the last crash / shutdown (down) or start / restart (up) of the broker.
+* LEO — the last of: append (last_offset + 1), truncation (truncate_offset), leadership_change (its leo:
+  `_reconcile_log` aligns the replay with it both ways); 0 before any.
+* LSO — `log_start_offset_change` sets it; a truncation sets it when `full` (reason `full`, or an offset
+  past the replayed LEO), else lowers it to the truncation offset if below (`min`). Computed as the value
+  of the last "set" (a segment per set) lowered by the running minimum of the partial truncations since.
+* pending AlterPartition — a `proposed` isr_change while leading sets it; a committed one, a rejection with
+  reason `reset_to_committed` (both while leading), a leadership_change or a tenure-closing lifecycle event
+  clears it. isr_change events outside a leader tenure are ignored, as the checker's handler returns early.
+
+Invariants folded into this pass (§ of /work/shared/docs/kafka-replication.md): hw_monotonic_leader
+(§11.1, §2.3), hw_within_log (§11.1, §2.7), leader_no_truncation (Appendix A, §2.6), isr_single_inflight
+(§11.7, §2.5) and the committed-isr_change half of isr_nonempty (§11.7, §9.1).
+"""
+
+from __future__ import annotations
+
+from pyspark.sql import Column, DataFrame, Window
+from pyspark.sql import functions as F
+
+from jobs.invariants.base import Scan, text, violation
+
+REPLICA: tuple[str, ...] = ("run_id", "topic", "partition", "broker_id")
+"""A replica: the window partition of this scan."""
+
+REPLICA_EVENT_TYPES: tuple[str, ...] = (
+    "leadership_change", "append", "hw_change", "truncation", "log_start_offset_change", "isr_change",
+)
+CLOSING_ACTIONS: tuple[str, ...] = ("crash", "shutdown", "restart")
+"""broker_lifecycle actions that end every tenure of the broker (`_on_broker_lifecycle`)."""
+
+_COLUMNS: tuple[str, ...] = (
+    "run_id", "event_id", "ts_ms", "broker_id", "event_type", "topic", "partition", "leader_epoch", "action",
+    "role", "isr", "base_offset", "last_offset", "leo", "hw", "old_hw", "log_start_offset", "old_leo",
+    "truncate_offset", "reason", "isr_state",
+)
+_NO_LSO_LIMIT = 2**62  # larger than any offset: "no partial truncation since the last LSO set"
+
+
+def _is(event_type: str) -> Column:
+    return F.col("event_type") == event_type
+
+
+def replica_events(bronze: DataFrame) -> DataFrame:
+    """Each replica's events plus its broker's lifecycle events, one row per (replica, event)."""
+    scoped = (F.col("event_type").isin(*REPLICA_EVENT_TYPES) & F.col("broker_id").isNotNull()
+              & F.col("topic").isNotNull() & F.col("partition").isNotNull())
+    part = bronze.where(scoped).select(*_COLUMNS)
+    keys = part.select(*REPLICA).distinct()
+    life = bronze.where(_is("broker_lifecycle") & F.col("broker_id").isNotNull()).select(
+        "run_id", "broker_id", "event_id", "ts_ms", "event_type", "action")
+    # A broker's lifecycle is broker-wide: copy each event onto the broker's replicas (keys are small).
+    return part.unionByName(life.join(keys, ["run_id", "broker_id"]), allowMissingColumns=True)
+
+
+def annotate(rows: DataFrame) -> DataFrame:
+    """Add the replay state before each row (see the module docstring); rows from `replica_events`."""
+    w = Window.partitionBy(*REPLICA).orderBy("event_id")
+    before = w.rowsBetween(Window.unboundedPreceding, -1)
+    upto = w.rowsBetween(Window.unboundedPreceding, Window.currentRow)
+    is_lc = _is("leadership_change")
+    is_life = _is("broker_lifecycle")
+    closes = is_life & F.col("action").isin(*CLOSING_ACTIONS)
+    role_mark = (F.when(is_lc, F.when(F.col("action") == "become_leader", "leader").otherwise("follower"))
+                 .when(closes, "none"))
+    down_mark = (F.when(is_life & F.col("action").isin("crash", "shutdown"), F.lit(True))
+                 .when(is_life & F.col("action").isin("restart", "start"), F.lit(False)))
+    leo_mark = (F.when(_is("append"), F.col("last_offset") + 1)
+                .when(_is("truncation"), F.col("truncate_offset"))
+                .when(is_lc, F.col("leo")))
+    lc_epoch = F.when(is_lc, F.col("leader_epoch"))
+    s1 = rows.select(
+        "*",
+        (F.coalesce(F.last(role_mark, True).over(before), F.lit("none")) == "leader").alias("_leading"),
+        F.coalesce(F.last(lc_epoch, True).over(before), F.lit(-1)).alias("_epoch"),
+        F.last(F.when(is_lc, F.col("event_id")), True).over(before).alias("_tenure_start"),
+        F.coalesce(F.last(down_mark, True).over(before), F.lit(False)).alias("_down"),
+        F.coalesce(F.last(leo_mark, True).over(before), F.lit(0)).cast("long").alias("_leo"),
+    )
+    is_trunc = _is("truncation")
+    full = is_trunc & ((F.col("reason") == "full") | (F.col("truncate_offset") > F.col("_leo")))
+    leading_isr = _is("isr_change") & F.col("_leading")
+    clears = (leading_isr & ((F.col("isr_state") == "committed")
+                             | ((F.col("isr_state") == "rejected") & (F.col("reason") == "reset_to_committed"))))
+    pending_mark = (F.when(leading_isr & (F.col("isr_state") == "proposed"), F.col("event_id"))
+                    .when(clears | is_lc | closes, F.lit(-1)))
+    lso_set = F.when(_is("log_start_offset_change"), F.col("log_start_offset")).when(full, F.col("truncate_offset"))
+    s2 = s1.select(
+        "*",
+        full.alias("_full"),
+        lso_set.alias("_lso_set"),
+        F.when(is_trunc & ~full, F.col("truncate_offset")).alias("_lso_min"),
+        F.last(pending_mark, True).over(before).alias("_pending_mark"),
+    ).withColumn("_lso_seg", F.count("_lso_set").over(upto))
+    # The LSO after a row: the segment's opening "set" (0 in the first segment) lowered by the partial
+    # truncations since; no row of a segment but its first sets, so the window never looks past one.
+    ws = Window.partitionBy(*REPLICA, "_lso_seg").orderBy("event_id").rowsBetween(
+        Window.unboundedPreceding, Window.currentRow)
+    return s2.select(
+        "*",
+        F.least(F.coalesce(F.first("_lso_set").over(ws), F.lit(0)),
+                F.coalesce(F.min("_lso_min").over(ws), F.lit(_NO_LSO_LIMIT))).cast("long").alias("_lso"),
+        F.when(F.col("_pending_mark") >= 0, F.col("_pending_mark")).alias("_pending"),
+    )
+
+
+def build(bronze: DataFrame) -> DataFrame:
+    """The annotated replica rows this scan's checks read."""
+    return annotate(replica_events(bronze))
+
+
+def hw_monotonic_leader() -> Column:
+    """hw_monotonic_leader (§11.1, §2.3): a leader's hw_change inside its tenure, in its epoch, never lowers
+    the HW (`Checker._check_hw_monotonic_leader`)."""
+    in_tenure = (_is("hw_change") & F.col("_leading") & (F.col("role") == "leader")
+                 & (F.col("leader_epoch").isNull() | (F.col("leader_epoch") == F.col("_epoch"))))
+    return violation(
+        "hw_monotonic_leader", in_tenure & (F.col("hw") < F.col("old_hw")),
+        expected=F.col("old_hw"), actual=F.col("hw"), evidence=[F.col("_tenure_start")],
+        message=text("leader HW moved back from ", F.col("old_hw"), " to ", F.col("hw"), " in epoch ",
+                     F.col("_epoch")),
+    )
+
+
+def hw_within_log() -> Column:
+    """hw_within_log (§11.1, §2.7): after every hw_change, LSO <= HW <= LEO of the replayed log."""
+    is_hw = _is("hw_change")
+    above = F.col("hw") > F.col("_leo")
+    below = F.col("hw") < F.col("_lso")
+    return violation(
+        "hw_within_log", is_hw & (above | below),
+        offset=F.col("hw"), expected=F.when(above, F.col("_leo")).otherwise(F.col("_lso")), actual=F.col("hw"),
+        message=F.when(above, text("HW ", F.col("hw"), " is above the LEO ", F.col("_leo")))
+        .otherwise(text("HW ", F.col("hw"), " is below the log start offset ", F.col("_lso"))),
+    )
+
+
+def leader_no_truncation() -> Column:
+    """leader_no_truncation (Appendix A, §2.6): no truncation from a replica inside a leader tenure; a
+    truncation while its broker is down is crash recovery and is not judged."""
+    return violation(
+        "leader_no_truncation", _is("truncation") & ~F.col("_down") & F.col("_leading"),
+        expected=F.col("old_leo"), actual=F.col("truncate_offset"), evidence=[F.col("_tenure_start")],
+        message=text("leader of epoch ", F.col("_epoch"), " truncated its log from ", F.col("old_leo"), " to ",
+                     F.col("truncate_offset")),
+    )
+
+
+def isr_single_inflight() -> Column:
+    """isr_single_inflight (§11.7, §2.5): no AlterPartition proposed while the leader has one pending."""
+    proposed = _is("isr_change") & F.col("_leading") & (F.col("isr_state") == "proposed")
+    return violation(
+        "isr_single_inflight", proposed & F.col("_pending").isNotNull(),
+        expected=F.col("_pending"), evidence=[F.col("_pending")],
+        message=text("ISR ", F.col("action"), " proposed while proposal ", F.col("_pending"), " is still pending"),
+    )
+
+
+def isr_nonempty_committed() -> Column:
+    """isr_nonempty (§11.7, §9.1 LeaderInIsr), committed-ISR half: a committed isr_change of a leader in
+    tenure carries a non-empty ISR containing the leader."""
+    isr = F.array_distinct(F.coalesce(F.col("isr"), F.array().cast("array<int>")))
+    committed = _is("isr_change") & F.col("_leading") & (F.col("isr_state") == "committed")
+    bad = (F.size(isr) == 0) | ~F.array_contains(isr, F.col("broker_id"))
+    return violation(
+        "isr_nonempty", committed & bad, actual=F.size(isr),
+        message=text("ISR ", F.array_join(F.array_sort(isr), ","), " is empty or lacks leader ", F.col("broker_id")),
+    )
+
+
+SCAN = Scan(
+    "replica",
+    build,
+    {
+        "hw_monotonic_leader": (hw_monotonic_leader,),
+        "hw_within_log": (hw_within_log,),
+        "leader_no_truncation": (leader_no_truncation,),
+        "isr_single_inflight": (isr_single_inflight,),
+        "isr_nonempty": (isr_nonempty_committed,),
+    },
+)
+"""The replica scan and the checks folded into it."""
