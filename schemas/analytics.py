@@ -163,8 +163,8 @@ LAG_INCIDENTS_SCHEMA = pa.schema(
         _f("shrink_ms", pa.int64(), "When the leader proposed removing the follower (first during the incident)."),
         _f("shrink_committed_ms", pa.int64(), "When that shrink was committed."),
         _f("shrink_outcome", pa.string(), "committed / rejected / pending."),
-        _f("verdict", pa.string(), "on_time / late / missing / recovered / leader_lost / not_in_isr / premature "
-           "(see jobs.transforms.lag).",
+        _f("verdict", pa.string(), "on_time / late / missing / recovered / leader_lost / ongoing / not_in_isr / "
+           "premature (see jobs.transforms.lag).",
            nullable=False),
     ]
 )

@@ -32,6 +32,7 @@ start_ms < proposal <= end_ms. Verdicts:
   * not_in_isr — no shrink, and the follower was not in the committed ISR at start_ms (nothing to do);
   * recovered — no shrink, and the follower caught up (a fetch ended it) by the deadline;
   * leader_lost — no shrink, and the leader's epoch or the leader itself ended by the deadline;
+  * ongoing — no shrink, and the data ends before the deadline: too early to judge;
   * missing — no shrink although the incident outlasted the deadline;
   * premature — a row of its own for a shrink that removed a follower outside every incident of it
     (start_ms = end_ms = the proposal; peak time lag from the lcu the shrink event reported).
@@ -259,7 +260,9 @@ def lag_incidents(
                F.when(F.col("shrink_ms") <= F.col("deadline_ms"), "on_time").otherwise("late"))
         .when(~F.coalesce("in_isr_at_start", F.lit(True)), "not_in_isr")
         .when(over <= F.col("deadline_ms"),
-              F.when(F.col("_closed_by") == "fetch", "recovered").otherwise("leader_lost"))
+              F.when(F.col("_closed_by") == "fetch", "recovered")
+              .when(F.col("end_ms").isNull(), "ongoing")
+              .otherwise("leader_lost"))
         .otherwise("missing")
     )
     incidents = judged.withColumn("verdict", verdict)

@@ -96,7 +96,8 @@ def test_incident_verdicts_on_time_missing_not_in_isr(scenario_a, expect) -> Non
 
 def scenario_b_events(spark: SparkSession) -> DataFrame:
     """Run r: follower 2 recovers (and was shrunk prematurely before), follower 3 shrunk late.
-    Run r2: the leader crashes before the deadline of its follower's incident."""
+    Run r2: the leader crashes before the deadline of its follower's incident.
+    Run r3: the data ends before the deadline of an incident."""
     r = make_events(spark, [
         become_leader([1, 2, 3], [1, 2, 3]),                                                        # 0
         ffs(100, 2, 5, 5, 100),                                                                     # 1
@@ -120,7 +121,12 @@ def scenario_b_events(spark: SparkSession) -> DataFrame:
         dict(event_type="leader_election", ts_ms=1400, broker_id=0, leader_epoch=2, action="clean", leader_id=4,
              partition_epoch=2, isr=[4], replicas=[1, 4]),
     ], run_id="r2")
-    return r.unionByName(r2)
+    r3 = make_events(spark, [
+        become_leader([1, 2], [1, 2]),
+        ffs(100, 2, 0, 5, 0),
+        dict(event_type="fetch", ts_ms=1200, broker_id=2, leader_epoch=1, leader_id=1, fetcher_id=0, fetch_offset=0),
+    ], run_id="r3")
+    return r.unionByName(r2).unionByName(r3)
 
 
 @pytest.fixture(scope="module")
@@ -144,6 +150,8 @@ def test_incident_verdicts_recovered_late_premature_leader_lost(scenario_b, expe
         ("r", "t", 0, 2, 1, 1, 400, 400, 100, 1000, None, 300, None, True, 400, None, "rejected", "premature"),
         # r2: follower 4 never fetched; over at 1000, the leader crashed at 1300, before the 1500 deadline
         ("r2", "t", 0, 4, 1, 1, 1000, 1300, 0, 1000, 1500, 1300, None, True, None, None, None, "leader_lost"),
+        # r3: over at 1000 (lcu 0), due by 1500, but the data ends at 1200
+        ("r3", "t", 0, 2, 1, 1, 1000, None, 0, 1000, 1500, 1200, 5, True, None, None, None, "ongoing"),
     ], LAG_INCIDENTS_SCHEMA)
 
 
