@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any
 from replication_core.config import ReplicationConfig
 from replication_core.errors import Errors
 from replication_core.events import Event, make_event
-from replication_core.fetcher import ReplicaFetcherThread, WorkResult
+from replication_core.fetcher import ReplicaFetcherThread, Work, WorkResult
 from replication_core.fetcher_manager import FetcherManager, replica_fetcher_factory
 from replication_core.leader_endpoint import (
     FetchRequest,
@@ -112,9 +112,9 @@ class FetcherActor:
         gen = self.thread.work(now)
         self._step(gen, None, incarnation)
 
-    def _step(self, gen: Any, reply: tuple[Any, int] | None, incarnation: int) -> None:
+    def _step(self, gen: Work, reply: tuple[Any, int] | None, incarnation: int) -> None:
         try:
-            request = next(gen) if reply is None else gen.send(reply)
+            request = next(gen) if reply is None else gen.send(reply)  # type: ignore[arg-type]
         except StopIteration as stop:
             self._busy = False
             self._after(stop.value)

@@ -120,7 +120,9 @@ class ProducerSpec:
     retries: int = 5
     retry_backoff_ms: int = 100
     request_timeout_ms: int = 30000
-    start_ms: int = 0
+    start_ms: int = 1000
+    """When it starts producing: by default one second in, once the brokers have their partitions
+    (a client's first metadata request would otherwise find no leader yet)."""
     stop_ms: int | None = None
 
 
@@ -215,7 +217,6 @@ class Scenario:
     faults: tuple[Fault, ...]
     nemesis: NemesisSpec | None
     writer: WriterSpec
-    events_enabled: bool = True
 
     @property
     def truncation_mode(self) -> TruncationMode:
@@ -494,7 +495,7 @@ def parse_scenario(doc: object) -> Scenario:
             retries=p.int("retries", 5, lo=0),
             retry_backoff_ms=p.int("retry_backoff_ms", 100, lo=0),
             request_timeout_ms=p.int("request_timeout_ms", 30000, lo=1),
-            start_ms=p.int("start_ms", 0, lo=0),
+            start_ms=p.int("start_ms", 1000, lo=0),
             stop_ms=p.opt_int("stop_ms", lo=0),
         ))
         p.done()
