@@ -49,11 +49,18 @@ def test_kip_279_diverges_with_offsets_for_leader_epoch_v0_and_not_with_epochs()
         assert len(clean.unclean_elections()) == 1
 
 
-@pytest.mark.parametrize("name", ["kip-101-hw-truncation", "kip-101-divergence", "kip-279-fast-failover"])
-def test_logs_rebuilt_from_events_match_the_engine(name: str) -> None:
-    """Every replica's log and HW, rebuilt from append / truncation / hw_change events, equals the
-    engine's own at the end of the run (the events are complete enough for a checker)."""
-    cluster, events, _ = run_named(name, TruncationMode.HIGH_WATERMARK)
+@pytest.mark.parametrize(("name", "mode"), [
+    ("kip-101-hw-truncation", TruncationMode.HIGH_WATERMARK),
+    ("kip-101-divergence", TruncationMode.HIGH_WATERMARK),
+    ("kip-279-fast-failover", TruncationMode.LEADER_EPOCH_V0),
+    ("leader-crash", DEFAULT),
+    ("nemesis-small", DEFAULT),
+])
+def test_logs_rebuilt_from_events_match_the_engine(name: str, mode: TruncationMode) -> None:
+    """Every replica's log and HW, rebuilt from append / truncation / hw_change events (crash losses
+    included), equals the engine's own at the end of the run: the events are complete enough for a
+    checker."""
+    cluster, events, _ = run_named(name, mode)
     a = audit(events)
     assert a.inconsistencies == []
     for b, broker in cluster.brokers.items():
