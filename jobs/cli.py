@@ -5,6 +5,7 @@
     replog sample  --out DIR                                   write the sample landing files only
     replog simulate --scenario FILE --out DIR [...]            run a scenario on the simulated cluster
     replog check   --events DIR [--json FILE]                  the reference invariant checker
+    replog timelines / lag / audit [--run ID] [--lake DIR]     the Spark analytics over bronze
 
 Exit codes: 0 success (even with quarantined records), 2 the job failed (one-line reason on
 stderr). Every job is also reachable through `./spark-submit.sh <command> ...`.
@@ -32,6 +33,22 @@ def _parser() -> argparse.ArgumentParser:
     ing = sub.add_parser("ingest", help="ingest landing files into bronze (with quarantine)")
     ing.add_argument("--landing", required=True, help="folder of *.jsonl / *.parquet event files (recursive)")
     common(ing)
+
+    tl = sub.add_parser("timelines", help="silver HW/LEO timelines, partition state and ISR changes from bronze")
+    tl.add_argument("--run", action="append", dest="runs", help="only this run_id (repeatable)")
+    common(tl)
+
+    lag = sub.add_parser("lag", help="follower lag and gold/lag_incidents, gold/lag_summary")
+    lag.add_argument("--run", action="append", dest="runs", help="only this run_id (repeatable)")
+    lag.add_argument("--lag-max-ms", type=int, default=None,
+                     help="replica.lag.time.max.ms when the events carry no broker_config (default 30000)")
+    common(lag)
+
+    audit = sub.add_parser("audit", help="check the invariant catalogue on bronze; gold/invariant_violations")
+    audit.add_argument("--run", action="append", dest="runs", help="only this run_id (repeatable)")
+    audit.add_argument("--fail-on", choices=("warning", "error", "never"), default="error",
+                       help="exit 1 on violations of this severity or worse (default error)")
+    common(audit)
 
     demo = sub.add_parser("demo", help="end to end on the embedded default: simulate -> ingest -> check")
     demo.add_argument("--scenario", default=None, help="scenario file (default conf/scenarios/steady-state.yaml)")
@@ -64,6 +81,31 @@ def _cmd_ingest(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _cmd_timelines(args: argparse.Namespace) -> int:
+    from jobs.timelines import run_timelines
+
+    spark, lake = _session_and_lake(args)
+    print(run_timelines(spark, lake, runs=args.runs).summary())
+    return EXIT_OK
+
+
+def _cmd_lag(args: argparse.Namespace) -> int:
+    from jobs.lag import run_lag
+
+    spark, lake = _session_and_lake(args)
+    print(run_lag(spark, lake, runs=args.runs, lag_max_ms=args.lag_max_ms).summary())
+    return EXIT_OK
+
+
+def _cmd_audit(args: argparse.Namespace) -> int:
+    from jobs.audit import run_audit
+
+    spark, lake = _session_and_lake(args)
+    result = run_audit(spark, lake, runs=args.runs, fail_on=args.fail_on)
+    print(result.summary())
+    return int(result.exit_code)
+
+
 def _cmd_sample(args: argparse.Namespace) -> int:
     from jobs.sample import write_sample
 
@@ -79,7 +121,10 @@ def _cmd_demo(args: argparse.Namespace) -> int:
     return run_demo(lambda: _session_and_lake(args), scenario, Path(args.out))
 
 
-COMMANDS = {"ingest": _cmd_ingest, "demo": _cmd_demo, "sample": _cmd_sample}
+COMMANDS = {
+    "ingest": _cmd_ingest, "timelines": _cmd_timelines, "lag": _cmd_lag, "audit": _cmd_audit,
+    "demo": _cmd_demo, "sample": _cmd_sample,
+}
 
 # Commands with their own argument parsers, in the engine package (no Spark needed to run them).
 PASSTHROUGH = {

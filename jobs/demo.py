@@ -1,6 +1,7 @@
 """`replog demo`: the main job end to end on the embedded default.
 
-    simulate a scenario  ->  ingest its events into bronze  ->  reference check  ->  summary
+    simulate a scenario -> ingest its events into bronze -> reference check
+        -> timelines (silver) -> lag (gold) -> Spark audit (gold) -> summary
 
 Each stage prints a numbered header, so a newcomer can follow what happens and rerun any stage
 on its own with the command shown.
@@ -27,12 +28,15 @@ def run_demo(
     log: Callable[[str], None] = print,
 ) -> int:
     """Run the pipeline; `session` starts Spark lazily (after the pure-Python stages)."""
+    from jobs.audit import run_audit
+    from jobs.lag import run_lag
+    from jobs.timelines import run_timelines
     from replication_core.checker.checker import check_events
     from replication_core.checker.cli import summary as check_summary
     from replication_core.checker.reader import read_events
     from replication_core.sim.cli import load_scenario, simulate
 
-    stages = 3
+    stages = 6
     log(f"[1/{stages}] simulate {scenario}  (replog simulate --scenario {scenario} --out {out})")
     manifest, _ = simulate(load_scenario(scenario), out)
     log(f"      {manifest['events']:,} events of run {manifest['run_id']} in {len(manifest['files'])} file(s)")
@@ -48,6 +52,16 @@ def run_demo(
         log("      " + v.line())
     log("      " + check_summary(checked))
 
+    def indent(message: str) -> None:
+        log("      " + message)
+
+    log(f"[4/{stages}] timelines  (replog timelines)")
+    log("      " + run_timelines(spark, lake, log=indent).summary().replace("\n", "\n      "))
+    log(f"[5/{stages}] lag  (replog lag)")
+    log("      " + run_lag(spark, lake, log=indent).summary().replace("\n", "\n      "))
+    log(f"[6/{stages}] audit  (replog audit)")
+    audit = run_audit(spark, lake, log=indent)  # logs its own summary
+
     log("")
     log(landed_summary(lake))
-    return 0
+    return int(audit.exit_code)

@@ -21,7 +21,8 @@ def test_demo_simulates_ingests_and_checks_a_clean_run(spark, tmp_path: Path) ->
     assert run_demo(lambda: (spark, lake), short, tmp_path / "out", log=lines.append) == 0
     text = "\n".join(lines)
     assert "[reconciled]" in text and "quarantined 0" in text
-    assert ": 0 error(s), 0 warning(s)" in text
+    assert ": 0 error(s), 0 warning(s)" in text  # the reference checker
+    assert "0 errors, 0 warnings, exit 0" in text  # the Spark audit
     events = lake.read(BRONZE_EVENTS)
     assert events.count() > 1000
     assert lake.read(BRONZE_QUARANTINE).count() == 0
