@@ -106,7 +106,17 @@ def run_lag(
     try:
         summary = lag_summary(ps, ic, fl, inc, run_bounds(events))
         for spec, df in ((SILVER_FOLLOWER_LAG, fl), (GOLD_LAG_INCIDENTS, inc), (GOLD_LAG_SUMMARY, summary)):
-            commit = lake.overwrite_partitions(spec, df, parts, keys=keys, metadata=meta)
+            # Runs a crashed earlier attempt already committed to this table are left out: a
+            # commit whose keys are partly committed is refused as a concurrent write.
+            done = lake.committed(spec, keys)
+            todo = [r for r in pending if key_of[r] not in done]
+            if not todo:
+                result.versions[spec.name] = lake.version(spec)
+                continue
+            commit = lake.overwrite_partitions(
+                spec, df.where(F.col("run_id").isin(todo)), [{"run_id": r} for r in todo],
+                keys=[key_of[r] for r in todo], metadata=meta,
+            )
             result.versions[spec.name] = commit.version if commit.version is not None else lake.version(spec)
         # A handful of rows: one per verdict.
         result.verdicts = {r["verdict"]: r["n"] for r in inc.groupBy("verdict").agg(F.count(F.lit(1)).alias("n"))

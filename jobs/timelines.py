@@ -120,8 +120,16 @@ def merge_partitions(
     runs is kept. Same result as `lake.merge(spec, df, on=PARTITION_KEY)`, minus the pass that
     finds the touched runs — this job knows them — so `df` is computed once, by the write.
     """
-    if keys and len(lake.committed(spec, keys)) == len(keys):
+    done = lake.committed(spec, keys)
+    if keys and len(done) == len(keys):
         return CommitResult(spec.name, None, skipped=True)
+    if done:
+        # A crashed earlier run already committed some runs to this table: write only the others
+        # (a commit whose keys are partly committed is refused as a concurrent write).
+        todo = [(p, k) for p, k in zip(run_parts, keys, strict=True) if k not in done]
+        run_parts, keys = [p for p, _ in todo], [k for _, k in todo]
+        runs = [p["run_id"] for p in run_parts]
+        df, affected = df.where(F.col("run_id").isin(runs)), affected.where(F.col("run_id").isin(runs))
     kept = lake.read(spec, run_parts).join(F.broadcast(affected), list(PARTITION_KEY), "left_anti")
     return lake.overwrite_partitions(spec, kept.unionByName(df), run_parts, keys, metadata)
 
@@ -142,9 +150,11 @@ def run_timelines(
     run_filter = [{"run_id": r} for r in runs] if runs else None
     bronze = lake.read(BRONZE_EVENTS, run_filter).select(*EVENT_SCHEMA.names)
     current = partition_watermarks(bronze).persist(StorageLevel.MEMORY_AND_DISK)
+    cached = [current]
     try:
         affected = affected_partitions(current, lake.read(SILVER_TIMELINE_WATERMARKS, run_filter))
         affected = affected.persist(StorageLevel.MEMORY_AND_DISK)
+        cached.append(affected)
         # One small row per run (never per event): the runs to rewrite and how many partitions each.
         per_run = {r["run_id"]: r["n"] for r in affected.groupBy("run_id").agg(F.count(F.lit(1)).alias("n")).collect()}
         if not per_run:
@@ -159,6 +169,7 @@ def run_timelines(
                 "replog.partitions": result.partitions_recomputed}
         events = events_of(lake.read(BRONZE_EVENTS, run_parts).select(*EVENT_SCHEMA.names), affected)
         events = events.persist(StorageLevel.MEMORY_AND_DISK)
+        cached.append(events)
         outputs: list[tuple[TableSpec, DataFrame]] = [
             (SILVER_REPLICA_OFFSETS, replica_offsets(events)),
             (SILVER_PARTITION_STATE, partition_state(events, min_isr_default=min_isr)),
@@ -167,7 +178,6 @@ def run_timelines(
         for spec, df in outputs:
             commit = merge_partitions(lake, spec, df, affected, run_parts, keys, meta)
             result.versions[spec.name] = commit.version if commit.version is not None else lake.version(spec)
-        events.unpersist()
         # Last, so that a crash before this point leaves the partitions marked as still to do.
         marks = current.join(F.broadcast(affected.select("run_id").distinct()), "run_id", "left_semi")
         commit = lake.overwrite_partitions(
@@ -176,9 +186,9 @@ def run_timelines(
             run_parts, keys=keys, metadata=meta,
         )
         result.versions[SILVER_TIMELINE_WATERMARKS.name] = commit.version
-        affected.unpersist()
     finally:
-        current.unpersist()
+        for df in cached:
+            df.unpersist()
     result.seconds = time.perf_counter() - t0
     return result
 
