@@ -1,0 +1,67 @@
+"""`run_audit`: the gold tables it writes, reruns that replace, and the exit codes a scheduler acts on."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from pyspark.sql import DataFrame
+from pyspark.sql import functions as F
+
+from jobs.audit import run_audit
+from jobs.invariants import IMPLEMENTED, NOT_IMPLEMENTED
+from jobs.lake import EmbeddedLake
+from schemas.audit import GOLD_AUDIT_RUNS, GOLD_INVARIANT_VIOLATIONS
+from schemas.events import BRONZE_EVENTS_SCHEMA
+from schemas.tables import BRONZE_EVENTS
+from tests.spark.test_audit_invariants import _timed, append, leader
+
+ACK = dict(event_type="produce_ack", broker_id=1, leader_epoch=1, acks=-1, error="NONE", base_offset=0,
+           last_offset=1, batch_checksum=11)
+UNCLEAN = dict(event_type="leader_election", broker_id=0, leader_epoch=2, action="unclean", leader_id=2, isr=[2],
+               replicas=[1, 2], partition_epoch=2)
+LOST = [leader(), append(0, 1, checksum=11), ACK, leader(broker=2, epoch=2)]
+"""An acknowledged write the final leader does not hold: an acked_write_lost error."""
+EXCUSED = [leader(), append(0, 1, checksum=11), ACK, UNCLEAN, leader(broker=2, epoch=2, isr=[2])]
+"""The same loss after an unclean election: a warning."""
+
+
+def _bronze(events: Callable[..., DataFrame], runs: dict[str, list[dict[str, Any]]]) -> DataFrame:
+    frames = [events(_timed(rows), run_id=run) for run, rows in runs.items()]
+    df = frames[0]
+    for f in frames[1:]:
+        df = df.unionByName(f)
+    df = df.select("*", F.lit("test.jsonl").alias("_source_file"), (F.col("event_id") + 1).alias("_source_line"),
+                   F.lit("batch-1").alias("_ingest_batch"))
+    return df.select(*BRONZE_EVENTS_SCHEMA.names)
+
+
+def test_audit_writes_violations_and_its_run_record_and_a_rerun_replaces(events, lake: EmbeddedLake) -> None:
+    lake.append(BRONZE_EVENTS, _bronze(events, {"lost": LOST, "excused": EXCUSED}))
+    first = run_audit(lake.spark, lake, log=lambda _: None)
+    assert (first.error, first.exit_code, first.errors, first.warnings) == (None, 1, 1, 1)
+    assert first.runs == ["excused", "lost"] and first.not_evaluated == NOT_IMPLEMENTED
+    again = run_audit(lake.spark, lake, fail_on="never", log=lambda _: None)
+    assert again.exit_code == 0
+    found = {(r["run_id"], r["invariant"], r["severity"], r["audit_id"])
+             for r in lake.read(GOLD_INVARIANT_VIOLATIONS).collect()}
+    assert found == {("lost", "acked_write_lost", "error", again.audit_id),
+                     ("excused", "acked_write_lost", "warning", again.audit_id)}, "a rerun replaces the runs' rows"
+    audits = {r["audit_id"]: r for r in lake.read(GOLD_AUDIT_RUNS).collect()}
+    assert set(audits) == {first.audit_id, again.audit_id}
+    row = audits[first.audit_id]
+    assert (row["exit_code"], row["fail_on"], row["errors"], row["warnings"]) == (1, "error", 1, 1)
+    assert row["bronze_version"] == lake.version(BRONZE_EVENTS)
+    assert row["not_evaluated"] == list(NOT_IMPLEMENTED)
+    per = {c["invariant"]: c for c in row["invariants"]}
+    assert {n for n, c in per.items() if c["evaluated"]} == set(IMPLEMENTED)
+    assert (per["acked_write_lost"]["errors"], per["acked_write_lost"]["warnings"]) == (1, 1)
+    assert all(c["note"] for c in per.values() if not c["evaluated"]), "never-evaluated invariants say why"
+
+
+def test_fail_on_decides_whether_warnings_fail_and_a_bad_option_is_a_job_failure(events, lake: EmbeddedLake) -> None:
+    lake.append(BRONZE_EVENTS, _bronze(events, {"excused": EXCUSED}))
+    assert run_audit(lake.spark, lake, fail_on="error", log=lambda _: None).exit_code == 0
+    assert run_audit(lake.spark, lake, fail_on="warning", log=lambda _: None).exit_code == 1
+    failed = run_audit(lake.spark, lake, fail_on="sometimes", log=lambda _: None)
+    assert failed.exit_code == 2 and failed.error is not None and "fail_on" in failed.error
