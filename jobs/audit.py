@@ -131,12 +131,14 @@ def run_audit(
     t0 = time.perf_counter()
     result = AuditResult(f"audit-{uuid.uuid4().hex[:16]}", fail_on)
     found: DataFrame | None = None
+    bronze: DataFrame | None = None
     try:
         if fail_on not in FAIL_ON:
             raise ValueError(f"fail_on must be one of {list(FAIL_ON)}, got {fail_on!r}")
         result.bronze_version = lake.version(BRONZE_EVENTS)
         wanted = [{"run_id": r} for r in runs] if runs else None
-        bronze = lake.read(BRONZE_EVENTS, wanted)
+        # Read once for every scan (each scan filters bronze afresh; cached, not collected).
+        bronze = lake.read(BRONZE_EVENTS, wanted).persist(StorageLevel.MEMORY_AND_DISK)
         # One small row per run: the partitions this audit replaces.
         result.runs = sorted(runs) if runs else sorted(
             r["run_id"] for r in bronze.select("run_id").distinct().collect())
@@ -162,8 +164,9 @@ def run_audit(
         result.exit_code = EXIT_FAILED
         log(traceback.format_exc())
     finally:
-        if found is not None:
-            found.unpersist()
+        for cached in (found, bronze):
+            if cached is not None:
+                cached.unpersist()
         result.duration_ms = int((time.perf_counter() - t0) * 1000)
     log(result.summary())
     return result

@@ -5,7 +5,8 @@ its last `become_leader`; its final log is replayed from its events without coll
 
 * a write is an `append` row exploded to its offsets; the final record at an offset is the latest write
   there, unless a later removal covers it — a truncation (from 0 when `full`, else from its offset), a
-  crash-recovery `leadership_change` whose LEO is below the replayed one (from that LEO), or a
+  `leadership_change` whose LEO is below the replayed one (from that LEO: crash recovery), an append
+  below the replayed LEO (from its base: a log has no tail beyond its last append), or a
   `log_start_offset_change` (below the new start). "Later" is a suffix minimum / maximum over the
   replica's window (a running frame over the reversed order), so no range join touches event-sized data;
 * an acknowledged offset is lost when it is at or above the final leader's LSO and the final record there
@@ -14,8 +15,9 @@ its last `become_leader`; its final log is replayed from its events without coll
   checker reports end-of-run checks.
 
 Severity (excusable invariant): warning when an `unclean` leader_election of the partition follows the
-acknowledgement (its id leads the evidence), else when a crash-recovery truncation of the final leader
-(a truncation while its broker is down) removed a record at the lost offset after the acknowledgement.
+acknowledgement (its id leads the evidence), else when the final leader's latest crash loss of the lost
+offset (`crash_removed`: a truncation while its broker is down, or a leadership_change reconciling the log
+after a crash / restart, which records the crash's id) is after the acknowledgement.
 Which removal removed a *live* record is decided, for the few violating acknowledgements only, from the
 replayed LSO / LEO around the removal (the replayed log is the contiguous range [LSO, LEO) whenever the
 events are consistent, which `event_stream_consistent` checks).
@@ -40,16 +42,33 @@ def _final_replica_rows(bronze: DataFrame) -> DataFrame:
     final = leaders.groupBy(*PARTITION).agg(F.max_by("broker_id", "event_id").alias("broker_id"))
     mine = rows.join(final, [*PARTITION, "broker_id"])
     w = Window.partitionBy(*replica_scan.REPLICA).orderBy("event_id")
+    before = w.rowsBetween(Window.unboundedPreceding, -1)
+    is_lc = F.col("event_type") == "leadership_change"
+    # `crashed_since_leadership`: the last crash / restart of the broker after the replica's last
+    # leadership_change; a leadership_change that then reports a shorter log is the crash's loss.
+    crash_mark = F.when(is_lc, F.lit(-1)).when(
+        (F.col("event_type") == "broker_lifecycle") & F.col("action").isin("crash", "restart"), F.col("event_id"))
     # "Every later row" as a running frame over the reversed order: Spark evaluates a frame ending at
     # unboundedFollowing afresh for every row (quadratic), a frame starting at unboundedPreceding once.
     after = Window.partitionBy(*replica_scan.REPLICA).orderBy(F.desc("event_id")).rowsBetween(
         Window.unboundedPreceding, -1)
     is_trunc = F.col("event_type") == "truncation"
     hi = (F.when(is_trunc, F.when(F.col("_full"), F.lit(0)).otherwise(F.col("truncate_offset")))
-          .when((F.col("event_type") == "leadership_change") & (F.col("leo") < F.col("_leo")), F.col("leo")))
+          .when(is_lc & (F.col("leo") < F.col("_leo")), F.col("leo"))
+          .when((F.col("event_type") == "append") & (F.col("base_offset") < F.col("_leo")), F.col("base_offset")))
     lo = F.when(F.col("event_type") == "log_start_offset_change", F.col("log_start_offset"))
+    mine = mine.withColumn("_crashed", F.last(crash_mark, True).over(before))
+    crashed = F.when(F.col("_crashed") >= 0, F.col("_crashed"))
+    # A removal's "by" (ReplicaState.removed_by) and, when it is a crash loss, its crash_removed id: a
+    # truncation while the broker is down, or a leadership_change reconciling a crashed replica's log
+    # (both the crash event's id there).
+    by = F.when(is_lc & crashed.isNotNull(), crashed).otherwise(F.col("event_id"))
+    crash_by = (F.when(is_trunc & F.col("_down"), F.col("event_id"))
+                .when(is_lc & (F.col("leo") < F.col("_leo")), crashed))
     return mine.select(
         "*",
+        by.alias("_by"),
+        crash_by.alias("_crash_by"),
         hi.cast("long").alias("_drop_from"),
         lo.cast("long").alias("_drop_below"),
         F.min(hi).over(after).cast("long").alias("_later_drop_from"),
@@ -114,17 +133,17 @@ def _excuses_and_evidence(bronze: DataFrame, bad: DataFrame, final_rows: DataFra
     live = (o >= F.col("_lso_before")) & (o < F.col("_leo"))
     covers = ((F.col("_drop_from").isNotNull() & (F.col("_drop_from") <= o))
               | (F.col("_drop_below").isNotNull() & (F.col("_drop_below") > o)))
-    crash = (F.col("event_type") == "truncation") & F.col("_down")
     removals = final_rows.where(F.col("_drop_from").isNotNull() | F.col("_drop_below").isNotNull()).select(
-        *PARTITION, F.col("event_id").alias("_removal"), "_drop_from", "_drop_below", "_lso_before", "_leo",
-        crash.alias("_crash"))
+        *PARTITION, F.col("event_id").alias("_removal"), "_drop_from", "_drop_below", "_lso_before", "_leo", "_by",
+        "_crash_by")
     last_ts = bronze.groupBy("run_id").agg(F.max_by("ts_ms", "event_id").alias("_last_ts"))
     keys = [*PARTITION, "ack_id"]
     with_unclean = bad.join(unclean, list(PARTITION), "left").groupBy(*bad.columns).agg(
         F.min(F.when(F.col("_unclean") > F.col("ack_id"), F.col("_unclean"))).alias("unclean_id"))
     removed = bad.select(*keys, "lost_offset").join(removals, list(PARTITION)).where(live & covers).groupBy(
-        *keys).agg(F.max("_removal").alias("removed_by"), F.max(F.when(F.col("_crash"), F.col("_removal")))
-                   .alias("crash_id"))
+        *keys).agg(F.max_by("_by", "_removal").alias("removed_by"),
+                   # crash_removed[o] holds the id the latest crash loss of o wrote (processing order).
+                   F.max_by("_crash_by", F.when(F.col("_crash_by").isNotNull(), F.col("_removal"))).alias("crash_id"))
     acked_append = bad.select(*keys, "ack_leader", "ack_base").join(
         appends.withColumnRenamed("_b", "ack_leader"), [*PARTITION, "ack_leader"]).where(
         (F.col("_ab") <= F.col("ack_base")) & (F.col("ack_base") <= F.col("_al")) & (F.col("_append") < F.col("ack_id"))

@@ -7,8 +7,8 @@ order. The state a check sees is the state *before* its event (`rowsBetween(unbo
 * tenure — the last `leadership_change` (become_leader -> leading, else following) unless a later
   `broker_lifecycle` crash / shutdown / restart of the broker closed it (`ReplicaState.close_tenure`);
   the replica's epoch `r.epoch` is the last non-null envelope epoch of its leadership_changes (-1 before
-  any), the tenure start the last leadership_change's event id. Lifecycle events are broker-wide, so they
-  are joined onto every partition the broker holds a replica of.
+  any, and -1 again after a crash / shutdown / restart), the tenure start the last leadership_change's id.
+  Lifecycle events are broker-wide, so they are joined onto every partition the broker holds a replica of.
 * broker down — the last crash / shutdown (down) or start / restart (up) of the broker.
 * LEO — the last of: append (last_offset + 1), truncation (truncate_offset), leadership_change (its leo:
   `_reconcile_log` aligns the replay with it both ways); 0 before any.
@@ -42,8 +42,8 @@ CLOSING_ACTIONS: tuple[str, ...] = ("crash", "shutdown", "restart")
 
 _COLUMNS: tuple[str, ...] = (
     "run_id", "event_id", "ts_ms", "broker_id", "event_type", "topic", "partition", "leader_epoch", "action",
-    "role", "isr", "base_offset", "last_offset", "leo", "hw", "old_hw", "log_start_offset", "old_leo",
-    "truncate_offset", "reason", "isr_state",
+    "role", "isr", "base_offset", "last_offset", "batch_leader_epoch", "leo", "hw", "old_hw", "log_start_offset",
+    "old_leo", "truncate_offset", "reason", "isr_state",
 )
 _NO_LSO_LIMIT = 2**62  # larger than any offset: "no partial truncation since the last LSO set"
 
@@ -79,7 +79,8 @@ def annotate(rows: DataFrame) -> DataFrame:
     leo_mark = (F.when(_is("append"), F.col("last_offset") + 1)
                 .when(_is("truncation"), F.col("truncate_offset"))
                 .when(is_lc, F.col("leo")))
-    lc_epoch = F.when(is_lc, F.col("leader_epoch"))
+    # r.epoch: set by a leadership_change that carries one, reset to -1 when the broker's process goes.
+    lc_epoch = F.when(is_lc, F.col("leader_epoch")).when(closes, F.lit(-1))
     s1 = rows.select(
         "*",
         (F.coalesce(F.last(role_mark, True).over(before), F.lit("none")) == "leader").alias("_leading"),

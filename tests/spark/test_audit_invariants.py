@@ -153,3 +153,18 @@ def test_acked_write_lost_after_an_unclean_election_is_a_warning(events, expect)
     expect(_keys(inv.acked_write_lost(_two_runs(events, bad, ok))),
            [("bad", "acked_write_lost", "warning", 2, -1, 0, 11, -1, [3, 1, 2]),
             ("ok", "acked_write_lost", "error", 2, -1, 0, 11, -1, [1, 2])], KEY_SCHEMA)
+
+
+def test_epoch_cache_monotonic_flags_a_batch_epoch_below_the_previous_record(events, expect) -> None:
+    follower = dict(leader(epoch=2), action="become_follower", leader_id=2)
+    df = _two_runs(events,
+                   [follower, append(0, 1, epoch=2, role="follower"), append(2, 3, epoch=1, role="follower")],
+                   [follower, append(0, 1, epoch=2, role="follower"), append(2, 3, epoch=3, role="follower")])
+    expect(_keys(inv.epoch_cache_monotonic(df)),
+           [("bad", "epoch_cache_monotonic", "error", 1, 2, 2, 2, 1, [1, 2])], KEY_SCHEMA)
+
+
+def test_epoch_cache_monotonic_flags_a_leader_stamping_another_epoch(events, expect) -> None:
+    df = _two_runs(events, [leader(epoch=2), append(0, 1, epoch=1)], [leader(epoch=2), append(0, 1, epoch=2)])
+    expect(_keys(inv.epoch_cache_monotonic(df)),
+           [("bad", "epoch_cache_monotonic", "error", 1, 1, 0, 2, 1, [0, 1])], KEY_SCHEMA)

@@ -1,0 +1,149 @@
+"""Differential test: the Spark audit and the reference checker agree exactly, run for run.
+
+Every shipped scenario (shortened, except the KIP scenarios whose faults need their full length), the
+KIP-101 / KIP-279 scenarios also in the protocol generation they describe (where the checker finds the
+loss, so the comparison is not vacuous), and seeded random fault runs of `nemesis-small` (alternating the
+default mode and high-watermark truncation, which loses data) are simulated; the checker reads their
+files, and the same files go through ONE ingest and ONE audit (runs are partitioned by run_id, so the
+Spark overhead is paid once). For each run, the violations of the invariants the Spark audit implements
+must be the same set: (invariant, severity, topic, partition, replica, detecting event, offset, expected,
+actual) as `replication_core.checker.violation.Violation` defines them. Any disagreement is a bug in
+one of the two.
+
+Opt-ins: REPLOG_DIFF_SEEDS=N (default 30) random fault runs; REPLOG_DIFF_LARGE=1 adds the heavy
+`large-30-brokers` scenario.
+"""
+
+from __future__ import annotations
+
+import os
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pytest
+from pyspark.sql import SparkSession
+
+from jobs.audit import AuditResult, run_audit
+from jobs.ingest import run_ingest
+from jobs.invariants import IMPLEMENTED
+from jobs.lake import EmbeddedLake
+from replication_core.checker.checker import check_events
+from replication_core.checker.reader import read_events
+from replication_core.config import TruncationMode
+from replication_core.sim.cli import load_scenario, run_id_for, simulate
+from replication_core.sim.scenario import Scenario
+from schemas.audit import GOLD_INVARIANT_VIOLATIONS
+from tests.sim.test_fault_campaign import campaign_scenario
+
+SCENARIOS = Path(__file__).resolve().parents[2] / "conf" / "scenarios"
+HEAVY = ("large-30-brokers",)
+OLD_MODES: dict[str, TruncationMode] = {
+    "kip-101-hw-truncation": TruncationMode.HIGH_WATERMARK,
+    "kip-101-divergence": TruncationMode.HIGH_WATERMARK,
+    "kip-279-fast-failover": TruncationMode.LEADER_EPOCH_V0,
+}
+SHORT_MS = 15000
+SEEDS = int(os.environ.get("REPLOG_DIFF_SEEDS", "30"))
+LARGE = os.environ.get("REPLOG_DIFF_LARGE") == "1"
+
+Key = tuple[str, str, str | None, int | None, int | None, int, int | None, int | None, int | None]
+
+
+@dataclass(frozen=True)
+class Case:
+    """One simulated run of the comparison."""
+
+    label: str
+    scenario: Scenario
+    old_mode: bool = False
+
+
+def _cases() -> list[Case]:
+    out: list[Case] = []
+    for path in sorted(SCENARIOS.glob("*.yaml")):
+        if path.stem in HEAVY and not LARGE:
+            continue
+        sc = load_scenario(path)
+        if path.stem not in OLD_MODES:
+            sc = sc.with_overrides(duration_ms=min(sc.duration_ms, SHORT_MS))
+        out.append(Case(path.stem, sc))
+        if path.stem in OLD_MODES:
+            mode = OLD_MODES[path.stem]
+            out.append(Case(f"{path.stem}@{mode.value}", sc.with_overrides(truncation_mode=mode), old_mode=True))
+    for seed in range(SEEDS):
+        mode = TruncationMode.HIGH_WATERMARK if seed % 2 else None
+        out.append(Case(f"nemesis-s{seed}{'@high_watermark' if mode else ''}",
+                        campaign_scenario(seed).with_overrides(truncation_mode=mode)))
+    return out
+
+
+CASES = _cases()
+
+
+@dataclass
+class Outcome:
+    """Both sides' violations per run_id, the checker's full counts, and the audit's result."""
+
+    checker: dict[str, set[Key]] = field(default_factory=dict)
+    spark: dict[str, set[Key]] = field(default_factory=dict)
+    checker_all: dict[str, Counter[str]] = field(default_factory=dict)
+    audit: AuditResult | None = None
+
+
+@pytest.fixture(scope="module")
+def outcome(spark: SparkSession, tmp_path_factory: pytest.TempPathFactory) -> Outcome:
+    """Simulate every case, check it with the reference checker, then one ingest + one audit of all."""
+    root = tmp_path_factory.mktemp("differential")
+    landing = root / "landing"
+    out = Outcome()
+    for case in CASES:
+        run_dir = landing / case.label.replace("@", "-")
+        simulate(case.scenario, run_dir)
+        result = check_events(read_events(run_dir))
+        run_id = run_id_for(case.scenario)
+        out.checker[run_id] = {
+            (v.invariant, v.severity, v.topic, v.partition, v.replica, v.event_id, v.offset, v.expected, v.actual)
+            for v in result.violations if v.invariant in IMPLEMENTED
+        }
+        out.checker_all[run_id] = Counter(v.invariant for v in result.violations)
+        out.spark[run_id] = set()
+    lake = EmbeddedLake(spark, str(root / "lake"))
+    run_ingest(spark, lake, str(landing), log=lambda _: None)
+    out.audit = run_audit(spark, lake, fail_on="never", log=lambda _: None)
+    # The violations only (a handful per run), not events: small enough to compare in the driver.
+    for r in lake.read(GOLD_INVARIANT_VIOLATIONS).collect():
+        out.spark.setdefault(r["run_id"], set()).add(
+            (r["invariant"], r["severity"], r["topic"], r["partition"], r["replica"], r["event_id"], r["offset"],
+             r["expected"], r["actual"]))
+    return out
+
+
+def test_the_audit_of_every_run_succeeds(outcome: Outcome) -> None:
+    """One ingest + one audit over all runs; fail_on=never so violations do not change the exit code."""
+    assert outcome.audit is not None and outcome.audit.error is None, outcome.audit and outcome.audit.error
+    assert outcome.audit.exit_code == 0
+    assert sorted(outcome.audit.runs) == sorted(outcome.checker)
+
+
+@pytest.mark.parametrize("case", CASES, ids=[c.label for c in CASES])
+def test_spark_audit_agrees_with_the_reference_checker(outcome: Outcome, case: Case) -> None:
+    """Same (invariant, severity, partition, replica, event, offsets) on both sides for this run."""
+    run_id = run_id_for(case.scenario)
+    checker, spark = outcome.checker[run_id], outcome.spark.get(run_id, set())
+    assert spark == checker, {"only_checker": sorted(checker - spark, key=repr),
+                              "only_spark": sorted(spark - checker, key=repr)}
+
+
+def test_old_protocol_generations_lose_data_so_the_comparison_is_not_vacuous(outcome: Outcome) -> None:
+    """KIP-101 / KIP-279 in their old mode: the checker finds violations, some among the compared ones."""
+    old = [run_id_for(c.scenario) for c in CASES if c.old_mode]
+    assert old and all(outcome.checker_all[r] for r in old), {r: outcome.checker_all[r] for r in old}
+    assert any(outcome.checker[r] for r in old), "no compared invariant fires in any old-mode run"
+
+
+def test_at_least_thirty_random_fault_runs_are_compared() -> None:
+    """The issue asks for >= 30 seeded fault runs (REPLOG_DIFF_SEEDS may only raise it)."""
+    if SEEDS < 30:
+        pytest.skip(f"REPLOG_DIFF_SEEDS={SEEDS} lowers the campaign below the required 30")
+    assert sum(c.label.startswith("nemesis-s") for c in CASES) >= 30
