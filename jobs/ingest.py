@@ -31,6 +31,9 @@ from jobs.validate import DUPLICATE, classify
 from schemas.events import BRONZE_EVENTS_SCHEMA, SchemaVersionError
 from schemas.tables import BRONZE_EVENTS, BRONZE_QUARANTINE
 
+BROADCAST_DUPLICATES = 200_000
+"""Up to this many duplicate records are broadcast to the join that marks them (a few MB)."""
+
 
 @dataclass
 class IngestResult:
@@ -82,33 +85,47 @@ def read_candidates(spark: SparkSession, files: Sequence[LandingFile]) -> DataFr
     return out.unionByName(unreadable_files(spark, unreadable)) if unreadable else out
 
 
-def mark_duplicates(classified: DataFrame, existing: DataFrame) -> DataFrame:
-    """Reclassify good records whose (run_id, event_id) is already kept as duplicates.
+def duplicate_flags(classified: DataFrame, existing: DataFrame) -> DataFrame:
+    """(file, line, reason) of every good record whose (run_id, event_id) is already kept.
 
-    Within the batch the first occurrence (by file, then line) is kept; against `existing`
-    (the bronze rows of the same runs) every occurrence is a duplicate.
+    Within the batch the first occurrence (by file, then line) is kept; against `existing` (the
+    bronze rows of the same runs) every occurrence is a duplicate. Only the key columns are
+    shuffled: whole records never move for this check.
     """
-    good = F.col("_reason_code").isNull()
+    keys = classified.where(F.col("_reason_code").isNull()).select(
+        "run_id", "event_id", "_source_file", "_source_line"
+    )
     w = Window.partitionBy("run_id", "event_id").orderBy("_source_file", "_source_line")
-    first_at = F.first(F.concat_ws(":", "_source_file", F.col("_source_line").cast("string"))).over(w)
-    seen = existing.select("run_id", "event_id", F.lit(True).alias("_in_bronze")).distinct()
-    ranked = (
-        classified.where(good)
-        .withColumn("_rank", F.row_number().over(w))
-        .withColumn("_first_at", first_at)
-        .join(seen, ["run_id", "event_id"], "left")
-    )
-    dup_batch = F.col("_rank") > 1
-    dup_bronze = F.coalesce(F.col("_in_bronze"), F.lit(False))
     key = F.concat(F.lit("(run_id="), F.col("run_id"), F.lit(", event_id="), F.col("event_id").cast("string"))
-    ranked = ranked.select(
-        *[c for c in classified.columns if c not in ("_reason", "_reason_code")],
-        F.when(dup_bronze, F.concat(F.lit("duplicate event "), key, F.lit(") is already in bronze")))
-        .when(dup_batch, F.concat(F.lit("duplicate event "), key, F.lit(") first seen at "), F.col("_first_at")))
-        .alias("_reason"),
-        F.when(dup_bronze | dup_batch, F.lit(DUPLICATE)).alias("_reason_code"),
+    location = F.concat_ws(":", "_source_file", F.col("_source_line").cast("string"))
+    in_batch = (
+        keys.withColumn("_rank", F.row_number().over(w))
+        .withColumn("_first_at", F.first(location).over(w))
+        .where(F.col("_rank") > 1)
+        .select("_source_file", "_source_line", F.lit(2).alias("_priority"),
+                F.concat(F.lit("duplicate event "), key, F.lit(") first seen at "), F.col("_first_at")).alias("_dup"))
     )
-    return classified.where(~good).unionByName(ranked)
+    in_bronze = keys.join(existing.select("run_id", "event_id"), ["run_id", "event_id"], "left_semi").select(
+        "_source_file", "_source_line", F.lit(1).alias("_priority"),
+        F.concat(F.lit("duplicate event "), key, F.lit(") is already in bronze")).alias("_dup"),
+    )
+    # A record both repeated in the batch and already in bronze is reported as the latter.
+    return (
+        in_bronze.unionByName(in_batch)
+        .groupBy("_source_file", "_source_line")
+        .agg(F.min_by("_dup", "_priority").alias("_dup"))
+    )
+
+
+def mark_duplicates(classified: DataFrame, dups: DataFrame, broadcast: bool) -> DataFrame:
+    """Reclassify the records listed in `dups` (see `duplicate_flags`) as duplicates."""
+    small = F.broadcast(dups) if broadcast else dups
+    joined = classified.join(small, ["_source_file", "_source_line"], "left")
+    return joined.select(
+        *[c for c in classified.columns if c not in ("_reason", "_reason_code")],
+        F.coalesce(F.col("_dup"), F.col("_reason")).alias("_reason"),
+        F.when(F.col("_dup").isNotNull(), F.lit(DUPLICATE)).otherwise(F.col("_reason_code")).alias("_reason_code"),
+    )
 
 
 def _file_filter(files: Sequence[LandingFile]) -> F.Column:
@@ -140,13 +157,16 @@ def run_ingest(
 
     # Parsed and validated once: the run list, the duplicate check and the counts all read this.
     classified = classify(read_candidates(spark, pending)).persist(StorageLevel.MEMORY_AND_DISK)
-    final = None
+    final = dups = None
     try:
         runs_df = classified.where(F.col("run_id").isNotNull()).select("run_id").distinct()
         # One small row per run: the partitions of bronze that can hold duplicates of this batch.
         runs = [{"run_id": r["run_id"]} for r in runs_df.collect()]
         existing = lake.read(BRONZE_EVENTS, runs)
-        final = mark_duplicates(classified, existing.select("run_id", "event_id"))
+        dups = duplicate_flags(classified, existing).persist(StorageLevel.MEMORY_AND_DISK)
+        n_dups = dups.count()
+        # Duplicates are rare: usually there is nothing to join at all, and a few are broadcast.
+        final = classified if n_dups == 0 else mark_duplicates(classified, dups, n_dups <= BROADCAST_DUPLICATES)
         final = final.withColumn("_ingest_batch", F.lit(batch)).persist(StorageLevel.MEMORY_AND_DISK)
         counts = {
             (r["_reason_code"], bool(r["_newer_major"])): (r["n"], r["example"])
@@ -155,6 +175,7 @@ def run_ingest(
             .collect()
         }
         classified.unpersist()
+        dups.unpersist()
         result.seconds["read_validate"] = time.perf_counter() - t0
         newer = [(n, ex) for (code, nm), (n, ex) in counts.items() if nm]
         if newer:
@@ -176,7 +197,11 @@ def run_ingest(
         }
         t1 = time.perf_counter()
         q = b = None
+        # With nothing to write, an empty frame still commits the files' idempotency keys, without
+        # a scan of the whole batch to find no rows.
         bad = final.where(F.col("_reason_code").isNotNull() & _file_filter(for_quarantine))
+        if result.quarantined == 0:
+            bad = bad.limit(0)
         if for_quarantine:
             q = lake.append(
                 BRONZE_QUARANTINE,
@@ -188,6 +213,8 @@ def run_ingest(
                 metadata=meta,
             )
         good = final.where(F.col("_reason_code").isNull() & _file_filter(for_bronze))
+        if result.kept == 0:
+            good = good.limit(0)
         if for_bronze:
             b = lake.append(
                 BRONZE_EVENTS,
@@ -197,9 +224,9 @@ def run_ingest(
             )
         result.seconds["write_commit"] = time.perf_counter() - t1
     finally:
-        classified.unpersist()
-        if final is not None:
-            final.unpersist()
+        for df in (classified, dups, final):
+            if df is not None:
+                df.unpersist()
     result.quarantine_version = q.version if q and q.version is not None else lake.version(BRONZE_QUARANTINE)
     result.bronze_version = b.version if b and b.version is not None else lake.version(BRONZE_EVENTS)
     return result
