@@ -110,3 +110,9 @@ def epoch_cache_monotonic(bronze: DataFrame) -> DataFrame:
     """epoch_cache_monotonic (§11.8, §2.7): batch epochs never decrease with offset; a leader stamps its own
     epoch on the batches it appends."""
     return evaluate(bronze, ["epoch_cache_monotonic"])
+
+
+def hw_frozen_under_min_isr(bronze: DataFrame) -> DataFrame:
+    """hw_frozen_under_min_isr (§11.2, §2.3): the leader HW does not advance while the committed ISR is
+    below the effective min ISR."""
+    return evaluate(bronze, ["hw_frozen_under_min_isr"])

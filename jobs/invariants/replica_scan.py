@@ -19,9 +19,14 @@ order. The state a check sees is the state *before* its event (`rowsBetween(unbo
   reason `reset_to_committed` (both while leading), a leadership_change or a tenure-closing lifecycle event
   clears it. isr_change events outside a leader tenure are ignored, as the checker's handler returns early.
 
+* committed ISR — a become_leader's ISR, a committed isr_change's while leading; emptied by a
+  become_follower or a tenure-closing lifecycle event; assigned replicas from the last leadership_change;
+  min.insync.replicas from the broker's last `broker_config` (topic override first), else the default.
+
 Invariants folded into this pass (§ of /work/shared/docs/kafka-replication.md): hw_monotonic_leader
-(§11.1, §2.3), hw_within_log (§11.1, §2.7), leader_no_truncation (Appendix A, §2.6), isr_single_inflight
-(§11.7, §2.5) and the committed-isr_change half of isr_nonempty (§11.7, §9.1).
+(§11.1, §2.3), hw_frozen_under_min_isr (§11.2, §2.3), hw_within_log (§11.1, §2.7), leader_no_truncation
+(Appendix A, §2.6), isr_single_inflight (§11.7, §2.5) and the committed-isr_change half of isr_nonempty
+(§11.7, §9.1).
 """
 
 from __future__ import annotations
@@ -30,6 +35,7 @@ from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
 from jobs.invariants.base import Scan, text, violation
+from replication_core.config import ReplicationConfig
 
 REPLICA: tuple[str, ...] = ("run_id", "topic", "partition", "broker_id")
 """A replica: the window partition of this scan."""
@@ -43,8 +49,9 @@ CLOSING_ACTIONS: tuple[str, ...] = ("crash", "shutdown", "restart")
 _COLUMNS: tuple[str, ...] = (
     "run_id", "event_id", "ts_ms", "broker_id", "event_type", "topic", "partition", "leader_epoch", "action",
     "role", "isr", "base_offset", "last_offset", "batch_leader_epoch", "leo", "hw", "old_hw", "log_start_offset",
-    "old_leo", "truncate_offset", "reason", "isr_state",
+    "old_leo", "truncate_offset", "reason", "isr_state", "replicas",
 )
+_DEFAULT_MIN_ISR = ReplicationConfig().min_insync_replicas  # a broker without broker_config runs defaults
 _NO_LSO_LIMIT = 2**62  # larger than any offset: "no partial truncation since the last LSO set"
 
 
@@ -58,9 +65,10 @@ def replica_events(bronze: DataFrame) -> DataFrame:
               & F.col("topic").isNotNull() & F.col("partition").isNotNull())
     part = bronze.where(scoped).select(*_COLUMNS)
     keys = part.select(*REPLICA).distinct()
-    life = bronze.where(_is("broker_lifecycle") & F.col("broker_id").isNotNull()).select(
-        "run_id", "broker_id", "event_id", "ts_ms", "event_type", "action")
-    # A broker's lifecycle is broker-wide: copy each event onto the broker's replicas (keys are small).
+    life = bronze.where(F.col("event_type").isin("broker_lifecycle", "broker_config")
+                        & F.col("broker_id").isNotNull()).select(
+        "run_id", "broker_id", "event_id", "ts_ms", "event_type", "action", "config")
+    # Lifecycle and config are broker-wide: copy each event onto the broker's replicas (keys are small).
     return part.unionByName(life.join(keys, ["run_id", "broker_id"]), allowMissingColumns=True)
 
 
@@ -97,8 +105,23 @@ def annotate(rows: DataFrame) -> DataFrame:
     pending_mark = (F.when(leading_isr & (F.col("isr_state") == "proposed"), F.col("event_id"))
                     .when(clears | is_lc | closes, F.lit(-1)))
     lso_set = F.when(_is("log_start_offset_change"), F.col("log_start_offset")).when(full, F.col("truncate_offset"))
+    empty = F.array().cast("array<int>")
+    committed_isr = leading_isr & (F.col("isr_state") == "committed")
+    isr_mark = (F.when(is_lc & (F.col("action") == "become_leader"), F.array_distinct(F.coalesce("isr", empty)))
+                .when(is_lc | closes, empty)
+                .when(committed_isr, F.array_distinct(F.coalesce("isr", empty))))
+    is_cfg = _is("broker_config")
+    topic_key = F.concat(F.lit("topic."), F.col("topic"), F.lit(".min.insync.replicas"))
+    min_isr_mark = F.when(is_cfg, F.coalesce(F.col("config")[topic_key].try_cast("int"),
+                                             F.col("config")["min.insync.replicas"].try_cast("int"),
+                                             F.lit(_DEFAULT_MIN_ISR)))
     s2 = s1.select(
         "*",
+        F.coalesce(F.last(isr_mark, True).over(before), empty).alias("_isr"),
+        F.coalesce(F.last(F.when(is_lc, F.coalesce("replicas", empty)), True).over(before), empty)
+        .alias("_replicas"),
+        F.coalesce(F.last(min_isr_mark, True).over(before), F.lit(_DEFAULT_MIN_ISR)).alias("_min_isr_config"),
+        F.last(F.when(is_cfg, F.col("event_id")), True).over(before).alias("_config_event"),
         full.alias("_full"),
         lso_set.alias("_lso_set"),
         F.when(is_trunc & ~full, F.col("truncate_offset")).alias("_lso_min"),
@@ -131,6 +154,22 @@ def hw_monotonic_leader() -> Column:
         expected=F.col("old_hw"), actual=F.col("hw"), evidence=[F.col("_tenure_start")],
         message=text("leader HW moved back from ", F.col("old_hw"), " to ", F.col("hw"), " in epoch ",
                      F.col("_epoch")),
+    )
+
+
+def hw_frozen_under_min_isr() -> Column:
+    """hw_frozen_under_min_isr (§11.2, §2.3): a leader in tenure advances its HW only while its committed
+    ISR has at least min(min.insync.replicas, replication factor) members; the topic's
+    `topic.<t>.min.insync.replicas` in the broker's last broker_config wins over the broker value."""
+    in_tenure = (_is("hw_change") & F.col("_leading") & (F.col("role") == "leader")
+                 & (F.col("leader_epoch").isNull() | (F.col("leader_epoch") == F.col("_epoch"))))
+    rf = F.when(F.size("_replicas") > 0, F.size("_replicas")).otherwise(F.size("_isr"))
+    min_isr = F.least(F.col("_min_isr_config"), F.greatest(rf, F.lit(1)))
+    return violation(
+        "hw_frozen_under_min_isr", in_tenure & (F.col("hw") > F.col("old_hw")) & (F.size("_isr") < min_isr),
+        expected=min_isr, actual=F.size("_isr"), evidence=[F.col("_config_event")],
+        message=text("leader HW advanced to ", F.col("hw"), " with committed ISR ",
+                     F.array_join(F.array_sort("_isr"), ","), " below min ISR ", min_isr),
     )
 
 
@@ -186,6 +225,7 @@ SCAN = Scan(
     {
         "hw_monotonic_leader": (hw_monotonic_leader,),
         "hw_within_log": (hw_within_log,),
+        "hw_frozen_under_min_isr": (hw_frozen_under_min_isr,),
         "leader_no_truncation": (leader_no_truncation,),
         "isr_single_inflight": (isr_single_inflight,),
         "isr_nonempty": (isr_nonempty_committed,),

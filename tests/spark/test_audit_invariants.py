@@ -36,8 +36,9 @@ def _keys(df: DataFrame) -> DataFrame:
 
 def leader(broker: int = 1, epoch: int = 1, isr: list[int] | None = None, **kw: Any) -> dict[str, Any]:
     """A become_leader leadership_change."""
-    return dict(event_type="leadership_change", broker_id=broker, leader_epoch=epoch, action="become_leader",
-                leader_id=broker, isr=isr if isr is not None else [1, 2], replicas=[1, 2], leo=0, hw=0, **kw)
+    fields = dict(event_type="leadership_change", broker_id=broker, leader_epoch=epoch, action="become_leader",
+                  leader_id=broker, isr=isr if isr is not None else [1, 2], replicas=[1, 2], leo=0, hw=0)
+    return {**fields, **kw}
 
 
 def append(base: int, last: int, broker: int = 1, epoch: int = 1, checksum: int = 7, role: str = "leader") -> dict:
@@ -168,3 +169,13 @@ def test_epoch_cache_monotonic_flags_a_leader_stamping_another_epoch(events, exp
     df = _two_runs(events, [leader(epoch=2), append(0, 1, epoch=1)], [leader(epoch=2), append(0, 1, epoch=2)])
     expect(_keys(inv.epoch_cache_monotonic(df)),
            [("bad", "epoch_cache_monotonic", "error", 1, 1, 0, 2, 1, [0, 1])], KEY_SCHEMA)
+
+
+def test_hw_frozen_under_min_isr_flags_an_hw_advance_with_too_small_an_isr(events, expect) -> None:
+    config = dict(event_type="broker_config", broker_id=1, topic=None, partition=None,
+                  config={"min.insync.replicas": "2", "topic.t.min.insync.replicas": "3"})
+    df = _two_runs(events,
+                   [config, leader(isr=[1, 2], replicas=[1, 2, 3]), append(0, 1), hw(0, 2)],
+                   [config, leader(isr=[1, 2, 3], replicas=[1, 2, 3]), append(0, 1), hw(0, 2)])
+    expect(_keys(inv.hw_frozen_under_min_isr(df)),
+           [("bad", "hw_frozen_under_min_isr", "error", 1, 3, None, 3, 2, [0, 3])], KEY_SCHEMA)
