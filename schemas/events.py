@@ -378,3 +378,22 @@ QUARANTINE_SCHEMA: pa.Schema = pa.schema(
     metadata={"schema_version": SCHEMA_VERSION},
 )
 """Arrow schema of `bronze/quarantine`: every record that was read but not kept, and why."""
+
+
+def payload_problems(ev: dict) -> list[str]:
+    """What an event dict breaks of its type's rules: required payload columns, topic/partition for a
+    partition-scoped type, allowed values, non-negative numbers (envelope presence is not checked)."""
+    et = EVENT_TYPES[ev["event_type"]]
+    problems = [f"{et.name} without {name}" for name in et.requires if ev.get(name) is None]
+    if et.partition_scoped and (ev.get("topic") is None or ev.get("partition") is None):
+        problems.append(f"{et.name} without topic/partition")
+    for name, value in ev.items():
+        if value is None:
+            continue
+        col = COLUMN_BY_NAME[name]
+        allowed = col.allowed_by_type.get(et.name, col.allowed)
+        if allowed and value not in allowed:
+            problems.append(f"{name}={value!r} not in {allowed} ({et.name})")
+        if col.non_negative and value < 0:
+            problems.append(f"{name}={value!r} negative ({et.name})")
+    return problems

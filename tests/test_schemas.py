@@ -99,3 +99,17 @@ def test_version_rules() -> None:
         check_readable("2.0")
     with pytest.raises(ValueError, match=r"MAJOR\.MINOR"):
         parse_version("v1")
+
+
+def test_payload_problems_names_each_broken_rule() -> None:
+    from schemas.events import payload_problems
+
+    good = next(x for x in sample_events() if x["event_type"] == "append")
+    assert payload_problems(good) == []
+    bad = {**good, "leo": -1, "role": "observer", "batch_checksum": None, "topic": None}
+    assert payload_problems(bad) == [
+        "append without batch_checksum",
+        "append without topic/partition",
+        "role='observer' not in ('leader', 'follower') (append)",
+        "leo=-1 negative (append)",
+    ]
