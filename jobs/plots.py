@@ -1,0 +1,395 @@
+"""The incident report's picture of one partition: pure matplotlib on plain Python / pandas data, no Spark.
+
+One figure per partition, two panels sharing the time axis (seconds since the run's first event):
+
+  * top — every replica's log end offset (solid) and high watermark (dashed) as step lines, one
+    colour per broker; where the report aggregated several changes into one time bucket, a light
+    band shows the bucket's min..max (so a truncation or an HW drop inside a bucket stays visible);
+    violations as markers at their time (and offset, when the invariant has one) labelled with the
+    invariant name;
+  * bottom — one lane per assigned replica: shaded while it is in the committed ISR (hatched when it
+    left and rejoined inside one bucket), a dark strip while it leads, its crashes and restarts marked.
+
+Both panels carry the leader changes (vertical lines labelled with the new leader and epoch) and the
+lag incidents (shaded intervals labelled with the follower and the verdict).
+
+Rendering goes through `matplotlib.figure.Figure` and the Agg canvas directly, never `pyplot`: no
+global figure registry, no display, safe on a driver without a screen.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pandas as pd
+from matplotlib.backends.backend_agg import FigureCanvasAgg
+from matplotlib.figure import Figure
+from matplotlib.lines import Line2D
+from matplotlib.patches import Patch
+from matplotlib.ticker import FuncFormatter, MaxNLocator
+from matplotlib.transforms import offset_copy
+
+from jobs.report_document import BAD_VERDICTS
+
+OFFSET_COLUMNS: tuple[str, ...] = ("replica", "t_s", "hw", "leo", "hw_min", "hw_max", "leo_min", "leo_max")
+"""Columns of `PartitionPlot.offsets`: one row per replica and time bucket; `hw` / `leo` are the values at
+the end of the bucket, the `_min` / `_max` columns their range inside it."""
+
+ISR_COLUMNS: tuple[str, ...] = ("replica", "t_s", "in_isr", "in_isr_whole")
+"""Columns of `PartitionPlot.isr`: one row per assigned replica and time bucket; `in_isr` is the membership
+at the end of the bucket, `in_isr_whole` whether it was a member in every state that began in the bucket."""
+
+MAX_LEADER_LABELS = 12
+"""Beyond this many leader changes the lines are drawn without text (labels would overlap)."""
+MAX_VIOLATION_LABELS = 8
+"""Violation markers beyond this many are drawn without text."""
+
+DODGE_POINTS = 2.5
+"""Vertical shift between replicas' lines, in points (so equal offsets do not hide each other)."""
+
+_PALETTE = ("#1f77b4", "#2ca02c", "#9467bd", "#8c564b", "#17becf", "#7f7f7f", "#bcbd22", "#e377c2")
+_LIFECYCLE_STYLE = {"crash": ("#d62728", "X"), "restart": ("#2ca02c", ">"), "start": ("#2ca02c", ">"),
+                    "shutdown": ("#555555", "s"), "controlled_shutdown": ("#555555", "s")}
+_SEVERITY_STYLE = {"error": ("#d62728", "X"), "warning": ("#ff7f0e", "^")}
+
+
+@dataclass(frozen=True)
+class LeaderChange:
+    """A new leader (None = the partition went offline) and its epoch, from `time_s` on."""
+
+    time_s: float
+    leader: int | None
+    epoch: int | None
+
+
+@dataclass(frozen=True)
+class EvidencePoint:
+    """An event that proves a violation: when, and a short label (`append by broker 2`)."""
+
+    time_s: float
+    label: str
+
+
+@dataclass(frozen=True)
+class ViolationMark:
+    """One invariant violation to mark: its time, name, severity, (when it has them) replica and offset, and
+    the evidence events that lead to it."""
+
+    time_s: float
+    invariant: str
+    severity: str
+    replica: int | None = None
+    offset: int | None = None
+    evidence: tuple[EvidencePoint, ...] = ()
+
+
+@dataclass(frozen=True)
+class LifecycleMark:
+    """A broker crashed, restarted or shut down at `time_s` (`action` as in the broker_lifecycle event)."""
+
+    time_s: float
+    broker: int
+    action: str
+
+
+@dataclass(frozen=True)
+class IncidentSpan:
+    """A lag incident: the follower was beyond replica.lag.time.max.ms from `start_s` to `end_s` (None: to
+    the end of the data)."""
+
+    start_s: float
+    end_s: float | None
+    follower: int
+    verdict: str
+    leader: int | None = None
+    lag_max_ms: int | None = None
+
+
+@dataclass(frozen=True)
+class PartitionPlot:
+    """Everything one partition's figure shows; all times are seconds since the run's first event."""
+
+    run_id: str
+    topic: str
+    partition: int
+    end_s: float
+    replicas: tuple[int, ...]
+    offsets: pd.DataFrame
+    isr: pd.DataFrame
+    leaders: tuple[LeaderChange, ...] = ()
+    violations: tuple[ViolationMark, ...] = ()
+    incidents: tuple[IncidentSpan, ...] = ()
+    lifecycle: tuple[LifecycleMark, ...] = ()
+    bucket_ms: int = 1
+    notes: tuple[str, ...] = field(default_factory=tuple)
+
+    def __post_init__(self) -> None:
+        for name, frame, cols in (("offsets", self.offsets, OFFSET_COLUMNS), ("isr", self.isr, ISR_COLUMNS)):
+            missing = [c for c in cols if c not in frame.columns]
+            if missing:
+                raise ValueError(f"PartitionPlot.{name} lacks columns {missing} (has {list(frame.columns)})")
+        if not math.isfinite(self.end_s) or self.end_s < 0:
+            raise ValueError(f"PartitionPlot.end_s must be a finite time >= 0, got {self.end_s!r}")
+
+
+def headline(data: PartitionPlot) -> str:
+    """One line saying what went wrong in the partition, e.g. `1 error (acked_write_lost) · 1 lag incident`."""
+    parts = []
+    for severity in ("error", "warning"):
+        names = sorted({v.invariant for v in data.violations if v.severity == severity})
+        n = sum(1 for v in data.violations if v.severity == severity)
+        if n:
+            parts.append(f"{n} {severity}{'s' if n > 1 else ''} ({', '.join(names)})")
+    if data.incidents:
+        verdicts = sorted({i.verdict for i in data.incidents})
+        n = len(data.incidents)
+        parts.append(f"{n} lag incident{'s' if n > 1 else ''} ({', '.join(verdicts)})")
+    return " · ".join(parts) or "no violation or lag incident"
+
+
+def _colour(data: PartitionPlot, replica: int | None) -> str:
+    if replica is None or replica not in data.replicas:
+        return "#444444"
+    return _PALETTE[data.replicas.index(replica) % len(_PALETTE)]
+
+
+def _extended(frame: pd.DataFrame, end_s: float) -> pd.DataFrame:
+    """The series sorted by time with its last row repeated at `end_s`, so the last step reaches the end."""
+    frame = frame.sort_values("t_s", kind="stable")
+    if len(frame) and frame["t_s"].iloc[-1] < end_s:
+        last = frame.iloc[[-1]].copy()
+        last["t_s"] = end_s
+        frame = pd.concat([frame, last], ignore_index=True)
+    return frame
+
+
+def _runs(t: Sequence[float], flags: Sequence[bool], end_s: float) -> list[tuple[float, float]]:
+    """(start, width) of the maximal stretches where a step function (value flags[i] from t[i]) is true."""
+    out: list[tuple[float, float]] = []
+    start: float | None = None
+    for i, (ti, on) in enumerate(zip(t, flags, strict=True)):
+        if on and start is None:
+            start = ti
+        if not on and start is not None:
+            out.append((start, ti - start))
+            start = None
+        if i == len(t) - 1 and start is not None:
+            out.append((start, max(end_s, ti) - start))
+    return out
+
+
+def _leader_spans(data: PartitionPlot) -> dict[int, list[tuple[float, float]]]:
+    """Per broker, the (start, width) stretches during which it led."""
+    spans: dict[int, list[tuple[float, float]]] = {}
+    changes = sorted(data.leaders, key=lambda c: c.time_s)
+    for i, c in enumerate(changes):
+        end = changes[i + 1].time_s if i + 1 < len(changes) else data.end_s
+        if c.leader is not None and end > c.time_s:
+            spans.setdefault(c.leader, []).append((c.time_s, end - c.time_s))
+    return spans
+
+
+def _dodge(ax, data: PartitionPlot, replica: int):  # type: ignore[no-untyped-def]
+    """Data coordinates shifted by a few points per replica: replicas in step (the normal case) draw
+    identical lines, and without the shift only the last one drawn would be visible."""
+    lane = data.replicas.index(replica) if replica in data.replicas else 0
+    shift = (lane - (len(data.replicas) - 1) / 2) * DODGE_POINTS
+    return offset_copy(ax.transData, fig=ax.figure, y=shift, units="points")
+
+
+def _draw_offsets(ax, data: PartitionPlot) -> None:  # type: ignore[no-untyped-def]
+    for replica in data.replicas:
+        series = data.offsets[data.offsets["replica"] == replica]
+        if series.empty:
+            continue
+        s = _extended(series, data.end_s)
+        colour = _colour(data, replica)
+        transform = _dodge(ax, data, replica)
+        t = s["t_s"].to_numpy(dtype=float)
+        # LEO as a wide light line, HW as a thin dark dashed one on top: where they are equal the dashes
+        # run inside the band, so both stay visible.
+        for col, style, width, alpha in (("leo", "-", 4.0, 0.45), ("hw", "--", 1.6, 1.0)):
+            y = s[col].to_numpy(dtype=float)
+            ax.step(t, y, where="post", color=colour, linestyle=style, linewidth=width, alpha=alpha,
+                    label=f"broker {replica} {col.upper()}", transform=transform)
+            # Only aggregated buckets have a range: a bar over the bucket's own width (not up to the next
+            # point), so a dip inside one bucket is not smeared over a quiet stretch.
+            ranged = s[s[f"{col}_max"] > s[f"{col}_min"]]
+            if len(ranged):
+                lo = ranged[f"{col}_min"].to_numpy(dtype=float)
+                ax.bar(ranged["t_s"].to_numpy(dtype=float), ranged[f"{col}_max"].to_numpy(dtype=float) - lo,
+                       width=data.bucket_ms / 1000.0, bottom=lo, align="edge", color=colour, alpha=0.25,
+                       linewidth=0, transform=transform)
+    ax.set_ylabel("offset (messages)")
+    ax.yaxis.set_major_locator(MaxNLocator(integer=True))
+    ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:,.0f}" if float(v).is_integer() else ""))
+    ax.grid(True, alpha=0.3)
+
+
+def _draw_violations(ax, data: PartitionPlot) -> None:  # type: ignore[no-untyped-def]
+    top = ax.get_xaxis_transform()  # x in data, y in axes fraction: for marks without an offset
+    labelled = 0
+    for v in sorted(data.violations, key=lambda v: v.time_s):
+        colour, marker = _SEVERITY_STYLE.get(v.severity, ("#d62728", "X"))
+        if v.offset is not None:
+            ax.plot([v.time_s], [v.offset], marker=marker, color=colour, markersize=13, markeredgecolor="black",
+                    linestyle="none", zorder=6)
+            xy, transform = (v.time_s, v.offset), ax.transData
+        else:
+            ax.plot([v.time_s], [0.96], marker=marker, color=colour, markersize=13, markeredgecolor="black",
+                    linestyle="none", transform=top, zorder=6, clip_on=False)
+            xy, transform = (v.time_s, 0.96), top
+        if labelled < MAX_VIOLATION_LABELS:
+            _draw_evidence(ax, v, xy, transform, colour)
+            where = [] if v.replica is None else [f"broker {v.replica}"]
+            if v.offset is not None:
+                where.append(f"offset {v.offset:,}")
+            text = f"{v.severity.upper()}: {v.invariant}" + (f"\n({', '.join(where)})" if where else "")
+            right_half = v.time_s > 0.6 * data.end_s
+            ax.annotate(text, xy=xy, xycoords=transform, xytext=(-12 if right_half else 12, -16 - 28 * (labelled % 3)),
+                        textcoords="offset points", fontsize=8.5, color=colour, fontweight="bold",
+                        ha="right" if right_half else "left", va="top",
+                        bbox={"boxstyle": "round,pad=0.25", "fc": "white", "ec": colour, "alpha": 0.9},
+                        arrowprops={"arrowstyle": "-", "color": colour, "lw": 0.8}, zorder=7)
+            labelled += 1
+
+
+def _draw_evidence(ax, v: ViolationMark, xy, transform, colour: str) -> None:  # type: ignore[no-untyped-def]
+    """The violation's evidence events as numbered rings on the violation's level, joined to it by a dotted
+    line, so the picture reads as a sequence: what happened first, then what broke."""
+    points = sorted((e for e in v.evidence if e.time_s != v.time_s or e.label), key=lambda e: e.time_s)
+    if not points:
+        return
+    y = xy[1]
+    xs = [e.time_s for e in points]
+    ax.plot([*xs, v.time_s], [y] * (len(xs) + 1), linestyle=":", color=colour, linewidth=1.2, transform=transform,
+            zorder=5)
+    ax.plot(xs, [y] * len(xs), linestyle="none", marker="o", markersize=7, markerfacecolor="white",
+            markeredgecolor=colour, markeredgewidth=1.6, transform=transform, zorder=6)
+    for k, e in enumerate(points):
+        ax.annotate(f"{k + 1}. {e.label}", xy=(e.time_s, y), xycoords=transform, xytext=(0, 10 + 11 * (k % 3)),
+                    textcoords="offset points", fontsize=7.5, color=colour, ha="center", va="bottom", zorder=7)
+
+
+def _draw_incidents(axes, data: PartitionPlot) -> None:  # type: ignore[no-untyped-def]
+    for k, inc in enumerate(sorted(data.incidents, key=lambda i: i.start_s)):
+        end = data.end_s if inc.end_s is None else inc.end_s
+        colour = "#d62728" if inc.verdict in BAD_VERDICTS else "#ffbf00"
+        for ax in axes:
+            ax.axvspan(inc.start_s, max(end, inc.start_s), color=colour, alpha=0.13, linewidth=0, zorder=0)
+        bound = "" if inc.lag_max_ms is None else f" > {inc.lag_max_ms / 1000:g} s"
+        still = " (until the end of the data)" if inc.end_s is None and inc.verdict != "ongoing" else ""
+        axes[0].text(inc.start_s, 0.02 + 0.07 * (k % 3),
+                     f" broker {inc.follower} lagging{bound}: {inc.verdict}{still}",
+                     transform=axes[0].get_xaxis_transform(), fontsize=8.5, color="#8b0000", va="bottom",
+                     ha="left", zorder=7)
+
+
+def _draw_leaders(axes, data: PartitionPlot) -> None:  # type: ignore[no-untyped-def]
+    changes = sorted(data.leaders, key=lambda c: c.time_s)
+    for ax in axes:
+        for c in changes:
+            ax.axvline(c.time_s, color="black", linestyle=":", linewidth=1.1, alpha=0.8, zorder=3)
+    if len(changes) > MAX_LEADER_LABELS:
+        return
+    for k, c in enumerate(changes):
+        who = "offline" if c.leader is None else f"leader {c.leader}"
+        epoch = "" if c.epoch is None else f", epoch {c.epoch}"
+        # Alternate two heights so that changes close in time do not print over each other.
+        axes[0].text(c.time_s, 0.985 - 0.065 * (k % 2), f" → {who}{epoch}", transform=axes[0].get_xaxis_transform(),
+                     fontsize=8.5, ha="left", va="top", zorder=8,
+                     bbox={"boxstyle": "round,pad=0.2", "fc": "white", "ec": "#555555", "alpha": 0.85})
+
+
+def _draw_isr(ax, data: PartitionPlot) -> None:  # type: ignore[no-untyped-def]
+    leading = _leader_spans(data)
+    for lane, replica in enumerate(data.replicas):
+        colour = _colour(data, replica)
+        ax.broken_barh([(0.0, data.end_s)], (lane - 0.4, 0.8), facecolors="#eeeeee", zorder=1)
+        s = data.isr[data.isr["replica"] == replica].sort_values("t_s", kind="stable")
+        t = s["t_s"].tolist()
+        last = [bool(x) for x in s["in_isr"].tolist()]
+        whole = [bool(x) for x in s["in_isr_whole"].tolist()]
+        ax.broken_barh(_runs(t, [a and b for a, b in zip(last, whole, strict=True)], data.end_s),
+                       (lane - 0.4, 0.8), facecolors=colour, alpha=0.55, zorder=2)
+        ax.broken_barh(_runs(t, [a and not b for a, b in zip(last, whole, strict=True)], data.end_s),
+                       (lane - 0.4, 0.8), facecolors="white", edgecolors=colour, hatch="///", zorder=2)
+        ax.broken_barh(leading.get(replica, []), (lane + 0.22, 0.18), facecolors="black", zorder=4)
+    for k, m in enumerate(sorted(data.lifecycle, key=lambda m: m.time_s)):
+        if m.broker not in data.replicas:
+            continue
+        lane = data.replicas.index(m.broker)
+        colour, marker = _LIFECYCLE_STYLE.get(m.action, ("#555555", "o"))
+        ax.plot([m.time_s], [lane], marker=marker, markersize=10, color=colour, markeredgecolor="white",
+                linestyle="none", zorder=6)
+        if k < MAX_LEADER_LABELS * 2:
+            # Crashes labelled above the marker, (re)starts below: a quick restart does not overwrite its crash.
+            up = m.action == "crash"
+            ax.annotate(m.action.replace("_", " "), xy=(m.time_s, lane), xytext=(0, 9 if up else -9),
+                        textcoords="offset points", fontsize=8, color=colour, fontweight="bold", ha="center",
+                        va="bottom" if up else "top", zorder=7,
+                        bbox={"boxstyle": "round,pad=0.1", "fc": "white", "ec": "none", "alpha": 0.8})
+    ax.set_yticks(range(len(data.replicas)), [f"broker {r}" for r in data.replicas])
+    ax.set_ylim(-0.6, len(data.replicas) - 0.4)
+    ax.invert_yaxis()
+    ax.set_ylabel("ISR")
+    ax.set_xlabel("time since the run's first event (s)")
+    ax.grid(True, axis="x", alpha=0.3)
+
+
+def _offset_limits(data: PartitionPlot) -> tuple[float, float]:
+    """The offset axis range: every series and violation offset, with headroom above the highest line for the
+    leader labels and below for the incident labels (set explicitly: autoscaling ignores the dodged lines)."""
+    values = [float(v) for c in ("hw_min", "leo_min", "hw_max", "leo_max", "hw", "leo")
+              for v in data.offsets[c].dropna().tolist()]
+    values += [float(v.offset) for v in data.violations if v.offset is not None]
+    low, high = (min(values), max(values)) if values else (0.0, 1.0)
+    span = max(high - low, 1.0)
+    return low - 0.14 * span, high + 0.22 * span
+
+
+def render_partition(data: PartitionPlot) -> Figure:
+    """The figure for one partition (see the module docstring for what it shows)."""
+    fig = Figure(figsize=(13, 8), dpi=100)
+    FigureCanvasAgg(fig)
+    grid = fig.add_gridspec(2, 1, height_ratios=(3.2, max(1.0, 0.45 * len(data.replicas))), hspace=0.08)
+    top = fig.add_subplot(grid[0])
+    lanes = fig.add_subplot(grid[1], sharex=top)
+    top.tick_params(labelbottom=False)
+    _draw_offsets(top, data)
+    top.set_ylim(*_offset_limits(data))
+    _draw_isr(lanes, data)
+    _draw_incidents((top, lanes), data)
+    _draw_leaders((top, lanes), data)
+    _draw_violations(top, data)
+    top.set_xlim(0, max(data.end_s, 1e-3) * 1.01)
+
+    handles, labels = top.get_legend_handles_labels()
+    handles += [Patch(facecolor="#888888", alpha=0.55, label="in ISR (broker colour)"),
+                Patch(facecolor="white", edgecolor="#888888", hatch="///",
+                      label="left and rejoined ISR\nwithin a bucket"),
+                Patch(facecolor="black", label="leader"),
+                Line2D([], [], marker="X", color="#d62728", linestyle="none", label="broker crash"),
+                Line2D([], [], marker=">", color="#2ca02c", linestyle="none", label="broker (re)start"),
+                Patch(facecolor="#d62728", alpha=0.25, label="lag incident\n(late / missing / premature)"),
+                Patch(facecolor="#ffbf00", alpha=0.35, label="lag incident (other verdicts)")]
+    labels += [h.get_label() for h in handles[len(labels):]]
+    fig.legend(handles, labels, loc="upper left", bbox_to_anchor=(0.805, 0.88), fontsize=8.5, frameon=False)
+    fig.subplots_adjust(left=0.08, right=0.79, top=0.84, bottom=0.08)
+    fig.suptitle(f"{data.topic}-{data.partition}   (run {data.run_id})", x=0.08, ha="left", fontsize=14,
+                 fontweight="bold")
+    resolution = "exact changes" if data.bucket_ms <= 1 else f"one point per {data.bucket_ms:,} ms bucket"
+    sub = f"{headline(data)}\nLEO solid, HW dashed, one colour per broker; {resolution}"
+    if data.notes:
+        sub += "; " + "; ".join(data.notes)
+    fig.text(0.08, 0.935, sub, fontsize=9.5, ha="left", va="top")
+    return fig
+
+
+def plot_partition(data: PartitionPlot, path: Path) -> Path:
+    """Render the partition's figure to the PNG `path` (its folder must exist) and return the path."""
+    render_partition(data).savefig(path, format="png")
+    return path

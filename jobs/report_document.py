@@ -1,0 +1,395 @@
+"""The incident report as a document: its content (plain dataclasses) and its Markdown and HTML renderings.
+
+`jobs.incident_report` fills a `ReportDocument` from the gold and silver tables (bounded data only);
+this module only formats it, so its output is testable without Spark. The HTML is self-contained
+(inline CSS, no scripts, no external resources) apart from the PNG files next to it, and every piece
+of text from the tables is escaped — a violation message is data, not markup.
+"""
+
+from __future__ import annotations
+
+import html
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+BAD_VERDICTS: frozenset[str] = frozenset({"late", "missing", "premature"})
+"""Lag-incident verdicts where the leader did the wrong thing (see `jobs.transforms.lag`)."""
+
+EVIDENCE_SHOWN = 10
+"""Evidence event ids printed per violation; the rest are counted."""
+
+VERDICT_MEANING: dict[str, str] = {
+    "on_time": "the leader shrank the ISR by the deadline",
+    "late": "the leader shrank the ISR after the deadline (1.5 x replica.lag.time.max.ms)",
+    "missing": "the follower stayed behind past the deadline and was never removed from the ISR",
+    "recovered": "the follower caught up again before the deadline",
+    "leader_lost": "the leader or its epoch ended before the deadline",
+    "ongoing": "still lagging at the end of the data, too early to judge",
+    "not_in_isr": "the follower was already out of the ISR",
+    "premature": "the follower was removed from the ISR although it was not lagging",
+}
+
+
+@dataclass(frozen=True)
+class InvariantCount:
+    """One catalogue invariant in the audit summary."""
+
+    invariant: str
+    severity: str
+    evaluated: bool
+    errors: int
+    warnings: int
+    note: str | None = None
+
+
+@dataclass(frozen=True)
+class Evidence:
+    """One evidence event of a violation; `what` / `time_s` are None when it was not looked up."""
+
+    event_id: int
+    time_s: float | None = None
+    what: str | None = None
+
+    def text(self) -> str:
+        """`48 (append by broker 2 at 6.001 s)` or just `48`."""
+        if self.what is None:
+            return str(self.event_id)
+        return f"{self.event_id} ({self.what} at {_secs(self.time_s)} s)"
+
+
+@dataclass(frozen=True)
+class ViolationRow:
+    """One violation as the report lists it (time in seconds since its run's first event)."""
+
+    run_id: str
+    invariant: str
+    severity: str
+    topic: str | None
+    partition: int | None
+    replica: int | None
+    time_s: float
+    event_id: int
+    offset: int | None
+    expected: int | None
+    actual: int | None
+    evidence: tuple[Evidence, ...]
+    message: str
+
+
+@dataclass(frozen=True)
+class IncidentRow:
+    """One lag incident as the report lists it (times in seconds since its run's first event)."""
+
+    run_id: str
+    topic: str
+    partition: int
+    follower: int
+    leader: int
+    epoch: int | None
+    start_s: float
+    end_s: float | None
+    peak_time_lag_ms: int | None
+    peak_message_lag: int | None
+    lag_max_ms: int
+    shrink_s: float | None
+    verdict: str
+
+
+@dataclass(frozen=True)
+class PartitionSection:
+    """One flagged partition: its counts, the violations and incidents listed, and its picture."""
+
+    run_id: str
+    topic: str
+    partition: int
+    errors: int
+    warnings: int
+    incident_count: int
+    violations: tuple[ViolationRow, ...] = ()
+    incidents: tuple[IncidentRow, ...] = ()
+    png: str | None = None
+    """The PNG's file name, relative to the report (None: not plotted)."""
+    rules: tuple[tuple[str, str, str], ...] = ()
+    """(invariant, the rule, what offset / expected / actual mean) of the invariants violated here."""
+
+    @property
+    def title(self) -> str:
+        """`topic-partition (run …)`."""
+        return f"{self.topic}-{self.partition} (run {self.run_id})"
+
+    @property
+    def anchor(self) -> str:
+        """An HTML id for the section."""
+        return "p-" + "".join(c if c.isalnum() else "-" for c in f"{self.run_id}-{self.topic}-{self.partition}")
+
+
+@dataclass(frozen=True)
+class ReportDocument:
+    """Everything the report says; see `markdown` and `html_page`."""
+
+    generated_at: str
+    lake: str
+    audit_id: str
+    audit_started_at: str
+    bronze_version: int | None
+    runs: tuple[str, ...]
+    invariants: tuple[InvariantCount, ...]
+    not_evaluated: tuple[str, ...]
+    run_level: tuple[ViolationRow, ...] = ()
+    run_level_total: int = 0
+    verdicts: dict[str, int] = field(default_factory=dict)
+    incidents: tuple[IncidentRow, ...] = ()
+    incidents_total: int = 0
+    flagged_total: int = 0
+    sections: tuple[PartitionSection, ...] = ()
+    max_partitions: int = 20
+    max_rows: int = 50
+    bucket_note: str = ""
+
+    @property
+    def errors(self) -> int:
+        """Violations of severity error over the reported runs."""
+        return sum(c.errors for c in self.invariants)
+
+    @property
+    def warnings(self) -> int:
+        """Violations of severity warning over the reported runs."""
+        return sum(c.warnings for c in self.invariants)
+
+    @property
+    def not_plotted(self) -> int:
+        """Flagged partitions left out by the `max_partitions` cap."""
+        return max(0, self.flagged_total - len(self.sections))
+
+    def verdict_line(self) -> str:
+        """`missing 1, recovered 2` or `none`."""
+        return ", ".join(f"{k} {v}" for k, v in sorted(self.verdicts.items())) or "none"
+
+
+# --- shared wording ------------------------------------------------------------------------------------
+
+
+def _num(v: int | None) -> str:
+    return "–" if v is None else f"{v:,}"
+
+
+def _secs(v: float | None, open_text: str = "–") -> str:
+    return open_text if v is None else f"{v:,.3f}"
+
+
+def _evidence(items: Sequence[Evidence]) -> str:
+    shown = "; ".join(e.text() for e in items[:EVIDENCE_SHOWN])
+    more = len(items) - EVIDENCE_SHOWN
+    return shown + (f" (+{more} more)" if more > 0 else "") if items else "–"
+
+
+def _where(v: ViolationRow) -> str:
+    return "–" if v.topic is None else f"{v.topic}-{v.partition}"
+
+
+def _overview(doc: ReportDocument) -> list[str]:
+    """Plain sentences (no markup) opening both renderings."""
+    lines = [
+        f"Audit {doc.audit_id} (started {doc.audit_started_at}, bronze version {_num(doc.bronze_version)}) of "
+        f"{len(doc.runs)} run(s): {', '.join(doc.runs) or 'none'}.",
+        f"{doc.errors} error(s) and {doc.warnings} warning(s); lag incidents by verdict: {doc.verdict_line()}.",
+    ]
+    if doc.flagged_total == 0:
+        lines.append("No violations and no lag incidents in a partition: nothing to plot.")
+    else:
+        lines.append(f"{doc.flagged_total} partition(s) have a violation or a lag incident; {len(doc.sections)} "
+                     f"plotted (worst first, cap report.max_partitions = {doc.max_partitions})"
+                     + (f", {doc.not_plotted} more not plotted." if doc.not_plotted else "."))
+    return lines
+
+
+_INVARIANT_HEAD = ("invariant", "severity", "evaluated", "errors", "warnings")
+_VIOLATION_HEAD = ("invariant", "severity", "replica", "time (s)", "event", "offset", "expected", "actual",
+                   "evidence (event ids)", "message")
+_INCIDENT_HEAD = ("run", "partition", "follower", "leader (epoch)", "start (s)", "end (s)", "peak time lag (ms)",
+                  "peak message lag", "lag.max (ms)", "shrink (s)", "verdict")
+
+
+def _invariant_cells(c: InvariantCount) -> tuple[str, ...]:
+    return (c.invariant, c.severity, "yes" if c.evaluated else "no", str(c.errors), str(c.warnings))
+
+
+def _violation_cells(v: ViolationRow) -> tuple[str, ...]:
+    return (v.invariant, v.severity, _num(v.replica), _secs(v.time_s), str(v.event_id), _num(v.offset),
+            _num(v.expected), _num(v.actual), _evidence(v.evidence), v.message)
+
+
+def _incident_cells(i: IncidentRow) -> tuple[str, ...]:
+    epoch = "" if i.epoch is None else f" ({i.epoch})"
+    return (i.run_id, f"{i.topic}-{i.partition}", str(i.follower), f"{i.leader}{epoch}", _secs(i.start_s),
+            _secs(i.end_s, "ongoing"), _num(i.peak_time_lag_ms), _num(i.peak_message_lag), _num(i.lag_max_ms),
+            _secs(i.shrink_s), i.verdict)
+
+
+def _listed(shown: int, total: int, what: str) -> str | None:
+    return None if total <= shown else f"{total - shown} more {what} not listed (cap report.max_rows)."
+
+
+# --- Markdown ------------------------------------------------------------------------------------------
+
+
+def _md_cell(text: str) -> str:
+    # A pipe ends a cell and a newline ends the row: both would break the table.
+    return text.replace("\\", "\\\\").replace("|", "\\|").replace("\r", " ").replace("\n", " ")
+
+
+def _md_table(head: Sequence[str], rows: Sequence[Sequence[str]]) -> list[str]:
+    out = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    out += ["| " + " | ".join(_md_cell(c) for c in r) + " |" for r in rows]
+    return [*out, ""]
+
+
+def markdown(doc: ReportDocument) -> str:
+    """The report as Markdown (images referenced by relative file name)."""
+    out = ["# replog incident report", "", f"Generated {doc.generated_at} from the lake `{doc.lake}`.", ""]
+    out += [*_overview(doc), ""]
+    out += ["## Audit summary", ""]
+    out += _md_table(_INVARIANT_HEAD, [_invariant_cells(c) for c in doc.invariants])
+    if doc.not_evaluated:
+        out += [f"Not evaluated by the Spark audit ({len(doc.not_evaluated)}; run `replog check` for them): "
+                + ", ".join(f"`{n}`" for n in doc.not_evaluated) + ".", ""]
+    if doc.run_level:
+        out += ["Violations not tied to a partition:", ""]
+        out += _md_table(("run", *_VIOLATION_HEAD), [(v.run_id, *_violation_cells(v)) for v in doc.run_level])
+        note = _listed(len(doc.run_level), doc.run_level_total, "run-level violations")
+        out += [note, ""] if note else []
+    out += ["## Lag incidents", ""]
+    if not doc.incidents_total:
+        out += ["No lag incidents.", ""]
+    else:
+        out += _md_table(("verdict", "incidents", "meaning"),
+                         [(k, str(v), VERDICT_MEANING.get(k, "")) for k, v in sorted(doc.verdicts.items())])
+        out += _md_table(_INCIDENT_HEAD, [_incident_cells(i) for i in doc.incidents])
+        note = _listed(len(doc.incidents), doc.incidents_total, "incidents")
+        out += [note, ""] if note else []
+    out += ["## Partitions", ""]
+    if not doc.sections:
+        out += ["No violations and no lag incidents in any partition.", ""]
+    else:
+        out += [_picture_legend(doc), ""]
+    for s in doc.sections:
+        out += [f"### {s.title}", "",
+                f"{s.errors} error(s), {s.warnings} warning(s), {s.incident_count} lag incident(s).", ""]
+        if s.violations:
+            out += _md_table(_VIOLATION_HEAD, [_violation_cells(v) for v in s.violations])
+            note = _listed(len(s.violations), s.errors + s.warnings, "violations")
+            out += [note, ""] if note else []
+            out += [f"- `{name}`: {_md_cell(rule)} ({_md_cell(offsets)})" for name, rule, offsets in s.rules]
+            out += [""] if s.rules else []
+        if s.incidents:
+            out += _md_table(_INCIDENT_HEAD, [_incident_cells(i) for i in s.incidents])
+            note = _listed(len(s.incidents), s.incident_count, "incidents")
+            out += [note, ""] if note else []
+        if s.png:
+            out += [f"![{_md_cell(s.title)}]({s.png})", ""]
+    if doc.not_plotted:
+        out += [f"{doc.not_plotted} more flagged partition(s) not plotted (cap report.max_partitions = "
+                f"{doc.max_partitions}); `replog report --run RUN_ID` narrows the report to one run.", ""]
+    return "\n".join(out)
+
+
+def _picture_legend(doc: ReportDocument) -> str:
+    return ("Each picture: LEO (solid) and HW (dashed) of every replica over time, one colour per broker; below, "
+            "one lane per replica, shaded while it is in the ISR, with a black strip while it leads. Dotted "
+            "vertical lines are leader changes (new leader and epoch), shaded intervals are lag incidents (red: "
+            "late / missing / premature), crosses and triangles are errors and warnings with the invariant name. "
+            f"Time is seconds since the run's first event. {doc.bucket_note}").strip()
+
+
+# --- HTML ----------------------------------------------------------------------------------------------
+
+_CSS = """
+body { font-family: system-ui, -apple-system, "Segoe UI", sans-serif; margin: 2em auto; max-width: 1400px;
+       color: #222; padding: 0 1em; }
+table { border-collapse: collapse; margin: 0.6em 0 1.2em; font-size: 0.9em; }
+th, td { border: 1px solid #ccc; padding: 0.25em 0.5em; text-align: left; vertical-align: top; }
+th { background: #f3f3f3; }
+tr.error td { background: #fde8e8; } tr.warning td { background: #fff4e0; } tr.bad td { background: #fde8e8; }
+img { max-width: 100%; border: 1px solid #ddd; }
+code { background: #f3f3f3; padding: 0 0.2em; }
+.note { color: #555; }
+"""
+
+
+def _h(text: object) -> str:
+    return html.escape(str(text), quote=True)
+
+
+def _html_table(head: Sequence[str], rows: Sequence[tuple[str, Sequence[str]]]) -> list[str]:
+    """`rows` are (row css class, cells)."""
+    out = ["<table>", "<tr>" + "".join(f"<th>{_h(c)}</th>" for c in head) + "</tr>"]
+    for cls, cells in rows:
+        attr = f' class="{_h(cls)}"' if cls else ""
+        out.append(f"<tr{attr}>" + "".join(f"<td>{_h(c)}</td>" for c in cells) + "</tr>")
+    return [*out, "</table>"]
+
+
+def _p(text: str, cls: str = "") -> str:
+    attr = f' class="{cls}"' if cls else ""
+    return f"<p{attr}>{_h(text)}</p>"
+
+
+def html_page(doc: ReportDocument) -> str:
+    """The report as one HTML page (inline CSS; images are the PNG files next to it)."""
+    out = ["<!DOCTYPE html>", '<html lang="en">', "<head>", '<meta charset="utf-8">',
+           f"<title>replog incident report {_h(doc.audit_id)}</title>", f"<style>{_CSS}</style>", "</head>",
+           "<body>", "<h1>replog incident report</h1>",
+           _p(f"Generated {doc.generated_at} from the lake {doc.lake}.", "note")]
+    out += [_p(line) for line in _overview(doc)]
+    out += ["<h2>Audit summary</h2>"]
+    out += _html_table(_INVARIANT_HEAD, [("error" if c.errors else "warning" if c.warnings else "",
+                                          _invariant_cells(c)) for c in doc.invariants])
+    if doc.not_evaluated:
+        out.append(_p(f"Not evaluated by the Spark audit ({len(doc.not_evaluated)}; run `replog check` for them): "
+                      + ", ".join(doc.not_evaluated) + "."))
+    if doc.run_level:
+        out.append(_p("Violations not tied to a partition:"))
+        out += _html_table(("run", *_VIOLATION_HEAD),
+                           [(v.severity, (v.run_id, *_violation_cells(v))) for v in doc.run_level])
+        note = _listed(len(doc.run_level), doc.run_level_total, "run-level violations")
+        out += [_p(note, "note")] if note else []
+    out.append("<h2>Lag incidents</h2>")
+    if not doc.incidents_total:
+        out.append(_p("No lag incidents."))
+    else:
+        out += _html_table(("verdict", "incidents", "meaning"),
+                           [("bad" if k in BAD_VERDICTS else "", (k, str(v), VERDICT_MEANING.get(k, "")))
+                            for k, v in sorted(doc.verdicts.items())])
+        out += _html_table(_INCIDENT_HEAD, [("bad" if i.verdict in BAD_VERDICTS else "", _incident_cells(i))
+                                            for i in doc.incidents])
+        note = _listed(len(doc.incidents), doc.incidents_total, "incidents")
+        out += [_p(note, "note")] if note else []
+    out.append("<h2>Partitions</h2>")
+    if not doc.sections:
+        out.append(_p("No violations and no lag incidents in any partition."))
+    else:
+        out.append(_p(_picture_legend(doc), "note"))
+        out.append("<ul>" + "".join(f'<li><a href="#{_h(s.anchor)}">{_h(s.title)}</a></li>' for s in doc.sections)
+                   + "</ul>")
+    for s in doc.sections:
+        out += [f'<h3 id="{_h(s.anchor)}">{_h(s.title)}</h3>',
+                _p(f"{s.errors} error(s), {s.warnings} warning(s), {s.incident_count} lag incident(s).")]
+        if s.violations:
+            out += _html_table(_VIOLATION_HEAD, [(v.severity, _violation_cells(v)) for v in s.violations])
+            note = _listed(len(s.violations), s.errors + s.warnings, "violations")
+            out += [_p(note, "note")] if note else []
+            if s.rules:
+                out.append("<ul>" + "".join(f"<li><code>{_h(name)}</code>: {_h(rule)} ({_h(offsets)})</li>"
+                                            for name, rule, offsets in s.rules) + "</ul>")
+        if s.incidents:
+            out += _html_table(_INCIDENT_HEAD, [("bad" if i.verdict in BAD_VERDICTS else "", _incident_cells(i))
+                                                for i in s.incidents])
+            note = _listed(len(s.incidents), s.incident_count, "incidents")
+            out += [_p(note, "note")] if note else []
+        if s.png:
+            out.append(f'<p><img src="{_h(s.png)}" alt="{_h(s.title)}"></p>')
+    if doc.not_plotted:
+        out.append(_p(f"{doc.not_plotted} more flagged partition(s) not plotted (cap report.max_partitions = "
+                      f"{doc.max_partitions}); `replog report --run RUN_ID` narrows the report to one run.", "note"))
+    out += ["</body>", "</html>", ""]
+    return "\n".join(out)

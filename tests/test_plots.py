@@ -1,0 +1,123 @@
+"""`jobs.plots` on hand-made data, without Spark: the figure's content and a valid PNG."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from jobs.plots import (
+    ISR_COLUMNS,
+    OFFSET_COLUMNS,
+    EvidencePoint,
+    IncidentSpan,
+    LeaderChange,
+    LifecycleMark,
+    PartitionPlot,
+    ViolationMark,
+    headline,
+    plot_partition,
+    render_partition,
+)
+
+PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
+
+
+def _offsets(rows: list[tuple[int, float, int, int]]) -> pd.DataFrame:
+    """(replica, t_s, hw, leo) with exact (non-aggregated) ranges."""
+    return pd.DataFrame([(r, t, hw, leo, hw, hw, leo, leo) for r, t, hw, leo in rows], columns=list(OFFSET_COLUMNS))
+
+
+def _isr(rows: list[tuple[int, float, bool]]) -> pd.DataFrame:
+    return pd.DataFrame([(r, t, m, m) for r, t, m in rows], columns=list(ISR_COLUMNS))
+
+
+def _figure_text(fig) -> str:  # type: ignore[no-untyped-def]
+    """Title and subtitle: the texts placed on the figure itself."""
+    return "\n".join(t.get_text() for t in fig.texts)
+
+
+def kip101_like() -> PartitionPlot:
+    """Broker 2 leads, broker 1 truncates to its HW on restart and is then elected: offset 1 is lost."""
+    return PartitionPlot(
+        run_id="run-1", topic="kip101", partition=0, end_s=25.0, replicas=(1, 2),
+        offsets=_offsets([(2, 0.0, 0, 0), (2, 1.0, 0, 1), (2, 6.0, 1, 2), (2, 6.002, 2, 2),
+                          (1, 0.0, 0, 0), (1, 1.0, 1, 1), (1, 6.0, 1, 2), (1, 7.0, 1, 1), (1, 18.0, 2, 2)]),
+        isr=_isr([(1, 0.0, True), (2, 0.0, True), (2, 7.5, False), (2, 17.0, True)]),
+        leaders=(LeaderChange(0.0, 2, 0), LeaderChange(7.6, 1, 1)),
+        violations=(ViolationMark(18.0, "acked_write_lost", "error", 1, 1,
+                                  (EvidencePoint(7.0, "truncation by broker 1"),
+                                   EvidencePoint(6.0, "append by broker 2"))),
+                    ViolationMark(20.0, "committed_prefix_agreement", "warning", None, None)),
+        incidents=(IncidentSpan(8.0, 16.0, 2, "missing", 1, 30_000), IncidentSpan(20.0, None, 2, "ongoing", 1)),
+        lifecycle=(LifecycleMark(6.2, 1, "crash"), LifecycleMark(7.0, 1, "restart")),
+    )
+
+
+def test_headline_names_what_went_wrong() -> None:
+    assert headline(kip101_like()) == ("1 error (acked_write_lost) · 1 warning (committed_prefix_agreement) · "
+                                       "2 lag incidents (missing, ongoing)")
+
+
+def test_figure_shows_hw_and_leo_per_replica_the_isr_lanes_leaders_and_the_incident(tmp_path: Path) -> None:
+    fig = render_partition(kip101_like())
+    top, lanes = fig.axes
+    labels = top.get_legend_handles_labels()[1]
+    assert {"broker 1 LEO", "broker 1 HW", "broker 2 LEO", "broker 2 HW"} <= set(labels)
+    texts = [t.get_text().strip() for t in top.texts]
+    assert "→ leader 2, epoch 0" in texts and "→ leader 1, epoch 1" in texts
+    assert {"1. append by broker 2", "2. truncation by broker 1"} <= set(texts), "the evidence, numbered in order"
+    assert {"crash", "restart"} <= {t.get_text() for t in lanes.texts}
+    assert any("ERROR: acked_write_lost" in t and "offset 1" in t for t in texts)
+    assert any("WARNING: committed_prefix_agreement" in t for t in texts)
+    assert "broker 2 lagging > 30 s: missing" in texts
+    assert any("ongoing" in t for t in texts)
+    assert top.get_ylabel() == "offset (messages)"
+    assert "time" in lanes.get_xlabel() and "(s)" in lanes.get_xlabel()
+    assert [t.get_text() for t in lanes.get_yticklabels()] == ["broker 1", "broker 2"]
+    assert "kip101-0   (run run-1)" in _figure_text(fig)
+    # Broker 2's LEO step line reaches the end of the run.
+    leo2 = next(line for line in top.get_lines() if line.get_label() == "broker 2 LEO")
+    assert leo2.get_xdata()[-1] == pytest.approx(25.0)
+
+
+def test_isr_lane_shading_follows_membership() -> None:
+    fig = render_partition(kip101_like())
+    lanes = fig.axes[1]
+    # Broker 2's lane (index 1): in the ISR on [0, 7.5) and from 17 to the end of the run (25).
+    spans = []
+    for coll in lanes.collections:
+        for path in coll.get_paths():
+            xs, ys = path.vertices[:, 0], path.vertices[:, 1]
+            if coll.get_alpha() == pytest.approx(0.55) and ys.min() == pytest.approx(0.6):
+                spans.append((round(float(xs.min()), 3), round(float(xs.max()), 3)))
+    assert sorted(spans) == [(0.0, 7.5), (17.0, 25.0)]
+
+
+def test_plot_partition_writes_a_png_of_non_trivial_size(tmp_path: Path) -> None:
+    path = plot_partition(kip101_like(), tmp_path / "p.png")
+    data = path.read_bytes()
+    assert data[:8] == PNG_MAGIC and len(data) > 20_000
+
+
+def test_aggregated_buckets_and_a_partition_without_data_still_render(tmp_path: Path) -> None:
+    offsets = pd.DataFrame([(1, float(t), t * 10, t * 10 + 5, t * 10 - 3, t * 10, t * 10, t * 10 + 9)
+                            for t in range(100)], columns=list(OFFSET_COLUMNS))
+    plot = PartitionPlot(run_id="big", topic="t", partition=3, end_s=100.0, replicas=(1,), offsets=offsets,
+                         isr=pd.DataFrame([(1, 0.0, True, True), (1, 50.0, True, False)], columns=list(ISR_COLUMNS)),
+                         bucket_ms=250, notes=("first 5 of 9 leader changes drawn",))
+    fig = render_partition(plot)
+    assert "one point per 250 ms bucket" in _figure_text(fig)
+    assert "first 5 of 9 leader changes drawn" in _figure_text(fig)
+    empty = PartitionPlot(run_id="r", topic="t", partition=0, end_s=0.0, replicas=(),
+                          offsets=pd.DataFrame(columns=list(OFFSET_COLUMNS)),
+                          isr=pd.DataFrame(columns=list(ISR_COLUMNS)))
+    assert plot_partition(empty, tmp_path / "empty.png").read_bytes()[:8] == PNG_MAGIC
+
+
+def test_a_frame_missing_a_column_is_refused_with_the_columns_named() -> None:
+    with pytest.raises(ValueError, match=r"offsets lacks columns \['hw_min'"):
+        PartitionPlot(run_id="r", topic="t", partition=0, end_s=1.0, replicas=(1,),
+                      offsets=pd.DataFrame(columns=["replica", "t_s", "hw", "leo"]),
+                      isr=pd.DataFrame(columns=list(ISR_COLUMNS)))

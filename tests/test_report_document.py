@@ -1,0 +1,74 @@
+"""`jobs.report_document`: the Markdown and HTML renderings of a report, without Spark."""
+
+from __future__ import annotations
+
+import re
+
+from jobs.report_document import (
+    Evidence,
+    IncidentRow,
+    InvariantCount,
+    PartitionSection,
+    ReportDocument,
+    ViolationRow,
+    html_page,
+    markdown,
+)
+
+NASTY = 'leader <script>alert("x")</script> | said & did'
+
+
+def _violation(message: str = "write acknowledged at 1..1 is lost") -> ViolationRow:
+    return ViolationRow("run-1", "acked_write_lost", "error", "t", 0, 1, 24.5, -1, 1, 7, 9,
+                        (Evidence(48, 6.001, "append by broker 2"), Evidence(54)), message)
+
+
+def _doc(**over) -> ReportDocument:  # type: ignore[no-untyped-def]
+    incident = IncidentRow("run-1", "t", 0, 2, 1, 3, 8.0, None, 40_000, 12, 30_000, None, "missing")
+    base = dict(
+        generated_at="2026-11-21 08:00:00 UTC", lake="/lake", audit_id="audit-1", audit_started_at="x",
+        bronze_version=3, runs=("run-1",),
+        invariants=(InvariantCount("acked_write_lost", "error", True, 1, 0),
+                    InvariantCount("truncation_safety", "error", False, 0, 0, "not implemented")),
+        not_evaluated=("truncation_safety",), verdicts={"missing": 1}, incidents=(incident,), incidents_total=1,
+        flagged_total=3, max_partitions=1,
+        sections=(PartitionSection("run-1", "t", 0, 1, 0, 1, (_violation(NASTY),), (incident,), "p001-run-1-t-0.png",
+                                   (("acked_write_lost", "Every acks=all write ...", "offset = first lost offset"),)),),
+    )
+    base.update(over)
+    return ReportDocument(**base)
+
+
+def test_markdown_has_the_summary_the_sections_and_the_cap() -> None:
+    md = markdown(_doc())
+    assert "| acked_write_lost | error | yes | 1 | 0 |" in md
+    assert "| truncation_safety | error | no | 0 | 0 |" in md
+    assert "Not evaluated by the Spark audit (1; run `replog check` for them): `truncation_safety`." in md
+    assert "| missing | 1 |" in md
+    assert re.findall(r"^### (.*)$", md, re.M) == ["t-0 (run run-1)"]
+    assert "3 partition(s) have a violation or a lag incident; 1 plotted" in md
+    assert "2 more flagged partition(s) not plotted (cap report.max_partitions = 1)" in md
+    assert "![t-0 (run run-1)](p001-run-1-t-0.png)" in md
+    assert "48 (append by broker 2 at 6.001 s); 54" in md
+    # A pipe in a message is escaped, so the table keeps its columns.
+    row = next(line for line in md.splitlines() if "alert" in line)
+    assert "\\|" in row and row.count(" | ") == 9, "10 cells, none added by the message"
+
+
+def test_html_escapes_table_text_and_links_the_png() -> None:
+    page = html_page(_doc())
+    assert "<script>" not in page
+    assert "leader &lt;script&gt;alert(&quot;x&quot;)&lt;/script&gt; | said &amp; did" in page
+    assert '<img src="p001-run-1-t-0.png" alt="t-0 (run run-1)">' in page
+    assert page.startswith("<!DOCTYPE html>") and page.rstrip().endswith("</html>")
+    assert "http" not in page, "self-contained: no external resources"
+
+
+def test_a_clean_lake_says_so() -> None:
+    doc = _doc(verdicts={}, incidents=(), incidents_total=0, flagged_total=0, sections=(),
+               invariants=(InvariantCount("acked_write_lost", "error", True, 0, 0),))
+    md, page = markdown(doc), html_page(doc)
+    for text in (md, page):
+        assert "No violations and no lag incidents in a partition: nothing to plot." in text
+        assert "No lag incidents." in text
+    assert "0 error(s) and 0 warning(s)" in md and "###" not in md and "<img" not in page
