@@ -52,7 +52,7 @@ from replication_core.errors import (
     OffsetMismatchError,
     ReplogError,
 )
-from replication_core.events import Event, make_event
+from replication_core.events import Event, fetch_event, fetch_response_event, make_event
 from replication_core.leader_endpoint import (
     EARLIEST,
     LATEST,
@@ -597,24 +597,28 @@ class ReplicaFetcherThread:
     # --- events ---------------------------------------------------------------------------------
 
     def _emit_fetches(self, request: FetchRequest) -> None:
-        assert self._emit is not None
-        leader = self.source_broker.id
+        emit = self._emit
+        assert emit is not None
+        leader, fetcher_id, broker_id, now = self.source_broker.id, self.fetcher_id, self.broker_id, self._now
+        get_state = self.partition_states.get
         for tp, data in request.partitions.items():
-            state = self.partition_states.get(tp)
-            self._emit(make_event("fetch", self._now, self.broker_id, tp.topic, tp.partition,
-                                  state.current_leader_epoch if state is not None else None,
-                                  leader_id=leader, fetcher_id=self.fetcher_id, fetch_offset=data.fetch_offset,
-                                  last_fetched_epoch=data.last_fetched_epoch))
+            state = get_state(tp)
+            emit(fetch_event(now, broker_id, tp.topic, tp.partition,
+                             state.current_leader_epoch if state is not None else None,
+                             leader, fetcher_id, data.fetch_offset, data.last_fetched_epoch))
 
     def _emit_fetch_response(self, tp: TopicPartition, state: PartitionFetchState,
                              data: FetchPartitionResponse) -> None:
-        assert self._emit is not None
+        emit = self._emit
+        assert emit is not None
         div = data.diverging_epoch
-        self._emit(make_event(
-            "fetch_response", self._now, self.broker_id, tp.topic, tp.partition, state.current_leader_epoch,
-            leader_id=self.source_broker.id, fetcher_id=self.fetcher_id, fetch_offset=state.fetch_offset,
-            error=str(data.error), leader_hw=data.high_watermark if data.high_watermark >= 0 else None,
-            leader_log_start_offset=data.log_start_offset if data.log_start_offset >= 0 else None,
-            bytes=data.size_bytes, record_count=data.record_count,
-            diverging_epoch=div.leader_epoch if div is not None and div.leader_epoch >= 0 else None,
-            diverging_end_offset=div.end_offset if div is not None and div.end_offset >= 0 else None))
+        batches = data.batches
+        # Most responses of a fetch round carry no batches: skip the two sums over nothing.
+        size, records = (data.size_bytes, data.record_count) if batches else (0, 0)
+        hw, lso = data.high_watermark, data.log_start_offset
+        emit(fetch_response_event(
+            self._now, self.broker_id, tp.topic, tp.partition, state.current_leader_epoch,
+            self.source_broker.id, self.fetcher_id, state.fetch_offset, str(data.error),
+            hw if hw >= 0 else None, lso if lso >= 0 else None, size, records,
+            div.leader_epoch if div is not None and div.leader_epoch >= 0 else None,
+            div.end_offset if div is not None and div.end_offset >= 0 else None))

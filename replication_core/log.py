@@ -37,7 +37,7 @@ from replication_core.errors import (
     OffsetOutOfRangeError,
     UnexpectedAppendOffsetError,
 )
-from replication_core.events import Event, make_event
+from replication_core.events import Event, append_event, hw_change_event, make_event
 from replication_core.leader_epoch_cache import LeaderEpochCache
 
 UNKNOWN_OFFSET = -1
@@ -305,11 +305,10 @@ class Log:
         self._bases.append(batch.base_offset)
         self._leo = batch.last_offset + 1
         if self.events is not None:
-            self.events.append(make_event(
-                "append", now_ms, self.broker_id, self.topic, self.partition, self.leader_epoch,
-                role=role, base_offset=batch.base_offset, last_offset=batch.last_offset,
-                record_count=batch.record_count, bytes=batch.size_bytes,
-                batch_leader_epoch=batch.leader_epoch, batch_checksum=batch.checksum, leo=self._leo))
+            self.events.append(append_event(
+                now_ms, self.broker_id, self.topic, self.partition, self.leader_epoch, role, batch.base_offset,
+                batch.last_offset, batch.record_count, batch.size_bytes, batch.leader_epoch, batch.checksum,
+                self._leo))
 
     def maybe_assign_epoch_start_offset(self, epoch: int, start_offset: int) -> bool:
         """`maybeAssignEpochStartOffset`: cache entry for a new leader epoch even with no records."""
@@ -344,9 +343,8 @@ class Log:
         old = self._hw
         self._hw = new_hw
         if self.events is not None:
-            self.events.append(make_event(
-                "hw_change", now_ms, self.broker_id, self.topic, self.partition, self.leader_epoch,
-                role=role, old_hw=old, hw=new_hw))
+            self.events.append(hw_change_event(now_ms, self.broker_id, self.topic, self.partition,
+                                               self.leader_epoch, role, old, new_hw))
 
     # --- log start offset --------------------------------------------------------------------------
 

@@ -40,7 +40,7 @@ from replication_core.errors import (
     OffsetOutOfRangeError,
     UnknownLeaderEpochError,
 )
-from replication_core.events import Event, make_event
+from replication_core.events import Event, follower_fetch_state_event, make_event
 from replication_core.leader_epoch_cache import UNDEFINED_EPOCH, UNDEFINED_EPOCH_OFFSET
 from replication_core.log import FetchIsolation, Log, LogAppendInfo, RecordBatch
 from replication_core.replica import Replica
@@ -643,10 +643,12 @@ class Partition:
         cached_epoch = None if broker_epoch == -1 else self.metadata.broker_epoch(replica.broker_id)
         replica.update_fetch_state(fetch_offset, follower_log_start_offset, fetch_time_ms, leader_end_offset,
                                    broker_epoch, cached_epoch)
-        if self.events is not None:
-            self._emit("follower_fetch_state", fetch_time_ms, follower_id=replica.broker_id,
-                       fetch_offset=fetch_offset, last_caught_up_time_ms=replica.last_caught_up_time_ms,
-                       leo=leader_end_offset)
+        events = self.events
+        if events is not None:
+            epoch = self.leader_epoch
+            events.append(follower_fetch_state_event(
+                fetch_time_ms, self.broker_id, self.topic, self.partition, epoch if epoch >= 0 else None,
+                replica.broker_id, fetch_offset, replica.last_caught_up_time_ms, leader_end_offset))
         alter = None
         if not self.partition_state.is_inflight and replica.broker_id not in self.partition_state.isr:
             alter = self.maybe_expand_isr(replica.broker_id, fetch_time_ms)

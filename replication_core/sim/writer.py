@@ -16,10 +16,13 @@ with the envelope first, then the event's fields in emission order, nulls left o
 from __future__ import annotations
 
 import json
+from collections import Counter
+from operator import itemgetter
 from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from replication_core.events import Event
@@ -35,6 +38,7 @@ _PARQUET_OPTIONS: dict[str, Any] = {
 }
 
 
+_EVENT_TYPE = itemgetter("event_type")
 _ENVELOPE = ("schema_version", "source", "run_id", "event_id")
 _PAYLOAD_SCHEMA = pa.schema([f for f in EVENT_SCHEMA if f.name not in _ENVELOPE])
 
@@ -44,11 +48,48 @@ def events_to_table(events: list[Event]) -> pa.Table:
     return pa.Table.from_pylist(events, schema=EVENT_SCHEMA)
 
 
+def _payload_arrays(events: list[Event]) -> list[pa.Array]:
+    """The payload columns of `events` as arrow arrays in `_PAYLOAD_SCHEMA` order (missing fields null).
+
+    Columnar on purpose: `Table.from_pylist` looks up every one of the ~44 payload columns in every
+    event dict, although an event fills only the dozen columns of its type. Here the events are
+    grouped by their exact key sequence (events of one type built by one call site share it), each
+    present column of a group is gathered at C speed (`map(itemgetter(name), group)`), the columns a
+    group lacks are typed nulls, and one `take` puts the groups' rows back in emission
+    order. The values, and so the written bytes, are the same as `from_pylist`'s."""
+    if not events:
+        return [pa.nulls(0, f.type) for f in _PAYLOAD_SCHEMA]
+    groups: dict[tuple[str, ...], list[int]] = {}
+    for i, ev in enumerate(events):
+        key = tuple(ev)
+        rows = groups.get(key)
+        if rows is None:
+            groups[key] = [i]
+        else:
+            rows.append(i)
+    chunks: list[list[pa.Array]] = [[] for _ in _PAYLOAD_SCHEMA]
+    order: list[int] = []
+    for key, rows in groups.items():
+        group = events if len(groups) == 1 else [events[i] for i in rows]
+        for col, f in enumerate(_PAYLOAD_SCHEMA):
+            if f.name in key:
+                # Every event of the group has the key: a C-level itemgetter pass, no .get per cell.
+                chunks[col].append(pa.array(list(map(itemgetter(f.name), group)), f.type))
+            else:
+                chunks[col].append(pa.nulls(len(rows), f.type))
+        order.extend(rows)
+    if len(groups) == 1:
+        return [c[0] for c in chunks]
+    # Row k of the concatenation is event order[k]; the inverse permutation restores emission order.
+    back = pc.sort_indices(pa.array(order, pa.int64()))
+    return [pa.concat_arrays(c).take(back) for c in chunks]
+
+
 def stamped_table(events: list[Event], run_id: str, first_event_id: int) -> pa.Table:
     """Engine events (no envelope) as an `EVENT_SCHEMA` table with the run's envelope: the payload is
-    converted once and the envelope added as whole columns, which is several times cheaper than
-    building one stamped dict per event."""
-    payload = pa.Table.from_pylist(events, schema=_PAYLOAD_SCHEMA)
+    converted column by column (`_payload_arrays`) and the envelope added as whole columns, which is
+    several times cheaper than building one stamped dict per event."""
+    payload = dict(zip(_PAYLOAD_SCHEMA.names, _payload_arrays(events), strict=True))
     n = len(events)
     envelope = {
         "schema_version": pa.array([SCHEMA_VERSION] * n, pa.string()),
@@ -56,7 +97,7 @@ def stamped_table(events: list[Event], run_id: str, first_event_id: int) -> pa.T
         "run_id": pa.array([run_id] * n, pa.string()),
         "event_id": pa.array(range(first_event_id, first_event_id + n), pa.int64()),
     }
-    arrays = [envelope[f.name] if f.name in envelope else payload.column(f.name) for f in EVENT_SCHEMA]
+    arrays = [envelope[f.name] if f.name in envelope else payload[f.name] for f in EVENT_SCHEMA]
     return pa.Table.from_arrays(arrays, schema=EVENT_SCHEMA)
 
 
@@ -105,12 +146,16 @@ class EventWriter:
         """Stamp the envelope and append `events` to the current file, rolling as needed."""
         counts = self.counts
         acked = self.acked_records
-        for ev in events:
-            et = ev["event_type"]
-            counts[et] = counts.get(et, 0) + 1
-            if et == "produce_ack" and ev.get("error") == "NONE" and ev.get("base_offset") is not None:
-                key = str(ev["acks"])
-                acked[key] = acked.get(key, 0) + ev["last_offset"] - ev["base_offset"] + 1
+        # Counted at C speed (Counter over an itemgetter map); only produce acks are looked at one by one.
+        batch_counts = Counter(map(_EVENT_TYPE, events))
+        for et, n in batch_counts.items():
+            counts[et] = counts.get(et, 0) + n
+        if "produce_ack" in batch_counts:
+            for ev in events:
+                if (ev["event_type"] == "produce_ack" and ev.get("error") == "NONE"
+                        and ev.get("base_offset") is not None):
+                    key = str(ev["acks"])
+                    acked[key] = acked.get(key, 0) + ev["last_offset"] - ev["base_offset"] + 1
         start = 0
         while start < len(events):
             if self._parquet is None and self._jsonl is None:
