@@ -13,9 +13,9 @@ from __future__ import annotations
 import heapq
 from collections.abc import Callable, Hashable, Mapping
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 from replication_core.errors import (
-    Errors,
     FencedLeaderEpochError,
     KafkaStorageError,
     NotLeaderOrFollowerError,
@@ -29,9 +29,10 @@ PartitionLookup = Callable[[Hashable], Partition]
 `NotLeaderOrFollowerError` / `KafkaStorageError` (`ReplicaManager.getPartitionOrException`)."""
 
 
-@dataclass(frozen=True)
-class FetchPartitionStatus:
-    """`FetchPartitionStatus`: where one partition's read started and what was asked."""
+class FetchPartitionStatus(NamedTuple):
+    """`FetchPartitionStatus`: where one partition's read started and what was asked.
+
+    A NamedTuple (immutable and cheap to build): one per partition of every parked fetch."""
 
     fetch_offset: int
     max_bytes: int
@@ -69,25 +70,45 @@ class DelayedFetch:
         return self.replica_id >= 0
 
     def try_complete(self, lookup: PartitionLookup, now_ms: int = 0) -> bool:
-        """`tryComplete` at `now_ms`: True if the fetch can be answered now (the caller completes it)."""
+        """`tryComplete` at `now_ms`: True if the fetch can be answered now (the caller completes it).
+
+        Runs for every parked fetch each time one of its partitions gets data, once per partition of
+        the fetch: the common case (this broker leads the partition in the fetch's epoch) reads the
+        log's offsets and epoch cache directly; any other case goes through `fetchOffsetSnapshot` /
+        `lastOffsetForLeaderEpoch`, whose exceptions and errors decide it."""
         accumulated = 0
+        is_follower = self.replica_id >= 0
+        is_throttled = self.is_throttled
         for key, st in self.statuses.items():
+            current_epoch = st.current_leader_epoch
             try:
                 partition = lookup(key)
-                _, hw, _, leo = partition.fetch_offset_snapshot(st.current_leader_epoch, True)
+                if partition.leader_replica_id == partition.broker_id and (
+                        current_epoch is None or current_epoch == partition.leader_epoch
+                        or current_epoch == UNDEFINED_EPOCH):
+                    # fetchOffsetSnapshot's checks pass (leader, epoch matches or absent): read directly.
+                    log = partition.log
+                    hw = log._hw
+                    leo = log._leo
+                else:
+                    _, hw, _, leo = partition.fetch_offset_snapshot(current_epoch, True)
+                    log = partition.log
             except (NotLeaderOrFollowerError, UnknownTopicOrPartitionError, KafkaStorageError,
                     FencedLeaderEpochError):
                 return True  # cases A-E: the partition moved away or the request is fenced
-            end = leo if self.is_follower else hw
-            if end < st.fetch_offset:
+            fetch_offset = st.fetch_offset
+            end = leo if is_follower else hw
+            if end < fetch_offset:
                 return True  # case F: the leader truncated below the fetch position
-            if end > st.fetch_offset and (self.is_throttled is None or not self.is_throttled(key, now_ms)):
-                accumulated += partition.log.bytes_between(st.fetch_offset, end, st.max_bytes)
-            if st.last_fetched_epoch is not None and st.last_fetched_epoch != UNDEFINED_EPOCH:
-                eo = partition.last_offset_for_leader_epoch(st.current_leader_epoch, st.last_fetched_epoch, False)
-                if (eo.error is not Errors.NONE or eo.end_offset == UNDEFINED_EPOCH_OFFSET
-                        or eo.leader_epoch == UNDEFINED_EPOCH or eo.leader_epoch < st.last_fetched_epoch
-                        or eo.end_offset < st.fetch_offset):
+            if end > fetch_offset and (is_throttled is None or not is_throttled(key, now_ms)):
+                accumulated += log.bytes_between(fetch_offset, end, st.max_bytes)
+            last_fetched = st.last_fetched_epoch
+            if last_fetched is not None and last_fetched != UNDEFINED_EPOCH:
+                # lastOffsetForLeaderEpoch(current, lastFetched, fetchOnlyFromLeader=false): its epoch check
+                # passed above, so it is the epoch cache's end offset (UNDEFINED when unknown).
+                eo_epoch, eo_end = log.epoch_cache.end_offset_for(last_fetched, log._leo)
+                if (eo_end == UNDEFINED_EPOCH_OFFSET or eo_epoch == UNDEFINED_EPOCH
+                        or eo_epoch < last_fetched or eo_end < fetch_offset):
                     return True  # case H: the follower's log now diverges
         return accumulated >= self.min_bytes  # case G
 

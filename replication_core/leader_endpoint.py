@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import NamedTuple, Protocol
 
 from replication_core.log import RecordBatch
 from replication_core.partition_fetch_state import EpochEndOffset, TopicPartition
@@ -23,9 +23,11 @@ LATEST = "latest"
 EARLIEST = "earliest"
 
 
-@dataclass(frozen=True)
-class FetchPartitionData:
-    """`FetchRequest.PartitionData` a follower sends for one partition (reference §3.2)."""
+class FetchPartitionData(NamedTuple):
+    """`FetchRequest.PartitionData` a follower sends for one partition (reference §3.2).
+
+    A NamedTuple (immutable, like the frozen dataclasses around it): one is built per partition of
+    every fetch, and tuple construction is about three times cheaper than a frozen dataclass's."""
 
     fetch_offset: int
     log_start_offset: int
@@ -47,9 +49,10 @@ class FetchRequest:
     partitions: Mapping[TopicPartition, FetchPartitionData]
 
 
-@dataclass(frozen=True)
-class FetchPartitionResponse:
-    """`FetchResponseData.PartitionData` for one partition (HW/LSO as the leader captured them)."""
+class FetchPartitionResponse(NamedTuple):
+    """`FetchResponseData.PartitionData` for one partition (HW/LSO as the leader captured them).
+
+    A NamedTuple for the same reason as `FetchPartitionData` (one per partition of every response)."""
 
     error: str = NONE
     high_watermark: int = -1
