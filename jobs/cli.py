@@ -6,6 +6,7 @@
     replog simulate --scenario FILE --out DIR [...]            run a scenario on the simulated cluster
     replog check   --events DIR [--json FILE]                  the reference invariant checker
     replog timelines / lag / audit [--run ID] [--lake DIR]     the Spark analytics over bronze
+    replog report  [--out DIR] [--run ID]                      Markdown + HTML incident report with PNG plots
 
 Exit codes: 0 success (even with quarantined records), 2 the job failed (one-line reason on
 stderr). Every job is also reachable through `./spark-submit.sh <command> ...`.
@@ -50,6 +51,13 @@ def _parser() -> argparse.ArgumentParser:
                        help="exit 1 on violations of this severity or worse (default error)")
     common(audit)
 
+    rep = sub.add_parser("report", help="Markdown + HTML incident report with a PNG per flagged partition")
+    rep.add_argument("--out", default=None,
+                     help="output folder (default: the config's report.out, else <lake>/reports/<audit id>)")
+    rep.add_argument("--run", action="append", dest="runs", help="only this run_id (repeatable; default: the "
+                     "runs of the latest audit)")
+    common(rep)
+
     demo = sub.add_parser("demo", help="end to end on the embedded default: simulate -> ingest -> check")
     demo.add_argument("--scenario", default=None, help="scenario file (default conf/scenarios/steady-state.yaml)")
     demo.add_argument("--out", default="./out/demo", help="where the simulated event files go")
@@ -70,6 +78,16 @@ def _session_and_lake(args: argparse.Namespace):  # type: ignore[no-untyped-def]
     cfg = load_config(args.config, lake=args.lake)
     spark = build_spark(cfg.spark)
     return spark, open_lake(spark, cfg)
+
+
+def _cmd_report(args: argparse.Namespace) -> int:
+    from jobs.config import load_config
+    from jobs.incident_report import run_report
+
+    spark, lake = _session_and_lake(args)
+    cfg = load_config(args.config, lake=args.lake)
+    print(run_report(spark, lake, cfg.report, runs=args.runs, out=args.out).summary())
+    return EXIT_OK
 
 
 def _cmd_ingest(args: argparse.Namespace) -> int:
@@ -123,7 +141,7 @@ def _cmd_demo(args: argparse.Namespace) -> int:
 
 COMMANDS = {
     "ingest": _cmd_ingest, "timelines": _cmd_timelines, "lag": _cmd_lag, "audit": _cmd_audit,
-    "demo": _cmd_demo, "sample": _cmd_sample,
+    "demo": _cmd_demo, "sample": _cmd_sample, "report": _cmd_report,
 }
 
 # Commands with their own argument parsers, in the engine package (no Spark needed to run them).

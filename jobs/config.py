@@ -29,12 +29,27 @@ class SparkConfig:
 
 
 @dataclass(frozen=True)
+class ReportConfig:
+    """What `replog report` draws and where it writes (the `report:` section of the config)."""
+
+    max_partitions: int = 20
+    """Partitions plotted at most (the worst first); the report says how many more were flagged."""
+    max_points: int = 400
+    """Points per plotted series at most: changes are aggregated into this many time buckets per run."""
+    max_rows: int = 50
+    """Violations / incidents listed at most per partition (and in the run-wide tables)."""
+    out: str | None = None
+    """Output folder; None = `<lake>/reports/<audit id>/`."""
+
+
+@dataclass(frozen=True)
 class JobConfig:
     """Everything a replog job needs from configuration."""
 
     lake: str
     delta_backend: str = "auto"
     spark: SparkConfig = field(default_factory=SparkConfig)
+    report: ReportConfig = field(default_factory=ReportConfig)
     extra: dict[str, Any] = field(default_factory=dict)
 
 
@@ -75,5 +90,22 @@ def load_config(path: str | Path | None = None, lake: str | None = None) -> JobC
         driver_memory=s.get("driver_memory"),
         conf={str(k): str(v) for k, v in conf.items()},
     )
-    extra = {k: v for k, v in raw.items() if k not in {"lake", "delta_backend", "spark"}}
-    return JobConfig(lake=lake_root, delta_backend=backend, spark=spark, extra=extra)
+    extra = {k: v for k, v in raw.items() if k not in {"lake", "delta_backend", "spark", "report"}}
+    return JobConfig(lake=lake_root, delta_backend=backend, spark=spark, report=_report_config(raw, p), extra=extra)
+
+
+def _report_config(raw: dict[str, Any], p: Path) -> ReportConfig:
+    """The `report:` section (every key optional)."""
+    r = raw.get("report") or {}
+    _expect(isinstance(r, dict), "report", "a mapping", r, p)
+    default = ReportConfig()
+    counts: dict[str, int] = {}
+    for key in ("max_partitions", "max_points", "max_rows"):
+        value = r.get(key, getattr(default, key))
+        # bool is an int in Python; `max_partitions: yes` is a typo, not a cap of 1.
+        _expect(isinstance(value, int) and not isinstance(value, bool) and value > 0, f"report.{key}",
+                "a positive integer", value, p)
+        counts[key] = value
+    out = r.get("out")
+    _expect(out is None or (isinstance(out, str) and bool(out)), "report.out", "a folder path or null", out, p)
+    return ReportConfig(out=out, **counts)

@@ -1,0 +1,503 @@
+"""The incident report: Markdown + HTML with one PNG per flagged partition.
+
+    replog report [--lake DIR] [--config FILE] [--out DIR] [--run RUN_ID ...]
+    ./spark-submit.sh report
+
+Reads what the other jobs wrote — `gold/audit_runs`, `gold/invariant_violations`, `gold/lag_incidents`,
+`silver/replica_offsets`, `silver/partition_state` — and writes `report.md`, `report.html` and the
+PNGs into one folder (default `<lake>/reports/<audit id>/`, else `report.out` of the config or `--out`).
+
+Which runs: `--run` (repeatable), else the runs of the latest audit. The audit summary counts the
+violations of those runs per invariant and severity, and names the invariants the audit did not
+evaluate. A partition is *flagged* when it has a violation or a lag incident; the worst
+`report.max_partitions` are plotted (errors, then warnings, then late / missing / premature
+incidents, then other incidents), and the report says how many more were flagged.
+
+Bounded on the driver whatever the size of the run: only aggregates (counts per invariant, per
+verdict, one row per run), at most `max_rows` violations / incidents per list, and per plotted
+partition series of at most `max_points` points per replica — Spark aggregates the silver intervals
+into time buckets of `ceil(run span / max_points)` ms, keeping per bucket the last value and the
+min..max range (so a truncation inside a bucket still shows). No table is collected, no Python UDF
+runs on event-sized data.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import sys
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+from pyspark.sql import Column, DataFrame, SparkSession, Window
+from pyspark.sql import functions as F
+from pyspark.sql import types as T
+
+from jobs.config import ReportConfig
+from jobs.lake import Lake
+from jobs.plots import (
+    ISR_COLUMNS,
+    OFFSET_COLUMNS,
+    EvidencePoint,
+    IncidentSpan,
+    LeaderChange,
+    LifecycleMark,
+    PartitionPlot,
+    ViolationMark,
+    plot_partition,
+)
+from jobs.report_document import (
+    BAD_VERDICTS,
+    Evidence,
+    IncidentRow,
+    InvariantCount,
+    PartitionSection,
+    ReportDocument,
+    ViolationRow,
+    html_page,
+    markdown,
+)
+from jobs.transforms.timelines import PARTITION_KEY
+from replication_core.checker.catalogue import BY_NAME
+from schemas.audit import GOLD_AUDIT_RUNS, GOLD_INVARIANT_VIOLATIONS
+from schemas.events import BROKER_LIFECYCLE
+from schemas.tables import BRONZE_EVENTS, GOLD_LAG_INCIDENTS, SILVER_PARTITION_STATE, SILVER_REPLICA_OFFSETS
+
+KEY: list[str] = list(PARTITION_KEY)
+EVIDENCE_KEPT = 20
+"""Evidence ids fetched per violation (the report prints fewer); those of plotted violations are looked up."""
+
+FLAGGED_SCHEMA = T.StructType([
+    T.StructField("run_id", T.StringType(), False),
+    T.StructField("topic", T.StringType(), False),
+    T.StructField("partition", T.IntegerType(), False),
+    T.StructField("errors", T.LongType(), False),
+    T.StructField("warnings", T.LongType(), False),
+    T.StructField("incidents", T.LongType(), False),
+    T.StructField("bad_incidents", T.LongType(), False),
+])
+"""`flagged_partitions`: per partition with a violation or a lag incident, the counts that rank it."""
+
+
+class ReportError(RuntimeError):
+    """The report cannot be made (no audit yet, an output folder that is not local, ...)."""
+
+
+@dataclass
+class ReportResult:
+    """What one `replog report` wrote."""
+
+    out_dir: Path
+    audit_id: str
+    runs: list[str] = field(default_factory=list)
+    flagged: int = 0
+    plotted: int = 0
+    errors: int = 0
+    warnings: int = 0
+    incidents: int = 0
+    pngs: list[Path] = field(default_factory=list)
+    seconds: float = 0.0
+
+    @property
+    def markdown_path(self) -> Path:
+        """report.md."""
+        return self.out_dir / "report.md"
+
+    @property
+    def html_path(self) -> Path:
+        """report.html."""
+        return self.out_dir / "report.html"
+
+    def summary(self) -> str:
+        """The lines printed at the end of a run."""
+        more = self.flagged - self.plotted
+        return (
+            f"report: audit {self.audit_id}, {len(self.runs)} run(s): {self.errors} errors, {self.warnings} warnings, "
+            f"{self.incidents} lag incidents; {self.flagged} partitions flagged, {self.plotted} plotted"
+            + (f" ({more} more not plotted)" if more else "") + f" in {self.seconds:.1f}s\n"
+            f"  {self.html_path}\n  {self.markdown_path}"
+        )
+
+
+# --- pure transforms (tested with chispa) --------------------------------------------------------------
+
+
+def flagged_partitions(violations: DataFrame, incidents: DataFrame) -> DataFrame:
+    """Per (run, topic, partition) with a partition-scoped violation or a lag incident: error, warning,
+    incident and bad-verdict (late / missing / premature) counts (schema `FLAGGED_SCHEMA`)."""
+    scoped = violations.where(F.col("topic").isNotNull() & F.col("partition").isNotNull())
+    v = scoped.groupBy(*KEY).agg(
+        F.count(F.when(F.col("severity") == "error", 1)).alias("errors"),
+        F.count(F.when(F.col("severity") == "warning", 1)).alias("warnings"),
+    )
+    i = incidents.groupBy(*KEY).agg(
+        F.count(F.lit(1)).alias("incidents"),
+        F.count(F.when(F.col("verdict").isin(*sorted(BAD_VERDICTS)), 1)).alias("bad_incidents"),
+    )
+    joined = v.join(i, KEY, "full_outer")
+    return joined.select(
+        *[F.col(c) for c in KEY],
+        *[F.coalesce(F.col(c), F.lit(0)).cast("long").alias(c) for c in ("errors", "warnings", "incidents",
+                                                                            "bad_incidents")],
+    )
+
+
+def worst_first(flagged: DataFrame) -> list[Column]:
+    """The ranking of flagged partitions: errors, warnings, bad incidents, incidents, then the key."""
+    return [F.col("errors").desc(), F.col("warnings").desc(), F.col("bad_incidents").desc(),
+            F.col("incidents").desc(), *[F.col(c).asc() for c in KEY]]
+
+
+def bucketed(df: DataFrame, ts: str, selected: DataFrame) -> DataFrame:
+    """`df` restricted to the `selected` partitions (columns KEY + start_ms + bucket_ms), with `_bucket`, the
+    time bucket of `ts`."""
+    joined = df.join(F.broadcast(selected.select(*KEY, "start_ms", "bucket_ms")), KEY, "inner")
+    return joined.withColumn("_bucket", F.floor((F.col(ts) - F.col("start_ms")) / F.col("bucket_ms")))
+
+
+def offset_series(replica_offsets: DataFrame, selected: DataFrame) -> DataFrame:
+    """Per selected partition, replica and time bucket: the first change's time (`ts_ms`), the HW and LEO at
+    the end of the bucket and their min / max inside it (≤ `max_points` rows per replica)."""
+    b = bucketed(replica_offsets, "valid_from_ms", selected)
+    order = F.struct("valid_from_ms", "event_id")
+    return b.groupBy(*KEY, F.col("replica_id").alias("replica"), "_bucket").agg(
+        F.min("valid_from_ms").alias("ts_ms"),
+        F.max_by("high_watermark", order).alias("hw"),
+        F.max_by("log_end_offset", order).alias("leo"),
+        F.min("high_watermark").alias("hw_min"), F.max("high_watermark").alias("hw_max"),
+        F.min("log_end_offset").alias("leo_min"), F.max("log_end_offset").alias("leo_max"),
+    ).drop("_bucket")
+
+
+def isr_series(partition_state: DataFrame, selected: DataFrame) -> DataFrame:
+    """Per selected partition, replica (every replica it was ever assigned) and time bucket: the first
+    change's time, ISR membership at the end of the bucket (`in_isr`) and in every state that began in it
+    (`in_isr_whole`)."""
+    ps = partition_state.join(F.broadcast(selected.select(*KEY)), KEY, "left_semi")
+    everyone = ps.groupBy(*KEY).agg(F.array_distinct(F.flatten(F.collect_list(
+        F.coalesce("replicas", F.array().cast("array<int>"))))).alias("_all"))
+    b = bucketed(ps.join(everyone, KEY), "valid_from_ms", selected)
+    member = F.coalesce(F.array_contains("isr", F.col("replica")), F.lit(False))
+    exploded = b.select("*", F.explode("_all").alias("replica")).withColumn("_member", member)
+    return exploded.groupBy(*KEY, "replica", "_bucket").agg(
+        F.min("valid_from_ms").alias("ts_ms"),
+        F.max_by("_member", F.struct("valid_from_ms", "event_id")).alias("in_isr"),
+        F.min(F.col("_member").cast("int")).cast("boolean").alias("in_isr_whole"),
+    ).drop("_bucket")
+
+
+def series_lengths(replica_offsets: DataFrame, partition_state: DataFrame, keys: DataFrame) -> DataFrame:
+    """Per partition of `keys`: `n`, the most intervals of one replica in `replica_offsets` or of the partition
+    in `partition_state` (the longest series its picture would draw)."""
+    k = F.broadcast(keys.select(*KEY))
+    ro = replica_offsets.join(k, KEY, "left_semi").groupBy(*KEY, "replica_id").agg(F.count(F.lit(1)).alias("n"))
+    ps = partition_state.join(k, KEY, "left_semi").groupBy(*KEY).agg(F.count(F.lit(1)).alias("n"))
+    return ro.drop("replica_id").unionByName(ps).groupBy(*KEY).agg(F.max("n").alias("n"))
+
+
+def leader_changes(partition_state: DataFrame, selected: DataFrame, limit: int) -> DataFrame:
+    """Per selected partition, the intervals that changed the leader or its epoch (the first one too), at
+    most `limit` per partition (the earliest), with `changes`, the partition's total."""
+    ps = partition_state.join(F.broadcast(selected.select(*KEY)), KEY, "left_semi")
+    w = Window.partitionBy(*KEY).orderBy("valid_from_ms", "event_id")
+    prev_leader, prev_epoch = F.lag("leader_id").over(w), F.lag("leader_epoch").over(w)
+    first = F.row_number().over(w) == 1
+    moved = first | ~prev_leader.eqNullSafe(F.col("leader_id")) | ~prev_epoch.eqNullSafe(F.col("leader_epoch"))
+    changed = ps.select(*KEY, "valid_from_ms", "event_id", "leader_id", "leader_epoch", moved.alias("_changed")
+                        ).where("_changed")
+    whole = Window.partitionBy(*KEY)
+    return changed.select(*KEY, F.col("valid_from_ms").alias("ts_ms"), "leader_id", "leader_epoch",
+                          F.row_number().over(w).alias("_n"), F.count(F.lit(1)).over(whole).alias("changes")
+                          ).where(F.col("_n") <= limit).drop("_n")
+
+
+def evidence_events(bronze: DataFrame, wanted: DataFrame) -> DataFrame:
+    """The bronze events named by `wanted` (run_id, event_id): when, which broker, what kind."""
+    return bronze.join(F.broadcast(wanted.select("run_id", "event_id").distinct()), ["run_id", "event_id"]).select(
+        "run_id", "event_id", "ts_ms", "broker_id", "event_type", "action")
+
+
+def lifecycle_events(bronze: DataFrame, limit: int) -> DataFrame:
+    """Per run, the first `limit` broker crashes, restarts and shutdowns (the initial starts are left out:
+    every broker starts at the beginning)."""
+    life = bronze.where((F.col("event_type") == BROKER_LIFECYCLE) & (F.col("action") != "start")).select(
+        "run_id", "ts_ms", "event_id", "broker_id", "action")
+    return first_rows(life, [F.col("ts_ms"), F.col("event_id")], limit, by=["run_id"])
+
+
+def first_rows(df: DataFrame, order: Sequence[Column], limit: int, by: Sequence[str] = KEY) -> DataFrame:
+    """At most `limit` rows per `by` group, the first by `order`."""
+    w = Window.partitionBy(*by).orderBy(*order)
+    return df.withColumn("_n", F.row_number().over(w)).where(F.col("_n") <= limit).drop("_n")
+
+
+# --- the job -------------------------------------------------------------------------------------------
+
+
+def _local_dir(location: str, what: str) -> Path:
+    """A local folder from a path or a file: URI; anything else cannot be written by the driver's Python."""
+    if location.startswith("file:"):
+        location = re.sub(r"^file:(//)?", "", location)
+    elif re.match(r"^[a-zA-Z][a-zA-Z0-9+.-]*:/", location):
+        raise ReportError(f"{what} {location!r} is not a local folder: pass --out DIR or set report.out")
+    return Path(location)
+
+
+def _safe(name: str) -> str:
+    return re.sub(r"[^A-Za-z0-9._-]+", "_", name)[:80]
+
+
+def _seconds(ts_ms: int | None, start_ms: int) -> float | None:
+    return None if ts_ms is None else (ts_ms - start_ms) / 1000.0
+
+
+def _iso(ms: int) -> str:
+    return datetime.fromtimestamp(ms / 1000, tz=UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
+
+
+def _latest_audit(lake: Lake, runs: Sequence[str] | None) -> dict[str, Any]:
+    audits = lake.read(GOLD_AUDIT_RUNS)
+    if runs:
+        audits = audits.where(F.arrays_overlap("runs", F.array(*[F.lit(r) for r in runs])))
+    # One row: the newest audit (of the requested runs).
+    latest = audits.orderBy(F.col("started_at_ms").desc(), F.col("audit_id").desc()).limit(1).collect()
+    if not latest:
+        which = f" of run(s) {', '.join(runs)}" if runs else ""
+        raise ReportError(f"no audit{which} in the lake at {lake.root}: run `replog audit` first")
+    return latest[0].asDict(recursive=True)
+
+
+def _what(e: dict[str, Any]) -> str:
+    kind = e["event_type"] + (f" {e['action']}" if e["action"] else "")
+    return kind + ("" if e["broker_id"] is None else f" by broker {e['broker_id']}")
+
+
+def _violation_row(r: dict[str, Any], start_ms: int,
+                   looked_up: dict[tuple[str, int], dict[str, Any]] | None = None) -> ViolationRow:
+    found = looked_up or {}
+    evidence = tuple(
+        Evidence(int(i), _seconds(found[(r["run_id"], i)]["ts_ms"], start_ms), _what(found[(r["run_id"], i)]))
+        if (r["run_id"], i) in found else Evidence(int(i)) for i in (r["evidence"] or ()))
+    return ViolationRow(r["run_id"], r["invariant"], r["severity"], r["topic"], r["partition"], r["replica"],
+                        _seconds(r["ts_ms"], start_ms) or 0.0, r["event_id"], r["offset"], r["expected"],
+                        r["actual"], evidence, r["message"])
+
+
+def _incident_row(r: dict[str, Any], start_ms: int) -> IncidentRow:
+    return IncidentRow(r["run_id"], r["topic"], r["partition"], r["follower_id"], r["leader_id"], r["leader_epoch"],
+                       _seconds(r["start_ms"], start_ms) or 0.0, _seconds(r["end_ms"], start_ms),
+                       r["peak_time_lag_ms"], r["peak_message_lag"], r["lag_max_ms"],
+                       _seconds(r["shrink_ms"], start_ms), r["verdict"])
+
+
+def _violation_cols(evidence: int = EVIDENCE_KEPT) -> list[Column]:
+    return [F.col(c) for c in ("run_id", "invariant", "severity", "topic", "partition", "replica", "ts_ms",
+                               "event_id", "offset", "expected", "actual", "message")] + [
+        F.slice(F.coalesce("evidence", F.array().cast("array<bigint>")), 1, evidence).alias("evidence")]
+
+
+def _incident_order() -> list[Column]:
+    """Incidents listed bad verdicts first, then by time (built per call: a Column needs a running Spark)."""
+    return [F.when(F.col("verdict").isin(*sorted(BAD_VERDICTS)), 0).otherwise(1), F.col("start_ms"),
+            F.col("follower_id")]
+
+
+def run_report(
+    spark: SparkSession,
+    lake: Lake,
+    cfg: ReportConfig | None = None,
+    runs: Sequence[str] | None = None,
+    out: str | Path | None = None,
+    log: Callable[[str], None] = print,
+) -> ReportResult:
+    """Write the report of `runs` (default: the latest audit's); see the module docstring."""
+    t0 = time.perf_counter()
+    cfg = cfg or ReportConfig()
+    audit = _latest_audit(lake, runs)
+    runs = sorted(runs) if runs else sorted(audit["runs"] or [])
+    out_dir = _local_dir(str(out), "--out") if out else (
+        _local_dir(cfg.out, "report.out") if cfg.out else
+        _local_dir(lake.root, "the lake") / "reports" / _safe(audit["audit_id"]))
+    result = ReportResult(out_dir, audit["audit_id"], list(runs))
+    parts = [{"run_id": r} for r in runs]
+    log(f"report: audit {audit['audit_id']}, {len(runs)} run(s) -> {out_dir}")
+
+    violations = lake.read(GOLD_INVARIANT_VIOLATIONS, parts) if parts else lake.read(GOLD_INVARIANT_VIOLATIONS).limit(0)
+    incidents = lake.read(GOLD_LAG_INCIDENTS, parts) if parts else lake.read(GOLD_LAG_INCIDENTS).limit(0)
+    # One row per run: the first and last event, the origin and the end of every time axis.
+    bounds = {r["run_id"]: (r["start_ms"], r["end_ms"]) for r in (
+        lake.read(BRONZE_EVENTS, parts).groupBy("run_id")
+        .agg(F.min("ts_ms").alias("start_ms"), F.max("ts_ms").alias("end_ms")).collect() if parts else [])}
+
+    def start(run: str) -> int:
+        return bounds.get(run, (0, 0))[0]
+
+    # Aggregates: a handful of rows each.
+    counts: dict[str, dict[str, int]] = {}
+    for r in violations.groupBy("invariant", "severity").count().collect():
+        counts.setdefault(r["invariant"], {})[r["severity"]] = int(r["count"])
+    verdicts = {r["verdict"]: int(r["count"]) for r in incidents.groupBy("verdict").count().collect()}
+    catalogue = audit["invariants"] or []
+    known = {c["invariant"] for c in catalogue}
+    invariants = tuple(InvariantCount(c["invariant"], c["severity"], bool(c["evaluated"]),
+                                      counts.get(c["invariant"], {}).get("error", 0),
+                                      counts.get(c["invariant"], {}).get("warning", 0), c["note"]) for c in catalogue)
+    # Violations of an invariant the audit row does not list (an older catalogue) are still counted.
+    invariants += tuple(InvariantCount(n, "error", True, c.get("error", 0), c.get("warning", 0))
+                        for n, c in sorted(counts.items()) if n not in known)
+
+    unscoped = violations.where(F.col("topic").isNull() | F.col("partition").isNull())
+    run_level = [r.asDict() for r in unscoped.select(*_violation_cols()).orderBy("run_id", "ts_ms", "event_id")
+                 .limit(cfg.max_rows).collect()]
+    run_level_total = unscoped.count() if len(run_level) >= cfg.max_rows else len(run_level)
+    incident_list = [r.asDict() for r in incidents.orderBy(*_incident_order(), *KEY).limit(cfg.max_rows).collect()]
+
+    flagged = flagged_partitions(violations, incidents).cache()
+    try:
+        flagged_total = flagged.count()
+        chosen = flagged.orderBy(*worst_first(flagged)).limit(cfg.max_partitions).collect()
+    finally:
+        flagged.unpersist()
+    sections, pngs = _sections(spark, lake, cfg, chosen, violations, incidents, bounds, out_dir, log)
+
+    doc = ReportDocument(
+        generated_at=_iso(int(time.time() * 1000)), lake=lake.root, audit_id=audit["audit_id"],
+        audit_started_at=_iso(audit["started_at_ms"]), bronze_version=audit["bronze_version"], runs=tuple(runs),
+        invariants=invariants, not_evaluated=tuple(audit["not_evaluated"] or ()),
+        run_level=tuple(_violation_row(r, start(r["run_id"])) for r in run_level), run_level_total=run_level_total,
+        verdicts=verdicts, incidents=tuple(_incident_row(r, start(r["run_id"])) for r in incident_list),
+        incidents_total=sum(verdicts.values()), flagged_total=flagged_total, sections=tuple(sections),
+        max_partitions=cfg.max_partitions, max_rows=cfg.max_rows,
+        bucket_note=f"Series with more than {cfg.max_points} changes are aggregated into {cfg.max_points} time "
+                    "buckets per run (last value, with the bucket's min..max range shaded).",
+    )
+    out_dir.mkdir(parents=True, exist_ok=True)
+    result.markdown_path.write_text(markdown(doc), encoding="utf-8")
+    result.html_path.write_text(html_page(doc), encoding="utf-8")
+    result.flagged, result.plotted, result.pngs = flagged_total, len(sections), pngs
+    result.errors, result.warnings, result.incidents = doc.errors, doc.warnings, doc.incidents_total
+    result.seconds = time.perf_counter() - t0
+    return result
+
+
+def _sections(
+    spark: SparkSession,
+    lake: Lake,
+    cfg: ReportConfig,
+    chosen: Sequence[Any],
+    violations: DataFrame,
+    incidents: DataFrame,
+    bounds: dict[str, tuple[int, int]],
+    out_dir: Path,
+    log: Callable[[str], None],
+) -> tuple[list[PartitionSection], list[Path]]:
+    """The plotted partitions' sections and PNGs; every frame collected here is bounded by the caps."""
+    if not chosen:
+        return [], []
+    parts = [{"run_id": r} for r in sorted({c["run_id"] for c in chosen})]
+    ro = lake.read(SILVER_REPLICA_OFFSETS, parts)
+    ps = lake.read(SILVER_PARTITION_STATE, parts)
+    keys = spark.createDataFrame([(c["run_id"], c["topic"], c["partition"]) for c in chosen],
+                                 "run_id string, topic string, partition int")
+    # Per chosen partition (one row each): its longest series. Up to max_points changes are drawn exactly
+    # (1 ms buckets: intervals never start twice in one ms); beyond, the run is cut into max_points buckets.
+    longest = {(r["run_id"], r["topic"], r["partition"]): r["n"] for r in series_lengths(ro, ps, keys).collect()}
+    rows = []
+    for c in chosen:
+        start_ms, end_ms = bounds.get(c["run_id"], (0, 0))
+        exact = longest.get((c["run_id"], c["topic"], c["partition"]), 0) <= cfg.max_points
+        bucket = 1 if exact else max(1, math.ceil((end_ms - start_ms + 1) / cfg.max_points))
+        rows.append((c["run_id"], c["topic"], c["partition"], start_ms, bucket))
+    selected = spark.createDataFrame(rows, "run_id string, topic string, partition int, start_ms long, bucket_ms long")
+
+    def grouped(df: DataFrame) -> dict[tuple, list[dict[str, Any]]]:
+        out: dict[tuple, list[dict[str, Any]]] = {}
+        for r in df.collect():
+            d = r.asDict()
+            out.setdefault((d["run_id"], d["topic"], d["partition"]), []).append(d)
+        return out
+
+    sel = F.broadcast(selected.select(*KEY))
+    offsets = grouped(offset_series(ro, selected))
+    isr = grouped(isr_series(ps, selected))
+    leaders = grouped(leader_changes(ps, selected, cfg.max_points))
+    viols = grouped(first_rows(violations.join(sel, KEY, "left_semi").select(*_violation_cols()),
+                               [F.when(F.col("severity") == "error", 0).otherwise(1), F.col("ts_ms"),
+                                F.col("event_id"), F.col("invariant")], cfg.max_rows))
+    incs = grouped(first_rows(incidents.join(sel, KEY, "left_semi"), [F.col("start_ms"), F.col("follower_id")],
+                              cfg.max_rows))
+    life: dict[str, list[dict[str, Any]]] = {}
+    for r in lifecycle_events(lake.read(BRONZE_EVENTS, parts), cfg.max_points).collect():
+        life.setdefault(r["run_id"], []).append(r.asDict())
+    # The listed violations' evidence events: at most max_partitions x max_rows x EVIDENCE_KEPT rows.
+    wanted = sorted({(r["run_id"], int(e)) for rows in viols.values() for r in rows for e in (r["evidence"] or ())})
+    looked_up: dict[tuple[str, int], dict[str, Any]] = {}
+    if wanted:
+        ids = spark.createDataFrame(wanted, "run_id string, event_id long")
+        looked_up = {(r["run_id"], r["event_id"]): r.asDict()
+                     for r in evidence_events(lake.read(BRONZE_EVENTS, parts), ids).collect()}
+
+    out_dir.mkdir(parents=True, exist_ok=True)
+    for old in out_dir.glob("p[0-9][0-9][0-9]-*.png"):  # this report's own PNGs from an earlier run
+        old.unlink()
+    sections, pngs = [], []
+    for n, (c, (run, topic, partition, start_ms, bucket)) in enumerate(zip(chosen, rows, strict=True), 1):
+        key = (run, topic, partition)
+        end_s = max(0.0, (bounds.get(run, (0, 0))[1] - start_ms) / 1000.0)
+        v_rows = [_violation_row(r, start_ms, looked_up) for r in sorted(viols.get(key, []), key=lambda r: (
+            r["severity"] != "error", r["ts_ms"], r["event_id"], r["invariant"]))]
+        i_rows = [_incident_row(r, start_ms) for r in sorted(incs.get(key, []), key=lambda r: (
+            r["start_ms"], r["follower_id"]))]
+        lead = sorted(leaders.get(key, []), key=lambda r: r["ts_ms"])
+        notes = []
+        if lead and lead[0]["changes"] > len(lead):
+            notes.append(f"first {len(lead)} of {lead[0]['changes']} leader changes drawn")
+        if len(v_rows) < c["errors"] + c["warnings"]:
+            notes.append(f"first {len(v_rows)} of {c['errors'] + c['warnings']} violations marked")
+        data = PartitionPlot(
+            run_id=run, topic=topic, partition=partition, end_s=end_s,
+            replicas=tuple(sorted({r["replica"] for r in isr.get(key, []) + offsets.get(key, [])})),
+            offsets=_frame(offsets.get(key, []), OFFSET_COLUMNS, start_ms),
+            isr=_frame(isr.get(key, []), ISR_COLUMNS, start_ms),
+            leaders=tuple(LeaderChange((r["ts_ms"] - start_ms) / 1000.0, r["leader_id"], r["leader_epoch"])
+                          for r in lead),
+            violations=tuple(ViolationMark(v.time_s, v.invariant, v.severity, v.replica, v.offset, tuple(
+                EvidencePoint(e.time_s, e.what) for e in v.evidence if e.time_s is not None and e.what))
+                for v in v_rows),
+            incidents=tuple(IncidentSpan(i.start_s, i.end_s, i.follower, i.verdict, i.leader, i.lag_max_ms)
+                            for i in i_rows),
+            lifecycle=tuple(LifecycleMark((r["ts_ms"] - start_ms) / 1000.0, r["broker_id"], r["action"])
+                            for r in life.get(run, []) if r["broker_id"] is not None),
+            bucket_ms=bucket, notes=tuple(notes),
+        )
+        name = f"p{n:03d}-{_safe(run)}-{_safe(topic)}-{partition}.png"
+        pngs.append(plot_partition(data, out_dir / name))
+        log(f"report: plotted {topic}-{partition} of {run} -> {name}")
+        rules = tuple((n, BY_NAME[n].rule, BY_NAME[n].offsets) for n in sorted({v.invariant for v in v_rows})
+                      if n in BY_NAME)
+        sections.append(PartitionSection(run, topic, partition, int(c["errors"]), int(c["warnings"]),
+                                         int(c["incidents"]), tuple(v_rows), tuple(i_rows), name, rules))
+    return sections, pngs
+
+
+def _frame(rows: list[dict[str, Any]], columns: Sequence[str], start_ms: int) -> pd.DataFrame:
+    """A plot series from collected rows: `ts_ms` becomes `t_s`, seconds since the run's first event."""
+    frame = pd.DataFrame.from_records(rows, columns=[c for c in columns if c != "t_s"] + ["ts_ms"])
+    frame["t_s"] = (frame["ts_ms"].astype("float64") - start_ms) / 1000.0
+    return frame[list(columns)].sort_values(["replica", "t_s"], kind="stable").reset_index(drop=True)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point for `spark-submit jobs/incident_report.py` (the `replog report` subcommand)."""
+    from jobs.cli import main as cli_main
+
+    return cli_main(["report", *(argv if argv is not None else sys.argv[1:])])
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,226 @@
+"""`replog report` on a hand-built lake: which partitions it flags and plots, what the report says, the caps.
+
+The lake holds one run ("r1", 20 s) with three flagged partitions — t-0 an acked_write_lost error, t-1 an
+hw_within_log warning, t-2 a lag incident with verdict missing — one clean partition (t-3) and a run-level
+violation, written straight into the silver and gold tables (no ingest / timelines / audit, to stay fast).
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any
+
+import pytest
+from chispa import assert_df_equality
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+
+from jobs.cli import main as cli_main
+from jobs.config import ReportConfig
+from jobs.incident_report import (
+    FLAGGED_SCHEMA,
+    ReportError,
+    flagged_partitions,
+    offset_series,
+    run_report,
+)
+from jobs.lake import EmbeddedLake
+from schemas.audit import GOLD_AUDIT_RUNS, GOLD_INVARIANT_VIOLATIONS
+from schemas.events import BRONZE_EVENTS_SCHEMA
+from schemas.spark import to_spark_schema
+from schemas.tables import (
+    BRONZE_EVENTS,
+    GOLD_LAG_INCIDENTS,
+    SILVER_PARTITION_STATE,
+    SILVER_REPLICA_OFFSETS,
+    TableSpec,
+)
+from tests.spark.conftest import make_events
+
+PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
+QUIET = {"log": lambda _: None}
+T0 = 1_700_000_000_000
+"""The run's first event (epoch ms): the report's times are seconds after it."""
+
+
+def frame(spark: SparkSession, spec: TableSpec, rows: list[dict[str, Any]]) -> DataFrame:
+    """`rows` as a DataFrame of the table's schema (missing columns null)."""
+    schema = to_spark_schema(spec.schema)
+    return spark.createDataFrame([{f.name: r.get(f.name) for f in schema} for r in rows], schema)
+
+
+def _bronze(spark: SparkSession) -> DataFrame:
+    rows = [
+        dict(event_id=0, ts_ms=T0, broker_id=1, event_type="broker_lifecycle", action="start", topic=None,
+             partition=None),
+        dict(event_id=1, ts_ms=T0 + 1_000, broker_id=2, event_type="append", topic="t", partition=0, leader_epoch=1,
+             base_offset=0, last_offset=4, leo=5),
+        dict(event_id=2, ts_ms=T0 + 6_000, broker_id=2, event_type="broker_lifecycle", action="crash", topic=None,
+             partition=None),
+        dict(event_id=3, ts_ms=T0 + 20_000, broker_id=1, event_type="hw_change", topic="t", partition=0,
+             leader_epoch=2, old_hw=3, hw=4),
+    ]
+    df = make_events(spark, rows, run_id="r1")
+    df = df.select("*", F.lit("test.jsonl").alias("_source_file"), (F.col("event_id") + 1).alias("_source_line"),
+                   F.lit("batch-1").alias("_ingest_batch"))
+    return df.select(*BRONZE_EVENTS_SCHEMA.names)
+
+
+def _offsets(partition: int) -> list[dict[str, Any]]:
+    """Leader 2 and follower 1 append five records; from 6 s broker 1 leads (epoch 2) and truncates to 3."""
+    base = dict(run_id="r1", topic="t", partition=partition)
+    steps = [(2, 0, 1_000, "leader", 1, 0, 5), (1, 0, 2_000, "follower", 1, 0, 5), (2, 1_000, None, "leader", 1, 5, 5),
+             (1, 2_000, 6_000, "follower", 1, 5, 5), (1, 6_000, None, "leader", 2, 3, 3)]
+    return [dict(base, replica_id=r, valid_from_ms=T0 + f, valid_to_ms=None if t is None else T0 + t, role=role,
+                 leader_epoch=e, log_start_offset=0, high_watermark=hw, log_end_offset=leo, event_id=10 + i)
+            for i, (r, f, t, role, e, hw, leo) in enumerate(steps)]
+
+
+def _state(partition: int) -> list[dict[str, Any]]:
+    base = dict(run_id="r1", topic="t", partition=partition, replicas=[1, 2], replication_factor=2)
+    return [dict(base, valid_from_ms=T0, valid_to_ms=T0 + 6_000, leader_id=2, leader_epoch=1, isr=[1, 2], isr_size=2,
+                 event_id=20),
+            dict(base, valid_from_ms=T0 + 6_000, valid_to_ms=None, leader_id=1, leader_epoch=2, isr=[1], isr_size=1,
+                 event_id=21)]
+
+
+def _violation(partition: int | None, invariant: str, severity: str, message: str, **over: Any) -> dict[str, Any]:
+    return dict(dict(run_id="r1", invariant=invariant, severity=severity, topic=None if partition is None else "t",
+                     partition=partition, replica=1, ts_ms=T0 + 20_000, event_id=3, offset=3, expected=4, actual=3,
+                     evidence=[1, 3], message=message, audit_id="audit-test"), **over)
+
+
+VIOLATIONS = [
+    _violation(0, "acked_write_lost", "error", "write acknowledged at 3..4 by broker 2 is not on final leader 1"),
+    _violation(1, "hw_within_log", "warning", "HW 6 above LEO 5 on broker 1", offset=None),
+    _violation(None, "event_stream_consistent", "warning", "a run-level finding"),
+]
+INCIDENT = dict(run_id="r1", topic="t", partition=2, follower_id=2, leader_id=1, leader_epoch=2, start_ms=T0 + 8_000,
+                end_ms=None, last_caught_up_time_ms=T0 + 6_000, lag_max_ms=2_000, deadline_ms=T0 + 9_000,
+                peak_time_lag_ms=14_000, peak_message_lag=7, in_isr_at_start=True, verdict="missing")
+
+
+def _audit_row(spark: SparkSession, errors: int, warnings: int) -> DataFrame:
+    invariants = [dict(invariant="acked_write_lost", severity="error", evaluated=True, errors=errors, warnings=0,
+                       note=None),
+                  dict(invariant="truncation_safety", severity="error", evaluated=False, errors=0, warnings=0,
+                       note="not implemented in the Spark audit yet")]
+    return frame(spark, GOLD_AUDIT_RUNS, [dict(
+        audit_id="audit-test", started_at_ms=T0, duration_ms=1, bronze_version=0, runs=["r1"], fail_on="error",
+        exit_code=1 if errors else 0, errors=errors, warnings=warnings, invariants=invariants,
+        not_evaluated=["truncation_safety"])])
+
+
+@pytest.fixture(scope="module")
+def flagged_lake(spark: SparkSession, tmp_path_factory: pytest.TempPathFactory) -> EmbeddedLake:
+    """Three flagged partitions (t-0 error, t-1 warning, t-2 lag incident), t-3 clean, one run-level finding.
+
+    Shared by the tests of this module (built once: six commits); they only read it.
+    """
+    lake = EmbeddedLake(spark, str(tmp_path_factory.mktemp("flagged") / "lake"))
+    lake.append(BRONZE_EVENTS, _bronze(spark))
+    lake.append(SILVER_REPLICA_OFFSETS, frame(spark, SILVER_REPLICA_OFFSETS,
+                                              [r for p in range(4) for r in _offsets(p)]))
+    lake.append(SILVER_PARTITION_STATE, frame(spark, SILVER_PARTITION_STATE, [r for p in range(4) for r in _state(p)]))
+    lake.append(GOLD_INVARIANT_VIOLATIONS, frame(spark, GOLD_INVARIANT_VIOLATIONS, VIOLATIONS))
+    lake.append(GOLD_LAG_INCIDENTS, frame(spark, GOLD_LAG_INCIDENTS, [INCIDENT]))
+    lake.append(GOLD_AUDIT_RUNS, _audit_row(spark, errors=1, warnings=2))
+    return lake
+
+
+def _sections(md: str) -> list[str]:
+    return re.findall(r"^### (.*)$", md, re.M)
+
+
+def test_report_plots_exactly_the_flagged_partitions_worst_first(flagged_lake: EmbeddedLake) -> None:
+    result = run_report(flagged_lake.spark, flagged_lake, ReportConfig(), **QUIET)
+    assert result.out_dir == Path(flagged_lake.root) / "reports" / "audit-test"
+    assert (result.flagged, result.plotted, result.errors, result.warnings, result.incidents) == (3, 3, 1, 2, 1)
+    md = result.markdown_path.read_text(encoding="utf-8")
+    assert _sections(md) == ["t-0 (run r1)", "t-1 (run r1)", "t-2 (run r1)"], "errors, then warnings, then lag"
+    for v in VIOLATIONS:
+        assert v["message"] in md
+    assert "| acked_write_lost | error | yes | 1 | 0 |" in md
+    assert "| truncation_safety | error | no | 0 | 0 |" in md and "`truncation_safety`" in md
+    assert "| missing | 1 |" in md and "| r1 | t-2 | 2 | 1 (2) | 8.000 | ongoing | 14,000 | 7 |" in md
+    # Evidence looked up in bronze, with times relative to the run's first event.
+    assert "1 (append by broker 2 at 1.000 s); 3 (hw_change by broker 1 at 20.000 s)" in md
+    assert "No violations" not in md
+    assert len(result.pngs) == 3
+    for png in result.pngs:
+        assert png.parent == result.out_dir and png.name in md
+        data = png.read_bytes()
+        assert data[:8] == PNG_MAGIC and len(data) > 20_000
+    page = result.html_path.read_text(encoding="utf-8")
+    assert page.count("<img ") == 3 and "HW 6 above LEO 5 on broker 1" in page
+    assert str(result.html_path) in result.summary()
+
+
+def test_partition_cap_is_honoured_and_reported(flagged_lake: EmbeddedLake, tmp_path: Path) -> None:
+    out = tmp_path / "capped"
+    result = run_report(flagged_lake.spark, flagged_lake, ReportConfig(max_partitions=1, max_rows=1), out=out,
+                        **QUIET)
+    assert result.out_dir == out and (result.flagged, result.plotted) == (3, 1)
+    assert [p.name for p in out.glob("*.png")] == ["p001-r1-t-0.png"]
+    md = result.markdown_path.read_text(encoding="utf-8")
+    assert _sections(md) == ["t-0 (run r1)"]
+    assert "3 partition(s) have a violation or a lag incident; 1 plotted" in md
+    assert "2 more flagged partition(s) not plotted (cap report.max_partitions = 1)" in md
+    assert "(2 more not plotted)" in result.summary()
+
+
+def test_a_lake_without_violations_or_incidents_says_so(spark: SparkSession, tmp_path: Path) -> None:
+    lake = EmbeddedLake(spark, str(tmp_path / "lake"))
+    lake.append(BRONZE_EVENTS, _bronze(spark))
+    lake.append(GOLD_AUDIT_RUNS, _audit_row(spark, errors=0, warnings=0))
+    result = run_report(spark, lake, ReportConfig(), out=tmp_path / "clean", **QUIET)
+    assert (result.flagged, result.plotted, result.pngs) == (0, 0, [])
+    md = result.markdown_path.read_text(encoding="utf-8")
+    assert "No violations and no lag incidents in a partition: nothing to plot." in md
+    assert "No lag incidents." in md and _sections(md) == []
+    assert "nothing to plot" in result.html_path.read_text(encoding="utf-8")
+
+
+def test_no_audit_is_a_one_line_failure_with_exit_code_2(spark: SparkSession, tmp_path: Path, capsys) -> None:
+    lake = EmbeddedLake(spark, str(tmp_path / "lake"))
+    with pytest.raises(ReportError, match=r"no audit in the lake at .*: run `replog audit` first"):
+        run_report(spark, lake, ReportConfig(), **QUIET)
+    # Through the CLI, with the test session's own settings (getOrCreate reuses it).
+    config = tmp_path / "conf.yaml"
+    config.write_text(f"lake: {tmp_path / 'lake'}\ndelta_backend: embedded\nspark:\n  shuffle_partitions: 2\n"
+                      "  conf:\n    spark.sql.session.timeZone: UTC\n", encoding="utf-8")
+    assert cli_main(["report", "--config", str(config)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err == [f"replog report: failed: ReportError: no audit in the lake at {tmp_path / 'lake'}: "
+                   "run `replog audit` first"]
+
+
+def test_a_remote_lake_needs_a_local_output_folder(flagged_lake: EmbeddedLake) -> None:
+    with pytest.raises(ReportError, match=r"'s3a://bucket/reports' is not a local folder"):
+        run_report(flagged_lake.spark, flagged_lake, ReportConfig(out="s3a://bucket/reports"), **QUIET)
+
+
+def test_flagged_partitions_counts_errors_warnings_and_bad_incidents(spark: SparkSession) -> None:
+    violations = frame(spark, GOLD_INVARIANT_VIOLATIONS, [*VIOLATIONS, _violation(0, "hw_within_log", "error", "m")])
+    incidents = frame(spark, GOLD_LAG_INCIDENTS, [INCIDENT, dict(INCIDENT, partition=0, verdict="recovered")])
+    expected = spark.createDataFrame([("r1", "t", 0, 2, 0, 1, 0), ("r1", "t", 1, 0, 1, 0, 0),
+                                      ("r1", "t", 2, 0, 0, 1, 1)], FLAGGED_SCHEMA)
+    assert_df_equality(flagged_partitions(violations, incidents), expected, ignore_row_order=True,
+                       ignore_nullable=True)
+
+
+def test_offset_series_keeps_the_last_value_and_the_range_of_each_bucket(spark: SparkSession) -> None:
+    # Broker 1: ten changes in the first second (a dip to 2 among them), then one at 1.5 s.
+    values = [5, 6, 2, 7, 8, 8, 9, 9, 9, 10]
+    rows = [dict(run_id="r1", topic="t", partition=0, replica_id=1, valid_from_ms=T0 + 100 * i, role="leader",
+                 leader_epoch=1, high_watermark=v - 1, log_end_offset=v, event_id=i) for i, v in enumerate(values)]
+    rows.append(dict(rows[-1], valid_from_ms=T0 + 1_500, high_watermark=11, log_end_offset=12, event_id=10))
+    selected = spark.createDataFrame([("r1", "t", 0, T0, 1_000)],
+                                     "run_id string, topic string, partition int, start_ms long, bucket_ms long")
+    expected = spark.createDataFrame(
+        [("r1", "t", 0, 1, T0, 9, 10, 1, 9, 2, 10), ("r1", "t", 0, 1, T0 + 1_500, 11, 12, 11, 11, 12, 12)],
+        "run_id string, topic string, partition int, replica int, ts_ms long, hw long, leo long, hw_min long, "
+        "hw_max long, leo_min long, leo_max long")
+    actual = offset_series(frame(spark, SILVER_REPLICA_OFFSETS, rows), selected).select(*expected.columns)
+    assert_df_equality(actual, expected, ignore_row_order=True, ignore_nullable=True, ignore_metadata=True)

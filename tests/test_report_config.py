@@ -1,0 +1,28 @@
+"""The `report:` section of the config (`jobs.config.ReportConfig`)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from jobs.config import DEFAULT_CONFIG, ConfigError, ReportConfig, load_config
+
+
+def test_shipped_configs_carry_the_report_caps() -> None:
+    assert load_config(DEFAULT_CONFIG).report == ReportConfig(max_partitions=20, max_points=400, max_rows=50, out=None)
+    cluster = load_config(DEFAULT_CONFIG.parent / "cluster.example.yaml").report
+    assert cluster.out == "/tmp/replog-report", "a remote lake needs a local output folder"
+
+
+def test_report_section_is_optional_and_checked(tmp_path: Path) -> None:
+    path = tmp_path / "c.yaml"
+    path.write_text("lake: ./lake\n", encoding="utf-8")
+    assert load_config(path).report == ReportConfig()
+    assert "report" not in load_config(path).extra
+    path.write_text("lake: ./lake\nreport:\n  max_partitions: 0\n", encoding="utf-8")
+    with pytest.raises(ConfigError, match=r"key 'report.max_partitions' must be a positive integer, got 0"):
+        load_config(path)
+    path.write_text("lake: ./lake\nreport:\n  max_points: yes\n", encoding="utf-8")
+    with pytest.raises(ConfigError, match=r"'report.max_points' must be a positive integer, got True"):
+        load_config(path)
