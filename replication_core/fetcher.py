@@ -260,8 +260,11 @@ class ReplicaFetcherThread:
     # --- truncation phase -----------------------------------------------------------------------
 
     def _maybe_reset_unknown_offsets(self) -> Generator[LeaderRequest, Reply, None]:
-        for tp, state in self.partition_states.items():
-            if state.fetch_offset >= 0 or state.is_delayed(self._now):
+        # Runs every round over every partition and almost never finds one: filter with a list
+        # comprehension first (same snapshot, same order; states are immutable).
+        unknown = [(tp, state) for tp, state in self.partition_states.items() if state.fetch_offset < 0]
+        for tp, state in unknown:
+            if state.is_delayed(self._now):
                 continue
             try:
                 new_state = yield from self._fetch_offset_and_truncate(tp, state)
@@ -276,7 +279,9 @@ class ReplicaFetcherThread:
         with_epochs: dict[TopicPartition, EpochData] = {}
         requested_epochs: dict[TopicPartition, int] = {}
         without_epochs: list[TopicPartition] = []
-        for tp, state in self.partition_states.items():
+        # As above: a cheap filter on the state first, the full `isTruncating` test on the few left.
+        truncating = [(tp, state) for tp, state in self.partition_states.items() if state.state is TRUNCATING]
+        for tp, state in truncating:
             if not state.is_truncating(self._now) or state.fetch_offset < 0:
                 continue
             latest = self._latest_epoch(tp)
@@ -405,10 +410,17 @@ class ReplicaFetcherThread:
         now, cfg, flags = self._now, self.config, self.flags
         partitions: dict[TopicPartition, FetchPartitionData] = {}
         errors: list[TopicPartition] = []
+        max_bytes = cfg.replica_fetch_max_bytes
+        send_current_epoch, send_last_fetched = flags.current_leader_epoch, flags.truncate_on_fetch
+        quota = self._quota
+        if quota is not None and not quota.throttles_any():
+            quota = None  # no partition can be throttled in this round: skip the per-partition test
+        logs = self._logs
         for tp, state in self.partition_states.items():
-            if not state.is_ready_for_fetch(now):
+            # isReadyForFetch inlined (every partition, every round): Fetching and no backoff pending.
+            delay = state.delay
+            if state.state is not FETCHING or (delay is not None and delay.due_ms > now):
                 continue
-            quota = self._quota
             if quota is not None and should_follower_throttle(quota, tp.topic, tp.partition,
                                                               state.is_replica_in_sync, now):
                 if self._emit is not None:
@@ -416,14 +428,14 @@ class ReplicaFetcherThread:
                                                     self.broker_id, 0))
                 continue
             try:
-                log_start = self._logs(tp).log_start_offset
+                log_start = logs(tp).log_start_offset
             except ReplogError:
                 errors.append(tp)
                 continue
             partitions[tp] = FetchPartitionData(
-                state.fetch_offset, log_start, cfg.replica_fetch_max_bytes,
-                state.current_leader_epoch if flags.current_leader_epoch else None,
-                state.last_fetched_epoch if flags.truncate_on_fetch else None, state.topic_id)
+                state.fetch_offset, log_start, max_bytes,
+                state.current_leader_epoch if send_current_epoch else None,
+                state.last_fetched_epoch if send_last_fetched else None, state.topic_id)
         if not partitions:
             return None, errors
         return FetchRequest(self.broker_id, self.broker_epoch, cfg.replica_fetch_wait_max_ms,
@@ -440,18 +452,23 @@ class ReplicaFetcherThread:
             # leader.fetch threw: Kafka backs off every partition of the thread.
             self._delay_partitions(list(states))
             return
+        sent_partitions = request.partitions
+        emit = self._emit
+        truncate_on_fetch = self.flags.truncate_on_fetch
         for tp, data in response.partitions.items():
             state = states.get(tp)
-            sent = request.partitions.get(tp)
+            sent = sent_partitions.get(tp)
             # A partition removed, re-added or truncated meanwhile ignores the stale answer.
-            if (state is None or sent is None or sent.fetch_offset != state.fetch_offset
-                    or not state.is_ready_for_fetch(self._now)):
+            if state is None or sent is None or sent.fetch_offset != state.fetch_offset:
                 continue
-            if self._emit is not None:
+            delay = state.delay  # isReadyForFetch inlined, as in _build_fetch
+            if state.state is not FETCHING or (delay is not None and delay.due_ms > self._now):
+                continue
+            if emit is not None:
                 self._emit_fetch_response(tp, state, data)
             error = data.error
             if error == NONE:
-                if self.flags.truncate_on_fetch and data.diverging_epoch is not None:
+                if truncate_on_fetch and data.diverging_epoch is not None:
                     diverging[tp] = EpochEndOffset(NONE, data.diverging_epoch.leader_epoch,
                                                    data.diverging_epoch.end_offset)
                     continue
@@ -499,9 +516,11 @@ class ReplicaFetcherThread:
         old_hw = log.high_watermark
         if log.update_high_watermark(data.high_watermark, now, FOLLOWER) != old_hw:
             self._hw_updated.add(tp)
-        log.maybe_increment_log_start_offset(data.log_start_offset, now, FOLLOWER)
+        if data.log_start_offset > log.log_start_offset:
+            # maybeIncrementLogStartOffset only ever moves forward: the call is a no-op otherwise.
+            log.maybe_increment_log_start_offset(data.log_start_offset, now, FOLLOWER)
         quota = self._quota
-        if quota is not None and quota.is_throttled(tp.topic, tp.partition):
+        if quota is not None and quota.throttles_any() and quota.is_throttled(tp.topic, tp.partition):
             quota.record(data.size_bytes, now)
         return info
 

@@ -650,7 +650,8 @@ class Partition:
                 fetch_time_ms, self.broker_id, self.topic, self.partition, epoch if epoch >= 0 else None,
                 replica.broker_id, fetch_offset, replica.last_caught_up_time_ms, leader_end_offset))
         alter = None
-        if not self.partition_state.is_inflight and replica.broker_id not in self.partition_state.isr:
+        state = self.partition_state
+        if not state.is_inflight and replica.broker_id not in state.isr:
             alter = self.maybe_expand_isr(replica.broker_id, fetch_time_ms)
         hw_moved = prev_leo != fetch_offset and self.maybe_increment_leader_hw(fetch_time_ms)
         return hw_moved, alter
@@ -704,16 +705,22 @@ class Partition:
                     f"but we only have log segments starting from offset: {lso}.")
             if eo_epoch < last_fetched_epoch or eo_end < fetch_offset:
                 return LogReadInfo(fetch_offset, (), 0, (eo_epoch, eo_end), hw, lso, leo, hw)
-        if isolation is None:
-            isolation = FetchIsolation.LOG_END if is_follower else FetchIsolation.HIGH_WATERMARK
-        data = log.read(fetch_offset, max_bytes, isolation, min_one_message)
-        hw_moved = False
-        alter = None
+        if fetch_offset == leo:
+            # A caught-up follower (most partitions of most fetches): `UnifiedLog.read` returns nothing
+            # at the LEO whatever the isolation, so skip the call and its result tuple.
+            batches: tuple[RecordBatch, ...] = ()
+            size = 0
+        else:
+            if isolation is None:
+                isolation = FetchIsolation.LOG_END if is_follower else FetchIsolation.HIGH_WATERMARK
+            data = log.read(fetch_offset, max_bytes, isolation, min_one_message)
+            batches = data.batches
+            size = data.size_bytes
         if replica is not None and update_fetch_state:
             hw_moved, alter = self.update_follower_fetch_state(
                 replica, fetch_offset, follower_log_start_offset, now_ms, leo, broker_epoch)
-        return LogReadInfo(fetch_offset, data.batches, data.size_bytes, None, hw, lso, leo, hw,
-                           hw_moved, alter)
+            return LogReadInfo(fetch_offset, batches, size, None, hw, lso, leo, hw, hw_moved, alter)
+        return LogReadInfo(fetch_offset, batches, size, None, hw, lso, leo, hw)
 
     def last_offset_for_leader_epoch(
         self, current_leader_epoch: int | None, leader_epoch: int, fetch_only_from_leader: bool = True

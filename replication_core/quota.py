@@ -164,6 +164,11 @@ class ReplicationQuotaManager:
 
     # --- queries and recording ----------------------------------------------------------------
 
+    def throttles_any(self) -> bool:
+        """True if some topic has throttled replicas; when False, `is_throttled` is False for every
+        partition (hot paths test this once per request instead of once per partition)."""
+        return bool(self._throttled)
+
     def is_throttled(self, topic: str, partition: int) -> bool:
         """`isThrottled(tp)`: the topic's list is `*` or contains the partition."""
         if topic not in self._throttled:

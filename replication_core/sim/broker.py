@@ -20,6 +20,8 @@ what writes the log (fetcher threads appending, produce requests).
 from __future__ import annotations
 
 from collections.abc import Callable
+from functools import partial
+from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
 from replication_core.config import ReplicationConfig
@@ -47,6 +49,12 @@ if TYPE_CHECKING:
     from replication_core.sim.cluster import Cluster
     from replication_core.sim.controller import MetadataUpdate
     from replication_core.sim.producer import ProduceRequest
+
+
+# Read-only (an empty mapping proxy, frozen dataclasses): safe to share between calls and brokers.
+_FETCH_NETWORK_ERROR = FetchResponse(MappingProxyType({}), error=Errors.NETWORK_EXCEPTION.value)
+_EPOCHS_NETWORK_ERROR = OffsetsForLeaderEpochResponse(MappingProxyType({}), error=Errors.NETWORK_EXCEPTION.value)
+_LIST_OFFSETS_NETWORK_ERROR = ListOffsetsResponse(error=Errors.NETWORK_EXCEPTION.value)
 
 
 class SimReplicaManager(ReplicaManager):
@@ -121,26 +129,31 @@ class FetcherActor:
             return
         b = self._broker
         leader = b.cluster.brokers[self.thread.source_broker.id]
+        # The error answer of a lost / timed-out call: immutable values, shared by every call.
         error: Any
         if isinstance(request, FetchRequest):
-            error = FetchResponse(error=Errors.NETWORK_EXCEPTION.value)
+            error = _FETCH_NETWORK_ERROR
         elif isinstance(request, OffsetsForLeaderEpochRequest):
-            error = OffsetsForLeaderEpochResponse(error=Errors.NETWORK_EXCEPTION.value)
+            error = _EPOCHS_NETWORK_ERROR
         else:
-            error = ListOffsetsResponse(error=Errors.NETWORK_EXCEPTION.value)
+            error = _LIST_OFFSETS_NETWORK_ERROR
 
-        def on_reply(response: Any, now_ms: int) -> None:
-            if incarnation != b.incarnation:
-                return  # this broker crashed meanwhile: the thread is gone
-            hold = b.held_until(disk=True)
-            if hold > now_ms:
-                # The thread is blocked (GC pause / disk stall): it sees the answer when it resumes.
-                b.queue.at(hold, on_reply, response, hold)
-                return
-            self._step(gen, (response, now_ms), incarnation)
+        # A partial, not a closure that names itself: a self-referencing closure is a reference cycle
+        # that keeps the finished generator (and its request) alive until the cyclic GC finds it.
+        b.cluster.rpc.call(b.broker_id, leader.broker_id, request, leader.handle_replica_request,
+                           partial(self._on_reply, gen, incarnation), error, b.config.replica_socket_timeout_ms)
 
-        b.cluster.rpc.call(b.broker_id, leader.broker_id, request, leader.handle_replica_request, on_reply, error,
-                           b.config.replica_socket_timeout_ms)
+    def _on_reply(self, gen: Work, incarnation: int, response: Any, now_ms: int) -> None:
+        """The leader's answer (or the call's error) reached this fetcher thread: resume `work()`."""
+        b = self._broker
+        if incarnation != b.incarnation:
+            return  # this broker crashed meanwhile: the thread is gone
+        hold = b.held_until(disk=True)
+        if hold > now_ms:
+            # The thread is blocked (GC pause / disk stall): it sees the answer when it resumes.
+            b.queue.at(hold, self._on_reply, gen, incarnation, response, hold)
+            return
+        self._step(gen, (response, now_ms), incarnation)
 
     def _after(self, result: WorkResult) -> None:
         if self.thread.is_shutdown:
