@@ -136,7 +136,10 @@ def _cmd_demo(args: argparse.Namespace) -> int:
     from jobs.demo import DEFAULT_SCENARIO, run_demo
 
     scenario = Path(args.scenario) if args.scenario else DEFAULT_SCENARIO
-    return run_demo(lambda: _session_and_lake(args), scenario, Path(args.out))
+    from jobs.config import load_config
+
+    report = load_config(args.config, lake=args.lake).report
+    return run_demo(lambda: _session_and_lake(args), scenario, Path(args.out), report=report)
 
 
 COMMANDS = {

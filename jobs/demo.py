@@ -1,7 +1,7 @@
 """`replog demo`: the main job end to end on the embedded default.
 
     simulate a scenario -> ingest its events into bronze -> reference check
-        -> timelines (silver) -> lag (gold) -> Spark audit (gold) -> summary
+        -> timelines (silver) -> lag (gold) -> Spark audit (gold) -> incident report -> summary
 
 Each stage prints a numbered header, so a newcomer can follow what happens and rerun any stage
 on its own with the command shown.
@@ -14,6 +14,7 @@ from pathlib import Path
 
 from pyspark.sql import SparkSession
 
+from jobs.config import ReportConfig
 from jobs.ingest import run_ingest
 from jobs.lake import Lake
 from jobs.report import landed_summary
@@ -26,9 +27,14 @@ def run_demo(
     scenario: Path,
     out: Path,
     log: Callable[[str], None] = print,
+    report: ReportConfig | None = None,
 ) -> int:
-    """Run the pipeline; `session` starts Spark lazily (after the pure-Python stages)."""
+    """Run the pipeline; `session` starts Spark lazily (after the pure-Python stages).
+
+    `report` is the config's `report:` section (caps and output folder of the incident report).
+    """
     from jobs.audit import run_audit
+    from jobs.incident_report import run_report
     from jobs.lag import run_lag
     from jobs.timelines import run_timelines
     from replication_core.checker.checker import check_events
@@ -36,7 +42,7 @@ def run_demo(
     from replication_core.checker.reader import read_events
     from replication_core.sim.cli import load_scenario, simulate
 
-    stages = 6
+    stages = 7
     log(f"[1/{stages}] simulate {scenario}  (replog simulate --scenario {scenario} --out {out})")
     manifest, _ = simulate(load_scenario(scenario), out)
     log(f"      {manifest['events']:,} events of run {manifest['run_id']} in {len(manifest['files'])} file(s)")
@@ -61,7 +67,17 @@ def run_demo(
     log("      " + run_lag(spark, lake, log=indent).summary().replace("\n", "\n      "))
     log(f"[6/{stages}] audit  (replog audit)")
     audit = run_audit(spark, lake, log=indent)  # logs its own summary
+    log(f"[7/{stages}] report  (replog report)")
+    made = None
+    if audit.error is None:
+        # The report of this audit's runs, not of everything an earlier demo left in the lake.
+        made = run_report(spark, lake, report, runs=audit.runs or None, log=indent)
+        log("      " + made.summary().replace("\n", "\n      "))
+    else:
+        log("      skipped: the audit failed, there is nothing new to report")
 
     log("")
     log(landed_summary(lake))
+    if made is not None:
+        log(f"report: {made.html_path}")
     return int(audit.exit_code)

@@ -1,4 +1,4 @@
-"""The README's main command, end to end on a short scenario."""
+"""The README's main command, end to end on a short scenario, ending in the incident report."""
 
 from __future__ import annotations
 
@@ -23,6 +23,10 @@ def test_demo_simulates_ingests_and_checks_a_clean_run(spark, tmp_path: Path) ->
     assert "[reconciled]" in text and "quarantined 0" in text
     assert ": 0 error(s), 0 warning(s)" in text  # the reference checker
     assert "0 errors, 0 warnings, exit 0" in text  # the Spark audit
+    assert "[7/7] report" in text and "0 partitions flagged, 0 plotted" in text
+    html = tmp_path / "lake" / "reports"
+    assert lines[-1] == f"report: {next(html.glob('audit-*/report.html'))}", "the demo ends naming the report"
+    assert "nothing to plot" in next(html.glob("audit-*/report.md")).read_text(encoding="utf-8")
     events = lake.read(BRONZE_EVENTS)
     assert events.count() > 1000
     assert lake.read(BRONZE_QUARANTINE).count() == 0
