@@ -101,6 +101,11 @@ class FetchDataInfo(NamedTuple):
         return sum(b.record_count for b in self.batches)
 
 
+new_tuple = tuple.__new__
+"""`new_tuple(SomeNamedTuple, values)` builds the same value as `SomeNamedTuple(*values)` without the
+Python-level `__new__` NamedTuple generates (about half the cost). Used only on the per-append and
+per-fetch paths, with every field given."""
+
 _EMPTY_APPEND = LogAppendInfo(UNKNOWN_OFFSET, UNKNOWN_OFFSET, None, 0, 0)
 
 
@@ -239,7 +244,7 @@ class Log:
             out.append(b)
             size += b.size_bytes
             i += 1
-        return FetchDataInfo(fetch_offset, tuple(out), size)
+        return new_tuple(FetchDataInfo, (fetch_offset, tuple(out), size))
 
     # --- appends -----------------------------------------------------------------------------------
 
@@ -255,7 +260,8 @@ class Log:
         if record_count <= 0:
             raise CorruptRecordError(f"a batch needs at least one record, got {record_count}")
         base = self._leo
-        batch = RecordBatch(base, base + record_count - 1, leader_epoch, record_count, size_bytes, checksum)
+        batch = new_tuple(RecordBatch, (base, base + record_count - 1, leader_epoch, record_count, size_bytes,
+                                        checksum))
         self._append(batch, LEADER, now_ms)
         return batch
 
@@ -293,22 +299,23 @@ class Log:
             self._append(b, FOLLOWER, now_ms)
             records += b.record_count
             size += b.size_bytes
-        return LogAppendInfo(first.base_offset, batches[-1].last_offset, batches[-1].leader_epoch,
-                             records, size)
+        last = batches[-1]
+        return new_tuple(LogAppendInfo, (first.base_offset, last.last_offset, last.leader_epoch, records, size))
 
     def _append(self, batch: RecordBatch, role: str, now_ms: int) -> None:
+        # One unpacking instead of a named-field lookup per use (every append, leader and follower).
+        base, last, epoch, record_count, size_bytes, checksum = batch
         cache = self.epoch_cache
         # UnifiedLog.append: every v2 batch may open a new epoch (assign is a no-op within an epoch).
-        if cache.latest_epoch != batch.leader_epoch:
-            cache.assign(batch.leader_epoch, batch.base_offset)
+        if cache.latest_epoch != epoch:
+            cache.assign(epoch, base)
         self._batches.append(batch)
-        self._bases.append(batch.base_offset)
-        self._leo = batch.last_offset + 1
+        self._bases.append(base)
+        self._leo = last + 1
         if self.events is not None:
             self.events.append(append_event(
-                now_ms, self.broker_id, self.topic, self.partition, self.leader_epoch, role, batch.base_offset,
-                batch.last_offset, batch.record_count, batch.size_bytes, batch.leader_epoch, batch.checksum,
-                self._leo))
+                now_ms, self.broker_id, self.topic, self.partition, self.leader_epoch, role, base, last,
+                record_count, size_bytes, epoch, checksum, last + 1))
 
     def maybe_assign_epoch_start_offset(self, epoch: int, start_offset: int) -> bool:
         """`maybeAssignEpochStartOffset`: cache entry for a new leader epoch even with no records."""

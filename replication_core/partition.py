@@ -42,7 +42,7 @@ from replication_core.errors import (
 )
 from replication_core.events import Event, follower_fetch_state_event, make_event
 from replication_core.leader_epoch_cache import UNDEFINED_EPOCH, UNDEFINED_EPOCH_OFFSET
-from replication_core.log import FetchIsolation, Log, LogAppendInfo, RecordBatch
+from replication_core.log import LEADER, FetchIsolation, Log, LogAppendInfo, RecordBatch, new_tuple
 from replication_core.replica import Replica
 
 RECOVERED = "RECOVERED"
@@ -493,7 +493,12 @@ class Partition:
                 or (now_ms - r.last_caught_up_time_ms <= max_lag and self.is_replica_isr_eligible(rid))
             ):
                 new_hw = leo
-        return log.maybe_increment_high_watermark(new_hw, now_ms) is not None
+        # log.maybeIncrementHighWatermark inlined: new_hw <= leader LEO by construction (its only error
+        # case), so the HW moves iff new_hw is above it.
+        if new_hw > log._hw:
+            log._set_hw(new_hw, LEADER, now_ms)
+            return True
+        return False
 
     # --- ISR changes -------------------------------------------------------------------------------------
 
@@ -719,8 +724,8 @@ class Partition:
         if replica is not None and update_fetch_state:
             hw_moved, alter = self.update_follower_fetch_state(
                 replica, fetch_offset, follower_log_start_offset, now_ms, leo, broker_epoch)
-            return LogReadInfo(fetch_offset, batches, size, None, hw, lso, leo, hw, hw_moved, alter)
-        return LogReadInfo(fetch_offset, batches, size, None, hw, lso, leo, hw)
+            return new_tuple(LogReadInfo, (fetch_offset, batches, size, None, hw, lso, leo, hw, hw_moved, alter))
+        return new_tuple(LogReadInfo, (fetch_offset, batches, size, None, hw, lso, leo, hw, False, None))
 
     def last_offset_for_leader_epoch(
         self, current_leader_epoch: int | None, leader_epoch: int, fetch_only_from_leader: bool = True
@@ -777,7 +782,7 @@ class Partition:
                 f"The size of the current ISR {sorted(self.partition_state.isr)} is insufficient to satisfy "
                 f"the min.isr requirement of {min_isr} for partition {self.topic}-{self.partition}")
         batch = self.log.append_as_leader(record_count, size_bytes, checksum, self.leader_epoch, now_ms)
-        return AppendResult(batch, self.maybe_increment_leader_hw(now_ms))
+        return new_tuple(AppendResult, (batch, self.maybe_increment_leader_hw(now_ms)))
 
     def check_enough_replicas_reach_offset(self, required_offset: int) -> tuple[bool, Errors]:
         """`checkEnoughReplicasReachOffset` (acks=all completion): done once HW >= `required_offset`;
