@@ -20,11 +20,14 @@ from pyspark.sql import functions as F
 from jobs.invariants import epoch_cache as _epoch_cache
 from jobs.invariants import final_log as _final_log
 from jobs.invariants import leadership as _leadership
+from jobs.invariants import log_content as _log_content
 from jobs.invariants import replica_scan as _replica
 from jobs.invariants.base import Scan, empty_violations
 from replication_core.checker.catalogue import BY_NAME, CATALOGUE
 
-SCANS: tuple[Scan, ...] = (_replica.SCAN, _leadership.SCAN, _epoch_cache.SCAN, _final_log.SCAN)
+SCANS: tuple[Scan, ...] = (
+    _replica.SCAN, _leadership.SCAN, _epoch_cache.SCAN, _final_log.SCAN, _log_content.SCAN,
+)
 """Every scan of the audit, in evaluation order."""
 
 IMPLEMENTED: tuple[str, ...] = tuple(inv.name for inv in CATALOGUE if any(inv.name in s.checks for s in SCANS))
@@ -116,3 +119,19 @@ def hw_frozen_under_min_isr(bronze: DataFrame) -> DataFrame:
     """hw_frozen_under_min_isr (§11.2, §2.3): the leader HW does not advance while the committed ISR is
     below the effective min ISR."""
     return evaluate(bronze, ["hw_frozen_under_min_isr"])
+
+
+def committed_prefix_agreement(bronze: DataFrame) -> DataFrame:
+    """committed_prefix_agreement (§11.3 LogMatching): records below min(HW_a, HW_b) are identical on any two
+    replicas."""
+    return evaluate(bronze, ["committed_prefix_agreement"])
+
+
+def inconsistent_offsets(bronze: DataFrame) -> DataFrame:
+    """inconsistent_offsets (§11.5): one (partition, offset) never holds two different committed records."""
+    return evaluate(bronze, ["inconsistent_offsets"])
+
+
+def truncation_safety(bronze: DataFrame) -> DataFrame:
+    """truncation_safety (§11.6): no follower truncation removes a committed record."""
+    return evaluate(bronze, ["truncation_safety"])

@@ -1,0 +1,488 @@
+"""Record-content invariants: what the replicas' logs hold at each offset, compared across replicas and time.
+
+Mirrors the record-level checks of `replication_core.checker.checker` (record identity = base offset, last
+offset, batch leader epoch, checksum of the `append` that wrote it): committed_prefix_agreement (§11.3),
+inconsistent_offsets (§11.5) and truncation_safety (§11.6). The replay, without collecting anything:
+
+* Contested offsets. Two records can only differ at an offset that two different batches of the partition
+  cover. The distinct batches of a partition, sorted by base, overlap an earlier one where their base is at
+  or below the running maximum of the earlier last offsets; those overlaps, merged into maximal ranges, are
+  the partition's *islands* (a superset of the contested offsets, usually empty). Only appends touching an
+  island are exploded to offsets (`contested writes`); everywhere else every record at an offset is the
+  same record, so only presence matters, and presence is an interval.
+* A replica's record at offset o before event e is its latest write at o before e, present when o lies in
+  its replayed [LSO, LEO) before e (`jobs.invariants.replica_scan`: the replayed log is that contiguous
+  range whenever the events are consistent, which `event_stream_consistent` checks).
+* Another replica's state at e (HW, LSO, LEO, ...) comes from a *probe*: a row with event type `_probe` and
+  the event id e added to that replica's window in the replica replay, so it sees the state before e like
+  any event would. Probes are made only for the few events that touch an island.
+* Committed records (`state.py`): a leader in tenure exposes [max(old HW, LSO), new HW) at an HW rise, and
+  [LSO, HW) when it becomes leader (after the leadership_change reconciled its log). The committed record
+  at a contested offset is the last exposed one (a window per (partition, offset) over the exposures at
+  that offset), its commit id that of the first exposure of the latest run of equal records. Elsewhere an
+  offset is committed once any exposure covered it: the exposures' running span [min start, max end) over
+  the partition (a leader's log is contiguous, so the union of exposures is that span); the partition's
+  committed HW is the running maximum of the exposed HWs.
+* Excuses (excusable invariants, warning instead of error): the first `unclean` leader_election after the
+  record's append / commit, and crash losses — `crash_removed` of the checker: a truncation while the
+  broker is down marks the offsets it removed with its own id, a leadership_change that reports a LEO below
+  the replay after a crash / restart marks them with that crash's id; the latest marking wins. Both are
+  joined onto the (few) violating rows only.
+"""
+
+from __future__ import annotations
+
+from pyspark.sql import Column, DataFrame, Window
+from pyspark.sql import functions as F
+
+from jobs.invariants import replica_scan
+from jobs.invariants.base import Scan, text, violation
+
+PARTITION: tuple[str, ...] = ("run_id", "topic", "partition")
+REPLICA: tuple[str, ...] = replica_scan.REPLICA
+PROBE = "_probe"
+"""event_type of the probe rows added to a replica's window to read its replay state at another event."""
+
+CPA, INCONSISTENT, TRUNCATION = "committed_prefix_agreement", "inconsistent_offsets", "truncation_safety"
+_BIG = 2**62  # beyond any offset
+
+
+def _is(event_type: str) -> Column:
+    return F.col("event_type") == event_type
+
+
+def _rec() -> Column:
+    """Record identity of an append row (equal structs = the same batch)."""
+    return F.struct(F.col("base_offset").alias("base"), F.col("last_offset").alias("last"),
+                    F.col("batch_leader_epoch").alias("epoch"), F.col("batch_checksum").alias("checksum"))
+
+
+def appends_of(bronze: DataFrame) -> DataFrame:
+    """Every replica append: partition, broker, event id, offsets and record identity."""
+    scoped = F.col("broker_id").isNotNull() & F.col("topic").isNotNull() & F.col("partition").isNotNull()
+    return bronze.where(_is("append") & scoped).select(
+        *PARTITION, "broker_id", "event_id", "base_offset", "last_offset", _rec().alias("_rec"))
+
+
+def islands(appends: DataFrame) -> DataFrame:
+    """(partition, lo, hi): maximal ranges of offsets covered by two different batches (inclusive bounds)."""
+    batches = appends.select(*PARTITION, "base_offset", "last_offset", "_rec").distinct()
+    w = Window.partitionBy(*PARTITION).orderBy("base_offset", "last_offset", "_rec")
+    reach = batches.withColumn("_reach", F.max("last_offset").over(w.rowsBetween(Window.unboundedPreceding, -1)))
+    overlaps = reach.where(F.col("base_offset") <= F.col("_reach")).select(
+        *PARTITION, F.col("base_offset").alias("lo"), F.least("last_offset", "_reach").alias("hi"))
+    # Merge overlapping / adjacent overlaps so that the offset after an island is never contested.
+    wm = Window.partitionBy(*PARTITION).orderBy("lo", "hi")
+    prev = F.max("hi").over(wm.rowsBetween(Window.unboundedPreceding, -1))
+    marked = overlaps.withColumn("_new", F.when(prev.isNull() | (F.col("lo") > prev + 1), 1).otherwise(0))
+    grouped = marked.withColumn("_grp", F.sum("_new").over(wm.rowsBetween(Window.unboundedPreceding, 0)))
+    return grouped.groupBy(*PARTITION, "_grp").agg(F.min("lo").alias("lo"), F.max("hi").alias("hi")).drop("_grp")
+
+
+def contested_writes(appends: DataFrame, isl: DataFrame) -> DataFrame:
+    """(partition, broker, offset, write id, record) for every write at an island offset."""
+    lo = F.greatest("base_offset", "lo")
+    hi = F.least("last_offset", "hi")
+    return appends.join(isl, list(PARTITION)).where(lo <= hi).select(
+        *PARTITION, "broker_id", F.col("event_id").alias("_w"), "_rec", F.explode(F.sequence(lo, hi)).alias("offset"))
+
+
+def _renamed(df: DataFrame, tag: str, cols: dict[str, str]) -> DataFrame:
+    """`df`'s partition columns and `cols` (name -> new name) under names no other frame uses (joins of
+    frames of one lineage then need no DataFrame-bound columns)."""
+    return df.select(*[F.col(k).alias(f"_{tag}_{k}") for k in PARTITION], *[F.col(k).alias(v) for k, v in cols.items()])
+
+
+def _on(tag: str, *extra: Column) -> Column:
+    """Join condition: same partition as the `_renamed(..., tag, ...)` side, and `extra`."""
+    out = F.lit(True)
+    for c in [*[F.col(k) == F.col(f"_{tag}_{k}") for k in PARTITION], *extra]:
+        out = out & c
+    return out
+
+
+def lookup(queries: DataFrame, writes: DataFrame, broker: str, at: str, prefix: str) -> DataFrame:
+    """Add `<prefix>` = struct(w, rec): the latest write of replica `broker` at `offset` before event `at`
+    (null when none); presence in the replayed [LSO, LEO) is the caller's to bound."""
+    cw = _renamed(writes, "l", {"broker_id": "_l_b", "offset": "_l_o", "_w": "_l_w", "_rec": "_l_rec"})
+    cond = _on("l", F.col(broker) == F.col("_l_b"), F.col("offset") == F.col("_l_o"),
+                    F.col("_l_w") < F.col(at))
+    found = F.max_by(F.struct(F.col("_l_w").alias("w"), F.col("_l_rec").alias("rec")), F.col("_l_w"))
+    return queries.join(cw, cond, "left").groupBy(*queries.columns).agg(found.alias(prefix))
+
+
+
+_COLUMNS: tuple[str, ...] = (
+    "run_id", "event_id", "ts_ms", "broker_id", "event_type", "topic", "partition", "leader_epoch", "action",
+    "role", "leader_id", "base_offset", "last_offset", "leo", "hw", "old_hw", "log_start_offset", "old_leo",
+    "truncate_offset", "reason",
+)
+_LOG_EVENTS: tuple[str, ...] = ("leadership_change", "append", "hw_change", "truncation", "log_start_offset_change")
+
+
+def replica_events(bronze: DataFrame) -> DataFrame:
+    """Each replica's log events plus its broker's lifecycle events (broker-wide, copied onto each replica of
+    the broker), as in `replica_scan.replica_events`, with only the columns this replay reads."""
+    scoped = (F.col("event_type").isin(*_LOG_EVENTS) & F.col("broker_id").isNotNull()
+              & F.col("topic").isNotNull() & F.col("partition").isNotNull())
+    part = bronze.where(scoped).select(*_COLUMNS)
+    keys = part.select(*REPLICA).distinct()
+    life = bronze.where(_is("broker_lifecycle") & F.col("broker_id").isNotNull()).select(
+        "run_id", "broker_id", "event_id", "ts_ms", "event_type", "action")
+    return part.unionByName(life.join(keys, ["run_id", "broker_id"]), allowMissingColumns=True)
+
+
+def annotated(bronze: DataFrame, probes: DataFrame) -> DataFrame:
+    """The replica replay over each replica's events plus its probe rows: the state *before* each row.
+
+    The rules are `replica_scan.annotate`'s (role / epoch / down / LEO / LSO; LSO as a running "set" lowered by
+    the partial truncations since), restricted to the log state this scan reads (that scan also carries the
+    leader-side ISR state), plus the HW and the event that set it (hw_change, or a leadership_change that
+    carries one), the followed leader (a become_follower's leader_id), and `_crash_mark`: the broker's last
+    crash / restart since the replica's last leadership_change (`crashed_since_leadership`)."""
+    rows = replica_events(bronze).unionByName(
+        probes.select(*REPLICA, "event_id", F.lit(PROBE).alias("event_type")), allowMissingColumns=True)
+    w = Window.partitionBy(*REPLICA).orderBy("event_id")
+    before = w.rowsBetween(Window.unboundedPreceding, -1)
+    upto = w.rowsBetween(Window.unboundedPreceding, Window.currentRow)
+    is_lc = _is("leadership_change")
+    is_life = _is("broker_lifecycle")
+    closes = is_life & F.col("action").isin(*replica_scan.CLOSING_ACTIONS)
+    role_mark = (F.when(is_lc, F.when(F.col("action") == "become_leader", "leader").otherwise("follower"))
+                 .when(closes, "none"))
+    down_mark = (F.when(is_life & F.col("action").isin("crash", "shutdown"), F.lit(True))
+                 .when(is_life & F.col("action").isin("restart", "start"), F.lit(False)))
+    leo_mark = (F.when(_is("append"), F.col("last_offset") + 1)
+                .when(_is("truncation"), F.col("truncate_offset"))
+                .when(is_lc, F.col("leo")))
+    sets_hw = _is("hw_change") | (is_lc & F.col("hw").isNotNull())
+    # r.leader_id is only set by a become_follower (None when it names no leader: -1 here).
+    leader_mark = F.when(is_lc & (F.col("action") != "become_leader"), F.coalesce(F.col("leader_id"), F.lit(-1)))
+    crash_mark = F.when(is_lc, F.lit(-1)).when(is_life & F.col("action").isin("crash", "restart"), F.col("event_id"))
+    s1 = rows.select(
+        "*",
+        F.coalesce(F.last(role_mark, True).over(before), F.lit("none")).alias("_role"),
+        F.coalesce(F.last(F.when(is_lc, F.col("leader_epoch")).when(closes, F.lit(-1)), True).over(before),
+                   F.lit(-1)).alias("_epoch"),
+        F.coalesce(F.last(down_mark, True).over(before), F.lit(False)).alias("_down"),
+        F.coalesce(F.last(leo_mark, True).over(before), F.lit(0)).cast("long").alias("_leo"),
+        F.coalesce(F.last(F.when(sets_hw, F.col("hw")), True).over(before), F.lit(0)).cast("long").alias("_hw"),
+        F.last(F.when(sets_hw, F.col("event_id")), True).over(before).alias("_hw_event"),
+        F.last(leader_mark, True).over(before).alias("_leader_mark"),
+        F.last(F.when(_is("truncation"), F.col("event_id")), True).over(before).alias("_last_truncation"),
+        F.last(crash_mark, True).over(before).alias("_crash_mark"),
+    )
+    is_trunc = _is("truncation")
+    full = is_trunc & ((F.col("reason") == "full") | (F.col("truncate_offset") > F.col("_leo")))
+    s2 = s1.select(
+        "*", (F.col("_role") == "leader").alias("_leading"), full.alias("_full"),
+        F.when(_is("log_start_offset_change"), F.col("log_start_offset")).when(full, F.col("truncate_offset"))
+        .alias("_lso_set"),
+        F.when(is_trunc & ~full, F.col("truncate_offset")).alias("_lso_min"),
+    ).withColumn("_lso_seg", F.count("_lso_set").over(upto))
+    ws = Window.partitionBy(*REPLICA, "_lso_seg").orderBy("event_id").rowsBetween(
+        Window.unboundedPreceding, Window.currentRow)
+    after = F.least(F.coalesce(F.first("_lso_set").over(ws), F.lit(0)),
+                    F.coalesce(F.min("_lso_min").over(ws), F.lit(_BIG))).cast("long")
+    s3 = s2.withColumn("_lso_after", after)
+    return s3.withColumn("_lso", F.coalesce(F.lag("_lso_after").over(w), F.lit(0)).cast("long"))
+
+
+def crash_removals(rows: DataFrame) -> DataFrame:
+    """(replica, removal id, crash id, [c_lo, c_hi)): offsets a crash loss removed (`crash_removed`)."""
+    trunc = rows.where(_is("truncation") & F.col("_down")).select(
+        *REPLICA, F.col("event_id").alias("_removal"), F.col("event_id").alias("_crash"),
+        F.greatest("_lso", F.when(F.col("_full"), F.lit(0)).otherwise(F.col("truncate_offset"))).alias("_c_lo"),
+        F.col("_leo").alias("_c_hi"))
+    crashed = F.when(F.col("_crash_mark") >= 0, F.col("_crash_mark"))
+    lc = rows.where(_is("leadership_change") & (F.col("leo") < F.col("_leo")) & crashed.isNotNull()).select(
+        *REPLICA, F.col("event_id").alias("_removal"), crashed.alias("_crash"),
+        F.greatest("_lso", "leo").alias("_c_lo"), F.col("_leo").alias("_c_hi"))
+    return trunc.unionByName(lc)
+
+
+def with_crash(df: DataFrame, cr: DataFrame, broker: str, at: str, offset: str, alias: str) -> DataFrame:
+    """Add `alias`: the crash id of replica `broker`'s latest crash loss of `offset` at or before `at`."""
+    c = _renamed(cr, "c", {"broker_id": "_c_b", "_removal": "_c_removal", "_crash": "_c_crash", "_c_lo": "_c_lo",
+                           "_c_hi": "_c_hi"})
+    cond = _on("c", F.col(broker) == F.col("_c_b"), F.col("_c_removal") <= F.col(at),
+                    F.col("_c_lo") <= F.col(offset), F.col(offset) < F.col("_c_hi"))
+    return df.join(c, cond, "left").groupBy(*df.columns).agg(
+        F.max_by("_c_crash", "_c_removal").alias(alias))
+
+
+def with_unclean(df: DataFrame, unclean: DataFrame, after: str, alias: str) -> DataFrame:
+    """Add `alias`: the partition's first unclean election after event `after` (`unclean_after`)."""
+    u = _renamed(unclean, "u", {"_unclean": "_u_id"})
+    cond = _on("u", F.col("_u_id") > F.col(after))
+    return df.join(u, cond, "left").groupBy(*df.columns).agg(F.min("_u_id").alias(alias))
+
+
+def _overlapping(df: DataFrame, isl: DataFrame, lo: Column, hi: Column) -> DataFrame:
+    """Rows of `df` exploded to `offset` over [lo, hi) intersected with the partition's islands."""
+    a = F.greatest(lo, F.col("lo"))
+    b = F.least(hi, F.col("hi") + 1)
+    return df.join(isl, list(PARTITION)).where(a < b).select(
+        *df.columns, F.explode(F.sequence(a, b - 1)).alias("offset"))
+
+
+def _first_bad(df: DataFrame, keys: list[str], bad: Column, first: dict[str, Column]) -> DataFrame:
+    """Group offset rows by `keys`: `_n` bad offsets and, at the first bad offset, the columns of `first`."""
+    picked = F.min_by(F.struct(*[c.alias(n) for n, c in first.items()]), F.when(bad, F.col("offset")))
+    return df.groupBy(*keys).agg(F.count(F.when(bad, 1)).alias("_n"), picked.alias("_f")).where(F.col("_n") > 0)
+
+
+def build(bronze: DataFrame) -> DataFrame:
+    """One row per violation candidate (`_kind` names the invariant) with the fields its check reports."""
+    appends = appends_of(bronze)
+    isl = islands(appends).localCheckpoint(eager=True)
+    cw = contested_writes(appends, isl).localCheckpoint(eager=True)
+    keys = replica_scan.replica_events(bronze).select(*REPLICA).distinct()
+    # Probes: every other replica of the partition at each HW rise that touches an island.
+    rises = bronze.where(_is("hw_change") & (F.col("hw") > F.col("old_hw")) & F.col("broker_id").isNotNull())
+    touching = rises.join(isl, list(PARTITION)).where((F.col("lo") < F.col("hw")) & (F.col("hi") >= F.col("old_hw")))
+    probes = touching.select(*PARTITION, F.col("broker_id").alias("_a"), "event_id").distinct().join(
+        keys, list(PARTITION)).where(F.col("broker_id") != F.col("_a")).select(*REPLICA, "event_id").distinct()
+    needed = ("hw_change", "truncation", "leadership_change", PROBE)
+    rows = annotated(bronze, probes)
+    rows = rows.where(F.col("event_type").isin(*needed)).select(
+        *REPLICA, "event_id", "ts_ms", "event_type", "action", "role", "leader_epoch", "hw", "old_hw", "leo",
+        "truncate_offset", "old_leo", "reason", "_leading", "_epoch", "_down", "_leo", "_lso", "_full", "_hw",
+        "_hw_event", "_crash_mark").localCheckpoint(eager=True)
+    cr = crash_removals(rows).localCheckpoint(eager=True)
+    unclean = bronze.where(_is("leader_election") & (F.col("action") == "unclean")).select(
+        *PARTITION, F.col("event_id").alias("_unclean"))
+    parts = [
+        _cpa(rows, isl, cw, cr, unclean),
+        *_exposure_checks(rows, isl, cw, cr, unclean, appends),
+    ]
+    out = parts[0]
+    for p in parts[1:]:
+        out = out.unionByName(p, allowMissingColumns=True)
+    return out
+
+
+def _cpa(rows: DataFrame, isl: DataFrame, cw: DataFrame, cr: DataFrame, unclean: DataFrame) -> DataFrame:
+    """committed_prefix_agreement candidates: an HW rise of a vs each other replica b (`_check_committed_
+    prefix_agreement`), at the island offsets of [max(old, LSO_a, LSO_b), min(new, HW_b))."""
+    rises = rows.where(_is("hw_change") & (F.col("hw") > F.col("old_hw"))).select(
+        *PARTITION, F.col("broker_id").alias("_a"), "event_id", "ts_ms", F.col("old_hw").alias("_old"),
+        F.col("hw").alias("_new"), F.col("_lso").alias("_a_lso"), F.col("_leo").alias("_a_leo"))
+    state = rows.where(_is(PROBE)).select(
+        *PARTITION, F.col("broker_id").alias("_b"), "event_id", F.col("_hw").alias("_b_hw"),
+        F.col("_hw_event").alias("_b_hw_event"), F.col("_lso").alias("_b_lso"), F.col("_leo").alias("_b_leo"))
+    pairs = rises.join(state, [*PARTITION, "event_id"]).where(F.col("_a") != F.col("_b"))
+    lo = F.greatest("_old", "_a_lso", "_b_lso")
+    hi = F.least("_new", "_b_hw", "_a_leo", "_b_leo")
+    offs = _overlapping(pairs, isl, lo, hi)
+    offs = lookup(offs, cw, "_a", "event_id", "_sa")
+    offs = lookup(offs, cw, "_b", "event_id", "_sb")
+    bad = F.col("_sa").isNotNull() & F.col("_sb").isNotNull() & (F.col("_sa.rec") != F.col("_sb.rec"))
+    found = _first_bad(offs, [*PARTITION, "_a", "_b", "event_id", "ts_ms", "_new", "_b_hw", "_b_hw_event"], bad,
+                       {"o": F.col("offset"), "sa": F.col("_sa"), "sb": F.col("_sb")})
+    found = found.select("*", F.col("_f.o").alias("_o"),
+                         F.least("_f.sa.w", "_f.sb.w").alias("_first_append")).localCheckpoint(eager=True)
+    found = with_unclean(found, unclean, "_first_append", "_unclean_id")
+    found = with_crash(found, cr, "_a", "event_id", "_o", "_crash_a")
+    found = with_crash(found, cr, "_b", "event_id", "_o", "_crash_b")
+    return found.select(
+        F.lit(CPA).alias("_kind"), *PARTITION, F.col("_a").alias("broker_id"), "event_id", "ts_ms",
+        F.col("_o").alias("_offset"), F.col("_f.sb.rec.checksum").alias("_expected"),
+        F.col("_f.sa.rec.checksum").alias("_actual"), "_unclean_id",
+        # `_crash_after(a, o, -1) or _crash_after(b, o, -1)`
+        F.when(F.col("_crash_a") > 0, F.col("_crash_a")).otherwise(
+            F.when(F.col("_crash_b") > 0, F.col("_crash_b"))).alias("_crash_id"),
+        F.array(F.col("_f.sb.w"), F.col("_f.sa.w"), F.col("_b_hw_event")).alias("_ids"),
+        text("replica ", F.col("_a"), " (HW ", F.col("_new"), ") and replica ", F.col("_b"), " (HW ",
+             F.col("_b_hw"), ") hold different records at ", F.col("_o"), ": epoch ", F.col("_f.sa.rec.epoch"),
+             " vs ", F.col("_f.sb.rec.epoch"), " (", F.col("_n"), " offsets)").alias("_msg"),
+    )
+
+
+def exposures(rows: DataFrame) -> DataFrame:
+    """Every exposure (`Checker._expose`): leader r at event e commits its records in [lo, hi) present below
+    `_pres` (its LEO after the event); `_chw` is the HW it exposes (the committed HW candidate)."""
+    hw_rise = (_is("hw_change") & F.col("_leading") & (F.col("role") == "leader") & (F.col("hw") > F.col("old_hw"))
+               & (F.col("leader_epoch").isNull() | (F.col("leader_epoch") == F.col("_epoch"))))
+    becomes = _is("leadership_change") & (F.col("action") == "become_leader")
+    leader_hw = F.coalesce(F.col("hw"), F.col("_hw"))
+    return rows.where(hw_rise | becomes).select(
+        *PARTITION, "broker_id", "event_id", "ts_ms",
+        F.when(hw_rise, F.greatest("old_hw", "_lso")).otherwise(F.col("_lso")).alias("_x_lo"),
+        F.when(hw_rise, F.col("hw")).otherwise(leader_hw).alias("_x_hi"),
+        F.when(hw_rise, F.col("_leo")).otherwise(F.least("_leo", F.coalesce("leo", "_leo"))).alias("_pres"),
+    )
+
+
+def _exposure_checks(rows: DataFrame, isl: DataFrame, cw: DataFrame, cr: DataFrame, unclean: DataFrame,
+                     appends: DataFrame) -> list[DataFrame]:
+    """inconsistent_offsets and truncation_safety candidates, both read off the committed records."""
+    exp = exposures(rows)
+    # Contested offsets: each exposure's record per island offset, and each truncation's removed record.
+    exp_offs = _overlapping(exp, isl, F.col("_x_lo"), F.least("_x_hi", "_pres"))
+    exp_offs = lookup(exp_offs, cw, "broker_id", "event_id", "_s").where(F.col("_s").isNotNull())
+    trunc = rows.where(_is("truncation") & ~F.col("_down")).select(
+        *PARTITION, "broker_id", "event_id", "ts_ms", "truncate_offset", "old_leo", "reason", "_lso", "_leo")
+    t_lo = F.greatest("truncate_offset", "_lso")
+    t_hi = F.least("old_leo", "_leo")
+    t_offs = lookup(_overlapping(trunc, isl, t_lo, t_hi), cw, "broker_id", "event_id", "_s").where(
+        F.col("_s").isNotNull())
+    # The committed record at (partition, offset): the last exposed record; its commit = first exposure of
+    # the latest run of equal records (`Commit` is replaced only by a different record).
+    marks = exp_offs.select(*PARTITION, "offset", "event_id", "broker_id", "ts_ms", "_s", F.lit(True).alias("_x")) \
+        .unionByName(t_offs.select(*PARTITION, "offset", "event_id", "broker_id", "ts_ms", "_s",
+                                   F.lit(False).alias("_x")))
+    wo = Window.partitionBy(*PARTITION, "offset").orderBy("event_id")
+    before = wo.rowsBetween(Window.unboundedPreceding, -1)
+    prev_rec = F.last(F.when(F.col("_x"), F.col("_s.rec")), True).over(before)
+    marks = marks.withColumn("_prev_rec", prev_rec)
+    starts = F.col("_x") & (F.col("_prev_rec").isNull() | (F.col("_prev_rec") != F.col("_s.rec")))
+    commit = F.struct(F.col("_s.rec").alias("rec"), F.col("event_id").alias("commit_id"),
+                      F.col("_s.w").alias("append_id"))
+    marks = marks.withColumn("_run", F.last(F.when(starts, commit), True).over(
+        wo.rowsBetween(Window.unboundedPreceding, 0)))
+    # The commit in force before the row: the run of the last exposure strictly before it.
+    marks = marks.withColumn("_prior", F.last(F.when(F.col("_x"), F.col("_run")), True).over(before))
+    inconsistent = _inconsistent(marks.where(F.col("_x")), cr, unclean)
+    safety = _truncation_safety(rows, exp, trunc, isl, marks.where(~F.col("_x")), unclean, appends)
+    return [inconsistent, safety]
+
+
+def _inconsistent(marks: DataFrame, cr: DataFrame, unclean: DataFrame) -> DataFrame:
+    """inconsistent_offsets candidates (`_check_inconsistent_offsets`): an exposure of a record different from
+    the committed one at the offset."""
+    bad = F.col("_prior").isNotNull() & (F.col("_prior.rec") != F.col("_s.rec"))
+    found = _first_bad(marks, [*PARTITION, "broker_id", "event_id", "ts_ms"], bad,
+                       {"o": F.col("offset"), "s": F.col("_s"), "prior": F.col("_prior")})
+    found = found.select("*", F.col("_f.o").alias("_o"), F.col("_f.prior.commit_id").alias("_commit_id"))
+    found = found.localCheckpoint(eager=True)
+    found = with_unclean(found, unclean, "_commit_id", "_unclean_id")
+    found = with_crash(found, cr, "broker_id", "event_id", "_o", "_crash")
+    prior, s = F.col("_f.prior"), F.col("_f.s")
+    return found.select(
+        F.lit(INCONSISTENT).alias("_kind"), *PARTITION, "broker_id", "event_id", "ts_ms",
+        F.col("_o").alias("_offset"), prior["rec"]["checksum"].alias("_expected"),
+        s["rec"]["checksum"].alias("_actual"),
+        "_unclean_id", F.when(F.col("_crash") > F.col("_commit_id"), F.col("_crash")).alias("_crash_id"),
+        F.array(prior["append_id"], prior["commit_id"], s["w"]).alias("_ids"),
+        text("offset ", F.col("_o"), " committed twice: epoch ", prior["rec"]["epoch"], " checksum ",
+             prior["rec"]["checksum"], ", now epoch ", s["rec"]["epoch"], " checksum ", s["rec"]["checksum"], " (",
+             F.col("_n"), " offsets)").alias("_msg"),
+    )
+
+
+def _truncation_safety(rows: DataFrame, exp: DataFrame, trunc: DataFrame, isl: DataFrame, t_marks: DataFrame,
+                       unclean: DataFrame, appends: DataFrame) -> DataFrame:
+    """truncation_safety candidates (`_check_truncation_safety`): a follower truncation removing a record
+    equal to the committed one at its offset."""
+    # Committed span and committed HW before each truncation: running over the partition's exposures.
+    eff_hi = F.least("_x_hi", "_pres")
+    span = exp.where(F.col("_x_lo") < eff_hi).select(
+        *PARTITION, "event_id", F.col("_x_lo").alias("_c_lo"), eff_hi.alias("_c_hi"), F.col("_x_hi").alias("_chw"),
+        F.lit(True).alias("_x"))
+    span = span.unionByName(exp.where(F.col("_x_lo") >= eff_hi).select(
+        *PARTITION, "event_id", F.col("_x_hi").alias("_chw"), F.lit(True).alias("_x")), allowMissingColumns=True)
+    timeline = span.unionByName(trunc.select(*PARTITION, "event_id", F.lit(False).alias("_x")),
+                                allowMissingColumns=True)
+    wp = Window.partitionBy(*PARTITION).orderBy("event_id").rowsBetween(Window.unboundedPreceding, -1)
+    at_trunc = timeline.select(
+        *PARTITION, "event_id", "_x",
+        F.min("_c_lo").over(wp).alias("_span_lo"), F.max("_c_hi").over(wp).alias("_span_hi"),
+        F.coalesce(F.max("_chw").over(wp), F.lit(0)).alias("_committed_hw"),
+    ).where(~F.col("_x")).drop("_x")
+    t = trunc.join(at_trunc, [*PARTITION, "event_id"])
+    # Non-contested part: [u, v) = the removed present records within the committed span, minus islands.
+    # (greatest / least skip nulls: no exposure yet means nothing committed, an empty [u, v).)
+    u = F.greatest("truncate_offset", "_lso", "_span_lo")
+    v = F.when(F.col("_span_hi").isNotNull(), F.least("old_leo", "_leo", "_span_hi")).otherwise(F.lit(-1))
+    t = t.select("*", u.alias("_u"), v.alias("_v"))
+    il = isl.select(*PARTITION, F.col("lo").alias("_ilo"), F.col("hi").alias("_ihi"))
+    ov = F.when(F.col("_ilo").isNotNull(),
+                F.greatest(F.lit(0), F.least("_v", F.col("_ihi") + 1) - F.greatest("_u", "_ilo")))
+    tcols = [t[c] for c in t.columns]
+    t = t.join(il, list(PARTITION), "left").groupBy(*tcols).agg(
+        F.coalesce(F.sum(ov), F.lit(0)).alias("_in_islands"),
+        F.max(F.when((F.col("_ilo") <= F.col("_u")) & (F.col("_u") <= F.col("_ihi")), F.col("_ihi") + 1))
+        .alias("_skip"))
+    first_plain = F.coalesce("_skip", "_u")
+    t = t.select("*", F.when((F.col("_u") < F.col("_v")) & (first_plain < F.col("_v")), first_plain)
+                 .alias("_plain_o"),
+                 F.when(F.col("_u") < F.col("_v"), F.col("_v") - F.col("_u") - F.col("_in_islands"))
+                 .otherwise(F.lit(0)).alias("_plain_n"))
+    # Contested part: the removed record equals the committed record (the last exposure before).
+    bad = F.col("_prior").isNotNull() & (F.col("_prior.rec") == F.col("_s.rec"))
+    ck = t_marks.groupBy(*PARTITION, "event_id").agg(
+        F.count(F.when(bad, 1)).alias("_c_n"),
+        F.min_by(F.struct(F.col("offset").alias("o"), F.col("_s.w").alias("w"),
+                          F.col("_prior.commit_id").alias("commit_id")), F.when(bad, F.col("offset"))).alias("_c"))
+    t = t.join(ck, [*PARTITION, "event_id"], "left")
+    n = F.col("_plain_n") + F.coalesce("_c_n", F.lit(0))
+    plain_first = F.col("_plain_o").isNotNull() & (F.col("_c.o").isNull() | (F.col("_plain_o") < F.col("_c.o")))
+    found = t.where(n > 0).select(
+        "*", n.alias("_n"), plain_first.alias("_plain_first"),
+        F.when(plain_first, F.col("_plain_o")).otherwise(F.col("_c.o")).alias("_o")).localCheckpoint(eager=True)
+    # Evidence of a non-contested first offset: the replica's write there and the first exposure covering it.
+    ap = _renamed(appends, "p", {"broker_id": "_p_b", "event_id": "_p_w", "base_offset": "_p_base",
+                                 "last_offset": "_p_last"})
+    cond = _on("p", F.col("broker_id") == F.col("_p_b"), F.col("_p_w") < F.col("event_id"),
+                    F.col("_p_base") <= F.col("_o"), F.col("_o") <= F.col("_p_last"))
+    found = found.join(ap, cond, "left").groupBy(*found.columns).agg(F.max("_p_w").alias("_plain_w"))
+    ex = _renamed(exp.withColumn("_x_end", F.least("_x_hi", "_pres")), "e",
+                  {"event_id": "_e_id", "_x_lo": "_e_lo", "_x_end": "_e_end"})
+    cond = _on("e", F.col("_e_id") < F.col("event_id"), F.col("_e_lo") <= F.col("_o"),
+                    F.col("_o") < F.col("_e_end"))
+    found = found.join(ex, cond, "left").groupBy(*found.columns).agg(F.min("_e_id").alias("_plain_commit"))
+    commit_id = F.when(F.col("_plain_first"), F.col("_plain_commit")).otherwise(F.col("_c.commit_id"))
+    found = found.select("*", commit_id.alias("_commit_id"),
+                         F.when(F.col("_plain_first"), F.col("_plain_w")).otherwise(F.col("_c.w")).alias("_slot_w"))
+    found = with_unclean(found, unclean, "_commit_id", "_unclean_id")
+    return found.select(
+        F.lit(TRUNCATION).alias("_kind"), *PARTITION, "broker_id", "event_id", "ts_ms",
+        F.col("_o").alias("_offset"), F.col("_committed_hw").alias("_expected"),
+        F.col("truncate_offset").alias("_actual"), "_unclean_id", F.lit(None).cast("long").alias("_crash_id"),
+        F.array(F.col("_slot_w"), F.col("_commit_id"), F.lit(None).cast("long")).alias("_ids"),
+        text("truncation (", F.col("reason"), ") to ", F.col("truncate_offset"), " removed committed records from ",
+             F.col("_o"), " (", F.col("_n"), " offsets; committed HW ", F.col("_committed_hw"), ")").alias("_msg"),
+    )
+
+
+def _check(kind: str) -> Column:
+    """The violation struct of a candidate row of `kind`: severity warning when excused (an unclean election
+    first, else a crash loss), the excuse leading the evidence and explained at the end of the message."""
+    unclean, crash = F.col("_unclean_id"), F.col("_crash_id")
+    excuse = F.coalesce(unclean, crash)
+    suffix = (F.when(unclean.isNotNull(), text(" (after unclean election event ", unclean, ": allowed data loss)"))
+              .when(crash.isNotNull(), text(" (crash recovery event ", crash, " lost the committed record on that "
+                                                                              "replica: durability loss Kafka does "
+                                                                              "not promise to survive)"))
+              .otherwise(F.lit("")))
+    ids = [excuse, *[F.col("_ids")[i] for i in range(3)]]
+    return violation(
+        kind, F.col("_kind") == kind, offset=F.col("_offset"), expected=F.col("_expected"),
+        actual=F.col("_actual"), evidence=ids,
+        severity=F.when(excuse.isNotNull(), F.lit("warning")).otherwise(F.lit("error")),
+        message=F.concat(F.col("_msg"), suffix),
+    )
+
+
+def committed_prefix_agreement() -> Column:
+    """committed_prefix_agreement (§11.3 LogMatching): records below min(HW_a, HW_b) are identical; checked
+    at every HW rise of a against every other replica b (excusable: unclean election, crash loss)."""
+    return _check(CPA)
+
+
+def inconsistent_offsets() -> Column:
+    """inconsistent_offsets (§11.5, Jepsen inconsistent-offsets): an offset never holds two different committed
+    records (excusable: unclean election after the first commit, crash loss on the exposing replica)."""
+    return _check(INCONSISTENT)
+
+
+def truncation_safety() -> Column:
+    """truncation_safety (§11.6): no follower truncation removes a record equal to the committed one at its
+    offset (excusable: an unclean election after the commit)."""
+    return _check(TRUNCATION)
+
+
+SCAN = Scan("log_content", build, {CPA: (committed_prefix_agreement,), INCONSISTENT: (inconsistent_offsets,),
+                                   TRUNCATION: (truncation_safety,)})
+"""The record-content scan: contested offsets, probes into the replica replay, committed records."""

@@ -1,0 +1,137 @@
+"""The record-content invariants (jobs.invariants.log_content) on tiny hand-built runs: violating and clean.
+
+Each test builds its runs into one frame (run `bad`, run `ok`, sometimes a third) and expects violations
+with the numbers `replication_core.checker` reports for the same events (worked out by hand in each test,
+§ of the reference in each invariant's docstring).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import pyarrow as pa
+from pyspark.sql import DataFrame
+
+import jobs.invariants as inv
+from schemas.audit import VIOLATION_SCHEMA
+
+KEY_COLUMNS = ("run_id", "invariant", "severity", "replica", "event_id", "offset", "expected", "actual", "evidence")
+KEY_SCHEMA = pa.schema([VIOLATION_SCHEMA.field(c) for c in KEY_COLUMNS])
+
+Rows = list[dict[str, Any]]
+
+
+def _runs(events: Callable[..., DataFrame], **runs: Rows) -> DataFrame:
+    frames = [events([{"ts_ms": 1000 + 10 * i, **r} for i, r in enumerate(rows)], run_id=name)
+              for name, rows in runs.items()]
+    out = frames[0]
+    for f in frames[1:]:
+        out = out.unionByName(f)
+    return out
+
+
+def _keys(df: DataFrame) -> DataFrame:
+    return df.select(*KEY_COLUMNS)
+
+
+def leader(broker: int = 1, epoch: int = 1, **kw: Any) -> dict[str, Any]:
+    """A become_leader leadership_change (replicas 1, 2; empty log unless leo / hw are given)."""
+    fields = dict(event_type="leadership_change", broker_id=broker, leader_epoch=epoch, action="become_leader",
+                  leader_id=broker, isr=[1, 2], replicas=[1, 2], leo=0, hw=0)
+    return {**fields, **kw}
+
+
+def follower(broker: int = 2, epoch: int = 1, leader_id: int = 1, **kw: Any) -> dict[str, Any]:
+    """A become_follower leadership_change."""
+    return {**leader(broker, epoch), "action": "become_follower", "leader_id": leader_id, **kw}
+
+
+def append(base: int, last: int, broker: int = 1, epoch: int = 1, checksum: int = 7, role: str = "leader") -> dict:
+    """An append of [base, last] whose batch carries `epoch` and `checksum`."""
+    return dict(event_type="append", broker_id=broker, leader_epoch=epoch, role=role, base_offset=base,
+                last_offset=last, batch_leader_epoch=epoch, batch_checksum=checksum, leo=last + 1)
+
+
+def hw(old: int, new: int, broker: int = 1, epoch: int = 1, role: str = "leader") -> dict[str, Any]:
+    """An hw_change."""
+    return dict(event_type="hw_change", broker_id=broker, leader_epoch=epoch, role=role, old_hw=old, hw=new)
+
+
+def truncation(offset: int, old_leo: int, broker: int = 2, reason: str = "high_watermark") -> dict[str, Any]:
+    """A follower truncation to `offset`."""
+    return dict(event_type="truncation", broker_id=broker, leader_epoch=1, truncate_offset=offset, old_leo=old_leo,
+                reason=reason, hw=offset)
+
+
+UNCLEAN = dict(event_type="leader_election", broker_id=0, leader_epoch=2, action="unclean", leader_id=2, isr=[2],
+               replicas=[1, 2], partition_epoch=2)
+
+
+def test_committed_prefix_agreement_flags_replicas_differing_below_both_hws(events, expect) -> None:
+    # Follower 2 holds another batch at 0..1 (checksum 8) and its HW covers it (event 4); when leader 1's HW
+    # rises over 0..1 (event 5) the two committed prefixes differ from offset 0: expected = replica 2's
+    # checksum, actual = replica 1's; evidence = 2's append, 1's append, 2's HW event, the rise.
+    def run(follower_checksum: int) -> Rows:
+        return [leader(), follower(), append(0, 1), append(0, 1, broker=2, checksum=follower_checksum,
+                                                           role="follower"),
+                hw(0, 2, broker=2, role="follower"), hw(0, 2)]
+
+    df = _runs(events, bad=run(8), ok=run(7))
+    expect(_keys(inv.committed_prefix_agreement(df)),
+           [("bad", "committed_prefix_agreement", "error", 1, 5, 0, 8, 7, [3, 2, 4, 5])], KEY_SCHEMA)
+
+
+def test_committed_prefix_agreement_after_an_unclean_election_is_a_warning(events, expect) -> None:
+    # The same divergence with an unclean election after both appends: reported, downgraded, election first.
+    rows = [leader(), follower(), append(0, 1), append(0, 1, broker=2, checksum=8, role="follower"), UNCLEAN,
+            hw(0, 2, broker=2, role="follower"), hw(0, 2)]
+    expect(_keys(inv.committed_prefix_agreement(_runs(events, unc=rows))),
+           [("unc", "committed_prefix_agreement", "warning", 1, 6, 0, 8, 7, [4, 3, 2, 5, 6])], KEY_SCHEMA)
+
+
+def test_inconsistent_offsets_flags_a_second_different_committed_record(events, expect) -> None:
+    # Leader 1 commits (0..1, epoch 1, checksum 7) at event 2; broker 2, holding (0..1, epoch 2, checksum 9),
+    # becomes leader with HW 2 at event 4 and so exposes a different record at 0: expected 7, actual 9,
+    # evidence = the first record's append and commit, the new record's append, the leadership change.
+    def run(checksum: int, epoch: int) -> Rows:
+        return [leader(), append(0, 1), hw(0, 2), append(0, 1, broker=2, epoch=epoch, checksum=checksum,
+                                                          role="follower"),
+                leader(broker=2, epoch=2, isr=[2], leo=2, hw=2)]
+
+    df = _runs(events, bad=run(9, 2), ok=run(7, 1))
+    expect(_keys(inv.inconsistent_offsets(df)),
+           [("bad", "inconsistent_offsets", "error", 2, 4, 0, 7, 9, [1, 2, 3, 4])], KEY_SCHEMA)
+
+
+def test_inconsistent_offsets_after_an_unclean_election_is_a_warning(events, expect) -> None:
+    rows = [leader(), append(0, 1), hw(0, 2), append(0, 1, broker=2, epoch=2, checksum=9, role="follower"), UNCLEAN,
+            leader(broker=2, epoch=2, isr=[2], leo=2, hw=2)]
+    expect(_keys(inv.inconsistent_offsets(_runs(events, unc=rows))),
+           [("unc", "inconsistent_offsets", "warning", 2, 5, 0, 7, 9, [4, 1, 2, 3, 5])], KEY_SCHEMA)
+
+
+def test_truncation_safety_flags_a_follower_removing_committed_records(events, expect) -> None:
+    # bad: leader HW 4 commits 0..3 (event 4); follower 2 then truncates to its own HW 2 (event 5), removing
+    # its copies of the committed records at 2 and 3: offset 2, expected = committed HW 4, actual = 2;
+    # evidence = the follower's append of offset 2, the commit.
+    # ok: the follower's batch differs (checksum 8): removing a divergent record below the committed HW is
+    # the cure, not a violation.
+    def run(follower_checksum: int) -> Rows:
+        return [leader(), follower(), append(0, 3), append(0, 3, broker=2, checksum=follower_checksum,
+                                                           role="follower"),
+                hw(0, 4), truncation(2, 4)]
+
+    df = _runs(events, bad=run(7), ok=run(8))
+    expect(_keys(inv.truncation_safety(df)),
+           [("bad", "truncation_safety", "error", 2, 5, 2, 4, 2, [3, 4, 5])], KEY_SCHEMA)
+
+
+def test_truncation_safety_ignores_records_above_the_committed_hw(events, expect) -> None:
+    # Same follower truncation, but the leader has only committed 0..1: nothing committed is removed; a
+    # truncation while the broker is down (crash recovery) is not judged either.
+    crash = dict(event_type="broker_lifecycle", broker_id=2, action="crash", topic=None, partition=None)
+    ok = [leader(), follower(), append(0, 3), append(0, 3, broker=2, role="follower"), hw(0, 2), truncation(2, 4)]
+    down = [leader(), follower(), append(0, 3), append(0, 3, broker=2, role="follower"), hw(0, 4), crash,
+            truncation(2, 4, reason="crash")]
+    expect(_keys(inv.truncation_safety(_runs(events, ok=ok, down=down))), [], KEY_SCHEMA)
