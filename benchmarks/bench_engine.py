@@ -13,15 +13,23 @@ the leader's HW (`Log.update_high_watermark`). Measured on one core, single thre
 Timing uses `time.process_time()` (CPU seconds of this process), so a busy machine slows the figure
 less than wall-clock timing would; the best of `--repeats` runs is printed.
 
-Run: `python benchmarks/bench_engine.py [--rounds N] [--repeats R]`. Prints one line per variant.
+Run: `python benchmarks/bench_engine.py [--rounds N] [--repeats R] [--out FILE]`. Prints one line per
+variant and stores the figures (with the commit measured and the load average) as JSON in
+`benchmarks/results/engine-<UTC date>.json` (or `--out`).
 """
 
 from __future__ import annotations
 
 import argparse
+import datetime as dt
 import gc
+import json
+import os
+import subprocess
+import sys
 import time
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 from replication_core.config import ReplicationConfig
@@ -31,6 +39,8 @@ from replication_core.partition import Partition, PartitionRegistration
 from replication_core.partition_fetch_state import TopicPartition
 from replication_core.replica_manager import LeaderAndIsrRequest, ReplicaManager
 
+ROOT = Path(__file__).resolve().parents[1]
+TARGET_ROUND_TRIPS_PER_S = 200_000
 LEADER, FOLLOWER = 1, 2
 REG = PartitionRegistration(LEADER, 1, (LEADER, FOLLOWER), (LEADER, FOLLOWER), 1)
 
@@ -92,17 +102,59 @@ def best_of(fn: Callable[[], float], repeats: int) -> float:
     return max(fn() for _ in range(repeats))
 
 
+def _commit() -> str | None:
+    """The commit measured (with `+dirty` if replication_core/ has uncommitted changes), or None."""
+    try:
+        head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True,
+                              check=True).stdout.strip()
+        dirty = subprocess.run(["git", "status", "--porcelain", "--", "replication_core"], cwd=ROOT,
+                               capture_output=True, text=True, check=True).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        return None
+    return head + ("+dirty" if dirty else "")
+
+
 def main() -> None:
-    """Print round trips per second for each variant."""
+    """Print round trips per second for each variant and store them as JSON."""
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--rounds", type=int, default=200_000)
     ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--out", default=None, help="result JSON (default benchmarks/results/engine-<date>.json)")
     args = ap.parse_args()
     n = args.rounds
+    load_start = os.getloadavg()
+    commit = _commit()  # before the runs: the code measured
     print(f"rounds per run: {n}, best of {args.repeats}")
-    print(f"partition         {best_of(lambda: partition_round_trips(n, False), args.repeats):>12,.0f} round trips/s")
-    print(f"partition+events  {best_of(lambda: partition_round_trips(n, True), args.repeats):>12,.0f} round trips/s")
-    print(f"replica_manager   {best_of(lambda: replica_manager_round_trips(n), args.repeats):>12,.0f} round trips/s")
+    figures: dict[str, float] = {}
+    for name, fn in (("partition", lambda: partition_round_trips(n, False)),
+                     ("partition+events", lambda: partition_round_trips(n, True)),
+                     ("replica_manager", lambda: replica_manager_round_trips(n))):
+        figures[name] = best_of(fn, args.repeats)
+        print(f"{name:<17} {figures[name]:>12,.0f} round trips/s")
+    load_end = os.getloadavg()
+    verdict = "met" if figures["partition"] >= TARGET_ROUND_TRIPS_PER_S else "NOT met"
+    print(f"target >= {TARGET_ROUND_TRIPS_PER_S:,} round trips/s (partition, CPU time): {verdict}")
+    print(f"load average (1/5/15 min) at start {'/'.join(f'{x:.1f}' for x in load_start)}, "
+          f"at end {'/'.join(f'{x:.1f}' for x in load_end)}")
+    date = dt.datetime.now(dt.UTC).strftime("%Y-%m-%d")
+    result = {
+        "benchmark": "engine",
+        "date_utc": date,
+        "python": sys.version.split()[0],
+        "cpus": os.cpu_count(),
+        "commit": commit,
+        "command": " ".join(sys.argv),
+        "rounds": n,
+        "repeats": args.repeats,
+        "round_trips_per_cpu_s": {k: round(v) for k, v in figures.items()},
+        "load_average_start": [round(x, 2) for x in load_start],
+        "load_average_end": [round(x, 2) for x in load_end],
+        "target_round_trips_per_s": TARGET_ROUND_TRIPS_PER_S,
+    }
+    out = Path(args.out) if args.out else ROOT / "benchmarks" / "results" / f"engine-{date}.json"
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
+    print(f"wrote {out}")
 
 
 if __name__ == "__main__":

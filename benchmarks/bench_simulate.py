@@ -81,6 +81,18 @@ def profile(duration_ms: int, scenario: Path) -> None:
     pstats.Stats(prof).sort_stats("tottime").print_stats(25)
 
 
+def _commit() -> str | None:
+    """The commit measured (with `+dirty` if replication_core/ has uncommitted changes), or None."""
+    try:
+        head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True,
+                              check=True).stdout.strip()
+        dirty = subprocess.run(["git", "status", "--porcelain", "--", "replication_core"], cwd=ROOT,
+                               capture_output=True, text=True, check=True).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        return None
+    return head + ("+dirty" if dirty else "")
+
+
 def main() -> int:
     """Run every duration in a child process, print a table, store the JSON."""
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
@@ -98,6 +110,8 @@ def main() -> int:
         profile(args.profile, Path(args.scenario))
         return 0
     runs = []
+    load_start = os.getloadavg()
+    commit = _commit()  # before the runs: the code measured
     for d in (int(x) for x in args.durations_ms.split(",")):
         proc = subprocess.run([sys.executable, __file__, "--child", str(d), "--format", args.format,
                                "--scenario", args.scenario], capture_output=True, text=True, check=True,
@@ -112,12 +126,18 @@ def main() -> int:
     verdict = "met" if best >= TARGET_EVENTS_PER_S else "NOT met"
     print(f"target >= {TARGET_EVENTS_PER_S:,} events/s on one core: {verdict} (best {best:,} events per CPU second)")
     print(f"target peak memory < 2 GiB: {'met' if peak < TARGET_PEAK_BYTES else 'NOT met'} for the durations run")
+    print(f"load average (1/5/15 min) at start {load_start[0]:.1f}/{load_start[1]:.1f}/{load_start[2]:.1f}, "
+          f"at end {'/'.join(f'{x:.1f}' for x in os.getloadavg())}")
     result = {
         "benchmark": "simulate",
         "scenario": Path(args.scenario).name,
         "date_utc": dt.datetime.now(dt.UTC).strftime("%Y-%m-%d"),
         "python": sys.version.split()[0],
         "cpus": os.cpu_count(),
+        "commit": commit,
+        "load_average_start": [round(x, 2) for x in load_start],
+        "load_average_end": [round(x, 2) for x in os.getloadavg()],
+        "command": " ".join(sys.argv),
         "runs": runs,
         "targets": {"events_per_s": TARGET_EVENTS_PER_S, "peak_rss_bytes": TARGET_PEAK_BYTES},
     }
