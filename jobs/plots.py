@@ -53,6 +53,10 @@ DODGE_POINTS = 2.5
 _PALETTE = ("#1f77b4", "#2ca02c", "#9467bd", "#8c564b", "#17becf", "#7f7f7f", "#bcbd22", "#e377c2")
 _LIFECYCLE_STYLE = {"crash": ("#d62728", "X"), "restart": ("#2ca02c", ">"), "start": ("#2ca02c", ">"),
                     "shutdown": ("#555555", "s"), "controlled_shutdown": ("#555555", "s")}
+_VERDICT_SHORT = {"on_time": "removed from the ISR in time", "late": "removed from the ISR late",
+                  "missing": "never removed from the ISR", "recovered": "caught up in time",
+                  "leader_lost": "the leader changed first", "ongoing": "too early to judge",
+                  "not_in_isr": "was already out of the ISR", "premature": "removed while not lagging"}
 _SEVERITY_STYLE = {"error": ("#d62728", "X"), "warning": ("#ff7f0e", "^")}
 
 
@@ -225,7 +229,8 @@ def _draw_offsets(ax, data: PartitionPlot) -> None:  # type: ignore[no-untyped-d
                        linewidth=0, transform=transform)
     ax.set_ylabel("offset (messages)")
     ax.yaxis.set_major_locator(MaxNLocator(integer=True))
-    ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:,.0f}" if float(v).is_integer() else ""))
+    # Offsets are never negative: the ticks in the headroom below 0 stay blank.
+    ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:,.0f}" if float(v).is_integer() and v >= 0 else ""))
     ax.grid(True, alpha=0.3)
 
 
@@ -282,8 +287,9 @@ def _draw_incidents(axes, data: PartitionPlot) -> None:  # type: ignore[no-untyp
             ax.axvspan(inc.start_s, max(end, inc.start_s), color=colour, alpha=0.13, linewidth=0, zorder=0)
         bound = "" if inc.lag_max_ms is None else f" > {inc.lag_max_ms / 1000:g} s"
         still = " (until the end of the data)" if inc.end_s is None and inc.verdict != "ongoing" else ""
+        meaning = _VERDICT_SHORT.get(inc.verdict)
         axes[0].text(inc.start_s, 0.02 + 0.07 * (k % 3),
-                     f" broker {inc.follower} lagging{bound}: {inc.verdict}{still}",
+                     f" broker {inc.follower} lagging{bound}: {inc.verdict}{f' ({meaning})' if meaning else ''}{still}",
                      transform=axes[0].get_xaxis_transform(), fontsize=8.5, color="#8b0000", va="bottom",
                      ha="left", zorder=7)
 
@@ -382,7 +388,7 @@ def render_partition(data: PartitionPlot) -> Figure:
     fig.suptitle(f"{data.topic}-{data.partition}   (run {data.run_id})", x=0.08, ha="left", fontsize=14,
                  fontweight="bold")
     resolution = "exact changes" if data.bucket_ms <= 1 else f"one point per {data.bucket_ms:,} ms bucket"
-    sub = f"{headline(data)}\nLEO solid, HW dashed, one colour per broker; {resolution}"
+    sub = f"{headline(data)}\nLEO wide line, HW dashed, one colour per broker; {resolution}"
     if data.notes:
         sub += "; " + "; ".join(data.notes)
     fig.text(0.08, 0.935, sub, fontsize=9.5, ha="left", va="top")

@@ -71,7 +71,7 @@ def test_figure_shows_hw_and_leo_per_replica_the_isr_lanes_leaders_and_the_incid
     assert {"crash", "restart"} <= {t.get_text() for t in lanes.texts}
     assert any("ERROR: acked_write_lost" in t and "offset 1" in t for t in texts)
     assert any("WARNING: committed_prefix_agreement" in t for t in texts)
-    assert "broker 2 lagging > 30 s: missing" in texts
+    assert "broker 2 lagging > 30 s: missing (never removed from the ISR)" in texts
     assert any("ongoing" in t for t in texts)
     assert top.get_ylabel() == "offset (messages)"
     assert "time" in lanes.get_xlabel() and "(s)" in lanes.get_xlabel()
