@@ -18,6 +18,7 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
 from jobs.invariants import epoch_cache as _epoch_cache
+from jobs.invariants import fetch_rules as _fetch_rules
 from jobs.invariants import final_log as _final_log
 from jobs.invariants import leadership as _leadership
 from jobs.invariants import log_content as _log_content
@@ -26,7 +27,7 @@ from jobs.invariants.base import Scan, empty_violations
 from replication_core.checker.catalogue import BY_NAME, CATALOGUE
 
 SCANS: tuple[Scan, ...] = (
-    _replica.SCAN, _leadership.SCAN, _epoch_cache.SCAN, _final_log.SCAN, _log_content.SCAN,
+    _replica.SCAN, _leadership.SCAN, _epoch_cache.SCAN, _final_log.SCAN, _fetch_rules.SCAN, _log_content.SCAN,
 )
 """Every scan of the audit, in evaluation order."""
 
@@ -119,6 +120,37 @@ def hw_frozen_under_min_isr(bronze: DataFrame) -> DataFrame:
     """hw_frozen_under_min_isr (§11.2, §2.3): the leader HW does not advance while the committed ISR is
     below the effective min ISR."""
     return evaluate(bronze, ["hw_frozen_under_min_isr"])
+
+
+def hw_bound_maximal_isr(bronze: DataFrame) -> DataFrame:
+    """hw_bound_maximal_isr (§11.2, §2.3, §2.5): a leader HW advance stays at or below the leader's view of the
+    LEO of the leader and every maximal-ISR follower."""
+    return evaluate(bronze, ["hw_bound_maximal_isr"])
+
+
+def isr_expand_legal(bronze: DataFrame) -> DataFrame:
+    """isr_expand_legal (§11.7, §2.4): an expansion adds one assigned, eligible, caught-up replica."""
+    return evaluate(bronze, ["isr_expand_legal"])
+
+
+def isr_shrink_legal(bronze: DataFrame) -> DataFrame:
+    """isr_shrink_legal (§11.7, §2.4): a shrink removes only out-of-sync followers, never the leader."""
+    return evaluate(bronze, ["isr_shrink_legal"])
+
+
+def fetch_epoch_fenced(bronze: DataFrame) -> DataFrame:
+    """fetch_epoch_fenced (§11.8, §8.3 KIP-320): a fetch is answered NONE only by a leader of its epoch."""
+    return evaluate(bronze, ["fetch_epoch_fenced"])
+
+
+def delayed_fetch_bound(bronze: DataFrame) -> DataFrame:
+    """delayed_fetch_bound (§11.11, §5): a follower fetch is answered within its bound."""
+    return evaluate(bronze, ["delayed_fetch_bound"])
+
+
+def quota_throttle_legal(bronze: DataFrame) -> DataFrame:
+    """quota_throttle_legal (§11.10, §4): only out-of-sync throttled replicas are throttled, only over the bound."""
+    return evaluate(bronze, ["quota_throttle_legal"])
 
 
 def committed_prefix_agreement(bronze: DataFrame) -> DataFrame:

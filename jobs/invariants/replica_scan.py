@@ -23,10 +23,18 @@ order. The state a check sees is the state *before* its event (`rowsBetween(unbo
   become_follower or a tenure-closing lifecycle event; assigned replicas from the last leadership_change;
   min.insync.replicas from the broker's last `broker_config` (topic override first), else the default.
 
+* leader side, for `jobs.invariants.isr_rules` — the replayed HW (hw_change, or a leadership_change that
+  carries one); the epoch start offset (the LEO at the last become_leader that bumped the epoch); the
+  replica a pending expansion adds; replica.lag.time.max.ms of the broker's last broker_config; and the
+  followers seen so far (`_fseen`: assigned by a leadership_change or named by a follower_fetch_state).
+
 Invariants folded into this pass (§ of /work/shared/docs/kafka-replication.md): hw_monotonic_leader
 (§11.1, §2.3), hw_frozen_under_min_isr (§11.2, §2.3), hw_within_log (§11.1, §2.7), leader_no_truncation
 (Appendix A, §2.6), isr_single_inflight (§11.7, §2.5) and the committed-isr_change half of isr_nonempty
-(§11.7, §9.1).
+(§11.7, §9.1); and, through the leader's view of its followers (`jobs.invariants.isr_rules`, which adds
+the follower_fetch_state rows and a per-follower window), hw_bound_maximal_isr (§11.2, §2.3, §2.5),
+isr_expand_legal and isr_shrink_legal (§11.7, §2.4). Append and broker_config rows are dropped after the
+replay (no check reads them): a check on them must change `build`.
 """
 
 from __future__ import annotations
@@ -34,6 +42,7 @@ from __future__ import annotations
 from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
+from jobs.invariants import isr_rules
 from jobs.invariants.base import Scan, text, violation
 from replication_core.config import ReplicationConfig
 
@@ -49,9 +58,10 @@ CLOSING_ACTIONS: tuple[str, ...] = ("crash", "shutdown", "restart")
 _COLUMNS: tuple[str, ...] = (
     "run_id", "event_id", "ts_ms", "broker_id", "event_type", "topic", "partition", "leader_epoch", "action",
     "role", "isr", "base_offset", "last_offset", "batch_leader_epoch", "leo", "hw", "old_hw", "log_start_offset",
-    "old_leo", "truncate_offset", "reason", "isr_state", "replicas",
+    "old_leo", "truncate_offset", "reason", "isr_state", "replicas", "old_isr",
 )
 _DEFAULT_MIN_ISR = ReplicationConfig().min_insync_replicas  # a broker without broker_config runs defaults
+_DEFAULT_LAG_MAX = ReplicationConfig().replica_lag_time_max_ms
 _NO_LSO_LIMIT = 2**62  # larger than any offset: "no partial truncation since the last LSO set"
 
 
@@ -74,12 +84,26 @@ def replica_events(bronze: DataFrame) -> DataFrame:
 
 def annotate(rows: DataFrame) -> DataFrame:
     """Add the replay state before each row (see the module docstring); rows from `replica_events`."""
+    return _with_lso(_replay(rows))
+
+
+def _closes() -> Column:
+    return _is("broker_lifecycle") & F.col("action").isin(*CLOSING_ACTIONS)
+
+
+def _lso_window() -> Window:
+    return Window.partitionBy(*REPLICA, "_lso_seg").orderBy("event_id")
+
+
+def _replay(rows: DataFrame, leader_view: bool = False) -> DataFrame:
+    """The replay state before each row from the replica window (all but the LSO, `_with_lso`); with
+    `leader_view`, also the leader-side state `isr_rules` reads (rows then carry follower_fetch_state)."""
     w = Window.partitionBy(*REPLICA).orderBy("event_id")
     before = w.rowsBetween(Window.unboundedPreceding, -1)
     upto = w.rowsBetween(Window.unboundedPreceding, Window.currentRow)
     is_lc = _is("leadership_change")
     is_life = _is("broker_lifecycle")
-    closes = is_life & F.col("action").isin(*CLOSING_ACTIONS)
+    closes = _closes()
     role_mark = (F.when(is_lc, F.when(F.col("action") == "become_leader", "leader").otherwise("follower"))
                  .when(closes, "none"))
     down_mark = (F.when(is_life & F.col("action").isin("crash", "shutdown"), F.lit(True))
@@ -115,6 +139,17 @@ def annotate(rows: DataFrame) -> DataFrame:
     min_isr_mark = F.when(is_cfg, F.coalesce(F.col("config")[topic_key].try_cast("int"),
                                              F.col("config")["min.insync.replicas"].try_cast("int"),
                                              F.lit(_DEFAULT_MIN_ISR)))
+    lag_max_mark = F.when(is_cfg, F.coalesce(F.col("config")["replica.lag.time.max.ms"].try_cast("long"),
+                                             F.lit(_DEFAULT_LAG_MAX)))
+    bumps = (is_lc & (F.col("action") == "become_leader")
+             & (F.coalesce(F.col("leader_epoch"), F.col("_epoch")) > F.col("_epoch")))
+    added = F.array_except(F.array_distinct(F.coalesce("isr", empty)), F.array_distinct(F.coalesce("old_isr", empty)))
+    proposed = leading_isr & (F.col("isr_state") == "proposed")
+    # The replica a pending expansion adds (-1: none), cleared where the pending proposal is.
+    added_mark = (F.when(proposed & (F.col("action") == "expand"),
+                         F.when(F.size(added) == 1, added[0]).otherwise(F.lit(-1)))
+                  .when(proposed & (F.col("action") == "shrink"), F.lit(-1))
+                  .when(clears | is_lc | closes, F.lit(-1)))
     s2 = s1.select(
         "*",
         F.coalesce(F.last(isr_mark, True).over(before), empty).alias("_isr"),
@@ -126,11 +161,27 @@ def annotate(rows: DataFrame) -> DataFrame:
         lso_set.alias("_lso_set"),
         F.when(is_trunc & ~full, F.col("truncate_offset")).alias("_lso_min"),
         F.last(pending_mark, True).over(before).alias("_pending_mark"),
+        *([
+            F.coalesce(F.last(F.when(_is("hw_change") | is_lc, F.col("hw")), True).over(before), F.lit(0))
+            .cast("long").alias("_hw"),
+            F.array_distinct(F.flatten(F.collect_set(
+                F.when(_is("follower_fetch_state"), F.array(F.col("follower_id")))
+                .when(is_lc, F.coalesce(F.col("replicas"), empty))).over(before))).alias("_fseen"),
+            F.coalesce(F.last(lag_max_mark, True).over(before), F.lit(_DEFAULT_LAG_MAX)).alias("_lag_max"),
+            F.last(F.when(bumps, F.coalesce(F.col("leo"), F.col("_leo"))), True).over(before).alias("_epoch_start"),
+            F.last(added_mark, True).over(before).alias("_added_mark"),
+        ] if leader_view else []),
     ).withColumn("_lso_seg", F.count("_lso_set").over(upto))
+    if not leader_view:
+        return s2
+    return s2.withColumn("_pending_added", F.when(F.col("_added_mark") >= 0, F.col("_added_mark")))
+
+
+def _with_lso(s2: DataFrame) -> DataFrame:
+    """Add the LSO after each row (`_lso`) and the pending proposal (`_pending`) to `_replay`'s rows."""
     # The LSO after a row: the segment's opening "set" (0 in the first segment) lowered by the partial
     # truncations since; no row of a segment but its first sets, so the window never looks past one.
-    ws = Window.partitionBy(*REPLICA, "_lso_seg").orderBy("event_id").rowsBetween(
-        Window.unboundedPreceding, Window.currentRow)
+    ws = _lso_window().rowsBetween(Window.unboundedPreceding, Window.currentRow)
     return s2.select(
         "*",
         F.least(F.coalesce(F.first("_lso_set").over(ws), F.lit(0)),
@@ -140,14 +191,24 @@ def annotate(rows: DataFrame) -> DataFrame:
 
 
 def build(bronze: DataFrame) -> DataFrame:
-    """The annotated replica rows this scan's checks read."""
-    return annotate(replica_events(bronze))
+    """The annotated replica rows this scan's checks read: each event once (`_f` null) plus its copies per
+    follower with the leader's view of that follower (`jobs.invariants.isr_rules`)."""
+    rows = replica_events(bronze).unionByName(isr_rules.fetch_state_rows(bronze), allowMissingColumns=True)
+    replayed = _replay(rows, leader_view=True).where(~F.col("event_type").isin("append", "broker_config"))
+    viewed = isr_rules.with_views(replayed, REPLICA, _closes())
+    checked = isr_rules.with_eligibility(viewed, isr_rules.broker_states(bronze))
+    return isr_rules.with_bound(_with_lso(checked), _lso_window())
+
+
+def _own(event_type: str) -> Column:
+    # The event's own row: its per-follower copies belong to the isr_rules checks.
+    return _is(event_type) & F.col("_f").isNull()
 
 
 def hw_monotonic_leader() -> Column:
     """hw_monotonic_leader (§11.1, §2.3): a leader's hw_change inside its tenure, in its epoch, never lowers
     the HW (`Checker._check_hw_monotonic_leader`)."""
-    in_tenure = (_is("hw_change") & F.col("_leading") & (F.col("role") == "leader")
+    in_tenure = (_own("hw_change") & F.col("_leading") & (F.col("role") == "leader")
                  & (F.col("leader_epoch").isNull() | (F.col("leader_epoch") == F.col("_epoch"))))
     return violation(
         "hw_monotonic_leader", in_tenure & (F.col("hw") < F.col("old_hw")),
@@ -161,7 +222,7 @@ def hw_frozen_under_min_isr() -> Column:
     """hw_frozen_under_min_isr (§11.2, §2.3): a leader in tenure advances its HW only while its committed
     ISR has at least min(min.insync.replicas, replication factor) members; the topic's
     `topic.<t>.min.insync.replicas` in the broker's last broker_config wins over the broker value."""
-    in_tenure = (_is("hw_change") & F.col("_leading") & (F.col("role") == "leader")
+    in_tenure = (_own("hw_change") & F.col("_leading") & (F.col("role") == "leader")
                  & (F.col("leader_epoch").isNull() | (F.col("leader_epoch") == F.col("_epoch"))))
     rf = F.when(F.size("_replicas") > 0, F.size("_replicas")).otherwise(F.size("_isr"))
     min_isr = F.least(F.col("_min_isr_config"), F.greatest(rf, F.lit(1)))
@@ -175,7 +236,7 @@ def hw_frozen_under_min_isr() -> Column:
 
 def hw_within_log() -> Column:
     """hw_within_log (§11.1, §2.7): after every hw_change, LSO <= HW <= LEO of the replayed log."""
-    is_hw = _is("hw_change")
+    is_hw = _own("hw_change")
     above = F.col("hw") > F.col("_leo")
     below = F.col("hw") < F.col("_lso")
     return violation(
@@ -190,7 +251,7 @@ def leader_no_truncation() -> Column:
     """leader_no_truncation (Appendix A, §2.6): no truncation from a replica inside a leader tenure; a
     truncation while its broker is down is crash recovery and is not judged."""
     return violation(
-        "leader_no_truncation", _is("truncation") & ~F.col("_down") & F.col("_leading"),
+        "leader_no_truncation", _own("truncation") & ~F.col("_down") & F.col("_leading"),
         expected=F.col("old_leo"), actual=F.col("truncate_offset"), evidence=[F.col("_tenure_start")],
         message=text("leader of epoch ", F.col("_epoch"), " truncated its log from ", F.col("old_leo"), " to ",
                      F.col("truncate_offset")),
@@ -199,7 +260,7 @@ def leader_no_truncation() -> Column:
 
 def isr_single_inflight() -> Column:
     """isr_single_inflight (§11.7, §2.5): no AlterPartition proposed while the leader has one pending."""
-    proposed = _is("isr_change") & F.col("_leading") & (F.col("isr_state") == "proposed")
+    proposed = _own("isr_change") & F.col("_leading") & (F.col("isr_state") == "proposed")
     return violation(
         "isr_single_inflight", proposed & F.col("_pending").isNotNull(),
         expected=F.col("_pending"), evidence=[F.col("_pending")],
@@ -211,7 +272,7 @@ def isr_nonempty_committed() -> Column:
     """isr_nonempty (§11.7, §9.1 LeaderInIsr), committed-ISR half: a committed isr_change of a leader in
     tenure carries a non-empty ISR containing the leader."""
     isr = F.array_distinct(F.coalesce(F.col("isr"), F.array().cast("array<int>")))
-    committed = _is("isr_change") & F.col("_leading") & (F.col("isr_state") == "committed")
+    committed = _own("isr_change") & F.col("_leading") & (F.col("isr_state") == "committed")
     bad = (F.size(isr) == 0) | ~F.array_contains(isr, F.col("broker_id"))
     return violation(
         "isr_nonempty", committed & bad, actual=F.size(isr),
@@ -229,6 +290,7 @@ SCAN = Scan(
         "leader_no_truncation": (leader_no_truncation,),
         "isr_single_inflight": (isr_single_inflight,),
         "isr_nonempty": (isr_nonempty_committed,),
+        **isr_rules.CHECKS,
     },
 )
 """The replica scan and the checks folded into it."""

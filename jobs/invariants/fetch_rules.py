@@ -1,0 +1,301 @@
+"""One window pass over each replica's fetch traffic: the fetch in flight, the fetch lag, throttling.
+
+Mirrors the follower-side replay of `replication_core.checker.checker` (`_on_fetch`, `_on_fetch_response`,
+`_on_fetcher_change`, `_on_quota_throttle`) with the replica as the window partition (run_id, topic,
+partition, broker_id) and `event_id` as the order; the state a check sees is the state *before* its event:
+
+* fetch in flight (`FetchSent`) — the replica's last `fetch`; a `fetch_response` (any error), a
+  `leadership_change`, a crash / shutdown / restart of its broker, or a `fetcher_change` listing the
+  partition clears it. A response is judged only when the fetch in flight has the same fetch_offset.
+* fetch lag (`ReplicaState.lag`, `ReplicaFetcherThread`'s lag) — set by a NONE response that carries a
+  leader HW and no DivergingEpoch: HW - (fetch_offset + record_count) for a non-empty one, HW -
+  fetch_offset for an empty one, but an empty one only sets it while it is unknown; a leadership_change
+  or a fetcher_change listing the partition makes it unknown again. So the lag is that of the last
+  non-empty response since the last reset, else that of the first response since it.
+* leader side (for a leader-side quota_throttle) — leading and the committed ISR, as `replica_scan`.
+* config — the broker's last `broker_config` (Kafka's defaults before any): replica.socket.timeout.ms,
+  replog.truncation.mode and the raw `topic.<t>.<side>.replication.throttled.replicas` lists.
+
+The leader a response names lives in another replica's window, so its tenures are a small derived frame
+(`leader_segments`: one row per leadership_change / crash / shutdown / restart of a replica, the state it
+starts and the leader tenures before it) broadcast onto the responses: no shuffle of the fetch rows.
+
+Invariants (§ of /work/shared/docs/kafka-replication.md): fetch_epoch_fenced (§11.8, §8.3 KIP-320),
+delayed_fetch_bound (§11.11, §5) and quota_throttle_legal (§11.10, §4).
+"""
+
+from __future__ import annotations
+
+from pyspark.sql import Column, DataFrame, Window
+from pyspark.sql import functions as F
+
+from jobs.invariants.base import Scan, text, violation
+from jobs.invariants.replica_scan import CLOSING_ACTIONS, REPLICA
+from replication_core.config import ReplicationConfig
+from replication_core.truncation import FLAGS
+
+FETCH_EVENT_TYPES: tuple[str, ...] = ("fetch", "fetch_response", "quota_throttle", "leadership_change", "isr_change")
+"""Partition-scoped event types of this scan (plus fetcher_change, lifecycle and config, broker-wide)."""
+
+_COLUMNS: tuple[str, ...] = (
+    "run_id", "event_id", "ts_ms", "broker_id", "event_type", "topic", "partition", "leader_epoch", "action",
+    "role", "isr", "isr_state", "leader_id", "fetch_offset", "error", "leader_hw", "bytes", "record_count",
+    "diverging_epoch", "diverging_end_offset", "follower_id", "measured_rate", "quota_bound",
+)
+_DEFAULTS = ReplicationConfig()
+FENCING_MODES: tuple[str, ...] = tuple(p.value for p, flags in FLAGS.items() if flags.current_leader_epoch)
+"""replog.truncation.mode values whose fetches carry KIP-320's CurrentLeaderEpoch (others are not judged)."""
+_LONG_MAX = 2**63 - 1
+
+
+def _is(event_type: str) -> Column:
+    return F.col("event_type") == event_type
+
+
+def fetch_events(bronze: DataFrame) -> DataFrame:
+    """Each replica's fetch-side events plus its broker's fetcher_change, lifecycle and config events."""
+    scoped = (F.col("event_type").isin(*FETCH_EVENT_TYPES) & F.col("broker_id").isNotNull()
+              & F.col("topic").isNotNull() & F.col("partition").isNotNull())
+    part = bronze.where(scoped).select(*_COLUMNS)
+    # A fetcher_change lists its partitions: one row per (broker, listed partition).
+    fetchers = (bronze.where(_is("fetcher_change") & F.col("broker_id").isNotNull())
+                .select("run_id", "event_id", "ts_ms", "broker_id", "event_type", F.explode("partitions").alias("tp"))
+                .select("run_id", "event_id", "ts_ms", "broker_id", "event_type", F.col("tp.topic").alias("topic"),
+                        F.col("tp.partition").alias("partition")))
+    keys = part.select(*REPLICA).distinct()
+    life = bronze.where(F.col("event_type").isin("broker_lifecycle", "broker_config")
+                        & F.col("broker_id").isNotNull()).select(
+        "run_id", "broker_id", "event_id", "ts_ms", "event_type", "action", "config")
+    # Lifecycle and config are broker-wide: copy each onto the broker's replicas (keys are small).
+    return (part.unionByName(fetchers, allowMissingColumns=True)
+            .unionByName(life.join(keys, ["run_id", "broker_id"]), allowMissingColumns=True))
+
+
+def _config_value(key: Column | str) -> Column:
+    return F.col("config")[key]
+
+
+def annotate(rows: DataFrame) -> DataFrame:
+    """Add the replay state before each row (see the module docstring); rows from `fetch_events`."""
+    w = Window.partitionBy(*REPLICA).orderBy("event_id")
+    before = w.rowsBetween(Window.unboundedPreceding, -1)
+    is_lc, is_resp, is_fc, is_cfg = _is("leadership_change"), _is("fetch_response"), _is("fetcher_change"), \
+        _is("broker_config")
+    closes = _is("broker_lifecycle") & F.col("action").isin(*CLOSING_ACTIONS)
+    role_mark = (F.when(is_lc, F.when(F.col("action") == "become_leader", "leader").otherwise("follower"))
+                 .when(closes, "none"))
+    # A cleared fetch is a struct of nulls, so `last(..., ignorenulls)` still stops at it.
+    sent_mark = (F.when(_is("fetch"), F.struct(F.col("event_id").alias("id"), F.col("ts_ms").alias("ts"),
+                                               F.col("leader_epoch").cast("int").alias("epoch"),
+                                               F.col("fetch_offset").alias("offset")))
+                 .when(is_resp | is_lc | closes | is_fc,
+                       F.struct(F.lit(None).cast("long").alias("id"), F.lit(None).cast("long").alias("ts"),
+                                F.lit(None).cast("int").alias("epoch"), F.lit(None).cast("long").alias("offset"))))
+    answered = (is_resp & (F.col("error") == "NONE") & F.col("diverging_epoch").isNull()
+                & F.col("diverging_end_offset").isNull() & F.col("leader_hw").isNotNull())
+    non_empty = F.coalesce(F.col("bytes"), F.lit(0)) > 0
+    nxt = F.col("fetch_offset") + F.when(non_empty, F.coalesce(F.col("record_count"), F.lit(0))).otherwise(0)
+    lag = F.greatest(F.lit(0).cast("long"), F.col("leader_hw") - nxt)
+    lag_struct = F.struct(F.col("event_id").alias("id"), lag.alias("lag"))
+    topic_key = F.concat(F.lit("topic."), F.col("topic"), F.lit("."))
+    s1 = rows.select(
+        "*",
+        (F.coalesce(F.last(role_mark, True).over(before), F.lit("none")) == "leader").alias("_leading"),
+        F.last(sent_mark, True).over(before).alias("_sent"),
+        F.last(F.when(is_lc | is_fc, F.col("event_id")), True).over(before).alias("_lag_reset"),
+        F.last(F.when(answered, F.col("event_id")), True).over(before).alias("_prev_answer"),
+        F.last(F.when(answered & non_empty, lag_struct), True).over(before).alias("_last_non_empty"),
+        answered.alias("_answered"),
+        lag_struct.alias("_lag_struct"),
+        # A broker_config rebuilds the whole config: a key it lacks is back at its default.
+        F.coalesce(F.last(F.when(is_cfg, F.coalesce(
+            _config_value(F.lit("replica.socket.timeout.ms")).try_cast("long"),
+            F.lit(_DEFAULTS.replica_socket_timeout_ms))), True).over(before),
+            F.lit(_DEFAULTS.replica_socket_timeout_ms)).alias("_socket_timeout"),
+        F.coalesce(F.last(F.when(is_cfg, F.coalesce(_config_value(F.lit("replog.truncation.mode")),
+                                                     F.lit(_DEFAULTS.truncation_mode.value))), True).over(before),
+                   F.lit(_DEFAULTS.truncation_mode.value)).alias("_mode"),
+        F.last(F.when(is_cfg, F.struct(
+            _config_value(F.concat(topic_key, F.lit("leader.replication.throttled.replicas"))).alias("leader"),
+            _config_value(F.concat(topic_key, F.lit("follower.replication.throttled.replicas"))).alias("follower"),
+            F.col("event_id").alias("event_id"))), True).over(before).alias("_throttled"),
+    )
+    empty = F.array().cast("array<int>")
+    leading_commit = _is("isr_change") & F.col("_leading") & (F.col("isr_state") == "committed")
+    isr_mark = (F.when(is_lc & (F.col("action") == "become_leader"), F.array_distinct(F.coalesce("isr", empty)))
+                .when(is_lc | closes, empty)
+                .when(leading_commit, F.array_distinct(F.coalesce("isr", empty))))
+    # The lag is unknown at an answer when no answer came since the last reset: that answer sets it even empty.
+    first_since_reset = F.col("_answered") & (F.col("_prev_answer").isNull() | (
+        F.col("_lag_reset").isNotNull() & (F.col("_prev_answer") < F.col("_lag_reset"))))
+    s2 = s1.select(
+        "*",
+        F.coalesce(F.last(isr_mark, True).over(before), empty).alias("_isr"),
+        F.last(F.when(first_since_reset, F.col("_lag_struct")), True).over(before).alias("_first_answer"),
+    )
+
+    def since_reset(c: str) -> Column:
+        return F.col(c).isNotNull() & (F.col("_lag_reset").isNull() | (F.col(f"{c}.id") > F.col("_lag_reset")))
+
+    lagged = s2.select(
+        "*",
+        F.when(since_reset("_last_non_empty"), F.col("_last_non_empty.lag"))
+        .when(since_reset("_first_answer"), F.col("_first_answer.lag")).alias("_lag"),
+    )
+    return lagged
+
+
+def leader_segments(bronze: DataFrame) -> DataFrame:
+    """One row per leadership_change / closing lifecycle event of a replica with a leadership_change: the
+    state it starts up to the next such event (`_s_start`, `_s_end`), the replica's epoch then (-1 after a
+    crash / shutdown / restart), whether it leads, whether any leadership_change came so far, and the
+    earlier leader tenures as (epoch, end) — the checker's `ReplicaState.tenures`."""
+    is_lc = _is("leadership_change")
+    closes = _is("broker_lifecycle") & F.col("action").isin(*CLOSING_ACTIONS)
+    scoped = F.col("topic").isNotNull() & F.col("partition").isNotNull() & F.col("broker_id").isNotNull()
+    lc = bronze.where(is_lc & scoped).select(*REPLICA, "event_id", "event_type", "action", "leader_epoch")
+    keys = lc.select(*REPLICA).distinct()
+    life = bronze.where(closes & F.col("broker_id").isNotNull()).select(
+        "run_id", "broker_id", "event_id", "event_type", "action")
+    # Crashes are broker-wide: copy each onto the broker's replicas that ever had a leadership_change.
+    bounds = lc.unionByName(life.join(keys, ["run_id", "broker_id"]), allowMissingColumns=True)
+    w = Window.partitionBy(*REPLICA).orderBy("event_id")
+    upto = w.rowsBetween(Window.unboundedPreceding, Window.currentRow)
+    before = w.rowsBetween(Window.unboundedPreceding, -1)
+    seg = bounds.select(
+        *REPLICA, "event_id",
+        F.col("event_id").alias("_s_start"),
+        F.lead("event_id").over(w).alias("_s_end"),
+        F.coalesce(F.last(F.when(is_lc, F.col("leader_epoch")).when(closes, F.lit(-1)), True).over(upto),
+                   F.lit(-1)).alias("_s_epoch"),
+        (is_lc & (F.col("action") == "become_leader")).alias("_s_leading"),
+        (F.max(is_lc.cast("int")).over(upto) > 0).alias("_s_seen"),
+    )
+    tenure = F.when(F.col("_s_leading"), F.struct(F.col("_s_epoch").alias("epoch"), F.col("_s_end").alias("end")))
+    return seg.select("*", F.collect_list(tenure).over(before).alias("_s_prev")).select(
+        *[F.col(c).alias(f"_s_{c}") for c in REPLICA], "_s_start", "_s_end", "_s_epoch", "_s_leading", "_s_seen",
+        "_s_prev")
+
+
+def _judged(sent_matches: Column) -> Column:
+    return _is("fetch_response") & (F.col("error") == "NONE") & sent_matches
+
+
+def _sent_matches() -> Column:
+    return F.col("_sent.id").isNotNull() & (F.col("_sent.offset") == F.col("fetch_offset"))
+
+
+def _with_leader_segment(rows: DataFrame, segments: DataFrame) -> DataFrame:
+    # Only fenced-checkable responses probe (others carry a null key), and the segments are few: broadcast.
+    fenced = (_judged(_sent_matches()) & F.lower(F.regexp_replace(F.trim("_mode"), "-", "_")).isin(*FENCING_MODES)
+              & F.col("_sent.epoch").isNotNull())
+    probed = rows.withColumn("_probe_leader", F.when(fenced, F.col("leader_id")))
+    s = segments
+    cond = ((probed["run_id"] == s["_s_run_id"]) & (probed["topic"] == s["_s_topic"])
+            & (probed["partition"] == s["_s_partition"]) & (probed["_probe_leader"] == s["_s_broker_id"])
+            & (s["_s_start"] < probed["event_id"]) & (s["_s_end"].isNull() | (s["_s_end"] > probed["event_id"])))
+    return probed.join(F.broadcast(s), cond, "left")
+
+
+def build(bronze: DataFrame) -> DataFrame:
+    """The annotated fetch rows this scan's checks read."""
+    return _with_leader_segment(annotate(fetch_events(bronze)), leader_segments(bronze))
+
+
+def fetch_epoch_fenced() -> Column:
+    """fetch_epoch_fenced (§11.8, §8.3 KIP-320): a NONE response to a fetch in epoch E comes from a broker that
+    led the partition in epoch E at some moment between the fetch and the response; not judged for follower
+    modes before KIP-320 or when the named leader had no leadership_change yet."""
+    epoch = F.col("_sent.epoch")
+    sent_id = F.col("_sent.id")
+    led = ((F.col("_s_leading") & (F.col("_s_epoch") == epoch))
+           | F.exists("_s_prev", lambda t: (t["epoch"] == epoch) & (t["end"].isNull() | (t["end"] > sent_id))))
+    actual = F.when(F.col("_s_leading"), F.col("_s_epoch")).otherwise(F.lit(-1))
+    return violation(
+        "fetch_epoch_fenced", F.col("_probe_leader").isNotNull() & F.col("_s_seen") & ~led,
+        expected=epoch, actual=actual, evidence=[F.col("_sent.id")],
+        message=text("fetch in epoch ", epoch, " answered NONE by broker ", F.col("leader_id"),
+                     ", which did not lead epoch ", epoch, " meanwhile"),
+    )
+
+
+def delayed_fetch_bound() -> Column:
+    """delayed_fetch_bound (§11.11, §5): a NONE response arrives within the bound of its fetch; without a known
+    network delay (the audit has no run.json) the bound is the follower's replica.socket.timeout.ms."""
+    elapsed = F.col("ts_ms") - F.col("_sent.ts")
+    return violation(
+        "delayed_fetch_bound", _judged(_sent_matches()) & (elapsed > F.col("_socket_timeout")),
+        expected=F.col("_socket_timeout"), actual=elapsed, evidence=[F.col("_sent.id")],
+        message=text("fetch answered after ", elapsed, " ms, more than the ", F.col("_socket_timeout"), " ms bound"),
+    )
+
+
+def _throttled() -> Column:
+    return F.coalesce(F.col("follower_id"), F.col("broker_id"))
+
+
+def _rate() -> Column:
+    return F.coalesce(F.col("measured_rate"), F.lit(0.0))
+
+
+def _bound() -> Column:
+    return F.coalesce(F.col("quota_bound"), F.lit(float("inf")))
+
+
+def quota_over_bound() -> Column:
+    """quota_throttle_legal (§11.10, §4): a throttle only while the measured rate exceeds the bound."""
+    bound = F.when(_bound() >= F.lit(float(_LONG_MAX)), F.lit(_LONG_MAX)).otherwise(_bound().cast("long"))
+    return violation(
+        "quota_throttle_legal", _is("quota_throttle") & ~(_rate() > _bound()), replica=_throttled(),
+        expected=bound, actual=_rate().try_cast("long"),
+        message=text("throttled at measured rate ", F.format_string("%.2f", _rate()), " B/s, not above the bound ",
+                     F.format_string("%.2f", _bound()), " B/s"),
+    )
+
+
+def quota_leader_in_sync() -> Column:
+    """quota_throttle_legal (§11.10, §4): a leader never throttles a replica of its committed ISR."""
+    bad = (_is("quota_throttle") & (F.col("role") == "leader") & F.col("_leading")
+           & F.array_contains("_isr", _throttled()))
+    return violation(
+        "quota_throttle_legal", bad, replica=_throttled(),
+        message=text("leader throttled in-sync replica ", _throttled(), " (ISR ",
+                     F.array_join(F.array_sort("_isr"), ", "), ")"),
+    )
+
+
+def quota_follower_in_sync() -> Column:
+    """quota_throttle_legal (§11.10, §4): a follower never throttles a partition it knows to be in sync."""
+    bad = _is("quota_throttle") & (F.col("role") == "follower") & F.col("_lag").isNotNull() & (F.col("_lag") <= 0)
+    return violation(
+        "quota_throttle_legal", bad, replica=_throttled(), actual=F.col("_lag"),
+        message=F.lit("follower throttled a partition that is in sync (lag 0)"),
+    )
+
+
+def quota_listed() -> Column:
+    """quota_throttle_legal (§11.10, §4): when the broker's config carries the topic's
+    `<side>.replication.throttled.replicas`, the throttled partition is in it (`*` or `partition:broker`)."""
+    listed = (F.when(F.col("role") == "leader", F.col("_throttled.leader"))
+              .when(F.col("role") == "follower", F.col("_throttled.follower")))
+    entries = F.filter(F.transform(F.split(listed, ","), lambda e: F.trim(e)), lambda e: e != "")
+    me = F.concat(F.col("partition").cast("string"), F.lit(":"), F.col("broker_id").cast("string"))
+    bad = (_is("quota_throttle") & listed.isNotNull() & ~F.array_contains(entries, "*")
+           & ~F.array_contains(entries, me))
+    return violation(
+        "quota_throttle_legal", bad, replica=_throttled(), evidence=[F.col("_throttled.event_id")],
+        message=text("partition is not in broker ", F.col("broker_id"), "'s ", F.col("role"),
+                     ".replication.throttled.replicas ", F.array_join(entries, ", ")),
+    )
+
+
+SCAN = Scan(
+    "fetch",
+    build,
+    {
+        "fetch_epoch_fenced": (fetch_epoch_fenced,),
+        "delayed_fetch_bound": (delayed_fetch_bound,),
+        "quota_throttle_legal": (quota_over_bound, quota_leader_in_sync, quota_follower_in_sync, quota_listed),
+    },
+)
+"""The fetch scan and the checks folded into it."""

@@ -1,0 +1,213 @@
+"""The ISR, HW-bound and fetch-side Spark invariants on tiny hand-built runs: one violating, one clean.
+
+Each test builds run `bad` and run `ok` into one frame and expects, worked out by hand, the violations of
+`bad` only, with the numbers `replication_core.checker` reports (§ of the reference in each invariant's
+docstring). The same rows also go through the reference checker, which must report exactly those rows.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import pyarrow as pa
+from pyspark.sql import DataFrame
+
+import jobs.invariants as inv
+from replication_core.checker.checker import check_events
+from schemas.audit import VIOLATION_SCHEMA
+from tests.spark.conftest import event_rows
+
+KEY_COLUMNS = ("run_id", "invariant", "severity", "replica", "event_id", "offset", "expected", "actual", "evidence")
+KEY_SCHEMA = pa.schema([VIOLATION_SCHEMA.field(c) for c in KEY_COLUMNS])
+
+Rows = list[dict[str, Any]]
+
+
+def _timed(rows: Rows) -> Rows:
+    return [{"ts_ms": 1000 + 10 * i, **r} for i, r in enumerate(rows)]
+
+
+def _audit(events: Callable[..., DataFrame], expect: Callable[..., None], invariant: str, bad: Rows, ok: Rows,
+           expected: list[tuple]) -> None:
+    """Expect `expected` from the Spark invariant on runs bad + ok, and the same from the reference checker."""
+    df = events(_timed(bad), run_id="bad").unionByName(events(_timed(ok), run_id="ok"))
+    expect(getattr(inv, invariant)(df).select(*KEY_COLUMNS), expected, KEY_SCHEMA)
+    found = check_events(event_rows(_timed(bad), run_id="bad") + event_rows(_timed(ok), run_id="ok")).violations
+    reference = [(v.run_id, v.invariant, v.severity, v.replica, v.event_id, v.offset, v.expected, v.actual,
+                  list(v.evidence)) for v in found if v.invariant == invariant]
+    assert sorted(reference, key=repr) == sorted([(*row[:-1], list(row[-1])) for row in expected], key=repr)
+
+
+def leader(broker: int = 1, epoch: int = 1, isr: list[int] | None = None, **kw: Any) -> dict[str, Any]:
+    """A become_leader leadership_change of replicas [1, 2, 3]."""
+    fields = dict(event_type="leadership_change", broker_id=broker, leader_epoch=epoch, action="become_leader",
+                  leader_id=broker, isr=isr if isr is not None else [1, 2, 3], replicas=[1, 2, 3], leo=0, hw=0)
+    return {**fields, **kw}
+
+
+def follower(broker: int = 2, epoch: int = 1, leader_id: int = 1) -> dict[str, Any]:
+    """A become_follower leadership_change."""
+    return dict(leader(broker, epoch), action="become_follower", leader_id=leader_id)
+
+
+def append(base: int, last: int, broker: int = 1, epoch: int = 1, role: str = "leader") -> dict[str, Any]:
+    """An append of [base, last]."""
+    return dict(event_type="append", broker_id=broker, leader_epoch=epoch, role=role, base_offset=base,
+                last_offset=last, batch_leader_epoch=epoch, batch_checksum=7, leo=last + 1)
+
+
+def hw(old: int, new: int, broker: int = 1, epoch: int = 1) -> dict[str, Any]:
+    """A leader hw_change."""
+    return dict(event_type="hw_change", broker_id=broker, leader_epoch=epoch, role="leader", old_hw=old, hw=new)
+
+
+def fetch_state(follower_id: int, offset: int, caught_up: int, broker: int = 1, epoch: int = 1) -> dict[str, Any]:
+    """The leader's follower_fetch_state: its view of a follower's LEO and lastCaughtUpTimeMs."""
+    return dict(event_type="follower_fetch_state", broker_id=broker, leader_epoch=epoch, follower_id=follower_id,
+                fetch_offset=offset, last_caught_up_time_ms=caught_up, leo=offset)
+
+
+def isr_change(action: str, old: list[int], new: list[int], state: str = "proposed", **kw: Any) -> dict[str, Any]:
+    """An isr_change of leader 1."""
+    return dict(event_type="isr_change", broker_id=1, leader_epoch=1, action=action, old_isr=old, isr=new,
+                isr_state=state, **kw)
+
+
+def fetch(offset: int, epoch: int = 1, broker: int = 2, leader_id: int = 1, **kw: Any) -> dict[str, Any]:
+    """A follower's fetch."""
+    return dict(event_type="fetch", broker_id=broker, leader_epoch=epoch, leader_id=leader_id, fetch_offset=offset,
+                **kw)
+
+
+def response(offset: int, broker: int = 2, leader_id: int = 1, error: str = "NONE", **kw: Any) -> dict[str, Any]:
+    """A fetch_response to the follower."""
+    return dict(event_type="fetch_response", broker_id=broker, leader_epoch=1, leader_id=leader_id,
+                fetch_offset=offset, error=error, **kw)
+
+
+def config(broker: int, **values: str) -> dict[str, Any]:
+    """A broker_config (run-level event)."""
+    return dict(event_type="broker_config", broker_id=broker, topic=None, partition=None, config=values)
+
+
+def throttle(role: str, follower_id: int, rate: float, bound: float, broker: int = 1) -> dict[str, Any]:
+    """A quota_throttle of `follower_id` by `broker` on side `role`."""
+    return dict(event_type="quota_throttle", broker_id=broker, leader_epoch=1, role=role, follower_id=follower_id,
+                measured_rate=rate, quota_bound=bound, bytes=100)
+
+
+def test_delayed_fetch_bound_flags_a_response_later_than_the_socket_timeout(events, expect) -> None:
+    cfg = config(2, **{"replica.socket.timeout.ms": "1000", "replica.fetch.wait.max.ms": "100"})
+    bad = [cfg, follower(), dict(fetch(0), ts_ms=2000), dict(response(0), ts_ms=3001)]
+    ok = [cfg, follower(), dict(fetch(0), ts_ms=2000), dict(response(0), ts_ms=3000)]
+    _audit(events, expect, "delayed_fetch_bound", bad, ok,
+           [("bad", "delayed_fetch_bound", "error", 2, 3, None, 1000, 1001, [2, 3])])
+
+
+def test_delayed_fetch_bound_ignores_errors_and_responses_to_another_fetch(events, expect) -> None:
+    # Default bound 30 s: a late NONE answer to the fetch in flight is flagged, a late error or an answer
+    # for another offset is not, nor one after a fetcher_change dropped the fetch in flight.
+    dropped = dict(event_type="fetcher_change", broker_id=2, action="removed", topic=None, partition=None,
+                   leader_id=1, partitions=[{"topic": "t", "partition": 0, "fetch_offset": 0}])
+    bad = [follower(), dict(fetch(0), ts_ms=0), dict(response(0), ts_ms=40000)]
+    ok = [follower(), dict(fetch(0), ts_ms=0), dict(response(0, error="NOT_LEADER_OR_FOLLOWER"), ts_ms=40000),
+          dict(fetch(0), ts_ms=40001), dict(response(5), ts_ms=80000),
+          dict(fetch(0), ts_ms=80001), dropped, dict(response(0), ts_ms=120000)]
+    _audit(events, expect, "delayed_fetch_bound", bad, ok,
+           [("bad", "delayed_fetch_bound", "error", 2, 2, None, 30000, 40000, [1, 2])])
+
+
+def test_fetch_epoch_fenced_flags_an_answer_from_a_broker_that_never_led_the_epoch(events, expect) -> None:
+    # Broker 1 leads epoch 1 throughout; a fetch in epoch 2 answered NONE by it was not fenced.
+    bad = [leader(), follower(epoch=2), fetch(0, epoch=2), response(0)]
+    ok = [leader(), follower(), fetch(0, epoch=1), response(0)]
+    _audit(events, expect, "fetch_epoch_fenced", bad, ok,
+           [("bad", "fetch_epoch_fenced", "error", 2, 3, None, 2, 1, [2, 3])])
+
+
+def test_fetch_epoch_fenced_accepts_a_leader_that_led_the_epoch_meanwhile(events, expect) -> None:
+    # Broker 1 led epoch 1 when the fetch left and lost it before the answer: legal. Answered after a crash
+    # ended its tenure before the fetch: fenced (actual -1, not leading).
+    crash = dict(event_type="broker_lifecycle", broker_id=1, action="crash", topic=None, partition=None)
+    bad = [leader(), follower(), crash, fetch(0), response(0)]
+    ok = [leader(), follower(), fetch(0), leader(epoch=2), response(0)]
+    _audit(events, expect, "fetch_epoch_fenced", bad, ok,
+           [("bad", "fetch_epoch_fenced", "error", 2, 4, None, 1, -1, [3, 4])])
+
+
+def test_fetch_epoch_fenced_is_not_judged_before_kip_320(events, expect) -> None:
+    old = config(2, **{"replog.truncation.mode": "leader_epoch_v0"})
+    bad = [leader(), follower(epoch=2), fetch(0, epoch=2), response(0)]
+    ok = [old, leader(), follower(epoch=2), fetch(0, epoch=2), response(0)]
+    _audit(events, expect, "fetch_epoch_fenced", bad, ok,
+           [("bad", "fetch_epoch_fenced", "error", 2, 3, None, 2, 1, [2, 3])])
+
+
+def test_quota_throttle_legal_flags_a_rate_within_the_bound_and_an_in_sync_replica(events, expect) -> None:
+    bad = [leader(isr=[1, 2]), throttle("leader", 2, 50.0, 100.0)]
+    ok = [leader(isr=[1, 2]), throttle("leader", 3, 150.0, 100.0)]
+    _audit(events, expect, "quota_throttle_legal", bad, ok,
+           [("bad", "quota_throttle_legal", "error", 2, 1, None, 100, 50, [1]),
+            ("bad", "quota_throttle_legal", "error", 2, 1, None, None, None, [1])])
+
+
+def test_quota_throttle_legal_flags_an_in_sync_follower_and_an_unlisted_partition(events, expect) -> None:
+    # Follower 2's last non-empty answer: HW 10, fetched 5 + 5 records -> lag 0; the later empty answer at
+    # fetch offset 8 does not change a known lag. Its follower-side list names partition 1 only.
+    cfg = config(2, **{"topic.t.follower.replication.throttled.replicas": "1:2, 1:3"})
+    answered = [fetch(5), response(5, leader_hw=10, bytes=500, record_count=5),
+                fetch(8), response(8, leader_hw=10, bytes=0, record_count=0)]
+    bad = [cfg, follower(), *answered, throttle("follower", 2, 150.0, 100.0, broker=2)]
+    ok = [config(2, **{"topic.t.follower.replication.throttled.replicas": "*"}), follower(), *answered[:2],
+          follower(epoch=2), answered[2], dict(answered[3], leader_hw=12),
+          throttle("follower", 2, 150.0, 100.0, broker=2)]
+    _audit(events, expect, "quota_throttle_legal", bad, ok,
+           [("bad", "quota_throttle_legal", "error", 2, 6, None, None, 0, [6]),
+            ("bad", "quota_throttle_legal", "error", 2, 6, None, None, None, [0, 6])])
+
+
+def test_hw_bound_maximal_isr_flags_an_hw_above_a_pending_member_as_the_leader_saw_it(events, expect) -> None:
+    # Leader LEO 10, follower 2 at 10, replica 3 (being added) at 2: the maximal ISR bounds the HW at 2.
+    start = [leader(isr=[1, 2]), append(0, 9), fetch_state(2, 10, 1000), fetch_state(3, 2, 0)]
+    expand = isr_change("expand", [1, 2], [1, 2, 3])
+    bad = [*start, expand, hw(0, 5)]
+    ok = [*start, hw(0, 5)]
+    _audit(events, expect, "hw_bound_maximal_isr", bad, ok,
+           [("bad", "hw_bound_maximal_isr", "error", 1, 5, None, 2, 5, [3, 5])])
+
+
+def test_hw_bound_maximal_isr_uses_the_view_reset_by_a_new_epoch(events, expect) -> None:
+    # A new epoch keeps follower 2's LEO (10) but forgets the event; replica 3, never seen, bounds at -1.
+    base = [leader(isr=[1, 2]), append(0, 9), fetch_state(2, 10, 1000)]
+    bad = [*base, leader(epoch=2, isr=[1, 2, 3], leo=10), hw(0, 9, epoch=2)]
+    ok = [*base, leader(epoch=2, isr=[1, 2], leo=10), hw(0, 9, epoch=2)]
+    _audit(events, expect, "hw_bound_maximal_isr", bad, ok,
+           [("bad", "hw_bound_maximal_isr", "error", 1, 4, None, -1, 9, [4])])
+
+
+def test_isr_expand_legal_flags_a_lagging_an_ineligible_and_a_double_addition(events, expect) -> None:
+    crash = dict(event_type="broker_lifecycle", broker_id=3, action="crash", topic=None, partition=None)
+    restart = dict(crash, action="restart")
+    start = [leader(isr=[1, 2]), append(0, 9), fetch_state(2, 10, 1000), hw(0, 5)]
+    bad = [*start, fetch_state(3, 4, 0), isr_change("expand", [1, 2], [1, 2, 3]),
+           crash, fetch_state(3, 6, 0), isr_change("expand", [1, 2], [1, 2, 3]),
+           isr_change("expand", [1, 2], [1, 2, 3, 4])]
+    ok = [*start, fetch_state(3, 6, 0), isr_change("expand", [1, 2], [1, 2, 3]),
+          crash, restart, isr_change("expand", [1, 2], [1, 2, 3])]
+    _audit(events, expect, "isr_expand_legal", bad, ok,
+           [("bad", "isr_expand_legal", "error", 3, 5, None, 5, 4, [4, 5]),
+            ("bad", "isr_expand_legal", "error", 3, 8, None, 5, 6, [7, 8]),
+            ("bad", "isr_expand_legal", "error", 1, 9, None, None, 2, [9])])
+
+
+def test_isr_shrink_legal_flags_removing_a_caught_up_follower_and_the_leader(events, expect) -> None:
+    cfg = config(1, **{"replica.lag.time.max.ms": "1000"})
+    start = [cfg, dict(leader(), ts_ms=1000), append(0, 9), dict(fetch_state(2, 10, 1500), ts_ms=1500),
+             fetch_state(3, 4, 1000)]
+    bad = [*start, dict(isr_change("shrink", [1, 2, 3], [1, 3]), ts_ms=2000),
+           dict(isr_change("shrink", [1, 2, 3], [2, 3]), ts_ms=2000)]
+    ok = [*start, dict(isr_change("shrink", [1, 2, 3], [1, 2]), ts_ms=2500)]
+    _audit(events, expect, "isr_shrink_legal", bad, ok,
+           [("bad", "isr_shrink_legal", "error", 2, 5, None, 1000, 500, [3, 5]),
+            ("bad", "isr_shrink_legal", "error", 1, 6, None, None, None, [6])])
