@@ -91,6 +91,10 @@ class LeaderQuota(Protocol):
         """`isThrottled(tp)`."""
         ...
 
+    def throttles_any(self) -> bool:
+        """False when `is_throttled` is False for every partition (lets hot paths skip the test)."""
+        ...
+
     def is_quota_exceeded(self, now_ms: int) -> bool:
         """`isQuotaExceeded`."""
         ...
@@ -552,7 +556,10 @@ class ReplicaManager:
         quota (`KafkaApis.sizeOfThrottledPartitions` + `quotas.leader.record`)."""
         quota = self.leader_quota
         if quota is not None and request.replica_id >= 0:
-            total = sum(r.size_bytes for tp, r in partitions.items() if quota.is_throttled(tp.topic, tp.partition))
+            # The per-partition test only when some topic is throttled; the (possibly zero) total is
+            # recorded either way, as Kafka records it.
+            total = sum(r.size_bytes for tp, r in partitions.items()
+                        if quota.is_throttled(tp.topic, tp.partition)) if quota.throttles_any() else 0
             quota.record(total, now_ms)
         return FetchResponse(partitions)
 
