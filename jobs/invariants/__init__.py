@@ -167,3 +167,14 @@ def inconsistent_offsets(bronze: DataFrame) -> DataFrame:
 def truncation_safety(bronze: DataFrame) -> DataFrame:
     """truncation_safety (§11.6): no follower truncation removes a committed record."""
     return evaluate(bronze, ["truncation_safety"])
+
+
+def isr_holds_committed(bronze: DataFrame) -> DataFrame:
+    """isr_holds_committed (§11.3 StrongIsr / WeakIsr): every record below a leader's HW is on every
+    committed-ISR member."""
+    return evaluate(bronze, ["isr_holds_committed"])
+
+
+def follower_log_matching(bronze: DataFrame) -> DataFrame:
+    """follower_log_matching (§11.9, §8.1, §8.2): a follower only extends a prefix it shares with its leader."""
+    return evaluate(bronze, ["follower_log_matching"])

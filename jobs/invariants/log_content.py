@@ -44,6 +44,7 @@ PROBE = "_probe"
 """event_type of the probe rows added to a replica's window to read its replay state at another event."""
 
 CPA, INCONSISTENT, TRUNCATION = "committed_prefix_agreement", "inconsistent_offsets", "truncation_safety"
+ISR_HOLDS, FOLLOWER_MATCH = "isr_holds_committed", "follower_log_matching"
 _BIG = 2**62  # beyond any offset
 
 
@@ -114,10 +115,12 @@ def lookup(queries: DataFrame, writes: DataFrame, broker: str, at: str, prefix: 
 
 _COLUMNS: tuple[str, ...] = (
     "run_id", "event_id", "ts_ms", "broker_id", "event_type", "topic", "partition", "leader_epoch", "action",
-    "role", "leader_id", "base_offset", "last_offset", "leo", "hw", "old_hw", "log_start_offset", "old_leo",
-    "truncate_offset", "reason",
+    "role", "leader_id", "base_offset", "last_offset", "batch_leader_epoch", "batch_checksum", "leo", "hw",
+    "old_hw", "log_start_offset", "old_leo", "truncate_offset", "reason", "isr", "isr_state",
 )
-_LOG_EVENTS: tuple[str, ...] = ("leadership_change", "append", "hw_change", "truncation", "log_start_offset_change")
+_LOG_EVENTS: tuple[str, ...] = (
+    "leadership_change", "append", "hw_change", "truncation", "log_start_offset_change", "isr_change",
+)
 
 
 def replica_events(bronze: DataFrame) -> DataFrame:
@@ -180,6 +183,17 @@ def annotated(bronze: DataFrame, probes: DataFrame) -> DataFrame:
         .alias("_lso_set"),
         F.when(is_trunc & ~full, F.col("truncate_offset")).alias("_lso_min"),
     ).withColumn("_lso_seg", F.count("_lso_set").over(upto))
+    # Committed ISR (as `replica_scan`) and the last reset of the leader's follower views (`Replica` state is
+    # rebuilt by a become_leader that bumps the epoch; dropped by a become_follower or a tenure-closing event).
+    empty = F.array().cast("array<int>")
+    isr_mark = (F.when(is_lc & (F.col("action") == "become_leader"), F.array_distinct(F.coalesce("isr", empty)))
+                .when(is_lc | closes, empty)
+                .when(_is("isr_change") & F.col("_leading") & (F.col("isr_state") == "committed"),
+                      F.array_distinct(F.coalesce("isr", empty))))
+    bumps = F.coalesce(F.col("leader_epoch"), F.col("_epoch")) > F.col("_epoch")
+    reset_mark = F.when((is_lc & ((F.col("action") != "become_leader") | bumps)) | closes, F.col("event_id"))
+    s2 = s2.select("*", F.coalesce(F.last(isr_mark, True).over(before), empty).alias("_isr"),
+                   F.last(reset_mark, True).over(before).alias("_view_reset"))
     ws = Window.partitionBy(*REPLICA, "_lso_seg").orderBy("event_id").rowsBetween(
         Window.unboundedPreceding, Window.currentRow)
     after = F.least(F.coalesce(F.first("_lso_set").over(ws), F.lit(0)),
@@ -237,24 +251,38 @@ def build(bronze: DataFrame) -> DataFrame:
     appends = appends_of(bronze)
     isl = islands(appends).localCheckpoint(eager=True)
     cw = contested_writes(appends, isl).localCheckpoint(eager=True)
-    keys = replica_scan.replica_events(bronze).select(*REPLICA).distinct()
-    # Probes: every other replica of the partition at each HW rise that touches an island.
-    rises = bronze.where(_is("hw_change") & (F.col("hw") > F.col("old_hw")) & F.col("broker_id").isNotNull())
-    touching = rises.join(isl, list(PARTITION)).where((F.col("lo") < F.col("hw")) & (F.col("hi") >= F.col("old_hw")))
-    probes = touching.select(*PARTITION, F.col("broker_id").alias("_a"), "event_id").distinct().join(
-        keys, list(PARTITION)).where(F.col("broker_id") != F.col("_a")).select(*REPLICA, "event_id").distinct()
-    needed = ("hw_change", "truncation", "leadership_change", PROBE)
+    scoped = F.col("broker_id").isNotNull() & F.col("topic").isNotNull() & F.col("partition").isNotNull()
+    keys = bronze.where(F.col("event_type").isin(*_LOG_EVENTS) & scoped).select(*REPLICA).distinct()
+    # Probes: every other replica of the partition at each event whose check reads another replica's state:
+    # an HW rise touching an island (committed_prefix_agreement), a leader HW rise or a committed ISR change
+    # (isr_holds_committed: the members), a follower append at or just after an island (follower_log_matching).
+    hw_rises = bronze.where(_is("hw_change") & (F.col("hw") > F.col("old_hw")) & scoped)
+    touching = hw_rises.join(isl, list(PARTITION)).where(
+        (F.col("lo") < F.col("hw")) & (F.col("hi") >= F.col("old_hw")))
+    follower_appends = bronze.where(_is("append") & (F.col("role") == "follower") & scoped).join(
+        isl, list(PARTITION)).where((F.col("lo") <= F.col("base_offset")) & (F.col("hi") >= F.col("base_offset") - 1))
+    triggers = (touching.select(*PARTITION, "broker_id", "event_id")
+                .unionByName(hw_rises.where(F.col("role") == "leader").select(*PARTITION, "broker_id", "event_id"))
+                .unionByName(bronze.where(_is("isr_change") & (F.col("isr_state") == "committed") & scoped)
+                             .select(*PARTITION, "broker_id", "event_id"))
+                .unionByName(follower_appends.select(*PARTITION, "broker_id", "event_id")))
+    probes = triggers.select(*PARTITION, F.col("broker_id").alias("_a"), "event_id").distinct().join(
+        keys, list(PARTITION)).where(F.col("broker_id") != F.col("_a")).select(*REPLICA, "event_id")
+    needed = ("hw_change", "truncation", "leadership_change", "isr_change", PROBE)
     rows = annotated(bronze, probes)
-    rows = rows.where(F.col("event_type").isin(*needed)).select(
+    rows = rows.where(F.col("event_type").isin(*needed) | (_is("append") & (F.col("role") == "follower"))).select(
         *REPLICA, "event_id", "ts_ms", "event_type", "action", "role", "leader_epoch", "hw", "old_hw", "leo",
-        "truncate_offset", "old_leo", "reason", "_leading", "_epoch", "_down", "_leo", "_lso", "_full", "_hw",
-        "_hw_event", "_crash_mark").localCheckpoint(eager=True)
+        "truncate_offset", "old_leo", "reason", "isr", "isr_state", "base_offset", "last_offset", _rec().alias("_rec"),
+        "_leading", "_epoch", "_down", "_leo", "_lso", "_full", "_hw", "_hw_event", "_crash_mark", "_role",
+        "_leader_mark", "_last_truncation", "_isr", "_view_reset").localCheckpoint(eager=True)
     cr = crash_removals(rows).localCheckpoint(eager=True)
     unclean = bronze.where(_is("leader_election") & (F.col("action") == "unclean")).select(
         *PARTITION, F.col("event_id").alias("_unclean"))
     parts = [
         _cpa(rows, isl, cw, cr, unclean),
         *_exposure_checks(rows, isl, cw, cr, unclean, appends),
+        _isr_holds(bronze, rows, isl, cw, unclean, appends),
+        _follower_log_matching(rows, isl, cw),
     ]
     out = parts[0]
     for p in parts[1:]:
@@ -446,6 +474,165 @@ def _truncation_safety(rows: DataFrame, exp: DataFrame, trunc: DataFrame, isl: D
     )
 
 
+def _plain(df: DataFrame, isl: DataFrame, lo: str, hi: str, prefix: str) -> DataFrame:
+    """Add `<prefix>_o` (the first offset of [lo, hi) outside the islands, or null) and `<prefix>_n` (how
+    many offsets of [lo, hi) lie outside the islands): the non-contested part of an offset range."""
+    il = isl.select(*PARTITION, F.col("lo").alias("_ilo"), F.col("hi").alias("_ihi"))
+    ov = F.when(F.col("_ilo").isNotNull(),
+                F.greatest(F.lit(0), F.least(hi, F.col("_ihi") + 1) - F.greatest(lo, "_ilo")))
+    inside = (F.col("_ilo") <= F.col(lo)) & (F.col(lo) <= F.col("_ihi"))
+    out = df.join(il, list(PARTITION), "left").groupBy(*df.columns).agg(
+        F.coalesce(F.sum(ov), F.lit(0)).alias("_in_islands"), F.max(F.when(inside, F.col("_ihi") + 1)).alias("_skip"))
+    # Islands are merged maximal ranges, so the offset after the one holding `lo` is outside every island.
+    first = F.coalesce("_skip", lo)
+    nonempty = F.col(lo) < F.col(hi)
+    return out.select(
+        *df.columns, F.when(nonempty & (first < F.col(hi)), first).alias(f"{prefix}_o"),
+        F.when(nonempty, F.col(hi) - F.col(lo) - F.col("_in_islands")).otherwise(F.lit(0)).alias(f"{prefix}_n"))
+
+
+def _latest_append(df: DataFrame, appends: DataFrame, broker: str, at: str, offset: str, alias: str) -> DataFrame:
+    """Add `alias` = struct(w, checksum): replica `broker`'s latest append covering `offset` before `at` (for
+    the few violating rows only)."""
+    ap = _renamed(appends, "p", {"broker_id": "_p_b", "event_id": "_p_w", "base_offset": "_p_base",
+                                 "last_offset": "_p_last", "_rec": "_p_rec"})
+    cond = _on("p", F.col(broker) == F.col("_p_b"), F.col("_p_w") < F.col(at), F.col("_p_base") <= F.col(offset),
+               F.col(offset) <= F.col("_p_last"))
+    found = F.max_by(F.struct(F.col("_p_w").alias("w"), F.col("_p_rec.checksum").alias("checksum")), F.col("_p_w"))
+    return df.join(ap, cond, "left").groupBy(*df.columns).agg(found.alias(alias))
+
+
+def _isr_holds(bronze: DataFrame, rows: DataFrame, isl: DataFrame, cw: DataFrame, unclean: DataFrame,
+               appends: DataFrame) -> DataFrame:
+    """isr_holds_committed candidates (`_check_isr_holds_committed`): at a leader HW rise each committed-ISR
+    member, at a committed expansion each added member, holds the leader's records in [lo, hi).
+
+    Members whose broker is down, or crashed after the leader last heard from them (no follower_fetch_state
+    of the member at the leader since the crash and since the leader's views were last reset), are skipped;
+    that only removes findings, so it is applied to the (few) candidates."""
+    hw_rise = (_is("hw_change") & F.col("_leading") & (F.col("role") == "leader") & (F.col("hw") > F.col("old_hw"))
+               & (F.col("leader_epoch").isNull() | (F.col("leader_epoch") == F.col("_epoch"))))
+    expansion = _is("isr_change") & F.col("_leading") & (F.col("isr_state") == "committed")
+    empty = F.array().cast("array<int>")
+    added = F.array_except(F.array_distinct(F.coalesce("isr", empty)), F.col("_isr"))
+    trig = rows.where(hw_rise | expansion).select(
+        *PARTITION, F.col("broker_id").alias("_r"), "event_id", "ts_ms", "_view_reset",
+        F.when(hw_rise, F.col("old_hw")).otherwise(F.col("_lso")).alias("_lo"),
+        F.when(hw_rise, F.col("hw")).otherwise(F.col("_hw")).alias("_hi"),
+        F.col("_lso").alias("_r_lso"), F.col("_leo").alias("_r_leo"),
+        F.explode(F.when(hw_rise, F.col("_isr")).otherwise(added)).alias("_m"))
+    state = rows.where(_is(PROBE)).select(
+        *PARTITION, F.col("broker_id").alias("_m"), "event_id", F.col("_lso").alias("_m_lso"),
+        F.col("_leo").alias("_m_leo"), F.col("_down").alias("_m_down"))
+    pairs = trig.where(F.col("_m") != F.col("_r")).join(state, [*PARTITION, "_m", "event_id"])
+    # Offsets the leader holds: [x, y); the member holds nothing from its LEO on.
+    pairs = pairs.select("*", F.greatest("_lo", "_r_lso", "_m_lso").alias("_x"), F.least("_hi", "_r_leo").alias("_y"))
+    pairs = pairs.select("*", F.greatest("_x", "_m_leo").alias("_gap"))
+    plain = _plain(pairs, isl, "_gap", "_y", "_pl")
+    offs = _overlapping(pairs, isl, F.col("_x"), F.col("_y"))
+    offs = lookup(lookup(offs, cw, "_r", "event_id", "_ls"), cw, "_m", "event_id", "_ms")
+    ms = F.when(F.col("offset") < F.col("_m_leo"), F.col("_ms"))
+    bad = F.col("_ls").isNotNull() & (ms.isNull() | (ms["rec"] != F.col("_ls.rec")))
+    keys = [*PARTITION, "_r", "_m", "event_id"]
+    contested = offs.groupBy(*keys).agg(
+        F.count(F.when(bad, 1)).alias("_c_n"),
+        F.min_by(F.struct(F.col("offset").alias("o"), F.col("_ls").alias("ls"), ms.alias("ms")),
+                 F.when(bad, F.col("offset"))).alias("_c"))
+    both = plain.join(contested, keys, "left")
+    n = F.col("_pl_n") + F.coalesce("_c_n", F.lit(0))
+    plain_first = F.col("_pl_o").isNotNull() & (F.col("_c.o").isNull() | (F.col("_pl_o") < F.col("_c.o")))
+    found = both.where(n > 0).select(
+        *keys, "ts_ms", "_hi", "_view_reset", "_m_down", "_c", n.alias("_n"), plain_first.alias("_plain_first"),
+        F.when(plain_first, F.col("_pl_o")).otherwise(F.col("_c.o")).alias("_o")).localCheckpoint(eager=True)
+    found = _skip_crashed_members(bronze, found)
+    found = _latest_append(found, appends, "_r", "event_id", "_o", "_pa")
+    ls_w = F.when(F.col("_plain_first"), F.col("_pa.w")).otherwise(F.col("_c.ls.w"))
+    found = found.select("*", ls_w.alias("_ls_w"))
+    found = with_unclean(found, unclean, "_ls_w", "_unclean_id")
+    return found.select(
+        F.lit(ISR_HOLDS).alias("_kind"), *PARTITION, F.col("_m").alias("broker_id"), "event_id", "ts_ms",
+        F.col("_o").alias("_offset"),
+        F.when(F.col("_plain_first"), F.col("_pa.checksum")).otherwise(F.col("_c.ls.rec.checksum")).alias("_expected"),
+        F.when(F.col("_plain_first"), F.lit(-1)).otherwise(F.coalesce(F.col("_c.ms.rec.checksum"), F.lit(-1)))
+        .alias("_actual"),
+        "_unclean_id", F.lit(None).cast("long").alias("_crash_id"),
+        F.array(F.col("_ls_w"), F.when(~F.col("_plain_first"), F.col("_c.ms.w")), F.lit(None).cast("long"))
+        .alias("_ids"),
+        text("ISR member ", F.col("_m"), " lacks the leader's record at ", F.col("_o"), " below HW ", F.col("_hi"),
+             " (", F.col("_n"), " offsets)").alias("_msg"),
+    )
+
+
+def _skip_crashed_members(bronze: DataFrame, found: DataFrame) -> DataFrame:
+    """Drop candidate (leader `_r`, member `_m`, event) rows the checker skips: the member's broker is down,
+    or it crashed / restarted after the leader's last follower_fetch_state of it (since the views' reset);
+    and members the checker has not seen yet (no event of theirs before)."""
+    crashes = _renamed(bronze.where(_is("broker_lifecycle") & F.col("action").isin("crash", "restart")).select(
+        "run_id", "broker_id", "event_id", F.lit(None).alias("topic"), F.lit(None).alias("partition")), "k",
+        {"broker_id": "_k_b", "event_id": "_k_id"})
+    found = found.join(crashes, (F.col("run_id") == F.col("_k_run_id")) & (F.col("_m") == F.col("_k_b"))
+                       & (F.col("_k_id") < F.col("event_id")), "left").groupBy(*found.columns).agg(
+        F.max("_k_id").alias("_m_crash"))
+    views = _renamed(bronze.where(_is("follower_fetch_state")), "v",
+                     {"broker_id": "_v_r", "follower_id": "_v_m", "event_id": "_v_id"})
+    cond = _on("v", F.col("_r") == F.col("_v_r"), F.col("_m") == F.col("_v_m"), F.col("_v_id") < F.col("event_id"),
+               F.col("_view_reset").isNull() | (F.col("_v_id") > F.col("_view_reset")))
+    found = found.join(views, cond, "left").groupBy(*found.columns).agg(F.max("_v_id").alias("_view"))
+    creating = ("leadership_change", "append", "hw_change", "truncation", "log_start_offset_change", "isr_change",
+                "follower_fetch_state", "produce_ack", "fetch", "fetch_response")
+    seen = _renamed(bronze.where(F.col("event_type").isin(*creating)), "s", {"broker_id": "_s_b", "event_id": "_s_id"})
+    cond = _on("s", F.col("_m") == F.col("_s_b"), F.col("_s_id") < F.col("event_id"))
+    found = found.join(seen, cond, "left_semi")
+    crashed = F.col("_m_crash").isNotNull() & (F.col("_view").isNull() | (F.col("_m_crash") > F.col("_view")))
+    return found.where(~F.col("_m_down") & ~crashed)
+
+
+def _follower_log_matching(rows: DataFrame, isl: DataFrame, cw: DataFrame) -> DataFrame:
+    """follower_log_matching candidates (`_check_follower_log_matching`): a follower append from the leader it
+    follows (leading in the follower's epoch) must equal the leader's batch at its base, and the record just
+    below it must equal the leader's. Only island offsets can differ."""
+    fa = rows.where(_is("append") & (F.col("role") == "follower") & (F.col("_role") == "follower")
+                    & (F.col("_leader_mark") >= 0) & (F.col("_leader_mark") != F.col("broker_id"))).select(
+        *PARTITION, F.col("broker_id").alias("_f"), "event_id", "ts_ms", "base_offset", "_rec",
+        F.col("_leader_mark").alias("_l"), F.col("_epoch").alias("_f_epoch"), F.col("_lso").alias("_f_lso"),
+        F.col("_leo").alias("_f_leo"), "_last_truncation")
+    il = _renamed(isl, "i", {"lo": "_i_lo", "hi": "_i_hi"})
+    near = fa.join(il, _on("i", F.col("_i_lo") <= F.col("base_offset"), F.col("_i_hi") >= F.col("base_offset") - 1),
+                   "left_semi")
+    state = rows.where(_is(PROBE)).select(
+        *PARTITION, F.col("broker_id").alias("_l"), "event_id", F.col("_leading").alias("_l_leading"),
+        F.col("_epoch").alias("_l_epoch"), F.col("_lso").alias("_l_lso"), F.col("_leo").alias("_l_leo"))
+    led = near.join(state, [*PARTITION, "_l", "event_id"]).where(
+        F.col("_l_leading") & (F.col("_l_epoch") == F.col("_f_epoch")))
+    at_base = led.withColumn("offset", F.col("base_offset"))
+    at_base = lookup(at_base, cw, "_l", "event_id", "_own")
+    own = F.when((F.col("_l_lso") <= F.col("offset")) & (F.col("offset") < F.col("_l_leo")), F.col("_own"))
+    at_base = at_base.withColumn("_own", own).withColumn("offset", F.col("base_offset") - 1)
+    prev = lookup(lookup(at_base, cw, "_f", "event_id", "_fs"), cw, "_l", "event_id", "_ls")
+    o = F.col("offset")
+    fs = F.when((F.col("_f_lso") <= o) & (o < F.col("_f_leo")), F.col("_fs"))
+    ls = F.when((F.col("_l_lso") <= o) & (o < F.col("_l_leo")), F.col("_ls"))
+    bad_own = F.col("_own").isNotNull() & (F.col("_own.rec") != F.col("_rec"))
+    checked_prev = o >= F.greatest("_f_lso", "_l_lso", F.lit(0))
+    bad_prev = ~bad_own & checked_prev & fs.isNotNull() & ls.isNotNull() & (fs["rec"] != ls["rec"])
+    cand = prev.select("*", fs.alias("_fs_v"), ls.alias("_ls_v"), bad_own.alias("_bad_own"),
+                       bad_prev.alias("_bad_prev")).where(F.col("_bad_own") | F.col("_bad_prev"))
+    return cand.select(
+        F.lit(FOLLOWER_MATCH).alias("_kind"), *PARTITION, F.col("_f").alias("broker_id"), "event_id", "ts_ms",
+        F.when(F.col("_bad_own"), F.col("base_offset")).otherwise(o).alias("_offset"),
+        F.when(F.col("_bad_own"), F.col("_own.rec.checksum")).otherwise(F.col("_ls_v.rec.checksum")).alias("_expected"),
+        F.when(F.col("_bad_own"), F.col("_rec.checksum")).otherwise(F.col("_fs_v.rec.checksum")).alias("_actual"),
+        F.lit(None).cast("long").alias("_unclean_id"), F.lit(None).cast("long").alias("_crash_id"),
+        F.when(F.col("_bad_own"), F.array(F.col("_own.w"), F.lit(None).cast("long"), F.lit(None).cast("long")))
+        .otherwise(F.array(F.col("_fs_v.w"), F.col("_ls_v.w"), F.col("_last_truncation"))).alias("_ids"),
+        F.when(F.col("_bad_own"), text("follower appended a batch at ", F.col("base_offset"),
+                                       " that differs from leader ", F.col("_l"), "'s"))
+        .otherwise(text("follower appends at ", F.col("base_offset"), " after a record that differs from leader ",
+                        F.col("_l"), "'s at ", o, " (epoch ", F.col("_fs_v.rec.epoch"), " vs ",
+                        F.col("_ls_v.rec.epoch"), "): the logs diverge")).alias("_msg"),
+    )
+
+
 def _check(kind: str) -> Column:
     """The violation struct of a candidate row of `kind`: severity warning when excused (an unclean election
     first, else a crash loss), the excuse leading the evidence and explained at the end of the message."""
@@ -483,6 +670,19 @@ def truncation_safety() -> Column:
     return _check(TRUNCATION)
 
 
+def isr_holds_committed() -> Column:
+    """isr_holds_committed (§11.3 StrongIsr / WeakIsr): every record below a leader's HW is present, identical,
+    on every committed-ISR member (excusable: an unclean election after the leader's append)."""
+    return _check(ISR_HOLDS)
+
+
+def follower_log_matching() -> Column:
+    """follower_log_matching (§11.9 second clause, §8.1, §8.2): a follower only extends a prefix it shares with
+    its leader (never excused)."""
+    return _check(FOLLOWER_MATCH)
+
+
 SCAN = Scan("log_content", build, {CPA: (committed_prefix_agreement,), INCONSISTENT: (inconsistent_offsets,),
-                                   TRUNCATION: (truncation_safety,)})
+                                   TRUNCATION: (truncation_safety,), ISR_HOLDS: (isr_holds_committed,),
+                                   FOLLOWER_MATCH: (follower_log_matching,)})
 """The record-content scan: contested offsets, probes into the replica replay, committed records."""

@@ -135,3 +135,38 @@ def test_truncation_safety_ignores_records_above_the_committed_hw(events, expect
     down = [leader(), follower(), append(0, 3), append(0, 3, broker=2, role="follower"), hw(0, 4), crash,
             truncation(2, 4, reason="crash")]
     expect(_keys(inv.truncation_safety(_runs(events, ok=ok, down=down))), [], KEY_SCHEMA)
+
+
+def test_isr_holds_committed_flags_a_member_missing_or_differing_below_the_hw(events, expect) -> None:
+    # missing: leader 1 holds 0..1 and 2..3, ISR member 2 only 0..1 when the HW rises to 4 (event 5): first
+    # missing offset 2, expected the leader's checksum, actual -1, evidence = the leader's append of 2..3.
+    # differing: member 2 holds another batch at 0..1 (checksum 8): offset 0, actual 8.
+    # ok: the member holds everything; crashed: the member's broker crashed and restarted after the leader
+    # last heard from it, so the checker skips it.
+    lifecycle = [dict(event_type="broker_lifecycle", broker_id=2, action=a, topic=None, partition=None)
+                 for a in ("crash", "start")]
+    head = [leader(), follower(), append(0, 1), append(2, 3)]
+    df = _runs(events,
+               missing=[*head, append(0, 1, broker=2, role="follower"), hw(0, 4)],
+               differing=[*head, append(0, 1, broker=2, checksum=8, role="follower"),
+                          append(2, 3, broker=2, role="follower"), hw(0, 4)],
+               ok=[*head, append(0, 1, broker=2, role="follower"), append(2, 3, broker=2, role="follower"), hw(0, 4)],
+               crashed=[*head, append(0, 1, broker=2, role="follower"), *lifecycle, hw(0, 4)])
+    expect(_keys(inv.isr_holds_committed(df)),
+           [("missing", "isr_holds_committed", "error", 2, 5, 2, 7, -1, [3, 5]),
+            ("differing", "isr_holds_committed", "error", 2, 6, 0, 7, 8, [2, 4, 6])], KEY_SCHEMA)
+
+
+def test_follower_log_matching_flags_a_divergent_batch_or_prefix(events, expect) -> None:
+    # batch: follower 2 appends 0..1 with checksum 8 while its leader holds 0..1 with checksum 7 (event 3):
+    # offset 0, expected 7, actual 8, evidence = the leader's append.
+    # prefix: follower 2 wrote 0..1 (checksum 8) before its leader held anything there, then appends 2..3
+    # matching the leader's (event 5): the record below, offset 1, differs; evidence = both appends.
+    batch = [leader(), follower(), append(0, 1), append(0, 1, broker=2, checksum=8, role="follower")]
+    prefix = [leader(), follower(), append(0, 1, broker=2, checksum=8, role="follower"), append(0, 1), append(2, 3),
+              append(2, 3, broker=2, role="follower")]
+    ok = [leader(), follower(), append(0, 1, broker=2, role="follower"), append(0, 1), append(2, 3),
+          append(2, 3, broker=2, role="follower")]
+    expect(_keys(inv.follower_log_matching(_runs(events, batch=batch, prefix=prefix, ok=ok))),
+           [("batch", "follower_log_matching", "error", 2, 3, 0, 7, 8, [2, 3]),
+            ("prefix", "follower_log_matching", "error", 2, 5, 1, 7, 8, [2, 3, 5])], KEY_SCHEMA)
