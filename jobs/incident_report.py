@@ -147,7 +147,7 @@ def flagged_partitions(violations: DataFrame, incidents: DataFrame) -> DataFrame
     )
 
 
-def worst_first(flagged: DataFrame) -> list[Column]:
+def worst_first() -> list[Column]:
     """The ranking of flagged partitions: errors, warnings, bad incidents, incidents, then the key."""
     return [F.col("errors").desc(), F.col("warnings").desc(), F.col("bad_incidents").desc(),
             F.col("incidents").desc(), *[F.col(c).asc() for c in KEY]]
@@ -360,7 +360,7 @@ def run_report(
     flagged = flagged_partitions(violations, incidents).cache()
     try:
         flagged_total = flagged.count()
-        chosen = flagged.orderBy(*worst_first(flagged)).limit(cfg.max_partitions).collect()
+        chosen = flagged.orderBy(*worst_first()).limit(cfg.max_partitions).collect()
     finally:
         flagged.unpersist()
     sections, pngs = _sections(spark, lake, cfg, chosen, violations, incidents, bounds, out_dir, log)
