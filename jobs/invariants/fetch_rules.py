@@ -16,9 +16,13 @@ partition, broker_id) and `event_id` as the order; the state a check sees is the
 * config — the broker's last `broker_config` (Kafka's defaults before any): replica.socket.timeout.ms,
   replog.truncation.mode and the raw `topic.<t>.<side>.replication.throttled.replicas` lists.
 
-The leader a response names lives in another replica's window, so its tenures are a small derived frame
-(`leader_segments`: one row per leadership_change / crash / shutdown / restart of a replica, the state it
-starts and the leader tenures before it) broadcast onto the responses: no shuffle of the fetch rows.
+The leader a response names lives in another replica's window, so its state comes from two small derived
+frames broadcast onto the responses (no shuffle of the fetch rows), each matching at most one row:
+`leader_segments` (one row per leadership_change / crash / shutdown / restart of a replica: the state it
+starts, up to the next one) gives the leader's state at the response, and `leader_tenures` (its leader
+tenures, each with the start of its next tenure in the same epoch) the last tenure in the fetch's epoch
+that started before the response. Tenures of a replica are disjoint and ordered, so that one is the
+only candidate: it overlaps the fetch's flight iff it had not ended by the time the fetch was sent.
 
 Invariants (§ of /work/shared/docs/kafka-replication.md): fetch_epoch_fenced (§11.8, §8.3 KIP-320),
 delayed_fetch_bound (§11.11, §5) and quota_throttle_legal (§11.10, §4).
@@ -148,8 +152,8 @@ def annotate(rows: DataFrame) -> DataFrame:
 def leader_segments(bronze: DataFrame) -> DataFrame:
     """One row per leadership_change / closing lifecycle event of a replica with a leadership_change: the
     state it starts up to the next such event (`_s_start`, `_s_end`), the replica's epoch then (-1 after a
-    crash / shutdown / restart), whether it leads, whether any leadership_change came so far, and the
-    earlier leader tenures as (epoch, end) — the checker's `ReplicaState.tenures`."""
+    crash / shutdown / restart), whether it leads, and whether any leadership_change came so far — the
+    checker's `ReplicaState.tenures`, cut at every state change."""
     is_lc = _is("leadership_change")
     closes = _is("broker_lifecycle") & F.col("action").isin(*CLOSING_ACTIONS)
     scoped = F.col("topic").isNotNull() & F.col("partition").isNotNull() & F.col("broker_id").isNotNull()
@@ -161,9 +165,8 @@ def leader_segments(bronze: DataFrame) -> DataFrame:
     bounds = lc.unionByName(life.join(keys, ["run_id", "broker_id"]), allowMissingColumns=True)
     w = Window.partitionBy(*REPLICA).orderBy("event_id")
     upto = w.rowsBetween(Window.unboundedPreceding, Window.currentRow)
-    before = w.rowsBetween(Window.unboundedPreceding, -1)
-    seg = bounds.select(
-        *REPLICA, "event_id",
+    return bounds.select(
+        *[F.col(c).alias(f"_s_{c}") for c in REPLICA],
         F.col("event_id").alias("_s_start"),
         F.lead("event_id").over(w).alias("_s_end"),
         F.coalesce(F.last(F.when(is_lc, F.col("leader_epoch")).when(closes, F.lit(-1)), True).over(upto),
@@ -171,10 +174,17 @@ def leader_segments(bronze: DataFrame) -> DataFrame:
         (is_lc & (F.col("action") == "become_leader")).alias("_s_leading"),
         (F.max(is_lc.cast("int")).over(upto) > 0).alias("_s_seen"),
     )
-    tenure = F.when(F.col("_s_leading"), F.struct(F.col("_s_epoch").alias("epoch"), F.col("_s_end").alias("end")))
-    return seg.select("*", F.collect_list(tenure).over(before).alias("_s_prev")).select(
-        *[F.col(c).alias(f"_s_{c}") for c in REPLICA], "_s_start", "_s_end", "_s_epoch", "_s_leading", "_s_seen",
-        "_s_prev")
+
+
+def leader_tenures(segments: DataFrame) -> DataFrame:
+    """The leader tenures among `leader_segments` (`_t_*`), each with the start of the replica's next leader
+    tenure in the same epoch (`_t_next`, null if none)."""
+    keys = [f"_s_{c}" for c in REPLICA]
+    w = Window.partitionBy(*keys, "_s_epoch").orderBy("_s_start")
+    return segments.where(F.col("_s_leading")).select(
+        *[F.col(k).alias(k.replace("_s_", "_t_", 1)) for k in keys],
+        F.col("_s_epoch").alias("_t_epoch"), F.col("_s_start").alias("_t_start"), F.col("_s_end").alias("_t_end"),
+        F.lead("_s_start").over(w).alias("_t_next"))
 
 
 def _judged(sent_matches: Column) -> Column:
@@ -185,21 +195,29 @@ def _sent_matches() -> Column:
     return F.col("_sent.id").isNotNull() & (F.col("_sent.offset") == F.col("fetch_offset"))
 
 
-def _with_leader_segment(rows: DataFrame, segments: DataFrame) -> DataFrame:
-    # Only fenced-checkable responses probe (others carry a null key), and the segments are few: broadcast.
+def _with_leader(rows: DataFrame, segments: DataFrame) -> DataFrame:
+    """Add the named leader's segment at the response (`_s_*`) and its last tenure in the fetch's epoch
+    started before the response (`_t_*`) to the fenced-checkable responses (`_probe_leader` not null)."""
+    # Only fenced-checkable responses probe (others carry a null key); both frames are small: broadcast.
     fenced = (_judged(_sent_matches()) & F.lower(F.regexp_replace(F.trim("_mode"), "-", "_")).isin(*FENCING_MODES)
               & F.col("_sent.epoch").isNotNull())
     probed = rows.withColumn("_probe_leader", F.when(fenced, F.col("leader_id")))
-    s = segments
-    cond = ((probed["run_id"] == s["_s_run_id"]) & (probed["topic"] == s["_s_topic"])
+    s, t = segments, leader_tenures(segments)
+    at = probed["event_id"]
+    on_s = ((probed["run_id"] == s["_s_run_id"]) & (probed["topic"] == s["_s_topic"])
             & (probed["partition"] == s["_s_partition"]) & (probed["_probe_leader"] == s["_s_broker_id"])
-            & (s["_s_start"] < probed["event_id"]) & (s["_s_end"].isNull() | (s["_s_end"] > probed["event_id"])))
-    return probed.join(F.broadcast(s), cond, "left")
+            & (s["_s_start"] < at) & (s["_s_end"].isNull() | (s["_s_end"] > at)))
+    with_s = probed.join(F.broadcast(s), on_s, "left")
+    on_t = ((with_s["run_id"] == t["_t_run_id"]) & (with_s["topic"] == t["_t_topic"])
+            & (with_s["partition"] == t["_t_partition"]) & (with_s["_probe_leader"] == t["_t_broker_id"])
+            & (with_s["_sent"]["epoch"] == t["_t_epoch"])
+            & (t["_t_start"] < with_s["event_id"]) & (t["_t_next"].isNull() | (t["_t_next"] > with_s["event_id"])))
+    return with_s.join(F.broadcast(t), on_t, "left")
 
 
 def build(bronze: DataFrame) -> DataFrame:
     """The annotated fetch rows this scan's checks read."""
-    return _with_leader_segment(annotate(fetch_events(bronze)), leader_segments(bronze))
+    return _with_leader(annotate(fetch_events(bronze)), leader_segments(bronze))
 
 
 def fetch_epoch_fenced() -> Column:
@@ -207,9 +225,7 @@ def fetch_epoch_fenced() -> Column:
     led the partition in epoch E at some moment between the fetch and the response; not judged for follower
     modes before KIP-320 or when the named leader had no leadership_change yet."""
     epoch = F.col("_sent.epoch")
-    sent_id = F.col("_sent.id")
-    led = ((F.col("_s_leading") & (F.col("_s_epoch") == epoch))
-           | F.exists("_s_prev", lambda t: (t["epoch"] == epoch) & (t["end"].isNull() | (t["end"] > sent_id))))
+    led = F.col("_t_start").isNotNull() & (F.col("_t_end").isNull() | (F.col("_t_end") > F.col("_sent.id")))
     actual = F.when(F.col("_s_leading"), F.col("_s_epoch")).otherwise(F.lit(-1))
     return violation(
         "fetch_epoch_fenced", F.col("_probe_leader").isNotNull() & F.col("_s_seen") & ~led,
