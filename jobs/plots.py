@@ -47,6 +47,8 @@ MAX_LEADER_LABELS = 12
 MAX_VIOLATION_LABELS = 8
 """Violation markers beyond this many are drawn without text."""
 
+LABEL_WIDTH_FRACTION = 0.16
+"""An evidence label's width as a fraction of the time axis: closer labels are stacked, not overlapped."""
 DODGE_POINTS = 2.5
 """Vertical shift between replicas' lines, in points (so equal offsets do not hide each other)."""
 
@@ -236,6 +238,7 @@ def _draw_offsets(ax, data: PartitionPlot) -> None:  # type: ignore[no-untyped-d
 
 def _draw_violations(ax, data: PartitionPlot) -> None:  # type: ignore[no-untyped-def]
     top = ax.get_xaxis_transform()  # x in data, y in axes fraction: for marks without an offset
+    chosen = _labelled(data)
     labelled = 0
     for v in sorted(data.violations, key=lambda v: v.time_s):
         colour, marker = _SEVERITY_STYLE.get(v.severity, ("#d62728", "X"))
@@ -247,8 +250,7 @@ def _draw_violations(ax, data: PartitionPlot) -> None:  # type: ignore[no-untype
             ax.plot([v.time_s], [0.96], marker=marker, color=colour, markersize=13, markeredgecolor="black",
                     linestyle="none", transform=top, zorder=6, clip_on=False)
             xy, transform = (v.time_s, 0.96), top
-        if labelled < MAX_VIOLATION_LABELS:
-            _draw_evidence(ax, v, xy, transform, colour)
+        if v in chosen and labelled < MAX_VIOLATION_LABELS:
             where = [] if v.replica is None else [f"broker {v.replica}"]
             if v.offset is not None:
                 where.append(f"offset {v.offset:,}")
@@ -262,21 +264,42 @@ def _draw_violations(ax, data: PartitionPlot) -> None:  # type: ignore[no-untype
             labelled += 1
 
 
-def _draw_evidence(ax, v: ViolationMark, xy, transform, colour: str) -> None:  # type: ignore[no-untyped-def]
-    """The violation's evidence events as numbered rings on the violation's level, joined to it by a dotted
-    line, so the picture reads as a sequence: what happened first, then what broke."""
-    points = sorted((e for e in v.evidence if e.time_s != v.time_s or e.label), key=lambda e: e.time_s)
-    if not points:
-        return
-    y = xy[1]
-    xs = [e.time_s for e in points]
-    ax.plot([*xs, v.time_s], [y] * (len(xs) + 1), linestyle=":", color=colour, linewidth=1.2, transform=transform,
-            zorder=5)
-    ax.plot(xs, [y] * len(xs), linestyle="none", marker="o", markersize=7, markerfacecolor="white",
-            markeredgecolor=colour, markeredgewidth=1.6, transform=transform, zorder=6)
-    for k, e in enumerate(points):
-        ax.annotate(f"{k + 1}. {e.label}", xy=(e.time_s, y), xycoords=transform, xytext=(0, 10 + 11 * (k % 3)),
-                    textcoords="offset points", fontsize=7.5, color=colour, ha="center", va="bottom", zorder=7)
+def _draw_evidence(ax, data: PartitionPlot) -> None:  # type: ignore[no-untyped-def]
+    """The evidence events of the labelled violations as one numbered sequence of rings, each on the level of
+    the first violation citing it and joined to its violations by dotted lines: the picture reads left to right
+    as what happened first, then what broke. An event cited by several violations is drawn once."""
+    top = ax.get_xaxis_transform()
+    placed: dict[tuple[float, str], tuple[float, bool, str]] = {}  # event -> (y, on the top band, colour)
+    for v in _labelled(data):
+        colour = _SEVERITY_STYLE.get(v.severity, ("#d62728", "X"))[0]
+        on_top = v.offset is None
+        y = 0.96 if on_top else float(v.offset)
+        xs = []
+        for e in v.evidence:
+            placed.setdefault((e.time_s, e.label), (y, on_top, colour))
+            xs.append(e.time_s)
+        if xs:
+            ax.plot([min(xs), v.time_s], [y, y], linestyle=":", color=colour, linewidth=1.2,
+                    transform=top if on_top else ax.transData, zorder=5)
+    # About one label's width on the time axis (some 20 characters of a ~660 pt wide panel).
+    near = LABEL_WIDTH_FRACTION * max(data.end_s, 1e-3)
+    level, last = 0, None
+    for k, ((t, label), (y, on_top, colour)) in enumerate(sorted(placed.items())):
+        # Labels of events close in time climb in steps instead of printing over each other.
+        level = (level + 1) % 5 if last is not None and t - last < near else 0
+        last = t
+        transform = top if on_top else ax.transData
+        ax.plot([t], [y], linestyle="none", marker="o", markersize=7, markerfacecolor="white", markeredgecolor=colour,
+                markeredgewidth=1.6, transform=transform, zorder=6)
+        ax.annotate(f"{k + 1}. {label}", xy=(t, y), xycoords=transform, xytext=(-4, 9 + 11 * level),
+                    textcoords="offset points", fontsize=7.5, color=colour, ha="left", va="bottom", zorder=7,
+                    bbox={"boxstyle": "square,pad=0.05", "fc": "white", "ec": "none", "alpha": 0.75})
+
+
+def _labelled(data: PartitionPlot) -> list[ViolationMark]:
+    """The violations that get a text label (and their evidence drawn): errors first, then by time."""
+    ordered = sorted(data.violations, key=lambda v: (v.severity != "error", v.time_s))
+    return ordered[:MAX_VIOLATION_LABELS]
 
 
 def _draw_incidents(axes, data: PartitionPlot) -> None:  # type: ignore[no-untyped-def]
@@ -370,6 +393,7 @@ def render_partition(data: PartitionPlot) -> Figure:
     _draw_isr(lanes, data)
     _draw_incidents((top, lanes), data)
     _draw_leaders((top, lanes), data)
+    _draw_evidence(top, data)
     _draw_violations(top, data)
     top.set_xlim(0, max(data.end_s, 1e-3) * 1.01)
 
@@ -378,6 +402,8 @@ def render_partition(data: PartitionPlot) -> Figure:
                 Patch(facecolor="white", edgecolor="#888888", hatch="///",
                       label="left and rejoined ISR\nwithin a bucket"),
                 Patch(facecolor="black", label="leader"),
+                Line2D([], [], marker="o", markerfacecolor="white", markeredgecolor="#d62728", linestyle="none",
+                       label="evidence event\n(numbered in time order)"),
                 Line2D([], [], marker="X", color="#d62728", linestyle="none", label="broker crash"),
                 Line2D([], [], marker=">", color="#2ca02c", linestyle="none", label="broker (re)start"),
                 Patch(facecolor="#d62728", alpha=0.25, label="lag incident\n(late / missing / premature)"),

@@ -211,7 +211,10 @@ _INCIDENT_HEAD = ("run", "partition", "follower", "leader (epoch)", "start (s)",
 
 
 def _invariant_cells(c: InvariantCount) -> tuple[str, ...]:
-    return (c.invariant, c.severity, "yes" if c.evaluated else "no", str(c.errors), str(c.warnings))
+    # A check that did not run has no count: a 0 there would read as "passed".
+    if not c.evaluated:
+        return (c.invariant, c.severity, "no", "–", "–")
+    return (c.invariant, c.severity, "yes", str(c.errors), str(c.warnings))
 
 
 def _violation_cells(v: ViolationRow) -> tuple[str, ...]:

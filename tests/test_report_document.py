@@ -42,7 +42,7 @@ def _doc(**over) -> ReportDocument:  # type: ignore[no-untyped-def]
 def test_markdown_has_the_summary_the_sections_and_the_cap() -> None:
     md = markdown(_doc())
     assert "| acked_write_lost | error | yes | 1 | 0 |" in md
-    assert "| truncation_safety | error | no | 0 | 0 |" in md
+    assert "| truncation_safety | error | no | – | – |" in md
     assert "Not evaluated by the Spark audit (1; run `replog check` for them): `truncation_safety`." in md
     assert "| missing | 1 |" in md
     assert re.findall(r"^### (.*)$", md, re.M) == ["t-0 (run run-1)"]

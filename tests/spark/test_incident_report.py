@@ -144,7 +144,7 @@ def test_report_plots_exactly_the_flagged_partitions_worst_first(flagged_lake: E
     for v in VIOLATIONS:
         assert v["message"] in md
     assert "| acked_write_lost | error | yes | 1 | 0 |" in md
-    assert "| truncation_safety | error | no | 0 | 0 |" in md and "`truncation_safety`" in md
+    assert "| truncation_safety | error | no | – | – |" in md and "`truncation_safety`" in md
     assert "| missing | 1 |" in md and "| r1 | t-2 | 2 | 1 (2) | 8.000 | ongoing | 14,000 | 7 |" in md
     # Evidence looked up in bronze, with times relative to the run's first event.
     assert "1 (append by broker 2 at 1.000 s); 3 (hw_change by broker 1 at 20.000 s)" in md
