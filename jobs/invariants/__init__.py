@@ -178,3 +178,8 @@ def isr_holds_committed(bronze: DataFrame) -> DataFrame:
 def follower_log_matching(bronze: DataFrame) -> DataFrame:
     """follower_log_matching (§11.9, §8.1, §8.2): a follower only extends a prefix it shares with its leader."""
     return evaluate(bronze, ["follower_log_matching"])
+
+
+def event_stream_consistent(bronze: DataFrame) -> DataFrame:
+    """event_stream_consistent (events contract, schemas/README.md): the events agree with the replay."""
+    return evaluate(bronze, ["event_stream_consistent"])

@@ -2,7 +2,9 @@
 
 Mirrors the record-level checks of `replication_core.checker.checker` (record identity = base offset, last
 offset, batch leader epoch, checksum of the `append` that wrote it): committed_prefix_agreement (§11.3),
-inconsistent_offsets (§11.5) and truncation_safety (§11.6). The replay, without collecting anything:
+isr_holds_committed (§11.3), inconsistent_offsets (§11.5), truncation_safety (§11.6), follower_log_matching
+(§11.9, §8.1, §8.2), and event_stream_consistent (the events contract), which checks the very replay the
+others read. The replay, without collecting anything:
 
 * Contested offsets. Two records can only differ at an offset that two different batches of the partition
   cover. The distinct batches of a partition, sorted by base, overlap an earlier one where their base is at
@@ -10,12 +12,19 @@ inconsistent_offsets (§11.5) and truncation_safety (§11.6). The replay, withou
   the partition's *islands* (a superset of the contested offsets, usually empty). Only appends touching an
   island are exploded to offsets (`contested writes`); everywhere else every record at an offset is the
   same record, so only presence matters, and presence is an interval.
-* A replica's record at offset o before event e is its latest write at o before e, present when o lies in
-  its replayed [LSO, LEO) before e (`jobs.invariants.replica_scan`: the replayed log is that contiguous
-  range whenever the events are consistent, which `event_stream_consistent` checks).
-* Another replica's state at e (HW, LSO, LEO, ...) comes from a *probe*: a row with event type `_probe` and
-  the event id e added to that replica's window in the replica replay, so it sees the state before e like
-  any event would. Probes are made only for the few events that touch an island.
+* The replica replay (`annotated`): one window per replica ordered by event id, the rules of
+  `jobs.invariants.replica_scan` for role, epoch, LEO, LSO, committed ISR, plus the HW, the followed leader
+  and the crash marks. A replica's record at offset o before event e is its latest write at o before e,
+  present when o lies in its replayed [LSO, LEO) before e (the replayed log is that contiguous range
+  whenever the events are consistent, which `event_stream_consistent` checks).
+* Another replica's state at e (HW, LSO, LEO, down, ...) comes from a *probe*: a row with event type
+  `_probe` and the event id e added to that replica's window, so it sees the state before e like any event
+  would. Probes are made for the events whose check reads another replica: HW rises touching an island,
+  leader HW rises and committed ISR changes (their ISR members), follower appends at or just after an
+  island (their leader); and for each acknowledged acks=all write, on the acking replica itself.
+* isr_holds_committed: a member lacks the leader's records from its LEO on (an interval), and may differ
+  from it at island offsets; the member skips of the checker (broker down, crashed since the leader last
+  heard from it, not seen yet) only remove findings, so they are joined onto the candidates only.
 * Committed records (`state.py`): a leader in tenure exposes [max(old HW, LSO), new HW) at an HW rise, and
   [LSO, HW) when it becomes leader (after the leadership_change reconciled its log). The committed record
   at a contested offset is the last exposed one (a window per (partition, offset) over the exposures at
@@ -37,6 +46,7 @@ from pyspark.sql import functions as F
 
 from jobs.invariants import replica_scan
 from jobs.invariants.base import Scan, text, violation
+from replication_core.checker.catalogue import BY_NAME, WARNING
 
 PARTITION: tuple[str, ...] = ("run_id", "topic", "partition")
 REPLICA: tuple[str, ...] = replica_scan.REPLICA
@@ -45,6 +55,7 @@ PROBE = "_probe"
 
 CPA, INCONSISTENT, TRUNCATION = "committed_prefix_agreement", "inconsistent_offsets", "truncation_safety"
 ISR_HOLDS, FOLLOWER_MATCH = "isr_holds_committed", "follower_log_matching"
+STREAM = "event_stream_consistent"
 _BIG = 2**62  # beyond any offset
 
 
@@ -116,7 +127,7 @@ def lookup(queries: DataFrame, writes: DataFrame, broker: str, at: str, prefix: 
 _COLUMNS: tuple[str, ...] = (
     "run_id", "event_id", "ts_ms", "broker_id", "event_type", "topic", "partition", "leader_epoch", "action",
     "role", "leader_id", "base_offset", "last_offset", "batch_leader_epoch", "batch_checksum", "leo", "hw",
-    "old_hw", "log_start_offset", "old_leo", "truncate_offset", "reason", "isr", "isr_state",
+    "old_hw", "log_start_offset", "old_leo", "truncate_offset", "reason", "isr", "isr_state", "old_isr",
 )
 _LOG_EVENTS: tuple[str, ...] = (
     "leadership_change", "append", "hw_change", "truncation", "log_start_offset_change", "isr_change",
@@ -144,7 +155,7 @@ def annotated(bronze: DataFrame, probes: DataFrame) -> DataFrame:
     carries one), the followed leader (a become_follower's leader_id), and `_crash_mark`: the broker's last
     crash / restart since the replica's last leadership_change (`crashed_since_leadership`)."""
     rows = replica_events(bronze).unionByName(
-        probes.select(*REPLICA, "event_id", F.lit(PROBE).alias("event_type")), allowMissingColumns=True)
+        probes.select("*", F.lit(PROBE).alias("event_type")), allowMissingColumns=True)
     w = Window.partitionBy(*REPLICA).orderBy("event_id")
     before = w.rowsBetween(Window.unboundedPreceding, -1)
     upto = w.rowsBetween(Window.unboundedPreceding, Window.currentRow)
@@ -268,13 +279,22 @@ def build(bronze: DataFrame) -> DataFrame:
                 .unionByName(follower_appends.select(*PARTITION, "broker_id", "event_id")))
     probes = triggers.select(*PARTITION, F.col("broker_id").alias("_a"), "event_id").distinct().join(
         keys, list(PARTITION)).where(F.col("broker_id") != F.col("_a")).select(*REPLICA, "event_id")
+    # The acking replica's own state at each acknowledged acks=all write (event_stream_consistent).
+    acks = bronze.where(_is("produce_ack") & (F.col("acks") == -1) & (F.col("error") == "NONE") & scoped
+                        & F.col("base_offset").isNotNull()).select(
+        *REPLICA, "event_id", "ts_ms", "base_offset", "batch_checksum", F.lit(True).alias("_ack"))
+    probes = probes.unionByName(acks, allowMissingColumns=True)
     needed = ("hw_change", "truncation", "leadership_change", "isr_change", PROBE)
     rows = annotated(bronze, probes)
-    rows = rows.where(F.col("event_type").isin(*needed) | (_is("append") & (F.col("role") == "follower"))).select(
+    rows = rows.withColumn("_esc", _stream_checks())
+    kept = (F.col("event_type").isin(*needed) | (_is("append") & (F.col("role") == "follower"))
+            | (F.size("_esc") > 0))
+    rows = rows.where(kept).select(
         *REPLICA, "event_id", "ts_ms", "event_type", "action", "role", "leader_epoch", "hw", "old_hw", "leo",
         "truncate_offset", "old_leo", "reason", "isr", "isr_state", "base_offset", "last_offset", _rec().alias("_rec"),
         "_leading", "_epoch", "_down", "_leo", "_lso", "_full", "_hw", "_hw_event", "_crash_mark", "_role",
-        "_leader_mark", "_last_truncation", "_isr", "_view_reset").localCheckpoint(eager=True)
+        "_leader_mark", "_last_truncation", "_isr", "_view_reset", "_esc", "_ack", "batch_checksum",
+    ).localCheckpoint(eager=True)
     cr = crash_removals(rows).localCheckpoint(eager=True)
     unclean = bronze.where(_is("leader_election") & (F.col("action") == "unclean")).select(
         *PARTITION, F.col("event_id").alias("_unclean"))
@@ -283,11 +303,15 @@ def build(bronze: DataFrame) -> DataFrame:
         *_exposure_checks(rows, isl, cw, cr, unclean, appends),
         _isr_holds(bronze, rows, isl, cw, unclean, appends),
         _follower_log_matching(rows, isl, cw),
+        _stream(rows),
+        _acks_in_log(rows, isl, cw, appends),
     ]
     out = parts[0]
     for p in parts[1:]:
         out = out.unionByName(p, allowMissingColumns=True)
-    return out
+    # A handful of rows behind a large plan: materialised, so that the audit's union of every scan (and
+    # its cache lookups, which canonicalise whole plans in the driver) sees one small relation.
+    return out.localCheckpoint(eager=True)
 
 
 def _cpa(rows: DataFrame, isl: DataFrame, cw: DataFrame, cr: DataFrame, unclean: DataFrame) -> DataFrame:
@@ -528,21 +552,28 @@ def _isr_holds(bronze: DataFrame, rows: DataFrame, isl: DataFrame, cw: DataFrame
     # Offsets the leader holds: [x, y); the member holds nothing from its LEO on.
     pairs = pairs.select("*", F.greatest("_lo", "_r_lso", "_m_lso").alias("_x"), F.least("_hi", "_r_leo").alias("_y"))
     pairs = pairs.select("*", F.greatest("_x", "_m_leo").alias("_gap"))
-    plain = _plain(pairs, isl, "_gap", "_y", "_pl")
+    keys = [*PARTITION, "_r", "_m", "event_id"]
+    extra = ["ts_ms", "_hi", "_view_reset", "_m_down"]
+    # A member almost always holds all the leader exposes: only pairs with a gap [member LEO, leader end)
+    # are counted (a grouping), the rest can only differ at island offsets.
+    gapped = pairs.where(F.col("_gap") < F.col("_y")).select(*keys, *extra, "_gap", "_y")
+    plain = _plain(gapped, isl, "_gap", "_y", "_pl").where(F.col("_pl_n") > 0).select(
+        *keys, *extra, "_pl_o", "_pl_n")
     offs = _overlapping(pairs, isl, F.col("_x"), F.col("_y"))
     offs = lookup(lookup(offs, cw, "_r", "event_id", "_ls"), cw, "_m", "event_id", "_ms")
     ms = F.when(F.col("offset") < F.col("_m_leo"), F.col("_ms"))
     bad = F.col("_ls").isNotNull() & (ms.isNull() | (ms["rec"] != F.col("_ls.rec")))
-    keys = [*PARTITION, "_r", "_m", "event_id"]
     contested = offs.groupBy(*keys).agg(
         F.count(F.when(bad, 1)).alias("_c_n"),
         F.min_by(F.struct(F.col("offset").alias("o"), F.col("_ls").alias("ls"), ms.alias("ms")),
-                 F.when(bad, F.col("offset"))).alias("_c"))
-    both = plain.join(contested, keys, "left")
-    n = F.col("_pl_n") + F.coalesce("_c_n", F.lit(0))
+                 F.when(bad, F.col("offset"))).alias("_c"),
+        *[F.first(c).alias(f"_cx{c}") for c in extra]).where(F.col("_c_n") > 0)
+    both = plain.join(contested, keys, "full").select(
+        *keys, *[F.coalesce(c, f"_cx{c}").alias(c) for c in extra], "_pl_o", "_pl_n", "_c", "_c_n")
+    n = F.coalesce("_pl_n", F.lit(0)) + F.coalesce("_c_n", F.lit(0))
     plain_first = F.col("_pl_o").isNotNull() & (F.col("_c.o").isNull() | (F.col("_pl_o") < F.col("_c.o")))
-    found = both.where(n > 0).select(
-        *keys, "ts_ms", "_hi", "_view_reset", "_m_down", "_c", n.alias("_n"), plain_first.alias("_plain_first"),
+    found = both.select(
+        *keys, *extra, "_c", n.alias("_n"), plain_first.alias("_plain_first"),
         F.when(plain_first, F.col("_pl_o")).otherwise(F.col("_c.o")).alias("_o")).localCheckpoint(eager=True)
     found = _skip_crashed_members(bronze, found)
     found = _latest_append(found, appends, "_r", "event_id", "_o", "_pa")
@@ -633,6 +664,85 @@ def _follower_log_matching(rows: DataFrame, isl: DataFrame, cw: DataFrame) -> Da
     )
 
 
+def _stream_checks() -> Column:
+    """`_check_consistent` findings of an annotated row (a replica event against the replay before it): an
+    array of struct(expected, actual, what), empty when the event agrees with the replay."""
+    empty = F.array().cast("array<int>")
+    crashed = F.col("_crash_mark") >= 0
+    is_lc = _is("leadership_change")
+    old_isr = F.array_sort(F.array_distinct(F.coalesce("old_isr", empty)))
+    isr = F.array_sort(F.col("_isr"))
+
+    def finding(when: Column, expected: Column, actual: Column, what: Column | str) -> Column:
+        what_col = F.lit(what) if isinstance(what, str) else what
+        return F.when(when, F.struct(expected.cast("long").alias("expected"), actual.cast("long").alias("actual"),
+                                     what_col.alias("what")))
+
+    def listed(a: Column) -> Column:
+        return F.concat(F.lit("["), F.array_join(a, ", "), F.lit("]"))
+
+    found = F.array(
+        finding(is_lc & (F.col("leo") < F.col("_leo")) & ~crashed, F.col("_leo"), F.col("leo"),
+                "leadership_change reports a LEO below the replayed log without a crash"),
+        finding(is_lc & (F.col("leo") > F.col("_leo")), F.col("_leo"), F.col("leo"),
+                "leadership_change reports a LEO above the replayed log (appends missing)"),
+        finding(_is("append") & (F.col("base_offset") != F.col("_leo")), F.col("_leo"), F.col("base_offset"),
+                "append base_offset is not the replayed LEO"),
+        finding(_is("append") & (F.col("leo") != F.col("last_offset") + 1), F.col("last_offset") + 1, F.col("leo"),
+                "append leo disagrees with the batch"),
+        finding(_is("hw_change") & (F.col("old_hw") != F.col("_hw")), F.col("_hw"), F.col("old_hw"),
+                "hw_change old_hw is not the replayed HW"),
+        finding(_is("truncation") & (F.col("old_leo") != F.col("_leo")), F.col("_leo"), F.col("old_leo"),
+                "truncation old_leo is not the replayed LEO"),
+        finding(_is("isr_change") & F.col("_leading") & (F.col("isr_state") == "proposed") & (old_isr != isr),
+                F.size(isr), F.size(old_isr),
+                F.concat(F.lit("proposal's old_isr "), listed(old_isr), F.lit(" is not the committed ISR "),
+                         listed(isr))),
+    )
+    return F.filter(found, lambda x: x.isNotNull())
+
+
+def _stream(rows: DataFrame) -> DataFrame:
+    """event_stream_consistent candidates from the replica events (`_stream_checks`), one per finding."""
+    return rows.where(F.size("_esc") > 0).select(*PARTITION, "broker_id", "event_id", "ts_ms",
+                                                 F.explode("_esc").alias("_e")).select(
+        F.lit(STREAM).alias("_kind"), *PARTITION, "broker_id", "event_id", "ts_ms",
+        F.lit(None).cast("long").alias("_offset"), F.col("_e.expected").alias("_expected"),
+        F.col("_e.actual").alias("_actual"), F.lit(None).cast("long").alias("_unclean_id"),
+        F.lit(None).cast("long").alias("_crash_id"), F.array(*[F.lit(None).cast("long")] * 3).alias("_ids"),
+        text(F.col("_e.what"), ": replay has ", F.col("_e.expected"), ", event says ", F.col("_e.actual"))
+        .alias("_msg"))
+
+
+def _acks_in_log(rows: DataFrame, isl: DataFrame, cw: DataFrame, appends: DataFrame) -> DataFrame:
+    """event_stream_consistent candidates of acknowledged acks=all writes: the acking leader's replayed log
+    holds a record with the acknowledged checksum at the acknowledged base offset. Outside the islands the
+    record there is the one batch written at that offset (found by its base); inside, the latest write."""
+    acks = rows.where(_is(PROBE) & F.col("_ack")).select(
+        *PARTITION, "broker_id", "event_id", "ts_ms", F.col("base_offset").alias("offset"), "_lso", "_leo",
+        F.col("batch_checksum").alias("_ck"))
+    il = _renamed(isl, "i", {"lo": "_i_lo", "hi": "_i_hi"})
+    in_isl = acks.join(il, _on("i", F.col("_i_lo") <= F.col("offset"), F.col("offset") <= F.col("_i_hi")),
+                       "left_semi")
+    contested = lookup(in_isl, cw, "broker_id", "event_id", "_cs").select(
+        *acks.columns, F.col("_cs.rec.checksum").alias("_slot"))
+    ap = _renamed(appends, "p", {"broker_id": "_p_b", "event_id": "_p_w", "base_offset": "_p_base", "_rec": "_p_rec"})
+    cond = _on("p", F.col("broker_id") == F.col("_p_b"), F.col("offset") == F.col("_p_base"),
+               F.col("_p_w") < F.col("event_id"))
+    plain = acks.join(in_isl, [*PARTITION, "broker_id", "event_id"], "left_anti").join(ap, cond, "left").groupBy(
+        *acks.columns).agg(F.max_by(F.col("_p_rec.checksum"), F.col("_p_w")).alias("_slot"))
+    both = contested.unionByName(plain)
+    present = (F.col("_lso") <= F.col("offset")) & (F.col("offset") < F.col("_leo"))
+    slot = F.when(present, F.col("_slot"))
+    return both.where(slot.isNull() | (slot != F.col("_ck"))).select(
+        F.lit(STREAM).alias("_kind"), *PARTITION, "broker_id", "event_id", "ts_ms",
+        F.lit(None).cast("long").alias("_offset"), F.col("_ck").alias("_expected"),
+        F.coalesce(slot, F.lit(-1)).alias("_actual"), F.lit(None).cast("long").alias("_unclean_id"),
+        F.lit(None).cast("long").alias("_crash_id"), F.array(*[F.lit(None).cast("long")] * 3).alias("_ids"),
+        text("acknowledged write at ", F.col("offset"), " is not in the acking leader's log: replay has ",
+             F.col("_ck"), ", event says ", F.coalesce(slot, F.lit(-1))).alias("_msg"))
+
+
 def _check(kind: str) -> Column:
     """The violation struct of a candidate row of `kind`: severity warning when excused (an unclean election
     first, else a crash loss), the excuse leading the evidence and explained at the end of the message."""
@@ -647,7 +757,7 @@ def _check(kind: str) -> Column:
     return violation(
         kind, F.col("_kind") == kind, offset=F.col("_offset"), expected=F.col("_expected"),
         actual=F.col("_actual"), evidence=ids,
-        severity=F.when(excuse.isNotNull(), F.lit("warning")).otherwise(F.lit("error")),
+        severity=F.when(excuse.isNotNull(), F.lit(WARNING)).otherwise(F.lit(BY_NAME[kind].severity)),
         message=F.concat(F.col("_msg"), suffix),
     )
 
@@ -682,7 +792,14 @@ def follower_log_matching() -> Column:
     return _check(FOLLOWER_MATCH)
 
 
+def event_stream_consistent() -> Column:
+    """event_stream_consistent (events contract, schemas/README.md): the events agree with the replay — append
+    base / leo, truncation old_leo, hw_change old_hw, leadership_change LEO, proposal old_isr, acknowledged
+    writes in the acking leader's log (a warning: the other findings of an inconsistent run are suspect)."""
+    return _check(STREAM)
+
+
 SCAN = Scan("log_content", build, {CPA: (committed_prefix_agreement,), INCONSISTENT: (inconsistent_offsets,),
                                    TRUNCATION: (truncation_safety,), ISR_HOLDS: (isr_holds_committed,),
-                                   FOLLOWER_MATCH: (follower_log_matching,)})
+                                   FOLLOWER_MATCH: (follower_log_matching,), STREAM: (event_stream_consistent,)})
 """The record-content scan: contested offsets, probes into the replica replay, committed records."""

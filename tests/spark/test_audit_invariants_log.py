@@ -170,3 +170,20 @@ def test_follower_log_matching_flags_a_divergent_batch_or_prefix(events, expect)
     expect(_keys(inv.follower_log_matching(_runs(events, batch=batch, prefix=prefix, ok=ok))),
            [("batch", "follower_log_matching", "error", 2, 3, 0, 7, 8, [2, 3]),
             ("prefix", "follower_log_matching", "error", 2, 5, 1, 7, 8, [2, 3, 5])], KEY_SCHEMA)
+
+
+def test_event_stream_consistent_warns_where_the_events_disagree_with_the_replay(events, expect) -> None:
+    # bad: an append at 3 while the replayed LEO is 2 (event 2), an hw_change from old_hw 1 while the replayed
+    # HW is 0 (event 3), an acknowledgement of checksum 9 where the leader's log holds checksum 7 (event 4),
+    # a leadership_change reporting LEO 9 above the replayed 5 (event 5). ok: the same, consistent.
+    def ack(checksum: int) -> dict[str, Any]:
+        return dict(event_type="produce_ack", broker_id=1, leader_epoch=1, acks=-1, error="NONE", base_offset=0,
+                    last_offset=1, batch_checksum=checksum)
+
+    bad = [leader(), append(0, 1), append(3, 4), hw(1, 2), ack(9), leader(epoch=2, leo=9, hw=2)]
+    ok = [leader(), append(0, 1), append(2, 3), hw(0, 2), ack(7), leader(epoch=2, leo=4, hw=2)]
+    expect(_keys(inv.event_stream_consistent(_runs(events, bad=bad, ok=ok))),
+           [("bad", "event_stream_consistent", "warning", 1, 2, None, 2, 3, [2]),
+            ("bad", "event_stream_consistent", "warning", 1, 3, None, 0, 1, [3]),
+            ("bad", "event_stream_consistent", "warning", 1, 4, None, 9, 7, [4]),
+            ("bad", "event_stream_consistent", "warning", 1, 5, None, 5, 9, [5])], KEY_SCHEMA)
