@@ -27,7 +27,9 @@ with zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as z:
 PY
 
 submit=${SPARK_SUBMIT:-$("$python" -c 'import os, pyspark; print(os.path.join(os.path.dirname(pyspark.__file__), "bin", "spark-submit"))')}
-args=(--master "${MASTER:-local[2]}" --py-files "$build/replog.zip" --conf spark.ui.showConsoleProgress=false)
+args=(--master "${MASTER:-local[2]}" --py-files "$build/replog.zip" --conf spark.ui.showConsoleProgress=false
+      # The driver JVM starts before the job reads its config: JVM flags go here (see conf/local.yaml).
+      --driver-java-options "-XX:-DontCompileHugeMethods")
 if [ -n "${DELTA_PACKAGES:-}" ]; then
   args+=(--packages "$DELTA_PACKAGES"
          --conf spark.sql.extensions=io.delta.sql.DeltaSparkSessionExtension

@@ -22,10 +22,10 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from pyspark import StorageLevel
-from pyspark.sql import DataFrame, SparkSession, Window
+from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from jobs.lake import Lake
+from jobs.lake import CommitResult, Lake
 from jobs.landing import LandingFile, discover, read_jsonl, read_parquet, unreadable_files
 from jobs.validate import DUPLICATE, classify
 from schemas.events import BRONZE_EVENTS_SCHEMA, SchemaVersionError
@@ -50,11 +50,13 @@ class IngestResult:
     bronze_version: int | None = None
     quarantine_version: int | None = None
     seconds: dict[str, float] = field(default_factory=dict)
+    written: dict[str, int] = field(default_factory=dict)
+    mismatches: list[str] = field(default_factory=list)
 
     @property
     def reconciles(self) -> bool:
-        """read = kept + quarantined."""
-        return self.read == self.kept + self.quarantined
+        """read = kept + quarantined, and the committed files hold exactly those records."""
+        return self.read == self.kept + self.quarantined and not self.mismatches
 
     def summary(self) -> str:
         """The lines printed at the end of a run."""
@@ -66,7 +68,8 @@ class IngestResult:
             f"  records read {self.read} = kept {self.kept} + quarantined {self.quarantined}"
             f" (of which duplicates {self.duplicates})  [{'reconciled' if self.reconciles else 'MISMATCH'}]\n"
             f"  quarantine reasons: {reasons}\n"
-            f"  bronze/replication_events version {self.bronze_version}, "
+            + "".join(f"  MISMATCH {m}\n" for m in self.mismatches)
+            + f"  bronze/replication_events version {self.bronze_version}, "
             f"bronze/quarantine version {self.quarantine_version}"
         )
 
@@ -85,27 +88,33 @@ def read_candidates(spark: SparkSession, files: Sequence[LandingFile]) -> DataFr
     return out.unionByName(unreadable_files(spark, unreadable)) if unreadable else out
 
 
-def duplicate_flags(classified: DataFrame, existing: DataFrame) -> DataFrame:
+def duplicate_flags(verdicts: DataFrame, existing: DataFrame) -> DataFrame:
     """(file, line, reason) of every good record whose (run_id, event_id) is already kept.
 
-    Within the batch the first occurrence (by file, then line) is kept; against `existing` (the
-    bronze rows of the same runs) every occurrence is a duplicate. Only the key columns are
-    shuffled: whole records never move for this check.
+    `verdicts` holds the candidates' key columns and reason codes. Within the batch the first
+    occurrence (by file, then line) is kept; against `existing` (the bronze rows of the same runs)
+    every occurrence is a duplicate. Keys are aggregated by hash, not sorted, and only the keys
+    seen twice are joined back, so a batch without duplicates costs one aggregation of its keys.
     """
-    keys = classified.where(F.col("_reason_code").isNull()).select(
+    good = verdicts.where(F.col("_reason_code").isNull()).select(
         "run_id", "event_id", "_source_file", "_source_line"
     )
-    w = Window.partitionBy("run_id", "event_id").orderBy("_source_file", "_source_line")
-    key = F.concat(F.lit("(run_id="), F.col("run_id"), F.lit(", event_id="), F.col("event_id").cast("string"))
-    location = F.concat_ws(":", "_source_file", F.col("_source_line").cast("string"))
-    in_batch = (
-        keys.withColumn("_rank", F.row_number().over(w))
-        .withColumn("_first_at", F.first(location).over(w))
-        .where(F.col("_rank") > 1)
-        .select("_source_file", "_source_line", F.lit(2).alias("_priority"),
-                F.concat(F.lit("duplicate event "), key, F.lit(") first seen at "), F.col("_first_at")).alias("_dup"))
+    first = F.struct("_source_file", "_source_line")
+    repeated = (
+        good.groupBy("run_id", "event_id")
+        .agg(F.count(F.lit(1)).alias("_n"), F.min(first).alias("_first"))
+        .where(F.col("_n") > 1)
+        .drop("_n")
     )
-    in_bronze = keys.join(existing.select("run_id", "event_id"), ["run_id", "event_id"], "left_semi").select(
+    key = F.concat(F.lit("(run_id="), F.col("run_id"), F.lit(", event_id="), F.col("event_id").cast("string"))
+    location = F.concat_ws(":", "_first._source_file", F.col("_first._source_line").cast("string"))
+    in_batch = (
+        good.join(repeated, ["run_id", "event_id"])
+        .where(F.struct("_source_file", "_source_line") != F.col("_first"))
+        .select("_source_file", "_source_line", F.lit(2).alias("_priority"),
+                F.concat(F.lit("duplicate event "), key, F.lit(") first seen at "), location).alias("_dup"))
+    )
+    in_bronze = good.join(existing.select("run_id", "event_id"), ["run_id", "event_id"], "left_semi").select(
         "_source_file", "_source_line", F.lit(1).alias("_priority"),
         F.concat(F.lit("duplicate event "), key, F.lit(") is already in bronze")).alias("_dup"),
     )
@@ -126,6 +135,20 @@ def mark_duplicates(classified: DataFrame, dups: DataFrame, broadcast: bool) -> 
         F.coalesce(F.col("_dup"), F.col("_reason")).alias("_reason"),
         F.when(F.col("_dup").isNotNull(), F.lit(DUPLICATE)).otherwise(F.col("_reason_code")).alias("_reason_code"),
     )
+
+
+def _check_written(result: IngestResult, commit: CommitResult | None, expected: int | None) -> None:
+    """Record the rows `commit` added (counted in its files' footers) and whether they are `expected`.
+
+    The counts come from the first pass, the rows from the files the writes produced: two
+    independent tallies of the same records. `expected` is None where this run wrote only part of
+    the batch to the table (a resumed run), which the counts do not describe.
+    """
+    if commit is None or commit.rows_added is None or commit.skipped:
+        return
+    result.written[commit.table] = commit.rows_added
+    if expected is not None and commit.rows_added != expected:
+        result.mismatches.append(f"{commit.table}: {commit.rows_added} rows committed, {expected} counted")
 
 
 def _file_filter(files: Sequence[LandingFile]) -> F.Column:
@@ -155,38 +178,45 @@ def run_ingest(
     size_mb = sum(f.size for f in pending) / 1e6
     log(f"ingest {batch}: reading {len(pending)} files ({size_mb:.1f} MB) from {landing}")
 
-    # Parsed and validated once: the run list, the duplicate check and the counts all read this.
-    classified = classify(read_candidates(spark, pending)).persist(StorageLevel.MEMORY_AND_DISK)
-    final = dups = None
+    candidates = classify(read_candidates(spark, pending)).withColumn("_ingest_batch", F.lit(batch))
+    # JSON Lines are parsed once and kept; Parquet is cheaper to read again than to cache, and
+    # re-reading keeps `raw` (a row as JSON) lazy: it is built only for the records quarantined.
+    classified = (
+        candidates.persist(StorageLevel.MEMORY_AND_DISK) if any(f.kind == "jsonl" for f in pending) else candidates
+    )
+    # The first pass keeps only keys and verdicts: the run list, the duplicate check and the
+    # counts read this narrow frame, and the two writes read the records themselves.
+    verdicts = classified.select(
+        "run_id", "event_id", "_source_file", "_source_line", "_reason_code", "_newer_major"
+    ).persist(StorageLevel.MEMORY_AND_DISK)
+    dups = None
     try:
-        runs_df = classified.where(F.col("run_id").isNotNull()).select("run_id").distinct()
-        # One small row per run: the partitions of bronze that can hold duplicates of this batch.
-        runs = [{"run_id": r["run_id"]} for r in runs_df.collect()]
-        existing = lake.read(BRONZE_EVENTS, runs)
-        dups = duplicate_flags(classified, existing).persist(StorageLevel.MEMORY_AND_DISK)
-        n_dups = dups.count()
-        # Duplicates are rare: usually there is nothing to join at all, and a few are broadcast.
-        final = classified if n_dups == 0 else mark_duplicates(classified, dups, n_dups <= BROADCAST_DUPLICATES)
-        final = final.withColumn("_ingest_batch", F.lit(batch)).persist(StorageLevel.MEMORY_AND_DISK)
         counts = {
             (r["_reason_code"], bool(r["_newer_major"])): (r["n"], r["example"])
-            for r in final.groupBy("_reason_code", "_newer_major")
+            for r in verdicts.groupBy("_reason_code", "_newer_major")
             .agg(F.count(F.lit(1)).alias("n"), F.min("_source_file").alias("example"))
             .collect()
         }
-        classified.unpersist()
-        dups.unpersist()
-        result.seconds["read_validate"] = time.perf_counter() - t0
         newer = [(n, ex) for (code, nm), (n, ex) in counts.items() if nm]
         if newer:
             n, example = newer[0]
-            version = final.where("_newer_major").select("schema_version").first()[0]
+            version = classified.where("_newer_major").select("schema_version").first()[0]
             raise SchemaVersionError(version, where=f"in {n} records, e.g. {example}")
+        # One small row per run: the partitions of bronze that can hold duplicates of this batch.
+        runs = [{"run_id": r["run_id"]} for r in verdicts.where(F.col("run_id").isNotNull()).select("run_id")
+                .distinct().collect()]
+        dups = duplicate_flags(verdicts, lake.read(BRONZE_EVENTS, runs)).persist(StorageLevel.MEMORY_AND_DISK)
+        n_dups = dups.count()
+        # Duplicates are rare: usually there is nothing to join at all, and a few are broadcast.
+        final = classified if n_dups == 0 else mark_duplicates(classified, dups, n_dups <= BROADCAST_DUPLICATES)
+        result.seconds["read_validate"] = time.perf_counter() - t0
         result.read = sum(n for n, _ in counts.values())
-        result.kept = counts.get((None, False), (0, None))[0]
         result.by_reason = {code: n for (code, _), (n, _) in counts.items() if code is not None}
+        if n_dups:
+            result.by_reason[DUPLICATE] = n_dups
+        result.kept = counts.get((None, False), (0, None))[0] - n_dups
         result.quarantined = sum(result.by_reason.values())
-        result.duplicates = result.by_reason.get(DUPLICATE, 0)
+        result.duplicates = n_dups
         meta = {
             "replog.batch": batch,
             "replog.files": len(pending),
@@ -223,8 +253,11 @@ def run_ingest(
                 metadata=meta,
             )
         result.seconds["write_commit"] = time.perf_counter() - t1
+        everything = len(pending)
+        for commit, files, expected in ((q, for_quarantine, result.quarantined), (b, for_bronze, result.kept)):
+            _check_written(result, commit, expected if len(files) == everything else None)
     finally:
-        for df in (classified, dups, final):
+        for df in (classified, verdicts, dups):
             if df is not None:
                 df.unpersist()
     result.quarantine_version = q.version if q and q.version is not None else lake.version(BRONZE_QUARANTINE)

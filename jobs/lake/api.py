@@ -29,11 +29,16 @@ class IdempotencyKey:
 
 @dataclass(frozen=True)
 class CommitResult:
-    """What a write did: the table version it made (None when skipped) and the files it added."""
+    """What a write did: the table version it made (None when skipped) and the files it added.
+
+    `rows_added` is the number of records in the added files, from their Parquet footers, where the
+    backend reads them (embedded); None where it does not (native).
+    """
 
     table: str
     version: int | None
     files_added: int = 0
+    rows_added: int | None = None
     files_removed: int = 0
     skipped: bool = False
     metadata: dict[str, Any] = field(default_factory=dict)

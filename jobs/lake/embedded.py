@@ -264,8 +264,9 @@ class EmbeddedLake(Lake):
             )
             _commit_actions(dt, [*adds, *removes], spec, props)
             version = DeltaTable(path).version()
-        return CommitResult(spec.name, version, files_added=len(adds), files_removed=len(removes),
-                            metadata=dict(meta))
+        rows = sum(json.loads(a.stats)["numRecords"] for a in adds)
+        return CommitResult(spec.name, version, files_added=len(adds), rows_added=rows,
+                            files_removed=len(removes), metadata=dict(meta))
 
 
 def _nullable(schema: T.StructType) -> T.StructType:
