@@ -13,7 +13,7 @@ import hashlib
 import os
 from collections.abc import Sequence
 from dataclasses import dataclass
-from functools import cache
+from functools import cache, reduce
 from pathlib import Path
 
 import pyarrow as pa
@@ -108,11 +108,20 @@ def read_jsonl(spark: SparkSession, files: Sequence[LandingFile]) -> DataFrame:
     parsed = lines.select(
         "_uri", "pos", "line",
         F.from_json("line", typed, {"columnNameOfCorruptRecord": CORRUPT, "mode": "PERMISSIVE"}).alias("t"),
-        F.json_object_keys("line").alias("_keys"),
+    )
+    # The key list costs a second parse, so it is read only where it can matter: a line the typed
+    # parse rejected, or one with more ':' than parsed fields. Every key is followed by a ':', so a
+    # line with a key outside the schema always has more; values holding ':' (a config map) only
+    # cost this second look.
+    colons = F.length("line") - F.length(F.replace(F.col("line"), F.lit(":"), F.lit("")))
+    fields = reduce(lambda a, b: a + b, [F.col(f"t.{n}").isNotNull().cast("int") for n in COLUMN_NAMES])
+    doubtful = F.col(f"t.{CORRUPT}").isNotNull() | (colons != fields)
+    keyed = parsed.withColumn("_doubtful", F.coalesce(doubtful, F.lit(True))).withColumn(
+        "_keys", F.when(F.col("_doubtful"), F.json_object_keys("line"))
     )
     # Only re-read the fields as text for records that failed typed parsing (rare, so cheap).
     # Aliased once, so the optimiser references it instead of copying the parse into every rule.
-    with_text = parsed.withColumn(
+    with_text = keyed.withColumn(
         "_text",
         F.when(F.col(f"t.{CORRUPT}").isNotNull() & F.col("_keys").isNotNull(), F.from_json("line", as_text)),
     )
@@ -123,7 +132,7 @@ def read_jsonl(spark: SparkSession, files: Sequence[LandingFile]) -> DataFrame:
         (F.col("pos") + 1).cast("long").alias("_source_line"),
         F.col("line").alias("raw"),
         F.when(
-            F.col("t").isNull() | F.col("_keys").isNull(),
+            F.col("t").isNull() | (F.col("_doubtful") & F.col("_keys").isNull()),
             F.lit("malformed JSON: the line is not one complete JSON object"),
         ).alias("_malformed"),
         F.col("_wrong.message").alias("_type_errors"),

@@ -1,0 +1,47 @@
+"""JSON Lines reading: the key list is read only for doubtful lines, and no unknown key slips by.
+
+`jobs.landing.read_jsonl` parses each line once with the schema and lists a line's keys (a second
+parse) only when the typed parse failed or the line has more ':' than parsed fields. These lines
+probe that screen: unknown keys written every way JSON allows must still be reported.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from pyspark.sql import SparkSession
+
+from jobs.landing import discover, read_jsonl
+from tests.conftest import event, write_jsonl
+
+
+def _unknown_by_line(spark: SparkSession, landing: Path, lines: list[str]) -> dict[int, list[str]]:
+    write_jsonl(landing / "a.jsonl", lines)
+    df = read_jsonl(spark, discover(landing))
+    return {r["_source_line"]: sorted(r["_unknown_fields"]) for r in df.collect()}
+
+
+def test_unknown_keys_are_found_however_they_are_written(spark: SparkSession, landing: Path) -> None:
+    """Spaces around ':', a null value, a nested value, a key after a value holding ':' all count."""
+    good = json.dumps(event(1))
+    lines = [
+        good,
+        good[:-1] + ', "extra" : 1}',
+        good[:-1] + ', "extra":null}',
+        good[:-1] + ', "nested": {"a": 1}}',
+        json.dumps(event(5, topic="a:b:c")),
+        json.dumps(event(6, topic="a:b"))[:-1] + ', "z":2}',
+        json.dumps({**event(7), "topic": None}),
+    ]
+    found = _unknown_by_line(spark, landing, lines)
+    assert found == {1: [], 2: ["extra"], 3: ["extra"], 4: ["nested"], 5: [], 6: ["z"], 7: []}
+
+
+def test_a_good_line_is_not_malformed_and_a_broken_one_is(spark: SparkSession, landing: Path) -> None:
+    """The malformed verdict does not depend on the key list being read."""
+    good = json.dumps(event(1))
+    write_jsonl(landing / "a.jsonl", [good, good[:-1], "[1, 2]", "{}"])
+    df = read_jsonl(spark, discover(landing))
+    got = {r["_source_line"]: r["_malformed"] is not None for r in df.collect()}
+    assert got == {1: False, 2: True, 3: True, 4: False}
