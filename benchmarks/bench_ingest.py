@@ -206,10 +206,10 @@ def _install_probes(spark: Any, tl: Timeline, cache_sizes: list[dict[str, int]])
     def table_of(_self: Any, spec: Any, *_a: Any) -> str:
         return str(spec.name)
 
-    # classify() is called once discovery and the idempotency look-ups are done; mark_duplicates()
-    # once the pre-pass that collects the batch's run ids (a full read + classify) has finished.
+    # classify() is called once discovery and the idempotency look-ups are done; duplicate_flags()
+    # once the verdicts pass (a full read + classify into the narrow cache) and the counts are done.
     _wrap_call(ingest, "classify", "classify", tl)
-    _wrap_call(ingest, "mark_duplicates", "mark_duplicates", tl)
+    _wrap_call(ingest, "duplicate_flags", "duplicate_flags", tl)
     _wrap_span(embedded.EmbeddedLake, "_write_files", "write_files", tl, table_of)
     _wrap_span(embedded.EmbeddedLake, "_commit", "commit", tl, table_of)
     _wrap_span(embedded.EmbeddedLake, "committed", "committed_lookup", tl, table_of)
@@ -326,11 +326,14 @@ def _stages(spark: Any, lake: Any, landing: str) -> dict[str, float]:
     classified = classify(cand)
     with _stopwatch(out, "read_classify"):
         _noop(classified)
-    with _stopwatch(out, "run_ids_prepass"):
-        classified.where(F.col("run_id").isNotNull()).select("run_id").distinct().collect()
+    verdicts = classified.select("run_id", "event_id", "_source_file", "_source_line", "_reason_code")
+    with _stopwatch(out, "verdicts_pass"):
+        _noop(verdicts)
+    with _stopwatch(out, "run_ids"):
+        verdicts.where(F.col("run_id").isNotNull()).select("run_id").distinct().collect()
     existing = lake.read(BRONZE_EVENTS, []).select("run_id", "event_id")
-    with _stopwatch(out, "read_classify_dedupe"):
-        _noop(ingest.mark_duplicates(classified, existing))
+    with _stopwatch(out, "read_classify_duplicate_flags"):
+        _noop(ingest.duplicate_flags(verdicts, existing))
     return out
 
 
@@ -388,7 +391,7 @@ def run_worker(spec: dict[str, Any]) -> dict[str, Any]:
     heap_after = jvm.heap_used_after_gc()
 
     t_classify = tl.first_call("classify") or t0
-    t_dedupe = tl.first_call("mark_duplicates") or t_classify
+    t_dedupe = tl.first_call("duplicate_flags") or t_classify
     rv = result.seconds.get("read_validate", float("nan"))
     wc = result.seconds.get("write_commit", float("nan"))
     write = tl.total("write_files")
@@ -397,12 +400,12 @@ def run_worker(spec: dict[str, Any]) -> dict[str, Any]:
     split = {
         "read_validate": rv,
         "write_commit": wc,
-        # read_validate, split by call times of classify() and mark_duplicates(): before classify(),
-        # discovery and idempotency look-ups; between them, the run-id pre-pass (at HEAD 6e8bf38+ it
-        # also fills the cache of classified candidates); after, dedupe + cache + counts.
+        # read_validate, split by call times of classify() and duplicate_flags(): before classify(),
+        # discovery and idempotency look-ups; between them, the verdicts pass (read + classify into
+        # the narrow cache) and the counts; after, the run list and the duplicate check.
         "discover_and_key_lookups": t_classify - t0,
-        "until_mark_duplicates": t_dedupe - t_classify,
-        "from_mark_duplicates_to_counts": (t0 + rv) - t_dedupe,
+        "verdicts_and_counts": t_dedupe - t_classify,
+        "runs_and_duplicates": (t0 + rv) - t_dedupe,
         # write_commit, split by the wrapped lake functions:
         "write_bronze": tl.total("write_files", "bronze/replication_events"),
         "write_quarantine": tl.total("write_files", "bronze/quarantine"),
@@ -516,8 +519,8 @@ def _report(doc: dict[str, Any]) -> str:
     row("ingest total (s)", lambda r: r["ingest_seconds"], _fmt_s)
     row("  read+validate (s)", lambda r: r["split_seconds"]["read_validate"], _fmt_s)
     row("    discover + idempotency look-ups", lambda r: r["split_seconds"]["discover_and_key_lookups"], _fmt_s)
-    row("    read+classify+cache, run-id pre-pass", lambda r: r["split_seconds"]["until_mark_duplicates"], _fmt_s)
-    row("    dedupe + cache + counts", lambda r: r["split_seconds"]["from_mark_duplicates_to_counts"], _fmt_s)
+    row("    verdicts pass + counts", lambda r: r["split_seconds"]["verdicts_and_counts"], _fmt_s)
+    row("    run list + duplicate check", lambda r: r["split_seconds"]["runs_and_duplicates"], _fmt_s)
     row("  write+commit (s)", lambda r: r["split_seconds"]["write_commit"], _fmt_s)
     row("    Spark write bronze", lambda r: r["split_seconds"]["write_bronze"], _fmt_s)
     row("    Spark write quarantine", lambda r: r["split_seconds"]["write_quarantine"], _fmt_s)
@@ -538,7 +541,8 @@ def _report(doc: dict[str, Any]) -> str:
     row("kept / quarantined", lambda r: f"{r['result']['kept']}/{r['result']['quarantined']}", str)
     if any(runs[k]["stage_ablation_seconds"] for k in runs):
         lines.append("stage ablation (separate passes into a noop sink, not additive):")
-        for st in ("read", "read_without_raw", "read_classify", "run_ids_prepass", "read_classify_dedupe"):
+        for st in ("read", "read_without_raw", "read_classify", "verdicts_pass", "run_ids",
+                   "read_classify_duplicate_flags"):
             row(f"  {st} (s)", lambda r, st=st: r["stage_ablation_seconds"].get(st), _fmt_s)
 
     small = doc["memory_small_events"]
