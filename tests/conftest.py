@@ -17,9 +17,9 @@ from jobs.session import build_spark
 
 @pytest.fixture(scope="session")
 def spark() -> Iterator[SparkSession]:
-    """local[2], two shuffle partitions, no UI: small and quick."""
+    """local[2], two shuffle partitions, no UI, the driver memory of conf/local.yaml."""
     session = build_spark(
-        SparkConfig(master="local[2]", app_name="replog-tests", shuffle_partitions=2,
+        SparkConfig(master="local[2]", app_name="replog-tests", shuffle_partitions=2, driver_memory="2g",
                     conf={"spark.ui.enabled": "false", "spark.sql.session.timeZone": "UTC",
                           "spark.default.parallelism": "2"})
     )

@@ -55,7 +55,9 @@ def evaluate(bronze: DataFrame, invariants: Sequence[str] | None = None) -> Data
     missing = [n for n in wanted if n not in IMPLEMENTED]
     if missing:
         raise ValueError(f"not evaluated by the Spark audit: {missing}")
-    parts = [s.run(bronze, wanted) for s in SCANS if any(n in s.checks for n in wanted)]
+    # Each scan's violations (a handful of rows behind a large plan) are materialised before the
+    # union: one plan holding every scan made the driver run out of heap analysing it.
+    parts = [s.run(bronze, wanted).localCheckpoint(eager=True) for s in SCANS if any(n in s.checks for n in wanted)]
     if not parts:
         return empty_violations(bronze.sparkSession)
     return applicable(bronze, reduce(DataFrame.unionByName, parts))
