@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.parquet as pq
-from pyspark.sql import Column, DataFrame, SparkSession
+from pyspark.sql import Column, DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
@@ -90,16 +90,41 @@ def discover(landing: str | Path) -> list[LandingFile]:
     return found
 
 
+def numbered_lines(spark: SparkSession, paths: Sequence[str]) -> DataFrame:
+    """Every line of the text files `paths` (blank ones too) with its file URI and 0-based number.
+
+    Spark's line reader splits big files and packs splits into tasks, so a line's number is
+    rebuilt from its split: within one split the rows keep their order, so a line's
+    `monotonically_increasing_id` minus that of the split's first line is its place in the split,
+    and the lines of the file's earlier splits (ordered by byte offset) come before it. The
+    per-split counts are one small aggregate, broadcast back; the files are read twice, but by
+    the plain line reader, which is far cheaper than holding each file as one string.
+    """
+    text = spark.read.option("lineSep", "\n").text(list(paths)).select(
+        F.col("value").alias("line"),
+        F.col("_metadata.file_path").alias("_uri"),
+        F.col("_metadata.file_block_start").alias("_block"),
+        F.monotonically_increasing_id().alias("_row"),
+    )
+    earlier = Window.partitionBy("_uri").orderBy("_block").rowsBetween(Window.unboundedPreceding, -1)
+    splits = (
+        text.groupBy("_uri", "_block")
+        .agg(F.min("_row").alias("_first"), F.count(F.lit(1)).alias("_n"))
+        .withColumn("_before", F.coalesce(F.sum("_n").over(earlier), F.lit(0)))
+    )
+    return text.join(F.broadcast(splits), ["_uri", "_block"]).select(
+        "_uri", (F.col("_row") - F.col("_first") + F.col("_before")).alias("pos"), "line"
+    )
+
+
 def read_jsonl(spark: SparkSession, files: Sequence[LandingFile]) -> DataFrame:
     """JSON Lines files as candidate records; every non-blank line is one record."""
     if not files:
         return _empty(spark)
     typed = T.StructType([*EVENT_SPARK_SCHEMA.fields, T.StructField(CORRUPT, T.StringType())])
     as_text = T.StructType([T.StructField(f.name, T.StringType()) for f in EVENT_SPARK_SCHEMA.fields])
-    # One row per file, split here, so that every line keeps its line number.
     lines = (
-        spark.read.text([f.path for f in files], wholetext=True)
-        .select(F.col("_metadata.file_path").alias("_uri"), F.posexplode(F.split("value", "\n")).alias("pos", "line"))
+        numbered_lines(spark, [f.path for f in files])
         .withColumn("line", F.when(F.endswith("line", F.lit("\r")), F.expr("substring(line, 1, length(line) - 1)"))
                     .otherwise(F.col("line")))
         # A UTF-8 byte-order mark at the start of a file is an encoding artefact, not data.

@@ -12,7 +12,7 @@ from pathlib import Path
 
 from pyspark.sql import SparkSession
 
-from jobs.landing import discover, read_jsonl
+from jobs.landing import discover, numbered_lines, read_jsonl
 from tests.conftest import event, write_jsonl
 
 
@@ -45,3 +45,26 @@ def test_a_good_line_is_not_malformed_and_a_broken_one_is(spark: SparkSession, l
     df = read_jsonl(spark, discover(landing))
     got = {r["_source_line"]: r["_malformed"] is not None for r in df.collect()}
     assert got == {1: False, 2: True, 3: True, 4: False}
+
+
+def test_line_numbers_survive_files_split_across_tasks(spark: SparkSession, tmp_path: Path) -> None:
+    """With splits of ~1 kB, big files span many tasks (packed out of order); numbers stay exact."""
+    files = []
+    for k, n in ((0, 300), (1, 7), (2, 120)):
+        p = tmp_path / f"f{k}.txt"
+        body = "".join(("" if i % 13 == 5 else f"file {k} line {i} " + "x" * (i % 40)) + "\n" for i in range(n))
+        p.write_text(body, encoding="utf-8")
+        files.append(p)
+    key = "spark.sql.files.maxPartitionBytes"
+    before = spark.conf.get(key)
+    spark.conf.set(key, "1024")
+    try:
+        got = numbered_lines(spark, [str(p) for p in files]).collect()
+        splits = spark.read.text([str(p) for p in files]).rdd.getNumPartitions()
+    finally:
+        spark.conf.set(key, before)
+    assert splits > 10  # the files really were split
+    expected = {
+        (p.name, i, line) for p in files for i, line in enumerate(p.read_text(encoding="utf-8").split("\n")[:-1])
+    }
+    assert {(r["_uri"].rsplit("/", 1)[1], r["pos"], r["line"]) for r in got} == expected
