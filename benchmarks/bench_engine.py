@@ -25,12 +25,13 @@ import datetime as dt
 import gc
 import json
 import os
-import subprocess
 import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
+
+from _meta import commit_measured  # benchmarks/ is on sys.path when a script runs from it
 
 from replication_core.config import ReplicationConfig
 from replication_core.leader_endpoint import FetchPartitionData, FetchRequest
@@ -103,15 +104,8 @@ def best_of(fn: Callable[[], float], repeats: int) -> float:
 
 
 def _commit() -> str | None:
-    """The commit measured (with `+dirty` if replication_core/ has uncommitted changes), or None."""
-    try:
-        head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True,
-                              check=True).stdout.strip()
-        dirty = subprocess.run(["git", "status", "--porcelain", "--", "replication_core"], cwd=ROOT,
-                               capture_output=True, text=True, check=True).stdout.strip()
-    except (OSError, subprocess.CalledProcessError):
-        return None
-    return head + ("+dirty" if dirty else "")
+    """The commit measured (see `_meta.commit_measured`)."""
+    return commit_measured("replication_core")
 
 
 def main() -> None:

@@ -31,6 +31,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from _meta import commit_measured  # benchmarks/ is on sys.path when a script runs from it
+
 ROOT = Path(__file__).resolve().parents[1]
 SCENARIO = ROOT / "conf" / "scenarios" / "large-30-brokers.yaml"
 TARGET_EVENTS_PER_S = 300_000
@@ -82,15 +84,8 @@ def profile(duration_ms: int, scenario: Path) -> None:
 
 
 def _commit() -> str | None:
-    """The commit measured (with `+dirty` if replication_core/ has uncommitted changes), or None."""
-    try:
-        head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True,
-                              check=True).stdout.strip()
-        dirty = subprocess.run(["git", "status", "--porcelain", "--", "replication_core"], cwd=ROOT,
-                               capture_output=True, text=True, check=True).stdout.strip()
-    except (OSError, subprocess.CalledProcessError):
-        return None
-    return head + ("+dirty" if dirty else "")
+    """The commit measured (see `_meta.commit_measured`)."""
+    return commit_measured("replication_core")
 
 
 def main() -> int:
