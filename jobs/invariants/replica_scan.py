@@ -91,6 +91,25 @@ def _closes() -> Column:
     return _is("broker_lifecycle") & F.col("action").isin(*CLOSING_ACTIONS)
 
 
+def marks() -> tuple[Column, Column, Column]:
+    """The replay's (role, down, LEO) marks: what each event sets, null where it sets nothing.
+
+    role: a leadership_change's role, "none" when a lifecycle event closes the tenure; down: a crash /
+    shutdown (True) or start / restart (False); LEO: append last_offset + 1, truncation offset, or a
+    leadership_change's leo. Carried forward with `last(..., ignorenulls)` over the replica window.
+    """
+    is_lc = _is("leadership_change")
+    is_life = _is("broker_lifecycle")
+    role = F.when(is_lc, F.when(F.col("action") == "become_leader", "leader").otherwise("follower")).when(
+        _closes(), "none")
+    down = (F.when(is_life & F.col("action").isin("crash", "shutdown"), F.lit(True))
+            .when(is_life & F.col("action").isin("restart", "start"), F.lit(False)))
+    leo = (F.when(_is("append"), F.col("last_offset") + 1)
+           .when(_is("truncation"), F.col("truncate_offset"))
+           .when(is_lc, F.col("leo")))
+    return role, down, leo
+
+
 def _lso_window() -> Window:
     return Window.partitionBy(*REPLICA, "_lso_seg").orderBy("event_id")
 
@@ -102,15 +121,8 @@ def _replay(rows: DataFrame, leader_view: bool = False) -> DataFrame:
     before = w.rowsBetween(Window.unboundedPreceding, -1)
     upto = w.rowsBetween(Window.unboundedPreceding, Window.currentRow)
     is_lc = _is("leadership_change")
-    is_life = _is("broker_lifecycle")
     closes = _closes()
-    role_mark = (F.when(is_lc, F.when(F.col("action") == "become_leader", "leader").otherwise("follower"))
-                 .when(closes, "none"))
-    down_mark = (F.when(is_life & F.col("action").isin("crash", "shutdown"), F.lit(True))
-                 .when(is_life & F.col("action").isin("restart", "start"), F.lit(False)))
-    leo_mark = (F.when(_is("append"), F.col("last_offset") + 1)
-                .when(_is("truncation"), F.col("truncate_offset"))
-                .when(is_lc, F.col("leo")))
+    role_mark, down_mark, leo_mark = marks()
     # r.epoch: set by a leadership_change that carries one, reset to -1 when the broker's process goes.
     lc_epoch = F.when(is_lc, F.col("leader_epoch")).when(closes, F.lit(-1))
     s1 = rows.select(
