@@ -79,6 +79,11 @@ def violation(
     return F.when(when, struct)
 
 
+def is_event(event_type: str) -> Column:
+    """True on rows of `event_type`."""
+    return F.col("event_type") == event_type
+
+
 def text(*parts: Column | str) -> Column:
     """A message: strings are literal text, Columns their values (null prints as 'null')."""
     cols = [F.lit(p) if isinstance(p, str) else F.coalesce(p.cast("string"), F.lit("null")) for p in parts]

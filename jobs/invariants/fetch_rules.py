@@ -34,6 +34,7 @@ from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
 from jobs.invariants.base import Scan, text, violation
+from jobs.invariants.base import is_event as _is
 from jobs.invariants.replica_scan import CLOSING_ACTIONS, REPLICA
 from replication_core.config import ReplicationConfig
 from replication_core.truncation import FLAGS
@@ -50,10 +51,6 @@ _DEFAULTS = ReplicationConfig()
 FENCING_MODES: tuple[str, ...] = tuple(p.value for p, flags in FLAGS.items() if flags.current_leader_epoch)
 """replog.truncation.mode values whose fetches carry KIP-320's CurrentLeaderEpoch (others are not judged)."""
 _LONG_MAX = 2**63 - 1
-
-
-def _is(event_type: str) -> Column:
-    return F.col("event_type") == event_type
 
 
 def fetch_events(bronze: DataFrame) -> DataFrame:

@@ -34,6 +34,7 @@ from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
 from jobs.invariants.base import Check, text, violation
+from jobs.invariants.base import is_event as _is
 
 INELIGIBLE_ACTIONS: tuple[str, ...] = ("crash", "shutdown", "controlled_shutdown")
 """broker_lifecycle actions after which a broker is not ISR-eligible until its next start / restart."""
@@ -41,10 +42,6 @@ INELIGIBLE_ACTIONS: tuple[str, ...] = ("crash", "shutdown", "controlled_shutdown
 
 def _empty() -> Column:
     return F.array().cast("array<int>")
-
-
-def _is(event_type: str) -> Column:
-    return F.col("event_type") == event_type
 
 
 def _set(column: str) -> Column:

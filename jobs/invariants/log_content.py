@@ -46,6 +46,7 @@ from pyspark.sql import functions as F
 
 from jobs.invariants import replica_scan
 from jobs.invariants.base import Scan, text, violation
+from jobs.invariants.base import is_event as _is
 from replication_core.checker.catalogue import BY_NAME, WARNING
 
 PARTITION: tuple[str, ...] = ("run_id", "topic", "partition")
@@ -57,10 +58,6 @@ CPA, INCONSISTENT, TRUNCATION = "committed_prefix_agreement", "inconsistent_offs
 ISR_HOLDS, FOLLOWER_MATCH = "isr_holds_committed", "follower_log_matching"
 STREAM = "event_stream_consistent"
 _BIG = 2**62  # beyond any offset
-
-
-def _is(event_type: str) -> Column:
-    return F.col("event_type") == event_type
 
 
 def _rec() -> Column:

@@ -44,6 +44,7 @@ from pyspark.sql import functions as F
 
 from jobs.invariants import isr_rules
 from jobs.invariants.base import Scan, text, violation
+from jobs.invariants.base import is_event as _is
 from replication_core.config import ReplicationConfig
 
 REPLICA: tuple[str, ...] = ("run_id", "topic", "partition", "broker_id")
@@ -63,10 +64,6 @@ _COLUMNS: tuple[str, ...] = (
 _DEFAULT_MIN_ISR = ReplicationConfig().min_insync_replicas  # a broker without broker_config runs defaults
 _DEFAULT_LAG_MAX = ReplicationConfig().replica_lag_time_max_ms
 _NO_LSO_LIMIT = 2**62  # larger than any offset: "no partial truncation since the last LSO set"
-
-
-def _is(event_type: str) -> Column:
-    return F.col("event_type") == event_type
 
 
 def replica_events(bronze: DataFrame) -> DataFrame:
