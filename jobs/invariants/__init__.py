@@ -23,11 +23,13 @@ from jobs.invariants import final_log as _final_log
 from jobs.invariants import leadership as _leadership
 from jobs.invariants import log_content as _log_content
 from jobs.invariants import replica_scan as _replica
+from jobs.invariants import truncation_point as _truncation_point
 from jobs.invariants.base import Scan, empty_violations
 from replication_core.checker.catalogue import BY_NAME, CATALOGUE
 
 SCANS: tuple[Scan, ...] = (
     _replica.SCAN, _leadership.SCAN, _epoch_cache.SCAN, _final_log.SCAN, _fetch_rules.SCAN, _log_content.SCAN,
+    _truncation_point.SCAN,
 )
 """Every scan of the audit, in evaluation order."""
 
@@ -175,6 +177,13 @@ def isr_holds_committed(bronze: DataFrame) -> DataFrame:
     """isr_holds_committed (§11.3 StrongIsr / WeakIsr): every record below a leader's HW is on every
     committed-ISR member."""
     return evaluate(bronze, ["isr_holds_committed"])
+
+
+def truncation_point(bronze: DataFrame) -> DataFrame:
+    """truncation_point (§11.9, §3.5): a follower truncates to getOffsetTruncationState's answer (rounded down to
+    a batch start), a DivergingEpoch is the leader's epoch-cache answer, and one below the LEO is followed by a
+    truncation."""
+    return evaluate(bronze, ["truncation_point"])
 
 
 def follower_log_matching(bronze: DataFrame) -> DataFrame:
