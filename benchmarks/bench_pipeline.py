@@ -234,8 +234,12 @@ def _scan_split(spark: Any, lake: Any, meter: StageMeter) -> list[dict[str, Any]
     return out
 
 
-def run_worker(spec: dict[str, Any]) -> dict[str, Any]:
-    """Measure the pipeline on one event folder in this (fresh) process; returns the figures."""
+def run_worker(spec: dict[str, Any], partial_out: Path | None = None) -> dict[str, Any]:
+    """Measure the pipeline on one event folder in this (fresh) process; returns the figures.
+
+    After every stage the figures so far are written to `partial_out` (if given), so a run that fails
+    (a job's exception, the JVM running out of heap) still leaves what it measured and why it stopped.
+    """
     from jobs.config import load_config
     from jobs.lake import open_lake
     from jobs.session import build_spark
@@ -269,15 +273,29 @@ def run_worker(spec: dict[str, Any]) -> dict[str, Any]:
     heap_start = jvm.heap_used_after_gc()
     py_reset = _reset_peak_rss("self")
     py_rss_start = (_proc_status_kb("self", "VmRSS") or 0) * 1024
+    def save_partial(failure: dict[str, Any] | None = None) -> None:
+        if partial_out is not None:
+            part = {"size": spec["size"], "events": spec["events"], "partial": True, "stages": stages,
+                    "results": results, "failure": failure, "warmup_seconds": warmup}
+            partial_out.write_text(json.dumps(part, indent=2), encoding="utf-8")
+
     for name in JOBS:
         print(f"[bench]   {name} ...", flush=True)
-        r, fig = meter.measure(jobs[name])
+        t_stage = time.perf_counter()
+        try:
+            r, fig = meter.measure(jobs[name])
+        except Exception as exc:
+            msg = (str(exc).strip().splitlines() or [""])[0][:500]
+            save_partial({"stage": name, "seconds_until_failure": time.perf_counter() - t_stage,
+                          "error": f"{type(exc).__name__}: {msg}"})
+            raise
         stages[name] = fig
         results[name] = _job_summary(name, r)
         print(f"[bench]   {name}: {fig['wall_seconds']:.1f} s wall, {fig['cpu_seconds']:.1f} CPU s", flush=True)
         if name == "ingest":
             _, stages["scan_1"] = meter.measure(lambda: _scan_and_aggregate(lake))
             print(f"[bench]   scan + aggregate: {stages['scan_1']['wall_seconds']:.1f} s wall", flush=True)
+        save_partial()
     py_peak_all = (_proc_status_kb("self", "VmHWM") or 0) * 1024 if py_reset else None
     _, stages["scan_2"] = meter.measure(lambda: _scan_and_aggregate(lake))
     print(f"[bench]   scan + aggregate again: {stages['scan_2']['wall_seconds']:.1f} s wall", flush=True)
@@ -339,6 +357,7 @@ def _simulate(scenario: Path, out: Path, duration_ms: int | None) -> dict[str, A
 def _run_worker_process(spec: dict[str, Any]) -> dict[str, Any]:
     out = Path(spec["work"]) / "result.json"
     out.unlink(missing_ok=True)
+    Path(str(out) + ".partial").unlink(missing_ok=True)
     cmd = [sys.executable, str(Path(__file__).resolve()), "--worker", json.dumps(spec), "--worker-out", str(out)]
     subprocess.run(cmd, check=True)
     return json.loads(out.read_text(encoding="utf-8"))
@@ -391,6 +410,11 @@ def _verdict(doc: dict[str, Any]) -> dict[str, str]:
     verdict = "met" if ratio["cpu"] <= TARGET_RATIO_TO_SCAN and ratio["wall"] <= TARGET_RATIO_TO_SCAN else (
         "NOT met" if ratio["cpu"] > TARGET_RATIO_TO_SCAN and ratio["wall"] > TARGET_RATIO_TO_SCAN
         else "met on one measure only")
+    failed_10m = next((f for k, f in doc["failed"].items() if int(k) >= 10_000_000), None)
+    if failed_10m is not None and not at_10m:
+        why = failed_10m.get("failure") or {}
+        verdict = f"NOT met (the 10 M run failed in {why.get('stage')}: {why.get('error')})"
+        at_10m = True
     out["timelines+lag+audit <= 4x scan"] = (
         f"{verdict if at_10m else 'not measured at 10 M'}: at {big['events']:,} events "
         f"{ratio['wall']:.1f}x (wall), {ratio['cpu']:.1f}x (CPU)"
@@ -415,6 +439,9 @@ def _verdict(doc: dict[str, Any]) -> dict[str, str]:
                    for k in ("python_peak_rss_jobs_bytes", "jvm_heap_after_gc_end_bytes"))
         out["driver memory flat"] = ("met" if flat else "NOT met") + ": " + "; ".join(
             f"{labels[k]} x{v:.2f}" for k, v in m.items() if v is not None)
+    elif failed_10m is not None:
+        out["growth 1 M -> 10 M"] = "NOT met: the 10 M run did not finish (see its failure)"
+        out["driver memory flat"] = "NOT met if the failure is the JVM running out of heap (see the log)"
     else:
         out["growth 1 M -> 10 M"] = "not measured (needs two sizes)"
         out["driver memory flat"] = "not measured (needs two sizes)"
@@ -511,7 +538,7 @@ def main(argv: list[str] | None = None) -> int:
     args = p.parse_args(argv)
 
     if args.worker:
-        res = run_worker(json.loads(args.worker))
+        res = run_worker(json.loads(args.worker), Path(args.worker_out + ".partial"))
         Path(args.worker_out).write_text(json.dumps(res, indent=2), encoding="utf-8")
         return 0
 
@@ -558,8 +585,11 @@ def main(argv: list[str] | None = None) -> int:
         try:
             doc["runs"][str(n)] = _run_worker_process(spec)
         except subprocess.CalledProcessError as e:
-            doc["failed"][str(n)] = f"worker exited with {e.returncode}"
-            print(f"[bench]   FAILED: worker exited with {e.returncode}", flush=True)
+            partial = run / "result.json.partial"
+            doc["failed"][str(n)] = json.loads(partial.read_text(encoding="utf-8")) if partial.exists() else {}
+            doc["failed"][str(n)]["exit_code"] = e.returncode
+            print(f"[bench]   FAILED: worker exited with {e.returncode}: {doc['failed'][str(n)].get('failure')}",
+                  flush=True)
         print(f"[bench]   worker took {time.perf_counter() - t:.0f} s", flush=True)
         shutil.rmtree(run / "lake", ignore_errors=True)
     if args.with_runs:
@@ -577,6 +607,12 @@ def main(argv: list[str] | None = None) -> int:
         _derive(doc)
         doc["verdict"] = _verdict(doc)
         print(_report(doc))
+    for k, f in doc["failed"].items():
+        print(f"\nFAILED at {int(k):,} ({f.get('events', 0):,} events): {f.get('failure')}")
+        for name, fig in f.get("stages", {}).items():
+            print(f"  {name:38}{fig['wall_seconds']:>10.1f} s wall{fig['cpu_seconds']:>10.1f} CPU s")
+        doc.setdefault("verdict", {})[f"run at {int(k):,}"] = (
+            f"FAILED in {(f.get('failure') or {}).get('stage')}: {(f.get('failure') or {}).get('error')}")
     print(f"load average (1/5/15 min) at start {'/'.join(f'{x:.1f}' for x in doc['load_average_start'])}, "
           f"at end {'/'.join(f'{x:.1f}' for x in doc['load_average_end'])}")
     out = Path(args.out) if args.out else BENCH_DIR / "results" / f"pipeline-{started.date().isoformat()}.json"
