@@ -14,17 +14,18 @@ What it does:
    (`jobs.config.load_config` + `jobs.session.build_spark`, local[2]), warms up with an ingest of the
    small sample landing set into a throwaway lake, then in the same session measures:
    - baselines: a plain Spark read of the same landing Parquet + count (the reference the ingest time
-     is given as a ratio of), a full read of every Parquet column (noop sink) and a full typed
-     read of the JSON Lines files (noop sink);
+     is given as a ratio of), a full read of every Parquet column (noop sink), a full typed read of
+     the JSON Lines files (noop sink), and a plain Spark copy of the Parquet partitioned by run_id
+     (the floor of any ingest that has Spark write the files);
    - `jobs.ingest.run_ingest` into a fresh temp lake (embedded Delta backend), timed end to end and
      split with `IngestResult.seconds` plus wrappers installed by this script around functions of
-     `jobs` (nothing in `jobs/` is edited): discovery and idempotency look-ups; the read + classify
-     pass that collects the batch's run ids (and fills the cache of classified candidates); dedupe +
-     cache + counts; Spark's Parquet write per table; the footer checks; the delta-rs commit; plus
-     the JVM's GC time during the ingest;
+     `jobs` (nothing in `jobs/` is edited): discovery, idempotency look-ups and the narrow key pass
+     (run ids, keys that can be duplicates); the one full pass (read + validate + count + write bronze's
+     files); the quarantine pass where anything is quarantined; Spark's Parquet write per table; the
+     footer checks; the delta-rs commit; plus the JVM's GC time during the ingest;
    - optionally (`--stages`, default on at the large size) stage ablations, each a separate pass into
-     a noop sink: read only, read without the `raw` column, read + classify, the run-id query alone
-     (uncached), read + classify + dedupe;
+     a noop sink: read only, read without the `raw` column, read + classify, the key pass's run-id
+     query and its suspect-key aggregate;
    - driver memory: peak RSS of the Python driver (`/proc/self/status` VmHWM, reset after warm-up,
      and `resource.getrusage`), the JVM's heap used after `System.gc()` before and after the ingest,
      the JVM heap peak during the ingest (memory-pool peaks), the JVM process peak RSS, and the size
@@ -293,7 +294,7 @@ def _noop(df: Any) -> None:
     df.write.format("noop").mode("overwrite").save()
 
 
-def _baselines(spark: Any, parquet_files: list[str], jsonl_files: list[str]) -> dict[str, float]:
+def _baselines(spark: Any, parquet_files: list[str], jsonl_files: list[str], copy_dir: str) -> dict[str, float]:
     from jobs.landing import EVENT_SPARK_SCHEMA
 
     out: dict[str, float] = {}
@@ -303,6 +304,11 @@ def _baselines(spark: Any, parquet_files: list[str], jsonl_files: list[str]) -> 
         _noop(spark.read.schema(EVENT_SPARK_SCHEMA).parquet(*parquet_files))
     with _stopwatch(out, "jsonl_read_all_columns"):
         _noop(spark.read.schema(EVENT_SPARK_SCHEMA).json(jsonl_files))
+    with _stopwatch(out, "parquet_copy_partitioned"):
+        # The floor of "Spark writes Parquet": the same records read and written again, partitioned
+        # as bronze is, with no validation, counting or commit.
+        spark.read.schema(EVENT_SPARK_SCHEMA).parquet(*parquet_files).write.mode("overwrite").partitionBy(
+            "run_id").parquet(copy_dir)
     out["parquet_rows"] = float(n)
     return out
 
@@ -312,7 +318,7 @@ def _stages(spark: Any, lake: Any, landing: str) -> dict[str, float]:
     from pyspark.sql import functions as F
 
     import jobs.ingest as ingest
-    from jobs.landing import discover
+    from jobs.landing import discover, record_keys
     from jobs.validate import classify
     from schemas.tables import BRONZE_EVENTS
 
@@ -326,14 +332,12 @@ def _stages(spark: Any, lake: Any, landing: str) -> dict[str, float]:
     classified = classify(cand)
     with _stopwatch(out, "read_classify"):
         _noop(classified)
-    verdicts = classified.select("run_id", "event_id", "_source_file", "_source_line", "_reason_code")
-    with _stopwatch(out, "verdicts_pass"):
-        _noop(verdicts)
-    with _stopwatch(out, "run_ids"):
-        verdicts.where(F.col("run_id").isNotNull()).select("run_id").distinct().collect()
+    keys = record_keys(spark, files)
+    with _stopwatch(out, "key_pass_runs"):
+        keys.where(F.col("run_id").isNotNull()).select("run_id").distinct().collect()
     existing = lake.read(BRONZE_EVENTS, []).select("run_id", "event_id")
-    with _stopwatch(out, "read_classify_duplicate_flags"):
-        _noop(ingest.duplicate_flags(verdicts, existing))
+    with _stopwatch(out, "key_pass_suspects"):
+        _noop(ingest.suspect_keys(keys, existing))
     return out
 
 
@@ -369,7 +373,7 @@ def run_worker(spec: dict[str, Any]) -> dict[str, Any]:
 
     parquet_files = sorted(str(p) for p in Path(spec["landing"]["parquet"]).glob("*.parquet"))
     jsonl_files = sorted(str(p) for p in Path(spec["landing"]["jsonl"]).glob("*.jsonl"))
-    baselines = _baselines(spark, parquet_files, jsonl_files)
+    baselines = _baselines(spark, parquet_files, jsonl_files, str(work / "baseline-copy"))
 
     heap_before = jvm.heap_used_after_gc()
     py_reset = _reset_peak_rss("self")
@@ -390,31 +394,24 @@ def run_worker(spec: dict[str, Any]) -> dict[str, Any]:
     jvm_rss_peak = jvm.rss_peak()
     heap_after = jvm.heap_used_after_gc()
 
-    t_classify = tl.first_call("classify") or t0
-    t_dedupe = tl.first_call("duplicate_flags") or t_classify
-    rv = result.seconds.get("read_validate", float("nan"))
-    wc = result.seconds.get("write_commit", float("nan"))
-    write = tl.total("write_files")
-    footer = tl.total("check_file_schema")
-    commit = tl.total("commit")
+    kd = result.seconds.get("keys_duplicates", float("nan"))
+    vw = result.seconds.get("validate_write", float("nan"))
+    qc = result.seconds.get("quarantine_commit", float("nan"))
     split = {
-        "read_validate": rv,
-        "write_commit": wc,
-        # read_validate, split by call times of classify() and duplicate_flags(): before classify(),
-        # discovery and idempotency look-ups; between them, the verdicts pass (read + classify into
-        # the narrow cache) and the counts; after, the run list and the duplicate check.
-        "discover_and_key_lookups": t_classify - t0,
-        "verdicts_and_counts": t_dedupe - t_classify,
-        "runs_and_duplicates": (t0 + rv) - t_dedupe,
-        # write_commit, split by the wrapped lake functions:
+        # discovery, idempotency look-ups, the narrow key pass, the run list and the suspect-key check
+        # (plus the exact duplicate check where any key is suspect)
+        "keys_duplicates": kd,
+        # the one full pass: read + validate + count every record + write bronze's files (uncommitted)
+        "validate_write_bronze": vw,
         "write_bronze": tl.total("write_files", "bronze/replication_events"),
+        # the quarantine pass (only when something is quarantined) and both commits
+        "quarantine_commit": qc,
         "write_quarantine": tl.total("write_files", "bronze/quarantine"),
-        "write_footer_checks": footer,
+        "write_footer_checks": tl.total("check_file_schema"),
         "commit_bronze": tl.total("commit", "bronze/replication_events"),
         "commit_quarantine": tl.total("commit", "bronze/quarantine"),
         "commit_delta_rs_call": tl.total("commit_actions"),
-        "write_commit_other": wc - write - commit,
-        "after_write_commit": t_end - (t0 + rv + wc),
+        "after": t_end - (t0 + kd + vw + qc),
         # not a part of the sum: JVM garbage collection during the ingest (all threads, all collectors)
         "jvm_gc_during_ingest": gc_after[1] - gc_before[1],
     }
@@ -517,24 +514,24 @@ def _report(doc: dict[str, Any]) -> str:
         lambda x: f"{x:.2f}")
     row("load average (1 min) at start", lambda r: r["cpu"]["loadavg_1m_start"], lambda x: f"{x:.1f}")
     row("ingest total (s)", lambda r: r["ingest_seconds"], _fmt_s)
-    row("  read+validate (s)", lambda r: r["split_seconds"]["read_validate"], _fmt_s)
-    row("    discover + idempotency look-ups", lambda r: r["split_seconds"]["discover_and_key_lookups"], _fmt_s)
-    row("    verdicts pass + counts", lambda r: r["split_seconds"]["verdicts_and_counts"], _fmt_s)
-    row("    run list + duplicate check", lambda r: r["split_seconds"]["runs_and_duplicates"], _fmt_s)
-    row("  write+commit (s)", lambda r: r["split_seconds"]["write_commit"], _fmt_s)
-    row("    Spark write bronze", lambda r: r["split_seconds"]["write_bronze"], _fmt_s)
+    row("  keys, runs, duplicate check (s)", lambda r: r["split_seconds"]["keys_duplicates"], _fmt_s)
+    row("  read+validate+count, write bronze (s)", lambda r: r["split_seconds"]["validate_write_bronze"], _fmt_s)
+    row("  quarantine pass + commits (s)", lambda r: r["split_seconds"]["quarantine_commit"], _fmt_s)
     row("    Spark write quarantine", lambda r: r["split_seconds"]["write_quarantine"], _fmt_s)
-    row("    (of which footer schema checks)", lambda r: r["split_seconds"]["write_footer_checks"], _fmt_s)
+    row("    (footer schema checks, both tables)", lambda r: r["split_seconds"]["write_footer_checks"], _fmt_s)
     row("    commit bronze + quarantine", lambda r: r["split_seconds"]["commit_bronze"]
         + r["split_seconds"]["commit_quarantine"], _fmt_s)
     row("    (of which delta-rs commit call)", lambda r: r["split_seconds"]["commit_delta_rs_call"], _fmt_s)
-    row("    other (idempotency pre-checks)", lambda r: r["split_seconds"]["write_commit_other"], _fmt_s)
     row("JVM GC time during ingest (s, overlaps)", lambda r: r["split_seconds"].get("jvm_gc_during_ingest"), _fmt_s)
     row("baseline: Parquet read + count (s)", lambda r: r["baseline_seconds"]["parquet_read_count"], _fmt_s)
     row("baseline: Parquet read, all columns (s)", lambda r: r["baseline_seconds"]["parquet_read_all_columns"],
         _fmt_s)
     row("baseline: JSONL typed read, all columns (s)", lambda r: r["baseline_seconds"]["jsonl_read_all_columns"],
         _fmt_s)
+    row("baseline: Parquet copy, partitioned (s)", lambda r: r["baseline_seconds"].get("parquet_copy_partitioned"),
+        _fmt_s)
+    row("ingest / Parquet copy partitioned", lambda r: r["ingest_seconds"] / copy
+        if (copy := r["baseline_seconds"].get("parquet_copy_partitioned")) else None, lambda x: f"{x:.1f}x")
     row("ingest / Parquet read+count", lambda r: r["ratio_to_parquet_read_count"], lambda x: f"{x:.1f}x")
     row("ingest / Parquet read all columns", lambda r: r["ratio_to_parquet_read_all_columns"], lambda x: f"{x:.1f}x")
     row("ingest / JSONL read all columns", lambda r: r["ratio_to_jsonl_read_all_columns"], lambda x: f"{x:.1f}x")

@@ -22,12 +22,13 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from pyspark import StorageLevel
-from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import DataFrame, Observation, SparkSession
 from pyspark.sql import functions as F
 
-from jobs.lake import CommitResult, Lake
-from jobs.landing import LandingFile, discover, read_jsonl, read_parquet, unreadable_files
-from jobs.validate import DUPLICATE, classify
+from jobs.lake import CommitResult, Lake, StagedWrite
+from jobs.landing import LandingFile, discover, read_jsonl, read_parquet, record_keys, unreadable_files
+from jobs.session import sql_conf
+from jobs.validate import DUPLICATE, classify, reason_codes
 from schemas.events import BRONZE_EVENTS_SCHEMA, SchemaVersionError
 from schemas.tables import BRONZE_EVENTS, BRONZE_QUARANTINE
 
@@ -155,13 +156,56 @@ def _file_filter(files: Sequence[LandingFile]) -> F.Column:
     return F.col("_source_file").isin(*[f.path for f in files]) if files else F.lit(False)
 
 
+def suspect_keys(keys: DataFrame, existing: DataFrame) -> DataFrame:
+    """The (run_id, event_id) keys that can be duplicates: seen twice in the batch, or already in bronze.
+
+    One hash aggregate over the batch's keys and the existing keys of the same runs; a superset of
+    the duplicates (it does not know which records validation keeps), usually empty.
+    """
+    tagged = keys.where(F.col("run_id").isNotNull() & F.col("event_id").isNotNull()).select(
+        "run_id", "event_id", F.lit(1).alias("_in_batch"), F.lit(0).alias("_in_bronze")
+    ).unionByName(existing.select("run_id", "event_id", F.lit(0).alias("_in_batch"), F.lit(1).alias("_in_bronze")))
+    counted = tagged.groupBy("run_id", "event_id").agg(
+        F.sum("_in_batch").alias("_n"), F.max("_in_bronze").alias("_old")
+    )
+    return counted.where((F.col("_n") > 1) | ((F.col("_n") > 0) & (F.col("_old") > 0))).select("run_id", "event_id")
+
+
+def _observed_counts(final: DataFrame) -> tuple[DataFrame, Observation]:
+    """`final` with metrics collected by whichever action reads it: records per reason code, newer majors."""
+    obs = Observation("ingest_counts")
+    code = F.col("_reason_code")
+    metrics = [
+        F.count(F.lit(1)).alias("read"),
+        F.count(code).alias("bad"),
+        F.count(F.when(F.col("_newer_major"), 1)).alias("newer"),
+        F.min(F.when(F.col("_newer_major"), F.col("_source_file"))).alias("newer_example"),
+        *[F.count(F.when(code == c, 1)).alias(f"code:{c}") for c in reason_codes()],
+    ]
+    return final.observe(obs, *metrics), obs
+
+
 def run_ingest(
     spark: SparkSession,
     lake: Lake,
     landing: str,
     log: Callable[[str], None] = print,
 ) -> IngestResult:
-    """Ingest what is new in `landing`; see the module docstring for the guarantees."""
+    """Ingest what is new in `landing`; see the module docstring for the guarantees.
+
+    The records are read in full once in the common case: a narrow pass over the keys finds the
+    few that can be duplicates (usually none), then one pass validates every record, writes the
+    kept ones (uncommitted) and counts all of them as it goes. Quarantined records are written by
+    a second pass only when there are any. Both tables are committed after that, quarantine first.
+    """
+    # Validation is one wide expression per record over a join (line numbers) of a parse: Spark's
+    # constraint propagation, inferring filters through that join, grows without bound on it (the
+    # driver ran out of heap planning the quarantine write). The inferred filters buy nothing here.
+    with sql_conf(spark, {"spark.sql.constraintPropagation.enabled": "false"}):
+        return _ingest(spark, lake, landing, log)
+
+
+def _ingest(spark: SparkSession, lake: Lake, landing: str, log: Callable[[str], None]) -> IngestResult:
     t0 = time.perf_counter()
     files = discover(landing)
     keys = [f.key for f in files]
@@ -178,45 +222,51 @@ def run_ingest(
     size_mb = sum(f.size for f in pending) / 1e6
     log(f"ingest {batch}: reading {len(pending)} files ({size_mb:.1f} MB) from {landing}")
 
-    candidates = classify(read_candidates(spark, pending)).withColumn("_ingest_batch", F.lit(batch))
-    # JSON Lines are parsed once and kept; Parquet is cheaper to read again than to cache, and
-    # re-reading keeps `raw` (a row as JSON) lazy: it is built only for the records quarantined.
-    classified = (
-        candidates.persist(StorageLevel.MEMORY_AND_DISK) if any(f.kind == "jsonl" for f in pending) else candidates
-    )
-    # The first pass keeps only keys and verdicts: the run list, the duplicate check and the
-    # counts read this narrow frame, and the two writes read the records themselves.
-    verdicts = classified.select(
-        "run_id", "event_id", "_source_file", "_source_line", "_reason_code", "_newer_major"
-    ).persist(StorageLevel.MEMORY_AND_DISK)
-    dups = None
+    classified = classify(read_candidates(spark, pending)).withColumn("_ingest_batch", F.lit(batch))
+    record_keys_df = record_keys(spark, pending).persist(StorageLevel.MEMORY_AND_DISK)
+    suspects = dups = None
+    staged: list[StagedWrite] = []  # written, commit not yet attempted: dropped if the run fails
     try:
-        counts = {
-            (r["_reason_code"], bool(r["_newer_major"])): (r["n"], r["example"])
-            for r in verdicts.groupBy("_reason_code", "_newer_major")
-            .agg(F.count(F.lit(1)).alias("n"), F.min("_source_file").alias("example"))
-            .collect()
-        }
-        newer = [(n, ex) for (code, nm), (n, ex) in counts.items() if nm]
-        if newer:
-            n, example = newer[0]
-            version = classified.where("_newer_major").select("schema_version").first()[0]
-            raise SchemaVersionError(version, where=f"in {n} records, e.g. {example}")
         # One small row per run: the partitions of bronze that can hold duplicates of this batch.
-        runs = [{"run_id": r["run_id"]} for r in verdicts.where(F.col("run_id").isNotNull()).select("run_id")
-                .distinct().collect()]
-        dups = duplicate_flags(verdicts, lake.read(BRONZE_EVENTS, runs)).persist(StorageLevel.MEMORY_AND_DISK)
-        n_dups = dups.count()
+        runs = [{"run_id": r["run_id"]} for r in record_keys_df.where(F.col("run_id").isNotNull())
+                .select("run_id").distinct().collect()]
+        existing = lake.read(BRONZE_EVENTS, runs)
+        suspects = suspect_keys(record_keys_df, existing).persist(StorageLevel.MEMORY_AND_DISK)
+        n_dups = 0
+        if suspects.count():
+            # Only the records carrying a suspect key need their verdicts for the exact check.
+            verdicts = classified.join(suspects, ["run_id", "event_id"], "left_semi").select(
+                "run_id", "event_id", "_source_file", "_source_line", "_reason_code")
+            dups = duplicate_flags(verdicts, existing).persist(StorageLevel.MEMORY_AND_DISK)
+            n_dups = dups.count()
         # Duplicates are rare: usually there is nothing to join at all, and a few are broadcast.
         final = classified if n_dups == 0 else mark_duplicates(classified, dups, n_dups <= BROADCAST_DUPLICATES)
-        result.seconds["read_validate"] = time.perf_counter() - t0
-        result.read = sum(n for n, _ in counts.values())
-        result.by_reason = {code: n for (code, _), (n, _) in counts.items() if code is not None}
-        if n_dups:
-            result.by_reason[DUPLICATE] = n_dups
-        result.kept = counts.get((None, False), (0, None))[0] - n_dups
-        result.quarantined = sum(result.by_reason.values())
-        result.duplicates = n_dups
+        counted, obs = _observed_counts(final)
+        result.seconds["keys_duplicates"] = time.perf_counter() - t0
+
+        t1 = time.perf_counter()
+        # The pass that writes bronze's files also counts every record of the batch.
+        good = counted.where(F.col("_reason_code").isNull() & _file_filter(for_bronze)).select(
+            *[f.name for f in BRONZE_EVENTS_SCHEMA])
+        b_staged = None
+        if for_bronze:
+            b_staged = lake.stage(BRONZE_EVENTS, good)
+            staged.append(b_staged)
+        else:
+            counted.write.format("noop").mode("overwrite").save()
+        m = obs.get
+        result.seconds["validate_write"] = time.perf_counter() - t1
+        if m["newer"]:
+            version = classified.where("_newer_major").select("schema_version").first()[0]
+            raise SchemaVersionError(version, where=f"in {m['newer']} records, e.g. {m['newer_example']}")
+        by_code = {c: m[f"code:{c}"] for c in reason_codes()}
+        if sum(by_code.values()) != m["bad"]:
+            raise AssertionError(f"reason codes counted {sum(by_code.values())} records, {m['bad']} are bad")
+        result.read = m["read"]
+        result.by_reason = {c: n for c, n in by_code.items() if n}
+        result.quarantined = m["bad"]
+        result.duplicates = by_code[DUPLICATE]
+        result.kept = result.read - result.quarantined
         meta = {
             "replog.batch": batch,
             "replog.files": len(pending),
@@ -225,39 +275,32 @@ def run_ingest(
             "replog.records_quarantined": result.quarantined,
             "replog.records_duplicate": result.duplicates,
         }
-        t1 = time.perf_counter()
+        t2 = time.perf_counter()
         q = b = None
-        # With nothing to write, an empty frame still commits the files' idempotency keys, without
-        # a scan of the whole batch to find no rows.
-        bad = final.where(F.col("_reason_code").isNotNull() & _file_filter(for_quarantine))
-        if result.quarantined == 0:
-            bad = bad.limit(0)
         if for_quarantine:
-            q = lake.append(
-                BRONZE_QUARANTINE,
-                bad.select(
-                    "_source_file", "_source_line", "raw", F.col("_reason").alias("reason"),
-                    F.col("_reason_code").alias("reason_code"), "run_id", "event_id", "_ingest_batch",
-                ),
-                keys=[f.key for f in for_quarantine],
-                metadata=meta,
-            )
-        good = final.where(F.col("_reason_code").isNull() & _file_filter(for_bronze))
-        if result.kept == 0:
-            good = good.limit(0)
-        if for_bronze:
-            b = lake.append(
-                BRONZE_EVENTS,
-                good.select(*[f.name for f in BRONZE_EVENTS_SCHEMA]),
-                keys=[f.key for f in for_bronze],
-                metadata=meta,
-            )
-        result.seconds["write_commit"] = time.perf_counter() - t1
+            bad = final.where(F.col("_reason_code").isNotNull() & _file_filter(for_quarantine))
+            # With nothing to write, an empty frame still commits the files' idempotency keys,
+            # without a scan of the whole batch to find no rows.
+            if result.quarantined == 0:
+                bad = bad.limit(0)
+            q_staged = lake.stage(BRONZE_QUARANTINE, bad.select(
+                "_source_file", "_source_line", "raw", F.col("_reason").alias("reason"),
+                F.col("_reason_code").alias("reason_code"), "run_id", "event_id", "_ingest_batch",
+            ))
+            q = lake.commit_staged(q_staged, keys=[f.key for f in for_quarantine], metadata=meta)
+        if b_staged is not None:
+            # From here on the files may be in the log: never delete them, whatever happens.
+            staged.clear()
+            b = lake.commit_staged(b_staged, keys=[f.key for f in for_bronze], metadata=meta)
+        result.seconds["quarantine_commit"] = time.perf_counter() - t2
         everything = len(pending)
-        for commit, files, expected in ((q, for_quarantine, result.quarantined), (b, for_bronze, result.kept)):
-            _check_written(result, commit, expected if len(files) == everything else None)
+        for commit, files_, expected in ((q, for_quarantine, result.quarantined), (b, for_bronze, result.kept)):
+            _check_written(result, commit, expected if len(files_) == everything else None)
     finally:
-        for df in (classified, verdicts, dups):
+        # A write that was staged but not committed is dropped: nothing references it.
+        for s in staged:
+            lake.discard(s)
+        for df in (record_keys_df, suspects, dups):
             if df is not None:
                 df.unpersist()
     result.quarantine_version = q.version if q and q.version is not None else lake.version(BRONZE_QUARANTINE)

@@ -174,6 +174,26 @@ def read_jsonl(spark: SparkSession, files: Sequence[LandingFile]) -> DataFrame:
     )
 
 
+def record_keys(spark: SparkSession, files: Sequence[LandingFile]) -> DataFrame:
+    """(run_id, event_id) of every record of `files`, read as cheaply as the format allows.
+
+    For every record that validation keeps, the key is the one the full read gives it (Parquet: the
+    same reader, pruned to two columns; JSON Lines: the same two fields, parsed alone, with a
+    leading byte-order mark dropped as the full read does). Other records may get any key or none:
+    the keys only decide which records the exact duplicate check has to look at.
+    """
+    frames = []
+    jsonl = [f.path for f in files if f.kind == "jsonl"]
+    if jsonl:
+        line = F.col("value")
+        line = F.when(F.startswith(line, F.lit("\ufeff")), F.expr("substring(value, 2)")).otherwise(line)
+        key = F.from_json(line, "run_id string, event_id bigint")
+        frames.append(spark.read.option("lineSep", "\n").text(jsonl).select(key.alias("k")).select("k.*"))
+    parquet, _ = read_parquet(spark, [f for f in files if f.kind == "parquet"])
+    frames.append(parquet.select("run_id", "event_id"))
+    return reduce(DataFrame.unionByName, frames)
+
+
 @cache
 def _wrong_type_sql() -> str:
     """SQL for the fields whose text parsed but whose typed value did not: (field, message) pairs."""

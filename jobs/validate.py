@@ -225,6 +225,11 @@ def problems_sql() -> str:
     return f"filter(array({cases}), p -> p IS NOT NULL)"
 
 
+def reason_codes() -> tuple[str, ...]:
+    """Every `_reason_code` a record can get, in precedence order (duplicates are found last)."""
+    return (MALFORMED, *dict.fromkeys(r.code for r in rules()), DUPLICATE)
+
+
 def classify(candidates: DataFrame) -> DataFrame:
     """Add `_reason`, `_reason_code` and `_newer_major` to candidate records (see module doc)."""
     major = f"try_cast(regexp_extract(schema_version, {sql_str(_VERSION_RE)}, 1) AS INT)"

@@ -141,3 +141,48 @@ def test_bronze_tables_open_with_deltalake(spark, lake, landing) -> None:
     assert t.metadata().partition_columns == ["run_id"]
     assert sorted(t.to_pyarrow_table(columns=["run_id"]).column("run_id").to_pylist()) == ["run-a", "run-b"]
     assert lake.read(BRONZE_EVENTS).where(F.col("run_id") == "run-b").count() == 1
+
+
+def test_a_bad_record_does_not_make_a_good_one_with_its_key_a_duplicate(spark, lake, landing) -> None:
+    # The key pass sees (run-a, 1) twice; only the exact check knows the first one is quarantined.
+    write_jsonl(landing / "a.jsonl", [event(1, leo=-1), event(1), event(2)])
+    r = quiet(spark, lake, landing)
+    assert (r.read, r.kept, r.quarantined, r.duplicates) == (3, 2, 1, 0) and r.reconciles
+    assert r.by_reason == {"invalid_value": 1}
+    assert sorted(x["_source_line"] for x in lake.read(BRONZE_EVENTS).collect()) == [2, 3]
+
+
+def test_a_first_line_behind_a_byte_order_mark_is_found_as_the_first_of_a_duplicate(spark, lake, landing) -> None:
+    body = "\n".join(json.dumps(event(i)) for i in (7, 8, 7)) + "\n"
+    (landing / "bom.jsonl").write_bytes("\ufeff".encode() + body.encode())
+    r = quiet(spark, lake, landing)
+    assert (r.read, r.kept, r.duplicates) == (3, 2, 1) and r.reconciles
+    q = lake.read(BRONZE_QUARANTINE).select("_source_line", "reason_code").collect()
+    assert [(x["_source_line"], x["reason_code"]) for x in q] == [(3, "duplicate")]
+
+
+def test_a_failed_run_leaves_no_staged_files_behind(spark, lake, landing) -> None:
+    write_jsonl(landing / "a.jsonl", [event(1), event(2, schema_version="2.0")])
+    with pytest.raises(SchemaVersionError):
+        quiet(spark, lake, landing)
+    table_dir = Path(lake.path(BRONZE_EVENTS))
+    assert not list(table_dir.rglob("*.parquet"))
+    assert lake.read(BRONZE_EVENTS).count() == 0
+
+
+def test_the_generic_staging_path_commits_once_and_cleans_up(spark, lake, landing) -> None:
+    # What the native backend uses: stage to <lake>/_staging, append it at commit time.
+    from jobs.lake import IdempotencyKey, Lake
+
+    df = spark.createDataFrame([("x", 1)], "_source_file string, _source_line long")
+    df = df.select("_source_file", "_source_line", *[F.lit(None).cast(t).alias(c) for c, t in (
+        ("raw", "string"), ("reason", "string"), ("reason_code", "string"), ("run_id", "string"),
+        ("event_id", "long"), ("_ingest_batch", "string"))])
+    staged = Lake.stage(lake, BRONZE_QUARANTINE, df)
+    assert lake.version(BRONZE_QUARANTINE) is None  # written, not visible
+    key = IdempotencyKey("generic-staging-test")
+    first = Lake.commit_staged(lake, staged, keys=[key])
+    assert first.version is not None and not Path(staged.handle).exists()
+    assert lake.read(BRONZE_QUARANTINE).count() == 1
+    again = Lake.commit_staged(lake, Lake.stage(lake, BRONZE_QUARANTINE, df), keys=[key])
+    assert again.skipped and lake.read(BRONZE_QUARANTINE).count() == 1

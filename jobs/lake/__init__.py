@@ -5,7 +5,7 @@ from __future__ import annotations
 from pyspark.sql import SparkSession
 
 from jobs.config import JobConfig
-from jobs.lake.api import CommitResult, IdempotencyKey, Lake, PartitionValues
+from jobs.lake.api import CommitResult, IdempotencyKey, Lake, PartitionValues, StagedWrite
 from jobs.lake.embedded import EmbeddedLake
 from jobs.lake.errors import (
     ConcurrentCommitError,
@@ -19,7 +19,7 @@ from jobs.session import resolve_backend
 
 __all__ = [
     "CommitResult", "ConcurrentCommitError", "EmbeddedLake", "IdempotencyKey", "Lake", "LakeError",
-    "NativeLake", "PartitionValues", "SchemaMismatchError", "TableNotFoundError",
+    "NativeLake", "PartitionValues", "SchemaMismatchError", "StagedWrite", "TableNotFoundError",
     "UnsupportedTableProtocolError", "open_lake",
 ]
 

@@ -8,12 +8,15 @@ table is skipped, so a job that is rerun, or resumed after a crash, commits each
 from __future__ import annotations
 
 import abc
+import shutil
+import uuid
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from pyspark.sql import DataFrame, SparkSession
 
+from schemas.spark import to_spark_schema
 from schemas.tables import TableSpec
 
 PartitionValues = Mapping[str, str | None]
@@ -42,6 +45,18 @@ class CommitResult:
     files_removed: int = 0
     skipped: bool = False
     metadata: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class StagedWrite:
+    """Records written by Spark but not yet committed: invisible to readers until `Lake.commit_staged`.
+
+    `handle` is the backend's own: the embedded backend's `add` actions of files already in the table
+    folder, or the generic staging folder whose Parquet a later append copies in.
+    """
+
+    table: TableSpec
+    handle: Any
 
 
 class Lake(abc.ABC):
@@ -89,6 +104,35 @@ class Lake(abc.ABC):
         metadata: Mapping[str, Any] | None = None,
     ) -> CommitResult:
         """Append `df` in one commit; skipped if every key is already committed."""
+
+    def stage(self, spec: TableSpec, df: DataFrame) -> StagedWrite:
+        """Run the Spark job that writes `df` now, commit it later (`commit_staged`) or never (`discard`).
+
+        A job can so learn what it wrote (e.g. `Observation` metrics of the same pass) before it
+        commits. The default writes Parquet to `<root>/_staging/` and appends it at commit time, which
+        every backend supports; a backend that can commit files it already wrote does better.
+        """
+        folder = f"{self.root}/_staging/{spec.name.replace('/', '.')}-{uuid.uuid4().hex}"
+        df.write.mode("error").parquet(folder)
+        return StagedWrite(spec, folder)
+
+    def commit_staged(
+        self,
+        staged: StagedWrite,
+        keys: Sequence[IdempotencyKey] = (),
+        metadata: Mapping[str, Any] | None = None,
+    ) -> CommitResult:
+        """Append what `stage` wrote in one commit; skipped if every key is already committed."""
+        spec = staged.table
+        df = self.spark.read.schema(to_spark_schema(spec.schema)).parquet(staged.handle)
+        try:
+            return self.append(spec, df, keys, metadata)
+        finally:
+            shutil.rmtree(staged.handle, ignore_errors=True)
+
+    def discard(self, staged: StagedWrite) -> None:
+        """Forget a staged write that will not be committed."""
+        shutil.rmtree(staged.handle, ignore_errors=True)
 
     @abc.abstractmethod
     def overwrite_partitions(

@@ -26,6 +26,7 @@ from __future__ import annotations
 import fcntl
 import json
 import os
+import shutil
 import time
 import urllib.parse
 import uuid
@@ -42,7 +43,7 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
-from jobs.lake.api import CommitResult, IdempotencyKey, Lake, PartitionValues
+from jobs.lake.api import CommitResult, IdempotencyKey, Lake, PartitionValues, StagedWrite
 from jobs.lake.errors import ConcurrentCommitError, SchemaMismatchError, UnsupportedTableProtocolError
 from schemas.spark import to_spark_schema
 from schemas.tables import TableSpec
@@ -174,8 +175,26 @@ class EmbeddedLake(Lake):
         """Write `df` as new files and commit them in one append, once per set of keys."""
         if self.already_committed(spec, keys):
             return CommitResult(spec.name, None, skipped=True)
-        adds = self._write_files(spec, df)
-        return self._commit(spec, adds, lambda _dt: [], keys, metadata, "append")
+        return self.commit_staged(self.stage(spec, df), keys, metadata)
+
+    def stage(self, spec: TableSpec, df: DataFrame) -> StagedWrite:
+        """Write `df`'s files into the table folder, uncommitted (so invisible) until `commit_staged`."""
+        return StagedWrite(spec, self._write_files(spec, df))
+
+    def commit_staged(
+        self,
+        staged: StagedWrite,
+        keys: Sequence[IdempotencyKey] = (),
+        metadata: Mapping[str, Any] | None = None,
+    ) -> CommitResult:
+        """Commit the staged files in one append; skipped if every key is already committed."""
+        return self._commit(staged.table, staged.handle, lambda _dt: [], keys, metadata, "append")
+
+    def discard(self, staged: StagedWrite) -> None:
+        """Delete staged files that will not be committed (nothing references them)."""
+        root = Path(self.path(staged.table))
+        for batch in {Path(add.path).parts[0] for add in staged.handle}:
+            shutil.rmtree(root / batch, ignore_errors=True)
 
     def overwrite_partitions(
         self,
