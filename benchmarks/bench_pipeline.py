@@ -359,7 +359,15 @@ def _run_worker_process(spec: dict[str, Any]) -> dict[str, Any]:
     out.unlink(missing_ok=True)
     Path(str(out) + ".partial").unlink(missing_ok=True)
     cmd = [sys.executable, str(Path(__file__).resolve()), "--worker", json.dumps(spec), "--worker-out", str(out)]
-    subprocess.run(cmd, check=True)
+    # The worker's stderr (Spark's log) is passed through and watched for the JVM running out of heap.
+    with subprocess.Popen(cmd, stderr=subprocess.PIPE, text=True, errors="replace") as proc:
+        assert proc.stderr is not None
+        for line in proc.stderr:
+            sys.stderr.write(line)
+            if "java.lang.OutOfMemoryError" in line:
+                spec["jvm_out_of_memory"] = line.strip()[:300]
+    if proc.returncode:
+        raise subprocess.CalledProcessError(proc.returncode, cmd)
     return json.loads(out.read_text(encoding="utf-8"))
 
 
@@ -441,7 +449,9 @@ def _verdict(doc: dict[str, Any]) -> dict[str, str]:
             f"{labels[k]} x{v:.2f}" for k, v in m.items() if v is not None)
     elif failed_10m is not None:
         out["growth 1 M -> 10 M"] = "NOT met: the 10 M run did not finish (see its failure)"
-        out["driver memory flat"] = "NOT met if the failure is the JVM running out of heap (see the log)"
+        oom = failed_10m.get("jvm_out_of_memory")
+        out["driver memory flat"] = (f"NOT met: the driver JVM ran out of heap at 10 M ({oom})" if oom
+                                     else "not measured: the 10 M run did not finish (see its failure)")
     else:
         out["growth 1 M -> 10 M"] = "not measured (needs two sizes)"
         out["driver memory flat"] = "not measured (needs two sizes)"
@@ -588,6 +598,7 @@ def main(argv: list[str] | None = None) -> int:
             partial = run / "result.json.partial"
             doc["failed"][str(n)] = json.loads(partial.read_text(encoding="utf-8")) if partial.exists() else {}
             doc["failed"][str(n)]["exit_code"] = e.returncode
+            doc["failed"][str(n)]["jvm_out_of_memory"] = spec.get("jvm_out_of_memory")
             print(f"[bench]   FAILED: worker exited with {e.returncode}: {doc['failed'][str(n)].get('failure')}",
                   flush=True)
         print(f"[bench]   worker took {time.perf_counter() - t:.0f} s", flush=True)
