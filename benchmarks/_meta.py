@@ -2,8 +2,13 @@
 
 from __future__ import annotations
 
+import datetime as dt
+import os
+import platform
 import subprocess
+import sys
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -18,3 +23,13 @@ def commit_measured(path: str = "replication_core") -> str | None:
     except (OSError, subprocess.CalledProcessError):
         return None
     return head + ("+dirty" if dirty else "")
+
+
+def run_header(benchmark: str, started: dt.datetime) -> dict[str, Any]:
+    """The first keys of a results document: which benchmark, when, the command line, the machine."""
+    return {
+        "benchmark": benchmark,
+        "started_utc": started.isoformat(timespec="seconds"),
+        "command": " ".join([Path(sys.executable).name, *sys.argv]),
+        "machine": {"cpus": os.cpu_count(), "platform": platform.platform(), "python": platform.python_version()},
+    }

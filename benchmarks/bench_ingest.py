@@ -39,7 +39,6 @@ import argparse
 import datetime as dt
 import json
 import os
-import platform
 import resource
 import shutil
 import subprocess
@@ -57,6 +56,8 @@ if str(ROOT) not in sys.path:
 BENCH_DIR = Path(__file__).resolve().parent
 if str(BENCH_DIR) not in sys.path:
     sys.path.insert(0, str(BENCH_DIR))
+
+from _meta import run_header  # noqa: E402  (benchmarks/ is on sys.path)
 
 TARGET_EVENTS_PER_S = {"parquet": 250_000, "jsonl": 100_000}
 FLAT_MEMORY_MAX_GROWTH = 1.25  # memory counts as flat if 10x the events costs < 25 % more
@@ -646,19 +647,16 @@ def main(argv: list[str] | None = None) -> int:
     base.mkdir(parents=True, exist_ok=True)
     started = dt.datetime.now(dt.UTC)
     doc: dict[str, Any] = {
-        "benchmark": "ingest",
-        "started_utc": started.isoformat(timespec="seconds"),
-        "command": " ".join([Path(sys.executable).name, *sys.argv]),
+        **run_header("ingest", started),
         "events": events,
         "memory_small_events": small,
-        "machine": {"cpus": os.cpu_count(), "platform": platform.platform(), "python": platform.python_version(),
-                    "mem_total_kb": _meminfo_total_kb()},
         "versions": _versions(),
         "targets_events_per_second": TARGET_EVENTS_PER_S,
         "code_at_start": _code_version(),
         "landing": {},
         "runs": {},
     }
+    doc["machine"]["mem_total_kb"] = _meminfo_total_kb()
     try:
         for n in sorted({small, events}):
             land = base / f"landing-{n}"

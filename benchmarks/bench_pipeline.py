@@ -43,7 +43,6 @@ import datetime as dt
 import json
 import math
 import os
-import platform
 import resource
 import shutil
 import subprocess
@@ -60,7 +59,7 @@ BENCH_DIR = Path(__file__).resolve().parent
 if str(BENCH_DIR) not in sys.path:
     sys.path.insert(0, str(BENCH_DIR))
 
-from _meta import commit_measured  # noqa: E402  (benchmarks/ is on sys.path)
+from _meta import commit_measured, run_header  # noqa: E402  (benchmarks/ is on sys.path)
 from bench_ingest import (  # noqa: E402
     JvmMemory,
     _machine_cpu,
@@ -557,12 +556,9 @@ def main(argv: list[str] | None = None) -> int:
     work.mkdir(parents=True, exist_ok=True)
     started = dt.datetime.now(dt.UTC)
     doc: dict[str, Any] = {
-        "benchmark": "pipeline",
-        "started_utc": started.isoformat(timespec="seconds"),
-        "command": " ".join([Path(sys.executable).name, *sys.argv]),
+        **run_header("pipeline", started),
         "sizes": sizes,
         "scenario": SCENARIO.name,
-        "machine": {"cpus": os.cpu_count(), "platform": platform.platform(), "python": platform.python_version()},
         "versions": _versions(),
         "targets": {"ratio_to_scan_at_10m": TARGET_RATIO_TO_SCAN, "growth_1m_to_10m": TARGET_GROWTH_PER_10X,
                     "flat_memory_max_growth": FLAT_MEMORY_MAX_GROWTH},

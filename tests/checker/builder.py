@@ -170,6 +170,20 @@ def only(result: CheckResult, invariant: str) -> list[Violation]:
     return [v for v in result.violations if v.invariant == invariant]
 
 
+def follower_with_stale_epoch_records() -> Run:
+    """Follower 3 holds epoch-0 records 2..3 the leader never had; the leader (broker 2, epoch 1) has
+    epoch-1 data from offset 2, and follower 3 fetches at 4 with LastFetchedEpoch 0."""
+    run = healthy()
+    run.append(3, 2, 0, 3000)
+    run.election(2, 1, [1, 2])
+    run.become_leader(2, 1, [1, 2])
+    run.become_follower(1, 1, 2)
+    run.become_follower(3, 1, 2)
+    run.produce(2, [1], 1, 1, 2001)
+    run.fetch(3, 2, 1, 4, last_fetched_epoch=0)
+    return run
+
+
 def names(result: CheckResult) -> list[str]:
     """Invariant names of all violations, in order."""
     return [v.invariant for v in result.violations]

@@ -10,7 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from replication_core.checker.catalogue import CATALOGUE
-from tests.checker.builder import Run, healthy, names, only
+from tests.checker.builder import Run, follower_with_stale_epoch_records, healthy, names, only
 
 
 def test_healthy_baseline_is_clean_and_checks_every_core_invariant() -> None:
@@ -421,23 +421,9 @@ def test_fencing_is_not_required_before_kip_320() -> None:
 
 # --- §11.9 -----------------------------------------------------------------------------------------
 
-def _follower_with_stale_epoch_records() -> Run:
-    """Follower 3 holds epoch-0 records 2..3 the leader never had; the leader (epoch 1) has epoch-1 data
-    from offset 2."""
-    run = healthy()
-    run.append(3, 2, 0, 3000)
-    run.election(2, 1, [1, 2])
-    run.become_leader(2, 1, [1, 2])
-    run.become_follower(1, 1, 2)
-    run.become_follower(3, 1, 2)
-    run.produce(2, [1], 1, 1, 2001)
-    run.fetch(3, 2, 1, 4, last_fetched_epoch=0)
-    return run
-
-
 def test_truncating_to_the_wrong_diverging_point_is_flagged() -> None:
     """truncation_point: DivergingEpoch (0, 2) means truncate to 2; the follower truncates to 3."""
-    run = _follower_with_stale_epoch_records()
+    run = follower_with_stale_epoch_records()
     answer = run.response(3, 2, 1, 4, diverging=(0, 2))
     eid = run.truncate(3, 3, "diverging_epoch", 1)
     [v] = only(run.check(), "truncation_point")
@@ -446,7 +432,7 @@ def test_truncating_to_the_wrong_diverging_point_is_flagged() -> None:
 
 def test_truncating_to_the_diverging_point_is_clean() -> None:
     """The same answer followed by truncation to 2."""
-    run = _follower_with_stale_epoch_records()
+    run = follower_with_stale_epoch_records()
     run.response(3, 2, 1, 4, diverging=(0, 2))
     run.truncate(3, 2, "diverging_epoch", 1)
     result = run.check()
@@ -456,7 +442,7 @@ def test_truncating_to_the_diverging_point_is_clean() -> None:
 
 def test_a_wrong_diverging_epoch_answer_is_flagged() -> None:
     """truncation_point: leader 2's cache gives (0, 2) for LastFetchedEpoch 0; it answered (0, 3)."""
-    run = _follower_with_stale_epoch_records()
+    run = follower_with_stale_epoch_records()
     answer = run.response(3, 2, 1, 4, diverging=(0, 3))
     run.truncate(3, 2, "diverging_epoch", 1)  # (0, 3) -> 3, inside batch [2, 3], which truncateTo drops whole
     [v] = only(run.check(), "truncation_point")
@@ -465,7 +451,7 @@ def test_a_wrong_diverging_epoch_answer_is_flagged() -> None:
 
 def test_a_missing_diverging_truncation_is_flagged() -> None:
     """truncation_point: the follower fetches again without truncating after a DivergingEpoch answer."""
-    run = _follower_with_stale_epoch_records()
+    run = follower_with_stale_epoch_records()
     answer = run.response(3, 2, 1, 4, diverging=(0, 2))
     eid = run.fetch(3, 2, 1, 4, last_fetched_epoch=0)
     [v] = only(run.check(), "truncation_point")
@@ -474,7 +460,7 @@ def test_a_missing_diverging_truncation_is_flagged() -> None:
 
 def test_a_diverging_truncation_still_owed_at_the_end_is_flagged() -> None:
     """truncation_point at the end of the run names the partition (no detecting event: event_id -1)."""
-    run = _follower_with_stale_epoch_records()
+    run = follower_with_stale_epoch_records()
     answer = run.response(3, 2, 1, 4, diverging=(0, 2))
     [v] = only(run.check(), "truncation_point")
     assert (v.topic, v.partition, v.replica, v.event_id, v.expected, v.actual, v.evidence) == (
@@ -496,7 +482,7 @@ def test_hw_truncation_must_go_to_the_local_hw() -> None:
 
 def test_follower_appending_after_a_divergent_record_is_flagged() -> None:
     """follower_log_matching: follower 3 keeps stale 3000@2 and appends the leader's batch at 4."""
-    run = _follower_with_stale_epoch_records()
+    run = follower_with_stale_epoch_records()
     run.response(3, 2, 1, 4, leader_hw=3, records=1)
     run.produce(2, [1], 1, 1, 2002)  # leader now has 2001@2, 2002@3 ... and 4 below
     run.produce(2, [1], 1, 1, 2003)
@@ -507,7 +493,7 @@ def test_follower_appending_after_a_divergent_record_is_flagged() -> None:
 
 def test_follower_appending_after_truncation_is_clean() -> None:
     """The same follower after truncating to 2 appends the leader's records from 2."""
-    run = _follower_with_stale_epoch_records()
+    run = follower_with_stale_epoch_records()
     run.response(3, 2, 1, 4, diverging=(0, 2))
     run.truncate(3, 2, "diverging_epoch", 1)
     run.append(3, 1, 1, 2001)

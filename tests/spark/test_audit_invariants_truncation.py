@@ -21,7 +21,7 @@ from replication_core.checker.reader import read_events
 from replication_core.config import TruncationMode
 from replication_core.sim.cli import load_scenario, simulate
 from schemas.audit import VIOLATION_SCHEMA
-from tests.checker.builder import Run, healthy
+from tests.checker.builder import Run, follower_with_stale_epoch_records, healthy
 from tests.checker.test_kip_shapes import kip279_fast_failover
 from tests.spark.conftest import event_rows, make_events
 from tests.spark.test_differential import SCENARIOS
@@ -54,24 +54,10 @@ def _audit(events: Callable[..., DataFrame], expect: Callable[..., None], runs: 
     assert sorted(reference, key=repr) == sorted([(*row[:-1], list(row[-1])) for row in expected], key=repr)
 
 
-def _stale_follower() -> Run:
-    """Follower 3 holds epoch-0 records 2..3 leader 2 (epoch 1) never had; it fetches at 4 with
-    LastFetchedEpoch 0 (the checker tests' `_follower_with_stale_epoch_records`)."""
-    run = healthy()
-    run.append(3, 2, 0, 3000)
-    run.election(2, 1, [1, 2])
-    run.become_leader(2, 1, [1, 2])
-    run.become_follower(1, 1, 2)
-    run.become_follower(3, 1, 2)
-    run.produce(2, [1], 1, 1, 2001)
-    run.fetch(3, 2, 1, 4, last_fetched_epoch=0)
-    return run
-
-
 def test_diverging_epoch_truncation_must_go_to_the_answer(events, expect) -> None:
     # Leader 2's cache gives (0, 2) for LastFetchedEpoch 0; the follower truncates to 3 instead of 2:
     # expected 2, actual 3, evidence = the answer, the truncation.
-    bad, ok = _stale_follower(), _stale_follower()
+    bad, ok = follower_with_stale_epoch_records(), follower_with_stale_epoch_records()
     answer = bad.response(3, 2, 1, 4, diverging=(0, 2))
     eid = bad.truncate(3, 3, "diverging_epoch", 1)
     ok.response(3, 2, 1, 4, diverging=(0, 2))
@@ -84,7 +70,7 @@ def test_a_wrong_diverging_epoch_answer_is_flagged_on_the_leader(events, expect)
     # The leader answers (0, 3) where its cache gives (0, 2): replica = the leader, expected 2, actual 3,
     # evidence = the fetch, the answer. The follower's truncation to 2 is right all the same: (0, 3) gives 3,
     # inside its batch [2, 3], which truncateTo drops whole. The twin answers (0, 2).
-    bad, ok = _stale_follower(), _stale_follower()
+    bad, ok = follower_with_stale_epoch_records(), follower_with_stale_epoch_records()
     answer = bad.response(3, 2, 1, 4, diverging=(0, 3))
     bad.truncate(3, 2, "diverging_epoch", 1)
     ok.response(3, 2, 1, 4, diverging=(0, 2))
@@ -98,7 +84,7 @@ def test_an_answer_for_the_leaders_latest_epoch_may_end_anywhere_up_to_its_leo(e
     # (0, 3) names another epoch (expected = its LEO 3 both times). After (1, 4) nothing is owed below the
     # follower's LEO 4, so its next fetch only trims its cache; after (0, 3) and (1, 3) it truncates to 2.
     def run(answers: list[tuple[int, int]]) -> tuple[Run, list[int]]:
-        r = _stale_follower()
+        r = follower_with_stale_epoch_records()
         r.response(3, 2, 1, 4, leader_hw=3)
         ids = []
         for a in answers:
@@ -118,7 +104,7 @@ def test_a_missing_truncation_after_a_diverging_answer_is_flagged(events, expect
     # The follower fetches again without truncating after (0, 2): expected 2, actual its LEO 4, evidence =
     # the answer, the fetch. A second answer still owed at the end of the run is flagged with event -1.
     # The twin truncates to 2 first.
-    bad, ok = _stale_follower(), _stale_follower()
+    bad, ok = follower_with_stale_epoch_records(), follower_with_stale_epoch_records()
     answer = bad.response(3, 2, 1, 4, diverging=(0, 2))
     again = bad.fetch(3, 2, 1, 4, last_fetched_epoch=0)
     last = bad.response(3, 2, 1, 4, diverging=(0, 2))
