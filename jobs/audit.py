@@ -33,6 +33,7 @@ from pyspark.sql import functions as F
 
 from jobs.invariants import IMPLEMENTED, NOT_IMPLEMENTED, evaluate
 from jobs.lake import Lake
+from jobs.session import event_cache_level
 from replication_core.checker.catalogue import CATALOGUE, WARNING
 from schemas.audit import (
     GOLD_AUDIT_RUNS,
@@ -138,7 +139,7 @@ def run_audit(
         result.bronze_version = lake.version(BRONZE_EVENTS)
         wanted = [{"run_id": r} for r in runs] if runs else None
         # Read once for every scan (each scan filters bronze afresh; cached, not collected).
-        bronze = lake.read(BRONZE_EVENTS, wanted).persist(StorageLevel.MEMORY_AND_DISK)
+        bronze = lake.read(BRONZE_EVENTS, wanted).persist(event_cache_level(spark))
         # One small row per run: the partitions this audit replaces.
         result.runs = sorted(runs) if runs else sorted(
             r["run_id"] for r in bronze.select("run_id").distinct().collect())

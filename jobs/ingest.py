@@ -27,7 +27,7 @@ from pyspark.sql import functions as F
 
 from jobs.lake import CommitResult, Lake, StagedWrite
 from jobs.landing import LandingFile, discover, read_jsonl, read_parquet, record_keys, unreadable_files
-from jobs.session import sql_conf
+from jobs.session import event_cache_level, sql_conf
 from jobs.validate import DUPLICATE, classify, reason_codes
 from schemas.events import BRONZE_EVENTS_SCHEMA, SchemaVersionError
 from schemas.tables import BRONZE_EVENTS, BRONZE_QUARANTINE
@@ -223,7 +223,7 @@ def _ingest(spark: SparkSession, lake: Lake, landing: str, log: Callable[[str], 
     log(f"ingest {batch}: reading {len(pending)} files ({size_mb:.1f} MB) from {landing}")
 
     classified = classify(read_candidates(spark, pending)).withColumn("_ingest_batch", F.lit(batch))
-    record_keys_df = record_keys(spark, pending).persist(StorageLevel.MEMORY_AND_DISK)
+    record_keys_df = record_keys(spark, pending).persist(event_cache_level(spark))
     suspects = dups = None
     staged: list[StagedWrite] = []  # written, commit not yet attempted: dropped if the run fails
     try:

@@ -28,6 +28,7 @@ from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
 from jobs.lake import IdempotencyKey, Lake
+from jobs.session import event_cache_level
 from jobs.transforms.lag import follower_lag, lag_incidents, lag_summary, run_bounds
 from schemas.events import EVENT_SCHEMA
 from schemas.tables import (
@@ -101,7 +102,7 @@ def run_lag(
     events = lake.read(BRONZE_EVENTS, parts).select(*EVENT_SCHEMA.names)
     ps = lake.read(SILVER_PARTITION_STATE, parts).persist(StorageLevel.MEMORY_AND_DISK)
     ic = lake.read(SILVER_ISR_CHANGES, parts).persist(StorageLevel.MEMORY_AND_DISK)
-    fl = follower_lag(events, lag_max_ms).persist(StorageLevel.MEMORY_AND_DISK)
+    fl = follower_lag(events, lag_max_ms).persist(event_cache_level(spark))
     inc = lag_incidents(fl, ic, ps, lag_max_ms).persist(StorageLevel.MEMORY_AND_DISK)
     try:
         summary = lag_summary(ps, ic, fl, inc, run_bounds(events))

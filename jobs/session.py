@@ -12,6 +12,7 @@ import sys
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 
+from pyspark import StorageLevel
 from pyspark.sql import SparkSession
 
 from jobs.config import JobConfig, SparkConfig
@@ -82,3 +83,22 @@ def sql_conf(spark: SparkSession, settings: Mapping[str, str]) -> Iterator[None]
                 spark.conf.unset(k)
             else:
                 spark.conf.set(k, v)
+
+
+EVENT_CACHE_CONF = "spark.replog.eventCacheLevel"
+
+
+def event_cache_level(spark: SparkSession) -> StorageLevel:
+    """The storage level of caches that grow with the events (`spark.replog.eventCacheLevel`, default DISK_ONLY).
+
+    A memory level unrolls each cached partition in the heap before it can spill it; a partition of
+    millions of events (one read split, or one shuffle partition) outgrew a 2 GB driver at 10 M
+    events. On disk a partition is streamed to the block store, so the heap holds what one task
+    works on, however many events there are.
+    """
+    name = spark.conf.get(EVENT_CACHE_CONF, "DISK_ONLY") or "DISK_ONLY"
+    level = getattr(StorageLevel, name, None)
+    if not isinstance(level, StorageLevel):
+        raise ValueError(f"{EVENT_CACHE_CONF} = {name!r}: expected a pyspark StorageLevel name such as "
+                         "DISK_ONLY or MEMORY_AND_DISK")
+    return level

@@ -34,6 +34,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from jobs.lake import CommitResult, IdempotencyKey, Lake, PartitionValues
+from jobs.session import event_cache_level
 from jobs.transforms.timelines import PARTITION_KEY, isr_changes, partition_state, replica_offsets
 from schemas.events import EVENT_SCHEMA
 from schemas.tables import (
@@ -168,7 +169,7 @@ def run_timelines(
         meta = {"replog.job": "timelines", "replog.bronze_version": bronze_version,
                 "replog.partitions": result.partitions_recomputed}
         events = events_of(lake.read(BRONZE_EVENTS, run_parts).select(*EVENT_SCHEMA.names), affected)
-        events = events.persist(StorageLevel.MEMORY_AND_DISK)
+        events = events.persist(event_cache_level(spark))
         cached.append(events)
         outputs: list[tuple[TableSpec, DataFrame]] = [
             (SILVER_REPLICA_OFFSETS, replica_offsets(events)),
