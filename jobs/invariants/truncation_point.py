@@ -140,7 +140,11 @@ def _rows(bronze: DataFrame) -> DataFrame:
     the broker's replicas), the probe rows, and one end-of-run row per replica."""
     scoped = (F.col("event_type").isin(*_EVENT_TYPES) & F.col("broker_id").isNotNull()
               & F.col("topic").isNotNull() & F.col("partition").isNotNull())
-    part = bronze.where(scoped).select(*_COLUMNS)
+    # Every finding starts at a truncation or a DivergingEpoch answer, and a partition's replay reads only its
+    # own events and its brokers' lifecycle: partitions with neither cannot break the invariant, and a run
+    # in steady state has few others. The pruning is one narrow aggregate.
+    relevant = bronze.where(scoped & (_is("truncation") | _diverging())).select(*PARTITION).distinct()
+    part = bronze.where(scoped).join(relevant, list(PARTITION), "left_semi").select(*_COLUMNS)
     keys = part.select(*REPLICA).distinct()
     fetchers = (bronze.where(_is("fetcher_change") & F.col("broker_id").isNotNull())
                 .select("run_id", "event_id", "ts_ms", "broker_id", "event_type", F.explode("partitions").alias("tp"))
