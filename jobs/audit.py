@@ -33,7 +33,7 @@ from pyspark.sql import functions as F
 
 from jobs.invariants import IMPLEMENTED, NOT_IMPLEMENTED, evaluate
 from jobs.lake import Lake
-from jobs.session import event_cache_level
+from jobs.session import event_cache_level, releasing_persisted
 from replication_core.checker.catalogue import CATALOGUE, WARNING
 from schemas.audit import (
     GOLD_AUDIT_RUNS,
@@ -133,42 +133,44 @@ def run_audit(
     result = AuditResult(f"audit-{uuid.uuid4().hex[:16]}", fail_on)
     found: DataFrame | None = None
     bronze: DataFrame | None = None
-    try:
-        if fail_on not in FAIL_ON:
-            raise ValueError(f"fail_on must be one of {list(FAIL_ON)}, got {fail_on!r}")
-        result.bronze_version = lake.version(BRONZE_EVENTS)
-        wanted = [{"run_id": r} for r in runs] if runs else None
-        # Read once for every scan (each scan filters bronze afresh; cached, not collected).
-        bronze = lake.read(BRONZE_EVENTS, wanted).persist(event_cache_level(spark))
-        # One small row per run: the partitions this audit replaces.
-        result.runs = sorted(runs) if runs else sorted(
-            r["run_id"] for r in bronze.select("run_id").distinct().collect())
-        log(f"audit {result.audit_id}: {len(result.runs)} runs, bronze version {result.bronze_version}, "
-            f"{len(IMPLEMENTED)} invariants evaluated, {len(NOT_IMPLEMENTED)} not evaluated")
-        found = audit_violations(bronze).withColumn("audit_id", F.lit(result.audit_id)).persist(
-            StorageLevel.MEMORY_AND_DISK)
-        for r in found.groupBy("invariant", "severity").count().collect():
-            result.counts.setdefault(r["invariant"], {})[r["severity"]] = int(r["count"])
-        result.sample = [_sample_line(r.asDict()) for r in
-                         found.orderBy("run_id", "topic", "partition", "event_id", "invariant").limit(sample).collect()]
-        if result.runs:
-            columns = [f.name for f in INVARIANT_VIOLATIONS_SCHEMA]
-            lake.overwrite_partitions(GOLD_INVARIANT_VIOLATIONS, found.select(*columns),
-                                      [{"run_id": r} for r in result.runs],
-                                      metadata={"replog.audit": result.audit_id})
-        result.exit_code = exit_code_for(result.errors, result.warnings, fail_on)
-        result.duration_ms = int((time.perf_counter() - t0) * 1000)
-        lake.append(GOLD_AUDIT_RUNS, _audit_row(spark, result, started),
-                    metadata={"replog.audit": result.audit_id})
-    except Exception as exc:  # the scheduler's exit code 2: any failure of the job itself
-        result.error = f"{type(exc).__name__}: {exc}"
-        result.exit_code = EXIT_FAILED
-        log(traceback.format_exc())
-    finally:
-        for cached in (found, bronze):
-            if cached is not None:
-                cached.unpersist()
-        result.duration_ms = int((time.perf_counter() - t0) * 1000)
+    # The scans' local checkpoints are released with the audit's own caches when it ends.
+    with releasing_persisted(spark):
+        try:
+            if fail_on not in FAIL_ON:
+                raise ValueError(f"fail_on must be one of {list(FAIL_ON)}, got {fail_on!r}")
+            result.bronze_version = lake.version(BRONZE_EVENTS)
+            wanted = [{"run_id": r} for r in runs] if runs else None
+            # Read once for every scan (each scan filters bronze afresh; cached, not collected).
+            bronze = lake.read(BRONZE_EVENTS, wanted).persist(event_cache_level(spark))
+            # One small row per run: the partitions this audit replaces.
+            result.runs = sorted(runs) if runs else sorted(
+                r["run_id"] for r in bronze.select("run_id").distinct().collect())
+            log(f"audit {result.audit_id}: {len(result.runs)} runs, bronze version {result.bronze_version}, "
+                f"{len(IMPLEMENTED)} invariants evaluated, {len(NOT_IMPLEMENTED)} not evaluated")
+            found = audit_violations(bronze).withColumn("audit_id", F.lit(result.audit_id)).persist(
+                StorageLevel.MEMORY_AND_DISK)
+            for r in found.groupBy("invariant", "severity").count().collect():
+                result.counts.setdefault(r["invariant"], {})[r["severity"]] = int(r["count"])
+            first = found.orderBy("run_id", "topic", "partition", "event_id", "invariant").limit(sample)
+            result.sample = [_sample_line(r.asDict()) for r in first.collect()]
+            if result.runs:
+                columns = [f.name for f in INVARIANT_VIOLATIONS_SCHEMA]
+                lake.overwrite_partitions(GOLD_INVARIANT_VIOLATIONS, found.select(*columns),
+                                          [{"run_id": r} for r in result.runs],
+                                          metadata={"replog.audit": result.audit_id})
+            result.exit_code = exit_code_for(result.errors, result.warnings, fail_on)
+            result.duration_ms = int((time.perf_counter() - t0) * 1000)
+            lake.append(GOLD_AUDIT_RUNS, _audit_row(spark, result, started),
+                        metadata={"replog.audit": result.audit_id})
+        except Exception as exc:  # the scheduler's exit code 2: any failure of the job itself
+            result.error = f"{type(exc).__name__}: {exc}"
+            result.exit_code = EXIT_FAILED
+            log(traceback.format_exc())
+        finally:
+            for cached in (found, bronze):
+                if cached is not None:
+                    cached.unpersist()
+            result.duration_ms = int((time.perf_counter() - t0) * 1000)
     log(result.summary())
     return result
 

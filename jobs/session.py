@@ -102,3 +102,22 @@ def event_cache_level(spark: SparkSession) -> StorageLevel:
         raise ValueError(f"{EVENT_CACHE_CONF} = {name!r}: expected a pyspark StorageLevel name such as "
                          "DISK_ONLY or MEMORY_AND_DISK")
     return level
+
+
+@contextmanager
+def releasing_persisted(spark: SparkSession) -> Iterator[None]:
+    """Unpersist, when the block ends, every RDD persisted inside it (local checkpoints included).
+
+    `DataFrame.localCheckpoint` keeps its blocks until the driver happens to garbage-collect the RDD,
+    so a job that checkpoints intermediate results (the audit's scans) left them in the driver's heap
+    after it returned. Meant for a job's own body: an RDD another thread persists meanwhile in the
+    same session is released too.
+    """
+    jsc = spark.sparkContext._jsc
+    before = set(jsc.getPersistentRDDs().keys())
+    try:
+        yield
+    finally:
+        for rdd_id, rdd in jsc.getPersistentRDDs().items():
+            if rdd_id not in before:
+                rdd.unpersist(False)
