@@ -38,11 +38,14 @@ def _bronze(events: Callable[..., DataFrame], runs: dict[str, list[dict[str, Any
 
 def test_audit_writes_violations_and_its_run_record_and_a_rerun_replaces(events, lake: EmbeddedLake) -> None:
     lake.append(BRONZE_EVENTS, _bronze(events, {"lost": LOST, "excused": EXCUSED}))
+    # Earlier tests' cached plans could be rebuilt by the audit's writes; this test is about its own.
+    lake.spark.catalog.clearCache()
     persisted = set(lake.spark.sparkContext._jsc.getPersistentRDDs().keys())
     first = run_audit(lake.spark, lake, log=lambda _: None)
     assert (first.error, first.exit_code, first.errors, first.warnings) == (None, 1, 1, 1)
-    # The scans' local checkpoints are released with the audit's caches, not left in the driver's heap.
-    assert set(lake.spark.sparkContext._jsc.getPersistentRDDs().keys()) == persisted
+    # The scans' local checkpoints are released with the audit's caches, not left in the driver's heap
+    # (older RDDs may go meanwhile: Spark's cleaner removes those nothing references).
+    assert set(lake.spark.sparkContext._jsc.getPersistentRDDs().keys()) - persisted == set()
     assert first.runs == ["excused", "lost"] and first.not_evaluated == NOT_IMPLEMENTED
     again = run_audit(lake.spark, lake, fail_on="never", log=lambda _: None)
     assert again.exit_code == 0
