@@ -155,24 +155,18 @@ class CpuMeter:
 
 
 class Timeline:
-    """Durations and call times recorded by the wrappers this script installs around `jobs` functions."""
+    """Durations recorded by the wrappers this script installs around `jobs` functions."""
 
     def __init__(self) -> None:
         self.spans: list[tuple[str, str, float, float]] = []  # (name, label, start, end)
-        self.calls: list[tuple[str, float]] = []
 
     def clear(self) -> None:
         """Forget everything recorded so far (after the warm-up)."""
         self.spans.clear()
-        self.calls.clear()
 
     def total(self, name: str, label: str | None = None) -> float:
         """Sum of the durations of `name` (optionally only those with `label`)."""
         return sum(e - s for n, lab, s, e in self.spans if n == name and (label is None or lab == label))
-
-    def first_call(self, name: str) -> float | None:
-        """When `name` was first called, or None."""
-        return next((t for n, t in self.calls if n == name), None)
 
 
 def _wrap_span(owner: Any, attr: str, name: str, tl: Timeline, label_of: Callable[..., str] | None = None) -> None:
@@ -189,29 +183,13 @@ def _wrap_span(owner: Any, attr: str, name: str, tl: Timeline, label_of: Callabl
     setattr(owner, attr, wrapper)
 
 
-def _wrap_call(owner: Any, attr: str, name: str, tl: Timeline) -> None:
-    orig = getattr(owner, attr)
-
-    def wrapper(*args: Any, **kwargs: Any) -> Any:
-        tl.calls.append((name, time.perf_counter()))
-        return orig(*args, **kwargs)
-
-    wrapper.__wrapped__ = orig  # type: ignore[attr-defined]
-    setattr(owner, attr, wrapper)
-
-
 def _install_probes(spark: Any, tl: Timeline, cache_sizes: list[dict[str, int]]) -> None:
     """Time the ingest's parts from outside: wrap functions of `jobs` (their code is not changed)."""
-    import jobs.ingest as ingest
     import jobs.lake.embedded as embedded
 
     def table_of(_self: Any, spec: Any, *_a: Any) -> str:
         return str(spec.name)
 
-    # classify() is called once discovery and the idempotency look-ups are done; duplicate_flags()
-    # once the verdicts pass (a full read + classify into the narrow cache) and the counts are done.
-    _wrap_call(ingest, "classify", "classify", tl)
-    _wrap_call(ingest, "duplicate_flags", "duplicate_flags", tl)
     _wrap_span(embedded.EmbeddedLake, "_write_files", "write_files", tl, table_of)
     _wrap_span(embedded.EmbeddedLake, "_commit", "commit", tl, table_of)
     _wrap_span(embedded.EmbeddedLake, "committed", "committed_lookup", tl, table_of)
