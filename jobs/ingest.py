@@ -20,14 +20,15 @@ import sys
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from functools import reduce
 
 from pyspark import StorageLevel
-from pyspark.sql import DataFrame, Observation, SparkSession
+from pyspark.sql import Column, DataFrame, Observation, SparkSession
 from pyspark.sql import functions as F
 
 from jobs.lake import CommitResult, Lake, StagedWrite
 from jobs.landing import LandingFile, discover, read_jsonl, read_parquet, record_keys, unreadable_files
-from jobs.session import event_cache_level, sql_conf
+from jobs.session import sql_conf
 from jobs.validate import DUPLICATE, classify, reason_codes
 from schemas.events import BRONZE_EVENTS_SCHEMA, SchemaVersionError
 from schemas.tables import BRONZE_EVENTS, BRONZE_QUARANTINE
@@ -171,6 +172,47 @@ def suspect_keys(keys: DataFrame, existing: DataFrame) -> DataFrame:
     return counted.where((F.col("_n") > 1) | ((F.col("_n") > 0) & (F.col("_old") > 0))).select("run_id", "event_id")
 
 
+@dataclass(frozen=True)
+class RunKeys:
+    """What the batch's keys say about one run: whether an event id repeats, and the ids' range."""
+
+    run_id: str
+    repeated: bool
+    first_event_id: int
+    last_event_id: int
+
+
+def run_keys(keys: DataFrame) -> list[RunKeys]:
+    """One `RunKeys` per run among `keys` (the (run_id, event_id) pairs of a batch), from one job.
+
+    A hash aggregate per key, then one per run over its result: the only rows collected are one per
+    run. Keys with a null part are left out, as `suspect_keys` leaves them out.
+    """
+    per_key = (
+        keys.where(F.col("run_id").isNotNull() & F.col("event_id").isNotNull())
+        .groupBy("run_id", "event_id")
+        .agg(F.count(F.lit(1)).alias("_n"))
+    )
+    per_run = per_key.groupBy("run_id").agg(
+        (F.max("_n") > 1).alias("repeated"), F.min("event_id").alias("first"), F.max("event_id").alias("last")
+    )
+    return [RunKeys(r["run_id"], r["repeated"], r["first"], r["last"]) for r in per_run.collect()]
+
+
+def bronze_in_range(existing: DataFrame, runs: Sequence[RunKeys]) -> DataFrame:
+    """The rows of `existing` whose event id lies in its run's range of `runs`: the only ones a key can match.
+
+    A later batch of the same runs (ids past those already ingested) overlaps none of bronze, and the
+    range is pushed down to the Parquet reader, which skips row groups by their statistics.
+    """
+    if not runs:
+        return existing.limit(0)
+    in_range = reduce(Column.__or__, [
+        (F.col("run_id") == r.run_id) & F.col("event_id").between(r.first_event_id, r.last_event_id) for r in runs
+    ])
+    return existing.where(in_range)
+
+
 def _observed_counts(final: DataFrame) -> tuple[DataFrame, Observation]:
     """`final` with metrics collected by whichever action reads it: records per reason code, newer majors."""
     obs = Observation("ingest_counts")
@@ -223,22 +265,24 @@ def _ingest(spark: SparkSession, lake: Lake, landing: str, log: Callable[[str], 
     log(f"ingest {batch}: reading {len(pending)} files ({size_mb:.1f} MB) from {landing}")
 
     classified = classify(read_candidates(spark, pending)).withColumn("_ingest_batch", F.lit(batch))
-    record_keys_df = record_keys(spark, pending).persist(event_cache_level(spark))
     suspects = dups = None
     staged: list[StagedWrite] = []  # written, commit not yet attempted: dropped if the run fails
     try:
-        # One small row per run: the partitions of bronze that can hold duplicates of this batch.
-        runs = [{"run_id": r["run_id"]} for r in record_keys_df.where(F.col("run_id").isNotNull())
-                .select("run_id").distinct().collect()]
-        existing = lake.read(BRONZE_EVENTS, runs)
-        suspects = suspect_keys(record_keys_df, existing).persist(StorageLevel.MEMORY_AND_DISK)
+        # One narrow pass over the keys: the runs of the batch (the partitions of bronze that can
+        # hold duplicates of it), whether a key repeats within it, and each run's range of ids.
+        runs = run_keys(record_keys(spark, pending))
+        existing = bronze_in_range(lake.read(BRONZE_EVENTS, [{"run_id": r.run_id} for r in runs]), runs)
         n_dups = 0
-        if suspects.count():
-            # Only the records carrying a suspect key need their verdicts for the exact check.
-            verdicts = classified.join(suspects, ["run_id", "event_id"], "left_semi").select(
-                "run_id", "event_id", "_source_file", "_source_line", "_reason_code")
-            dups = duplicate_flags(verdicts, existing).persist(StorageLevel.MEMORY_AND_DISK)
-            n_dups = dups.count()
+        # Usually no key repeats and bronze holds nothing in the batch's ranges: no record can be a
+        # duplicate, and the keys are not read again. Otherwise the exact check, as narrow as it can be.
+        if any(r.repeated for r in runs) or not existing.isEmpty():
+            suspects = suspect_keys(record_keys(spark, pending), existing).persist(StorageLevel.MEMORY_AND_DISK)
+            if suspects.count():
+                # Only the records carrying a suspect key need their verdicts for the exact check.
+                verdicts = classified.join(suspects, ["run_id", "event_id"], "left_semi").select(
+                    "run_id", "event_id", "_source_file", "_source_line", "_reason_code")
+                dups = duplicate_flags(verdicts, existing).persist(StorageLevel.MEMORY_AND_DISK)
+                n_dups = dups.count()
         # Duplicates are rare: usually there is nothing to join at all, and a few are broadcast.
         final = classified if n_dups == 0 else mark_duplicates(classified, dups, n_dups <= BROADCAST_DUPLICATES)
         counted, obs = _observed_counts(final)
@@ -300,7 +344,7 @@ def _ingest(spark: SparkSession, lake: Lake, landing: str, log: Callable[[str], 
         # A write that was staged but not committed is dropped: nothing references it.
         for s in staged:
             lake.discard(s)
-        for df in (record_keys_df, suspects, dups):
+        for df in (suspects, dups):
             if df is not None:
                 df.unpersist()
     result.quarantine_version = q.version if q and q.version is not None else lake.version(BRONZE_QUARANTINE)
