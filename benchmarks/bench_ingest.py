@@ -24,8 +24,8 @@ What it does:
      files); the quarantine pass where anything is quarantined; Spark's Parquet write per table; the
      footer checks; the delta-rs commit; plus the JVM's GC time during the ingest;
    - optionally (`--stages`, default on at the large size) stage ablations, each a separate pass into
-     a noop sink: read only, read without the `raw` column, read + classify, the key pass's run-id
-     query and its suspect-key aggregate;
+     a noop sink: read only, read without the `raw` column, read + classify, the key pass (runs,
+     repeats, id ranges) and the suspect-key aggregate it runs only when a key can be a duplicate;
    - driver memory: peak RSS of the Python driver (`/proc/self/status` VmHWM, reset after warm-up,
      and `resource.getrusage`), the JVM's heap used after `System.gc()` before and after the ingest,
      the JVM heap peak during the ingest (memory-pool peaks), the JVM process peak RSS, and the size
@@ -294,8 +294,6 @@ def _baselines(spark: Any, parquet_files: list[str], jsonl_files: list[str], cop
 
 def _stages(spark: Any, lake: Any, landing: str) -> dict[str, float]:
     """Separate passes into a noop sink over growing prefixes of the ingest's plan (not additive)."""
-    from pyspark.sql import functions as F
-
     import jobs.ingest as ingest
     from jobs.landing import discover, record_keys
     from jobs.validate import classify
@@ -313,9 +311,11 @@ def _stages(spark: Any, lake: Any, landing: str) -> dict[str, float]:
         _noop(classified)
     keys = record_keys(spark, files)
     with _stopwatch(out, "key_pass_runs"):
-        keys.where(F.col("run_id").isNotNull()).select("run_id").distinct().collect()
+        # the one narrow pass of the common case: runs, repeats within the batch, id ranges
+        ingest.run_keys(keys)
     existing = lake.read(BRONZE_EVENTS, []).select("run_id", "event_id")
     with _stopwatch(out, "key_pass_suspects"):
+        # the exact suspect-key check, run only when a key repeats or bronze overlaps the ranges
         _noop(ingest.suspect_keys(keys, existing))
     return out
 
