@@ -36,6 +36,8 @@ The replay, one window per replica (run_id, topic, partition, broker_id) ordered
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
@@ -249,18 +251,35 @@ def _op() -> Column:
     ).cast(_OP)
 
 
+def _let(value: Column, body: Callable[[Column], Column]) -> Column:
+    """`body(v)` with `v` bound to `value`, evaluated once.
+
+    Column expressions are trees, not DAGs: a value used n times is copied n times, and the fold's step
+    nests such uses (the cache in the assignment, the assignment in the truncation offset, ...), so the
+    inlined step grew to tens of thousands of nodes, and Spark's analyzer and optimizer spent most of this
+    scan's CPU walking them. A one-element `transform` binds the value to a lambda variable instead."""
+    return F.element_at(F.transform(F.array(value), body), 1)
+
+
 def _step(acc: Column, x: Column) -> Column:
     """One event of the cache fold (`_STATE`): settle an owed truncation, apply the event, emit what the
     checks read (the state before a truncation or at a probe, an owed truncation that did not happen)."""
-    cache, lso, eo, ei, out = acc["cache"], acc["lso"], acc["eo"], acc["ei"], acc["out"]
-    k = x["k"]
-    null = F.lit(None).cast("long")
+    eo = acc["eo"]
     # `_settle_expected_truncation`: the target is below the LEO (a violation, emitted) or the cache is
     # trimmed to the LEO (`truncateTo` at or past it). The batch floor of a target at or above the LEO is
     # the target itself (no record there), so the test needs no record lookup.
-    settle = k.isin("append", "fetch", "resp", END) & eo.isNotNull()
+    settle = x["k"].isin("append", "fetch", "resp", END) & eo.isNotNull()
     owed = settle & (eo < x["leo"])
-    cache = F.when(settle & ~owed, _truncate_from_end(cache, x["leo"])).otherwise(cache)
+    trimmed = F.when(settle & ~owed, _truncate_from_end(acc["cache"], x["leo"])).otherwise(acc["cache"])
+    # The settled cache is read by every branch below: bound once (`_let`), not copied into each.
+    return _let(trimmed, lambda cache: _apply(acc, x, cache, settle, owed))
+
+
+def _apply(acc: Column, x: Column, cache: Column, settle: Column, owed: Column) -> Column:
+    """`_step` after the settlement: `cache` is the settled cache (a bound variable)."""
+    lso, eo, ei, out = acc["lso"], acc["eo"], acc["ei"], acc["out"]
+    k = x["k"]
+    null = F.lit(None).cast("long")
     emit = F.struct(x.alias("op"), cache.alias("cache"), lso.alias("lso"), eo.alias("eo"), ei.alias("ei"))
     out = F.when(owed | k.isin("trunc", PROBE), F.concat(out, F.array(emit.cast(_EMIT)))).otherwise(out)
     eo = F.when(settle, null).otherwise(eo)
@@ -270,7 +289,7 @@ def _step(acc: Column, x: Column) -> Column:
     last = _last(cache)
     new_cache = (
         F.when((k == "append") & ((F.size(cache) == 0) | (last["e"] != x["a"])), _assign(cache, x["a"], x["b"]))
-        .when((k == "lc") & x["bump"], _assign(reconciled, x["a"], F.coalesce(x["b"], x["leo"])))
+        .when((k == "lc") & x["bump"], _let(reconciled, lambda r: _assign(r, x["a"], F.coalesce(x["b"], x["leo"]))))
         .when(k == "lc", reconciled)
         .when((k == "trunc") & x["full"], F.array().cast(_CACHE))
         .when(k == "trunc", _truncate_from_end(cache, x["a"]))
@@ -281,7 +300,8 @@ def _step(acc: Column, x: Column) -> Column:
                .otherwise(lso))
     clears = k.isin("trunc", "lc", "close")
     expect = (k == "resp") & x["div"]
-    new_eo = (F.when(expect, _truncation_offset(x["a"], x["b"], x["leo"], x["c"], new_cache))
+    # A response leaves the cache as settled (new_cache is `cache` there), so the offset reads `cache`.
+    new_eo = (F.when(expect, _truncation_offset(x["a"], x["b"], x["leo"], x["c"], cache))
               .when(clears, null).otherwise(eo))
     new_ei = F.when(expect, x["id"]).when(clears, null).otherwise(ei)
     return F.struct(new_cache.cast(_CACHE).alias("cache"), new_lso.cast("long").alias("lso"),
