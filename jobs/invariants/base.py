@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import reduce
 
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
@@ -104,8 +105,14 @@ class Scan:
         if not wanted:
             return empty_violations(bronze.sparkSession)
         rows = self.build(bronze)
-        found = F.filter(F.array(*[c() for c in wanted]), lambda v: v.isNotNull())
-        return rows.select(F.explode(found).alias("v")).select("v.*")
+        names = [f"_v{i}" for i in range(len(wanted))]
+        # Every check as its own column and a plain null test first: both are code-generated. A
+        # higher-order `filter` over the array of checks is not, and made Spark evaluate every check of
+        # every row through the interpreter; the few rows that found something are filtered there.
+        checked = rows.select(*[c().alias(n) for c, n in zip(wanted, names, strict=True)])
+        hit = reduce(lambda a, b: a | b, [F.col(n).isNotNull() for n in names])
+        found = F.filter(F.array(*[F.col(n) for n in names]), lambda v: v.isNotNull())
+        return checked.where(hit).select(F.explode(found).alias("v")).select("v.*")
 
 
 def empty_violations(spark: SparkSession) -> DataFrame:
