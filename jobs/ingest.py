@@ -28,7 +28,7 @@ from pyspark.sql import functions as F
 
 from jobs.lake import CommitResult, Lake, StagedWrite
 from jobs.landing import LandingFile, discover, read_jsonl, read_parquet, record_keys, unreadable_files
-from jobs.session import sql_conf
+from jobs.session import event_cache_level, sql_conf
 from jobs.validate import DUPLICATE, classify, reason_codes
 from schemas.events import BRONZE_EVENTS_SCHEMA, SchemaVersionError
 from schemas.tables import BRONZE_EVENTS, BRONZE_QUARANTINE
@@ -186,17 +186,21 @@ def run_keys(keys: DataFrame) -> list[RunKeys]:
     """One `RunKeys` per run among `keys` (the (run_id, event_id) pairs of a batch), from one job.
 
     A hash aggregate per key, then one per run over its result: the only rows collected are one per
-    run. Keys with a null part are left out, as `suspect_keys` leaves them out.
+    run. Keys with a null part are left out, as `suspect_keys` leaves them out: by conditional
+    aggregates and on the driver, not by a filter, which the optimiser would push below the key
+    parse of JSON Lines, parsing each line again for every column it tests.
     """
-    per_key = (
-        keys.where(F.col("run_id").isNotNull() & F.col("event_id").isNotNull())
-        .groupBy("run_id", "event_id")
-        .agg(F.count(F.lit(1)).alias("_n"))
-    )
+    per_key = keys.groupBy("run_id", "event_id").agg(F.count(F.lit(1)).alias("_n"))
     per_run = per_key.groupBy("run_id").agg(
-        (F.max("_n") > 1).alias("repeated"), F.min("event_id").alias("first"), F.max("event_id").alias("last")
+        F.max(F.when(F.col("event_id").isNotNull(), F.col("_n"))).alias("n"),
+        F.min("event_id").alias("first"),
+        F.max("event_id").alias("last"),
     )
-    return [RunKeys(r["run_id"], r["repeated"], r["first"], r["last"]) for r in per_run.collect()]
+    return [
+        RunKeys(r["run_id"], r["n"] > 1, r["first"], r["last"])
+        for r in per_run.collect()
+        if r["run_id"] is not None and r["n"] is not None
+    ]
 
 
 def bronze_in_range(existing: DataFrame, runs: Sequence[RunKeys]) -> DataFrame:
@@ -265,7 +269,7 @@ def _ingest(spark: SparkSession, lake: Lake, landing: str, log: Callable[[str], 
     log(f"ingest {batch}: reading {len(pending)} files ({size_mb:.1f} MB) from {landing}")
 
     classified = classify(read_candidates(spark, pending)).withColumn("_ingest_batch", F.lit(batch))
-    suspects = dups = None
+    keys_df = suspects = dups = None
     staged: list[StagedWrite] = []  # written, commit not yet attempted: dropped if the run fails
     try:
         # One narrow pass over the keys: the runs of the batch (the partitions of bronze that can
@@ -276,7 +280,10 @@ def _ingest(spark: SparkSession, lake: Lake, landing: str, log: Callable[[str], 
         # Usually no key repeats and bronze holds nothing in the batch's ranges: no record can be a
         # duplicate, and the keys are not read again. Otherwise the exact check, as narrow as it can be.
         if any(r.repeated for r in runs) or not existing.isEmpty():
-            suspects = suspect_keys(record_keys(spark, pending), existing).persist(StorageLevel.MEMORY_AND_DISK)
+            # Persisted: suspect_keys' filter would be pushed below the key parse of an uncached
+            # read, parsing again (see run_keys).
+            keys_df = record_keys(spark, pending).persist(event_cache_level(spark))
+            suspects = suspect_keys(keys_df, existing).persist(StorageLevel.MEMORY_AND_DISK)
             if suspects.count():
                 # Only the records carrying a suspect key need their verdicts for the exact check.
                 verdicts = classified.join(suspects, ["run_id", "event_id"], "left_semi").select(
@@ -344,7 +351,7 @@ def _ingest(spark: SparkSession, lake: Lake, landing: str, log: Callable[[str], 
         # A write that was staged but not committed is dropped: nothing references it.
         for s in staged:
             lake.discard(s)
-        for df in (suspects, dups):
+        for df in (keys_df, suspects, dups):
             if df is not None:
                 df.unpersist()
     result.quarantine_version = q.version if q and q.version is not None else lake.version(BRONZE_QUARANTINE)
