@@ -101,9 +101,11 @@ def exit_code_for(errors: int, warnings: int, fail_on: str) -> int:
     return EXIT_VIOLATIONS if bad else EXIT_CLEAN
 
 
-def audit_violations(bronze: DataFrame, invariants: Sequence[str] | None = None) -> DataFrame:
-    """The pure transform: bronze events -> violations (schema `schemas.audit.VIOLATION_SCHEMA`)."""
-    return evaluate(bronze, invariants)
+def audit_violations(bronze: DataFrame, invariants: Sequence[str] | None = None,
+                     log: Callable[[str], None] | None = None) -> DataFrame:
+    """The pure transform: bronze events -> violations (schema `schemas.audit.VIOLATION_SCHEMA`);
+    `log` gets a progress line per scan."""
+    return evaluate(bronze, invariants, log)
 
 
 def _sample_line(r: dict) -> str:
@@ -147,7 +149,7 @@ def run_audit(
                 r["run_id"] for r in bronze.select("run_id").distinct().collect())
             log(f"audit {result.audit_id}: {len(result.runs)} runs, bronze version {result.bronze_version}, "
                 f"{len(IMPLEMENTED)} invariants evaluated, {len(NOT_IMPLEMENTED)} not evaluated")
-            found = audit_violations(bronze).withColumn("audit_id", F.lit(result.audit_id)).persist(
+            found = audit_violations(bronze, log=log).withColumn("audit_id", F.lit(result.audit_id)).persist(
                 StorageLevel.MEMORY_AND_DISK)
             for r in found.groupBy("invariant", "severity").count().collect():
                 result.counts.setdefault(r["invariant"], {})[r["severity"]] = int(r["count"])

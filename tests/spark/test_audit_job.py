@@ -9,7 +9,7 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
 from jobs.audit import run_audit
-from jobs.invariants import IMPLEMENTED, NOT_IMPLEMENTED
+from jobs.invariants import IMPLEMENTED, NOT_IMPLEMENTED, SCANS
 from jobs.lake import EmbeddedLake
 from schemas.audit import GOLD_AUDIT_RUNS, GOLD_INVARIANT_VIOLATIONS
 from schemas.events import BRONZE_EVENTS_SCHEMA
@@ -47,8 +47,13 @@ def test_audit_writes_violations_and_its_run_record_and_a_rerun_replaces(events,
     # (older RDDs may go meanwhile: Spark's cleaner removes those nothing references).
     assert set(lake.spark.sparkContext._jsc.getPersistentRDDs().keys()) - persisted == set()
     assert first.runs == ["excused", "lost"] and first.not_evaluated == NOT_IMPLEMENTED
-    again = run_audit(lake.spark, lake, fail_on="never", log=lambda _: None)
+    lines: list[str] = []
+    again = run_audit(lake.spark, lake, fail_on="never", log=lines.append)
     assert again.exit_code == 0
+    # Progress: a line as each scan finishes, in evaluation order, between the start line and the summary.
+    progress = [line.split()[2].rstrip(":") for line in lines if line.startswith("  scan ")]
+    assert progress == [s.name for s in SCANS], lines
+    assert lines[0].startswith(f"audit {again.audit_id}:") and "scan" in lines[1]
     found = {(r["run_id"], r["invariant"], r["severity"], r["audit_id"])
              for r in lake.read(GOLD_INVARIANT_VIOLATIONS).collect()}
     assert found == {("lost", "acked_write_lost", "error", again.audit_id),
