@@ -70,7 +70,7 @@ from replication_core.leader_endpoint import (
     OffsetsForLeaderEpochResponse,
     call_leader,
 )
-from replication_core.log import FOLLOWER, Log, LogAppendInfo
+from replication_core.log import EMPTY_APPEND, FOLLOWER, Log, LogAppendInfo, new_tuple
 from replication_core.partition_fetch_state import (
     UNDEFINED_EPOCH,
     BrokerEndPoint,
@@ -428,14 +428,15 @@ class ReplicaFetcherThread:
                                                     self.broker_id, 0))
                 continue
             try:
-                log_start = logs(tp).log_start_offset
+                log_start = logs(tp)._log_start_offset  # the field, not the property: every partition
             except ReplogError:
                 errors.append(tp)
                 continue
-            partitions[tp] = FetchPartitionData(
+            # Every field given: tuple.__new__ skips the NamedTuple's Python-level __new__.
+            partitions[tp] = new_tuple(FetchPartitionData, (
                 state.fetch_offset, log_start, max_bytes,
                 state.current_leader_epoch if send_current_epoch else None,
-                state.last_fetched_epoch if send_last_fetched else None, state.topic_id)
+                state.last_fetched_epoch if send_last_fetched else None, state.topic_id))
         if not partitions:
             return None, errors
         return FetchRequest(self.broker_id, self.broker_epoch, cfg.replica_fetch_wait_max_ms,
@@ -509,14 +510,17 @@ class ReplicaFetcherThread:
         """`ReplicaFetcherThread.processPartitionData`: append, follower HW, log start offset, quota."""
         log = self._logs(tp)
         now = self._now
-        if fetch_offset != log.log_end_offset:
+        # The log's fields read directly (as Partition.fetch_records does): this runs once per partition
+        # of every response, and most responses carry no batches (appendAsFollower of nothing is a no-op).
+        if fetch_offset != log._leo:
             raise OffsetMismatchError(f"Offset mismatch for partition {tp}: fetched offset = {fetch_offset}, "
-                                      f"log end offset = {log.log_end_offset}.")
-        info = log.append_as_follower(data.batches, now)
-        old_hw = log.high_watermark
+                                      f"log end offset = {log._leo}.")
+        batches = data.batches
+        info = log.append_as_follower(batches, now) if batches else EMPTY_APPEND
+        old_hw = log._hw
         if log.update_high_watermark(data.high_watermark, now, FOLLOWER) != old_hw:
             self._hw_updated.add(tp)
-        if data.log_start_offset > log.log_start_offset:
+        if data.log_start_offset > log._log_start_offset:
             # maybeIncrementLogStartOffset only ever moves forward: the call is a no-op otherwise.
             log.maybe_increment_log_start_offset(data.log_start_offset, now, FOLLOWER)
         quota = self._quota

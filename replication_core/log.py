@@ -107,6 +107,8 @@ Python-level `__new__` NamedTuple generates (about half the cost). Used only on 
 per-fetch paths, with every field given."""
 
 _EMPTY_APPEND = LogAppendInfo(UNKNOWN_OFFSET, UNKNOWN_OFFSET, None, 0, 0)
+EMPTY_APPEND = _EMPTY_APPEND
+"""What `append_as_follower` returns for no batches (callers with nothing to append use it directly)."""
 
 
 class Log:

@@ -50,7 +50,7 @@ from replication_core.leader_endpoint import (
     OffsetsForLeaderEpochRequest,
     OffsetsForLeaderEpochResponse,
 )
-from replication_core.log import Log
+from replication_core.log import Log, new_tuple
 from replication_core.partition import (
     AlterPartitionRequest,
     BrokerMetadata,
@@ -471,6 +471,7 @@ class ReplicaManager:
         replica_id = request.replica_id
         replica_epoch = request.replica_epoch
         update_fetch_state = not from_purgatory
+        none = Errors.NONE
         for tp, pd in request.partitions.items():
             p = partitions.get(tp)
             if p is None:
@@ -499,12 +500,14 @@ class ReplicaManager:
                 min_one = False
                 limit = max(0, limit - size)
                 total += size
+            # Every field given: tuple.__new__ skips the NamedTuple's Python-level __new__, and the
+            # enum member is read once per request (an `Errors.NONE` lookup costs ~0.1 us).
             if div is None:
-                out[tp] = FetchPartitionResponse(Errors.NONE, hw, lso, last_stable, batches, None)
+                out[tp] = new_tuple(FetchPartitionResponse, (none, hw, lso, last_stable, batches, None))
             else:
                 any_diverging = True
-                out[tp] = FetchPartitionResponse(Errors.NONE, hw, lso, last_stable, batches,
-                                                 EpochEndOffset(Errors.NONE, div[0], div[1]))
+                out[tp] = new_tuple(FetchPartitionResponse, (none, hw, lso, last_stable, batches,
+                                                             EpochEndOffset(none, div[0], div[1])))
             if alter is not None:
                 self._submit_alter(alter, now_ms)
             if hw_incremented:
@@ -522,7 +525,8 @@ class ReplicaManager:
                                    request.min_bytes, read.any_error, read.any_diverging):
             return self._respond(request, read.partitions, now_ms)
         statuses = {
-            tp: FetchPartitionStatus(pd.fetch_offset, pd.max_bytes, pd.current_leader_epoch, pd.last_fetched_epoch)
+            tp: new_tuple(FetchPartitionStatus, (pd.fetch_offset, pd.max_bytes, pd.current_leader_epoch,
+                                                 pd.last_fetched_epoch))
             for tp, pd in request.partitions.items()
         }
         replica_id = request.replica_id
