@@ -25,7 +25,7 @@ from jobs.invariants import leadership as _leadership
 from jobs.invariants import log_content as _log_content
 from jobs.invariants import replica_scan as _replica
 from jobs.invariants import truncation_point as _truncation_point
-from jobs.invariants.base import Scan, empty_violations
+from jobs.invariants.base import Scan, ScanInputs, empty_violations
 from replication_core.checker.catalogue import BY_NAME, CATALOGUE
 
 SCANS: tuple[Scan, ...] = (
@@ -62,12 +62,14 @@ def evaluate(bronze: DataFrame, invariants: Sequence[str] | None = None,
     if missing:
         raise ValueError(f"not evaluated by the Spark audit: {missing}")
     scans = [s for s in SCANS if any(n in s.checks for n in wanted)]
+    # Frames several scans derive from bronze (the replica replay) are built once for all of them.
+    inputs = ScanInputs(bronze, materialise=True)
     parts = []
     for i, scan in enumerate(scans, 1):
         t0 = time.perf_counter()
         # Each scan's violations (a handful of rows behind a large plan) are materialised before the
         # union: one plan holding every scan made the driver run out of heap analysing it.
-        parts.append(scan.run(bronze, wanted).localCheckpoint(eager=True))
+        parts.append(scan.run(bronze, wanted, inputs).localCheckpoint(eager=True))
         if log is not None:
             log(f"  scan {i}/{len(scans)} {scan.name}: {time.perf_counter() - t0:.1f}s")
     if not parts:

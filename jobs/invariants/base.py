@@ -2,7 +2,8 @@
 
 Following dqx, a *check* is a small function that returns a Column: the violation struct (the fields of
 `schemas.audit.VIOLATION_SCHEMA`) when its row breaks the rule, null otherwise. A *scan* is one pass over
-bronze that annotates each row with the replay state the checks need (`Scan.build`); every check of the
+bronze that annotates each row with the replay state the checks need (`Scan.build`, which reads bronze and
+the frames several scans share through `ScanInputs`); every check of the
 scan is then evaluated in one projection and the non-null structs are exploded into violation rows. So the
 invariants that share a window cost one shuffle and one sort, however many they are.
 
@@ -19,11 +20,36 @@ from functools import reduce
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 
+from jobs.session import event_cache_level
 from replication_core.checker.catalogue import BY_NAME
 from schemas.audit import SPARK_VIOLATION_SCHEMA, VIOLATION_COLUMNS
 
 Check = Callable[[], Column]
 """A check: evaluated over a scan's annotated rows, the violation struct or null."""
+
+
+class ScanInputs:
+    """What a scan's `build` reads: bronze, and frames that several scans derive from it, each built once.
+
+    Within one audit (`jobs.invariants.evaluate`, `materialise=True`) a shared frame is materialised the
+    first time a scan asks for it, at the event cache level (`jobs.session.event_cache_level`), and the
+    next scans read it instead of repeating its shuffle and window pass; the audit job releases it with
+    its other checkpoints. Without `materialise` (one scan run on its own) it stays an ordinary lazy frame.
+    """
+
+    def __init__(self, bronze: DataFrame, materialise: bool = False) -> None:
+        self.bronze = bronze
+        self._materialise = materialise
+        self._frames: dict[Callable[[DataFrame], DataFrame], DataFrame] = {}
+
+    def shared(self, make: Callable[[DataFrame], DataFrame]) -> DataFrame:
+        """`make(bronze)`, built once per `ScanInputs` (the function is the key)."""
+        if make not in self._frames:
+            frame = make(self.bronze)
+            if self._materialise:
+                frame = frame.localCheckpoint(eager=True, storageLevel=event_cache_level(self.bronze.sparkSession))
+            self._frames[make] = frame
+        return self._frames[make]
 
 ColumnLike = Column | str | int | None
 
@@ -96,15 +122,17 @@ class Scan:
     """One pass over bronze: `build` annotates rows with replay state, `checks` map invariants to checks."""
 
     name: str
-    build: Callable[[DataFrame], DataFrame]
+    build: Callable[[ScanInputs], DataFrame]
     checks: Mapping[str, tuple[Check, ...]] = field(default_factory=dict)
 
-    def run(self, bronze: DataFrame, invariants: Sequence[str] | None = None) -> DataFrame:
-        """Violations of `invariants` (default: all of this scan's) found in one projection."""
+    def run(self, bronze: DataFrame, invariants: Sequence[str] | None = None,
+            inputs: ScanInputs | None = None) -> DataFrame:
+        """Violations of `invariants` (default: all of this scan's) found in one projection; `inputs`, if
+        given, are the audit's (bronze and the frames its scans share)."""
         wanted = [c for name, cs in self.checks.items() if invariants is None or name in invariants for c in cs]
         if not wanted:
             return empty_violations(bronze.sparkSession)
-        rows = self.build(bronze)
+        rows = self.build(inputs if inputs is not None else ScanInputs(bronze))
         names = [f"_v{i}" for i in range(len(wanted))]
         # Every check as its own column and a plain null test first: both are code-generated. A
         # higher-order `filter` over the array of checks is not, and made Spark evaluate every check of

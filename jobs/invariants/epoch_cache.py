@@ -16,15 +16,15 @@ from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
 from jobs.invariants import replica_scan
-from jobs.invariants.base import Scan, text, violation
+from jobs.invariants.base import Scan, ScanInputs, text, violation
 
 REPLICA = replica_scan.REPLICA
 INVARIANT = "epoch_cache_monotonic"
 
 
-def build(bronze: DataFrame) -> DataFrame:
+def build(inputs: ScanInputs) -> DataFrame:
     """Append rows with the replay state before them and the record below the batch (`_prev_*`)."""
-    rows = replica_scan.annotate(replica_scan.replica_events(bronze))
+    rows = inputs.shared(replica_scan.replica_replay)
     appends = rows.where(F.col("event_type") == "append").select(
         *REPLICA, "event_id", "ts_ms", "role", "base_offset", "last_offset", "batch_leader_epoch", "_leading",
         "_epoch", "_tenure_start", "_leo", "_lso")

@@ -33,7 +33,7 @@ from __future__ import annotations
 from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
-from jobs.invariants.base import Scan, text, violation
+from jobs.invariants.base import Scan, ScanInputs, text, violation
 from jobs.invariants.base import is_event as _is
 from jobs.invariants.replica_scan import CLOSING_ACTIONS, REPLICA
 from replication_core.config import ReplicationConfig
@@ -212,8 +212,9 @@ def _with_leader(rows: DataFrame, segments: DataFrame) -> DataFrame:
     return with_s.join(F.broadcast(t), on_t, "left")
 
 
-def build(bronze: DataFrame) -> DataFrame:
+def build(inputs: ScanInputs) -> DataFrame:
     """The annotated fetch rows this scan's checks read."""
+    bronze = inputs.bronze
     return _with_leader(annotate(fetch_events(bronze)), leader_segments(bronze))
 
 

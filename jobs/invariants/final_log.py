@@ -29,15 +29,14 @@ from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
 from jobs.invariants import replica_scan
-from jobs.invariants.base import Scan, text, violation
+from jobs.invariants.base import Scan, ScanInputs, text, violation
 
 PARTITION: tuple[str, ...] = ("run_id", "topic", "partition")
 INVARIANT = "acked_write_lost"
 
 
-def _final_replica_rows(bronze: DataFrame) -> DataFrame:
-    """The final leader's annotated replica rows, with the suffix removal bounds after each row."""
-    rows = replica_scan.annotate(replica_scan.replica_events(bronze))
+def _final_replica_rows(rows: DataFrame) -> DataFrame:
+    """The final leader's rows among the replica replay `rows`, with the suffix removal bounds after each row."""
     leaders = rows.where((F.col("event_type") == "leadership_change") & (F.col("action") == "become_leader"))
     final = leaders.groupBy(*PARTITION).agg(F.max_by("broker_id", "event_id").alias("broker_id"))
     mine = rows.join(final, [*PARTITION, "broker_id"])
@@ -91,11 +90,12 @@ def _final_records(final_rows: DataFrame) -> DataFrame:
     return latest.where(alive).select(*PARTITION, "offset", F.col("w.event_id").alias("final_append"))
 
 
-def build(bronze: DataFrame) -> DataFrame:
+def build(inputs: ScanInputs) -> DataFrame:
     """One row per acknowledged acks=all write of a partition with a final leader, with what was lost."""
+    bronze = inputs.bronze
     # Materialised once: the final leaders' rows feed three joins below, the violating acknowledgements
     # (a handful) three more; recomputing the window replay for each costs far more than keeping them.
-    final_rows = _final_replica_rows(bronze).localCheckpoint(eager=True)
+    final_rows = _final_replica_rows(inputs.shared(replica_scan.replica_replay)).localCheckpoint(eager=True)
     appends = bronze.where(F.col("event_type") == "append").select(
         *PARTITION, F.col("broker_id").alias("_b"), F.col("event_id").alias("_append"),
         F.col("base_offset").alias("_ab"), F.col("last_offset").alias("_al"),

@@ -18,14 +18,15 @@ from __future__ import annotations
 from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
-from jobs.invariants.base import Scan, text, violation
+from jobs.invariants.base import Scan, ScanInputs, text, violation
 
 PARTITION: tuple[str, ...] = ("run_id", "topic", "partition")
 ELECTION = "election"
 
 
-def build(bronze: DataFrame) -> DataFrame:
+def build(inputs: ScanInputs) -> DataFrame:
     """Leadership rows (kind = become_leader / become_follower / election) with the state the checks need."""
+    bronze = inputs.bronze
     scoped = F.col("topic").isNotNull() & F.col("partition").isNotNull()
     lc = bronze.where((F.col("event_type") == "leadership_change") & scoped & F.col("broker_id").isNotNull()).select(
         *PARTITION, "event_id", "ts_ms", F.col("broker_id").alias("leader"), F.col("action").alias("kind"), "isr",

@@ -47,7 +47,7 @@ from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
 from jobs.invariants import replica_scan
-from jobs.invariants.base import Scan, text, violation
+from jobs.invariants.base import Scan, ScanInputs, text, violation
 from jobs.invariants.base import is_event as _is
 from replication_core.checker.catalogue import BY_NAME, WARNING
 
@@ -251,8 +251,9 @@ def _first_bad(df: DataFrame, keys: list[str], bad: Column, first: dict[str, Col
     return df.groupBy(*keys).agg(F.count(F.when(bad, 1)).alias("_n"), picked.alias("_f")).where(F.col("_n") > 0)
 
 
-def build(bronze: DataFrame) -> DataFrame:
+def build(inputs: ScanInputs) -> DataFrame:
     """One row per violation candidate (`_kind` names the invariant) with the fields its check reports."""
+    bronze = inputs.bronze
     appends = appends_of(bronze)
     isl = islands(appends).localCheckpoint(eager=True)
     cw = contested_writes(appends, isl).localCheckpoint(eager=True)

@@ -43,7 +43,7 @@ from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
 from jobs.invariants import isr_rules
-from jobs.invariants.base import Scan, text, violation
+from jobs.invariants.base import Scan, ScanInputs, text, violation
 from jobs.invariants.base import is_event as _is
 from replication_core.config import ReplicationConfig
 
@@ -82,6 +82,23 @@ def replica_events(bronze: DataFrame) -> DataFrame:
 def annotate(rows: DataFrame) -> DataFrame:
     """Add the replay state before each row (see the module docstring); rows from `replica_events`."""
     return _with_lso(_replay(rows))
+
+
+REPLAY_COLUMNS: tuple[str, ...] = (
+    *REPLICA, "event_id", "ts_ms", "event_type", "action", "role", "leo", "truncate_offset", "base_offset",
+    "last_offset", "batch_leader_epoch", "log_start_offset", "_leading", "_epoch", "_tenure_start", "_down",
+    "_leo", "_lso", "_full",
+)
+"""The columns of `replica_replay`: what `jobs.invariants.epoch_cache` and `jobs.invariants.final_log` read."""
+
+
+def replica_replay(bronze: DataFrame) -> DataFrame:
+    """Every replica event of `bronze` with the replay state before it: `annotate(replica_events(bronze))`.
+
+    The epoch-cache and acknowledged-write scans both read it, so an audit builds it once
+    (`ScanInputs.shared`), with only the columns they read: the ISR and replica arrays and the broker
+    config map would more than double what is written to the block store and read back."""
+    return annotate(replica_events(bronze)).select(*REPLAY_COLUMNS)
 
 
 def _closes() -> Column:
@@ -199,9 +216,10 @@ def _with_lso(s2: DataFrame) -> DataFrame:
     )
 
 
-def build(bronze: DataFrame) -> DataFrame:
+def build(inputs: ScanInputs) -> DataFrame:
     """The annotated replica rows this scan's checks read: each event once (`_f` null) plus its copies per
     follower with the leader's view of that follower (`jobs.invariants.isr_rules`)."""
+    bronze = inputs.bronze
     rows = replica_events(bronze).unionByName(isr_rules.fetch_state_rows(bronze), allowMissingColumns=True)
     replayed = _replay(rows, leader_view=True).where(~F.col("event_type").isin("append", "broker_config"))
     viewed = isr_rules.with_views(replayed, REPLICA, _closes())

@@ -42,7 +42,7 @@ from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
 from jobs.invariants import replica_scan
-from jobs.invariants.base import Scan, text, violation
+from jobs.invariants.base import Scan, ScanInputs, text, violation
 from jobs.invariants.base import is_event as _is
 from replication_core.config import ReplicationConfig
 from replication_core.truncation import TruncationProtocol
@@ -348,8 +348,9 @@ def _candidate(df: DataFrame, kind: str, replica: Column, expected: Column, actu
         F.array(*[c.cast("long") for c in ids]).alias("_ids"), message.alias("_msg"))
 
 
-def build(bronze: DataFrame) -> DataFrame:
+def build(inputs: ScanInputs) -> DataFrame:
     """One row per violation candidate (`_kind`: answer, target, owed) with the fields its check reports."""
+    bronze = inputs.bronze
     rows = _annotate(_rows(bronze)).localCheckpoint(eager=True)
     emits = _emits(rows).localCheckpoint(eager=True)
     probes = emits.where(F.col("_k") == PROBE).select(
