@@ -28,6 +28,12 @@ Check = Callable[[], Column]
 """A check: evaluated over a scan's annotated rows, the violation struct or null."""
 
 
+def materialised(frame: DataFrame) -> DataFrame:
+    """`frame` computed now and kept at the event cache level (`jobs.session.event_cache_level`), for a
+    frame of event-sized rows that several later steps read."""
+    return frame.localCheckpoint(eager=True, storageLevel=event_cache_level(frame.sparkSession))
+
+
 class ScanInputs:
     """What a scan's `build` reads: bronze, and frames that several scans derive from it, each built once.
 
@@ -47,7 +53,7 @@ class ScanInputs:
         if make not in self._frames:
             frame = make(self.bronze)
             if self._materialise:
-                frame = frame.localCheckpoint(eager=True, storageLevel=event_cache_level(self.bronze.sparkSession))
+                frame = materialised(frame)
             self._frames[make] = frame
         return self._frames[make]
 

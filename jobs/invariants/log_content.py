@@ -47,9 +47,8 @@ from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
 from jobs.invariants import replica_scan
-from jobs.invariants.base import Scan, ScanInputs, text, violation
+from jobs.invariants.base import Scan, ScanInputs, materialised, text, violation
 from jobs.invariants.base import is_event as _is
-from jobs.session import event_cache_level
 from replication_core.checker.catalogue import BY_NAME, WARNING
 
 PARTITION: tuple[str, ...] = ("run_id", "topic", "partition")
@@ -257,7 +256,7 @@ def build(inputs: ScanInputs) -> DataFrame:
     bronze = inputs.bronze
     # Every append, read from bronze once: the islands, the contested writes and four of the checks below
     # join it, and each would otherwise filter all of bronze again.
-    appends = appends_of(bronze).localCheckpoint(eager=True, storageLevel=event_cache_level(bronze.sparkSession))
+    appends = materialised(appends_of(bronze))
     isl = islands(appends).localCheckpoint(eager=True)
     cw = contested_writes(appends, isl).localCheckpoint(eager=True)
     scoped = F.col("broker_id").isNotNull() & F.col("topic").isNotNull() & F.col("partition").isNotNull()
