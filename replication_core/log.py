@@ -106,8 +106,7 @@ new_tuple = tuple.__new__
 Python-level `__new__` NamedTuple generates (about half the cost). Used only on the per-append and
 per-fetch paths, with every field given."""
 
-_EMPTY_APPEND = LogAppendInfo(UNKNOWN_OFFSET, UNKNOWN_OFFSET, None, 0, 0)
-EMPTY_APPEND = _EMPTY_APPEND
+EMPTY_APPEND = LogAppendInfo(UNKNOWN_OFFSET, UNKNOWN_OFFSET, None, 0, 0)
 """What `append_as_follower` returns for no batches (callers with nothing to append use it directly)."""
 
 
@@ -271,7 +270,7 @@ class Log:
         """`appendAsFollower`: append batches carrying their own offsets and epochs (each assigns an
         epoch-cache entry). Empty input is a no-op. See the module docstring for the offset rules."""
         if not batches:
-            return _EMPTY_APPEND
+            return EMPTY_APPEND
         first = batches[0]
         expected = first.base_offset
         for b in batches:
