@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import json
 from collections import Counter
+from collections.abc import Hashable, Iterator
 from operator import itemgetter
 from pathlib import Path
 from typing import Any
@@ -53,49 +54,100 @@ def _payload_arrays(events: list[Event]) -> list[pa.Array]:
 
     Columnar on purpose: `Table.from_pylist` looks up every one of the ~44 payload columns in every
     event dict, although an event fills only the dozen columns of its type. Here the events are
-    grouped by their exact key sequence (events of one type built by one call site share it), each
-    present column of a group is gathered at C speed (`map(itemgetter(name), group)`), the columns a
-    group lacks are typed nulls, and one `take` puts the groups' rows back in emission
-    order. The values, and so the written bytes, are the same as `from_pylist`'s."""
-    if not events:
+    grouped so that every event of a group has the same keys, and every column is built at C speed
+    (`map(itemgetter(name), ...)`, no `.get` per cell); see `_grouped_arrays`.
+
+    Grouping is first tried by event type alone (one dict lookup of an interned string per event;
+    a tuple of each event's keys costs several times more to build and hash): events of one type
+    are built by one call site and share their keys. When a type turns out to have several key
+    sets (a produce ack with and without offsets), the batch is grouped by its exact key tuples
+    instead. The values, and so the written bytes, are the same as `from_pylist`'s."""
+    n = len(events)
+    if not n:
         return [pa.nulls(0, f.type) for f in _PAYLOAD_SCHEMA]
-    groups: dict[tuple[str, ...], list[int]] = {}
-    for i, ev in enumerate(events):
-        key = tuple(ev)
-        rows = groups.get(key)
-        if rows is None:
-            groups[key] = [i]
-        else:
-            rows.append(i)
-    chunks: list[list[pa.Array]] = [[] for _ in _PAYLOAD_SCHEMA]
-    order: list[int] = []
-    for key, rows in groups.items():
-        group = events if len(groups) == 1 else [events[i] for i in rows]
-        for col, f in enumerate(_PAYLOAD_SCHEMA):
-            if f.name in key:
-                # Every event of the group has the key: a C-level itemgetter pass, no .get per cell.
-                chunks[col].append(pa.array(list(map(itemgetter(f.name), group)), f.type))
+    arrays = _grouped_arrays(events, map(_EVENT_TYPE, events))
+    if arrays is None:
+        arrays = _grouped_arrays(events, map(tuple, events))
+        assert arrays is not None  # groups of equal key tuples always have equal keys
+    return arrays
+
+
+def _grouped_arrays(events: list[Event], group_keys: Iterator[Hashable]) -> list[pa.Array] | None:
+    """`_payload_arrays` with the events grouped by `group_keys` (one per event), or None when the
+    events of some group do not all have the same keys (the caller then groups more finely).
+
+    A group's columns are its first event's keys. The check is cheap and exact: every event of the
+    group has as many keys as the first (one `len` pass) and every key of the first (a missing one
+    makes the column's itemgetter raise KeyError). Columns:
+    - a column every group has (the common head: type, time, broker, partition, epoch) is read from
+      all events in emission order, so it needs no reordering;
+    - a column no group has is one typed null array;
+    - a column only some groups have is converted group by group (nulls for the groups lacking it),
+      concatenated in group order, and put back in emission order by one `take`."""
+    n = len(events)
+    # Group id of each event = index of the first event of its group: one C-level pass
+    # (dict.setdefault), no Python loop per event.
+    first_of_group: dict[Hashable, int] = {}
+    first = list(map(first_of_group.setdefault, group_keys, range(n)))
+    try:
+        if len(first_of_group) == 1:
+            if len(set(map(len, events))) != 1:
+                return None
+            present = set(events[0])
+            return [pa.array(list(map(itemgetter(f.name), events)), f.type) if f.name in present
+                    else pa.nulls(n, f.type) for f in _PAYLOAD_SCHEMA]
+        # Groups in order of first appearance; a stable sort keeps emission order inside each group.
+        order = pc.sort_indices(pa.array(first, pa.int64()))
+        grouped = itemgetter(*order.to_pylist())(events)
+        sizes = Counter(first)
+        groups: list[tuple[set[str], tuple[Event, ...]]] = []
+        at = 0
+        for start in first_of_group.values():
+            group = grouped[at:at + sizes[start]]
+            at += len(group)
+            if len(set(map(len, group))) != 1:
+                return None
+            groups.append((set(group[0]), group))
+        common = set.intersection(*(present for present, _ in groups))
+        anywhere = set.union(*(present for present, _ in groups))
+        # Row k of the grouped order is event order[k]; the inverse permutation restores emission order.
+        back = pc.sort_indices(order)
+        arrays: list[pa.Array] = []
+        for f in _PAYLOAD_SCHEMA:
+            name = f.name
+            if name in common:
+                arrays.append(pa.array(list(map(itemgetter(name), events)), f.type))
+            elif name not in anywhere:
+                arrays.append(pa.nulls(n, f.type))
             else:
-                chunks[col].append(pa.nulls(len(rows), f.type))
-        order.extend(rows)
-    if len(groups) == 1:
-        return [c[0] for c in chunks]
-    # Row k of the concatenation is event order[k]; the inverse permutation restores emission order.
-    back = pc.sort_indices(pa.array(order, pa.int64()))
-    return [pa.concat_arrays(c).take(back) for c in chunks]
+                get = itemgetter(name)
+                arrays.append(pa.concat_arrays([
+                    pa.array(list(map(get, group)), f.type) if name in present else pa.nulls(len(group), f.type)
+                    for present, group in groups]).take(back))
+        return arrays
+    except KeyError:  # an event lacks a key of its group's first event
+        return None
+
+
+def _repeated(value: str, n: int) -> pa.Array:
+    """`n` copies of `value` as a string array, built in C++ (no list of `n` Python references)."""
+    return pa.repeat(pa.scalar(value, pa.string()), n)
 
 
 def stamped_table(events: list[Event], run_id: str, first_event_id: int) -> pa.Table:
     """Engine events (no envelope) as an `EVENT_SCHEMA` table with the run's envelope: the payload is
-    converted column by column (`_payload_arrays`) and the envelope added as whole columns, which is
-    several times cheaper than building one stamped dict per event."""
+    converted column by column (`_payload_arrays`) and the envelope added as whole columns built in
+    C++ (repeated strings, a cumulative sum for the ids), which is several times cheaper than
+    building one stamped dict per event."""
     payload = dict(zip(_PAYLOAD_SCHEMA.names, _payload_arrays(events), strict=True))
     n = len(events)
+    # event_id = first_event_id, first_event_id + 1, ...: a running sum of ones, with no Python int per row.
+    ids = pc.add(pc.cumulative_sum(pa.repeat(pa.scalar(1, pa.int64()), n)), first_event_id - 1)
     envelope = {
-        "schema_version": pa.array([SCHEMA_VERSION] * n, pa.string()),
-        "source": pa.array(["engine"] * n, pa.string()),
-        "run_id": pa.array([run_id] * n, pa.string()),
-        "event_id": pa.array(range(first_event_id, first_event_id + n), pa.int64()),
+        "schema_version": _repeated(SCHEMA_VERSION, n),
+        "source": _repeated("engine", n),
+        "run_id": _repeated(run_id, n),
+        "event_id": ids,
     }
     arrays = [envelope[f.name] if f.name in envelope else payload[f.name] for f in EVENT_SCHEMA]
     return pa.Table.from_arrays(arrays, schema=EVENT_SCHEMA)

@@ -86,3 +86,20 @@ def test_written_parquet_equals_the_events(tmp_path: Path) -> None:
     assert table.column("event_id").to_pylist() == list(range(len(events)))
     assert table.select(_PAYLOAD_SCHEMA.names).to_pylist() == _from_pylist(events).to_pylist()
     assert sum(writer.counts.values()) == len(events)
+
+
+def test_columnar_conversion_regroups_a_type_with_several_key_sets() -> None:
+    """Grouping by event type is only a first try: one type whose events have the same number of keys
+    but different ones, or different numbers (alone in the batch or not), converts like from_pylist."""
+    same_len: list[dict[str, Any]] = [
+        {"event_type": "truncation", "ts_ms": 1, "broker_id": 1, "old_leo": 5, "truncate_offset": 3},
+        {"event_type": "truncation", "ts_ms": 2, "broker_id": 1, "old_leo": 5, "reason": "r"},
+    ]
+    more_keys_later = [
+        make_event("produce_ack", 1, 1, "t", 0, 1, acks=1, error="NOT_LEADER_OR_FOLLOWER", batch_checksum=8),
+        make_event("produce_ack", 2, 1, "t", 0, 1, acks=-1, error="NONE", batch_checksum=7, base_offset=0,
+                   last_offset=4),
+    ]
+    others = [make_event("broker_lifecycle", 0, 2, action="start")]
+    for events in (same_len, more_keys_later, same_len + others, others + more_keys_later + same_len):
+        assert _columnar(events).equals(_from_pylist(events))
