@@ -19,13 +19,16 @@ What it does:
      (the floor of any ingest that has Spark write the files);
    - `jobs.ingest.run_ingest` into a fresh temp lake (embedded Delta backend), timed end to end and
      split with `IngestResult.seconds` plus wrappers installed by this script around functions of
-     `jobs` (nothing in `jobs/` is edited): discovery, idempotency look-ups and the narrow key pass
-     (run ids, keys that can be duplicates); the one full pass (read + validate + count + write bronze's
-     files); the quarantine pass where anything is quarantined; Spark's Parquet write per table; the
-     footer checks; the delta-rs commit; plus the JVM's GC time during the ingest;
+     `jobs` (nothing in `jobs/` is edited): discovery and idempotency look-ups; the one full pass
+     (read + validate + count + write bronze's files, uncommitted); the duplicate check over the keys
+     of the files it wrote (run ids, repeats, id ranges against bronze); the exact duplicate check and
+     second write, only where that check found a key that can be a duplicate; the quarantine pass
+     where anything is quarantined; Spark's Parquet write per table; the footer checks; the delta-rs
+     commit; plus the JVM's GC time during the ingest;
    - optionally (`--stages`, default on at the large size) stage ablations, each a separate pass into
-     a noop sink: read only, read without the `raw` column, read + classify, the key pass (runs,
-     repeats, id ranges) and the suspect-key aggregate it runs only when a key can be a duplicate;
+     a noop sink: read only, read without the `raw` column, read + classify, the duplicate check's key
+     aggregate (over bronze's files after the ingest: the files the ingest wrote), and the landing key
+     pass + suspect-key aggregate that the exact check runs only when a key can be a duplicate;
    - driver memory: peak RSS of the Python driver (`/proc/self/status` VmHWM, reset after warm-up,
      and `resource.getrusage`), the JVM's heap used after `System.gc()` before and after the ingest,
      the JVM heap peak during the ingest (memory-pool peaks), the JVM process peak RSS, and the size
@@ -309,9 +312,12 @@ def _stages(spark: Any, lake: Any, landing: str) -> dict[str, float]:
     classified = classify(cand)
     with _stopwatch(out, "read_classify"):
         _noop(classified)
+    with _stopwatch(out, "duplicate_check_keys"):
+        # the key aggregate of the common case, over the files the ingest wrote: runs, repeats, id ranges
+        ingest.run_keys(lake.read(BRONZE_EVENTS).select("run_id", "event_id"))
     keys = record_keys(spark, files)
-    with _stopwatch(out, "key_pass_runs"):
-        # the one narrow pass of the common case: runs, repeats within the batch, id ranges
+    with _stopwatch(out, "landing_key_pass_runs"):
+        # the exact check's first step: the same aggregate over every landing record's key
         ingest.run_keys(keys)
     existing = lake.read(BRONZE_EVENTS, []).select("run_id", "event_id")
     with _stopwatch(out, "key_pass_suspects"):
@@ -373,24 +379,25 @@ def run_worker(spec: dict[str, Any]) -> dict[str, Any]:
     jvm_rss_peak = jvm.rss_peak()
     heap_after = jvm.heap_used_after_gc()
 
-    kd = result.seconds.get("keys_duplicates", float("nan"))
-    vw = result.seconds.get("validate_write", float("nan"))
-    qc = result.seconds.get("quarantine_commit", float("nan"))
+    seconds = result.seconds
     split = {
-        # discovery, idempotency look-ups, the narrow key pass, the run list and the suspect-key check
-        # (plus the exact duplicate check where any key is suspect)
-        "keys_duplicates": kd,
+        # discovery, idempotency look-ups, planning
+        "discover": seconds.get("discover", float("nan")),
         # the one full pass: read + validate + count every record + write bronze's files (uncommitted)
-        "validate_write_bronze": vw,
+        "validate_write_bronze": seconds.get("validate_write", float("nan")),
+        # the keys of the files written: repeats, id ranges, bronze rows in those ranges
+        "duplicate_check": seconds.get("duplicate_check", float("nan")),
+        # only where that check found a possible duplicate: the exact check and the second write
+        "exact_duplicates_write": seconds.get("exact_duplicates_write", 0.0),
         "write_bronze": tl.total("write_files", "bronze/replication_events"),
         # the quarantine pass (only when something is quarantined) and both commits
-        "quarantine_commit": qc,
+        "quarantine_commit": seconds.get("quarantine_commit", float("nan")),
         "write_quarantine": tl.total("write_files", "bronze/quarantine"),
         "write_footer_checks": tl.total("check_file_schema"),
         "commit_bronze": tl.total("commit", "bronze/replication_events"),
         "commit_quarantine": tl.total("commit", "bronze/quarantine"),
         "commit_delta_rs_call": tl.total("commit_actions"),
-        "after": t_end - (t0 + kd + vw + qc),
+        "after": t_end - (t0 + sum(seconds.values())),
         # not a part of the sum: JVM garbage collection during the ingest (all threads, all collectors)
         "jvm_gc_during_ingest": gc_after[1] - gc_before[1],
     }
@@ -493,8 +500,10 @@ def _report(doc: dict[str, Any]) -> str:
         lambda x: f"{x:.2f}")
     row("load average (1 min) at start", lambda r: r["cpu"]["loadavg_1m_start"], lambda x: f"{x:.1f}")
     row("ingest total (s)", lambda r: r["ingest_seconds"], _fmt_s)
-    row("  keys, runs, duplicate check (s)", lambda r: r["split_seconds"]["keys_duplicates"], _fmt_s)
+    row("  discovery, idempotency look-ups (s)", lambda r: r["split_seconds"].get("discover"), _fmt_s)
     row("  read+validate+count, write bronze (s)", lambda r: r["split_seconds"]["validate_write_bronze"], _fmt_s)
+    row("  duplicate check on written keys (s)", lambda r: r["split_seconds"].get("duplicate_check"), _fmt_s)
+    row("  exact duplicates + second write (s)", lambda r: r["split_seconds"].get("exact_duplicates_write"), _fmt_s)
     row("  quarantine pass + commits (s)", lambda r: r["split_seconds"]["quarantine_commit"], _fmt_s)
     row("    Spark write quarantine", lambda r: r["split_seconds"]["write_quarantine"], _fmt_s)
     row("    (footer schema checks, both tables)", lambda r: r["split_seconds"]["write_footer_checks"], _fmt_s)
@@ -517,8 +526,8 @@ def _report(doc: dict[str, Any]) -> str:
     row("kept / quarantined", lambda r: f"{r['result']['kept']}/{r['result']['quarantined']}", str)
     if any(runs[k]["stage_ablation_seconds"] for k in runs):
         lines.append("stage ablation (separate passes into a noop sink, not additive):")
-        for st in ("read", "read_without_raw", "read_classify", "verdicts_pass", "run_ids",
-                   "read_classify_duplicate_flags"):
+        for st in ("read", "read_without_raw", "read_classify", "duplicate_check_keys", "landing_key_pass_runs",
+                   "key_pass_suspects"):
             row(f"  {st} (s)", lambda r, st=st: r["stage_ablation_seconds"].get(st), _fmt_s)
 
     small = doc["memory_small_events"]

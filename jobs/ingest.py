@@ -18,9 +18,10 @@ from __future__ import annotations
 import hashlib
 import sys
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import reduce
+from typing import Any
 
 from pyspark import StorageLevel
 from pyspark.sql import Column, DataFrame, Observation, SparkSession
@@ -239,10 +240,12 @@ def run_ingest(
 ) -> IngestResult:
     """Ingest what is new in `landing`; see the module docstring for the guarantees.
 
-    The records are read in full once in the common case: a narrow pass over the keys finds the
-    few that can be duplicates (usually none), then one pass validates every record, writes the
-    kept ones (uncommitted) and counts all of them as it goes. Quarantined records are written by
-    a second pass only when there are any. Both tables are committed after that, quarantine first.
+    The records are read in full once in the common case: one pass validates every record, writes
+    the kept ones (uncommitted) and counts all of them as it goes; then the keys of the files it
+    wrote are checked for duplicates (`no_duplicates`). Only when a key repeats or bronze already
+    holds ids in the batch's ranges (rare) are those files dropped and the batch written again, with
+    the exact duplicate check in front (`_exact_duplicates`). Quarantined records are written by a
+    second pass only when there are any. Both tables are committed after that, quarantine first.
     """
     # Validation is one wide expression per record over a join (line numbers) of a parse: Spark's
     # constraint propagation, inferring filters through that join, grows without bound on it (the
@@ -269,47 +272,37 @@ def _ingest(spark: SparkSession, lake: Lake, landing: str, log: Callable[[str], 
     log(f"ingest {batch}: reading {len(pending)} files ({size_mb:.1f} MB) from {landing}")
 
     classified = classify(read_candidates(spark, pending)).withColumn("_ingest_batch", F.lit(batch))
-    keys_df = suspects = dups = None
+    persisted: list[DataFrame] = []
     staged: list[StagedWrite] = []  # written, commit not yet attempted: dropped if the run fails
     try:
-        # One narrow pass over the keys: the runs of the batch (the partitions of bronze that can
-        # hold duplicates of it), whether a key repeats within it, and each run's range of ids.
-        runs = run_keys(record_keys(spark, pending))
-        existing = bronze_in_range(lake.read(BRONZE_EVENTS, [{"run_id": r.run_id} for r in runs]), runs)
-        n_dups = 0
-        # Usually no key repeats and bronze holds nothing in the batch's ranges: no record can be a
-        # duplicate, and the keys are not read again. Otherwise the exact check, as narrow as it can be.
-        if any(r.repeated for r in runs) or not existing.isEmpty():
-            # Persisted: suspect_keys' filter would be pushed below the key parse of an uncached
-            # read, parsing again (see run_keys).
-            keys_df = record_keys(spark, pending).persist(event_cache_level(spark))
-            suspects = suspect_keys(keys_df, existing).persist(StorageLevel.MEMORY_AND_DISK)
-            if suspects.count():
-                # Only the records carrying a suspect key need their verdicts for the exact check.
-                verdicts = classified.join(suspects, ["run_id", "event_id"], "left_semi").select(
-                    "run_id", "event_id", "_source_file", "_source_line", "_reason_code")
-                dups = duplicate_flags(verdicts, existing).persist(StorageLevel.MEMORY_AND_DISK)
-                n_dups = dups.count()
-        # Duplicates are rare: usually there is nothing to join at all, and a few are broadcast.
-        final = classified if n_dups == 0 else mark_duplicates(classified, dups, n_dups <= BROADCAST_DUPLICATES)
-        counted, obs = _observed_counts(final)
-        result.seconds["keys_duplicates"] = time.perf_counter() - t0
-
-        t1 = time.perf_counter()
-        # The pass that writes bronze's files also counts every record of the batch.
-        good = counted.where(F.col("_reason_code").isNull() & _file_filter(for_bronze)).select(
-            *[f.name for f in BRONZE_EVENTS_SCHEMA])
-        b_staged = None
+        final = classified
+        b_staged: StagedWrite | None = None
+        result.seconds["discover"] = time.perf_counter() - t0
         if for_bronze:
-            b_staged = lake.stage(BRONZE_EVENTS, good)
-            staged.append(b_staged)
-        else:
-            counted.write.format("noop").mode("overwrite").save()
-        m = obs.get
-        result.seconds["validate_write"] = time.perf_counter() - t1
-        if m["newer"]:
-            version = classified.where("_newer_major").select("schema_version").first()[0]
-            raise SchemaVersionError(version, where=f"in {m['newer']} records, e.g. {m['newer_example']}")
+            # Optimistic: duplicates are rare, so the one full pass assumes there are none. It writes
+            # bronze's files (uncommitted) and counts every record; the keys of what it wrote are then
+            # checked, from two columns of its own Parquet instead of a second read of the landing
+            # files (for JSON Lines, a second parse of every line).
+            t1 = time.perf_counter()
+            b_staged, m = _validate_write(lake, final, for_bronze, staged)
+            result.seconds["validate_write"] = time.perf_counter() - t1
+            _refuse_newer_major(m, classified)
+            t2 = time.perf_counter()
+            clean = no_duplicates(lake.read_staged(b_staged), lake)
+            result.seconds["duplicate_check"] = time.perf_counter() - t2
+            if not clean:
+                # A key repeats or is already in bronze: the written files are dropped and the batch
+                # is done again with the exact check, which finds which records are the duplicates.
+                log(f"ingest {batch}: keys repeat or are already in bronze; writing again without duplicates")
+                staged.remove(b_staged)
+                lake.discard(b_staged)
+                b_staged = None
+        if b_staged is None:
+            t3 = time.perf_counter()
+            final = _exact_duplicates(spark, lake, pending, classified, persisted)
+            b_staged, m = _validate_write(lake, final, for_bronze, staged)
+            result.seconds["exact_duplicates_write"] = time.perf_counter() - t3
+            _refuse_newer_major(m, classified)
         by_code = {c: m[f"code:{c}"] for c in reason_codes()}
         if sum(by_code.values()) != m["bad"]:
             raise AssertionError(f"reason codes counted {sum(by_code.values())} records, {m['bad']} are bad")
@@ -326,7 +319,7 @@ def _ingest(spark: SparkSession, lake: Lake, landing: str, log: Callable[[str], 
             "replog.records_quarantined": result.quarantined,
             "replog.records_duplicate": result.duplicates,
         }
-        t2 = time.perf_counter()
+        t4 = time.perf_counter()
         q = b = None
         if for_quarantine:
             bad = final.where(F.col("_reason_code").isNotNull() & _file_filter(for_quarantine))
@@ -343,7 +336,7 @@ def _ingest(spark: SparkSession, lake: Lake, landing: str, log: Callable[[str], 
             # From here on the files may be in the log: never delete them, whatever happens.
             staged.clear()
             b = lake.commit_staged(b_staged, keys=[f.key for f in for_bronze], metadata=meta)
-        result.seconds["quarantine_commit"] = time.perf_counter() - t2
+        result.seconds["quarantine_commit"] = time.perf_counter() - t4
         everything = len(pending)
         for commit, files_, expected in ((q, for_quarantine, result.quarantined), (b, for_bronze, result.kept)):
             _check_written(result, commit, expected if len(files_) == everything else None)
@@ -351,12 +344,81 @@ def _ingest(spark: SparkSession, lake: Lake, landing: str, log: Callable[[str], 
         # A write that was staged but not committed is dropped: nothing references it.
         for s in staged:
             lake.discard(s)
-        for df in (keys_df, suspects, dups):
-            if df is not None:
-                df.unpersist()
+        for df in persisted:
+            df.unpersist()
     result.quarantine_version = q.version if q and q.version is not None else lake.version(BRONZE_QUARANTINE)
     result.bronze_version = b.version if b and b.version is not None else lake.version(BRONZE_EVENTS)
     return result
+
+
+def no_duplicates(kept: DataFrame, lake: Lake) -> bool:
+    """True when no (run_id, event_id) of `kept` repeats within it and bronze has no row in its id ranges.
+
+    One aggregation of `kept`'s keys (the runs, whether a key repeats, each run's id range), then a
+    look for bronze rows in those ranges, which the Parquet reader mostly skips by row-group
+    statistics: a later batch of the same runs starts past the ids already ingested. False is a
+    superset of "has duplicates" (a row in range need not share a key); the exact check decides.
+    """
+    runs = run_keys(kept.select("run_id", "event_id"))
+    if any(r.repeated for r in runs):
+        return False
+    existing = bronze_in_range(lake.read(BRONZE_EVENTS, [{"run_id": r.run_id} for r in runs]), runs)
+    return existing.isEmpty()
+
+
+def _validate_write(
+    lake: Lake, final: DataFrame, for_bronze: Sequence[LandingFile], staged: list[StagedWrite]
+) -> tuple[StagedWrite | None, dict[str, Any]]:
+    """The one full pass: validate and count every record of `final`, write the kept ones of
+    `for_bronze` as bronze's (uncommitted) files, appended to `staged`; returns them and the counts."""
+    counted, obs = _observed_counts(final)
+    b_staged = None
+    if for_bronze:
+        good = counted.where(F.col("_reason_code").isNull() & _file_filter(for_bronze)).select(
+            *[f.name for f in BRONZE_EVENTS_SCHEMA])
+        b_staged = lake.stage(BRONZE_EVENTS, good)
+        staged.append(b_staged)
+    else:
+        counted.write.format("noop").mode("overwrite").save()
+    return b_staged, obs.get
+
+
+def _refuse_newer_major(m: Mapping[str, Any], classified: DataFrame) -> None:
+    """Fail the job (committing nothing) when records need a newer replog (`_observed_counts`' `newer`)."""
+    if m["newer"]:
+        version = classified.where("_newer_major").select("schema_version").first()[0]
+        raise SchemaVersionError(version, where=f"in {m['newer']} records, e.g. {m['newer_example']}")
+
+
+def _exact_duplicates(
+    spark: SparkSession, lake: Lake, pending: Sequence[LandingFile], classified: DataFrame,
+    persisted: list[DataFrame],
+) -> DataFrame:
+    """`classified` with every duplicate record reclassified as such (`duplicate_flags`).
+
+    Narrow where it can be: the keys of every landing record (`record_keys`) find the runs and the
+    suspects (a key seen twice, or already in bronze); only the records carrying a suspect key get
+    their verdicts joined. Frames kept for the rest of the run are appended to `persisted`.
+    """
+    runs = run_keys(record_keys(spark, pending))
+    existing = bronze_in_range(lake.read(BRONZE_EVENTS, [{"run_id": r.run_id} for r in runs]), runs)
+    if not any(r.repeated for r in runs) and existing.isEmpty():
+        return classified
+    # Persisted: suspect_keys' filter would be pushed below the key parse of an uncached read,
+    # parsing again (see run_keys).
+    keys_df = record_keys(spark, pending).persist(event_cache_level(spark))
+    persisted.append(keys_df)
+    suspects = suspect_keys(keys_df, existing).persist(StorageLevel.MEMORY_AND_DISK)
+    persisted.append(suspects)
+    if not suspects.count():
+        return classified
+    verdicts = classified.join(suspects, ["run_id", "event_id"], "left_semi").select(
+        "run_id", "event_id", "_source_file", "_source_line", "_reason_code")
+    dups = duplicate_flags(verdicts, existing).persist(StorageLevel.MEMORY_AND_DISK)
+    persisted.append(dups)
+    n_dups = dups.count()
+    # Duplicates are rare: a few are broadcast to the join that marks them.
+    return classified if n_dups == 0 else mark_duplicates(classified, dups, n_dups <= BROADCAST_DUPLICATES)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -144,7 +144,7 @@ def test_bronze_tables_open_with_deltalake(spark, lake, landing) -> None:
 
 
 def test_a_bad_record_does_not_make_a_good_one_with_its_key_a_duplicate(spark, lake, landing) -> None:
-    # The key pass sees (run-a, 1) twice; only the exact check knows the first one is quarantined.
+    # (run-a, 1) is in the file twice, but only the second record is kept: no duplicate.
     write_jsonl(landing / "a.jsonl", [event(1, leo=-1), event(1), event(2)])
     r = quiet(spark, lake, landing)
     assert (r.read, r.kept, r.quarantined, r.duplicates) == (3, 2, 1, 0) and r.reconciles
@@ -159,6 +159,28 @@ def test_a_first_line_behind_a_byte_order_mark_is_found_as_the_first_of_a_duplic
     assert (r.read, r.kept, r.duplicates) == (3, 2, 1) and r.reconciles
     q = lake.read(BRONZE_QUARANTINE).select("_source_line", "reason_code").collect()
     assert [(x["_source_line"], x["reason_code"]) for x in q] == [(3, "duplicate")]
+
+
+def test_a_batch_with_duplicates_is_written_again_leaving_only_committed_files(spark, lake, landing) -> None:
+    write_jsonl(landing / "a.jsonl", [event(1), event(2), event(1)])
+    said: list[str] = []
+    r = run_ingest(spark, lake, str(landing), log=said.append)
+    assert (r.read, r.kept, r.duplicates) == (3, 2, 1) and r.reconciles
+    assert any("writing again without duplicates" in m for m in said)
+    assert "exact_duplicates_write" in r.seconds
+    # The first write, made before the keys were checked, was dropped: every file on disk is in the log.
+    table_dir = Path(lake.path(BRONZE_EVENTS))
+    on_disk = {p.relative_to(table_dir).as_posix() for p in table_dir.rglob("*.parquet")}
+    assert on_disk == {rel for rel, _ in embedded._snapshot_files(DeltaTable(str(table_dir)), ["run_id"])}
+    assert sorted(x["_source_line"] for x in lake.read(BRONZE_EVENTS).collect()) == [1, 2]
+
+
+def test_a_batch_without_duplicates_is_written_once(spark, lake, landing) -> None:
+    write_jsonl(landing / "a.jsonl", [event(1), event(2), "garbage"])
+    said: list[str] = []
+    r = run_ingest(spark, lake, str(landing), log=said.append)
+    assert (r.read, r.kept, r.quarantined, r.duplicates) == (3, 2, 1, 0) and r.reconciles
+    assert not any("writing again" in m for m in said) and "exact_duplicates_write" not in r.seconds
 
 
 def test_a_failed_run_leaves_no_staged_files_behind(spark, lake, landing) -> None:
@@ -179,7 +201,8 @@ def test_the_generic_staging_path_commits_once_and_cleans_up(spark, lake, landin
         ("raw", "string"), ("reason", "string"), ("reason_code", "string"), ("run_id", "string"),
         ("event_id", "long"), ("_ingest_batch", "string"))])
     staged = Lake.stage(lake, BRONZE_QUARANTINE, df)
-    assert lake.version(BRONZE_QUARANTINE) is None  # written, not visible
+    assert lake.version(BRONZE_QUARANTINE) is None  # written, not visible, but readable by its job:
+    assert_df_equality(Lake.read_staged(lake, staged), df, ignore_nullable=True, ignore_metadata=True)
     key = IdempotencyKey("generic-staging-test")
     first = Lake.commit_staged(lake, staged, keys=[key])
     assert first.version is not None and not Path(staged.handle).exists()

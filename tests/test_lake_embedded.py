@@ -215,6 +215,16 @@ def test_files_written_but_never_committed_are_invisible(spark, lake: EmbeddedLa
     assert lake.version(SPEC) == 1
 
 
+def test_staged_files_are_read_back_with_their_partition_values_before_the_commit(spark, lake: EmbeddedLake) -> None:
+    lake.append(SPEC, frame(spark, [("r1", 1, "a")]))
+    rows = [("r1", 2, "b"), ("r/2 x", 1, None)]
+    staged = lake.stage(SPEC, frame(spark, rows))
+    assert_df_equality(lake.read_staged(staged), frame(spark, rows), ignore_nullable=True, ignore_row_order=True)
+    assert_df_equality(lake.read(SPEC), frame(spark, [("r1", 1, "a")]), ignore_nullable=True)  # not committed
+    lake.discard(staged)
+    assert lake.read(SPEC).count() == 1
+
+
 def test_table_needing_reader_features_is_refused(spark, lake: EmbeddedLake) -> None:
     lake.append(SPEC, frame(spark, [("r1", 1, "a")]))
     log = Path(lake.path(SPEC)) / "_delta_log" / "00000000000000000002.json"

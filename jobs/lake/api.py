@@ -116,6 +116,10 @@ class Lake(abc.ABC):
         df.write.mode("error").parquet(folder)
         return StagedWrite(spec, folder)
 
+    def read_staged(self, staged: StagedWrite) -> DataFrame:
+        """What `stage` wrote, read back before it is committed (no reader of the table sees it yet)."""
+        return self.spark.read.schema(to_spark_schema(staged.table.schema)).parquet(staged.handle)
+
     def commit_staged(
         self,
         staged: StagedWrite,

@@ -144,6 +144,15 @@ class EmbeddedLake(Lake):
         if partitions is not None:
             wanted = {tuple(p.get(c) for c in spec.partition_by) for p in partitions}
             files = [f for f in files if tuple(f[1].get(c) for c in spec.partition_by) in wanted]
+        return self._read_files(spec, files)
+
+    def read_staged(self, staged: StagedWrite) -> DataFrame:
+        """The staged files (not in the log yet) read as `read` reads the snapshot's."""
+        return self._read_files(staged.table, [(add.path, add.partition_values) for add in staged.handle])
+
+    def _read_files(self, spec: TableSpec, files: Sequence[tuple[str, Mapping[str, str | None]]]) -> DataFrame:
+        """Spark's Parquet reader over `files` (paths relative to the table, partition values from the log)."""
+        schema = _nullable(to_spark_schema(spec.schema))
         groups: dict[tuple[str | None, ...], list[str]] = {}
         for rel, pvals in files:
             groups.setdefault(tuple(pvals[c] for c in spec.partition_by), []).append(f"{self.path(spec)}/{rel}")
