@@ -65,16 +65,18 @@ def _payload_arrays(events: list[Event]) -> list[pa.Array]:
     n = len(events)
     if not n:
         return [pa.nulls(0, f.type) for f in _PAYLOAD_SCHEMA]
-    arrays = _grouped_arrays(events, map(_EVENT_TYPE, events))
+    arrays = _grouped_arrays(events, map(_EVENT_TYPE, events), by_type=True)
     if arrays is None:
-        arrays = _grouped_arrays(events, map(tuple, events))
+        arrays = _grouped_arrays(events, map(tuple, events), by_type=False)
         assert arrays is not None  # groups of equal key tuples always have equal keys
     return arrays
 
 
-def _grouped_arrays(events: list[Event], group_keys: Iterator[Hashable]) -> list[pa.Array] | None:
+def _grouped_arrays(events: list[Event], group_keys: Iterator[Hashable], by_type: bool) -> list[pa.Array] | None:
     """`_payload_arrays` with the events grouped by `group_keys` (one per event), or None when the
     events of some group do not all have the same keys (the caller then groups more finely).
+    `by_type`: the group keys are the event types, so the `event_type` column is each group's key
+    repeated (built in C++, not read and converted cell by cell).
 
     A group's columns are its first event's keys. The check is cheap and exact: every event of the
     group has as many keys as the first (one `len` pass) and every key of the first (a missing one
@@ -115,7 +117,10 @@ def _grouped_arrays(events: list[Event], group_keys: Iterator[Hashable]) -> list
         arrays: list[pa.Array] = []
         for f in _PAYLOAD_SCHEMA:
             name = f.name
-            if name in common:
+            if by_type and name == "event_type":
+                arrays.append(pa.concat_arrays([_repeated(group[0]["event_type"], len(group))
+                                                for _, group in groups]).take(back))
+            elif name in common:
                 arrays.append(pa.array(list(map(itemgetter(name), events)), f.type))
             elif name not in anywhere:
                 arrays.append(pa.nulls(n, f.type))
@@ -196,18 +201,6 @@ class EventWriter:
 
     def write(self, events: list[Event]) -> None:
         """Stamp the envelope and append `events` to the current file, rolling as needed."""
-        counts = self.counts
-        acked = self.acked_records
-        # Counted at C speed (Counter over an itemgetter map); only produce acks are looked at one by one.
-        batch_counts = Counter(map(_EVENT_TYPE, events))
-        for et, n in batch_counts.items():
-            counts[et] = counts.get(et, 0) + n
-        if "produce_ack" in batch_counts:
-            for ev in events:
-                if (ev["event_type"] == "produce_ack" and ev.get("error") == "NONE"
-                        and ev.get("base_offset") is not None):
-                    key = str(ev["acks"])
-                    acked[key] = acked.get(key, 0) + ev["last_offset"] - ev["base_offset"] + 1
         start = 0
         while start < len(events):
             if self._parquet is None and self._jsonl is None:
@@ -221,10 +214,39 @@ class EventWriter:
             if self._in_file >= self.max_events_per_file:
                 self._close()
 
+    def _tally(self, events: list[Event], event_types: pa.ChunkedArray | None) -> None:
+        """Add `events` to `counts` (per event type) and `acked_records` (records of successful
+        produce acks, per acks setting). With the chunk's `event_type` column at hand (Parquet) the
+        types are counted in C++ and only the produce acks' rows are visited in Python; otherwise
+        (JSON Lines) a Counter over the events at C speed, then a pass over the events if any is an ack."""
+        if event_types is None:
+            batch_counts: dict[str, int] = Counter(map(_EVENT_TYPE, events))
+            acks: list[Event] = events if "produce_ack" in batch_counts else []
+        else:
+            tallied = pc.value_counts(event_types)
+            batch_counts = dict(zip(tallied.field("values").to_pylist(), tallied.field("counts").to_pylist(),
+                                    strict=True))
+            acks = []
+            if "produce_ack" in batch_counts:
+                rows = pc.indices_nonzero(pc.equal(event_types, "produce_ack")).to_pylist()
+                acks = [events[i] for i in rows]
+        counts = self.counts
+        for et, n in batch_counts.items():
+            counts[et] = counts.get(et, 0) + n
+        acked = self.acked_records
+        for ev in acks:
+            if (ev["event_type"] == "produce_ack" and ev.get("error") == "NONE"
+                    and ev.get("base_offset") is not None):
+                key = str(ev["acks"])
+                acked[key] = acked.get(key, 0) + ev["last_offset"] - ev["base_offset"] + 1
+
     def _write_chunk(self, chunk: list[Event], first_id: int) -> None:
         if self._parquet is not None:
-            self._parquet.write_table(stamped_table(chunk, self.run_id, first_id), row_group_size=len(chunk))
+            table = stamped_table(chunk, self.run_id, first_id)
+            self._tally(chunk, table.column("event_type"))
+            self._parquet.write_table(table, row_group_size=len(chunk))
             return
+        self._tally(chunk, None)
         dumps = json.dumps
         # The envelope first, then the event's own fields in emission order, nulls left out.
         head = dumps({"schema_version": SCHEMA_VERSION, "source": "engine", "run_id": self.run_id},
