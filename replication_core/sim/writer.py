@@ -49,6 +49,24 @@ def events_to_table(events: list[Event]) -> pa.Table:
     return pa.Table.from_pylist(events, schema=EVENT_SCHEMA)
 
 
+_SCALAR_COLUMNS = frozenset(f.name for f in _PAYLOAD_SCHEMA
+                            if pa.types.is_integer(f.type) or pa.types.is_floating(f.type)
+                            or pa.types.is_string(f.type))
+"""Payload columns of one primitive value per cell: the ones `_column` may build as a repeated scalar."""
+
+
+def _column(values: list[Any], name: str, type_: pa.DataType) -> pa.Array:
+    """`pa.array(values, type_)`, except that a scalar column whose values are all equal (within one
+    batch or group: one topic, fetcher 0, error NONE, no diverging epoch, one leader epoch between
+    elections) is one value repeated in C++ (or typed nulls), skipping the conversion of every cell.
+    The test costs nothing when the first and last values differ, and one C-level `list.count`
+    (identity first, then ==) otherwise; the cells, and so the written bytes, are the same."""
+    first = values[0]
+    if values[-1] == first and name in _SCALAR_COLUMNS and values.count(first) == len(values):
+        return pa.nulls(len(values), type_) if first is None else pa.repeat(pa.scalar(first, type_), len(values))
+    return pa.array(values, type_)
+
+
 def _payload_arrays(events: list[Event]) -> list[pa.Array]:
     """The payload columns of `events` as arrow arrays in `_PAYLOAD_SCHEMA` order (missing fields null).
 
@@ -96,7 +114,7 @@ def _grouped_arrays(events: list[Event], group_keys: Iterator[Hashable], by_type
             if len(set(map(len, events))) != 1:
                 return None
             present = set(events[0])
-            return [pa.array(list(map(itemgetter(f.name), events)), f.type) if f.name in present
+            return [_column(list(map(itemgetter(f.name), events)), f.name, f.type) if f.name in present
                     else pa.nulls(n, f.type) for f in _PAYLOAD_SCHEMA]
         # Groups in order of first appearance; a stable sort keeps emission order inside each group.
         order = pc.sort_indices(pa.array(first, pa.int64()))
@@ -121,13 +139,13 @@ def _grouped_arrays(events: list[Event], group_keys: Iterator[Hashable], by_type
                 arrays.append(pa.concat_arrays([_repeated(group[0]["event_type"], len(group))
                                                 for _, group in groups]).take(back))
             elif name in common:
-                arrays.append(pa.array(list(map(itemgetter(name), events)), f.type))
+                arrays.append(_column(list(map(itemgetter(name), events)), name, f.type))
             elif name not in anywhere:
                 arrays.append(pa.nulls(n, f.type))
             else:
                 get = itemgetter(name)
                 arrays.append(pa.concat_arrays([
-                    pa.array(list(map(get, group)), f.type) if name in present else pa.nulls(len(group), f.type)
+                    _column(list(map(get, group)), name, f.type) if name in present else pa.nulls(len(group), f.type)
                     for present, group in groups]).take(back))
         return arrays
     except KeyError:  # an event lacks a key of its group's first event

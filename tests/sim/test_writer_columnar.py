@@ -103,3 +103,14 @@ def test_columnar_conversion_regroups_a_type_with_several_key_sets() -> None:
     others = [make_event("broker_lifecycle", 0, 2, action="start")]
     for events in (same_len, more_keys_later, same_len + others, others + more_keys_later + same_len):
         assert _columnar(events).equals(_from_pylist(events))
+
+
+def test_columnar_conversion_of_constant_columns_equals_from_pylist() -> None:
+    """Columns whose values are all equal (a string, an int, all None) are built as one repeated value;
+    a column whose first and last values are equal but not the others is converted cell by cell."""
+    events = [
+        fetch_response_event(5 + i, 2, "t", i, 3, 1, 0, 40 + (i == 1), "NONE", 41, 0, 100, 1, None, None)
+        for i in range(3)
+    ]
+    assert _columnar(events).equals(_from_pylist(events))
+    assert _columnar(events[:1]).equals(_from_pylist(events[:1]))
