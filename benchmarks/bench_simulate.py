@@ -16,18 +16,31 @@ Run from the repository root:
     python benchmarks/bench_simulate.py                         # 10 s and 30 s virtual (a few minutes)
     python benchmarks/bench_simulate.py --durations-ms 600000   # the 10-minute run (long)
     python benchmarks/bench_simulate.py --profile 5000          # cProfile top functions of a 5 s run
-Results are stored as JSON under `benchmarks/results/simulate-<UTC date>.json`.
+    python benchmarks/bench_simulate.py --ab HEAD~3,WORKTREE --durations-ms 30000   # lockstep A/B
+Results are stored as JSON under `benchmarks/results/simulate-<UTC date>.json` (`--ab`: printed, and
+stored only with `--out`).
+
+`--ab A,B` compares two versions of the code (git revisions, or `WORKTREE` for the working tree) on a
+shared, busy machine: both run the same scenario in separate processes, in alternating slices of
+virtual time (`--slice-ms`, 250 by default: A runs a slice while B waits, then B, then A ...), so a
+change in the machine's load hits both alike; which one goes first alternates between rounds
+(`--rounds`). Per round it reports each side's CPU seconds (`time.process_time` over the whole
+`simulate` call) and their ratio B/A; the median ratio is the figure to quote. Slicing changes when
+the event batches are flushed, not what is simulated or written.
 """
 
 from __future__ import annotations
 
 import argparse
 import datetime as dt
+import io
 import json
 import os
 import resource
+import statistics
 import subprocess
 import sys
+import tarfile
 import tempfile
 import time
 from pathlib import Path
@@ -102,6 +115,100 @@ def profile(duration_ms: int, scenario: Path) -> None:
     pstats.Stats(prof).sort_stats("tottime").print_stats(25)
 
 
+def lockstep_child(src: Path, duration_ms: int, slice_ms: int, scenario: Path) -> None:
+    """One side of `--ab`: run `simulate` from the code in `src`, one slice of virtual time per line
+    read from stdin; print `END <cpu seconds> <events>` at the end (called in a fresh interpreter)."""
+    sys.path.insert(0, str(src))
+    from replication_core.sim import clock
+    from replication_core.sim.cli import load_scenario, simulate
+
+    loaded = Path(sys.modules["replication_core"].__file__ or "").resolve()
+    if not loaded.is_relative_to(src.resolve()):
+        raise SystemExit(f"replication_core imported from {loaded}, not from {src}")
+    run_until = clock.EventQueue.run_until
+
+    def sliced(self: clock.EventQueue, end_ms: int, on_step: Any = None, step_every: int = 4096) -> None:
+        until = self.now_ms
+        while until < end_ms:
+            until = min(until + slice_ms, end_ms)
+            sys.stdin.readline()  # wait for our turn
+            run_until(self, until, on_step, step_every)
+            print("slice", flush=True)
+        self.now_ms = max(self.now_ms, end_ms)
+
+    clock.EventQueue.run_until = sliced  # type: ignore[method-assign]
+    sc = load_scenario(scenario).with_overrides(duration_ms=duration_ms)
+    with tempfile.TemporaryDirectory(prefix="replog-bench-ab-") as out:
+        sys.stdin.readline()
+        cpu0 = time.process_time()
+        manifest, _ = simulate(sc, out)
+        print(f"END {time.process_time() - cpu0} {manifest['events']}", flush=True)
+
+
+def _code_tree(rev: str, into: Path) -> Path:
+    """The code of `rev` (`WORKTREE`: the working tree itself) as a directory with `replication_core`,
+    `schemas` and `conf`, extracted from `git archive` under `into`."""
+    if rev == "WORKTREE":
+        return ROOT
+    dest = into / rev.replace("/", "_").replace("~", "_").replace("^", "_")
+    dest.mkdir(parents=True)
+    archive = subprocess.run(["git", "archive", "--format=tar", rev, "replication_core", "schemas", "conf"],
+                             cwd=ROOT, capture_output=True, check=True).stdout
+    with tarfile.open(fileobj=io.BytesIO(archive)) as tar:
+        tar.extractall(dest, filter="data")
+    return dest
+
+
+def lockstep_ab(revs: list[str], duration_ms: int, slice_ms: int, rounds: int, scenario: Path) -> dict[str, Any]:
+    """`--ab`: run the two code versions in alternating slices of virtual time, `rounds` times."""
+    cpu: dict[str, list[float]] = {rev: [] for rev in revs}
+    events: dict[str, int] = {}
+    with tempfile.TemporaryDirectory(prefix="replog-bench-ab-code-") as tmp:
+        trees = {rev: _code_tree(rev, Path(tmp)) for rev in revs}
+        for r in range(rounds):
+            order = revs if r % 2 == 0 else revs[::-1]
+            procs = {rev: subprocess.Popen(
+                [sys.executable, __file__, "--lockstep-child", str(trees[rev]), "--durations-ms", str(duration_ms),
+                 "--slice-ms", str(slice_ms), "--scenario", str(scenario)],
+                stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, cwd=tmp, env={**os.environ, "CI": "1"})
+                for rev in order}
+            for rev in order:  # set-up (cluster, brokers) of both, then the slices one at a time
+                procs[rev].stdin.write("go\n")  # type: ignore[union-attr]
+                procs[rev].stdin.flush()  # type: ignore[union-attr]
+            live = list(order)
+            while live:
+                for rev in list(live):
+                    proc = procs[rev]
+                    try:
+                        proc.stdin.write("go\n")  # type: ignore[union-attr]
+                        proc.stdin.flush()  # type: ignore[union-attr]
+                    except BrokenPipeError:
+                        pass
+                    line = proc.stdout.readline()  # type: ignore[union-attr]
+                    if line.startswith("END"):
+                        _, seconds, count = line.split()
+                        cpu[rev].append(float(seconds))
+                        events[rev] = int(count)
+                        live.remove(rev)
+                    elif not line:
+                        raise SystemExit(f"{rev}: the child process ended without a result")
+            for proc in procs.values():
+                proc.stdin.close()  # type: ignore[union-attr]
+                proc.wait()
+            a, b = revs
+            print(f"round {r + 1}: {a} {cpu[a][-1]:.2f} s, {b} {cpu[b][-1]:.2f} s CPU, "
+                  f"B/A {cpu[b][-1] / cpu[a][-1]:.3f}", flush=True)
+    a, b = revs
+    ratios = [y / x for x, y in zip(cpu[a], cpu[b], strict=True)]
+    for rev in revs:
+        med = statistics.median(cpu[rev])
+        print(f"{rev}: {events[rev]:,} events, CPU s per round {[round(x, 2) for x in cpu[rev]]}, median {med:.2f} s "
+              f"= {events[rev] / med:,.0f} events per CPU second")
+    print(f"B/A CPU ratio per round {[round(x, 3) for x in ratios]}, median {statistics.median(ratios):.3f}")
+    return {"revisions": revs, "duration_ms": duration_ms, "slice_ms": slice_ms, "events": events, "cpu_s": cpu,
+            "ratio_b_over_a": ratios, "median_ratio": statistics.median(ratios)}
+
+
 def _commit() -> str | None:
     """The commit measured (see `_meta.commit_measured`)."""
     return commit_measured("replication_core")
@@ -115,8 +222,31 @@ def main() -> int:
     ap.add_argument("--scenario", default=str(SCENARIO))
     ap.add_argument("--out", default=None, help="result JSON (default benchmarks/results/simulate-<date>.json)")
     ap.add_argument("--profile", type=int, metavar="DURATION_MS", help="profile one run instead")
+    ap.add_argument("--ab", metavar="REV_A,REV_B",
+                    help="lockstep A/B of two git revisions (or WORKTREE) at the first duration instead")
+    ap.add_argument("--slice-ms", type=int, default=250, help="--ab: virtual ms per alternating slice")
+    ap.add_argument("--rounds", type=int, default=4, help="--ab: runs of each side")
     ap.add_argument("--child", type=int, help=argparse.SUPPRESS)
+    ap.add_argument("--lockstep-child", help=argparse.SUPPRESS)
     args = ap.parse_args()
+    if args.lockstep_child is not None:
+        lockstep_child(Path(args.lockstep_child), int(args.durations_ms.split(",")[0]), args.slice_ms,
+                       Path(args.scenario))
+        return 0
+    if args.ab is not None:
+        revs = args.ab.split(",")
+        if len(revs) != 2:
+            ap.error("--ab takes two revisions separated by a comma")
+        load_start = os.getloadavg()
+        result = lockstep_ab(revs, int(args.durations_ms.split(",")[0]), args.slice_ms, args.rounds,
+                             Path(args.scenario))
+        result["load_average_start"] = [round(x, 2) for x in load_start]
+        result["load_average_end"] = [round(x, 2) for x in os.getloadavg()]
+        result["command"] = " ".join(sys.argv)
+        if args.out:
+            Path(args.out).write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
+            print(f"wrote {args.out}")
+        return 0
     if args.child is not None:
         print(json.dumps(child(args.child, args.format, Path(args.scenario))))
         return 0
