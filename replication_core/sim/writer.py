@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import json
 from collections import Counter
-from collections.abc import Hashable, Iterator, Sequence
+from collections.abc import Hashable, Iterator
 from operator import itemgetter
 from pathlib import Path
 from typing import Any
@@ -55,21 +55,12 @@ _SCALAR_COLUMNS = frozenset(f.name for f in _PAYLOAD_SCHEMA
 """Payload columns of one primitive value per cell: the ones `_column` may build as a repeated scalar."""
 
 
-def _gather(events: Sequence[Event], names: Sequence[str]) -> dict[str, Sequence[Any]]:
-    """The values of `names` in every event of `events` (each has them all; KeyError otherwise), one
-    sequence per name. One `itemgetter(*names)` pass (every event's values fetched in one C call) then
-    a C-level transpose (`zip(*rows)`): about a quarter cheaper than one `itemgetter(name)` pass per name."""
-    if len(names) <= 1:  # itemgetter of one name gives the value itself, not a 1-tuple
-        return {name: list(map(itemgetter(name), events)) for name in names}
-    return dict(zip(names, zip(*map(itemgetter(*names), events), strict=True), strict=True))
-
-
-def _column(values: Sequence[Any], name: str, type_: pa.DataType) -> pa.Array:
+def _column(values: list[Any], name: str, type_: pa.DataType) -> pa.Array:
     """`pa.array(values, type_)`, except that a scalar column whose values are all equal (within one
     batch or group: one topic, fetcher 0, error NONE, no diverging epoch, one leader epoch between
     elections) is one value repeated in C++ (or typed nulls), skipping the conversion of every cell.
-    The test costs nothing when the first and last values differ, and one C-level `count` (identity
-    first, then ==) otherwise; the cells, and so the written bytes, are the same."""
+    The test costs nothing when the first and last values differ, and one C-level `list.count`
+    (identity first, then ==) otherwise; the cells, and so the written bytes, are the same."""
     first = values[0]
     if values[-1] == first and name in _SCALAR_COLUMNS and values.count(first) == len(values):
         return pa.nulls(len(values), type_) if first is None else pa.repeat(pa.scalar(first, type_), len(values))
@@ -82,7 +73,7 @@ def _payload_arrays(events: list[Event]) -> list[pa.Array]:
     Columnar on purpose: `Table.from_pylist` looks up every one of the ~44 payload columns in every
     event dict, although an event fills only the dozen columns of its type. Here the events are
     grouped so that every event of a group has the same keys, and every column is built at C speed
-    (`itemgetter` passes, no `.get` per cell); see `_grouped_arrays`.
+    (`map(itemgetter(name), ...)`, no `.get` per cell); see `_grouped_arrays`.
 
     Grouping is first tried by event type alone (one dict lookup of an interned string per event;
     a tuple of each event's keys costs several times more to build and hash): events of one type
@@ -107,7 +98,7 @@ def _grouped_arrays(events: list[Event], group_keys: Iterator[Hashable], by_type
 
     A group's columns are its first event's keys. The check is cheap and exact: every event of the
     group has as many keys as the first (one `len` pass) and every key of the first (a missing one
-    makes `_gather`'s itemgetter raise KeyError). Columns:
+    makes the column's itemgetter raise KeyError). Columns:
     - a column every group has (the common head: type, time, broker, partition, epoch) is read from
       all events in emission order, so it needs no reordering;
     - a column no group has is one typed null array;
@@ -122,9 +113,9 @@ def _grouped_arrays(events: list[Event], group_keys: Iterator[Hashable], by_type
         if len(first_of_group) == 1:
             if len(set(map(len, events))) != 1:
                 return None
-            values = _gather(events, [f.name for f in _PAYLOAD_SCHEMA if f.name in events[0]])
-            return [_column(values[f.name], f.name, f.type) if f.name in values else pa.nulls(n, f.type)
-                    for f in _PAYLOAD_SCHEMA]
+            present = set(events[0])
+            return [_column(list(map(itemgetter(f.name), events)), f.name, f.type) if f.name in present
+                    else pa.nulls(n, f.type) for f in _PAYLOAD_SCHEMA]
         # Groups in order of first appearance; a stable sort keeps emission order inside each group.
         order = pc.sort_indices(pa.array(first, pa.int64()))
         grouped = itemgetter(*order.to_pylist())(events)
@@ -138,12 +129,7 @@ def _grouped_arrays(events: list[Event], group_keys: Iterator[Hashable], by_type
                 return None
             groups.append((set(group[0]), group))
         common = set.intersection(*(present for present, _ in groups))
-        if by_type:
-            common.discard("event_type")  # built from the group keys below
         anywhere = set.union(*(present for present, _ in groups))
-        in_order = _gather(events, [f.name for f in _PAYLOAD_SCHEMA if f.name in common])
-        per_group = [_gather(group, [f.name for f in _PAYLOAD_SCHEMA if f.name in present and f.name not in common])
-                     for present, group in groups]
         # Row k of the grouped order is event order[k]; the inverse permutation restores emission order.
         back = pc.sort_indices(order)
         arrays: list[pa.Array] = []
@@ -153,13 +139,14 @@ def _grouped_arrays(events: list[Event], group_keys: Iterator[Hashable], by_type
                 arrays.append(pa.concat_arrays([_repeated(group[0]["event_type"], len(group))
                                                 for _, group in groups]).take(back))
             elif name in common:
-                arrays.append(_column(in_order[name], name, f.type))
+                arrays.append(_column(list(map(itemgetter(name), events)), name, f.type))
             elif name not in anywhere:
                 arrays.append(pa.nulls(n, f.type))
             else:
+                get = itemgetter(name)
                 arrays.append(pa.concat_arrays([
-                    _column(values[name], name, f.type) if name in values else pa.nulls(len(group), f.type)
-                    for values, (_, group) in zip(per_group, groups, strict=True)]).take(back))
+                    _column(list(map(get, group)), name, f.type) if name in present else pa.nulls(len(group), f.type)
+                    for present, group in groups]).take(back))
         return arrays
     except KeyError:  # an event lacks a key of its group's first event
         return None
