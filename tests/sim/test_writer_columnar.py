@@ -114,3 +114,14 @@ def test_columnar_conversion_of_constant_columns_equals_from_pylist() -> None:
     ]
     assert _columnar(events).equals(_from_pylist(events))
     assert _columnar(events[:1]).equals(_from_pylist(events[:1]))
+
+
+def test_columnar_conversion_with_groups_of_no_or_one_own_column() -> None:
+    """Two types with the same keys (no column of their own) and a type with one column of its own."""
+    events: list[dict[str, Any]] = [
+        {"event_type": "broker_lifecycle", "ts_ms": 1, "broker_id": 1},
+        {"event_type": "broker_config", "ts_ms": 2, "broker_id": 2},
+        {"event_type": "truncation", "ts_ms": 3, "broker_id": 1, "old_leo": 5},
+        {"event_type": "broker_lifecycle", "ts_ms": 4, "broker_id": 3},
+    ]
+    assert _columnar(events).equals(_from_pylist(events))
