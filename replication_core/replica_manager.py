@@ -39,7 +39,7 @@ from replication_core.errors import (
     ReplogError,
     UnknownTopicOrPartitionError,
 )
-from replication_core.events import Event, make_event
+from replication_core.events import Event, follower_fetch_state_event, make_event
 from replication_core.leader_endpoint import (
     LATEST,
     FetchPartitionResponse,
@@ -50,7 +50,8 @@ from replication_core.leader_endpoint import (
     OffsetsForLeaderEpochRequest,
     OffsetsForLeaderEpochResponse,
 )
-from replication_core.log import Log, new_tuple
+from replication_core.leader_epoch_cache import UNDEFINED_EPOCH, UNDEFINED_EPOCH_OFFSET
+from replication_core.log import FetchIsolation, Log, RecordBatch, new_tuple
 from replication_core.partition import (
     AlterPartitionRequest,
     BrokerMetadata,
@@ -459,7 +460,18 @@ class ReplicaManager:
 
     def _read_from_log(self, request: FetchRequest, now_ms: int, from_purgatory: bool) -> _ReadResult:
         """`readFromLog`: read every partition within the response budget (first non-empty partition
-        may exceed it, KIP-74); errors become per-partition error codes."""
+        may exceed it, KIP-74); errors become per-partition error codes.
+
+        One loop per request does, for the common partition of a follower fetch, what Kafka spreads
+        over `ReplicaManager.readFromLog` -> `Partition.fetchRecords` (`readRecords`) ->
+        `Partition.updateFollowerFetchState` (-> `Replica.updateFetchStateOrThrow`, `maybeExpandIsr`,
+        `maybeIncrementLeaderHW`): this broker leads the partition in the request's epoch, the follower
+        is in the assignment and its last fetched epoch does not diverge. That is most partitions of
+        most fetches, and the per-partition calls, keyword packing and `LogReadInfo` tuple cost more
+        than the work itself. Any other partition (consumer, fenced or unknown epoch, not leader,
+        unknown replica, divergence or an offset out of range on the epoch check) goes through
+        `Partition.fetch_records`, which raises or answers exactly as Kafka does; the fast path reads
+        nothing it could not redo, so the fallback sees the same state."""
         limit = min(request.max_bytes, self.config.fetch_max_bytes)
         min_one = True
         out: dict[TopicPartition, FetchPartitionResponse] = {}
@@ -471,7 +483,10 @@ class ReplicaManager:
         replica_id = request.replica_id
         replica_epoch = request.replica_epoch
         update_fetch_state = not from_purgatory
+        is_follower = replica_id >= 0
+        leader_quota = self.leader_quota
         none = Errors.NONE
+        log_end = FetchIsolation.LOG_END
         for tp, pd in request.partitions.items():
             p = partitions.get(tp)
             if p is None:
@@ -479,21 +494,79 @@ class ReplicaManager:
                 any_error = True
                 continue
             max_bytes = pd.max_bytes
+            if max_bytes > limit:
+                max_bytes = limit
+            fetch_offset = pd.fetch_offset
+            current_epoch = pd.current_leader_epoch
+            last_fetched = pd.last_fetched_epoch
+            replica = None
+            fast = False
+            if is_follower and p.leader_replica_id == p.broker_id and (
+                    current_epoch is None or current_epoch == p.leader_epoch or current_epoch == UNDEFINED_EPOCH):
+                # fetchRecords' epoch and leadership checks pass; followerReplicaOrThrow's lookup.
+                replica = p.remote_replicas.get(replica_id)
+                fast = replica is not None
             try:
-                info = p.fetch_records(
-                    replica_id, pd.fetch_offset, max_bytes if max_bytes < limit else limit, now_ms,
-                    current_leader_epoch=pd.current_leader_epoch, last_fetched_epoch=pd.last_fetched_epoch,
-                    follower_log_start_offset=pd.log_start_offset, broker_epoch=replica_epoch,
-                    min_one_message=min_one, update_fetch_state=update_fetch_state)
+                if fast:
+                    assert replica is not None
+                    log = p.log
+                    hw = log._hw
+                    lso = log._log_start_offset
+                    leo = log._leo
+                    if last_fetched is not None and last_fetched != UNDEFINED_EPOCH:
+                        # fetchRecords' lastOffsetForLeaderEpoch check: anything but "no divergence"
+                        # (an error or a DivergingEpoch) is left to Partition.fetch_records.
+                        eo_epoch, eo_end = log.epoch_cache.end_offset_for(last_fetched, leo)
+                        if (eo_end == UNDEFINED_EPOCH_OFFSET or eo_epoch == UNDEFINED_EPOCH or fetch_offset < lso
+                                or eo_epoch < last_fetched or eo_end < fetch_offset):
+                            fast = False
+                if fast:
+                    assert replica is not None
+                    if fetch_offset == leo:
+                        # A caught-up follower: `UnifiedLog.read` returns nothing at the LEO.
+                        batches: tuple[RecordBatch, ...] = ()
+                        size = 0
+                    else:
+                        data = log.read(fetch_offset, max_bytes, log_end, min_one)
+                        batches = data.batches
+                        size = data.size_bytes
+                    div = None
+                    last_stable = hw
+                    hw_incremented = False
+                    alter = None
+                    if update_fetch_state:
+                        # updateFollowerFetchState: record the fetch, maybe expand the ISR, and advance
+                        # the HW if the follower's LEO changed (same steps and order as the method).
+                        follower_id = replica.broker_id
+                        prev_leo = replica.log_end_offset
+                        replica.update_fetch_state(
+                            fetch_offset, pd.log_start_offset, now_ms, leo, replica_epoch,
+                            None if replica_epoch == -1 else p.metadata.broker_epoch(follower_id))
+                        events = p.events
+                        if events is not None:
+                            epoch = p.leader_epoch
+                            events.append(follower_fetch_state_event(
+                                now_ms, p.broker_id, p.topic, p.partition, epoch if epoch >= 0 else None,
+                                follower_id, fetch_offset, replica.last_caught_up_time_ms, leo))
+                        state = p.partition_state
+                        if not state.is_inflight and follower_id not in state.isr:
+                            alter = p.maybe_expand_isr(follower_id, now_ms)
+                        hw_incremented = prev_leo != fetch_offset and p.maybe_increment_leader_hw(now_ms)
+                else:
+                    info = p.fetch_records(
+                        replica_id, fetch_offset, max_bytes, now_ms,
+                        current_leader_epoch=current_epoch, last_fetched_epoch=last_fetched,
+                        follower_log_start_offset=pd.log_start_offset, broker_epoch=replica_epoch,
+                        min_one_message=min_one, update_fetch_state=update_fetch_state)
+                    # LogReadInfo unpacked at once (one tuple walk instead of ten attribute lookups).
+                    _, batches, size, div, hw, lso, _, last_stable, hw_incremented, alter = info
             except ReplogError as exc:
                 out[tp] = FetchPartitionResponse(error=exc.error)
                 any_error = True
                 continue
-            # LogReadInfo unpacked at once (one tuple walk instead of ten attribute lookups).
-            _, batches, size, div, hw, lso, _, last_stable, hw_incremented, alter = info
-            if size and self.leader_quota is not None and self._should_leader_throttle(p, tp, replica_id, now_ms):
+            if size and leader_quota is not None and self._should_leader_throttle(p, tp, replica_id, now_ms):
                 # §2.2 step 7: the follower state was updated above, but no records go back.
-                self.leader_quota.emit_throttle(now_ms, tp.topic, tp.partition, p.leader_epoch, replica_id, size)
+                leader_quota.emit_throttle(now_ms, tp.topic, tp.partition, p.leader_epoch, replica_id, size)
                 batches = ()
                 size = 0
             if size:
