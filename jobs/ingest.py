@@ -291,9 +291,11 @@ def _ingest(spark: SparkSession, lake: Lake, landing: str, log: Callable[[str], 
             clean = no_duplicates(lake.read_staged(b_staged), lake)
             result.seconds["duplicate_check"] = time.perf_counter() - t2
             if not clean:
-                # A key repeats or is already in bronze: the written files are dropped and the batch
-                # is done again with the exact check, which finds which records are the duplicates.
-                log(f"ingest {batch}: keys repeat or are already in bronze; writing again without duplicates")
+                # A key repeats, or bronze holds ids in the batch's ranges: the written files are
+                # dropped and the batch is done again behind the exact check, which finds which
+                # records (if any) are duplicates.
+                log(f"ingest {batch}: a key may repeat or be in bronze already; "
+                    "writing again behind the exact duplicate check")
                 staged.remove(b_staged)
                 lake.discard(b_staged)
                 b_staged = None

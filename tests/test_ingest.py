@@ -166,7 +166,7 @@ def test_a_batch_with_duplicates_is_written_again_leaving_only_committed_files(s
     said: list[str] = []
     r = run_ingest(spark, lake, str(landing), log=said.append)
     assert (r.read, r.kept, r.duplicates) == (3, 2, 1) and r.reconciles
-    assert any("writing again without duplicates" in m for m in said)
+    assert any("writing again behind the exact duplicate check" in m for m in said)
     assert "exact_duplicates_write" in r.seconds
     # The first write, made before the keys were checked, was dropped: every file on disk is in the log.
     table_dir = Path(lake.path(BRONZE_EVENTS))
