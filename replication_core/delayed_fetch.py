@@ -13,7 +13,7 @@ from __future__ import annotations
 import heapq
 from collections.abc import Callable, Hashable, Mapping
 from dataclasses import dataclass, field
-from typing import NamedTuple
+from typing import NamedTuple, Protocol
 
 from replication_core.errors import (
     FencedLeaderEpochError,
@@ -40,6 +40,23 @@ class FetchPartitionStatus(NamedTuple):
     last_fetched_epoch: int | None = None
 
 
+class FetchInfo(Protocol):
+    """What `tryComplete` reads of one partition of a parked fetch: a `FetchPartitionStatus`, or the
+    request's own partition data (`FetchRequest.PartitionData`, Kafka's `FetchPartitionStatus.fetchInfo`)."""
+
+    @property
+    def fetch_offset(self) -> int: ...
+
+    @property
+    def max_bytes(self) -> int: ...
+
+    @property
+    def current_leader_epoch(self) -> int | None: ...
+
+    @property
+    def last_fetched_epoch(self) -> int | None: ...
+
+
 def can_respond_immediately(max_wait_ms: int, partition_count: int, bytes_readable: int, min_bytes: int,
                             any_error: bool, any_diverging: bool) -> bool:
     """`ReplicaManager.fetchMessages` immediate-answer test (reference §5 items 1-5)."""
@@ -59,7 +76,7 @@ class DelayedFetch:
     replica_id: int
     min_bytes: int
     deadline_ms: int
-    statuses: Mapping[Hashable, FetchPartitionStatus]
+    statuses: Mapping[Hashable, FetchInfo]
     is_throttled: Callable[[Hashable, int], bool] | None = None
     payload: object = None
     completed: bool = field(default=False, init=False)
@@ -140,12 +157,22 @@ class DelayedFetchPurgatory:
         if op.try_complete(lookup, now_ms):
             op.completed = True
             return True
+        self.watch(op)
+        return False
+
+    def watch(self, op: DelayedFetch) -> None:
+        """The watch half of `tryCompleteElseWatch`: watch every key of `op` and its deadline, for a
+        caller that already knows `tryComplete` is false."""
+        watchers = self._watchers
         for key in op.statuses:
-            self._watchers.setdefault(key, []).append(op)
+            ops = watchers.get(key)
+            if ops is None:
+                watchers[key] = [op]
+            else:
+                ops.append(op)
         self._seq += 1
         heapq.heappush(self._deadlines, (op.deadline_ms, self._seq, op))
         self._pending += 1
-        return False
 
     def check_and_complete(self, key: Hashable, lookup: PartitionLookup, now_ms: int = 0) -> list[DelayedFetch]:
         """`checkAndComplete(key)`: re-run `try_complete` for operations watching `key`; returns

@@ -31,7 +31,6 @@ from replication_core.config import ReplicationConfig, TruncationMode
 from replication_core.delayed_fetch import (
     DelayedFetch,
     DelayedFetchPurgatory,
-    FetchPartitionStatus,
     can_respond_immediately,
 )
 from replication_core.errors import (
@@ -169,6 +168,7 @@ class _ReadResult(NamedTuple):
     bytes_readable: int
     any_error: bool
     any_diverging: bool
+    all_caught_up: bool
 
 
 class CompletedFetch(NamedTuple):
@@ -471,7 +471,10 @@ class ReplicaManager:
         than the work itself. Any other partition (consumer, fenced or unknown epoch, not leader,
         unknown replica, divergence or an offset out of range on the epoch check) goes through
         `Partition.fetch_records`, which raises or answers exactly as Kafka does; the fast path reads
-        nothing it could not redo, so the fallback sees the same state."""
+        nothing it could not redo, so the fallback sees the same state.
+
+        `all_caught_up` in the result: every partition took that fast path with its fetch offset at the
+        leader's LEO (what `fetchMessages` needs to know that `DelayedFetch.tryComplete` is false)."""
         limit = min(request.max_bytes, self.config.fetch_max_bytes)
         min_one = True
         out: dict[TopicPartition, FetchPartitionResponse] = {}
@@ -487,6 +490,7 @@ class ReplicaManager:
         leader_quota = self.leader_quota
         none = Errors.NONE
         log_end = FetchIsolation.LOG_END
+        caught_up = 0
         for tp, pd in request.partitions.items():
             p = partitions.get(tp)
             if p is None:
@@ -526,6 +530,7 @@ class ReplicaManager:
                         # A caught-up follower: `UnifiedLog.read` returns nothing at the LEO.
                         batches: tuple[RecordBatch, ...] = ()
                         size = 0
+                        caught_up += 1
                     else:
                         data = log.read(fetch_offset, max_bytes, log_end, min_one)
                         batches = data.batches
@@ -585,7 +590,7 @@ class ReplicaManager:
                 self._submit_alter(alter, now_ms)
             if hw_incremented:
                 hw_moved.append(tp)
-        return _ReadResult(out, hw_moved, total, any_error, any_diverging)
+        return _ReadResult(out, hw_moved, total, any_error, any_diverging, caught_up == len(out))
 
     def fetch_messages(self, request: FetchRequest, now_ms: int,
                        request_id: Hashable = None) -> FetchResponse | None:
@@ -597,21 +602,28 @@ class ReplicaManager:
         if can_respond_immediately(request.max_wait_ms, len(request.partitions), read.bytes_readable,
                                    request.min_bytes, read.any_error, read.any_diverging):
             return self._respond(request, read.partitions, now_ms)
-        statuses = {
-            tp: new_tuple(FetchPartitionStatus, (pd.fetch_offset, pd.max_bytes, pd.current_leader_epoch,
-                                                 pd.last_fetched_epoch))
-            for tp, pd in request.partitions.items()
-        }
         replica_id = request.replica_id
+        is_throttled = None
+        if self.leader_quota is not None and replica_id >= 0:
+            def is_throttled(key: Hashable, at_ms: int) -> bool:
+                p = self.partitions.get(key)  # type: ignore[call-overload]
+                return p is not None and self._should_leader_throttle(p, key, replica_id, at_ms)
 
-        def _throttled(key: Hashable, at_ms: int) -> bool:
-            p = self.partitions.get(key)  # type: ignore[call-overload]
-            return p is not None and self._should_leader_throttle(p, key, replica_id, at_ms)
-
-        use_quota = self.leader_quota is not None and replica_id >= 0
+        # The request's partition data are the statuses (Kafka's `FetchPartitionStatus.fetchInfo`): they
+        # carry the fetch offset, max bytes and epochs `tryComplete` reads, so none are copied.
         op = DelayedFetch(request_id, replica_id, request.min_bytes, now_ms + request.max_wait_ms,
-                          statuses, is_throttled=_throttled if use_quota else None, payload=request)
-        if self.fetch_purgatory.try_complete_else_watch(op, self.get_partition_or_exception, now_ms):
+                          request.partitions, is_throttled=is_throttled, payload=request)
+        purgatory = self.fetch_purgatory
+        if read.all_caught_up:
+            # tryCompleteElseWatch without its tryComplete, whose answer is known to be false: every
+            # partition was read just now as led here in the request's epoch, with no divergence and
+            # the fetch offset at the LEO, and nothing since (the HW-triggered completions above only
+            # re-read) changed a leader, epoch, LEO or epoch cache. So no case A-F or H applies and no
+            # partition has bytes beyond its fetch offset: 0 < min_bytes (case G), or the fetch would
+            # have been answered above.
+            purgatory.watch(op)
+            return None
+        if purgatory.try_complete_else_watch(op, self.get_partition_or_exception, now_ms):
             return self._complete_fetch(op, now_ms)
         return None
 
