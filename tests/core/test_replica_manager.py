@@ -156,6 +156,49 @@ def test_follower_fetch_updates_state_then_hw_and_parks_when_caught_up() -> None
     assert r is not None and r.log_end_offset == 5  # purgatory re-read did not update follower state
 
 
+def test_caught_up_fetch_parks_without_try_complete_and_fused_read_matches_fetch_records() -> None:
+    """fetchMessages' shortcuts: a follower fetch caught up on every partition is watched without
+    `tryComplete`, whose answer would have been false; and the fused leader read answers and updates
+    follower state exactly as `Partition.fetch_records` does (epoch check on last fetched epoch too)."""
+    events: list[Any] = []
+    rm = ReplicaManager(1, ReplicationConfig(), events=events)
+    rm.become_leader_or_follower(lai({TP: reg(1, 1, (1, 2)), TP1: reg(1, 1, (1, 2))}), T0)
+    for tp in (TP, TP1):
+        rm.append_records(tp, 3, 30, 7, 1, T0)
+    # A twin driven through Partition.fetch_records, the unfused path.
+    twin_events: list[Any] = []
+    twin = ReplicaManager(1, ReplicationConfig(), events=twin_events)
+    twin.become_leader_or_follower(lai({TP: reg(1, 1, (1, 2)), TP1: reg(1, 1, (1, 2))}), T0)
+    for tp in (TP, TP1):
+        twin.append_records(tp, 3, 30, 7, 1, T0)
+    events.clear()
+    twin_events.clear()
+    for offset, lfe in ((0, None), (3, 1), (3, None)):
+        now = T0 + 10 + offset
+        parts = {tp: FetchPartitionData(offset, 0, 1_000_000, 1, lfe) for tp in (TP, TP1)}
+        req = FetchRequest(2, -1, 0, 1, 10_000_000, parts)
+        fused = rm.fetch_messages(req, now)
+        assert fused is not None
+        for tp in (TP, TP1):
+            p = twin.get_partition(tp)
+            assert p is not None
+            info = p.fetch_records(2, offset, 1_000_000, now, current_leader_epoch=1, last_fetched_epoch=lfe)
+            got = fused.partitions[tp]
+            assert (got.batches, got.high_watermark, got.log_start_offset) == (
+                info.batches, info.high_watermark, info.log_start_offset)
+        assert events == twin_events
+        events.clear()
+        twin_events.clear()
+    parts = {tp: FetchPartitionData(3, 0, 1_000_000, 1, 1) for tp in (TP, TP1)}
+    assert rm.fetch_messages(FetchRequest(2, -1, 500, 1, 10_000_000, parts), T0 + 20, request_id="c") is None
+    (op,) = {op for ops in rm.fetch_purgatory._watchers.values() for op in ops}
+    assert op.try_complete(rm.get_partition_or_exception, T0 + 20) is False
+    assert len(rm.fetch_purgatory) == 1 and rm.fetch_purgatory.watched(TP) == rm.fetch_purgatory.watched(TP1) == 1
+    rm.append_records(TP1, 1, 10, 9, 1, T0 + 21)
+    done = rm.take_completed_fetches()
+    assert [c.request_id for c in done] == ["c"] and done[0].response.partitions[TP1].batches
+
+
 def test_parked_fetch_expires_at_max_wait() -> None:
     """DelayedFetch expiry: answered with what is there after replica.fetch.wait.max.ms."""
     rm = leader_rm(isr=(1, 2))
