@@ -204,12 +204,14 @@ def run_keys(keys: DataFrame) -> list[RunKeys]:
     ]
 
 
-def bronze_in_range(existing: DataFrame, runs: Sequence[RunKeys]) -> DataFrame:
-    """The rows of `existing` whose event id lies in its run's range of `runs`: the only ones a key can match.
+def bronze_in_range(lake: Lake, runs: Sequence[RunKeys]) -> DataFrame:
+    """The bronze rows whose event id lies in its run's range of `runs`: the only ones a key can match.
 
-    A later batch of the same runs (ids past those already ingested) overlaps none of bronze, and the
-    range is pushed down to the Parquet reader, which skips row groups by their statistics.
+    Only the runs' partitions are read. A later batch of the same runs (ids past those already
+    ingested) overlaps none of bronze, and the range is pushed down to the Parquet reader, which
+    skips row groups by their statistics.
     """
+    existing = lake.read(BRONZE_EVENTS, [{"run_id": r.run_id} for r in runs])
     if not runs:
         return existing.limit(0)
     in_range = reduce(Column.__or__, [
@@ -364,7 +366,7 @@ def no_duplicates(kept: DataFrame, lake: Lake) -> bool:
     runs = run_keys(kept.select("run_id", "event_id"))
     if any(r.repeated for r in runs):
         return False
-    existing = bronze_in_range(lake.read(BRONZE_EVENTS, [{"run_id": r.run_id} for r in runs]), runs)
+    existing = bronze_in_range(lake, runs)
     return existing.isEmpty()
 
 
@@ -403,7 +405,7 @@ def _exact_duplicates(
     their verdicts joined. Frames kept for the rest of the run are appended to `persisted`.
     """
     runs = run_keys(record_keys(spark, pending))
-    existing = bronze_in_range(lake.read(BRONZE_EVENTS, [{"run_id": r.run_id} for r in runs]), runs)
+    existing = bronze_in_range(lake, runs)
     if not any(r.repeated for r in runs) and existing.isEmpty():
         return classified
     # Persisted: suspect_keys' filter would be pushed below the key parse of an uncached read,
