@@ -118,6 +118,26 @@ def releasing_persisted(spark: SparkSession) -> Iterator[None]:
     try:
         yield
     finally:
-        for rdd_id, rdd in jsc.getPersistentRDDs().items():
-            if rdd_id not in before:
-                rdd.unpersist(False)
+        # Spark warns, once per RDD, that a released local checkpoint cannot be recomputed: true and
+        # intended here (the job is done with it), and an audit releases dozens of them.
+        with jvm_log_level(spark, RDD_LOGGER, "ERROR"):
+            for rdd_id, rdd in jsc.getPersistentRDDs().items():
+                if rdd_id not in before:
+                    rdd.unpersist(False)
+
+
+RDD_LOGGER = "org.apache.spark.rdd"
+"""The log4j logger of Spark's RDD classes (each RDD logs under its class name, below this one)."""
+
+
+@contextmanager
+def jvm_log_level(spark: SparkSession, logger: str, level: str) -> Iterator[None]:
+    """Set the driver JVM's log4j `logger` (and the loggers below it) to `level` for the block, then back
+    to the level it had."""
+    log4j = spark.sparkContext._jvm.org.apache.logging.log4j
+    previous = log4j.LogManager.getLogger(logger).getLevel()
+    log4j.core.config.Configurator.setLevel(logger, log4j.Level.toLevel(level))
+    try:
+        yield
+    finally:
+        log4j.core.config.Configurator.setLevel(logger, previous)

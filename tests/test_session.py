@@ -30,3 +30,16 @@ def test_releasing_persisted_unpersists_what_the_block_persisted_and_nothing_els
     assert set(jsc.getPersistentRDDs().keys()) - outside == set()
     assert kept.storageLevel.useMemory, "what was persisted before the block stays"
     kept.unpersist()
+
+
+def test_jvm_log_level_quiets_the_rdd_loggers_for_the_block_only(spark) -> None:
+    """The audit releases its local checkpoints without Spark's per-RDD warning, and leaves logging as it was."""
+    from jobs.session import RDD_LOGGER, jvm_log_level
+
+    log4j = spark.sparkContext._jvm.org.apache.logging.log4j
+    child = f"{RDD_LOGGER}.MapPartitionsRDD"  # the logger of the RDDs the warning came from
+    before = str(log4j.LogManager.getLogger(child).getLevel())
+    assert before == "WARN"
+    with jvm_log_level(spark, RDD_LOGGER, "ERROR"):
+        assert str(log4j.LogManager.getLogger(child).getLevel()) == "ERROR"
+    assert str(log4j.LogManager.getLogger(child).getLevel()) == before
