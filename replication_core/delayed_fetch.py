@@ -13,7 +13,7 @@ from __future__ import annotations
 import heapq
 from collections.abc import Callable, Hashable, Mapping
 from dataclasses import dataclass, field
-from typing import NamedTuple, Protocol
+from typing import Any, NamedTuple, Protocol
 
 from replication_core.errors import (
     FencedLeaderEpochError,
@@ -76,7 +76,9 @@ class DelayedFetch:
     replica_id: int
     min_bytes: int
     deadline_ms: int
-    statuses: Mapping[Hashable, FetchInfo]
+    # Keyed by the partition key the lookup takes (a TopicPartition in the ReplicaManager); `Any` because
+    # Mapping is invariant in its key type, so Mapping[Hashable, ...] would not accept Mapping[TopicPartition, ...].
+    statuses: Mapping[Any, FetchInfo]
     is_throttled: Callable[[Hashable, int], bool] | None = None
     payload: object = None
     completed: bool = field(default=False, init=False)

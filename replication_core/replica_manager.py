@@ -749,20 +749,20 @@ class ReplicaManager:
         if waiting:
             p = self.partitions.get(tp)
             keep = []
-            for op in waiting:
-                if op.completed:
+            for produce in waiting:
+                if produce.completed:
                     continue
                 if p is None:
                     done, error = True, Errors.NOT_LEADER_OR_FOLLOWER
                 else:
-                    done, error = p.check_enough_replicas_reach_offset(op.required_offset)
+                    done, error = p.check_enough_replicas_reach_offset(produce.required_offset)
                 if done or error is not Errors.NONE:
-                    op.completed = True
+                    produce.completed = True
                     self._completed_produces.append(
-                        self._ack(op.request_id, tp, -1, error, op.base_offset, op.last_offset, op.checksum,
-                                  now_ms))
+                        self._ack(produce.request_id, tp, -1, error, produce.base_offset, produce.last_offset,
+                                  produce.checksum, now_ms))
                 else:
-                    keep.append(op)
+                    keep.append(produce)
             if keep:
                 self._produce_waiting[tp] = keep
             else:

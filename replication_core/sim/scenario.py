@@ -12,6 +12,7 @@ fetched would count as caught up).
 
 from __future__ import annotations
 
+import builtins
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 
@@ -288,7 +289,7 @@ class _Reader:
             raise ScenarioError(self.key(name), _int_form(lo, hi), value)
         return value
 
-    def opt_int(self, name: str, lo: int | None = None) -> int | None:
+    def opt_int(self, name: str, lo: builtins.int | None = None) -> builtins.int | None:
         if self.raw(name) is None:
             return None
         return self.int(name, 0, lo=lo)
@@ -315,7 +316,7 @@ class _Reader:
             raise ScenarioError(self.key(name), "one of " + ", ".join(choices), value)
         return value
 
-    def bool(self, name: str, default: bool) -> bool:
+    def bool(self, name: builtins.str, default: builtins.bool) -> builtins.bool:
         value = self.raw(name)
         if value is None:
             return default
@@ -323,7 +324,7 @@ class _Reader:
             raise ScenarioError(self.key(name), "true or false", value)
         return value
 
-    def int_list(self, name: str) -> tuple[int, ...]:
+    def int_list(self, name: builtins.str) -> tuple[builtins.int, ...]:
         value = self.raw(name)
         if value is None:
             return ()
@@ -333,10 +334,10 @@ class _Reader:
             raise ScenarioError(self.key(name), "an integer or a list of integers", value)
         return tuple(value)
 
-    def sub(self, name: str) -> _Reader:
+    def sub(self, name: builtins.str) -> _Reader:
         return _Reader(self.raw(name, {}) or {}, self.key(name))
 
-    def list(self, name: str) -> list[object]:
+    def list(self, name: builtins.str) -> builtins.list[object]:
         value = self.raw(name, [])
         if value is None:
             return []
