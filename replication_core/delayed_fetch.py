@@ -80,8 +80,13 @@ class DelayedFetch:
     # Mapping is invariant in its key type, so Mapping[Hashable, ...] would not accept Mapping[TopicPartition, ...].
     statuses: Mapping[Any, FetchInfo]
     is_throttled: Callable[[Hashable, int], bool] | None = None
-    payload: object = None
+    payload: Any = None  # `object` here makes the mypyc-compiled dataclass fail at import (KeyError)
     completed: bool = field(default=False, init=False)
+
+    def __post_init__(self) -> None:
+        # What the dataclass __init__ does for `completed` in CPython; mypyc's compiled dataclass
+        # leaves an `init=False` field with a default unset.
+        self.completed = False
 
     @property
     def is_follower(self) -> bool:

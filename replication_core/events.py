@@ -15,6 +15,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from mypy_extensions import mypyc_attr
+
 from schemas.events import COLUMN_NAMES, EVENT_TYPES
 
 Event = dict[str, Any]
@@ -25,6 +27,8 @@ _PAYLOAD_NAMES = frozenset(COLUMN_NAMES) - {
 }
 
 
+# A regular Python class when compiled: mypyc native classes cannot inherit from KeyError.
+@mypyc_attr(native_class=False)
 class UnknownEventFieldError(KeyError):
     """Raised when an event is built with a field the schema does not have."""
 

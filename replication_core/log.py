@@ -30,6 +30,8 @@ from collections.abc import Sequence
 from enum import StrEnum
 from typing import NamedTuple
 
+from mypy_extensions import mypyc_attr
+
 from replication_core.errors import (
     CorruptRecordError,
     IllegalArgumentError,
@@ -110,6 +112,8 @@ EMPTY_APPEND = LogAppendInfo(UNKNOWN_OFFSET, UNKNOWN_OFFSET, None, 0, 0)
 """What `append_as_follower` returns for no batches (callers with nothing to append use it directly)."""
 
 
+# Compiled with mypyc, a class that tests subclass in Python needs allow_interpreted_subclasses.
+@mypyc_attr(allow_interpreted_subclasses=True)
 class Log:
     """`UnifiedLog`: batches, LEO, HW, log start offset, leader epoch cache and a recovery point."""
 

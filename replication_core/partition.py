@@ -30,6 +30,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import ClassVar, NamedTuple, Protocol
 
+from mypy_extensions import mypyc_attr
+
 from replication_core.config import ReplicationConfig
 from replication_core.errors import (
     Errors,
@@ -67,6 +69,8 @@ class BrokerMetadata(Protocol):
         ...
 
 
+# Compiled with mypyc, a class that tests subclass in Python needs allow_interpreted_subclasses.
+@mypyc_attr(allow_interpreted_subclasses=True)
 @dataclass
 class StaticBrokerMetadata:
     """A mutable `BrokerMetadata` for tests and the simulator: sets of fenced / shutting-down brokers and
@@ -120,6 +124,9 @@ class LeaderAndIsr:
     broker_epochs: tuple[int, ...] = ()
 
 
+# Regular Python classes when compiled: mypyc's native dataclasses treat the `is_inflight` ClassVar
+# as a field and fail to build them.
+@mypyc_attr(native_class=False)
 @dataclass(frozen=True)
 class CommittedPartitionState:
     """`CommittedPartitionState(isr, leaderRecoveryState)`: no AlterPartition in flight.
@@ -136,6 +143,8 @@ class CommittedPartitionState:
         object.__setattr__(self, "maximal_isr", self.isr)
 
 
+# A regular Python class when compiled (see CommittedPartitionState).
+@mypyc_attr(native_class=False)
 @dataclass(frozen=True, eq=False)
 class PendingExpandIsr:
     """`PendingExpandIsr`: one replica being added; counted in the maximal ISR right away.
@@ -158,6 +167,8 @@ class PendingExpandIsr:
         object.__setattr__(self, "leader_recovery_state", last.leader_recovery_state)
 
 
+# A regular Python class when compiled (see CommittedPartitionState).
+@mypyc_attr(native_class=False)
 @dataclass(frozen=True, eq=False)
 class PendingShrinkIsr:
     """`PendingShrinkIsr`: replicas being removed; NOT removed from the maximal ISR until committed.

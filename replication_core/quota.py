@@ -18,6 +18,8 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
+from mypy_extensions import mypyc_attr
+
 from replication_core.config import ReplicationConfig
 from replication_core.events import Event, make_event
 
@@ -109,6 +111,8 @@ def _parse_throttled(entries: Iterable[str], broker_id: int) -> list[int] | None
     return parts
 
 
+# Compiled with mypyc, a class that tests subclass in Python needs allow_interpreted_subclasses.
+@mypyc_attr(allow_interpreted_subclasses=True)
 class ReplicationQuotaManager:
     """Kafka `ReplicationQuotaManager` (`ReplicaQuota`): throttled-partition lists plus a byte-rate bound."""
 

@@ -19,7 +19,7 @@ what writes the log (fetcher threads appending, produce requests).
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from functools import partial
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
@@ -38,10 +38,10 @@ from replication_core.leader_endpoint import (
     OffsetsForLeaderEpochResponse,
 )
 from replication_core.log import Log
-from replication_core.partition import AlterPartitionRequest, Partition, StaticBrokerMetadata
+from replication_core.partition import AlterPartitionRequest, BrokerMetadata, Partition, StaticBrokerMetadata
 from replication_core.partition_fetch_state import BrokerEndPoint, FailedPartitions, TopicPartition
 from replication_core.quota import FOLLOWER, LEADER, ReplicationQuotaManager
-from replication_core.replica_manager import LeaderAndIsrRequest, ReplicaManager
+from replication_core.replica_manager import AlterPartitionChannel, LeaderAndIsrRequest, LeaderQuota, ReplicaManager
 from replication_core.sim.disk import Disk
 from replication_core.sim.rpc import Call
 
@@ -62,8 +62,14 @@ class SimReplicaManager(ReplicaManager):
     `min.insync.replicas` overrides) and whose logs live on the broker's `Disk`."""
 
     def __init__(self, broker_id: int, config: ReplicationConfig, disk: Disk,
-                 topic_configs: dict[str, ReplicationConfig], **kwargs: Any) -> None:
-        super().__init__(broker_id, config, logs=disk.logs, **kwargs)
+                 topic_configs: dict[str, ReplicationConfig], *,
+                 metadata: BrokerMetadata | None = None, events: list[Event] | None = None,
+                 controller: AlterPartitionChannel | None = None,
+                 leader_quota: LeaderQuota | None = None) -> None:
+        # The keywords are spelled out rather than forwarded as **kwargs: mypyc-compiled, a
+        # `super().__init__(..., logs=..., **kwargs)` call passed them to the wrong parameters.
+        super().__init__(broker_id, config, metadata=metadata, events=events, controller=controller,
+                         leader_quota=leader_quota, logs=disk.logs)
         self._disk = disk
         self._topic_configs = topic_configs
 
@@ -468,7 +474,7 @@ class Broker:
 
     # --- AlterPartitionChannel ------------------------------------------------------------------------
 
-    def send_alter_partition(self, broker_id: int, requests: list[AlterPartitionRequest], now_ms: int) -> None:
+    def send_alter_partition(self, broker_id: int, requests: Sequence[AlterPartitionRequest], now_ms: int) -> None:
         """`AlterPartitionManager` → controller RPC; the answers go back to the ReplicaManager."""
         inc = self.incarnation
         ctrl = self.cluster.controller

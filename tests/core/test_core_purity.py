@@ -37,8 +37,9 @@ IO_EXTRA_MODULES: dict[str, frozenset[str]] = {
 }
 """What each I/O module may import beyond the second tier's rules."""
 IO_EXTRA_CALLS = frozenset({"open", "print"})
-ALLOWED_NON_STDLIB = {"replication_core", "schemas"}
-"""Non-standard-library top-level packages a state machine may import."""
+ALLOWED_NON_STDLIB = {"replication_core", "schemas", "mypy_extensions"}
+"""Non-standard-library top-level packages a state machine may import (mypy_extensions: the
+`mypyc_attr` class decorator for the mypyc build, no I/O)."""
 SIM_ALLOWED_NON_STDLIB = ALLOWED_NON_STDLIB | {"yaml"}
 """Non-standard-library packages the simulator / checker may import (yaml: scenario files)."""
 NEVER = frozenset({"socket", "ssl", "select", "selectors", "threading", "_thread", "multiprocessing",
