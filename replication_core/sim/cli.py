@@ -22,6 +22,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from replication_core._native_guard import core_compiled
 from replication_core.sim.cluster import Cluster, RunStats
 from replication_core.sim.scenario import Scenario, ScenarioError, mode_from_text, mode_to_text, parse_scenario_text
 from replication_core.sim.writer import EventWriter
@@ -132,6 +133,7 @@ def _simulate(scenario: Scenario, out: str | Path, progress: bool) -> tuple[dict
         "duration_ms": scenario.duration_ms,
         "start_ms": scenario.start_ms,
         "code_version": code_version(),
+        "core_compiled": core_compiled(),
         "schema_version": SCHEMA_VERSION,
         "format": scenario.writer.format,
         "files": writer.files,

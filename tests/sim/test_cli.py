@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import json
+import types
 from pathlib import Path
 
 import pytest
 
+from replication_core.replica_manager import ReplicaManager
 from replication_core.sim.cli import main
 from tests.sim.helpers import SCENARIOS
 
@@ -31,6 +33,8 @@ def test_writes_rolled_files_and_a_manifest(tmp_path: Path, capsys: pytest.Captu
     assert manifest["seed"] == 1 and manifest["truncation_mode"] == "diverging-epoch"
     assert all(n > 0 for n in manifest["acknowledged_records"].values()) and manifest["code_version"]
     assert manifest["max_network_delay_ms"] == 4
+    # Whether the engine ran mypyc-compiled: compiled methods are not Python functions.
+    assert manifest["core_compiled"] is not isinstance(ReplicaManager.fetch_messages, types.FunctionType)
     err = capsys.readouterr().err
     assert "simulated small" in err and "\r" not in err  # no progress bar when stderr is not a terminal
 
