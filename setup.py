@@ -2,9 +2,14 @@
 
 `pyproject.toml` holds the project's metadata; setuptools runs this file only for the extension
 modules. The modules in `COMPILED` are compiled as one mypyc group (`replication_core._native`), so
-calls between them are native C calls. Everything else (package `__init__`s, the checker, the CLI,
-scenario loading, the Parquet / JSON writer, and `errors.py`, whose exceptions inherit from two
-builtin bases, which mypyc classes cannot; they are raised only off the hot path) stays interpreted.
+calls between them are native C calls. Everything else stays interpreted: the package `__init__`s,
+the checker, the CLI, scenario loading, the Parquet / JSON writer, `config.py` (its dataclass takes
+strings where a field is typed `TruncationMode` and converts them after init, which a compiled class
+refuses), `errors.py` (exceptions with two builtin bases, which mypyc classes cannot have; raised only
+off the hot path), and `events.py`: a dict display of more than five keys compiled by mypyc is built
+presized with CPython's general key table instead of the str-only one, and the writer's per-column
+lookups in those event dicts then cost more than compiling the builders saves (writing alone went
+from ~290 k to ~174 k events per CPU second in a 10 virtual s run).
 
 Set `REPLOG_PURE_PYTHON=1` when installing (`REPLOG_PURE_PYTHON=1 pip install -e .`) to build no
 extension: the same sources then run interpreted, and extensions of an earlier compiled build in the
@@ -32,7 +37,6 @@ MANIFEST = PACKAGE / "_compiled_sources.json"
 GROUP = "replication_core._native"
 
 COMPILED = [
-    "replication_core/events.py",
     "replication_core/java_hash.py",
     "replication_core/truncation.py",
     "replication_core/replica.py",
