@@ -17,6 +17,7 @@ Run from the repository root:
     python benchmarks/bench_simulate.py --durations-ms 600000   # the 10-minute run (long)
     python benchmarks/bench_simulate.py --profile 5000          # cProfile top functions of a 5 s run
     python benchmarks/bench_simulate.py --ab HEAD~3,WORKTREE --durations-ms 30000   # lockstep A/B
+    python benchmarks/bench_simulate.py --ab-build --durations-ms 30000   # interpreted vs compiled build
 Results are stored as JSON under `benchmarks/results/simulate-<UTC date>.json` (`--ab`: printed, and
 stored only with `--out`).
 
@@ -27,6 +28,12 @@ change in the machine's load hits both alike; which one goes first alternates be
 (`--rounds`). Per round it reports each side's CPU seconds (`time.process_time` over the whole
 `simulate` call) and their ratio B/A; the median ratio is the figure to quote. Slicing changes when
 the event batches are flushed, not what is simulated or written.
+
+`--ab-build` compares the working tree's compiled build (`setup.py`, mypyc) with the same sources
+interpreted (copied without the extensions): A = interpreted, B = compiled. A compiled `EventQueue`
+cannot be patched, so the two alternate at every event batch handed to the (interpreted) writer instead
+of every slice of virtual time; the ratio B/A is the compiled build's CPU per event against the
+interpreted one's.
 """
 
 from __future__ import annotations
@@ -37,6 +44,7 @@ import io
 import json
 import os
 import resource
+import shutil
 import statistics
 import subprocess
 import sys
@@ -115,16 +123,37 @@ def profile(duration_ms: int, scenario: Path) -> None:
     pstats.Stats(prof).sort_stats("tottime").print_stats(25)
 
 
-def lockstep_child(src: Path, duration_ms: int, slice_ms: int, scenario: Path) -> None:
+def lockstep_child(src: Path, duration_ms: int, slice_ms: int, scenario: Path, by_batch: bool = False) -> None:
     """One side of `--ab`: run `simulate` from the code in `src`, one slice of virtual time per line
-    read from stdin; print `END <cpu seconds> <events>` at the end (called in a fresh interpreter)."""
+    read from stdin; print `END <cpu seconds> <events>` at the end (called in a fresh interpreter).
+
+    `by_batch` (`--ab-build`): a slice is the work up to and including the next event batch handed to the
+    writer instead, since a compiled `EventQueue` cannot be patched (the writer is never compiled)."""
     sys.path.insert(0, str(src))
     from replication_core.sim import clock
     from replication_core.sim.cli import load_scenario, simulate
+    from replication_core.sim.writer import EventWriter
 
     loaded = Path(sys.modules["replication_core"].__file__ or "").resolve()
     if not loaded.is_relative_to(src.resolve()):
         raise SystemExit(f"replication_core imported from {loaded}, not from {src}")
+    if by_batch:
+        plain_write = EventWriter.write
+
+        def turn_write(self: EventWriter, events: list[dict[str, Any]]) -> None:
+            plain_write(self, events)
+            print("slice", flush=True)
+            sys.stdin.readline()  # wait for our next turn
+
+        EventWriter.write = turn_write  # type: ignore[method-assign]
+        sc = load_scenario(scenario).with_overrides(duration_ms=duration_ms)
+        with tempfile.TemporaryDirectory(prefix="replog-bench-ab-") as out:
+            sys.stdin.readline()  # the set-up signal
+            sys.stdin.readline()  # our first turn
+            cpu0 = time.process_time()
+            manifest, _ = simulate(sc, out)
+            print(f"END {time.process_time() - cpu0} {manifest['events']}", flush=True)
+        return
     run_until = clock.EventQueue.run_until
 
     def sliced(self: clock.EventQueue, end_ms: int, on_step: Any = None, step_every: int = 4096) -> None:
@@ -159,17 +188,34 @@ def _code_tree(rev: str, into: Path) -> Path:
     return dest
 
 
-def lockstep_ab(revs: list[str], duration_ms: int, slice_ms: int, rounds: int, scenario: Path) -> dict[str, Any]:
-    """`--ab`: run the two code versions in alternating slices of virtual time, `rounds` times."""
+def _interpreted_tree(into: Path) -> Path:
+    """The working tree's `replication_core`, `schemas` and `conf` under `into`, without the compiled
+    extensions and their build record: the same sources, interpreted."""
+    dest = into / "interpreted"
+    skip = shutil.ignore_patterns("__pycache__", "*.so", "*.pyd", "_compiled_sources.json")
+    for name in ("replication_core", "schemas", "conf"):
+        shutil.copytree(ROOT / name, dest / name, ignore=skip)
+    return dest
+
+
+def lockstep_ab(revs: list[str], duration_ms: int, slice_ms: int, rounds: int, scenario: Path,
+                build_ab: bool = False) -> dict[str, Any]:
+    """`--ab`: run the two code versions in alternating slices of virtual time, `rounds` times.
+
+    `build_ab` (`--ab-build`): the two sides are the working tree interpreted (a copy of its sources)
+    and as built (its compiled extensions), alternating at every event batch."""
     cpu: dict[str, list[float]] = {rev: [] for rev in revs}
     events: dict[str, int] = {}
     with tempfile.TemporaryDirectory(prefix="replog-bench-ab-code-") as tmp:
-        trees = {rev: _code_tree(rev, Path(tmp)) for rev in revs}
+        if build_ab:
+            trees = {revs[0]: _interpreted_tree(Path(tmp)), revs[1]: ROOT}
+        else:
+            trees = {rev: _code_tree(rev, Path(tmp)) for rev in revs}
         for r in range(rounds):
             order = revs if r % 2 == 0 else revs[::-1]
             procs = {rev: subprocess.Popen(
                 [sys.executable, __file__, "--lockstep-child", str(trees[rev]), "--durations-ms", str(duration_ms),
-                 "--slice-ms", str(slice_ms), "--scenario", str(scenario)],
+                 "--slice-ms", str(slice_ms), "--scenario", str(scenario), *(["--by-batch"] if build_ab else [])],
                 stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, cwd=tmp, env={**os.environ, "CI": "1"})
                 for rev in order}
             for rev in order:  # set-up (cluster, brokers) of both, then the slices one at a time
@@ -224,22 +270,28 @@ def main() -> int:
     ap.add_argument("--profile", type=int, metavar="DURATION_MS", help="profile one run instead")
     ap.add_argument("--ab", metavar="REV_A,REV_B",
                     help="lockstep A/B of two git revisions (or WORKTREE) at the first duration instead")
+    ap.add_argument("--ab-build", action="store_true",
+                    help="lockstep A/B of this tree interpreted (A) against its compiled build (B), "
+                         "alternating at every event batch, at the first duration instead")
     ap.add_argument("--slice-ms", type=int, default=250, help="--ab: virtual ms per alternating slice")
     ap.add_argument("--rounds", type=int, default=4, help="--ab: runs of each side")
     ap.add_argument("--child", type=int, help=argparse.SUPPRESS)
     ap.add_argument("--lockstep-child", help=argparse.SUPPRESS)
+    ap.add_argument("--by-batch", action="store_true", help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.lockstep_child is not None:
         lockstep_child(Path(args.lockstep_child), int(args.durations_ms.split(",")[0]), args.slice_ms,
-                       Path(args.scenario))
+                       Path(args.scenario), by_batch=args.by_batch)
         return 0
-    if args.ab is not None:
-        revs = args.ab.split(",")
+    if args.ab is not None or args.ab_build:
+        revs = ["interpreted", "compiled"] if args.ab_build else args.ab.split(",")
         if len(revs) != 2:
             ap.error("--ab takes two revisions separated by a comma")
+        if args.ab_build and not list((ROOT / "replication_core").glob("replica_manager.*.so")):
+            ap.error("--ab-build: no compiled build in this tree (pip install -e . without REPLOG_PURE_PYTHON)")
         load_start = os.getloadavg()
         result = lockstep_ab(revs, int(args.durations_ms.split(",")[0]), args.slice_ms, args.rounds,
-                             Path(args.scenario))
+                             Path(args.scenario), build_ab=args.ab_build)
         result["load_average_start"] = [round(x, 2) for x in load_start]
         result["load_average_end"] = [round(x, 2) for x in os.getloadavg()]
         result["command"] = " ".join(sys.argv)
