@@ -161,7 +161,10 @@ def _passthrough(command: str, rest: list[str]) -> int:
     try:
         module = importlib.import_module(module_name)
     except ImportError as e:
-        print(f"replog {command}: failed: this build has no {module_name} ({e})", file=sys.stderr)
+        if type(e).__name__ == "StaleCompiledModuleError":  # replication_core/_native_guard.py: says what to run
+            print(f"replog {command}: failed: {e}", file=sys.stderr)
+        else:
+            print(f"replog {command}: failed: this build has no {module_name} ({e})", file=sys.stderr)
         return EXIT_FAILED
     return int(module.main(rest))
 

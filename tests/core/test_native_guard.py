@@ -110,3 +110,22 @@ def test_importing_a_stale_compiled_package_fails(tmp_path: Path) -> None:
     stale = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True, check=False)
     assert stale.returncode != 0
     assert "StaleCompiledModuleError: replication_core.partition: partition.py changed" in stale.stderr
+
+
+def test_replog_simulate_reports_a_stale_build_as_such(monkeypatch: pytest.MonkeyPatch,
+                                                       capsys: pytest.CaptureFixture[str]) -> None:
+    """`replog simulate` on a stale build prints the guard's message (module, rebuild command), not
+    "this build has no replication_core.sim.cli"."""
+    import importlib
+
+    from jobs import cli
+
+    def stale_import(name: str) -> object:
+        raise StaleCompiledModuleError("replication_core.fetcher: fetcher.py changed since it was compiled",
+                                       name="replication_core.fetcher")
+
+    monkeypatch.setattr(importlib, "import_module", stale_import)
+    assert cli.main(["simulate", "--help"]) == cli.EXIT_FAILED
+    err = capsys.readouterr().err
+    assert "replog simulate: failed: replication_core.fetcher: fetcher.py changed" in err
+    assert "this build has no" not in err
