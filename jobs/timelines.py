@@ -34,7 +34,6 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from jobs.lake import CommitResult, IdempotencyKey, Lake, PartitionValues
-from jobs.session import event_cache_level
 from jobs.transforms.timelines import PARTITION_KEY, isr_changes, partition_state, replica_offsets
 from schemas.events import EVENT_SCHEMA
 from schemas.tables import (
@@ -168,9 +167,10 @@ def run_timelines(
         keys = [IdempotencyKey(APP_ID_PREFIX + r, bronze_version) for r in changed_runs]
         meta = {"replog.job": "timelines", "replog.bronze_version": bronze_version,
                 "replog.partitions": result.partitions_recomputed}
+        # Not cached: each output reads only its columns from bronze's Parquet, which costs less than
+        # building and reading back a cache of all the columns (JVM CPU at 1 M events, one JVM,
+        # alternating, warm: 37.6 / 31.2 -> 21.3 / 19.7 s).
         events = events_of(lake.read(BRONZE_EVENTS, run_parts).select(*EVENT_SCHEMA.names), affected)
-        events = events.persist(event_cache_level(spark))
-        cached.append(events)
         outputs: list[tuple[TableSpec, DataFrame]] = [
             (SILVER_REPLICA_OFFSETS, replica_offsets(events)),
             (SILVER_PARTITION_STATE, partition_state(events, min_isr_default=min_isr)),
