@@ -105,16 +105,20 @@ def follower_lag(events: DataFrame, lag_max_ms_default: int | None = None) -> Da
         "*", F.lead("ts_ms").over(w).alias("_to"), F.lead("leader_leo").over(w).alias("_next_leader_leo"),
     )
 
-    # Context as small arrays, looked up per row with higher-order functions: one aggregate per
-    # grain (run; partition; partition epoch) instead of a join-and-aggregate per question.
+    # Context as small per-grain tables joined on (broadcast): per (run, broker) its last lag setting and its
+    # crash / shutdown instants, per run its end and largest setting, per partition its epoch starts, per
+    # leader epoch its last LEO. Per-broker rows keep the arrays the higher-order functions below scan to a
+    # broker's few faults: a run-wide list would be scanned (interpreted, not code-generated) on every row.
     lag_cfg = F.col("config").getItem(LAG_MAX_KEY).cast("long")
-    runs = events.groupBy(F.col("run_id").alias("_r")).agg(
-        F.max("ts_ms").alias("_run_end"),
+    is_cfg = (et == BROKER_CONFIG) & lag_cfg.isNotNull()
+    brokers = events.groupBy(F.col("run_id").alias("_b_run"), F.col("broker_id").alias("_b_broker")).agg(
+        F.max("ts_ms").alias("_b_end"),
+        F.max_by(F.when(is_cfg, lag_cfg), F.when(is_cfg, F.col("event_id"))).alias("_b_cfg"),
         F.collect_list(F.when((et == BROKER_LIFECYCLE) & F.col("action").isin("crash", "shutdown"),
-                              F.struct("broker_id", "ts_ms"))).alias("_downs"),
-        F.collect_list(F.when((et == BROKER_CONFIG) & lag_cfg.isNotNull(),
-                              F.struct("event_id", "broker_id", lag_cfg.alias("lag")))).alias("_cfgs"),
+                              F.col("ts_ms"))).alias("_downs"),
     )
+    runs = brokers.groupBy(F.col("_b_run").alias("_r")).agg(
+        F.max("_b_end").alias("_run_end"), F.max("_b_cfg").alias("_run_cfg"))
     epochs = events.where(((et == LEADER_ELECTION) | became_leader) & scoped).groupBy(
         *[F.col(c).alias(f"_e_{c}") for c in PARTITION_KEY]
     ).agg(F.collect_list(F.struct("leader_epoch", "ts_ms")).alias("_epochs"))
@@ -124,18 +128,17 @@ def follower_lag(events: DataFrame, lag_max_ms_default: int | None = None) -> Da
     ).agg(F.max("leo").alias("_last_leo"))
     iv = (
         iv.join(F.broadcast(runs), F.col("run_id") == F.col("_r"), "left")
+        .join(F.broadcast(brokers.drop("_b_end")), (F.col("run_id") == F.col("_b_run"))
+              & (F.col("leader_id") == F.col("_b_broker")), "left")
         .join(F.broadcast(epochs), _same_partition("_e_"), "left")
         .join(F.broadcast(leader_last_leo), _same_partition("_l_") & (F.col("leader_id") == F.col("_l_leader"))
               & (F.col("leader_epoch") == F.col("_l_epoch")), "left")
     )
     epoch_end = F.array_min(F.transform(
         F.filter("_epochs", lambda e: e["leader_epoch"] > F.col("leader_epoch")), lambda e: e["ts_ms"]))
-    down = F.array_min(F.transform(
-        F.filter("_downs", lambda d: (d["broker_id"] == F.col("leader_id")) & (d["ts_ms"] >= F.col("ts_ms"))),
-        lambda d: d["ts_ms"]))
-    # Structs order by their first field (event_id): array_max is the broker's last config.
-    leaders_cfg = F.array_max(F.filter("_cfgs", lambda c: c["broker_id"] == F.col("leader_id"))).getField("lag")
-    runs_cfg = F.array_max(F.transform("_cfgs", lambda c: c["lag"]))
+    down = F.array_min(F.filter("_downs", lambda d: d >= F.col("ts_ms")))
+    leaders_cfg = F.col("_b_cfg")
+    runs_cfg = F.col("_run_cfg")
     default = F.lit(lag_max_ms_default if lag_max_ms_default is not None else KAFKA_DEFAULT_LAG_MAX_MS).cast("long")
     iv = iv.select("*", epoch_end.alias("_epoch_end"), down.alias("_down"))
 

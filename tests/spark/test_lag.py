@@ -7,6 +7,7 @@ shrink is due by start + 500 (the isr-expiration period, lag / 2).
 from __future__ import annotations
 
 import pytest
+from chispa import assert_df_equality
 from pyspark.sql import DataFrame, SparkSession
 
 from jobs.transforms.lag import follower_lag, lag_incidents, lag_summary, run_bounds
@@ -77,6 +78,43 @@ def test_follower_lag_intervals(scenario_a, expect) -> None:
         # follower 4 is not in the ISR: no reset interval
         ("r", "t", 0, 4, 1, 1, 500, None, 0, 0, 10, 10, 30, 500, 3000, None, 1000, 5),
     ], FOLLOWER_LAG_SCHEMA)
+
+
+def test_follower_lag_threshold_and_leader_down_are_the_leaders(spark: SparkSession) -> None:
+    """lag_max_ms: the leader's last setting, else the run's largest, else the default; an interval is closed
+    by a crash of its leader only, at or after its start."""
+    def state(ts: int, partition: int, leader: int) -> dict:
+        return dict(event_type="follower_fetch_state", ts_ms=ts, partition=partition, broker_id=leader,
+                    leader_epoch=1, follower_id=2, fetch_offset=0, leo=0, last_caught_up_time_ms=ts)
+
+    def config(broker: int, settings: dict[str, str]) -> dict:
+        return dict(event_type="broker_config", ts_ms=0, broker_id=broker, topic=None, partition=None,
+                    config=settings)
+
+    def crash(ts: int, broker: int) -> dict:
+        return dict(event_type="broker_lifecycle", ts_ms=ts, broker_id=broker, topic=None, partition=None,
+                    action="crash")
+
+    r = make_events(spark, [
+        config(1, {"replica.lag.time.max.ms": "3000"}),
+        config(2, {"replica.lag.time.max.ms": "5000"}),
+        config(1, {"replica.lag.time.max.ms": "2000"}),   # broker 1's last setting
+        config(3, {"min.insync.replicas": "2"}),         # broker 3 sets no lag threshold
+        crash(50, 1),                                    # before partition 0's interval: not its end
+        state(100, 0, 1),                                # partition 0, led by broker 1
+        state(100, 1, 3),                                # partition 1, led by broker 3
+        crash(600, 2),                                   # the follower, not a leader
+        crash(700, 1),
+    ])
+    r2 = make_events(spark, [state(100, 0, 1), crash(900, 2)], run_id="r2")
+    lag = follower_lag(r.unionByName(r2)).select("run_id", "partition", "valid_from_ms", "valid_to_ms",
+                                                 "closed_by", "lag_max_ms")
+    expected = spark.createDataFrame([
+        ("r", 0, 100, 700, "leader_down", 2000),
+        ("r", 1, 100, None, None, 5000),   # run r's largest setting
+        ("r2", 0, 100, None, None, 30000),  # no setting in the run: Kafka's default
+    ], "run_id string, partition int, valid_from_ms long, valid_to_ms long, closed_by string, lag_max_ms long")
+    assert_df_equality(lag, expected, ignore_row_order=True, ignore_nullable=True)
 
 
 def test_incident_verdicts_on_time_missing_not_in_isr(scenario_a, expect) -> None:
