@@ -211,11 +211,12 @@ def lag_incidents(
     threshold = lcu + lag_max
     obs_end = lcu + F.col("time_lag_end_ms")
     lagging = (threshold < obs_end) & F.coalesce(_peak_message_lag() > 0, F.lit(True))
+    lag_start = F.greatest("valid_from_ms", threshold)
     w = Window.partitionBy(*_LAG_KEY).orderBy("valid_from_ms")
     x = follower_lag.select(
         "*",
         lagging.alias("_lagging"),
-        F.greatest("valid_from_ms", threshold).alias("_lag_start"),
+        lag_start.alias("_lag_start"),
         obs_end.alias("_obs_end"),
     )
     continuing = F.coalesce(F.lag("_lagging").over(w), F.lit(False)) & (threshold <= F.col("valid_from_ms"))
@@ -270,18 +271,19 @@ def lag_incidents(
     )
     incidents = judged.withColumn("verdict", verdict)
 
-    # Premature: a shrink inside no lagging stretch of that follower under that leader. The lagging
-    # stretches come from the same windowed frame as the incidents (the shuffle is reused).
-    stretches = x.groupBy(*[F.col(c).alias(f"_s_{c}") for c in fkey]).agg(
-        F.collect_list(F.when(F.col("_lagging"), F.struct("_lag_start", "valid_to_ms"))).alias("_stretches"),
-        F.max("lag_max_ms").alias("_lag_max"),
-    )
+    # Premature: a shrink inside no lagging stretch of that follower under that leader. Both inputs are
+    # plain aggregates / filters of the follower lag rows: a list per follower (collect_list) would make
+    # Spark aggregate every row through its object hash aggregate, which falls back to sorting them.
+    renamed = [F.col(c).alias(f"_s_{c}") for c in fkey]
+    stretches = follower_lag.where(lagging).select(
+        *renamed, lag_start.alias("_lag_start"), "valid_to_ms")
+    lag_max_of = follower_lag.groupBy(*renamed).agg(F.max("lag_max_ms").alias("_lag_max"))
     s_ms = F.col("shrink_ms")
-    covered = F.exists("_stretches", lambda t: (t["_lag_start"] < s_ms)
-                       & (t["valid_to_ms"].isNull() | (s_ms <= t["valid_to_ms"])))
+    inside = same_follower & (F.col("_lag_start") < s_ms) & (
+        F.col("valid_to_ms").isNull() | (s_ms <= F.col("valid_to_ms")))
     premature = (
-        sh.join(F.broadcast(stretches), same_follower, "left")
-        .where(~F.coalesce(covered, F.lit(False)))
+        sh.join(stretches, inside, "left_anti")
+        .join(F.broadcast(lag_max_of), same_follower, "left")
         .select(
             *fkey,
             "leader_epoch",
