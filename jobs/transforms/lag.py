@@ -105,10 +105,11 @@ def follower_lag(events: DataFrame, lag_max_ms_default: int | None = None) -> Da
         "*", F.lead("ts_ms").over(w).alias("_to"), F.lead("leader_leo").over(w).alias("_next_leader_leo"),
     )
 
-    # Context as small per-grain tables joined on (broadcast): per (run, broker) its last lag setting and its
+    # Context as small tables, broadcast to the intervals: per (run, broker) its last lag setting and its
     # crash / shutdown instants, per run its end and largest setting, per partition its epoch starts, per
-    # leader epoch its last LEO. Per-broker rows keep the arrays the higher-order functions below scan to a
-    # broker's few faults: a run-wide list would be scanned (interpreted, not code-generated) on every row.
+    # leader epoch its last LEO. Keyed by the leader, the arrays the higher-order functions below scan per
+    # row hold one broker's few crashes: Spark interprets those functions (no code generation), and
+    # scanning the run's whole config and crash lists on every interval doubled the cost of this frame.
     lag_cfg = F.col("config").getItem(LAG_MAX_KEY).cast("long")
     is_cfg = (et == BROKER_CONFIG) & lag_cfg.isNotNull()
     brokers = events.groupBy(F.col("run_id").alias("_b_run"), F.col("broker_id").alias("_b_broker")).agg(
