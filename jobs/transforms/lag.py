@@ -118,8 +118,12 @@ def follower_lag(events: DataFrame, lag_max_ms_default: int | None = None) -> Da
         F.collect_list(F.when((et == BROKER_LIFECYCLE) & F.col("action").isin("crash", "shutdown"),
                               F.col("ts_ms"))).alias("_downs"),
     )
-    runs = brokers.groupBy(F.col("_b_run").alias("_r")).agg(
-        F.max("_b_end").alias("_run_end"), F.max("_b_cfg").alias("_run_cfg"))
+    # The run's end and largest setting on every broker row (a window over a few rows per run, where a
+    # second aggregate of `brokers` would scan the events again): every interval's leader emitted events,
+    # so the join on (run, leader) below always finds its broker's row.
+    in_run = Window.partitionBy("_b_run")
+    brokers = brokers.select("*", F.max("_b_end").over(in_run).alias("_run_end"),
+                             F.max("_b_cfg").over(in_run).alias("_run_cfg")).drop("_b_end")
     epochs = events.where(((et == LEADER_ELECTION) | became_leader) & scoped).groupBy(
         *[F.col(c).alias(f"_e_{c}") for c in PARTITION_KEY]
     ).agg(F.collect_list(F.struct("leader_epoch", "ts_ms")).alias("_epochs"))
@@ -128,9 +132,8 @@ def follower_lag(events: DataFrame, lag_max_ms_default: int | None = None) -> Da
         F.col("leader_epoch").alias("_l_epoch"),
     ).agg(F.max("leo").alias("_last_leo"))
     iv = (
-        iv.join(F.broadcast(runs), F.col("run_id") == F.col("_r"), "left")
-        .join(F.broadcast(brokers.drop("_b_end")), (F.col("run_id") == F.col("_b_run"))
-              & (F.col("leader_id") == F.col("_b_broker")), "left")
+        iv.join(F.broadcast(brokers), (F.col("run_id") == F.col("_b_run")) & (F.col("leader_id") == F.col("_b_broker")),
+                "left")
         .join(F.broadcast(epochs), _same_partition("_e_"), "left")
         .join(F.broadcast(leader_last_leo), _same_partition("_l_") & (F.col("leader_id") == F.col("_l_leader"))
               & (F.col("leader_epoch") == F.col("_l_epoch")), "left")
