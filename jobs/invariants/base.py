@@ -27,6 +27,9 @@ from schemas.audit import SPARK_VIOLATION_SCHEMA, VIOLATION_COLUMNS
 Check = Callable[[], Column]
 """A check: evaluated over a scan's annotated rows, the violation struct or null."""
 
+PARTITION: tuple[str, ...] = ("run_id", "topic", "partition")
+"""A partition of a run: the key of the scans' partition-wide windows and joins."""
+
 
 def materialised(frame: DataFrame) -> DataFrame:
     """`frame` computed now and kept at the event cache level (`jobs.session.event_cache_level`), for a

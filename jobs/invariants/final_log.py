@@ -29,9 +29,8 @@ from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
 from jobs.invariants import replica_scan
-from jobs.invariants.base import Scan, ScanInputs, text, violation
+from jobs.invariants.base import PARTITION, Scan, ScanInputs, text, violation
 
-PARTITION: tuple[str, ...] = ("run_id", "topic", "partition")
 INVARIANT = "acked_write_lost"
 
 

@@ -18,9 +18,8 @@ from __future__ import annotations
 from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
-from jobs.invariants.base import Scan, ScanInputs, text, violation
+from jobs.invariants.base import PARTITION, Scan, ScanInputs, text, violation
 
-PARTITION: tuple[str, ...] = ("run_id", "topic", "partition")
 ELECTION = "election"
 
 

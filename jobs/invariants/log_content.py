@@ -47,11 +47,10 @@ from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
 from jobs.invariants import replica_scan
-from jobs.invariants.base import Scan, ScanInputs, materialised, text, violation
+from jobs.invariants.base import PARTITION, Scan, ScanInputs, materialised, text, violation
 from jobs.invariants.base import is_event as _is
 from replication_core.checker.catalogue import BY_NAME, WARNING
 
-PARTITION: tuple[str, ...] = ("run_id", "topic", "partition")
 REPLICA: tuple[str, ...] = replica_scan.REPLICA
 PROBE = "_probe"
 """event_type of the probe rows added to a replica's window to read its replay state at another event."""

@@ -43,11 +43,11 @@ from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
 from jobs.invariants import isr_rules
-from jobs.invariants.base import Scan, ScanInputs, text, violation
+from jobs.invariants.base import PARTITION, Scan, ScanInputs, text, violation
 from jobs.invariants.base import is_event as _is
 from replication_core.config import ReplicationConfig
 
-REPLICA: tuple[str, ...] = ("run_id", "topic", "partition", "broker_id")
+REPLICA: tuple[str, ...] = (*PARTITION, "broker_id")
 """A replica: the window partition of this scan."""
 
 REPLICA_EVENT_TYPES: tuple[str, ...] = (

@@ -42,14 +42,13 @@ from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
 from jobs.invariants import replica_scan
-from jobs.invariants.base import Scan, ScanInputs, text, violation
+from jobs.invariants.base import PARTITION, Scan, ScanInputs, text, violation
 from jobs.invariants.base import is_event as _is
 from replication_core.config import ReplicationConfig
 from replication_core.truncation import TruncationProtocol
 
 INVARIANT = "truncation_point"
 REPLICA: tuple[str, ...] = replica_scan.REPLICA
-PARTITION: tuple[str, ...] = ("run_id", "topic", "partition")
 PROBE, END = "_probe", "_end"
 """event_type of the probe rows (another replica's state at an event) and of each replica's end-of-run row."""
 
