@@ -58,7 +58,6 @@ PROBE = "_probe"
 CPA, INCONSISTENT, TRUNCATION = "committed_prefix_agreement", "inconsistent_offsets", "truncation_safety"
 ISR_HOLDS, FOLLOWER_MATCH = "isr_holds_committed", "follower_log_matching"
 STREAM = "event_stream_consistent"
-_BIG = 2**62  # beyond any offset
 _FINDINGS = "array<struct<expected:bigint,actual:bigint,what:string>>"  # `_stream_checks`' type
 
 
@@ -196,14 +195,11 @@ def annotated(bronze: DataFrame, probes: DataFrame) -> DataFrame:
                       F.array_distinct(F.coalesce("isr", empty))))
     bumps = F.coalesce(F.col("leader_epoch"), F.col("_epoch")) > F.col("_epoch")
     reset_mark = F.when((is_lc & ((F.col("action") != "become_leader") | bumps)) | closes, F.col("event_id"))
-    s2 = s2.select("*", F.coalesce(F.last(isr_mark, True).over(before), empty).alias("_isr"),
-                   F.last(reset_mark, True).over(before).alias("_view_reset"))
-    ws = Window.partitionBy(*REPLICA, "_lso_seg").orderBy("event_id").rowsBetween(
-        Window.unboundedPreceding, Window.currentRow)
-    after = F.least(F.coalesce(F.first("_lso_set").over(ws), F.lit(0)),
-                    F.coalesce(F.min("_lso_min").over(ws), F.lit(_BIG))).cast("long")
-    s3 = s2.withColumn("_lso_after", after)
-    return s3.withColumn("_lso", F.coalesce(F.lag("_lso_after").over(w), F.lit(0)).cast("long"))
+    # The LSO before the row: after the previous row, whose segment is one less where this row opens one.
+    previous_segment = F.col("_lso_seg") - F.when(F.col("_lso_set").isNotNull(), 1).otherwise(0)
+    return s2.select("*", F.coalesce(F.last(isr_mark, True).over(before), empty).alias("_isr"),
+                     F.last(reset_mark, True).over(before).alias("_view_reset"),
+                     replica_scan.lso(before, previous_segment).alias("_lso"))
 
 
 def crash_removals(rows: DataFrame) -> DataFrame:

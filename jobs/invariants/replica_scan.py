@@ -81,7 +81,7 @@ def replica_events(bronze: DataFrame) -> DataFrame:
 
 def annotate(rows: DataFrame) -> DataFrame:
     """Add the replay state before each row (see the module docstring); rows from `replica_events`."""
-    return _with_lso(_replay(rows))
+    return _with_pending(_replay(rows))
 
 
 REPLAY_COLUMNS: tuple[str, ...] = (
@@ -124,8 +124,19 @@ def marks() -> tuple[Column, Column, Column]:
     return role, down, leo
 
 
-def _lso_window() -> Window:
-    return Window.partitionBy(*REPLICA, "_lso_seg").orderBy("event_id")
+def lso(frame: Window, segment: Column) -> Column:
+    """The replayed LSO after the last row of `frame` (a replica window ordered by `event_id`), whose LSO
+    segment is `segment`; rows carry `_lso_set`, `_lso_min` and `_lso_seg` (see `_replay`).
+
+    The segment's opening "set" (0 in the first segment) lowered by the partial truncations since. The
+    largest (segment, -offset) over the partial truncations of the frame is the smallest offset of the latest
+    segment that has one; it lowers the LSO only when that segment is `segment`. So the LSO needs no window
+    per segment, and no sort of its own: it reads the replica window the rest of the replay reads."""
+    latest = F.max(F.when(F.col("_lso_min").isNotNull(), F.struct(
+        F.col("_lso_seg").alias("seg"), (-F.col("_lso_min")).alias("neg")))).over(frame)
+    opened = F.coalesce(F.last("_lso_set", True).over(frame), F.lit(0))
+    lowered = F.when(latest["seg"] == segment, -latest["neg"])
+    return F.least(opened, F.coalesce(lowered, F.lit(_NO_LSO_LIMIT))).cast("long")
 
 
 def _replay(rows: DataFrame, leader_view: bool = False) -> DataFrame:
@@ -198,22 +209,16 @@ def _replay(rows: DataFrame, leader_view: bool = False) -> DataFrame:
             F.last(added_mark, True).over(before).alias("_added_mark"),
         ] if leader_view else []),
     ).withColumn("_lso_seg", F.count("_lso_set").over(upto))
+    # The LSO after each row (`lso`); the segment columns are not needed past it.
+    s2 = s2.withColumn("_lso", lso(upto, F.col("_lso_seg"))).drop("_lso_set", "_lso_min", "_lso_seg")
     if not leader_view:
         return s2
     return s2.withColumn("_pending_added", F.when(F.col("_added_mark") >= 0, F.col("_added_mark")))
 
 
-def _with_lso(s2: DataFrame) -> DataFrame:
-    """Add the LSO after each row (`_lso`) and the pending proposal (`_pending`) to `_replay`'s rows."""
-    # The LSO after a row: the segment's opening "set" (0 in the first segment) lowered by the partial
-    # truncations since; no row of a segment but its first sets, so the window never looks past one.
-    ws = _lso_window().rowsBetween(Window.unboundedPreceding, Window.currentRow)
-    return s2.select(
-        "*",
-        F.least(F.coalesce(F.first("_lso_set").over(ws), F.lit(0)),
-                F.coalesce(F.min("_lso_min").over(ws), F.lit(_NO_LSO_LIMIT))).cast("long").alias("_lso"),
-        F.when(F.col("_pending_mark") >= 0, F.col("_pending_mark")).alias("_pending"),
-    )
+def _with_pending(s2: DataFrame) -> DataFrame:
+    """Add the pending proposal (`_pending`) to `_replay`'s rows."""
+    return s2.withColumn("_pending", F.when(F.col("_pending_mark") >= 0, F.col("_pending_mark")))
 
 
 def build(inputs: ScanInputs) -> DataFrame:
@@ -224,7 +229,7 @@ def build(inputs: ScanInputs) -> DataFrame:
     replayed = _replay(rows, leader_view=True).where(~F.col("event_type").isin("append", "broker_config"))
     viewed = isr_rules.with_views(replayed, REPLICA, _closes())
     checked = isr_rules.with_eligibility(viewed, isr_rules.broker_states(bronze))
-    return isr_rules.with_bound(_with_lso(checked), _lso_window())
+    return isr_rules.with_bound(_with_pending(checked), Window.partitionBy(*REPLICA).orderBy("event_id"))
 
 
 def _own(event_type: str) -> Column:

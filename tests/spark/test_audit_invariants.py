@@ -79,6 +79,20 @@ def test_hw_within_log_flags_hw_above_leo_and_below_log_start(events, expect) ->
             ("bad", "hw_within_log", "error", 1, 3, 1, 2, 1, [3])], KEY_SCHEMA)
 
 
+def test_hw_within_log_reads_the_log_start_raised_after_a_partial_truncation(events, expect) -> None:
+    # A partial truncation lowers the LSO (3 -> 2); a later log_start_offset_change raises it again (4): the
+    # earlier lowering no longer counts, so an HW of 3 is below the log start.
+    def lso(old: int, new: int) -> dict[str, Any]:
+        return dict(event_type="log_start_offset_change", broker_id=1, leader_epoch=1, role="follower",
+                    old_log_start_offset=old, log_start_offset=new)
+    trunc = dict(event_type="truncation", broker_id=1, leader_epoch=1, old_leo=5, truncate_offset=2,
+                 reason="high_watermark", hw=0)
+    head = [append(0, 4, role="follower"), lso(0, 3), trunc, append(2, 6, role="follower"), lso(2, 4)]
+    df = _two_runs(events, [*head, hw(0, 3, role="follower")], [*head, hw(0, 5, role="follower")])
+    expect(_keys(inv.hw_within_log(df)),
+           [("bad", "hw_within_log", "error", 1, 5, 3, 4, 3, [5])], KEY_SCHEMA)
+
+
 def test_leader_no_truncation_flags_a_leader_truncating_but_not_after_a_restart(events, expect) -> None:
     trunc = dict(event_type="truncation", broker_id=1, leader_epoch=1, old_leo=5, truncate_offset=3,
                  reason="high_watermark", hw=3)
