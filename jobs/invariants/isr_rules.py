@@ -157,7 +157,7 @@ def with_eligibility(rows: DataFrame, states: DataFrame) -> DataFrame:
 def with_bound(rows: DataFrame, segment: Window) -> DataFrame:
     """Add `_bound_min`: over the follower rows of a rising leader HW event, the smallest (view LEO, follower,
     view event). `segment` is a window partitioned within the replica and ordered by `event_id` alone, so a
-    range frame of 0 is exactly the event's rows (the replica scan passes its LSO-segment window)."""
+    range frame of 0 is exactly the event's rows (the replica scan passes its replica window)."""
     same_event = segment.rangeBetween(0, 0)
     candidate = F.when(F.col("_f").isNotNull() & leader_hw_advance(), F.struct(
         F.col("_v_leo").alias("leo"), F.col("_f").alias("f"), F.col("_v_event").alias("event")))

@@ -178,13 +178,10 @@ def annotated(bronze: DataFrame, probes: DataFrame) -> DataFrame:
         F.last(F.when(_is("truncation"), F.col("event_id")), True).over(before).alias("_last_truncation"),
         F.last(crash_mark, True).over(before).alias("_crash_mark"),
     )
-    is_trunc = _is("truncation")
-    full = is_trunc & ((F.col("reason") == "full") | (F.col("truncate_offset") > F.col("_leo")))
+    full, lso_set, lso_min = replica_scan.lso_marks()
     s2 = s1.select(
-        "*", (F.col("_role") == "leader").alias("_leading"), full.alias("_full"),
-        F.when(_is("log_start_offset_change"), F.col("log_start_offset")).when(full, F.col("truncate_offset"))
-        .alias("_lso_set"),
-        F.when(is_trunc & ~full, F.col("truncate_offset")).alias("_lso_min"),
+        "*", (F.col("_role") == "leader").alias("_leading"), full.alias("_full"), lso_set.alias("_lso_set"),
+        lso_min.alias("_lso_min"),
     ).withColumn("_lso_seg", F.count("_lso_set").over(upto))
     # Committed ISR (as `replica_scan`) and the last reset of the leader's follower views (`Replica` state is
     # rebuilt by a become_leader that bumps the epoch; dropped by a become_follower or a tenure-closing event).

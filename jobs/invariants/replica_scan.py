@@ -124,6 +124,16 @@ def marks() -> tuple[Column, Column, Column]:
     return role, down, leo
 
 
+def lso_marks() -> tuple[Column, Column, Column]:
+    """(full, set, lowered): a truncation that empties the log (reason `full`, or an offset past the replayed
+    LEO `_leo`); the LSO a row sets (a log_start_offset_change's, a full truncation's offset); the offset a
+    partial truncation lowers it to if below. `lso` reads the last two as `_lso_set` and `_lso_min`."""
+    is_trunc = _is("truncation")
+    full = is_trunc & ((F.col("reason") == "full") | (F.col("truncate_offset") > F.col("_leo")))
+    lso_set = F.when(_is("log_start_offset_change"), F.col("log_start_offset")).when(full, F.col("truncate_offset"))
+    return full, lso_set, F.when(is_trunc & ~full, F.col("truncate_offset"))
+
+
 def lso(frame: Window, segment: Column) -> Column:
     """The replayed LSO after the last row of `frame` (a replica window ordered by `event_id`), whose LSO
     segment is `segment`; rows carry `_lso_set`, `_lso_min` and `_lso_seg` (see `_replay`).
@@ -158,14 +168,12 @@ def _replay(rows: DataFrame, leader_view: bool = False) -> DataFrame:
         F.coalesce(F.last(down_mark, True).over(before), F.lit(False)).alias("_down"),
         F.coalesce(F.last(leo_mark, True).over(before), F.lit(0)).cast("long").alias("_leo"),
     )
-    is_trunc = _is("truncation")
-    full = is_trunc & ((F.col("reason") == "full") | (F.col("truncate_offset") > F.col("_leo")))
+    full, lso_set, lso_min = lso_marks()
     leading_isr = _is("isr_change") & F.col("_leading")
     clears = (leading_isr & ((F.col("isr_state") == "committed")
                              | ((F.col("isr_state") == "rejected") & (F.col("reason") == "reset_to_committed"))))
     pending_mark = (F.when(leading_isr & (F.col("isr_state") == "proposed"), F.col("event_id"))
                     .when(clears | is_lc | closes, F.lit(-1)))
-    lso_set = F.when(_is("log_start_offset_change"), F.col("log_start_offset")).when(full, F.col("truncate_offset"))
     empty = F.array().cast("array<int>")
     committed_isr = leading_isr & (F.col("isr_state") == "committed")
     isr_mark = (F.when(is_lc & (F.col("action") == "become_leader"), F.array_distinct(F.coalesce("isr", empty)))
@@ -196,7 +204,7 @@ def _replay(rows: DataFrame, leader_view: bool = False) -> DataFrame:
         F.last(F.when(is_cfg, F.col("event_id")), True).over(before).alias("_config_event"),
         full.alias("_full"),
         lso_set.alias("_lso_set"),
-        F.when(is_trunc & ~full, F.col("truncate_offset")).alias("_lso_min"),
+        lso_min.alias("_lso_min"),
         F.last(pending_mark, True).over(before).alias("_pending_mark"),
         *([
             F.coalesce(F.last(F.when(_is("hw_change") | is_lc, F.col("hw")), True).over(before), F.lit(0))
