@@ -150,7 +150,7 @@ def lso(frame: Window, segment: Column) -> Column:
 
 
 def _replay(rows: DataFrame, leader_view: bool = False) -> DataFrame:
-    """The replay state before each row from the replica window (all but the LSO, `_with_lso`); with
+    """The replay state before each row from the replica window (the LSO after it, `lso`); with
     `leader_view`, also the leader-side state `isr_rules` reads (rows then carry follower_fetch_state)."""
     w = Window.partitionBy(*REPLICA).orderBy("event_id")
     before = w.rowsBetween(Window.unboundedPreceding, -1)
