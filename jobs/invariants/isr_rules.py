@@ -154,11 +154,11 @@ def with_eligibility(rows: DataFrame, states: DataFrame) -> DataFrame:
     return probed.join(F.broadcast(s), cond, "left").drop("_b_run", "_b_broker", "_b_start", "_b_end")
 
 
-def with_bound(rows: DataFrame, segment: Window) -> DataFrame:
+def with_bound(rows: DataFrame, window: Window) -> DataFrame:
     """Add `_bound_min`: over the follower rows of a rising leader HW event, the smallest (view LEO, follower,
-    view event). `segment` is a window partitioned within the replica and ordered by `event_id` alone, so a
-    range frame of 0 is exactly the event's rows (the replica scan passes its replica window)."""
-    same_event = segment.rangeBetween(0, 0)
+    view event). `window` is partitioned within the replica and ordered by `event_id` alone, so a range frame
+    of 0 is exactly the event's rows (the replica scan passes its replica window)."""
+    same_event = window.rangeBetween(0, 0)
     candidate = F.when(F.col("_f").isNotNull() & leader_hw_advance(), F.struct(
         F.col("_v_leo").alias("leo"), F.col("_f").alias("f"), F.col("_v_event").alias("event")))
     return rows.withColumn("_bound_min", F.min(candidate).over(same_event))
