@@ -55,6 +55,66 @@ def test_read_prunes_to_the_requested_partitions(spark, lake: EmbeddedLake) -> N
     assert_df_equality(lake.read(SPEC, [{"run_id": "r2"}]), frame(spark, [("r2", 2, "b")]), ignore_nullable=True)
 
 
+TWO_LEVEL = TableSpec(
+    "bronze/two_level",
+    pa.schema([pa.field("run_id", pa.string(), nullable=False), pa.field("kind", pa.string()),
+               pa.field("k", pa.int64(), nullable=False)]),
+    ("run_id", "kind"),
+)
+
+
+def _scans(df) -> str:
+    return df._jdf.queryExecution().executedPlan().toString()
+
+
+def test_a_filter_on_a_partition_column_skips_the_other_partitions_files(spark, lake: EmbeddedLake) -> None:
+    rows = [("007", "fetch", 1), ("007", "append", 2), ("r/2 x", "fetch", 3), ("r/2 x", None, 4)]
+    lake.append(TWO_LEVEL, frame(spark, rows, TWO_LEVEL))
+    # Every file sits in the folders of its logged values: one scan, values read back exactly
+    # (a run id "007" stays a string, a null kind stays null).
+    everything = lake.read(TWO_LEVEL)
+    assert _scans(everything).count("FileScan") == 1
+    assert_df_equality(everything, frame(spark, rows, TWO_LEVEL), ignore_row_order=True, ignore_nullable=True)
+    fetches = everything.where("kind = 'fetch'")
+    assert "PartitionFilters: [isnotnull(kind" in _scans(fetches)
+    assert_df_equality(fetches, frame(spark, [rows[0], rows[2]], TWO_LEVEL), ignore_row_order=True,
+                       ignore_nullable=True)
+
+
+def test_a_selection_naming_some_partition_columns_reads_every_partition_below_them(spark, lake) -> None:
+    rows = [("r1", "fetch", 1), ("r1", "append", 2), ("r2", "fetch", 3)]
+    lake.append(TWO_LEVEL, frame(spark, rows, TWO_LEVEL))
+    assert_df_equality(lake.read(TWO_LEVEL, [{"run_id": "r1"}]), frame(spark, rows[:2], TWO_LEVEL),
+                       ignore_row_order=True, ignore_nullable=True)
+    lake.overwrite_partitions(TWO_LEVEL, frame(spark, [("r1", "append", 9)], TWO_LEVEL), [{"run_id": "r1"}])
+    assert_df_equality(lake.read(TWO_LEVEL), frame(spark, [("r1", "append", 9), rows[2]], TWO_LEVEL),
+                       ignore_row_order=True, ignore_nullable=True)
+    with pytest.raises(ValueError, match=r"partitioned by \['run_id', 'kind'\]; cannot select partitions by \['k'\]"):
+        lake.read(TWO_LEVEL, [{"k": "1"}])
+
+
+def test_files_outside_their_partition_folders_are_read_with_the_logged_values(spark, lake: EmbeddedLake) -> None:
+    """Tables written before files were moved into place keep them below a batch folder
+    (`b-<uuid>/run_id=.../`): the log's values, not the folders, say which partition a file holds."""
+    import pyarrow.parquet as pq
+    from deltalake.transaction import AddAction
+
+    root = Path(lake.path(SPEC))
+    old = root / "b-old" / "run_id=r1" / "part-0.parquet"
+    old.parent.mkdir(parents=True)
+    pq.write_table(pa.table({"k": pa.array([1], pa.int64()), "v": ["a"]}), old)
+    DeltaTable.create(str(root), SPEC.schema, partition_by=["run_id"])
+    add = AddAction("b-old/run_id=r1/part-0.parquet", old.stat().st_size, {"run_id": "r1"}, 0, True,
+                    json.dumps({"numRecords": 1}))
+    DeltaTable(str(root)).create_write_transaction([add], mode="append", schema=SPEC.schema,
+                                                   partition_by=["run_id"])
+    lake.append(SPEC, frame(spark, [("r2", 2, "b")]))
+    got = lake.read(SPEC)
+    assert_df_equality(got, frame(spark, [("r1", 1, "a"), ("r2", 2, "b")]), ignore_row_order=True,
+                       ignore_nullable=True)
+    assert_df_equality(lake.read(SPEC, [{"run_id": "r1"}]), frame(spark, [("r1", 1, "a")]), ignore_nullable=True)
+
+
 def test_partition_values_with_path_special_characters_survive(spark, lake: EmbeddedLake) -> None:
     odd = "run 1:a=b/c%d#e"
     lake.append(SPEC, frame(spark, [(odd, 1, "x"), ("plain", 2, "y")]))
@@ -210,7 +270,8 @@ def test_files_written_but_never_committed_are_invisible(spark, lake: EmbeddedLa
     with pytest.raises(RuntimeError, match="injected crash"):
         lake.append(SPEC, frame(spark, [("r1", 2, "lost")]))
     monkeypatch.undo()
-    assert sum(1 for _ in Path(lake.path(SPEC)).glob("b-*")) == 2  # the orphan batch is on disk
+    batches = {f.name.split("-part-")[0] for f in Path(lake.path(SPEC)).rglob("b-*.parquet")}
+    assert len(batches) == 2  # the orphan batch is on disk
     assert_df_equality(lake.read(SPEC), frame(spark, [("r1", 1, "a")]), ignore_nullable=True)
     assert lake.version(SPEC) == 1
 

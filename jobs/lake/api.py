@@ -84,7 +84,8 @@ class Lake(abc.ABC):
     def read(self, spec: TableSpec, partitions: Sequence[PartitionValues] | None = None) -> DataFrame:
         """The table's current snapshot as a DataFrame with the spec's schema (empty if absent).
 
-        `partitions` restricts the read to those partition values (pruning, not filtering).
+        `partitions` restricts the read to those partition values (pruning, not filtering); each names
+        some or all of the partition columns, and a file matches when it agrees on those.
         """
 
     @abc.abstractmethod

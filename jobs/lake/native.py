@@ -54,8 +54,7 @@ class NativeLake(Lake):
             cond = F.lit(False)
             for p in partitions:
                 one = F.lit(True)
-                for c in spec.partition_by:
-                    v = p.get(c)
+                for c, v in p.items():  # the columns this selection names (`Lake.read`)
                     one = one & (F.col(c).isNull() if v is None else F.col(c) == F.lit(v))
                 cond = cond | one
             df = df.where(cond)
@@ -100,8 +99,8 @@ class NativeLake(Lake):
         if spec.partition_by:
             clauses = []
             for p in partitions:
-                parts = [f"`{c}` IS NULL" if p.get(c) is None else f"`{c}` = '{str(p[c]).replace(chr(39), '')}'"
-                         for c in spec.partition_by]
+                parts = [f"`{c}` IS NULL" if v is None else f"`{c}` = '{str(v).replace(chr(39), '')}'"
+                         for c, v in p.items()]
                 clauses.append("(" + " AND ".join(parts) + ")")
             w = w.option("replaceWhere", " OR ".join(clauses) or "false")
         w.save(self.path(spec))
