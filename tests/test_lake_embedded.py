@@ -96,13 +96,12 @@ def test_a_selection_naming_some_partition_columns_reads_every_partition_below_t
 def test_files_outside_their_partition_folders_are_read_with_the_logged_values(spark, lake: EmbeddedLake) -> None:
     """Tables written before files were moved into place keep them below a batch folder
     (`b-<uuid>/run_id=.../`): the log's values, not the folders, say which partition a file holds."""
-    import pyarrow.parquet as pq
     from deltalake.transaction import AddAction
 
     root = Path(lake.path(SPEC))
     old = root / "b-old" / "run_id=r1" / "part-0.parquet"
     old.parent.mkdir(parents=True)
-    pq.write_table(pa.table({"k": pa.array([1], pa.int64()), "v": ["a"]}), old)
+    _write(pa.table({"k": pa.array([1], pa.int64()), "v": ["a"]}), old)
     DeltaTable.create(str(root), SPEC.schema, partition_by=["run_id"])
     add = AddAction("b-old/run_id=r1/part-0.parquet", old.stat().st_size, {"run_id": "r1"}, 0, True,
                     json.dumps({"numRecords": 1}))
