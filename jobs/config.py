@@ -50,12 +50,20 @@ class JobConfig:
     delta_backend: str = "auto"
     spark: SparkConfig = field(default_factory=SparkConfig)
     report: ReportConfig = field(default_factory=ReportConfig)
-    extra: dict[str, Any] = field(default_factory=dict)
 
 
 def _expect(cond: bool, key: str, expected: str, got: object, path: Path) -> None:
     if not cond:
         raise ConfigError(f"{path}: key '{key}' must be {expected}, got {got!r}")
+
+
+def _known_keys(section: dict[str, Any], known: tuple[str, ...], where: str, path: Path) -> None:
+    # A misspelt key would otherwise be ignored and its default used without a word.
+    unknown = sorted(str(k) for k in section if k not in known)
+    if unknown:
+        name = f"{where}.{unknown[0]}" if where else unknown[0]
+        raise ConfigError(f"{path}: unknown key '{name}'; known keys{' of ' + where if where else ''}: "
+                          + ", ".join(known))
 
 
 def load_config(path: str | Path | None = None, lake: str | None = None) -> JobConfig:
@@ -73,12 +81,14 @@ def load_config(path: str | Path | None = None, lake: str | None = None) -> JobC
     except yaml.YAMLError as e:
         raise ConfigError(f"{p}: not valid YAML: {e}") from e
     _expect(isinstance(raw, dict), "<top>", "a mapping", type(raw).__name__, p)
+    _known_keys(raw, ("lake", "delta_backend", "spark", "report"), "", p)
     lake_root = lake or raw.get("lake")
     _expect(isinstance(lake_root, str) and bool(lake_root), "lake", "a non-empty path or URI", lake_root, p)
     backend = raw.get("delta_backend", "auto")
     _expect(backend in BACKENDS, "delta_backend", f"one of {BACKENDS}", backend, p)
     s = raw.get("spark") or {}
     _expect(isinstance(s, dict), "spark", "a mapping", s, p)
+    _known_keys(s, ("master", "app_name", "shuffle_partitions", "driver_memory", "conf"), "spark", p)
     shuffle = s.get("shuffle_partitions", 4)
     _expect(isinstance(shuffle, int) and shuffle > 0, "spark.shuffle_partitions", "a positive integer", shuffle, p)
     conf = s.get("conf") or {}
@@ -90,14 +100,14 @@ def load_config(path: str | Path | None = None, lake: str | None = None) -> JobC
         driver_memory=s.get("driver_memory"),
         conf={str(k): str(v) for k, v in conf.items()},
     )
-    extra = {k: v for k, v in raw.items() if k not in {"lake", "delta_backend", "spark", "report"}}
-    return JobConfig(lake=lake_root, delta_backend=backend, spark=spark, report=_report_config(raw, p), extra=extra)
+    return JobConfig(lake=lake_root, delta_backend=backend, spark=spark, report=_report_config(raw, p))
 
 
 def _report_config(raw: dict[str, Any], p: Path) -> ReportConfig:
     """The `report:` section (every key optional)."""
     r = raw.get("report") or {}
     _expect(isinstance(r, dict), "report", "a mapping", r, p)
+    _known_keys(r, ("max_partitions", "max_points", "max_rows", "out"), "report", p)
     default = ReportConfig()
     counts: dict[str, int] = {}
     for key in ("max_partitions", "max_points", "max_rows"):

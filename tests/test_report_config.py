@@ -19,10 +19,28 @@ def test_report_section_is_optional_and_checked(tmp_path: Path) -> None:
     path = tmp_path / "c.yaml"
     path.write_text("lake: ./lake\n", encoding="utf-8")
     assert load_config(path).report == ReportConfig()
-    assert "report" not in load_config(path).extra
     path.write_text("lake: ./lake\nreport:\n  max_partitions: 0\n", encoding="utf-8")
     with pytest.raises(ConfigError, match=r"key 'report.max_partitions' must be a positive integer, got 0"):
         load_config(path)
     path.write_text("lake: ./lake\nreport:\n  max_points: yes\n", encoding="utf-8")
     with pytest.raises(ConfigError, match=r"'report.max_points' must be a positive integer, got True"):
+        load_config(path)
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("lake: ./lake\ndelta_backed: native\n",
+         r"unknown key 'delta_backed'; known keys: lake, delta_backend, spark, report"),
+        ("lake: ./lake\nspark:\n  shuffle_partition: 8\n",
+         r"unknown key 'spark.shuffle_partition'; known keys of spark: master, app_name, shuffle_partitions"),
+        ("lake: ./lake\nreport:\n  max_point: 10\n",
+         r"unknown key 'report.max_point'; known keys of report: max_partitions, max_points, max_rows, out"),
+    ],
+)
+def test_a_misspelt_key_is_an_error_that_names_it(tmp_path: Path, text: str, message: str) -> None:
+    # Ignored, the misspelt setting would silently leave its default in force.
+    path = tmp_path / "c.yaml"
+    path.write_text(text, encoding="utf-8")
+    with pytest.raises(ConfigError, match=message):
         load_config(path)
