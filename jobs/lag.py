@@ -103,7 +103,7 @@ def run_lag(
     ps = lake.read(SILVER_PARTITION_STATE, parts).persist(StorageLevel.MEMORY_AND_DISK)
     ic = lake.read(SILVER_ISR_CHANGES, parts).persist(StorageLevel.MEMORY_AND_DISK)
     fl = follower_lag(events, lag_max_ms).persist(event_cache_level(spark))
-    inc = lag_incidents(fl, ic, ps, lag_max_ms).persist(StorageLevel.MEMORY_AND_DISK)
+    inc = lag_incidents(fl, ic, ps, events, lag_max_ms).persist(StorageLevel.MEMORY_AND_DISK)
     try:
         summary = lag_summary(ps, ic, fl, inc, run_bounds(events))
         for spec, df in ((SILVER_FOLLOWER_LAG, fl), (GOLD_LAG_INCIDENTS, inc), (GOLD_LAG_SUMMARY, summary)):

@@ -149,8 +149,9 @@ LAG_INCIDENTS_SCHEMA = pa.schema(
         *_keys(replica="follower_id"),
         _f("leader_id", pa.int32(), "Leader during the incident.", nullable=False),
         _f("leader_epoch", pa.int32(), "Leader epoch during the incident."),
-        _f("start_ms", pa.int64(), "When the time lag first exceeded lag_max_ms (lastCaughtUpTimeMs + lag_max_ms); "
-           "for premature: the shrink.", nullable=False),
+        _f("start_ms", pa.int64(), "When the follower fell out of sync (Kafka's isCaughtUp): the first instant its "
+           "time lag exceeded lag_max_ms (after lastCaughtUpTimeMs + lag_max_ms) while the leader's LEO was ahead "
+           "of it; for premature: the shrink.", nullable=False),
         _f("end_ms", pa.int64(), "The fetch that brought the time lag back under the bound, or the end of the "
            "leader epoch; null = ongoing at the end of the data."),
         _f("last_caught_up_time_ms", pa.int64(), "lastCaughtUpTimeMs at the start."),

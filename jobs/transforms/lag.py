@@ -19,11 +19,12 @@ the leader's updates of its view of the follower (`follower_fetch_state`, Kafka'
   run's last event is the end of observation. `lag_max_ms` is replica.lag.time.max.ms of the
   leader's last `broker_config`, else the run's largest, else the job option, else 30000.
 
-`gold/lag_incidents` — a follower is lagging in an interval when its time lag exceeds lag_max_ms
-there (lcu + lag_max_ms < end) and the leader LEO is ahead of it (Kafka's `isCaughtUp` exempts a
-follower at the leader's LEO; unknown message lag counts as ahead). Consecutive lagging intervals
-with no gap form one incident: `start_ms` = lcu + lag_max_ms of the first (or its start, if already
-over), `end_ms` = end of the last (null if open), peak time lag = largest time lag, peak message lag =
+`gold/lag_incidents` — a follower is lagging from the first instant of an interval at which both its
+time lag exceeds lag_max_ms (after lcu + lag_max_ms) and the leader LEO is ahead of it (Kafka's
+`isCaughtUp` exempts a follower at the leader's LEO, however old its lcu: one that stopped fetching
+there falls behind at the leader's next append past it; unknown message lag counts as ahead).
+Consecutive lagging intervals with no gap form one incident: `start_ms` = that instant in the first,
+`end_ms` = end of the last (null if open), peak time lag = largest time lag, peak message lag =
 largest message lag. `deadline_ms` = start_ms + lag_max_ms / 2: `isr-expiration` runs every
 lag_max_ms / 2, so the leader must have proposed the shrink by then (1.5 x lag_max_ms after lcu).
 The shrink is the first `shrink` proposal by the incident's leader removing the follower with
@@ -204,26 +205,63 @@ def shrinks(isr_changes: DataFrame) -> DataFrame:
     )
 
 
+def _ahead_from(follower_lag: DataFrame, events: DataFrame) -> DataFrame:
+    """`follower_lag` with `_ahead_from`: the first instant of each interval at which the leader's LEO was
+    above the follower's, where it matters (the interval outlasts the threshold).
+
+    Kafka's `isCaughtUp` holds for a follower at the leader's LEO however old its lcu, so a follower that
+    stopped fetching at the leader's LEO falls out of sync only when the leader next appends. At the fetch
+    that opened the interval the leader was ahead if `message_lag` > 0 (or unknown: counted as ahead);
+    else it got ahead at its first append in the interval past the follower's LEO. A leader LEO ahead at
+    the interval's end with no such append in the data (a source without append events) counts from the
+    interval's start, as an unknown lag does.
+    """
+    lcu, lag_max = F.col("last_caught_up_time_ms"), F.col("lag_max_ms")
+    over = (lcu + lag_max) < (lcu + F.col("time_lag_end_ms"))
+    caught_up_at_fetch = F.col("message_lag") <= 0
+    key = [*_LAG_KEY, "valid_from_ms"]
+    candidates = follower_lag.where(over & caught_up_at_fetch & (_peak_message_lag() > 0)).select(
+        *key, "valid_to_ms", "follower_leo")
+    appends = events.where((F.col("event_type") == APPEND) & (F.col("role") == "leader")).select(
+        *[F.col(c).alias(f"_a_{c}") for c in PARTITION_KEY], F.col("broker_id").alias("_a_leader"),
+        F.col("leader_epoch").alias("_a_epoch"), F.col("ts_ms").alias("_a_ts"), F.col("leo").alias("_a_leo"))
+    hit = (_same_partition("_a_") & (F.col("leader_id") == F.col("_a_leader"))
+           & (F.col("leader_epoch") == F.col("_a_epoch")) & (F.col("_a_ts") >= F.col("valid_from_ms"))
+           & (F.col("valid_to_ms").isNull() | (F.col("_a_ts") < F.col("valid_to_ms")))
+           & (F.col("_a_leo") > F.col("follower_leo")))
+    first_append = candidates.join(appends, hit).groupBy(*key).agg(F.min("_a_ts").alias("_first_append"))
+    ahead = (
+        F.when(F.coalesce(~caught_up_at_fetch, F.lit(True)), F.col("valid_from_ms"))
+        .when(F.col("_first_append").isNotNull(), F.col("_first_append"))
+        .when(_peak_message_lag() > 0, F.col("valid_from_ms"))
+    )
+    return follower_lag.join(first_append, key, "left").select(*follower_lag.columns, ahead.alias("_ahead_from"))
+
+
 def lag_incidents(
     follower_lag: DataFrame,
     isr_changes: DataFrame,
     partition_state: DataFrame,
+    events: DataFrame,
     lag_max_ms_default: int | None = None,
 ) -> DataFrame:
-    """`silver/follower_lag` + `silver/isr_changes` + `silver/partition_state` -> `gold/lag_incidents`."""
+    """`silver/follower_lag` + `silver/isr_changes` + `silver/partition_state` (+ the leader appends of bronze
+    `events`) -> `gold/lag_incidents`."""
     lcu, lag_max = F.col("last_caught_up_time_ms"), F.col("lag_max_ms")
     threshold = lcu + lag_max
     obs_end = lcu + F.col("time_lag_end_ms")
-    lagging = (threshold < obs_end) & F.coalesce(_peak_message_lag() > 0, F.lit(True))
-    lag_start = F.greatest("valid_from_ms", threshold)
+    lag_start = F.greatest("valid_from_ms", threshold, "_ahead_from")
+    lagging = F.col("_ahead_from").isNotNull() & (lag_start < obs_end)
     w = Window.partitionBy(*_LAG_KEY).orderBy("valid_from_ms")
-    x = follower_lag.select(
+    annotated = _ahead_from(follower_lag, events)
+    x = annotated.select(
         "*",
         lagging.alias("_lagging"),
         lag_start.alias("_lag_start"),
         obs_end.alias("_obs_end"),
     )
-    continuing = F.coalesce(F.lag("_lagging").over(w), F.lit(False)) & (threshold <= F.col("valid_from_ms"))
+    # An interval continues the previous one's incident only if it is lagging from its very start.
+    continuing = F.coalesce(F.lag("_lagging").over(w), F.lit(False)) & (F.col("_lag_start") <= F.col("valid_from_ms"))
     x = x.withColumn("_new", F.col("_lagging") & ~continuing)
     x = x.withColumn("_incident", F.sum(F.col("_new").cast("int")).over(w.rowsBetween(Window.unboundedPreceding, 0)))
     inc = x.where("_lagging").groupBy(*_LAG_KEY, "_incident").agg(
@@ -279,7 +317,7 @@ def lag_incidents(
     # plain aggregates / filters of the follower lag rows: a list per follower (collect_list) would make
     # Spark aggregate every row through its object hash aggregate, which falls back to sorting them.
     renamed = [F.col(c).alias(f"_s_{c}") for c in fkey]
-    stretches = follower_lag.where(lagging).select(
+    stretches = annotated.where(lagging).select(
         *renamed, lag_start.alias("_lag_start"), "valid_to_ms")
     lag_max_of = follower_lag.groupBy(*renamed).agg(F.max("lag_max_ms").alias("_lag_max"))
     s_ms = F.col("shrink_ms")

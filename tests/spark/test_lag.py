@@ -46,7 +46,8 @@ def scenario_a_rows() -> list[dict]:
         ffs(2000, 2, 12, 30, 100),                                                                  # 3
         ffs(300, 3, 10, 10, 300),                                                                   # 4
         ffs(500, 4, 0, 10, 0),                                                                      # 5
-        dict(event_type="append", ts_ms=1500, role="leader", base_offset=10, last_offset=29, leo=30, **LEADER),  # 6
+        # Before followers 2 and 3 pass their thresholds: from then on they are behind the leader's LEO too.
+        dict(event_type="append", ts_ms=1050, role="leader", base_offset=10, last_offset=29, leo=30, **LEADER),  # 6
         shrink(1400, "proposed", [1, 2, 3], [1, 3], reason="follower_lagging",
                out_of_sync_replicas=[{"replica_id": 2, "leo": 10, "last_caught_up_time_ms": 100}]),  # 7
         shrink(1450, "committed", [1, 2, 3], [1, 3], partition_epoch=2, reason="alter_partition"),  # 8
@@ -119,7 +120,7 @@ def test_follower_lag_threshold_and_leader_down_are_the_leaders(spark: SparkSess
 
 def test_incident_verdicts_on_time_missing_not_in_isr(scenario_a, expect) -> None:
     a = scenario_a
-    got = lag_incidents(a["lag"], a["isr"], a["state"])
+    got = lag_incidents(a["lag"], a["isr"], a["state"], a["events"])
     expect(got, [
         # follower, leader, epoch, start, end, lcu, L, deadline, peak_tl, peak_msg, in_isr, shrink, committed,
         # outcome, verdict
@@ -129,6 +130,35 @@ def test_incident_verdicts_on_time_missing_not_in_isr(scenario_a, expect) -> Non
         ("r", "t", 0, 3, 1, 1, 1300, None, 300, 1000, 1800, 2700, 20, True, None, None, None, "missing"),
         # lcu 0 -> over at 1000, but never in the ISR: nothing to shrink
         ("r", "t", 0, 4, 1, 1, 1000, None, 0, 1000, 1500, 3000, 30, False, None, None, None, "not_in_isr"),
+    ], LAG_INCIDENTS_SCHEMA)
+
+
+def test_a_follower_stalled_at_the_leaders_leo_lags_from_the_next_append(spark: SparkSession, expect) -> None:
+    """Kafka's isCaughtUp: a follower at the leader's LEO is in sync however old its lcu, so one that stops
+    fetching there falls out of sync at the leader's next append past it, not at lcu + the threshold."""
+    ev = make_events(spark, [
+        become_leader([1, 2, 3], [1, 2, 3]),
+        ffs(100, 2, 10, 10, 100),                                    # both stop fetching at the leader's LEO 10
+        ffs(100, 3, 10, 10, 100),
+        # follower 2 is still at the leader's LEO: removing it is premature
+        shrink(1400, "proposed", [1, 2, 3], [1, 3], reason="follower_lagging",
+               out_of_sync_replicas=[{"replica_id": 2, "leo": 10, "last_caught_up_time_ms": 100}]),
+        shrink(1410, "rejected", [1, 2, 3], [1, 3], reason="reset_to_committed", error="INVALID_UPDATE_VERSION"),
+        dict(event_type="append", ts_ms=5000, role="leader", base_offset=10, last_offset=19, leo=20, **LEADER),
+        # follower 3: behind from 5000, due by 5500, proposed at 5400 -> on time (it would be late from 1600)
+        shrink(5400, "proposed", [1, 2, 3], [1, 2], reason="follower_lagging",
+               out_of_sync_replicas=[{"replica_id": 3, "leo": 10, "last_caught_up_time_ms": 100}]),
+        shrink(5450, "committed", [1, 2, 3], [1, 2], partition_epoch=2, reason="alter_partition"),
+        dict(event_type="fetch", ts_ms=6000, broker_id=2, leader_epoch=1, leader_id=1, fetcher_id=0,
+             fetch_offset=10),                                       # run end
+    ])
+    lag = follower_lag(ev, lag_max_ms_default=1000)
+    got = lag_incidents(lag, isr_changes(ev), partition_state(ev), ev, lag_max_ms_default=1000)
+    expect(got, [
+        # follower 2 behind from 5000, due by 5500, never shrunk (its one shrink came before), in the ISR: missing
+        ("r", "t", 0, 2, 1, 1, 5000, None, 100, 1000, 5500, 5900, 10, True, None, None, None, "missing"),
+        ("r", "t", 0, 3, 1, 1, 5000, None, 100, 1000, 5500, 5900, 10, True, 5400, 5450, "committed", "on_time"),
+        ("r", "t", 0, 2, 1, 1, 1400, 1400, 100, 1000, None, 1300, None, True, 1400, None, "rejected", "premature"),
     ], LAG_INCIDENTS_SCHEMA)
 
 
@@ -173,17 +203,18 @@ def scenario_b(spark: SparkSession) -> dict[str, DataFrame]:
     ev = scenario_b_events(spark)
     lag = follower_lag(ev, lag_max_ms_default=1000).localCheckpoint()
     isr, state = isr_changes(ev).localCheckpoint(), partition_state(ev).localCheckpoint()
-    incidents = lag_incidents(lag, isr, state, lag_max_ms_default=1000).localCheckpoint()
+    incidents = lag_incidents(lag, isr, state, ev, lag_max_ms_default=1000).localCheckpoint()
     return {"events": ev, "lag": lag, "isr": isr, "state": state, "incidents": incidents}
 
 
 def test_incident_verdicts_recovered_late_premature_leader_lost(scenario_b, expect) -> None:
     expect(scenario_b["incidents"], [
-        # over at 1100, caught up by the fetch at 1300 (before the 1600 deadline); peak lag 1200 just before it.
+        # Over in time at 1100 but at the leader's LEO (5) until the append at 1250: lagging from 1250, caught up
+        # by the fetch at 1300 (before the 1750 deadline); peak lag 1200 just before it.
         # Its last interval (lcu 1300, at the leader's LEO 8 to the end) is exempt, as in Kafka's isCaughtUp.
-        ("r", "t", 0, 2, 1, 1, 1100, 1300, 100, 1000, 1600, 1200, 3, True, None, None, None, "recovered"),
-        # over at 1200, due by 1700, shrink proposed at 2000
-        ("r", "t", 0, 3, 1, 1, 1200, 2600, 200, 1000, 1700, 2400, 3, True, 2000, 2050, "committed", "late"),
+        ("r", "t", 0, 2, 1, 1, 1250, 1300, 100, 1000, 1750, 1200, 3, True, None, None, None, "recovered"),
+        # over in time at 1200, behind from the append at 1250: due by 1750, shrink proposed at 2000
+        ("r", "t", 0, 3, 1, 1, 1250, 2600, 200, 1000, 1750, 2400, 3, True, 2000, 2050, "committed", "late"),
         # the shrink at 400 removed follower 2 when its lag was 400 - 100 = 300 <= 1000
         ("r", "t", 0, 2, 1, 1, 400, 400, 100, 1000, None, 300, None, True, 400, None, "rejected", "premature"),
         # r2: follower 4 never fetched; over at 1000, the leader crashed at 1300, before the 1500 deadline
