@@ -23,8 +23,9 @@ leader is unchanged). A follower's become_follower carries no ISR and is not a s
 follow Kafka's partition metrics, for a partition that has a leader:
   * under_replicated: isr_size < replication_factor;
   * under_min_isr / at_min_isr: isr_size < / = effective_min_isr = min(min.insync.replicas, RF), with
-    min.insync.replicas from the leader's last `broker_config`, else any broker's of the run, else the
-    job default (1);
+    min.insync.replicas the topic's override (`topic.<name>.min.insync.replicas` in the leader's last
+    `broker_config`, else in any broker's of the run), else the leader's broker-wide value, else any
+    broker's of the run, else the job default (1);
   * offline: no leader.
 
 `silver/isr_changes` — one row per ISR change: a leader's proposal (`isr_state = proposed`) grouped
@@ -117,14 +118,46 @@ def broker_settings(events: DataFrame) -> DataFrame:
     the last one is taken as the run's value (a simplification: changes during a run are not
     applied as of their time).
     """
-    cfg = events.where((F.col("event_type") == BROKER_CONFIG) & F.col("broker_id").isNotNull())
-    last = cfg.groupBy("run_id", "broker_id").agg(F.max_by("config", "event_id").alias("config"))
-    return last.select(
+    return _last_configs(events).select(
         "run_id",
         "broker_id",
         F.col("config").getItem(LAG_MAX_KEY).cast("long").alias("lag_max_ms"),
         F.col("config").getItem(MIN_ISR_KEY).cast("int").alias("min_isr"),
     )
+
+
+def _last_configs(events: DataFrame) -> DataFrame:
+    """Per (run_id, broker_id): the `config` map of the broker's last `broker_config` event."""
+    cfg = events.where((F.col("event_type") == BROKER_CONFIG) & F.col("broker_id").isNotNull())
+    return cfg.groupBy("run_id", "broker_id").agg(F.max_by("config", "event_id").alias("config"))
+
+
+def topic_min_isr(events: DataFrame) -> DataFrame:
+    """Per (run_id, broker_id, topic): the topic's `min.insync.replicas` override in the broker's last config.
+
+    The engine writes a topic's configs into the broker's map as `topic.<name>.<config>`; a topic name
+    may hold dots, so the name is what lies between the prefix and the config's name.
+    """
+    entries = _last_configs(events).select("run_id", "broker_id", F.explode("config").alias("_k", "_v"))
+    topic = F.regexp_extract("_k", r"^topic\.(.+)\." + MIN_ISR_KEY.replace(".", r"\.") + "$", 1)
+    return entries.where(topic != "").select(
+        "run_id", "broker_id", topic.alias("topic"), F.col("_v").cast("int").alias("min_isr"))
+
+
+def with_topic_min_isr(df: DataFrame, overrides: DataFrame) -> DataFrame:
+    """Replace `min_isr` by the topic's override where there is one: the leader's (`leader_id`), else any
+    broker's of the run (topic configs are cluster-wide in Kafka)."""
+    by_leader = overrides.select(F.col("run_id").alias("_or"), F.col("broker_id").alias("_ob"),
+                                 F.col("topic").alias("_ot"), F.col("min_isr").alias("_o_leader"))
+    by_run = overrides.groupBy(F.col("run_id").alias("_rr"), F.col("topic").alias("_rt")).agg(
+        F.max("min_isr").alias("_o_run"))
+    joined = (
+        df.join(F.broadcast(by_leader), (F.col("run_id") == F.col("_or")) & (F.col("leader_id") == F.col("_ob"))
+                & (F.col("topic") == F.col("_ot")), "left")
+        .join(F.broadcast(by_run), (F.col("run_id") == F.col("_rr")) & (F.col("topic") == F.col("_rt")), "left")
+    )
+    return joined.withColumn("min_isr", F.coalesce("_o_leader", "_o_run", "min_isr")).drop(
+        "_or", "_ob", "_ot", "_o_leader", "_rr", "_rt", "_o_run")
 
 
 def with_setting(df: DataFrame, settings: DataFrame, broker_col: str, name: str, default: Column) -> DataFrame:
@@ -226,6 +259,7 @@ def partition_state(events: DataFrame, min_isr_default: int = 1) -> DataFrame:
     )
     out = _intervals(running, PARTITION_KEY, ["leader_id", "leader_epoch", "partition_epoch", "isr", "replicas"])
     out = with_setting(out, broker_settings(events), "leader_id", "min_isr", F.lit(min_isr_default))
+    out = with_topic_min_isr(out, topic_min_isr(events))
     isr_size = F.coalesce(F.size("isr"), F.lit(0))
     rf = F.size("replicas")
     led = F.col("leader_id").isNotNull()

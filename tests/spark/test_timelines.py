@@ -113,6 +113,28 @@ def test_partition_state_min_isr_defaults_without_config(events, expect) -> None
     ], PARTITION_STATE_SCHEMA)
 
 
+def test_partition_state_min_isr_is_the_topics_override(events, expect) -> None:
+    # As Kafka (and the engine) do: a topic's min.insync.replicas overrides the broker's. Topic "a.b" (a dot
+    # in its name) has override 1 on broker 1's config; topic "t" none (broker value 2); "u" only on broker 2.
+    ev = events([
+        dict(event_type="broker_config", ts_ms=0, broker_id=1, topic=None, partition=None,
+             config={"min.insync.replicas": "2", "topic.a.b.min.insync.replicas": "1"}),          # 0
+        dict(event_type="broker_config", ts_ms=0, broker_id=2, topic=None, partition=None,
+             config={"min.insync.replicas": "2", "topic.u.min.insync.replicas": "3"}),            # 1
+        *[dict(event_type="leader_election", ts_ms=0, broker_id=0, topic=topic, leader_epoch=1, action="clean",
+               leader_id=1, partition_epoch=1, isr=[1, 2], replicas=[1, 2, 3]) for topic in ("a.b", "t", "u")],
+    ])
+    expect(partition_state(ev), [
+        ("r", "a.b", 0, 0, None, 1, 1, 1, [1, 2], [1, 2, 3], 2, 3, 1, True, False, False, False,
+         "leader_election:clean", 2),
+        ("r", "t", 0, 0, None, 1, 1, 1, [1, 2], [1, 2, 3], 2, 3, 2, True, False, True, False,
+         "leader_election:clean", 3),
+        # the leader (broker 1) names no override for "u": broker 2's, the run's, applies
+        ("r", "u", 0, 0, None, 1, 1, 1, [1, 2], [1, 2, 3], 2, 3, 3, True, True, False, False,
+         "leader_election:clean", 4),
+    ], PARTITION_STATE_SCHEMA)
+
+
 def test_isr_changes_join_proposal_and_outcome(events, expect) -> None:
     oos1 = [{"replica_id": 3, "leo": 10, "last_caught_up_time_ms": 50}]
     oos2 = [{"replica_id": 3, "leo": 20, "last_caught_up_time_ms": 300}]
