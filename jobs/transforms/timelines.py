@@ -19,8 +19,9 @@ log_end_offset). Sources, all emitted by the replica's own log / partition:
 partition epoch, committed ISR, assigned replicas), as the controller and the leader state it:
 `leader_election` (controller; leader_id null = offline election), `leadership_change` become_leader
 (the new leader's registration), and committed `isr_change` events (ISR and partition epoch; the
-leader is unchanged). A follower's become_follower carries no ISR and is not a source. Derived flags
-follow Kafka's partition metrics, for a partition that has a leader:
+leader is unchanged). An event stating an older partition epoch (or leader epoch) than one already in
+force is stale and changes nothing, as Kafka fences it. A follower's become_follower carries no ISR
+and is not a source. Derived flags follow Kafka's partition metrics, for a partition that has a leader:
   * under_replicated: isr_size < replication_factor;
   * under_min_isr / at_min_isr: isr_size < / = effective_min_isr = min(min.insync.replicas, RF), with
     min.insync.replicas the topic's override (`topic.<name>.min.insync.replicas` in the leader's last
@@ -245,6 +246,11 @@ def partition_state(events: DataFrame, min_isr_default: int = 1) -> DataFrame:
         F.concat_ws(":", et, action).alias("_cause"),
     )
     w = Window.partitionBy(*PARTITION_KEY).orderBy("ts_ms", "event_id")
+    # A state older than the one in force changes nothing (a deposed leader's late commit or registration):
+    # Kafka fences it by the partition epoch, and a leader's registration by the leader epoch as well.
+    before = w.rowsBetween(Window.unboundedPreceding, -1)
+    stale = (F.col("_pepoch") < F.max("_pepoch").over(before)) | (F.col("_epoch") < F.max("_epoch").over(before))
+    ev = ev.withColumn("_stale", F.coalesce(stale, F.lit(False))).where(~F.col("_stale"))
     running = ev.select(
         *PARTITION_KEY,
         "ts_ms",

@@ -135,6 +135,32 @@ def test_partition_state_min_isr_is_the_topics_override(events, expect) -> None:
     ], PARTITION_STATE_SCHEMA)
 
 
+def test_partition_state_ignores_a_stale_state(events, expect) -> None:
+    # A deposed leader's late commit (partition epoch 2 after the election of epoch 3) and a late registration
+    # of an older leader epoch change nothing: Kafka fences them by their epochs.
+    ev = events([
+        dict(event_type="leader_election", ts_ms=0, broker_id=0, leader_epoch=1, action="clean", leader_id=1,
+             partition_epoch=1, isr=[1, 2, 3], replicas=[1, 2, 3]),                             # 0
+        dict(event_type="leader_election", ts_ms=100, broker_id=0, leader_epoch=2, action="clean", leader_id=2,
+             partition_epoch=3, isr=[2, 3], replicas=[1, 2, 3]),                                # 1
+        dict(event_type="isr_change", ts_ms=110, broker_id=1, leader_epoch=1, action="expand",
+             isr_state="committed", old_isr=[1, 2, 3], isr=[1, 2, 3], partition_epoch=2,
+             reason="alter_partition"),                                                         # 2: stale
+        dict(event_type="leadership_change", ts_ms=120, broker_id=1, leader_epoch=1, action="become_leader",
+             leader_id=1, partition_epoch=1, isr=[1], replicas=[1, 2, 3], leo=0, hw=0),         # 3: stale
+        dict(event_type="isr_change", ts_ms=200, broker_id=2, leader_epoch=2, action="shrink",
+             isr_state="committed", old_isr=[2, 3], isr=[2], partition_epoch=4, reason="alter_partition"),  # 4
+    ])
+    expect(partition_state(ev), [
+        ("r", "t", 0, 0, 100, 1, 1, 1, [1, 2, 3], [1, 2, 3], 3, 3, 1, False, False, False, False,
+         "leader_election:clean", 0),
+        ("r", "t", 0, 100, 200, 2, 2, 3, [2, 3], [1, 2, 3], 2, 3, 1, True, False, False, False,
+         "leader_election:clean", 1),
+        ("r", "t", 0, 200, None, 2, 2, 4, [2], [1, 2, 3], 1, 3, 1, True, False, True, False,
+         "isr_change:shrink", 4),
+    ], PARTITION_STATE_SCHEMA)
+
+
 def test_isr_changes_join_proposal_and_outcome(events, expect) -> None:
     oos1 = [{"replica_id": 3, "leo": 10, "last_caught_up_time_ms": 50}]
     oos2 = [{"replica_id": 3, "leo": 20, "last_caught_up_time_ms": 300}]
