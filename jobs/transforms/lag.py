@@ -216,8 +216,7 @@ def _ahead_from(follower_lag: DataFrame, events: DataFrame) -> DataFrame:
     the interval's end with no such append in the data (a source without append events) counts from the
     interval's start, as an unknown lag does.
     """
-    lcu, lag_max = F.col("last_caught_up_time_ms"), F.col("lag_max_ms")
-    over = (lcu + lag_max) < (lcu + F.col("time_lag_end_ms"))
+    over = F.col("lag_max_ms") < F.col("time_lag_end_ms")
     caught_up_at_fetch = F.col("message_lag") <= 0
     key = [*_LAG_KEY, "valid_from_ms"]
     candidates = follower_lag.where(over & caught_up_at_fetch & (_peak_message_lag() > 0)).select(

@@ -43,6 +43,7 @@ event_id) serves every running value of a table, so each table costs one sort.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from functools import reduce
 
 from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
@@ -145,34 +146,22 @@ def topic_min_isr(events: DataFrame) -> DataFrame:
         "run_id", "broker_id", topic.alias("topic"), F.col("_v").cast("int").alias("min_isr"))
 
 
-def with_topic_min_isr(df: DataFrame, overrides: DataFrame) -> DataFrame:
-    """Replace `min_isr` by the topic's override where there is one: the leader's (`leader_id`), else any
-    broker's of the run (topic configs are cluster-wide in Kafka)."""
-    by_leader = overrides.select(F.col("run_id").alias("_or"), F.col("broker_id").alias("_ob"),
-                                 F.col("topic").alias("_ot"), F.col("min_isr").alias("_o_leader"))
-    by_run = overrides.groupBy(F.col("run_id").alias("_rr"), F.col("topic").alias("_rt")).agg(
-        F.max("min_isr").alias("_o_run"))
-    joined = (
-        df.join(F.broadcast(by_leader), (F.col("run_id") == F.col("_or")) & (F.col("leader_id") == F.col("_ob"))
-                & (F.col("topic") == F.col("_ot")), "left")
-        .join(F.broadcast(by_run), (F.col("run_id") == F.col("_rr")) & (F.col("topic") == F.col("_rt")), "left")
-    )
-    return joined.withColumn("min_isr", F.coalesce("_o_leader", "_o_run", "min_isr")).drop(
-        "_or", "_ob", "_ot", "_o_leader", "_rr", "_rt", "_o_run")
-
-
-def with_setting(df: DataFrame, settings: DataFrame, broker_col: str, name: str, default: Column) -> DataFrame:
-    """Add column `name` from `settings`: the broker's value, else the run's largest, else `default`."""
+def with_setting(df: DataFrame, settings: DataFrame, broker_col: str, name: str, default: Column,
+                 keys: tuple[str, ...] = ()) -> DataFrame:
+    """Set column `name` from `settings` (per run, broker and `keys`): the broker's value, else the run's
+    largest, else `default`."""
+    key_cols = [F.col(k).alias(f"_sk_{k}") for k in keys]
     by_broker = settings.select(
-        F.col("run_id").alias("_sr"), F.col("broker_id").alias("_sb"), F.col(name).alias("_by_broker")
+        F.col("run_id").alias("_sr"), F.col("broker_id").alias("_sb"), *key_cols, F.col(name).alias("_by_broker")
     ).where(F.col("_by_broker").isNotNull())
-    by_run = settings.groupBy(F.col("run_id").alias("_rr")).agg(F.max(name).alias("_by_run"))
-    joined = (
-        df.join(by_broker, (F.col("run_id") == F.col("_sr")) & (F.col(broker_col) == F.col("_sb")), "left")
-        .join(by_run, F.col("run_id") == F.col("_rr"), "left")
-    )
+    by_run = settings.groupBy(F.col("run_id").alias("_rr"), *key_cols).agg(F.max(name).alias("_by_run"))
+    same_keys = [F.col(k) == F.col(f"_sk_{k}") for k in keys]
+    on_broker = reduce(Column.__and__,
+                       [F.col("run_id") == F.col("_sr"), F.col(broker_col) == F.col("_sb"), *same_keys])
+    on_run = reduce(Column.__and__, [F.col("run_id") == F.col("_rr"), *same_keys])
+    joined = df.join(by_broker, on_broker, "left").drop(*[f"_sk_{k}" for k in keys]).join(by_run, on_run, "left")
     return joined.withColumn(name, F.coalesce("_by_broker", "_by_run", default)).drop(
-        "_sr", "_sb", "_by_broker", "_rr", "_by_run"
+        "_sr", "_sb", "_by_broker", "_rr", "_by_run", *[f"_sk_{k}" for k in keys]
     )
 
 
@@ -265,7 +254,8 @@ def partition_state(events: DataFrame, min_isr_default: int = 1) -> DataFrame:
     )
     out = _intervals(running, PARTITION_KEY, ["leader_id", "leader_epoch", "partition_epoch", "isr", "replicas"])
     out = with_setting(out, broker_settings(events), "leader_id", "min_isr", F.lit(min_isr_default))
-    out = with_topic_min_isr(out, topic_min_isr(events))
+    # A topic's override before the broker-wide value (topic configs are cluster-wide in Kafka: any broker's).
+    out = with_setting(out, topic_min_isr(events), "leader_id", "min_isr", F.col("min_isr"), keys=("topic",))
     isr_size = F.coalesce(F.size("isr"), F.lit(0))
     rf = F.size("replicas")
     led = F.col("leader_id").isNotNull()
