@@ -11,6 +11,8 @@ the leader's updates of its view of the follower (`follower_fetch_state`, Kafka'
   * message lag = leader LEO - follower LEO: `message_lag` at the fetch (leader LEO captured before
     the read), `message_lag_end` just before the next fetch (that fetch's leader LEO) — for the
     last interval of an epoch, the leader's last LEO in the epoch.
+  An lcu of 0 in a fetch state is Kafka's "never caught up under this leader" (`resetReplicaState` for a
+  follower outside the ISR): it is kept as null, so its time lag is unknown (not counted, no incident).
   Besides the fetch states, an interval opens at the leader's `become_leader` for every ISR follower:
   Kafka resets lcu to that instant (`resetReplicaState`), so a follower that never fetches from the
   new leader still has a lag that grows. An interval ends at the next fetch state (`closed_by`
@@ -87,10 +89,14 @@ def follower_lag(events: DataFrame, lag_max_ms_default: int | None = None) -> Da
     et = F.col("event_type")
     scoped = F.col("topic").isNotNull() & F.col("partition").isNotNull()
     became_leader = (et == LEADERSHIP_CHANGE) & (F.col("action") == "become_leader")
+    # lcu 0 is Kafka's "never caught up under this leader" (resetReplicaState's value for a follower outside
+    # the ISR), not an instant: its time lag is unknown, not now - 0 (~1.7e12 ms on a real clock).
+    lcu = F.col("last_caught_up_time_ms")
     samples = events.where((et == FOLLOWER_FETCH_STATE) & scoped & F.col("follower_id").isNotNull()
                            & F.col("broker_id").isNotNull()).select(
         *PARTITION_KEY, "follower_id", F.col("broker_id").alias("leader_id"), "leader_epoch", "ts_ms", "event_id",
-        "last_caught_up_time_ms", F.col("fetch_offset").alias("follower_leo"), F.col("leo").alias("leader_leo"),
+        F.when(lcu != 0, lcu).alias("last_caught_up_time_ms"), F.col("fetch_offset").alias("follower_leo"),
+        F.col("leo").alias("leader_leo"),
     )
     # resetReplicaState: a new leader (epoch) sets lcu := now for every follower in the ISR.
     resets = events.where(became_leader & scoped & F.col("broker_id").isNotNull()).select(

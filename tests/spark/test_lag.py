@@ -30,9 +30,9 @@ def shrink(ts: int, state: str, old: list[int], new: list[int], **kw: object) ->
                 **kw)
 
 
-def become_leader(isr: list[int], replicas: list[int]) -> dict:
-    """Broker 1 becomes leader in epoch 1 at ts 0."""
-    return dict(event_type="leadership_change", ts_ms=0, action="become_leader", leader_id=1, partition_epoch=1,
+def become_leader(isr: list[int], replicas: list[int], ts: int = 0) -> dict:
+    """Broker 1 becomes leader in epoch 1 at `ts`."""
+    return dict(event_type="leadership_change", ts_ms=ts, action="become_leader", leader_id=1, partition_epoch=1,
                 isr=isr, replicas=replicas, leo=0, hw=0, **LEADER)
 
 
@@ -45,7 +45,7 @@ def scenario_a_rows() -> list[dict]:
         ffs(100, 2, 10, 10, 100),                                                                   # 2
         ffs(2000, 2, 12, 30, 100),                                                                  # 3
         ffs(300, 3, 10, 10, 300),                                                                   # 4
-        ffs(500, 4, 0, 10, 0),                                                                      # 5
+        ffs(500, 4, 0, 10, 50),    # caught up once (at 50) but never added to the ISR                  # 5
         # Before followers 2 and 3 pass their thresholds: from then on they are behind the leader's LEO too.
         dict(event_type="append", ts_ms=1050, role="leader", base_offset=10, last_offset=29, leo=30, **LEADER),  # 6
         shrink(1400, "proposed", [1, 2, 3], [1, 3], reason="follower_lagging",
@@ -77,7 +77,7 @@ def test_follower_lag_intervals(scenario_a, expect) -> None:
         ("r", "t", 0, 3, 1, 1, 0, 300, 0, None, 0, None, None, 0, 300, "fetch", 1000, 1),
         ("r", "t", 0, 3, 1, 1, 300, None, 300, 10, 10, 0, 20, 0, 2700, None, 1000, 4),
         # follower 4 is not in the ISR: no reset interval
-        ("r", "t", 0, 4, 1, 1, 500, None, 0, 0, 10, 10, 30, 500, 3000, None, 1000, 5),
+        ("r", "t", 0, 4, 1, 1, 500, None, 50, 0, 10, 10, 30, 450, 2950, None, 1000, 5),
     ], FOLLOWER_LAG_SCHEMA)
 
 
@@ -128,8 +128,8 @@ def test_incident_verdicts_on_time_missing_not_in_isr(scenario_a, expect) -> Non
         ("r", "t", 0, 2, 1, 1, 1100, None, 100, 1000, 1600, 2900, 20, True, 1400, 1450, "committed", "on_time"),
         # lcu 300 -> over at 1300, due by 1800; still lagging and in the ISR at the run's end (3000)
         ("r", "t", 0, 3, 1, 1, 1300, None, 300, 1000, 1800, 2700, 20, True, None, None, None, "missing"),
-        # lcu 0 -> over at 1000, but never in the ISR: nothing to shrink
-        ("r", "t", 0, 4, 1, 1, 1000, None, 0, 1000, 1500, 3000, 30, False, None, None, None, "not_in_isr"),
+        # lcu 50 -> over at 1050, but never in the ISR: nothing to shrink
+        ("r", "t", 0, 4, 1, 1, 1050, None, 50, 1000, 1550, 2950, 30, False, None, None, None, "not_in_isr"),
     ], LAG_INCIDENTS_SCHEMA)
 
 
@@ -162,6 +162,30 @@ def test_a_follower_stalled_at_the_leaders_leo_lags_from_the_next_append(spark: 
     ], LAG_INCIDENTS_SCHEMA)
 
 
+def test_an_lcu_of_zero_is_never_caught_up_not_an_instant(spark: SparkSession) -> None:
+    """Kafka's resetReplicaState gives a follower outside the ISR lcu 0: its time lag is unknown, not now - 0."""
+    ev = make_events(spark, [
+        become_leader([1, 2], [1, 2, 3], ts=1000),
+        ffs(1100, 2, 5, 5, 1100),
+        ffs(1100, 3, 0, 5, 0),                                       # outside the ISR, never caught up
+        dict(event_type="fetch", ts_ms=5000, broker_id=2, leader_epoch=1, leader_id=1, fetcher_id=0,
+             fetch_offset=5),                                        # run end
+    ])
+    lag = follower_lag(ev, lag_max_ms_default=1000).localCheckpoint()
+    got = lag.where("follower_id = 3").select("last_caught_up_time_ms", "time_lag_ms", "time_lag_end_ms")
+    assert_df_equality(got, spark.createDataFrame(
+        [(None, None, None)], "last_caught_up_time_ms long, time_lag_ms long, time_lag_end_ms long"),
+        ignore_nullable=True)
+    isr, state = isr_changes(ev), partition_state(ev)
+    incidents = lag_incidents(lag, isr, state, ev, lag_max_ms_default=1000).localCheckpoint()
+    assert incidents.count() == 0
+    summary = lag_summary(state, isr, lag, incidents, run_bounds(ev)).select("scope", "broker_id", "max_time_lag_ms")
+    # follower 2: caught up at 1100, observed to 5000 -> 3900; follower 3: unknown
+    assert_df_equality(summary, spark.createDataFrame(
+        [("partition", None, 3900), ("broker", 1, None), ("broker", 2, 3900), ("broker", 3, None)],
+        "scope string, broker_id int, max_time_lag_ms long"), ignore_row_order=True, ignore_nullable=True)
+
+
 def scenario_b_events(spark: SparkSession) -> DataFrame:
     """Run r: follower 2 recovers (and was shrunk prematurely before), follower 3 shrunk late.
     Run r2: the leader crashes before the deadline of its follower's incident.
@@ -190,9 +214,9 @@ def scenario_b_events(spark: SparkSession) -> DataFrame:
              partition_epoch=2, isr=[4], replicas=[1, 4]),
     ], run_id="r2")
     r3 = make_events(spark, [
-        become_leader([1, 2], [1, 2]),
-        ffs(100, 2, 0, 5, 0),
-        dict(event_type="fetch", ts_ms=1200, broker_id=2, leader_epoch=1, leader_id=1, fetcher_id=0, fetch_offset=0),
+        become_leader([1, 2], [1, 2], ts=1000),
+        ffs(1100, 2, 0, 5, 1000),      # still at the lcu the leader's reset gave it
+        dict(event_type="fetch", ts_ms=2200, broker_id=2, leader_epoch=1, leader_id=1, fetcher_id=0, fetch_offset=0),
     ], run_id="r3")
     return r.unionByName(r2).unionByName(r3)
 
@@ -219,8 +243,8 @@ def test_incident_verdicts_recovered_late_premature_leader_lost(scenario_b, expe
         ("r", "t", 0, 2, 1, 1, 400, 400, 100, 1000, None, 300, None, True, 400, None, "rejected", "premature"),
         # r2: follower 4 never fetched; over at 1000, the leader crashed at 1300, before the 1500 deadline
         ("r2", "t", 0, 4, 1, 1, 1000, 1300, 0, 1000, 1500, 1300, None, True, None, None, None, "leader_lost"),
-        # r3: over at 1000 (lcu 0), due by 1500, but the data ends at 1200
-        ("r3", "t", 0, 2, 1, 1, 1000, None, 0, 1000, 1500, 1200, 5, True, None, None, None, "ongoing"),
+        # r3: over at 2000 (lcu 1000), due by 2500, but the data ends at 2200
+        ("r3", "t", 0, 2, 1, 1, 2000, None, 1000, 1000, 2500, 1200, 5, True, None, None, None, "ongoing"),
     ], LAG_INCIDENTS_SCHEMA)
 
 
