@@ -15,11 +15,14 @@ the leader's updates of its view of the follower (`follower_fetch_state`, Kafka'
   follower outside the ISR): it is kept as null, so its time lag is unknown (not counted, no incident).
   Besides the fetch states, an interval opens at the leader's `become_leader` for every ISR follower:
   Kafka resets lcu to that instant (`resetReplicaState`), so a follower that never fetches from the
-  new leader still has a lag that grows. An interval ends at the next fetch state (`closed_by`
-  fetch), else at the first election / become_leader of a newer epoch (leader_change), else — if
-  the leader crashed or shut down first — at that instant (leader_down); else it is open and the
-  run's last event is the end of observation. `lag_max_ms` is replica.lag.time.max.ms of the
-  leader's last `broker_config`, else the run's largest, else the job option, else 30000.
+  new leader still has a lag that grows. An interval ends at the first of: the next fetch state
+  (`closed_by` fetch), the leader's crash or shutdown (leader_down), and the end of the leader's epoch
+  as the leader itself learns it — its own next leadership change to a newer epoch, for a deposed
+  leader keeps its view of the followers (and runs `isr-expiration`) until then; the controller's
+  election of a newer epoch stands in only when the data hold no such change of the leader
+  (leader_change). Else it is open and the run's last event is the end of observation. `lag_max_ms` is
+  replica.lag.time.max.ms of the leader's last `broker_config`, else the run's largest, else the job
+  option, else 30000.
 
 `gold/lag_incidents` — a follower is lagging from the first instant of an interval at which both its
 time lag exceeds lag_max_ms (after lcu + lag_max_ms) and the leader LEO is ahead of it (Kafka's
@@ -131,9 +134,10 @@ def follower_lag(events: DataFrame, lag_max_ms_default: int | None = None) -> Da
     in_run = Window.partitionBy("_b_run")
     brokers = brokers.select("*", F.max("_b_end").over(in_run).alias("_run_end"),
                              F.max("_b_cfg").over(in_run).alias("_run_cfg")).drop("_b_end")
-    epochs = events.where(((et == LEADER_ELECTION) | became_leader) & scoped).groupBy(
+    epochs = events.where(((et == LEADER_ELECTION) | (et == LEADERSHIP_CHANGE)) & scoped).groupBy(
         *[F.col(c).alias(f"_e_{c}") for c in PARTITION_KEY]
-    ).agg(F.collect_list(F.struct("leader_epoch", "ts_ms")).alias("_epochs"))
+    ).agg(F.collect_list(F.struct("leader_epoch", "ts_ms", "broker_id", (et == LEADER_ELECTION).alias("election"))
+                         ).alias("_epochs"))
     leader_last_leo = events.where((et == APPEND) & (F.col("role") == "leader") & scoped).groupBy(
         *[F.col(c).alias(f"_l_{c}") for c in PARTITION_KEY], F.col("broker_id").alias("_l_leader"),
         F.col("leader_epoch").alias("_l_epoch"),
@@ -145,24 +149,30 @@ def follower_lag(events: DataFrame, lag_max_ms_default: int | None = None) -> Da
         .join(F.broadcast(leader_last_leo), _same_partition("_l_") & (F.col("leader_id") == F.col("_l_leader"))
               & (F.col("leader_epoch") == F.col("_l_epoch")), "left")
     )
-    epoch_end = F.array_min(F.transform(
-        F.filter("_epochs", lambda e: e["leader_epoch"] > F.col("leader_epoch")), lambda e: e["ts_ms"]))
+    def newer_epoch(own: bool) -> Column:
+        """When, at or after the interval's start, the leader itself (`own`) or the controller saw a newer epoch."""
+        return F.array_min(F.transform(F.filter("_epochs", lambda e: (
+            (e["leader_epoch"] > F.col("leader_epoch")) & (e["ts_ms"] >= F.col("ts_ms"))
+            & ((~e["election"] & (e["broker_id"] == F.col("leader_id"))) if own else e["election"]))),
+            lambda e: e["ts_ms"]))
+    epoch_end = F.coalesce(newer_epoch(own=True), newer_epoch(own=False))
     down = F.array_min(F.filter("_downs", lambda d: d >= F.col("ts_ms")))
     leaders_cfg = F.col("_b_cfg")
     runs_cfg = F.col("_run_cfg")
     default = F.lit(lag_max_ms_default if lag_max_ms_default is not None else KAFKA_DEFAULT_LAG_MAX_MS).cast("long")
     iv = iv.select("*", epoch_end.alias("_epoch_end"), down.alias("_down"))
 
-    # Only the last interval of a (follower, epoch) ends otherwise than by a fetch.
-    valid_to = F.coalesce("_to", F.least("_epoch_end", "_down"))
+    # A crash ends the interval even when the leader resumes the same epoch after its restart (the next fetch
+    # state then opens a new one); on a tie the fetch, then the epoch's end, is the cause.
+    valid_to = F.least("_to", "_down", "_epoch_end")
+    by_fetch = F.col("_to") == valid_to
     closed_by = (
-        F.when(F.col("_to").isNotNull(), "fetch")
-        .when(F.col("_down").isNotNull() & (F.col("_epoch_end").isNull() | (F.col("_down") < F.col("_epoch_end"))),
+        F.when(by_fetch, "fetch")
+        .when((F.col("_down") == valid_to) & F.coalesce(F.col("_down") < F.col("_epoch_end"), F.lit(True)),
               "leader_down")
-        .when(F.col("_epoch_end").isNotNull(), "leader_change")
+        .when(F.col("_epoch_end") == valid_to, "leader_change")
     )
-    leader_leo_end = F.when(F.col("_to").isNotNull(), F.col("_next_leader_leo")).otherwise(
-        F.greatest("leader_leo", "_last_leo"))
+    leader_leo_end = F.when(by_fetch, F.col("_next_leader_leo")).otherwise(F.greatest("leader_leo", "_last_leo"))
     out = iv.select(
         *_LAG_KEY,
         F.col("ts_ms").alias("valid_from_ms"),

@@ -186,6 +186,54 @@ def test_an_lcu_of_zero_is_never_caught_up_not_an_instant(spark: SparkSession) -
         "scope string, broker_id int, max_time_lag_ms long"), ignore_row_order=True, ignore_nullable=True)
 
 
+def test_a_deposed_leader_judges_its_followers_until_it_learns(spark: SparkSession, expect) -> None:
+    """Kafka's old leader keeps its follower state and runs isr-expiration until it learns of the newer epoch
+    (its own leadership change), not until the controller's election: its shrink then is due, not premature."""
+    ev = make_events(spark, [
+        become_leader([1, 2, 3], [1, 2, 3]),
+        ffs(100, 2, 10, 10, 100),
+        ffs(100, 3, 10, 10, 100),
+        dict(event_type="append", ts_ms=200, role="leader", base_offset=10, last_offset=10, leo=11, **LEADER),
+        # the controller elects broker 3 at 300; broker 1, cut off, learns it at 2000
+        dict(event_type="leader_election", ts_ms=300, broker_id=0, leader_epoch=2, action="clean", leader_id=3,
+             partition_epoch=2, isr=[2, 3], replicas=[1, 2, 3]),
+        shrink(1400, "proposed", [1, 2, 3], [1], reason="follower_lagging", out_of_sync_replicas=[
+            {"replica_id": 2, "leo": 10, "last_caught_up_time_ms": 100},
+            {"replica_id": 3, "leo": 10, "last_caught_up_time_ms": 100}]),
+        shrink(1410, "rejected", [1, 2, 3], [1], reason="alter_partition", error="FENCED_LEADER_EPOCH"),
+        dict(event_type="leadership_change", ts_ms=2000, broker_id=1, leader_epoch=2, action="become_follower",
+             leader_id=3, partition_epoch=2, isr=[], replicas=[1, 2, 3], leo=11, hw=10),
+    ])
+    lag = follower_lag(ev, lag_max_ms_default=1000)
+    got = lag_incidents(lag, isr_changes(ev), partition_state(ev), ev, lag_max_ms_default=1000)
+    # behind from the append at 200, over at 1100, due by 1600: the (fenced) proposal at 1400 was on time
+    expect(got, [
+        ("r", "t", 0, f, 1, 1, 1100, 2000, 100, 1000, 1600, 1900, 1, True, 1400, None, "rejected", "on_time")
+        for f in (2, 3)
+    ], LAG_INCIDENTS_SCHEMA)
+
+
+def test_a_leader_crash_ends_the_interval_even_if_the_epoch_resumes(spark: SparkSession) -> None:
+    """A leader that restarts into the same leader epoch (no fencing on re-registration) lost its follower
+    state at the crash: the interval ends there (leader_down), not at the first fetch state after it."""
+    ev = make_events(spark, [
+        become_leader([1, 2], [1, 2]),
+        ffs(100, 2, 10, 20, 100),
+        dict(event_type="broker_lifecycle", ts_ms=1300, broker_id=1, topic=None, partition=None, action="crash"),
+        become_leader([1, 2], [1, 2], ts=1350),
+        ffs(1400, 2, 20, 20, 1400),
+        dict(event_type="fetch", ts_ms=3000, broker_id=2, leader_epoch=1, leader_id=1, fetcher_id=0,
+             fetch_offset=20),
+    ])
+    lag = follower_lag(ev, lag_max_ms_default=1000)
+    got = lag.where("valid_from_ms = 100").select("valid_to_ms", "closed_by")
+    assert_df_equality(got, spark.createDataFrame([(1300, "leader_down")], "valid_to_ms long, closed_by string"),
+                       ignore_nullable=True)
+    inc = lag_incidents(lag, isr_changes(ev), partition_state(ev), ev, lag_max_ms_default=1000)
+    expected = spark.createDataFrame([(1100, 1300, "leader_lost")], "start_ms long, end_ms long, verdict string")
+    assert_df_equality(inc.select("start_ms", "end_ms", "verdict"), expected, ignore_nullable=True)
+
+
 def scenario_b_events(spark: SparkSession) -> DataFrame:
     """Run r: follower 2 recovers (and was shrunk prematurely before), follower 3 shrunk late.
     Run r2: the leader crashes before the deadline of its follower's incident.
