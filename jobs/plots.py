@@ -58,7 +58,7 @@ _LIFECYCLE_STYLE = {"crash": ("#d62728", "X"), "restart": ("#2ca02c", ">"), "sta
 _VERDICT_SHORT = {"on_time": "removed from the ISR in time", "late": "removed from the ISR late",
                   "missing": "never removed from the ISR", "recovered": "caught up in time",
                   "leader_lost": "the leader changed first", "ongoing": "too early to judge",
-                  "not_in_isr": "was already out of the ISR", "premature": "removed while not lagging"}
+                  "not_in_isr": "out of the ISR by another route", "premature": "removed while not lagging"}
 _SEVERITY_STYLE = {"error": ("#d62728", "X"), "warning": ("#ff7f0e", "^")}
 
 

@@ -25,7 +25,7 @@ VERDICT_MEANING: dict[str, str] = {
     "recovered": "the follower caught up again before the deadline",
     "leader_lost": "the leader or its epoch ended before the deadline",
     "ongoing": "still lagging at the end of the data, too early to judge",
-    "not_in_isr": "the follower was already out of the ISR",
+    "not_in_isr": "the follower was out of the ISR already, or the controller removed it before the deadline",
     "premature": "the follower was removed from the ISR although it was not lagging",
 }
 

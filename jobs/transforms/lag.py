@@ -35,7 +35,8 @@ lag_max_ms / 2, so the leader must have proposed the shrink by then (1.5 x lag_m
 The shrink is the first `shrink` proposal by the incident's leader removing the follower with
 start_ms < proposal <= end_ms. Verdicts:
   * on_time — shrink proposed by the deadline; late — after it;
-  * not_in_isr — no shrink, and the follower was not in the committed ISR at start_ms (nothing to do);
+  * not_in_isr — no shrink, and the follower was not in the committed ISR at start_ms, or left it by
+    another route (a controller's update) by the deadline (nothing left to shrink);
   * recovered — no shrink, and the follower caught up (a fetch ended it) by the deadline;
   * leader_lost — no shrink, and the leader's epoch or the leader itself ended by the deadline;
   * ongoing — no shrink, and the data ends before the deadline: too early to judge;
@@ -305,15 +306,18 @@ def lag_incidents(
     start, end = F.col("start_ms"), F.col("end_ms")
     first_shrink = F.array_min(F.filter(
         "_shrinks", lambda s: (s["shrink_ms"] > start) & (end.isNull() | (s["shrink_ms"] <= end))))
-    isr_at_start = F.element_at(F.filter(
-        "_isrs", lambda i: (i["valid_from_ms"] <= start) & (i["valid_to_ms"].isNull() | (start < i["valid_to_ms"]))),
-        1).getField("isr")
+    def isr_at(t: Column) -> Column:
+        return F.element_at(F.filter(
+            "_isrs", lambda i: (i["valid_from_ms"] <= t) & (i["valid_to_ms"].isNull() | (t < i["valid_to_ms"]))),
+            1).getField("isr")
+    isr_at_start = isr_at(start)
     judged = judged.select(
         "*",
         first_shrink.getField("shrink_ms").alias("shrink_ms"),
         first_shrink.getField("shrink_committed_ms").alias("shrink_committed_ms"),
         first_shrink.getField("shrink_outcome").alias("shrink_outcome"),
         F.array_contains(isr_at_start, F.col("follower_id")).alias("in_isr_at_start"),
+        F.array_contains(isr_at(F.col("deadline_ms")), F.col("follower_id")).alias("_in_isr_at_deadline"),
     )
     over = F.coalesce("end_ms", "_obs_end")
     verdict = (
@@ -324,6 +328,8 @@ def lag_incidents(
               F.when(F.col("_closed_by") == "fetch", "recovered")
               .when(F.col("end_ms").isNull(), "ongoing")
               .otherwise("leader_lost"))
+        # Out of the ISR by the deadline by another route (the controller's update): nothing left to shrink.
+        .when(~F.coalesce("_in_isr_at_deadline", F.lit(True)), "not_in_isr")
         .otherwise("missing")
     )
     incidents = judged.withColumn("verdict", verdict)

@@ -234,6 +234,26 @@ def test_a_leader_crash_ends_the_interval_even_if_the_epoch_resumes(spark: Spark
     assert_df_equality(inc.select("start_ms", "end_ms", "verdict"), expected, ignore_nullable=True)
 
 
+def test_a_follower_the_controller_removed_before_the_deadline_is_not_a_missing_shrink(spark: SparkSession) -> None:
+    """Kafka's maybeShrinkIsr looks at the committed ISR: a follower the controller already removed (a
+    LeaderAndIsr update, e.g. a controlled shutdown) is not the leader's to shrink."""
+    ev = make_events(spark, [
+        become_leader([1, 2, 3], [1, 2, 3]),
+        ffs(100, 2, 10, 20, 100),                                    # behind: over at 1100, due by 1600
+        ffs(100, 3, 10, 20, 100),                                    # the same, and never removed
+        dict(event_type="isr_change", ts_ms=1300, action="update", isr_state="committed", old_isr=[1, 2, 3],
+             isr=[1, 3], partition_epoch=2, reason="leader_and_isr", **LEADER),
+        dict(event_type="fetch", ts_ms=3000, broker_id=3, leader_epoch=1, leader_id=1, fetcher_id=0,
+             fetch_offset=10),                                       # run end
+    ])
+    lag = follower_lag(ev, lag_max_ms_default=1000)
+    inc = lag_incidents(lag, isr_changes(ev), partition_state(ev), ev, lag_max_ms_default=1000)
+    expected = spark.createDataFrame([(2, True, "not_in_isr"), (3, True, "missing")],
+                                     "follower_id int, in_isr_at_start boolean, verdict string")
+    assert_df_equality(inc.select("follower_id", "in_isr_at_start", "verdict"), expected, ignore_row_order=True,
+                       ignore_nullable=True)
+
+
 def scenario_b_events(spark: SparkSession) -> DataFrame:
     """Run r: follower 2 recovers (and was shrunk prematurely before), follower 3 shrunk late.
     Run r2: the leader crashes before the deadline of its follower's incident.
