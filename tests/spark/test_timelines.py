@@ -48,6 +48,31 @@ def test_replica_offsets_intervals_per_replica(events, expect) -> None:
     ], REPLICA_OFFSETS_SCHEMA)
 
 
+def test_replica_offsets_a_crashed_broker_leads_nothing_until_it_is_told_again(events, expect) -> None:
+    ev = events([
+        dict(event_type="leadership_change", ts_ms=10, broker_id=1, leader_epoch=1, action="become_leader",
+             leader_id=1, partition_epoch=1, replicas=[1, 2], leo=5, hw=5),                    # 0
+        dict(event_type="leadership_change", ts_ms=10, broker_id=2, leader_epoch=1, action="become_follower",
+             leader_id=1, partition_epoch=1, replicas=[1, 2], leo=5, hw=5),                    # 1
+        dict(event_type="broker_lifecycle", ts_ms=100, broker_id=1, topic=None, partition=None,
+             action="crash"),                                                                   # 2
+        dict(event_type="broker_lifecycle", ts_ms=150, broker_id=1, topic=None, partition=None,
+             action="restart"),                                                                 # 3
+        dict(event_type="leadership_change", ts_ms=200, broker_id=1, leader_epoch=2, action="become_follower",
+             leader_id=2, partition_epoch=2, replicas=[1, 2], leo=5, hw=5),                    # 4
+        # a replica broker 1 hosts only after the crash is not marked by it
+        dict(event_type="leadership_change", ts_ms=300, broker_id=1, partition=1, leader_epoch=2,
+             action="become_follower", leader_id=2, partition_epoch=2, replicas=[1, 2], leo=0, hw=0),  # 5
+    ])
+    expect(replica_offsets(ev), [
+        ("r", "t", 0, 1, 10, 100, L, 1, None, 5, 5, 0),
+        ("r", "t", 0, 1, 100, 200, "offline", 1, None, 5, 5, 2),   # the log stays on disk; the role does not
+        ("r", "t", 0, 1, 200, None, F_, 2, None, 5, 5, 4),
+        ("r", "t", 0, 2, 10, None, F_, 1, None, 5, 5, 1),
+        ("r", "t", 1, 1, 300, None, F_, 2, None, 0, 0, 5),
+    ], REPLICA_OFFSETS_SCHEMA)
+
+
 def test_replica_offsets_event_that_changes_nothing_opens_no_interval(events, expect) -> None:
     ev = events([
         dict(event_type="leadership_change", ts_ms=10, broker_id=1, leader_epoch=3, action="become_leader",
