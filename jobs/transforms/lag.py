@@ -117,10 +117,11 @@ def follower_lag(events: DataFrame, lag_max_ms_default: int | None = None) -> Da
     )
 
     # Context as small tables, broadcast to the intervals: per (run, broker) its last lag setting and its
-    # crash / shutdown instants, per run its end and largest setting, per partition its epoch starts, per
-    # leader epoch its last LEO. Keyed by the leader, the arrays the higher-order functions below scan per
-    # row hold one broker's few crashes: Spark interprets those functions (no code generation), and
-    # scanning the run's whole config and crash lists on every interval doubled the cost of this frame.
+    # crash / shutdown instants, per run its end and largest setting, per leader epoch when the leader (or
+    # else the controller) moved past it and its last LEO. Keyed by the leader, the array the higher-order
+    # function below scans per row holds one broker's few crashes: Spark interprets those functions (no code
+    # generation), and scanning the run's whole config and crash lists on every interval doubled the cost of
+    # this frame; the epoch ends are joined as columns for the same reason.
     lag_cfg = F.col("config").getItem(LAG_MAX_KEY).cast("long")
     is_cfg = (et == BROKER_CONFIG) & lag_cfg.isNotNull()
     brokers = events.groupBy(F.col("run_id").alias("_b_run"), F.col("broker_id").alias("_b_broker")).agg(
@@ -135,10 +136,8 @@ def follower_lag(events: DataFrame, lag_max_ms_default: int | None = None) -> Da
     in_run = Window.partitionBy("_b_run")
     brokers = brokers.select("*", F.max("_b_end").over(in_run).alias("_run_end"),
                              F.max("_b_cfg").over(in_run).alias("_run_cfg")).drop("_b_end")
-    epochs = events.where(((et == LEADER_ELECTION) | (et == LEADERSHIP_CHANGE)) & scoped).groupBy(
-        *[F.col(c).alias(f"_e_{c}") for c in PARTITION_KEY]
-    ).agg(F.collect_list(F.struct("leader_epoch", "ts_ms", "broker_id", (et == LEADER_ELECTION).alias("election"))
-                         ).alias("_epochs"))
+    epoch_ends = _epoch_ends(events)
+    election_ends = _election_ends(events)
     leader_last_leo = events.where((et == APPEND) & (F.col("role") == "leader") & scoped).groupBy(
         *[F.col(c).alias(f"_l_{c}") for c in PARTITION_KEY], F.col("broker_id").alias("_l_leader"),
         F.col("leader_epoch").alias("_l_epoch"),
@@ -146,17 +145,17 @@ def follower_lag(events: DataFrame, lag_max_ms_default: int | None = None) -> Da
     iv = (
         iv.join(F.broadcast(brokers), (F.col("run_id") == F.col("_b_run")) & (F.col("leader_id") == F.col("_b_broker")),
                 "left")
-        .join(F.broadcast(epochs), _same_partition("_e_"), "left")
+        .join(F.broadcast(epoch_ends), _same_partition("_o_") & (F.col("leader_id") == F.col("_o_leader"))
+              & (F.col("leader_epoch") == F.col("_o_epoch")), "left")
+        .join(F.broadcast(election_ends), _same_partition("_n_") & (F.col("leader_epoch") == F.col("_n_epoch")),
+              "left")
         .join(F.broadcast(leader_last_leo), _same_partition("_l_") & (F.col("leader_id") == F.col("_l_leader"))
               & (F.col("leader_epoch") == F.col("_l_epoch")), "left")
     )
-    def newer_epoch(own: bool) -> Column:
-        """When, at or after the interval's start, the leader itself (`own`) or the controller saw a newer epoch."""
-        return F.array_min(F.transform(F.filter("_epochs", lambda e: (
-            (e["leader_epoch"] > F.col("leader_epoch")) & (e["ts_ms"] >= F.col("ts_ms"))
-            & ((~e["election"] & (e["broker_id"] == F.col("leader_id"))) if own else e["election"]))),
-            lambda e: e["ts_ms"]))
-    epoch_end = F.coalesce(newer_epoch(own=True), newer_epoch(own=False))
+    # The leader's own learning of a newer epoch, else (no such change in the data) the controller's election;
+    # either only at or after the interval's start.
+    epoch_end = F.coalesce(F.when(F.col("_own_end") >= F.col("ts_ms"), F.col("_own_end")),
+                           F.when(F.col("_election_end") >= F.col("ts_ms"), F.col("_election_end")))
     down = F.array_min(F.filter("_downs", lambda d: d >= F.col("ts_ms")))
     leaders_cfg = F.col("_b_cfg")
     runs_cfg = F.col("_run_cfg")
@@ -190,6 +189,30 @@ def follower_lag(events: DataFrame, lag_max_ms_default: int | None = None) -> Da
         "event_id",
     )
     return conform(out, to_spark_schema(FOLLOWER_LAG_SCHEMA))
+
+
+def _epoch_ends(events: DataFrame) -> DataFrame:
+    """Per (partition, broker, leader epoch) in the broker's leadership changes: `_own_end`, when the broker
+    itself next changed to a newer epoch (null if never). Small: one row per broker and epoch."""
+    changes = events.where((F.col("event_type") == LEADERSHIP_CHANGE) & F.col("topic").isNotNull()
+                           & F.col("partition").isNotNull() & F.col("broker_id").isNotNull())
+    first = changes.groupBy(*[F.col(c).alias(f"_o_{c}") for c in PARTITION_KEY], F.col("broker_id").alias("_o_leader"),
+                            F.col("leader_epoch").alias("_o_epoch")).agg(F.min("ts_ms").alias("_o_start"))
+    later = Window.partitionBy(*[f"_o_{c}" for c in PARTITION_KEY], "_o_leader").orderBy("_o_epoch")
+    return first.select("*", F.lead("_o_start").over(later).alias("_own_end")).drop("_o_start")
+
+
+def _election_ends(events: DataFrame) -> DataFrame:
+    """Per (partition, leader epoch) named by an election or a leadership change: `_election_end`, the first
+    election of a newer epoch (null if none). Small: one row per partition and epoch."""
+    scoped = F.col("topic").isNotNull() & F.col("partition").isNotNull()
+    et = F.col("event_type")
+    named = events.where(((et == LEADER_ELECTION) | (et == LEADERSHIP_CHANGE)) & scoped).groupBy(
+        *[F.col(c).alias(f"_n_{c}") for c in PARTITION_KEY], F.col("leader_epoch").alias("_n_epoch")
+    ).agg(F.min(F.when(et == LEADER_ELECTION, F.col("ts_ms"))).alias("_n_elected"))
+    newer = Window.partitionBy(*[f"_n_{c}" for c in PARTITION_KEY]).orderBy("_n_epoch").rowsBetween(
+        1, Window.unboundedFollowing)
+    return named.select("*", F.min("_n_elected").over(newer).alias("_election_end")).drop("_n_elected")
 
 
 def _same_partition(prefix: str) -> Column:
@@ -251,7 +274,10 @@ def _ahead_from(follower_lag: DataFrame, events: DataFrame) -> DataFrame:
         .when(F.col("_first_append").isNotNull(), F.col("_first_append"))
         .when(_peak_message_lag() > 0, F.col("valid_from_ms"))
     )
-    return follower_lag.join(first_append, key, "left").select(*follower_lag.columns, ahead.alias("_ahead_from"))
+    # One row per interval over the threshold while caught up at its fetch (a stalled follower), far fewer
+    # than the intervals: broadcast, so the join keeps the intervals where they are (no shuffle of them).
+    return follower_lag.join(F.broadcast(first_append), key, "left").select(
+        *follower_lag.columns, ahead.alias("_ahead_from"))
 
 
 def lag_incidents(
