@@ -10,8 +10,9 @@ log_end_offset). Sources, all emitted by the replica's own log / partition:
     a source; the engine emits the following `hw_change` itself);
   * LSO: `log_start_offset_change.log_start_offset`;
   * role: `leadership_change.action` (become_leader / become_follower) or the event's `role`; `offline`
-    from its broker's crash or shutdown (`broker_lifecycle`, a run-level event) until the next event that
-    states a role: a broker that is down leads nothing, whatever its last leadership change said;
+    from its broker's crash or shutdown (`broker_lifecycle`, a run-level event; replicas with a
+    leadership change before it) until the next event that states a role: a broker that is down leads
+    nothing, whatever its last leadership change said;
   * leader_epoch: the envelope `leader_epoch` of the replica's events.
   Before the first event that sets a value, the value is taken from the "before" field of that first
   event (`old_hw`, `old_log_start_offset`, `old_leo`, or an append's `base_offset`), so a replica whose
@@ -196,11 +197,14 @@ def replica_offsets(events: DataFrame) -> DataFrame:
         F.when(et == LOG_START_OFFSET_CHANGE, F.col("old_log_start_offset")).alias("_lso0"),
     )
     keys = [*PARTITION_KEY, "replica_id"]
-    # A crash or shutdown of a broker marks each replica it hosted by then (one that had events before).
+    # A crash or shutdown of a broker marks each replica it hosted by then: one whose leadership it had been
+    # told before (every replica of the engine's is, at its broker's first LeaderAndIsr). Those few events,
+    # not every offset event, say which replicas a broker hosts.
     down = events.where((et == BROKER_LIFECYCLE) & F.col("action").isin("crash", "shutdown")
                         & F.col("broker_id").isNotNull()).select(
         "run_id", F.col("broker_id").alias("replica_id"), "ts_ms", "event_id")
-    hosted = ev.groupBy(*keys).agg(F.min("ts_ms").alias("_first_ts"))
+    hosted = events.where((et == LEADERSHIP_CHANGE) & _scoped(events) & F.col("broker_id").isNotNull()).groupBy(
+        *PARTITION_KEY, F.col("broker_id").alias("replica_id")).agg(F.min("ts_ms").alias("_first_ts"))
     offline = down.join(hosted, ["run_id", "replica_id"]).where(F.col("_first_ts") < F.col("ts_ms")).select(
         *keys, "ts_ms", "event_id", F.lit("offline").alias("_role"),
         *[F.lit(None).cast(ev.schema[c].dataType).alias(c)
