@@ -72,7 +72,8 @@ PARTITION_STATE_SCHEMA = pa.schema(
         _f("under_replicated", pa.bool_(), "Led and isr_size < replication_factor (UnderReplicatedPartitions)."),
         _f("under_min_isr", pa.bool_(), "Led and isr_size < effective_min_isr (UnderMinIsrPartitionCount)."),
         _f("at_min_isr", pa.bool_(), "Led and isr_size = effective_min_isr (AtMinIsrPartitionCount)."),
-        _f("offline", pa.bool_(), "No leader (OfflinePartitionsCount)."),
+        _f("offline", pa.bool_(), "No leader (OfflinePartitionsCount); null while no event has named the leader "
+           "yet (a log cut mid-run)."),
         _f("cause", pa.string(), "What opened the interval: event_type:action of its last event."),
         _f("event_id", pa.int64(), "Bronze event that opened the interval.", nullable=False),
     ]

@@ -30,7 +30,7 @@ and is not a source. Derived flags follow Kafka's partition metrics, for a parti
     min.insync.replicas the topic's override (`topic.<name>.min.insync.replicas` in the leader's last
     `broker_config`, else in any broker's of the run), else the leader's broker-wide value, else any
     broker's of the run, else the job default (1);
-  * offline: no leader.
+  * offline: no leader; null while no event has named the leader yet (a log cut mid-run).
 
 `silver/isr_changes` — one row per ISR change: a leader's proposal (`isr_state = proposed`) grouped
 with the outcomes that follow it from the same leader until its next proposal — the commit, or the
@@ -263,6 +263,8 @@ def partition_state(events: DataFrame, min_isr_default: int = 1) -> DataFrame:
         "ts_ms",
         "event_id",
         _running("_leader", w).getField("v").alias("leader_id"),
+        # No leader event yet (a log cut mid-run) is "leader not known", not an offline partition.
+        _running("_leader", w).isNotNull().alias("_leader_known"),
         _running("_epoch", w).alias("leader_epoch"),
         _running("_pepoch", w).alias("partition_epoch"),
         _running("_isr", w).alias("isr"),
@@ -270,7 +272,8 @@ def partition_state(events: DataFrame, min_isr_default: int = 1) -> DataFrame:
         F.col("_cause").alias("cause"),
         F.lead("ts_ms").over(w).alias("_next_ts"),
     )
-    out = _intervals(running, PARTITION_KEY, ["leader_id", "leader_epoch", "partition_epoch", "isr", "replicas"])
+    out = _intervals(running, PARTITION_KEY,
+                     ["leader_id", "_leader_known", "leader_epoch", "partition_epoch", "isr", "replicas"])
     out = with_setting(out, broker_settings(events), "leader_id", "min_isr", F.lit(min_isr_default))
     # A topic's override before the broker-wide value (topic configs are cluster-wide in Kafka: any broker's).
     out = with_setting(out, topic_min_isr(events), "leader_id", "min_isr", F.col("min_isr"), keys=("topic",))
@@ -284,7 +287,7 @@ def partition_state(events: DataFrame, min_isr_default: int = 1) -> DataFrame:
         .withColumn("under_replicated", led & (isr_size < rf))
         .withColumn("under_min_isr", led & (isr_size < F.col("effective_min_isr")))
         .withColumn("at_min_isr", led & (isr_size == F.col("effective_min_isr")))
-        .withColumn("offline", ~led)
+        .withColumn("offline", F.when(F.col("_leader_known"), ~led))
     )
     return conform(out, to_spark_schema(PARTITION_STATE_SCHEMA))
 

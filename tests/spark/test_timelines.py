@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from chispa import assert_df_equality
+
 from jobs.transforms.timelines import isr_changes, partition_state, replica_offsets
 from schemas.analytics import ISR_CHANGES_SCHEMA, PARTITION_STATE_SCHEMA, REPLICA_OFFSETS_SCHEMA
 
@@ -184,6 +186,22 @@ def test_partition_state_ignores_a_stale_state(events, expect) -> None:
         ("r", "t", 0, 200, None, 2, 2, 4, [2], [1, 2, 3], 1, 3, 1, True, False, True, False,
          "isr_change:shrink", 4),
     ], PARTITION_STATE_SCHEMA)
+
+
+def test_partition_state_leader_not_known_yet_is_not_offline(events) -> None:
+    # A broker log cut mid-run may state an ISR before any event names the leader: unknown, not offline.
+    ev = events([
+        dict(event_type="isr_change", ts_ms=10, broker_id=1, leader_epoch=1, action="shrink", isr_state="committed",
+             old_isr=[1, 2, 3], isr=[1, 2], partition_epoch=5, reason="alter_partition"),
+        dict(event_type="leader_election", ts_ms=20, broker_id=0, leader_epoch=2, action="clean", leader_id=1,
+             partition_epoch=6, isr=[1, 2], replicas=[1, 2, 3]),
+        dict(event_type="leader_election", ts_ms=30, broker_id=0, leader_epoch=3, action="offline",
+             partition_epoch=7, isr=[1], replicas=[1, 2, 3]),
+    ])
+    expected = ev.sparkSession.createDataFrame([(10, None, None), (20, 1, False), (30, None, True)],
+                                               "valid_from_ms long, leader_id int, offline boolean")
+    assert_df_equality(partition_state(ev).select("valid_from_ms", "leader_id", "offline"), expected,
+                       ignore_row_order=True, ignore_nullable=True)
 
 
 def test_isr_changes_join_proposal_and_outcome(events, expect) -> None:
