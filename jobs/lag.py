@@ -7,8 +7,8 @@ Reads `bronze/replication_events` and the silver tables of `replog timelines` (r
 what the tables mean — lag as Kafka's leader sees it, incidents and their verdicts — is documented in
 `jobs.transforms.lag`.
 
-The threshold: replica.lag.time.max.ms from the leader's `broker_config` events, else the run's,
-else `lag_max_ms` (the job option), else Kafka's default 30000.
+The threshold: replica.lag.time.max.ms in force on the leader (its last `broker_config` event before
+the interval), else the run's, else `lag_max_ms` (the job option), else Kafka's default 30000.
 
 Runs are the unit: each run's rows of the three tables are replaced in one commit per table, with
 the idempotency key (`replog.lag/<run>/<threshold option>`, bronze version + the silver versions).

@@ -139,7 +139,7 @@ FOLLOWER_LAG_SCHEMA = pa.schema(
            "event if open) - the largest in the interval, since it grows with the clock."),
         _f("closed_by", pa.string(), "What ended the interval: fetch (the next fetch state), leader_change (a "
            "newer leader epoch), leader_down (the leader crashed / shut down); null = open."),
-        _f("lag_max_ms", pa.int64(), "replica.lag.time.max.ms in force on the leader.", nullable=False),
+        _f("lag_max_ms", pa.int64(), "replica.lag.time.max.ms in force on the leader when the interval opened.", nullable=False),
         _f("event_id", pa.int64(), "The follower_fetch_state event (or the leader's become_leader for the "
            "interval that opens at the leader change).", nullable=False),
     ]

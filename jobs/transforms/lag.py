@@ -21,8 +21,9 @@ the leader's updates of its view of the follower (`follower_fetch_state`, Kafka'
   leader keeps its view of the followers (and runs `isr-expiration`) until then; the controller's
   election of a newer epoch stands in only when the data hold no such change of the leader
   (leader_change). Else it is open and the run's last event is the end of observation. `lag_max_ms` is
-  replica.lag.time.max.ms of the leader's last `broker_config`, else the run's largest, else the job
-  option, else 30000.
+  replica.lag.time.max.ms in force on the leader when the interval opened: its last `broker_config` at or
+  before then (Kafka reads the setting at the broker's start, and every start logs it), else its first one,
+  else the largest of the run's brokers' last settings, else the job option, else 30000.
 
 `gold/lag_incidents` — a follower is lagging from the first instant of an interval at which both its
 time lag exceeds lag_max_ms (after lcu + lag_max_ms) and the leader LEO is ahead of it (Kafka's
@@ -116,7 +117,7 @@ def follower_lag(events: DataFrame, lag_max_ms_default: int | None = None) -> Da
         "*", F.lead("ts_ms").over(w).alias("_to"), F.lead("leader_leo").over(w).alias("_next_leader_leo"),
     )
 
-    # Context as small tables, broadcast to the intervals: per (run, broker) its last lag setting and its
+    # Context as small tables, broadcast to the intervals: per (run, broker) its lag settings and its
     # crash / shutdown instants, per run its end and largest setting, per leader epoch when the leader (or
     # else the controller) moved past it and its last LEO. Keyed by the leader, the array the higher-order
     # function below scans per row holds one broker's few crashes: Spark interprets those functions (no code
@@ -126,10 +127,11 @@ def follower_lag(events: DataFrame, lag_max_ms_default: int | None = None) -> Da
     is_cfg = (et == BROKER_CONFIG) & lag_cfg.isNotNull()
     brokers = events.groupBy(F.col("run_id").alias("_b_run"), F.col("broker_id").alias("_b_broker")).agg(
         F.max("ts_ms").alias("_b_end"),
-        F.max_by(F.when(is_cfg, lag_cfg), F.when(is_cfg, F.col("event_id"))).alias("_b_cfg"),
+        F.array_sort(F.collect_list(F.when(is_cfg, F.struct(F.col("ts_ms").alias("ts"), F.col("event_id").alias("id"),
+                                                            lag_cfg.alias("v"))))).alias("_b_cfgs"),
         F.collect_list(F.when((et == BROKER_LIFECYCLE) & F.col("action").isin("crash", "shutdown"),
                               F.col("ts_ms"))).alias("_downs"),
-    )
+    ).withColumn("_b_cfg", F.try_element_at("_b_cfgs", F.lit(-1))["v"])
     # The run's end and largest setting on every broker row (a window over a few rows per run, where a
     # second aggregate of `brokers` would scan the events again): every interval's leader emitted events,
     # so the join on (run, leader) below always finds its broker's row.
@@ -157,7 +159,14 @@ def follower_lag(events: DataFrame, lag_max_ms_default: int | None = None) -> Da
     epoch_end = F.coalesce(F.when(F.col("_own_end") >= F.col("ts_ms"), F.col("_own_end")),
                            F.when(F.col("_election_end") >= F.col("ts_ms"), F.col("_election_end")))
     down = F.array_min(F.filter("_downs", lambda d: d >= F.col("ts_ms")))
-    leaders_cfg = F.col("_b_cfg")
+    # replica.lag.time.max.ms is read once, at the broker's start (a static config; every start logs its
+    # config): the setting in force is the leader's last config at or before the interval opened. Before its
+    # first one (a log cut mid-run) the earliest known is the best guess. One config (no restart in the data)
+    # skips the interpreted lookup.
+    cfgs = F.col("_b_cfgs")
+    first_cfg = F.try_element_at(cfgs, F.lit(1))["v"]
+    cfg_then = F.try_element_at(F.filter(cfgs, lambda c: c["ts"] <= F.col("ts_ms")), F.lit(-1))["v"]
+    leaders_cfg = F.when(F.size(cfgs) > 1, F.coalesce(cfg_then, first_cfg)).otherwise(first_cfg)
     runs_cfg = F.col("_run_cfg")
     default = F.lit(lag_max_ms_default if lag_max_ms_default is not None else KAFKA_DEFAULT_LAG_MAX_MS).cast("long")
     iv = iv.select("*", epoch_end.alias("_epoch_end"), down.alias("_down"))
@@ -241,7 +250,7 @@ def shrinks(isr_changes: DataFrame) -> DataFrame:
         F.col("proposed_ms").alias("shrink_ms"),
         F.when(F.col("outcome") == "committed", F.col("resolved_ms")).alias("shrink_committed_ms"),
         F.col("outcome").alias("shrink_outcome"),
-        F.element_at(reported, 1).getField("last_caught_up_time_ms").alias("reported_lcu"),
+        F.try_element_at(reported, F.lit(1)).getField("last_caught_up_time_ms").alias("reported_lcu"),
     )
 
 
@@ -333,9 +342,9 @@ def lag_incidents(
     first_shrink = F.array_min(F.filter(
         "_shrinks", lambda s: (s["shrink_ms"] > start) & (end.isNull() | (s["shrink_ms"] <= end))))
     def isr_at(t: Column) -> Column:
-        return F.element_at(F.filter(
+        return F.try_element_at(F.filter(
             "_isrs", lambda i: (i["valid_from_ms"] <= t) & (i["valid_to_ms"].isNull() | (t < i["valid_to_ms"]))),
-            1).getField("isr")
+            F.lit(1)).getField("isr")
     isr_at_start = isr_at(start)
     judged = judged.select(
         "*",

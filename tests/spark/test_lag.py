@@ -118,6 +118,57 @@ def test_follower_lag_threshold_and_leader_down_are_the_leaders(spark: SparkSess
     assert_df_equality(lag, expected, ignore_row_order=True, ignore_nullable=True)
 
 
+def test_the_threshold_is_the_one_in_force_when_the_interval_opened(spark: SparkSession) -> None:
+    """replica.lag.time.max.ms is read at the broker's start: a leader restarted with a new setting judges by
+    the old one before its crash and by the new one after it. Before a leader's first config in the data (a
+    log cut mid-run), its earliest known setting stands in."""
+    def config(ts: int, value: str) -> dict:
+        return dict(event_type="broker_config", ts_ms=ts, broker_id=1, topic=None, partition=None,
+                    config={"replica.lag.time.max.ms": value})
+
+    ev = make_events(spark, [
+        config(0, "1000"),
+        become_leader([1, 2], [1, 2]),
+        ffs(100, 2, 10, 20, 100),                  # behind: over at 1100 under the setting of 1000
+        dict(event_type="broker_lifecycle", ts_ms=1300, broker_id=1, topic=None, partition=None, action="crash"),
+        config(1350, "4000"),                      # restarted with 4000
+        become_leader([1, 2], [1, 2], ts=1360),
+        ffs(1400, 2, 20, 30, 1400),                # behind again, but 1600 ms by the run's end: under 4000
+        dict(event_type="fetch", ts_ms=3000, broker_id=2, leader_epoch=1, leader_id=1, fetcher_id=0,
+             fetch_offset=20),
+    ])
+    cut = make_events(spark, [ffs(100, 2, 10, 20, 100), config(500, "2000")], run_id="r2")
+    lag = follower_lag(ev.unionByName(cut))
+    got = lag.select("run_id", "valid_from_ms", "lag_max_ms")
+    expected = spark.createDataFrame([("r", 0, 1000), ("r", 100, 1000), ("r", 1360, 4000), ("r", 1400, 4000),
+                                      ("r2", 100, 2000)], "run_id string, valid_from_ms long, lag_max_ms long")
+    assert_df_equality(got, expected, ignore_row_order=True, ignore_nullable=True)
+    # With 4000 back-dated over the whole run there would be no incident at all.
+    inc = lag_incidents(lag.where("run_id = 'r'"), isr_changes(ev), partition_state(ev), ev)
+    assert_df_equality(inc.select("start_ms", "end_ms", "lag_max_ms", "verdict"),
+                       spark.createDataFrame([(1100, 1300, 1000, "leader_lost")],
+                                             "start_ms long, end_ms long, lag_max_ms long, verdict string"),
+                       ignore_nullable=True)
+
+
+def test_an_incident_before_the_first_known_isr_is_judged_without_it(spark: SparkSession) -> None:
+    """A log that starts mid-run: the follower lags before any event states the partition's ISR. Its ISR
+    membership then is unknown (null), and the job does not fail looking it up."""
+    ev = make_events(spark, [
+        ffs(100, 2, 10, 20, 100),                                    # over at 1100, due by 1600
+        dict(event_type="leadership_change", ts_ms=2000, broker_id=3, leader_epoch=2, action="become_leader",
+             leader_id=3, partition_epoch=2, isr=[3], replicas=[1, 2, 3], leo=20, hw=20),
+        dict(event_type="fetch", ts_ms=3000, broker_id=2, leader_epoch=2, leader_id=3, fetcher_id=0,
+             fetch_offset=10),
+    ])
+    lag = follower_lag(ev, lag_max_ms_default=1000)
+    inc = lag_incidents(lag, isr_changes(ev), partition_state(ev), ev, lag_max_ms_default=1000)
+    expected = spark.createDataFrame([(2, 1100, None, "missing")],
+                                     "follower_id int, start_ms long, in_isr_at_start boolean, verdict string")
+    assert_df_equality(inc.select("follower_id", "start_ms", "in_isr_at_start", "verdict"), expected,
+                       ignore_nullable=True)
+
+
 def test_incident_verdicts_on_time_missing_not_in_isr(scenario_a, expect) -> None:
     a = scenario_a
     got = lag_incidents(a["lag"], a["isr"], a["state"], a["events"])
