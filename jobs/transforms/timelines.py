@@ -27,9 +27,10 @@ force is stale and changes nothing, as Kafka fences it. A follower's become_foll
 and is not a source. Derived flags follow Kafka's partition metrics, for a partition that has a leader:
   * under_replicated: isr_size < replication_factor;
   * under_min_isr / at_min_isr: isr_size < / = effective_min_isr = min(min.insync.replicas, RF), with
-    min.insync.replicas the topic's override (`topic.<name>.min.insync.replicas` in the leader's last
-    `broker_config`, else in any broker's of the run), else the leader's broker-wide value, else any
-    broker's of the run, else the job default (1);
+    min.insync.replicas the topic's override (`topic.<name>.min.insync.replicas` in the leader's
+    `broker_config` in force when the interval opened: its last at or before then, else its first; else in
+    any broker's last of the run), else the leader's broker-wide value (the same way), else any broker's
+    of the run, else the job default (1);
   * offline: no leader; null while no event has named the leader yet (a log cut mid-run).
 
 `silver/isr_changes` — one row per ISR change: a leader's proposal (`isr_state = proposed`) grouped
@@ -118,54 +119,62 @@ def _intervals(running: DataFrame, keys: Sequence[str], state: Sequence[str]) ->
 
 
 def broker_settings(events: DataFrame) -> DataFrame:
-    """Per (run_id, broker_id): `lag_max_ms` and `min_isr` from the broker's last `broker_config` event.
+    """Per `broker_config` event (run_id, broker_id, ts_ms, event_id): the `lag_max_ms` and `min_isr` it states.
 
-    Columns are null where the config did not name them. Configs are emitted at start and on change;
-    the last one is taken as the run's value (a simplification: changes during a run are not
-    applied as of their time).
+    Columns are null where the config did not name them. A broker logs its config at every start (the
+    engine) or when it changes: each setting holds from its event to the broker's next.
     """
-    return _last_configs(events).select(
-        "run_id",
-        "broker_id",
+    return _configs(events).select(
+        "run_id", "broker_id", "ts_ms", "event_id",
         F.col("config").getItem(LAG_MAX_KEY).cast("long").alias("lag_max_ms"),
         F.col("config").getItem(MIN_ISR_KEY).cast("int").alias("min_isr"),
     )
 
 
-def _last_configs(events: DataFrame) -> DataFrame:
-    """Per (run_id, broker_id): the `config` map of the broker's last `broker_config` event."""
+def _configs(events: DataFrame) -> DataFrame:
+    """The `broker_config` events that name their broker: (run_id, broker_id, ts_ms, event_id, config)."""
     cfg = events.where((F.col("event_type") == BROKER_CONFIG) & F.col("broker_id").isNotNull())
-    return cfg.groupBy("run_id", "broker_id").agg(F.max_by("config", "event_id").alias("config"))
+    return cfg.select("run_id", "broker_id", "ts_ms", "event_id", "config")
 
 
 def topic_min_isr(events: DataFrame) -> DataFrame:
-    """Per (run_id, broker_id, topic): the topic's `min.insync.replicas` override in the broker's last config.
+    """Per `broker_config` event and topic it overrides: the topic's `min.insync.replicas`.
 
     The engine writes a topic's configs into the broker's map as `topic.<name>.<config>`; a topic name
     may hold dots, so the name is what lies between the prefix and the config's name.
     """
-    entries = _last_configs(events).select("run_id", "broker_id", F.explode("config").alias("_k", "_v"))
+    entries = _configs(events).select("run_id", "broker_id", "ts_ms", "event_id",
+                                      F.explode("config").alias("_k", "_v"))
     topic = F.regexp_extract("_k", r"^topic\.(.+)\." + MIN_ISR_KEY.replace(".", r"\.") + "$", 1)
     return entries.where(topic != "").select(
-        "run_id", "broker_id", topic.alias("topic"), F.col("_v").cast("int").alias("min_isr"))
+        "run_id", "broker_id", "ts_ms", "event_id", topic.alias("topic"), F.col("_v").cast("int").alias("min_isr"))
 
 
 def with_setting(df: DataFrame, settings: DataFrame, broker_col: str, name: str, default: Column,
-                 keys: tuple[str, ...] = ()) -> DataFrame:
-    """Set column `name` from `settings` (per run, broker and `keys`): the broker's value, else the run's
-    largest, else `default`."""
+                 keys: tuple[str, ...] = (), at: str = "valid_from_ms") -> DataFrame:
+    """Set column `name` from `settings` (rows per config event: run, broker, ts_ms, event_id, `keys`).
+
+    The value is the broker's in force at column `at` (its last setting at or before then; before its first,
+    the first), else the largest of the run's brokers' last settings, else `default`.
+    """
     key_cols = [F.col(k).alias(f"_sk_{k}") for k in keys]
-    by_broker = settings.select(
-        F.col("run_id").alias("_sr"), F.col("broker_id").alias("_sb"), *key_cols, F.col(name).alias("_by_broker")
-    ).where(F.col("_by_broker").isNotNull())
-    by_run = settings.groupBy(F.col("run_id").alias("_rr"), *key_cols).agg(F.max(name).alias("_by_run"))
-    same_keys = [F.col(k) == F.col(f"_sk_{k}") for k in keys]
-    on_broker = reduce(Column.__and__,
-                       [F.col("run_id") == F.col("_sr"), F.col(broker_col) == F.col("_sb"), *same_keys])
-    on_run = reduce(Column.__and__, [F.col("run_id") == F.col("_rr"), *same_keys])
-    joined = df.join(by_broker, on_broker, "left").drop(*[f"_sk_{k}" for k in keys]).join(by_run, on_run, "left")
-    return joined.withColumn(name, F.coalesce("_by_broker", "_by_run", default)).drop(
-        "_sr", "_sb", "_by_broker", "_rr", "_by_run", *[f"_sk_{k}" for k in keys]
+    entry = F.struct(F.col("ts_ms").alias("ts"), F.col("event_id").alias("id"), F.col(name).alias("v"))
+    by_broker = settings.where(F.col(name).isNotNull()).groupBy(
+        F.col("run_id").alias("_sr"), F.col("broker_id").alias("_sb"), *key_cols
+    ).agg(F.array_sort(F.collect_list(entry)).alias("_cfgs"))
+    by_run = by_broker.groupBy(F.col("_sr").alias("_rr"), *[F.col(f"_sk_{k}").alias(f"_rk_{k}") for k in keys]).agg(
+        F.max(F.try_element_at("_cfgs", F.lit(-1))["v"]).alias("_by_run"))
+    on_broker = reduce(Column.__and__, [F.col("run_id") == F.col("_sr"), F.col(broker_col) == F.col("_sb"),
+                                        *[F.col(k) == F.col(f"_sk_{k}") for k in keys]])
+    on_run = reduce(Column.__and__, [F.col("run_id") == F.col("_rr"), *[F.col(k) == F.col(f"_rk_{k}") for k in keys]])
+    joined = df.join(F.broadcast(by_broker), on_broker, "left").join(F.broadcast(by_run), on_run, "left")
+    cfgs = F.col("_cfgs")
+    first = F.try_element_at(cfgs, F.lit(1))["v"]
+    then = F.try_element_at(F.filter(cfgs, lambda c: c["ts"] <= F.col(at)), F.lit(-1))["v"]
+    # One setting (no restart in the data) skips the lookup, which Spark interprets row by row.
+    by_broker_value = F.when(F.size(cfgs) > 1, F.coalesce(then, first)).otherwise(first)
+    return joined.withColumn(name, F.coalesce(by_broker_value, "_by_run", default)).drop(
+        "_sr", "_sb", "_cfgs", "_rr", *[f"_sk_{k}" for k in keys], *[f"_rk_{k}" for k in keys], "_by_run"
     )
 
 

@@ -162,6 +162,31 @@ def test_partition_state_min_isr_is_the_topics_override(events, expect) -> None:
     ], PARTITION_STATE_SCHEMA)
 
 
+def test_partition_state_min_isr_is_the_one_in_force_then(events, expect) -> None:
+    # Broker 1 restarts at 500 with other settings: min.insync.replicas 2 -> 3, topic v's override 1 -> 2. Each
+    # interval uses the leader's config in force when it opened, not its last of the run.
+    ev = events([
+        dict(event_type="broker_config", ts_ms=0, broker_id=1, topic=None, partition=None,
+             config={"min.insync.replicas": "2", "topic.v.min.insync.replicas": "1"}),            # 0
+        *[dict(event_type="leader_election", ts_ms=0, broker_id=0, topic=topic, leader_epoch=1, action="clean",
+               leader_id=1, partition_epoch=1, isr=[1, 2], replicas=[1, 2, 3]) for topic in ("t", "v")],  # 1, 2
+        dict(event_type="broker_config", ts_ms=500, broker_id=1, topic=None, partition=None,
+             config={"min.insync.replicas": "3", "topic.v.min.insync.replicas": "2"}),            # 3
+        *[dict(event_type="leader_election", ts_ms=600, broker_id=0, topic=topic, leader_epoch=2, action="clean",
+               leader_id=1, partition_epoch=2, isr=[1, 2], replicas=[1, 2, 3]) for topic in ("t", "v")],  # 4, 5
+    ])
+    expect(partition_state(ev), [
+        ("r", "t", 0, 0, 600, 1, 1, 1, [1, 2], [1, 2, 3], 2, 3, 2, True, False, True, False,
+         "leader_election:clean", 1),
+        ("r", "t", 0, 600, None, 1, 2, 2, [1, 2], [1, 2, 3], 2, 3, 3, True, True, False, False,
+         "leader_election:clean", 4),
+        ("r", "v", 0, 0, 600, 1, 1, 1, [1, 2], [1, 2, 3], 2, 3, 1, True, False, False, False,
+         "leader_election:clean", 2),
+        ("r", "v", 0, 600, None, 1, 2, 2, [1, 2], [1, 2, 3], 2, 3, 2, True, False, True, False,
+         "leader_election:clean", 5),
+    ], PARTITION_STATE_SCHEMA)
+
+
 def test_partition_state_ignores_a_stale_state(events, expect) -> None:
     # A deposed leader's late commit (partition epoch 2 after the election of epoch 3) and a late registration
     # of an older leader epoch change nothing: Kafka fences them by their epochs.
