@@ -123,7 +123,7 @@ def follower_lag(events: DataFrame, lag_max_ms_default: int | None = None) -> Da
     # function below scans per row holds one broker's few crashes: Spark interprets those functions (no code
     # generation), and scanning the run's whole config and crash lists on every interval doubled the cost of
     # this frame; the epoch ends are joined as columns for the same reason.
-    lag_cfg = F.col("config").getItem(LAG_MAX_KEY).cast("long")
+    lag_cfg = F.col("config").getItem(LAG_MAX_KEY).try_cast("long")
     is_cfg = (et == BROKER_CONFIG) & lag_cfg.isNotNull()
     brokers = events.groupBy(F.col("run_id").alias("_b_run"), F.col("broker_id").alias("_b_broker")).agg(
         F.max("ts_ms").alias("_b_end"),

@@ -126,8 +126,8 @@ def broker_settings(events: DataFrame) -> DataFrame:
     """
     return _configs(events).select(
         "run_id", "broker_id", "ts_ms", "event_id",
-        F.col("config").getItem(LAG_MAX_KEY).cast("long").alias("lag_max_ms"),
-        F.col("config").getItem(MIN_ISR_KEY).cast("int").alias("min_isr"),
+        F.col("config").getItem(LAG_MAX_KEY).try_cast("long").alias("lag_max_ms"),
+        F.col("config").getItem(MIN_ISR_KEY).try_cast("int").alias("min_isr"),
     )
 
 
@@ -147,7 +147,7 @@ def topic_min_isr(events: DataFrame) -> DataFrame:
                                       F.explode("config").alias("_k", "_v"))
     topic = F.regexp_extract("_k", r"^topic\.(.+)\." + MIN_ISR_KEY.replace(".", r"\.") + "$", 1)
     return entries.where(topic != "").select(
-        "run_id", "broker_id", "ts_ms", "event_id", topic.alias("topic"), F.col("_v").cast("int").alias("min_isr"))
+        "run_id", "broker_id", "ts_ms", "event_id", topic.alias("topic"), F.col("_v").try_cast("int").alias("min_isr"))
 
 
 def with_setting(df: DataFrame, settings: DataFrame, broker_col: str, name: str, default: Column,

@@ -138,10 +138,13 @@ def test_the_threshold_is_the_one_in_force_when_the_interval_opened(spark: Spark
              fetch_offset=20),
     ])
     cut = make_events(spark, [ffs(100, 2, 10, 20, 100), config(500, "2000")], run_id="r2")
-    lag = follower_lag(ev.unionByName(cut))
+    # A value that is not a number names no setting (the job option or Kafka's default applies).
+    unreadable = make_events(spark, [config(0, "30s"), ffs(100, 2, 10, 20, 100)], run_id="r3")
+    lag = follower_lag(ev.unionByName(cut).unionByName(unreadable))
     got = lag.select("run_id", "valid_from_ms", "lag_max_ms")
     expected = spark.createDataFrame([("r", 0, 1000), ("r", 100, 1000), ("r", 1360, 4000), ("r", 1400, 4000),
-                                      ("r2", 100, 2000)], "run_id string, valid_from_ms long, lag_max_ms long")
+                                      ("r2", 100, 2000), ("r3", 100, 30000)],
+                                     "run_id string, valid_from_ms long, lag_max_ms long")
     assert_df_equality(got, expected, ignore_row_order=True, ignore_nullable=True)
     # With 4000 back-dated over the whole run there would be no incident at all.
     inc = lag_incidents(lag.where("run_id = 'r'"), isr_changes(ev), partition_state(ev), ev)

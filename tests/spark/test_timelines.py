@@ -187,6 +187,20 @@ def test_partition_state_min_isr_is_the_one_in_force_then(events, expect) -> Non
     ], PARTITION_STATE_SCHEMA)
 
 
+def test_partition_state_an_unreadable_min_isr_is_not_a_setting(events, expect) -> None:
+    # A config value that is not a number (a hand-edited or foreign log) names no setting: the default applies.
+    ev = events([
+        dict(event_type="broker_config", ts_ms=0, broker_id=1, topic=None, partition=None,
+             config={"min.insync.replicas": "two", "topic.t.min.insync.replicas": "2x"}),
+        dict(event_type="leader_election", ts_ms=0, broker_id=0, leader_epoch=1, action="clean", leader_id=1,
+             partition_epoch=1, isr=[1], replicas=[1, 2, 3]),
+    ])
+    expect(partition_state(ev), [
+        ("r", "t", 0, 0, None, 1, 1, 1, [1], [1, 2, 3], 1, 3, 1, True, False, True, False,
+         "leader_election:clean", 1),
+    ], PARTITION_STATE_SCHEMA)
+
+
 def test_partition_state_ignores_a_stale_state(events, expect) -> None:
     # A deposed leader's late commit (partition epoch 2 after the election of epoch 3) and a late registration
     # of an older leader epoch change nothing: Kafka fences them by their epochs.
