@@ -41,7 +41,10 @@ INVALID = "invalid_value"
 DUPLICATE = "duplicate"
 
 _VERSION_RE = "^([0-9]+)[.]([0-9]+)$"
-_CURRENT_VERSION = f"{SCHEMA_MAJOR}.{SCHEMA_MINOR}"
+# Every minor of the current major up to this one: files written before a minor bump are not suspects.
+_READABLE_VERSIONS = tuple(f"{SCHEMA_MAJOR}.{m}" for m in range(SCHEMA_MINOR + 1))
+_INT32_MAX = 2**31 - 1
+_INT64_MAX = 2**63 - 1
 _WRONG_TYPE_FIELDS = "coalesce(_wrong_type_fields, array())"
 
 
@@ -107,8 +110,8 @@ def rules() -> Iterator[Rule]:
 
     major = f"try_cast(regexp_extract(schema_version, {sql_str(_VERSION_RE)}, 1) AS INT)"
     minor = f"try_cast(regexp_extract(schema_version, {sql_str(_VERSION_RE)}, 2) AS INT)"
-    # Any version other than the current one (null included) is screened; the regex runs only then.
-    other_version = f"NOT (schema_version <=> {sql_str(_CURRENT_VERSION)})"
+    # Any version other than the current major's known ones (null included) is screened; the regex runs only then.
+    other_version = f"NOT coalesce(schema_version IN ({_in(_READABLE_VERSIONS)}), false)"
     # Fields added by a newer minor version are expected: minor versions only add columns.
     newer_minor = f"coalesce({major} = {SCHEMA_MAJOR} AND {minor} > {SCHEMA_MINOR}, false)"
     unknown = "coalesce(_unknown_fields, array())"
@@ -177,6 +180,20 @@ def rules() -> Iterator[Rule]:
         "last_offset < base_offset",
         f"concat('last_offset must be >= base_offset, got last_offset ', {_shown('last_offset')}, "
         f"' < base_offset ', {_shown('base_offset')})",
+    )
+    # Kafka's record batch stores its last offset as base offset + lastOffsetDelta, an int32; and a log end
+    # offset of last + 1 must exist. Beyond either, the record is not a batch (and the audit could not
+    # replay its offsets).
+    yield Rule(
+        INVALID,
+        f"try_subtract(last_offset, base_offset) > {_INT32_MAX}",
+        f"concat('a batch spans at most {_INT32_MAX + 1} offsets (lastOffsetDelta is an int32), got base_offset ', "
+        f"{_shown('base_offset')}, ' to last_offset ', {_shown('last_offset')})",
+    )
+    yield Rule(
+        INVALID,
+        f"last_offset >= {_INT64_MAX}",
+        f"concat('last_offset must be < {_INT64_MAX} (the next offset must exist), got ', {_shown('last_offset')})",
     )
     yield Rule(
         INVALID,

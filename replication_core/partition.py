@@ -356,6 +356,13 @@ class Partition:
                        partition_epoch=self.partition_epoch, replicas=list(self.replicas),
                        isr=sorted(self.partition_state.isr), leo=self.log.log_end_offset,
                        hw=self.log.high_watermark)
+            # Only during a reassignment: most leadership changes have neither list (the fields stay absent).
+            if self.adding_replicas or self.removing_replicas:
+                ev = self.events[-1]
+                if self.adding_replicas:
+                    ev["adding_replicas"] = list(self.adding_replicas)
+                if self.removing_replicas:
+                    ev["removing_replicas"] = list(self.removing_replicas)
 
     # --- epoch checks ----------------------------------------------------------------------------------
 

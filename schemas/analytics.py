@@ -67,8 +67,9 @@ PARTITION_STATE_SCHEMA = pa.schema(
         _f("isr", INT_LIST, "Committed ISR, sorted."),
         _f("replicas", INT_LIST, "Assigned replicas."),
         _f("isr_size", pa.int32(), "size(isr)."),
-        _f("replication_factor", pa.int32(), "size(replicas)."),
-        _f("effective_min_isr", pa.int32(), "min(min.insync.replicas, replication_factor) (Kafka 3.7+)."),
+        _f("replication_factor", pa.int32(), "size(replicas) less the replicas a reassignment is adding "
+           "(Kafka's replicationFactor)."),
+        _f("effective_min_isr", pa.int32(), "min(min.insync.replicas, size(replicas)) (Kafka 3.7+)."),
         _f("under_replicated", pa.bool_(), "Led and isr_size < replication_factor (UnderReplicatedPartitions)."),
         _f("under_min_isr", pa.bool_(), "Led and isr_size < effective_min_isr (UnderMinIsrPartitionCount)."),
         _f("at_min_isr", pa.bool_(), "Led and isr_size = effective_min_isr (AtMinIsrPartitionCount)."),
@@ -139,7 +140,8 @@ FOLLOWER_LAG_SCHEMA = pa.schema(
            "event if open) - the largest in the interval, since it grows with the clock."),
         _f("closed_by", pa.string(), "What ended the interval: fetch (the next fetch state), leader_change (a "
            "newer leader epoch), leader_down (the leader crashed / shut down); null = open."),
-        _f("lag_max_ms", pa.int64(), "replica.lag.time.max.ms in force on the leader when the interval opened.", nullable=False),
+        _f("lag_max_ms", pa.int64(), "replica.lag.time.max.ms in force on the leader when the interval opened.",
+           nullable=False),
         _f("event_id", pa.int64(), "The follower_fetch_state event (or the leader's become_leader for the "
            "interval that opens at the leader change).", nullable=False),
     ]

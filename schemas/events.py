@@ -16,9 +16,9 @@ from dataclasses import dataclass, field
 
 import pyarrow as pa
 
-SCHEMA_VERSION = "1.0"
+SCHEMA_VERSION = "1.1"
 SCHEMA_MAJOR = 1
-SCHEMA_MINOR = 0
+SCHEMA_MINOR = 1
 
 
 class SchemaVersionError(ValueError):
@@ -250,6 +250,11 @@ PAYLOAD: tuple[Column, ...] = (
            "proposed (or committed) ISR.", used_by=(LEADERSHIP_CHANGE, ISR_CHANGE, LEADER_ELECTION)),
     Column("old_isr", INT_LIST, "Committed ISR before the change.", used_by=(ISR_CHANGE,)),
     Column("replicas", INT_LIST, "Assigned replicas.", used_by=(LEADERSHIP_CHANGE, LEADER_ELECTION)),
+    Column("adding_replicas", INT_LIST, "Replicas an ongoing reassignment is adding (LeaderAndIsr "
+           "addingReplicas, KIP-455); absent when none. Kafka's replication factor excludes them. Since 1.1.",
+           used_by=(LEADERSHIP_CHANGE, LEADER_ELECTION)),
+    Column("removing_replicas", INT_LIST, "Replicas an ongoing reassignment is removing (LeaderAndIsr "
+           "removingReplicas); absent when none. Since 1.1.", used_by=(LEADERSHIP_CHANGE, LEADER_ELECTION)),
     Column("base_offset", pa.int64(), "First offset of the batch.", "offset",
            used_by=(APPEND, PRODUCE_ACK), non_negative=True),
     Column("last_offset", pa.int64(), "Last offset of the batch (inclusive; >= base_offset).", "offset",

@@ -15,7 +15,7 @@ import pytest
 
 from jobs.ingest import IngestResult, run_ingest
 from jobs.lake import EmbeddedLake
-from schemas.events import EVENT_SCHEMA
+from schemas.events import EVENT_SCHEMA, SCHEMA_VERSION
 from schemas.tables import BRONZE_EVENTS, BRONZE_QUARANTINE
 from tests.conftest import DROP, event, write_jsonl
 
@@ -142,7 +142,8 @@ def test_fields_required_by_the_event_type(ingested: Ingested) -> None:
 
 
 def test_unknown_field_is_quarantined_unless_a_newer_minor_version_added_it(ingested: Ingested) -> None:
-    assert ingested.q("unknown-field.jsonl", 1)["reason"] == "unknown field(s) surprise: schema 1.0 has no such column"
+    assert (ingested.q("unknown-field.jsonl", 1)["reason"]
+            == f"unknown field(s) surprise: schema {SCHEMA_VERSION} has no such column")
     assert ingested.kept_of("uf") == {2}
 
 
@@ -157,7 +158,7 @@ def test_file_with_a_byte_order_mark_is_read_normally(ingested: Ingested) -> Non
 
 def test_parquet_with_an_extra_column(ingested: Ingested) -> None:
     rec = ingested.q("extra.parquet", 1)
-    assert rec["reason"] == "unknown field(s) extra_col: schema 1.0 has no such column"
+    assert rec["reason"] == f"unknown field(s) extra_col: schema {SCHEMA_VERSION} has no such column"
     assert json.loads(rec["raw"])["extra_col"] == 7
     assert ingested.kept_of("px") == set()
 

@@ -259,6 +259,18 @@ def test_commit_metadata_and_one_commit_per_write_are_in_the_history(spark, lake
     assert json.loads(writes[1]["replog.count"]) == 1
 
 
+def test_a_table_of_an_older_minor_schema_gains_the_new_columns(spark, lake: EmbeddedLake) -> None:
+    # A lake written before a minor schema bump: the next write adds the new nullable column to the logged
+    # schema (delta-rs alone would keep the old one), and the earlier rows read it as null.
+    old = TableSpec(SPEC.name, pa.schema([f for f in SPEC.schema if f.name != "v"]), SPEC.partition_by)
+    lake.append(old, spark.createDataFrame([("r1", 1)], to_spark_schema(old.schema)))
+    assert [f.name for f in DeltaTable(lake.path(SPEC)).schema().fields] == ["run_id", "k"]
+    lake.append(SPEC, frame(spark, [("r1", 2, "b")]))
+    assert [f.name for f in DeltaTable(lake.path(SPEC)).schema().fields] == ["run_id", "k", "v"]
+    assert_df_equality(lake.read(SPEC), frame(spark, [("r1", 1, None), ("r1", 2, "b")]), ignore_row_order=True,
+                       ignore_nullable=True)
+
+
 def test_files_written_but_never_committed_are_invisible(spark, lake: EmbeddedLake, monkeypatch) -> None:
     lake.append(SPEC, frame(spark, [("r1", 1, "a")]))
 

@@ -19,7 +19,7 @@ from pyspark.sql import types as T
 from jobs.landing import CANDIDATE_SCHEMA_EXTRA, EVENT_SPARK_SCHEMA
 from jobs.sample import sample_events
 from jobs.validate import classify, problems_sql, rules, screen_sql
-from schemas.events import COLUMNS
+from schemas.events import COLUMNS, SCHEMA_MAJOR, SCHEMA_MINOR
 
 # Readers deliver every event column nullable (a bad record may lack any of them).
 CANDIDATE_SCHEMA = T.StructType(
@@ -39,6 +39,8 @@ def _bad_values(c: Any, value: Any) -> list[Any]:
         out.append(5)
     if c.name in ("last_offset", "hw", "truncate_offset") and isinstance(value, int):
         out.append(value + 10**9)
+    if c.name == "last_offset" and isinstance(value, int):
+        out += [value + 2**31, 2**63 - 1]
     return out
 
 
@@ -104,7 +106,7 @@ def test_the_screen_passes_no_record_that_breaks_a_rule(spark: SparkSession) -> 
     assert missed.count() == 0
 
 
-@pytest.mark.parametrize("version", ["1.0"])
+@pytest.mark.parametrize("version", [f"{SCHEMA_MAJOR}.{m}" for m in range(SCHEMA_MINOR + 1)])
 def test_a_good_record_is_not_suspect(spark: SparkSession, version: str) -> None:
     """The sample's valid events pass the screen (so they skip the exact rules)."""
     rows = []
@@ -115,3 +117,24 @@ def test_a_good_record_is_not_suspect(spark: SparkSession, version: str) -> None
         rows.append(r)
     df = spark.createDataFrame(rows, CANDIDATE_SCHEMA)
     assert df.where(screen_sql()).count() == 0
+
+
+def test_an_append_that_is_no_kafka_batch_is_invalid(spark: SparkSession) -> None:
+    """A batch spans at most 2^31 offsets (Kafka's int32 lastOffsetDelta) and its next offset must exist."""
+    e = next(e for e in sample_events() if e["event_type"] == "append")
+    rows = []
+    for i, (base, last) in enumerate([(5, 5 + 2**31 - 1), (5, 5 + 2**31), (0, 2**63 - 1)]):
+        r = {f.name: e.get(f.name) for f in EVENT_SPARK_SCHEMA.fields}
+        r.update(base_offset=base, last_offset=last, _source_file="f", _source_line=i + 1, raw=None, _malformed=None,
+                 _type_errors=[], _wrong_type_fields=[], _unknown_fields=[])
+        rows.append(r)
+    got = classify(spark.createDataFrame(rows, CANDIDATE_SCHEMA)).select("_source_line", "_reason_code", "_reason")
+    expected = spark.createDataFrame([
+        (1, None, None),
+        (2, "invalid_value", "a batch spans at most 2147483648 offsets (lastOffsetDelta is an int32), got base_offset 5"
+                             " to last_offset 2147483653"),
+        (3, "invalid_value", "a batch spans at most 2147483648 offsets (lastOffsetDelta is an int32), got base_offset 0"
+                             " to last_offset 9223372036854775807; last_offset must be < 9223372036854775807 (the next"
+                             " offset must exist), got 9223372036854775807"),
+    ], "_source_line long, _reason_code string, _reason string")
+    assert_df_equality(got, expected, ignore_row_order=True, ignore_nullable=True)

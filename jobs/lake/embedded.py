@@ -20,6 +20,9 @@ Gaps of delta-rs that this module closes itself:
 - app transactions are not idempotent in delta-rs: `_commit` re-reads `transaction_version` on a
   freshly loaded table under a lock and skips a batch that is already there;
 - committing files does not check their schema: `_check_file_schema` does;
+- an append does not evolve the logged schema (delta-rs keeps the table's, silently): a table written
+  by an older minor schema version gets the new nullable columns (`_add_missing_columns`, a metadata
+  commit of its own) before the first commit of files that have them;
 - an overwrite does not conflict with a concurrent append: every commit on a table is serialised
   by an exclusive file lock and computed from the snapshot loaded inside it;
 - tables whose protocol needs reader features (column mapping, deletion vectors) cannot be read as
@@ -44,6 +47,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 from deltalake import CommitProperties, DeltaTable, Transaction
+from deltalake import Schema as DeltaSchema
 from deltalake.transaction import AddAction, RemoveAction
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
@@ -327,6 +331,8 @@ class EmbeddedLake(Lake):
             if not DeltaTable.is_deltatable(path):
                 DeltaTable.create(path, spec.schema, mode="ignore", partition_by=list(spec.partition_by) or None)
             dt = DeltaTable(path)
+            if _add_missing_columns(dt, spec):
+                dt = DeltaTable(path)
             done = _committed_in(dt, keys)
             if keys and done:
                 if len(done) == len(keys):
@@ -358,6 +364,16 @@ def _commit_actions(dt: DeltaTable, actions: list[Any], spec: TableSpec, props: 
         actions, mode="append", schema=spec.schema, partition_by=list(spec.partition_by) or None,
         commit_properties=props,
     )
+
+
+def _add_missing_columns(dt: DeltaTable, spec: TableSpec) -> bool:
+    """Evolve a table written by an older schema: add the spec's columns its log lacks (nullable, so every
+    earlier file reads them as null). A minor schema version only ever adds such columns. True if any."""
+    have = {f.name for f in dt.schema().fields}
+    missing = [f for f in DeltaSchema.from_arrow(spec.schema).fields if f.name not in have]
+    if missing:
+        dt.alter.add_columns(missing)
+    return bool(missing)
 
 
 def _committed_in(dt: DeltaTable, keys: Sequence[IdempotencyKey]) -> set[IdempotencyKey]:

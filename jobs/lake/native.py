@@ -58,7 +58,10 @@ class NativeLake(Lake):
                     one = one & (F.col(c).isNull() if v is None else F.col(c) == F.lit(v))
                 cond = cond | one
             df = df.where(cond)
-        return df.select(*[F.col(f.name).cast(f.dataType) for f in schema.fields])
+        # A table of an older minor schema version lacks the newer (nullable) columns until its next write.
+        have = set(df.columns)
+        return df.select(*[(F.col(f.name) if f.name in have else F.lit(None)).cast(f.dataType).alias(f.name)
+                           for f in schema.fields])
 
     def committed(self, spec: TableSpec, keys: Sequence[IdempotencyKey]) -> set[IdempotencyKey]:
         """Keys found in the `userMetadata` of the table's commits (history is metadata-sized)."""
@@ -78,7 +81,9 @@ class NativeLake(Lake):
         schema = to_spark_schema(spec.schema)
         meta = {**(metadata or {}), KEYS_FIELD: [[k.app_id, k.version] for k in keys]}
         w = df.select(*[F.col(f.name).cast(f.dataType) for f in schema.fields]).write.format("delta")
-        w = w.option("userMetadata", json.dumps(meta))
+        # A table written by an older minor schema version lacks the newer nullable columns: let the write
+        # add them (delta-spark's schema evolution) instead of failing on the mismatch.
+        w = w.option("userMetadata", json.dumps(meta)).option("mergeSchema", "true")
         return w.partitionBy(*spec.partition_by) if spec.partition_by else w
 
     def append(self, spec: TableSpec, df: DataFrame, keys: Sequence[IdempotencyKey] = (),

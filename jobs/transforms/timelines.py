@@ -25,8 +25,11 @@ partition epoch, committed ISR, assigned replicas), as the controller and the le
 leader is unchanged). An event stating an older partition epoch (or leader epoch) than one already in
 force is stale and changes nothing, as Kafka fences it. A follower's become_follower carries no ISR
 and is not a source. Derived flags follow Kafka's partition metrics, for a partition that has a leader:
-  * under_replicated: isr_size < replication_factor;
-  * under_min_isr / at_min_isr: isr_size < / = effective_min_isr = min(min.insync.replicas, RF), with
+  * under_replicated: isr_size < replication_factor = the assigned replicas less those a reassignment is
+    adding (`adding_replicas` of the leader's registration or the election; Kafka's
+    `OngoingReassignmentState.replicationFactor`);
+  * under_min_isr / at_min_isr: isr_size < / = effective_min_isr = min(min.insync.replicas, assigned
+    replicas), with
     min.insync.replicas the topic's override (`topic.<name>.min.insync.replicas` in the leader's
     `broker_config` in force when the interval opened: its last at or before then, else its first; else in
     any broker's last of the run), else the leader's broker-wide value (the same way), else any broker's
@@ -259,6 +262,8 @@ def partition_state(events: DataFrame, min_isr_default: int = 1) -> DataFrame:
         F.col("partition_epoch").alias("_pepoch"),
         F.when(F.col("isr").isNotNull(), F.array_sort("isr")).alias("_isr"),
         F.when(sets_leader, F.col("replicas")).alias("_replicas"),
+        # Absent (data before schema 1.1, or no reassignment): none being added.
+        F.when(sets_leader, F.coalesce("adding_replicas", F.array().cast("array<int>"))).alias("_adding"),
         F.concat_ws(":", et, action).alias("_cause"),
     )
     w = Window.partitionBy(*PARTITION_KEY).orderBy("ts_ms", "event_id")
@@ -278,21 +283,24 @@ def partition_state(events: DataFrame, min_isr_default: int = 1) -> DataFrame:
         _running("_pepoch", w).alias("partition_epoch"),
         _running("_isr", w).alias("isr"),
         _running("_replicas", w).alias("replicas"),
+        _running("_adding", w).alias("_adding"),
         F.col("_cause").alias("cause"),
         F.lead("ts_ms").over(w).alias("_next_ts"),
     )
     out = _intervals(running, PARTITION_KEY,
-                     ["leader_id", "_leader_known", "leader_epoch", "partition_epoch", "isr", "replicas"])
+                     ["leader_id", "_leader_known", "leader_epoch", "partition_epoch", "isr", "replicas", "_adding"])
     out = with_setting(out, broker_settings(events), "leader_id", "min_isr", F.lit(min_isr_default))
     # A topic's override before the broker-wide value (topic configs are cluster-wide in Kafka: any broker's).
     out = with_setting(out, topic_min_isr(events), "leader_id", "min_isr", F.col("min_isr"), keys=("topic",))
     isr_size = F.coalesce(F.size("isr"), F.lit(0))
-    rf = F.size("replicas")
+    # Kafka's replicationFactor during a reassignment leaves out the replicas being added (they are not
+    # expected in the ISR yet); effectiveMinIsr caps min.insync.replicas at every assigned replica.
+    rf = F.size("replicas") - F.coalesce(F.size("_adding"), F.lit(0))
     led = F.col("leader_id").isNotNull()
     out = (
         out.withColumn("isr_size", isr_size)
         .withColumn("replication_factor", rf)
-        .withColumn("effective_min_isr", F.least(F.col("min_isr"), rf))
+        .withColumn("effective_min_isr", F.least(F.col("min_isr"), F.size("replicas")))
         .withColumn("under_replicated", led & (isr_size < rf))
         .withColumn("under_min_isr", led & (isr_size < F.col("effective_min_isr")))
         .withColumn("at_min_isr", led & (isr_size == F.col("effective_min_isr")))

@@ -247,11 +247,16 @@ class Controller:
         self.elections[action] = self.elections.get(action, 0) + 1
         events = self.cluster.events
         if events is not None:
-            events.append(make_event(
+            ev = make_event(
                 "leader_election", self.queue.now_ms, self.node_id, tp.topic, tp.partition, info.leader_epoch,
                 action=action, leader_id=info.leader if info.leader != NO_LEADER else None,
                 partition_epoch=info.partition_epoch, isr=sorted(info.isr), replicas=list(info.replicas),
-                reason=reason))
+                reason=reason)
+            if info.adding:
+                ev["adding_replicas"] = list(info.adding)
+            if info.removing:
+                ev["removing_replicas"] = list(info.removing)
+            events.append(ev)
 
     def leader_of(self, tp: TopicPartition) -> int:
         """The current leader (what a client's metadata request would say), -1 if offline."""

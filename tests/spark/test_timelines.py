@@ -201,6 +201,35 @@ def test_partition_state_an_unreadable_min_isr_is_not_a_setting(events, expect) 
     ], PARTITION_STATE_SCHEMA)
 
 
+def test_partition_state_a_reassignment_is_not_under_replicated_for_the_replicas_it_adds(events, expect) -> None:
+    # Moving replica 3 to 4 (KIP-455): while 4 is being added, the assignment is [1, 2, 4, 3] and Kafka's
+    # replication factor leaves 4 out, so an ISR of 3 is fully replicated; min ISR is capped at all 4.
+    ev = events([
+        dict(event_type="broker_config", ts_ms=0, broker_id=1, topic=None, partition=None,
+             config={"min.insync.replicas": "4"}),                                                        # 0
+        dict(event_type="leader_election", ts_ms=0, broker_id=0, leader_epoch=1, action="clean", leader_id=1,
+             partition_epoch=1, isr=[1, 2, 3], replicas=[1, 2, 3]),                                     # 1
+        dict(event_type="leadership_change", ts_ms=100, broker_id=1, leader_epoch=1, action="become_leader",
+             leader_id=1, partition_epoch=2, isr=[1, 2, 3], replicas=[1, 2, 4, 3], adding_replicas=[4],
+             removing_replicas=[3], leo=0, hw=0),                                                        # 2
+        dict(event_type="isr_change", ts_ms=200, broker_id=1, leader_epoch=1, action="expand",
+             isr_state="committed", old_isr=[1, 2, 3], isr=[1, 2, 3, 4], partition_epoch=3,
+             reason="alter_partition"),                                                                  # 3
+        dict(event_type="leadership_change", ts_ms=300, broker_id=1, leader_epoch=2, action="become_leader",
+             leader_id=1, partition_epoch=4, isr=[1, 2, 4], replicas=[1, 2, 4], leo=0, hw=0),            # 4
+    ])
+    expect(partition_state(ev), [
+        ("r", "t", 0, 0, 100, 1, 1, 1, [1, 2, 3], [1, 2, 3], 3, 3, 3, False, False, True, False,
+         "leader_election:clean", 1),
+        ("r", "t", 0, 100, 200, 1, 1, 2, [1, 2, 3], [1, 2, 4, 3], 3, 3, 4, False, True, False, False,
+         "leadership_change:become_leader", 2),
+        ("r", "t", 0, 200, 300, 1, 1, 3, [1, 2, 3, 4], [1, 2, 4, 3], 4, 3, 4, False, False, True, False,
+         "isr_change:expand", 3),
+        ("r", "t", 0, 300, None, 1, 2, 4, [1, 2, 4], [1, 2, 4], 3, 3, 3, False, False, True, False,
+         "leadership_change:become_leader", 4),
+    ], PARTITION_STATE_SCHEMA)
+
+
 def test_partition_state_ignores_a_stale_state(events, expect) -> None:
     # A deposed leader's late commit (partition epoch 2 after the election of epoch 3) and a late registration
     # of an older leader epoch change nothing: Kafka fences them by their epochs.
