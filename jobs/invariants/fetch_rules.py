@@ -95,7 +95,9 @@ def annotate(rows: DataFrame) -> DataFrame:
     answered = (is_resp & (F.col("error") == "NONE") & F.col("diverging_epoch").isNull()
                 & F.col("diverging_end_offset").isNull() & F.col("leader_hw").isNotNull())
     non_empty = F.coalesce(F.col("bytes"), F.lit(0)) > 0
-    nxt = F.col("fetch_offset") + F.when(non_empty, F.coalesce(F.col("record_count"), F.lit(0))).otherwise(0)
+    # try_add: past Long.MAX (a bad record) the next offset is above any HW, so the lag is 0, not a job failure.
+    nxt = F.try_add(F.col("fetch_offset"),
+                    F.when(non_empty, F.coalesce(F.col("record_count"), F.lit(0))).otherwise(0).cast("long"))
     lag = F.greatest(F.lit(0).cast("long"), F.col("leader_hw") - nxt)
     lag_struct = F.struct(F.col("event_id").alias("id"), lag.alias("lag"))
     topic_key = F.concat(F.lit("topic."), F.col("topic"), F.lit("."))
@@ -258,7 +260,7 @@ def _bound() -> Column:
 
 def quota_over_bound() -> Column:
     """quota_throttle_legal (§11.10, §4): a throttle only while the measured rate exceeds the bound."""
-    bound = F.when(_bound() >= F.lit(float(_LONG_MAX)), F.lit(_LONG_MAX)).otherwise(_bound().cast("long"))
+    bound = F.when(_bound() >= F.lit(float(_LONG_MAX)), F.lit(_LONG_MAX)).otherwise(_bound().try_cast("long"))
     return violation(
         "quota_throttle_legal", _is("quota_throttle") & ~(_rate() > _bound()), replica=_throttled(),
         expected=bound, actual=_rate().try_cast("long"),

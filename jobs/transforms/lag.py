@@ -73,6 +73,8 @@ from schemas.events import (
 )
 from schemas.spark import to_spark_schema
 
+_LONG_MAX = 2**63 - 1
+
 KAFKA_DEFAULT_LAG_MAX_MS = 30000
 """replica.lag.time.max.ms default since Kafka 2.5 (KIP-537)."""
 
@@ -299,7 +301,8 @@ def lag_incidents(
     """`silver/follower_lag` + `silver/isr_changes` + `silver/partition_state` (+ the leader appends of bronze
     `events`) -> `gold/lag_incidents`."""
     lcu, lag_max = F.col("last_caught_up_time_ms"), F.col("lag_max_ms")
-    threshold = lcu + lag_max
+    # Saturating: a setting near Long.MAX ("never shrink") puts the threshold out of reach, not past overflow.
+    threshold = F.when(lcu.isNotNull(), F.coalesce(F.try_add(lcu, lag_max), F.lit(_LONG_MAX)))
     obs_end = lcu + F.col("time_lag_end_ms")
     lag_start = F.greatest("valid_from_ms", threshold, "_ahead_from")
     lagging = F.col("_ahead_from").isNotNull() & (lag_start < obs_end)

@@ -167,6 +167,22 @@ def test_quota_throttle_legal_flags_an_in_sync_follower_and_an_unlisted_partitio
             ("bad", "quota_throttle_legal", "error", 2, 6, None, None, None, [0, 6])])
 
 
+def test_quota_throttle_legal_survives_values_at_the_ends_of_long(events, expect) -> None:
+    # Values ingest accepts but no broker writes: a bound below Long.MIN (not a long: expected unknown) and a
+    # fetch offset whose next offset passes Long.MAX (above any HW: lag 0, so the follower is in sync). Spark's
+    # ANSI arithmetic failed the audit on both. (The reference checker's Python ints differ here by design.)
+    low = [leader(isr=[1, 2]), throttle("leader", 2, -1e19, -1e19)]
+    edge = 2**63 - 3
+    high = [config(2, **{"topic.t.follower.replication.throttled.replicas": "*"}), follower(), fetch(edge),
+            response(edge, leader_hw=10, bytes=500, record_count=5), throttle("follower", 2, 150.0, 100.0, broker=2)]
+    df = events(_timed(low), run_id="low").unionByName(events(_timed(high), run_id="high"))
+    expect(inv.quota_throttle_legal(df).select(*KEY_COLUMNS), [
+        ("low", "quota_throttle_legal", "error", 2, 1, None, None, None, [1]),
+        ("low", "quota_throttle_legal", "error", 2, 1, None, None, None, [1]),
+        ("high", "quota_throttle_legal", "error", 2, 4, None, None, 0, [4]),
+    ], KEY_SCHEMA)
+
+
 def test_hw_bound_maximal_isr_flags_an_hw_above_a_pending_member_as_the_leader_saw_it(events, expect) -> None:
     # Leader LEO 10, follower 2 at 10, replica 3 (being added) at 2: the maximal ISR bounds the HW at 2.
     start = [leader(isr=[1, 2]), append(0, 9), fetch_state(2, 10, 1000), fetch_state(3, 2, 0)]

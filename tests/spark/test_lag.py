@@ -154,6 +154,21 @@ def test_the_threshold_is_the_one_in_force_when_the_interval_opened(spark: Spark
                        ignore_nullable=True)
 
 
+def test_a_threshold_of_long_max_never_shrinks_and_does_not_overflow(spark: SparkSession) -> None:
+    """replica.lag.time.max.ms = Long.MAX ("never shrink"): no follower ever lags beyond it."""
+    ev = make_events(spark, [
+        dict(event_type="broker_config", ts_ms=0, broker_id=1, topic=None, partition=None,
+             config={"replica.lag.time.max.ms": str(2**63 - 1)}),
+        become_leader([1, 2], [1, 2]),
+        ffs(100, 2, 10, 20, 100),
+        dict(event_type="fetch", ts_ms=3000, broker_id=2, leader_epoch=1, leader_id=1, fetcher_id=0,
+             fetch_offset=10),
+    ])
+    lag = follower_lag(ev)
+    assert {r["lag_max_ms"] for r in lag.select("lag_max_ms").collect()} == {2**63 - 1}
+    assert lag_incidents(lag, isr_changes(ev), partition_state(ev), ev).count() == 0
+
+
 def test_an_incident_before_the_first_known_isr_is_judged_without_it(spark: SparkSession) -> None:
     """A log that starts mid-run: the follower lags before any event states the partition's ISR. Its ISR
     membership then is unknown (null), and the job does not fail looking it up."""
