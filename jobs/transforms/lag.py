@@ -61,7 +61,7 @@ from functools import reduce
 from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
-from jobs.transforms.timelines import LAG_MAX_KEY, PARTITION_KEY, conform
+from jobs.transforms.timelines import LAG_MAX_KEY, PARTITION_KEY, conform, setting_entry, setting_in_force
 from schemas.analytics import FOLLOWER_LAG_SCHEMA, LAG_INCIDENTS_SCHEMA, LAG_SUMMARY_SCHEMA
 from schemas.events import (
     APPEND,
@@ -129,8 +129,7 @@ def follower_lag(events: DataFrame, lag_max_ms_default: int | None = None) -> Da
     is_cfg = (et == BROKER_CONFIG) & lag_cfg.isNotNull()
     brokers = events.groupBy(F.col("run_id").alias("_b_run"), F.col("broker_id").alias("_b_broker")).agg(
         F.max("ts_ms").alias("_b_end"),
-        F.array_sort(F.collect_list(F.when(is_cfg, F.struct(F.col("ts_ms").alias("ts"), F.col("event_id").alias("id"),
-                                                            lag_cfg.alias("v"))))).alias("_b_cfgs"),
+        F.array_sort(F.collect_list(F.when(is_cfg, setting_entry(lag_cfg)))).alias("_b_cfgs"),
         F.collect_list(F.when((et == BROKER_LIFECYCLE) & F.col("action").isin("crash", "shutdown"),
                               F.col("ts_ms"))).alias("_downs"),
     ).withColumn("_b_cfg", F.try_element_at("_b_cfgs", F.lit(-1))["v"])
@@ -162,13 +161,8 @@ def follower_lag(events: DataFrame, lag_max_ms_default: int | None = None) -> Da
                            F.when(F.col("_election_end") >= F.col("ts_ms"), F.col("_election_end")))
     down = F.array_min(F.filter("_downs", lambda d: d >= F.col("ts_ms")))
     # replica.lag.time.max.ms is read once, at the broker's start (a static config; every start logs its
-    # config): the setting in force is the leader's last config at or before the interval opened. Before its
-    # first one (a log cut mid-run) the earliest known is the best guess. One config (no restart in the data)
-    # skips the interpreted lookup.
-    cfgs = F.col("_b_cfgs")
-    first_cfg = F.try_element_at(cfgs, F.lit(1))["v"]
-    cfg_then = F.try_element_at(F.filter(cfgs, lambda c: c["ts"] <= F.col("ts_ms")), F.lit(-1))["v"]
-    leaders_cfg = F.when(F.size(cfgs) > 1, F.coalesce(cfg_then, first_cfg)).otherwise(first_cfg)
+    # config): the setting in force is the leader's last config at or before the interval opened.
+    leaders_cfg = setting_in_force("_b_cfgs", "ts_ms")
     runs_cfg = F.col("_run_cfg")
     default = F.lit(lag_max_ms_default if lag_max_ms_default is not None else KAFKA_DEFAULT_LAG_MAX_MS).cast("long")
     iv = iv.select("*", epoch_end.alias("_epoch_end"), down.alias("_down"))

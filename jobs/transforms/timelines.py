@@ -153,6 +153,21 @@ def topic_min_isr(events: DataFrame) -> DataFrame:
         "run_id", "broker_id", "ts_ms", "event_id", topic.alias("topic"), F.col("_v").try_cast("int").alias("min_isr"))
 
 
+def setting_entry(value: Column) -> Column:
+    """One config event's setting, as `setting_in_force` looks it up: (ts, event id, value)."""
+    return F.struct(F.col("ts_ms").alias("ts"), F.col("event_id").alias("id"), value.alias("v"))
+
+
+def setting_in_force(settings: str, at: str) -> Column:
+    """From array column `settings` (sorted `setting_entry`s of one broker): the value in force at column `at`,
+    the last set at or before it; before the first, the first (the earliest known is the best guess)."""
+    cfgs = F.col(settings)
+    first = F.try_element_at(cfgs, F.lit(1))["v"]
+    then = F.try_element_at(F.filter(cfgs, lambda c: c["ts"] <= F.col(at)), F.lit(-1))["v"]
+    # One setting (no restart in the data) skips the lookup, which Spark interprets row by row.
+    return F.when(F.size(cfgs) > 1, F.coalesce(then, first)).otherwise(first)
+
+
 def with_setting(df: DataFrame, settings: DataFrame, broker_col: str, name: str, default: Column,
                  keys: tuple[str, ...] = (), at: str = "valid_from_ms") -> DataFrame:
     """Set column `name` from `settings` (rows per config event: run, broker, ts_ms, event_id, `keys`).
@@ -161,22 +176,16 @@ def with_setting(df: DataFrame, settings: DataFrame, broker_col: str, name: str,
     the first), else the largest of the run's brokers' last settings, else `default`.
     """
     key_cols = [F.col(k).alias(f"_sk_{k}") for k in keys]
-    entry = F.struct(F.col("ts_ms").alias("ts"), F.col("event_id").alias("id"), F.col(name).alias("v"))
     by_broker = settings.where(F.col(name).isNotNull()).groupBy(
         F.col("run_id").alias("_sr"), F.col("broker_id").alias("_sb"), *key_cols
-    ).agg(F.array_sort(F.collect_list(entry)).alias("_cfgs"))
+    ).agg(F.array_sort(F.collect_list(setting_entry(F.col(name)))).alias("_cfgs"))
     by_run = by_broker.groupBy(F.col("_sr").alias("_rr"), *[F.col(f"_sk_{k}").alias(f"_rk_{k}") for k in keys]).agg(
         F.max(F.try_element_at("_cfgs", F.lit(-1))["v"]).alias("_by_run"))
     on_broker = reduce(Column.__and__, [F.col("run_id") == F.col("_sr"), F.col(broker_col) == F.col("_sb"),
                                         *[F.col(k) == F.col(f"_sk_{k}") for k in keys]])
     on_run = reduce(Column.__and__, [F.col("run_id") == F.col("_rr"), *[F.col(k) == F.col(f"_rk_{k}") for k in keys]])
     joined = df.join(F.broadcast(by_broker), on_broker, "left").join(F.broadcast(by_run), on_run, "left")
-    cfgs = F.col("_cfgs")
-    first = F.try_element_at(cfgs, F.lit(1))["v"]
-    then = F.try_element_at(F.filter(cfgs, lambda c: c["ts"] <= F.col(at)), F.lit(-1))["v"]
-    # One setting (no restart in the data) skips the lookup, which Spark interprets row by row.
-    by_broker_value = F.when(F.size(cfgs) > 1, F.coalesce(then, first)).otherwise(first)
-    return joined.withColumn(name, F.coalesce(by_broker_value, "_by_run", default)).drop(
+    return joined.withColumn(name, F.coalesce(setting_in_force("_cfgs", at), "_by_run", default)).drop(
         "_sr", "_sb", "_cfgs", "_rr", *[f"_sk_{k}" for k in keys], *[f"_rk_{k}" for k in keys], "_by_run"
     )
 
