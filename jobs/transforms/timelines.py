@@ -29,11 +29,10 @@ and is not a source. Derived flags follow Kafka's partition metrics, for a parti
     adding (`adding_replicas` of the leader's registration or the election; Kafka's
     `OngoingReassignmentState.replicationFactor`);
   * under_min_isr / at_min_isr: isr_size < / = effective_min_isr = min(min.insync.replicas, assigned
-    replicas), with
-    min.insync.replicas the topic's override (`topic.<name>.min.insync.replicas` in the leader's
-    `broker_config` in force when the interval opened: its last at or before then, else its first; else in
-    any broker's last of the run), else the leader's broker-wide value (the same way), else any broker's
-    of the run, else the job default (1);
+    replicas), with min.insync.replicas the topic's override (`topic.<name>.min.insync.replicas` in the
+    leader's `broker_config` in force when the interval opened: its last at or before then, else its
+    first; else in any broker's last of the run), else the leader's broker-wide value (the same way),
+    else any broker's of the run, else the job default (1);
   * offline: no leader; null while no event has named the leader yet (a log cut mid-run).
 
 `silver/isr_changes` — one row per ISR change: a leader's proposal (`isr_state = proposed`) grouped
