@@ -27,9 +27,13 @@ with zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as z:
 PY
 
 submit=${SPARK_SUBMIT:-$("$python" -c 'import os, pyspark; print(os.path.join(os.path.dirname(pyspark.__file__), "bin", "spark-submit"))')}
-args=(--master "${MASTER:-local[2]}" --py-files "$build/replog.zip" --conf spark.ui.showConsoleProgress=false
-      # The driver JVM starts before the job reads its config: JVM flags go here (see conf/local.yaml).
-      --driver-java-options "-XX:-DontCompileHugeMethods")
+master=${MASTER:-local[2]}
+# The driver JVM starts before the job reads its config: JVM flags go here (see conf/local.yaml). In local
+# mode that JVM runs the tasks too, and the parallel collector suits it (conf/local.yaml says why).
+jvm_flags="-XX:-DontCompileHugeMethods"
+case "$master" in local*) jvm_flags+=" -XX:+UseParallelGC" ;; esac
+args=(--master "$master" --py-files "$build/replog.zip" --conf spark.ui.showConsoleProgress=false
+      --driver-java-options "$jvm_flags")
 if [ -n "${DELTA_PACKAGES:-}" ]; then
   args+=(--packages "$DELTA_PACKAGES"
          --conf spark.sql.extensions=io.delta.sql.DeltaSparkSessionExtension
