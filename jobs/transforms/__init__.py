@@ -1,7 +1,8 @@
 """Pure DataFrame transforms of the timelines and lag jobs (`DataFrame -> DataFrame`, no I/O).
 
 - `jobs.transforms.timelines`: bronze events -> `silver/replica_offsets`, `silver/partition_state`,
-  `silver/isr_changes`, plus the per-broker settings (`broker_settings`) the others read.
+  `silver/isr_changes`, plus the broker settings in force (`broker_settings`, `topic_min_isr`,
+  `setting_in_force`) that `partition_state` and the lag transforms look up.
 - `jobs.transforms.lag`: bronze + silver -> `silver/follower_lag`, `gold/lag_incidents`,
   `gold/lag_summary`.
 

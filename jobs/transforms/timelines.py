@@ -121,14 +121,13 @@ def _intervals(running: DataFrame, keys: Sequence[str], state: Sequence[str]) ->
 
 
 def broker_settings(events: DataFrame) -> DataFrame:
-    """Per `broker_config` event (run_id, broker_id, ts_ms, event_id): the `lag_max_ms` and `min_isr` it states.
+    """Per `broker_config` event (run_id, broker_id, ts_ms, event_id): the broker-wide `min_isr` it states.
 
-    Columns are null where the config did not name them. A broker logs its config at every start (the
+    Null where the config does not name it (or not as a number). A broker logs its config at every start (the
     engine) or when it changes: each setting holds from its event to the broker's next.
     """
     return _configs(events).select(
         "run_id", "broker_id", "ts_ms", "event_id",
-        F.col("config").getItem(LAG_MAX_KEY).try_cast("long").alias("lag_max_ms"),
         F.col("config").getItem(MIN_ISR_KEY).try_cast("int").alias("min_isr"),
     )
 
