@@ -22,6 +22,7 @@ from functools import cache
 
 from pyspark.sql import DataFrame
 
+from replication_core.config import LONG_MAX
 from schemas.events import (
     ACKS_ALLOWED,
     COLUMNS,
@@ -44,7 +45,6 @@ _VERSION_RE = "^([0-9]+)[.]([0-9]+)$"
 # Every minor of the current major up to this one: files written before a minor bump are not suspects.
 _READABLE_VERSIONS = tuple(f"{SCHEMA_MAJOR}.{m}" for m in range(SCHEMA_MINOR + 1))
 _INT32_MAX = 2**31 - 1
-_INT64_MAX = 2**63 - 1
 _WRONG_TYPE_FIELDS = "coalesce(_wrong_type_fields, array())"
 
 
@@ -192,8 +192,8 @@ def rules() -> Iterator[Rule]:
     )
     yield Rule(
         INVALID,
-        f"last_offset >= {_INT64_MAX}",
-        f"concat('last_offset must be < {_INT64_MAX} (the next offset must exist), got ', {_shown('last_offset')})",
+        f"last_offset >= {LONG_MAX}",
+        f"concat('last_offset must be < {LONG_MAX} (the next offset must exist), got ', {_shown('last_offset')})",
     )
     yield Rule(
         INVALID,

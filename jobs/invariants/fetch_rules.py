@@ -36,7 +36,7 @@ from pyspark.sql import functions as F
 from jobs.invariants.base import Scan, ScanInputs, text, violation
 from jobs.invariants.base import is_event as _is
 from jobs.invariants.replica_scan import CLOSING_ACTIONS, REPLICA
-from replication_core.config import ReplicationConfig
+from replication_core.config import LONG_MAX, ReplicationConfig
 from replication_core.truncation import FLAGS
 
 FETCH_EVENT_TYPES: tuple[str, ...] = ("fetch", "fetch_response", "quota_throttle", "leadership_change", "isr_change")
@@ -50,7 +50,6 @@ _COLUMNS: tuple[str, ...] = (
 _DEFAULTS = ReplicationConfig()
 FENCING_MODES: tuple[str, ...] = tuple(p.value for p, flags in FLAGS.items() if flags.current_leader_epoch)
 """replog.truncation.mode values whose fetches carry KIP-320's CurrentLeaderEpoch (others are not judged)."""
-_LONG_MAX = 2**63 - 1
 
 
 def fetch_events(bronze: DataFrame) -> DataFrame:
@@ -260,7 +259,7 @@ def _bound() -> Column:
 
 def quota_over_bound() -> Column:
     """quota_throttle_legal (§11.10, §4): a throttle only while the measured rate exceeds the bound."""
-    bound = F.when(_bound() >= F.lit(float(_LONG_MAX)), F.lit(_LONG_MAX)).otherwise(_bound().try_cast("long"))
+    bound = F.when(_bound() >= F.lit(float(LONG_MAX)), F.lit(LONG_MAX)).otherwise(_bound().try_cast("long"))
     return violation(
         "quota_throttle_legal", _is("quota_throttle") & ~(_rate() > _bound()), replica=_throttled(),
         expected=bound, actual=_rate().try_cast("long"),

@@ -62,6 +62,7 @@ from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
 from jobs.transforms.timelines import LAG_MAX_KEY, PARTITION_KEY, conform, setting_entry, setting_in_force
+from replication_core.config import LONG_MAX
 from schemas.analytics import FOLLOWER_LAG_SCHEMA, LAG_INCIDENTS_SCHEMA, LAG_SUMMARY_SCHEMA
 from schemas.events import (
     APPEND,
@@ -72,8 +73,6 @@ from schemas.events import (
     LEADERSHIP_CHANGE,
 )
 from schemas.spark import to_spark_schema
-
-_LONG_MAX = 2**63 - 1
 
 KAFKA_DEFAULT_LAG_MAX_MS = 30000
 """replica.lag.time.max.ms default since Kafka 2.5 (KIP-537)."""
@@ -296,7 +295,7 @@ def lag_incidents(
     `events`) -> `gold/lag_incidents`."""
     lcu, lag_max = F.col("last_caught_up_time_ms"), F.col("lag_max_ms")
     # Saturating: a setting near Long.MAX ("never shrink") puts the threshold out of reach, not past overflow.
-    threshold = F.when(lcu.isNotNull(), F.coalesce(F.try_add(lcu, lag_max), F.lit(_LONG_MAX)))
+    threshold = F.when(lcu.isNotNull(), F.coalesce(F.try_add(lcu, lag_max), F.lit(LONG_MAX)))
     obs_end = lcu + F.col("time_lag_end_ms")
     lag_start = F.greatest("valid_from_ms", threshold, "_ahead_from")
     lagging = F.col("_ahead_from").isNotNull() & (lag_start < obs_end)
