@@ -9,10 +9,11 @@ log_end_offset). Sources, all emitted by the replica's own log / partition:
   * HW: `hw_change.hw`, `leadership_change.hw` (a truncation's `hw` is the HW *before* it, so it is not
     a source; the engine emits the following `hw_change` itself);
   * LSO: `log_start_offset_change.log_start_offset`;
-  * role: `leadership_change.action` (become_leader / become_follower) or the event's `role`; `offline`
-    from its broker's crash or shutdown (`broker_lifecycle`, a run-level event; replicas with a
-    leadership change before it) until the next event that states a role: a broker that is down leads
-    nothing, whatever its last leadership change said;
+  * role: `leadership_change.action` (become_leader / become_follower); `offline` from its broker's
+    crash or shutdown (`broker_lifecycle`, a run-level event; replicas with a leadership change before
+    it) until its next leadership change: a broker that is down leads nothing, whatever its last
+    leadership change said, and the truncation its disk reports at a crash does not bring it back.
+    Before any of those (a log cut mid-run), the role the replica's events carry;
   * leader_epoch: the envelope `leader_epoch` of the replica's events.
   Before the first event that sets a value, the value is taken from the "before" field of that first
   event (`old_hw`, `old_log_start_offset`, `old_leo`, or an append's `base_offset`), so a replica whose
@@ -204,8 +205,8 @@ def replica_offsets(events: DataFrame) -> DataFrame:
         "ts_ms",
         "event_id",
         F.when(et == LEADERSHIP_CHANGE,
-               F.when(F.col("action") == "become_leader", "leader").otherwise("follower"))
-        .otherwise(F.col("role")).alias("_role"),
+               F.when(F.col("action") == "become_leader", "leader").otherwise("follower")).alias("_role"),
+        F.when(et != LEADERSHIP_CHANGE, F.col("role")).alias("_event_role"),
         F.col("leader_epoch").alias("_epoch"),
         F.when(et.isin(APPEND, LEADERSHIP_CHANGE), F.col("leo"))
         .when(et == TRUNCATION, F.col("truncate_offset")).alias("_leo"),
@@ -227,7 +228,7 @@ def replica_offsets(events: DataFrame) -> DataFrame:
     offline = down.join(hosted, ["run_id", "replica_id"]).where(F.col("_first_ts") < F.col("ts_ms")).select(
         *keys, "ts_ms", "event_id", F.lit("offline").alias("_role"),
         *[F.lit(None).cast(ev.schema[c].dataType).alias(c)
-          for c in ("_epoch", "_leo", "_leo0", "_hw", "_hw0", "_lso", "_lso0")],
+          for c in ("_event_role", "_epoch", "_leo", "_leo0", "_hw", "_hw0", "_lso", "_lso0")],
     )
     ev = ev.unionByName(offline)
     w = Window.partitionBy(*keys).orderBy("ts_ms", "event_id")
@@ -235,7 +236,9 @@ def replica_offsets(events: DataFrame) -> DataFrame:
         *keys,
         "ts_ms",
         "event_id",
-        _running("_role", w).alias("role"),
+        # The role a leadership change or an outage states wins over the role an event carries: the
+        # recovery truncation a crashed broker's disk reports is not the replica coming back as a follower.
+        F.coalesce(_running("_role", w), _running("_event_role", w)).alias("role"),
         _running("_epoch", w).alias("leader_epoch"),
         F.coalesce(_running("_lso", w), _initial("_lso0", "_lso", w)).alias("log_start_offset"),
         F.coalesce(_running("_hw", w), _initial("_hw0", "_hw", w)).alias("high_watermark"),

@@ -75,6 +75,32 @@ def test_replica_offsets_a_crashed_broker_leads_nothing_until_it_is_told_again(e
     ], REPLICA_OFFSETS_SCHEMA)
 
 
+def test_replica_offsets_the_log_a_power_failure_leaves_is_offline_not_a_follower(events, expect) -> None:
+    # The simulator's disk reports what a power failure lost as a truncation and an hw_change stamped
+    # role=follower, right after the crash (replication_core/sim/disk.py); until the broker is told a role
+    # again its replica is offline, with the log and HW it recovered.
+    ev = events([
+        dict(event_type="leadership_change", ts_ms=10, broker_id=1, leader_epoch=1, action="become_leader",
+             leader_id=1, partition_epoch=1, replicas=[1, 2], leo=5, hw=5),                    # 0
+        dict(event_type="append", ts_ms=50, broker_id=1, leader_epoch=1, role="leader", base_offset=5,
+             last_offset=9, leo=10),                                                            # 1
+        dict(event_type="broker_lifecycle", ts_ms=100, broker_id=1, topic=None, partition=None,
+             action="crash"),                                                                   # 2
+        dict(event_type="truncation", ts_ms=100, broker_id=1, leader_epoch=1, role="follower", old_leo=10,
+             truncate_offset=7, reason="out_of_range", hw=5),                                  # 3
+        dict(event_type="hw_change", ts_ms=100, broker_id=1, leader_epoch=1, role="follower", old_hw=5,
+             hw=4),                                                                             # 4
+        dict(event_type="leadership_change", ts_ms=300, broker_id=1, leader_epoch=2, action="become_follower",
+             leader_id=2, partition_epoch=2, replicas=[1, 2], leo=7, hw=4),                    # 5
+    ])
+    expect(replica_offsets(ev), [
+        ("r", "t", 0, 1, 10, 50, L, 1, None, 5, 5, 0),
+        ("r", "t", 0, 1, 50, 100, L, 1, None, 5, 10, 1),
+        ("r", "t", 0, 1, 100, 300, "offline", 1, None, 4, 7, 4),
+        ("r", "t", 0, 1, 300, None, F_, 2, None, 4, 7, 5),
+    ], REPLICA_OFFSETS_SCHEMA)
+
+
 def test_replica_offsets_event_that_changes_nothing_opens_no_interval(events, expect) -> None:
     ev = events([
         dict(event_type="leadership_change", ts_ms=10, broker_id=1, leader_epoch=3, action="become_leader",
