@@ -1,9 +1,11 @@
 """Replication quotas (KIP-73): Kafka's `ReplicationQuotaManager` and the two throttle predicates.
 
-Contract (reference §4): the measured rate is a `SimpleRate` over a `WindowedSum` of
-`num_samples` windows of `window_size_ms` (Kafka `SampledStat`): a record goes into the current
-sample, a new sample starts when the current one is at least one window old, samples older than
-`num_samples x window` are reset before measuring, and the rate is the sum divided by
+Contract (reference §4): the measured rate is a `SimpleRate` over a `WindowedSum` of windows of
+`window_size_ms` (Kafka `SampledStat`, trunk): a record goes into the current sample and stamps its
+`lastEventMs`; a new sample starts when the current one is at least one window old, in a ring of
+`num_samples + 1` slots ("need to keep one extra sample"); before measuring, samples whose last
+event is `num_samples x window` old or more are reset (a sample that started before the monitored
+window but has an event inside it is kept), and the rate is the sum divided by
 `max(now - oldest sample start, one window)`. The quota is exceeded only when the rate is
 **strictly** above the bound; until a bound is set nothing is ever exceeded. Time is virtual:
 every method that reads or records takes `now_ms`.
@@ -46,17 +48,24 @@ class QuotaConfig:
 
 
 class _Sample:
-    """`SampledStat.Sample`: a value and the start of its window."""
+    """`SampledStat.Sample`: a value, the start of its window and the time of its last event."""
 
-    __slots__ = ("start_ms", "value")
+    __slots__ = ("last_event_ms", "start_ms", "value")
 
     def __init__(self, start_ms: int) -> None:
         self.start_ms = start_ms
+        self.last_event_ms = start_ms
+        self.value = 0.0
+
+    def reset(self, now_ms: int) -> None:
+        """`Sample.reset(now)`: an empty sample starting (and last seen) at `now_ms`."""
+        self.start_ms = now_ms
+        self.last_event_ms = now_ms
         self.value = 0.0
 
 
 class SampledRate:
-    """Kafka `SimpleRate` over `WindowedSum` (`SampledStat` ring of `num_samples` samples)."""
+    """Kafka `SimpleRate` over `WindowedSum` (trunk `SampledStat`: a ring of `num_samples + 1` samples)."""
 
     def __init__(self, config: QuotaConfig) -> None:
         self._config = config
@@ -64,34 +73,39 @@ class SampledRate:
         self._current = 0
 
     def _current_sample(self, now_ms: int) -> _Sample:
+        """`SampledStat.current(timeMs)`: the first sample is created on first use."""
         if not self._samples:
             self._samples.append(_Sample(now_ms))
         return self._samples[self._current]
 
     def record(self, value: float, now_ms: int) -> None:
-        """`SampledStat.record`: add to the current sample, advancing the ring when it is complete."""
+        """`SampledStat.record`: add to the current sample (advancing when it is complete), stamp `lastEventMs`."""
         sample = self._current_sample(now_ms)
-        if now_ms - sample.start_ms >= self._config.window_size_ms:
-            self._current = (self._current + 1) % self._config.num_samples
+        if now_ms - sample.start_ms >= self._config.window_size_ms:  # Sample.isComplete (no event window)
+            # SampledStat.advance: `maxSamples = config.samples() + 1` ("need to keep one extra sample").
+            self._current = (self._current + 1) % (self._config.num_samples + 1)
             if self._current >= len(self._samples):
                 sample = _Sample(now_ms)
                 self._samples.append(sample)
             else:
                 sample = self._samples[self._current]
-                sample.start_ms, sample.value = now_ms, 0.0
+                sample.reset(now_ms)
         sample.value += value
+        sample.last_event_ms = now_ms
 
     def measure(self, now_ms: int) -> float:
-        """`SimpleRate.measure`: bytes per second over the retained samples."""
+        """`Rate.measure` with `SimpleRate.windowSize`: bytes per second over the retained samples."""
+        # SampledStat.purgeObsoleteSamples: "samples overlapping the monitored window are kept, even if
+        # they started before it" -- the age is that of the sample's last event, not of its start.
         expire_age = self._config.num_samples * self._config.window_size_ms
         for s in self._samples:
-            if now_ms - s.start_ms >= expire_age:
-                s.start_ms, s.value = now_ms, 0.0
+            if now_ms - s.last_event_ms >= expire_age:
+                s.reset(now_ms)
         if not self._samples:
             # SampledStat.oldest() creates the first sample when measured before any record.
             self._samples.append(_Sample(now_ms))
-        total = sum(s.value for s in self._samples)
-        oldest = min(s.start_ms for s in self._samples)
+        total = sum(s.value for s in self._samples)  # WindowedSum.combine
+        oldest = min(s.start_ms for s in self._samples)  # SampledStat.oldest: by start time
         elapsed_ms = max(now_ms - oldest, self._config.window_size_ms)
         return total / (elapsed_ms / 1000.0)
 

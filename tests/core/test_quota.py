@@ -76,13 +76,46 @@ def test_samples_older_than_all_windows_are_forgotten() -> None:
     assert not q.is_quota_exceeded(3000)  # 3 windows later the sample is reset
 
 
-def test_ring_reuses_slots_after_num_samples_windows() -> None:
-    """The sample ring has `num_samples` slots, reused in order."""
+def test_ring_reuses_slots_after_num_samples_plus_one_windows() -> None:
+    """`SampledStat.advance` (trunk): the ring has `samples() + 1` slots ("need to keep one extra sample"),
+    reused in order; a slot is only overwritten `samples + 1` windows later."""
     q = ReplicationQuotaManager("leader", 1, QuotaConfig(num_samples=2, window_size_ms=1000))
     q.record(100, 0)
+    q.record(100, 900)    # same sample: lastEventMs = 900
     q.record(100, 1000)
-    q.record(100, 2000)   # overwrites the t=0 slot
-    assert q.rate(2000) == pytest.approx(200 / 1.0)
+    q.record(100, 2000)   # third slot (a 2-slot ring overwrote the t=0 sample here)
+    # The t=0 sample's last event (900) is 1.6 s old < 2 x 1 s: it still counts, and the window
+    # starts at its start time: 400 B / 2.5 s.
+    assert q.rate(2500) == pytest.approx(400 / 2.5)
+    q.record(100, 3000)   # back to the first slot: the t=0 sample is recycled
+    # The t=1000 sample's last event is now 2 windows old: purged; 200 B since t=2000.
+    assert q.rate(3000) == pytest.approx(200 / 1.0)
+
+
+def test_purge_keeps_samples_whose_last_event_is_inside_the_monitored_window() -> None:
+    """`SampledStat.purgeObsoleteSamples` (trunk): a sample is reset when `now - lastEventMs >= samples x
+    window`; "samples overlapping the monitored window are kept, even if they started before it"."""
+    q = ReplicationQuotaManager("leader", 1, QuotaConfig(num_samples=11, window_size_ms=1000))
+    q.update_quota(1000.0)
+    q.record(1, 0)
+    q.record(40_000, 950)   # same sample (started at 0), last event at 950
+    # 11 s after the sample started but only 10.05 s after its last event: kept, 40001 B / 11 s.
+    assert q.rate(11_000) == pytest.approx(40_001 / 11.0)
+    assert q.is_quota_exceeded(11_000)
+    assert not q.is_quota_exceeded(11_950)  # now 11 s after the last event: reset
+
+
+def test_burst_then_trickle_stays_exceeded_with_the_extra_sample() -> None:
+    """A 50 kB burst in the first window then 1 B a second: with `samples + 1` slots and purging by last
+    event the burst still counts at t = 11.5 s (Kafka: 50012 B / 11.5 s, above a 3000 B/s bound)."""
+    q = ReplicationQuotaManager("leader", 1, QuotaConfig(num_samples=11, window_size_ms=1000))
+    q.update_quota(3000.0)
+    q.record(50_000, 0)
+    q.record(1, 900)
+    for k in range(1, 12):
+        q.record(1, 1000 * k)
+    assert q.rate(11_500) == pytest.approx(50_012 / 11.5)
+    assert q.is_quota_exceeded(11_500)
 
 
 def test_throttled_replicas_config_keeps_only_this_broker_and_wildcard() -> None:
