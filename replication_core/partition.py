@@ -65,7 +65,13 @@ class BrokerMetadata(Protocol):
         ...
 
     def broker_epoch(self, broker_id: int) -> int | None:
-        """The alive broker epoch (`getAliveBrokerEpoch`); None disables broker-epoch checks (ZK mode)."""
+        """The alive broker epoch (`getAliveBrokerEpoch`); None when the broker has none (unregistered or
+        fenced in KRaft) or when the cache tracks no broker epochs (ZK mode)."""
+        ...
+
+    def tracks_broker_epochs(self) -> bool:
+        """True for a KRaft metadata cache (`KRaftMetadataCache`: broker epochs are checked and a broker
+        without an alive epoch is not ISR-eligible); False for ZK mode (`ZkMetadataCache`: no epoch checks)."""
         ...
 
 
@@ -91,6 +97,10 @@ class StaticBrokerMetadata:
     def broker_epoch(self, broker_id: int) -> int | None:
         """See `BrokerMetadata`."""
         return self.epochs.get(broker_id) if self.epochs else None
+
+    def tracks_broker_epochs(self) -> bool:
+        """See `BrokerMetadata`: a non-empty epoch table stands for a KRaft metadata cache."""
+        return bool(self.epochs)
 
 
 # --- requests and states ---------------------------------------------------------------------------------
@@ -475,7 +485,12 @@ class Partition:
     # --- ISR eligibility, HW ---------------------------------------------------------------------------
 
     def is_replica_isr_eligible(self, replica_id: int) -> bool:
-        """`isReplicaIsrEligible`: replica known, broker not fenced / shutting down, broker epoch matches."""
+        """`isReplicaIsrEligible`: replica known, broker not fenced / shutting down, broker epoch matches.
+
+        KRaft (`kRaftMetadataCache` branch): `isBrokerEpochIsrEligible(storedBrokerEpoch, cachedBrokerEpoch)`
+        = `stored.isDefined && cached.isDefined && (stored.get == -1 || stored == cached)`, the cached
+        epoch being `getAliveBrokerEpoch` (None for a broker the cache has no alive registration of).
+        ZK (`zkMetadataCache.hasAliveBroker`): alive is enough."""
         replica = self.remote_replicas.get(replica_id)
         if replica is None:
             return False
@@ -484,7 +499,7 @@ class Partition:
             return False
         cached = md.broker_epoch(replica_id)
         if cached is None:
-            return True  # ZK-style metadata: alive is enough
+            return not md.tracks_broker_epochs()  # KRaft: no alive epoch -> not eligible; ZK: alive is enough
         stored = replica.broker_epoch
         return stored is not None and (stored == -1 or stored == cached)
 

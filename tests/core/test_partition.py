@@ -116,6 +116,30 @@ def test_isr_can_expand_if_broker_epochs_match_with_kraft_metadata_cache() -> No
     assert dict(zip(sent.isr, sent.broker_epochs, strict=True)) == {101: 1101, 102: 1102, 103: -1}
 
 
+def test_broker_without_alive_epoch_is_not_isr_eligible_with_kraft_metadata_cache() -> None:
+    """`Partition.isReplicaIsrEligible`, KRaft branch: `isBrokerEpochIsrEligible(stored, cached)` needs both
+    epochs defined, so a follower whose broker has no alive epoch in the metadata cache (not registered)
+    is not eligible: its caught-up fetch does not expand the ISR. ZK-style metadata (no epoch table)
+    keeps "alive is enough"."""
+    md = StaticBrokerMetadata(epochs={1: 100, 2: 200})  # broker 3 unknown to the KRaft cache
+    p = Partition("t", 0, 1, ReplicationConfig(), metadata=md)
+    p.make_leader(PartitionRegistration(1, 5, (1,), (1, 2, 3), 1), T0)
+    for i in range(3):
+        p.log.append_as_leader(1, 10, i, 5, T0)
+    info = p.fetch_records(3, 3, 1 << 20, T0, current_leader_epoch=5, broker_epoch=300)
+    assert not p.is_replica_isr_eligible(3)
+    assert info.alter_partition is None and p.maximal_isr == {1}
+    info = p.fetch_records(2, 3, 1 << 20, T0, current_leader_epoch=5, broker_epoch=200)
+    assert p.is_replica_isr_eligible(2) and info.alter_partition is not None
+
+    zk = Partition("t", 0, 1, ReplicationConfig(), metadata=StaticBrokerMetadata())
+    zk.make_leader(PartitionRegistration(1, 5, (1,), (1, 2, 3), 1), T0)
+    for i in range(3):
+        zk.log.append_as_leader(1, 10, i, 5, T0)
+    info = zk.fetch_records(3, 3, 1 << 20, T0, current_leader_epoch=5, broker_epoch=300)
+    assert zk.is_replica_isr_eligible(3) and info.alter_partition is not None
+
+
 def test_update_assignment_and_isr() -> None:
     """PartitionTest.testUpdateAssignmentAndIsr: remote replicas follow the assignment, ongoing
     reassignment keeps adding/removing replicas."""
