@@ -28,6 +28,18 @@ generator. After a round that sent a fetch, call `work()` again at once (the lea
 wait); after an idle round (`WorkResult.idle_backoff_ms`), call it again after that backoff, when
 partitions are added, or at `next_delay_expiry_ms()`.
 
+`partitionMapLock`: Kafka processes a fetch response's partitions inside `inLock(partitionMapLock)`,
+and an OFFSET_OUT_OF_RANGE there (`handleOutOfRangeError` → `fetchOffsetAndTruncate`) sends its
+ListOffsets RPCs and truncates with the lock held (as `addPartitions` does for a negative initial
+offset). `removePartitions`, `addPartitions`, `maybeUpdateTopicIds` and `partitionCount` take the same
+lock, so the ReplicaManager (`removeFetcherForPartitions` before `makeLeader`, `addFetcherForPartitions`,
+`shutdownIdleFetcherThreads`) waits until the truncation is done. `partition_map_locked` is True while
+`work()` waits for such a ListOffsets answer: a driver must hold back those calls (and whatever follows
+them on the metadata path) until it is False again. The other RPCs (Fetch, OffsetsForLeaderEpoch) are
+sent without the lock; their answers are re-checked against the current partition states. A driver
+that breaks the rule anyway gets the Kafka outcome for the partition it removed: once removed from
+this fetcher, a partition is never truncated by it (the ListOffsets answer is dropped).
+
 The follower's own replicas are reached through `logs(tp) -> Log` (the `UnifiedLog` of
 `replication_core.log`, which emits the `append` / `truncation` / `hw_change` /
 `log_start_offset_change` events itself) and `on_hw_updated(tps)` (Kafka's
@@ -155,6 +167,8 @@ class ReplicaFetcherThread:
         self._emit = emit
         self._now = 0
         self._hw_updated: set[TopicPartition] = set()
+        self.partition_map_locked = False
+        """True while `work()` waits for a ListOffsets answer under Kafka's `partitionMapLock` (see module doc)."""
 
     def __repr__(self) -> str:
         return f"ReplicaFetcherThread-{self.fetcher_id}-{self.source_broker.id}"
@@ -269,9 +283,10 @@ class ReplicaFetcherThread:
             try:
                 new_state = yield from self._fetch_offset_and_truncate(tp, state)
             except (_ListOffsetsFailed, ReplogError):
-                self._delay_partitions([tp])
+                if self.partition_states.get(tp) is state:
+                    self._delay_partitions([tp])
                 continue
-            if self.partition_states.get(tp) is state:
+            if new_state is not None and self.partition_states.get(tp) is state:
                 self.partition_states.update_and_move_to_end(tp, new_state)
 
     def _maybe_truncate(self) -> Generator[LeaderRequest, Reply, int]:
@@ -538,31 +553,44 @@ class ReplicaFetcherThread:
 
     def _handle_out_of_range(self, tp: TopicPartition, state: PartitionFetchState,
                              request_epoch: int | None) -> Generator[LeaderRequest, Reply, bool]:
-        """`handleOutOfRangeError`: reset the fetch offset from the leader's offsets (§3.7)."""
+        """`handleOutOfRangeError`: reset the fetch offset from the leader's offsets (§3.7). Returns False
+        when the partition should back off (Kafka: True = "add to partitionsWithError", inverted here)."""
         try:
             new_state = yield from self._fetch_offset_and_truncate(tp, state)
         except _ListOffsetsFailed as failure:
+            if self.partition_states.get(tp) is not state:
+                return True  # no longer ours (driver ignored partition_map_locked): nothing to back off
             if failure.error == Errors.FENCED_LEADER_EPOCH:
                 return self._on_partition_fenced(tp, request_epoch)
             return False  # "Could not fetch offset for ..." / "Error getting offset for partition ..."
         except ReplogError:
-            return False
-        if self.partition_states.get(tp) is state:
+            return self.partition_states.get(tp) is not state
+        if new_state is not None and self.partition_states.get(tp) is state:
             self.partition_states.update_and_move_to_end(tp, new_state)
         return True
 
-    def _fetch_offset_and_truncate(self, tp: TopicPartition,
-                                   state: PartitionFetchState) -> Generator[LeaderRequest, Reply, PartitionFetchState]:
-        """`fetchOffsetAndTruncate`: compare the leader's latest/earliest offsets with the local LEO."""
+    def _fetch_offset_and_truncate(
+            self, tp: TopicPartition, state: PartitionFetchState,
+    ) -> Generator[LeaderRequest, Reply, PartitionFetchState | None]:
+        """`fetchOffsetAndTruncate`: compare the leader's latest/earliest offsets with the local LEO.
+
+        Kafka runs it under `partitionMapLock` (from `processFetchRequest`'s locked response loop or from
+        `addPartitions`): `partition_map_locked` is set while each ListOffsets is in flight. None = the
+        partition was removed or replaced meanwhile (a driver that did not wait for the lock): its log is
+        not this fetcher's to truncate any more, the answer is dropped."""
         epoch = state.current_leader_epoch
         replica_end = self._logs(tp).log_end_offset
         leader_end = yield from self._list_offsets(tp, epoch, LATEST)
+        if self.partition_states.get(tp) is not state:
+            return None
         log = self._logs(tp)
         if leader_end < replica_end:
             # Leader is behind us (e.g. unclean election): truncate to its end.
             log.truncate_to(leader_end, self._now, reason="out_of_range", role=FOLLOWER)
             return PartitionFetchState(leader_end, epoch, FETCHING, 0, None, self._latest_epoch(tp), state.topic_id)
         leader_start = yield from self._list_offsets(tp, epoch, EARLIEST)
+        if self.partition_states.get(tp) is not state:
+            return None
         log = self._logs(tp)
         if leader_start > replica_end:
             log.truncate_fully_and_start_at(leader_start, self._now, reason="full", role=FOLLOWER)
@@ -573,8 +601,13 @@ class ReplicaFetcherThread:
                                    self._latest_epoch(tp), state.topic_id)
 
     def _list_offsets(self, tp: TopicPartition, epoch: int, spec: str) -> Generator[LeaderRequest, Reply, int]:
+        """`leader.fetchLatestOffset` / `fetchEarliestOffset`, sent with `partitionMapLock` held."""
         current = epoch if self.flags.current_leader_epoch else None
-        response = yield from self._ask(ListOffsetsRequest(self.broker_id, tp, current, spec))
+        self.partition_map_locked = True
+        try:
+            response = yield from self._ask(ListOffsetsRequest(self.broker_id, tp, current, spec))
+        finally:
+            self.partition_map_locked = False
         assert isinstance(response, ListOffsetsResponse)
         if response.error != NONE:
             raise _ListOffsetsFailed(response.error)

@@ -13,6 +13,12 @@ Mirrors `KafkaServer` / `BrokerServer` start-up and the threads around `ReplicaM
 
 Crash and restart: every callback captures the broker's incarnation and is ignored once the broker
 crashed; a crash throws the ReplicaManager and fetchers away and keeps only the `Disk`.
+
+`partitionMapLock`: while a fetcher thread waits for a ListOffsets answer under its lock (OFFSET_OUT_OF_RANGE
+handling, `ReplicaFetcherThread.partition_map_locked`), the metadata path that would take the lock
+(`removeFetcherForPartitions` / `addFetcherForPartitions` / `shutdownIdleFetcherThreads`: any update with
+partition states or StopReplica) waits, and so do the updates delivered after it (one metadata thread); the
+metadata cache part of the blocked update (fenced / shutting-down brokers, throttle configs) is published first.
 A GC pause stops everything (requests and tasks are held until it ends); a disk stall holds only
 what writes the log (fetcher threads appending, produce requests).
 """
@@ -127,13 +133,19 @@ class FetcherActor:
         self._step(gen, None, incarnation)
 
     def _step(self, gen: Work, reply: tuple[Any, int] | None, incarnation: int) -> None:
+        thread = self.thread
+        was_locked = thread.partition_map_locked
         try:
             request = next(gen) if reply is None else gen.send(reply)  # type: ignore[arg-type]
         except StopIteration as stop:
             self._busy = False
+            if was_locked:
+                self._broker.partition_map_lock_released()
             self._after(stop.value)
             return
         b = self._broker
+        if was_locked and not thread.partition_map_locked:
+            b.partition_map_lock_released()
         leader = b.cluster.brokers[self.thread.source_broker.id]
         # The error answer of a lost / timed-out call: immutable values, shared by every call.
         error: Any
@@ -197,6 +209,9 @@ class Broker:
         self.follower_quota: ReplicationQuotaManager | None = None
         self._tick_at: int | None = None
         self._events: list[Event] | None = cluster.events
+        # Metadata updates waiting for a fetcher's partitionMapLock, oldest first, each with "its metadata
+        # cache part is already applied".
+        self._blocked_metadata: list[tuple[MetadataUpdate, bool]] = []
 
     # --- lifecycle ---------------------------------------------------------------------------------
 
@@ -209,6 +224,7 @@ class Broker:
         self.paused_until = self.stalled_until = 0
         self.actors = {}
         self._tick_at = None
+        self._blocked_metadata = []
         events = self._events
         cfg = self.config
         if events is not None:
@@ -288,6 +304,7 @@ class Broker:
         self.fetchers = None
         self.rm = None
         self.actors = {}
+        self._blocked_metadata = []
 
     def held_until(self, disk: bool = False) -> int:
         """End of a GC pause (and, for log writers, of a disk stall) in force now, else 0."""
@@ -430,14 +447,49 @@ class Broker:
         """The controller's LeaderAndIsr / StopReplica / fencing / throttle changes for this broker."""
         if not self.alive or self.rm is None:
             return
+        if self._blocked_metadata:
+            # The metadata thread is still blocked on an earlier update: this one queues behind it.
+            self._blocked_metadata.append((update, False))
+            return
         if self._held(self.apply_metadata, update):
             return
+        self._apply_metadata(update, False)
+
+    def partition_map_lock_released(self) -> None:
+        """A fetcher thread left its `partitionMapLock` section: the blocked metadata thread may go on."""
+        if self._blocked_metadata:
+            self.queue.at(self.queue.now_ms, self._resume_metadata, self.incarnation)
+
+    def _resume_metadata(self, inc: int) -> None:
+        if inc != self.incarnation or self.rm is None:
+            return
+        if self._held(self._resume_metadata, inc):
+            return
+        while self._blocked_metadata:
+            update, cache_applied = self._blocked_metadata.pop(0)
+            if not self._apply_metadata(update, cache_applied):
+                return  # blocked again (another fetcher holds its lock): back at the head of the queue
+
+    def _partition_map_locked(self) -> bool:
+        """True if some fetcher thread of this broker holds its `partitionMapLock` (ListOffsets in flight)."""
+        return any(actor.thread.partition_map_locked for actor in self.actors.values())
+
+    def _apply_metadata(self, update: MetadataUpdate, cache_applied: bool) -> bool:
+        """Apply one update; False if it must wait for a fetcher's `partitionMapLock` (it is then queued at
+        the head of `_blocked_metadata` with its metadata cache part applied)."""
         rm = self.rm
+        assert rm is not None
         now = self.queue.now_ms
-        self.metadata.fenced = set(update.fenced)
-        self.metadata.shutting_down = set(update.shutting_down)
-        for topic, leader_entries, follower_entries, rate in update.throttles:
-            self.apply_throttle(topic, leader_entries, follower_entries, rate)
+        if not cache_applied:
+            self.metadata.fenced = set(update.fenced)
+            self.metadata.shutting_down = set(update.shutting_down)
+            for topic, leader_entries, follower_entries, rate in update.throttles:
+                self.apply_throttle(topic, leader_entries, follower_entries, rate)
+        if (update.states or update.stop) and self._partition_map_locked():
+            # removeFetcherForPartitions / addFetcherForPartitions / shutdownIdleFetcherThreads take every
+            # fetcher's partitionMapLock (`removePartitions`, `addPartitions`, `partitionCount`): wait.
+            self._blocked_metadata.insert(0, (update, True))
+            return False
         if update.states:
             result = rm.become_leader_or_follower(
                 LeaderAndIsrRequest(self.cluster.controller.node_id, 1, update.states), now,
@@ -456,6 +508,7 @@ class Broker:
             # End of `becomeLeaderOrFollower` / `stopReplicas`: `shutdownIdleFetcherThreads`.
             self.fetchers.shutdown_idle_fetcher_threads()
         self._drain()
+        return True
 
     def apply_throttle(self, topic: str, leader_entries: tuple[str, ...], follower_entries: tuple[str, ...],
                        rate: int | None) -> None:

@@ -13,7 +13,16 @@ import pytest
 
 from replication_core.config import ReplicationConfig
 from replication_core.errors import Errors, IllegalStateError
-from replication_core.leader_endpoint import FetchRequest, FetchResponse, OffsetsForLeaderEpochRequest
+from replication_core.fetcher import ReplicaFetcherThread
+from replication_core.leader_endpoint import (
+    FetchPartitionResponse,
+    FetchRequest,
+    FetchResponse,
+    ListOffsetsRequest,
+    ListOffsetsResponse,
+    OffsetsForLeaderEpochRequest,
+)
+from replication_core.partition import Partition, PartitionRegistration
 from replication_core.partition_fetch_state import (
     BrokerEndPoint,
     EpochEndOffset,
@@ -580,3 +589,92 @@ def test_partition_errors_back_off_and_retry(error: str) -> None:
     assert not h.do_work(advance_ms=BACKOFF - 1).fetch_sent
     h.do_work(advance_ms=1)
     assert h.logs[TP].log_end_offset == 1
+
+
+# --- partitionMapLock around fetchOffsetAndTruncate -------------------------------------------------------
+
+
+def test_partition_made_leader_during_out_of_range_list_offsets_is_not_truncated() -> None:
+    """`processFetchRequest` handles OFFSET_OUT_OF_RANGE inside `inLock(partitionMapLock)`, and
+    `handleOutOfRangeError` -> `fetchOffsetAndTruncate` sends its ListOffsets with the lock held; the
+    ReplicaManager's `removeFetcherForPartitions` (before `makeLeader`) takes the same lock in
+    `removePartitions`. The fetcher says so (`partition_map_locked`) while the ListOffsets is in flight,
+    and a partition removed anyway is never truncated by it: the late answer of the old leader does not
+    cut the log of the partition this broker now leads."""
+    cfg = ReplicationConfig()
+    tp = TopicPartition("t", 0)
+    p = Partition("t", 0, broker_id=2, config=cfg)
+    log = p.log
+    p.make_follower(PartitionRegistration(leader=1, leader_epoch=3, isr=(1, 2), replicas=(1, 2),
+                                          partition_epoch=1), 0)
+    for i in range(10):
+        log.append_as_leader(1, 100, i, 3, 0)
+    thread = ReplicaFetcherThread(2, 0, BrokerEndPoint(1), cfg, lambda _tp: log, protocol="diverging_epoch")
+    thread.add_partitions({tp: InitialFetchState(BrokerEndPoint(1), 3, log.log_end_offset)}, 0)
+    assert not thread.partition_map_locked
+
+    work = thread.work(1000)
+    assert isinstance(next(work), FetchRequest)
+    assert not thread.partition_map_locked  # the Fetch itself is sent without the lock
+    request = work.send((FetchResponse({tp: FetchPartitionResponse(error=Errors.OFFSET_OUT_OF_RANGE.value)}),
+                         1001))
+    assert isinstance(request, ListOffsetsRequest) and request.spec == "latest"
+    assert thread.partition_map_locked
+
+    # The driver ignores the lock: the partition leaves the fetcher and this broker leads epoch 4.
+    thread.remove_partitions([tp])
+    p.make_leader(PartitionRegistration(leader=2, leader_epoch=4, isr=(2,), replicas=(1, 2),
+                                        partition_epoch=2), 1002)
+    assert (log.log_end_offset, p.leader_epoch_start_offset) == (10, 10)
+    epochs_before = [tuple(e) for e in log.epoch_cache.entries]
+
+    with pytest.raises(StopIteration):
+        work.send((ListOffsetsResponse(Errors.NONE.value, 5, 3), 1003))  # the old leader is behind: 5 < 10
+    assert not thread.partition_map_locked
+    assert p.is_leader and log.log_end_offset == 10 and p.leader_epoch_start_offset == 10
+    assert [tuple(e) for e in log.epoch_cache.entries] == epochs_before == [(3, 0), (4, 10)]
+    assert thread.fetch_state(tp) is None
+
+
+def test_partition_removed_between_latest_and_earliest_list_offsets_is_not_truncated_fully() -> None:
+    """`fetchOffsetAndTruncate`, second ListOffsets (EARLIEST, under the same lock): a partition removed
+    while it is in flight is not `truncateFullyAndStartAt` the leader's start offset."""
+    h = make_harness(TruncationProtocol.DIVERGING_EPOCH)
+    replica = mk_log([mk_batch(0, 0)], hw=0)
+    h.add(TP, replica, fetch_offset=3, leader_epoch=4)
+    h.leader.set_leader(TP, seed(5, 3, 4), leader_epoch=4, hw=8, log_start_offset=5)
+    work = h.fetcher.work(0)
+    fetch = next(work)
+    assert isinstance(fetch, FetchRequest)
+    latest = work.send((h.leader.fetch(fetch), 0))
+    assert isinstance(latest, ListOffsetsRequest) and h.fetcher.partition_map_locked
+    earliest = work.send((h.leader.list_offsets(latest), 0))
+    assert isinstance(earliest, ListOffsetsRequest) and earliest.spec == "earliest"
+    assert h.fetcher.partition_map_locked
+    h.fetcher.remove_partitions({TP})
+    with pytest.raises(StopIteration):
+        work.send((h.leader.list_offsets(earliest), 0))
+    assert not h.fetcher.partition_map_locked
+    assert (replica.log_start_offset, replica.log_end_offset) == (0, 1)
+    assert replica.truncate_calls == [] and h.fetcher.fetch_state(TP) is None
+    assert [e for e in h.events if e["event_type"] == "truncation"] == []
+
+
+def test_partition_removed_during_initial_offset_list_offsets_is_not_reset() -> None:
+    """`addPartitions` runs `fetchOffsetAndTruncate` for a negative initial offset under
+    `partitionMapLock` (here: at the start of the next `work()`); removed meanwhile, the partition is not
+    truncated and not put back."""
+    h = make_harness(TruncationProtocol.DIVERGING_EPOCH)
+    replica = mk_log([mk_batch(0, 0)])
+    h.add(TP, replica, -1, 0)
+    h.leader.set_leader(TP, seed(5, 3, 0), 0, 8, log_start_offset=5)
+    work = h.fetcher.work(0)
+    latest = next(work)
+    assert isinstance(latest, ListOffsetsRequest) and h.fetcher.partition_map_locked
+    earliest = work.send((h.leader.list_offsets(latest), 0))
+    assert isinstance(earliest, ListOffsetsRequest)
+    h.fetcher.remove_partitions({TP})
+    with pytest.raises(StopIteration):
+        work.send((h.leader.list_offsets(earliest), 0))
+    assert h.fetcher.fetch_state(TP) is None and not h.fetcher.partition_map_locked
+    assert (replica.log_start_offset, replica.log_end_offset) == (0, 1)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from replication_core.config import ReplicationConfig
+from replication_core.config import ReplicationConfig, TruncationMode
 from replication_core.fetcher_manager import FetcherManager, replica_fetcher_factory
 from replication_core.log import Log
 from replication_core.partition_fetch_state import BrokerEndPoint, InitialFetchState, TopicPartition
@@ -24,3 +24,86 @@ def test_remove_fetcher_for_partitions_keeps_the_callers_order() -> None:
         fm.remove_fetcher_for_partitions(order, 1)
         (removed,) = [e for e in events if e["action"] == "removed"]
         assert [(p["topic"], p["partition"]) for p in removed["partitions"]] == [tuple(tp) for tp in order]  # type: ignore[union-attr]
+
+
+def test_metadata_waits_for_a_fetcher_holding_its_partition_map_lock() -> None:
+    """Kafka's `removeFetcherForPartitions` / `addFetcherForPartitions` / `shutdownIdleFetcherThreads` take
+    every fetcher's `partitionMapLock`, which a fetcher holds while its OFFSET_OUT_OF_RANGE handling waits
+    for ListOffsets (`fetchOffsetAndTruncate`). The simulated broker applies the metadata cache part of such
+    an update (fenced brokers) at once, holds back the partition changes (no `makeLeader` while the fetcher
+    may still truncate the log) and every later update, and applies them in order once the lock is free."""
+    from replication_core.partition import PartitionRegistration
+    from replication_core.sim.controller import MetadataUpdate
+    from tests.sim.helpers import run, scenario
+
+    cluster, _, _ = run(scenario("unclean-election", duration_ms=3000))
+    follower = cluster.brokers[2]
+    rm = follower.rm
+    assert rm is not None and follower.fetchers is not None
+    tp = TopicPartition("risky", 0)
+    p = rm.partitions[tp]
+    assert not p.is_leader and p.leader_epoch >= 0
+    (actor,) = follower.actors.values()
+    assert actor.thread.fetch_state(tp) is not None
+    epoch = p.leader_epoch
+
+    actor.thread.partition_map_locked = True  # a ListOffsets of the OFFSET_OUT_OF_RANGE handling in flight
+    become_leader = MetadataUpdate({tp: PartitionRegistration(2, epoch + 1, (2,), (1, 2), 100)},
+                                   frozenset({1}), frozenset())
+    unfence = MetadataUpdate({}, frozenset(), frozenset())
+    follower.apply_metadata(become_leader)
+    follower.apply_metadata(unfence)
+    assert follower.metadata.fenced == {1}  # the cache part of the blocked update is published
+    assert not p.is_leader and p.leader_epoch == epoch and actor.thread.fetch_state(tp) is not None
+
+    now = cluster.queue.now_ms
+    follower.partition_map_lock_released()  # still locked: nothing moves
+    cluster.queue.run_until(now)
+    assert not p.is_leader and follower.metadata.fenced == {1}
+
+    actor.thread.partition_map_locked = False
+    follower.partition_map_lock_released()
+    cluster.queue.run_until(now)
+    assert p.is_leader and p.leader_epoch == epoch + 1 and actor.thread.fetch_state(tp) is None
+    assert follower.metadata.fenced == set()  # the later update went through after it, in order
+
+
+def test_follower_made_leader_during_out_of_range_handling_truncates_first() -> None:
+    """End to end: the follower's fetch is OFFSET_OUT_OF_RANGE (its leader's log is shorter), and a metadata
+    update making it leader arrives while its ListOffsets is in flight. As in Kafka (the update waits for
+    the fetcher's `partitionMapLock`), the truncation to the old leader's end offset happens first and the
+    new leader epoch starts at the truncated end: the fetcher never truncates a log this broker leads."""
+    from replication_core.partition import PartitionRegistration
+    from replication_core.sim.controller import MetadataUpdate
+    from tests.sim.helpers import run, scenario
+
+    cluster, _, _ = run(scenario("unclean-election", duration_ms=3000, truncation_mode=TruncationMode.LEADER_EPOCH))
+    tp = TopicPartition("risky", 0)
+    old_leader, follower = cluster.brokers[1], cluster.brokers[2]
+    assert old_leader.rm is not None and follower.rm is not None
+    leader_log = old_leader.rm.partitions[tp].log
+    p = follower.rm.partitions[tp]
+    (actor,) = follower.actors.values()
+    assert not p.is_leader and p.log.log_end_offset > 20
+    # The old leader loses its tail (as an uncleanly elected, shorter replica would have it).
+    cut = leader_log.log_end_offset - 20
+    leader_log.truncate_to(cut, cluster.queue.now_ms, reason="out_of_range", role="leader")
+    update = MetadataUpdate({tp: PartitionRegistration(2, p.leader_epoch + 1, (2,), (1, 2), p.partition_epoch + 1)},
+                            frozenset({1}), frozenset())
+    seen: dict[str, int] = {}
+
+    def step() -> None:
+        if "sent" not in seen and actor.thread.partition_map_locked:
+            seen["sent"] = cluster.queue.now_ms
+            seen["leo_at_update"] = p.log.log_end_offset
+            follower.apply_metadata(update)  # what the controller channel's delivery does
+        if "sent" in seen and "leader" not in seen and p.is_leader:
+            seen["leader"] = cluster.queue.now_ms
+
+    cluster.queue.run_until(cluster.queue.now_ms + 2000, step, step_every=1)
+    assert "sent" in seen and "leader" in seen and seen["leader"] > seen["sent"]
+    assert seen["leo_at_update"] > cut
+    leader_end = p.leader_epoch_start_offset
+    assert leader_end is not None and cut <= leader_end < seen["leo_at_update"]
+    assert p.log.log_end_offset >= leader_end  # never truncated below its own epoch start
+    assert tuple(p.log.epoch_cache.entries[-1]) == (p.leader_epoch, leader_end)
