@@ -66,6 +66,7 @@ from jobs.transforms.timelines import PARTITION_KEY
 from replication_core.checker.catalogue import BY_NAME
 from schemas.audit import GOLD_AUDIT_RUNS, GOLD_INVARIANT_VIOLATIONS
 from schemas.events import BROKER_LIFECYCLE
+from schemas.spark import to_spark_schema
 from schemas.tables import BRONZE_EVENTS, GOLD_LAG_INCIDENTS, SILVER_PARTITION_STATE, SILVER_REPLICA_OFFSETS
 
 KEY: list[str] = list(PARTITION_KEY)
@@ -329,10 +330,7 @@ def run_report(
 
     violations = lake.read(GOLD_INVARIANT_VIOLATIONS, parts) if parts else lake.read(GOLD_INVARIANT_VIOLATIONS).limit(0)
     incidents = lake.read(GOLD_LAG_INCIDENTS, parts) if parts else lake.read(GOLD_LAG_INCIDENTS).limit(0)
-    # One row per run: the first and last event, the origin and the end of every time axis.
-    bounds = {r["run_id"]: (r["start_ms"], r["end_ms"]) for r in (
-        lake.read(BRONZE_EVENTS, parts).groupBy("run_id")
-        .agg(F.min("ts_ms").alias("start_ms"), F.max("ts_ms").alias("end_ms")).collect() if parts else [])}
+    bounds = _run_bounds(lake, parts)
 
     def start(run: str) -> int:
         return bounds.get(run, (0, 0))[0]
@@ -385,6 +383,48 @@ def run_report(
     return result
 
 
+def plot_partitions(
+    spark: SparkSession,
+    lake: Lake,
+    partitions: Sequence[tuple[str, str, int]],
+    out_dir: str | Path,
+    cfg: ReportConfig | None = None,
+    log: Callable[[str], None] = print,
+) -> list[Path]:
+    """The report's picture of any partitions, flagged or not: one PNG per (run, topic, partition), in the
+    order given, with HW and LEO per replica, ISR bands, leader changes, and the partition's violations and
+    lag incidents marked when the audit and lag jobs have run. Bounded like the report (`cfg`'s caps)."""
+    cfg = cfg or ReportConfig()
+    wanted = list(dict.fromkeys((str(r), str(t), int(p)) for r, t, p in partitions))
+    if not wanted:
+        return []
+    missing = [s.name for s in (SILVER_REPLICA_OFFSETS, SILVER_PARTITION_STATE) if not lake.exists(s)]
+    if missing:
+        raise ReportError(f"no {' or '.join(missing)} in lake {lake.root}: run `replog timelines` first")
+    parts = [{"run_id": r} for r in sorted({w[0] for w in wanted})]
+    # A job that has not run yet marks nothing: an empty frame of its table.
+    violations, incidents = (lake.read(s, parts) if lake.exists(s) else
+                             spark.createDataFrame([], to_spark_schema(s.schema))
+                             for s in (GOLD_INVARIANT_VIOLATIONS, GOLD_LAG_INCIDENTS))
+    keys = spark.createDataFrame(wanted, "run_id string, topic string, partition int")
+    counted = keys.join(flagged_partitions(violations, incidents), KEY, "left").na.fill(
+        0, ["errors", "warnings", "incidents", "bad_incidents"])
+    found = {(r["run_id"], r["topic"], r["partition"]): r for r in counted.collect()}  # one row per partition
+    chosen = [found[w] for w in wanted]
+    _, pngs = _sections(spark, lake, cfg, chosen, violations, incidents, _run_bounds(lake, parts),
+                        Path(out_dir), log, clear=False)
+    return pngs
+
+
+def _run_bounds(lake: Lake, parts: Sequence[dict[str, str]]) -> dict[str, tuple[int, int]]:
+    """Per run (one row each): the first and last event time, the origin and the end of every time axis."""
+    if not parts:
+        return {}
+    rows = (lake.read(BRONZE_EVENTS, parts).groupBy("run_id")
+            .agg(F.min("ts_ms").alias("start_ms"), F.max("ts_ms").alias("end_ms")).collect())
+    return {r["run_id"]: (r["start_ms"], r["end_ms"]) for r in rows}
+
+
 def _sections(
     spark: SparkSession,
     lake: Lake,
@@ -395,6 +435,7 @@ def _sections(
     bounds: dict[str, tuple[int, int]],
     out_dir: Path,
     log: Callable[[str], None],
+    clear: bool = True,
 ) -> tuple[list[PartitionSection], list[Path]]:
     """The plotted partitions' sections and PNGs; every frame collected here is bounded by the caps."""
     if not chosen:
@@ -443,7 +484,7 @@ def _sections(
                      for r in evidence_events(lake.read(BRONZE_EVENTS, parts), ids).collect()}
 
     out_dir.mkdir(parents=True, exist_ok=True)
-    for old in out_dir.glob("p[0-9][0-9][0-9]-*.png"):  # this report's own PNGs from an earlier run
+    for old in out_dir.glob("p[0-9][0-9][0-9]-*.png") if clear else ():  # this report's PNGs from an earlier run
         old.unlink()
     sections, pngs = [], []
     for n, (c, (run, topic, partition, start_ms, bucket)) in enumerate(zip(chosen, rows, strict=True), 1):

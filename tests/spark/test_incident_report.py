@@ -25,6 +25,7 @@ from jobs.incident_report import (
     isr_series,
     leader_changes,
     offset_series,
+    plot_partitions,
     run_report,
 )
 from jobs.lake import EmbeddedLake
@@ -170,6 +171,24 @@ def test_partition_cap_is_honoured_and_reported(flagged_lake: EmbeddedLake, tmp_
     assert "3 partition(s) have a violation or a lag incident; 1 plotted" in md
     assert "2 more flagged partition(s) not plotted (cap report.max_partitions = 1)" in md
     assert "(2 more not plotted)" in result.summary()
+
+
+def test_plot_partitions_draws_any_partition_in_the_order_given(flagged_lake: EmbeddedLake, tmp_path: Path) -> None:
+    out = tmp_path / "chosen"
+    pngs = plot_partitions(flagged_lake.spark, flagged_lake, [("r1", "t", 3), ("r1", "t", 0), ("r1", "t", 3)], out,
+                           **QUIET)
+    # t-3 has no violation and no incident, and is drawn all the same; the repeated key is drawn once.
+    assert [p.name for p in pngs] == ["p001-r1-t-3.png", "p002-r1-t-0.png"]
+    assert all(p.parent == out and p.read_bytes()[:8] == PNG_MAGIC for p in pngs)
+    assert plot_partitions(flagged_lake.spark, flagged_lake, [], out, **QUIET) == []
+
+
+def test_plot_partitions_needs_the_timelines(spark: SparkSession, tmp_path: Path) -> None:
+    lake = EmbeddedLake(spark, str(tmp_path / "lake"))
+    lake.append(BRONZE_EVENTS, _bronze(spark))
+    with pytest.raises(ReportError, match=r"no silver/replica_offsets or silver/partition_state in lake .*: "
+                                          r"run `replog timelines` first"):
+        plot_partitions(spark, lake, [("r1", "t", 0)], tmp_path / "out", **QUIET)
 
 
 def test_a_lake_without_violations_or_incidents_says_so(spark: SparkSession, tmp_path: Path) -> None:

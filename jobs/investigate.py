@@ -1,0 +1,73 @@
+"""Transforms behind `notebooks/incident_investigation.py`: one partition's story around an incident.
+
+`partition_moments` lists the moments that change a partition's replication — the controller's leader
+elections, the committed ISR changes, and the crashes, restarts and shutdowns of its replicas' brokers — and
+`offsets_at_moments` gives every replica's role, epoch, HW and LEO in force at each of them, from
+`silver/replica_offsets`. Read down the table to see, for instance, how far the new leader's LEO was behind
+the old leader's HW when an unclean election made it leader.
+"""
+
+from __future__ import annotations
+
+from pyspark.sql import Column, DataFrame
+from pyspark.sql import functions as F
+
+from schemas.events import BROKER_LIFECYCLE, ISR_CHANGE, LEADER_ELECTION
+
+MOMENT_COLUMNS: tuple[str, ...] = ("ts_ms", "event_id", "broker_id", "kind", "moment")
+"""`partition_moments`: time, bronze event id, the broker it concerns, kind, and a one-line description."""
+
+
+def _ids(c: str) -> Column:
+    return F.concat(F.lit("["), F.array_join(F.col(c), ", "), F.lit("]"))
+
+
+def partition_moments(bronze: DataFrame, run_id: str, topic: str, partition: int) -> DataFrame:
+    """The partition's leader elections and committed ISR changes, and every crash, restart and shutdown of
+    the run's brokers (columns `MOMENT_COLUMNS`, in event order); `offsets_at_moments` keeps the lifecycle
+    moments of the partition's own replicas."""
+    run = bronze.where(F.col("run_id") == run_id)
+    mine = (F.col("topic") == topic) & (F.col("partition") == partition)
+    election = run.where(mine & (F.col("event_type") == LEADER_ELECTION)).select(
+        "ts_ms", "event_id", F.col("leader_id").alias("broker_id"), F.lit("election").alias("kind"),
+        F.concat(F.col("action"), F.lit(" election: leader "), F.coalesce(F.col("leader_id").cast("string"),
+                                                                           F.lit("none")),
+                 F.lit(" in epoch "), F.col("leader_epoch").cast("string"), F.lit(", ISR "), _ids("isr"),
+                 F.when(F.col("reason").isNotNull(), F.concat(F.lit(" ("), F.col("reason"), F.lit(")")))
+                 .otherwise(F.lit(""))).alias("moment"))
+    isr = run.where(mine & (F.col("event_type") == ISR_CHANGE) & (F.col("isr_state") == "committed")).select(
+        "ts_ms", "event_id", "broker_id", F.lit("isr").alias("kind"),
+        F.concat(F.lit("ISR "), F.col("action"), F.lit(" committed by leader "), F.col("broker_id").cast("string"),
+                 F.lit(": "), _ids("old_isr"), F.lit(" -> "), _ids("isr")).alias("moment"))
+    life = run.where((F.col("event_type") == BROKER_LIFECYCLE) & (F.col("action") != "start")
+                     & F.col("broker_id").isNotNull()).select(
+        "ts_ms", "event_id", "broker_id", F.lit("broker").alias("kind"),
+        F.concat(F.lit("broker "), F.col("broker_id").cast("string"), F.lit(" "), F.col("action")).alias("moment"))
+    return election.unionByName(isr).unionByName(life).select(*MOMENT_COLUMNS)
+
+
+def offsets_at_moments(bronze: DataFrame, replica_offsets: DataFrame, run_id: str, topic: str,
+                       partition: int) -> DataFrame:
+    """Per moment of `partition_moments` and replica of the partition: the replica's role, leader epoch, HW
+    and LEO in force at that instant (the interval with valid_from_ms <= ts_ms < valid_to_ms), ordered by
+    moment then replica. A replica with no interval yet at a moment has no row for it; a moment at which no
+    replica has one (the topic's creation) has one row with null replica columns."""
+    offsets = replica_offsets.where((F.col("run_id") == run_id) & (F.col("topic") == topic)
+                                    & (F.col("partition") == partition))
+    replicas = offsets.select(F.col("replica_id").alias("broker_id")).distinct()
+    moments = partition_moments(bronze, run_id, topic, partition)
+    # A broker's crash matters here only if it holds a replica of the partition.
+    moments = moments.where(F.col("kind") != "broker").unionByName(
+        moments.where(F.col("kind") == "broker").join(replicas, "broker_id", "left_semi"))
+    m, o = moments.alias("m"), offsets.alias("o")
+    in_force = (F.col("o.valid_from_ms") <= F.col("m.ts_ms")) & (
+        F.col("o.valid_to_ms").isNull() | (F.col("m.ts_ms") < F.col("o.valid_to_ms")))
+    # A partition's moments are few (elections, ISR changes, crashes): broadcast them onto its intervals.
+    state = ("replica_id", "role", "leader_epoch", "high_watermark", "log_end_offset")
+    matched = o.join(F.broadcast(m), in_force).select(
+        "m.ts_ms", "m.event_id", "m.moment", *[F.col(f"o.{c}") for c in state])
+    # A moment before any replica's first interval (the topic's creation) still shows, without offsets.
+    unmatched = moments.join(matched.select("event_id"), "event_id", "left_anti").select(
+        "ts_ms", "event_id", "moment", *[F.lit(None).cast(offsets.schema[c].dataType).alias(c) for c in state])
+    return (matched.unionByName(unmatched).orderBy("ts_ms", "event_id", F.col("replica_id").asc_nulls_first())
+            .drop("event_id"))

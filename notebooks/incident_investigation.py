@@ -1,0 +1,181 @@
+# Databricks notebook source
+# MAGIC %md
+# MAGIC # replog — investigate an incident
+# MAGIC Three questions an operator asks after a broker failure, answered from the lake's tables:
+# MAGIC 1. **Did it lose acknowledged data?** Which acknowledged writes are gone, and which election lost them.
+# MAGIC 2. **Which followers fell behind beyond `replica.lag.time.max.ms`**, and did the leader shrink the ISR
+# MAGIC    when (and only when) it should?
+# MAGIC 3. **How did HW and LEO move** on the partition at the centre of it?
+# MAGIC
+# MAGIC The jobs must have run first: `replog demo` does all of them, or `replog ingest` → `timelines` → `lag` →
+# MAGIC `audit`. Parameters (environment variables, or edit the cell): `REPLOG_LAKE` (the lake root, default
+# MAGIC `./lake`), `REPLOG_RUN` (default: the runs of the latest audit), `REPLOG_TOPIC` + `REPLOG_PARTITION` (default:
+# MAGIC the worst flagged partition), `REPLOG_OUT` (where the picture goes, default `<lake>/reports/notebook`).
+# MAGIC Every cell shows aggregates or a bounded number of rows, whatever the size of the run.
+
+# COMMAND ----------
+
+import os
+from pathlib import Path
+
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+
+from jobs.config import JobConfig
+from jobs.incident_report import flagged_partitions, plot_partitions, worst_first
+from jobs.investigate import offsets_at_moments
+from jobs.lake import open_lake
+from jobs.report_document import BAD_VERDICTS
+from schemas.audit import GOLD_AUDIT_RUNS, GOLD_INVARIANT_VIOLATIONS
+from schemas.tables import (
+    BRONZE_EVENTS,
+    GOLD_LAG_INCIDENTS,
+    GOLD_LAG_SUMMARY,
+    SILVER_ISR_CHANGES,
+    SILVER_REPLICA_OFFSETS,
+)
+
+lake_root = os.environ.get("REPLOG_LAKE", "./lake")
+spark = SparkSession.builder.getOrCreate()
+lake = open_lake(spark, JobConfig(lake=lake_root))
+ROWS = 20  # rows shown per table
+
+
+def show(df: DataFrame, rows: int = ROWS) -> None:
+    """Databricks' `display` where there is one, else the first `rows` rows as text."""
+    shown = df.limit(rows)
+    if "dbutils" in globals():
+        display(shown)  # noqa: F821 - Databricks' notebook builtin
+    else:
+        shown.show(rows, truncate=False)
+
+
+if os.environ.get("REPLOG_RUN"):
+    runs = [os.environ["REPLOG_RUN"]]
+else:
+    # One row: the latest audit, and the runs it covered.
+    latest = (lake.read(GOLD_AUDIT_RUNS).orderBy(F.col("started_at_ms").desc(), F.col("audit_id").desc())
+              .limit(1).collect())
+    if not latest:
+        raise RuntimeError(f"no audit in lake {lake_root}: run `replog audit` first, or set REPLOG_RUN")
+    runs = sorted(latest[0]["runs"])
+print(f"lake {lake_root}, runs: {', '.join(runs)}")
+parts = [{"run_id": r} for r in runs]
+bronze = lake.read(BRONZE_EVENTS, parts)
+violations = lake.read(GOLD_INVARIANT_VIOLATIONS, parts)
+incidents = lake.read(GOLD_LAG_INCIDENTS, parts)
+
+# COMMAND ----------
+
+# MAGIC %md
+# MAGIC ## 1. Did it lose acknowledged data?
+# MAGIC Produce acknowledgements per `acks` setting and outcome: only `acks=all` writes acknowledged `NONE` are
+# MAGIC promised to survive the failure of any ISR member but the last. The audit's `acked_write_lost` lists each
+# MAGIC such write that is missing from the partition's final leader log, offset by offset.
+
+# COMMAND ----------
+
+acked = (bronze.where(F.col("event_type") == "produce_ack")
+         .groupBy("run_id", "topic", "acks", "error")
+         .agg(F.count(F.lit(1)).alias("requests"),
+              F.sum(F.when(F.col("error") == "NONE", F.col("last_offset") - F.col("base_offset") + 1))
+              .alias("records_acknowledged"))
+         .orderBy("run_id", "topic", "acks", "error"))
+show(acked, 100)
+
+lost = (violations.where(F.col("invariant") == "acked_write_lost")
+        .select("run_id", "topic", "partition", "offset", "ts_ms", "message")
+        .orderBy("run_id", "topic", "partition", "offset"))
+lost_by_partition = (lost.groupBy("run_id", "topic", "partition")
+                     .agg(F.count(F.lit(1)).alias("lost_records"), F.min("offset").alias("first_offset"),
+                          F.max("offset").alias("last_offset"))
+                     .orderBy(F.col("lost_records").desc(), "run_id", "topic", "partition"))
+lost_total = lost.count()
+print(f"acknowledged writes lost: {lost_total}")
+show(lost_by_partition)
+
+# The elections of the partitions that lost writes: an unclean one is the usual cause.
+elections = (bronze.where(F.col("event_type") == "leader_election")
+             .join(lost_by_partition.select("run_id", "topic", "partition"), ["run_id", "topic", "partition"],
+                   "left_semi")
+             .select("run_id", "topic", "partition", "ts_ms", F.col("action").alias("election"), "leader_id",
+                     "leader_epoch", "isr", "reason")
+             .orderBy("run_id", "topic", "partition", "ts_ms"))
+show(elections)
+
+# COMMAND ----------
+
+# MAGIC %md
+# MAGIC ## 2. Which followers fell behind, and did the leader shrink the ISR in time?
+# MAGIC A lag incident is an interval in which a follower's time lag (now − `lastCaughtUpTimeMs`, as its leader
+# MAGIC sees it) exceeded `replica.lag.time.max.ms`. Kafka's `isr-expiration` task runs every half of that
+# MAGIC setting, so a shrink is *on time* within 1.5 × the setting. *Late*, *missing* and *premature* (a shrink of
+# MAGIC a follower that was not lagging) are what to look at; *recovered*, *leader_lost*, *not_in_isr* and *ongoing*
+# MAGIC say why no shrink was due (see `jobs/transforms/lag.py`).
+
+# COMMAND ----------
+
+verdicts = (incidents.groupBy("run_id", "verdict")
+            .agg(F.count(F.lit(1)).alias("incidents"), F.max("peak_time_lag_ms").alias("max_time_lag_ms"),
+                 F.max("peak_message_lag").alias("max_message_lag"))
+            .orderBy("run_id", "verdict"))
+show(verdicts)
+
+attention = (incidents.where(F.col("verdict").isin(*sorted(BAD_VERDICTS)))
+             .select("run_id", "topic", "partition", "follower_id", "leader_id", "start_ms", "end_ms",
+                     "lag_max_ms", "peak_time_lag_ms", "peak_message_lag", "shrink_ms", "verdict")
+             .orderBy("run_id", "start_ms", "topic", "partition", "follower_id"))
+print(f"lag incidents: {incidents.count()}, of which late, missing or premature: {attention.count()}")
+show(attention)
+
+# Per broker: under-replicated minutes, ISR churn and the worst lag (the operator's dashboard row).
+brokers = (lake.read(GOLD_LAG_SUMMARY, parts).where(F.col("scope") == "broker")
+           .select("run_id", "broker_id", "urp_minutes", "isr_shrinks", "isr_expands", "max_time_lag_ms",
+                   "max_message_lag", "lag_incidents", "incidents_late", "incidents_missing", "premature_shrinks")
+           .orderBy("run_id", "broker_id"))
+show(brokers, 100)
+
+# COMMAND ----------
+
+# MAGIC %md
+# MAGIC ## 3. How did HW and LEO move?
+# MAGIC The partition at the centre of the incident (the worst flagged one unless `REPLOG_TOPIC` and
+# MAGIC `REPLOG_PARTITION` name another): every replica's role, HW and LEO at each moment that changed the
+# MAGIC partition's replication (leader elections, committed ISR changes, crashes and restarts of its brokers), the
+# MAGIC ISR changes with their proposals and outcomes, and the picture the incident report draws — HW and LEO per
+# MAGIC replica over time, ISR membership bands, leader changes, violations and lag incidents marked. The interval
+# MAGIC tables behind them are `silver/replica_offsets` and `silver/partition_state`.
+
+# COMMAND ----------
+
+if os.environ.get("REPLOG_TOPIC") and os.environ.get("REPLOG_PARTITION"):
+    focus = (os.environ.get("REPLOG_RUN") or runs[0], os.environ["REPLOG_TOPIC"], int(os.environ["REPLOG_PARTITION"]))
+else:
+    # One row: the partition with the most errors, then warnings, then late / missing / premature incidents.
+    worst = flagged_partitions(violations, incidents).orderBy(*worst_first()).limit(1).collect()
+    focus = (worst[0]["run_id"], worst[0]["topic"], worst[0]["partition"]) if worst else None
+print("partition:", "none flagged (set REPLOG_TOPIC and REPLOG_PARTITION)" if focus is None
+      else f"{focus[1]}-{focus[2]} of run {focus[0]}")
+
+if focus is not None:
+    run, topic, partition = focus
+    in_focus = (F.col("run_id") == run) & (F.col("topic") == topic) & (F.col("partition") == partition)
+    # Every replica's HW and LEO at each election, committed ISR change and crash / restart of its broker.
+    story = offsets_at_moments(bronze, lake.read(SILVER_REPLICA_OFFSETS, [{"run_id": run}]), run, topic, partition)
+    show(story, 100)
+    isr_history = (lake.read(SILVER_ISR_CHANGES, [{"run_id": run}]).where(in_focus)
+                   .select("proposed_ms", "leader_id", "leader_epoch", "action", "reason", "old_isr", "proposed_isr",
+                           "outcome", "committed_isr", "latency_ms")
+                   .orderBy("proposed_ms"))
+    show(isr_history, 50)
+    out_dir = Path(os.environ.get("REPLOG_OUT") or Path(lake_root) / "reports" / "notebook")
+    pictures = plot_partitions(spark, lake, [focus], out_dir)
+    print("picture:", pictures[0])
+    try:  # inline in Jupyter and Databricks; the path above is all a plain script gets
+        from IPython import get_ipython
+        from IPython.display import Image
+        from IPython.display import display as show_image
+    except ImportError:
+        get_ipython = None
+    if get_ipython is not None and get_ipython() is not None:
+        show_image(Image(filename=str(pictures[0])))
