@@ -472,6 +472,8 @@ def _sections(
                                 F.col("event_id"), F.col("invariant")], cfg.max_rows))
     incs = grouped(first_rows(incidents.join(sel, KEY, "left_semi"), [F.col("start_ms"), F.col("follower_id")],
                               cfg.max_rows))
+    # Per plotted partition and invariant: how many in all (the marks above stop at max_rows).
+    totals = grouped(violations.join(sel, KEY, "left_semi").groupBy(*KEY, "severity", "invariant").count())
     life: dict[str, list[dict[str, Any]]] = {}
     for r in lifecycle_events(lake.read(BRONZE_EVENTS, parts), cfg.max_points).collect():
         life.setdefault(r["run_id"], []).append(r.asDict())
@@ -515,6 +517,8 @@ def _sections(
             lifecycle=tuple(LifecycleMark((r["ts_ms"] - start_ms) / 1000.0, r["broker_id"], r["action"])
                             for r in life.get(run, []) if r["broker_id"] is not None),
             bucket_ms=bucket, notes=tuple(notes),
+            violation_totals=tuple(sorted((t["severity"], t["invariant"], int(t["count"]))
+                                          for t in totals.get(key, []))),
         )
         name = f"p{n:03d}-{_safe(run)}-{_safe(topic)}-{partition}.png"
         pngs.append(plot_partition(data, out_dir / name))

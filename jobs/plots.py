@@ -131,6 +131,9 @@ class PartitionPlot:
     lifecycle: tuple[LifecycleMark, ...] = ()
     bucket_ms: int = 1
     notes: tuple[str, ...] = field(default_factory=tuple)
+    violation_totals: tuple[tuple[str, str, int], ...] = ()
+    """(severity, invariant, count) of all the partition's violations, when `violations` marks only the first
+    ones; the headline counts these."""
 
     def __post_init__(self) -> None:
         for name, frame, cols in (("offsets", self.offsets, OFFSET_COLUMNS), ("isr", self.isr, ISR_COLUMNS)):
@@ -143,10 +146,11 @@ class PartitionPlot:
 
 def headline(data: PartitionPlot) -> str:
     """One line saying what went wrong in the partition, e.g. `1 error (acked_write_lost) · 1 lag incident`."""
+    totals = data.violation_totals or tuple((v.severity, v.invariant, 1) for v in data.violations)
     parts = []
     for severity in ("error", "warning"):
-        names = sorted({v.invariant for v in data.violations if v.severity == severity})
-        n = sum(1 for v in data.violations if v.severity == severity)
+        names = sorted({name for sev, name, _ in totals if sev == severity})
+        n = sum(count for sev, _, count in totals if sev == severity)
         if n:
             parts.append(f"{n} {severity}{'s' if n > 1 else ''} ({', '.join(names)})")
     if data.incidents:

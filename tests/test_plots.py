@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 import pandas as pd
@@ -58,6 +59,15 @@ def kip101_like() -> PartitionPlot:
 def test_headline_names_what_went_wrong() -> None:
     assert headline(kip101_like()) == ("1 error (acked_write_lost) · 1 warning (committed_prefix_agreement) · "
                                        "2 lag incidents (missing, ongoing)")
+
+
+def test_headline_counts_every_violation_when_only_the_first_are_marked() -> None:
+    # The report marks at most report.max_rows violations; the headline counts the partition's totals.
+    data = replace(kip101_like(), violation_totals=(("error", "acked_write_lost", 538),
+                                                    ("warning", "committed_prefix_agreement", 1000),
+                                                    ("warning", "inconsistent_offsets", 189)))
+    assert headline(data) == ("538 errors (acked_write_lost) · 1189 warnings (committed_prefix_agreement, "
+                              "inconsistent_offsets) · 2 lag incidents (missing, ongoing)")
 
 
 def test_figure_shows_hw_and_leo_per_replica_the_isr_lanes_leaders_and_the_incident(tmp_path: Path) -> None:
