@@ -467,9 +467,12 @@ def _sections(
     offsets = grouped(offset_series(ro, selected))
     isr = grouped(isr_series(ps, selected))
     leaders = grouped(leader_changes(ps, selected, cfg.max_points))
-    viols = grouped(first_rows(violations.join(sel, KEY, "left_semi").select(*_violation_cols()),
-                               [F.when(F.col("severity") == "error", 0).otherwise(1), F.col("ts_ms"),
-                                F.col("event_id"), F.col("invariant")], cfg.max_rows))
+    # Errors first; then the invariants take turns (each one's earliest, then each one's second, ...), so a
+    # flood of one invariant does not hide the first violation of another behind the max_rows cap.
+    nth = F.row_number().over(Window.partitionBy(*KEY, "invariant").orderBy("ts_ms", "event_id"))
+    viols = grouped(first_rows(violations.join(sel, KEY, "left_semi").select(*_violation_cols()).withColumn(
+        "_nth", nth), [F.when(F.col("severity") == "error", 0).otherwise(1), F.col("_nth"), F.col("ts_ms"),
+                       F.col("event_id"), F.col("invariant")], cfg.max_rows))
     incs = grouped(first_rows(incidents.join(sel, KEY, "left_semi"), [F.col("start_ms"), F.col("follower_id")],
                               cfg.max_rows))
     # Per plotted partition and invariant: how many in all (the marks above stop at max_rows).
@@ -501,7 +504,8 @@ def _sections(
         if lead and lead[0]["changes"] > len(lead):
             notes.append(f"first {len(lead)} of {lead[0]['changes']} leader changes drawn")
         if len(v_rows) < c["errors"] + c["warnings"]:
-            notes.append(f"first {len(v_rows)} of {c['errors'] + c['warnings']} violations marked")
+            notes.append(f"{len(v_rows)} of {c['errors'] + c['warnings']} violations marked, "
+                         "each invariant's earliest first")
         data = PartitionPlot(
             run_id=run, topic=topic, partition=partition, end_s=end_s,
             replicas=tuple(sorted({r["replica"] for r in isr.get(key, []) + offsets.get(key, [])})),

@@ -229,8 +229,12 @@ def _incident_cells(i: IncidentRow) -> tuple[str, ...]:
             _secs(i.shrink_s), i.verdict)
 
 
-def _listed(shown: int, total: int, what: str) -> str | None:
-    return None if total <= shown else f"{total - shown} more {what} not listed (cap report.max_rows)."
+def _listed(shown: int, total: int, what: str, order: str = "") -> str | None:
+    return None if total <= shown else f"{total - shown} more {what} not listed (cap report.max_rows{order})."
+
+
+# How a partition's violations are chosen when there are more than report.max_rows.
+_TAKE_TURNS = "; each invariant's earliest are listed first"
 
 
 # --- Markdown ------------------------------------------------------------------------------------------
@@ -280,7 +284,7 @@ def markdown(doc: ReportDocument) -> str:
                 f"{s.errors} error(s), {s.warnings} warning(s), {s.incident_count} lag incident(s).", ""]
         if s.violations:
             out += _md_table(_VIOLATION_HEAD, [_violation_cells(v) for v in s.violations])
-            note = _listed(len(s.violations), s.errors + s.warnings, "violations")
+            note = _listed(len(s.violations), s.errors + s.warnings, "violations", _TAKE_TURNS)
             out += [note, ""] if note else []
             out += [f"- `{name}`: {_md_cell(rule)} ({_md_cell(offsets)})" for name, rule, offsets in s.rules]
             out += [""] if s.rules else []
@@ -380,7 +384,7 @@ def html_page(doc: ReportDocument) -> str:
                 _p(f"{s.errors} error(s), {s.warnings} warning(s), {s.incident_count} lag incident(s).")]
         if s.violations:
             out += _html_table(_VIOLATION_HEAD, [(v.severity, _violation_cells(v)) for v in s.violations])
-            note = _listed(len(s.violations), s.errors + s.warnings, "violations")
+            note = _listed(len(s.violations), s.errors + s.warnings, "violations", _TAKE_TURNS)
             out += [_p(note, "note")] if note else []
             if s.rules:
                 out.append("<ul>" + "".join(f"<li><code>{_h(name)}</code>: {_h(rule)} ({_h(offsets)})</li>"

@@ -173,6 +173,23 @@ def test_partition_cap_is_honoured_and_reported(flagged_lake: EmbeddedLake, tmp_
     assert "(2 more not plotted)" in result.summary()
 
 
+def test_a_flood_of_one_invariant_does_not_hide_another_behind_the_cap(spark: SparkSession, tmp_path: Path) -> None:
+    lake = EmbeddedLake(spark, str(tmp_path / "lake"))
+    lake.append(BRONZE_EVENTS, _bronze(spark))
+    lake.append(SILVER_REPLICA_OFFSETS, frame(spark, SILVER_REPLICA_OFFSETS, _offsets(0)))
+    lake.append(SILVER_PARTITION_STATE, frame(spark, SILVER_PARTITION_STATE, _state(0)))
+    flood = [_violation(0, "hw_within_log", "warning", f"HW above LEO #{i}", ts_ms=T0 + 1_000 * i, event_id=i)
+             for i in range(1, 4)]
+    lost = _violation(0, "acked_write_lost", "warning", "the write that matters", ts_ms=T0 + 10_000)
+    lake.append(GOLD_INVARIANT_VIOLATIONS, frame(spark, GOLD_INVARIANT_VIOLATIONS, [*flood, lost]))
+    lake.append(GOLD_AUDIT_RUNS, _audit_row(spark, errors=0, warnings=4))
+    result = run_report(spark, lake, ReportConfig(max_rows=2), out=tmp_path / "out", **QUIET)
+    md = result.markdown_path.read_text(encoding="utf-8")
+    # Two marks: each invariant's earliest, although three hw_within_log come before the acked_write_lost.
+    assert "HW above LEO #1" in md and "the write that matters" in md and "HW above LEO #2" not in md
+    assert "2 more violations not listed (cap report.max_rows; each invariant's earliest are listed first)." in md
+
+
 def test_plot_partitions_draws_any_partition_in_the_order_given(flagged_lake: EmbeddedLake, tmp_path: Path) -> None:
     out = tmp_path / "chosen"
     pngs = plot_partitions(flagged_lake.spark, flagged_lake, [("r1", "t", 3), ("r1", "t", 0), ("r1", "t", 3)], out,
