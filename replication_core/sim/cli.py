@@ -5,8 +5,11 @@
         [--format parquet|jsonl]
 
 Exit codes: 0 success, 2 invalid arguments or scenario (the message names the key and the expected
-form). A progress line (events, virtual time, events/s) goes to stderr only when stderr is a terminal
-and `CI` is not set; a summary is printed at the end. Wall-clock time is used only for that display.
+form), or an output folder that cannot take the run's files (checked before simulating; an OSError while
+writing exits 2 as well). Faults scheduled after the run's end (e.g. with a shorter `--duration-ms`) are
+not applied: a warning on stderr names them, and the summary counts them. A progress line (events,
+virtual time, events/s) goes to stderr only when stderr is a terminal and `CI` is not set; a summary is
+printed at the end. Wall-clock time is used only for that display.
 """
 
 from __future__ import annotations
@@ -24,7 +27,14 @@ from typing import Any
 
 from replication_core._native_guard import core_compiled
 from replication_core.sim.cluster import Cluster, RunStats
-from replication_core.sim.scenario import Scenario, ScenarioError, mode_from_text, mode_to_text, parse_scenario_text
+from replication_core.sim.scenario import (
+    Fault,
+    Scenario,
+    ScenarioError,
+    mode_from_text,
+    mode_to_text,
+    parse_scenario_text,
+)
 from replication_core.sim.writer import EventWriter
 from schemas.events import SCHEMA_VERSION
 
@@ -61,6 +71,53 @@ def max_network_delay_ms(scenario: Scenario) -> int | None:
             return None
         bounds.append(int(lat.value if lat.dist == "constant" else lat.max))
     return max(bounds)
+
+
+def output_dir_problem(out: str | Path) -> str | None:
+    """Why `out` cannot take a run's files (`events/` and `run.json`), or None when it can.
+
+    Checked before simulating so that a long run is not lost to a typo in `--out`. Creates `out/events`
+    (the writer would create it anyway): only the OS can tell for sure whether a folder can be made
+    (procfs, read-only mounts, permissions, which root bypasses for `os.access`)."""
+    out = Path(out)
+    events = out / "events"
+    for path in (out, events):
+        if path.exists() and not path.is_dir():
+            return f"expected a directory for the run's files, but {path} is an existing file"
+    # A file further up makes mkdir fail with a bare "Not a directory"; name the file instead.
+    for parent in out.parents:
+        if parent.exists():
+            if not parent.is_dir():
+                return (f"expected a directory for the run's files, but {parent} is an existing file, "
+                        "not a directory")
+            break
+    try:
+        events.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        return f"cannot create the directory {exc.filename or events}: {exc.strerror or exc}"
+    for path in (out, events):
+        if not os.access(path, os.W_OK | os.X_OK):
+            return f"expected a writable directory, but {path} is not writable"
+    return None
+
+
+def faults_after_end(scenario: Scenario) -> list[tuple[int, Fault]]:
+    """The scripted faults (index in `faults`, fault) scheduled after the run's end: the clock stops at
+    `duration_ms` (callbacks at exactly that time still run), so these are never applied."""
+    return [(i, f) for i, f in enumerate(scenario.faults) if f.at_ms > scenario.duration_ms]
+
+
+def describe_fault(index: int, fault: Fault) -> str:
+    """`faults[0] crash broker 1 at_ms 10000`: the scenario key, the action, its target and its time."""
+    if fault.broker is not None:
+        target = f" broker {fault.broker}"
+    elif fault.topic is not None:
+        target = f" {fault.topic}-{fault.partition}"
+    elif fault.src or fault.dst:
+        target = f" {list(fault.src)} -> {list(fault.dst)}"
+    else:
+        target = ""
+    return f"faults[{index}] {fault.action}{target} at_ms {fault.at_ms}"
 
 
 def run_id_for(scenario: Scenario) -> str:
@@ -192,11 +249,30 @@ def main(argv: Sequence[str] | None = None) -> int:
     except OSError as exc:
         sys.stderr.write(f"error: cannot read scenario {args.scenario}: {exc}\n")
         return 2
+    problem = output_dir_problem(args.out)
+    if problem is not None:
+        sys.stderr.write(f"error: --out {args.out}: {problem}\n")
+        return 2
+    # Shortening a run is legitimate, so not an error; but a fault silently left out (the crash a
+    # scenario is about) would make the run look like a pass.
+    late = faults_after_end(scenario)
+    if late:
+        sys.stderr.write(f"warning: {len(late)} scheduled fault(s) fall after the run's end (duration_ms "
+                         f"{scenario.duration_ms}) and will not be applied: "
+                         + ", ".join(describe_fault(i, f) for i, f in late) + "\n")
     progress = sys.stderr.isatty() and not os.environ.get("CI")
     started = time.monotonic()
-    manifest, stats = simulate(scenario, args.out, progress)
+    try:
+        manifest, stats = simulate(scenario, args.out, progress)
+    except OSError as exc:  # disk full, folder removed meanwhile: a user's problem, not a crash
+        where = f"{exc.filename}: " if exc.filename else ""
+        ends_bar = "\n" if progress else ""  # the progress bar's line has no newline yet
+        sys.stderr.write(f"{ends_bar}error: --out {args.out}: cannot write the run's files: "
+                         f"{where}{exc.strerror or exc}\n")
+        return 2
     wall = time.monotonic() - started
     acked = manifest["acknowledged_records"]
+    dropped = f" ({len(late)} scheduled after the run's end, not applied)" if late else ""
     sys.stderr.write(
         f"simulated {scenario.name} ({manifest['truncation_mode']}, seed {scenario.seed}): "
         f"{manifest['events']:,} events in {len(manifest['files'])} file(s), "
@@ -204,7 +280,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         f"({manifest['events'] / max(wall, 1e-9):,.0f} events/s)\n"
         f"  batches produced {stats.produced_batches:,}, acknowledged records acks=all {acked['acks_all']:,} "
         f"acks=1 {acked['acks_1']:,} acks=0 {acked['acks_0']:,}; elections {stats.controller['elections']}; "
-        f"faults {len(stats.faults_applied)}\n"
+        f"faults {len(stats.faults_applied)}{dropped}\n"
         f"  wrote {Path(args.out) / 'run.json'}\n")
     return 0
 
