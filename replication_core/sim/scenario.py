@@ -13,7 +13,8 @@ fetched would count as caught up).
 from __future__ import annotations
 
 import builtins
-from collections.abc import Mapping
+import difflib
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 
 from replication_core.config import ReplicationConfig, TruncationMode
@@ -35,6 +36,12 @@ FAULT_ACTIONS = (
 )
 NEMESIS_FAULTS = ("crash", "partition", "pause", "disk_stall", "controlled_shutdown")
 CRASH_MODES = ("power", "process")
+TOP_LEVEL_KEYS = (
+    "name", "description", "seed", "duration_ms", "start_ms", "truncation_mode", "cluster", "broker_config",
+    "topics", "network", "disk", "workload", "faults", "nemesis", "output",
+)
+"""The keys of a scenario document, checked before any is read: a misspelt key (`duraton_ms`) is then
+reported as itself rather than as the required key it was meant to be."""
 
 
 class ScenarioError(ValueError):
@@ -256,6 +263,16 @@ def _apply_topic_config(base: ReplicationConfig, overrides: Mapping[str, str]) -
 
 # --- loading ---------------------------------------------------------------------------------------------
 
+def _no_such_key(name: str, known: Iterable[str], named: bool = False) -> str:
+    """`no such key (did you mean 'x'?); known keys: a, b` (the suggestion when difflib finds a close one);
+    `named` also quotes `name`, for errors keyed by the section rather than by the key itself."""
+    known = sorted(known)
+    close = difflib.get_close_matches(name, known, n=1)
+    hint = f" (did you mean {close[0]!r}?)" if close else ""
+    subject = f"no such key {name!r}" if named else "no such key"
+    return f"{subject}{hint}; known keys: " + ", ".join(known)
+
+
 class _Reader:
     """Typed access to one mapping of the YAML document, with key paths for error messages."""
 
@@ -269,6 +286,19 @@ class _Reader:
     def key(self, name: str) -> str:
         return f"{self.path}.{name}" if self.path else name
 
+    def _required(self, name: str) -> str:
+        """` (required)`, naming a near spelling of `name` among this mapping's keys not read so far: a
+        typo (`brokres`) is the likelier cause of a missing required key."""
+        others = [str(k) for k in self.data if k not in self.used]
+        close = difflib.get_close_matches(name, others, n=1)
+        return f" (required; found {self.key(close[0])}: a typo?)" if close else " (required)"
+
+    def only(self, known: tuple[str, ...]) -> None:
+        """Reject keys outside `known` before reading any (see `TOP_LEVEL_KEYS`)."""
+        extra = sorted(str(k) for k in self.data if k not in known)
+        if extra:
+            raise ScenarioError(self.key(extra[0]), _no_such_key(extra[0], known))
+
     def has(self, name: str) -> bool:
         return name in self.data
 
@@ -281,7 +311,7 @@ class _Reader:
         value = self.raw(name)
         if value is None:
             if required or default is None:
-                raise ScenarioError(self.key(name), _int_form(lo, hi) + " (required)")
+                raise ScenarioError(self.key(name), _int_form(lo, hi) + self._required(name))
             return default
         if isinstance(value, bool) or not isinstance(value, int):
             raise ScenarioError(self.key(name), _int_form(lo, hi), value)
@@ -308,7 +338,7 @@ class _Reader:
         value = self.raw(name)
         if value is None:
             if default is None:
-                raise ScenarioError(self.key(name), "a string (required)")
+                raise ScenarioError(self.key(name), "a string" + self._required(name))
             return default
         if not isinstance(value, str):
             raise ScenarioError(self.key(name), "a string", value)
@@ -348,7 +378,7 @@ class _Reader:
     def done(self) -> None:
         extra = sorted(str(k) for k in self.data if k not in self.used)
         if extra:
-            raise ScenarioError(self.key(extra[0]), "no such key; known keys: " + ", ".join(sorted(self.used)))
+            raise ScenarioError(self.key(extra[0]), _no_such_key(extra[0], self.used))
 
 
 def _int_form(lo: int | None, hi: int | None) -> str:
@@ -384,10 +414,14 @@ def _broker_config(data: object, mode: TruncationMode | None) -> ReplicationConf
     r = _Reader(data or {}, "broker_config")
     values = dict(r.data)
     r.used.update(values)
+    # Checked here rather than by from_kafka_map, whose KeyError text would be shown as a repr of a repr.
+    known = ReplicationConfig().as_kafka_map()
+    for name in sorted(map(str, values)):
+        if name not in known:
+            raise ScenarioError("broker_config", "Kafka replication config names (reference §1); "
+                                + _no_such_key(name, known, named=True))
     try:
         cfg = ReplicationConfig.from_kafka_map(values)
-    except KeyError as exc:
-        raise ScenarioError("broker_config", "Kafka replication config names (reference §1)", str(exc)) from exc
     except (TypeError, ValueError) as exc:
         raise ScenarioError("broker_config", f"valid values ({exc})") from exc
     if mode is not None:
@@ -398,6 +432,7 @@ def _broker_config(data: object, mode: TruncationMode | None) -> ReplicationConf
 def parse_scenario(doc: object) -> Scenario:
     """Validate a parsed YAML document into a `Scenario` (raises `ScenarioError`)."""
     r = _Reader(doc, "")
+    r.only(TOP_LEVEL_KEYS)
     name = r.str("name")
     description = r.str("description", "")
     seed = r.int("seed", 1, lo=0)
