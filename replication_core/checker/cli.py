@@ -9,9 +9,10 @@ JSON output always lists every violation.
 Exit codes: 0 — no violation of severity error (warnings are printed; `--strict` makes them fail too);
 1 — at least one error (or, with `--strict`, any violation); 2 — the check could not run (missing folder,
 no event files, an unreadable or malformed file, events out of order or duplicated, a newer schema major,
-an event missing a field its type requires, bad arguments). Warnings exit 0 by design: they are data
-loss Kafka's contract permits (after an unclean election or a whole-cluster power loss) or replay
-disagreements, which a caller may want to see without failing a pipeline.
+an event missing a field its type requires, a `run.json` field the checker reads of the wrong type, bad
+arguments such as a negative `--max-network-delay-ms` or `--max-per-group`). Warnings exit 0 by design:
+they are data loss Kafka's contract permits (after an unclean election or a whole-cluster power loss) or
+replay disagreements, which a caller may want to see without failing a pipeline.
 
 `--json FILE` writes {"runs", "events", "clean", "violations", "checked", "skipped", "manifest"}.
 `--max-network-delay-ms` tightens `delayed_fetch_bound`; by default it is taken from the run manifest
@@ -24,12 +25,12 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
 from replication_core.checker.checker import CheckInputError, CheckOptions, CheckResult, check_events
-from replication_core.checker.reader import ReaderError, read_events, read_manifest
+from replication_core.checker.reader import MANIFEST, ReaderError, read_events, read_manifest
 from replication_core.checker.violation import Violation
 
 EXIT_CLEAN = 0
@@ -38,15 +39,35 @@ EXIT_CANNOT_RUN = 2
 DEFAULT_MAX_PER_GROUP = 20
 
 
+class ManifestError(Exception):
+    """A `run.json` field the checker reads has the wrong type (the message names field, value, type)."""
+
+
+def _non_negative(what: str) -> Callable[[str], int]:
+    """An argparse `type`: an integer >= 0. Negative values have no meaning for these options (a negative
+    delay bound flags every fetch, a negative per-group limit used to mean "all" silently)."""
+
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            value = -1
+        if value < 0:
+            raise argparse.ArgumentTypeError(f"expected an integer >= 0 ({what}), got {text!r}")
+        return value
+
+    return parse
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="replog check", description="Check a run's events against the "
                                      "replication invariants (reference §11).")
     parser.add_argument("--events", required=True, help="folder of *.parquet / *.jsonl event files")
     parser.add_argument("--json", dest="json_out", help="also write the result as JSON to this file")
     parser.add_argument("--strict", action="store_true", help="exit 1 on warnings too")
-    parser.add_argument("--max-network-delay-ms", type=int, default=None,
-                        help="one-way network delay bound of the run (tightens delayed_fetch_bound)")
-    parser.add_argument("--max-per-group", type=int, default=DEFAULT_MAX_PER_GROUP,
+    parser.add_argument("--max-network-delay-ms", type=_non_negative("milliseconds"), default=None,
+                        help="one-way network delay bound of the run, >= 0 (tightens delayed_fetch_bound)")
+    parser.add_argument("--max-per-group", type=_non_negative("0 prints all"), default=DEFAULT_MAX_PER_GROUP,
                         help="print at most N lines per (invariant, severity, partition, replica); 0 = all "
                              f"(default {DEFAULT_MAX_PER_GROUP}; --json always has every violation)")
     return parser
@@ -71,15 +92,32 @@ def printed_lines(violations: Sequence[Violation], max_per_group: int) -> list[s
     return lines
 
 
+def _shown(value: object) -> str:
+    return f"{value!r} ({type(value).__name__})"
+
+
 def options_from(manifest: dict[str, Any] | None, max_network_delay_ms: int | None) -> CheckOptions:
     """CheckOptions from the flags and the run manifest: `max_network_delay_ms`, and whether
-    `faults_applied` lists GC pauses or disk stalls (then delayed_fetch_bound is skipped)."""
+    `faults_applied` lists GC pauses or disk stalls (then delayed_fetch_bound is skipped).
+
+    Both fields are validated (null counts as absent): a hand-edited manifest must not crash the checker
+    or be half-ignored, since a wrong delay bound or a missed stall changes the verdict. Raises
+    `ManifestError`."""
     manifest = manifest or {}
-    delay = max_network_delay_ms
-    if delay is None and isinstance(manifest.get("max_network_delay_ms"), int):
-        delay = manifest["max_network_delay_ms"]
-    faults = manifest.get("faults_applied") or []
-    stalls = any(isinstance(f, list | tuple) and len(f) > 1 and f[1] in ("pause", "disk_stall") for f in faults)
+    declared = manifest.get("max_network_delay_ms")
+    if declared is not None and (isinstance(declared, bool) or not isinstance(declared, int) or declared < 0):
+        raise ManifestError(f"field max_network_delay_ms: expected an integer >= 0 or null, got {_shown(declared)}")
+    delay = max_network_delay_ms if max_network_delay_ms is not None else declared
+    faults = manifest.get("faults_applied")
+    if faults is None:
+        faults = []
+    if not isinstance(faults, list | tuple):  # tuple: a manifest built in memory (tests, notebooks)
+        raise ManifestError(f"field faults_applied: expected a list of [at_ms, action] pairs, got {_shown(faults)}")
+    for i, fault in enumerate(faults):
+        # The simulator writes [virtual ms since the start, action name] (sim.cli `faults_applied`).
+        if not isinstance(fault, list | tuple) or len(fault) < 2 or not isinstance(fault[1], str):
+            raise ManifestError(f"field faults_applied[{i}]: expected an [at_ms, action] pair, got {_shown(fault)}")
+    stalls = any(f[1] in ("pause", "disk_stall") for f in faults)
     return CheckOptions(max_network_delay_ms=delay, processing_stalls=stalls)
 
 
@@ -99,7 +137,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_CLEAN if exc.code == 0 else EXIT_CANNOT_RUN
     try:
         manifest = read_manifest(args.events) if Path(args.events).is_dir() else None
-        result = check_events(read_events(args.events), options_from(manifest, args.max_network_delay_ms))
+        try:
+            options = options_from(manifest, args.max_network_delay_ms)
+        except ManifestError as exc:
+            raise ReaderError(f"{Path(args.events) / MANIFEST}: {exc}") from exc
+        result = check_events(read_events(args.events), options)
     except (ReaderError, CheckInputError) as exc:
         print(f"replog check: cannot run: {exc}", file=sys.stderr)
         return EXIT_CANNOT_RUN

@@ -217,3 +217,51 @@ def test_replay_findings_do_not_apply_to_kafka_log_runs(tmp_path: Path) -> None:
     doc = json.loads(out.read_text())
     assert {v["invariant"] for v in doc["violations"]} == {"hw_monotonic_leader"}
     assert doc["skipped"]["hw_within_log"] == {"not applicable to source kafka-log": 7}  # every HW move
+
+
+@pytest.mark.parametrize(("flag", "value", "expected"), [
+    ("--max-network-delay-ms", "-3", "expected an integer >= 0 (milliseconds), got '-3'"),
+    ("--max-per-group", "-3", "expected an integer >= 0 (0 prints all), got '-3'"),
+    ("--max-per-group", "two", "expected an integer >= 0 (0 prints all), got 'two'"),
+])
+def test_negative_limits_are_rejected(flag: str, value: str, expected: str, tmp_path: Path,
+                                      capsys: pytest.CaptureFixture[str]) -> None:
+    """A negative delay bound (false delayed_fetch_bound errors) or per-group limit (silently "all") is
+    a usage error: exit 2 saying what is accepted."""
+    write_jsonl(tmp_path / "events.jsonl", healthy().events)
+    assert main(["--events", str(tmp_path), flag, value]) == 2
+    captured = capsys.readouterr()
+    assert f"argument {flag}: {expected}" in captured.err and captured.out == ""
+    assert main(["--events", str(tmp_path), flag, "0"]) == 0  # 0 is meaningful for both
+
+
+@pytest.mark.parametrize(("manifest", "message"), [
+    ({"faults_applied": 3},
+     "field faults_applied: expected a list of [at_ms, action] pairs, got 3 (int)"),
+    ({"faults_applied": [[1000, "pause"], "pause"]},
+     "field faults_applied[1]: expected an [at_ms, action] pair, got 'pause' (str)"),
+    ({"faults_applied": [[1000, 7]]},
+     "field faults_applied[0]: expected an [at_ms, action] pair, got [1000, 7] (list)"),
+    ({"max_network_delay_ms": "5"},
+     "field max_network_delay_ms: expected an integer >= 0 or null, got '5' (str)"),
+    ({"max_network_delay_ms": -1},
+     "field max_network_delay_ms: expected an integer >= 0 or null, got -1 (int)"),
+    ({"max_network_delay_ms": True},
+     "field max_network_delay_ms: expected an integer >= 0 or null, got True (bool)"),
+])
+def test_manifest_fields_of_the_wrong_type_exit_2(manifest: dict[str, Any], message: str, tmp_path: Path,
+                                                  capsys: pytest.CaptureFixture[str]) -> None:
+    """A hand-edited run.json whose fields the checker reads have the wrong type: exit 2 naming the
+    field, the value and the expected type (not a TypeError, not silently ignored)."""
+    write_jsonl(tmp_path / "events.jsonl", healthy().events)
+    (tmp_path / "run.json").write_text(json.dumps(manifest))
+    assert main(["--events", str(tmp_path)]) == 2
+    err = capsys.readouterr().err
+    assert err == f"replog check: cannot run: {tmp_path / 'run.json'}: {message}\n"
+
+
+def test_manifest_nulls_are_absent_values(tmp_path: Path) -> None:
+    """null fields (an unbounded network delay is written as null) are accepted."""
+    write_jsonl(tmp_path / "events.jsonl", healthy().events)
+    (tmp_path / "run.json").write_text(json.dumps({"faults_applied": None, "max_network_delay_ms": None}))
+    assert main(["--events", str(tmp_path)]) == 0
