@@ -28,6 +28,7 @@ from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
 from jobs.lake import IdempotencyKey, Lake
+from jobs.runs import require_table, timelined_runs
 from jobs.session import event_cache_level
 from jobs.transforms.lag import follower_lag, lag_incidents, lag_summary, run_bounds
 from schemas.events import EVENT_SCHEMA
@@ -38,7 +39,6 @@ from schemas.tables import (
     SILVER_FOLLOWER_LAG,
     SILVER_ISR_CHANGES,
     SILVER_PARTITION_STATE,
-    SILVER_TIMELINE_WATERMARKS,
 )
 
 OUTPUTS = (SILVER_FOLLOWER_LAG, GOLD_LAG_INCIDENTS, GOLD_LAG_SUMMARY)
@@ -57,8 +57,6 @@ class LagResult:
 
     def summary(self) -> str:
         """The lines printed at the end of a run."""
-        if self.bronze_version is None:
-            return "lag: no bronze/replication_events table yet (run `replog ingest` first)"
         if not self.runs:
             return f"lag: nothing new ({self.runs_skipped} runs already up to date)"
         verdicts = ", ".join(f"{k} {v}" for k, v in sorted(self.verdicts.items())) or "none"
@@ -80,12 +78,10 @@ def run_lag(
     t0 = time.perf_counter()
     bronze_version = lake.version(BRONZE_EVENTS)
     result = LagResult(bronze_version)
-    if bronze_version is None:
-        return result
-    if runs is None:
-        # The runs the timelines job has seen: one small row each, from its watermark table.
-        marks = lake.read(SILVER_TIMELINE_WATERMARKS).select("run_id").distinct()
-        runs = sorted(r["run_id"] for r in marks.collect())
+    # The runs the timelines job has processed (its tables are this job's input), or an error naming the
+    # job to run first: without them every shrink would be judged missing.
+    require_table(lake, BRONZE_EVENTS, "replog ingest")
+    runs = timelined_runs(lake, runs)
     inputs_version = bronze_version + sum(lake.version(s) or 0 for s in (SILVER_PARTITION_STATE, SILVER_ISR_CHANGES))
     option = "config" if lag_max_ms is None else str(lag_max_ms)
     key_of = {r: IdempotencyKey(f"replog.lag/{r}/{option}", inputs_version) for r in runs}

@@ -34,6 +34,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from jobs.lake import CommitResult, IdempotencyKey, Lake, PartitionValues
+from jobs.runs import bronze_runs, require_table
 from jobs.transforms.timelines import PARTITION_KEY, isr_changes, partition_state, replica_offsets
 from schemas.events import EVENT_SCHEMA
 from schemas.tables import (
@@ -62,8 +63,6 @@ class TimelinesResult:
 
     def summary(self) -> str:
         """The lines printed at the end of a run."""
-        if self.bronze_version is None:
-            return "timelines: no bronze/replication_events table yet (run `replog ingest` first)"
         if not self.runs:
             return f"timelines: nothing new (bronze version {self.bronze_version} already processed)"
         versions = ", ".join(f"{k} v{v}" for k, v in self.versions.items())
@@ -145,8 +144,10 @@ def run_timelines(
     t0 = time.perf_counter()
     bronze_version = lake.version(BRONZE_EVENTS)
     result = TimelinesResult(bronze_version)
-    if bronze_version is None:
-        return result
+    if runs is not None:
+        runs = bronze_runs(lake, runs)  # an unknown run is an error, not "nothing new"
+    else:
+        require_table(lake, BRONZE_EVENTS, "replog ingest")
     run_filter = [{"run_id": r} for r in runs] if runs else None
     bronze = lake.read(BRONZE_EVENTS, run_filter).select(*EVENT_SCHEMA.names)
     current = partition_watermarks(bronze).persist(StorageLevel.MEMORY_AND_DISK)

@@ -24,6 +24,9 @@ def test_demo_simulates_ingests_and_checks_a_clean_run(spark, tmp_path: Path) ->
     assert ": 0 error(s), 0 warning(s)" in text  # the reference checker
     assert "0 errors, 0 warnings, exit 0" in text  # the Spark audit
     assert "[7/7] report" in text and "0 partitions flagged, 0 plotted" in text
+    # Each stage names the command that repeats it, for this lake and this run.
+    run = next(line.split(" of run ")[1].split()[0] for line in lines if " of run " in line)
+    assert f"[6/7] audit  (replog audit --lake {lake.root} --run {run})" in lines
     html = tmp_path / "lake" / "reports"
     assert lines[-1] == f"report: {next(html.glob('audit-*/report.html'))}", "the demo ends naming the report"
     assert "nothing to plot" in next(html.glob("audit-*/report.md")).read_text(encoding="utf-8")

@@ -9,6 +9,7 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
 from jobs.audit import run_audit
+from jobs.cli import main as cli_main
 from jobs.invariants import IMPLEMENTED, NOT_IMPLEMENTED, SCANS
 from jobs.lake import EmbeddedLake
 from schemas.audit import GOLD_AUDIT_RUNS, GOLD_INVARIANT_VIOLATIONS
@@ -76,3 +77,36 @@ def test_fail_on_decides_whether_warnings_fail_and_a_bad_option_is_a_job_failure
     assert run_audit(lake.spark, lake, fail_on="warning", log=lambda _: None).exit_code == 1
     failed = run_audit(lake.spark, lake, fail_on="sometimes", log=lambda _: None)
     assert failed.exit_code == 2 and failed.error is not None and "fail_on" in failed.error
+
+
+def test_an_unknown_run_or_a_lake_without_bronze_fails_the_audit(events, lake: EmbeddedLake) -> None:
+    # A scheduled audit with a typo in its run id or lake path must fail, not pass as a clean audit of nothing.
+    lines: list[str] = []
+    empty = run_audit(lake.spark, lake, log=lines.append)
+    assert empty.exit_code == 2 and empty.error is not None
+    assert "no bronze/replication_events table in lake" in empty.error and "run `replog ingest` first" in empty.error
+    assert not any("Traceback" in line for line in lines), "the one-line reason, not a traceback"
+    lake.append(BRONZE_EVENTS, _bronze(events, {"lost": LOST}))
+    typo = run_audit(lake.spark, lake, runs=["lsot"], fail_on="never", log=lambda _: None)
+    assert typo.exit_code == 2
+    assert typo.error == (f"UnknownRunError: no run 'lsot' in bronze/replication_events of lake {lake.root}; "
+                          "it holds: lost")
+    assert not lake.exists(GOLD_AUDIT_RUNS) and not lake.exists(GOLD_INVARIANT_VIOLATIONS), "nothing was written"
+
+
+def test_the_audit_command_prints_its_summary_once_and_a_failure_on_stderr(events, lake: EmbeddedLake,
+                                                                           tmp_path, capsys) -> None:
+    config = tmp_path / "conf.yaml"
+    config.write_text(f"lake: {lake.root}\ndelta_backend: embedded\nspark:\n  shuffle_partitions: 2\n"
+                      "  conf:\n    spark.sql.session.timeZone: UTC\n", encoding="utf-8")
+    lake.append(BRONZE_EVENTS, _bronze(events, {"lost": LOST}))
+    assert cli_main(["audit", "--config", str(config), "--run", "lost"]) == 1
+    out = capsys.readouterr().out
+    assert out.count("acked_write_lost") >= 1 and out.count(" 1 runs, bronze version ") == 2  # start + summary
+    assert out.count("exit 1 (fail-on error)") == 1, "the summary is printed once"
+    assert cli_main(["audit", "--config", str(config), "--run", "nope"]) == 2
+    captured = capsys.readouterr()
+    assert captured.err.strip().splitlines() == [
+        f"replog audit: failed: UnknownRunError: no run 'nope' in bronze/replication_events of lake {lake.root}; "
+        "it holds: lost"]
+    assert "Traceback" not in captured.out and captured.out.count("FAILED") == 1

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import pytest
 from pyspark.sql import SparkSession
 
 from jobs.lag import OUTPUTS, run_lag
 from jobs.lake import EmbeddedLake
+from jobs.runs import MissingInputError, UnknownRunError
 from jobs.timelines import run_timelines
 from schemas.tables import GOLD_LAG_INCIDENTS, GOLD_LAG_SUMMARY, SILVER_FOLLOWER_LAG
 from tests.spark.conftest import event_rows
@@ -30,3 +32,21 @@ def test_lag_job_writes_tables_and_rerun_commits_nothing(spark: SparkSession, la
     again = run_lag(spark, lake, log=lambda _: None)
     assert again.runs == [] and again.runs_skipped == 1 and "nothing new" in again.summary()
     assert {s.name: lake.version(s) for s in OUTPUTS} == versions
+
+
+def test_lag_before_timelines_names_the_job_to_run_first(spark: SparkSession, lake: EmbeddedLake) -> None:
+    # Without the timelines' tables every shrink would be judged missing: an error, not wrong verdicts.
+    _ingest(spark, lake, event_rows(scenario_a_rows()), "b1")
+    for runs in (None, ["r"]):
+        with pytest.raises(MissingInputError, match=r"no silver/_timeline_watermarks table in lake .*: "
+                                                    r"run `replog timelines` first"):
+            run_lag(spark, lake, runs=runs, log=lambda _: None)
+    run_timelines(spark, lake, log=lambda _: None)
+    _ingest(spark, lake, event_rows(scenario_a_rows(), run_id="r2"), "b2")  # a run timelines has not seen
+    with pytest.raises(MissingInputError, match=r"timelines have not processed run\(s\) r2 in lake .*: "
+                                                r"run `replog timelines` first"):
+        run_lag(spark, lake, runs=["r2"], log=lambda _: None)
+    with pytest.raises(UnknownRunError, match=r"no run 'r9'"):
+        run_lag(spark, lake, runs=["r9"], log=lambda _: None)
+    assert not any(lake.exists(s) for s in OUTPUTS), "nothing was written"
+    assert run_lag(spark, lake, runs=["r"], log=lambda _: None).runs == ["r"]

@@ -4,9 +4,11 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
 from pyspark.sql import SparkSession
 
 from jobs.lake import EmbeddedLake
+from jobs.runs import MissingInputError, UnknownRunError
 from jobs.timelines import run_timelines
 from schemas.events import BRONZE_EVENTS_SCHEMA
 from schemas.spark import to_spark_schema
@@ -71,3 +73,14 @@ def test_rerun_recomputes_only_partitions_with_new_events(spark: SparkSession, l
     state = lake.read(SILVER_PARTITION_STATE)
     assert sorted(tuple(r) for r in state.select("partition", "effective_min_isr", "at_min_isr").collect()) == [
         (0, 2, True), (1, 2, True)]
+
+
+def test_an_unknown_run_or_a_lake_without_bronze_is_an_error_not_nothing_new(spark: SparkSession,
+                                                                           lake: EmbeddedLake) -> None:
+    with pytest.raises(MissingInputError, match=r"no bronze/replication_events table in lake .*: run `replog ingest`"):
+        run_timelines(spark, lake, log=lambda _: None)
+    _ingest(spark, lake, event_rows([_leader(0, 0, 10)], run_id="r1"), "b1")
+    with pytest.raises(UnknownRunError, match=r"no run 'r9' in bronze/replication_events of lake .*; it holds: r1"):
+        run_timelines(spark, lake, runs=["r9"], log=lambda _: None)
+    assert not lake.exists(SILVER_TIMELINE_WATERMARKS), "nothing was written"
+    assert run_timelines(spark, lake, runs=["r1"], log=lambda _: None).runs == ["r1"]
