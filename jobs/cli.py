@@ -1,6 +1,7 @@
 """The `replog` command: the front door to every job.
 
-    replog demo    [--scenario FILE] [--out DIR] [--lake DIR]  simulate -> ingest -> check -> what landed
+    replog demo    [--scenario FILE] [--out DIR] [--lake DIR]  simulate -> ingest -> check -> timelines -> lag
+                                                               -> audit -> report, for that one run
     replog ingest  --landing DIR [--lake DIR] [--config FILE]
     replog sample  --out DIR                                   write the sample landing files only
     replog simulate --scenario FILE --out DIR [...]            run a scenario on the simulated cluster
@@ -9,7 +10,9 @@
     replog report  [--out DIR] [--run ID]                      Markdown + HTML incident report with PNG plots
 
 Exit codes: 0 success (even with quarantined records), 2 the job failed (one-line reason on
-stderr). Every job is also reachable through `./spark-submit.sh <command> ...`.
+stderr), and for audit / demo 1 violations at or above `--fail-on`. A job asked for a run id its input
+does not hold, or run before the job that writes its input, fails (2) and says which. Every job is
+also reachable through `./spark-submit.sh <command> ...`.
 """
 
 from __future__ import annotations
@@ -58,13 +61,14 @@ def _parser() -> argparse.ArgumentParser:
                      "runs of the latest audit)")
     common(rep)
 
-    demo = sub.add_parser("demo", help="end to end on the embedded default: simulate -> ingest -> check")
+    demo = sub.add_parser("demo", help="end to end on the embedded default: simulate -> ingest -> check -> "
+                          "timelines -> lag -> audit -> report")
     demo.add_argument("--scenario", default=None, help="scenario file (default conf/scenarios/steady-state.yaml)")
     demo.add_argument("--out", default="./out/demo", help="where the simulated event files go")
     common(demo)
 
     smp = sub.add_parser("sample", help="write the sample landing files (JSON Lines + Parquet)")
-    smp.add_argument("--out", required=True)
+    smp.add_argument("--out", required=True, help="folder the sample landing files are written to")
     for name, (_, help_text) in PASSTHROUGH.items():
         sub.add_parser(name, help=help_text + f" (see: replog {name} --help)", add_help=False)
     return p
@@ -92,7 +96,9 @@ def _cmd_report(args: argparse.Namespace) -> int:
 
 def _cmd_ingest(args: argparse.Namespace) -> int:
     from jobs.ingest import run_ingest
+    from jobs.landing import discover
 
+    discover(args.landing)  # a missing landing folder is reported before Spark starts (~10 s)
     spark, lake = _session_and_lake(args)
     result = run_ingest(spark, lake, args.landing)
     print(result.summary())
@@ -119,8 +125,10 @@ def _cmd_audit(args: argparse.Namespace) -> int:
     from jobs.audit import run_audit
 
     spark, lake = _session_and_lake(args)
-    result = run_audit(spark, lake, runs=args.runs, fail_on=args.fail_on)
-    print(result.summary())
+    result = run_audit(spark, lake, runs=args.runs, fail_on=args.fail_on)  # it prints its own summary
+    if result.error is not None:
+        first = result.error.strip().splitlines()[0]
+        print(f"replog audit: failed: {first}", file=sys.stderr)
     return int(result.exit_code)
 
 

@@ -28,7 +28,15 @@ from pyspark.sql import Column, DataFrame, Observation, SparkSession
 from pyspark.sql import functions as F
 
 from jobs.lake import CommitResult, Lake, StagedWrite
-from jobs.landing import LandingFile, discover, read_jsonl, read_parquet, record_keys, unreadable_files
+from jobs.landing import (
+    LandingFile,
+    discover,
+    read_jsonl,
+    read_parquet,
+    record_keys,
+    unreadable_data,
+    unreadable_files,
+)
 from jobs.session import event_cache_level, sql_conf
 from jobs.validate import DUPLICATE, classify, reason_codes
 from schemas.events import BRONZE_EVENTS_SCHEMA, SchemaVersionError
@@ -55,6 +63,7 @@ class IngestResult:
     seconds: dict[str, float] = field(default_factory=dict)
     written: dict[str, int] = field(default_factory=dict)
     mismatches: list[str] = field(default_factory=list)
+    landing: str = ""
 
     @property
     def reconciles(self) -> bool:
@@ -63,6 +72,8 @@ class IngestResult:
 
     def summary(self) -> str:
         """The lines printed at the end of a run."""
+        if not self.files_seen:
+            return f"ingest: nothing to do: no *.jsonl or *.parquet files under {self.landing or 'the landing folder'}"
         if not self.files_ingested:
             return f"ingest: nothing new ({self.files_seen} landing files, all already ingested)"
         reasons = ", ".join(f"{k}={v}" for k, v in sorted(self.by_reason.items())) or "none"
@@ -83,10 +94,12 @@ def batch_id_for(files: Sequence[LandingFile]) -> str:
     return f"ingest-{h[:16]}"
 
 
-def read_candidates(spark: SparkSession, files: Sequence[LandingFile]) -> DataFrame:
-    """Every record of `files` in the candidate shape of `jobs.landing`."""
+def read_candidates(spark: SparkSession, files: Sequence[LandingFile],
+                    broken: Mapping[str, str] | None = None) -> DataFrame:
+    """Every record of `files` in the candidate shape of `jobs.landing`; `broken` Parquet files (path ->
+    reason) become one unreadable-file record each."""
     jsonl = read_jsonl(spark, [f for f in files if f.kind == "jsonl"])
-    parquet, unreadable = read_parquet(spark, [f for f in files if f.kind == "parquet"])
+    parquet, unreadable = read_parquet(spark, [f for f in files if f.kind == "parquet"], broken)
     out = jsonl.unionByName(parquet)
     return out.unionByName(unreadable_files(spark, unreadable)) if unreadable else out
 
@@ -253,10 +266,24 @@ def run_ingest(
     # constraint propagation, inferring filters through that join, grows without bound on it (the
     # driver ran out of heap planning the quarantine write). The inferred filters buy nothing here.
     with sql_conf(spark, {"spark.sql.constraintPropagation.enabled": "false"}):
-        return _ingest(spark, lake, landing, log)
+        try:
+            return _ingest(spark, lake, landing, log)
+        except Exception:
+            # A Parquet file whose footer reads but whose data does not fails the whole pass (its
+            # footer was checked up front). Find such files one by one, then ingest again with each
+            # of them quarantined as one unreadable-file record: the other files are not held back.
+            files = discover(landing)
+            done = lake.committed(BRONZE_EVENTS, [f.key for f in files])
+            broken = unreadable_data(spark, [f for f in files if f.key not in done])
+            if not broken:
+                raise
+            log(f"ingest: {len(broken)} Parquet file(s) unreadable past their footer, quarantined whole: "
+                + ", ".join(sorted(broken)))
+            return _ingest(spark, lake, landing, log, broken)
 
 
-def _ingest(spark: SparkSession, lake: Lake, landing: str, log: Callable[[str], None]) -> IngestResult:
+def _ingest(spark: SparkSession, lake: Lake, landing: str, log: Callable[[str], None],
+            broken: Mapping[str, str] | None = None) -> IngestResult:
     t0 = time.perf_counter()
     files = discover(landing)
     keys = [f.key for f in files]
@@ -265,7 +292,7 @@ def _ingest(spark: SparkSession, lake: Lake, landing: str, log: Callable[[str], 
     for_bronze = [f for f in files if f.key not in done_bronze]
     for_quarantine = [f for f in files if f.key not in done_quarantine]
     pending = [f for f in files if f.key not in done_bronze or f.key not in done_quarantine]
-    result = IngestResult(None, len(files), len(pending))
+    result = IngestResult(None, len(files), len(pending), landing=landing)
     if not pending:
         return result
     batch = batch_id_for(pending)
@@ -273,7 +300,7 @@ def _ingest(spark: SparkSession, lake: Lake, landing: str, log: Callable[[str], 
     size_mb = sum(f.size for f in pending) / 1e6
     log(f"ingest {batch}: reading {len(pending)} files ({size_mb:.1f} MB) from {landing}")
 
-    classified = classify(read_candidates(spark, pending)).withColumn("_ingest_batch", F.lit(batch))
+    classified = classify(read_candidates(spark, pending, broken)).withColumn("_ingest_batch", F.lit(batch))
     persisted: list[DataFrame] = []
     staged: list[StagedWrite] = []  # written, commit not yet attempted: dropped if the run fails
     try:
@@ -303,7 +330,8 @@ def _ingest(spark: SparkSession, lake: Lake, landing: str, log: Callable[[str], 
                 b_staged = None
         if b_staged is None:
             t3 = time.perf_counter()
-            final = _exact_duplicates(spark, lake, pending, classified, persisted)
+            readable = [f for f in pending if not broken or f.path not in broken]
+            final = _exact_duplicates(spark, lake, readable, classified, persisted)
             b_staged, m = _validate_write(lake, final, for_bronze, staged)
             result.seconds["exact_duplicates_write"] = time.perf_counter() - t3
             _refuse_newer_major(m, classified)

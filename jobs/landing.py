@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import os
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from functools import cache, reduce
 from pathlib import Path
@@ -226,16 +226,21 @@ def _path_of(uri_col: str) -> Column:
                   f"WHEN startswith({decoded}, 'file:') THEN substr({decoded}, 6) ELSE {decoded} END")
 
 
-def read_parquet(spark: SparkSession, files: Sequence[LandingFile]) -> tuple[DataFrame, list[tuple[str, str]]]:
+def read_parquet(spark: SparkSession, files: Sequence[LandingFile],
+                 broken: Mapping[str, str] | None = None) -> tuple[DataFrame, list[tuple[str, str]]]:
     """Parquet files as candidate records, plus (file, reason) for files that cannot be read at all.
 
     Files are grouped by their own schema (read from the footers on the driver: metadata only) and
     each group is read with that schema, so a file with a missing, extra or differently typed
-    column yields per-record reasons instead of failing the job.
+    column yields per-record reasons instead of failing the job. `broken` (path -> reason, from
+    `unreadable_data`) names files whose footer reads but whose data does not: they are not read.
     """
     groups: dict[tuple[tuple[str, str], ...], tuple[pa.Schema, list[str]]] = {}
     unreadable: list[tuple[str, str]] = []
     for f in files:
+        if broken and f.path in broken:
+            unreadable.append((f.path, broken[f.path]))
+            continue
         try:
             schema = pq.read_schema(f.path)
         except Exception as e:  # any unreadable footer is the file's fault, not the job's
@@ -257,6 +262,41 @@ def read_parquet(spark: SparkSession, files: Sequence[LandingFile]) -> tuple[Dat
     for df in frames[1:]:
         out = out.unionByName(df)
     return out, unreadable
+
+
+def unreadable_data(spark: SparkSession, files: Sequence[LandingFile]) -> dict[str, str]:
+    """path -> reason for the Parquet `files` whose data cannot be read to the end (a corrupt page behind an
+    intact footer), found file by file: pyarrow streams each file's batches on the driver (bounded memory),
+    then Spark's own reader, which may refuse what pyarrow accepts, reads each remaining file alone into
+    Spark's `noop` sink. Costly, so the ingest runs it only after a read has failed."""
+    found: dict[str, str] = {}
+    for f in files:
+        if f.kind != "parquet":
+            continue
+        try:
+            for _ in pq.ParquetFile(f.path).iter_batches(batch_size=65_536):
+                pass
+        except Exception as e:  # whatever the reader raised is the file's fault
+            found[f.path] = f"unreadable Parquet data: {type(e).__name__}: {_first_line(e)}"
+    if found:
+        return found
+    for f in files:
+        if f.kind != "parquet":
+            continue
+        try:
+            spark.read.parquet(f.path).write.format("noop").mode("overwrite").save()
+        except Exception as e:  # a Py4J error: its first line names the Spark error class
+            found[f.path] = f"unreadable Parquet data: {_first_line(e)}"
+    return found
+
+
+def _first_line(e: BaseException) -> str:
+    # A Py4J error starts with "An error occurred while calling o123.save."; the JVM's own exception
+    # line (Spark's error class, the reader's message) is the one that says what is wrong.
+    lines = [ln.strip() for ln in str(e).strip().splitlines() if ln.strip()]
+    cause = next((ln for ln in lines if ("Exception" in ln or "Error" in ln) and not ln.startswith(
+        ("An error occurred", "at ")) and "Py4J" not in ln), None)
+    return (cause or (lines[0] if lines else type(e).__name__))[:300]
 
 
 def _parquet_group(spark: SparkSession, file_schema: T.StructType, paths: list[str]) -> DataFrame:

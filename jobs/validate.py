@@ -34,6 +34,7 @@ from schemas.events import (
 
 # Precedence of reason codes: the first rule broken names the record's class.
 MALFORMED = "malformed_json"
+UNREADABLE = "unreadable_file"  # a landing file that cannot be read at all: one record for the whole file
 WRONG_TYPE = "wrong_type"
 UNKNOWN_FIELD = "unknown_field"
 BAD_VERSION = "bad_schema_version"
@@ -248,7 +249,7 @@ def problems_sql() -> str:
 
 def reason_codes() -> tuple[str, ...]:
     """Every `_reason_code` a record can get, in precedence order (duplicates are found last)."""
-    return (MALFORMED, *dict.fromkeys(r.code for r in rules()), DUPLICATE)
+    return (MALFORMED, UNREADABLE, *dict.fromkeys(r.code for r in rules()), DUPLICATE)
 
 
 def classify(candidates: DataFrame) -> DataFrame:
@@ -261,7 +262,9 @@ def classify(candidates: DataFrame) -> DataFrame:
         *[_c(c) for c in candidates.columns],
         "CASE WHEN _malformed IS NOT NULL THEN _malformed "
         "WHEN size(_problems) > 0 THEN array_join(_problems.message, '; ') END AS _reason",
-        f"CASE WHEN _malformed IS NOT NULL THEN {sql_str(MALFORMED)} "
+        # A file's record (no line) is the whole file unreadable; a line's, that line not JSON.
+        f"CASE WHEN _malformed IS NOT NULL AND _source_line IS NULL THEN {sql_str(UNREADABLE)} "
+        f"WHEN _malformed IS NOT NULL THEN {sql_str(MALFORMED)} "
         "WHEN size(_problems) > 0 THEN _problems[0].code END AS _reason_code",
         f"(_suspect AND _malformed IS NULL AND coalesce({major} > {SCHEMA_MAJOR}, false)) AS _newer_major",
     )

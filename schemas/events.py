@@ -375,7 +375,8 @@ QUARANTINE_SCHEMA: pa.Schema = pa.schema(
         pa.field("raw", pa.string(), metadata={"doc": "The raw line, or the raw row as JSON."}),
         pa.field("reason", pa.string(), nullable=False, metadata={"doc": "Why it was not kept."}),
         pa.field("reason_code", pa.string(), nullable=False,
-                 metadata={"doc": "Machine-readable class: malformed_json, invalid, duplicate, ..."}),
+                 metadata={"doc": "Machine-readable class: malformed_json, unreadable_file, invalid_value, "
+                                  "duplicate, ..."}),
         pa.field("run_id", pa.string(), metadata={"doc": "run_id if it could be read."}),
         pa.field("event_id", pa.int64(), metadata={"doc": "event_id if it could be read."}),
         pa.field("_ingest_batch", pa.string(), nullable=False, metadata={"doc": "Ingest batch."}),

@@ -7,6 +7,8 @@ independent: each has its own file and run_id); each test then asserts one case'
 from __future__ import annotations
 
 import json
+import random
+import struct
 from pathlib import Path
 
 import pyarrow as pa
@@ -176,7 +178,7 @@ def test_parquet_with_a_column_of_another_type(ingested: Ingested) -> None:
 
 def test_unreadable_parquet_file_is_one_quarantine_record(ingested: Ingested) -> None:
     rec = ingested.q("broken.parquet", None)
-    assert rec["reason_code"] == "malformed_json"
+    assert rec["reason_code"] == "unreadable_file"
     assert rec["reason"].startswith("unreadable Parquet file: ")
 
 
@@ -205,3 +207,34 @@ def test_duplicate_of_an_event_ingested_by_an_earlier_run(spark, lake, landing) 
     (rec,) = lake.read(BRONZE_QUARANTINE).collect()
     assert rec["reason"] == "duplicate event (run_id=run-a, event_id=1) is already in bronze"
     assert Path(rec["_source_file"]).name == "b.jsonl" and rec["_source_line"] == 1
+
+
+def _scramble_data_pages(path: Path) -> None:
+    """Overwrite everything between the magic bytes and the footer: the footer still reads, the pages don't."""
+    data = bytearray(path.read_bytes())
+    footer_len = struct.unpack("<I", data[-8:-4])[0]
+    rng = random.Random(7)
+    for i in range(4, len(data) - 8 - footer_len):
+        data[i] = rng.randrange(256)
+    path.write_bytes(bytes(data))
+
+
+def test_a_parquet_file_with_corrupt_pages_is_quarantined_and_the_others_are_ingested(spark, lake, landing) -> None:
+    _parquet(landing / "good.parquet", [event(i, run_id="good") for i in (1, 2, 3)], EVENT_SCHEMA)
+    bad = landing / "bad.parquet"
+    pq.write_table(pa.Table.from_pylist([event(i, run_id="bad") for i in range(1, 200)], schema=EVENT_SCHEMA), bad,
+                   compression="zstd")
+    _scramble_data_pages(bad)
+    assert pq.read_schema(bad).names == EVENT_SCHEMA.names  # the footer check up front passes it
+    lines: list[str] = []
+    result = run_ingest(spark, lake, str(landing), log=lines.append)
+    assert (result.read, result.kept, result.quarantined, result.by_reason) == (4, 3, 1, {"unreadable_file": 1})
+    assert any("1 Parquet file(s) unreadable past their footer" in line and str(bad) in line for line in lines)
+    (rec,) = lake.read(BRONZE_QUARANTINE).collect()
+    assert rec["_source_file"] == str(bad) and rec["_source_line"] is None
+    assert rec["reason"].startswith("unreadable Parquet data: ")
+    assert {r["event_id"] for r in lake.read(BRONZE_EVENTS).collect()} == {1, 2, 3}
+    # Nothing of the failed first attempt is left in the table folder.
+    assert not list((Path(lake.root) / BRONZE_EVENTS.name / "_staging").glob("*"))
+    again = run_ingest(spark, lake, str(landing), log=lambda _m: None)
+    assert again.files_ingested == 0, "both files are done: the unreadable one is not retried forever"

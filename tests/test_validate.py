@@ -97,7 +97,8 @@ def test_the_screen_passes_no_record_that_breaks_a_rule(spark: SparkSession) -> 
         "_source_line",
         "CASE WHEN _malformed IS NOT NULL THEN _malformed "
         "WHEN size(_problems) > 0 THEN array_join(_problems.message, '; ') END AS _reason",
-        "CASE WHEN _malformed IS NOT NULL THEN 'malformed_json' "
+        "CASE WHEN _malformed IS NOT NULL AND _source_line IS NULL THEN 'unreadable_file' "
+        "WHEN _malformed IS NOT NULL THEN 'malformed_json' "
         "WHEN size(_problems) > 0 THEN _problems[0].code END AS _reason_code",
     )
     assert_df_equality(screened, unscreened, ignore_row_order=True, ignore_nullable=True)

@@ -285,9 +285,11 @@ class EmbeddedLake(Lake):
         writer = df.select(*[F.col(f.name).cast(f.dataType) for f in schema.fields]).write.mode("error")
         if spec.partition_by:
             writer = writer.partitionBy(*spec.partition_by)
-        writer.parquet(str(out_dir))
         adds = []
         try:
+            # Inside the try: a write that fails part-way (a corrupt input file, a lost executor) leaves
+            # no staging folder behind.
+            writer.parquet(str(out_dir))
             for file in sorted(_data_files(out_dir)):
                 written = file.relative_to(out_dir)
                 meta = _check_file_schema(file, spec.data_schema)
