@@ -11,11 +11,18 @@ Every event gets the envelope here: `schema_version`, `source="engine"`, the run
 `event_id` increasing from 0 in emission order. Files are deterministic: no timestamps or host names,
 Parquet written with fixed settings (zstd, dictionary, statistics, one row group per batch), JSON Lines
 with the envelope first, then the event's fields in emission order, nulls left out.
+
+Files are written into `DIR/events/.writing/` and moved into `events/` by `close`; a file whose bytes equal
+those of the file already there (a rerun of the same scenario, seed and code) is not replaced, so it keeps
+its modification time and `replog ingest` sees nothing new instead of a run of duplicates.
 """
 
 from __future__ import annotations
 
+import filecmp
 import json
+import os
+import shutil
 from collections import Counter
 from collections.abc import Hashable, Iterator
 from operator import itemgetter
@@ -28,6 +35,9 @@ import pyarrow.parquet as pq
 
 from replication_core.events import Event
 from schemas.events import EVENT_SCHEMA, SCHEMA_VERSION
+
+STAGING = ".writing"
+"""The folder under `events/` that holds a run's files until they are complete."""
 
 _PARQUET_OPTIONS: dict[str, Any] = {
     "compression": "zstd",
@@ -186,8 +196,10 @@ class EventWriter:
         self.out_dir = Path(out_dir)
         self.events_dir = self.out_dir / "events"
         self.events_dir.mkdir(parents=True, exist_ok=True)
-        for old in sorted(self.events_dir.glob("part-*")):
-            old.unlink()  # a rerun into the same folder replaces the previous run's files
+        # Hidden from the ingest (it skips dot folders) until `close` publishes the files.
+        self._staging = self.events_dir / STAGING
+        shutil.rmtree(self._staging, ignore_errors=True)  # what an interrupted run left
+        self._staging.mkdir()
         self.run_id = run_id
         self.fmt = fmt
         self.max_events_per_file = max_events_per_file
@@ -201,7 +213,7 @@ class EventWriter:
 
     def _open(self) -> None:
         name = f"part-{len(self.files):05d}.{self.fmt}"
-        path = self.events_dir / name
+        path = self._staging / name
         self.files.append(f"events/{name}")
         self._in_file = 0
         if self.fmt == "parquet":
@@ -276,8 +288,19 @@ class EventWriter:
         self._jsonl.write("".join(lines))
 
     def close(self) -> None:
-        """Finish the current file."""
+        """Finish the current file and publish the run's files into `events/` (see the module docstring)."""
         self._close()
+        written = {Path(f).name for f in self.files}
+        for old in self.events_dir.glob("part-*"):
+            if old.name not in written:
+                old.unlink()  # a rerun into the same folder replaces the previous run's files
+        for name in sorted(written):
+            new, there = self._staging / name, self.events_dir / name
+            if there.is_file() and filecmp.cmp(new, there, shallow=False):
+                new.unlink()
+            else:
+                os.replace(new, there)
+        self._staging.rmdir()
 
     def write_manifest(self, manifest: dict[str, Any]) -> Path:
         """Write `run.json` (sorted keys, fixed indentation: deterministic bytes)."""
