@@ -11,9 +11,9 @@ The threshold: replica.lag.time.max.ms in force on the leader (its last `broker_
 the interval), else the run's, else `lag_max_ms` (the job option), else Kafka's default 30000.
 
 Runs are the unit: each run's rows of the three tables are replaced in one commit per table, with
-the idempotency key (`replog.lag/<run>/<threshold option>`, bronze version + the silver versions).
-Every input version only grows, so the key's version grows whenever an input changed, and a rerun
-with nothing new skips every run without computing anything.
+the idempotency key (`replog.lag.v2/<run>/<threshold option>`, the bronze version at which timelines last
+rewrote the run). That version grows whenever the run's inputs change, and only then: a rerun with
+nothing new skips every run without computing anything, and an ingest of one run recomputes that run.
 """
 
 from __future__ import annotations
@@ -39,9 +39,13 @@ from schemas.tables import (
     SILVER_FOLLOWER_LAG,
     SILVER_ISR_CHANGES,
     SILVER_PARTITION_STATE,
+    SILVER_TIMELINE_WATERMARKS,
 )
 
 OUTPUTS = (SILVER_FOLLOWER_LAG, GOLD_LAG_INCIDENTS, GOLD_LAG_SUMMARY)
+APP_ID_PREFIX = "replog.lag.v2/"
+"""Idempotency app ids: `<prefix><run>/<threshold option>`. v2 keys carry the run's own timelines stamp (v1
+carried a lake-wide sum of versions, which a v2 key must not be compared with)."""
 
 
 @dataclass
@@ -82,9 +86,13 @@ def run_lag(
     # job to run first: without them every shrink would be judged missing.
     require_table(lake, BRONZE_EVENTS, "replog ingest")
     runs = timelined_runs(lake, runs)
-    inputs_version = bronze_version + sum(lake.version(s) or 0 for s in (SILVER_PARTITION_STATE, SILVER_ISR_CHANGES))
+    # A run's inputs change only when timelines rewrites it (new bronze events of that run), which stamps its
+    # watermarks with the bronze version it read: that version, per run, is the run's key. An ingest of
+    # another run leaves this one's key, and its lag tables, as they are. One small row per run.
+    stamps = {r["run_id"]: int(r["v"]) for r in lake.read(SILVER_TIMELINE_WATERMARKS, [{"run_id": r} for r in runs])
+              .groupBy("run_id").agg(F.max("bronze_version").alias("v")).collect()}
     option = "config" if lag_max_ms is None else str(lag_max_ms)
-    key_of = {r: IdempotencyKey(f"replog.lag/{r}/{option}", inputs_version) for r in runs}
+    key_of = {r: IdempotencyKey(f"{APP_ID_PREFIX}{r}/{option}", stamps[r]) for r in runs}
     pending = [r for r in runs if any(key_of[r] not in lake.committed(s, [key_of[r]]) for s in OUTPUTS)]
     result.runs_skipped = len(runs) - len(pending)
     if not pending:
