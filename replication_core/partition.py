@@ -21,8 +21,8 @@ Events: the `events` list given at construction receives schema events built wit
 `isr_change` carries `isr_state` proposed / committed / rejected and a `reason`: `follower_caught_up`
 (expand proposed), `follower_lagging` (shrink proposed, with `out_of_sync_replicas`),
 `alter_partition` (committed by the controller), `leader_and_isr` (ISR replaced by a LeaderAndIsr with
-the same leader epoch), and for rejections `reset_to_committed`, `awaiting_metadata`, `retry` or
-`stale_response`, with the AlterPartition `error`.
+the same leader epoch, also when only a pending proposal is thereby abandoned), and for rejections
+`reset_to_committed`, `awaiting_metadata`, `retry` or `stale_response`, with the AlterPartition `error`.
 """
 
 from __future__ import annotations
@@ -429,7 +429,9 @@ class Partition:
         Ignored (returns False) if `reg.partition_epoch` is older than the current one. Replica state and
         the epoch start offset are reset only when the leader epoch increases; the epoch cache gets an
         entry for the new epoch at the LEO even with no records (KAFKA-7415). `high_watermark_checkpoint`
-        initialises the HW of a freshly loaded log (clamped to [LSO, LEO]).
+        initialises the HW of a freshly loaded log (clamped to [LSO, LEO]). Any pending AlterPartition is
+        abandoned (`updateAssignmentAndIsr`); with the same leader epoch that is an `isr_change` update
+        (committed, `leader_and_isr`) when the ISR differs or a proposal was pending.
         """
         if reg.partition_epoch < self.partition_epoch:
             return False
@@ -437,6 +439,7 @@ class Partition:
         is_new_leader = not self.is_leader
         is_new_leader_epoch = reg.leader_epoch > self.leader_epoch
         old_isr = self.partition_state.isr
+        was_inflight = self.partition_state.is_inflight
         isr = frozenset(reg.isr)
         self._update_assignment_and_isr(reg, True, isr, RECOVERED)
         log = self.log
@@ -454,7 +457,11 @@ class Partition:
         log.leader_epoch = self.leader_epoch
         if is_new_leader or is_new_leader_epoch:
             self._emit_leadership("become_leader", now_ms)
-        elif old_isr != isr:
+        elif old_isr != isr or was_inflight:
+            # `updateAssignmentAndIsr` set CommittedPartitionState: a pending AlterPartition is abandoned
+            # even when the ISR is unchanged (PartitionTest.testAlterIsrLeaderAndIsrRace). Without an event
+            # here a reader of the events would still see that proposal pending (isr_single_inflight) and
+            # count its replica in the maximal ISR (hw_bound_maximal_isr).
             self._emit("isr_change", now_ms, action="update", old_isr=sorted(old_isr), isr=sorted(isr),
                        isr_state="committed", partition_epoch=self.partition_epoch, reason="leader_and_isr",
                        error="NONE")

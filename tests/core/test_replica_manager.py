@@ -361,6 +361,46 @@ def test_alter_partition_rpc_failure_resends_items() -> None:
     assert rm.take_alter_partition_requests() == first
 
 
+def test_same_epoch_metadata_abandoning_a_pending_expansion_is_an_event() -> None:
+    """PartitionTest.testAlterIsrLeaderAndIsrRace with events (nemesis-small seed 3): an expansion is in
+    flight; a metadata update with the same leader epoch, a newer partition epoch and the *same* ISR
+    reaches the leader (`makeLeader` -> `updateAssignmentAndIsr` sets `CommittedPartitionState`, so the
+    proposal is abandoned). The follower's next fetch proposes the expansion again, which the manager
+    refuses (the old item is still outstanding) and the partition resets. The event stream must show the
+    abandonment (a committed `update`), or the checker sees two proposals with no end between them
+    (isr_single_inflight)."""
+    from replication_core.checker.checker import check_events
+
+    events: list[Any] = []
+    rm = leader_rm(isr=(1, 2), events=events)
+    p = rm.get_partition(TP)
+    assert p is not None
+    rm.fetch_messages(fetch_req(3, 0, max_wait_ms=0), T0 + 1)
+    (first,) = rm.take_alter_partition_requests()
+    assert p.partition_state.is_inflight and p.maximal_isr == {1, 2, 3}
+
+    rm.become_leader_or_follower(lai({TP: reg(1, 1, (1, 2), partition_epoch=3)}), T0 + 2)
+    assert not p.partition_state.is_inflight and p.partition_epoch == 3 and p.maximal_isr == {1, 2}
+    update = [e for e in events if e["event_type"] == "isr_change"][-1]
+    assert (update["action"], update["isr_state"], update["reason"]) == ("update", "committed", "leader_and_isr")
+    assert (update["old_isr"], update["isr"], update["partition_epoch"]) == ([1, 2], [1, 2], 3)
+
+    rm.fetch_messages(fetch_req(3, 0, max_wait_ms=0), T0 + 3)  # refused: `first` is still outstanding
+    assert not p.partition_state.is_inflight
+    assert [(e["isr_state"], e.get("reason")) for e in events if e["event_type"] == "isr_change"][-2:] == [
+        ("proposed", "follower_caught_up"), ("rejected", "reset_to_committed")]
+    # The old item's answer is for a state that no longer exists: ignored; the next expansion goes out.
+    rm.handle_alter_partition_response(first, Errors.INVALID_UPDATE_VERSION, T0 + 4)
+    rm.fetch_messages(fetch_req(3, 0, max_wait_ms=0), T0 + 5)
+    (second,) = rm.take_alter_partition_requests()
+    assert second.leader_and_isr.partition_epoch == 3 and p.partition_state.is_inflight
+
+    for i, ev in enumerate(events):
+        ev.update(schema_version="1.1", source="engine", run_id="r", event_id=i)
+    result = check_events(events)
+    assert [v for v in result.violations if v.invariant == "isr_single_inflight"] == []
+
+
 # --- end to end with the real fetcher ----------------------------------------------------------------
 
 class LeaderAdapter:
