@@ -107,3 +107,20 @@ def test_follower_made_leader_during_out_of_range_handling_truncates_first() -> 
     assert leader_end is not None and cut <= leader_end < seen["leo_at_update"]
     assert p.log.log_end_offset >= leader_end  # never truncated below its own epoch start
     assert tuple(p.log.epoch_cache.entries[-1]) == (p.leader_epoch, leader_end)
+
+
+def test_pending_expansion_abandoned_by_same_epoch_metadata_is_visible_to_the_checker() -> None:
+    """nemesis-small seed 3 (the triaged run): leader 2 of t-1 proposes adding 3 (partition epoch 6); the
+    controller commits it (7) but the answer is lost; 3 restarts, is fenced on re-registration and leaves
+    the ISR again (8). The leader's `makeLeader` for epoch 8 (same leader epoch, same ISR {1, 2})
+    abandons the pending proposal, and its next proposal is refused by the manager, whose item for the
+    lost answer is still outstanding. The abandonment is an `isr_change` update, so the checker sees no
+    second proposal while one is pending (it reported isr_single_inflight before)."""
+    from tests.sim.helpers import check, run, scenario
+
+    _, events, stats = run(scenario("nemesis-small", seed=3))
+    abandoned = [e for e in events if e["event_type"] == "isr_change" and e["action"] == "update"
+                 and e["old_isr"] == e["isr"]]
+    assert [(e["broker_id"], e["partition"], e["isr"], e["partition_epoch"]) for e in abandoned] == [
+        (2, 1, [1, 2], 8)]
+    assert check(events, stats).violations == ()
