@@ -30,7 +30,7 @@ IO_ALLOWED = {"sim/writer.py", "sim/cli.py", "checker/reader.py", "checker/cli.p
 """Paths (relative to replication_core/) of the only modules allowed to touch files."""
 _FILE_MODULES = frozenset({"os", "io", "pathlib", "glob", "pyarrow"})
 IO_EXTRA_MODULES: dict[str, frozenset[str]] = {
-    "sim/writer.py": _FILE_MODULES,
+    "sim/writer.py": _FILE_MODULES | {"shutil", "filecmp"},  # publishes a run's files, keeping unchanged ones
     "checker/reader.py": _FILE_MODULES,
     "sim/cli.py": _FILE_MODULES | {"sys", "time"},
     "checker/cli.py": _FILE_MODULES | {"sys", "time"},
