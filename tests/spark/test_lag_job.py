@@ -33,6 +33,14 @@ def test_lag_job_writes_tables_and_rerun_commits_nothing(spark: SparkSession, la
     assert again.runs == [] and again.runs_skipped == 1 and "nothing new" in again.summary()
     assert {s.name: lake.version(s) for s in OUTPUTS} == versions
 
+    # A new run recomputes that run only: run r's inputs did not change.
+    _ingest(spark, lake, event_rows(scenario_a_rows(), run_id="r2"), "b2")
+    run_timelines(spark, lake, log=lambda _: None)
+    third = run_lag(spark, lake, log=lambda _: None)
+    assert (third.runs, third.runs_skipped) == (["r2"], 1)
+    after = {(r["run_id"], r["follower_id"]): r["verdict"] for r in lake.read(GOLD_LAG_INCIDENTS).collect()}
+    assert after == {(run, f): v for run in ("r", "r2") for f, v in verdicts.items()}
+
 
 def test_lag_before_timelines_names_the_job_to_run_first(spark: SparkSession, lake: EmbeddedLake) -> None:
     # Without the timelines' tables every shrink would be judged missing: an error, not wrong verdicts.
@@ -49,17 +57,4 @@ def test_lag_before_timelines_names_the_job_to_run_first(spark: SparkSession, la
     with pytest.raises(UnknownRunError, match=r"no run 'r9'"):
         run_lag(spark, lake, runs=["r9"], log=lambda _: None)
     assert not any(lake.exists(s) for s in OUTPUTS), "nothing was written"
-    assert run_lag(spark, lake, runs=["r"], log=lambda _: None).runs == ["r"]
 
-
-def test_a_new_run_recomputes_only_that_run(spark: SparkSession, lake: EmbeddedLake) -> None:
-    _ingest(spark, lake, event_rows(scenario_a_rows()), "b1")
-    run_timelines(spark, lake, log=lambda _: None)
-    assert run_lag(spark, lake, log=lambda _: None).runs == ["r"]
-    before = {r["follower_id"]: r["verdict"] for r in lake.read(GOLD_LAG_INCIDENTS, [{"run_id": "r"}]).collect()}
-    _ingest(spark, lake, event_rows(scenario_a_rows(), run_id="r2"), "b2")
-    run_timelines(spark, lake, log=lambda _: None)
-    second = run_lag(spark, lake, log=lambda _: None)
-    assert (second.runs, second.runs_skipped) == (["r2"], 1), "run r's inputs did not change"
-    after = {(r["run_id"], r["follower_id"]): r["verdict"] for r in lake.read(GOLD_LAG_INCIDENTS).collect()}
-    assert after == {**{("r", f): v for f, v in before.items()}, **{("r2", f): v for f, v in before.items()}}
