@@ -62,6 +62,7 @@ from jobs.report_document import (
     html_page,
     markdown,
 )
+from jobs.runs import bronze_runs
 from jobs.transforms.timelines import PARTITION_KEY
 from replication_core.checker.catalogue import BY_NAME
 from schemas.audit import GOLD_AUDIT_RUNS, GOLD_INVARIANT_VIOLATIONS
@@ -319,6 +320,8 @@ def run_report(
     """Write the report of `runs` (default: the latest audit's); see the module docstring."""
     t0 = time.perf_counter()
     cfg = cfg or ReportConfig()
+    if runs:
+        runs = bronze_runs(lake, runs)  # a run id bronze does not hold is an error, not an empty report
     audit = _latest_audit(lake, runs)
     runs = sorted(runs) if runs else sorted(audit["runs"] or [])
     out_dir = _local_dir(str(out), "--out") if out else (

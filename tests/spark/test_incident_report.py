@@ -29,6 +29,7 @@ from jobs.incident_report import (
     run_report,
 )
 from jobs.lake import EmbeddedLake
+from jobs.runs import UnknownRunError
 from schemas.audit import GOLD_AUDIT_RUNS, GOLD_INVARIANT_VIOLATIONS
 from schemas.events import BRONZE_EVENTS_SCHEMA
 from schemas.spark import to_spark_schema
@@ -198,6 +199,11 @@ def test_plot_partitions_draws_any_partition_in_the_order_given(flagged_lake: Em
     assert [p.name for p in pngs] == ["p001-r1-t-3.png", "p002-r1-t-0.png"]
     assert all(p.parent == out and p.read_bytes()[:8] == PNG_MAGIC for p in pngs)
     assert plot_partitions(flagged_lake.spark, flagged_lake, [], out, **QUIET) == []
+
+
+def test_a_run_bronze_does_not_hold_is_an_error(flagged_lake: EmbeddedLake, tmp_path: Path) -> None:
+    with pytest.raises(UnknownRunError, match=r"no run 'r2' in bronze/replication_events of lake .*; it holds: r1"):
+        run_report(flagged_lake.spark, flagged_lake, ReportConfig(), runs=["r1", "r2"], out=tmp_path / "x", **QUIET)
 
 
 def test_plot_partitions_needs_the_timelines(spark: SparkSession, tmp_path: Path) -> None:
