@@ -64,6 +64,7 @@ class IngestResult:
     written: dict[str, int] = field(default_factory=dict)
     mismatches: list[str] = field(default_factory=list)
     landing: str = ""
+    ignored: list[str] = field(default_factory=list)
 
     @property
     def reconciles(self) -> bool:
@@ -73,7 +74,8 @@ class IngestResult:
     def summary(self) -> str:
         """The lines printed at the end of a run."""
         if not self.files_seen:
-            return f"ingest: nothing to do: no *.jsonl or *.parquet files under {self.landing or 'the landing folder'}"
+            return (f"ingest: nothing to do: no *.jsonl or *.parquet files under {self.landing or 'the landing folder'}"
+                    + (f" ({len(self.ignored)} other file(s) ignored: {_some(self.ignored)})" if self.ignored else ""))
         if not self.files_ingested:
             return f"ingest: nothing new ({self.files_seen} landing files, all already ingested)"
         reasons = ", ".join(f"{k}={v}" for k, v in sorted(self.by_reason.items())) or "none"
@@ -86,6 +88,10 @@ class IngestResult:
             + f"  bronze/replication_events version {self.bronze_version}, "
             f"bronze/quarantine version {self.quarantine_version}"
         )
+
+
+def _some(paths: Sequence[str], shown: int = 3) -> str:
+    return ", ".join(paths[:shown]) + (f" and {len(paths) - shown} more" if len(paths) > shown else "")
 
 
 def batch_id_for(files: Sequence[LandingFile]) -> str:
@@ -285,14 +291,17 @@ def run_ingest(
 def _ingest(spark: SparkSession, lake: Lake, landing: str, log: Callable[[str], None],
             broken: Mapping[str, str] | None = None) -> IngestResult:
     t0 = time.perf_counter()
-    files = discover(landing)
+    ignored: list[str] = []
+    files = discover(landing, ignored)
     keys = [f.key for f in files]
     done_bronze = lake.committed(BRONZE_EVENTS, keys)
     done_quarantine = lake.committed(BRONZE_QUARANTINE, keys)
     for_bronze = [f for f in files if f.key not in done_bronze]
     for_quarantine = [f for f in files if f.key not in done_quarantine]
     pending = [f for f in files if f.key not in done_bronze or f.key not in done_quarantine]
-    result = IngestResult(None, len(files), len(pending), landing=landing)
+    result = IngestResult(None, len(files), len(pending), landing=landing, ignored=ignored)
+    if ignored:
+        log(f"ingest: {len(ignored)} file(s) ignored, not *.jsonl / *.parquet: {_some(ignored)}")
     if not pending:
         return result
     batch = batch_id_for(pending)

@@ -70,8 +70,9 @@ class LandingFile:
         return IdempotencyKey(f"replog-ingest:{hashlib.sha256(ident).hexdigest()[:32]}", 1)
 
 
-def discover(landing: str | Path) -> list[LandingFile]:
-    """All JSON Lines and Parquet files below `landing`, in a stable order (hidden ones skipped)."""
+def discover(landing: str | Path, ignored: list[str] | None = None) -> list[LandingFile]:
+    """All JSON Lines and Parquet files below `landing`, in a stable order (hidden ones skipped); the other
+    files' paths are appended to `ignored` when given (a user's `events.json` should not vanish silently)."""
     root = Path(landing)
     if not root.is_dir():
         raise LandingError(f"landing folder {root} does not exist or is not a folder")
@@ -87,6 +88,8 @@ def discover(landing: str | Path) -> list[LandingFile]:
                 p = (Path(dirpath) / name).resolve()
                 st = p.stat()
                 found.append(LandingFile(str(p), st.st_size, st.st_mtime_ns, kind))
+            elif ignored is not None:
+                ignored.append(str(Path(dirpath) / name))
     return found
 
 

@@ -209,3 +209,24 @@ def test_the_generic_staging_path_commits_once_and_cleans_up(spark, lake, landin
     assert lake.read(BRONZE_QUARANTINE).count() == 1
     again = Lake.commit_staged(lake, Lake.stage(lake, BRONZE_QUARANTINE, df), keys=[key])
     assert again.skipped and lake.read(BRONZE_QUARANTINE).count() == 1
+
+
+def test_a_landing_folder_without_event_files_says_so_and_names_what_it_ignored(spark, lake, landing) -> None:
+    (landing / "events.json").write_text(json.dumps(event(1)) + "\n", encoding="utf-8")  # .json is not .jsonl
+    lines: list[str] = []
+    result = run_ingest(spark, lake, str(landing), log=lines.append)
+    assert (result.files_seen, result.read, lake.exists(BRONZE_EVENTS)) == (0, 0, False)
+    assert result.summary() == (f"ingest: nothing to do: no *.jsonl or *.parquet files under {landing} "
+                                f"(1 other file(s) ignored: {landing / 'events.json'})")
+    assert lines == [f"ingest: 1 file(s) ignored, not *.jsonl / *.parquet: {landing / 'events.json'}"]
+
+
+def test_a_missing_landing_folder_fails_before_spark_starts(tmp_path: Path, capsys, monkeypatch) -> None:
+    def no_spark(*_a, **_k):  # the check must come first: starting Spark takes ~10 s
+        raise AssertionError("Spark was started")
+
+    monkeypatch.setattr(cli, "_session_and_lake", no_spark)
+    assert cli.main(["ingest", "--landing", str(tmp_path / "nope")]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err == (f"replog ingest: failed: LandingError: landing folder {tmp_path / 'nope'} "
+                   "does not exist or is not a folder")
