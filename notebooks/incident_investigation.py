@@ -179,3 +179,22 @@ if focus is not None:
         get_ipython = None
     if get_ipython is not None and get_ipython() is not None:
         show_image(Image(filename=str(pictures[0])))
+
+# COMMAND ----------
+
+# MAGIC %md
+# MAGIC ## In short
+
+# COMMAND ----------
+
+# One row each: the counts behind the answers above.
+unclean = bronze.where((F.col("event_type") == "leader_election") & (F.col("action") == "unclean")).count()
+partitions_lost = lost_by_partition.count()
+bad_incidents = attention.count()
+conclusion = [
+    f"Acknowledged writes lost: {lost_total} on {partitions_lost} partition(s); unclean elections: {unclean}.",
+    f"Lag incidents: {incidents.count()}, of which late, missing or premature: {bad_incidents}.",
+]
+if focus is not None:
+    conclusion.append(f"Partition {focus[1]}-{focus[2]} of run {focus[0]}: {pictures[0]}")
+print("\n".join(conclusion))

@@ -90,6 +90,13 @@ def test_incident_notebook_answers_the_three_questions(incident: dict[str, Any],
     picture = ns["pictures"][0]
     assert picture.parent == out and picture.read_bytes()[:8] == PNG_MAGIC
 
+    # In short.
+    assert ns["conclusion"] == [
+        f"Acknowledged writes lost: {len(lost)} on 1 partition(s); unclean elections: 1.",
+        "Lag incidents: 1, of which late, missing or premature: 0.",
+        f"Partition risky-0 of run {run}: {picture}",
+    ]
+
 
 def test_incident_notebook_plots_the_partition_it_is_given(incident: dict[str, Any],
                                                           monkeypatch: pytest.MonkeyPatch) -> None:
