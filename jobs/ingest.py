@@ -31,6 +31,7 @@ from jobs.lake import CommitResult, Lake, StagedWrite
 from jobs.landing import (
     LandingFile,
     discover,
+    failed_read_file,
     read_jsonl,
     read_parquet,
     record_keys,
@@ -272,20 +273,23 @@ def run_ingest(
     # constraint propagation, inferring filters through that join, grows without bound on it (the
     # driver ran out of heap planning the quarantine write). The inferred filters buy nothing here.
     with sql_conf(spark, {"spark.sql.constraintPropagation.enabled": "false"}):
-        try:
-            return _ingest(spark, lake, landing, log)
-        except Exception:
-            # A Parquet file whose footer reads but whose data does not fails the whole pass (its
-            # footer was checked up front). Find such files one by one, then ingest again with each
-            # of them quarantined as one unreadable-file record: the other files are not held back.
-            files = discover(landing)
-            done = lake.committed(BRONZE_EVENTS, [f.key for f in files])
-            broken = unreadable_data(spark, [f for f in files if f.key not in done])
-            if not broken:
-                raise
-            log(f"ingest: {len(broken)} Parquet file(s) unreadable past their footer, quarantined whole: "
-                + ", ".join(sorted(broken)))
-            return _ingest(spark, lake, landing, log, broken)
+        broken: dict[str, str] = {}
+        while True:
+            try:
+                return _ingest(spark, lake, landing, log, broken)
+            except Exception as exc:
+                # A Parquet file whose footer reads but whose data does not fails the whole pass (its
+                # footer was checked up front), and Spark names it. Quarantine it whole, with any other
+                # such file pyarrow finds, and ingest again: the other files are not held back.
+                failed = failed_read_file(exc)
+                if failed is None or failed[0] in broken:
+                    raise
+                files = discover(landing)
+                done = lake.committed(BRONZE_EVENTS, [f.key for f in files])
+                found = {failed[0]: failed[1], **unreadable_data([f for f in files if f.key not in done])}
+                log(f"ingest: {len(found)} Parquet file(s) unreadable past their footer, quarantined whole: "
+                    + ", ".join(sorted(found)))
+                broken.update(found)
 
 
 def _ingest(spark: SparkSession, lake: Lake, landing: str, log: Callable[[str], None],

@@ -11,10 +11,12 @@ from __future__ import annotations
 
 import hashlib
 import os
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from functools import cache, reduce
 from pathlib import Path
+from urllib.parse import unquote, urlparse
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -267,11 +269,10 @@ def read_parquet(spark: SparkSession, files: Sequence[LandingFile],
     return out, unreadable
 
 
-def unreadable_data(spark: SparkSession, files: Sequence[LandingFile]) -> dict[str, str]:
-    """path -> reason for the Parquet `files` whose data cannot be read to the end (a corrupt page behind an
-    intact footer), found file by file: pyarrow streams each file's batches on the driver (bounded memory),
-    then Spark's own reader, which may refuse what pyarrow accepts, reads each remaining file alone into
-    Spark's `noop` sink. Costly, so the ingest runs it only after a read has failed."""
+def unreadable_data(files: Sequence[LandingFile]) -> dict[str, str]:
+    """path -> reason for the Parquet `files` whose data pyarrow cannot read to the end (a corrupt page behind
+    an intact footer), streamed batch by batch on the driver (bounded memory). Costly, so the ingest runs it
+    only after Spark failed to read a file (`failed_read_file`)."""
     found: dict[str, str] = {}
     for f in files:
         if f.kind != "parquet":
@@ -280,26 +281,24 @@ def unreadable_data(spark: SparkSession, files: Sequence[LandingFile]) -> dict[s
             for _ in pq.ParquetFile(f.path).iter_batches(batch_size=65_536):
                 pass
         except Exception as e:  # whatever the reader raised is the file's fault
-            found[f.path] = f"unreadable Parquet data: {type(e).__name__}: {_first_line(e)}"
-    if found:
-        return found
-    for f in files:
-        if f.kind != "parquet":
-            continue
-        try:
-            spark.read.parquet(f.path).write.format("noop").mode("overwrite").save()
-        except Exception as e:  # a Py4J error: its first line names the Spark error class
-            found[f.path] = f"unreadable Parquet data: {_first_line(e)}"
+            found[f.path] = f"unreadable Parquet data: {type(e).__name__}: {str(e).strip()[:300]}"
     return found
 
 
-def _first_line(e: BaseException) -> str:
-    # A Py4J error starts with "An error occurred while calling o123.save."; the JVM's own exception
-    # line (Spark's error class, the reader's message) is the one that says what is wrong.
-    lines = [ln.strip() for ln in str(e).strip().splitlines() if ln.strip()]
-    cause = next((ln for ln in lines if ("Exception" in ln or "Error" in ln) and not ln.startswith(
-        ("An error occurred", "at ")) and "Py4J" not in ln), None)
-    return (cause or (lines[0] if lines else type(e).__name__))[:300]
+_FAILED_READ = re.compile(r"\[FAILED_READ_FILE[.A-Z_]*\] Encountered error while reading file (\S+?)\.?\s+SQLSTATE")
+
+
+def failed_read_file(error: BaseException) -> tuple[str, str] | None:
+    """(local path, reason) of the file a Spark job failed to read (its FAILED_READ_FILE error), else None."""
+    text = str(error)
+    m = _FAILED_READ.search(text)
+    if m is None:
+        return None
+    uri = urlparse(m.group(1))
+    path = unquote(uri.path) if uri.scheme in ("file", "") else m.group(1)
+    causes = [ln.strip() for ln in text.splitlines() if ln.strip().startswith("Caused by:")]
+    detail = causes[0].removeprefix("Caused by:").strip() if causes else "FAILED_READ_FILE"
+    return path, f"unreadable Parquet data: {detail[:300]}"
 
 
 def _parquet_group(spark: SparkSession, file_schema: T.StructType, paths: list[str]) -> DataFrame:
