@@ -432,7 +432,10 @@ class Broker:
 
     def handle_produce(self, call: Call) -> None:
         """`handleProduceRequest` for one partition's batch."""
-        if not self.alive or self.rm is None:
+        if call.done or not self.alive or self.rm is None:
+            # `done`: held by a GC pause / disk stall past the producer's timeout, the call was answered
+            # with its error and let go of the request; as for a request arriving that late
+            # (`RpcLayer._arrive`), nothing is appended.
             return
         if self._held(self.handle_produce, call, disk=True):
             return
