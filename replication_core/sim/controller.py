@@ -12,7 +12,10 @@ controller node that never fails:
   `unclean.leader.election.enable`, the first live replica at all (unclean, ISR = {leader}); else the
   partition goes offline (leader -1, ISR kept). Every election is a `leader_election` event emitted
   with `broker_id` = the controller id;
-* AlterPartition (`validateAlterPartitionData`, checked in Kafka's order) bumps the partition epoch;
+* AlterPartition (`validateAlterPartitionData`, checked in Kafka's order) bumps the partition epoch
+  and, like every other change, is published to the replicas' brokers as metadata (the
+  `PartitionChangeRecord` every broker replays): a leader whose answer was lost still learns the
+  committed ISR, and followers their new partition epoch;
 * metadata reaches each broker through an ordered channel with network delay (KRaft brokers replay
   the metadata log in order): a cut link delays it, it is never reordered, and a broker that
   restarts is sent the full state of its partitions;
@@ -265,7 +268,8 @@ class Controller:
     # --- AlterPartition ----------------------------------------------------------------------------------
 
     def handle_alter_partition(self, call: Call) -> None:
-        """`ReplicationControlManager.alterPartition`: validate each item, commit, answer the batch."""
+        """`ReplicationControlManager.alterPartition`: validate each item, commit (publishing the change as
+        metadata), answer the batch."""
         answers: list[tuple[AlterPartitionRequest, LeaderAndIsr | Errors]] = []
         for req in call.request:
             answers.append((req, self._alter_one(req)))
@@ -291,6 +295,12 @@ class Controller:
             return Errors.INELIGIBLE_REPLICA
         info.isr = [b for b in info.replicas if b in sent.isr]
         info.partition_epoch += 1
+        # The PartitionChangeRecord goes to the metadata log, which every broker replays
+        # (`ReplicaManager.applyDelta`): the leader's `makeLeader` with the new partition epoch resolves
+        # a proposal still pending because this answer is lost (it then stays pending on
+        # INVALID_UPDATE_VERSION, "awaiting new the latest metadata"); the followers' `makeFollower`
+        # takes the new partition epoch. A leader that got the answer first already has this epoch.
+        self._mark(tp, info)
         answer = LeaderAndIsr(info.leader, info.leader_epoch, tuple(info.isr), info.partition_epoch)
         if info.target is not None and set(info.target) <= set(info.isr):
             # The answer goes out first; the reassignment completes in a following metadata change.

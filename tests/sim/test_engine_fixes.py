@@ -109,18 +109,20 @@ def test_follower_made_leader_during_out_of_range_handling_truncates_first() -> 
     assert tuple(p.log.epoch_cache.entries[-1]) == (p.leader_epoch, leader_end)
 
 
-def test_pending_expansion_abandoned_by_same_epoch_metadata_is_visible_to_the_checker() -> None:
-    """nemesis-small seed 3 (the triaged run): leader 2 of t-1 proposes adding 3 (partition epoch 6); the
-    controller commits it (7) but the answer is lost; 3 restarts, is fenced on re-registration and leaves
-    the ISR again (8). The leader's `makeLeader` for epoch 8 (same leader epoch, same ISR {1, 2})
-    abandons the pending proposal, and its next proposal is refused by the manager, whose item for the
-    lost answer is still outstanding. The abandonment is an `isr_change` update, so the checker sees no
-    second proposal while one is pending (it reported isr_single_inflight before)."""
+def test_triaged_run_no_longer_abandons_a_proposal_with_its_isr_unchanged() -> None:
+    """nemesis-small seed 3 (the triaged run): leader 2 of t-1 proposed adding 3 (partition epoch 6), the
+    controller committed it (7) but the answer was lost, and 3 left the ISR again (8); the leader, still
+    pending, learnt only epoch 8 (same ISR {1, 2}), whose `makeLeader` abandoned the proposal (an
+    `isr_change` update with the ISR unchanged, which the checker needs to see). Since the controller
+    publishes every committed AlterPartition as metadata, the leader learns epoch 7 first: pending
+    proposals end by the answer or by the change's metadata, the ISR changes each time, and the run
+    still checks clean. (The abandonment event itself is tested on the engine, tests/core
+    `test_same_epoch_metadata_abandoning_a_pending_expansion_is_an_event`.)"""
     from tests.sim.helpers import check, run, scenario
 
     _, events, stats = run(scenario("nemesis-small", seed=3))
-    abandoned = [e for e in events if e["event_type"] == "isr_change" and e["action"] == "update"
-                 and e["old_isr"] == e["isr"]]
-    assert [(e["broker_id"], e["partition"], e["isr"], e["partition_epoch"]) for e in abandoned] == [
-        (2, 1, [1, 2], 8)]
+    changes = [e for e in events if e["event_type"] == "isr_change"]
+    assert [e for e in changes if e["action"] == "update" and e["old_isr"] == e["isr"]] == []
+    assert any(e["action"] == "update" and e["reason"] == "leader_and_isr" and e["old_isr"] != e["isr"]
+               for e in changes)
     assert check(events, stats).violations == ()
