@@ -38,8 +38,10 @@ and is not a source. Derived flags follow Kafka's partition metrics, for a parti
 
 `silver/isr_changes` — one row per ISR change: a leader's proposal (`isr_state = proposed`) grouped
 with the outcomes that follow it from the same leader until its next proposal — the commit, or the
-rejections (AlterPartition errors; `retry` rejections are re-sent and may still commit). An ISR
-replaced by a LeaderAndIsr (`action = update`, committed without a proposal) is its own change.
+rejections (AlterPartition errors; `retry` rejections are re-sent and may still commit). A committed
+`update` to exactly the ISR of the leader's open proposal is that proposal's commit, learnt from the
+metadata log before (or instead of) the AlterPartition answer, as KRaft brokers do; any other ISR
+replaced by the controller (`action = update`, committed without a proposal) is its own change.
 
 Shared conventions: events are ordered by (ts_ms, event_id). Several events at the same ms yield one
 interval — the state after the last of them — so intervals never have zero length; an event that
@@ -326,8 +328,18 @@ def isr_changes(events: DataFrame) -> DataFrame:
     """Bronze events -> `silver/isr_changes` (see the module docstring for the definition)."""
     state = F.col("isr_state")
     ic = events.where((F.col("event_type") == ISR_CHANGE) & _scoped(events) & F.col("broker_id").isNotNull())
-    starts = (state == "proposed") | (F.col("action") == "update")
-    w = Window.partitionBy(*PARTITION_KEY, "broker_id").orderBy("ts_ms", "event_id").rowsBetween(*_UNBOUNDED)
+    order = Window.partitionBy(*PARTITION_KEY, "broker_id").orderBy("ts_ms", "event_id")
+    w = order.rowsBetween(*_UNBOUNDED)
+    # The ISR of the leader's proposal still open before this event (a commit closes it). In KRaft the
+    # leader may learn its commit from the metadata log (an `update`, committed) before, or instead of,
+    # the AlterPartition answer: an update to exactly the open proposal's ISR is that proposal's commit.
+    mark = (F.when(state == "proposed", F.array_sort("isr"))
+            .when(state == "committed", F.array().cast("array<int>")))
+    open_isr = F.last(mark, ignorenulls=True).over(order.rowsBetween(Window.unboundedPreceding, -1))
+    commits_open = (state == "committed") & (F.size(open_isr) > 0) & (F.array_sort("isr") == open_isr)
+    ic = ic.withColumn("_starts", (state == "proposed") | (
+        (F.col("action") == "update") & ~F.coalesce(commits_open, F.lit(False))))
+    starts = F.col("_starts")
     ic = ic.withColumn("_grp", F.sum(F.when(starts, 1).otherwise(0)).over(w))
     row = F.struct("ts_ms", "event_id", "leader_epoch", "action", "reason", "old_isr", "isr", "partition_epoch",
                    "error", "out_of_sync_replicas")

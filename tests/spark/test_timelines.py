@@ -298,6 +298,33 @@ def test_partition_state_leader_not_known_yet_is_not_offline(events) -> None:
                        ignore_row_order=True, ignore_nullable=True)
 
 
+def test_isr_changes_a_commit_learnt_from_metadata_closes_the_proposal(events, expect) -> None:
+    # KRaft: the leader replays the controller's PartitionChangeRecord; when it arrives before (or instead of)
+    # the AlterPartition answer, the engine reports it as an `update`, committed. To the proposed ISR, it is
+    # that proposal's commit; to another ISR (a fenced broker removed meanwhile) it is a change of its own.
+    ev = events([
+        dict(event_type="isr_change", ts_ms=100, broker_id=1, leader_epoch=1, action="shrink", isr_state="proposed",
+             old_isr=[1, 2, 3], isr=[1, 2], reason="follower_lagging", error="NONE"),                 # 0
+        dict(event_type="isr_change", ts_ms=104, broker_id=1, leader_epoch=1, action="update",
+             isr_state="committed", old_isr=[1, 2, 3], isr=[2, 1], partition_epoch=2, reason="leader_and_isr",
+             error="NONE"),                                                                             # 1
+        dict(event_type="isr_change", ts_ms=200, broker_id=1, leader_epoch=1, action="expand", isr_state="proposed",
+             old_isr=[1, 2], isr=[1, 2, 3], reason="follower_caught_up", error="NONE"),               # 2
+        dict(event_type="isr_change", ts_ms=205, broker_id=1, leader_epoch=1, action="update",
+             isr_state="committed", old_isr=[1, 2], isr=[1], partition_epoch=3, reason="leader_and_isr",
+             error="NONE"),                                                                             # 3
+    ])
+    expect(isr_changes(ev), [
+        ("r", "t", 0, 1, 1, "shrink", "follower_lagging", [1, 2, 3], [1, 2], [3], [], None,
+         100, 0, "committed", 104, 1, [1, 2], 2, 0, None, None, 4),
+        # abandoned: the controller removed 2 instead; that update is its own change
+        ("r", "t", 0, 1, 1, "expand", "follower_caught_up", [1, 2], [1, 2, 3], [], [3], None,
+         200, 2, "pending", None, None, None, None, 0, None, None, None),
+        ("r", "t", 0, 1, 1, "update", "leader_and_isr", [1, 2], [1], [2], [], None,
+         205, 3, "committed", 205, 3, [1], 3, 0, None, None, 0),
+    ], ISR_CHANGES_SCHEMA)
+
+
 def test_isr_changes_join_proposal_and_outcome(events, expect) -> None:
     oos1 = [{"replica_id": 3, "leo": 10, "last_caught_up_time_ms": 50}]
     oos2 = [{"replica_id": 3, "leo": 20, "last_caught_up_time_ms": 300}]
