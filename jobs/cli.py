@@ -10,7 +10,7 @@
     replog report  [--out DIR] [--run ID]                      Markdown + HTML incident report with PNG plots
 
 Exit codes: 0 success (even with quarantined records), 2 the job failed (one-line reason on
-stderr), and for audit / demo 1 violations at or above `--fail-on`. A job asked for a run id its input
+stderr), and 1 for audit violations at or above `--fail-on` (the demo: errors). A job asked for a run id its input
 does not hold, or run before the job that writes its input, fails (2) and says which. Every job is
 also reachable through `./spark-submit.sh <command> ...`.
 """

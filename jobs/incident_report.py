@@ -63,6 +63,7 @@ from jobs.report_document import (
     markdown,
 )
 from jobs.runs import bronze_runs
+from jobs.transforms.lag import run_bounds
 from jobs.transforms.timelines import PARTITION_KEY
 from replication_core.checker.catalogue import BY_NAME
 from schemas.audit import GOLD_AUDIT_RUNS, GOLD_INVARIANT_VIOLATIONS
@@ -262,7 +263,8 @@ def _iso(ms: int) -> str:
     return datetime.fromtimestamp(ms / 1000, tz=UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
 
 
-def _latest_audit(lake: Lake, runs: Sequence[str] | None) -> dict[str, Any]:
+def latest_audit(lake: Lake, runs: Sequence[str] | None) -> dict[str, Any]:
+    """The newest `gold/audit_runs` row (of `runs`, when given) as a dict; `ReportError` when there is none."""
     audits = lake.read(GOLD_AUDIT_RUNS)
     if runs:
         audits = audits.where(F.arrays_overlap("runs", F.array(*[F.lit(r) for r in runs])))
@@ -322,7 +324,7 @@ def run_report(
     cfg = cfg or ReportConfig()
     if runs:
         runs = bronze_runs(lake, runs)  # a run id bronze does not hold is an error, not an empty report
-    audit = _latest_audit(lake, runs)
+    audit = latest_audit(lake, runs)
     runs = sorted(runs) if runs else sorted(audit["runs"] or [])
     out_dir = _local_dir(str(out), "--out") if out else (
         _local_dir(cfg.out, "report.out") if cfg.out else
@@ -404,12 +406,17 @@ def plot_partitions(
     missing = [s.name for s in (SILVER_REPLICA_OFFSETS, SILVER_PARTITION_STATE) if not lake.exists(s)]
     if missing:
         raise ReportError(f"no {' or '.join(missing)} in lake {lake.root}: run `replog timelines` first")
-    parts = [{"run_id": r} for r in sorted({w[0] for w in wanted})]
+    parts = [{"run_id": r} for r in bronze_runs(lake, sorted({w[0] for w in wanted}))]
+    keys = spark.createDataFrame(wanted, "run_id string, topic string, partition int")
+    # One row per requested partition that has no timeline: a typo is an error, not an empty picture.
+    unknown = [tuple(r) for r in keys.join(lake.read(SILVER_REPLICA_OFFSETS, parts), KEY, "left_anti").collect()]
+    if unknown:
+        raise ReportError(f"no timeline for {', '.join(f'{t}-{p} of run {r}' for r, t, p in unknown)} in "
+                          f"{SILVER_REPLICA_OFFSETS.name} of lake {lake.root}")
     # A job that has not run yet marks nothing: an empty frame of its table.
     violations, incidents = (lake.read(s, parts) if lake.exists(s) else
                              spark.createDataFrame([], to_spark_schema(s.schema))
                              for s in (GOLD_INVARIANT_VIOLATIONS, GOLD_LAG_INCIDENTS))
-    keys = spark.createDataFrame(wanted, "run_id string, topic string, partition int")
     counted = keys.join(flagged_partitions(violations, incidents), KEY, "left").na.fill(
         0, ["errors", "warnings", "incidents", "bad_incidents"])
     found = {(r["run_id"], r["topic"], r["partition"]): r for r in counted.collect()}  # one row per partition
@@ -423,9 +430,7 @@ def _run_bounds(lake: Lake, parts: Sequence[dict[str, str]]) -> dict[str, tuple[
     """Per run (one row each): the first and last event time, the origin and the end of every time axis."""
     if not parts:
         return {}
-    rows = (lake.read(BRONZE_EVENTS, parts).groupBy("run_id")
-            .agg(F.min("ts_ms").alias("start_ms"), F.max("ts_ms").alias("end_ms")).collect())
-    return {r["run_id"]: (r["start_ms"], r["end_ms"]) for r in rows}
+    return {r["run_id"]: (r["start_ms"], r["end_ms"]) for r in run_bounds(lake.read(BRONZE_EVENTS, parts)).collect()}
 
 
 def _sections(

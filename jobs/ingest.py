@@ -282,11 +282,14 @@ def run_ingest(
                 # footer was checked up front), and Spark names it. Quarantine it whole, with any other
                 # such file pyarrow finds, and ingest again: the other files are not held back.
                 failed = failed_read_file(exc)
-                if failed is None or failed[0] in broken:
-                    raise
                 files = discover(landing)
                 done = lake.committed(BRONZE_EVENTS, [f.key for f in files])
-                found = {failed[0]: failed[1], **unreadable_data([f for f in files if f.key not in done])}
+                parquet = [f for f in files if f.kind == "parquet" and f.key not in done]
+                # Only a pending Parquet file named for the first time: a JSON Lines file Spark could
+                # not read (deleted, unreadable) is the job's failure, and so is a second failure.
+                if failed is None or failed[0] in broken or failed[0] not in {f.path for f in parquet}:
+                    raise
+                found = {failed[0]: failed[1], **unreadable_data(parquet)}
                 log(f"ingest: {len(found)} Parquet file(s) unreadable past their footer, quarantined whole: "
                     + ", ".join(sorted(found)))
                 broken.update(found)

@@ -26,6 +26,7 @@ from pyspark.sql import types as T
 
 from jobs.lake import IdempotencyKey
 from jobs.validate import sql_str
+from replication_core.checker.reader import MANIFEST
 from schemas.events import COLUMN_NAMES, COLUMNS, EVENT_SCHEMA
 from schemas.spark import UnsupportedArrowTypeError, to_spark_schema, to_spark_type
 
@@ -90,7 +91,7 @@ def discover(landing: str | Path, ignored: list[str] | None = None) -> list[Land
                 p = (Path(dirpath) / name).resolve()
                 st = p.stat()
                 found.append(LandingFile(str(p), st.st_size, st.st_mtime_ns, kind))
-            elif ignored is not None:
+            elif ignored is not None and name != MANIFEST:  # a simulated run's manifest sits beside its events
                 ignored.append(str(Path(dirpath) / name))
     return found
 

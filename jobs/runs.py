@@ -35,11 +35,11 @@ def require_table(lake: Lake, spec: TableSpec, produced_by: str) -> None:
 
 
 def bronze_runs(lake: Lake, runs: Sequence[str] | None) -> list[str]:
-    """`runs` (sorted, deduplicated), or every run in bronze when None; raises when bronze is missing or lacks
-    one of `runs`."""
+    """`runs` (sorted, deduplicated), or every run in bronze when None or empty; raises when bronze is missing
+    or lacks one of `runs`."""
     require_table(lake, BRONZE_EVENTS, "replog ingest")
     known = _runs_of(lake, BRONZE_EVENTS)
-    if runs is None:
+    if not runs:
         return known
     _check(sorted(set(runs)), known, f"{BRONZE_EVENTS.name} of lake {lake.root}")
     return sorted(set(runs))
@@ -48,7 +48,7 @@ def bronze_runs(lake: Lake, runs: Sequence[str] | None) -> list[str]:
 def timelined_runs(lake: Lake, runs: Sequence[str] | None) -> list[str]:
     """`runs`, or every run the timelines job processed when None; raises when timelines never ran, or did not
     process one of `runs` (the lag job reads their tables, and reading none would judge every shrink missing)."""
-    wanted = bronze_runs(lake, runs) if runs is not None else None
+    wanted = bronze_runs(lake, runs) if runs else None
     require_table(lake, SILVER_TIMELINE_WATERMARKS, "replog timelines")
     done = _runs_of(lake, SILVER_TIMELINE_WATERMARKS)
     if wanted is None:

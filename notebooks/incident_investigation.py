@@ -22,11 +22,12 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from jobs.config import JobConfig
-from jobs.incident_report import flagged_partitions, plot_partitions, worst_first
+from jobs.incident_report import flagged_partitions, latest_audit, plot_partitions, worst_first
 from jobs.investigate import offsets_at_moments
 from jobs.lake import open_lake
 from jobs.report_document import BAD_VERDICTS
-from schemas.audit import GOLD_AUDIT_RUNS, GOLD_INVARIANT_VIOLATIONS
+from jobs.runs import bronze_runs
+from schemas.audit import GOLD_INVARIANT_VIOLATIONS
 from schemas.tables import (
     BRONZE_EVENTS,
     GOLD_LAG_INCIDENTS,
@@ -50,15 +51,9 @@ def show(df: DataFrame, rows: int = ROWS) -> None:
         shown.show(rows, truncate=False)
 
 
-if os.environ.get("REPLOG_RUN"):
-    runs = [os.environ["REPLOG_RUN"]]
-else:
-    # One row: the latest audit, and the runs it covered.
-    latest = (lake.read(GOLD_AUDIT_RUNS).orderBy(F.col("started_at_ms").desc(), F.col("audit_id").desc())
-              .limit(1).collect())
-    if not latest:
-        raise RuntimeError(f"no audit in lake {lake_root}: run `replog audit` first, or set REPLOG_RUN")
-    runs = sorted(latest[0]["runs"])
+# The run asked for (an error if bronze does not hold it), else the runs of the latest audit.
+runs = (bronze_runs(lake, [os.environ["REPLOG_RUN"]]) if os.environ.get("REPLOG_RUN")
+        else sorted(latest_audit(lake, None)["runs"]))
 print(f"lake {lake_root}, runs: {', '.join(runs)}")
 parts = [{"run_id": r} for r in runs]
 bronze = lake.read(BRONZE_EVENTS, parts)

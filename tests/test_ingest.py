@@ -213,6 +213,7 @@ def test_the_generic_staging_path_commits_once_and_cleans_up(spark, lake, landin
 
 def test_a_landing_folder_without_event_files_says_so_and_names_what_it_ignored(spark, lake, landing) -> None:
     (landing / "events.json").write_text(json.dumps(event(1)) + "\n", encoding="utf-8")  # .json is not .jsonl
+    (landing / "run.json").write_text("{}\n", encoding="utf-8")  # a simulated run's manifest: expected there
     lines: list[str] = []
     result = run_ingest(spark, lake, str(landing), log=lines.append)
     assert (result.files_seen, result.read, lake.exists(BRONZE_EVENTS)) == (0, 0, False)

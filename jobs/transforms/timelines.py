@@ -330,13 +330,19 @@ def isr_changes(events: DataFrame) -> DataFrame:
     ic = events.where((F.col("event_type") == ISR_CHANGE) & _scoped(events) & F.col("broker_id").isNotNull())
     order = Window.partitionBy(*PARTITION_KEY, "broker_id").orderBy("ts_ms", "event_id")
     w = order.rowsBetween(*_UNBOUNDED)
-    # The ISR of the leader's proposal still open before this event (a commit closes it). In KRaft the
-    # leader may learn its commit from the metadata log (an `update`, committed) before, or instead of,
-    # the AlterPartition answer: an update to exactly the open proposal's ISR is that proposal's commit.
-    mark = (F.when(state == "proposed", F.array_sort("isr"))
-            .when(state == "committed", F.array().cast("array<int>")))
-    open_isr = F.last(mark, ignorenulls=True).over(order.rowsBetween(Window.unboundedPreceding, -1))
-    commits_open = (state == "committed") & (F.size(open_isr) > 0) & (F.array_sort("isr") == open_isr)
+    # The leader's proposal still open before this event (a commit or a final rejection closes it). In KRaft
+    # the leader may learn its commit from the metadata log (an `update`, committed, in the proposal's leader
+    # epoch) before, or instead of, the AlterPartition answer: an update to exactly the open proposal's ISR
+    # in its epoch is that proposal's commit. A proposal of an earlier epoch is never closed this way.
+    final_rejection = (state == "rejected") & ~F.coalesce(F.col("reason").isin("retry", "awaiting_metadata"),
+                                                          F.lit(False))
+    mark = (F.when(state == "proposed", F.struct(F.col("leader_epoch").alias("epoch"),
+                                                 F.array_sort("isr").alias("isr")))
+            .when((state == "committed") | final_rejection,
+                  F.struct(F.lit(None).cast("int").alias("epoch"), F.lit(None).cast("array<int>").alias("isr"))))
+    open_p = F.last(mark, ignorenulls=True).over(order.rowsBetween(Window.unboundedPreceding, -1))
+    commits_open = ((state == "committed") & (open_p.getField("epoch") == F.col("leader_epoch"))
+                    & (F.array_sort("isr") == open_p.getField("isr")))
     ic = ic.withColumn("_starts", (state == "proposed") | (
         (F.col("action") == "update") & ~F.coalesce(commits_open, F.lit(False))))
     starts = F.col("_starts")

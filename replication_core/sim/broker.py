@@ -435,7 +435,9 @@ class Broker:
         if call.done or not self.alive or self.rm is None:
             # `done`: held by a GC pause / disk stall past the producer's timeout, the call was answered
             # with its error and let go of the request; as for a request arriving that late
-            # (`RpcLayer._arrive`), nothing is appended.
+            # (`RpcLayer._arrive`), nothing is appended. Kafka differs here: a request already in the
+            # broker's request channel is still handled after the pause ("timed out but written"); the
+            # simulator does not model that yet.
             return
         if self._held(self.handle_produce, call, disk=True):
             return

@@ -206,6 +206,14 @@ def test_a_run_bronze_does_not_hold_is_an_error(flagged_lake: EmbeddedLake, tmp_
         run_report(flagged_lake.spark, flagged_lake, ReportConfig(), runs=["r1", "r2"], out=tmp_path / "x", **QUIET)
 
 
+def test_plot_partitions_of_an_unknown_run_or_partition_is_an_error(flagged_lake: EmbeddedLake, tmp_path: Path) -> None:
+    with pytest.raises(UnknownRunError, match=r"no run 'r9'"):
+        plot_partitions(flagged_lake.spark, flagged_lake, [("r9", "t", 0)], tmp_path, **QUIET)
+    with pytest.raises(ReportError, match=r"no timeline for t-9 of run r1 in silver/replica_offsets of lake "):
+        plot_partitions(flagged_lake.spark, flagged_lake, [("r1", "t", 0), ("r1", "t", 9)], tmp_path, **QUIET)
+    assert not list(tmp_path.glob("*.png"))
+
+
 def test_plot_partitions_needs_the_timelines(spark: SparkSession, tmp_path: Path) -> None:
     lake = EmbeddedLake(spark, str(tmp_path / "lake"))
     lake.append(BRONZE_EVENTS, _bronze(spark))

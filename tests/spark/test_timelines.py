@@ -325,6 +325,24 @@ def test_isr_changes_a_commit_learnt_from_metadata_closes_the_proposal(events, e
     ], ISR_CHANGES_SCHEMA)
 
 
+def test_isr_changes_an_update_in_a_later_epoch_is_not_an_old_proposals_commit(events, expect) -> None:
+    # Broker 1's epoch-1 proposal is never answered (it lost the leadership); leading again in epoch 3, an
+    # update to the same ISR is the controller's change of that epoch, not the old proposal's commit.
+    ev = events([
+        dict(event_type="isr_change", ts_ms=100, broker_id=1, leader_epoch=1, action="shrink", isr_state="proposed",
+             old_isr=[1, 2, 3], isr=[1, 2], reason="follower_lagging", error="NONE"),                 # 0
+        dict(event_type="isr_change", ts_ms=9000, broker_id=1, leader_epoch=3, action="update",
+             isr_state="committed", old_isr=[1, 2, 3], isr=[1, 2], partition_epoch=6, reason="leader_and_isr",
+             error="NONE"),                                                                             # 1
+    ])
+    expect(isr_changes(ev), [
+        ("r", "t", 0, 1, 1, "shrink", "follower_lagging", [1, 2, 3], [1, 2], [3], [], None,
+         100, 0, "pending", None, None, None, None, 0, None, None, None),
+        ("r", "t", 0, 1, 3, "update", "leader_and_isr", [1, 2, 3], [1, 2], [3], [], None,
+         9000, 1, "committed", 9000, 1, [1, 2], 6, 0, None, None, 0),
+    ], ISR_CHANGES_SCHEMA)
+
+
 def test_isr_changes_join_proposal_and_outcome(events, expect) -> None:
     oos1 = [{"replica_id": 3, "leo": 10, "last_caught_up_time_ms": 50}]
     oos2 = [{"replica_id": 3, "leo": 20, "last_caught_up_time_ms": 300}]
