@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 
 from replication_core.sim.cli import main
 from replication_core.sim.scenario import ScenarioError, parse_scenario
@@ -66,3 +67,23 @@ def test_invalid_scenario_message_reaches_the_cli(tmp_path: Path, capsys: pytest
     assert main(["--scenario", str(bad), "--out", str(tmp_path / "o")]) == 2
     lines = [line for line in capsys.readouterr().err.splitlines() if line.startswith("error:")]
     assert len(lines) == 1 and lines[0].startswith(f"error: {bad}: duraton_ms: expected no such key (did you mean")
+
+
+def test_the_known_top_level_keys_are_exactly_the_ones_the_parser_reads(monkeypatch) -> None:
+    # TOP_LEVEL_KEYS is checked before any key is read; a key the parser reads but the list lacks would
+    # reject a valid scenario, and one the list has but nothing reads would be accepted and ignored.
+    import replication_core.sim.scenario as scenario
+
+    read: set[str] = set()
+    original = scenario._Reader.raw
+
+    def recording(self, name, default=None):  # type: ignore[no-untyped-def]
+        if self.path == "":
+            read.add(name)
+        return original(self, name, default)
+
+    monkeypatch.setattr(scenario._Reader, "raw", recording)
+    parse_scenario(MINIMAL)
+    # `nemesis` is read only when present: the shipped nemesis scenario has it.
+    parse_scenario(yaml.safe_load((SCENARIOS / "nemesis-small.yaml").read_text(encoding="utf-8")))
+    assert read == set(scenario.TOP_LEVEL_KEYS)
