@@ -77,10 +77,15 @@ class AuditResult:
         """Violations of severity warning."""
         return sum(c.get(WARNING, 0) for c in self.counts.values())
 
+    @property
+    def reason(self) -> str | None:
+        """The failure's one-line reason (the first line of `error`), None when the audit did not fail."""
+        return None if self.error is None else (self.error.strip().splitlines() or [""])[0]
+
     def summary(self) -> str:
         """The lines printed at the end of a run."""
         if self.error is not None:
-            return f"audit {self.audit_id}: FAILED: {(self.error.strip().splitlines() or [''])[0]}"
+            return f"audit {self.audit_id}: FAILED: {self.reason}"
         lines = [
             f"audit {self.audit_id}: {len(self.runs)} runs, bronze version {self.bronze_version}, "
             f"{self.errors} errors, {self.warnings} warnings, exit {self.exit_code} (fail-on {self.fail_on}), "

@@ -126,9 +126,8 @@ def _cmd_audit(args: argparse.Namespace) -> int:
 
     spark, lake = _session_and_lake(args)
     result = run_audit(spark, lake, runs=args.runs, fail_on=args.fail_on)  # it prints its own summary
-    if result.error is not None:
-        first = result.error.strip().splitlines()[0]
-        print(f"replog audit: failed: {first}", file=sys.stderr)
+    if result.reason is not None:
+        print(f"replog audit: failed: {result.reason}", file=sys.stderr)
     return int(result.exit_code)
 
 
