@@ -24,6 +24,20 @@ _SCALARS: dict[pa.DataType, T.DataType] = {
 }
 
 
+def type_identity(t: pa.DataType) -> str:
+    """An arrow type's identity as Spark reads it: list/map item names, large strings and nullability ignored."""
+    if pa.types.is_list(t) or pa.types.is_large_list(t):
+        return f"list<{type_identity(t.value_type)}>"
+    if pa.types.is_map(t):
+        return f"map<{type_identity(t.key_type)},{type_identity(t.item_type)}>"
+    if pa.types.is_struct(t):
+        inner = ",".join(f"{t.field(i).name}:{type_identity(t.field(i).type)}" for i in range(t.num_fields))
+        return f"struct<{inner}>"
+    if pa.types.is_large_string(t):
+        return "string"
+    return str(t)
+
+
 def to_spark_type(t: pa.DataType) -> T.DataType:
     """Map one arrow type to the Spark type with the same values."""
     if t in _SCALARS:

@@ -10,8 +10,9 @@ from __future__ import annotations
 import abc
 import shutil
 import uuid
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from pyspark.sql import DataFrame, SparkSession
@@ -116,6 +117,20 @@ class Lake(abc.ABC):
         folder = f"{self.root}/_staging/{spec.name.replace('/', '.')}-{uuid.uuid4().hex}"
         df.write.mode("error").parquet(folder)
         return StagedWrite(spec, folder)
+
+    stages_files = False
+    """True when `stage_files` and `join_staged` work: the backend commits Parquet files it did not write."""
+
+    def stage_files(self, spec: TableSpec, write: Callable[[Path], None]) -> StagedWrite:
+        """Stage the Parquet files `write(folder)` writes (partition folders, data columns): where
+        `stages_files`, jobs may write a table's files by other means than a Spark DataFrame writer."""
+        raise NotImplementedError(f"the {type(self).__name__} backend does not commit files it did not write")
+
+    def join_staged(self, parts: Sequence[StagedWrite]) -> StagedWrite:
+        """One staged write holding `parts` (all of one table), committed together."""
+        if len(parts) == 1:
+            return parts[0]
+        raise NotImplementedError(f"the {type(self).__name__} backend cannot join staged writes")
 
     def read_staged(self, staged: StagedWrite) -> DataFrame:
         """What `stage` wrote, read back before it is committed (no reader of the table sees it yet)."""

@@ -39,7 +39,7 @@ import shutil
 import time
 import urllib.parse
 import uuid
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -55,7 +55,7 @@ from pyspark.sql import types as T
 
 from jobs.lake.api import CommitResult, IdempotencyKey, Lake, PartitionValues, StagedWrite
 from jobs.lake.errors import ConcurrentCommitError, SchemaMismatchError, UnsupportedTableProtocolError
-from schemas.spark import to_spark_schema
+from schemas.spark import to_spark_schema, type_identity
 from schemas.tables import TableSpec
 
 HIVE_NULL = "__HIVE_DEFAULT_PARTITION__"
@@ -65,26 +65,12 @@ STAGING_DIR = "_staging"
 """Where Spark writes a batch before its files are moved into the table's partition folders."""
 
 
-def _normalise(t: pa.DataType) -> str:
-    """A type's identity for schema comparison: list/map item names and nullability ignored."""
-    if pa.types.is_list(t) or pa.types.is_large_list(t):
-        return f"list<{_normalise(t.value_type)}>"
-    if pa.types.is_map(t):
-        return f"map<{_normalise(t.key_type)},{_normalise(t.item_type)}>"
-    if pa.types.is_struct(t):
-        inner = ",".join(f"{t.field(i).name}:{_normalise(t.field(i).type)}" for i in range(t.num_fields))
-        return f"struct<{inner}>"
-    if pa.types.is_large_string(t):
-        return "string"
-    return str(t)
-
-
 def _check_file_schema(file: Path, expected: pa.Schema) -> pa.FileMetaData:
     """Return the file's Parquet footer, or raise if its columns differ from `expected`."""
     meta = pq.read_metadata(file)
     got = meta.schema.to_arrow_schema()
-    want = {f.name: _normalise(f.type) for f in expected}
-    have = {f.name: _normalise(f.type) for f in got}
+    want = {f.name: type_identity(f.type) for f in expected}
+    have = {f.name: type_identity(f.type) for f in got}
     if want != have:
         diff = sorted(
             f"{n}: expected {want.get(n, 'absent')}, file has {have.get(n, 'absent')}"
@@ -136,6 +122,7 @@ class EmbeddedLake(Lake):
     """Delta tables written by Spark + committed by delta-rs; the default on one machine."""
 
     backend = "embedded"
+    stages_files = True
 
     # --- metadata -------------------------------------------------------------------------
 
@@ -277,19 +264,36 @@ class EmbeddedLake(Lake):
     def _write_files(self, spec: TableSpec, df: DataFrame) -> list[AddAction]:
         """Have Spark write `df` into a fresh staging folder, move its files into the table's partition
         folders (named after their batch, so batches never collide); return `add` actions for them."""
-        table_dir = Path(self.path(spec))
-        table_dir.mkdir(parents=True, exist_ok=True)
-        batch = f"{BATCH_PREFIX}{uuid.uuid4().hex}"
-        out_dir = table_dir / STAGING_DIR / batch
         schema = to_spark_schema(spec.schema)
         writer = df.select(*[F.col(f.name).cast(f.dataType) for f in schema.fields]).write.mode("error")
         if spec.partition_by:
             writer = writer.partitionBy(*spec.partition_by)
+        return self._adopt_written(spec, lambda out_dir: writer.parquet(str(out_dir)))
+
+    def stage_files(self, spec: TableSpec, write: Callable[[Path], None]) -> StagedWrite:
+        """Stage the Parquet files `write(folder)` puts into a fresh folder, laid out as Spark's partitioned
+        writer lays them out (`<col>=<value>/...parquet`, data columns only); checked and uncommitted."""
+        return StagedWrite(spec, self._adopt_written(spec, write))
+
+    def join_staged(self, parts: Sequence[StagedWrite]) -> StagedWrite:
+        """One staged write of the same table holding every file of `parts` (committed together)."""
+        tables = {p.table.name for p in parts}
+        if len(tables) != 1:
+            raise ValueError(f"cannot join staged writes of different tables: {sorted(tables)}")
+        return StagedWrite(parts[0].table, [add for p in parts for add in p.handle])
+
+    def _adopt_written(self, spec: TableSpec, write: Callable[[Path], None]) -> list[AddAction]:
+        """Run `write` into a fresh staging folder, check each file written there against the table's
+        schema and move it into its partition folder under the batch's name; `add` actions for them."""
+        table_dir = Path(self.path(spec))
+        table_dir.mkdir(parents=True, exist_ok=True)
+        batch = f"{BATCH_PREFIX}{uuid.uuid4().hex}"
+        out_dir = table_dir / STAGING_DIR / batch
         adds = []
         try:
             # Inside the try: a write that fails part-way (a corrupt input file, a lost executor) leaves
             # no staging folder behind.
-            writer.parquet(str(out_dir))
+            write(out_dir)
             for file in sorted(_data_files(out_dir)):
                 written = file.relative_to(out_dir)
                 meta = _check_file_schema(file, spec.data_schema)
