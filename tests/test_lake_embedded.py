@@ -306,3 +306,36 @@ def test_table_needing_reader_features_is_refused(spark, lake: EmbeddedLake) -> 
     log.write_text(json.dumps(commit) + "\n" + json.dumps(protocol) + "\n", encoding="utf-8")
     with pytest.raises(UnsupportedTableProtocolError, match="reader version 3"):
         lake.read(SPEC)
+
+
+def test_files_staged_by_other_writers_are_checked_moved_and_committed_together(spark, lake: EmbeddedLake) -> None:
+    """`stage_files`: Parquet written into the staging folder by any writer (here pyarrow), joined with a
+    Spark-staged write, commits as one append; a file of another schema is refused and nothing is left."""
+    import pyarrow.parquet as pq
+
+    data = pa.schema([pa.field("k", pa.int64()), pa.field("v", pa.string())])
+
+    def write(folder: Path) -> None:
+        (folder / "run_id=r%2F1").mkdir(parents=True)
+        pq.write_table(pa.table({"k": [1, 2], "v": ["a", "b"]}, schema=data), folder / "run_id=r%2F1" / "p.parquet")
+
+    by_arrow = lake.stage_files(SPEC, write)
+    by_spark = lake.stage(SPEC, frame(spark, [("r2", 3, "c")]))
+    assert lake.version(SPEC) is None
+    res = lake.commit_staged(lake.join_staged([by_arrow, by_spark]), keys=[IdempotencyKey("both")])
+    assert (res.files_added, res.rows_added) == (2, 3)
+    got = lake.read(SPEC).select("run_id", "k", "v")
+    assert_df_equality(got, frame(spark, [("r/1", 1, "a"), ("r/1", 2, "b"), ("r2", 3, "c")]),
+                       ignore_row_order=True, ignore_nullable=True)
+
+    def wrong(folder: Path) -> None:
+        (folder / "run_id=r3").mkdir(parents=True)
+        pq.write_table(pa.table({"k": ["not a number"]}), folder / "run_id=r3" / "p.parquet")
+
+    with pytest.raises(SchemaMismatchError, match="k: expected int64, file has string"):
+        lake.stage_files(SPEC, wrong)
+    table_dir = Path(lake.path(SPEC))
+    assert not (table_dir / "run_id=r3").exists() or not list((table_dir / "run_id=r3").iterdir())
+    assert not list((table_dir / embedded.STAGING_DIR).iterdir())
+    with pytest.raises(ValueError, match="different tables"):
+        lake.join_staged([by_spark, lake.stage(FLAT, frame(spark, [(1, "x")], FLAT))])
