@@ -95,12 +95,14 @@ def _cmd_report(args: argparse.Namespace) -> int:
 
 
 def _cmd_ingest(args: argparse.Namespace) -> int:
+    from jobs.config import load_config
     from jobs.ingest import run_ingest
     from jobs.landing import discover
 
     discover(args.landing)  # a missing landing folder is reported before Spark starts (~10 s)
     spark, lake = _session_and_lake(args)
-    result = run_ingest(spark, lake, args.landing)
+    cfg = load_config(args.config, lake=args.lake)
+    result = run_ingest(spark, lake, args.landing, whole_files=cfg.ingest.whole_files)
     print(result.summary())
     return EXIT_OK
 
@@ -145,8 +147,8 @@ def _cmd_demo(args: argparse.Namespace) -> int:
     scenario = Path(args.scenario) if args.scenario else DEFAULT_SCENARIO
     from jobs.config import load_config
 
-    report = load_config(args.config, lake=args.lake).report
-    return run_demo(lambda: _session_and_lake(args), scenario, Path(args.out), report=report)
+    cfg = load_config(args.config, lake=args.lake)
+    return run_demo(lambda: _session_and_lake(args), scenario, Path(args.out), report=cfg.report, ingest=cfg.ingest)
 
 
 COMMANDS = {

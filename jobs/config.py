@@ -43,6 +43,15 @@ class ReportConfig:
 
 
 @dataclass(frozen=True)
+class IngestConfig:
+    """How `replog ingest` reads landing files (the `ingest:` section of the config)."""
+
+    whole_files: bool = True
+    """Rewrite landing files in which no record may break a rule with Arrow in Spark tasks
+    (`jobs.arrow_ingest`); false sends every file through Spark's per-record validation."""
+
+
+@dataclass(frozen=True)
 class JobConfig:
     """Everything a replog job needs from configuration."""
 
@@ -50,6 +59,7 @@ class JobConfig:
     delta_backend: str = "auto"
     spark: SparkConfig = field(default_factory=SparkConfig)
     report: ReportConfig = field(default_factory=ReportConfig)
+    ingest: IngestConfig = field(default_factory=IngestConfig)
 
 
 def _expect(cond: bool, key: str, expected: str, got: object, path: Path) -> None:
@@ -81,7 +91,7 @@ def load_config(path: str | Path | None = None, lake: str | None = None) -> JobC
     except yaml.YAMLError as e:
         raise ConfigError(f"{p}: not valid YAML: {e}") from e
     _expect(isinstance(raw, dict), "<top>", "a mapping", type(raw).__name__, p)
-    _known_keys(raw, ("lake", "delta_backend", "spark", "report"), "", p)
+    _known_keys(raw, ("lake", "delta_backend", "spark", "report", "ingest"), "", p)
     lake_root = lake or raw.get("lake")
     _expect(isinstance(lake_root, str) and bool(lake_root), "lake", "a non-empty path or URI", lake_root, p)
     backend = raw.get("delta_backend", "auto")
@@ -100,7 +110,18 @@ def load_config(path: str | Path | None = None, lake: str | None = None) -> JobC
         driver_memory=s.get("driver_memory"),
         conf={str(k): str(v) for k, v in conf.items()},
     )
-    return JobConfig(lake=lake_root, delta_backend=backend, spark=spark, report=_report_config(raw, p))
+    return JobConfig(lake=lake_root, delta_backend=backend, spark=spark, report=_report_config(raw, p),
+                     ingest=_ingest_config(raw, p))
+
+
+def _ingest_config(raw: dict[str, Any], p: Path) -> IngestConfig:
+    """The `ingest:` section (every key optional)."""
+    i = raw.get("ingest") or {}
+    _expect(isinstance(i, dict), "ingest", "a mapping", i, p)
+    _known_keys(i, ("whole_files",), "ingest", p)
+    whole = i.get("whole_files", IngestConfig.whole_files)
+    _expect(isinstance(whole, bool), "ingest.whole_files", "true or false", whole, p)
+    return IngestConfig(whole_files=whole)
 
 
 def _report_config(raw: dict[str, Any], p: Path) -> ReportConfig:

@@ -14,7 +14,7 @@ from pathlib import Path
 
 from pyspark.sql import SparkSession
 
-from jobs.config import ReportConfig
+from jobs.config import IngestConfig, ReportConfig
 from jobs.ingest import run_ingest
 from jobs.lake import Lake
 from jobs.report import landed_summary
@@ -28,10 +28,12 @@ def run_demo(
     out: Path,
     log: Callable[[str], None] = print,
     report: ReportConfig | None = None,
+    ingest: IngestConfig | None = None,
 ) -> int:
     """Run the pipeline; `session` starts Spark lazily (after the pure-Python stages).
 
-    `report` is the config's `report:` section (caps and output folder of the incident report).
+    `report` and `ingest` are the config's sections of those names (the incident report's caps and
+    output folder; how landing files are read).
     """
     from jobs.audit import run_audit
     from jobs.incident_report import run_report
@@ -52,7 +54,8 @@ def run_demo(
     # The commands that repeat a stage on its own, for this lake and this run.
     where, only = f" --lake {lake.root}", f" --lake {lake.root} --run {run}"
     log(f"[2/{stages}] ingest {out} into bronze  (replog ingest --landing {out}{where})")
-    result = run_ingest(spark, lake, str(out), log=lambda m: log("      " + m))
+    result = run_ingest(spark, lake, str(out), log=lambda m: log("      " + m),
+                        whole_files=(ingest or IngestConfig()).whole_files)
     log("\n".join("      " + line for line in result.summary().splitlines()))
 
     log(f"[3/{stages}] reference check  (replog check --events {out})")

@@ -11,6 +11,10 @@ completes bronze alone; if it dies before either, nothing is visible and the rer
 
 Counts reconcile: records read = kept + quarantined, where quarantined includes duplicates
 (an event whose (run_id, event_id) was already kept, in this batch or an earlier one).
+
+Two paths write bronze's files, committed together: landing files in which no record may break a
+rule are rewritten whole by Arrow in Spark tasks (`jobs.arrow_ingest`); every other file goes through
+Spark's per-record validation (`jobs.landing` + `jobs.validate`), which names each bad record's reason.
 """
 
 from __future__ import annotations
@@ -27,6 +31,7 @@ from pyspark import StorageLevel
 from pyspark.sql import Column, DataFrame, Observation, SparkSession
 from pyspark.sql import functions as F
 
+from jobs.arrow_ingest import ArrowPass, RunSegment, arrow_pass, segments_repeat
 from jobs.lake import CommitResult, Lake, StagedWrite
 from jobs.landing import (
     LandingFile,
@@ -35,6 +40,7 @@ from jobs.landing import (
     read_jsonl,
     read_parquet,
     record_keys,
+    unopenable_by_spark,
     unreadable_data,
     unreadable_files,
 )
@@ -66,6 +72,8 @@ class IngestResult:
     mismatches: list[str] = field(default_factory=list)
     landing: str = ""
     ignored: list[str] = field(default_factory=list)
+    whole_files: int = 0
+    """Files the whole-file path (`jobs.arrow_ingest`) rewrote: no record in them broke a rule."""
 
     @property
     def reconciles(self) -> bool:
@@ -85,6 +93,8 @@ class IngestResult:
             f"  records read {self.read} = kept {self.kept} + quarantined {self.quarantined}"
             f" (of which duplicates {self.duplicates})  [{'reconciled' if self.reconciles else 'MISMATCH'}]\n"
             f"  quarantine reasons: {reasons}\n"
+            + (f"  {self.whole_files} file(s) passed the whole-file screen and were rewritten by Arrow\n"
+               if self.whole_files else "")
             + "".join(f"  MISMATCH {m}\n" for m in self.mismatches)
             + f"  bronze/replication_events version {self.bronze_version}, "
             f"bronze/quarantine version {self.quarantine_version}"
@@ -103,10 +113,12 @@ def batch_id_for(files: Sequence[LandingFile]) -> str:
 
 def read_candidates(spark: SparkSession, files: Sequence[LandingFile],
                     broken: Mapping[str, str] | None = None) -> DataFrame:
-    """Every record of `files` in the candidate shape of `jobs.landing`; `broken` Parquet files (path ->
-    reason) become one unreadable-file record each."""
-    jsonl = read_jsonl(spark, [f for f in files if f.kind == "jsonl"])
+    """Every record of `files` in the candidate shape of `jobs.landing`; `broken` files (path -> reason) become
+    one unreadable-file record each."""
+    broken = broken or {}
+    jsonl = read_jsonl(spark, [f for f in files if f.kind == "jsonl" and f.path not in broken])
     parquet, unreadable = read_parquet(spark, [f for f in files if f.kind == "parquet"], broken)
+    unreadable += [(f.path, broken[f.path]) for f in files if f.kind == "jsonl" and f.path in broken]
     out = jsonl.unionByName(parquet)
     return out.unionByName(unreadable_files(spark, unreadable)) if unreadable else out
 
@@ -259,8 +271,13 @@ def run_ingest(
     lake: Lake,
     landing: str,
     log: Callable[[str], None] = print,
+    whole_files: bool = True,
 ) -> IngestResult:
     """Ingest what is new in `landing`; see the module docstring for the guarantees.
+
+    With `whole_files` (config `ingest.whole_files`), Parquet files in which no record may break a rule
+    are first rewritten into bronze by Arrow in Spark tasks (`jobs.arrow_ingest`); the rest go through
+    the Spark pass described next, and both are committed together.
 
     The records are read in full once in the common case: one pass validates every record, writes
     the kept ones (uncommitted) and counts all of them as it goes; then the keys of the files it
@@ -276,7 +293,7 @@ def run_ingest(
         broken: dict[str, str] = {}
         while True:
             try:
-                return _ingest(spark, lake, landing, log, broken)
+                return _ingest(spark, lake, landing, log, broken, whole_files)
             except Exception as exc:
                 # A Parquet file whose footer reads but whose data does not fails the whole pass (its
                 # footer was checked up front), and Spark names it. Quarantine it whole, with any other
@@ -296,7 +313,7 @@ def run_ingest(
 
 
 def _ingest(spark: SparkSession, lake: Lake, landing: str, log: Callable[[str], None],
-            broken: Mapping[str, str] | None = None) -> IngestResult:
+            broken: Mapping[str, str] | None = None, whole_files: bool = True) -> IngestResult:
     t0 = time.perf_counter()
     ignored: list[str] = []
     files = discover(landing, ignored)
@@ -313,48 +330,77 @@ def _ingest(spark: SparkSession, lake: Lake, landing: str, log: Callable[[str], 
         return result
     batch = batch_id_for(pending)
     result.batch_id = batch
+    broken = {**unopenable_by_spark(pending), **(broken or {})}
     size_mb = sum(f.size for f in pending) / 1e6
     log(f"ingest {batch}: reading {len(pending)} files ({size_mb:.1f} MB) from {landing}")
 
-    classified = classify(read_candidates(spark, pending, broken)).withColumn("_ingest_batch", F.lit(batch))
+    def classified_of(some: Sequence[LandingFile]) -> DataFrame:
+        return classify(read_candidates(spark, some, broken)).withColumn("_ingest_batch", F.lit(batch))
+
     persisted: list[DataFrame] = []
     staged: list[StagedWrite] = []  # written, commit not yet attempted: dropped if the run fails
     try:
+        result.seconds["discover"] = time.perf_counter() - t0
+        fast = ArrowPass.nothing()
+        # Files new to both tables: a resumed run (one table done) takes the Spark path, which counts them.
+        eligible = [f for f in pending if whole_files and f.key not in done_bronze and f.key not in done_quarantine
+                    and not (broken and f.path in broken)]
+        if eligible and lake.stages_files:
+            t = time.perf_counter()
+            fast = arrow_pass(spark, lake, eligible, batch)
+            if fast.staged is not None:
+                staged.append(fast.staged)
+            result.seconds["whole_files"] = time.perf_counter() - t
+        whole = {f.path for f in fast.kept}
+        slow = [f for f in pending if f.path not in whole]
+        classified = classified_of(slow)
         final = classified
         b_staged: StagedWrite | None = None
-        result.seconds["discover"] = time.perf_counter() - t0
+        m: dict[str, Any] = _no_records()
+        exact = not for_bronze
         if for_bronze:
             # Optimistic: duplicates are rare, so the one full pass assumes there are none. It writes
             # bronze's files (uncommitted) and counts every record; the keys of what it wrote are then
             # checked, from two columns of its own Parquet instead of a second read of the landing
-            # files (for JSON Lines, a second parse of every line).
-            t1 = time.perf_counter()
-            b_staged, m = _validate_write(lake, final, for_bronze, staged)
-            result.seconds["validate_write"] = time.perf_counter() - t1
-            _refuse_newer_major(m, classified)
+            # files (for JSON Lines, a second parse of every line). What the whole-file path wrote
+            # is checked with it, or, alone, from the id ranges its tasks reported.
             t2 = time.perf_counter()
-            clean = no_duplicates(lake.read_staged(b_staged), lake)
+            if slow:
+                t1 = time.perf_counter()
+                b_staged, m = _validate_write(lake, final, [f for f in for_bronze if f.path not in whole], staged)
+                result.seconds["validate_write"] = time.perf_counter() - t1
+                _refuse_newer_major(m, classified)
+                t2 = time.perf_counter()
+                written = lake.join_staged([w for w in (fast.staged, b_staged) if w is not None])
+                clean = no_duplicates(lake.read_staged(written), lake)
+            else:
+                clean = not segments_repeat(fast.segments) and not _bronze_holds_ids_in(
+                    lake, _segment_runs(fast.segments))
             result.seconds["duplicate_check"] = time.perf_counter() - t2
             if not clean:
                 # A key repeats, or bronze holds ids in the batch's ranges: the written files are
-                # dropped and the batch is done again behind the exact check, which finds which
-                # records (if any) are duplicates.
+                # dropped and the whole batch is done again by Spark behind the exact check, which
+                # finds which records (if any) are duplicates.
                 log(f"ingest {batch}: a key may repeat or be in bronze already; "
                     "writing again behind the exact duplicate check")
-                staged.remove(b_staged)
-                lake.discard(b_staged)
-                b_staged = None
-        if b_staged is None:
+                for w in (fast.staged, b_staged):
+                    if w is not None:
+                        staged.remove(w)
+                        lake.discard(w)
+                b_staged, fast, exact = None, ArrowPass.nothing(), True
+                classified = classified_of(pending)
+        if exact:
             t3 = time.perf_counter()
             readable = [f for f in pending if not broken or f.path not in broken]
             final = _exact_duplicates(spark, lake, readable, classified, persisted)
             b_staged, m = _validate_write(lake, final, for_bronze, staged)
             result.seconds["exact_duplicates_write"] = time.perf_counter() - t3
             _refuse_newer_major(m, classified)
+        result.whole_files = len(fast.kept)
         by_code = {c: m[f"code:{c}"] for c in reason_codes()}
         if sum(by_code.values()) != m["bad"]:
             raise AssertionError(f"reason codes counted {sum(by_code.values())} records, {m['bad']} are bad")
-        result.read = m["read"]
+        result.read = m["read"] + fast.records
         result.by_reason = {c: n for c, n in by_code.items() if n}
         result.quarantined = m["bad"]
         result.duplicates = by_code[DUPLICATE]
@@ -366,24 +412,30 @@ def _ingest(spark: SparkSession, lake: Lake, landing: str, log: Callable[[str], 
             "replog.records_kept": result.kept,
             "replog.records_quarantined": result.quarantined,
             "replog.records_duplicate": result.duplicates,
+            "replog.files_whole": result.whole_files,
         }
         t4 = time.perf_counter()
         q = b = None
         if for_quarantine:
-            bad = final.where(F.col("_reason_code").isNotNull() & _file_filter(for_quarantine))
-            # With nothing to write, an empty frame still commits the files' idempotency keys,
-            # without a scan of the whole batch to find no rows.
-            if result.quarantined == 0:
-                bad = bad.limit(0)
-            q_staged = lake.stage(BRONZE_QUARANTINE, bad.select(
-                "_source_file", "_source_line", "raw", F.col("_reason").alias("reason"),
-                F.col("_reason_code").alias("reason_code"), "run_id", "event_id", "_ingest_batch",
-            ))
+            if result.quarantined == 0 and lake.stages_files:
+                # Nothing to write: the commit still records the files' idempotency keys.
+                q_staged = lake.stage_files(BRONZE_QUARANTINE, lambda _folder: None)
+            else:
+                bad = final.where(F.col("_reason_code").isNotNull() & _file_filter(for_quarantine))
+                # With nothing to write, an empty frame still commits the files' idempotency keys,
+                # without a scan of the whole batch to find no rows.
+                if result.quarantined == 0:
+                    bad = bad.limit(0)
+                q_staged = lake.stage(BRONZE_QUARANTINE, bad.select(
+                    "_source_file", "_source_line", "raw", F.col("_reason").alias("reason"),
+                    F.col("_reason_code").alias("reason_code"), "run_id", "event_id", "_ingest_batch",
+                ))
             q = lake.commit_staged(q_staged, keys=[f.key for f in for_quarantine], metadata=meta)
-        if b_staged is not None:
+        to_commit = [w for w in (fast.staged, b_staged) if w is not None]
+        if to_commit:
             # From here on the files may be in the log: never delete them, whatever happens.
             staged.clear()
-            b = lake.commit_staged(b_staged, keys=[f.key for f in for_bronze], metadata=meta)
+            b = lake.commit_staged(lake.join_staged(to_commit), keys=[f.key for f in for_bronze], metadata=meta)
         result.seconds["quarantine_commit"] = time.perf_counter() - t4
         everything = len(pending)
         for commit, files_, expected in ((q, for_quarantine, result.quarantined), (b, for_bronze, result.kept)):
@@ -399,6 +451,26 @@ def _ingest(spark: SparkSession, lake: Lake, landing: str, log: Callable[[str], 
     return result
 
 
+def _bronze_holds_ids_in(lake: Lake, runs: Sequence[RunKeys]) -> bool:
+    """True when bronze has a row in one of `runs`' id ranges (a first ingest has no bronze to look in)."""
+    return lake.exists(BRONZE_EVENTS) and not bronze_in_range(lake, runs).isEmpty()
+
+
+def _no_records() -> dict[str, Any]:
+    """The counts `_observed_counts` gives for no records at all."""
+    return {"read": 0, "bad": 0, "newer": 0, "newer_example": None, **{f"code:{c}": 0 for c in reason_codes()}}
+
+
+def _segment_runs(segments: Sequence[RunSegment]) -> list[RunKeys]:
+    """One `RunKeys` per run of the whole-file path's segments (no id repeats: `segments_repeat` said so)."""
+    runs: dict[str, RunKeys] = {}
+    for s in segments:
+        r = runs.get(s.run_id)
+        runs[s.run_id] = RunKeys(s.run_id, False, s.first_event_id, s.last_event_id) if r is None else RunKeys(
+            s.run_id, False, min(r.first_event_id, s.first_event_id), max(r.last_event_id, s.last_event_id))
+    return list(runs.values())
+
+
 def no_duplicates(kept: DataFrame, lake: Lake) -> bool:
     """True when no (run_id, event_id) of `kept` repeats within it and bronze has no row in its id ranges.
 
@@ -410,8 +482,7 @@ def no_duplicates(kept: DataFrame, lake: Lake) -> bool:
     runs = run_keys(kept.select("run_id", "event_id"))
     if any(r.repeated for r in runs):
         return False
-    existing = bronze_in_range(lake, runs)
-    return existing.isEmpty()
+    return not _bronze_holds_ids_in(lake, runs)
 
 
 def _validate_write(

@@ -96,6 +96,23 @@ def discover(landing: str | Path, ignored: list[str] | None = None) -> list[Land
     return found
 
 
+_GLOB = re.compile(r"([\\\[\]{}*?])")
+
+
+def spark_path(path: str) -> str:
+    """`path` as Spark's file readers take it: they read '[', ']', '{', '}', '*', '?' and '\\' as glob syntax, so
+    those are escaped (a file named `x[1].parquet` is that file, not a pattern)."""
+    return _GLOB.sub(r"\\\1", path)
+
+
+def unopenable_by_spark(files: Sequence[LandingFile]) -> dict[str, str]:
+    """path -> reason for the `files` Spark cannot open at all: Hadoop reads a ':' in a file's name as the end
+    of a URI scheme. Such a file is quarantined whole (whichever path would read it), so renaming it makes it
+    new and ingests it."""
+    return {f.path: f"Spark (Hadoop paths) cannot open a file whose name contains ':'; rename {Path(f.path).name!r}"
+            for f in files if ":" in Path(f.path).name}
+
+
 def numbered_lines(spark: SparkSession, paths: Sequence[str]) -> DataFrame:
     """Every line of the text files `paths` (blank ones too) with its file URI and path, and 0-based number.
 
@@ -107,7 +124,7 @@ def numbered_lines(spark: SparkSession, paths: Sequence[str]) -> DataFrame:
     the plain line reader, which is far cheaper than holding each file as one string. The local
     path (`_path`) is decoded from the URI once per split, not once per line.
     """
-    text = spark.read.option("lineSep", "\n").text(list(paths)).select(
+    text = spark.read.option("lineSep", "\n").text([spark_path(p) for p in paths]).select(
         F.col("value").alias("line"),
         F.col("_metadata.file_path").alias("_uri"),
         F.col("_metadata.file_block_start").alias("_block"),
@@ -173,7 +190,10 @@ def read_jsonl(spark: SparkSession, files: Sequence[LandingFile]) -> DataFrame:
         (F.col("pos") + 1).cast("long").alias("_source_line"),
         F.col("line").alias("raw"),
         F.when(
-            F.col("t").isNull() | (F.col("_doubtful") & F.col("_keys").isNull()),
+            F.col("t").isNull() | (F.col("_doubtful") & F.col("_keys").isNull())
+            # from_json reads the line's first object and ignores what follows it (a second object, text):
+            # as the one element of a JSON array, the line must be exactly one value. A token scan, cheap.
+            | ~F.expr("json_array_length(concat('[', line, ']')) <=> 1"),
             F.lit("malformed JSON: the line is not one complete JSON object"),
         ).alias("_malformed"),
         F.coalesce(F.col("_wrong.message"), F.array().cast("array<string>")).alias("_type_errors"),
@@ -198,7 +218,8 @@ def record_keys(spark: SparkSession, files: Sequence[LandingFile]) -> DataFrame:
         line = F.col("value")
         line = F.when(F.startswith(line, F.lit("\ufeff")), F.expr("substring(value, 2)")).otherwise(line)
         key = F.from_json(line, "run_id string, event_id bigint")
-        frames.append(spark.read.option("lineSep", "\n").text(jsonl).select(key.alias("k")).select("k.*"))
+        frames.append(spark.read.option("lineSep", "\n").text([spark_path(p) for p in jsonl])
+                      .select(key.alias("k")).select("k.*"))
     parquet, _ = read_parquet(spark, [f for f in files if f.kind == "parquet"])
     frames.append(parquet.select("run_id", "event_id"))
     return reduce(DataFrame.unionByName, frames)
@@ -224,10 +245,12 @@ def _path_of(uri_col: str) -> Column:
     """A local path from Spark's `file:` URI (percent-decoding like java.net.URI does).
 
     Evaluated per record for Parquet, so it avoids the costly steps where they change nothing: the
-    decoder only rewrites '%' escapes and '+', and the `file:` prefix is cut without a regex.
+    decoder only rewrites '%' escapes, and the `file:` prefix is cut without a regex.
     """
-    decoded = (f"CASE WHEN contains({uri_col}, '%') OR contains({uri_col}, '+') THEN url_decode({uri_col}) "
-               f"ELSE {uri_col} END")
+    # url_decode is form decoding: it also reads '+' as a space, which a URI path does not (a '+' in a
+    # folder name is itself), so a '+' is escaped before decoding.
+    decoded = (f"CASE WHEN contains({uri_col}, '%') OR contains({uri_col}, '+') "
+               f"THEN url_decode(replace({uri_col}, '+', '%2B')) ELSE {uri_col} END")
     return F.expr(f"CASE WHEN startswith({decoded}, 'file://') THEN substr({decoded}, 8) "
                   f"WHEN startswith({decoded}, 'file:') THEN substr({decoded}, 6) ELSE {decoded} END")
 
@@ -303,7 +326,7 @@ def failed_read_file(error: BaseException) -> tuple[str, str] | None:
 
 
 def _parquet_group(spark: SparkSession, file_schema: T.StructType, paths: list[str]) -> DataFrame:
-    df = spark.read.schema(file_schema).parquet(*paths)
+    df = spark.read.schema(file_schema).parquet(*[spark_path(p) for p in paths])
     present = {f.name: f.dataType for f in file_schema.fields}
     cols, wrong, messages = [], [], []
     for target in EVENT_SPARK_SCHEMA.fields:

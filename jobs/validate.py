@@ -44,8 +44,8 @@ DUPLICATE = "duplicate"
 
 _VERSION_RE = "^([0-9]+)[.]([0-9]+)$"
 # Every minor of the current major up to this one: files written before a minor bump are not suspects.
-_READABLE_VERSIONS = tuple(f"{SCHEMA_MAJOR}.{m}" for m in range(SCHEMA_MINOR + 1))
-_INT32_MAX = 2**31 - 1
+READABLE_VERSIONS = tuple(f"{SCHEMA_MAJOR}.{m}" for m in range(SCHEMA_MINOR + 1))
+INT32_MAX = 2**31 - 1
 _WRONG_TYPE_FIELDS = "coalesce(_wrong_type_fields, array())"
 
 
@@ -112,7 +112,7 @@ def rules() -> Iterator[Rule]:
     major = f"try_cast(regexp_extract(schema_version, {sql_str(_VERSION_RE)}, 1) AS INT)"
     minor = f"try_cast(regexp_extract(schema_version, {sql_str(_VERSION_RE)}, 2) AS INT)"
     # Any version other than the current major's known ones (null included) is screened; the regex runs only then.
-    other_version = f"NOT coalesce(schema_version IN ({_in(_READABLE_VERSIONS)}), false)"
+    other_version = f"NOT coalesce(schema_version IN ({_in(READABLE_VERSIONS)}), false)"
     # Fields added by a newer minor version are expected: minor versions only add columns.
     newer_minor = f"coalesce({major} = {SCHEMA_MAJOR} AND {minor} > {SCHEMA_MINOR}, false)"
     unknown = "coalesce(_unknown_fields, array())"
@@ -187,8 +187,8 @@ def rules() -> Iterator[Rule]:
     # replay its offsets).
     yield Rule(
         INVALID,
-        f"try_subtract(last_offset, base_offset) > {_INT32_MAX}",
-        f"concat('a batch spans at most {_INT32_MAX + 1} offsets (lastOffsetDelta is an int32), got base_offset ', "
+        f"try_subtract(last_offset, base_offset) > {INT32_MAX}",
+        f"concat('a batch spans at most {INT32_MAX + 1} offsets (lastOffsetDelta is an int32), got base_offset ', "
         f"{_shown('base_offset')}, ' to last_offset ', {_shown('last_offset')})",
     )
     yield Rule(

@@ -13,7 +13,7 @@ from pyspark.sql import functions as F
 import jobs.lake.embedded as embedded
 from jobs import cli
 from jobs.ingest import run_ingest
-from schemas.events import SchemaVersionError
+from schemas.events import EVENT_SCHEMA, SchemaVersionError
 from schemas.tables import BRONZE_EVENTS, BRONZE_QUARANTINE
 from tests.conftest import event, write_jsonl
 
@@ -231,3 +231,23 @@ def test_a_missing_landing_folder_fails_before_spark_starts(tmp_path: Path, caps
     err = capsys.readouterr().err.strip()
     assert err == (f"replog ingest: failed: LandingError: landing folder {tmp_path / 'nope'} "
                    "does not exist or is not a folder")
+
+
+@pytest.mark.parametrize("whole_files", [False, True])
+def test_a_landing_path_with_plus_space_and_percent_keeps_every_record_and_its_file(
+    spark, lake, landing, whole_files: bool
+) -> None:
+    """Spark's file URI is decoded as a URI: a '+' in a folder name is a '+', not a space (records were lost)."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    folder = landing / "a+b c%41"
+    folder.mkdir()
+    write_jsonl(folder / "x.jsonl", [event(1), event(2)])
+    schema = pa.schema([f.with_nullable(True) for f in EVENT_SCHEMA])
+    pq.write_table(pa.Table.from_pylist([event(3), event(4)], schema=schema), folder / "y.parquet")
+    r = run_ingest(spark, lake, str(landing), log=lambda _m: None, whole_files=whole_files)
+    assert (r.read, r.kept, r.whole_files) == (4, 4, 2 if whole_files else 0) and r.reconciles, r.summary()
+    got = {(x["event_id"], x["_source_file"]) for x in lake.read(BRONZE_EVENTS).collect()}
+    assert got == {(1, str(folder / "x.jsonl")), (2, str(folder / "x.jsonl")),
+                   (3, str(folder / "y.parquet")), (4, str(folder / "y.parquet"))}

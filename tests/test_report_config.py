@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from jobs.config import DEFAULT_CONFIG, ConfigError, ReportConfig, load_config
+from jobs.config import DEFAULT_CONFIG, ConfigError, IngestConfig, ReportConfig, load_config
 
 
 def test_shipped_configs_carry_the_report_caps() -> None:
@@ -31,11 +31,13 @@ def test_report_section_is_optional_and_checked(tmp_path: Path) -> None:
     ("text", "message"),
     [
         ("lake: ./lake\ndelta_backed: native\n",
-         r"unknown key 'delta_backed'; known keys: lake, delta_backend, spark, report"),
+         r"unknown key 'delta_backed'; known keys: lake, delta_backend, spark, report, ingest"),
         ("lake: ./lake\nspark:\n  shuffle_partition: 8\n",
          r"unknown key 'spark.shuffle_partition'; known keys of spark: master, app_name, shuffle_partitions"),
         ("lake: ./lake\nreport:\n  max_point: 10\n",
          r"unknown key 'report.max_point'; known keys of report: max_partitions, max_points, max_rows, out"),
+        ("lake: ./lake\ningest:\n  whole_file: false\n",
+         r"unknown key 'ingest.whole_file'; known keys of ingest: whole_files"),
     ],
 )
 def test_a_misspelt_key_is_an_error_that_names_it(tmp_path: Path, text: str, message: str) -> None:
@@ -43,4 +45,17 @@ def test_a_misspelt_key_is_an_error_that_names_it(tmp_path: Path, text: str, mes
     path = tmp_path / "c.yaml"
     path.write_text(text, encoding="utf-8")
     with pytest.raises(ConfigError, match=message):
+        load_config(path)
+
+
+def test_ingest_section_is_optional_and_checked(tmp_path: Path) -> None:
+    """`ingest.whole_files` defaults to true (the shipped config says so too) and must be a boolean."""
+    assert load_config(DEFAULT_CONFIG).ingest == IngestConfig(whole_files=True)
+    path = tmp_path / "c.yaml"
+    path.write_text("lake: ./lake\n", encoding="utf-8")
+    assert load_config(path).ingest == IngestConfig()
+    path.write_text("lake: ./lake\ningest:\n  whole_files: false\n", encoding="utf-8")
+    assert load_config(path).ingest == IngestConfig(whole_files=False)
+    path.write_text("lake: ./lake\ningest:\n  whole_files: 0\n", encoding="utf-8")
+    with pytest.raises(ConfigError, match=r"key 'ingest.whole_files' must be true or false, got 0"):
         load_config(path)
