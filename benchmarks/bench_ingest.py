@@ -103,6 +103,56 @@ def _proc_cpu_seconds(pid: int | str) -> float | None:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
+def _process_tree(root: int) -> list[int]:
+    """`root` and every process below it (by parent pid, from /proc)."""
+    children: dict[int, list[int]] = {}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat", encoding="ascii") as fh:
+                ppid = int(fh.read().rsplit(")", 1)[1].split()[1])
+        except (OSError, IndexError, ValueError):
+            continue
+        children.setdefault(ppid, []).append(int(entry))
+    out, todo = [], [root]
+    while todo:
+        pid = todo.pop()
+        out.append(pid)
+        todo.extend(children.get(pid, ()))
+    return out
+
+
+def _tree_cpu_seconds(pid: int) -> float | None:
+    """CPU seconds of `pid` and every descendant, living or exited and waited for (the JVM and the Python
+    workers its tasks start: the whole-file ingest path does its work in those workers)."""
+    total = 0.0
+    hz = os.sysconf("SC_CLK_TCK")
+    for i, p in enumerate(_process_tree(pid)):
+        try:
+            with open(f"/proc/{p}/stat", encoding="ascii") as fh:
+                f = fh.read().rsplit(")", 1)[1].split()
+        except (OSError, IndexError):
+            if i == 0:
+                return None
+            continue
+        # utime + stime of the process, cutime + cstime of its exited children it waited for.
+        total += (int(f[11]) + int(f[12]) + int(f[13]) + int(f[14])) / hz
+    return total
+
+
+def _workers_peak_rss(jvm_pid: int, reset: bool = False) -> int | None:
+    """Largest peak RSS among the JVM's Python workers (reset their peaks first when `reset`)."""
+    peaks = []
+    for p in _process_tree(jvm_pid)[1:]:
+        if reset:
+            _reset_peak_rss(p)
+        kb = _proc_status_kb(p, "VmHWM")
+        if kb:
+            peaks.append(kb * 1024)
+    return max(peaks) if peaks else None
+
+
 def _machine_cpu() -> tuple[float, float] | None:
     """(busy, total) CPU seconds of the whole machine since boot (from /proc/stat)."""
     try:
@@ -116,7 +166,8 @@ def _machine_cpu() -> tuple[float, float] | None:
 
 
 class CpuMeter:
-    """CPU used by this benchmark's driver (Python + JVM) and by the whole machine over a window.
+    """CPU used by this benchmark's driver (Python + JVM + the JVM's Python workers) and by the whole machine
+    over a window.
 
     Other processes on the machine compete for its 2 cores; the figures say how much CPU the ingest
     got, how much everything else took meanwhile, and so how contended a wall-clock figure is.
@@ -127,7 +178,7 @@ class CpuMeter:
 
     def _sample(self) -> tuple[float, float, float | None, tuple[float, float] | None]:
         ru = resource.getrusage(resource.RUSAGE_SELF)
-        return time.perf_counter(), ru.ru_utime + ru.ru_stime, _proc_cpu_seconds(self.jvm_pid), _machine_cpu()
+        return time.perf_counter(), ru.ru_utime + ru.ru_stime, _tree_cpu_seconds(self.jvm_pid), _machine_cpu()
 
     def start(self) -> None:
         """Open the window."""
@@ -144,6 +195,7 @@ class CpuMeter:
         out: dict[str, Any] = {
             "wall_seconds": wall,
             "python_cpu_seconds": py,
+            # the JVM with its Python workers (where the whole-file path runs)
             "jvm_cpu_seconds": jvm,
             "driver_cpu_seconds": ours,
             "driver_cores_used": ours / wall if wall else None,
@@ -364,14 +416,16 @@ def run_worker(spec: dict[str, Any]) -> dict[str, Any]:
     py_reset = _reset_peak_rss("self")
     py_rss_before = (_proc_status_kb("self", "VmRSS") or 0) * 1024
     jvm.reset_peaks()
+    _workers_peak_rss(jvm.pid, reset=True)
     gc_before = jvm.gc_totals()
     lake = EmbeddedLake(spark, cfg.lake)
     cpu = CpuMeter(jvm.pid)
     cpu.start()
     t0 = time.perf_counter()
-    result = run_ingest(spark, lake, landing, log=quiet)
+    result = run_ingest(spark, lake, landing, log=quiet, whole_files=cfg.ingest.whole_files)
     total = time.perf_counter() - t0
     cpu_figures = cpu.stop()
+    workers_peak = _workers_peak_rss(jvm.pid)
     t_end = t0 + total
     py_peak = (_proc_status_kb("self", "VmHWM") or 0) * 1024 if py_reset else None
     heap_peak = jvm.heap_peak()
@@ -384,7 +438,11 @@ def run_worker(spec: dict[str, Any]) -> dict[str, Any]:
         # discovery, idempotency look-ups, planning
         "discover": seconds.get("discover", float("nan")),
         # the one full pass: read + validate + count every record + write bronze's files (uncommitted)
-        "validate_write_bronze": seconds.get("validate_write", float("nan")),
+        "validate_write_bronze": seconds.get("validate_write", 0.0),
+        # the whole-file path: files in which no record may break a rule, rewritten by Arrow in Spark tasks
+        "whole_files": seconds.get("whole_files", 0.0),
+        # inside it, summed over the files its tasks took (two tasks run at once on 2 cores: not wall time)
+        **{f"whole_files_tasks_{k}": v for k, v in result.task_seconds.items()},
         # the keys of the files written: repeats, id ranges, bronze rows in those ranges
         "duplicate_check": seconds.get("duplicate_check", float("nan")),
         # only where that check found a possible duplicate: the exact check and the second write
@@ -402,6 +460,13 @@ def run_worker(spec: dict[str, Any]) -> dict[str, Any]:
         "jvm_gc_during_ingest": gc_after[1] - gc_before[1],
     }
     stages = _stages(spark, lake, landing) if spec.get("stages") else {}
+    spark_path: dict[str, Any] = {}
+    if spec.get("spark_path") and result.whole_files:
+        # The same landing through Spark's per-record path alone, in this JVM after the measured ingest.
+        t = time.perf_counter()
+        alone = run_ingest(spark, EmbeddedLake(spark, str(work / "lake-spark-path")), landing, log=quiet,
+                           whole_files=False)
+        spark_path = {"seconds": time.perf_counter() - t, "kept": alone.kept, "quarantined": alone.quarantined}
     events = int(spec["events"])
     out = {
         "format": fmt,
@@ -419,7 +484,9 @@ def run_worker(spec: dict[str, Any]) -> dict[str, Any]:
         "ratio_to_parquet_read_all_columns": total / baselines["parquet_read_all_columns"],
         "ratio_to_jsonl_read_all_columns": total / baselines["jsonl_read_all_columns"],
         "stage_ablation_seconds": stages,
+        "spark_path_alone": spark_path,
         "result": {
+            "whole_files": result.whole_files,
             "read": result.read,
             "kept": result.kept,
             "quarantined": result.quarantined,
@@ -441,6 +508,8 @@ def run_worker(spec: dict[str, Any]) -> dict[str, Any]:
             "ingest_cache_bytes": max(cache_sizes, key=lambda c: c["memory_bytes"] + c["disk_bytes"])
             if cache_sizes else None,
             "jvm_gc_collections_during_ingest": gc_after[0] - gc_before[0],
+            # executor side in local mode: the Python workers of the whole-file path (not the driver)
+            "python_workers_peak_rss_during_ingest_bytes": workers_peak,
         },
     }
     spark.stop()
@@ -501,7 +570,14 @@ def _report(doc: dict[str, Any]) -> str:
     row("load average (1 min) at start", lambda r: r["cpu"]["loadavg_1m_start"], lambda x: f"{x:.1f}")
     row("ingest total (s)", lambda r: r["ingest_seconds"], _fmt_s)
     row("  discovery, idempotency look-ups (s)", lambda r: r["split_seconds"].get("discover"), _fmt_s)
-    row("  read+validate+count, write bronze (s)", lambda r: r["split_seconds"]["validate_write_bronze"], _fmt_s)
+    row("  whole-file path: Arrow in tasks (s)", lambda r: r["split_seconds"].get("whole_files"), _fmt_s)
+    row("    files taken whole", lambda r: r["result"].get("whole_files"), str)
+    row("    in tasks, summed: read / parse (s)", lambda r: r["split_seconds"].get("whole_files_tasks_read_s"), _fmt_s)
+    row("    in tasks, summed: validate (screen) (s)", lambda r: r["split_seconds"].get("whole_files_tasks_screen_s"),
+        _fmt_s)
+    row("    in tasks, summed: write bronze files (s)", lambda r: r["split_seconds"].get("whole_files_tasks_write_s"),
+        _fmt_s)
+    row("  Spark pass: read+validate+count, write (s)", lambda r: r["split_seconds"]["validate_write_bronze"], _fmt_s)
     row("  duplicate check on written keys (s)", lambda r: r["split_seconds"].get("duplicate_check"), _fmt_s)
     row("  exact duplicates + second write (s)", lambda r: r["split_seconds"].get("exact_duplicates_write"), _fmt_s)
     row("  quarantine pass + commits (s)", lambda r: r["split_seconds"]["quarantine_commit"], _fmt_s)
@@ -520,6 +596,9 @@ def _report(doc: dict[str, Any]) -> str:
         _fmt_s)
     row("ingest / Parquet copy partitioned", lambda r: r["ingest_seconds"] / copy
         if (copy := r["baseline_seconds"].get("parquet_copy_partitioned")) else None, lambda x: f"{x:.1f}x")
+    row("Spark path alone, same JVM after (s)", lambda r: r["spark_path_alone"].get("seconds"), _fmt_s)
+    row("ingest / Spark path alone", lambda r: r["ingest_seconds"] / sp
+        if (sp := r["spark_path_alone"].get("seconds")) else None, lambda x: f"{x:.2f}x")
     row("ingest / Parquet read+count", lambda r: r["ratio_to_parquet_read_count"], lambda x: f"{x:.1f}x")
     row("ingest / Parquet read all columns", lambda r: r["ratio_to_parquet_read_all_columns"], lambda x: f"{x:.1f}x")
     row("ingest / JSONL read all columns", lambda r: r["ratio_to_jsonl_read_all_columns"], lambda x: f"{x:.1f}x")
@@ -543,6 +622,7 @@ def _report(doc: dict[str, Any]) -> str:
         ("JVM heap peak during ingest", "jvm_heap_peak_during_ingest_bytes"),
         ("JVM process peak RSS during ingest", "jvm_rss_peak_during_ingest_bytes"),
         ("Spark cache held by the ingest (max), memory", "ingest_cache_memory_bytes"),
+        ("Python workers' peak RSS (executor side)", "python_workers_peak_rss_during_ingest_bytes"),
     ):
         vals = []
         for f in FORMATS:
@@ -613,6 +693,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--stages", dest="stages", action="store_true", default=True,
                    help="run the stage ablations at the large size (default)")
     p.add_argument("--no-stages", dest="stages", action="store_false")
+    p.add_argument("--no-spark-path", dest="spark_path", action="store_false", default=True,
+                   help="skip the comparison ingest through Spark's per-record path alone")
     p.add_argument("--workdir", help="where landing files and lakes go (default: a temp dir, removed)")
     p.add_argument("--out", help="results JSON (default benchmarks/results/ingest-<UTC date>.json)")
     p.add_argument("--worker", help=argparse.SUPPRESS)
@@ -661,6 +743,7 @@ def main(argv: list[str] | None = None) -> int:
                 spec = {
                     "format": f, "events": n, "work": str(work), "config": args.config,
                     "stages": bool(args.stages and n == events),
+                    "spark_path": bool(args.spark_path and n == events),
                     "landing": {k: str(base / f"landing-{n}" / k) for k in FORMATS},
                 }
                 print(f"[bench] ingest {f} @ {n:,} events (fresh worker process) ...", flush=True)

@@ -70,6 +70,7 @@ from bench_ingest import (  # noqa: E402
     _machine_cpu,
     _proc_cpu_seconds,
     _proc_status_kb,
+    _process_tree,
     _reset_peak_rss,
 )
 
@@ -89,26 +90,6 @@ MB = 1024 * 1024
 
 
 # --- measurement helpers (worker side) ------------------------------------------------------------
-
-
-def _process_tree(root: int) -> list[int]:
-    """`root` and every process below it (by parent pid, from /proc)."""
-    children: dict[int, list[int]] = {}
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry}/stat", encoding="ascii") as fh:
-                ppid = int(fh.read().rsplit(")", 1)[1].split()[1])
-        except (OSError, IndexError, ValueError):
-            continue
-        children.setdefault(ppid, []).append(int(entry))
-    out, todo = [], [root]
-    while todo:
-        pid = todo.pop()
-        out.append(pid)
-        todo.extend(children.get(pid, ()))
-    return out
 
 
 def _jvm_tree_cpu(jvm_pid: int) -> tuple[float, float]:

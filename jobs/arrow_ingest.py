@@ -20,8 +20,9 @@ ingest decides whether a duplicate is possible without reading the keys again.
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from itertools import pairwise
 from pathlib import Path
 
@@ -59,6 +60,10 @@ OUTCOME_SCHEMA = pa.schema(
         pa.field("first_event_id", pa.int64()),
         pa.field("last_event_id", pa.int64()),
         pa.field("ascending", pa.bool_()),
+        # Seconds the task spent on the file, on its first row only: reading (and parsing), the screen, writing.
+        pa.field("read_s", pa.float64()),
+        pa.field("screen_s", pa.float64()),
+        pa.field("write_s", pa.float64()),
     ]
 )
 """One row per (landing file, run) written, or one row for a file left to the Spark path (`kept` false)."""
@@ -87,6 +92,8 @@ class ArrowPass:
     segments: list[RunSegment]
     left: dict[str, str]
     """path -> why the file goes through the Spark path."""
+    task_seconds: dict[str, float] = field(default_factory=dict)
+    """Seconds the tasks spent reading, screening and writing, summed over files (tasks run in parallel)."""
 
     @classmethod
     def nothing(cls) -> ArrowPass:
@@ -294,11 +301,16 @@ def rewrite_file(path: str, kind: str, index: int, out_dir: str, ingest_batch: s
     """
     runs: dict[str, _RunFiles] = {}
     line = 1
+    clock = {"read_s": 0.0, "screen_s": 0.0, "write_s": 0.0}
+    t = time.perf_counter()
     try:
         for batch in _parquet_batches(path) if kind == "parquet" else _jsonl_batches(path):
+            t = _lap(clock, "read_s", t)
             if batch.num_rows == 0:
                 continue
-            if pc.any(screen(batch)).as_py():
+            suspect = pc.any(screen(batch)).as_py()
+            t = _lap(clock, "screen_s", t)
+            if suspect:
                 raise _LeaveToSpark("a record may break a validation rule")
             rows = _bronze_rows(batch, path, line, ingest_batch)
             run_col = batch.column(_RUN)
@@ -315,22 +327,30 @@ def rewrite_file(path: str, kind: str, index: int, out_dir: str, ingest_batch: s
                     part, part_ids = rows.filter(mask), ids.filter(mask)
                 runs[run].write(part, part_ids.to_numpy(zero_copy_only=False))
             line += batch.num_rows
+            t = _lap(clock, "write_s", t)
         for r in runs.values():
             r.close()
+        _lap(clock, "write_s", t)
     except Exception as e:
         for r in runs.values():
             r.close()
             for p in r.paths:
                 p.unlink(missing_ok=True)
         why = str(e) if isinstance(e, _LeaveToSpark) else f"{type(e).__name__}: {e}"
-        return [{"path": path, "kept": False, "why": why[:300]}]
+        return [{"path": path, "kept": False, "why": why[:300], **clock}]
     if not runs:
-        return [{"path": path, "kept": True}]
+        return [{"path": path, "kept": True, **clock}]
     return [
         {"path": path, "kept": True, "run_id": run, "run_records": r.records,
-         "first_event_id": r.first, "last_event_id": r.last, "ascending": r.ascending}
-        for run, r in runs.items()
+         "first_event_id": r.first, "last_event_id": r.last, "ascending": r.ascending, **(clock if i == 0 else {})}
+        for i, (run, r) in enumerate(runs.items())
     ]
+
+
+def _lap(clock: dict[str, float], key: str, since: float) -> float:
+    now = time.perf_counter()
+    clock[key] += now - since
+    return now
 
 
 def _rewrite_partition(batches: Iterator[pa.RecordBatch], out_dir: str, ingest_batch: str, max_rows: int,
@@ -370,7 +390,8 @@ def arrow_pass(spark: SparkSession, lake: Lake, files: Sequence[LandingFile], in
     ]
     records = sum(s.records for s in segments)
     kept = [f for f in files if f.path in kept_paths]
-    return ArrowPass(staged, kept, records, segments, left)
+    task_seconds = {k: sum(r[k] or 0.0 for r in outcomes) for k in ("read_s", "screen_s", "write_s")}
+    return ArrowPass(staged, kept, records, segments, left, task_seconds)
 
 
 def segments_repeat(segments: Sequence[RunSegment]) -> bool:

@@ -74,6 +74,8 @@ class IngestResult:
     ignored: list[str] = field(default_factory=list)
     whole_files: int = 0
     """Files the whole-file path (`jobs.arrow_ingest`) rewrote: no record in them broke a rule."""
+    task_seconds: dict[str, float] = field(default_factory=dict)
+    """The whole-file path's tasks: seconds reading, screening and writing, summed over files (in parallel)."""
 
     @property
     def reconciles(self) -> bool:
@@ -397,6 +399,7 @@ def _ingest(spark: SparkSession, lake: Lake, landing: str, log: Callable[[str], 
             result.seconds["exact_duplicates_write"] = time.perf_counter() - t3
             _refuse_newer_major(m, classified)
         result.whole_files = len(fast.kept)
+        result.task_seconds = fast.task_seconds
         by_code = {c: m[f"code:{c}"] for c in reason_codes()}
         if sum(by_code.values()) != m["bad"]:
             raise AssertionError(f"reason codes counted {sum(by_code.values())} records, {m['bad']} are bad")
