@@ -19,7 +19,9 @@ What it does:
      (the floor of any ingest that has Spark write the files);
    - `jobs.ingest.run_ingest` into a fresh temp lake (embedded Delta backend), timed end to end and
      split with `IngestResult.seconds` plus wrappers installed by this script around functions of
-     `jobs` (nothing in `jobs/` is edited): discovery and idempotency look-ups; the one full pass
+     `jobs` (nothing in `jobs/` is edited): discovery and idempotency look-ups; the whole-file path
+     (files that break no rule, rewritten by pyarrow in Spark tasks) with its tasks' read / screen /
+     write seconds summed over files (`IngestResult.task_seconds`); the Spark pass
      (read + validate + count + write bronze's files, uncommitted); the duplicate check over the keys
      of the files it wrote (run ids, repeats, id ranges against bronze); the exact duplicate check and
      second write, only where that check found a key that can be a duplicate; the quarantine pass
@@ -29,10 +31,14 @@ What it does:
      a noop sink: read only, read without the `raw` column, read + classify, the duplicate check's key
      aggregate (over bronze's files after the ingest: the files the ingest wrote), and the landing key
      pass + suspect-key aggregate that the exact check runs only when a key can be a duplicate;
+   - the same landing through the Spark pass alone (`whole_files=False`), into another lake in the same
+     JVM after the measured ingest, as the comparison (`--no-spark-path` skips it);
    - driver memory: peak RSS of the Python driver (`/proc/self/status` VmHWM, reset after warm-up,
      and `resource.getrusage`), the JVM's heap used after `System.gc()` before and after the ingest,
      the JVM heap peak during the ingest (memory-pool peaks), the JVM process peak RSS, and the size
-     of the DataFrame cache the ingest persisted (in local mode that cache lives in the driver JVM).
+     of the DataFrame cache the ingest persisted (in local mode that cache lives in the driver JVM); and
+     the peak RSS of the JVM's Python workers, where the whole-file path runs (executor side). CPU
+     figures count the JVM's whole process tree, those workers included.
 3. Prints a table and writes every figure as JSON to `benchmarks/results/ingest-<date>.json`.
 """
 
