@@ -283,12 +283,13 @@ def _jsonl_batches(path: str) -> Iterator[pa.RecordBatch]:
             raise _LeaveToSpark("an unknown field, or a line that is not one object")
         if table.select(_JSON_SCHEMA.names).schema != _JSON_SCHEMA:
             raise _LeaveToSpark("an unknown field inside a nested value")
-        if "config" in extra:
-            if not pa.types.is_struct(table.column("config").type):
-                raise _LeaveToSpark("a config that is not a JSON object")
+        config_type = table.column("config").type if "config" in extra else pa.null()
+        if pa.types.is_struct(config_type):
             config = _config_map(chunk, table.column("config").combine_chunks(), lines)
-        else:
+        elif pa.types.is_null(config_type):  # absent, or null on every line of the chunk
             config = pa.nulls(lines, _CONFIG_TYPE)
+        else:
+            raise _LeaveToSpark("a config that is not a JSON object")
         table = table.drop_columns(extra).append_column(pa.field("config", _CONFIG_TYPE), config)
         yield from table.select(EVENT_SCHEMA.names).to_batches(max_chunksize=READ_BATCH_ROWS)
 

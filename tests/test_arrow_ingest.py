@@ -176,9 +176,9 @@ JSONL_CASES: dict[str, tuple[str | bytes, bool]] = {
     "explicit-nulls": (_text([*_good("nulls"), _line(event(
         3, run_id="nulls", event_type="broker_lifecycle", action="start", topic=None, partition=None,
         leader_epoch=None, role=None, old_hw=None, hw=None))]), True),
-    # Conservative, not wrong: Arrow reads a config that is null on every line of the file as a column of
-    # type null, not a map, and leaves the file to Spark (the same result, the slow way).
-    "explicit-null-config": (_text([*_good("nullcfg"), _line(event(3, run_id="nullcfg", config=None))]), False),
+    # Arrow reads a config that is null on every line of the file as a column of type null: all null maps.
+    "explicit-null-config": (_text([*_good("nullcfg"), _line(event(3, run_id="nullcfg", config=None))]), True),
+    "config-a-string": (_text([*_good("cfgstr"), _line(broker_config(3, "cfgstr", "a=1"))]), False),
     "config-unsorted-with-null-value": (_text([*_good("cfg"), _line(broker_config(
         3, "cfg", {"z.last": "1", "a.first": None, "m.middle": "x"}))]), True),
     "config-numeric-value": (_text([*_good("cfgnum"), _line(broker_config(3, "cfgnum", {"b": 1, "a": "2"}))]),
