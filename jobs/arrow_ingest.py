@@ -1,9 +1,10 @@
-"""The ingest's whole-file path: landing Parquet files that break no rule, rewritten into bronze by Arrow.
+"""The ingest's whole-file path: landing files that break no rule, rewritten into bronze by Arrow.
 
 Almost every landing file is good: the simulator's writer produced it with the event schema. For
 such a file the ingest's Spark pass (read, ~130 validation rules, write) does work whose answer is
 known once one screen has passed over every record, and most of its cost in a fresh JVM is compiling
-that work. Here each Spark task takes whole files and, in its Python worker, reads one with pyarrow,
+that work. Here each Spark task takes whole files and, in its Python worker, reads one with pyarrow
+(Parquet, or JSON Lines with Arrow's JSON reader, where it reads exactly as Spark's would),
 evaluates `jobs.arrow_validate.screen` on every record batch, and writes the records with their
 lineage as bronze's Parquet files (partition folders by `run_id`, as Spark's partitioned writer lays
 them out), uncommitted. A file whose schema is not plain, which cannot be read, or in which any
@@ -20,6 +21,7 @@ ingest decides whether a duplicate is possible without reading the keys again.
 from __future__ import annotations
 
 import json
+import re
 import time
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
@@ -101,11 +103,15 @@ class ArrowPass:
         return cls(None, [], 0, [], {})
 
 
+UNEXPECTED = "unexpected error: "
+"""The start of a `left` reason that is an error of the whole-file path, not a verdict on the file."""
+
+
 class _LeaveToSpark(Exception):
     """This file needs the exact path; the message says why."""
 
 
-# The characters Spark's partitioned writer escapes in a folder name (ExternalCatalogUtils.escapePathName);
+# The characters Spark's partitioned writer escapes in a folder name (ExternalCatalogUtils.escapePathName), and NUL;
 # Spark's partition discovery unescapes each %XX as one character, so anything else (non-ASCII text
 # included) is written as itself, as Spark writes it.
 _ESCAPED = frozenset(chr(c) for c in range(0x20)) | frozenset('"#%\'*/:=?\\\x7f{[]^')
@@ -192,6 +198,10 @@ def _parquet_batches(path: str) -> Iterator[pa.RecordBatch]:
 
 
 _JSON_SCHEMA = pa.schema([f.with_nullable(True) for f in EVENT_SCHEMA if f.name != "config"])
+_JSON_FLOATS = tuple(f.name for f in _JSON_SCHEMA if pa.types.is_floating(f.type))
+_JSON_FLOAT_KEYS = {n: f'"{n}"'.encode() for n in _JSON_FLOATS}
+# Only a float can be written that long and still be read by Arrow (an integer overflows int64 first).
+_LONG_NUMBER = re.compile(rb"[0-9.eE+-]{1000}")
 _CONFIG_TYPE = EVENT_SCHEMA.field("config").type
 
 
@@ -283,6 +293,13 @@ def _jsonl_batches(path: str) -> Iterator[pa.RecordBatch]:
             raise _LeaveToSpark("an unknown field, or a line that is not one object")
         if table.select(_JSON_SCHEMA.names).schema != _JSON_SCHEMA:
             raise _LeaveToSpark("an unknown field inside a nested value")
+        for name in _JSON_FLOATS:
+            # NaN / Infinity tokens: the two readers accept different spellings of them (Arrow '-NaN', 'Inf';
+            # Spark '+Infinity', '-INF'), so Spark reads every line that has one.
+            if pc.any(pc.invert(pc.is_finite(table.column(name))), min_count=0).as_py():
+                raise _LeaveToSpark(f"a non-finite {name}")
+        if any(_JSON_FLOAT_KEYS[n] in chunk for n in _JSON_FLOATS) and _LONG_NUMBER.search(chunk):
+            raise _LeaveToSpark("a number longer than Jackson's 1000 characters (Spark quarantines its line)")
         config_type = table.column("config").type if "config" in extra else pa.null()
         if pa.types.is_struct(config_type):
             config = _config_map(chunk, table.column("config").combine_chunks(), lines)
@@ -337,7 +354,9 @@ def rewrite_file(path: str, kind: str, index: int, out_dir: str, ingest_batch: s
             r.close()
             for p in r.paths:
                 p.unlink(missing_ok=True)
-        why = str(e) if isinstance(e, _LeaveToSpark) else f"{type(e).__name__}: {e}"
+        # Anything else is not the file's verdict but a failure of this path (a bug, a full disk): the file
+        # still goes to Spark, and the reason says so (the ingest logs it).
+        why = str(e) if isinstance(e, _LeaveToSpark) else f"{UNEXPECTED}{type(e).__name__}: {e}"
         return [{"path": path, "kept": False, "why": why[:300], **clock}]
     if not runs:
         return [{"path": path, "kept": True, **clock}]
@@ -363,14 +382,21 @@ def _rewrite_partition(batches: Iterator[pa.RecordBatch], out_dir: str, ingest_b
             yield pa.RecordBatch.from_pylist(rows, schema=OUTCOME_SCHEMA)
 
 
+# Spark's Parquet codec names -> pyarrow's (Spark's lzo has no pyarrow writer: that setting keeps the Spark path).
+_ARROW_CODECS = {"none": "none", "uncompressed": "none", "snappy": "snappy", "gzip": "gzip", "zstd": "zstd",
+                 "lz4": "lz4", "lz4raw": "lz4", "lz4_raw": "lz4", "brotli": "brotli"}
+
+
 def arrow_pass(spark: SparkSession, lake: Lake, files: Sequence[LandingFile], ingest_batch: str) -> ArrowPass:
     """Rewrite the landing `files` that break no rule into bronze (staged); the others are `left` to Spark."""
-    if not files or not lake.stages_files:
-        return ArrowPass(None, [], 0, [], {f.path: "the lake backend cannot stage files" for f in files})
+    if not files:
+        return ArrowPass.nothing()
     left: dict[str, str] = {}
     max_rows = int(spark.conf.get("spark.sql.files.maxRecordsPerFile", "0") or 0) or 2**62
-    codec = spark.conf.get("spark.sql.parquet.compression.codec", "snappy") or "snappy"
-    codec = "none" if codec == "uncompressed" else codec
+    spark_codec = (spark.conf.get("spark.sql.parquet.compression.codec", "snappy") or "snappy").lower()
+    codec = _ARROW_CODECS.get(spark_codec)
+    if codec is None:
+        return ArrowPass(None, [], 0, [], {f.path: f"pyarrow cannot write the {spark_codec} codec" for f in files})
     slices = min(len(files), 16 * spark.sparkContext.defaultParallelism)
     outcomes: list[T.Row] = []
 
@@ -393,6 +419,15 @@ def arrow_pass(spark: SparkSession, lake: Lake, files: Sequence[LandingFile], in
     kept = [f for f in files if f.path in kept_paths]
     task_seconds = {k: sum(r[k] or 0.0 for r in outcomes) for k in ("read_s", "screen_s", "write_s")}
     return ArrowPass(staged, kept, records, segments, left, task_seconds)
+
+
+def left_summary(left: dict[str, str], shown: int = 3) -> list[str]:
+    """Log lines saying why files went to the Spark pass: one per reason (count, a few files), errors first."""
+    by_reason: dict[str, list[str]] = {}
+    for path, why in sorted(left.items()):
+        by_reason.setdefault(why, []).append(path)
+    order = sorted(by_reason.items(), key=lambda kv: (not kv[0].startswith(UNEXPECTED), -len(kv[1]), kv[0]))
+    return [f"{len(paths)} file(s): {why} (e.g. {', '.join(paths[:shown])})" for why, paths in order]
 
 
 def segments_repeat(segments: Sequence[RunSegment]) -> bool:

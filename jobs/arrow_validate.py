@@ -20,7 +20,7 @@ from functools import reduce
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from jobs.validate import INT32_MAX, READABLE_VERSIONS
+from jobs.validate import INT32_MAX, READABLE_VERSIONS, UNUSABLE_RUN_IDS
 from replication_core.config import LONG_MAX
 from schemas.events import ACKS_ALLOWED, COLUMNS, ENVELOPE_REQUIRED, EVENT_SCHEMA, EVENT_TYPES
 from schemas.spark import type_identity
@@ -80,6 +80,7 @@ def screen(batch: pa.RecordBatch | pa.Table) -> pa.Array | pa.ChunkedArray:
         *[absent(name) for name in ENVELOPE_REQUIRED],
         pc.and_(pc.equal(col("source"), "engine"), absent("broker_id")),
         outside("acks", ACKS_ALLOWED),
+        pc.is_in(col("run_id"), pa.array(UNUSABLE_RUN_IDS)),
         pc.less(col("last_offset"), col("base_offset")),
         pc.greater(pc.subtract(pc.cast(col("last_offset"), pa.float64(), safe=False),
                                pc.cast(col("base_offset"), pa.float64(), safe=False)),

@@ -31,7 +31,7 @@ from pyspark import StorageLevel
 from pyspark.sql import Column, DataFrame, Observation, SparkSession
 from pyspark.sql import functions as F
 
-from jobs.arrow_ingest import ArrowPass, RunSegment, arrow_pass, segments_repeat
+from jobs.arrow_ingest import ArrowPass, RunSegment, arrow_pass, left_summary, segments_repeat
 from jobs.lake import CommitResult, Lake, StagedWrite
 from jobs.landing import (
     LandingFile,
@@ -277,9 +277,9 @@ def run_ingest(
 ) -> IngestResult:
     """Ingest what is new in `landing`; see the module docstring for the guarantees.
 
-    With `whole_files` (config `ingest.whole_files`), Parquet files in which no record may break a rule
-    are first rewritten into bronze by Arrow in Spark tasks (`jobs.arrow_ingest`); the rest go through
-    the Spark pass described next, and both are committed together.
+    With `whole_files` (config `ingest.whole_files`), landing files (Parquet and JSON Lines) in which no
+    record may break a rule are first rewritten into bronze by Arrow in Spark tasks (`jobs.arrow_ingest`);
+    the rest go through the Spark pass described next, and both are committed together.
 
     The records are read in full once in the common case: one pass validates every record, writes
     the kept ones (uncommitted) and counts all of them as it goes; then the keys of the files it
@@ -346,13 +346,17 @@ def _ingest(spark: SparkSession, lake: Lake, landing: str, log: Callable[[str], 
         fast = ArrowPass.nothing()
         # Files new to both tables: a resumed run (one table done) takes the Spark path, which counts them.
         eligible = [f for f in pending if whole_files and f.key not in done_bronze and f.key not in done_quarantine
-                    and not (broken and f.path in broken)]
+                    and f.path not in broken]
         if eligible and lake.stages_files:
             t = time.perf_counter()
             fast = arrow_pass(spark, lake, eligible, batch)
             if fast.staged is not None:
                 staged.append(fast.staged)
             result.seconds["whole_files"] = time.perf_counter() - t
+            log(f"ingest {batch}: {len(fast.kept)} of {len(eligible)} new files rewritten whole by Arrow"
+                + (", the others go through Spark's per-record validation:" if fast.left else ""))
+            for line in left_summary(fast.left):
+                log(f"  {line}")
         whole = {f.path for f in fast.kept}
         slow = [f for f in pending if f.path not in whole]
         classified = classified_of(slow)
@@ -393,7 +397,7 @@ def _ingest(spark: SparkSession, lake: Lake, landing: str, log: Callable[[str], 
                 classified = classified_of(pending)
         if exact:
             t3 = time.perf_counter()
-            readable = [f for f in pending if not broken or f.path not in broken]
+            readable = [f for f in pending if f.path not in broken]
             final = _exact_duplicates(spark, lake, readable, classified, persisted)
             b_staged, m = _validate_write(lake, final, for_bronze, staged)
             result.seconds["exact_duplicates_write"] = time.perf_counter() - t3

@@ -79,7 +79,8 @@ def discover(landing: str | Path, ignored: list[str] | None = None) -> list[Land
     root = Path(landing)
     if not root.is_dir():
         raise LandingError(f"landing folder {root} does not exist or is not a folder")
-    found = []
+    found: list[LandingFile] = []
+    seen: set[str] = set()
     for dirpath, dirnames, filenames in os.walk(root):
         dirnames[:] = sorted(d for d in dirnames if not d.startswith((".", "_")))
         for name in sorted(filenames):
@@ -89,6 +90,9 @@ def discover(landing: str | Path, ignored: list[str] | None = None) -> list[Land
             kind = "jsonl" if lower.endswith(JSONL_SUFFIXES) else "parquet" if lower.endswith(PARQUET_SUFFIXES) else ""
             if kind:
                 p = (Path(dirpath) / name).resolve()
+                if str(p) in seen:  # a symlink to a file already found: one file, read once
+                    continue
+                seen.add(str(p))
                 st = p.stat()
                 found.append(LandingFile(str(p), st.st_size, st.st_mtime_ns, kind))
             elif ignored is not None and name != MANIFEST:  # a simulated run's manifest sits beside its events
@@ -142,6 +146,18 @@ def numbered_lines(spark: SparkSession, paths: Sequence[str]) -> DataFrame:
     )
 
 
+# The non-numeric numbers from_json reads (allowNonNumericNumbers) but json_array_length does not: replaced by
+# a 0 for the structure check only.
+_NON_NUMERIC = r"(?<=[:\[,])(\s*)(-?NaN|[+-]?Infinity|[+-]INF)(?=\s*[,\]}])"
+_STRUCTURE = (f"CASE WHEN contains(line, 'NaN') OR contains(line, 'Inf') OR contains(line, 'INF') "
+              f"THEN regexp_replace(line, {sql_str(_NON_NUMERIC)}, '$1 0') ELSE line END")
+_ONE_VALUE_SQL = (f"json_array_length(concat('[', {_STRUCTURE}, ']')) <=> 1 AND "
+                  f"json_array_length(concat('[', {_STRUCTURE}, ',0,0]')) <=> 3")
+"""SQL true when the line is exactly one JSON value: as an array's only element it makes an array of one, and a
+']' in it cannot close that array early (json_array_length stops at the first closing bracket, so the second
+wrapping must count three). A token scan, cheap next to the parse."""
+
+
 def read_jsonl(spark: SparkSession, files: Sequence[LandingFile]) -> DataFrame:
     """JSON Lines files as candidate records; every non-blank line is one record."""
     if not files:
@@ -191,9 +207,8 @@ def read_jsonl(spark: SparkSession, files: Sequence[LandingFile]) -> DataFrame:
         F.col("line").alias("raw"),
         F.when(
             F.col("t").isNull() | (F.col("_doubtful") & F.col("_keys").isNull())
-            # from_json reads the line's first object and ignores what follows it (a second object, text):
-            # as the one element of a JSON array, the line must be exactly one value. A token scan, cheap.
-            | ~F.expr("json_array_length(concat('[', line, ']')) <=> 1"),
+            # from_json reads the line's first object and ignores what follows it (a second object, text).
+            | ~F.expr(_ONE_VALUE_SQL),
             F.lit("malformed JSON: the line is not one complete JSON object"),
         ).alias("_malformed"),
         F.coalesce(F.col("_wrong.message"), F.array().cast("array<string>")).alias("_type_errors"),

@@ -46,6 +46,8 @@ _VERSION_RE = "^([0-9]+)[.]([0-9]+)$"
 # Every minor of the current major up to this one: files written before a minor bump are not suspects.
 READABLE_VERSIONS = tuple(f"{SCHEMA_MAJOR}.{m}" for m in range(SCHEMA_MINOR + 1))
 INT32_MAX = 2**31 - 1
+UNUSABLE_RUN_IDS = ("", "__HIVE_DEFAULT_PARTITION__")
+"""run_ids that cannot name a partition folder: Spark and delta-rs read both back as null."""
 _WRONG_TYPE_FIELDS = "coalesce(_wrong_type_fields, array())"
 
 
@@ -164,6 +166,14 @@ def rules() -> Iterator[Rule]:
         if c.non_negative:
             yield Rule(INVALID, f"{col} < 0", f"concat({sql_str(f'{c.name} must be >= 0, got ')}, {_shown(col)})",
                        non_negative=c.name)
+    # run_id names bronze's partition folder: an empty one is written as Hive's null folder, which reads back as
+    # a null in a non-null column and leaves the table unreadable to delta-rs.
+    yield Rule(
+        INVALID,
+        f"run_id IN ({_in(UNUSABLE_RUN_IDS)})",
+        f"concat('run_id must name a run (it names the partition folder), got ', {sql_str(chr(39))}, run_id, "
+        f"{sql_str(chr(39))})",
+    )
     yield Rule(
         INVALID,
         f"acks IS NOT NULL AND acks NOT IN ({_in(ACKS_ALLOWED)})",

@@ -14,9 +14,9 @@ from pyspark.sql import functions as F
 
 from jobs.arrow_validate import plain_schema_problem, screen
 from jobs.sample import sample_events
-from jobs.validate import problems_sql
+from jobs.validate import problems_sql, rules
 from schemas.events import EVENT_SCHEMA, SCHEMA_MAJOR, SCHEMA_MINOR
-from tests.test_validate import CANDIDATE_SCHEMA, _mutants
+from tests.test_validate import CANDIDATE_SCHEMA, _candidates, _mutants
 
 NULLABLE = pa.schema([f.with_nullable(True) for f in EVENT_SCHEMA])
 
@@ -77,3 +77,14 @@ def test_plain_schema() -> None:
     assert plain_schema_problem(wider) == "column 'partition' is int64, the schema says int32"
     assert plain_schema_problem(EVENT_SCHEMA.append(pa.field("surprise", pa.string()))) == (
         "column 'surprise' is not an event column")
+
+
+def test_every_rule_is_broken_by_some_mutant(spark: SparkSession) -> None:
+    """So a rule added to `jobs.validate` without mutants that break it (and so without a check that the Arrow
+    screen flags it) fails here: the mutants must reach every rule."""
+    all_rules = list(rules())
+    hits = _candidates(spark).selectExpr(
+        *[f"sum(CASE WHEN coalesce({r.broken}, false) THEN 1 ELSE 0 END) AS r{i}" for i, r in enumerate(all_rules)]
+    ).first()
+    unbroken = [(r.code, r.event_type, r.condition[:80]) for i, r in enumerate(all_rules) if not hits[f"r{i}"]]
+    assert unbroken == []
