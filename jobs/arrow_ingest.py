@@ -23,6 +23,7 @@ from __future__ import annotations
 import json
 import re
 import time
+import uuid
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from itertools import pairwise
@@ -62,6 +63,7 @@ OUTCOME_SCHEMA = pa.schema(
         pa.field("first_event_id", pa.int64()),
         pa.field("last_event_id", pa.int64()),
         pa.field("ascending", pa.bool_()),
+        pa.field("files", pa.list_(pa.string())),  # the run's files written, relative to the output folder
         # Seconds the task spent on the file, on its first row only: reading (and parsing), the screen, writing.
         pa.field("read_s", pa.float64()),
         pa.field("screen_s", pa.float64()),
@@ -329,6 +331,9 @@ def rewrite_file(path: str, kind: str, index: int, out_dir: str, ingest_batch: s
     runs: dict[str, _RunFiles] = {}
     line = 1
     clock = {"read_s": 0.0, "screen_s": 0.0, "write_s": 0.0}
+    # Names of this call's own: a retried or speculative attempt of the task writes other files, and the
+    # driver keeps only those the successful attempt reported.
+    attempt = uuid.uuid4().hex[:8]
     t = time.perf_counter()
     try:
         for batch in _parquet_batches(path) if kind == "parquet" else _jsonl_batches(path):
@@ -346,7 +351,7 @@ def rewrite_file(path: str, kind: str, index: int, out_dir: str, ingest_batch: s
             for run in batch_runs:
                 if run not in runs:
                     folder = Path(out_dir) / partition_folder(run)
-                    runs[run] = _RunFiles(folder, f"part-{index:05d}-{len(runs):03d}", max_rows, codec)
+                    runs[run] = _RunFiles(folder, f"part-{index:05d}-{attempt}-{len(runs):03d}", max_rows, codec)
                 if len(batch_runs) == 1:
                     part, part_ids = rows, ids
                 else:
@@ -371,7 +376,8 @@ def rewrite_file(path: str, kind: str, index: int, out_dir: str, ingest_batch: s
         return [{"path": path, "kept": True, **clock}]
     return [
         {"path": path, "kept": True, "run_id": run, "run_records": r.records,
-         "first_event_id": r.first, "last_event_id": r.last, "ascending": r.ascending, **(clock if i == 0 else {})}
+         "first_event_id": r.first, "last_event_id": r.last, "ascending": r.ascending,
+         "files": [f.relative_to(out_dir).as_posix() for f in r.paths], **(clock if i == 0 else {})}
         for i, (run, r) in enumerate(runs.items())
     ]
 
@@ -416,6 +422,11 @@ def arrow_pass(spark: SparkSession, lake: Lake, files: Sequence[LandingFile], in
         outcomes.extend(paths.mapInArrow(
             lambda it: _rewrite_partition(it, target, ingest_batch, max_rows, codec), to_spark_schema(OUTCOME_SCHEMA)
         ).collect())  # one row per (file, run) written: grows with files, not records
+        # Only what the successful task attempts reported is staged: a failed or speculative attempt's files go.
+        reported = {f for r in outcomes if r["kept"] for f in r["files"] or ()}
+        for written in out_dir.rglob("*.parquet"):
+            if written.relative_to(out_dir).as_posix() not in reported:
+                written.unlink()
 
     staged = lake.stage_files(BRONZE_EVENTS, write)
     kept_paths = {r["path"] for r in outcomes if r["kept"]}

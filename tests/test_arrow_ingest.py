@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import re
 import uuid
 from collections.abc import Callable
 from pathlib import Path
@@ -105,8 +106,8 @@ TIMINGS = ("read_s", "screen_s", "write_s")
 
 
 def facts(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """`rewrite_file`'s outcome rows without the task's timings."""
-    return [{k: v for k, v in r.items() if k not in TIMINGS} for r in rows]
+    """`rewrite_file`'s outcome rows without the task's timings and file names."""
+    return [{k: v for k, v in r.items() if k not in (*TIMINGS, "files")} for r in rows]
 
 
 def files_under(folder: Path) -> list[Path]:
@@ -383,10 +384,15 @@ def test_rewrite_file_rolls_files_per_run_and_reports_each_runs_ids(tmp_path) ->
          "last_event_id": 14, "ascending": True},
     ]
     written = {p.relative_to(out).as_posix(): pq.read_table(p) for p in files_under(out)}
-    assert {name: t.num_rows for name, t in written.items()} == {
-        "run_id=run-a/part-00004-000-000.parquet": 3, "run_id=run-a/part-00004-000-001.parquet": 3,
-        "run_id=run-a/part-00004-000-002.parquet": 1,
-        "run_id=run-b/part-00004-001-000.parquet": 3, "run_id=run-b/part-00004-001-001.parquet": 2,
+    assert sorted(written) == sorted(f for r in rows for f in r["files"])  # each run reports its own files
+    # Names: landing file index, the call's own token (a retried attempt writes other files), run, roll.
+    token = {re.sub(r"^.*/part-00004-([0-9a-f]{8})-.*$", r"\1", n) for n in written}
+    assert len(token) == 1
+    tok = token.pop()
+    assert {name.replace(f"-{tok}-", "-T-"): t.num_rows for name, t in written.items()} == {
+        "run_id=run-a/part-00004-T-000-000.parquet": 3, "run_id=run-a/part-00004-T-000-001.parquet": 3,
+        "run_id=run-a/part-00004-T-000-002.parquet": 1,
+        "run_id=run-b/part-00004-T-001-000.parquet": 3, "run_id=run-b/part-00004-T-001-001.parquet": 2,
     }
     data_columns = [f.name for f in BRONZE_EVENTS_SCHEMA if f.name != "run_id"]
     assert all(t.column_names == data_columns for t in written.values())
@@ -523,3 +529,30 @@ def test_a_symlink_to_a_landing_file_is_read_once(spark, tmp_path) -> None:
     rw, rs, lw, ls = both(spark, tmp_path, landing)
     assert_same(rw, rs, lw, ls)
     assert (rw.files_seen, rw.read, rw.kept, rw.duplicates) == (1, 2, 2, 0)
+
+
+def test_only_the_files_the_tasks_reported_are_staged(spark, tmp_path, monkeypatch) -> None:
+    """A file in the output folder that no successful task reported (a failed or speculative attempt's) is
+    deleted, not committed."""
+    landing = tmp_path / "landing"
+    landing.mkdir()
+    write_parquet(landing / "a.parquet", [event(1, run_id="kept"), event(2, run_id="kept")])
+    real = EmbeddedLake.stage_files
+
+    def with_a_stray(self, spec, write):
+        if spec != BRONZE_EVENTS:
+            return real(self, spec, write)
+
+        def write_after_a_failed_attempt(folder: Path) -> None:
+            (folder / "run_id=stray").mkdir(parents=True)
+            stray = pa.Table.from_pylist([{"event_id": 99}], schema=arrow_ingest._DATA_SCHEMA)
+            pq.write_table(stray, folder / "run_id=stray" / "part-00000-deadbeef-000-000.parquet")
+            write(folder)
+        return real(self, spec, write_after_a_failed_attempt)
+
+    monkeypatch.setattr(EmbeddedLake, "stage_files", with_a_stray)
+    lake = EmbeddedLake(spark, str(tmp_path / "lake"))
+    r = ingest(spark, lake, landing, whole=True)
+    assert (r.whole_files, r.kept) == (1, 2) and r.reconciles, r.summary()
+    got = sorted((x["run_id"], x["event_id"]) for x in lake.read(BRONZE_EVENTS).collect())
+    assert got == [("kept", 1), ("kept", 2)]
