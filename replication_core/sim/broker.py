@@ -433,15 +433,19 @@ class Broker:
     def handle_produce(self, call: Call) -> None:
         """`handleProduceRequest` for one partition's batch."""
         if call.done or not self.alive or self.rm is None:
-            # `done`: held by a GC pause / disk stall past the producer's timeout, the call was answered
-            # with its error and let go of the request; as for a request arriving that late
-            # (`RpcLayer._arrive`), nothing is appended. Kafka differs here: a request already in the
-            # broker's request channel is still handled after the pause ("timed out but written"); the
-            # simulator does not model that yet.
+            return  # arrived after its deadline (`RpcLayer._arrive` drops those), or nobody listening
+        self._produce(call, call.request, self.incarnation)
+
+    def _produce(self, call: Call, req: ProduceRequest, inc: int) -> None:
+        # The request travels with the task, not in the call: a request that a GC pause or disk stall holds
+        # past its producer's timeout is still handled when the broker resumes, as Kafka handles a request
+        # already in its request channel ("timed out but written"); the producer has its timeout answer by
+        # then and retries, and the late answer goes nowhere (`RpcLayer.reply` drops answers to finished
+        # calls). A crash in between loses it with the connection (another incarnation).
+        if inc != self.incarnation or not self.alive or self.rm is None:
             return
-        if self._held(self.handle_produce, call, disk=True):
+        if self._held(self._produce, call, req, inc, disk=True):
             return
-        req: ProduceRequest = call.request
         res = self.rm.append_records(req.tp, req.records, req.size_bytes, req.checksum, req.acks,
                                      self.queue.now_ms, request_id=call, timeout_ms=req.timeout_ms)
         if res is not None:
