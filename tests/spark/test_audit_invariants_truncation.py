@@ -1,10 +1,11 @@
 """truncation_point (jobs.invariants.truncation_point) on tiny hand-built runs: each branch violated and clean.
 
-The runs are those of the reference checker's own tests (`tests.checker.builder`, `tests.checker.test_kip_shapes`):
-each test puts a violating run `bad` and its clean twin `ok` into one frame, expects the violation rows worked
-out by hand (§ of the reference in each check's docstring), and runs the same events through the reference
-checker, which must report exactly those rows. A last test compares both sides on simulated KIP runs and
-mutations of them (the shipped simulations never violate truncation_point).
+The runs are those of the reference checker's own tests (`tests.checker.builder`,
+`tests.checker.test_kip_shapes`): each case puts a violating run `bad` and its clean twin `ok` into the one
+audit of all hand-built cases (`tests.spark.audit_cases`), expects the violation rows worked out by hand (§ of
+the reference in each check's docstring), and runs the same events through the reference checker, which must
+report exactly those rows. A last test compares both sides on simulated KIP runs and mutations of them (the
+shipped simulations never violate truncation_point).
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-import pyarrow as pa
+import pytest
 from pyspark.sql import DataFrame
 
 import jobs.invariants as inv
@@ -20,16 +21,19 @@ from replication_core.checker.checker import check_events
 from replication_core.checker.reader import read_events
 from replication_core.config import TruncationMode
 from replication_core.sim.cli import load_scenario, simulate
-from schemas.audit import VIOLATION_SCHEMA
 from tests.checker.builder import Run, follower_with_stale_epoch_records, healthy
 from tests.checker.test_kip_shapes import kip279_fast_failover
-from tests.spark.conftest import event_rows, make_events
+from tests.spark.audit_cases import Case, found, key_schema, reference, register, same_rows
+from tests.spark.conftest import make_events
 from tests.spark.test_differential import SCENARIOS
 
 KEY_COLUMNS = ("run_id", "invariant", "severity", "topic", "partition", "replica", "event_id", "offset", "expected",
                "actual", "evidence")
-KEY_SCHEMA = pa.schema([VIOLATION_SCHEMA.field(c) for c in KEY_COLUMNS])
+KEY_SCHEMA = key_schema(KEY_COLUMNS)
 INVARIANT = "truncation_point"
+
+AUDIT_CASES: list[Case] = []
+case = register(AUDIT_CASES)
 
 Rows = list[dict[str, Any]]
 
@@ -39,22 +43,13 @@ def _rows(run: Run) -> Rows:
     return [{k: v for k, v in e.items() if k != "run_id"} for e in run.events]
 
 
-def _audit(events: Callable[..., DataFrame], expect: Callable[..., None], runs: dict[str, Run],
-           expected: list[tuple]) -> None:
-    """Expect `expected` from the Spark check on all `runs` in one frame, and the same rows from the reference
-    checker."""
-    frames = [events(_rows(run), run_id=name) for name, run in runs.items()]
-    df = frames[0]
-    for f in frames[1:]:
-        df = df.unionByName(f)
-    expect(inv.truncation_point(df).select(*KEY_COLUMNS), expected, KEY_SCHEMA)
-    found = check_events([e for name, run in runs.items() for e in event_rows(_rows(run), run_id=name)]).violations
-    reference = [(v.run_id, v.invariant, v.severity, v.topic, v.partition, v.replica, v.event_id, v.offset,
-                  v.expected, v.actual, list(v.evidence)) for v in found if v.invariant == INVARIANT]
-    assert sorted(reference, key=repr) == sorted([(*row[:-1], list(row[-1])) for row in expected], key=repr)
+def _case(runs: dict[str, Run], expected: list[tuple]) -> Case:
+    """`runs` in the module's audit, expecting `expected` (also from the reference checker, tested below)."""
+    return Case("", INVARIANT, {name: _rows(run) for name, run in runs.items()}, expected, KEY_COLUMNS)
 
 
-def test_diverging_epoch_truncation_must_go_to_the_answer(events, expect) -> None:
+@case
+def diverging_epoch_truncation_must_go_to_the_answer() -> Case:
     # Leader 2's cache gives (0, 2) for LastFetchedEpoch 0; the follower truncates to 3 instead of 2:
     # expected 2, actual 3, evidence = the answer, the truncation.
     bad, ok = follower_with_stale_epoch_records(), follower_with_stale_epoch_records()
@@ -62,11 +57,12 @@ def test_diverging_epoch_truncation_must_go_to_the_answer(events, expect) -> Non
     eid = bad.truncate(3, 3, "diverging_epoch", 1)
     ok.response(3, 2, 1, 4, diverging=(0, 2))
     ok.truncate(3, 2, "diverging_epoch", 1)
-    _audit(events, expect, {"bad": bad, "ok": ok},
-           [("bad", INVARIANT, "error", "t", 0, 3, eid, None, 2, 3, [answer, eid])])
+    return _case({"bad": bad, "ok": ok},
+                 [("bad", INVARIANT, "error", "t", 0, 3, eid, None, 2, 3, [answer, eid])])
 
 
-def test_a_wrong_diverging_epoch_answer_is_flagged_on_the_leader(events, expect) -> None:
+@case
+def a_wrong_diverging_epoch_answer_is_flagged_on_the_leader() -> Case:
     # The leader answers (0, 3) where its cache gives (0, 2): replica = the leader, expected 2, actual 3,
     # evidence = the fetch, the answer. The follower's truncation to 2 is right all the same: (0, 3) gives 3,
     # inside its batch [2, 3], which truncateTo drops whole. The twin answers (0, 2).
@@ -75,11 +71,12 @@ def test_a_wrong_diverging_epoch_answer_is_flagged_on_the_leader(events, expect)
     bad.truncate(3, 2, "diverging_epoch", 1)
     ok.response(3, 2, 1, 4, diverging=(0, 2))
     ok.truncate(3, 2, "diverging_epoch", 1)
-    _audit(events, expect, {"bad": bad, "ok": ok},
-           [("bad", INVARIANT, "error", "t", 0, 2, answer, None, 2, 3, [answer - 1, answer])])
+    return _case({"bad": bad, "ok": ok},
+                 [("bad", INVARIANT, "error", "t", 0, 2, answer, None, 2, 3, [answer - 1, answer])])
 
 
-def test_an_answer_for_the_leaders_latest_epoch_may_end_anywhere_up_to_its_leo(events, expect) -> None:
+@case
+def an_answer_for_the_leaders_latest_epoch_may_end_anywhere_up_to_its_leo() -> Case:
     # LastFetchedEpoch 1 is leader 2's latest epoch (LEO 3): (1, 3) is legal; (1, 4) is past its LEO and
     # (0, 3) names another epoch (expected = its LEO 3 both times). After (1, 4) nothing is owed below the
     # follower's LEO 4, so its next fetch only trims its cache; after (0, 3) and (1, 3) it truncates to 2.
@@ -95,12 +92,13 @@ def test_an_answer_for_the_leaders_latest_epoch_may_end_anywhere_up_to_its_leo(e
         return r, ids
 
     (bad, ids), (ok, _) = run([(1, 4), (0, 3)]), run([(1, 3)])
-    _audit(events, expect, {"bad": bad, "ok": ok},
-           [("bad", INVARIANT, "error", "t", 0, 2, ids[0], None, 3, 4, [ids[0] - 1, ids[0]]),
-            ("bad", INVARIANT, "error", "t", 0, 2, ids[1], None, 3, 3, [ids[1] - 1, ids[1]])])
+    return _case({"bad": bad, "ok": ok},
+                 [("bad", INVARIANT, "error", "t", 0, 2, ids[0], None, 3, 4, [ids[0] - 1, ids[0]]),
+                  ("bad", INVARIANT, "error", "t", 0, 2, ids[1], None, 3, 3, [ids[1] - 1, ids[1]])])
 
 
-def test_a_missing_truncation_after_a_diverging_answer_is_flagged(events, expect) -> None:
+@case
+def a_missing_truncation_after_a_diverging_answer_is_flagged() -> Case:
     # The follower fetches again without truncating after (0, 2): expected 2, actual its LEO 4, evidence =
     # the answer, the fetch. A second answer still owed at the end of the run is flagged with event -1.
     # The twin truncates to 2 first.
@@ -111,12 +109,13 @@ def test_a_missing_truncation_after_a_diverging_answer_is_flagged(events, expect
     ok.response(3, 2, 1, 4, diverging=(0, 2))
     ok.truncate(3, 2, "diverging_epoch", 1)
     ok.fetch(3, 2, 1, 2, last_fetched_epoch=0)
-    _audit(events, expect, {"bad": bad, "ok": ok},
-           [("bad", INVARIANT, "error", "t", 0, 3, again, None, 2, 4, [answer, again]),
-            ("bad", INVARIANT, "error", "t", 0, 3, -1, None, 2, 4, [last])])
+    return _case({"bad": bad, "ok": ok},
+                 [("bad", INVARIANT, "error", "t", 0, 3, again, None, 2, 4, [answer, again]),
+                  ("bad", INVARIANT, "error", "t", 0, 3, -1, None, 2, 4, [last])])
 
 
-def test_high_watermark_truncation_must_go_to_the_local_hw(events, expect) -> None:
+@case
+def high_watermark_truncation_must_go_to_the_local_hw() -> Case:
     # Follower 2 with HW 2 truncating to 1 is wrong (expected 2, actual 1; it never truncated before, so the
     # evidence is the truncation only); to 2 is right.
     bad, ok = healthy(), healthy()
@@ -124,8 +123,8 @@ def test_high_watermark_truncation_must_go_to_the_local_hw(events, expect) -> No
     eid = bad.truncate(2, 1, "high_watermark", 0)
     ok.append(2, 1, 0, 1002)
     ok.truncate(2, 2, "high_watermark", 0)
-    _audit(events, expect, {"bad": bad, "ok": ok},
-           [("bad", INVARIANT, "error", "t", 0, 2, eid, None, 2, 1, [eid])])
+    return _case({"bad": bad, "ok": ok},
+                 [("bad", INVARIANT, "error", "t", 0, 2, eid, None, 2, 1, [eid])])
 
 
 def _kip279(truncate_to: int, mode: str = "leader_epoch") -> tuple[Run, dict[str, int]]:
@@ -141,27 +140,30 @@ def _kip279(truncate_to: int, mode: str = "leader_epoch") -> tuple[Run, dict[str
     return run, ids
 
 
-def test_leader_epoch_truncation_follows_the_leaders_epoch_cache(events, expect) -> None:
+@case
+def leader_epoch_truncation_follows_the_leaders_epoch_cache() -> Case:
     # Leader A's cache answers (1, 4) for B's latest epoch; B's own end of epoch 1 is 2, so truncating to 3
     # (what a v0 answer gives) is wrong. Evidence: B's truncation only (it never truncated before).
     bad, ids = _kip279(3)
     ok, _ = _kip279(2)
     eid = ids["truncation"]
-    _audit(events, expect, {"bad": bad, "ok": ok},
-           [("bad", INVARIANT, "error", "t", 0, 2, eid, None, 2, 3, [eid])])
+    return _case({"bad": bad, "ok": ok},
+                 [("bad", INVARIANT, "error", "t", 0, 2, eid, None, 2, 3, [eid])])
 
 
-def test_leader_epoch_v0_answers_carry_no_epoch(events, expect) -> None:
+@case
+def leader_epoch_v0_answers_carry_no_epoch() -> Case:
     # With OffsetsForLeaderEpoch v0 the answer is the end offset only: min(4, B's LEO 3) = 3, so the
     # truncation to 2 that is right with epochs is wrong, and 3 is right.
     bad, ids = _kip279(2, "leader_epoch_v0")
     ok, _ = _kip279(3, "leader_epoch_v0")
     eid = ids["truncation"]
-    _audit(events, expect, {"bad": bad, "ok": ok},
-           [("bad", INVARIANT, "error", "t", 0, 2, eid, None, 3, 2, [eid])])
+    return _case({"bad": bad, "ok": ok},
+                 [("bad", INVARIANT, "error", "t", 0, 2, eid, None, 3, 2, [eid])])
 
 
-def test_out_of_range_truncation_is_bounded_by_the_leaders_leo(events, expect) -> None:
+@case
+def out_of_range_truncation_is_bounded_by_the_leaders_leo() -> Case:
     # Leader 1's LEO is 2: an out-of-range truncation of follower 2 to 3 is above it (expected 2, actual 3,
     # evidence the truncation only); to 2 is within. A follower whose leader is not leading in its epoch is
     # not judged (run `skip`).
@@ -172,8 +174,19 @@ def test_out_of_range_truncation_is_bounded_by_the_leaders_leo(events, expect) -
         return r, r.truncate(2, to, "out_of_range", epoch)
 
     (bad, eid), (ok, _), (skip, _) = run(3), run(2), run(5, epoch=1)
-    _audit(events, expect, {"bad": bad, "ok": ok, "skip": skip},
-           [("bad", INVARIANT, "error", "t", 0, 2, eid, None, 2, 3, [eid])])
+    return _case({"bad": bad, "ok": ok, "skip": skip},
+                 [("bad", INVARIANT, "error", "t", 0, 2, eid, None, 2, 3, [eid])])
+
+
+
+@pytest.mark.parametrize("case", AUDIT_CASES, ids=lambda c: c.name)
+def test_spark_finds_the_violations_worked_out_by_hand(case: Case, audited: DataFrame, expect) -> None:
+    expect(found(audited, case), case.expected, KEY_SCHEMA)
+
+
+@pytest.mark.parametrize("case", AUDIT_CASES, ids=lambda c: c.name)
+def test_the_reference_checker_finds_the_same(case: Case) -> None:
+    assert same_rows(reference(case), case.expected), reference(case)
 
 
 def _mutations(events: Rows, run_id: str) -> dict[str, Rows]:
