@@ -33,6 +33,11 @@ KEY_COLUMNS: tuple[str, ...] = ("run_id", "invariant", "severity", "replica", "e
 """The violation columns most cases compare (run ids as the case names its runs)."""
 
 
+def timed(rows: Rows) -> Rows:
+    """`rows` stamped 10 ms apart from ts 1000 (a row's own `ts_ms` wins)."""
+    return [{"ts_ms": 1000 + 10 * i, **r} for i, r in enumerate(rows)]
+
+
 def key_schema(columns: Sequence[str]) -> pa.Schema:
     """The violation schema narrowed to `columns`."""
     return pa.schema([VIOLATION_SCHEMA.field(c) for c in columns])
@@ -89,7 +94,7 @@ def reference(case: Case) -> list[tuple]:
 
 
 def same_rows(a: list[tuple], b: list[tuple]) -> bool:
-    """The same rows in any order (evidence compared as lists)."""
+    """The same rows in any order (sequences such as evidence compared as lists)."""
     def norm(rows: list[tuple]) -> list[tuple]:
-        return sorted(((*r[:-1], list(r[-1])) for r in rows), key=repr)
+        return sorted((tuple(list(v) if isinstance(v, tuple | list) else v for v in r) for r in rows), key=repr)
     return norm(a) == norm(b)

@@ -13,18 +13,14 @@ import pytest
 from pyspark.sql import DataFrame, SparkSession
 
 import jobs.invariants as inv
-from tests.spark.audit_cases import KEY_COLUMNS, Case, Rows, found, key_schema
+from tests.spark.audit_cases import KEY_COLUMNS, Case, Rows, found, key_schema, timed
 from tests.spark.conftest import make_events
 
 KEY_SCHEMA = key_schema(KEY_COLUMNS)
 
 
-def _timed(rows: Rows) -> Rows:
-    return [{"ts_ms": 1000 + 10 * i, **r} for i, r in enumerate(rows)]
-
-
 def _case(name: str, invariant: str, bad: Rows, ok: Rows, expected: list[tuple]) -> Case:
-    return Case(name, invariant, {"bad": _timed(bad), "ok": _timed(ok)}, expected)
+    return Case(name, invariant, {"bad": timed(bad), "ok": timed(ok)}, expected)
 
 
 def leader(broker: int = 1, epoch: int = 1, isr: list[int] | None = None, **kw: Any) -> dict[str, Any]:
@@ -153,6 +149,6 @@ def test_an_invariant_function_evaluates_that_invariant_alone(spark: SparkSessio
     # write lost in run `bad` is also an acked_write_lost violation of the same events.
     case = AUDIT_CASES[0]
     lost = [leader(), append(0, 1, checksum=11), _ACK, hw(0, 2), hw(2, 1), leader(broker=2, epoch=2)]
-    df = make_events(spark, _timed(lost), run_id="bad").unionByName(make_events(spark, case.runs["ok"], run_id="ok"))
+    df = make_events(spark, timed(lost), run_id="bad").unionByName(make_events(spark, case.runs["ok"], run_id="ok"))
     expect(inv.hw_monotonic_leader(df).select(*KEY_COLUMNS),
            [("bad", "hw_monotonic_leader", "error", 1, 4, None, 2, 1, [0, 4])], KEY_SCHEMA)

@@ -22,6 +22,7 @@ from tests.spark.audit_cases import (
     reference,
     register,
     same_rows,
+    timed,
 )
 
 KEY_SCHEMA = key_schema(KEY_COLUMNS)
@@ -30,13 +31,9 @@ AUDIT_CASES: list[Case] = []
 case = register(AUDIT_CASES)
 
 
-def _timed(rows: Rows) -> Rows:
-    return [{"ts_ms": 1000 + 10 * i, **r} for i, r in enumerate(rows)]
-
-
 def _case(invariant: str, bad: Rows, ok: Rows, expected: list[tuple]) -> Case:
     """Runs bad + ok; the reference checker must find `expected` too (see the tests below)."""
-    return Case("", invariant, {"bad": _timed(bad), "ok": _timed(ok)}, expected)
+    return Case("", invariant, {"bad": timed(bad), "ok": timed(ok)}, expected)
 
 
 def leader(broker: int = 1, epoch: int = 1, isr: list[int] | None = None, **kw: Any) -> dict[str, Any]:
@@ -183,7 +180,7 @@ def quota_throttle_legal_survives_values_at_the_ends_of_long() -> Case:
     edge = 2**63 - 3
     high = [config(2, **{"topic.t.follower.replication.throttled.replicas": "*"}), follower(), fetch(edge),
             response(edge, leader_hw=10, bytes=500, record_count=5), throttle("follower", 2, 150.0, 100.0, broker=2)]
-    return Case("", "quota_throttle_legal", {"low": _timed(low), "high": _timed(high)}, [
+    return Case("", "quota_throttle_legal", {"low": timed(low), "high": timed(high)}, [
         ("low", "quota_throttle_legal", "error", 2, 1, None, None, None, [1]),
         ("low", "quota_throttle_legal", "error", 2, 1, None, None, None, [1]),
         ("high", "quota_throttle_legal", "error", 2, 4, None, None, 0, [4]),

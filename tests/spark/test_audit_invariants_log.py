@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 from pyspark.sql import DataFrame
 
-from tests.spark.audit_cases import KEY_COLUMNS, Case, Rows, found, key_schema, register
+from tests.spark.audit_cases import KEY_COLUMNS, Case, Rows, found, key_schema, register, timed
 
 KEY_SCHEMA = key_schema(KEY_COLUMNS)
 
@@ -22,7 +22,7 @@ case = register(AUDIT_CASES)
 
 def _runs(**runs: Rows) -> dict[str, Rows]:
     """Named runs, each event stamped 10 ms after the one before."""
-    return {name: [{"ts_ms": 1000 + 10 * i, **r} for i, r in enumerate(rows)] for name, rows in runs.items()}
+    return {name: timed(rows) for name, rows in runs.items()}
 
 
 def leader(broker: int = 1, epoch: int = 1, **kw: Any) -> dict[str, Any]:

@@ -15,7 +15,8 @@ from jobs.lake import EmbeddedLake
 from schemas.audit import GOLD_AUDIT_RUNS, GOLD_INVARIANT_VIOLATIONS
 from schemas.events import BRONZE_EVENTS_SCHEMA
 from schemas.tables import BRONZE_EVENTS
-from tests.spark.test_audit_invariants import _timed, append, leader
+from tests.spark.audit_cases import timed
+from tests.spark.test_audit_invariants import append, leader
 
 ACK = dict(event_type="produce_ack", broker_id=1, leader_epoch=1, acks=-1, error="NONE", base_offset=0,
            last_offset=1, batch_checksum=11)
@@ -28,7 +29,7 @@ EXCUSED = [leader(), append(0, 1, checksum=11), ACK, UNCLEAN, leader(broker=2, e
 
 
 def _bronze(events: Callable[..., DataFrame], runs: dict[str, list[dict[str, Any]]]) -> DataFrame:
-    frames = [events(_timed(rows), run_id=run) for run, rows in runs.items()]
+    frames = [events(timed(rows), run_id=run) for run, rows in runs.items()]
     df = frames[0]
     for f in frames[1:]:
         df = df.unionByName(f)
