@@ -23,7 +23,7 @@ from replication_core.config import TruncationMode
 from replication_core.sim.cli import load_scenario, simulate
 from tests.checker.builder import Run, follower_with_stale_epoch_records, healthy
 from tests.checker.test_kip_shapes import kip279_fast_failover
-from tests.spark.audit_cases import Case, found, key_schema, reference, register, same_rows
+from tests.spark.audit_cases import Case, Rows, found, key_schema, reference, register, same_rows
 from tests.spark.conftest import make_events
 from tests.spark.test_differential import SCENARIOS
 
@@ -35,8 +35,6 @@ INVARIANT = "truncation_point"
 AUDIT_CASES: list[Case] = []
 case = register(AUDIT_CASES)
 
-Rows = list[dict[str, Any]]
-
 
 def _rows(run: Run) -> Rows:
     """The builder's events without their run id (`event_rows` stamps one)."""
@@ -44,7 +42,7 @@ def _rows(run: Run) -> Rows:
 
 
 def _case(runs: dict[str, Run], expected: list[tuple]) -> Case:
-    """`runs` in the module's audit, expecting `expected` (also from the reference checker, tested below)."""
+    """`runs` in the shared audit, expecting `expected` (also from the reference checker, tested below)."""
     return Case("", INVARIANT, {name: _rows(run) for name, run in runs.items()}, expected, KEY_COLUMNS)
 
 
