@@ -20,12 +20,14 @@ def spark() -> Iterator[SparkSession]:
     """local[2], two shuffle partitions, no UI, the driver memory of conf/local.yaml; the parallel collector.
 
     On tiny frames the driver's planning dominates, and G1's concurrent threads compete with it for the two
-    cores: ParallelGC made a warm audit of a hand-built frame ~25 % faster here (44-49 s -> 33-35 s).
+    cores: ParallelGC made a warm audit of a hand-built frame ~25 % faster here (44-49 s -> 33-35 s). Without
+    PySpark's call-site capture (conf/local.yaml says why) the same audit took ~25 % less again.
     """
     session = build_spark(
         SparkConfig(master="local[2]", app_name="replog-tests", shuffle_partitions=2, driver_memory="2g",
                     conf={"spark.ui.enabled": "false", "spark.sql.session.timeZone": "UTC",
-                          "spark.default.parallelism": "2", "spark.driver.extraJavaOptions": "-XX:+UseParallelGC"})
+                          "spark.default.parallelism": "2", "spark.driver.extraJavaOptions": "-XX:+UseParallelGC",
+                          "spark.python.sql.dataFrameDebugging.enabled": "false"})
     )
     yield session
     session.stop()
