@@ -263,6 +263,10 @@ class ReplicaManager:
         self.leader_quota = leader_quota
         self.controller_epoch = 0
         self.partitions: dict[TopicPartition, Partition] = {}
+        # The last registration received per partition: this broker's metadata image (KRaft `MetadataImage`),
+        # against which `become_leader_or_follower` decides what changed. A new ReplicaManager (a restarted
+        # broker) starts empty, as a KRaft broker's first delta is against the empty image.
+        self._image: dict[TopicPartition, PartitionRegistration] = {}
         # Logs that survive a restart (the simulator's disks); used when a partition is first hosted.
         self._logs: dict[TopicPartition, Log] = dict(logs or {})
         self._endpoints = dict(endpoints or {})
@@ -322,10 +326,24 @@ class ReplicaManager:
     def become_leader_or_follower(self, request: LeaderAndIsrRequest, now_ms: int,
                                   high_watermark_checkpoints: Mapping[TopicPartition, int] | None = None
                                   ) -> LeaderAndIsrResult:
-        """`becomeLeaderOrFollower`: stale controller epoch rejects the request; per partition, an older
-        leader epoch (or the same epoch without a newer partition epoch) is rejected as stale; then
-        `makeLeaders` (fetchers removed first) and `makeFollowers` (fetchers restarted for every
-        partition whose leader epoch increased, KAFKA-7164)."""
+        """Apply a metadata update for this broker's partitions, as KRaft's `ReplicaManager.applyDelta` ->
+        `applyLocalLeadersDelta` / `applyLocalFollowersDelta` (the simulator's controller is KRaft-like;
+        the name and the request shape are ZK's `becomeLeaderOrFollower`).
+
+        A stale controller epoch rejects the request. Per partition, a registration reaches
+        `Partition.make_leader` / `make_follower` iff it is a *change*: it differs from the last one this
+        broker received (its metadata image). KRaft's `TopicDelta.localChanges` takes a partition whose
+        partition epoch differs from the image's, and every controller change bumps the partition epoch;
+        the simulator's controller also resends unchanged registrations (`_send_full_state`), which no
+        KRaft delta would carry, so those are refused (STALE_CONTROLLER_EPOCH, as a same-epoch
+        LeaderAndIsr). A change with the same leader epoch is applied even when its partition epoch only
+        equals the Partition's: a successful AlterPartition answer advances the Partition's partition epoch
+        before the metadata carrying it arrives, and `makeLeader` then commits the registration's ISR,
+        abandoning any proposal made since (PartitionTest `testAlterIsrLeaderAndIsrRace`). A partition
+        epoch below the Partition's (`makeLeader` / `makeFollower` would skip it) and an older leader epoch
+        (a reordered ZK LeaderAndIsr; KRaft metadata never goes back) are refused as stale. Then
+        `makeLeaders` (fetchers removed first) and `makeFollowers` (fetchers restarted for every partition
+        whose leader epoch increased, KAFKA-7164)."""
         states = request.partition_states
         if request.controller_epoch < self.controller_epoch:
             return LeaderAndIsrResult({tp: Errors.STALE_CONTROLLER_EPOCH for tp in states})
@@ -333,6 +351,7 @@ class ReplicaManager:
         errors: dict[TopicPartition, Errors] = {}
         to_lead: dict[TopicPartition, PartitionRegistration] = {}
         to_follow: dict[TopicPartition, PartitionRegistration] = {}
+        image = self._image
         for tp, st in states.items():
             if self.broker_id not in st.replicas:
                 errors[tp] = Errors.UNKNOWN_TOPIC_OR_PARTITION
@@ -340,7 +359,12 @@ class ReplicaManager:
             existing = self.partitions.get(tp)
             cur_epoch = existing.leader_epoch if existing is not None else -1
             cur_pe = existing.partition_epoch if existing is not None else -1
-            if st.leader_epoch > cur_epoch or (st.leader_epoch == cur_epoch and st.partition_epoch > cur_pe):
+            if st.leader_epoch < cur_epoch or image.get(tp) == st:
+                errors[tp] = Errors.STALE_CONTROLLER_EPOCH
+                continue
+            # A change: the image moves on even if the Partition skips it (KRaft publishes every delta).
+            image[tp] = st
+            if st.leader_epoch > cur_epoch or st.partition_epoch >= cur_pe:
                 (to_lead if st.leader == self.broker_id else to_follow)[tp] = st
                 errors[tp] = Errors.NONE
             else:
@@ -404,6 +428,8 @@ class ReplicaManager:
         if delete and p is not None:
             del self.partitions[tp]
             self._logs.pop(tp, None)
+            # Hosted again later, the partition is new to this broker (KRaft: a delete, then a new replica).
+            self._image.pop(tp, None)
             deleted = True
         self._try_complete_delayed(tp, now_ms)
         return StopReplicaResult(Errors.NONE, True, deleted)

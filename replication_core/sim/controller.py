@@ -299,7 +299,8 @@ class Controller:
         # (`ReplicaManager.applyDelta`): the leader's `makeLeader` with the new partition epoch resolves
         # a proposal still pending because this answer is lost (it then stays pending on
         # INVALID_UPDATE_VERSION, "awaiting new the latest metadata"); the followers' `makeFollower`
-        # takes the new partition epoch. A leader that got the answer first already has this epoch.
+        # takes the new partition epoch. A leader that got the answer first already has this epoch; its
+        # `makeLeader` (equal partition epoch) then abandons any proposal it made since the answer.
         self._mark(tp, info)
         answer = LeaderAndIsr(info.leader, info.leader_epoch, tuple(info.isr), info.partition_epoch)
         if info.target is not None and set(info.target) <= set(info.isr):

@@ -25,7 +25,7 @@ from replication_core.leader_endpoint import (
     OffsetsForLeaderEpochResponse,
 )
 from replication_core.log import Log
-from replication_core.partition import AlterPartitionRequest, LeaderAndIsr, PartitionRegistration
+from replication_core.partition import AlterPartitionRequest, LeaderAndIsr, Partition, PartitionRegistration
 from replication_core.partition_fetch_state import BrokerEndPoint, InitialFetchState, TopicPartition
 from replication_core.replica_manager import LeaderAndIsrRequest, ReplicaManager
 
@@ -399,6 +399,78 @@ def test_same_epoch_metadata_abandoning_a_pending_expansion_is_an_event() -> Non
         ev.update(schema_version="1.1", source="engine", run_id="r", event_id=i)
     result = check_events(events)
     assert [v for v in result.violations if v.invariant == "isr_single_inflight"] == []
+
+
+def _expanded_by_answer(events: list[Any]) -> tuple[ReplicaManager, Partition]:
+    """Leader 1 of replicas 1-4, ISR {1, 2} at partition epoch 1; follower 3 catches up and the answer to
+    the expansion commits ISR {1, 2, 3} at partition epoch 2, before any metadata says so."""
+    rm = ReplicaManager(1, ReplicationConfig(), events=events)
+    rm.become_leader_or_follower(lai({TP: reg(1, 1, (1, 2), replicas=(1, 2, 3, 4))}), T0)
+    p = rm.get_partition(TP)
+    assert p is not None
+    rm.fetch_messages(fetch_req(3, 0, max_wait_ms=0), T0 + 1)
+    (expand,) = rm.take_alter_partition_requests()
+    rm.handle_alter_partition_response(expand, LeaderAndIsr(1, 1, (1, 2, 3), 2), T0 + 2)
+    assert p.isr == {1, 2, 3} and p.partition_epoch == 2 and not p.partition_state.is_inflight
+    return rm, p
+
+
+def test_metadata_with_the_answered_partition_epoch_abandons_a_later_proposal() -> None:
+    """PartitionTest.testAlterIsrLeaderAndIsrRace through the ReplicaManager (KRaft `applyDelta` ->
+    `applyLocalLeadersDelta` -> `makeLeader`): after the answer (partition epoch 2) the leader proposes
+    adding 4; then the metadata carrying the answered registration arrives. It is a change for this broker
+    (its image has partition epoch 1), and `makeLeader` accepts a partition epoch equal to its own, so the
+    committed ISR becomes the registration's and the pending proposal is abandoned."""
+    events: list[Any] = []
+    rm, p = _expanded_by_answer(events)
+    rm.fetch_messages(fetch_req(4, 0, max_wait_ms=0), T0 + 3)
+    (expand4,) = rm.take_alter_partition_requests()
+    assert p.partition_state.is_inflight and p.maximal_isr == {1, 2, 3, 4}
+
+    answered = reg(1, 1, (1, 2, 3), replicas=(1, 2, 3, 4), partition_epoch=2)
+    result = rm.become_leader_or_follower(lai({TP: answered}), T0 + 4)
+    assert result.errors == {TP: Errors.NONE} and not result.new_leaders
+    assert not p.partition_state.is_inflight and p.isr == {1, 2, 3} and p.partition_epoch == 2
+    update = [e for e in events if e["event_type"] == "isr_change"][-1]
+    assert (update["action"], update["isr_state"], update["reason"]) == ("update", "committed", "leader_and_isr")
+    assert (update["old_isr"], update["isr"], update["partition_epoch"]) == ([1, 2, 3], [1, 2, 3], 2)
+    # The abandoned proposal's answer is for a state that no longer exists: ignored.
+    rm.handle_alter_partition_response(expand4, LeaderAndIsr(1, 1, (1, 2, 3, 4), 3), T0 + 5)
+    assert p.isr == {1, 2, 3} and p.partition_epoch == 2
+
+
+def test_unchanged_metadata_resend_leaves_a_pending_proposal_alone() -> None:
+    """The simulator's controller resends a broker's registrations when the broker registers again or is
+    unfenced (`_send_full_state`). In KRaft an unchanged registration is in no metadata delta, so it never
+    reaches `makeLeader`: a registration equal to the last one this ReplicaManager received is refused
+    (STALE_CONTROLLER_EPOCH, as for a same-epoch LeaderAndIsr) and a proposal started since stays in
+    flight, with no event. (Accepting every equal partition epoch would abandon it.)"""
+    events: list[Any] = []
+    rm, p = _expanded_by_answer(events)
+    answered = {TP: reg(1, 1, (1, 2, 3), replicas=(1, 2, 3, 4), partition_epoch=2)}
+    assert rm.become_leader_or_follower(lai(answered), T0 + 3).errors == {TP: Errors.NONE}
+    rm.fetch_messages(fetch_req(4, 0, max_wait_ms=0), T0 + 4)
+    assert p.partition_state.is_inflight
+    seen = len(events)
+
+    result = rm.become_leader_or_follower(lai(answered), T0 + 5)
+    assert result.errors == {TP: Errors.STALE_CONTROLLER_EPOCH}
+    assert p.partition_state.is_inflight and p.maximal_isr == {1, 2, 3, 4} and events[seen:] == []
+
+
+def test_a_new_replica_manager_applies_the_registration_its_predecessor_had() -> None:
+    """A restarted broker's ReplicaManager starts from an empty image (KRaft: the first delta a broker
+    applies is against the empty image, so every partition in it is a change): the registration the
+    crashed process had applied is applied again, on the surviving log."""
+    log = Log("orders", 0, 1)
+    log.append_as_leader(2, 20, 7, 0)
+    state = {TP: reg(1, 1, (1, 2))}
+    ReplicaManager(1, ReplicationConfig(), logs={TP: log}).become_leader_or_follower(lai(state), T0)
+    restarted = ReplicaManager(1, ReplicationConfig(), logs={TP: log})
+    result = restarted.become_leader_or_follower(lai(state), T0 + 1)
+    assert result.errors == {TP: Errors.NONE} and result.new_leaders == {TP}
+    p = restarted.get_partition(TP)
+    assert p is not None and p.is_leader and p.log is log
 
 
 # --- end to end with the real fetcher ----------------------------------------------------------------
