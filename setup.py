@@ -44,6 +44,7 @@ COMPILED = [
     "replication_core/log.py",
     "replication_core/partition.py",
     "replication_core/partition_fetch_state.py",
+    "replication_core/fetch_response_size.py",
     "replication_core/quota.py",
     "replication_core/delayed_fetch.py",
     "replication_core/leader_endpoint.py",

@@ -456,7 +456,7 @@ class ReplicaFetcherThread:
             return None, errors
         return FetchRequest(self.broker_id, self.broker_epoch, cfg.replica_fetch_wait_max_ms,
                             cfg.replica_fetch_min_bytes, cfg.replica_fetch_response_max_bytes,
-                            partitions), errors
+                            partitions, flags.fetch_version), errors
 
     def _process_fetch_response(self, request: FetchRequest,
                                 response: FetchResponse) -> Generator[LeaderRequest, Reply, None]:

@@ -39,7 +39,11 @@ class FetchPartitionData(NamedTuple):
 
 @dataclass(frozen=True, eq=False)
 class FetchRequest:
-    """`FetchRequest.Builder.forReplica(...)`: the follower's fetch, partitions in fetch order."""
+    """`FetchRequest.Builder.forReplica(version, ...)`: the follower's fetch, partitions in fetch order.
+
+    `version` is the request's API version (the fetcher's `ProtocolFlags.fetch_version`); the leader sizes
+    its response in that version for the replication quota (`fetch_response_size`). The default, 12, is
+    what a fetcher of metadata version 2.7-IV1 or later sends without topic IDs."""
 
     replica_id: int
     replica_epoch: int
@@ -47,6 +51,7 @@ class FetchRequest:
     min_bytes: int
     max_bytes: int
     partitions: Mapping[TopicPartition, FetchPartitionData]
+    version: int = 12
 
 
 class FetchPartitionResponse(NamedTuple):

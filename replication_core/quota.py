@@ -13,6 +13,13 @@ every method that reads or records takes `now_ms`.
 Who is throttled: the leader blanks records for `not in ISR and throttled and exceeded`
 (`ReplicaManager.shouldLeaderThrottle`); the follower leaves a partition out of its fetch for
 `not in sync (lag) and throttled and exceeded` (`ReplicaFetcherThread.shouldFollowerThrottle`).
+
+What is recorded differs by side. The leader records, after every follower fetch response, the size of
+a fetch response (of the request's version) holding only the throttled partitions, in-sync followers'
+included: record bytes plus per-response, per-topic and per-partition framing, and a non-zero size even
+when no partition is throttled (`KafkaApis.sizeOfThrottledPartitions` = `FetchResponse.sizeOf`, see
+`fetch_response_size`). The follower records the record bytes of each throttled partition it receives
+(`ReplicaFetcherThread.processPartitionData`: `records.sizeInBytes`).
 """
 
 from __future__ import annotations
@@ -24,6 +31,7 @@ from mypy_extensions import mypyc_attr
 
 from replication_core.config import ReplicationConfig
 from replication_core.events import Event, make_event
+from replication_core.fetch_response_size import size_of_throttled_partitions
 
 LONG_MAX = 2**63 - 1
 LEADER = "leader"
@@ -245,10 +253,12 @@ def leader_throttled_partitions(quota: ReplicationQuotaManager, partitions: Iter
             for topic, partition in partitions]
 
 
-def record_leader_throttled_bytes(quota: ReplicationQuotaManager, sizes: Iterable[tuple[str, int, int]],
-                                  now_ms: int) -> int:
-    """`KafkaApis.sizeOfThrottledPartitions` + `quotas.leader.record`: after a follower fetch response is
-    built, record the bytes of every throttled partition in it (in-sync or not); returns the bytes."""
-    total = sum(size for topic, partition, size in sizes if quota.is_throttled(topic, partition))
-    quota.record(total, now_ms)
-    return total
+def record_leader_throttled_bytes(quota: ReplicationQuotaManager, version: int,
+                                  partitions: Iterable[tuple[str, int, int, bool]], now_ms: int) -> int:
+    """`KafkaApis.sizeOfThrottledPartitions` + `quotas.leader.record`: after a follower fetch response of
+    `version` is built, record the size of a response holding only its throttled partitions (in-sync or
+    not; framing included, see `fetch_response_size`); returns the size recorded. `partitions` are the
+    response's (topic, partition, record bytes, whether a DivergingEpoch is set), in response order."""
+    size = size_of_throttled_partitions(version, partitions, quota.is_throttled)
+    quota.record(size, now_ms)
+    return size

@@ -39,6 +39,7 @@ from replication_core.errors import (
     UnknownTopicOrPartitionError,
 )
 from replication_core.events import Event, follower_fetch_state_event, make_event
+from replication_core.fetch_response_size import fetch_response_size, size_of_throttled_partitions
 from replication_core.leader_endpoint import (
     LATEST,
     FetchPartitionResponse,
@@ -667,15 +668,22 @@ class ReplicaManager:
 
     def _respond(self, request: FetchRequest, partitions: dict[TopicPartition, FetchPartitionResponse],
                  now_ms: int) -> FetchResponse:
-        """Build the response; for a follower, record the bytes of its throttled partitions in the leader
-        quota (`KafkaApis.sizeOfThrottledPartitions` + `quotas.leader.record`)."""
+        """Build the response; for a follower, record in the leader quota the size of a fetch response of
+        the request's version holding only its throttled partitions, framing included
+        (`KafkaApis.sizeOfThrottledPartitions` = `FetchResponse.sizeOf` + `quotas.leader.record`)."""
         quota = self.leader_quota
         if quota is not None and request.replica_id >= 0:
-            # The per-partition test only when some topic is throttled; the (possibly zero) total is
-            # recorded either way, as Kafka records it.
-            total = sum(r.size_bytes for tp, r in partitions.items()
-                        if quota.is_throttled(tp.topic, tp.partition)) if quota.throttles_any() else 0
-            quota.record(total, now_ms)
+            if quota.throttles_any():
+                size = size_of_throttled_partitions(
+                    request.version,
+                    [(tp.topic, tp.partition, r.size_bytes, r.diverging_epoch is not None)
+                     for tp, r in partitions.items()],
+                    quota.is_throttled)
+            else:
+                # No partition can be throttled: skip the per-partition test. Kafka records even then,
+                # the size of a response with no topics.
+                size = fetch_response_size(request.version, ())
+            quota.record(size, now_ms)
         return FetchResponse(partitions)
 
     def take_completed_fetches(self) -> list[CompletedFetch]:

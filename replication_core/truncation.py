@@ -58,13 +58,17 @@ class ProtocolFlags:
     """KIP-320 `CurrentLeaderEpoch` fencing in Fetch / ListOffsets / OffsetsForLeaderEpoch."""
     uses_log_epochs: bool
     """Whether the local log's epoch cache is consulted (`latestEpoch`); False = old message format."""
+    fetch_version: int
+    """The Fetch version the fetcher sends (`MetadataVersion.fetchRequestVersion` at the generation's last
+    IBP): 3 (0.10.2), 7 (1.1), 11 (2.3-IV1 .. 2.6), 12 (2.7-IV1+: v13+ needs topic IDs, which replog's
+    fetchers do not send, and `RemoteLeaderEndPoint.buildFetch` falls back to 12 without them)."""
 
 
 FLAGS: dict[TruncationProtocol, ProtocolFlags] = {
-    TruncationProtocol.HIGH_WATERMARK: ProtocolFlags(False, False, 0, False, False),
-    TruncationProtocol.LEADER_EPOCH_V0: ProtocolFlags(True, False, 0, False, True),
-    TruncationProtocol.LEADER_EPOCH: ProtocolFlags(True, False, 3, True, True),
-    TruncationProtocol.DIVERGING_EPOCH: ProtocolFlags(True, True, 4, True, True),
+    TruncationProtocol.HIGH_WATERMARK: ProtocolFlags(False, False, 0, False, False, 3),
+    TruncationProtocol.LEADER_EPOCH_V0: ProtocolFlags(True, False, 0, False, True, 7),
+    TruncationProtocol.LEADER_EPOCH: ProtocolFlags(True, False, 3, True, True, 11),
+    TruncationProtocol.DIVERGING_EPOCH: ProtocolFlags(True, True, 4, True, True, 12),
 }
 
 EndOffsetForEpoch = Callable[[int], "tuple[int, int] | None"]

@@ -526,6 +526,18 @@ def test_fenced_reply_for_an_older_request_epoch_backs_off_instead_of_failing() 
     assert h.state(TP).current_leader_epoch == 1 and h.state(TP).is_delayed(0)
 
 
+@pytest.mark.parametrize(("protocol", "version"), [(TruncationProtocol.DIVERGING_EPOCH, 12),
+                                                   (TruncationProtocol.LEADER_EPOCH, 11)])
+def test_fetch_request_carries_the_protocol_fetch_version(protocol: TruncationProtocol, version: int) -> None:
+    """`FetchRequest.Builder.forReplica(version, ...)`: the request says which version the leader answers
+    in (and sizes its response in for the replication quota)."""
+    h = make_harness(protocol)
+    h.add(TP, mk_log([]), fetch_offset=0, leader_epoch=0)
+    h.leader.set_leader(TP, [mk_batch(0, 0)], leader_epoch=0, hw=1)
+    request = next(h.fetcher.work(0))
+    assert isinstance(request, FetchRequest) and request.version == version
+
+
 def test_follower_events_come_from_the_log_with_follower_role() -> None:
     """Appends / HW / log-start changes are emitted by the follower's `Log` (role follower)."""
     h = make_harness(TruncationProtocol.DIVERGING_EPOCH)

@@ -193,12 +193,16 @@ def test_replica_manager_quotas_include_in_sync_throttled_replicas() -> None:
     assert leader_throttled_partitions(quota, [("topic", 0), ("topic", 1)], True, 0) == [False, False]
 
 
-def test_leader_records_bytes_of_throttled_partitions_only() -> None:
-    """`sizeOfThrottledPartitions`: throttled partitions' bytes are recorded, in-sync or not."""
+def test_leader_records_the_response_size_of_throttled_partitions_only() -> None:
+    """`sizeOfThrottledPartitions`: the size of a fetch response (v12) holding the throttled partitions
+    only, in-sync or not, framing included: a 16-byte response, topic "t" (name 1 + 1, partition count 1,
+    tagged fields 1 = 4) and its partition 0 with 300 record bytes (35 fixed + records length varint(301)
+    2 + 300 + tagged fields 1 = 338); not the 300 record bytes alone."""
     q = ReplicationQuotaManager("leader", 1)
     q.mark_throttled("t", [0])
-    assert record_leader_throttled_bytes(q, [("t", 0, 300), ("t", 1, 500), ("u", 0, 7)], 0) == 300
-    assert q.rate(0) == pytest.approx(300.0)
+    rows = [("t", 0, 300, False), ("t", 1, 500, False), ("u", 0, 7, False)]
+    assert record_leader_throttled_bytes(q, 12, rows, 0) == 16 + 4 + 338 == 358
+    assert q.rate(0) == pytest.approx(358.0)
 
 
 def test_from_config_uses_broker_windows_and_side_rate() -> None:

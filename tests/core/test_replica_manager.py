@@ -566,6 +566,31 @@ def test_leader_quota_blanks_out_of_isr_throttled_follower() -> None:
     assert r is not None and r.partitions[TP].size_bytes == 300
 
 
+def test_leader_quota_records_the_fetch_response_size_of_throttled_partitions() -> None:
+    """`KafkaApis.sizeOfThrottledPartitions`: after each follower fetch the leader records the size of a
+    v12 fetch response holding only the throttled partitions (`FetchResponse.sizeOf`), not their record
+    bytes. `orders-0` (throttled) carries 300 record bytes and `orders-1` (not throttled) 200: 16 (response)
+    + 9 (topic "orders": name 1 + 6, partition count 1, tagged fields 1) + 338 (partition: 35 fixed, records
+    length varint(301) 2, 300, tagged fields 1) = 363. A fetch of `orders-1` alone records the 16 bytes of a
+    response with no topics (Kafka records it too)."""
+    from replication_core.quota import LEADER as QUOTA_LEADER
+    from replication_core.quota import ReplicationQuotaManager
+
+    quota = ReplicationQuotaManager(QUOTA_LEADER, 1)
+    quota.mark_throttled("orders", [0])
+    rm = ReplicaManager(1, ReplicationConfig(), leader_quota=quota)
+    rm.become_leader_or_follower(lai({TP: reg(1, 1, (1, 2)), TP1: reg(1, 1, (1, 2))}), T0)
+    rm.append_records(TP, 3, 300, 1, 1, T0)
+    rm.append_records(TP1, 2, 200, 2, 1, T0)
+    both = {TP: FetchPartitionData(0, 0, 1_000_000, 1), TP1: FetchPartitionData(0, 0, 1_000_000, 1)}
+    r = rm.fetch_messages(FetchRequest(2, -1, 0, 1, 10_000_000, both), T0)
+    assert r is not None and [r.partitions[tp].size_bytes for tp in (TP, TP1)] == [300, 200]
+    assert quota.rate(T0) == 363.0  # one sample, measured over one 1 s window
+    unthrottled = {TP1: FetchPartitionData(2, 0, 1_000_000, 1)}
+    assert rm.fetch_messages(FetchRequest(2, -1, 0, 1, 10_000_000, unthrottled), T0) is not None
+    assert quota.rate(T0) == 363.0 + 16
+
+
 def _check_event(ev: dict[str, Any]) -> None:
     """Schema contract of one engine event (required payload, allowed values, non-negative numbers)."""
     from schemas.events import payload_problems

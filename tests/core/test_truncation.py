@@ -100,6 +100,8 @@ def test_protocol_flags_follow_the_version_table() -> None:
     assert (v0.offsets_for_leader_epoch, v0.epoch_request_version, v0.truncate_on_fetch) == (True, 0, False)
     assert (le.offsets_for_leader_epoch, le.epoch_request_version, le.truncate_on_fetch) == (True, 3, False)
     assert (de.truncate_on_fetch, de.current_leader_epoch) == (True, True)
+    # MetadataVersion.fetchRequestVersion at 0.10.2, 1.1, 2.3-IV1 .. 2.6, and 2.7-IV1+ without topic IDs.
+    assert [f.fetch_version for f in (hw, v0, le, de)] == [3, 7, 11, 12]
 
 
 def test_default_config_replays_the_current_protocol() -> None:
