@@ -21,13 +21,14 @@ Run from the repository root:
 Results are stored as JSON under `benchmarks/results/simulate-<UTC date>.json` (`--ab`: printed, and
 stored only with `--out`).
 
-`--ab A,B` compares two versions of the code (git revisions, or `WORKTREE` for the working tree) on a
-shared, busy machine: both run the same scenario in separate processes, in alternating slices of
-virtual time (`--slice-ms`, 250 by default: A runs a slice while B waits, then B, then A ...), so a
-change in the machine's load hits both alike; which one goes first alternates between rounds
-(`--rounds`). Per round it reports each side's CPU seconds (`time.process_time` over the whole
-`simulate` call) and their ratio B/A; the median ratio is the figure to quote. Slicing changes when
-the event batches are flushed, not what is simulated or written.
+`--ab A,B` compares two versions of the code (git revisions, or `WORKTREE` for the working tree), both
+interpreted (`--ab-build` measures the compiled build), on a shared, busy machine: both run the same
+scenario in separate processes, in alternating slices of virtual time (`--slice-ms`, 250 by default: A
+runs a slice while B waits, then B, then A ...), so a change in the machine's load hits both alike;
+which one goes first alternates between rounds (`--rounds`). Per round it reports each side's CPU
+seconds (`time.process_time` over the whole `simulate` call) and their ratio B/A; the median ratio is
+the figure to quote. Slicing changes when the event batches are flushed, not what is simulated or
+written.
 
 `--ab-build` compares the working tree's compiled build (`setup.py`, mypyc) with the same sources
 interpreted (copied without the extensions): A = interpreted, B = compiled. A compiled `EventQueue`
@@ -175,10 +176,12 @@ def lockstep_child(src: Path, duration_ms: int, slice_ms: int, scenario: Path, b
 
 
 def _code_tree(rev: str, into: Path) -> Path:
-    """The code of `rev` (`WORKTREE`: the working tree itself) as a directory with `replication_core`,
-    `schemas` and `conf`, extracted from `git archive` under `into`."""
+    """The code of `rev` as a directory with `replication_core`, `schemas` and `conf`, extracted from `git
+    archive` under `into`; `WORKTREE`: a copy of the working tree's sources without its compiled extensions,
+    since a revision's archive has none (the tree as built against a revision interpreted measured the build,
+    ~0.8 of the CPU, not the change)."""
     if rev == "WORKTREE":
-        return ROOT
+        return _interpreted_tree(into)
     dest = into / rev.replace("/", "_").replace("~", "_").replace("^", "_")
     dest.mkdir(parents=True)
     archive = subprocess.run(["git", "archive", "--format=tar", rev, "replication_core", "schemas", "conf"],
