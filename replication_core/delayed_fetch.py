@@ -83,9 +83,19 @@ class DelayedFetch:
     payload: Any = None  # `object` here makes the mypyc-compiled dataclass fail at import (KeyError)
     completed: bool = field(default=False, init=False)
 
-    def __post_init__(self) -> None:
-        # What the dataclass __init__ does for `completed` in CPython; mypyc's compiled dataclass
-        # leaves an `init=False` field with a default unset.
+    # An explicit __init__ because mypyc compiles it (one parked fetch per follower fetch round): the one
+    # @dataclass generates runs interpreted. It also sets `completed`, which mypyc's compiled dataclass
+    # leaves unset for an `init=False` field with a default.
+    def __init__(self, request_id: Hashable, replica_id: int, min_bytes: int, deadline_ms: int,
+                 statuses: Mapping[Any, FetchInfo], is_throttled: Callable[[Hashable, int], bool] | None = None,
+                 payload: Any = None) -> None:
+        self.request_id = request_id
+        self.replica_id = replica_id
+        self.min_bytes = min_bytes
+        self.deadline_ms = deadline_ms
+        self.statuses = statuses
+        self.is_throttled = is_throttled
+        self.payload = payload
         self.completed = False
 
     @property

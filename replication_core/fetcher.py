@@ -117,6 +117,14 @@ class WorkResult:
     idle_backoff_ms: int | None
     """`replica.fetch.backoff.ms` when no fetch could be built (Kafka waits on its condition)."""
 
+    # Compiled (one per doWork): see PartitionFetchState.__init__.
+    def __init__(self, epoch_requests: int, fetch_sent: bool, hw_updated: frozenset[TopicPartition],
+                 idle_backoff_ms: int | None) -> None:
+        object.__setattr__(self, "epoch_requests", epoch_requests)
+        object.__setattr__(self, "fetch_sent", fetch_sent)
+        object.__setattr__(self, "hw_updated", hw_updated)
+        object.__setattr__(self, "idle_backoff_ms", idle_backoff_ms)
+
 
 class _ListOffsetsFailed(Exception):
     """A ListOffsets answer carried an error (Kafka: the exception thrown by `fetchLatestOffset`)."""

@@ -53,6 +53,19 @@ class FetchRequest:
     partitions: Mapping[TopicPartition, FetchPartitionData]
     version: int = 12
 
+    # An explicit __init__ because mypyc compiles it: the one @dataclass generates runs interpreted, and a
+    # frozen one sets each field through object.__setattr__ (~0.6 us per object against ~0.04 compiled;
+    # one per fetch). object.__setattr__ keeps the class frozen; mypyc makes it a slot store.
+    def __init__(self, replica_id: int, replica_epoch: int, max_wait_ms: int, min_bytes: int, max_bytes: int,
+                 partitions: Mapping[TopicPartition, FetchPartitionData], version: int = 12) -> None:
+        object.__setattr__(self, "replica_id", replica_id)
+        object.__setattr__(self, "replica_epoch", replica_epoch)
+        object.__setattr__(self, "max_wait_ms", max_wait_ms)
+        object.__setattr__(self, "min_bytes", min_bytes)
+        object.__setattr__(self, "max_bytes", max_bytes)
+        object.__setattr__(self, "partitions", partitions)
+        object.__setattr__(self, "version", version)
+
 
 class FetchPartitionResponse(NamedTuple):
     """`FetchResponseData.PartitionData` for one partition (HW/LSO as the leader captured them).
@@ -83,6 +96,12 @@ class FetchResponse:
 
     partitions: Mapping[TopicPartition, FetchPartitionResponse] = field(default_factory=dict)
     error: str = NONE
+
+    # Compiled like FetchRequest's (one per fetch); no partitions means an empty dict, as the field's default.
+    def __init__(self, partitions: Mapping[TopicPartition, FetchPartitionResponse] | None = None,
+                 error: str = NONE) -> None:
+        object.__setattr__(self, "partitions", {} if partitions is None else partitions)
+        object.__setattr__(self, "error", error)
 
 
 @dataclass(frozen=True)

@@ -236,6 +236,18 @@ class _DelayedProduce:
     checksum: int
     completed: bool = False
 
+    # Compiled (one per partition of an acks=all produce): the __init__ @dataclass generates runs interpreted.
+    def __init__(self, request_id: Hashable, tp: TopicPartition, required_offset: int, deadline_ms: int,
+                 base_offset: int, last_offset: int, checksum: int, completed: bool = False) -> None:
+        self.request_id = request_id
+        self.tp = tp
+        self.required_offset = required_offset
+        self.deadline_ms = deadline_ms
+        self.base_offset = base_offset
+        self.last_offset = last_offset
+        self.checksum = checksum
+        self.completed = completed
+
 
 # --- the replica manager --------------------------------------------------------------------------------
 
@@ -617,7 +629,7 @@ class ReplicaManager:
                 self._submit_alter(alter, now_ms)
             if hw_incremented:
                 hw_moved.append(tp)
-        return _ReadResult(out, hw_moved, total, any_error, any_diverging, caught_up == len(out))
+        return new_tuple(_ReadResult, (out, hw_moved, total, any_error, any_diverging, caught_up == len(out)))
 
     def fetch_messages(self, request: FetchRequest, now_ms: int,
                        request_id: Hashable = None) -> FetchResponse | None:
