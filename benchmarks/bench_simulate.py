@@ -18,6 +18,7 @@ Run from the repository root:
     python benchmarks/bench_simulate.py --profile 5000          # cProfile top functions of a 5 s run
     python benchmarks/bench_simulate.py --ab HEAD~3,WORKTREE --durations-ms 30000   # lockstep A/B
     python benchmarks/bench_simulate.py --ab-build --durations-ms 30000   # interpreted vs compiled build
+    python benchmarks/bench_simulate.py --ab-compiled 034cc62,WORKTREE --durations-ms 30000   # both compiled
 Results are stored as JSON under `benchmarks/results/simulate-<UTC date>.json` (`--ab`: printed, and
 stored only with `--out`).
 
@@ -35,6 +36,12 @@ interpreted (copied without the extensions): A = interpreted, B = compiled. A co
 cannot be patched, so the two alternate at every event batch handed to the (interpreted) writer instead
 of every slice of virtual time; the ratio B/A is the compiled build's CPU per event against the
 interpreted one's.
+
+`--ab-compiled A,B` compares two versions as users run them, both compiled: a git revision is built the
+way `pip install` builds it (a wheel from `git archive` of the revision, mypyc in pip's isolated build
+environment, a minute or two each), `WORKTREE` is this tree's own compiled build (`pip install -e .` after
+the last edit of a compiled module, or its import refuses); the two alternate at every event batch, as
+with `--ab-build`.
 """
 
 from __future__ import annotations
@@ -52,6 +59,7 @@ import sys
 import tarfile
 import tempfile
 import time
+import zipfile
 from pathlib import Path
 from typing import Any
 
@@ -201,24 +209,61 @@ def _interpreted_tree(into: Path) -> Path:
     return dest
 
 
+def _has_compiled_build(tree: Path) -> bool:
+    """Whether `tree` holds compiled engine extensions (a `pip install` without REPLOG_PURE_PYTHON)."""
+    return bool(list((tree / "replication_core").glob("replica_manager.*.so")))
+
+
+def _compiled_tree(rev: str, into: Path) -> Path:
+    """The code of `rev` compiled, as `pip install` builds it, unpacked under `into`: `git archive` of the
+    revision built into a wheel by pip (mypyc runs in pip's isolated build environment); `WORKTREE`: this
+    tree with its own compiled build."""
+    if rev == "WORKTREE":
+        if not _has_compiled_build(ROOT):
+            raise SystemExit("--ab-compiled WORKTREE: no compiled build in this tree (pip install -e .)")
+        return ROOT
+    name = rev.replace("/", "_").replace("~", "_").replace("^", "_")
+    src = into / f"{name}-src"
+    src.mkdir(parents=True)
+    archive = subprocess.run(["git", "archive", "--format=tar", rev], cwd=ROOT, capture_output=True,
+                             check=True).stdout
+    with tarfile.open(fileobj=io.BytesIO(archive)) as tar:
+        tar.extractall(src, filter="data")
+    print(f"building {rev} (mypyc, as pip install does) ...", flush=True)
+    wheels = into / f"{name}-wheel"
+    subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", "-w", str(wheels), str(src)],
+                   check=True)
+    [wheel] = wheels.glob("*.whl")
+    dest = into / name
+    with zipfile.ZipFile(wheel) as whl:
+        whl.extractall(dest)
+    if not _has_compiled_build(dest):
+        raise SystemExit(f"--ab-compiled {rev}: its wheel holds no compiled engine (a revision before mypyc?)")
+    return dest
+
+
 def lockstep_ab(revs: list[str], duration_ms: int, slice_ms: int, rounds: int, scenario: Path,
-                build_ab: bool = False) -> dict[str, Any]:
+                mode: str = "interpreted") -> dict[str, Any]:
     """`--ab`: run the two code versions in alternating slices of virtual time, `rounds` times.
 
-    `build_ab` (`--ab-build`): the two sides are the working tree interpreted (a copy of its sources)
-    and as built (its compiled extensions), alternating at every event batch."""
+    `mode` "build" (`--ab-build`): the two sides are the working tree interpreted (a copy of its sources)
+    and as built (its compiled extensions); "compiled" (`--ab-compiled`): both revisions compiled. Both
+    alternate at every event batch (a compiled `EventQueue` cannot be sliced)."""
     cpu: dict[str, list[float]] = {rev: [] for rev in revs}
     events: dict[str, int] = {}
+    by_batch = mode != "interpreted"
     with tempfile.TemporaryDirectory(prefix="replog-bench-ab-code-") as tmp:
-        if build_ab:
+        if mode == "build":
             trees = {revs[0]: _interpreted_tree(Path(tmp)), revs[1]: ROOT}
+        elif mode == "compiled":
+            trees = {rev: _compiled_tree(rev, Path(tmp)) for rev in revs}
         else:
             trees = {rev: _code_tree(rev, Path(tmp)) for rev in revs}
         for r in range(rounds):
             order = revs if r % 2 == 0 else revs[::-1]
             procs = {rev: subprocess.Popen(
                 [sys.executable, __file__, "--lockstep-child", str(trees[rev]), "--durations-ms", str(duration_ms),
-                 "--slice-ms", str(slice_ms), "--scenario", str(scenario), *(["--by-batch"] if build_ab else [])],
+                 "--slice-ms", str(slice_ms), "--scenario", str(scenario), *(["--by-batch"] if by_batch else [])],
                 stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, cwd=tmp, env={**os.environ, "CI": "1"})
                 for rev in order}
             for rev in order:  # set-up (cluster, brokers) of both, then the slices one at a time
@@ -276,6 +321,9 @@ def main() -> int:
     ap.add_argument("--ab-build", action="store_true",
                     help="lockstep A/B of this tree interpreted (A) against its compiled build (B), "
                          "alternating at every event batch, at the first duration instead")
+    ap.add_argument("--ab-compiled", metavar="REV_A,REV_B",
+                    help="lockstep A/B of two git revisions (or WORKTREE), both compiled, alternating at every "
+                         "event batch, at the first duration instead")
     ap.add_argument("--slice-ms", type=int, default=250, help="--ab: virtual ms per alternating slice")
     ap.add_argument("--rounds", type=int, default=4, help="--ab: runs of each side")
     ap.add_argument("--child", type=int, help=argparse.SUPPRESS)
@@ -286,15 +334,18 @@ def main() -> int:
         lockstep_child(Path(args.lockstep_child), int(args.durations_ms.split(",")[0]), args.slice_ms,
                        Path(args.scenario), by_batch=args.by_batch)
         return 0
-    if args.ab is not None or args.ab_build:
-        revs = ["interpreted", "compiled"] if args.ab_build else args.ab.split(",")
+    if sum((args.ab is not None, args.ab_build, args.ab_compiled is not None)) > 1:
+        ap.error("--ab, --ab-build and --ab-compiled are alternatives: give one")
+    if args.ab is not None or args.ab_build or args.ab_compiled is not None:
+        mode = "build" if args.ab_build else "compiled" if args.ab_compiled is not None else "interpreted"
+        revs = ["interpreted", "compiled"] if args.ab_build else (args.ab_compiled or args.ab).split(",")
         if len(revs) != 2:
-            ap.error("--ab takes two revisions separated by a comma")
-        if args.ab_build and not list((ROOT / "replication_core").glob("replica_manager.*.so")):
+            ap.error("--ab / --ab-compiled take two revisions separated by a comma")
+        if args.ab_build and not _has_compiled_build(ROOT):
             ap.error("--ab-build: no compiled build in this tree (pip install -e . without REPLOG_PURE_PYTHON)")
         load_start = os.getloadavg()
         result = lockstep_ab(revs, int(args.durations_ms.split(",")[0]), args.slice_ms, args.rounds,
-                             Path(args.scenario), build_ab=args.ab_build)
+                             Path(args.scenario), mode=mode)
         result["load_average_start"] = [round(x, 2) for x in load_start]
         result["load_average_end"] = [round(x, 2) for x in os.getloadavg()]
         result["command"] = " ".join(sys.argv)
