@@ -190,10 +190,19 @@ def _code_tree(rev: str, into: Path) -> Path:
     ~0.8 of the CPU, not the change)."""
     if rev == "WORKTREE":
         return _interpreted_tree(into)
-    dest = into / rev.replace("/", "_").replace("~", "_").replace("^", "_")
+    return _extract(rev, into / _dir_name(rev), ("replication_core", "schemas", "conf"))
+
+
+def _dir_name(rev: str) -> str:
+    """`rev` as a folder name."""
+    return rev.replace("/", "_").replace("~", "_").replace("^", "_")
+
+
+def _extract(rev: str, dest: Path, paths: tuple[str, ...] = ()) -> Path:
+    """`git archive` of `paths` (default: everything) at `rev`, extracted into `dest`."""
     dest.mkdir(parents=True)
-    archive = subprocess.run(["git", "archive", "--format=tar", rev, "replication_core", "schemas", "conf"],
-                             cwd=ROOT, capture_output=True, check=True).stdout
+    archive = subprocess.run(["git", "archive", "--format=tar", rev, *paths], cwd=ROOT, capture_output=True,
+                             check=True).stdout
     with tarfile.open(fileobj=io.BytesIO(archive)) as tar:
         tar.extractall(dest, filter="data")
     return dest
@@ -222,13 +231,8 @@ def _compiled_tree(rev: str, into: Path) -> Path:
         if not _has_compiled_build(ROOT):
             raise SystemExit("--ab-compiled WORKTREE: no compiled build in this tree (pip install -e .)")
         return ROOT
-    name = rev.replace("/", "_").replace("~", "_").replace("^", "_")
-    src = into / f"{name}-src"
-    src.mkdir(parents=True)
-    archive = subprocess.run(["git", "archive", "--format=tar", rev], cwd=ROOT, capture_output=True,
-                             check=True).stdout
-    with tarfile.open(fileobj=io.BytesIO(archive)) as tar:
-        tar.extractall(src, filter="data")
+    name = _dir_name(rev)
+    src = _extract(rev, into / f"{name}-src")
     print(f"building {rev} (mypyc, as pip install does) ...", flush=True)
     wheels = into / f"{name}-wheel"
     subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", "-w", str(wheels), str(src)],
