@@ -16,6 +16,7 @@ from pyspark import StorageLevel
 from pyspark.sql import SparkSession
 
 from jobs.config import JobConfig, SparkConfig
+from jobs.py4j_lookups import remember_hot_classes
 
 DELTA_CATALOG_CLASS = "org.apache.spark.sql.delta.catalog.DeltaCatalog"
 
@@ -41,6 +42,7 @@ def build_spark(cfg: SparkConfig) -> SparkSession:
         builder = builder.config(k, v)
     spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("WARN")
+    remember_hot_classes(spark.sparkContext._jvm)
     return spark
 
 
