@@ -18,12 +18,13 @@ from __future__ import annotations
 from typing import Any
 
 from py4j.java_gateway import JavaClass, JavaMember, JVMView
+from py4j.protocol import Py4JError
 
 HOT_CLASSES: tuple[str, ...] = (
     "functions",  # pyspark.sql.classic.column: col(name), lit(value)
     "org.apache.spark.sql.functions",  # pyspark.sql.functions: every function
     "PythonUtils",  # pyspark.sql.classic.column._to_seq: every list of columns
-    "PythonSQLUtils",
+    "PythonSQLUtils",  # pyspark.sql.functions: the helpers of a few functions
     "org.apache.spark.sql.classic.SparkSession",  # SparkSession.getActiveSession
 )
 """Names PySpark reads from `SparkContext._jvm` per call (counted while building an audit scan)."""
@@ -47,14 +48,14 @@ class StaticMethods(JavaClass):
 def remember_hot_classes(jvm: JVMView) -> list[str]:
     """Resolve each of `HOT_CLASSES` once through py4j and keep it on `jvm` as `StaticMethods`; returns
     the names kept (a name that is not a class in this JVM is left to py4j as before)."""
-    kept = []
+    kept: list[str] = []
     for name in HOT_CLASSES:
         if isinstance(jvm.__dict__.get(name), StaticMethods):
             kept.append(name)
             continue
         try:
             found = getattr(jvm, name)
-        except Exception:  # py4j raises Py4JError for a name the JVM does not have
+        except Py4JError:  # the JVM could not answer; an unknown name comes back as a package (below)
             continue
         if isinstance(found, JavaClass):
             # The class py4j answered, so the short names resolve exactly as its imports resolve them.
