@@ -10,6 +10,7 @@ from __future__ import annotations
 import hashlib
 import importlib.machinery
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -103,11 +104,17 @@ def test_importing_a_stale_compiled_package_fails(tmp_path: Path) -> None:
     `replication_core` fails with the guard's message."""
     shutil.copytree(PACKAGE, tmp_path / "replication_core", ignore=shutil.ignore_patterns("__pycache__"))
     code = "import replication_core.sim.broker, replication_core._native_guard as g; print(g.core_compiled())"
-    ok = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True, check=False)
+    # `-c` puts the copy's folder first on sys.path; the project's other packages (`schemas`) come from the
+    # project root behind it, whichever checkout the editable install points at.
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(PACKAGE.parent),
+                                                                      os.environ.get("PYTHONPATH")]))}
+    ok = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, env=env, capture_output=True, text=True,
+                        check=False)
     assert ok.returncode == 0 and ok.stdout.strip() == "True", ok.stderr
     target = tmp_path / "replication_core" / "partition.py"
     target.write_text(target.read_text() + "\n# edited after the build\n")
-    stale = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True, check=False)
+    stale = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, env=env, capture_output=True, text=True,
+                           check=False)
     assert stale.returncode != 0
     assert "StaleCompiledModuleError: replication_core.partition: partition.py changed" in stale.stderr
 
