@@ -456,6 +456,15 @@ class Broker:
         """The controller's LeaderAndIsr / StopReplica / fencing / throttle changes for this broker."""
         if not self.alive or self.rm is None:
             return
+        if update.incarnation is not None and update.incarnation != self.incarnation:
+            # Sent while the controller still knew this broker's previous process (the restart's
+            # registration is not through yet). A KRaft broker publishes no partition metadata before it
+            # has registered and caught up (`BrokerLifecycleManager`); acting on it would let a process
+            # that just lost its unflushed log lead in the ISR it was elected from. The full state
+            # follows the registration; the dynamic throttle configs apply at once, as at start.
+            for topic, leader_entries, follower_entries, rate in update.throttles:
+                self.apply_throttle(topic, leader_entries, follower_entries, rate)
+            return
         if self._blocked_metadata:
             # The metadata thread is still blocked on an earlier update: this one queues behind it.
             self._blocked_metadata.append((update, False))

@@ -6,7 +6,9 @@ controller node that never fails:
   removes it from every ISR it is in (never emptying an ISR) and re-elects the partitions it led.
   A broker that registers again with a new incarnation while still unfenced is fenced first
   (KRaft; `cluster.fence_on_reregistration: false` keeps the ZooKeeper-era behaviour where a
-  restart shorter than the session timeout goes unnoticed, which KIP-101's scenario relies on);
+  restart shorter than the session timeout goes unnoticed, which KIP-101's scenario relies on).
+  Until its registration is through, a restarted broker ignores the partition metadata sent to its
+  previous process: KRaft brokers publish metadata only once registered and caught up;
 * elections (`PartitionChangeBuilder`): the first live, unfenced, not-shutting-down replica of the
   assignment that is in the ISR (clean); if none and the topic enables
   `unclean.leader.election.enable`, the first live replica at all (unclean, ISR = {leader}); else the
@@ -69,6 +71,10 @@ class MetadataUpdate:
     shutting_down: frozenset[int]
     stop: tuple[tuple[TopicPartition, int], ...] = ()
     throttles: tuple[tuple[str, tuple[str, ...], tuple[str, ...], int | None], ...] = ()
+    # The broker incarnation the controller had registered when it sent this (None: not checked, the
+    # ZooKeeper-era `fence_on_reregistration: false`). A restarted process that has not registered yet
+    # drops the partition states and fencing of an update addressed to its predecessor.
+    incarnation: int | None = None
 
 
 @dataclass
@@ -423,7 +429,7 @@ class Controller:
         targets = sorted(set(self._dirty) | set(self._dirty_stop) | (set(self.cluster.brokers) if throttles else set()))
         for b in targets:
             update = MetadataUpdate(self._dirty.get(b, {}), fenced, shutting, tuple(self._dirty_stop.get(b, ())),
-                                    throttles)
+                                    throttles, self.incarnations.get(b) if self.fence_on_reregistration else None)
             self._channels.setdefault(b, deque()).append(update)
             self._pump(b)
         self._dirty = {}
