@@ -2,14 +2,21 @@
 default (diverging-epoch) mode: no acknowledged acks=all write lost, no two replicas that differ below
 their high watermarks, no unclean election, events consistent with themselves. One run in
 `CHECKER_EVERY` is also judged by the reference checker (every invariant of its catalogue; no error,
-no warning), which keeps the whole campaign within its time budget."""
+no warning), which keeps the whole campaign within its time budget.
+
+A second campaign of 200 runs varies the cluster's shape per seed (3-5 brokers, 1-4 partitions, one or two
+fetchers per source broker, the fetch wait and `replica.lag.time.max.ms`, 8-20 virtual seconds) and the
+protocol generation (diverging-epoch or leader-epoch), every run judged by the checker. A campaign like it
+found the restart-before-registration loss of `test_restart_registration.py`."""
 
 from __future__ import annotations
 
+import random
 from dataclasses import replace
 
 import pytest
 
+from replication_core.config import TruncationMode
 from replication_core.sim.scenario import NemesisSpec, Scenario
 from tests.sim.audit import audit
 from tests.sim.helpers import check, run, scenario
@@ -54,3 +61,34 @@ def test_random_fault_schedules_have_no_violations_in_the_default_mode(shard: in
             assert result.violations == (), (seed, result.violations[:3])
         faults += len(stats.faults_applied)
     assert faults >= RUNS // SHARDS, "the nemesis should inject at least one fault per run on average"
+
+
+def varied_scenario(seed: int) -> Scenario:
+    """`campaign_scenario(seed)` in a shape and protocol generation drawn from the seed."""
+    draw = random.Random(seed * 7919)
+    base = campaign_scenario(seed)
+    cfg = replace(base.broker_config, num_replica_fetchers=draw.choice([1, 2]),
+                  replica_fetch_wait_max_ms=draw.choice([50, 200, 500]),
+                  replica_lag_time_max_ms=draw.choice([800, 1500, 3000]),
+                  truncation_mode=draw.choice([TruncationMode.DIVERGING_EPOCH, TruncationMode.LEADER_EPOCH]))
+    return replace(base, broker_config=cfg, duration_ms=draw.choice([8000, 12000, 20000]),
+                   cluster=replace(base.cluster, brokers=draw.choice([3, 3, 4, 5])),
+                   topics=(replace(base.topics[0], partitions=draw.choice([1, 2, 3, 4])),))
+
+
+@pytest.mark.parametrize("shard", range(SHARDS))
+def test_varied_shapes_have_no_violations_in_either_epoch_mode(shard: int) -> None:
+    """RUNS / SHARDS varied seeds per shard (offset from the first campaign's); the checker judges each."""
+    shapes = set()
+    for seed in range(1000 + shard, 1000 + RUNS, SHARDS):
+        sc = varied_scenario(seed)
+        _, events, stats = run(sc)
+        a = audit(events)
+        assert a.inconsistencies == [], (seed, a.inconsistencies[:3])
+        assert a.lost_acked_writes() == [], (seed, a.lost_acked_writes()[:3], stats.faults_applied)
+        assert a.divergences() == [], (seed, a.divergences()[:3], stats.faults_applied)
+        assert a.acked, seed
+        result = check(events, stats)
+        assert result.violations == (), (seed, result.violations[:3])
+        shapes.add((sc.cluster.brokers, sc.topics[0].partitions, sc.broker_config.truncation_mode))
+    assert len(shapes) >= 10, shapes  # the draw does vary the shape
