@@ -1,7 +1,8 @@
 """acked_write_lost (§11.4, Jepsen lost-write): every acks=all write acknowledged NONE is on the final leader.
 
 Mirrors `Checker._check_acked_write_lost` (end of run): the final leader of a partition is the broker of
-its last `become_leader`; its final log is replayed from its events without collecting them:
+its last `become_leader` of the highest leader epoch (a broker whose metadata was held up can apply an older
+epoch's LeaderAndIsr after the partition moved on); its final log is replayed from its events without collecting them:
 
 * a write is an `append` row exploded to its offsets; the final record at an offset is the latest write
   there, unless a later removal covers it — a truncation (from 0 when `full`, else from its offset), a
@@ -37,7 +38,8 @@ INVARIANT = "acked_write_lost"
 def _final_replica_rows(rows: DataFrame) -> DataFrame:
     """The final leader's rows among the replica replay `rows`, with the suffix removal bounds after each row."""
     leaders = rows.where((F.col("event_type") == "leadership_change") & (F.col("action") == "become_leader"))
-    final = leaders.groupBy(*PARTITION).agg(F.max_by("broker_id", "event_id").alias("broker_id"))
+    final = leaders.groupBy(*PARTITION).agg(
+        F.max_by("broker_id", F.struct("leader_epoch", "event_id")).alias("broker_id"))
     mine = rows.join(final, [*PARTITION, "broker_id"])
     w = Window.partitionBy(*replica_scan.REPLICA).orderBy("event_id")
     before = w.rowsBetween(Window.unboundedPreceding, -1)

@@ -85,9 +85,9 @@ def annotate(rows: DataFrame) -> DataFrame:
 
 
 REPLAY_COLUMNS: tuple[str, ...] = (
-    *REPLICA, "event_id", "ts_ms", "event_type", "action", "role", "leo", "truncate_offset", "base_offset",
-    "last_offset", "batch_leader_epoch", "log_start_offset", "_leading", "_epoch", "_tenure_start", "_down",
-    "_leo", "_lso", "_full",
+    *REPLICA, "event_id", "ts_ms", "event_type", "action", "leader_epoch", "role", "leo", "truncate_offset",
+    "base_offset", "last_offset", "batch_leader_epoch", "log_start_offset", "_leading", "_epoch", "_tenure_start",
+    "_down", "_leo", "_lso", "_full",
 )
 """The columns of `replica_replay`: what `jobs.invariants.epoch_cache` and `jobs.invariants.final_log` read."""
 

@@ -105,9 +105,9 @@ CATALOGUE: tuple[Invariant, ...] = (
     Invariant(
         "acked_write_lost", ERROR, "§11.4 (Jepsen lost-write, NoCommittedRecordLostGlobally)",
         "Every acks=all write acknowledged with NONE is in the final leader's log at its acknowledged offsets.",
-        "At the end of the run, for every such produce_ack, the final leader (last become_leader) holds a "
-        "record with the acknowledged checksum at each offset in [base_offset, last_offset]; offsets the "
-        "final leader deleted by retention (below its log start offset) are skipped.",
+        "At the end of the run, for every such produce_ack, the final leader (the last become_leader of the "
+        "highest leader epoch) holds a record with the acknowledged checksum at each offset in [base_offset, "
+        "last_offset]; offsets the final leader deleted by retention (below its log start offset) are skipped.",
         "offset = first lost offset, expected = acknowledged checksum, actual = final checksum or -1",
         ("produce_ack", "append", "leadership_change"), excusable=True,
     ),

@@ -154,6 +154,7 @@ class PartitionState:
     epoch_leader: dict[int, tuple[int, int]] = field(default_factory=dict)
     acks: list[Ack] = field(default_factory=list)
     last_leader: int | None = None
+    last_leader_epoch: int = -1
 
     def replica(self, broker: int) -> ReplicaState:
         """The replica on `broker`, created on first sight."""

@@ -93,6 +93,13 @@ def audit(events: Iterable[dict[str, Any]]) -> Audit:
             else:
                 while log and log[-1][1] >= target:
                     log.pop()
+        elif et == "leadership_change" and ev.get("leo") is not None:
+            # A crash's lost tail, or a deleted replica that a reassignment adds back: the log restarts there.
+            log = a.logs.setdefault((ev["broker_id"], ev["topic"], ev["partition"]), [])
+            while log and log[-1][1] >= ev["leo"]:
+                log.pop()
+            if ev.get("hw") is not None:
+                a.hw[(ev["broker_id"], ev["topic"], ev["partition"])] = ev["hw"]
         elif et == "hw_change":
             a.hw[(ev["broker_id"], ev["topic"], ev["partition"])] = ev["hw"]
         elif et == "produce_ack":

@@ -13,7 +13,7 @@ import pytest
 from pyspark.sql import DataFrame, SparkSession
 
 import jobs.invariants as inv
-from tests.spark.audit_cases import KEY_COLUMNS, Case, Rows, found, key_schema, timed
+from tests.spark.audit_cases import KEY_COLUMNS, Case, Rows, found, key_schema, reference, same_rows, timed
 from tests.spark.conftest import make_events
 
 KEY_SCHEMA = key_schema(KEY_COLUMNS)
@@ -122,6 +122,15 @@ AUDIT_CASES: list[Case] = [
            leader(broker=2, epoch=2, isr=[2])],
           [("bad", "acked_write_lost", "warning", 2, -1, 0, 11, -1, [3, 1, 2]),
            ("ok", "acked_write_lost", "error", 2, -1, 0, 11, -1, [1, 2])]),
+    # The final leader is the last become_leader of the highest epoch, not the last one: a broker whose
+    # metadata was held up can apply an older epoch's LeaderAndIsr after the partition moved on. bad: the
+    # epoch-3 leader (2) lacks the write, a stale epoch-2 become_leader of broker 1, which has it, comes last.
+    # ok: the epoch-3 leader has it, a stale epoch-2 become_leader of broker 3, which has not, comes last.
+    _case("acked_write_lost_takes_the_final_leader_of_the_highest_epoch", "acked_write_lost",
+          [leader(), append(0, 1, checksum=11), _ACK, leader(broker=2, epoch=3), leader(epoch=2, leo=2)],
+          [leader(), append(0, 1, checksum=11), _ACK, append(0, 1, broker=2, checksum=11, role="follower"),
+           leader(broker=2, epoch=3, leo=2), leader(broker=3, epoch=2)],
+          [("bad", "acked_write_lost", "error", 2, -1, 0, 11, -1, [1, 2])]),
     _case("epoch_cache_monotonic_flags_a_batch_epoch_below_the_previous_record", "epoch_cache_monotonic",
           [dict(_FOLLOWER, leader_epoch=2), append(0, 1, epoch=2, role="follower"),
            append(2, 3, epoch=1, role="follower")],
@@ -152,3 +161,8 @@ def test_an_invariant_function_evaluates_that_invariant_alone(spark: SparkSessio
     df = make_events(spark, timed(lost), run_id="bad").unionByName(make_events(spark, case.runs["ok"], run_id="ok"))
     expect(inv.hw_monotonic_leader(df).select(*KEY_COLUMNS),
            [("bad", "hw_monotonic_leader", "error", 1, 4, None, 2, 1, [0, 4])], KEY_SCHEMA)
+
+
+@pytest.mark.parametrize("case", AUDIT_CASES, ids=lambda c: c.name)
+def test_the_reference_checker_finds_the_same(case: Case) -> None:
+    assert same_rows(reference(case), case.expected), reference(case)

@@ -188,6 +188,19 @@ def event_stream_consistent_warns_where_the_events_disagree_with_the_replay() ->
 
 
 
+@case
+def event_stream_consistent_accepts_a_new_log_for_a_replica_a_reassignment_adds_back() -> Case:
+    # Follower 2 holds 0..1; a become_follower then reports LEO 0. plain: nothing explains the shorter log
+    # (event 4: replayed 2, reported 0). readded: the reassignment lists broker 2 among the replicas it is
+    # adding, so its earlier replica was deleted (StopReplica, no event) and the log is new: no warning.
+    def run(**kw: Any) -> Rows:
+        return [leader(), follower(), append(0, 1), append(0, 1, broker=2, role="follower"),
+                follower(epoch=2, leo=0, hw=0, **kw)]
+
+    return Case("", "event_stream_consistent", _runs(plain=run(), readded=run(adding_replicas=[2])),
+                [("plain", "event_stream_consistent", "warning", 2, 4, None, 2, 0, [4])])
+
+
 @pytest.mark.parametrize("case", AUDIT_CASES, ids=lambda c: c.name)
 def test_invariant(case: Case, audited: DataFrame, expect) -> None:
     expect(found(audited, case), case.expected, KEY_SCHEMA)
