@@ -5,9 +5,10 @@ their high watermarks, no unclean election, events consistent with themselves. O
 no warning), which keeps the whole campaign within its time budget.
 
 A second campaign of 200 runs varies the cluster's shape per seed (3-5 brokers, 1-4 partitions, one or two
-fetchers per source broker, the fetch wait and `replica.lag.time.max.ms`, 8-20 virtual seconds) and the
-protocol generation (diverging-epoch or leader-epoch), every run judged by the checker. A campaign like it
-found the restart-before-registration loss of `test_restart_registration.py`."""
+fetchers per source broker, the fetch wait and `replica.lag.time.max.ms`, 8-20 virtual seconds), the
+protocol generation (diverging-epoch or leader-epoch) and, for every other seed, adds one to three replica
+reassignments; every run is judged by the checker. Campaigns like it found the restart-before-registration
+loss of `test_restart_registration.py` and the reassignment cases of `test_reassign_back.py`."""
 
 from __future__ import annotations
 
@@ -17,7 +18,7 @@ from dataclasses import replace
 import pytest
 
 from replication_core.config import TruncationMode
-from replication_core.sim.scenario import NemesisSpec, Scenario
+from replication_core.sim.scenario import Fault, NemesisSpec, Scenario
 from tests.sim.audit import audit
 from tests.sim.helpers import check, run, scenario
 
@@ -71,15 +72,25 @@ def varied_scenario(seed: int) -> Scenario:
                   replica_fetch_wait_max_ms=draw.choice([50, 200, 500]),
                   replica_lag_time_max_ms=draw.choice([800, 1500, 3000]),
                   truncation_mode=draw.choice([TruncationMode.DIVERGING_EPOCH, TruncationMode.LEADER_EPOCH]))
-    return replace(base, broker_config=cfg, duration_ms=draw.choice([8000, 12000, 20000]),
-                   cluster=replace(base.cluster, brokers=draw.choice([3, 3, 4, 5])),
-                   topics=(replace(base.topics[0], partitions=draw.choice([1, 2, 3, 4])),))
+    sc = replace(base, broker_config=cfg, duration_ms=draw.choice([8000, 12000, 20000]),
+                 cluster=replace(base.cluster, brokers=draw.choice([3, 3, 4, 5])),
+                 topics=(replace(base.topics[0], partitions=draw.choice([1, 2, 3, 4])),))
+    if (seed // SHARDS) % 2:
+        # Every other seed of each shard also moves partitions between 4-5 brokers (some throttled), away and
+        # sometimes back.
+        sc = replace(sc, cluster=replace(sc.cluster, brokers=draw.choice([4, 5])))
+        moves = [Fault(draw.randrange(1500, sc.duration_ms - 3000), "reassign", topic=sc.topics[0].name,
+                       partition=draw.randrange(sc.topics[0].partitions),
+                       replicas=tuple(draw.sample(range(1, sc.cluster.brokers + 1), 3)),
+                       throttle_rate=draw.choice([None, 2000, 20000])) for _ in range(draw.choice([1, 2, 3]))]
+        sc = replace(sc, faults=tuple(sorted(moves, key=lambda f: f.at_ms)))
+    return sc
 
 
 @pytest.mark.parametrize("shard", range(SHARDS))
 def test_varied_shapes_have_no_violations_in_either_epoch_mode(shard: int) -> None:
     """RUNS / SHARDS varied seeds per shard (offset from the first campaign's); the checker judges each."""
-    shapes = set()
+    shapes, moved = set(), 0
     for seed in range(1000 + shard, 1000 + RUNS, SHARDS):
         sc = varied_scenario(seed)
         _, events, stats = run(sc)
@@ -91,4 +102,6 @@ def test_varied_shapes_have_no_violations_in_either_epoch_mode(shard: int) -> No
         result = check(events, stats)
         assert result.violations == (), (seed, result.violations[:3])
         shapes.add((sc.cluster.brokers, sc.topics[0].partitions, sc.broker_config.truncation_mode))
+        moved += sum(1 for _, action in stats.faults_applied if action == "reassign")
     assert len(shapes) >= 10, shapes  # the draw does vary the shape
+    assert moved >= RUNS // SHARDS // 2, moved  # and reassignments happen
