@@ -87,7 +87,8 @@ def screen(batch: pa.RecordBatch | pa.Table) -> pa.Array | pa.ChunkedArray:
                    _SPAN_FLAG),
         pc.greater_equal(col("last_offset"), LONG_MAX),
         pc.and_(pc.equal(event_type, "leadership_change"), pc.greater(col("hw"), col("leo"))),
-        pc.and_(pc.equal(event_type, "truncation"), pc.greater(col("truncate_offset"), col("old_leo"))),
+        pc.and_(pc.and_(pc.equal(event_type, "truncation"), pc.greater(col("truncate_offset"), col("old_leo"))),
+                pc.invert(pc.fill_null(pc.equal(col("reason"), "full"), False))),
     ]
     for c in COLUMNS:
         if c.allowed:

@@ -212,10 +212,13 @@ def rules() -> Iterator[Rule]:
         f"concat('hw must be <= leo, got hw ', {_shown('hw')}, ' > leo ', {_shown('leo')})",
         event_type="leadership_change",
     )
+    # A `full` truncation is `truncateFullyAndStartAt(offset)`: the log restarts at `offset`, which may lie
+    # past its old end (a new or lagging follower starting at the leader's log start offset).
     yield Rule(
         INVALID,
-        "truncate_offset > old_leo",
-        f"concat('truncate_offset must be <= old_leo, got ', {_shown('truncate_offset')}, ' > ', {_shown('old_leo')})",
+        "truncate_offset > old_leo and (reason is null or reason != 'full')",
+        f"concat('truncate_offset must be <= old_leo unless the truncation is full, got ', "
+        f"{_shown('truncate_offset')}, ' > ', {_shown('old_leo')})",
         event_type="truncation",
     )
 

@@ -88,3 +88,10 @@ def test_every_rule_is_broken_by_some_mutant(spark: SparkSession) -> None:
     ).first()
     unbroken = [(r.code, r.event_type, r.condition[:80]) for i, r in enumerate(all_rules) if not hits[f"r{i}"]]
     assert unbroken == []
+
+
+def test_a_full_truncation_past_the_old_end_passes_the_arrow_screen() -> None:
+    e = next(e for e in _mutants() if e["event_type"] == "truncation")
+    flagged = screen(_arrow([{**e, "reason": r, "old_leo": 0, "truncate_offset": 51, "hw": 0}
+                             for r in ("full", "leader_epoch", None)])).to_pylist()
+    assert flagged == [False, True, True]

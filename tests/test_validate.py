@@ -183,3 +183,20 @@ def test_an_append_that_is_no_kafka_batch_is_invalid(spark: SparkSession) -> Non
                              " offset must exist), got 9223372036854775807"),
     ], "_source_line long, _reason_code string, _reason string")
     assert_df_equality(got, expected, ignore_row_order=True, ignore_nullable=True)
+
+
+def test_only_a_full_truncation_may_restart_the_log_past_its_old_end(spark: SparkSession) -> None:
+    """`truncateFullyAndStartAt(51)` on an empty follower (the leader's log starts at 51) is a `full` truncation
+    from old_leo 0 to 51, as the engine emits it; a partial truncation can only shorten the log."""
+    e = next(e for e in _base_events() if e["event_type"] == "truncation")
+    rows = []
+    for i, reason in enumerate(["full", "leader_epoch", "out_of_range"]):
+        r = {f.name: e.get(f.name) for f in EVENT_SPARK_SCHEMA.fields}
+        r.update(reason=reason, old_leo=0, truncate_offset=51, hw=0, _source_file="f", _source_line=i + 1, raw=None,
+                 _malformed=None, _type_errors=[], _wrong_type_fields=[], _unknown_fields=[])
+        rows.append(r)
+    got = classify(spark.createDataFrame(rows, CANDIDATE_SCHEMA)).select("_source_line", "_reason_code", "_reason")
+    bad = "truncate_offset must be <= old_leo unless the truncation is full, got 51 > 0"
+    expected = spark.createDataFrame([(1, None, None), (2, "invalid_value", bad), (3, "invalid_value", bad)],
+                                     "_source_line long, _reason_code string, _reason string")
+    assert_df_equality(got, expected, ignore_row_order=True, ignore_nullable=True)
