@@ -3,7 +3,8 @@
 Every shipped scenario (shortened, except the KIP scenarios whose faults need their full length), the
 KIP-101 / KIP-279 scenarios also in the protocol generation they describe (where the checker finds the
 loss, so the comparison is not vacuous), and seeded random fault runs of `nemesis-small` (alternating the
-default mode and high-watermark truncation, which loses data) are simulated; the checker reads their
+default mode and high-watermark truncation, which loses data; most in the fault campaign's varied shapes,
+some with reassignments, a third with size-based retention) are simulated; the checker reads their
 files, and the same files go through ONE ingest and ONE audit (runs are partitioned by run_id, so the
 Spark overhead is paid once). For each run, the violations of the invariants the Spark audit implements
 must be the same set: (invariant, severity, topic, partition, replica, detecting event, offset, expected,
@@ -18,7 +19,7 @@ from __future__ import annotations
 
 import os
 from collections import Counter
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import pytest
@@ -34,7 +35,7 @@ from replication_core.config import TruncationMode
 from replication_core.sim.cli import load_scenario, run_id_for, simulate
 from replication_core.sim.scenario import Scenario
 from schemas.audit import GOLD_INVARIANT_VIOLATIONS
-from tests.sim.test_fault_campaign import campaign_scenario
+from tests.sim.test_fault_campaign import campaign_scenario, varied_scenario
 
 SCENARIOS = Path(__file__).resolve().parents[2] / "conf" / "scenarios"
 HEAVY = ("large-30-brokers",)
@@ -73,8 +74,12 @@ def _cases() -> list[Case]:
             out.append(Case(f"{path.stem}@{mode.value}", sc.with_overrides(truncation_mode=mode), old_mode=True))
     for seed in range(SEEDS):
         mode = TruncationMode.HIGH_WATERMARK if seed % 2 else None
-        out.append(Case(f"nemesis-s{seed}{'@high_watermark' if mode else ''}",
-                        campaign_scenario(seed).with_overrides(truncation_mode=mode)))
+        # Two in three runs take the varied shapes (reassignments in some); one in three also has size-based
+        # retention, whose log start offsets send new and lagging followers to truncateFullyAndStartAt.
+        sc = campaign_scenario(seed) if seed % 3 == 0 else varied_scenario(seed)
+        if seed % 3 == 2:
+            sc = replace(sc, disk=replace(sc.disk, retention_bytes=3000, retention_check_interval_ms=500))
+        out.append(Case(f"nemesis-s{seed}{'@high_watermark' if mode else ''}", sc.with_overrides(truncation_mode=mode)))
     return out
 
 
