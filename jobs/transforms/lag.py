@@ -34,7 +34,9 @@ Consecutive lagging intervals with no gap form one incident: `start_ms` = that i
 largest message lag. `deadline_ms` = start_ms + lag_max_ms / 2: `isr-expiration` runs every
 lag_max_ms / 2, so the leader must have proposed the shrink by then (1.5 x lag_max_ms after lcu).
 The shrink is the first `shrink` proposal by the incident's leader removing the follower with
-start_ms < proposal <= end_ms. Verdicts:
+proposal <= end_ms, strictly after the threshold (lcu + lag max: Kafka's test is `now - lcu > lag max`) and
+no earlier than the interval or the leader append that put the follower behind (the same millisecond counts:
+a leader back from a pause appends, then runs isr-expiration). Verdicts:
   * on_time — shrink proposed by the deadline; late — after it;
   * not_in_isr — no shrink, and the follower was not in the committed ISR at start_ms, or left it by
     another route (a controller's update) by the deadline (nothing left to shrink);
@@ -298,6 +300,11 @@ def lag_incidents(
     threshold = F.when(lcu.isNotNull(), F.coalesce(F.try_add(lcu, lag_max), F.lit(LONG_MAX)))
     obs_end = lcu + F.col("time_lag_end_ms")
     lag_start = F.greatest("valid_from_ms", threshold, "_ahead_from")
+    # The first instant a shrink is due: Kafka's out-of-sync test is now - lcu > lag max (strictly past the
+    # threshold), while a leader append that puts the follower behind may come in the same millisecond as
+    # the shrink (a leader back from a pause runs its produce and then isr-expiration).
+    shrink_from = F.greatest("valid_from_ms", F.coalesce(F.try_add(threshold, F.lit(1)), F.lit(LONG_MAX)),
+                             "_ahead_from")
     lagging = F.col("_ahead_from").isNotNull() & (lag_start < obs_end)
     w = Window.partitionBy(*_LAG_KEY).orderBy("valid_from_ms")
     annotated = _ahead_from(follower_lag, events)
@@ -305,6 +312,7 @@ def lag_incidents(
         "*",
         lagging.alias("_lagging"),
         lag_start.alias("_lag_start"),
+        shrink_from.alias("_shrink_from"),
         obs_end.alias("_obs_end"),
     )
     # An interval continues the previous one's incident only if it is lagging from its very start.
@@ -313,6 +321,7 @@ def lag_incidents(
     x = x.withColumn("_incident", F.sum(F.col("_new").cast("int")).over(w.rowsBetween(Window.unboundedPreceding, 0)))
     inc = x.where("_lagging").groupBy(*_LAG_KEY, "_incident").agg(
         F.min("_lag_start").alias("start_ms"),
+        F.min("_shrink_from").alias("_shrink_from"),
         F.max_by("valid_to_ms", "valid_from_ms").alias("end_ms"),
         F.max_by("closed_by", "valid_from_ms").alias("_closed_by"),
         F.max("_obs_end").alias("_obs_end"),
@@ -336,7 +345,7 @@ def lag_incidents(
     )
     start, end = F.col("start_ms"), F.col("end_ms")
     first_shrink = F.array_min(F.filter(
-        "_shrinks", lambda s: (s["shrink_ms"] > start) & (end.isNull() | (s["shrink_ms"] <= end))))
+        "_shrinks", lambda s: (s["shrink_ms"] >= F.col("_shrink_from")) & (end.isNull() | (s["shrink_ms"] <= end))))
     def isr_at(t: Column) -> Column:
         return F.try_element_at(F.filter(
             "_isrs", lambda i: (i["valid_from_ms"] <= t) & (i["valid_to_ms"].isNull() | (t < i["valid_to_ms"]))),
@@ -370,10 +379,10 @@ def lag_incidents(
     # Spark aggregate every row through its object hash aggregate, which falls back to sorting them.
     renamed = [F.col(c).alias(f"_s_{c}") for c in fkey]
     stretches = annotated.where(lagging).select(
-        *renamed, lag_start.alias("_lag_start"), "valid_to_ms")
+        *renamed, shrink_from.alias("_shrink_from"), "valid_to_ms")
     lag_max_of = follower_lag.groupBy(*renamed).agg(F.max("lag_max_ms").alias("_lag_max"))
     s_ms = F.col("shrink_ms")
-    inside = same_follower & (F.col("_lag_start") < s_ms) & (
+    inside = same_follower & (F.col("_shrink_from") <= s_ms) & (
         F.col("valid_to_ms").isNull() | (s_ms <= F.col("valid_to_ms")))
     premature = (
         sh.join(stretches, inside, "left_anti")

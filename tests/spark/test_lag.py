@@ -397,3 +397,30 @@ def test_lag_summary_per_partition_and_broker(scenario_b, expect) -> None:
         ("r", "broker", None, None, 2, 5000, 0.0, 0.0, 0.0, 0, 0, 0.0, 0.0, 3700, 3, 1, 0, 0, 1),
         ("r", "broker", None, None, 3, 5000, 0.0, 0.0, 0.0, 0, 0, 0.0, 0.0, 2400, 3, 1, 1, 0, 0),
     ], LAG_SUMMARY_SCHEMA)
+
+
+def test_a_leader_back_from_a_pause_appends_and_shrinks_in_the_same_millisecond(spark: SparkSession, expect) -> None:
+    """A GC pause holds back both a produce and isr-expiration; when it ends the leader appends (the followers,
+    stalled at the old LEO with lcus past the threshold, fall behind) and then shrinks, in the same millisecond.
+    Follower 2 (lcu 100): the shrink is due at once, on time, not premature. Follower 3 (lcu 900): at 1900 its
+    time lag is exactly the threshold, not over it (Kafka's test is now - lcu > replica.lag.time.max.ms), so
+    removing it then is premature, and the incident that starts then has no shrink."""
+    ev = make_events(spark, [
+        become_leader([1, 2, 3], [1, 2, 3]),
+        ffs(100, 2, 10, 10, 100),                                    # both stall at the leader's LEO 10
+        ffs(900, 3, 10, 10, 900),
+        dict(event_type="append", ts_ms=1900, role="leader", base_offset=10, last_offset=10, leo=11, **LEADER),
+        shrink(1900, "proposed", [1, 2, 3], [1], reason="follower_lagging",
+               out_of_sync_replicas=[{"replica_id": 2, "leo": 10, "last_caught_up_time_ms": 100},
+                                     {"replica_id": 3, "leo": 10, "last_caught_up_time_ms": 900}]),
+        shrink(1950, "committed", [1, 2, 3], [1], partition_epoch=2, reason="alter_partition"),
+        dict(event_type="fetch", ts_ms=3000, broker_id=3, leader_epoch=1, leader_id=1, fetcher_id=0,
+             fetch_offset=10),                                       # run end
+    ])
+    lag = follower_lag(ev, lag_max_ms_default=1000)
+    got = lag_incidents(lag, isr_changes(ev), partition_state(ev), ev, lag_max_ms_default=1000)
+    expect(got, [
+        ("r", "t", 0, 2, 1, 1, 1900, None, 100, 1000, 2400, 2900, 1, True, 1900, 1950, "committed", "on_time"),
+        ("r", "t", 0, 3, 1, 1, 1900, None, 900, 1000, 2400, 2100, 1, True, None, None, None, "not_in_isr"),
+        ("r", "t", 0, 3, 1, 1, 1900, 1900, 900, 1000, None, 1000, None, True, 1900, 1950, "committed", "premature"),
+    ], LAG_INCIDENTS_SCHEMA)
