@@ -28,6 +28,7 @@ class Audit:
 
     logs: dict[Replica, list[Batch]] = field(default_factory=dict)
     hw: dict[Replica, int] = field(default_factory=dict)
+    log_start: dict[Replica, int] = field(default_factory=dict)
     acked: list[dict[str, Any]] = field(default_factory=list)
     leaders: dict[tuple[str, int], int | None] = field(default_factory=dict)
     elections: list[dict[str, Any]] = field(default_factory=list)
@@ -43,7 +44,10 @@ class Audit:
             leader = self.leaders.get((ack["topic"], ack["partition"]))
             if leader is None:
                 continue
-            log = {b[0]: b[3] for b in self.logs.get((leader, ack["topic"], ack["partition"]), [])}
+            replica = (leader, ack["topic"], ack["partition"])
+            if ack["base_offset"] < self.log_start.get(replica, 0):
+                continue  # deleted by retention, as the checker skips it
+            log = {b[0]: b[3] for b in self.logs.get(replica, [])}
             if log.get(ack["base_offset"]) != ack["batch_checksum"]:
                 lost.append(ack)
         return lost
@@ -58,8 +62,10 @@ class Audit:
             for i, a in enumerate(reps):
                 for b in reps[i + 1:]:
                     bound = min(self.hw.get(a, 0), self.hw.get(b, 0))
-                    la = {x[0]: x for x in self.logs[a] if x[1] < bound}
-                    lb = {x[0]: x for x in self.logs[b] if x[1] < bound}
+                    # Below either log start offset (retention) one of them no longer holds the batch.
+                    start = max(self.log_start.get(a, 0), self.log_start.get(b, 0))
+                    la = {x[0]: x for x in self.logs[a] if start <= x[0] and x[1] < bound}
+                    lb = {x[0]: x for x in self.logs[b] if start <= x[0] and x[1] < bound}
                     for off in sorted(set(la) | set(lb)):
                         if la.get(off) != lb.get(off):
                             out.append((a, b, off))
@@ -90,6 +96,7 @@ def audit(events: Iterable[dict[str, Any]]) -> Audit:
             log = a.logs.setdefault(r, [])
             if ev["reason"] == "full":
                 log.clear()
+                a.log_start[r] = target
             else:
                 while log and log[-1][1] >= target:
                     log.pop()
@@ -100,6 +107,10 @@ def audit(events: Iterable[dict[str, Any]]) -> Audit:
                 log.pop()
             if ev.get("hw") is not None:
                 a.hw[(ev["broker_id"], ev["topic"], ev["partition"])] = ev["hw"]
+        elif et == "log_start_offset_change":
+            r = (ev["broker_id"], ev["topic"], ev["partition"])
+            a.log_start[r] = ev["log_start_offset"]
+            a.logs[r] = [x for x in a.logs.get(r, []) if x[1] >= ev["log_start_offset"]]
         elif et == "hw_change":
             a.hw[(ev["broker_id"], ev["topic"], ev["partition"])] = ev["hw"]
         elif et == "produce_ack":

@@ -1,0 +1,91 @@
+"""A long seeded fault campaign outside the test suite: `python -m tests.sim.campaign --seeds 5000-6000`.
+
+Each seed runs `test_fault_campaign.varied_scenario(seed)` (3-5 brokers, 1-4 partitions, one or two fetchers,
+diverging-epoch or leader-epoch truncation, reassignments in every other run) and, with `--wide`, more drawn
+from the seed: size-based retention, unclean leader election allowed, min.insync.replicas 1, 5+ brokers with
+6 or 10 partitions, 10-30 virtual seconds. Every run is judged by the reference checker and by the
+simulator tests' own audit (`tests.sim.audit`); a run is reported when either finds an error (warnings, which
+an unclean election or a lost page cache explain, are not). Campaigns like this found the bugs pinned in
+`test_restart_registration.py`, `test_reassign_back.py` and the final-leader case of the audit tests.
+Exit status: 0 when no run was reported, 1 otherwise.
+"""
+
+from __future__ import annotations
+
+import argparse
+import random
+import sys
+import time
+from dataclasses import replace
+
+from replication_core.sim.scenario import Scenario
+from tests.sim.audit import audit
+from tests.sim.helpers import check, run
+from tests.sim.test_fault_campaign import varied_scenario
+
+
+def wide_scenario(seed: int) -> Scenario:
+    """`varied_scenario(seed)` with retention, unclean elections, min ISR 1 and larger clusters drawn too."""
+    draw = random.Random(seed * 131 + 3)
+    sc = varied_scenario(seed)
+    cfg, topic = sc.broker_config, sc.topics[0]
+    if draw.random() < 0.5:
+        sc = replace(sc, disk=replace(sc.disk, retention_bytes=draw.choice([3000, 8000]),
+                                      retention_check_interval_ms=draw.choice([500, 2000])))
+    if draw.random() < 0.3:
+        topic = replace(topic, config={**topic.config, "unclean.leader.election.enable": "true"})
+    if draw.random() < 0.3:
+        cfg = replace(cfg, min_insync_replicas=1)
+    if draw.random() < 0.3:
+        sc = replace(sc, cluster=replace(sc.cluster, brokers=max(sc.cluster.brokers, 5)))
+        topic = replace(topic, partitions=draw.choice([6, 10]))
+    return replace(sc, broker_config=cfg, topics=(topic,), duration_ms=draw.choice([10000, 20000, 30000]))
+
+
+def problems(sc: Scenario) -> list[str]:
+    """What is wrong with one run: checker errors, then the simulator audit's findings."""
+    _, events, stats = run(sc)
+    found = [f"{v.invariant} {v.topic}-{v.partition} replica {v.replica} event {v.event_id}: {v.message}"
+             for v in check(events, stats).violations if v.severity == "error"]
+    a = audit(events)
+    found += [f"inconsistent: {x}" for x in a.inconsistencies[:3]]
+    found += [f"divergence: {x}" for x in a.divergences()[:3]]
+    if not (sc.topics[0].config.get("unclean.leader.election.enable") == "true"
+            or sc.broker_config.min_insync_replicas < 2):
+        found += [f"lost acknowledged write at {x['base_offset']} of {x['topic']}-{x['partition']}"
+                  for x in a.lost_acked_writes()[:3]]
+    return found
+
+
+def _seeds(text: str) -> range:
+    lo, _, hi = text.partition("-")
+    try:
+        first, last = int(lo), int(hi or lo)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected FIRST-LAST (e.g. 5000-6000), got {text!r}") from None
+    if last < first:
+        raise argparse.ArgumentTypeError(f"expected FIRST <= LAST, got {text!r}")
+    return range(first, last + 1)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the campaign; print one line per reported run and a progress line every `--every` seeds."""
+    parser = argparse.ArgumentParser(prog="python -m tests.sim.campaign", description=__doc__.split("\n")[0])
+    parser.add_argument("--seeds", type=_seeds, required=True, help="FIRST-LAST, inclusive")
+    parser.add_argument("--wide", action="store_true", help="also draw retention, unclean, min ISR 1, larger clusters")
+    parser.add_argument("--every", type=int, default=100, help="progress line every N seeds")
+    args = parser.parse_args(argv)
+    make = wide_scenario if args.wide else varied_scenario
+    reported, t0 = 0, time.monotonic()
+    for i, seed in enumerate(args.seeds, 1):
+        found = problems(make(seed))
+        if found:
+            reported += 1
+            print(f"seed {seed}: " + " | ".join(found[:4]), flush=True)
+        if i % args.every == 0 or i == len(args.seeds):
+            print(f"[{i}/{len(args.seeds)} runs, {reported} reported, {time.monotonic() - t0:.0f} s]", flush=True)
+    return 1 if reported else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
