@@ -73,7 +73,8 @@ class MetadataUpdate:
     throttles: tuple[tuple[str, tuple[str, ...], tuple[str, ...], int | None], ...] = ()
     # The broker incarnation the controller had registered when it sent this (None: not checked, the
     # ZooKeeper-era `fence_on_reregistration: false`). A restarted process that has not registered yet
-    # drops the partition states and fencing of an update addressed to its predecessor.
+    # drops the partition states, StopReplicas and fencing of an update addressed to its predecessor (a
+    # replica removed meanwhile then keeps its log on disk, unhosted, as a stray log would).
     incarnation: int | None = None
 
 
