@@ -10,8 +10,10 @@ partition, broker_id) and `event_id` as the order; the state a check sees is the
 * fetch lag (`ReplicaState.lag`, `ReplicaFetcherThread`'s lag) — set by a NONE response that carries a
   leader HW and no DivergingEpoch: HW - (fetch_offset + record_count) for a non-empty one, HW -
   fetch_offset for an empty one, but an empty one only sets it while it is unknown; a leadership_change
-  or a fetcher_change listing the partition makes it unknown again. So the lag is that of the last
-  non-empty response since the last reset, else that of the first response since it.
+  or a fetcher_change listing the partition makes it unknown again, and so does an OFFSET_OUT_OF_RANGE
+  response (the fetcher then sets it from the leader's end offset, which no event carries), after which
+  only a non-empty response sets it. So the lag is that of the last non-empty response since the last
+  reset, else that of the first response since a reset other than an out-of-range one.
 * leader side (for a leader-side quota_throttle) — leading and the committed ISR, as `replica_scan`.
 * config — the broker's last `broker_config` (Kafka's defaults before any): replica.socket.timeout.ms,
   replog.truncation.mode and the raw `topic.<t>.<side>.replication.throttled.replicas` lists.
@@ -94,6 +96,7 @@ def annotate(rows: DataFrame) -> DataFrame:
     answered = (is_resp & (F.col("error") == "NONE") & F.col("diverging_epoch").isNull()
                 & F.col("diverging_end_offset").isNull() & F.col("leader_hw").isNotNull())
     non_empty = F.coalesce(F.col("bytes"), F.lit(0)) > 0
+    out_of_range = is_resp & (F.col("error") == "OFFSET_OUT_OF_RANGE")
     # try_add: past Long.MAX (a bad record) the next offset is above any HW, so the lag is 0, not a job failure.
     nxt = F.try_add(F.col("fetch_offset"),
                     F.when(non_empty, F.coalesce(F.col("record_count"), F.lit(0))).otherwise(0).cast("long"))
@@ -104,7 +107,9 @@ def annotate(rows: DataFrame) -> DataFrame:
         "*",
         (F.coalesce(F.last(role_mark, True).over(before), F.lit("none")) == "leader").alias("_leading"),
         F.last(sent_mark, True).over(before).alias("_sent"),
-        F.last(F.when(is_lc | is_fc, F.col("event_id")), True).over(before).alias("_lag_reset"),
+        F.last(F.when(is_lc | is_fc | out_of_range, F.col("event_id")), True).over(before).alias("_lag_reset"),
+        F.last(F.when(is_lc | is_fc, F.lit(False)).when(out_of_range, F.lit(True)), True).over(before)
+        .alias("_reset_out_of_range"),
         F.last(F.when(answered, F.col("event_id")), True).over(before).alias("_prev_answer"),
         F.last(F.when(answered & non_empty, lag_struct), True).over(before).alias("_last_non_empty"),
         answered.alias("_answered"),
@@ -142,7 +147,8 @@ def annotate(rows: DataFrame) -> DataFrame:
     lagged = s2.select(
         "*",
         F.when(since_reset("_last_non_empty"), F.col("_last_non_empty.lag"))
-        .when(since_reset("_first_answer"), F.col("_first_answer.lag")).alias("_lag"),
+        .when(since_reset("_first_answer") & ~F.coalesce("_reset_out_of_range", F.lit(False)),
+              F.col("_first_answer.lag")).alias("_lag"),
     )
     return lagged
 

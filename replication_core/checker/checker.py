@@ -365,6 +365,7 @@ class _RunChecker:
         r.fetch_sent = None
         r.expected_truncation = None
         r.lag = None
+        r.lag_after_out_of_range = False
         r.pending = None
         r.pending_added = None
         if ev.get("action") == "become_leader":
@@ -598,6 +599,9 @@ class _RunChecker:
         self._settle_expected_truncation(ev, f)
         sent = f.fetch_sent
         f.fetch_sent = None
+        if ev.get("error") == "OFFSET_OUT_OF_RANGE":
+            # fetchOffsetAndTruncate sets the lag to the leader's end offset - the offset to fetch.
+            f.lag, f.lag_after_out_of_range = None, True
         if ev.get("error") != "NONE":
             return
         if sent is not None and sent.fetch_offset == int(ev["fetch_offset"]):
@@ -610,10 +614,10 @@ class _RunChecker:
             self._expect_diverging_truncation(ev, f)
             return
         nbytes = int(ev.get("bytes") or 0)
-        if (nbytes > 0 or f.lag is None) and ev.get("leader_hw") is not None:
+        if (nbytes > 0 or (f.lag is None and not f.lag_after_out_of_range)) and ev.get("leader_hw") is not None:
             # ReplicaFetcherThread: nextOffset = lastOffset + 1 for a non-empty response, lag = HW - next.
             nxt = int(ev["fetch_offset"]) + (int(ev.get("record_count") or 0) if nbytes > 0 else 0)
-            f.lag = max(0, int(ev["leader_hw"]) - nxt)
+            f.lag, f.lag_after_out_of_range = max(0, int(ev["leader_hw"]) - nxt), False
 
     def _on_quota_throttle(self, ev: Event) -> None:
         self._check_quota_throttle_legal(ev, self._partition(ev))
@@ -626,6 +630,7 @@ class _RunChecker:
             if p is not None and broker in p.replicas:
                 f = p.replicas[broker]
                 f.lag = None
+                f.lag_after_out_of_range = False
                 f.fetch_sent = None
 
     # --- end of run --------------------------------------------------------------------------------

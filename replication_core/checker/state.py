@@ -127,6 +127,9 @@ class ReplicaState:
     fetch_sent: FetchSent | None = None
     expected_truncation: ExpectedTruncation | None = None
     lag: int | None = None
+    # After OFFSET_OUT_OF_RANGE the fetcher's lag comes from the leader's end offset (ListOffsets, no event):
+    # unknown here until a response with records sets it (an empty one does not replace a set lag).
+    lag_after_out_of_range: bool = False
     last_truncation: int | None = None
 
     @property

@@ -172,6 +172,23 @@ def quota_throttle_legal_flags_an_in_sync_follower_and_an_unlisted_partition() -
 
 
 @case
+def quota_throttle_legal_knows_no_lag_after_an_out_of_range_answer_until_records_come() -> Case:
+    # Follower 2 was in sync (lag 0 from a non-empty answer). An OFFSET_OUT_OF_RANGE answer sends it to
+    # fetchOffsetAndTruncate, which sets the lag from the leader's end offset (ListOffsets, no event): unknown
+    # to the replay, and the empty answer after it does not replace it (Kafka updates a set lag only from
+    # records), so the throttle is not judged (ok). bad: the non-empty answer after it sets lag 0 again.
+    cfg = config(2, **{"topic.t.follower.replication.throttled.replicas": "*"})
+    start = [cfg, follower(), fetch(5), response(5, leader_hw=10, bytes=500, record_count=5),
+             fetch(10), response(10, error="OFFSET_OUT_OF_RANGE"), fetch(20),
+             response(20, leader_hw=20, bytes=0, record_count=0)]
+    ok = [*start, throttle("follower", 2, 150.0, 100.0, broker=2)]
+    bad = [*start, fetch(20), response(20, leader_hw=22, bytes=200, record_count=2),
+           throttle("follower", 2, 150.0, 100.0, broker=2)]
+    return _case("quota_throttle_legal", bad, ok,
+           [("bad", "quota_throttle_legal", "error", 2, 10, None, None, 0, [10])])
+
+
+@case
 def quota_throttle_legal_survives_values_at_the_ends_of_long() -> Case:
     # Values ingest accepts but no broker writes: a bound below Long.MIN (not a long: expected unknown) and a
     # fetch offset whose next offset passes Long.MAX (above any HW: lag 0, so the follower is in sync). Spark's
