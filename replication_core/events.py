@@ -102,15 +102,17 @@ def fetch_event(ts_ms: int, broker_id: int, topic: str, partition: int, leader_e
 def fetch_response_event(ts_ms: int, broker_id: int, topic: str, partition: int, leader_epoch: int | None,
                          leader_id: int, fetcher_id: int, fetch_offset: int, error: str, leader_hw: int | None,
                          leader_log_start_offset: int | None, size_bytes: int, record_count: int,
-                         diverging_epoch: int | None, diverging_end_offset: int | None) -> Event:
+                         diverging_epoch: int | None, diverging_end_offset: int | None,
+                         response_received_ms: int) -> Event:
     """`make_event("fetch_response", ..., leader_id=, fetcher_id=, fetch_offset=, error=, leader_hw=,
-    leader_log_start_offset=, bytes=, record_count=, diverging_epoch=, diverging_end_offset=)`."""
+    leader_log_start_offset=, bytes=, record_count=, diverging_epoch=, diverging_end_offset=,
+    response_received_ms=)`."""
     return {"event_type": "fetch_response", "ts_ms": ts_ms, "broker_id": broker_id, "topic": topic,
             "partition": partition, "leader_epoch": leader_epoch, "leader_id": leader_id,
             "fetcher_id": fetcher_id, "fetch_offset": fetch_offset, "error": error, "leader_hw": leader_hw,
             "leader_log_start_offset": leader_log_start_offset, "bytes": size_bytes,
             "record_count": record_count, "diverging_epoch": diverging_epoch,
-            "diverging_end_offset": diverging_end_offset}
+            "diverging_end_offset": diverging_end_offset, "response_received_ms": response_received_ms}
 
 
 def _check_hot_builders() -> None:
@@ -120,7 +122,7 @@ def _check_hot_builders() -> None:
         hw_change_event(0, 0, "t", 0, None, "leader", 0, 1),
         follower_fetch_state_event(0, 0, "t", 0, None, 1, 0, 0, 0),
         fetch_event(0, 0, "t", 0, None, 1, 0, 0, None),
-        fetch_response_event(0, 0, "t", 0, None, 1, 0, 0, "NONE", None, None, 0, 0, None, None),
+        fetch_response_event(0, 0, "t", 0, None, 1, 0, 0, "NONE", None, None, 0, 0, None, None, 0),
     )
     for ev in samples:
         payload = {k: v for k, v in ev.items() if k in _PAYLOAD_NAMES}

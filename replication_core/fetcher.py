@@ -425,7 +425,7 @@ class ReplicaFetcherThread:
             self._emit_fetches(request)
         response = yield from self._ask(request)
         assert isinstance(response, FetchResponse)
-        yield from self._process_fetch_response(request, response)
+        yield from self._process_fetch_response(request, response, self._now)
         return True
 
     def _build_fetch(self) -> tuple[FetchRequest | None, list[TopicPartition]]:
@@ -466,9 +466,12 @@ class ReplicaFetcherThread:
                             cfg.replica_fetch_min_bytes, cfg.replica_fetch_response_max_bytes,
                             partitions, flags.fetch_version), errors
 
-    def _process_fetch_response(self, request: FetchRequest,
-                                response: FetchResponse) -> Generator[LeaderRequest, Reply, None]:
-        """`processFetchRequest`: the §3.3 error table, then DivergingEpoch truncation, then backoff."""
+    def _process_fetch_response(self, request: FetchRequest, response: FetchResponse,
+                                received_ms: int) -> Generator[LeaderRequest, Reply, None]:
+        """`processFetchRequest`: the §3.3 error table, then DivergingEpoch truncation, then backoff.
+
+        `received_ms` is when the response arrived: a partition's ListOffsets (out of range) blocks the
+        loop, so the partitions after it are processed later than that."""
         states = self.partition_states
         errors: list[TopicPartition] = []
         diverging: dict[TopicPartition, EpochEndOffset] = {}
@@ -489,7 +492,7 @@ class ReplicaFetcherThread:
             if state.state is not FETCHING or (delay is not None and delay.due_ms > self._now):
                 continue
             if emit is not None:
-                self._emit_fetch_response(tp, state, data)
+                self._emit_fetch_response(tp, state, data, received_ms)
             error = data.error
             if error == NONE:
                 if truncate_on_fetch and data.diverging_epoch is not None:
@@ -672,7 +675,7 @@ class ReplicaFetcherThread:
                              leader, fetcher_id, data.fetch_offset, data.last_fetched_epoch))
 
     def _emit_fetch_response(self, tp: TopicPartition, state: PartitionFetchState,
-                             data: FetchPartitionResponse) -> None:
+                             data: FetchPartitionResponse, received_ms: int) -> None:
         emit = self._emit
         assert emit is not None
         div = data.diverging_epoch
@@ -685,4 +688,4 @@ class ReplicaFetcherThread:
             self.source_broker.id, self.fetcher_id, state.fetch_offset, str(data.error),
             hw if hw >= 0 else None, lso if lso >= 0 else None, size, records,
             div.leader_epoch if div is not None and div.leader_epoch >= 0 else None,
-            div.end_offset if div is not None and div.end_offset >= 0 else None))
+            div.end_offset if div is not None and div.end_offset >= 0 else None, received_ms))

@@ -16,9 +16,9 @@ from dataclasses import dataclass, field
 
 import pyarrow as pa
 
-SCHEMA_VERSION = "1.1"
+SCHEMA_VERSION = "1.2"
 SCHEMA_MAJOR = 1
-SCHEMA_MINOR = 1
+SCHEMA_MINOR = 2
 
 
 class SchemaVersionError(ValueError):
@@ -296,6 +296,10 @@ PAYLOAD: tuple[Column, ...] = (
            used_by=(FETCH_RESPONSE,), non_negative=True),
     Column("diverging_end_offset", pa.int64(), "DivergingEpoch.endOffset in the fetch response, if any.",
            "offset", used_by=(FETCH_RESPONSE,), non_negative=True),
+    Column("response_received_ms", pa.int64(), "When the follower received the fetch response this partition "
+           "came in; `ts_ms` is when the partition was processed, later when the fetcher blocked on a "
+           "ListOffsets for an earlier partition of the same response (fetchOffsetAndTruncate). Since 1.2.",
+           "ms since epoch", used_by=(FETCH_RESPONSE,), non_negative=True),
     Column("follower_id", pa.int32(), "The follower concerned (follower_fetch_state; quota_throttle: the "
            "throttled replica).", used_by=(FOLLOWER_FETCH_STATE, QUOTA_THROTTLE), non_negative=True),
     Column("last_caught_up_time_ms", pa.int64(), "The leader's lastCaughtUpTimeMs for the follower.",

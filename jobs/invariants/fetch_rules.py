@@ -47,7 +47,8 @@ FETCH_EVENT_TYPES: tuple[str, ...] = ("fetch", "fetch_response", "quota_throttle
 _COLUMNS: tuple[str, ...] = (
     "run_id", "event_id", "ts_ms", "broker_id", "event_type", "topic", "partition", "leader_epoch", "action",
     "role", "isr", "isr_state", "leader_id", "fetch_offset", "error", "leader_hw", "bytes", "record_count",
-    "diverging_epoch", "diverging_end_offset", "follower_id", "measured_rate", "quota_bound",
+    "diverging_epoch", "diverging_end_offset", "response_received_ms", "follower_id", "measured_rate",
+    "quota_bound",
 )
 _DEFAULTS = ReplicationConfig()
 FENCING_MODES: tuple[str, ...] = tuple(p.value for p, flags in FLAGS.items() if flags.current_leader_epoch)
@@ -242,8 +243,9 @@ def fetch_epoch_fenced() -> Column:
 
 def delayed_fetch_bound() -> Column:
     """delayed_fetch_bound (§11.11, §5): a NONE response arrives within the bound of its fetch; without a known
-    network delay (the audit has no run.json) the bound is the follower's replica.socket.timeout.ms."""
-    elapsed = F.col("ts_ms") - F.col("_sent.ts")
+    network delay (the audit has no run.json) the bound is the follower's replica.socket.timeout.ms. Arrival
+    is `response_received_ms` where the event has it (schema 1.2), else `ts_ms`, as in the checker."""
+    elapsed = F.coalesce(F.col("response_received_ms"), F.col("ts_ms")) - F.col("_sent.ts")
     return violation(
         "delayed_fetch_bound", _judged(_sent_matches()) & (elapsed > F.col("_socket_timeout")),
         expected=F.col("_socket_timeout"), actual=elapsed, evidence=[F.col("_sent.id")],

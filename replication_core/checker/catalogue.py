@@ -244,7 +244,9 @@ CATALOGUE: tuple[Invariant, ...] = (
         "A parked follower fetch completes no later than maxWaitMs (replica.fetch.wait.max.ms).",
         "Every fetch_response with error NONE arrives within replica.fetch.wait.max.ms + 2 x the maximum "
         "network delay (CheckOptions / run.json `max_network_delay_ms`) of its fetch; without a known "
-        "network delay the bound is replica.socket.timeout.ms.",
+        "network delay the bound is replica.socket.timeout.ms. Arrival is `response_received_ms` (schema 1.2; "
+        "`ts_ms` before it): a ListOffsets for an earlier partition of the response delays processing, not "
+        "arrival.",
         "expected = the bound (ms), actual = elapsed ms",
         ("fetch", "fetch_response"),
         cannot_check="Purgatory parking and completion are not events: the 'completes immediately when an "

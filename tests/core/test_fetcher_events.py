@@ -3,16 +3,19 @@
 from __future__ import annotations
 
 import pyarrow as pa
+import pytest
 
 from replication_core.config import ReplicationConfig
 from replication_core.events import Event
 from replication_core.fetcher import ReplicaFetcherThread
 from replication_core.fetcher_manager import FetcherManager, replica_fetcher_factory
+from replication_core.leader_endpoint import FetchRequest, ListOffsetsRequest
 from replication_core.log import Log
 from replication_core.partition_fetch_state import BrokerEndPoint, InitialFetchState, TopicPartition
 from replication_core.quota import ReplicationQuotaManager
+from replication_core.truncation import TruncationProtocol
 from schemas.events import COLUMN_BY_NAME, EVENT_SCHEMA, EVENT_TYPES
-from tests.core.mock_leader import MockLeaderEndPoint, mk_batch, mk_log, seed
+from tests.core.mock_leader import MockLeaderEndPoint, make_harness, mk_batch, mk_log, seed
 
 
 def run_mixed_workload() -> list[Event]:
@@ -82,3 +85,27 @@ def test_events_build_an_arrow_table_with_the_event_schema() -> None:
              "run_id": "r", "event_id": i, **e} for i, e in enumerate(events)]
     table = pa.Table.from_pylist(rows, schema=EVENT_SCHEMA)
     assert table.num_rows == len(events)
+
+
+def test_a_response_processed_after_a_list_offsets_carries_its_arrival_time() -> None:
+    """`processFetchRequest` runs `fetchOffsetAndTruncate` (ListOffsets) for an out-of-range partition inside
+    its loop over the response: the partitions after it are processed later, but the response arrived once.
+    `ts_ms` is the processing time of each partition and `response_received_ms` the arrival of the response."""
+    out_of_range, later = TopicPartition("t", 0), TopicPartition("t", 1)
+    h = make_harness(TruncationProtocol.DIVERGING_EPOCH)
+    h.add(out_of_range, mk_log([mk_batch(0, 0)], hw=0, tp=out_of_range), fetch_offset=3, leader_epoch=4)
+    h.add(later, mk_log([], tp=later), fetch_offset=0, leader_epoch=4)
+    h.leader.set_leader(out_of_range, seed(5, 3, 4), leader_epoch=4, hw=8, log_start_offset=5)
+    h.leader.set_leader(later, seed(0, 3, 4), leader_epoch=4, hw=3)
+    work = h.fetcher.work(0)
+    fetch = next(work)
+    assert isinstance(fetch, FetchRequest) and list(fetch.partitions) == [out_of_range, later]
+    latest = work.send((h.leader.fetch(fetch), 100))  # the response arrives at 100
+    assert isinstance(latest, ListOffsetsRequest) and latest.tp == out_of_range
+    earliest = work.send((h.leader.list_offsets(latest), 400))
+    assert isinstance(earliest, ListOffsetsRequest)
+    with pytest.raises(StopIteration):
+        work.send((h.leader.list_offsets(earliest), 700))
+    responses = {e["partition"]: (e["error"], e["ts_ms"], e["response_received_ms"])
+                 for e in h.events if e["event_type"] == "fetch_response"}
+    assert responses == {0: ("OFFSET_OUT_OF_RANGE", 100, 100), 1: ("NONE", 700, 100)}

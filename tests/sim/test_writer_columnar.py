@@ -42,10 +42,10 @@ def test_hot_builders_build_the_same_dict_as_make_event() -> None:
                     last_caught_up_time_ms=4, leo=41)),
         (fetch_event(5, 2, "t", 2, 3, 1, 0, 40, 3),
          make_event("fetch", 5, 2, "t", 2, 3, leader_id=1, fetcher_id=0, fetch_offset=40, last_fetched_epoch=3)),
-        (fetch_response_event(5, 2, "t", 2, 3, 1, 0, 40, "NONE", 41, 0, 100, 1, None, None),
+        (fetch_response_event(5, 2, "t", 2, 3, 1, 0, 40, "NONE", 41, 0, 100, 1, None, None, 5),
          make_event("fetch_response", 5, 2, "t", 2, 3, leader_id=1, fetcher_id=0, fetch_offset=40, error="NONE",
                     leader_hw=41, leader_log_start_offset=0, bytes=100, record_count=1, diverging_epoch=None,
-                    diverging_end_offset=None)),
+                    diverging_end_offset=None, response_received_ms=5)),
     ]
     for fast, slow in pairs:
         assert list(fast.items()) == list(slow.items())
@@ -109,7 +109,7 @@ def test_columnar_conversion_of_constant_columns_equals_from_pylist() -> None:
     """Columns whose values are all equal (a string, an int, all None) are built as one repeated value;
     a column whose first and last values are equal but not the others is converted cell by cell."""
     events = [
-        fetch_response_event(5 + i, 2, "t", i, 3, 1, 0, 40 + (i == 1), "NONE", 41, 0, 100, 1, None, None)
+        fetch_response_event(5 + i, 2, "t", i, 3, 1, 0, 40 + (i == 1), "NONE", 41, 0, 100, 1, None, None, 5)
         for i in range(3)
     ]
     assert _columnar(events).equals(_from_pylist(events))

@@ -104,6 +104,17 @@ def delayed_fetch_bound_flags_a_response_later_than_the_socket_timeout() -> Case
 
 
 @case
+def delayed_fetch_bound_times_the_response_arrival_not_its_processing() -> Case:
+    # Both answers were processed at 3500, after the fetcher blocked on a ListOffsets for an earlier partition
+    # of the same response; the one that arrived at 2900 is within the 1000 ms bound, the one at 3001 is not.
+    cfg = config(2, **{"replica.socket.timeout.ms": "1000", "replica.fetch.wait.max.ms": "100"})
+    bad = [cfg, follower(), dict(fetch(0), ts_ms=2000), dict(response(0, response_received_ms=3001), ts_ms=3500)]
+    ok = [cfg, follower(), dict(fetch(0), ts_ms=2000), dict(response(0, response_received_ms=2900), ts_ms=3500)]
+    return _case("delayed_fetch_bound", bad, ok,
+           [("bad", "delayed_fetch_bound", "error", 2, 3, None, 1000, 1001, [2, 3])])
+
+
+@case
 def delayed_fetch_bound_ignores_errors_and_responses_to_another_fetch() -> Case:
     # Default bound 30 s: a late NONE answer to the fetch in flight is flagged, a late error or an answer
     # for another offset is not, nor one after a fetcher_change dropped the fetch in flight.
