@@ -89,6 +89,7 @@ def screen(batch: pa.RecordBatch | pa.Table) -> pa.Array | pa.ChunkedArray:
         pc.and_(pc.equal(event_type, "leadership_change"), pc.greater(col("hw"), col("leo"))),
         pc.and_(pc.and_(pc.equal(event_type, "truncation"), pc.greater(col("truncate_offset"), col("old_leo"))),
                 pc.invert(pc.fill_null(pc.equal(col("reason"), "full"), False))),
+        pc.and_(pc.equal(event_type, "fetch_response"), pc.greater(col("response_received_ms"), col("ts_ms"))),
     ]
     for c in COLUMNS:
         if c.allowed:

@@ -49,7 +49,7 @@ def sample_events() -> list[dict[str, Any]]:
             add("follower_fetch_state", t + 11, 1, follower_id=b, fetch_offset=base, last_caught_up_time_ms=t,
                 leo=last + 1)
             add("fetch_response", t + 12, b, leader_id=1, fetcher_id=0, fetch_offset=base, error="NONE",
-                leader_hw=hw, leader_log_start_offset=0, bytes=500, record_count=5)
+                leader_hw=hw, leader_log_start_offset=0, bytes=500, record_count=5, response_received_ms=t + 12)
             add("append", t + 13, b, role="follower", base_offset=base, last_offset=last, record_count=5,
                 bytes=500, batch_leader_epoch=1, batch_checksum=1000 + i, leo=last + 1)
         add("hw_change", t + 14, 1, role="leader", old_hw=hw, hw=last + 1)

@@ -221,6 +221,14 @@ def rules() -> Iterator[Rule]:
         f"{_shown('truncate_offset')}, ' > ', {_shown('old_leo')})",
         event_type="truncation",
     )
+    # The partitions of a fetch response are processed when it arrives or later (after a ListOffsets).
+    yield Rule(
+        INVALID,
+        "response_received_ms > ts_ms",
+        f"concat('response_received_ms must be <= ts_ms (a response is processed once it has arrived), got ', "
+        f"{_shown('response_received_ms')}, ' > ', {_shown('ts_ms')})",
+        event_type="fetch_response",
+    )
 
 
 @cache

@@ -40,7 +40,7 @@ def _bad_values(c: Any, value: Any) -> list[Any]:
         out.append(5)
     if c.name == "run_id":
         out += ["", "__HIVE_DEFAULT_PARTITION__"]
-    if c.name in ("last_offset", "hw", "truncate_offset") and isinstance(value, int):
+    if c.name in ("last_offset", "hw", "truncate_offset", "response_received_ms") and isinstance(value, int):
         out.append(value + 10**9)
     if c.name == "last_offset" and isinstance(value, int):
         out += [value + 2**31, 2**63 - 1]
