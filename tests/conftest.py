@@ -1,4 +1,4 @@
-"""Shared fixtures: one SparkSession per test process, a fresh embedded lake per test."""
+"""Shared fixtures: one SparkSession for the whole run, a fresh embedded lake per test."""
 
 from __future__ import annotations
 
@@ -13,18 +13,6 @@ from pyspark.sql import SparkSession
 from jobs.config import SparkConfig
 from jobs.lake import EmbeddedLake
 from jobs.session import build_spark
-
-
-@pytest.hookimpl(tryfirst=True)
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Group the tests for pytest-xdist's `--dist loadgroup` (pyproject's addopts): a module's tests run on one
-    worker, so its module-scoped fixtures are built once; every module with hand-built audit cases runs on the
-    same worker, as they share one session-scoped audit (`tests/spark/conftest.py::audited`, ~1 min to build).
-    Runs before xdist's own hook, which reads these marks."""
-    for item in items:
-        module = getattr(item, "module", None)
-        group = "audit-cases" if hasattr(module, "AUDIT_CASES") else item.nodeid.split("::", 1)[0]
-        item.add_marker(pytest.mark.xdist_group(group))
 
 
 @pytest.fixture(scope="session")
