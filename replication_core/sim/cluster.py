@@ -108,11 +108,18 @@ class Cluster:
         b = self.brokers[broker_id]
         if not b.alive:
             return
+        inc = b.incarnation
+        if not self.controller.is_running(broker_id, inc):
+            # `BrokerLifecycleManager.beginControlledShutdown` outside RUNNING (a restarted process whose
+            # registration has not gone through): "Skipping controlled shutdown", a plain clean stop. The
+            # controller hears nothing and fences the registered process when its session expires.
+            b.shutdown()
+            self.queue.after(down_ms, lambda: None if b.alive else b.start("restart"))
+            return
         if self.events is not None:
             self.events.append(make_event("broker_lifecycle", self.queue.now_ms, broker_id,
                                           action="controlled_shutdown"))
         self.controller.controlled_shutdown(broker_id)
-        inc = b.incarnation
 
         def stop() -> None:
             if b.incarnation == inc and b.alive:

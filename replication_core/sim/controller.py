@@ -193,6 +193,11 @@ class Controller:
                 self._fence(b, "session_timeout")
         self.queue.after(self.session_timeout_ms // 4 or 1, self._check_sessions)
 
+    def is_running(self, broker_id: int, incarnation: int) -> bool:
+        """Whether the broker process `incarnation` is registered and unfenced (Kafka's RUNNING broker state,
+        the only one from which `beginControlledShutdown` asks the controller for a controlled shutdown)."""
+        return self.incarnations.get(broker_id) == incarnation and broker_id not in self.fenced
+
     def _eligible(self, b: int) -> bool:
         return b not in self.fenced and b not in self.shutting_down
 
