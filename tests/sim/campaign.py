@@ -7,7 +7,8 @@ from the seed: size-based retention, unclean leader election allowed, min.insync
 simulator tests' own audit (`tests.sim.audit`); a run is reported when either finds an error (warnings, which
 an unclean election or a lost page cache explain, are not). Campaigns like this found the bugs pinned in
 `test_restart_registration.py`, `test_reassign_back.py`, the final-leader case of the audit tests and the
-arrival-time case of `delayed_fetch_bound` (`--seeds 21623-21623 --wide` before schema 1.2).
+arrival-time case of `delayed_fetch_bound` (`--seeds 21623-21623 --wide` before schema 1.2) and
+`test_shutdown_before_registration.py` (`--seeds 70679-70679 --wide`).
 Exit status: 0 when no run was reported, 1 otherwise.
 """
 
