@@ -109,12 +109,17 @@ class Cluster:
         if not b.alive:
             return
         inc = b.incarnation
+
+        def restart() -> None:
+            if not b.alive:
+                b.start("restart")
+
         if not self.controller.is_running(broker_id, inc):
-            # `BrokerLifecycleManager.beginControlledShutdown` outside RUNNING (a restarted process whose
-            # registration has not gone through): "Skipping controlled shutdown", a plain clean stop. The
-            # controller hears nothing and fences the registered process when its session expires.
+            # Not registered yet (a restarted process) or fenced: `BrokerLifecycleManager` skips the controlled
+            # shutdown outside RUNNING, and the controller answers a fenced broker SHUTDOWN_NOW. A plain clean
+            # stop; the controller fences a registered process when its session expires.
             b.shutdown()
-            self.queue.after(down_ms, lambda: None if b.alive else b.start("restart"))
+            self.queue.after(down_ms, restart)
             return
         if self.events is not None:
             self.events.append(make_event("broker_lifecycle", self.queue.now_ms, broker_id,
@@ -126,10 +131,6 @@ class Cluster:
                 b.shutdown()
                 self.controller.broker_stopped(broker_id)
                 self.queue.after(down_ms, restart)
-
-        def restart() -> None:
-            if not b.alive:
-                b.start("restart")
 
         self.queue.after(CONTROLLED_SHUTDOWN_GRACE_MS, stop)
 
