@@ -28,7 +28,7 @@ from functools import reduce
 from typing import Any
 
 from pyspark import StorageLevel
-from pyspark.sql import Column, DataFrame, Observation, SparkSession
+from pyspark.sql import Column, DataFrame, Observation, SparkSession, Window
 from pyspark.sql import functions as F
 
 from jobs.arrow_ingest import ArrowPass, RunSegment, arrow_pass, left_summary, segments_repeat
@@ -130,36 +130,36 @@ def duplicate_flags(verdicts: DataFrame, existing: DataFrame) -> DataFrame:
 
     `verdicts` holds the candidates' key columns and reason codes. Within the batch the first
     occurrence (by file, then line) is kept; against `existing` (the bronze rows of the same runs)
-    every occurrence is a duplicate. Keys are aggregated by hash, not sorted, and only the keys
-    seen twice are joined back, so a batch without duplicates costs one aggregation of its keys.
+    every occurrence is a duplicate, and a record both repeated in the batch and already in bronze
+    is reported as the latter. One window over the good records and bronze's keys, partitioned by
+    key: a single shuffle, where a join per rule and an aggregate over their union ran one Spark job
+    per stage (the exact check runs for a handful of records, where each job is most of the cost).
     """
+    line_type = verdicts.schema["_source_line"].dataType
     good = verdicts.where(F.col("_reason_code").isNull()).select(
-        "run_id", "event_id", "_source_file", "_source_line"
+        "run_id", "event_id", "_source_file", "_source_line", F.lit(False).alias("_in_bronze")
     )
-    first = F.struct("_source_file", "_source_line")
-    repeated = (
-        good.groupBy("run_id", "event_id")
-        .agg(F.count(F.lit(1)).alias("_n"), F.min(first).alias("_first"))
-        .where(F.col("_n") > 1)
-        .drop("_n")
+    kept = existing.select(
+        "run_id", "event_id", F.lit(None).cast("string").alias("_source_file"),
+        F.lit(None).cast(line_type).alias("_source_line"), F.lit(True).alias("_in_bronze"),
     )
+    by_key = Window.partitionBy("run_id", "event_id")
+    here = F.struct("_source_file", "_source_line")
+    # Bronze's rows only take part where the key is in bronze, and those records get the bronze reason.
+    first = F.min(here).over(by_key)
     key = F.concat(F.lit("(run_id="), F.col("run_id"), F.lit(", event_id="), F.col("event_id").cast("string"))
     location = F.concat_ws(":", "_first._source_file", F.col("_first._source_line").cast("string"))
-    in_batch = (
-        good.join(repeated, ["run_id", "event_id"])
-        .where(F.struct("_source_file", "_source_line") != F.col("_first"))
-        .select("_source_file", "_source_line", F.lit(2).alias("_priority"),
-                F.concat(F.lit("duplicate event "), key, F.lit(") first seen at "), location).alias("_dup"))
+    dup = (
+        F.when(F.col("_old"), F.concat(F.lit("duplicate event "), key, F.lit(") is already in bronze")))
+        .when(here != F.col("_first"),
+              F.concat(F.lit("duplicate event "), key, F.lit(") first seen at "), location))
     )
-    in_bronze = good.join(existing.select("run_id", "event_id"), ["run_id", "event_id"], "left_semi").select(
-        "_source_file", "_source_line", F.lit(1).alias("_priority"),
-        F.concat(F.lit("duplicate event "), key, F.lit(") is already in bronze")).alias("_dup"),
-    )
-    # A record both repeated in the batch and already in bronze is reported as the latter.
     return (
-        in_bronze.unionByName(in_batch)
-        .groupBy("_source_file", "_source_line")
-        .agg(F.min_by("_dup", "_priority").alias("_dup"))
+        good.unionByName(kept)
+        .select("*", first.alias("_first"), F.bool_or("_in_bronze").over(by_key).alias("_old"))
+        .where(~F.col("_in_bronze"))
+        .select("_source_file", "_source_line", dup.alias("_dup"))
+        .where(F.col("_dup").isNotNull())
     )
 
 

@@ -12,7 +12,7 @@ from pyspark.sql import functions as F
 
 import jobs.lake.embedded as embedded
 from jobs import cli
-from jobs.ingest import run_ingest
+from jobs.ingest import duplicate_flags, run_ingest
 from schemas.events import EVENT_SCHEMA, SchemaVersionError
 from schemas.tables import BRONZE_EVENTS, BRONZE_QUARANTINE
 from tests.conftest import event, write_jsonl
@@ -159,6 +159,23 @@ def test_a_first_line_behind_a_byte_order_mark_is_found_as_the_first_of_a_duplic
     assert (r.read, r.kept, r.duplicates) == (3, 2, 1) and r.reconciles
     q = lake.read(BRONZE_QUARANTINE).select("_source_line", "reason_code").collect()
     assert [(x["_source_line"], x["reason_code"]) for x in q] == [(3, "duplicate")]
+
+
+def test_duplicate_flags_keep_the_first_good_record_and_name_bronze_before_the_batch(spark) -> None:
+    """Worked by hand: which good records are duplicates, and which reason each one gets."""
+    verdicts = spark.createDataFrame([
+        ("r", 1, "a", 1, None), ("r", 1, "b", 2, None),  # key 1 twice, and in bronze: both are duplicates
+        ("r", 2, "b", 1, None), ("r", 2, "a", 2, None),  # key 2 twice: a:2 comes first (file, then line)
+        ("r", 3, "a", 3, "invalid_value"), ("r", 3, "b", 3, None),  # a bad record is no first occurrence
+        ("r", 4, "a", 4, None),  # once, not in bronze
+    ], "run_id string, event_id long, _source_file string, _source_line long, _reason_code string")
+    existing = spark.createDataFrame([("r", 1), ("r", 9)], "run_id string, event_id long")
+    expected = spark.createDataFrame([
+        ("a", 1, "duplicate event (run_id=r, event_id=1) is already in bronze"),
+        ("b", 2, "duplicate event (run_id=r, event_id=1) is already in bronze"),
+        ("b", 1, "duplicate event (run_id=r, event_id=2) first seen at a:2"),
+    ], "_source_file string, _source_line long, _dup string")
+    assert_df_equality(duplicate_flags(verdicts, existing), expected, ignore_row_order=True, ignore_nullable=True)
 
 
 def test_a_batch_with_duplicates_is_written_again_leaving_only_committed_files(spark, lake, landing) -> None:
