@@ -11,8 +11,10 @@ must be the same set: (invariant, severity, topic, partition, replica, detecting
 actual) as `replication_core.checker.violation.Violation` defines them. Any disagreement is a bug in
 one of the two.
 
-Opt-ins: REPLOG_DIFF_SEEDS=N (default 30) random fault runs; REPLOG_DIFF_LARGE=1 adds the heavy
-`large-30-brokers` scenario.
+Opt-ins: REPLOG_DIFF_SEEDS=N (default 30) random fault runs; REPLOG_DIFF_FIRST_SEED=K (default 0) starts
+them at seed K, so a long differential can look at seeds no earlier one did; REPLOG_DIFF_WIDE=1 draws them
+as `tests.sim.campaign --wide` does (retention, unclean elections, min ISR 1, larger clusters, 10-30
+virtual seconds); REPLOG_DIFF_LARGE=1 adds the heavy `large-30-brokers` scenario.
 """
 
 from __future__ import annotations
@@ -35,6 +37,7 @@ from replication_core.config import TruncationMode
 from replication_core.sim.cli import load_scenario, run_id_for, simulate
 from replication_core.sim.scenario import Scenario
 from schemas.audit import GOLD_INVARIANT_VIOLATIONS
+from tests.sim.campaign import wide_scenario
 from tests.sim.test_fault_campaign import campaign_scenario, varied_scenario
 
 SCENARIOS = Path(__file__).resolve().parents[2] / "conf" / "scenarios"
@@ -46,6 +49,8 @@ OLD_MODES: dict[str, TruncationMode] = {
 }
 SHORT_MS = 15000
 SEEDS = int(os.environ.get("REPLOG_DIFF_SEEDS", "30"))
+FIRST_SEED = int(os.environ.get("REPLOG_DIFF_FIRST_SEED", "0"))
+WIDE = os.environ.get("REPLOG_DIFF_WIDE") == "1"
 LARGE = os.environ.get("REPLOG_DIFF_LARGE") == "1"
 
 Key = tuple[str, str, str | None, int | None, int | None, int, int | None, int | None, int | None]
@@ -72,13 +77,16 @@ def _cases() -> list[Case]:
         if path.stem in OLD_MODES:
             mode = OLD_MODES[path.stem]
             out.append(Case(f"{path.stem}@{mode.value}", sc.with_overrides(truncation_mode=mode), old_mode=True))
-    for seed in range(SEEDS):
+    for seed in range(FIRST_SEED, FIRST_SEED + SEEDS):
         mode = TruncationMode.HIGH_WATERMARK if seed % 2 else None
         # Two in three runs take the varied shapes (reassignments in some); one in three also has size-based
         # retention, whose log start offsets send new and lagging followers to truncateFullyAndStartAt.
-        sc = campaign_scenario(seed) if seed % 3 == 0 else varied_scenario(seed)
-        if seed % 3 == 2:
-            sc = replace(sc, disk=replace(sc.disk, retention_bytes=3000, retention_check_interval_ms=500))
+        if WIDE:
+            sc = wide_scenario(seed)
+        else:
+            sc = campaign_scenario(seed) if seed % 3 == 0 else varied_scenario(seed)
+            if seed % 3 == 2:
+                sc = replace(sc, disk=replace(sc.disk, retention_bytes=3000, retention_check_interval_ms=500))
         out.append(Case(f"nemesis-s{seed}{'@high_watermark' if mode else ''}", sc.with_overrides(truncation_mode=mode)))
     return out
 
