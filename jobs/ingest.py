@@ -533,14 +533,14 @@ def _exact_duplicates(
     suspects (a key seen twice, or already in bronze); only the records carrying a suspect key get
     their verdicts joined. Frames kept for the rest of the run are appended to `persisted`.
     """
-    runs = run_keys(record_keys(spark, pending))
+    # Persisted: read (for JSON Lines, parsed) once for the runs and the suspects, and suspect_keys'
+    # filter would otherwise be pushed below the key parse, parsing again (see run_keys).
+    keys_df = record_keys(spark, pending).persist(event_cache_level(spark))
+    persisted.append(keys_df)
+    runs = run_keys(keys_df)
     existing = bronze_in_range(lake, runs)
     if not any(r.repeated for r in runs) and existing.isEmpty():
         return classified
-    # Persisted: suspect_keys' filter would be pushed below the key parse of an uncached read,
-    # parsing again (see run_keys).
-    keys_df = record_keys(spark, pending).persist(event_cache_level(spark))
-    persisted.append(keys_df)
     suspects = suspect_keys(keys_df, existing).persist(StorageLevel.MEMORY_AND_DISK)
     persisted.append(suspects)
     if not suspects.count():
