@@ -59,7 +59,8 @@ def problems(sc: Scenario) -> list[str]:
     return found
 
 
-def _seeds(text: str) -> range:
+def seed_range(text: str) -> range:
+    """`FIRST-LAST` (inclusive) or one seed, as a range; an argparse type."""
     lo, _, hi = text.partition("-")
     try:
         first, last = int(lo), int(hi or lo)
@@ -73,7 +74,7 @@ def _seeds(text: str) -> range:
 def main(argv: list[str] | None = None) -> int:
     """Run the campaign; print one line per reported run and a progress line every `--every` seeds."""
     parser = argparse.ArgumentParser(prog="python -m tests.sim.campaign", description=__doc__.split("\n")[0])
-    parser.add_argument("--seeds", type=_seeds, required=True, help="FIRST-LAST, inclusive")
+    parser.add_argument("--seeds", type=seed_range, required=True, help="FIRST-LAST, inclusive")
     parser.add_argument("--wide", action="store_true", help="also draw retention, unclean, min ISR 1, larger clusters")
     parser.add_argument("--every", type=int, default=100, help="progress line every N seeds")
     args = parser.parse_args(argv)
