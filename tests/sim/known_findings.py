@@ -1,0 +1,91 @@
+"""Checker errors that replog reproduces from Kafka's own code paths, recognised so that campaigns report only new ones.
+
+Both were found by campaigns (session 21, again by `tests.sim.campaign --deep`), traced event by event, and
+judged faithful to Kafka; the engine keeps Kafka's behaviour and the checker keeps reporting them, because
+the state they flag does exist in Kafka. `tests/sim/test_known_findings.py` pins one run of each.
+
+A. `isr_expansion_race` (isr_holds_committed). The leader proposes adding follower F (PendingExpandIsr at
+   partition epoch P). The metadata update of the *previous* change, also at partition epoch P, arrives after the
+   AlterPartition response that already taught the leader P: `Partition.makeLeader` accepts an equal partition
+   epoch and `updateAssignmentAndIsr` resets the state to the committed ISR without F, abandoning the proposal
+   (reference §2.6). `maybeIncrementLeaderHW` then advances the HW over the smaller maximal ISR, past F's LEO.
+   The controller commits the proposal at P + 1, and the leader applies it: F is in the ISR below the HW.
+B. `epoch_boundary_erased` (committed_prefix_agreement). Retention on the new leader moved its log start offset
+   past the start of its first epoch; `truncateFromStart` moved that epoch's start up to the log start offset, so
+   `endOffsetFor(older epoch)` answers the log start offset (KAFKA-7415's rule for an epoch below the cache).
+   A returning follower with records of the older epoch truncates to that offset and keeps its own, divergent
+   records below it. `processPartitionData` updates the follower's HW before `maybeIncrementLogStartOffset`
+   raises its log start offset over them (reference §3), so for one step they sit below both HWs.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from replication_core.checker.violation import Violation
+
+Event = dict[str, Any]
+
+ISR_EXPANSION_RACE = "isr_expansion_race"
+EPOCH_BOUNDARY_ERASED = "epoch_boundary_erased"
+
+
+def _same_replica(e: Event, broker: int, topic: str, partition: int) -> bool:
+    return e.get("broker_id") == broker and e.get("topic") == topic and e.get("partition") == partition
+
+
+def isr_expansion_race(v: Violation, events: Sequence[Event]) -> bool:
+    """Finding A: `v` is detected by a metadata commit adding `v.replica`, whose expansion was proposed, then
+    abandoned by a same-partition-epoch metadata update, after which the leader's HW rose."""
+    if v.invariant != "isr_holds_committed" or v.event_id < 0:
+        return False
+    commit = events[v.event_id]
+    if not (commit["event_type"] == "isr_change" and commit.get("reason") == "leader_and_isr"
+            and v.replica in (commit.get("isr") or ()) and v.replica not in (commit.get("old_isr") or ())):
+        return False
+    leader, topic, partition = commit["broker_id"], commit["topic"], commit["partition"]
+    epoch = commit["partition_epoch"] - 1
+    hw_rose = reset_then_rose = False
+    # Backwards from the commit: an HW rise, before it the reset at epoch P, before that the proposal at P.
+    for e in reversed(events[:v.event_id]):
+        if not _same_replica(e, leader, topic, partition):
+            continue
+        kind = e["event_type"]
+        if kind == "leadership_change":
+            return False
+        if kind == "hw_change":
+            hw_rose = True
+        elif kind == "isr_change" and e.get("partition_epoch") == epoch:
+            if (e.get("reason") == "leader_and_isr" and e.get("isr_state") == "committed"
+                    and v.replica not in (e.get("isr") or ())):
+                reset_then_rose = reset_then_rose or hw_rose
+            elif e.get("action") == "expand" and e.get("isr_state") == "proposed" and v.replica in (e.get("isr") or ()):
+                return reset_then_rose
+    return False
+
+
+def epoch_boundary_erased(v: Violation, events: Sequence[Event]) -> bool:
+    """Finding B: `v` is detected by a follower's HW update, the follower's last truncation went to the offset its
+    very next event raises its log start offset to, and that offset lies above the divergent offset."""
+    if v.invariant != "committed_prefix_agreement" or v.event_id < 0 or v.offset is None:
+        return False
+    hw = events[v.event_id]
+    if not (hw["event_type"] == "hw_change" and hw.get("role") == "follower" and hw["broker_id"] == v.replica):
+        return False
+    broker, topic, partition = hw["broker_id"], hw["topic"], hw["partition"]
+    after = next((e for e in events[v.event_id + 1:] if _same_replica(e, broker, topic, partition)), None)
+    if after is None or after["event_type"] != "log_start_offset_change" or after["log_start_offset"] <= v.offset:
+        return False
+    truncation = next((e for e in reversed(events[:v.event_id])
+                       if _same_replica(e, broker, topic, partition) and e["event_type"] == "truncation"), None)
+    return truncation is not None and truncation["truncate_offset"] == after["log_start_offset"]
+
+
+def known_finding(v: Violation, events: Sequence[Event]) -> str | None:
+    """The name of the known finding `v` is an instance of (`ISR_EXPANSION_RACE`, `EPOCH_BOUNDARY_ERASED`), or None."""
+    if isr_expansion_race(v, events):
+        return ISR_EXPANSION_RACE
+    if epoch_boundary_erased(v, events):
+        return EPOCH_BOUNDARY_ERASED
+    return None

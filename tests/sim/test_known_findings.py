@@ -1,0 +1,115 @@
+"""The known, Kafka-faithful findings (`tests.sim.known_findings`): recognised exactly, and reproduced by seeded runs.
+
+The hand-built event lists hold only what each rule reads; every negative case removes or moves one link of the
+chain, so a looser rule (one that would excuse a real bug of the same invariant) fails them.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from replication_core.checker.violation import Violation
+from tests.sim.campaign import deep_scenario, problems
+from tests.sim.helpers import check, run
+from tests.sim.known_findings import EPOCH_BOUNDARY_ERASED, ISR_EXPANSION_RACE, known_finding
+
+Event = dict[str, Any]
+
+
+def _ev(event_type: str, broker: int, topic: str = "u", partition: int = 1, **fields: Any) -> Event:
+    return {"event_type": event_type, "broker_id": broker, "topic": topic, "partition": partition, **fields}
+
+
+def _violation(invariant: str, topic: str, partition: int, replica: int, event_id: int, offset: int) -> Violation:
+    return Violation(invariant, "error", "run", topic, partition, replica, 0, event_id, offset, None, None,
+                     (event_id,), "")
+
+
+FILLER = _ev("produce_ack", 9, topic="other")
+
+
+def _race(*, reset: bool = True, hw_before_reset: bool = False, reset_epoch: int = 9) -> list[Event]:
+    """Leader 3 of u-1: proposes adding 2 at partition epoch 9, a metadata update at `reset_epoch` resets the ISR
+    to [1, 3], the HW rises, and the metadata commit at epoch 10 adds 2 (seed 200475's sequence, shortened)."""
+    propose = _ev("isr_change", 3, action="expand", isr_state="proposed", partition_epoch=9, old_isr=[1, 3],
+                  isr=[1, 2, 3], reason="follower_caught_up")
+    reset_ev = _ev("isr_change", 3, action="update", isr_state="committed", partition_epoch=reset_epoch,
+                   old_isr=[1, 3], isr=[1, 3], reason="leader_and_isr") if reset else FILLER
+    hw = _ev("hw_change", 3, role="leader", old_hw=365, hw=375)
+    commit = _ev("isr_change", 3, action="update", isr_state="committed", partition_epoch=10, old_isr=[1, 3],
+                 isr=[1, 2, 3], reason="leader_and_isr")
+    middle = [hw, reset_ev] if hw_before_reset else [reset_ev, hw]
+    return [_ev("leadership_change", 3, action="become_leader"), propose, *middle, commit]
+
+
+def test_the_isr_expansion_race_is_recognised() -> None:
+    events = _race()
+    assert known_finding(_violation("isr_holds_committed", "u", 1, 2, 4, 365), events) == ISR_EXPANSION_RACE
+
+
+@pytest.mark.parametrize("events", [
+    pytest.param(_race(reset=False), id="no-reset: the proposal was never abandoned"),
+    pytest.param(_race(hw_before_reset=True), id="hw-rose-before-the-reset"),
+    pytest.param(_race(reset_epoch=8), id="reset-at-another-partition-epoch"),
+])
+def test_an_isr_violation_without_the_whole_race_is_not_excused(events: list[Event]) -> None:
+    assert known_finding(_violation("isr_holds_committed", "u", 1, 2, 4, 365), events) is None
+
+
+def test_the_isr_race_rule_needs_the_commit_to_add_the_lacking_member() -> None:
+    events = _race()
+    assert known_finding(_violation("isr_holds_committed", "u", 1, 1, 4, 365), events) is None  # 1 was in the ISR
+    assert known_finding(_violation("committed_prefix_agreement", "u", 1, 2, 4, 365), events) is None
+
+
+def _erased(*, truncate_to: int = 2300, new_log_start: int = 2300, between: bool = False) -> list[Event]:
+    """Follower 3 of t-1 truncates to `truncate_to` (the leader's answer), appends, raises its HW, then its log
+    start offset to `new_log_start` (seed 200347's sequence, shortened); `between` puts another of its events
+    between the last two."""
+    events = [
+        _ev("truncation", 3, topic="t", truncate_offset=truncate_to, old_leo=2460, reason="diverging_epoch"),
+        _ev("append", 3, topic="t", role="follower", base_offset=truncate_to, last_offset=truncate_to + 9),
+        _ev("hw_change", 3, topic="t", role="follower", old_hw=2230, hw=2310),
+        _ev("log_start_offset_change", 3, topic="t", role="follower", log_start_offset=new_log_start),
+    ]
+    if between:
+        events.insert(3, _ev("append", 3, topic="t", role="follower", base_offset=2310, last_offset=2319))
+    return events
+
+
+def test_the_erased_epoch_boundary_is_recognised() -> None:
+    events = _erased()
+    assert known_finding(_violation("committed_prefix_agreement", "t", 1, 3, 2, 2270), events) == EPOCH_BOUNDARY_ERASED
+
+
+@pytest.mark.parametrize("events", [
+    pytest.param(_erased(new_log_start=2260), id="log-start-stays-below-the-divergent-offset"),
+    pytest.param(_erased(truncate_to=2290), id="truncated-elsewhere-than-the-new-log-start"),
+    pytest.param(_erased(between=True), id="log-start-not-raised-in-the-same-step"),
+])
+def test_a_prefix_violation_without_the_erased_boundary_is_not_excused(events: list[Event]) -> None:
+    assert known_finding(_violation("committed_prefix_agreement", "t", 1, 3, 2, 2270), events) is None
+
+
+def test_the_erased_boundary_rule_reads_the_detecting_followers_own_step() -> None:
+    events = _erased()
+    assert known_finding(_violation("committed_prefix_agreement", "t", 1, 4, 2, 2270), events) is None
+    assert known_finding(_violation("committed_prefix_agreement", "t", 1, 3, 1, 2270), events) is None
+
+
+@pytest.mark.parametrize(("seed", "finding", "where"), [
+    (200475, ISR_EXPANSION_RACE, ("isr_holds_committed", "u", 1, 2, 365)),
+    (200347, EPOCH_BOUNDARY_ERASED, ("committed_prefix_agreement", "t", 1, 3, 2270)),
+])
+def test_deep_campaign_seeds_reproduce_each_finding_and_nothing_else(seed: int, finding: str,
+                                                                      where: tuple[Any, ...]) -> None:
+    """`python -m tests.sim.campaign --seeds SEED-SEED --deep` lists the run as known, not reported."""
+    sc = deep_scenario(seed)
+    _, events, stats = run(sc)
+    errors = [v for v in check(events, stats).violations if v.severity == "error"]
+    assert [(v.invariant, v.topic, v.partition, v.replica, v.offset) for v in errors] == [where]
+    assert known_finding(errors[0], events) == finding
+    found, known = problems(sc)
+    assert found == [] and len(known) == 1 and known[0].startswith(f"{finding}: {where[0]}")
