@@ -46,8 +46,10 @@ def isr_expansion_race(v: Violation, events: Sequence[Event]) -> bool:
         return False
     leader, topic, partition = commit["broker_id"], commit["topic"], commit["partition"]
     epoch = commit["partition_epoch"] - 1
-    hw_rose = reset_then_rose = False
-    # Backwards from the commit: an HW rise, before it the reset at epoch P, before that the proposal at P.
+    hw_rose = reset_then_rose = rejected = False
+    # Backwards from the commit: an HW rise, before it the reset at epoch P, before that the proposal at P. A
+    # proposal the AlterPartition manager rejected at once (the first one was still in flight) is not the one
+    # the controller committed, so it is passed over.
     for e in reversed(events[:v.event_id]):
         if not _same_replica(e, leader, topic, partition):
             continue
@@ -57,11 +59,16 @@ def isr_expansion_race(v: Violation, events: Sequence[Event]) -> bool:
         if kind == "hw_change":
             hw_rose = True
         elif kind == "isr_change" and e.get("partition_epoch") == epoch:
+            adds = e.get("action") == "expand" and v.replica in (e.get("isr") or ())
             if (e.get("reason") == "leader_and_isr" and e.get("isr_state") == "committed"
                     and v.replica not in (e.get("isr") or ())):
                 reset_then_rose = reset_then_rose or hw_rose
-            elif e.get("action") == "expand" and e.get("isr_state") == "proposed" and v.replica in (e.get("isr") or ()):
-                return reset_then_rose
+            elif adds and e.get("isr_state") == "rejected":
+                rejected = True
+            elif adds and e.get("isr_state") == "proposed":
+                if not rejected:
+                    return reset_then_rose
+                rejected = False
     return False
 
 

@@ -30,37 +30,51 @@ def _violation(invariant: str, topic: str, partition: int, replica: int, event_i
 FILLER = _ev("produce_ack", 9, topic="other")
 
 
-def _race(*, reset: bool = True, hw_before_reset: bool = False, reset_epoch: int = 9) -> list[Event]:
+def _propose(state: str = "proposed") -> Event:
+    return _ev("isr_change", 3, action="expand", isr_state=state, partition_epoch=9, old_isr=[1, 3], isr=[1, 2, 3],
+               reason="follower_caught_up" if state == "proposed" else "reset_to_committed")
+
+
+def _race(*, reset: bool = True, hw_before_reset: bool = False, reset_epoch: int = 9,
+          retried: str | None = None) -> list[Event]:
     """Leader 3 of u-1: proposes adding 2 at partition epoch 9, a metadata update at `reset_epoch` resets the ISR
-    to [1, 3], the HW rises, and the metadata commit at epoch 10 adds 2 (seed 200475's sequence, shortened)."""
-    propose = _ev("isr_change", 3, action="expand", isr_state="proposed", partition_epoch=9, old_isr=[1, 3],
-                  isr=[1, 2, 3], reason="follower_caught_up")
+    to [1, 3], the HW rises, and the metadata commit at epoch 10 adds 2 (seed 200475's sequence, shortened).
+    `retried`: after the reset the leader proposes 2 again, and the AlterPartition manager rejects it at once
+    ("rejected", seed 3061's sequence) or it stays pending ("pending": then it is that proposal the commit
+    answers, with no reset after it)."""
     reset_ev = _ev("isr_change", 3, action="update", isr_state="committed", partition_epoch=reset_epoch,
                    old_isr=[1, 3], isr=[1, 3], reason="leader_and_isr") if reset else FILLER
     hw = _ev("hw_change", 3, role="leader", old_hw=365, hw=375)
     commit = _ev("isr_change", 3, action="update", isr_state="committed", partition_epoch=10, old_isr=[1, 3],
                  isr=[1, 2, 3], reason="leader_and_isr")
     middle = [hw, reset_ev] if hw_before_reset else [reset_ev, hw]
-    return [_ev("leadership_change", 3, action="become_leader"), propose, *middle, commit]
+    again = {None: [], "rejected": [_propose(), _propose("rejected")], "pending": [_propose()]}[retried]
+    return [_ev("leadership_change", 3, action="become_leader"), _propose(), *middle, *again, commit]
 
 
-def test_the_isr_expansion_race_is_recognised() -> None:
-    events = _race()
-    assert known_finding(_violation("isr_holds_committed", "u", 1, 2, 4, 365), events) == ISR_EXPANSION_RACE
+def _race_violation(events: list[Event], replica: int = 2) -> Violation:
+    return _violation("isr_holds_committed", "u", 1, replica, len(events) - 1, 365)
+
+
+@pytest.mark.parametrize("retried", [None, "rejected"])
+def test_the_isr_expansion_race_is_recognised(retried: str | None) -> None:
+    events = _race(retried=retried)
+    assert known_finding(_race_violation(events), events) == ISR_EXPANSION_RACE
 
 
 @pytest.mark.parametrize("events", [
     pytest.param(_race(reset=False), id="no-reset: the proposal was never abandoned"),
     pytest.param(_race(hw_before_reset=True), id="hw-rose-before-the-reset"),
     pytest.param(_race(reset_epoch=8), id="reset-at-another-partition-epoch"),
+    pytest.param(_race(retried="pending"), id="the-commit-answers-a-proposal-made-after-the-reset"),
 ])
 def test_an_isr_violation_without_the_whole_race_is_not_excused(events: list[Event]) -> None:
-    assert known_finding(_violation("isr_holds_committed", "u", 1, 2, 4, 365), events) is None
+    assert known_finding(_race_violation(events), events) is None
 
 
 def test_the_isr_race_rule_needs_the_commit_to_add_the_lacking_member() -> None:
     events = _race()
-    assert known_finding(_violation("isr_holds_committed", "u", 1, 1, 4, 365), events) is None  # 1 was in the ISR
+    assert known_finding(_race_violation(events, replica=1), events) is None  # 1 was in the ISR already
     assert known_finding(_violation("committed_prefix_agreement", "u", 1, 2, 4, 365), events) is None
 
 
@@ -101,6 +115,7 @@ def test_the_erased_boundary_rule_reads_the_detecting_followers_own_step() -> No
 
 @pytest.mark.parametrize(("seed", "finding", "where"), [
     (200475, ISR_EXPANSION_RACE, ("isr_holds_committed", "u", 1, 2, 365)),
+    (3061, ISR_EXPANSION_RACE, ("isr_holds_committed", "t", 5, 3, 112)),
     (200347, EPOCH_BOUNDARY_ERASED, ("committed_prefix_agreement", "t", 1, 3, 2270)),
 ])
 def test_deep_campaign_seeds_reproduce_each_finding_and_nothing_else(seed: int, finding: str,
