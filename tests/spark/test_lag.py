@@ -202,6 +202,30 @@ def test_incident_verdicts_on_time_missing_not_in_isr(scenario_a, expect) -> Non
     ], LAG_INCIDENTS_SCHEMA)
 
 
+def test_a_shrink_of_a_follower_never_caught_up_is_not_premature(spark: SparkSession, expect) -> None:
+    """Kafka's expansion needs only LEO >= HW, so a follower that never reaches the leader's LEO (lcu stays 0)
+    joins the ISR and is shrunk at the next isr-expiration, as now - 0 > lag max: no lagging stretch can hold it
+    (its lag is unknown), and the shrink is Kafka's rule at work, not premature. Found by
+    `python -m tests.spark.lag_campaign --seeds 210000-210099 --deep` (16 such verdicts, all reporting lcu 0)."""
+    expand = dict(event_type="isr_change", action="expand", old_isr=[1, 2], isr=[1, 2, 3], **LEADER)
+    ev = make_events(spark, [
+        become_leader([1, 2], [1, 2, 3]),
+        dict(event_type="append", ts_ms=50, role="leader", base_offset=0, last_offset=29, leo=30, **LEADER),
+        ffs(100, 2, 30, 30, 100),
+        ffs(200, 3, 10, 30, 0),                  # at the HW 10, behind the leader's LEO 30: never caught up
+        dict(expand, ts_ms=200, isr_state="proposed", reason="follower_caught_up"),
+        dict(expand, ts_ms=210, isr_state="committed", partition_epoch=2, reason="alter_partition"),
+        shrink(500, "proposed", [1, 2, 3], [1, 2], reason="follower_lagging",
+               out_of_sync_replicas=[{"replica_id": 3, "leo": 10, "last_caught_up_time_ms": 0}]),
+        shrink(510, "committed", [1, 2, 3], [1, 2], partition_epoch=3, reason="alter_partition"),
+        dict(event_type="fetch", ts_ms=1000, broker_id=2, leader_epoch=1, leader_id=1, fetcher_id=0,
+             fetch_offset=30),                                       # run end
+    ])
+    lag = follower_lag(ev, lag_max_ms_default=1000)
+    expect(lag_incidents(lag, isr_changes(ev), partition_state(ev), ev, lag_max_ms_default=1000), [],
+           LAG_INCIDENTS_SCHEMA)
+
+
 def test_a_follower_stalled_at_the_leaders_leo_lags_from_the_next_append(spark: SparkSession, expect) -> None:
     """Kafka's isCaughtUp: a follower at the leader's LEO is in sync however old its lcu, so one that stops
     fetching there falls out of sync at the leader's next append past it, not at lcu + the threshold."""
