@@ -13,9 +13,10 @@ A. `isr_expansion_race` (isr_holds_committed). The leader proposes adding follow
 B. `epoch_boundary_erased` (committed_prefix_agreement). Retention on the new leader moved its log start offset
    past the start of its first epoch; `truncateFromStart` moved that epoch's start up to the log start offset, so
    `endOffsetFor(older epoch)` answers the log start offset (KAFKA-7415's rule for an epoch below the cache).
-   A returning follower with records of the older epoch truncates to that offset and keeps its own, divergent
-   records below it. `processPartitionData` updates the follower's HW before `maybeIncrementLogStartOffset`
-   raises its log start offset over them (reference §3), so for one step they sit below both HWs.
+   A returning follower with records of the older epoch truncates to that offset (or, when its LEO is that
+   offset, is told of no divergence at all) and keeps its own, divergent records below it. `processPartitionData`
+   updates the follower's HW before `maybeIncrementLogStartOffset` raises its log start offset over them
+   (reference §3), so for one step they sit below both HWs.
 """
 
 from __future__ import annotations
@@ -73,8 +74,9 @@ def isr_expansion_race(v: Violation, events: Sequence[Event]) -> bool:
 
 
 def epoch_boundary_erased(v: Violation, events: Sequence[Event]) -> bool:
-    """Finding B: `v` is detected by a follower's HW update, the follower's last truncation went to the offset its
-    very next event raises its log start offset to, and that offset lies above the divergent offset."""
+    """Finding B: `v` is detected by a follower's HW update while it processes a fetch response that starts at or
+    below the leader's log start offset L, and the follower's very next event raises its own log start offset to
+    L, above the divergent offset: every record it kept from before the response is then below L."""
     if v.invariant != "committed_prefix_agreement" or v.event_id < 0 or v.offset is None:
         return False
     hw = events[v.event_id]
@@ -84,9 +86,10 @@ def epoch_boundary_erased(v: Violation, events: Sequence[Event]) -> bool:
     after = next((e for e in events[v.event_id + 1:] if _same_replica(e, broker, topic, partition)), None)
     if after is None or after["event_type"] != "log_start_offset_change" or after["log_start_offset"] <= v.offset:
         return False
-    truncation = next((e for e in reversed(events[:v.event_id])
-                       if _same_replica(e, broker, topic, partition) and e["event_type"] == "truncation"), None)
-    return truncation is not None and truncation["truncate_offset"] == after["log_start_offset"]
+    response = next((e for e in reversed(events[:v.event_id])
+                     if _same_replica(e, broker, topic, partition) and e["event_type"] == "fetch_response"), None)
+    return (response is not None and response.get("leader_log_start_offset") == after["log_start_offset"]
+            and response["fetch_offset"] <= after["log_start_offset"])
 
 
 def known_finding(v: Violation, events: Sequence[Event]) -> str | None:

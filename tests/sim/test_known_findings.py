@@ -78,45 +78,50 @@ def test_the_isr_race_rule_needs_the_commit_to_add_the_lacking_member() -> None:
     assert known_finding(_violation("committed_prefix_agreement", "u", 1, 2, 4, 365), events) is None
 
 
-def _erased(*, truncate_to: int = 2300, new_log_start: int = 2300, between: bool = False) -> list[Event]:
-    """Follower 3 of t-1 truncates to `truncate_to` (the leader's answer), appends, raises its HW, then its log
-    start offset to `new_log_start` (seed 200347's sequence, shortened); `between` puts another of its events
-    between the last two."""
-    events = [
-        _ev("truncation", 3, topic="t", truncate_offset=truncate_to, old_leo=2460, reason="diverging_epoch"),
-        _ev("append", 3, topic="t", role="follower", base_offset=truncate_to, last_offset=truncate_to + 9),
+def _erased(*, fetch_offset: int = 2300, new_log_start: int = 2300, between: bool = False,
+            truncated: bool = True) -> list[Event]:
+    """Follower 3 of t-1 truncates to 2300 (the leader's answer; or not at all, `truncated=False`), fetches from
+    `fetch_offset` and gets the leader's log start offset 2300, appends, raises its HW, then its log start offset
+    to `new_log_start` (seed 200347's sequence, shortened); `between` puts another of its events between the
+    last two."""
+    step = [
+        _ev("fetch_response", 3, topic="t", fetch_offset=fetch_offset, leader_log_start_offset=2300, error="NONE"),
+        _ev("append", 3, topic="t", role="follower", base_offset=fetch_offset, last_offset=fetch_offset + 9),
         _ev("hw_change", 3, topic="t", role="follower", old_hw=2230, hw=2310),
         _ev("log_start_offset_change", 3, topic="t", role="follower", log_start_offset=new_log_start),
     ]
     if between:
-        events.insert(3, _ev("append", 3, topic="t", role="follower", base_offset=2310, last_offset=2319))
-    return events
+        step.insert(3, _ev("append", 3, topic="t", role="follower", base_offset=2310, last_offset=2319))
+    truncation = _ev("truncation", 3, topic="t", truncate_offset=2300, old_leo=2460, reason="diverging_epoch")
+    return [truncation if truncated else FILLER, *step]
 
 
-def test_the_erased_epoch_boundary_is_recognised() -> None:
-    events = _erased()
-    assert known_finding(_violation("committed_prefix_agreement", "t", 1, 3, 2, 2270), events) == EPOCH_BOUNDARY_ERASED
+@pytest.mark.parametrize("truncated", [True, False])
+def test_the_erased_epoch_boundary_is_recognised(truncated: bool) -> None:
+    events = _erased(truncated=truncated)
+    assert known_finding(_violation("committed_prefix_agreement", "t", 1, 3, 3, 2270), events) == EPOCH_BOUNDARY_ERASED
 
 
 @pytest.mark.parametrize("events", [
     pytest.param(_erased(new_log_start=2260), id="log-start-stays-below-the-divergent-offset"),
-    pytest.param(_erased(truncate_to=2290), id="truncated-elsewhere-than-the-new-log-start"),
+    pytest.param(_erased(fetch_offset=2320), id="old-records-above-the-leaders-log-start-stay-readable"),
     pytest.param(_erased(between=True), id="log-start-not-raised-in-the-same-step"),
 ])
 def test_a_prefix_violation_without_the_erased_boundary_is_not_excused(events: list[Event]) -> None:
-    assert known_finding(_violation("committed_prefix_agreement", "t", 1, 3, 2, 2270), events) is None
+    assert known_finding(_violation("committed_prefix_agreement", "t", 1, 3, 3, 2270), events) is None
 
 
 def test_the_erased_boundary_rule_reads_the_detecting_followers_own_step() -> None:
     events = _erased()
-    assert known_finding(_violation("committed_prefix_agreement", "t", 1, 4, 2, 2270), events) is None
-    assert known_finding(_violation("committed_prefix_agreement", "t", 1, 3, 1, 2270), events) is None
+    assert known_finding(_violation("committed_prefix_agreement", "t", 1, 4, 3, 2270), events) is None
+    assert known_finding(_violation("committed_prefix_agreement", "t", 1, 3, 2, 2270), events) is None
 
 
 @pytest.mark.parametrize(("seed", "finding", "where"), [
     (200475, ISR_EXPANSION_RACE, ("isr_holds_committed", "u", 1, 2, 365)),
     (3061, ISR_EXPANSION_RACE, ("isr_holds_committed", "t", 5, 3, 112)),
     (200347, EPOCH_BOUNDARY_ERASED, ("committed_prefix_agreement", "t", 1, 3, 2270)),
+    (202143, EPOCH_BOUNDARY_ERASED, ("committed_prefix_agreement", "t", 0, 1, 683)),  # no truncation: LEO = LSO
 ])
 def test_deep_campaign_seeds_reproduce_each_finding_and_nothing_else(seed: int, finding: str,
                                                                       where: tuple[Any, ...]) -> None:
