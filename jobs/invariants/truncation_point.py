@@ -395,8 +395,13 @@ def build(inputs: ScanInputs) -> DataFrame:
     le = F.when(v0, F.lit(-1).cast("long")).otherwise(asked["e"])
     by_leader = _truncation_offset(le, asked["o"], F.col("old_leo"), F.col("old_leo"), F.col("_cache"))
     reason = F.col("reason")
+    # An epoch older than every entry of the leader's cache is answered with its first entry's start, which
+    # retention moves up with the log start offset between the (unlogged) answer and the truncation: not
+    # rebuildable, skipped as the checker does.
+    rebuildable = ~F.coalesce(requested < F.try_element_at(F.col("_l_cache"), F.lit(1))["e"], F.lit(False))
     target = (F.when(reason == "diverging_epoch", F.col("_eo"))
-              .when((reason == "leader_epoch") & (F.size("_cache") > 0) & (asked["o"] != -1), by_leader)
+              .when((reason == "leader_epoch") & (F.size("_cache") > 0) & (asked["o"] != -1) & rebuildable,
+                    by_leader)
               .when(reason == "high_watermark", F.least("hw", "old_leo")))
     targets = _floors(trunc.select(
         *REPLICA, "event_id", "ts_ms", "reason", "truncate_offset", "old_leo", "_l", "_ei", "_last_truncation", "_lso",

@@ -212,7 +212,8 @@ CATALOGUE: tuple[Invariant, ...] = (
         "wrong leader answer (replica = the leader): expected = its end offset, actual = the answered one",
         ("truncation", "fetch_response", "append"),
         cannot_check="OffsetsForLeaderEpoch and ListOffsets answers are not events: leader_epoch answers are "
-                     "rebuilt (skipped when the leader left the follower's epoch), out_of_range targets are "
+                     "rebuilt (skipped when the leader left the follower's epoch, or when the asked epoch is older "
+                     "than the leader's cache, whose first start moves with retention), out_of_range targets are "
                      "bounded only, `full` truncations are not checked.",
     ),
     Invariant(
