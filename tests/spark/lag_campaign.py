@@ -6,7 +6,8 @@ shrink of a follower that was not lagging: the engine shrank too early or the la
 so each one is printed and the exit status is 1. `late` and `missing` are reported, not failed: a leader's GC
 pause or disk stall holds back its `isr-expiration` task, as in Kafka. A campaign like this found the premature
 verdicts that `tests/spark/test_lag.py` pins (a leader back from a pause that appends and shrinks in the same
-millisecond; with `--deep`, shrinks of followers that never caught up and so report lcu 0). Exit status: 0 when no verdict is premature, 1 otherwise.
+millisecond; with `--deep`, shrinks of followers that never caught up and so report lcu 0).
+Exit status: 0 when no verdict is premature, 1 otherwise.
 """
 
 from __future__ import annotations

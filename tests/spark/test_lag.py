@@ -36,6 +36,18 @@ def become_leader(isr: list[int], replicas: list[int], ts: int = 0) -> dict:
                 isr=isr, replicas=replicas, leo=0, hw=0, **LEADER)
 
 
+def run_end(ts: int, fetch_offset: int) -> dict:
+    """A fetch by follower 2 that marks the end of the run's events."""
+    return dict(event_type="fetch", ts_ms=ts, broker_id=2, leader_epoch=1, leader_id=1, fetcher_id=0,
+                fetch_offset=fetch_offset)
+
+
+def incidents_of(ev: DataFrame) -> DataFrame:
+    """`gold/lag_incidents` of `ev` with replica.lag.time.max.ms = 1000."""
+    lag = follower_lag(ev, lag_max_ms_default=1000)
+    return lag_incidents(lag, isr_changes(ev), partition_state(ev), ev, lag_max_ms_default=1000)
+
+
 def scenario_a_rows() -> list[dict]:
     """Follower 2 shrunk on time, follower 3 never shrunk (missing), follower 4 lagging outside the ISR."""
     return [
@@ -218,12 +230,9 @@ def test_a_shrink_of_a_follower_never_caught_up_is_not_premature(spark: SparkSes
         shrink(500, "proposed", [1, 2, 3], [1, 2], reason="follower_lagging",
                out_of_sync_replicas=[{"replica_id": 3, "leo": 10, "last_caught_up_time_ms": 0}]),
         shrink(510, "committed", [1, 2, 3], [1, 2], partition_epoch=3, reason="alter_partition"),
-        dict(event_type="fetch", ts_ms=1000, broker_id=2, leader_epoch=1, leader_id=1, fetcher_id=0,
-             fetch_offset=30),                                       # run end
+        run_end(1000, 30),
     ])
-    lag = follower_lag(ev, lag_max_ms_default=1000)
-    expect(lag_incidents(lag, isr_changes(ev), partition_state(ev), ev, lag_max_ms_default=1000), [],
-           LAG_INCIDENTS_SCHEMA)
+    expect(incidents_of(ev), [], LAG_INCIDENTS_SCHEMA)
 
 
 def test_a_follower_stalled_at_the_leaders_leo_lags_from_the_next_append(spark: SparkSession, expect) -> None:
@@ -242,12 +251,9 @@ def test_a_follower_stalled_at_the_leaders_leo_lags_from_the_next_append(spark: 
         shrink(5400, "proposed", [1, 2, 3], [1, 2], reason="follower_lagging",
                out_of_sync_replicas=[{"replica_id": 3, "leo": 10, "last_caught_up_time_ms": 100}]),
         shrink(5450, "committed", [1, 2, 3], [1, 2], partition_epoch=2, reason="alter_partition"),
-        dict(event_type="fetch", ts_ms=6000, broker_id=2, leader_epoch=1, leader_id=1, fetcher_id=0,
-             fetch_offset=10),                                       # run end
+        run_end(6000, 10),
     ])
-    lag = follower_lag(ev, lag_max_ms_default=1000)
-    got = lag_incidents(lag, isr_changes(ev), partition_state(ev), ev, lag_max_ms_default=1000)
-    expect(got, [
+    expect(incidents_of(ev), [
         # follower 2 behind from 5000, due by 5500, never shrunk (its one shrink came before), in the ISR: missing
         ("r", "t", 0, 2, 1, 1, 5000, None, 100, 1000, 5500, 5900, 10, True, None, None, None, "missing"),
         ("r", "t", 0, 3, 1, 1, 5000, None, 100, 1000, 5500, 5900, 10, True, 5400, 5450, "committed", "on_time"),
