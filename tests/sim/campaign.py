@@ -22,6 +22,7 @@ import argparse
 import random
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import replace
 
 from replication_core.sim.scenario import Scenario
@@ -117,16 +118,26 @@ def seed_range(text: str) -> range:
     return range(first, last + 1)
 
 
-def main(argv: list[str] | None = None) -> int:
-    """Run the campaign; print one line per reported run and a progress line every `--every` seeds."""
-    parser = argparse.ArgumentParser(prog="python -m tests.sim.campaign", description=__doc__.split("\n")[0])
+def add_shape_arguments(parser: argparse.ArgumentParser) -> None:
+    """`--seeds`, `--wide` and `--deep`, shared by the campaigns (this one and `tests.spark.lag_campaign`)."""
     parser.add_argument("--seeds", type=seed_range, required=True, help="FIRST-LAST, inclusive")
     parser.add_argument("--wide", action="store_true", help="also draw retention, unclean, min ISR 1, larger clusters")
     parser.add_argument("--deep", action="store_true",
                         help="--wide plus RF 2/4, multi-record batches, small fetch limits, acks=0, a second topic")
+
+
+def scenario_maker(args: argparse.Namespace) -> Callable[[int], Scenario]:
+    """The seed -> scenario function `--wide` / `--deep` chose."""
+    return deep_scenario if args.deep else wide_scenario if args.wide else varied_scenario
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the campaign; print one line per reported run and a progress line every `--every` seeds."""
+    parser = argparse.ArgumentParser(prog="python -m tests.sim.campaign", description=__doc__.split("\n")[0])
+    add_shape_arguments(parser)
     parser.add_argument("--every", type=int, default=100, help="progress line every N seeds")
     args = parser.parse_args(argv)
-    make = deep_scenario if args.deep else wide_scenario if args.wide else varied_scenario
+    make = scenario_maker(args)
     reported, known_runs, t0 = 0, 0, time.monotonic()
     for i, seed in enumerate(args.seeds, 1):
         found, known = problems(make(seed))

@@ -28,8 +28,7 @@ from jobs.session import build_spark
 from jobs.timelines import run_timelines
 from replication_core.sim.cli import simulate
 from schemas.tables import GOLD_LAG_INCIDENTS
-from tests.sim.campaign import deep_scenario, seed_range, wide_scenario
-from tests.sim.test_fault_campaign import varied_scenario
+from tests.sim.campaign import add_shape_arguments, scenario_maker
 
 SHOWN = 20
 """At most this many premature incidents are printed in full."""
@@ -38,14 +37,11 @@ SHOWN = 20
 def main(argv: list[str] | None = None) -> int:
     """Run the campaign; print the verdict counts and every premature incident (up to `SHOWN`)."""
     parser = argparse.ArgumentParser(prog="python -m tests.spark.lag_campaign", description=__doc__.split("\n")[0])
-    parser.add_argument("--seeds", type=seed_range, required=True, help="FIRST-LAST, inclusive")
-    parser.add_argument("--wide", action="store_true", help="also draw retention, unclean, min ISR 1, larger clusters")
-    parser.add_argument("--deep", action="store_true",
-                        help="--wide plus RF 2/4, multi-record batches, small fetch limits, acks=0, a second topic")
+    add_shape_arguments(parser)
     parser.add_argument("--work", type=Path, help="keep the landing files and the lake here (default: a temp dir)")
     parser.add_argument("--config", default="conf/local.yaml", help="replog config of the Spark session")
     args = parser.parse_args(argv)
-    make = deep_scenario if args.deep else wide_scenario if args.wide else varied_scenario
+    make = scenario_maker(args)
     work = args.work or Path(tempfile.mkdtemp(prefix="replog-lag-campaign-"))
     t0 = time.monotonic()
     for seed in args.seeds:
