@@ -58,10 +58,8 @@ def deep_scenario(seed: int) -> Scenario:
     draw = random.Random(seed * 977 + 11)
     sc = wide_scenario(seed)
     cfg, topic = sc.broker_config, sc.topics[0]
-    brokers = sc.cluster.brokers
     rf = draw.choice([2, 3, 3, 4])
-    if rf > brokers:
-        brokers = rf
+    brokers = max(sc.cluster.brokers, rf)
     topic = replace(topic, replication_factor=rf)
     cfg = replace(cfg, replica_fetch_max_bytes=draw.choice([cfg.replica_fetch_max_bytes, 400, 1500]),
                   replica_fetch_response_max_bytes=draw.choice([cfg.replica_fetch_response_max_bytes, 1000, 4000]))
@@ -78,10 +76,9 @@ def deep_scenario(seed: int) -> Scenario:
 
 def _loss_allowed(sc: Scenario, topic: str) -> bool:
     """Whether the topic's settings let an acknowledged acks=all write be lost (unclean elections, min ISR 1)."""
-    t = next(t for t in sc.topics if t.name == topic)
-    cfg = sc.topic_config(topic)
-    return (cfg.unclean_leader_election_enable or t.config.get("unclean.leader.election.enable") == "true"
-            or cfg.effective_min_isr(t.replication_factor) < 2)
+    cfg = sc.topic_config(topic)  # the broker config with the topic's overrides
+    rf = next(t.replication_factor for t in sc.topics if t.name == topic)
+    return cfg.unclean_leader_election_enable or cfg.effective_min_isr(rf) < 2
 
 
 def problems(sc: Scenario) -> tuple[list[str], list[str]]:
