@@ -83,6 +83,11 @@ def _last(cache: Column) -> Column:
     return F.try_element_at(cache, F.lit(-1))
 
 
+def _first(cache: Column) -> Column:
+    """The oldest entry (null for an empty cache)."""
+    return F.try_element_at(cache, F.lit(1))
+
+
 def _assign(cache: Column, epoch: Column, start: Column) -> Column:
     """`assign`: no-op when `epoch` is the latest and `start` not before its start; otherwise drop the tail
     entries with epoch >= `epoch` or start >= `start` (the cache is strictly increasing in both, so they are a
@@ -366,12 +371,18 @@ def build(inputs: ScanInputs) -> DataFrame:
     ans = _end_offset_for(F.col("_l_cache"), F.col("_sent.lfe").cast("long"), F.col("_l_leo"))
     led = led.select("*", ans.alias("_ans"))
     latest = F.col("_ans.e") == _last(F.col("_l_cache"))["e"]
-    ok = F.when(latest, (F.col("_got_e") == F.col("_ans.e")) & (F.col("_got_o") <= F.col("_l_leo"))).otherwise(
-        (F.col("_got_e") == F.col("_ans.e")) & (F.col("_got_o") == F.col("_ans.o")))
+    # An epoch older than every cached one is answered with the first entry's start, which retention moves up
+    # between the (unlogged) answer and the response: bounded by the start now, as the checker judges it.
+    bounded = F.col("_sent.lfe").cast("long") < _first(F.col("_l_cache"))["e"]
+    same_epoch = F.col("_got_e") == F.col("_ans.e")
+    ok = (F.when(bounded, same_epoch & (F.col("_got_o") <= F.col("_ans.o")))
+          .when(latest, same_epoch & (F.col("_got_o") <= F.col("_l_leo")))
+          .otherwise(same_epoch & (F.col("_got_o") == F.col("_ans.o"))))
     wrong = _candidate(
         led.where(~ok), "answer", F.col("_l"), F.col("_ans.o"), F.col("_got_o"), [F.col("_sent.id")],
         text("leader answered DivergingEpoch (", F.col("_got_e"), ", ", F.col("_got_o"), ") for LastFetchedEpoch ",
-             F.col("_sent.lfe"), ", but its epoch cache gives (", F.col("_ans.e"), ", ", F.col("_ans.o"), ")"))
+             F.col("_sent.lfe"), ", but its epoch cache gives ", F.when(bounded, F.lit("at most ")).otherwise(""),
+             "(", F.col("_ans.e"), ", ", F.col("_ans.o"), ")"))
 
     # Truncation targets (`_check_truncation_point`), from the follower's state before its truncation.
     trunc = rows.where(_is("truncation") & ~F.col("_down")).select(
@@ -398,7 +409,7 @@ def build(inputs: ScanInputs) -> DataFrame:
     # An epoch older than every entry of the leader's cache is answered with its first entry's start, which
     # retention moves up with the log start offset between the (unlogged) answer and the truncation: not
     # rebuildable, skipped as the checker does.
-    rebuildable = ~F.coalesce(requested < F.try_element_at(F.col("_l_cache"), F.lit(1))["e"], F.lit(False))
+    rebuildable = ~F.coalesce(requested < _first(F.col("_l_cache"))["e"], F.lit(False))
     target = (F.when(reason == "diverging_epoch", F.col("_eo"))
               .when((reason == "leader_epoch") & (F.size("_cache") > 0) & (asked["o"] != -1) & rebuildable,
                     by_leader)

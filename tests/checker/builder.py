@@ -184,6 +184,23 @@ def follower_with_stale_epoch_records() -> Run:
     return run
 
 
+def follower_behind_the_leaders_cache() -> Run:
+    """Follower 3 holds epoch-0 records 2..3 (LEO 4); leader 2 (epoch 1) wrote epoch-1 records 2..4 and its
+    retention moved its log start offset to 3, so its epoch cache is {1: 3}: epoch 0 is older than all of it.
+    Follower 3 fetches at 4 with LastFetchedEpoch 0, which the leader answers (0, 3) (`endOffsetFor`: the
+    asked epoch, the start of the first cached one)."""
+    run = healthy()
+    run.append(3, 2, 0, 3000)
+    run.election(2, 1, [1, 2])
+    run.become_leader(2, 1, [1, 2])
+    run.become_follower(1, 1, 2)
+    run.become_follower(3, 1, 2)
+    run.produce(2, [1], 3, 1, 2001)
+    run.add("log_start_offset_change", 2, 1, role="leader", old_log_start_offset=0, log_start_offset=3)
+    run.fetch(3, 2, 1, 4, last_fetched_epoch=0)
+    return run
+
+
 def names(result: CheckResult) -> list[str]:
     """Invariant names of all violations, in order."""
     return [v.invariant for v in result.violations]

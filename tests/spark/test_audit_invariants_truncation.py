@@ -21,7 +21,7 @@ from replication_core.checker.checker import check_events
 from replication_core.checker.reader import read_events
 from replication_core.config import TruncationMode
 from replication_core.sim.cli import load_scenario, simulate
-from tests.checker.builder import Run, follower_with_stale_epoch_records, healthy
+from tests.checker.builder import Run, follower_behind_the_leaders_cache, follower_with_stale_epoch_records, healthy
 from tests.checker.test_kip_shapes import kip279_fast_failover
 from tests.spark.audit_cases import Case, Rows, found, key_schema, reference, register, same_rows
 from tests.spark.conftest import make_events
@@ -93,6 +93,28 @@ def an_answer_for_the_leaders_latest_epoch_may_end_anywhere_up_to_its_leo() -> C
     return _case({"bad": bad, "ok": ok},
                  [("bad", INVARIANT, "error", "t", 0, 2, ids[0], None, 3, 4, [ids[0] - 1, ids[0]]),
                   ("bad", INVARIANT, "error", "t", 0, 2, ids[1], None, 3, 3, [ids[1] - 1, ids[1]])])
+
+
+@case
+def an_answer_for_an_epoch_older_than_the_leaders_cache_is_bounded_by_its_first_start() -> Case:
+    # Leader 2 answered LastFetchedEpoch 0 while its cache was {1: 3}; its retention then moved the log start to
+    # 4 before the follower read the answer. (0, 3) is legal (the start only moves up) and is followed by the
+    # truncation to 2 (3 lies in the follower's batch [2, 3]); (0, 5) is above the first start now, (1, 3) names
+    # another epoch: replica = the leader, expected its first start 4, evidence = the fetch, the answer.
+    def answered(answer: tuple[int, int]) -> tuple[Run, int, int]:
+        r = follower_behind_the_leaders_cache()
+        fetch = len(r.events) - 1
+        r.add("log_start_offset_change", 2, 1, role="leader", old_log_start_offset=3, log_start_offset=4)
+        eid = r.response(3, 2, 1, 4, diverging=answer)
+        if answer[1] < r.leo[3]:
+            r.truncate(3, 2, "diverging_epoch", 1)
+        return r, fetch, eid
+
+    (bad, bad_fetch, bad_id), (epoch, epoch_fetch, epoch_id), (ok, _, _) = (
+        answered((0, 5)), answered((1, 3)), answered((0, 3)))
+    return _case({"bad": bad, "epoch": epoch, "ok": ok},
+                 [("bad", INVARIANT, "error", "t", 0, 2, bad_id, None, 4, 5, [bad_fetch, bad_id]),
+                  ("epoch", INVARIANT, "error", "t", 0, 2, epoch_id, None, 4, 3, [epoch_fetch, epoch_id])])
 
 
 @case
