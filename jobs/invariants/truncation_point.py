@@ -57,7 +57,8 @@ _DEFAULT_MODE = ReplicationConfig().truncation_mode.value
 _V0 = TruncationProtocol.LEADER_EPOCH_V0.value
 _COLUMNS: tuple[str, ...] = (
     "run_id", "event_id", "ts_ms", "broker_id", "event_type", "topic", "partition", "leader_epoch", "action",
-    "leader_id", "base_offset", "last_offset", "batch_leader_epoch", "leo", "hw", "log_start_offset", "old_leo",
+    "leader_id", "base_offset", "last_offset", "batch_leader_epoch", "leo", "hw", "log_start_offset",
+    "old_log_start_offset", "old_leo",
     "truncate_offset", "reason", "fetch_offset", "error", "last_fetched_epoch", "diverging_epoch",
     "diverging_end_offset",
 )
@@ -212,6 +213,10 @@ def _annotate(rows: DataFrame) -> DataFrame:
         F.last(F.when(is_lc & (F.col("action") != "become_leader"), F.coalesce(F.col("leader_id"), F.lit(-1))),
                True).over(before).alias("_leader_mark"),
         F.last(F.when(_is("truncation"), F.col("event_id")), True).over(before).alias("_last_truncation"),
+        # r.lso_raised_by: the last log start offset change that raised it.
+        F.last(F.when(_is("log_start_offset_change") & F.coalesce(
+            F.col("log_start_offset") > F.col("old_log_start_offset"), F.lit(True)), F.col("event_id")),
+               True).over(before).alias("_lso_raised"),
         F.last(owed_mark, True).over(before).alias("_owed_mark"),
         F.last(sent_mark, True).over(before).alias("_sent"),
         F.coalesce(F.last(F.when(_is("broker_config"), mode), True).over(before), F.lit(_DEFAULT_MODE))
@@ -366,14 +371,18 @@ def build(inputs: ScanInputs) -> DataFrame:
         *PARTITION, "event_id", "ts_ms", F.col("leader_id").alias("_l"), "_sent",
         F.coalesce("diverging_epoch", F.lit(-1)).alias("_got_e"), F.coalesce("diverging_end_offset", F.lit(-1))
         .alias("_got_o"))
-    led = answers.join(probes, [*PARTITION, "_l", "event_id"]).where(
+    raised = rows.where(_is(PROBE)).select(*PARTITION, F.col("broker_id").alias("_l"), "event_id",
+                                           F.col("_lso_raised").alias("_l_lso_raised"))
+    on = [*PARTITION, "_l", "event_id"]
+    led = answers.join(probes, on).join(raised, on, "left").where(
         F.col("_l_lead") & (F.col("_l_epoch") == F.col("_sent.epoch")) & (F.size("_l_cache") > 0))
     ans = _end_offset_for(F.col("_l_cache"), F.col("_sent.lfe").cast("long"), F.col("_l_leo"))
     led = led.select("*", ans.alias("_ans"))
     latest = F.col("_ans.e") == _last(F.col("_l_cache"))["e"]
-    # An epoch older than every cached one is answered with the first entry's start, which retention moves up
-    # between the (unlogged) answer and the response: bounded by the start now, as the checker judges it.
-    bounded = F.col("_sent.lfe").cast("long") < _first(F.col("_l_cache"))["e"]
+    # An epoch older than every cached one is answered with the first entry's start, which retention moves up:
+    # when the leader's log start rose after the fetch was sent, the answer is bounded by the start now.
+    bounded = ((F.col("_sent.lfe").cast("long") < _first(F.col("_l_cache"))["e"])
+               & F.coalesce(F.col("_l_lso_raised") > F.col("_sent.id"), F.lit(False)))
     same_epoch = F.col("_got_e") == F.col("_ans.e")
     ok = (F.when(bounded, same_epoch & (F.col("_got_o") <= F.col("_ans.o")))
           .when(latest, same_epoch & (F.col("_got_o") <= F.col("_l_leo")))

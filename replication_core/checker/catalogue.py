@@ -203,9 +203,9 @@ CATALOGUE: tuple[Invariant, ...] = (
         "A follower truncates to getOffsetTruncationState applied to the leader's answer and its own epoch "
         "cache.",
         "diverging_epoch: the DivergingEpoch must be the leader's replayed epoch-cache answer for the fetch's "
-        "LastFetchedEpoch (for an epoch older than that cache: the asked epoch with an end at or below the "
-        "cache's first start, which retention moves up between the answer and the response), and with the "
-        "follower's replayed epoch cache it gives the expected offset; the "
+        "LastFetchedEpoch (for an epoch older than that cache when the leader's log start rose after the fetch: "
+        "the asked epoch with an end at or below the cache's first start, which that rise moved up), and with "
+        "the follower's replayed epoch cache it gives the expected offset; the "
         "truncation must match it (or be absent when it is >= LEO). leader_epoch / "
         "leader_epoch_v0: the leader's answer is rebuilt from its replayed epoch cache at the truncation "
         "(v0: no epoch). high_watermark: the local HW. out_of_range: at most the leader's LEO. Offsets are "

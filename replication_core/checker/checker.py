@@ -523,6 +523,9 @@ class _RunChecker:
             for o in [o for o in r.records if o < new]:
                 del r.records[o]
             r.cache = truncate_from_start(r.cache, new)
+        old = ev.get("old_log_start_offset")
+        if old is None or new > int(old):
+            r.lso_raised_by = int(ev["event_id"])
         r.lso = new
 
     def _on_isr_change(self, ev: Event) -> None:
@@ -819,12 +822,12 @@ class _RunChecker:
         le, lo = end_offset_for(leader.cache, sent.last_fetched_epoch, leader.leo)
         got_epoch = -1 if ev.get("diverging_epoch") is None else int(ev["diverging_epoch"])
         got_end = -1 if ev.get("diverging_end_offset") is None else int(ev["diverging_end_offset"])
-        bounded = sent.last_fetched_epoch < leader.cache[0][0]
+        # endOffsetFor answers an epoch older than every cached one with the first entry's start, which
+        # truncateFromStart moves up with the log start offset. When the leader's log start rose after the fetch
+        # was sent, the (unlogged) answer may predate the rise, which may also have collapsed the entry that was
+        # the floor then: the answer is the asked epoch with an end at or below the first start now.
+        bounded = sent.last_fetched_epoch < leader.cache[0][0] and leader.lso_raised_by > sent.event_id
         if bounded:
-            # endOffsetFor answers an epoch older than every cached one with the first entry's start, which
-            # truncateFromStart moves up with the log start offset; retention between the (unlogged) answer and
-            # this event may also have collapsed the entry that was the floor then. Either way the answer is
-            # the asked epoch with an end at or below the first start now.
             ok = got_epoch == le and got_end <= lo
         elif le == leader.cache[-1][0]:
             ok = got_epoch == le and got_end <= leader.leo

@@ -106,6 +106,7 @@ class ReplicaState:
     leo: int = 0
     hw: int = 0
     lso: int = 0
+    lso_raised_by: int = -1  # event_id of the last log start offset change that raised it (-1: none)
     hw_event: int | None = None
     cache: EpochCache = ()
     removed_by: dict[int, int] = field(default_factory=dict)

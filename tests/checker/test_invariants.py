@@ -456,27 +456,42 @@ def test_a_wrong_diverging_epoch_answer_is_flagged() -> None:
     assert (v.replica, v.expected, v.actual, v.event_id) == (2, 2, 3, answer)
 
 
-def test_an_answer_for_an_epoch_older_than_the_leaders_cache_is_bounded_by_its_first_start() -> None:
+def _answered(answer: tuple[int, int], retention_after_fetch: bool) -> tuple[Run, int]:
+    """`follower_behind_the_leaders_cache` answered with `answer` (the follower truncating where it owes it),
+    the leader's retention moving its log start from 3 to 4 between the fetch and the response, or not."""
+    run = follower_behind_the_leaders_cache()
+    if retention_after_fetch:
+        run.add("log_start_offset_change", 2, 1, role="leader", old_log_start_offset=3, log_start_offset=4)
+    eid = run.response(3, 2, 1, 4, diverging=answer)
+    if answer[1] < run.leo[3]:
+        run.truncate(3, 2, "diverging_epoch", 1)  # 3 is inside its batch [2, 3], which truncateTo drops whole
+    return run, eid
+
+
+def test_an_answer_for_an_epoch_older_than_the_leaders_cache_is_bounded_after_retention() -> None:
     """truncation_point: the leader answered (0, 3) when its cache was {1: 3}; retention then moved its log start
     to 4 before the follower read the answer. Rebuilt now the answer would be (0, 4): (0, 3) is legal (the start
     only moves up), (0, 5) is above any start the cache had, and (1, 3) names the wrong epoch."""
-    def answered(answer: tuple[int, int]) -> tuple[Run, int]:
-        run = follower_behind_the_leaders_cache()
-        run.add("log_start_offset_change", 2, 1, role="leader", old_log_start_offset=3, log_start_offset=4)
-        eid = run.response(3, 2, 1, 4, diverging=answer)
-        if answer[1] < run.leo[3]:
-            run.truncate(3, 2, "diverging_epoch", 1)  # 3 is inside its batch [2, 3], which truncateTo drops whole
-        return run, eid
-
-    ok, _ = answered((0, 3))
+    ok, _ = _answered((0, 3), retention_after_fetch=True)
     result = ok.check()
     assert only(result, "truncation_point") == []
     assert result.checked["truncation_point"] == 2  # the leader's answer and the follower's truncation
     for answer in ((0, 5), (1, 3)):
-        bad, eid = answered(answer)
+        bad, eid = _answered(answer, retention_after_fetch=True)
         [v] = only(bad.check(), "truncation_point")
         assert (v.replica, v.event_id, v.expected, v.actual) == (2, eid, 4, answer[1])
         assert "gives at most (0, 4)" in v.message
+
+
+def test_an_answer_for_an_epoch_older_than_the_leaders_cache_is_exact_without_retention() -> None:
+    """Without a log start rise after the fetch the cache the leader answered from is the one replayed: (0, 3)
+    is its answer, and (0, 2), below the first start, is flagged."""
+    ok, _ = _answered((0, 3), retention_after_fetch=False)
+    assert only(ok.check(), "truncation_point") == []
+    bad, eid = _answered((0, 2), retention_after_fetch=False)
+    [v] = only(bad.check(), "truncation_point")
+    assert (v.replica, v.event_id, v.expected, v.actual) == (2, eid, 3, 2)
+    assert "gives (0, 3)" in v.message
 
 
 def test_a_missing_diverging_truncation_is_flagged() -> None:

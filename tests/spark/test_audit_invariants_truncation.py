@@ -96,25 +96,32 @@ def an_answer_for_the_leaders_latest_epoch_may_end_anywhere_up_to_its_leo() -> C
 
 
 @case
-def an_answer_for_an_epoch_older_than_the_leaders_cache_is_bounded_by_its_first_start() -> Case:
-    # Leader 2 answered LastFetchedEpoch 0 while its cache was {1: 3}; its retention then moved the log start to
-    # 4 before the follower read the answer. (0, 3) is legal (the start only moves up) and is followed by the
-    # truncation to 2 (3 lies in the follower's batch [2, 3]); (0, 5) is above the first start now, (1, 3) names
-    # another epoch: replica = the leader, expected its first start 4, evidence = the fetch, the answer.
-    def answered(answer: tuple[int, int]) -> tuple[Run, int, int]:
+def an_answer_for_an_epoch_older_than_the_leaders_cache_is_bounded_after_retention() -> Case:
+    # Leader 2 answers LastFetchedEpoch 0 from its cache {1: 3} (`follower_behind_the_leaders_cache`). With its
+    # log start raised to 4 between the fetch and the response, the answer may predate that: (0, 3) is legal
+    # (`ok`), (0, 5) is above the first start now (`bad`), (1, 3) names another epoch (`epoch`). Without the
+    # raise the answer is exact: (0, 2) is below the first start 3 (`exact`). Replica = the leader, expected
+    # its first start, evidence = the fetch, the answer; a follower owing a truncation truncates to 2 (3 lies in
+    # its batch [2, 3]).
+    def answered(answer: tuple[int, int], raised: bool) -> tuple[Run, int, int]:
         r = follower_behind_the_leaders_cache()
         fetch = len(r.events) - 1
-        r.add("log_start_offset_change", 2, 1, role="leader", old_log_start_offset=3, log_start_offset=4)
+        if raised:
+            r.add("log_start_offset_change", 2, 1, role="leader", old_log_start_offset=3, log_start_offset=4)
         eid = r.response(3, 2, 1, 4, diverging=answer)
         if answer[1] < r.leo[3]:
             r.truncate(3, 2, "diverging_epoch", 1)
         return r, fetch, eid
 
-    (bad, bad_fetch, bad_id), (epoch, epoch_fetch, epoch_id), (ok, _, _) = (
-        answered((0, 5)), answered((1, 3)), answered((0, 3)))
-    return _case({"bad": bad, "epoch": epoch, "ok": ok},
+    bad, bad_fetch, bad_id = answered((0, 5), True)
+    epoch, epoch_fetch, epoch_id = answered((1, 3), True)
+    exact, exact_fetch, exact_id = answered((0, 2), False)
+    ok, _, _ = answered((0, 3), True)
+    ok_exact, _, _ = answered((0, 3), False)
+    return _case({"bad": bad, "epoch": epoch, "exact": exact, "ok": ok, "ok_exact": ok_exact},
                  [("bad", INVARIANT, "error", "t", 0, 2, bad_id, None, 4, 5, [bad_fetch, bad_id]),
-                  ("epoch", INVARIANT, "error", "t", 0, 2, epoch_id, None, 4, 3, [epoch_fetch, epoch_id])])
+                  ("epoch", INVARIANT, "error", "t", 0, 2, epoch_id, None, 4, 3, [epoch_fetch, epoch_id]),
+                  ("exact", INVARIANT, "error", "t", 0, 2, exact_id, None, 3, 2, [exact_fetch, exact_id])])
 
 
 @case
