@@ -9,7 +9,10 @@ A. `isr_expansion_race` (isr_holds_committed). The leader proposes adding follow
    AlterPartition response that already taught the leader P: `Partition.makeLeader` accepts an equal partition
    epoch and `updateAssignmentAndIsr` resets the state to the committed ISR without F, abandoning the proposal
    (reference §2.6). `maybeIncrementLeaderHW` then advances the HW over the smaller maximal ISR, past F's LEO.
-   The controller commits the proposal at P + 1, and the leader applies it: F is in the ISR below the HW.
+   The controller commits the proposal at P + 1, and the leader applies it: F is in the ISR below the HW. If
+   the other ISR members fail before F catches up, the controller elects F cleanly and acknowledged writes are
+   lost (`test_the_isr_expansion_race_loses_acknowledged_writes_when_the_other_isr_members_fail`); such
+   `acked_write_lost` errors are not recognised here and stay reported.
 B. `epoch_boundary_erased` (committed_prefix_agreement). Retention on the new leader moved its log start offset
    past the start of its first epoch; `truncateFromStart` moved that epoch's start up to the log start offset, so
    `endOffsetFor(older epoch)` answers the log start offset (KAFKA-7415's rule for an epoch below the cache).

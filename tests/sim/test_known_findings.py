@@ -6,11 +6,13 @@ chain, so a looser rule (one that would excuse a real bug of the same invariant)
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 import pytest
 
 from replication_core.checker.violation import Violation
+from replication_core.sim.scenario import Fault
 from tests.sim.campaign import deep_scenario, problems
 from tests.sim.helpers import check, run
 from tests.sim.known_findings import EPOCH_BOUNDARY_ERASED, ISR_EXPANSION_RACE, known_finding
@@ -133,3 +135,30 @@ def test_deep_campaign_seeds_reproduce_each_finding_and_nothing_else(seed: int, 
     assert known_finding(errors[0], events) == finding
     found, known = problems(sc)
     assert found == [] and len(known) == 1 and known[0].startswith(f"{finding}: {where[0]}")
+
+
+def test_the_isr_expansion_race_loses_acknowledged_writes_when_the_other_isr_members_fail() -> None:
+    """Finding A is more than a state the checker flags. Deep seed 201577 has it on t-9: leader 5's ISR is {3, 5}
+    (partition epoch 14) while the controller has committed its proposal to add 2 (epoch 15), and 5 raises the HW
+    to 60 over {3, 5} and acknowledges the acks=all writes at 54..59 with 2 below them. Crashing brokers 3 and 5
+    right then (13 923 ms, where the run applies the commit) leaves 2 the only live member of the controller's
+    ISR: it is elected cleanly, and those acknowledged writes are gone, without any unclean election."""
+    base = deep_scenario(201577)
+    _, events, stats = run(base)
+    race = [v for v in check(events, stats).violations if known_finding(v, events) == ISR_EXPANSION_RACE]
+    assert ("t", 9, 2) in [(v.topic, v.partition, v.replica) for v in race]  # (and u-1, not used here)
+
+    crash = tuple(Fault(13923, "crash", broker, mode="process", down_ms=3000) for broker in (3, 5))
+    _, events, stats = run(replace(base, faults=base.faults + crash))
+    lost = [v for v in check(events, stats).violations
+            if v.invariant == "acked_write_lost" and (v.topic, v.partition) == ("t", 9)]
+    assert [(v.severity, v.topic, v.partition, v.replica, v.offset) for v in lost] == [
+        ("error", "t", 9, 2, 54), ("error", "t", 9, 2, 57)]
+    t9 = [e for e in events if (e.get("topic"), e.get("partition")) == ("t", 9)]
+    acked = [(e["ts_ms"] - base.start_ms, e["acks"], e["error"], e["base_offset"], e["last_offset"]) for e in t9
+             if e["event_type"] == "produce_ack" and e["broker_id"] == 5 and e.get("base_offset") in (54, 57)]
+    assert acked == [(13861, -1, "NONE", 54, 56), (13861, -1, "NONE", 57, 59)]
+    elections = [e for e in t9 if e["event_type"] == "leader_election"]
+    after = [e for e in elections if e["ts_ms"] > base.start_ms + 13923]
+    assert (after[0]["action"], after[0]["leader_id"], after[0]["isr"]) == ("clean", 2, [2])
+    assert all(e["action"] != "unclean" for e in elections)
