@@ -30,7 +30,7 @@ from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 from matplotlib.patches import Patch
 from matplotlib.ticker import FuncFormatter, MaxNLocator
-from matplotlib.transforms import offset_copy
+from matplotlib.transforms import Bbox, offset_copy
 
 from jobs.report_document import BAD_VERDICTS
 
@@ -47,8 +47,8 @@ MAX_LEADER_LABELS = 12
 MAX_VIOLATION_LABELS = 8
 """Violation markers beyond this many are drawn without text."""
 
-LABEL_WIDTH_FRACTION = 0.16
-"""An evidence label's width as a fraction of the time axis: closer labels are stacked, not overlapped."""
+EVIDENCE_LABEL_STEPS = 9
+"""Heights an evidence label may climb to above its ring to stay clear of the labels before it."""
 DODGE_POINTS = 2.5
 """Vertical shift between replicas' lines, in points (so equal offsets do not hide each other)."""
 
@@ -285,19 +285,29 @@ def _draw_evidence(ax, data: PartitionPlot) -> None:  # type: ignore[no-untyped-
         if xs:
             ax.plot([min(xs), v.time_s], [y, y], linestyle=":", color=colour, linewidth=1.2,
                     transform=top if on_top else ax.transData, zorder=5)
-    # About one label's width on the time axis (some 20 characters of a ~660 pt wide panel).
-    near = LABEL_WIDTH_FRACTION * max(data.end_s, 1e-3)
-    level, last = 0, None
+    renderer = ax.figure.canvas.get_renderer()
+    taken: list[Bbox] = []
     for k, ((t, label), (y, on_top, colour)) in enumerate(sorted(placed.items())):
-        # Labels of events close in time climb in steps instead of printing over each other.
-        level = (level + 1) % 5 if last is not None and t - last < near else 0
-        last = t
         transform = top if on_top else ax.transData
         ax.plot([t], [y], linestyle="none", marker="o", markersize=7, markerfacecolor="white", markeredgecolor=colour,
                 markeredgewidth=1.6, transform=transform, zorder=6)
-        ax.annotate(f"{k + 1}. {label}", xy=(t, y), xycoords=transform, xytext=(-4, 9 + 11 * level),
-                    textcoords="offset points", fontsize=7.5, color=colour, ha="left", va="bottom", zorder=7,
-                    bbox={"boxstyle": "square,pad=0.05", "fc": "white", "ec": "none", "alpha": 0.75})
+        text = ax.annotate(f"{k + 1}. {label}", xy=(t, y), xycoords=transform, xytext=(-4, 9),
+                           textcoords="offset points", fontsize=7.5, color=colour, ha="left", va="bottom", zorder=7,
+                           bbox={"boxstyle": "square,pad=0.05", "fc": "white", "ec": "none", "alpha": 0.75})
+        # Labels of events close together climb in steps, to the lowest step where they overlap no earlier
+        # label (measured extents; the axes' limits are final), or the step with the fewest overlaps.
+        best: tuple[int, int, Bbox] | None = None
+        for level in range(EVIDENCE_LABEL_STEPS):
+            text.set_position((-4, 9 + 11 * level))
+            extent = text.get_window_extent(renderer)
+            clashes = sum(extent.overlaps(other) for other in taken)
+            if best is None or clashes < best[0]:
+                best = (clashes, level, extent)
+            if not clashes:
+                break
+        assert best is not None
+        text.set_position((-4, 9 + 11 * best[1]))
+        taken.append(best[2])
 
 
 def _labelled(data: PartitionPlot) -> list[ViolationMark]:
@@ -306,19 +316,51 @@ def _labelled(data: PartitionPlot) -> list[ViolationMark]:
     return ordered[:MAX_VIOLATION_LABELS]
 
 
-def _draw_incidents(axes, data: PartitionPlot) -> None:  # type: ignore[no-untyped-def]
-    for k, inc in enumerate(sorted(data.incidents, key=lambda i: i.start_s)):
+INCIDENT_LABEL_ROWS = 3
+"""Heights (from the bottom of the offset panel) that incident labels may take before one is left out."""
+
+
+def _draw_incidents(axes, data: PartitionPlot) -> int:  # type: ignore[no-untyped-def]
+    """Shade every lag incident on both panels and label as many as fit without overlap; returns how many
+    were left unlabelled. Labels are placed late / missing / premature first, then in time order, each in the
+    lowest of `INCIDENT_LABEL_ROWS` rows where its drawn extent overlaps no other label (measured with the
+    renderer, so the axes' limits and position must be final); one that would run past the panel's right edge
+    ends there instead."""
+    top = axes[0]
+    for inc in data.incidents:
         end = data.end_s if inc.end_s is None else inc.end_s
         colour = "#d62728" if inc.verdict in BAD_VERDICTS else "#ffbf00"
         for ax in axes:
             ax.axvspan(inc.start_s, max(end, inc.start_s), color=colour, alpha=0.13, linewidth=0, zorder=0)
+    renderer = top.figure.canvas.get_renderer()
+    right = top.get_window_extent(renderer).x1
+    taken: list[list[Bbox]] = [[] for _ in range(INCIDENT_LABEL_ROWS)]  # label extents per row
+    unlabelled = 0
+    for inc in sorted(data.incidents, key=lambda i: (i.verdict not in BAD_VERDICTS, i.start_s)):
         bound = "" if inc.lag_max_ms is None else f" > {inc.lag_max_ms / 1000:g} s"
         still = " (until the end of the data)" if inc.end_s is None and inc.verdict != "ongoing" else ""
         meaning = _VERDICT_SHORT.get(inc.verdict)
-        axes[0].text(inc.start_s, 0.02 + 0.07 * (k % 3),
-                     f" broker {inc.follower} lagging{bound}: {inc.verdict}{f' ({meaning})' if meaning else ''}{still}",
-                     transform=axes[0].get_xaxis_transform(), fontsize=8.5, color="#8b0000", va="bottom",
-                     ha="left", zorder=7)
+        label = top.text(inc.start_s, 0.0,
+                         f" broker {inc.follower} lagging{bound}: {inc.verdict}{f' ({meaning})' if meaning else ''}"
+                         f"{still}", transform=top.get_xaxis_transform(), fontsize=8.5, color="#8b0000",
+                         va="bottom", ha="left", zorder=7,
+                         bbox={"boxstyle": "square,pad=0.05", "fc": "white", "ec": "none", "alpha": 0.6})
+        for row, extents in enumerate(taken):
+            label.set_x(inc.start_s)
+            label.set_horizontalalignment("left")
+            label.set_y(0.02 + 0.07 * row)
+            extent = label.get_window_extent(renderer)
+            if extent.x1 > right:  # late in the run: end the label at the panel's edge instead
+                label.set_x(top.get_xlim()[1])
+                label.set_horizontalalignment("right")
+                extent = label.get_window_extent(renderer)
+            if not any(extent.overlaps(other) for other in extents):
+                extents.append(extent)
+                break
+        else:
+            label.remove()
+            unlabelled += 1
+    return unlabelled
 
 
 def _draw_leaders(axes, data: PartitionPlot) -> None:  # type: ignore[no-untyped-def]
@@ -351,6 +393,11 @@ def _draw_isr(ax, data: PartitionPlot) -> None:  # type: ignore[no-untyped-def]
         ax.broken_barh(_runs(t, [a and not b for a, b in zip(last, whole, strict=True)], data.end_s),
                        (lane - 0.4, 0.8), facecolors="white", edgecolors=colour, hatch="///", zorder=2)
         ax.broken_barh(leading.get(replica, []), (lane + 0.22, 0.18), facecolors="black", zorder=4)
+    ax.set_yticks(range(len(data.replicas)), [f"broker {r}" for r in data.replicas])
+    ax.set_ylim(-0.6, len(data.replicas) - 0.4)
+    ax.invert_yaxis()
+    renderer = ax.figure.canvas.get_renderer()
+    taken: list[Bbox] = []
     for k, m in enumerate(sorted(data.lifecycle, key=lambda m: m.time_s)):
         if m.broker not in data.replicas:
             continue
@@ -359,15 +406,18 @@ def _draw_isr(ax, data: PartitionPlot) -> None:  # type: ignore[no-untyped-def]
         ax.plot([m.time_s], [lane], marker=marker, markersize=10, color=colour, markeredgecolor="white",
                 linestyle="none", zorder=6)
         if k < MAX_LEADER_LABELS * 2:
-            # Crashes labelled above the marker, (re)starts below: a quick restart does not overwrite its crash.
-            up = m.action == "crash"
-            ax.annotate(m.action.replace("_", " "), xy=(m.time_s, lane), xytext=(0, 9 if up else -9),
-                        textcoords="offset points", fontsize=8, color=colour, fontweight="bold", ha="center",
-                        va="bottom" if up else "top", zorder=7,
-                        bbox={"boxstyle": "round,pad=0.1", "fc": "white", "ec": "none", "alpha": 0.8})
-    ax.set_yticks(range(len(data.replicas)), [f"broker {r}" for r in data.replicas])
-    ax.set_ylim(-0.6, len(data.replicas) - 0.4)
-    ax.invert_yaxis()
+            # Stops labelled above the marker, (re)starts below: a quick restart does not overwrite its stop.
+            up = m.action in ("crash", "shutdown", "controlled_shutdown")
+            text = ax.annotate(m.action.replace("_", " "), xy=(m.time_s, lane), xytext=(0, 9 if up else -9),
+                               textcoords="offset points", fontsize=8, color=colour, fontweight="bold",
+                               ha="center", va="bottom" if up else "top", zorder=7,
+                               bbox={"boxstyle": "round,pad=0.1", "fc": "white", "ec": "none", "alpha": 0.8})
+            # A label over an earlier one (a shutdown right after its controlled shutdown) is left to its marker.
+            extent = text.get_window_extent(renderer)
+            if any(extent.overlaps(other) for other in taken):
+                text.remove()
+            else:
+                taken.append(extent)
     ax.set_ylabel("ISR")
     ax.set_xlabel("time since the run's first event (s)")
     ax.grid(True, axis="x", alpha=0.3)
@@ -392,14 +442,16 @@ def render_partition(data: PartitionPlot) -> Figure:
     top = fig.add_subplot(grid[0])
     lanes = fig.add_subplot(grid[1], sharex=top)
     top.tick_params(labelbottom=False)
+    # Layout and limits first: labels are placed by their drawn extent.
+    fig.subplots_adjust(left=0.08, right=0.79, top=0.84, bottom=0.08)
+    top.set_xlim(0, max(data.end_s, 1e-3) * 1.01)
     _draw_offsets(top, data)
     top.set_ylim(*_offset_limits(data))
     _draw_isr(lanes, data)
-    _draw_incidents((top, lanes), data)
+    unlabelled = _draw_incidents((top, lanes), data)
     _draw_leaders((top, lanes), data)
     _draw_evidence(top, data)
     _draw_violations(top, data)
-    top.set_xlim(0, max(data.end_s, 1e-3) * 1.01)
 
     handles, labels = top.get_legend_handles_labels()
     handles += [Patch(facecolor="#888888", alpha=0.55, label="in ISR (broker colour)"),
@@ -414,13 +466,16 @@ def render_partition(data: PartitionPlot) -> Figure:
                 Patch(facecolor="#ffbf00", alpha=0.35, label="lag incident (other verdicts)")]
     labels += [h.get_label() for h in handles[len(labels):]]
     fig.legend(handles, labels, loc="upper left", bbox_to_anchor=(0.805, 0.88), fontsize=8.5, frameon=False)
-    fig.subplots_adjust(left=0.08, right=0.79, top=0.84, bottom=0.08)
     fig.suptitle(f"{data.topic}-{data.partition}   (run {data.run_id})", x=0.08, ha="left", fontsize=14,
                  fontweight="bold")
     resolution = "exact changes" if data.bucket_ms <= 1 else f"one point per {data.bucket_ms:,} ms bucket"
     sub = f"{headline(data)}\nLEO wide line, HW dashed, one colour per broker; {resolution}"
-    if data.notes:
-        sub += "; " + "; ".join(data.notes)
+    notes = list(data.notes)
+    if unlabelled:
+        n = len(data.incidents)
+        notes.append(f"{n - unlabelled} of {n} lag incidents labelled (shading marks all)")
+    if notes:
+        sub += "; " + "; ".join(notes)
     fig.text(0.08, 0.935, sub, fontsize=9.5, ha="left", va="top")
     return fig
 

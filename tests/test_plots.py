@@ -131,3 +131,37 @@ def test_a_frame_missing_a_column_is_refused_with_the_columns_named() -> None:
         PartitionPlot(run_id="r", topic="t", partition=0, end_s=1.0, replicas=(1,),
                       offsets=pd.DataFrame(columns=["replica", "t_s", "hw", "leo"]),
                       isr=pd.DataFrame(columns=list(ISR_COLUMNS)))
+
+
+def test_crowded_lag_incidents_are_labelled_without_overlap_bad_verdicts_first() -> None:
+    """Twenty incidents a second apart cannot all carry a label: the ones that do never overlap, every late /
+    missing / premature one is among them, and the subtitle says how many are labelled."""
+    crowded = tuple(IncidentSpan(float(k), k + 0.8, 2, "missing" if k % 7 == 3 else "on_time", 1, 10_000)
+                    for k in range(20))
+    fig = render_partition(replace(kip101_like(), incidents=crowded))
+    top = fig.axes[0]
+    renderer = fig.canvas.get_renderer()
+    labels = [t for t in top.texts if "lagging" in t.get_text()]
+    assert 3 <= len(labels) < 20
+    extents = [t.get_window_extent(renderer) for t in labels]
+    assert not any(a.overlaps(b) for k, a in enumerate(extents) for b in extents[k + 1:])
+    missing = sum("missing" in t.get_text() for t in labels)
+    assert missing == sum(i.verdict == "missing" for i in crowded) == 3
+    assert f"{len(labels)} of 20 lag incidents labelled (shading marks all)" in _figure_text(fig)
+    # The shading still marks all twenty (on both panels).
+    assert sum(1 for p in top.patches if p.get_alpha() == pytest.approx(0.13)) == 20
+
+
+def test_evidence_labels_of_events_close_together_do_not_overlap() -> None:
+    """Two violations at one offset citing eight events within two seconds (the shape of an acknowledged write
+    lost after a failover): every numbered label stays readable."""
+    events = tuple(EvidencePoint(6.0 + 0.25 * k, f"{'append' if k % 2 else 'hw_change'} by broker {1 + k % 2}")
+                   for k in range(8))
+    violations = (ViolationMark(18.0, "acked_write_lost", "error", 1, 1, events[:5]),
+                  ViolationMark(19.0, "inconsistent_offsets", "error", 1, 1, events[3:]))
+    fig = render_partition(replace(kip101_like(), violations=violations))
+    renderer = fig.canvas.get_renderer()
+    labels = [t for t in fig.axes[0].texts if t.get_text()[:2] in {f"{k}." for k in range(1, 9)}]
+    assert sorted(t.get_text().split(".")[0] for t in labels) == [str(k) for k in range(1, 9)]
+    extents = [t.get_window_extent(renderer) for t in labels]
+    assert not any(a.overlaps(b) for k, a in enumerate(extents) for b in extents[k + 1:])
