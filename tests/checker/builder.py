@@ -170,16 +170,23 @@ def only(result: CheckResult, invariant: str) -> list[Violation]:
     return [v for v in result.violations if v.invariant == invariant]
 
 
-def follower_with_stale_epoch_records() -> Run:
-    """Follower 3 holds epoch-0 records 2..3 the leader never had; the leader (broker 2, epoch 1) has
-    epoch-1 data from offset 2, and follower 3 fetches at 4 with LastFetchedEpoch 0."""
+def _stale_follower_under_new_leader(records: int) -> Run:
+    """Follower 3 holds epoch-0 records 2..3 the leader never had (LEO 4); broker 2 leads epoch 1 with ISR
+    {1, 2} and wrote `records` epoch-1 records from offset 2, replicated to broker 1."""
     run = healthy()
     run.append(3, 2, 0, 3000)
     run.election(2, 1, [1, 2])
     run.become_leader(2, 1, [1, 2])
     run.become_follower(1, 1, 2)
     run.become_follower(3, 1, 2)
-    run.produce(2, [1], 1, 1, 2001)
+    run.produce(2, [1], records, 1, 2001)
+    return run
+
+
+def follower_with_stale_epoch_records() -> Run:
+    """Follower 3 holds epoch-0 records 2..3 the leader never had; the leader (broker 2, epoch 1) has
+    epoch-1 data from offset 2, and follower 3 fetches at 4 with LastFetchedEpoch 0."""
+    run = _stale_follower_under_new_leader(1)
     run.fetch(3, 2, 1, 4, last_fetched_epoch=0)
     return run
 
@@ -189,13 +196,7 @@ def follower_behind_the_leaders_cache() -> Run:
     retention moved its log start offset to 3, so its epoch cache is {1: 3}: epoch 0 is older than all of it.
     Follower 3 fetches at 4 with LastFetchedEpoch 0, which the leader answers (0, 3) (`endOffsetFor`: the
     asked epoch, the start of the first cached one)."""
-    run = healthy()
-    run.append(3, 2, 0, 3000)
-    run.election(2, 1, [1, 2])
-    run.become_leader(2, 1, [1, 2])
-    run.become_follower(1, 1, 2)
-    run.become_follower(3, 1, 2)
-    run.produce(2, [1], 3, 1, 2001)
+    run = _stale_follower_under_new_leader(3)
     run.add("log_start_offset_change", 2, 1, role="leader", old_log_start_offset=0, log_start_offset=3)
     run.fetch(3, 2, 1, 4, last_fetched_epoch=0)
     return run
