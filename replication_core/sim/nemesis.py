@@ -7,8 +7,9 @@ it is applied, see `FaultInjector`), because losing every replica of a write at 
 what Kafka's replication promises. The last `quiet_ms` of the run are fault-free.
 
 `FaultInjector` applies faults at their instant: crash (power: lose unflushed data; process: keep the
-page cache), restart, network partition (one- or two-way) and heal, GC pause, disk stall, controlled
-shutdown, reassignment, scripted produce, flush.
+page cache), a correlated crash of two brokers' processes (drawn only when a scenario lists
+`correlated_crash`), restart, network partition (one- or two-way) and heal, GC pause, disk stall,
+controlled shutdown, reassignment, scripted produce, flush.
 """
 
 from __future__ import annotations
@@ -41,6 +42,18 @@ def draw_faults(spec: NemesisSpec, brokers: tuple[int, ...], controller_id: int,
         if kind == "crash":
             mode = rng.choice(spec.crash_modes)
             out.append(Fault(t, "crash", b, mode=mode, down_ms=length))
+        elif kind == "correlated_crash":
+            # Process crashes only: two replicas losing unflushed data at once is outside what replication
+            # promises (see the module docstring); two processes dying together is not.
+            others = tuple(x for x in brokers if x != b)
+            if len(others) < 2:
+                out.append(Fault(t, "crash", b, mode="process", down_ms=length))
+            else:
+                second = rng.choice(others)
+                second_length = min(rng.randint(spec.min_duration_ms, spec.max_duration_ms), max(1, end - t))
+                out.append(Fault(t, "correlated_crash", src=(b, second), mode="process",
+                                 down_ms=length, duration_ms=second_length))
+                length = max(length, second_length)
         elif kind == "controlled_shutdown":
             out.append(Fault(t, "controlled_shutdown", b, down_ms=length))
         elif kind in ("pause", "disk_stall"):
@@ -96,6 +109,13 @@ class FaultInjector:
             c.brokers[f.broker].crash(lose_unflushed=f.mode == "power")
             if f.down_ms is not None:
                 q.after(f.down_ms, self.apply, replace(f, action="restart"))
+        elif a == "correlated_crash":
+            # Both at this instant (a gated fault waits for a healthy cluster once, not between the two);
+            # the first restarts after `down_ms`, the second after `duration_ms`.
+            for broker, down in zip(f.src, (f.down_ms, f.duration_ms), strict=True):
+                c.brokers[broker].crash(lose_unflushed=f.mode == "power")
+                if down:
+                    q.after(down, self.apply, replace(f, action="restart", broker=broker, src=()))
         elif a == "restart":
             assert f.broker is not None
             b = c.brokers[f.broker]

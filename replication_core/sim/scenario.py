@@ -35,6 +35,11 @@ FAULT_ACTIONS = (
     "produce", "flush",
 )
 NEMESIS_FAULTS = ("crash", "partition", "pause", "disk_stall", "controlled_shutdown")
+"""The nemesis's fault kinds by default."""
+OPTIONAL_NEMESIS_FAULTS = ("correlated_crash",)
+"""Kinds a scenario may also list in `nemesis.faults`. `correlated_crash`: two brokers' processes crash at the
+same instant (a rack or zone losing power to its brokers but not their disks: the page cache is kept), each
+restarted after its own drawn duration; with fewer than three brokers it is a single crash."""
 CRASH_MODES = ("power", "process")
 TOP_LEVEL_KEYS = (
     "name", "description", "seed", "duration_ms", "start_ms", "truncation_mode", "cluster", "broker_config",
@@ -543,8 +548,9 @@ def parse_scenario(doc: object) -> Scenario:
     if r.has("nemesis") and r.raw("nemesis") is not None:
         nr = r.sub("nemesis")
         kinds = nr.raw("faults", list(NEMESIS_FAULTS))
-        if not isinstance(kinds, list) or not all(k in NEMESIS_FAULTS for k in kinds) or not kinds:
-            raise ScenarioError("nemesis.faults", "a non-empty list drawn from " + ", ".join(NEMESIS_FAULTS), kinds)
+        known = NEMESIS_FAULTS + OPTIONAL_NEMESIS_FAULTS
+        if not isinstance(kinds, list) or not all(k in known for k in kinds) or not kinds:
+            raise ScenarioError("nemesis.faults", "a non-empty list drawn from " + ", ".join(known), kinds)
         modes = nr.raw("crash_modes", list(CRASH_MODES))
         if not isinstance(modes, list) or not modes or not all(m in CRASH_MODES for m in modes):
             raise ScenarioError("nemesis.crash_modes", "a non-empty list drawn from power, process", modes)

@@ -5,7 +5,8 @@ diverging-epoch or leader-epoch truncation, reassignments in every other run) an
 from the seed: size-based retention, unclean leader election allowed, min.insync.replicas 1, 5+ brokers with
 6 or 10 partitions, 10-30 virtual seconds; with `--deep` also the workload and protocol limits (replication
 factor 2 or 4, multi-record batches, small fetch size limits, more message loss, acks=0, a second topic with its
-own min ISR and unclean setting). Every run is judged by the reference checker and by the simulator tests' own
+own min ISR and unclean setting); with `--correlated` the nemesis of `--deep` also crashes two brokers'
+processes at once. Every run is judged by the reference checker and by the simulator tests' own
 audit (`tests.sim.audit`); a run is reported when either finds an error (warnings, which an unclean election or
 a lost page cache explain, are not). Checker errors that are instances of a known finding faithful to Kafka
 (`tests.sim.known_findings`: the ISR expansion race, the erased epoch boundary) are listed as known and do not
@@ -74,6 +75,16 @@ def deep_scenario(seed: int) -> Scenario:
                    cluster=replace(sc.cluster, brokers=brokers))
 
 
+def correlated_scenario(seed: int) -> Scenario:
+    """`deep_scenario(seed)` whose nemesis also crashes two brokers' processes at once (`correlated_crash`):
+    with the page cache kept, replication still promises that no acknowledged write is lost without an
+    unclean election, even when every replica of a partition is down for a while."""
+    sc = deep_scenario(seed)
+    if sc.nemesis is None:
+        return sc
+    return replace(sc, nemesis=replace(sc.nemesis, faults=(*sc.nemesis.faults, "correlated_crash")))
+
+
 def _loss_allowed(sc: Scenario, topic: str) -> bool:
     """Whether the topic's settings let an acknowledged acks=all write be lost (unclean elections, min ISR 1)."""
     cfg = sc.topic_config(topic)  # the broker config with the topic's overrides
@@ -116,15 +127,20 @@ def seed_range(text: str) -> range:
 
 
 def add_shape_arguments(parser: argparse.ArgumentParser) -> None:
-    """`--seeds`, `--wide` and `--deep`, shared by the campaigns (this one and `tests.spark.lag_campaign`)."""
+    """`--seeds`, `--wide`, `--deep` and `--correlated`, shared by the campaigns (this one and
+    `tests.spark.lag_campaign`)."""
     parser.add_argument("--seeds", type=seed_range, required=True, help="FIRST-LAST, inclusive")
     parser.add_argument("--wide", action="store_true", help="also draw retention, unclean, min ISR 1, larger clusters")
     parser.add_argument("--deep", action="store_true",
                         help="--wide plus RF 2/4, multi-record batches, small fetch limits, acks=0, a second topic")
+    parser.add_argument("--correlated", action="store_true",
+                        help="--deep plus crashes of two brokers' processes at once")
 
 
 def scenario_maker(args: argparse.Namespace) -> Callable[[int], Scenario]:
-    """The seed -> scenario function `--wide` / `--deep` chose."""
+    """The seed -> scenario function `--wide` / `--deep` / `--correlated` chose."""
+    if args.correlated:
+        return correlated_scenario
     return deep_scenario if args.deep else wide_scenario if args.wide else varied_scenario
 
 
