@@ -105,6 +105,10 @@ class StaticBrokerMetadata:
 
 # --- requests and states ---------------------------------------------------------------------------------
 
+NO_LEADER = -1
+"""`LeaderAndIsr.NoLeader`: the leader of a partition none of whose ISR members is alive."""
+
+
 @dataclass(frozen=True)
 class PartitionRegistration:
     """The partition state of a LeaderAndIsr request / KRaft `PartitionRegistration`."""

@@ -53,6 +53,7 @@ from replication_core.leader_endpoint import (
 from replication_core.leader_epoch_cache import UNDEFINED_EPOCH, UNDEFINED_EPOCH_OFFSET
 from replication_core.log import FetchIsolation, Log, RecordBatch, new_tuple
 from replication_core.partition import (
+    NO_LEADER,
     AlterPartitionRequest,
     BrokerMetadata,
     LeaderAndIsr,
@@ -414,10 +415,15 @@ class ReplicaManager:
             if self.fetcher_control is not None:
                 self.fetcher_control.remove_fetcher_for_partitions(restart, now_ms)
             for tp in restart:
+                leader = to_follow[tp].leader
+                if leader == NO_LEADER:
+                    # "Unable to start fetching ... because it is not alive": an offline partition's
+                    # follower fetches from nobody until an election names a leader (a new leader epoch).
+                    continue
                 p = self.partitions[tp]
-                to_add[tp] = InitialFetchState(self._endpoint(to_follow[tp].leader), p.leader_epoch,
+                to_add[tp] = InitialFetchState(self._endpoint(leader), p.leader_epoch,
                                                self.initial_fetch_offset(p.log))
-            if self.fetcher_control is not None:
+            if self.fetcher_control is not None and to_add:
                 self.fetcher_control.add_fetcher_for_partitions(to_add, now_ms)
         for tp in to_follow:
             # completeDelayedFetchOrProduceRequests: parked leader-side requests now fail fast.

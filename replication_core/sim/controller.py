@@ -37,14 +37,13 @@ from typing import TYPE_CHECKING, Any
 
 from replication_core.errors import Errors
 from replication_core.events import make_event
-from replication_core.partition import AlterPartitionRequest, LeaderAndIsr, PartitionRegistration
+from replication_core.partition import NO_LEADER, AlterPartitionRequest, LeaderAndIsr, PartitionRegistration
 from replication_core.partition_fetch_state import TopicPartition
 from replication_core.sim.rpc import Call
 
 if TYPE_CHECKING:
     from replication_core.sim.cluster import Cluster
 
-NO_LEADER = -1
 
 
 def assign_replicas(partition: int, replication_factor: int, num_brokers: int) -> list[int]:

@@ -91,6 +91,24 @@ def test_become_leader_and_follower_fetcher_changes() -> None:
     assert res.fetchers_to_add[TP1].init_offset == 1  # HW before truncation-on-fetch
 
 
+def test_a_follower_of_an_offline_partition_stops_fetching_and_starts_with_the_next_leader() -> None:
+    """`applyLocalFollowersDelta`: the fetcher of a partition whose new registration names no leader (every ISR
+    member down) is removed and not restarted ("Unable to start fetching ... because it is not alive"); the
+    election of a leader, a new leader epoch, starts it towards that leader."""
+    fetchers = RecordingFetchers()
+    rm = ReplicaManager(2, ReplicationConfig(), fetcher_control=fetchers)
+    rm.become_leader_or_follower(lai({TP: reg(1, 1, (1, 2, 3))}), T0)
+    fetchers.calls.clear()
+    res = rm.become_leader_or_follower(lai({TP: reg(-1, 2, (1,), partition_epoch=2)}), T0 + 1)
+    assert res.errors == {TP: Errors.NONE} and res.new_followers == {TP}
+    assert res.fetchers_to_remove == {TP} and res.fetchers_to_add == {}
+    assert fetchers.calls == [("remove", [TP])]
+    assert rm.partitions[TP].leader_replica_id == -1 and not rm.partitions[TP].is_leader
+    res = rm.become_leader_or_follower(lai({TP: reg(3, 3, (3,), partition_epoch=3)}), T0 + 2)
+    assert res.fetchers_to_add == {TP: InitialFetchState(BrokerEndPoint(3), 3, 0)}
+    assert fetchers.calls[1:] == [("remove", [TP]), ("add", {TP: InitialFetchState(BrokerEndPoint(3), 3, 0)})]
+
+
 def test_follower_fetcher_restarted_only_on_new_leader_epoch() -> None:
     """KAFKA-7164: the fetcher restarts whenever the leader epoch increases, even with the same leader,
     and not for a same-epoch update."""
