@@ -71,3 +71,19 @@ def test_correlated_crashes_lose_no_acknowledged_write_beyond_the_known_findings
         seen["correlated"] += sum(action == "correlated_crash" for _, action in stats.faults_applied)
         seen["offline"] += sum(e["event_type"] == "leader_election" and e["action"] == "offline" for e in events)
     assert seen["correlated"] >= len(SEEDS) // 2 and seen["offline"] > 0, seen
+
+
+def test_a_restarted_broker_following_an_offline_partition_fetches_from_nobody() -> None:
+    """`tests.sim.campaign --correlated` seed 401043: broker 1 restarts while t-0 has no live ISR member, so its
+    metadata makes it a follower of leader -1. The fetcher it started towards broker -1 crashed the simulator
+    (KeyError -1); Kafka starts none until a leader is elected, and now neither does replog."""
+    sc = correlated_scenario(401043)
+    found, _known = problems(sc)
+    assert found == []
+    _, events, _ = run(sc)
+    offline = [e for e in events if e["event_type"] == "leadership_change" and e["action"] == "become_follower"
+               and e["leader_id"] == -1]
+    assert offline, "the run should make a follower of a partition without a leader"
+    added_towards_nobody = [e for e in events if e["event_type"] == "fetcher_change" and e["action"] == "added"
+                            and e["leader_id"] == -1]
+    assert added_towards_nobody == []
