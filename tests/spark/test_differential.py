@@ -15,7 +15,8 @@ Opt-ins: REPLOG_DIFF_SEEDS=N (default 30) random fault runs; REPLOG_DIFF_FIRST_S
 them at seed K, so a long differential can look at seeds no earlier one did; REPLOG_DIFF_WIDE=1 draws them
 as `tests.sim.campaign --wide` does (retention, unclean elections, min ISR 1, larger clusters, 10-30
 virtual seconds); REPLOG_DIFF_DEEP=1 as `--deep` does (also replication factor 2 or 4, multi-record batches,
-small fetch limits, acks=0, a second topic with its own min ISR); REPLOG_DIFF_LARGE=1 adds the heavy
+small fetch limits, acks=0, a second topic with its own min ISR); REPLOG_DIFF_CORRELATED=1 as `--correlated`
+does (the deep shapes with two brokers' processes crashing at once); REPLOG_DIFF_LARGE=1 adds the heavy
 `large-30-brokers` scenario.
 """
 
@@ -39,7 +40,7 @@ from replication_core.config import TruncationMode
 from replication_core.sim.cli import load_scenario, run_id_for, simulate
 from replication_core.sim.scenario import Scenario
 from schemas.audit import GOLD_INVARIANT_VIOLATIONS
-from tests.sim.campaign import deep_scenario, wide_scenario
+from tests.sim.campaign import correlated_scenario, deep_scenario, wide_scenario
 from tests.sim.test_fault_campaign import campaign_scenario, varied_scenario
 
 SCENARIOS = Path(__file__).resolve().parents[2] / "conf" / "scenarios"
@@ -54,6 +55,7 @@ SEEDS = int(os.environ.get("REPLOG_DIFF_SEEDS", "30"))
 FIRST_SEED = int(os.environ.get("REPLOG_DIFF_FIRST_SEED", "0"))
 WIDE = os.environ.get("REPLOG_DIFF_WIDE") == "1"
 DEEP = os.environ.get("REPLOG_DIFF_DEEP") == "1"
+CORRELATED = os.environ.get("REPLOG_DIFF_CORRELATED") == "1"
 LARGE = os.environ.get("REPLOG_DIFF_LARGE") == "1"
 
 Key = tuple[str, str, str | None, int | None, int | None, int, int | None, int | None, int | None]
@@ -84,7 +86,9 @@ def _cases() -> list[Case]:
         mode = TruncationMode.HIGH_WATERMARK if seed % 2 else None
         # Two in three runs take the varied shapes (reassignments in some); one in three also has size-based
         # retention, whose log start offsets send new and lagging followers to truncateFullyAndStartAt.
-        if DEEP:
+        if CORRELATED:
+            sc = correlated_scenario(seed)
+        elif DEEP:
             sc = deep_scenario(seed)
         elif WIDE:
             sc = wide_scenario(seed)
