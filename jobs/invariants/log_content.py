@@ -224,9 +224,11 @@ def with_crash(df: DataFrame, cr: DataFrame, broker: str, at: str, offset: str, 
 
 
 def with_unclean(df: DataFrame, unclean: DataFrame, after: str, alias: str) -> DataFrame:
-    """Add `alias`: the partition's first unclean election after event `after` (`unclean_after`)."""
+    """Add `alias`: the partition's first unclean election after event `after` (`unclean_after`) and before the
+    row's detecting `event_id` (the checker streams: it knows only the elections it has read), any when the
+    row was detected at the end of the run (event -1)."""
     u = _renamed(unclean, "u", {"_unclean": "_u_id"})
-    cond = _on("u", F.col("_u_id") > F.col(after))
+    cond = _on("u", F.col("_u_id") > F.col(after), (F.col("_u_id") < F.col("event_id")) | (F.col("event_id") < 0))
     return df.join(u, cond, "left").groupBy(*df.columns).agg(F.min("_u_id").alias(alias))
 
 
