@@ -300,7 +300,7 @@ def _draw_evidence(ax, data: PartitionPlot) -> None:  # type: ignore[no-untyped-
         for level in range(EVIDENCE_LABEL_STEPS):
             text.set_position((-4, 9 + 11 * level))
             extent = text.get_window_extent(renderer)
-            clashes = sum(extent.overlaps(other) for other in taken)
+            clashes = _clashes(extent, taken)
             if best is None or clashes < best[0]:
                 best = (clashes, level, extent)
             if not clashes:
@@ -308,6 +308,11 @@ def _draw_evidence(ax, data: PartitionPlot) -> None:  # type: ignore[no-untyped-
         assert best is not None
         text.set_position((-4, 9 + 11 * best[1]))
         taken.append(best[2])
+
+
+def _clashes(extent: Bbox, taken: Sequence[Bbox]) -> int:
+    """How many of the labels already placed (`taken`, display extents) a label's `extent` overlaps."""
+    return sum(extent.overlaps(other) for other in taken)
 
 
 def _labelled(data: PartitionPlot) -> list[ViolationMark]:
@@ -354,7 +359,7 @@ def _draw_incidents(axes, data: PartitionPlot) -> int:  # type: ignore[no-untype
                 label.set_x(top.get_xlim()[1])
                 label.set_horizontalalignment("right")
                 extent = label.get_window_extent(renderer)
-            if not any(extent.overlaps(other) for other in extents):
+            if not _clashes(extent, extents):
                 extents.append(extent)
                 break
         else:
@@ -414,7 +419,7 @@ def _draw_isr(ax, data: PartitionPlot) -> None:  # type: ignore[no-untyped-def]
                                bbox={"boxstyle": "round,pad=0.1", "fc": "white", "ec": "none", "alpha": 0.8})
             # A label over an earlier one (a shutdown right after its controlled shutdown) is left to its marker.
             extent = text.get_window_extent(renderer)
-            if any(extent.overlaps(other) for other in taken):
+            if _clashes(extent, taken):
                 text.remove()
             else:
                 taken.append(extent)
