@@ -201,6 +201,8 @@ class Broker:
         self.incarnation = 0
         self.paused_until = 0
         self.stalled_until = 0
+        # The process has begun a controlled shutdown: its heartbeats say so (`wantShutDown`).
+        self.wants_shutdown = False
         self.rm: SimReplicaManager | None = None
         self.fetchers: FetcherManager | None = None
         self.actors: dict[tuple[int, int], FetcherActor] = {}
@@ -222,6 +224,7 @@ class Broker:
         self.alive = True
         self.incarnation += 1
         self.paused_until = self.stalled_until = 0
+        self.wants_shutdown = False
         self.actors = {}
         self._tick_at = None
         self._blocked_metadata = []
@@ -382,7 +385,7 @@ class Broker:
         if inc != self.incarnation:
             return
         if not self._held(self._heartbeat, inc):
-            self.cluster.controller.heartbeat_from(self.broker_id, inc)
+            self.cluster.controller.heartbeat_from(self.broker_id, inc, self.wants_shutdown)
             self.queue.after(self.cluster.scenario.cluster.broker_heartbeat_interval_ms, self._heartbeat, inc)
 
     def _tick(self, inc: int) -> None:

@@ -30,6 +30,10 @@ from replication_core.sim.scenario import ProducerSpec, Scenario
 CONTROLLED_SHUTDOWN_GRACE_MS = 200
 """Time a broker in controlled shutdown keeps running so the leadership moves reach everyone."""
 
+CONTROLLED_SHUTDOWN_TIMEOUT_MS = 300_000
+"""How long a broker waits for the controller to approve its controlled shutdown before it stops anyway
+(`BrokerServer.shutdown`: `controlledShutdownFuture.get(5L, TimeUnit.MINUTES)`)."""
+
 
 class EventSink(Protocol):
     """Where a run's events go (the writer, or a list in tests)."""
@@ -102,13 +106,30 @@ class Cluster:
         self._checksum_seq += 1
         return batch_checksum(self._checksum_seq)
 
-    def controlled_shutdown(self, broker_id: int, down_ms: int) -> None:
+    def controlled_shutdown(self, broker_id: int, down_ms: int, waited_ms: int = 0) -> None:
         """`kafka-server-stop` with `controlled.shutdown.enable`: leadership moves first, then a clean stop,
-        then a start after `down_ms`."""
+        then a start after `down_ms`.
+
+        The request rides the broker's heartbeats (`BrokerLifecycleManager.beginControlledShutdown`): while
+        the broker and the controller cannot reach each other, it keeps running and asks again every heartbeat
+        interval, for at most `CONTROLLED_SHUTDOWN_TIMEOUT_MS`; meanwhile its session may expire, and a fenced
+        broker is told to stop at once (below)."""
         b = self.brokers[broker_id]
         if not b.alive:
             return
         inc = b.incarnation
+        b.wants_shutdown = True
+        controller_id = self.controller.node_id
+        if waited_ms < CONTROLLED_SHUTDOWN_TIMEOUT_MS and (self.network.is_blocked(broker_id, controller_id)
+                                                           or self.network.is_blocked(controller_id, broker_id)):
+            interval = self.scenario.cluster.broker_heartbeat_interval_ms
+
+            def ask_again() -> None:
+                if b.incarnation == inc:
+                    self.controlled_shutdown(broker_id, down_ms, waited_ms + interval)
+
+            self.queue.after(interval, ask_again)
+            return
 
         def restart() -> None:
             if not b.alive:
@@ -147,7 +168,8 @@ class Cluster:
         if sc.nemesis is not None:
             drawn = draw_faults(sc.nemesis, tuple(sorted(self.brokers)), sc.cluster.controller_id, sc.duration_ms,
                                 self.rng)
-            self.injector.schedule(drawn, gated=True)
+            # An overlapping nemesis applies each fault at its instant, whatever the cluster's state.
+            self.injector.schedule(drawn, gated=not sc.nemesis.overlap)
         events = self.events
 
         def step() -> None:

@@ -151,9 +151,9 @@ class Controller:
 
     # --- liveness ---------------------------------------------------------------------------------------
 
-    def heartbeat_from(self, broker_id: int, incarnation: int) -> None:
-        """A broker's heartbeat leaves it (one-way message over the network)."""
-        self.cluster.rpc.send(broker_id, self.node_id, self._on_heartbeat, broker_id, incarnation)
+    def heartbeat_from(self, broker_id: int, incarnation: int, wants_shutdown: bool = False) -> None:
+        """A broker's heartbeat leaves it (one-way message over the network), with its `wantShutDown` flag."""
+        self.cluster.rpc.send(broker_id, self.node_id, self._on_heartbeat, broker_id, incarnation, wants_shutdown)
 
     def register_from(self, broker_id: int, incarnation: int) -> None:
         """A (re)starting broker registers; retried until it gets through (`BrokerRegistration`)."""
@@ -163,11 +163,13 @@ class Controller:
         if not self.cluster.rpc.send(broker_id, self.node_id, self._on_register, broker_id, incarnation):
             self.queue.after(self.retry_ms, self.register_from, broker_id, incarnation)
 
-    def _on_heartbeat(self, broker_id: int, incarnation: int) -> None:
+    def _on_heartbeat(self, broker_id: int, incarnation: int, wants_shutdown: bool = False) -> None:
         if self.incarnations.get(broker_id) != incarnation:
             return  # a heartbeat of an incarnation that has not registered (or a stale one)
         self.last_heartbeat[broker_id] = self.queue.now_ms
-        if broker_id in self.fenced and broker_id not in self.shutting_down:
+        # A fenced broker that wants to shut down is told to stop now and stays fenced
+        # (`BrokerHeartbeatManager.calculateNextBrokerState`: FENCED + wantShutDown -> SHUTDOWN_NOW).
+        if broker_id in self.fenced and broker_id not in self.shutting_down and not wants_shutdown:
             self._unfence(broker_id)
 
     def _on_register(self, broker_id: int, incarnation: int) -> None:

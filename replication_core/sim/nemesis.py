@@ -6,6 +6,12 @@ the next one starts, and the next one waits until the cluster is fully replicate
 it is applied, see `FaultInjector`), because losing every replica of a write at once is outside
 what Kafka's replication promises. The last `quiet_ms` of the run are fault-free.
 
+With `NemesisSpec.overlap` faults start an interval after the previous one started, whether or not it
+is undone, and are applied without waiting for a healthy cluster: a partition during a crash, a pause
+of the only ISR member left, a crash of a broker already down (nothing happens; its restart still
+comes). Give such a nemesis process crashes only (`crash_modes: [process]`): with power crashes,
+overlapping ones can lose every copy of a write, which replication does not promise to survive.
+
 `FaultInjector` applies faults at their instant: crash (power: lose unflushed data; process: keep the
 page cache), a correlated crash of two brokers' processes (drawn only when a scenario lists
 `correlated_crash`), restart, network partition (one- or two-way) and heal, GC pause, disk stall,
@@ -30,7 +36,7 @@ HEALTH_RETRY_MS = 500
 
 def draw_faults(spec: NemesisSpec, brokers: tuple[int, ...], controller_id: int, duration_ms: int,
                 rng: random.Random) -> list[Fault]:
-    """A random fault schedule: (fault, undo) pairs that never overlap."""
+    """A random fault schedule: (fault, undo) pairs, which overlap only with `spec.overlap`."""
     out: list[Fault] = []
     t = rng.randint(spec.min_interval_ms, spec.max_interval_ms)
     end = duration_ms - spec.quiet_ms
@@ -68,7 +74,8 @@ def draw_faults(spec: NemesisSpec, brokers: tuple[int, ...], controller_id: int,
                 out.append(Fault(t, "partition", src=(b,), dst=others, two_way=True, duration_ms=length))
             else:  # one-way: b cannot reach the others (its answers and fetches are lost)
                 out.append(Fault(t, "partition", src=(b,), dst=others, two_way=False, duration_ms=length))
-        t += length + rng.randint(spec.min_interval_ms, spec.max_interval_ms)
+        gap = rng.randint(spec.min_interval_ms, spec.max_interval_ms)
+        t += gap if spec.overlap else length + gap
     return out
 
 

@@ -1,9 +1,10 @@
 """The simulated network: per-link latency distributions, message loss, and partitions.
 
-Nodes are integers (broker ids, the controller id, client ids). A link is directed: a one-way partition
-blocks `src -> dst` only, a two-way partition blocks both directions. `delay(src, dst)` decides one
-message's fate with the run's seeded RNG: None (lost or blocked) or its latency in ms. A message sent
-to the same node (a broker talking to itself) is delivered at once.
+Nodes are integers (broker ids, the controller id, client ids). A link is directed: a one-way partition blocks
+`src -> dst` only, a two-way partition blocks both directions. Partitions may overlap: a link stays cut until
+every partition that cut it is healed (or everything is, by a `heal` naming no link). `delay(src, dst)`
+decides one message's fate with the run's seeded RNG: None (lost or blocked) or its latency in ms. A message
+sent to the same node (a broker talking to itself) is delivered at once.
 
 RPC semantics are built on top by the callers: a request or its answer that does not arrive is
 answered with an error at the caller's timeout (Kafka's `NetworkClient` disconnect / request timeout),
@@ -29,7 +30,7 @@ class Network:
         for link in spec.links:
             self._links[(link.src, link.dst)] = (link.latency or spec.latency,
                                                  spec.loss if link.loss is None else link.loss)
-        self._blocked: set[tuple[int, int]] = set()
+        self._blocked: dict[tuple[int, int], int] = {}  # link -> how many partitions in force cut it
         self._extra: dict[int, int] = {}
         self.sent = 0
         self.dropped = 0
@@ -39,24 +40,33 @@ class Network:
     def partition(self, src: Iterable[int], dst: Iterable[int], two_way: bool) -> None:
         """Cut `src -> dst` (and `dst -> src` if `two_way`)."""
         dst = tuple(dst)
+        blocked = self._blocked
         for a in src:
             for b in dst:
                 if a != b:
-                    self._blocked.add((a, b))
+                    blocked[(a, b)] = blocked.get((a, b), 0) + 1
                     if two_way:
-                        self._blocked.add((b, a))
+                        blocked[(b, a)] = blocked.get((b, a), 0) + 1
 
     def heal(self, src: Iterable[int] = (), dst: Iterable[int] = (), two_way: bool = True) -> None:
-        """Restore the given links, or every link when none is named."""
+        """Undo one partition of the given links (a link another partition also cuts stays cut), or restore
+        every link when none is named."""
         src, dst = tuple(src), tuple(dst)
         if not src and not dst:
             self._blocked.clear()
             return
         for a in src:
             for b in dst:
-                self._blocked.discard((a, b))
+                self._release((a, b))
                 if two_way:
-                    self._blocked.discard((b, a))
+                    self._release((b, a))
+
+    def _release(self, link: tuple[int, int]) -> None:
+        cuts = self._blocked.get(link, 0)
+        if cuts > 1:
+            self._blocked[link] = cuts - 1
+        elif cuts:
+            del self._blocked[link]
 
     def is_blocked(self, src: int, dst: int) -> bool:
         """True if `src -> dst` is partitioned."""

@@ -166,7 +166,9 @@ class Fault:
 class NemesisSpec:
     """Random faults drawn from the run's seeded RNG: one every `min_interval_ms..max_interval_ms`,
     each healed / restarted after `min_duration_ms..max_duration_ms`; the last `quiet_ms` of the run
-    is fault-free and heals everything so the cluster can converge."""
+    is fault-free and heals everything so the cluster can converge. By default a fault starts only after
+    the previous one is undone and the cluster is fully replicated again; with `overlap` the next one is
+    drawn an interval after the previous one's start and applied then, whatever state the cluster is in."""
 
     faults: tuple[str, ...] = NEMESIS_FAULTS
     min_interval_ms: int = 2000
@@ -175,6 +177,7 @@ class NemesisSpec:
     max_duration_ms: int = 6000
     quiet_ms: int = 20000
     crash_modes: tuple[str, ...] = CRASH_MODES
+    overlap: bool = False
 
 
 @dataclass(frozen=True)
@@ -562,6 +565,7 @@ def parse_scenario(doc: object) -> Scenario:
             max_duration_ms=nr.int("max_duration_ms", 6000, lo=1),
             quiet_ms=nr.int("quiet_ms", 20000, lo=0),
             crash_modes=tuple(modes),
+            overlap=nr.bool("overlap", False),
         )
         if nemesis.max_interval_ms < nemesis.min_interval_ms:
             raise ScenarioError("nemesis.max_interval_ms", f"an integer >= min_interval_ms ({nemesis.min_interval_ms})")

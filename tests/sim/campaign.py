@@ -2,17 +2,17 @@
 
 Each seed runs `test_fault_campaign.varied_scenario(seed)` (3-5 brokers, 1-4 partitions, one or two fetchers,
 diverging-epoch or leader-epoch truncation, reassignments in every other run) and, with `--wide`, more drawn
-from the seed: size-based retention, unclean leader election allowed, min.insync.replicas 1, 5+ brokers with
-6 or 10 partitions, 10-30 virtual seconds; with `--deep` also the workload and protocol limits (replication
-factor 2 or 4, multi-record batches, small fetch size limits, more message loss, acks=0, a second topic with its
-own min ISR and unclean setting); with `--correlated` the nemesis of `--deep` also crashes two brokers'
-processes at once. Every run is judged by the reference checker and by the simulator tests' own
-audit (`tests.sim.audit`); a run is reported when either finds an error (warnings, which an unclean election or
-a lost page cache explain, are not). Checker errors that are instances of a known finding faithful to Kafka
-(`tests.sim.known_findings`: the ISR expansion race, the erased epoch boundary) are listed as known and do not
-count as reported. Campaigns like this found the bugs pinned in
-`test_restart_registration.py`, `test_reassign_back.py`, the final-leader case of the audit tests and the
-arrival-time case of `delayed_fetch_bound` (`--seeds 21623-21623 --wide` before schema 1.2) and
+from the seed: size-based retention, unclean leader election allowed, min.insync.replicas 1, 5+ brokers with 6
+or 10 partitions, 10-30 virtual seconds; with `--deep` also the workload and protocol limits (replication
+factor 2 or 4, multi-record batches, small fetch size limits, more message loss, acks=0, a second topic with
+its own min ISR and unclean setting); with `--correlated` the nemesis of `--deep` also crashes two brokers'
+processes at once; with `--overlapping` its faults also overlap (process crashes only). Every run is judged by
+the reference checker and by the simulator tests' own audit (`tests.sim.audit`); a run is reported when either
+finds an error (warnings, which an unclean election or a lost page cache explain, are not). Checker errors
+that are instances of a known finding faithful to Kafka (`tests.sim.known_findings`: the ISR expansion race,
+the erased epoch boundary) are listed as known and do not count as reported. Campaigns like this found the
+bugs pinned in `test_restart_registration.py`, `test_reassign_back.py`, the final-leader case of the audit
+tests and the arrival-time case of `delayed_fetch_bound` (`--seeds 21623-21623 --wide` before schema 1.2) and
 `test_shutdown_before_registration.py` (`--seeds 70679-70679 --wide`).
 Exit status: 0 when no run was reported, 1 otherwise.
 """
@@ -85,6 +85,18 @@ def correlated_scenario(seed: int) -> Scenario:
     return replace(sc, nemesis=replace(sc.nemesis, faults=(*sc.nemesis.faults, "correlated_crash")))
 
 
+def overlapping_scenario(seed: int) -> Scenario:
+    """`correlated_scenario(seed)` whose nemesis overlaps its faults (`NemesisSpec.overlap`): each starts
+    200-900 virtual ms after the previous one, undone or not, without waiting for a healthy cluster, so a
+    partition meets a crash, a pause the last ISR member, a controlled shutdown a broker cut off from the
+    controller. Process crashes only, so every acknowledged acks=all write must still survive unless the topic
+    allows the loss."""
+    sc = correlated_scenario(seed)
+    if sc.nemesis is None:
+        return sc
+    return replace(sc, nemesis=replace(sc.nemesis, overlap=True, crash_modes=("process",)))
+
+
 def _loss_allowed(sc: Scenario, topic: str) -> bool:
     """Whether the topic's settings let an acknowledged acks=all write be lost (unclean elections, min ISR 1)."""
     cfg = sc.topic_config(topic)  # the broker config with the topic's overrides
@@ -127,7 +139,7 @@ def seed_range(text: str) -> range:
 
 
 def add_shape_arguments(parser: argparse.ArgumentParser) -> None:
-    """`--seeds`, `--wide`, `--deep` and `--correlated`, shared by the campaigns (this one and
+    """`--seeds`, `--wide`, `--deep`, `--correlated` and `--overlapping`, shared by the campaigns (this one and
     `tests.spark.lag_campaign`)."""
     parser.add_argument("--seeds", type=seed_range, required=True, help="FIRST-LAST, inclusive")
     parser.add_argument("--wide", action="store_true", help="also draw retention, unclean, min ISR 1, larger clusters")
@@ -135,10 +147,14 @@ def add_shape_arguments(parser: argparse.ArgumentParser) -> None:
                         help="--wide plus RF 2/4, multi-record batches, small fetch limits, acks=0, a second topic")
     parser.add_argument("--correlated", action="store_true",
                         help="--deep plus crashes of two brokers' processes at once")
+    parser.add_argument("--overlapping", action="store_true",
+                        help="--correlated with faults that overlap, process crashes only")
 
 
 def scenario_maker(args: argparse.Namespace) -> Callable[[int], Scenario]:
-    """The seed -> scenario function `--wide` / `--deep` / `--correlated` chose."""
+    """The seed -> scenario function `--wide` / `--deep` / `--correlated` / `--overlapping` chose."""
+    if args.overlapping:
+        return overlapping_scenario
     if args.correlated:
         return correlated_scenario
     return deep_scenario if args.deep else wide_scenario if args.wide else varied_scenario

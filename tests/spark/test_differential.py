@@ -16,7 +16,8 @@ them at seed K, so a long differential can look at seeds no earlier one did; REP
 as `tests.sim.campaign --wide` does (retention, unclean elections, min ISR 1, larger clusters, 10-30
 virtual seconds); REPLOG_DIFF_DEEP=1 as `--deep` does (also replication factor 2 or 4, multi-record batches,
 small fetch limits, acks=0, a second topic with its own min ISR); REPLOG_DIFF_CORRELATED=1 as `--correlated`
-does (the deep shapes with two brokers' processes crashing at once); REPLOG_DIFF_LARGE=1 adds the heavy
+does (the deep shapes with two brokers' processes crashing at once); REPLOG_DIFF_OVERLAPPING=1 as
+`--overlapping` does (those shapes with faults that overlap); REPLOG_DIFF_LARGE=1 adds the heavy
 `large-30-brokers` scenario.
 """
 
@@ -40,7 +41,7 @@ from replication_core.config import TruncationMode
 from replication_core.sim.cli import load_scenario, run_id_for, simulate
 from replication_core.sim.scenario import Scenario
 from schemas.audit import GOLD_INVARIANT_VIOLATIONS
-from tests.sim.campaign import correlated_scenario, deep_scenario, wide_scenario
+from tests.sim.campaign import correlated_scenario, deep_scenario, overlapping_scenario, wide_scenario
 from tests.sim.test_fault_campaign import campaign_scenario, varied_scenario
 
 SCENARIOS = Path(__file__).resolve().parents[2] / "conf" / "scenarios"
@@ -56,6 +57,7 @@ FIRST_SEED = int(os.environ.get("REPLOG_DIFF_FIRST_SEED", "0"))
 WIDE = os.environ.get("REPLOG_DIFF_WIDE") == "1"
 DEEP = os.environ.get("REPLOG_DIFF_DEEP") == "1"
 CORRELATED = os.environ.get("REPLOG_DIFF_CORRELATED") == "1"
+OVERLAPPING = os.environ.get("REPLOG_DIFF_OVERLAPPING") == "1"
 LARGE = os.environ.get("REPLOG_DIFF_LARGE") == "1"
 
 Key = tuple[str, str, str | None, int | None, int | None, int, int | None, int | None, int | None]
@@ -86,7 +88,9 @@ def _cases() -> list[Case]:
         mode = TruncationMode.HIGH_WATERMARK if seed % 2 else None
         # Two in three runs take the varied shapes (reassignments in some); one in three also has size-based
         # retention, whose log start offsets send new and lagging followers to truncateFullyAndStartAt.
-        if CORRELATED:
+        if OVERLAPPING:
+            sc = overlapping_scenario(seed)
+        elif CORRELATED:
             sc = correlated_scenario(seed)
         elif DEEP:
             sc = deep_scenario(seed)
