@@ -16,9 +16,10 @@ epoch's LeaderAndIsr after the partition moved on); its final log is replayed fr
   checker reports end-of-run checks.
 
 Severity (excusable invariant): warning when an `unclean` leader_election of the partition follows the
-acknowledgement (its id leads the evidence), else when the final leader's latest crash loss of the lost
-offset (`crash_removed`: a truncation while its broker is down, or a leadership_change reconciling the log
-after a crash / restart, which records the crash's id) is after the acknowledgement.
+acknowledgement, or was elected into an epoch after the acknowledging leader's and at or before the final
+leader's (its id leads the evidence; `log_content.with_unclean`), else when the final leader's latest crash
+loss of the lost offset (`crash_removed`: a truncation while its broker is down, or a leadership_change
+reconciling the log after a crash / restart, which records the crash's id) is after the acknowledgement.
 Which removal removed a *live* record is decided, for the few violating acknowledgements only, from the
 replayed LSO / LEO around the removal (the replayed log is the contiguous range [LSO, LEO) whenever the
 events are consistent, which `event_stream_consistent` checks).
@@ -29,7 +30,7 @@ from __future__ import annotations
 from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
-from jobs.invariants import replica_scan
+from jobs.invariants import log_content, replica_scan
 from jobs.invariants.base import PARTITION, Scan, ScanInputs, text, violation
 
 INVARIANT = "acked_write_lost"
@@ -39,7 +40,8 @@ def _final_replica_rows(rows: DataFrame) -> DataFrame:
     """The final leader's rows among the replica replay `rows`, with the suffix removal bounds after each row."""
     leaders = rows.where((F.col("event_type") == "leadership_change") & (F.col("action") == "become_leader"))
     final = leaders.groupBy(*PARTITION).agg(
-        F.max_by("broker_id", F.struct("leader_epoch", "event_id")).alias("broker_id"))
+        F.max_by("broker_id", F.struct("leader_epoch", "event_id")).alias("broker_id"),
+        F.max("leader_epoch").alias("_final_epoch"))
     mine = rows.join(final, [*PARTITION, "broker_id"])
     w = Window.partitionBy(*replica_scan.REPLICA).orderBy("event_id")
     before = w.rowsBetween(Window.unboundedPreceding, -1)
@@ -105,19 +107,19 @@ def build(inputs: ScanInputs) -> DataFrame:
         appends.withColumnRenamed("_append", "final_append"), [*PARTITION, "final_append"]).select(
         *PARTITION, "offset", "final_append", F.col("_checksum").alias("final_checksum"))
     leader = final_rows.select(*PARTITION, F.col("broker_id").alias("final_leader"),
-                               F.col("_final_lso").alias("final_lso")).distinct()
+                               F.col("_final_lso").alias("final_lso"), "_final_epoch").distinct()
     acks = bronze.where((F.col("event_type") == "produce_ack") & (F.col("acks") == -1) & (F.col("error") == "NONE")
                         & F.col("base_offset").isNotNull()).select(
         *PARTITION, F.col("event_id").alias("ack_id"), F.col("broker_id").alias("ack_leader"),
         F.col("base_offset").alias("ack_base"), F.col("last_offset").alias("ack_last"),
-        F.col("batch_checksum").alias("ack_checksum"))
+        F.col("batch_checksum").alias("ack_checksum"), F.col("leader_epoch").alias("ack_epoch"))
     per_offset = acks.join(leader, list(PARTITION)).select(
         "*", F.explode(F.sequence("ack_base", "ack_last")).alias("offset")).join(
         records, [*PARTITION, "offset"], "left")
     lost = (F.col("offset") >= F.col("final_lso")) & (
         F.coalesce(F.col("final_checksum"), F.lit(-1)) != F.col("ack_checksum"))
     per_ack = per_offset.groupBy(*PARTITION, "ack_id", "ack_leader", "ack_base", "ack_last", "ack_checksum",
-                                 "final_leader").agg(
+                                 "ack_epoch", "final_leader", "_final_epoch").agg(
         F.count(F.when(lost, 1)).alias("lost_count"),
         F.min_by(F.struct("offset", "final_checksum", "final_append"),
                  F.when(lost, F.col("offset"))).alias("first_lost"))
@@ -128,8 +130,6 @@ def build(inputs: ScanInputs) -> DataFrame:
 
 def _excuses_and_evidence(bronze: DataFrame, bad: DataFrame, final_rows: DataFrame, appends: DataFrame) -> DataFrame:
     """Add, for the violating acknowledgements only, the unclean / crash excuses and the evidence ids."""
-    unclean = bronze.where((F.col("event_type") == "leader_election") & (F.col("action") == "unclean")).select(
-        *PARTITION, F.col("event_id").alias("_unclean"))
     o = F.col("lost_offset")
     live = (o >= F.col("_lso_before")) & (o < F.col("_leo"))
     covers = ((F.col("_drop_from").isNotNull() & (F.col("_drop_from") <= o))
@@ -139,8 +139,10 @@ def _excuses_and_evidence(bronze: DataFrame, bad: DataFrame, final_rows: DataFra
         "_crash_by")
     last_ts = bronze.groupBy("run_id").agg(F.max_by("ts_ms", "event_id").alias("_last_ts"))
     keys = [*PARTITION, "ack_id"]
-    with_unclean = bad.join(unclean, list(PARTITION), "left").groupBy(*bad.columns).agg(
-        F.min(F.when(F.col("_unclean") > F.col("ack_id"), F.col("_unclean"))).alias("unclean_id"))
+    # An end-of-run check (event -1): every election of the run is known.
+    at_end = bad.withColumn("event_id", F.lit(-1).cast("long"))
+    with_unclean = log_content.with_unclean(at_end, log_content.unclean_elections(bronze), "ack_id", "unclean_id",
+                                            (F.col("ack_epoch"), F.col("_final_epoch"))).drop("event_id")
     removed = bad.select(*keys, "lost_offset").join(removals, list(PARTITION)).where(live & covers).groupBy(
         *keys).agg(F.max_by("_by", "_removal").alias("removed_by"),
                    # crash_removed[o] holds the id the latest crash loss of o wrote (processing order).

@@ -18,9 +18,9 @@ state; this stage adds the views, which are per (leader replica, follower), as a
   the follower drops the view (LEO -1 for the bound).
 * the HW bound takes, over the event's follower rows, the smallest (view LEO, follower): a range window on
   `event_id` within the replica scan's LSO segment, which shares that window's sort.
-* whether the broker of an added replica is down or shutting down (its last crash / shutdown /
-  controlled_shutdown not followed by a start / restart) comes from a small per-broker frame of lifecycle
-  intervals broadcast onto the expansion rows.
+* whether the controller answered an expansion of a broker it held ISR-ineligible (a controlled_shutdown
+  before the proposal, no start / restart since) comes from a small per-broker frame of lifecycle intervals
+  broadcast onto the committed rows (`Checker._check_isr_expand_eligible`).
 
 Invariants (§ of /work/shared/docs/kafka-replication.md): hw_bound_maximal_isr (§11.2, §2.3, §2.5),
 isr_expand_legal (§11.7, §2.4), isr_shrink_legal (§11.7, §2.4).
@@ -36,8 +36,11 @@ from pyspark.sql import functions as F
 from jobs.invariants.base import Check, text, violation
 from jobs.invariants.base import is_event as _is
 
-INELIGIBLE_ACTIONS: tuple[str, ...] = ("crash", "shutdown", "controlled_shutdown")
-"""broker_lifecycle actions after which a broker is not ISR-eligible until its next start / restart."""
+INELIGIBLE_FROM: tuple[str, ...] = ("controlled_shutdown",)
+"""broker_lifecycle actions after which the controller holds a broker ISR-ineligible until it starts again (a
+crash makes it ineligible only once the controller fences it, which no event shows)."""
+ELIGIBLE_FROM: tuple[str, ...] = ("start", "restart")
+"""broker_lifecycle actions that end such ineligibility."""
 
 
 def _empty() -> Column:
@@ -133,25 +136,36 @@ def with_views(rows: DataFrame, replica: Sequence[str], closes: Column) -> DataF
 
 
 def broker_states(bronze: DataFrame) -> DataFrame:
-    """Per broker, the intervals between its lifecycle events and whether it is ISR-eligible in each (small)."""
-    life = bronze.where(_is("broker_lifecycle") & F.col("broker_id").isNotNull()).select(
+    """Per broker, the intervals between its controlled shutdowns and starts, and whether the controller holds
+    it ISR-ineligible in each (small)."""
+    life = bronze.where(_is("broker_lifecycle") & F.col("broker_id").isNotNull()
+                        & F.col("action").isin(*INELIGIBLE_FROM, *ELIGIBLE_FROM)).select(
         "run_id", "broker_id", "event_id", "action")
     w = Window.partitionBy("run_id", "broker_id").orderBy("event_id")
     return life.select(
         F.col("run_id").alias("_b_run"), F.col("broker_id").alias("_b_broker"),
         F.col("event_id").alias("_b_start"), F.lead("event_id").over(w).alias("_b_end"),
-        F.col("action").isin(*INELIGIBLE_ACTIONS).alias("_b_ineligible"), F.col("action").alias("_b_action"))
+        F.col("action").isin(*INELIGIBLE_FROM).alias("_b_ineligible"))
+
+
+def _answered_expansion() -> Column:
+    """The controller's answer (committed, alter_partition) to the pending expansion, which it commits: the
+    event's own row (`_f` null) inside a tenure, the replica the pending proposal adds not yet in the ISR."""
+    added = F.col("_pending_added")
+    return (_is("isr_change") & F.col("_f").isNull() & F.col("_leading") & (F.col("isr_state") == "committed")
+            & (F.col("reason") == "alter_partition") & F.col("_pending").isNotNull() & added.isNotNull()
+            & ~F.array_contains(F.col("_isr"), added) & F.array_contains(_set("isr"), added))
 
 
 def with_eligibility(rows: DataFrame, states: DataFrame) -> DataFrame:
-    """Add `_b_ineligible` / `_b_action` for the replica an expansion adds (null elsewhere)."""
-    probed = rows.withColumn("_b_probe", F.when(_proposed("expand") & _one_added() & F.col("_f").isNotNull(),
-                                                F.col("_f")))
+    """Add `_b_ineligible` / `_b_start` (the broker's interval at the event) for the replica a committed
+    answer adds to the ISR (null elsewhere). `rows` carry the pending proposal (`_pending`, `_pending_added`)."""
+    probed = rows.withColumn("_b_probe", F.when(_answered_expansion(), F.col("_pending_added")))
     s = states
     cond = ((probed["run_id"] == s["_b_run"]) & (probed["_b_probe"] == s["_b_broker"])
             & (s["_b_start"] < probed["event_id"]) & (s["_b_end"].isNull() | (s["_b_end"] > probed["event_id"])))
     # A handful of lifecycle intervals: broadcast, so the replica rows keep their partitioning.
-    return probed.join(F.broadcast(s), cond, "left").drop("_b_run", "_b_broker", "_b_start", "_b_end")
+    return probed.join(F.broadcast(s), cond, "left").drop("_b_run", "_b_broker", "_b_end")
 
 
 def with_bound(rows: DataFrame, window: Window) -> DataFrame:
@@ -189,23 +203,34 @@ def isr_expand_size() -> Column:
 
 
 def isr_expand_member() -> Column:
-    """isr_expand_legal (§11.7, §2.4): the added replica is assigned, not in the committed ISR, on a broker
-    that is not down or shutting down, and its LEO (leader's view) >= max(leader HW, epoch start offset)."""
+    """isr_expand_legal (§11.7, §2.4): the added replica is assigned, not in the committed ISR, and its LEO
+    (leader's view) >= max(leader HW, epoch start offset)."""
     f = F.col("_f")
     need = F.greatest(F.col("_hw"), F.coalesce(F.col("_epoch_start"), F.lit(0))).cast("long")
     unassigned = (F.size("_replicas") > 0) & ~F.array_contains("_replicas", f)
     in_isr = F.array_contains("_isr", f)
-    ineligible = F.coalesce(F.col("_b_ineligible"), F.lit(False))
     behind = F.col("_v_leo") < need
     problem = (F.when(unassigned, text("replica ", f, " is not assigned"))
                .when(in_isr, text("replica ", f, " is already in the committed ISR"))
-               .when(ineligible, text("broker ", f, " is not ISR-eligible (", F.col("_b_action"), ")"))
                .when(behind, text("replica ", f, "'s LEO ", F.col("_v_leo"), " is below max(leader HW ",
                                   F.col("_hw"), ", epoch start offset ", F.col("_epoch_start"), ")")))
     return violation(
         "isr_expand_legal", f.isNotNull() & _proposed("expand") & _one_added() & problem.isNotNull(),
         replica=f, expected=need, actual=F.col("_v_leo"), evidence=[F.col("_v_event")],
         message=text("illegal ISR expansion: ", problem),
+    )
+
+
+def isr_expand_eligible() -> Column:
+    """isr_expand_legal (§11.7, §2.4), eligibility: the controller does not commit an expansion of a broker in
+    controlled shutdown since before the proposal, not started since (`Checker._check_isr_expand_eligible`)."""
+    f = F.col("_pending_added")
+    return violation(
+        "isr_expand_legal", _answered_expansion() & F.coalesce(F.col("_b_ineligible"), F.lit(False))
+        & (F.col("_b_start") < F.col("_pending")),
+        replica=f, evidence=[F.col("_b_start"), F.col("_pending")],
+        message=text("illegal ISR expansion: the controller committed broker ", f, ", in controlled shutdown since "
+                     "event ", F.col("_b_start"), ", proposed at event ", F.col("_pending"), " (not ISR-eligible)"),
     )
 
 
@@ -236,7 +261,7 @@ def isr_shrink_member() -> Column:
 
 CHECKS: dict[str, tuple[Check, ...]] = {
     "hw_bound_maximal_isr": (hw_bound_maximal_isr,),
-    "isr_expand_legal": (isr_expand_size, isr_expand_member),
+    "isr_expand_legal": (isr_expand_size, isr_expand_member, isr_expand_eligible),
     "isr_shrink_legal": (isr_shrink_leader, isr_shrink_member),
 }
 """The checks of this stage, by invariant (registered in the replica scan)."""

@@ -223,13 +223,28 @@ def with_crash(df: DataFrame, cr: DataFrame, broker: str, at: str, offset: str, 
         F.max_by("_c_crash", "_c_removal").alias(alias))
 
 
-def with_unclean(df: DataFrame, unclean: DataFrame, after: str, alias: str) -> DataFrame:
-    """Add `alias`: the partition's first unclean election after event `after` (`unclean_after`) and before the
-    row's detecting `event_id` (the checker streams: it knows only the elections it has read), any when the
-    row was detected at the end of the run (event -1)."""
-    u = _renamed(unclean, "u", {"_unclean": "_u_id"})
-    cond = _on("u", F.col("_u_id") > F.col(after), (F.col("_u_id") < F.col("event_id")) | (F.col("event_id") < 0))
-    return df.join(u, cond, "left").groupBy(*df.columns).agg(F.min("_u_id").alias(alias))
+def unclean_elections(bronze: DataFrame) -> DataFrame:
+    """The partitions' unclean elections: `_unclean` (event id) and `_unclean_epoch` (the epoch elected)."""
+    return bronze.where(_is("leader_election") & (F.col("action") == "unclean")).select(
+        *PARTITION, F.col("event_id").alias("_unclean"), F.col("leader_epoch").alias("_unclean_epoch"))
+
+
+def with_unclean(df: DataFrame, unclean: DataFrame, after: str, alias: str,
+                 epochs: tuple[Column, Column] | None = None) -> DataFrame:
+    """Add `alias` (`PartitionState.unclean_excuse`): of the partition's unclean elections before the row's
+    detecting `event_id` (the checker streams: it knows only the elections it has read; any when the row was
+    detected at the end of the run, event -1), the first after event `after` (`unclean_after`), else, given
+    two leader `epochs`, the first elected into an epoch after the lower and at or before the higher
+    (`unclean_between`)."""
+    u = _renamed(unclean, "u", {"_unclean": "_u_id", "_unclean_epoch": "_u_epoch"})
+    cond = _on("u", (F.col("_u_id") < F.col("event_id")) | (F.col("event_id") < 0))
+    first_after = F.min(F.when(F.col("_u_id") > F.col(after), F.col("_u_id")))
+    if epochs is None:
+        return df.join(u, cond, "left").groupBy(*df.columns).agg(first_after.alias(alias))
+    a, b = epochs
+    between = (F.col("_u_epoch") > F.least(a, b)) & (F.col("_u_epoch") <= F.greatest(a, b))
+    first_between = F.min(F.when(between, F.col("_u_id")))
+    return df.join(u, cond, "left").groupBy(*df.columns).agg(F.coalesce(first_after, first_between).alias(alias))
 
 
 def _overlapping(df: DataFrame, isl: DataFrame, lo: Column, hi: Column) -> DataFrame:
@@ -288,8 +303,7 @@ def build(inputs: ScanInputs) -> DataFrame:
         "_leader_mark", "_last_truncation", "_isr", "_view_reset", "_esc", "_ack", "batch_checksum",
     ).localCheckpoint(eager=True)
     cr = crash_removals(rows).localCheckpoint(eager=True)
-    unclean = bronze.where(_is("leader_election") & (F.col("action") == "unclean")).select(
-        *PARTITION, F.col("event_id").alias("_unclean"))
+    unclean = unclean_elections(bronze)
     parts = [
         _cpa(rows, isl, cw, cr, unclean),
         *_exposure_checks(rows, isl, cw, cr, unclean, appends),
@@ -326,7 +340,8 @@ def _cpa(rows: DataFrame, isl: DataFrame, cw: DataFrame, cr: DataFrame, unclean:
                        {"o": F.col("offset"), "sa": F.col("_sa"), "sb": F.col("_sb")})
     found = found.select("*", F.col("_f.o").alias("_o"),
                          F.least("_f.sa.w", "_f.sb.w").alias("_first_append")).localCheckpoint(eager=True)
-    found = with_unclean(found, unclean, "_first_append", "_unclean_id")
+    found = with_unclean(found, unclean, "_first_append", "_unclean_id",
+                         (F.col("_f.sa.rec.epoch"), F.col("_f.sb.rec.epoch")))
     found = with_crash(found, cr, "_a", "event_id", "_o", "_crash_a")
     found = with_crash(found, cr, "_b", "event_id", "_o", "_crash_b")
     return found.select(
@@ -365,8 +380,11 @@ def _exposure_checks(rows: DataFrame, isl: DataFrame, cw: DataFrame, cr: DataFra
     # Contested offsets: each exposure's record per island offset, and each truncation's removed record.
     exp_offs = _overlapping(exp, isl, F.col("_x_lo"), F.least("_x_hi", "_pres"))
     exp_offs = lookup(exp_offs, cw, "broker_id", "event_id", "_s").where(F.col("_s").isNotNull())
+    # The epoch the truncating replica is in (`_epoch_of`): the event's own, else the replayed one.
+    t_epoch = F.coalesce(F.col("leader_epoch"), F.when(F.col("_epoch") >= 0, F.col("_epoch")))
     trunc = rows.where(_is("truncation") & ~F.col("_down")).select(
-        *PARTITION, "broker_id", "event_id", "ts_ms", "truncate_offset", "old_leo", "reason", "_lso", "_leo")
+        *PARTITION, "broker_id", "event_id", "ts_ms", "truncate_offset", "old_leo", "reason", "_lso", "_leo",
+        t_epoch.alias("_t_epoch"))
     t_lo = F.greatest("truncate_offset", "_lso")
     t_hi = F.least("old_leo", "_leo")
     t_offs = lookup(_overlapping(trunc, isl, t_lo, t_hi), cw, "broker_id", "event_id", "_s").where(
@@ -400,7 +418,8 @@ def _inconsistent(marks: DataFrame, cr: DataFrame, unclean: DataFrame) -> DataFr
                        {"o": F.col("offset"), "s": F.col("_s"), "prior": F.col("_prior")})
     found = found.select("*", F.col("_f.o").alias("_o"), F.col("_f.prior.commit_id").alias("_commit_id"))
     found = found.localCheckpoint(eager=True)
-    found = with_unclean(found, unclean, "_commit_id", "_unclean_id")
+    found = with_unclean(found, unclean, "_commit_id", "_unclean_id",
+                         (F.col("_f.prior.rec.epoch"), F.col("_f.s.rec.epoch")))
     found = with_crash(found, cr, "broker_id", "event_id", "_o", "_crash")
     prior, s = F.col("_f.prior"), F.col("_f.s")
     return found.select(
@@ -458,7 +477,8 @@ def _truncation_safety(rows: DataFrame, exp: DataFrame, trunc: DataFrame, isl: D
     ck = t_marks.groupBy(*PARTITION, "event_id").agg(
         F.count(F.when(bad, 1)).alias("_c_n"),
         F.min_by(F.struct(F.col("offset").alias("o"), F.col("_s.w").alias("w"),
-                          F.col("_prior.commit_id").alias("commit_id")), F.when(bad, F.col("offset"))).alias("_c"))
+                          F.col("_prior.commit_id").alias("commit_id"), F.col("_s.rec.epoch").alias("epoch")),
+                 F.when(bad, F.col("offset"))).alias("_c"))
     t = t.join(ck, [*PARTITION, "event_id"], "left")
     n = F.col("_plain_n") + F.coalesce("_c_n", F.lit(0))
     plain_first = F.col("_plain_o").isNotNull() & (F.col("_c.o").isNull() | (F.col("_plain_o") < F.col("_c.o")))
@@ -466,11 +486,7 @@ def _truncation_safety(rows: DataFrame, exp: DataFrame, trunc: DataFrame, isl: D
         "*", n.alias("_n"), plain_first.alias("_plain_first"),
         F.when(plain_first, F.col("_plain_o")).otherwise(F.col("_c.o")).alias("_o")).localCheckpoint(eager=True)
     # Evidence of a non-contested first offset: the replica's write there and the first exposure covering it.
-    ap = _renamed(appends, "p", {"broker_id": "_p_b", "event_id": "_p_w", "base_offset": "_p_base",
-                                 "last_offset": "_p_last"})
-    cond = _on("p", F.col("broker_id") == F.col("_p_b"), F.col("_p_w") < F.col("event_id"),
-                    F.col("_p_base") <= F.col("_o"), F.col("_o") <= F.col("_p_last"))
-    found = found.join(ap, cond, "left").groupBy(*found.columns).agg(F.max("_p_w").alias("_plain_w"))
+    found = _latest_append(found, appends, "broker_id", "event_id", "_o", "_pl")
     ex = _renamed(exp.withColumn("_x_end", F.least("_x_hi", "_pres")), "e",
                   {"event_id": "_e_id", "_x_lo": "_e_lo", "_x_end": "_e_end"})
     cond = _on("e", F.col("_e_id") < F.col("event_id"), F.col("_e_lo") <= F.col("_o"),
@@ -478,8 +494,10 @@ def _truncation_safety(rows: DataFrame, exp: DataFrame, trunc: DataFrame, isl: D
     found = found.join(ex, cond, "left").groupBy(*found.columns).agg(F.min("_e_id").alias("_plain_commit"))
     commit_id = F.when(F.col("_plain_first"), F.col("_plain_commit")).otherwise(F.col("_c.commit_id"))
     found = found.select("*", commit_id.alias("_commit_id"),
-                         F.when(F.col("_plain_first"), F.col("_plain_w")).otherwise(F.col("_c.w")).alias("_slot_w"))
-    found = with_unclean(found, unclean, "_commit_id", "_unclean_id")
+                         F.when(F.col("_plain_first"), F.col("_pl.w")).otherwise(F.col("_c.w")).alias("_slot_w"),
+                         F.when(F.col("_plain_first"), F.col("_pl.epoch")).otherwise(F.col("_c.epoch"))
+                         .alias("_slot_e"))
+    found = with_unclean(found, unclean, "_commit_id", "_unclean_id", (F.col("_slot_e"), F.col("_t_epoch")))
     return found.select(
         F.lit(TRUNCATION).alias("_kind"), *PARTITION, "broker_id", "event_id", "ts_ms",
         F.col("_o").alias("_offset"), F.col("_committed_hw").alias("_expected"),
@@ -508,13 +526,14 @@ def _plain(df: DataFrame, isl: DataFrame, lo: str, hi: str, prefix: str) -> Data
 
 
 def _latest_append(df: DataFrame, appends: DataFrame, broker: str, at: str, offset: str, alias: str) -> DataFrame:
-    """Add `alias` = struct(w, checksum): replica `broker`'s latest append covering `offset` before `at` (for
-    the few violating rows only)."""
+    """Add `alias` = struct(w, checksum, epoch): replica `broker`'s latest append covering `offset` before `at`
+    (for the few violating rows only)."""
     ap = _renamed(appends, "p", {"broker_id": "_p_b", "event_id": "_p_w", "base_offset": "_p_base",
                                  "last_offset": "_p_last", "_rec": "_p_rec"})
     cond = _on("p", F.col(broker) == F.col("_p_b"), F.col("_p_w") < F.col(at), F.col("_p_base") <= F.col(offset),
                F.col(offset) <= F.col("_p_last"))
-    found = F.max_by(F.struct(F.col("_p_w").alias("w"), F.col("_p_rec.checksum").alias("checksum")), F.col("_p_w"))
+    found = F.max_by(F.struct(F.col("_p_w").alias("w"), F.col("_p_rec.checksum").alias("checksum"),
+                              F.col("_p_rec.epoch").alias("epoch")), F.col("_p_w"))
     return df.join(ap, cond, "left").groupBy(*df.columns).agg(found.alias(alias))
 
 
@@ -539,13 +558,14 @@ def _isr_holds(bronze: DataFrame, rows: DataFrame, isl: DataFrame, cw: DataFrame
         F.explode(F.when(hw_rise, F.col("_isr")).otherwise(added)).alias("_m"))
     state = rows.where(_is(PROBE)).select(
         *PARTITION, F.col("broker_id").alias("_m"), "event_id", F.col("_lso").alias("_m_lso"),
-        F.col("_leo").alias("_m_leo"), F.col("_down").alias("_m_down"))
+        F.col("_leo").alias("_m_leo"), F.col("_down").alias("_m_down"),
+        F.when(F.col("_epoch") >= 0, F.col("_epoch")).alias("_m_epoch"))
     pairs = trig.where(F.col("_m") != F.col("_r")).join(state, [*PARTITION, "_m", "event_id"])
     # Offsets the leader holds: [x, y); the member holds nothing from its LEO on.
     pairs = pairs.select("*", F.greatest("_lo", "_r_lso", "_m_lso").alias("_x"), F.least("_hi", "_r_leo").alias("_y"))
     pairs = pairs.select("*", F.greatest("_x", "_m_leo").alias("_gap"))
     keys = [*PARTITION, "_r", "_m", "event_id"]
-    extra = ["ts_ms", "_hi", "_view_reset", "_m_down"]
+    extra = ["ts_ms", "_hi", "_view_reset", "_m_down", "_m_epoch"]
     # A member almost always holds all the leader exposes: only pairs with a gap [member LEO, leader end)
     # are counted (a grouping), the rest can only differ at island offsets.
     gapped = pairs.where(F.col("_gap") < F.col("_y")).select(*keys, *extra, "_gap", "_y")
@@ -570,8 +590,9 @@ def _isr_holds(bronze: DataFrame, rows: DataFrame, isl: DataFrame, cw: DataFrame
     found = _skip_crashed_members(bronze, found)
     found = _latest_append(found, appends, "_r", "event_id", "_o", "_pa")
     ls_w = F.when(F.col("_plain_first"), F.col("_pa.w")).otherwise(F.col("_c.ls.w"))
+    ls_epoch = F.when(F.col("_plain_first"), F.col("_pa.epoch")).otherwise(F.col("_c.ls.rec.epoch"))
     found = found.select("*", ls_w.alias("_ls_w"))
-    found = with_unclean(found, unclean, "_ls_w", "_unclean_id")
+    found = with_unclean(found, unclean, "_ls_w", "_unclean_id", (ls_epoch, F.col("_m_epoch")))
     return found.select(
         F.lit(ISR_HOLDS).alias("_kind"), *PARTITION, F.col("_m").alias("broker_id"), "event_id", "ts_ms",
         F.col("_o").alias("_offset"),

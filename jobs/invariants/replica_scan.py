@@ -236,8 +236,8 @@ def build(inputs: ScanInputs) -> DataFrame:
     rows = replica_events(bronze).unionByName(isr_rules.fetch_state_rows(bronze), allowMissingColumns=True)
     replayed = _replay(rows, leader_view=True).where(~F.col("event_type").isin("append", "broker_config"))
     viewed = isr_rules.with_views(replayed, REPLICA, _closes())
-    checked = isr_rules.with_eligibility(viewed, isr_rules.broker_states(bronze))
-    return isr_rules.with_bound(_with_pending(checked), Window.partitionBy(*REPLICA).orderBy("event_id"))
+    checked = isr_rules.with_eligibility(_with_pending(viewed), isr_rules.broker_states(bronze))
+    return isr_rules.with_bound(checked, Window.partitionBy(*REPLICA).orderBy("event_id"))
 
 
 def _own(event_type: str) -> Column:

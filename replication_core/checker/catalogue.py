@@ -140,12 +140,17 @@ CATALOGUE: tuple[Invariant, ...] = (
         "isr_expand_legal", ERROR, "§11.7, §2.4",
         "An expansion adds one replica whose LEO >= leader HW and >= the leader-epoch start offset, that is "
         "assigned, not already in the ISR and ISR-eligible.",
-        "Every proposed expand: exactly one replica added, assigned, not in the committed ISR, its broker not "
-        "crashed or shutting down, and the leader's view of its LEO >= max(leader HW, epoch start offset).",
+        "Every proposed expand: exactly one replica added, assigned, not in the committed ISR, and the leader's "
+        "view of its LEO >= max(leader HW, epoch start offset); every controller answer (committed, "
+        "alter_partition) adding the pending expansion's replica: its broker was not in controlled shutdown "
+        "before the proposal without a start since.",
         "expected = max(leader HW, epoch start offset), actual = the leader's view of the follower LEO",
         ("isr_change", "follower_fetch_state", "leadership_change"),
-        cannot_check="Fencing and broker-epoch eligibility are controller state, not events; only crash / "
-                     "controlled-shutdown lifecycle events are used.",
+        cannot_check="Fencing and broker-epoch eligibility are controller state, not events: a crashed broker "
+                     "stays eligible until the controller fences it, and a leader proposes from metadata that "
+                     "may not yet know of a shutdown (the controller then answers INELIGIBLE_REPLICA), so "
+                     "eligibility is judged at the controller's answer, from controlled-shutdown and start "
+                     "lifecycle events only.",
     ),
     Invariant(
         "isr_shrink_legal", ERROR, "§11.7, §2.4",

@@ -166,6 +166,13 @@ def _crash_after(r: ReplicaState, offset: int, since_id: int) -> int | None:
     return crash if crash is not None and crash > since_id else None
 
 
+def _epoch_of(ev: Event | None, r: ReplicaState) -> int | None:
+    """The leader epoch replica `r` is in at event `ev` (the event's own, else the replayed one; None if none)."""
+    if ev is not None and ev.get("leader_epoch") is not None:
+        return int(ev["leader_epoch"])
+    return r.epoch if r.epoch >= 0 else None
+
+
 def _checksum(slot: Slot | None) -> int:
     return -1 if slot is None else slot.rec.checksum
 
@@ -328,7 +335,8 @@ class _RunChecker:
             if action in ("crash", "restart"):
                 b.last_crash = eid
             b.down = action != "restart"
-            b.shutting_down = False
+            if action == "restart":
+                b.shutdown_since = None
             for p in self.partitions.values():
                 r = p.replicas.get(broker)
                 if r is not None:
@@ -345,10 +353,10 @@ class _RunChecker:
                     if action in ("crash", "restart"):
                         r.crashed_since_leadership = eid
         elif action == "controlled_shutdown":
-            b.shutting_down = True
+            b.shutdown_since = eid
         elif action == "start":
             b.down = False
-            b.shutting_down = False
+            b.shutdown_since = None
 
     def _on_leadership_change(self, ev: Event) -> None:
         p = self._partition(ev)
@@ -434,6 +442,8 @@ class _RunChecker:
         eid = int(ev["event_id"])
         if ev.get("action") == "unclean":
             p.unclean_elections.append(eid)
+            if ev.get("leader_epoch") is not None:
+                p.unclean_epochs.append((eid, int(ev["leader_epoch"])))
         leader = ev.get("leader_id")
         epoch = ev.get("leader_epoch")
         if epoch is not None:
@@ -553,6 +563,7 @@ class _RunChecker:
             r.pending = eid
         elif state == "committed":
             self._check_isr_nonempty(ev, r.broker, isr)
+            self._check_isr_expand_eligible(ev, r, isr)
             added = isr - r.isr
             r.isr = isr
             r.pending = None
@@ -584,7 +595,8 @@ class _RunChecker:
             self._check_consistent(ev, r.broker, checksum, _checksum(slot),
                                    f"acknowledged write at {base} is not in the acking leader's log")
         p.acks.append(Ack(int(ev["event_id"]), r.broker, base, last, checksum,
-                          None if slot is None else slot.append_id))
+                          None if slot is None else slot.append_id,
+                          None if ev.get("leader_epoch") is None else int(ev["leader_epoch"])))
 
     def _on_fetch(self, ev: Event) -> None:
         p = self._partition(ev)
@@ -733,7 +745,7 @@ class _RunChecker:
                 ls, ms = r.records[o], member.records.get(o)
                 self._flag("isr_holds_committed", ev, m, offset=o, expected=ls.rec.checksum, actual=_checksum(ms),
                            evidence=[ls.append_id, None if ms is None else ms.append_id],
-                           excused_by=p.unclean_after(ls.append_id),
+                           excused_by=p.unclean_excuse(ls.append_id, ls.rec.epoch, _epoch_of(None, member)),
                            message=f"ISR member {m} lacks the leader's record at {o} below HW {hi} "
                                    f"({len(bad)} offsets)")
 
@@ -754,7 +766,7 @@ class _RunChecker:
                 sa, sb = a.records[o], b.records[o]
                 self._flag("committed_prefix_agreement", ev, a.broker, offset=o, expected=sb.rec.checksum,
                            actual=sa.rec.checksum, evidence=[sb.append_id, sa.append_id, b.hw_event],
-                           excused_by=p.unclean_after(min(sa.append_id, sb.append_id)),
+                           excused_by=p.unclean_excuse(min(sa.append_id, sb.append_id), sa.rec.epoch, sb.rec.epoch),
                            crash_excuse=_crash_after(a, o, -1) or _crash_after(b, o, -1),
                            message=f"replica {a.broker} (HW {new}) and replica {b.broker} (HW {b.hw}) hold "
                                    f"different records at {o}: epoch {sa.rec.epoch} vs {sb.rec.epoch} "
@@ -778,7 +790,7 @@ class _RunChecker:
             o, prior, slot = bad[0]
             self._flag("inconsistent_offsets", ev, r.broker, offset=o, expected=prior.rec.checksum,
                        actual=slot.rec.checksum, evidence=[prior.append_id, prior.commit_id, slot.append_id],
-                       excused_by=p.unclean_after(prior.commit_id),
+                       excused_by=p.unclean_excuse(prior.commit_id, prior.rec.epoch, slot.rec.epoch),
                        crash_excuse=_crash_after(r, o, prior.commit_id),
                        message=f"offset {o} committed twice: epoch {prior.rec.epoch} checksum "
                                f"{prior.rec.checksum}, now epoch {slot.rec.epoch} checksum {slot.rec.checksum} "
@@ -795,7 +807,8 @@ class _RunChecker:
         if bad:
             o, commit, slot = bad[0]
             self._flag("truncation_safety", ev, r.broker, offset=o, expected=p.committed_hw, actual=t,
-                       evidence=[slot.append_id, commit.commit_id], excused_by=p.unclean_after(commit.commit_id),
+                       evidence=[slot.append_id, commit.commit_id],
+                       excused_by=p.unclean_excuse(commit.commit_id, slot.rec.epoch, _epoch_of(ev, r)),
                        message=f"truncation ({ev.get('reason')}) to {t} removed committed records from {o} "
                                f"({len(bad)} offsets; committed HW {p.committed_hw})")
 
@@ -963,20 +976,34 @@ class _RunChecker:
         view = r.views.get(f)
         leo = view.leo if view is not None else -1
         need = max(r.hw, r.epoch_start if r.epoch_start is not None else 0)
-        broker = self._broker(f)
         problem = ""
         if r.replicas and f not in r.replicas:
             problem = f"replica {f} is not assigned {list(r.replicas)}"
         elif f in r.isr:
             problem = f"replica {f} is already in the committed ISR"
-        elif broker.down or broker.shutting_down:
-            problem = f"broker {f} is {'down' if broker.down else 'shutting down'} (not ISR-eligible)"
         elif leo < need:
             problem = (f"replica {f}'s LEO {leo} is below max(leader HW {r.hw}, epoch start offset "
                        f"{r.epoch_start})")
         if problem:
             self._flag("isr_expand_legal", ev, f, expected=need, actual=leo,
                        evidence=[view.event_id if view else None], message=f"illegal ISR expansion: {problem}")
+
+    def _check_isr_expand_eligible(self, ev: Event, r: ReplicaState, isr: frozenset[int]) -> None:
+        """isr_expand_legal (§11.7, §2.4), eligibility: the controller does not commit an expansion of a broker
+        that was in controlled shutdown before the proposal was sent and has not started since.
+
+        Judged at the controller's answer, not at the proposal: the leader proposes from its metadata, which
+        may not yet know of the shutdown (the controller then answers INELIGIBLE_REPLICA), and a crash makes a
+        broker ineligible only once the controller fences it, which is controller state, not an event."""
+        f = r.pending_added
+        if (ev.get("reason") != "alter_partition" or r.pending is None or f is None or f in r.isr
+                or f not in isr):
+            return
+        since = self._broker(f).shutdown_since
+        if since is not None and since < r.pending:
+            self._flag("isr_expand_legal", ev, f, evidence=[since, r.pending],
+                       message=f"illegal ISR expansion: the controller committed broker {f}, in controlled "
+                               f"shutdown since event {since}, proposed at event {r.pending} (not ISR-eligible)")
 
     def _check_isr_shrink_legal(self, ev: Event, r: ReplicaState, old_isr: frozenset[int],
                                 isr: frozenset[int]) -> None:
@@ -1136,7 +1163,7 @@ class _RunChecker:
                        expected=ack.checksum, actual=_checksum(now),
                        evidence=[ack.append_id, ack.event_id, final.removed_by.get(o),
                                  None if now is None else now.append_id],
-                       excused_by=p.unclean_after(ack.event_id),
+                       excused_by=p.unclean_excuse(ack.event_id, ack.epoch, p.last_leader_epoch),
                        crash_excuse=_crash_after(final, o, ack.event_id),
                        message=f"write acknowledged at {ack.base}..{ack.last} by broker {ack.leader} is not on "
                                f"final leader {final.broker} at {o} ({len(lost)} offsets)")

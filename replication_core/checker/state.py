@@ -95,6 +95,7 @@ class Ack(NamedTuple):
     last: int
     checksum: int
     append_id: int | None
+    epoch: int | None = None  # the acking leader's epoch
 
 
 @dataclass
@@ -153,6 +154,7 @@ class PartitionState:
     committed: dict[int, Commit] = field(default_factory=dict)
     committed_hw: int = 0
     unclean_elections: list[int] = field(default_factory=list)
+    unclean_epochs: list[tuple[int, int]] = field(default_factory=list)  # (event, leader epoch) of each
     election_epoch: int | None = None
     election_event: int | None = None
     epoch_leader: dict[int, tuple[int, int]] = field(default_factory=dict)
@@ -174,6 +176,25 @@ class PartitionState:
                 return e
         return None
 
+    def unclean_between(self, epoch_a: int | None, epoch_b: int | None) -> int | None:
+        """The first unclean election (of those read so far) into an epoch after the lower of two leader epochs
+        and at or before the higher one, or None: it separates a record or state of the one epoch from the
+        other's. A leader that the controller replaced while it was paused or cut off keeps committing (and
+        acknowledging) in its old epoch after the election, so the event order alone cannot tell."""
+        if epoch_a is None or epoch_b is None or epoch_a == epoch_b:
+            return None
+        lo, hi = min(epoch_a, epoch_b), max(epoch_a, epoch_b)
+        for e, epoch in self.unclean_epochs:
+            if lo < epoch <= hi:
+                return e
+        return None
+
+    def unclean_excuse(self, after: int | None, epoch_a: int | None, epoch_b: int | None) -> int | None:
+        """The unclean election that excuses a loss: the first after event `after` (`unclean_after`), else the
+        first between the two epochs (`unclean_between`); None when neither exists."""
+        found = self.unclean_after(after)
+        return found if found is not None else self.unclean_between(epoch_a, epoch_b)
+
 
 @dataclass
 class BrokerState:
@@ -184,5 +205,7 @@ class BrokerState:
     raw_config: dict[str, str] = field(default_factory=dict)
     config_event: int | None = None
     down: bool = False
-    shutting_down: bool = False
+    # The controlled_shutdown event after which the controller holds the broker ISR-ineligible (shutting down,
+    # then fenced by its clean stop) until its process starts again; None when it is not.
+    shutdown_since: int | None = None
     last_crash: int | None = None

@@ -136,6 +136,72 @@ def an_unclean_election_excuses_only_what_happens_after_it() -> Case:
                  ("earlier", "truncation_safety", "warning", 2, 6, 2, 4, 2, [5, 3, 4, 6])])
 
 
+ACK = dict(event_type="produce_ack", broker_id=1, leader_epoch=1, acks=-1, error="NONE", base_offset=0, last_offset=1,
+           batch_checksum=7)
+
+
+def _stale_leader(election: dict[str, Any]) -> dict[str, Rows]:
+    """The controller elects broker 2 into epoch 2 (event 2) while leader 1 (epoch 1) is paused or cut off;
+    2 writes 0..1 (epoch 2, checksum 9, event 4) and commits it (5). Broker 1, not yet told, appends its own
+    0..1 in epoch 1 (checksum 7, event 6), raises its HW over it (7) and acknowledges it (8), then follows 2 (9)
+    and truncates it away (10). Overlapping-nemesis seeds 500048 and 500122 did this."""
+    return [leader(), follower(), election,
+            leader(broker=2, epoch=2, isr=[2], leo=0, hw=0), append(0, 1, broker=2, epoch=2, checksum=9),
+            hw(0, 2, broker=2, epoch=2), append(0, 1), hw(0, 2), ACK,
+            follower(broker=1, epoch=2, leader_id=2, leo=2, hw=2),
+            dict(truncation(0, 2, broker=1, reason="leader_epoch"), leader_epoch=2)]
+
+
+STALE_LEADER_RUNS = _runs(unclean=_stale_leader(UNCLEAN), clean=_stale_leader(dict(UNCLEAN, action="clean")))
+"""Every record and acknowledgement of `_stale_leader`'s losses comes after the election in event order, so
+the order alone excuses nothing. When the election was unclean, its epoch (2) lies after the older record's
+epoch (1) and at or before the newer state's (2), which excuses the loss (warning, the election first in the
+evidence); after a clean election each is an error."""
+
+
+def _stale_leader_case(invariant: str, replica: int, event: int, expected: int, actual: int,
+                       evidence: list[int]) -> Case:
+    """`STALE_LEADER_RUNS`' violation of `invariant` at offset 0: a warning after the unclean election (2)."""
+    return Case("", invariant, STALE_LEADER_RUNS,
+                [("unclean", invariant, "warning", replica, event, 0, expected, actual, [2, *evidence]),
+                 ("clean", invariant, "error", replica, event, 0, expected, actual, evidence)])
+
+
+@case
+def a_stale_leaders_commit_after_an_unclean_election_is_excused_by_its_epoch() -> Case:
+    # At 7 the stale leader exposes (0..1, epoch 1) where (0..1, epoch 2) was committed at 6: expected 9, actual
+    # 7; evidence = the committed record's append and commit, the stale record's append.
+    return _stale_leader_case("inconsistent_offsets", 1, 7, 9, 7, [4, 5, 6, 7])
+
+
+@case
+def a_stale_leaders_hw_over_a_divergent_prefix_is_excused_by_its_epoch() -> Case:
+    # At 7 replica 1's HW (2) and replica 2's (2) cover different records at 0: expected = 2's checksum 9,
+    # actual 7; evidence = 2's append, 1's append, 2's HW event.
+    return _stale_leader_case("committed_prefix_agreement", 1, 7, 9, 7, [4, 6, 5, 7])
+
+
+@case
+def a_stale_leaders_isr_member_of_the_new_epoch_is_excused_by_its_epoch() -> Case:
+    # At 7 member 2 of the stale leader's ISR holds another record at 0 (epoch 2): member 2, expected the stale
+    # leader's checksum 7, actual 9; evidence = the leader's append, the member's.
+    return _stale_leader_case("isr_holds_committed", 2, 7, 7, 9, [6, 4, 7])
+
+
+@case
+def truncating_a_stale_leaders_commit_is_excused_by_the_epoch_it_truncates_in() -> Case:
+    # At 10 broker 1, now in epoch 2, truncates its (0..1, epoch 1), which its own HW rise committed at 7:
+    # expected = committed HW 2, actual = 0; evidence = the removed record's append, its commit.
+    return _stale_leader_case("truncation_safety", 1, 10, 2, 0, [6, 7, 10])
+
+
+@case
+def a_stale_leaders_acknowledgement_is_excused_by_the_final_leaders_epoch() -> Case:
+    # The stale leader's acks=all acknowledgement of 0..1 (8, epoch 1) is not on final leader 2 (epoch 2): end of
+    # run (-1), expected 7, actual 9; evidence = the acknowledged append, the ack, the final record's append.
+    return _stale_leader_case("acked_write_lost", 2, -1, 7, 9, [6, 8, 4])
+
+
 @case
 def truncation_safety_ignores_records_above_the_committed_hw() -> Case:
     # Same follower truncation, but the leader has only committed 0..1: nothing committed is removed; a
