@@ -223,6 +223,13 @@ def with_crash(df: DataFrame, cr: DataFrame, broker: str, at: str, offset: str, 
         F.max_by("_c_crash", "_c_removal").alias(alias))
 
 
+def epoch_of(event: bool = True) -> Column:
+    """`Checker._epoch_of`: the leader epoch a replica is in at a row: with `event`, the row's `leader_epoch` when
+    it has one, else (and without `event`) the replayed `_epoch`; null when there is none."""
+    replayed = F.when(F.col("_epoch") >= 0, F.col("_epoch"))
+    return F.coalesce(F.col("leader_epoch"), replayed) if event else replayed
+
+
 def unclean_elections(bronze: DataFrame) -> DataFrame:
     """The partitions' unclean elections: `_unclean` (event id) and `_unclean_epoch` (the epoch elected)."""
     return bronze.where(_is("leader_election") & (F.col("action") == "unclean")).select(
@@ -230,19 +237,20 @@ def unclean_elections(bronze: DataFrame) -> DataFrame:
 
 
 def with_unclean(df: DataFrame, unclean: DataFrame, after: str, alias: str,
-                 epochs: tuple[Column, Column] | None = None) -> DataFrame:
+                 epochs: tuple[Column, ...] = ()) -> DataFrame:
     """Add `alias` (`PartitionState.unclean_excuse`): of the partition's unclean elections before the row's
     detecting `event_id` (the checker streams: it knows only the elections it has read; any when the row was
     detected at the end of the run, event -1), the first after event `after` (`unclean_after`), else, given
-    two leader `epochs`, the first elected into an epoch after the lower and at or before the higher
-    (`unclean_between`)."""
+    the leader `epochs` the violation sets against each other (nulls ignored), the first elected into an epoch
+    after the lowest and at or before the highest (`unclean_between`)."""
     u = _renamed(unclean, "u", {"_unclean": "_u_id", "_unclean_epoch": "_u_epoch"})
     cond = _on("u", (F.col("_u_id") < F.col("event_id")) | (F.col("event_id") < 0))
     first_after = F.min(F.when(F.col("_u_id") > F.col(after), F.col("_u_id")))
-    if epochs is None:
+    if not epochs:
         return df.join(u, cond, "left").groupBy(*df.columns).agg(first_after.alias(alias))
-    a, b = epochs
-    between = (F.col("_u_epoch") > F.least(a, b)) & (F.col("_u_epoch") <= F.greatest(a, b))
+    # least / greatest skip nulls (null only when every epoch is null, and then nothing is between).
+    lo, hi = (F.least(*epochs), F.greatest(*epochs)) if len(epochs) > 1 else (epochs[0], epochs[0])
+    between = (F.col("_u_epoch") > lo) & (F.col("_u_epoch") <= hi)
     first_between = F.min(F.when(between, F.col("_u_id")))
     return df.join(u, cond, "left").groupBy(*df.columns).agg(F.coalesce(first_after, first_between).alias(alias))
 
@@ -325,10 +333,12 @@ def _cpa(rows: DataFrame, isl: DataFrame, cw: DataFrame, cr: DataFrame, unclean:
     prefix_agreement`), at the island offsets of [max(old, LSO_a, LSO_b), min(new, HW_b))."""
     rises = rows.where(_is("hw_change") & (F.col("hw") > F.col("old_hw"))).select(
         *PARTITION, F.col("broker_id").alias("_a"), "event_id", "ts_ms", F.col("old_hw").alias("_old"),
-        F.col("hw").alias("_new"), F.col("_lso").alias("_a_lso"), F.col("_leo").alias("_a_leo"))
+        F.col("hw").alias("_new"), F.col("_lso").alias("_a_lso"), F.col("_leo").alias("_a_leo"),
+        epoch_of().alias("_a_epoch"))
     state = rows.where(_is(PROBE)).select(
         *PARTITION, F.col("broker_id").alias("_b"), "event_id", F.col("_hw").alias("_b_hw"),
-        F.col("_hw_event").alias("_b_hw_event"), F.col("_lso").alias("_b_lso"), F.col("_leo").alias("_b_leo"))
+        F.col("_hw_event").alias("_b_hw_event"), F.col("_lso").alias("_b_lso"), F.col("_leo").alias("_b_leo"),
+        epoch_of(event=False).alias("_b_epoch"))
     pairs = rises.join(state, [*PARTITION, "event_id"]).where(F.col("_a") != F.col("_b"))
     lo = F.greatest("_old", "_a_lso", "_b_lso")
     hi = F.least("_new", "_b_hw", "_a_leo", "_b_leo")
@@ -336,12 +346,13 @@ def _cpa(rows: DataFrame, isl: DataFrame, cw: DataFrame, cr: DataFrame, unclean:
     offs = lookup(offs, cw, "_a", "event_id", "_sa")
     offs = lookup(offs, cw, "_b", "event_id", "_sb")
     bad = F.col("_sa").isNotNull() & F.col("_sb").isNotNull() & (F.col("_sa.rec") != F.col("_sb.rec"))
-    found = _first_bad(offs, [*PARTITION, "_a", "_b", "event_id", "ts_ms", "_new", "_b_hw", "_b_hw_event"], bad,
+    found = _first_bad(offs, [*PARTITION, "_a", "_b", "event_id", "ts_ms", "_new", "_b_hw", "_b_hw_event", "_a_epoch",
+                              "_b_epoch"], bad,
                        {"o": F.col("offset"), "sa": F.col("_sa"), "sb": F.col("_sb")})
     found = found.select("*", F.col("_f.o").alias("_o"),
                          F.least("_f.sa.w", "_f.sb.w").alias("_first_append")).localCheckpoint(eager=True)
     found = with_unclean(found, unclean, "_first_append", "_unclean_id",
-                         (F.col("_f.sa.rec.epoch"), F.col("_f.sb.rec.epoch")))
+                         (F.col("_f.sa.rec.epoch"), F.col("_f.sb.rec.epoch"), F.col("_a_epoch"), F.col("_b_epoch")))
     found = with_crash(found, cr, "_a", "event_id", "_o", "_crash_a")
     found = with_crash(found, cr, "_b", "event_id", "_o", "_crash_b")
     return found.select(
@@ -366,7 +377,7 @@ def exposures(rows: DataFrame) -> DataFrame:
     becomes = _is("leadership_change") & (F.col("action") == "become_leader")
     leader_hw = F.coalesce(F.col("hw"), F.col("_hw"))
     return rows.where(hw_rise | becomes).select(
-        *PARTITION, "broker_id", "event_id", "ts_ms",
+        *PARTITION, "broker_id", "event_id", "ts_ms", epoch_of().alias("_x_epoch"),
         F.when(hw_rise, F.greatest("old_hw", "_lso")).otherwise(F.col("_lso")).alias("_x_lo"),
         F.when(hw_rise, F.col("hw")).otherwise(leader_hw).alias("_x_hi"),
         F.when(hw_rise, F.col("_leo")).otherwise(F.least("_leo", F.coalesce("leo", "_leo"))).alias("_pres"),
@@ -380,27 +391,26 @@ def _exposure_checks(rows: DataFrame, isl: DataFrame, cw: DataFrame, cr: DataFra
     # Contested offsets: each exposure's record per island offset, and each truncation's removed record.
     exp_offs = _overlapping(exp, isl, F.col("_x_lo"), F.least("_x_hi", "_pres"))
     exp_offs = lookup(exp_offs, cw, "broker_id", "event_id", "_s").where(F.col("_s").isNotNull())
-    # The epoch the truncating replica is in (`_epoch_of`): the event's own, else the replayed one.
-    t_epoch = F.coalesce(F.col("leader_epoch"), F.when(F.col("_epoch") >= 0, F.col("_epoch")))
     trunc = rows.where(_is("truncation") & ~F.col("_down")).select(
         *PARTITION, "broker_id", "event_id", "ts_ms", "truncate_offset", "old_leo", "reason", "_lso", "_leo",
-        t_epoch.alias("_t_epoch"))
+        epoch_of().alias("_t_epoch"))
     t_lo = F.greatest("truncate_offset", "_lso")
     t_hi = F.least("old_leo", "_leo")
     t_offs = lookup(_overlapping(trunc, isl, t_lo, t_hi), cw, "broker_id", "event_id", "_s").where(
         F.col("_s").isNotNull())
     # The committed record at (partition, offset): the last exposed record; its commit = first exposure of
     # the latest run of equal records (`Commit` is replaced only by a different record).
-    marks = exp_offs.select(*PARTITION, "offset", "event_id", "broker_id", "ts_ms", "_s", F.lit(True).alias("_x")) \
+    marks = exp_offs.select(*PARTITION, "offset", "event_id", "broker_id", "ts_ms", "_s", "_x_epoch",
+                            F.lit(True).alias("_x")) \
         .unionByName(t_offs.select(*PARTITION, "offset", "event_id", "broker_id", "ts_ms", "_s",
-                                   F.lit(False).alias("_x")))
+                                   F.lit(None).cast("int").alias("_x_epoch"), F.lit(False).alias("_x")))
     wo = Window.partitionBy(*PARTITION, "offset").orderBy("event_id")
     before = wo.rowsBetween(Window.unboundedPreceding, -1)
     prev_rec = F.last(F.when(F.col("_x"), F.col("_s.rec")), True).over(before)
     marks = marks.withColumn("_prev_rec", prev_rec)
     starts = F.col("_x") & (F.col("_prev_rec").isNull() | (F.col("_prev_rec") != F.col("_s.rec")))
     commit = F.struct(F.col("_s.rec").alias("rec"), F.col("event_id").alias("commit_id"),
-                      F.col("_s.w").alias("append_id"))
+                      F.col("_s.w").alias("append_id"), F.col("_x_epoch").alias("epoch"))
     marks = marks.withColumn("_run", F.last(F.when(starts, commit), True).over(
         wo.rowsBetween(Window.unboundedPreceding, 0)))
     # The commit in force before the row: the run of the last exposure strictly before it.
@@ -414,12 +424,13 @@ def _inconsistent(marks: DataFrame, cr: DataFrame, unclean: DataFrame) -> DataFr
     """inconsistent_offsets candidates (`_check_inconsistent_offsets`): an exposure of a record different from
     the committed one at the offset."""
     bad = F.col("_prior").isNotNull() & (F.col("_prior.rec") != F.col("_s.rec"))
-    found = _first_bad(marks, [*PARTITION, "broker_id", "event_id", "ts_ms"], bad,
+    found = _first_bad(marks, [*PARTITION, "broker_id", "event_id", "ts_ms", "_x_epoch"], bad,
                        {"o": F.col("offset"), "s": F.col("_s"), "prior": F.col("_prior")})
     found = found.select("*", F.col("_f.o").alias("_o"), F.col("_f.prior.commit_id").alias("_commit_id"))
     found = found.localCheckpoint(eager=True)
     found = with_unclean(found, unclean, "_commit_id", "_unclean_id",
-                         (F.col("_f.prior.rec.epoch"), F.col("_f.s.rec.epoch")))
+                         (F.col("_f.prior.rec.epoch"), F.col("_f.prior.epoch"), F.col("_f.s.rec.epoch"),
+                          F.col("_x_epoch")))
     found = with_crash(found, cr, "broker_id", "event_id", "_o", "_crash")
     prior, s = F.col("_f.prior"), F.col("_f.s")
     return found.select(
@@ -477,7 +488,8 @@ def _truncation_safety(rows: DataFrame, exp: DataFrame, trunc: DataFrame, isl: D
     ck = t_marks.groupBy(*PARTITION, "event_id").agg(
         F.count(F.when(bad, 1)).alias("_c_n"),
         F.min_by(F.struct(F.col("offset").alias("o"), F.col("_s.w").alias("w"),
-                          F.col("_prior.commit_id").alias("commit_id"), F.col("_s.rec.epoch").alias("epoch")),
+                          F.col("_prior.commit_id").alias("commit_id"), F.col("_s.rec.epoch").alias("epoch"),
+                          F.col("_prior.epoch").alias("commit_epoch")),
                  F.when(bad, F.col("offset"))).alias("_c"))
     t = t.join(ck, [*PARTITION, "event_id"], "left")
     n = F.col("_plain_n") + F.coalesce("_c_n", F.lit(0))
@@ -488,16 +500,19 @@ def _truncation_safety(rows: DataFrame, exp: DataFrame, trunc: DataFrame, isl: D
     # Evidence of a non-contested first offset: the replica's write there and the first exposure covering it.
     found = _latest_append(found, appends, "broker_id", "event_id", "_o", "_pl")
     ex = _renamed(exp.withColumn("_x_end", F.least("_x_hi", "_pres")), "e",
-                  {"event_id": "_e_id", "_x_lo": "_e_lo", "_x_end": "_e_end"})
+                  {"event_id": "_e_id", "_x_lo": "_e_lo", "_x_end": "_e_end", "_x_epoch": "_e_epoch"})
     cond = _on("e", F.col("_e_id") < F.col("event_id"), F.col("_e_lo") <= F.col("_o"),
                     F.col("_o") < F.col("_e_end"))
-    found = found.join(ex, cond, "left").groupBy(*found.columns).agg(F.min("_e_id").alias("_plain_commit"))
+    found = found.join(ex, cond, "left").groupBy(*found.columns).agg(
+        F.min("_e_id").alias("_plain_commit"), F.min_by("_e_epoch", "_e_id").alias("_plain_commit_epoch"))
     commit_id = F.when(F.col("_plain_first"), F.col("_plain_commit")).otherwise(F.col("_c.commit_id"))
+    commit_epoch = F.when(F.col("_plain_first"), F.col("_plain_commit_epoch")).otherwise(F.col("_c.commit_epoch"))
     found = found.select("*", commit_id.alias("_commit_id"),
                          F.when(F.col("_plain_first"), F.col("_pl.w")).otherwise(F.col("_c.w")).alias("_slot_w"),
                          F.when(F.col("_plain_first"), F.col("_pl.epoch")).otherwise(F.col("_c.epoch"))
-                         .alias("_slot_e"))
-    found = with_unclean(found, unclean, "_commit_id", "_unclean_id", (F.col("_slot_e"), F.col("_t_epoch")))
+                         .alias("_slot_e"), commit_epoch.alias("_commit_e"))
+    found = with_unclean(found, unclean, "_commit_id", "_unclean_id",
+                         (F.col("_slot_e"), F.col("_commit_e"), F.col("_t_epoch")))
     return found.select(
         F.lit(TRUNCATION).alias("_kind"), *PARTITION, "broker_id", "event_id", "ts_ms",
         F.col("_o").alias("_offset"), F.col("_committed_hw").alias("_expected"),
@@ -554,18 +569,18 @@ def _isr_holds(bronze: DataFrame, rows: DataFrame, isl: DataFrame, cw: DataFrame
         *PARTITION, F.col("broker_id").alias("_r"), "event_id", "ts_ms", "_view_reset",
         F.when(hw_rise, F.col("old_hw")).otherwise(F.col("_lso")).alias("_lo"),
         F.when(hw_rise, F.col("hw")).otherwise(F.col("_hw")).alias("_hi"),
-        F.col("_lso").alias("_r_lso"), F.col("_leo").alias("_r_leo"),
+        F.col("_lso").alias("_r_lso"), F.col("_leo").alias("_r_leo"), epoch_of().alias("_r_epoch"),
         F.explode(F.when(hw_rise, F.col("_isr")).otherwise(added)).alias("_m"))
     state = rows.where(_is(PROBE)).select(
         *PARTITION, F.col("broker_id").alias("_m"), "event_id", F.col("_lso").alias("_m_lso"),
         F.col("_leo").alias("_m_leo"), F.col("_down").alias("_m_down"),
-        F.when(F.col("_epoch") >= 0, F.col("_epoch")).alias("_m_epoch"))
+        epoch_of(event=False).alias("_m_epoch"))
     pairs = trig.where(F.col("_m") != F.col("_r")).join(state, [*PARTITION, "_m", "event_id"])
     # Offsets the leader holds: [x, y); the member holds nothing from its LEO on.
     pairs = pairs.select("*", F.greatest("_lo", "_r_lso", "_m_lso").alias("_x"), F.least("_hi", "_r_leo").alias("_y"))
     pairs = pairs.select("*", F.greatest("_x", "_m_leo").alias("_gap"))
     keys = [*PARTITION, "_r", "_m", "event_id"]
-    extra = ["ts_ms", "_hi", "_view_reset", "_m_down", "_m_epoch"]
+    extra = ["ts_ms", "_hi", "_view_reset", "_m_down", "_m_epoch", "_r_epoch"]
     # A member almost always holds all the leader exposes: only pairs with a gap [member LEO, leader end)
     # are counted (a grouping), the rest can only differ at island offsets.
     gapped = pairs.where(F.col("_gap") < F.col("_y")).select(*keys, *extra, "_gap", "_y")
@@ -592,7 +607,9 @@ def _isr_holds(bronze: DataFrame, rows: DataFrame, isl: DataFrame, cw: DataFrame
     ls_w = F.when(F.col("_plain_first"), F.col("_pa.w")).otherwise(F.col("_c.ls.w"))
     ls_epoch = F.when(F.col("_plain_first"), F.col("_pa.epoch")).otherwise(F.col("_c.ls.rec.epoch"))
     found = found.select("*", ls_w.alias("_ls_w"))
-    found = with_unclean(found, unclean, "_ls_w", "_unclean_id", (ls_epoch, F.col("_m_epoch")))
+    ms_epoch = F.when(~F.col("_plain_first"), F.col("_c.ms.rec.epoch"))
+    found = with_unclean(found, unclean, "_ls_w", "_unclean_id", (ls_epoch, F.col("_r_epoch"), ms_epoch,
+                                                                   F.col("_m_epoch")))
     return found.select(
         F.lit(ISR_HOLDS).alias("_kind"), *PARTITION, F.col("_m").alias("broker_id"), "event_id", "ts_ms",
         F.col("_o").alias("_offset"),

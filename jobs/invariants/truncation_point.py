@@ -140,6 +140,13 @@ def _truncation_offset(leader_epoch: Column, leader_end: Column, follower_leo: C
             .otherwise(F.least(mine["o"], leader_end, follower_leo))).cast("long")
 
 
+def _truncation_incomplete(leader_epoch: Column, leader_end: Column, follower_leo: Column, cache: Column) -> Column:
+    """`truncation_offset`'s "not completed" (rule 3a: the leader's epoch is unknown to the follower, which
+    truncates and asks again)."""
+    mine = _end_offset_for(cache, leader_epoch, follower_leo)
+    return (leader_end != -1) & (leader_epoch != -1) & (mine["o"] != -1) & (mine["e"] != leader_epoch)
+
+
 # --- the replica rows and their window ---------------------------------------------------------------------
 
 def _rows(bronze: DataFrame) -> DataFrame:
@@ -380,11 +387,12 @@ def build(inputs: ScanInputs) -> DataFrame:
     led = led.select("*", ans.alias("_ans"))
     latest = F.col("_ans.e") == _last(F.col("_l_cache"))["e"]
     # An epoch older than every cached one is answered with the first entry's start, which retention moves up:
-    # when the leader's log start rose after the fetch was sent, the answer is bounded by the start now.
+    # when the leader's log start rose after the fetch was sent, the answer is bounded by the start now (an
+    # answer from before the rise may name the floor epoch that the rise collapsed).
     bounded = ((F.col("_sent.lfe").cast("long") < _first(F.col("_l_cache"))["e"])
                & F.coalesce(F.col("_l_lso_raised") > F.col("_sent.id"), F.lit(False)))
     same_epoch = F.col("_got_e") == F.col("_ans.e")
-    ok = (F.when(bounded, same_epoch & (F.col("_got_o") <= F.col("_ans.o")))
+    ok = (F.when(bounded, (F.col("_got_e") <= F.col("_ans.e")) & (F.col("_got_o") <= F.col("_ans.o")))
           .when(latest, same_epoch & (F.col("_got_o") <= F.col("_l_leo")))
           .otherwise(same_epoch & (F.col("_got_o") == F.col("_ans.o"))))
     wrong = _candidate(
@@ -408,20 +416,38 @@ def build(inputs: ScanInputs) -> DataFrame:
     trunc = trunc.join(pr, on, "left").where(
         ~F.col("reason").isin("leader_epoch", "out_of_range")
         | (following & F.col("_l_lead") & (F.col("_l_epoch") == F.col("_epoch"))))
-    requested = _last(F.col("_cache"))["e"]
-    asked = _end_offset_for(F.col("_l_cache"), requested, F.col("_l_leo"))
     # `_protocol`: the mode the checker parsed (`TruncationMode` values, spelled exactly).
     v0 = F.col("_mode") == _V0
-    le = F.when(v0, F.lit(-1).cast("long")).otherwise(asked["e"])
-    by_leader = _truncation_offset(le, asked["o"], F.col("old_leo"), F.col("old_leo"), F.col("_cache"))
+    old_leo = F.col("old_leo")
+
+    def ask(cache: Column) -> tuple[Column, Column, Column, Column]:
+        """One OffsetsForLeaderEpoch round for the follower's latest epoch in `cache`: (epoch asked, answer,
+        the answer's epoch as the follower reads it, the truncation offset)."""
+        requested = _last(cache)["e"]
+        asked = _end_offset_for(F.col("_l_cache"), requested, F.col("_l_leo"))
+        le = F.when(v0, F.lit(-1).cast("long")).otherwise(asked["e"])
+        return requested, asked, le, _truncation_offset(le, asked["o"], old_leo, old_leo, cache)
+
+    requested1, asked1, le1, offset1 = ask(F.col("_cache"))
+    # Rule 3a at the LEO: no record changes and no event, but the cache is trimmed at the LEO and the follower
+    # asks again for its latest epoch below it; that round cannot end at the LEO again (the checker's loop).
+    trimmed = _truncate_from_end(F.col("_cache"), old_leo)
+    again = (_truncation_incomplete(le1, asked1["o"], old_leo, F.col("_cache")) & (offset1 >= old_leo)
+             & (F.size(trimmed) > 0))
+    requested2, asked2, le2, offset2 = ask(trimmed)
+    asked = F.when(again, asked2).otherwise(asked1)
+    le = F.when(again, le2).otherwise(le1)
+    by_leader = F.when(again, offset2).otherwise(offset1)
     reason = F.col("reason")
     # An epoch older than every entry of the leader's cache is answered with its first entry's start, which
     # retention moves up with the log start offset between the (unlogged) answer and the truncation: not
-    # rebuildable, skipped as the checker does.
-    rebuildable = ~F.coalesce(requested < _first(F.col("_l_cache"))["e"], F.lit(False))
+    # rebuildable, skipped as the checker does (in either round).
+    first_cached = _first(F.col("_l_cache"))["e"]
+    rebuildable = ~F.coalesce(requested1 < first_cached, F.lit(False)) & ~(
+        again & F.coalesce(requested2 < first_cached, F.lit(False)))
+    answered = (asked1["o"] != -1) & ~(again & (asked2["o"] == -1))
     target = (F.when(reason == "diverging_epoch", F.col("_eo"))
-              .when((reason == "leader_epoch") & (F.size("_cache") > 0) & (asked["o"] != -1) & rebuildable,
-                    by_leader)
+              .when((reason == "leader_epoch") & (F.size("_cache") > 0) & answered & rebuildable, by_leader)
               .when(reason == "high_watermark", F.least("hw", "old_leo")))
     targets = _floors(trunc.select(
         *REPLICA, "event_id", "ts_ms", "reason", "truncate_offset", "old_leo", "_l", "_ei", "_last_truncation", "_lso",

@@ -209,11 +209,13 @@ CATALOGUE: tuple[Invariant, ...] = (
         "cache.",
         "diverging_epoch: the DivergingEpoch must be the leader's replayed epoch-cache answer for the fetch's "
         "LastFetchedEpoch (for an epoch older than that cache when the leader's log start rose after the fetch: "
-        "the asked epoch with an end at or below the cache's first start, which that rise moved up), and with "
+        "the asked epoch, or a floor epoch below it that the rise collapsed, with an end at or below the cache's "
+        "first start, which that rise moved up), and with "
         "the follower's replayed epoch cache it gives the expected offset; the "
         "truncation must match it (or be absent when it is >= LEO). leader_epoch / "
         "leader_epoch_v0: the leader's answer is rebuilt from its replayed epoch cache at the truncation "
-        "(v0: no epoch). high_watermark: the local HW. out_of_range: at most the leader's LEO. Offsets are "
+        "(v0: no epoch); when that round names an epoch the follower lacks and ends at its LEO (no truncation, "
+        "no event, the cache trimmed there), the truncation answers the next round. high_watermark: the local HW. out_of_range: at most the leader's LEO. Offsets are "
         "rounded down to a batch boundary, as UnifiedLog.truncateTo does.",
         "expected = expected truncation offset, actual = truncate_offset (or LEO if none happened); for a "
         "wrong leader answer (replica = the leader): expected = its end offset, actual = the answered one",

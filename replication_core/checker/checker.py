@@ -745,7 +745,8 @@ class _RunChecker:
                 ls, ms = r.records[o], member.records.get(o)
                 self._flag("isr_holds_committed", ev, m, offset=o, expected=ls.rec.checksum, actual=_checksum(ms),
                            evidence=[ls.append_id, None if ms is None else ms.append_id],
-                           excused_by=p.unclean_excuse(ls.append_id, ls.rec.epoch, _epoch_of(None, member)),
+                           excused_by=p.unclean_excuse(ls.append_id, ls.rec.epoch, _epoch_of(ev, r),
+                                                       None if ms is None else ms.rec.epoch, _epoch_of(None, member)),
                            message=f"ISR member {m} lacks the leader's record at {o} below HW {hi} "
                                    f"({len(bad)} offsets)")
 
@@ -766,7 +767,8 @@ class _RunChecker:
                 sa, sb = a.records[o], b.records[o]
                 self._flag("committed_prefix_agreement", ev, a.broker, offset=o, expected=sb.rec.checksum,
                            actual=sa.rec.checksum, evidence=[sb.append_id, sa.append_id, b.hw_event],
-                           excused_by=p.unclean_excuse(min(sa.append_id, sb.append_id), sa.rec.epoch, sb.rec.epoch),
+                           excused_by=p.unclean_excuse(min(sa.append_id, sb.append_id), sa.rec.epoch, sb.rec.epoch,
+                                                       _epoch_of(ev, a), _epoch_of(None, b)),
                            crash_excuse=_crash_after(a, o, -1) or _crash_after(b, o, -1),
                            message=f"replica {a.broker} (HW {new}) and replica {b.broker} (HW {b.hw}) hold "
                                    f"different records at {o}: epoch {sa.rec.epoch} vs {sb.rec.epoch} "
@@ -775,6 +777,7 @@ class _RunChecker:
     def _check_inconsistent_offsets(self, p: PartitionState, r: ReplicaState, lo: int, hi: int, ev: Event) -> None:
         """inconsistent_offsets (§11.5): one offset never holds two different committed records."""
         eid = int(ev["event_id"])
+        epoch = _epoch_of(ev, r)
         bad: list[tuple[int, Commit, Slot]] = []
         for o in range(lo, hi):
             slot = r.records.get(o)
@@ -785,12 +788,13 @@ class _RunChecker:
             if prior is not None and prior.rec != slot.rec:
                 bad.append((o, prior, slot))
             if prior is None or prior.rec != slot.rec:
-                p.committed[o] = Commit(slot.rec, eid, slot.append_id)
+                p.committed[o] = Commit(slot.rec, eid, slot.append_id, epoch)
         if bad:
             o, prior, slot = bad[0]
             self._flag("inconsistent_offsets", ev, r.broker, offset=o, expected=prior.rec.checksum,
                        actual=slot.rec.checksum, evidence=[prior.append_id, prior.commit_id, slot.append_id],
-                       excused_by=p.unclean_excuse(prior.commit_id, prior.rec.epoch, slot.rec.epoch),
+                       excused_by=p.unclean_excuse(prior.commit_id, prior.rec.epoch, prior.epoch, slot.rec.epoch,
+                                                   epoch),
                        crash_excuse=_crash_after(r, o, prior.commit_id),
                        message=f"offset {o} committed twice: epoch {prior.rec.epoch} checksum "
                                f"{prior.rec.checksum}, now epoch {slot.rec.epoch} checksum {slot.rec.checksum} "
@@ -808,7 +812,7 @@ class _RunChecker:
             o, commit, slot = bad[0]
             self._flag("truncation_safety", ev, r.broker, offset=o, expected=p.committed_hw, actual=t,
                        evidence=[slot.append_id, commit.commit_id],
-                       excused_by=p.unclean_excuse(commit.commit_id, slot.rec.epoch, _epoch_of(ev, r)),
+                       excused_by=p.unclean_excuse(commit.commit_id, slot.rec.epoch, commit.epoch, _epoch_of(ev, r)),
                        message=f"truncation ({ev.get('reason')}) to {t} removed committed records from {o} "
                                f"({len(bad)} offsets; committed HW {p.committed_hw})")
 
@@ -838,10 +842,11 @@ class _RunChecker:
         # endOffsetFor answers an epoch older than every cached one with the first entry's start, which
         # truncateFromStart moves up with the log start offset. When the leader's log start rose after the fetch
         # was sent, the (unlogged) answer may predate the rise, which may also have collapsed the entry that was
-        # the floor then: the answer is the asked epoch with an end at or below the first start now.
+        # the floor then: the answer is the asked epoch, or the floor epoch below it from before the rise, with an
+        # end at or below the first start now.
         bounded = sent.last_fetched_epoch < leader.cache[0][0] and leader.lso_raised_by > sent.event_id
         if bounded:
-            ok = got_epoch == le and got_end <= lo
+            ok = got_epoch <= le and got_end <= lo
         elif le == leader.cache[-1][0]:
             ok = got_epoch == le and got_end <= leader.leo
         else:
@@ -894,20 +899,28 @@ class _RunChecker:
             if leader is None or not f.cache:
                 self._skip("truncation_point", "leader_epoch truncation: leader left the follower's epoch")
                 return
-            requested = f.cache[-1][0]
-            if leader.cache and requested < leader.cache[0][0]:
-                # endOffsetFor answers the start of the leader's first cached epoch, which truncateFromStart
-                # moves up with the log start offset: retention between the answer and this truncation
-                # (neither the request nor the answer is an event) changes what the answer was.
-                self._skip("truncation_point", "leader_epoch truncation: epoch older than the leader's cache")
-                return
-            le, lo = end_offset_for(leader.cache, requested, leader.leo)
-            if self._protocol(f.broker) is TruncationProtocol.LEADER_EPOCH_V0:
-                le = -1  # OffsetsForLeaderEpoch v0 answers carry no epoch (KIP-101, before KIP-279)
-            if lo == -1:
-                self._skip("truncation_point", "leader_epoch truncation: unknown leader offset (rule 1)")
-                return
-            offset, _ = truncation_offset(le, lo, old_leo, old_leo, f.cache)
+            cache = f.cache
+            for _round in range(2):
+                requested = cache[-1][0]
+                if leader.cache and requested < leader.cache[0][0]:
+                    # endOffsetFor answers the start of the leader's first cached epoch, which truncateFromStart
+                    # moves up with the log start offset: retention between the answer and this truncation
+                    # (neither the request nor the answer is an event) changes what the answer was.
+                    self._skip("truncation_point", "leader_epoch truncation: epoch older than the leader's cache")
+                    return
+                le, lo = end_offset_for(leader.cache, requested, leader.leo)
+                if self._protocol(f.broker) is TruncationProtocol.LEADER_EPOCH_V0:
+                    le = -1  # OffsetsForLeaderEpoch v0 answers carry no epoch (KIP-101, before KIP-279)
+                if lo == -1:
+                    self._skip("truncation_point", "leader_epoch truncation: unknown leader offset (rule 1)")
+                    return
+                offset, done = truncation_offset(le, lo, old_leo, old_leo, cache)
+                if done or offset < old_leo or not truncate_from_end(cache, old_leo):
+                    break
+                # Rule 3a at the LEO: truncateTo changes no record and emits no event, but trims the epoch cache
+                # at the LEO, and the follower asks again for its latest epoch below it. That round cannot be a
+                # no-op again (the leader answers an epoch below the one asked), so two rounds suffice.
+                cache = truncate_from_end(cache, old_leo)
             expected, why = self._batch_floor(f, offset), f"leader {leader.broker}'s answer ({le}, {lo})"
         elif reason == "high_watermark":
             expected, why = self._batch_floor(f, min(int(ev["hw"]), old_leo)), "the local high watermark"

@@ -79,11 +79,13 @@ class ExpectedTruncation(NamedTuple):
 
 
 class Commit(NamedTuple):
-    """The committed record at an offset: the record, the exposing event, the appending event."""
+    """The committed record at an offset: the record, the exposing event, the appending event, and the epoch of
+    the leader that exposed it."""
 
     rec: Rec
     commit_id: int
     append_id: int
+    epoch: int | None = None
 
 
 class Ack(NamedTuple):
@@ -176,24 +178,27 @@ class PartitionState:
                 return e
         return None
 
-    def unclean_between(self, epoch_a: int | None, epoch_b: int | None) -> int | None:
-        """The first unclean election (of those read so far) into an epoch after the lower of two leader epochs
-        and at or before the higher one, or None: it separates a record or state of the one epoch from the
-        other's. A leader that the controller replaced while it was paused or cut off keeps committing (and
-        acknowledging) in its old epoch after the election, so the event order alone cannot tell."""
-        if epoch_a is None or epoch_b is None or epoch_a == epoch_b:
+    def unclean_between(self, *epochs: int | None) -> int | None:
+        """The first unclean election (of those read so far) into an epoch after the lowest of the leader epochs
+        a violation sets against each other (its records' batch epochs and the epochs of the leaders and
+        replicas that hold, commit or lack them; None ones ignored) and at or before the highest, or None: it
+        separates the states of the one side from the other's. A leader that the controller replaced while it
+        was paused or cut off keeps committing (and acknowledging) in its old epoch after the election, so the
+        event order alone cannot tell."""
+        known = [e for e in epochs if e is not None]
+        if not known:
             return None
-        lo, hi = min(epoch_a, epoch_b), max(epoch_a, epoch_b)
+        lo, hi = min(known), max(known)
         for e, epoch in self.unclean_epochs:
             if lo < epoch <= hi:
                 return e
         return None
 
-    def unclean_excuse(self, after: int | None, epoch_a: int | None, epoch_b: int | None) -> int | None:
+    def unclean_excuse(self, after: int | None, *epochs: int | None) -> int | None:
         """The unclean election that excuses a loss: the first after event `after` (`unclean_after`), else the
-        first between the two epochs (`unclean_between`); None when neither exists."""
+        first between the epochs (`unclean_between`); None when neither exists."""
         found = self.unclean_after(after)
-        return found if found is not None else self.unclean_between(epoch_a, epoch_b)
+        return found if found is not None else self.unclean_between(*epochs)
 
 
 @dataclass

@@ -23,7 +23,8 @@ from replication_core.config import TruncationMode
 from replication_core.sim.cli import load_scenario, simulate
 from tests.checker.builder import Run, follower_behind_the_leaders_cache, follower_with_stale_epoch_records, healthy
 from tests.checker.test_kip_shapes import kip279_fast_failover
-from tests.spark.audit_cases import Case, Rows, found, key_schema, reference, register, same_rows
+from tests.spark import test_audit_invariants_log as logs
+from tests.spark.audit_cases import Case, Rows, found, key_schema, reference, register, same_rows, timed
 from tests.spark.conftest import make_events
 from tests.spark.test_differential import SCENARIOS
 
@@ -187,6 +188,28 @@ def leader_epoch_v0_answers_carry_no_epoch() -> Case:
     eid = ids["truncation"]
     return _case({"bad": bad, "ok": ok},
                  [("bad", INVARIANT, "error", "t", 0, 2, eid, None, 3, 2, [eid])])
+
+
+@case
+def a_leader_epoch_round_that_ends_at_the_leo_is_followed_by_another() -> Case:
+    # Follower 2 led epoch 0 (0..8) and, cut off, epoch 2 without appending: cache (0, 0), (2, 9), LEO 9.
+    # Leader 1 holds 0..4 of epoch 0 and 5..11 of epoch 1 and leads epoch 3: cache (0, 0), (1, 5), (3, 12).
+    # Asked for epoch 2 it answers (1, 12); epoch 1 is unknown to the follower, whose end of epoch 0 is its
+    # LEO 9: truncateTo(9) changes no record (no event) but trims (2, 9), and the follower asks for epoch 0:
+    # (0, 5), so it truncates to 5 (event 10). `bad` truncates to 0: expected 5, actual 0. Overlapping-nemesis
+    # seeds 500288, 500368, 500676 and 501101, in leader-epoch mode, did the two rounds.
+    def run(to: int) -> Rows:
+        return [logs.leader(broker=2, epoch=0), logs.follower(broker=1, epoch=0, leader_id=2),
+                logs.append(0, 4, broker=2, epoch=0), logs.append(0, 4, broker=1, epoch=0, role="follower"),
+                logs.append(5, 8, broker=2, epoch=0), logs.leader(broker=1, epoch=1, leo=5, hw=0),
+                logs.append(5, 11, broker=1, epoch=1), logs.leader(broker=2, epoch=2, leo=9, hw=0),
+                logs.leader(broker=1, epoch=3, leo=12, hw=0),
+                logs.follower(broker=2, epoch=3, leader_id=1, leo=9, hw=0),
+                dict(event_type="truncation", broker_id=2, leader_epoch=3, truncate_offset=to, old_leo=9,
+                     reason="leader_epoch", hw=0)]
+
+    return Case("", INVARIANT, {"ok": timed(run(5)), "bad": timed(run(0))},
+                [("bad", INVARIANT, "error", "t", 0, 2, 10, None, 5, 0, [10])], KEY_COLUMNS)
 
 
 @case
