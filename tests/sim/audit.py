@@ -3,8 +3,9 @@ check the two safety properties the scenarios are about (reference §11 invarian
 
 * lost acknowledged writes: an acks=all `produce_ack` with error NONE whose batch (checksum) is not
   at its acknowledged offset in the final leader's log;
-* divergence: two replicas of a partition holding different batches at the same offset below both
-  of their high watermarks.
+* divergence: two replicas of a partition's final assignment holding different batches at the same offset
+  below both of their high watermarks (a replica a reassignment removed had its log deleted, which no event
+  shows).
 
 This is the tests' own direct reading of the events (the reference checker lives in
 `replication_core/checker/`); it also lets a test compare the rebuilt logs with the engine's.
@@ -31,6 +32,17 @@ class Audit:
     log_start: dict[Replica, int] = field(default_factory=dict)
     acked: list[dict[str, Any]] = field(default_factory=list)
     leaders: dict[tuple[str, int], int | None] = field(default_factory=dict)
+    assigned: dict[tuple[str, int], tuple[int, frozenset[int]]] = field(default_factory=dict)
+    """(topic, partition) -> (partition epoch, replicas less those a reassignment is removing) of the newest
+    assignment a leader_election or leadership_change stated."""
+
+    def _assign(self, ev: dict[str, Any]) -> None:
+        if not ev.get("replicas") or ev.get("partition_epoch") is None:
+            return
+        key = (ev["topic"], ev["partition"])
+        target = frozenset(ev["replicas"]) - set(ev.get("removing_replicas") or ())
+        if key not in self.assigned or ev["partition_epoch"] >= self.assigned[key][0]:
+            self.assigned[key] = (ev["partition_epoch"], target)
     elections: list[dict[str, Any]] = field(default_factory=list)
     isr_changes: list[dict[str, Any]] = field(default_factory=list)
     lifecycle: list[dict[str, Any]] = field(default_factory=list)
@@ -53,11 +65,14 @@ class Audit:
         return lost
 
     def divergences(self) -> list[tuple[Replica, Replica, int]]:
-        """(replica a, replica b, offset) where both hold different batches below both HWs."""
+        """(replica a, replica b, offset) where both replicas of the final assignment hold different batches below
+        both HWs."""
         out = []
         by_tp: dict[tuple[str, int], list[Replica]] = {}
         for r in sorted(self.logs):
-            by_tp.setdefault((r[1], r[2]), []).append(r)
+            final = self.assigned.get((r[1], r[2]))
+            if final is None or r[0] in final[1]:
+                by_tp.setdefault((r[1], r[2]), []).append(r)
         for reps in by_tp.values():
             for i, a in enumerate(reps):
                 for b in reps[i + 1:]:
@@ -101,6 +116,7 @@ def audit(events: Iterable[dict[str, Any]]) -> Audit:
                 while log and log[-1][1] >= target:
                     log.pop()
         elif et == "leadership_change" and ev.get("leo") is not None:
+            a._assign(ev)
             # A crash's lost tail, or a deleted replica that a reassignment adds back: the log restarts there.
             log = a.logs.setdefault((ev["broker_id"], ev["topic"], ev["partition"]), [])
             while log and log[-1][1] >= ev["leo"]:
@@ -119,6 +135,7 @@ def audit(events: Iterable[dict[str, Any]]) -> Audit:
         elif et == "leader_election":
             a.elections.append(ev)
             a.leaders[(ev["topic"], ev["partition"])] = ev.get("leader_id")
+            a._assign(ev)
         elif et == "isr_change":
             a.isr_changes.append(ev)
         elif et == "broker_lifecycle":

@@ -23,9 +23,11 @@ import argparse
 import random
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import replace
+from typing import Any
 
+from replication_core.sim.cluster import RunStats
 from replication_core.sim.scenario import Scenario
 from tests.sim.audit import audit
 from tests.sim.helpers import check, run
@@ -108,6 +110,20 @@ def problems(sc: Scenario) -> tuple[list[str], list[str]]:
     """What is wrong with one run: new problems (checker errors, then the simulator audit's findings), and the
     checker errors that are instances of a known, Kafka-faithful finding (`tests.sim.known_findings`)."""
     _, events, stats = run(sc)
+    return problems_in(sc, events, stats)
+
+
+def judged_runs(make: Callable[[int], Scenario], seeds: Iterable[int]
+                ) -> Iterator[tuple[int, list[str], list[dict[str, Any]], RunStats]]:
+    """Each seed's run of `make(seed)`, simulated once: (seed, its new problems, its events, its stats)."""
+    for seed in seeds:
+        sc = make(seed)
+        _, events, stats = run(sc)
+        yield seed, problems_in(sc, events, stats)[0], events, stats
+
+
+def problems_in(sc: Scenario, events: list[dict[str, Any]], stats: RunStats) -> tuple[list[str], list[str]]:
+    """`problems` of a run already simulated."""
     found, known = [], []
     for v in check(events, stats).violations:
         if v.severity != "error":

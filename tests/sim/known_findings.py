@@ -1,8 +1,9 @@
 """Checker errors that replog reproduces from Kafka's own code paths, recognised so that campaigns report only new ones.
 
-Both were found by campaigns (session 21, again by `tests.sim.campaign --deep`), traced event by event, and
-judged faithful to Kafka; the engine keeps Kafka's behaviour and the checker keeps reporting them, because
-the state they flag does exist in Kafka. `tests/sim/test_known_findings.py` pins one run of each.
+A and B were found by campaigns (session 21, again by `tests.sim.campaign --deep`), C by `--overlapping`; each
+was traced event by event and judged faithful to Kafka; the engine keeps Kafka's behaviour and the checker keeps
+reporting them, because the state they flag does exist in Kafka. `tests/sim/test_known_findings.py` pins one run
+of each.
 
 A. `isr_expansion_race` (isr_holds_committed). The leader proposes adding follower F (PendingExpandIsr at
    partition epoch P). The metadata update of the *previous* change, also at partition epoch P, arrives after the
@@ -20,6 +21,12 @@ B. `epoch_boundary_erased` (committed_prefix_agreement). Retention on the new le
    offset, is told of no divergence at all) and keeps its own, divergent records below it. `processPartitionData`
    updates the follower's HW before `maybeIncrementLogStartOffset` raises its log start offset over them
    (reference §3), so for one step they sit below both HWs.
+C. `stale_hw_checkpoint` (committed_prefix_agreement; found by `--overlapping`). A replica truncates below the HW
+   its last high-watermark checkpoint recorded (`LogManager.truncateTo` checkpoints recovery points, not HWs;
+   `ReplicaManager.checkpointHighWatermarks` runs every `replica.high.watermark.checkpoint.interval.ms`), writes
+   new records, and its process dies before the next checkpoint. Its log recovery sets the HW to min(checkpoint,
+   LEO) (`UnifiedLog` initialising from the checkpoint): above the HW it had, over records nobody committed, which
+   then sit below its HW and the new leader's until it truncates them as a follower.
 """
 
 from __future__ import annotations
@@ -33,6 +40,7 @@ Event = dict[str, Any]
 
 ISR_EXPANSION_RACE = "isr_expansion_race"
 EPOCH_BOUNDARY_ERASED = "epoch_boundary_erased"
+STALE_HW_CHECKPOINT = "stale_hw_checkpoint"
 
 
 def _same_replica(e: Event, broker: int, topic: str, partition: int) -> bool:
@@ -95,10 +103,30 @@ def epoch_boundary_erased(v: Violation, events: Sequence[Event]) -> bool:
             and response["fetch_offset"] <= after["log_start_offset"])
 
 
+def stale_hw_checkpoint(v: Violation, events: Sequence[Event]) -> bool:
+    """Finding C: the other replica's HW (`v`'s third evidence id, `b.hw_event`) was raised by its crash recovery,
+    from a checkpoint older than its HW then, to above the divergent offset."""
+    if v.invariant != "committed_prefix_agreement" or v.offset is None or len(v.evidence) < 3:
+        return False
+    hw_event = v.evidence[2]
+    if hw_event is None or not 0 <= hw_event < len(events):
+        return False
+    hw = events[hw_event]
+    if not (hw["event_type"] == "hw_change" and hw.get("role") == "follower" and hw["hw"] > hw["old_hw"]
+            and hw["old_hw"] <= v.offset < hw["hw"]):
+        return False
+    crash = next((e for e in reversed(events[:hw_event]) if e["event_type"] == "broker_lifecycle"
+                  and e["broker_id"] == hw["broker_id"]), None)
+    return crash is not None and crash["action"] == "crash" and crash["ts_ms"] == hw["ts_ms"]
+
+
 def known_finding(v: Violation, events: Sequence[Event]) -> str | None:
-    """The name of the known finding `v` is an instance of (`ISR_EXPANSION_RACE`, `EPOCH_BOUNDARY_ERASED`), or None."""
+    """The name of the known finding `v` is an instance of (`ISR_EXPANSION_RACE`, `EPOCH_BOUNDARY_ERASED`,
+    `STALE_HW_CHECKPOINT`), or None."""
     if isr_expansion_race(v, events):
         return ISR_EXPANSION_RACE
     if epoch_boundary_erased(v, events):
         return EPOCH_BOUNDARY_ERASED
+    if stale_hw_checkpoint(v, events):
+        return STALE_HW_CHECKPOINT
     return None

@@ -15,7 +15,7 @@ from itertools import pairwise
 
 from replication_core.sim.nemesis import draw_faults
 from replication_core.sim.scenario import NEMESIS_FAULTS, NemesisSpec, parse_scenario
-from tests.sim.campaign import correlated_scenario, problems
+from tests.sim.campaign import correlated_scenario, judged_runs, problems
 from tests.sim.helpers import run, scenario
 from tests.sim.test_scenario_validation import _with
 
@@ -63,11 +63,8 @@ def test_scenarios_may_list_the_correlated_crash_but_the_default_nemesis_does_no
 def test_correlated_crashes_lose_no_acknowledged_write_beyond_the_known_findings() -> None:
     """SEEDS of `tests.sim.campaign --correlated`; partitions with every replica down occur among them."""
     seen: Counter[str] = Counter()
-    for seed in SEEDS:
-        sc = correlated_scenario(seed)
-        found, _known = problems(sc)
+    for seed, found, events, stats in judged_runs(correlated_scenario, SEEDS):
         assert found == [], (seed, found)
-        _, events, stats = run(sc)
         seen["correlated"] += sum(action == "correlated_crash" for _, action in stats.faults_applied)
         seen["offline"] += sum(e["event_type"] == "leader_election" and e["action"] == "offline" for e in events)
     assert seen["correlated"] >= len(SEEDS) // 2 and seen["offline"] > 0, seen

@@ -13,9 +13,9 @@ import pytest
 
 from replication_core.checker.violation import Violation
 from replication_core.sim.scenario import Fault
-from tests.sim.campaign import deep_scenario, problems
+from tests.sim.campaign import deep_scenario, overlapping_scenario, problems
 from tests.sim.helpers import check, run
-from tests.sim.known_findings import EPOCH_BOUNDARY_ERASED, ISR_EXPANSION_RACE, known_finding
+from tests.sim.known_findings import EPOCH_BOUNDARY_ERASED, ISR_EXPANSION_RACE, STALE_HW_CHECKPOINT, known_finding
 
 Event = dict[str, Any]
 
@@ -117,6 +117,49 @@ def test_the_erased_boundary_rule_reads_the_detecting_followers_own_step() -> No
     events = _erased()
     assert known_finding(_violation("committed_prefix_agreement", "t", 1, 4, 3, 2270), events) is None
     assert known_finding(_violation("committed_prefix_agreement", "t", 1, 3, 2, 2270), events) is None
+
+
+def _stale_checkpoint(raised_to: int = 295, same_instant: bool = True, action: str = "crash") -> list[Event]:
+    """Broker 1 crashes (event 0) and its recovery raises its t-0 HW from 292 to `raised_to` (event 1); broker 3
+    then writes its own 293 (event 2) and its HW rises over it (event 3)."""
+    life = {"event_type": "broker_lifecycle", "broker_id": 1, "action": action, "ts_ms": 100}
+    hw = _ev("hw_change", 1, topic="t", partition=0, role="follower", old_hw=292, hw=raised_to,
+             ts_ms=100 if same_instant else 101)
+    return [life, hw, _ev("append", 3, topic="t", partition=0, base_offset=293, last_offset=293),
+            _ev("hw_change", 3, topic="t", partition=0, role="leader", old_hw=293, hw=294)]
+
+
+def _cpa_against(hw_event: int, offset: int = 293) -> Violation:
+    return replace(_violation("committed_prefix_agreement", "t", 0, 3, 3, offset), evidence=(0, 2, hw_event, 3))
+
+
+def test_a_stale_hw_checkpoint_is_recognised() -> None:
+    assert known_finding(_cpa_against(1), _stale_checkpoint()) == STALE_HW_CHECKPOINT
+
+
+@pytest.mark.parametrize(("events", "violation"), [
+    pytest.param(_stale_checkpoint(), _cpa_against(2), id="the-other-replicas-hw-was-not-set-by-the-recovery"),
+    pytest.param(_stale_checkpoint(raised_to=293), _cpa_against(1), id="divergent-offset-above-the-recovered-hw"),
+    pytest.param(_stale_checkpoint(), _cpa_against(1, offset=291), id="divergent-offset-below-the-hw-it-had"),
+    pytest.param(_stale_checkpoint(same_instant=False), _cpa_against(1), id="hw-raised-after-the-crash-instant"),
+    pytest.param(_stale_checkpoint(action="restart"), _cpa_against(1), id="no-crash-before-it"),
+])
+def test_a_prefix_violation_without_a_stale_checkpoint_is_not_excused(events: list[Event],
+                                                                        violation: Violation) -> None:
+    assert known_finding(violation, events) is None
+
+
+def test_the_overlapping_campaign_seed_reproduces_the_stale_checkpoint() -> None:
+    """`python -m tests.sim.campaign --seeds 501324-501324 --overlapping`: broker 1 had checkpointed HW 541 before
+    truncating t-0 to 261 and leading epoch 5 (HW 292, LEO 295); it crashed 343 ms later, before its next
+    checkpoint, and recovered HW min(541, 295) = 295 (event 8361), over records 293..294 nobody committed."""
+    sc = overlapping_scenario(501324)
+    _, events, stats = run(sc)
+    errors = [v for v in check(events, stats).violations if v.severity == "error"]
+    assert [(v.invariant, v.topic, v.partition, v.replica, v.offset) for v in errors] == [
+        ("committed_prefix_agreement", "t", 0, 3, 293)]
+    assert known_finding(errors[0], events) == STALE_HW_CHECKPOINT
+    assert events[8361]["event_type"] == "hw_change" and (events[8361]["old_hw"], events[8361]["hw"]) == (292, 295)
 
 
 @pytest.mark.parametrize(("seed", "finding", "where"), [
