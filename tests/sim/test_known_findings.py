@@ -205,3 +205,28 @@ def test_the_isr_expansion_race_loses_acknowledged_writes_when_the_other_isr_mem
     after = [e for e in elections if e["ts_ms"] > base.start_ms + 13923]
     assert (after[0]["action"], after[0]["leader_id"], after[0]["isr"]) == ("clean", 2, [2])
     assert all(e["action"] != "unclean" for e in elections)
+
+
+def test_a_truncation_inside_a_divergent_batch_leaves_an_isr_member_holding_it() -> None:
+    """`python -m tests.sim.campaign --seeds 503785-503785 --overlapping`, traced and faithful to Kafka, not classified
+    (it stays reported). Retention has moved leader 2's log start to 1437 (finding B's erased boundary), so it
+    answers follower 3's epoch 11 with 1437, inside 3's divergent batch 1435..1444: `truncateTo` drops the batch
+    whole (LEO 1435) while the fetch offset becomes 1437 (`updateFetchOffsetAndMaybeMarkTruncationComplete`). The
+    leader adds 3 to the ISR from that fetch; 3's next response fails `processPartitionData`'s "Offset mismatch"
+    check, so the partition is marked failed before its log start could pass the divergent records. Leader 2 is
+    paused, its session expires, and 3 is elected cleanly with epoch-11 records where epoch 14 had committed others."""
+    sc = overlapping_scenario(503785)
+    _, events, stats = run(sc)
+    trunc, fetch = events[7625], events[7626]
+    assert (trunc["event_type"], trunc["broker_id"], trunc["truncate_offset"]) == ("truncation", 3, 1435)
+    assert (fetch["event_type"], fetch["broker_id"], fetch["fetch_offset"]) == ("fetch", 3, 1437)
+    batch = events[5932]
+    assert (batch["event_type"], batch["broker_id"], batch["base_offset"], batch["last_offset"]) == (
+        "append", 3, 1435, 1444)
+    assert events[7630]["isr"] == [1, 2, 3] and events[7630]["isr_state"] == "committed"
+    assert (events[8136]["event_type"], events[8137]["action"]) == ("fetch_response", "removed")
+    assert (events[8607]["action"], events[8607]["leader_id"]) == ("clean", 3)
+    errors = [(v.invariant, v.event_id) for v in check(events, stats).violations if v.severity == "error"]
+    assert ("inconsistent_offsets", 8614) in errors
+    found, _known = problems(sc)
+    assert found  # reported by the campaign, as it should be until it is classified
