@@ -215,8 +215,9 @@ CATALOGUE: tuple[Invariant, ...] = (
         "truncation must match it (or be absent when it is >= LEO). leader_epoch / "
         "leader_epoch_v0: the leader's answer is rebuilt from its replayed epoch cache at the truncation "
         "(v0: no epoch); when that round names an epoch the follower lacks and ends at its LEO (no truncation, "
-        "no event, the cache trimmed there), the truncation answers the next round. high_watermark: the local HW. out_of_range: at most the leader's LEO. Offsets are "
-        "rounded down to a batch boundary, as UnifiedLog.truncateTo does.",
+        "no event, the cache trimmed there), the truncation answers the next round. high_watermark: the local "
+        "HW. out_of_range: at most the leader's LEO. Offsets are rounded down to a batch boundary, as "
+        "UnifiedLog.truncateTo does.",
         "expected = expected truncation offset, actual = truncate_offset (or LEO if none happened); for a "
         "wrong leader answer (replica = the leader): expected = its end offset, actual = the answered one",
         ("truncation", "fetch_response", "append"),
