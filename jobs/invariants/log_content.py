@@ -175,6 +175,9 @@ def annotated(bronze: DataFrame, probes: DataFrame) -> DataFrame:
         F.coalesce(F.last(leo_mark, True).over(before), F.lit(0)).cast("long").alias("_leo"),
         F.coalesce(F.last(F.when(sets_hw, F.col("hw")), True).over(before), F.lit(0)).cast("long").alias("_hw"),
         F.last(F.when(sets_hw, F.col("event_id")), True).over(before).alias("_hw_event"),
+        # A struct, so that an HW event without an epoch clears it as `ReplicaState.hw_epoch` does.
+        F.last(F.when(sets_hw, F.struct(F.col("leader_epoch").alias("e"))), True).over(before)["e"]
+        .alias("_hw_epoch"),
         F.last(leader_mark, True).over(before).alias("_leader_mark"),
         F.last(F.when(_is("truncation"), F.col("event_id")), True).over(before).alias("_last_truncation"),
         F.last(crash_mark, True).over(before).alias("_crash_mark"),
@@ -307,7 +310,7 @@ def build(inputs: ScanInputs) -> DataFrame:
     rows = rows.where(kept).select(
         *REPLICA, "event_id", "ts_ms", "event_type", "action", "role", "leader_epoch", "hw", "old_hw", "leo",
         "truncate_offset", "old_leo", "reason", "isr", "isr_state", "base_offset", "last_offset", _rec().alias("_rec"),
-        "_leading", "_epoch", "_down", "_leo", "_lso", "_full", "_hw", "_hw_event", "_crash_mark", "_role",
+        "_leading", "_epoch", "_down", "_leo", "_lso", "_full", "_hw", "_hw_event", "_hw_epoch", "_crash_mark", "_role",
         "_leader_mark", "_last_truncation", "_isr", "_view_reset", "_esc", "_ack", "batch_checksum",
     ).localCheckpoint(eager=True)
     cr = crash_removals(rows).localCheckpoint(eager=True)
@@ -338,7 +341,7 @@ def _cpa(rows: DataFrame, isl: DataFrame, cw: DataFrame, cr: DataFrame, unclean:
     state = rows.where(_is(PROBE)).select(
         *PARTITION, F.col("broker_id").alias("_b"), "event_id", F.col("_hw").alias("_b_hw"),
         F.col("_hw_event").alias("_b_hw_event"), F.col("_lso").alias("_b_lso"), F.col("_leo").alias("_b_leo"),
-        epoch_of(event=False).alias("_b_epoch"))
+        epoch_of(event=False).alias("_b_epoch"), F.col("_hw_epoch").alias("_b_hw_epoch"))
     pairs = rises.join(state, [*PARTITION, "event_id"]).where(F.col("_a") != F.col("_b"))
     lo = F.greatest("_old", "_a_lso", "_b_lso")
     hi = F.least("_new", "_b_hw", "_a_leo", "_b_leo")
@@ -347,12 +350,13 @@ def _cpa(rows: DataFrame, isl: DataFrame, cw: DataFrame, cr: DataFrame, unclean:
     offs = lookup(offs, cw, "_b", "event_id", "_sb")
     bad = F.col("_sa").isNotNull() & F.col("_sb").isNotNull() & (F.col("_sa.rec") != F.col("_sb.rec"))
     found = _first_bad(offs, [*PARTITION, "_a", "_b", "event_id", "ts_ms", "_new", "_b_hw", "_b_hw_event", "_a_epoch",
-                              "_b_epoch"], bad,
+                              "_b_epoch", "_b_hw_epoch"], bad,
                        {"o": F.col("offset"), "sa": F.col("_sa"), "sb": F.col("_sb")})
     found = found.select("*", F.col("_f.o").alias("_o"),
                          F.least("_f.sa.w", "_f.sb.w").alias("_first_append")).localCheckpoint(eager=True)
     found = with_unclean(found, unclean, "_first_append", "_unclean_id",
-                         (F.col("_f.sa.rec.epoch"), F.col("_f.sb.rec.epoch"), F.col("_a_epoch"), F.col("_b_epoch")))
+                         (F.col("_f.sa.rec.epoch"), F.col("_f.sb.rec.epoch"), F.col("_a_epoch"), F.col("_b_epoch"),
+                          F.col("_b_hw_epoch")))
     found = with_crash(found, cr, "_a", "event_id", "_o", "_crash_a")
     found = with_crash(found, cr, "_b", "event_id", "_o", "_crash_b")
     return found.select(

@@ -436,6 +436,7 @@ class _RunChecker:
         if ev.get("hw") is not None:
             r.hw = int(ev["hw"])
             r.hw_event = int(ev["event_id"])
+            r.hw_epoch = None if ev.get("leader_epoch") is None else int(ev["leader_epoch"])
 
     def _on_leader_election(self, ev: Event) -> None:
         p = self._partition(ev)
@@ -487,6 +488,7 @@ class _RunChecker:
             self._check_hw_monotonic_leader(ev, r, old, new)
         r.hw = new
         r.hw_event = int(ev["event_id"])
+        r.hw_epoch = None if ev.get("leader_epoch") is None else int(ev["leader_epoch"])
         self._check_hw_within_log(ev, r, new)
         if in_tenure and new > old:
             self._check_hw_bound_maximal_isr(ev, r, new)
@@ -768,7 +770,7 @@ class _RunChecker:
                 self._flag("committed_prefix_agreement", ev, a.broker, offset=o, expected=sb.rec.checksum,
                            actual=sa.rec.checksum, evidence=[sb.append_id, sa.append_id, b.hw_event],
                            excused_by=p.unclean_excuse(min(sa.append_id, sb.append_id), sa.rec.epoch, sb.rec.epoch,
-                                                       _epoch_of(ev, a), _epoch_of(None, b)),
+                                                       _epoch_of(ev, a), _epoch_of(None, b), b.hw_epoch),
                            crash_excuse=_crash_after(a, o, -1) or _crash_after(b, o, -1),
                            message=f"replica {a.broker} (HW {new}) and replica {b.broker} (HW {b.hw}) hold "
                                    f"different records at {o}: epoch {sa.rec.epoch} vs {sb.rec.epoch} "

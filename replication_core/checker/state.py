@@ -111,6 +111,7 @@ class ReplicaState:
     lso: int = 0
     lso_raised_by: int = -1  # event_id of the last log start offset change that raised it (-1: none)
     hw_event: int | None = None
+    hw_epoch: int | None = None  # the `leader_epoch` of the event that set `hw` (one of `unclean_between`'s epochs)
     cache: EpochCache = ()
     removed_by: dict[int, int] = field(default_factory=dict)
     crash_removed: dict[int, int] = field(default_factory=dict)

@@ -202,6 +202,34 @@ def a_stale_leaders_acknowledgement_is_excused_by_the_final_leaders_epoch() -> C
     return _stale_leader_case("acked_write_lost", 2, -1, 7, 9, [6, 8, 4])
 
 
+def _stopped_replica_hw(election: dict[str, Any]) -> Rows:
+    """Leader 3 holds 0..1 of epoch 0 (event 1); broker 1 leads epoch 1 cut off (2). The controller elects 3 into
+    epoch 2 (3); follower 2 fetches 3's epoch-0 records (6), sets its HW to 2 in epoch 2 (7) and shuts down (8).
+    Stale leader 1 then writes its own 0..1 in epoch 1 (9) and raises its HW over them (10). Every record is
+    appended after the election, and stopped replica 2 is in no epoch: only its HW's epoch (2) places its state
+    after an unclean election. Overlapping-nemesis seed 505189 did this."""
+    replicas = [1, 2, 3]
+    stop = dict(event_type="broker_lifecycle", broker_id=2, action="shutdown", topic=None, partition=None)
+    return [leader(broker=3, epoch=0, isr=replicas, replicas=replicas), append(0, 1, broker=3, epoch=0),
+            leader(broker=1, epoch=1, isr=[1], replicas=replicas), election,
+            leader(broker=3, epoch=2, isr=[3], replicas=replicas, leo=2, hw=0),
+            follower(broker=2, epoch=2, leader_id=3, replicas=replicas),
+            append(0, 1, broker=2, epoch=0, role="follower"),
+            hw(0, 2, broker=2, epoch=2, role="follower"), stop, append(0, 1, broker=1, epoch=1, checksum=8), hw(0, 2)]
+
+
+@case
+def a_stopped_replicas_hw_counts_with_the_epoch_that_set_it() -> Case:
+    # At 10 replica 1 (HW 2) and stopped replica 2 (HW 2, set at 7 in epoch 2) differ at 0: expected = 2's
+    # checksum 7, actual 8; evidence = 2's append, 1's append, 2's HW event. After the unclean election (3) a
+    # warning led by it; after a clean one an error.
+    election = dict(UNCLEAN, leader_id=3, isr=[3], replicas=[1, 2, 3])
+    runs = _runs(unclean=_stopped_replica_hw(election), clean=_stopped_replica_hw(dict(election, action="clean")))
+    return Case("", "committed_prefix_agreement", runs,
+                [("unclean", "committed_prefix_agreement", "warning", 1, 10, 0, 7, 8, [3, 6, 9, 7, 10]),
+                 ("clean", "committed_prefix_agreement", "error", 1, 10, 0, 7, 8, [6, 9, 7, 10])])
+
+
 @case
 def truncation_safety_ignores_records_above_the_committed_hw() -> Case:
     # Same follower truncation, but the leader has only committed 0..1: nothing committed is removed; a
