@@ -129,22 +129,24 @@ def _end_offset_for(cache: Column, requested: Column, leo: Column) -> Column:
             .otherwise(answer(_last(floor)["e"], F.try_element_at(higher, F.lit(1))["s"])))
 
 
+def _truncation_state(leader_epoch: Column, leader_end: Column, follower_leo: Column, fetch_offset: Column,
+                      cache: Column) -> Column:
+    """`truncation_offset` (getOffsetTruncationState, §3.5) -> struct(o: the offset, done: truncation completed;
+    not done in rule 3a, where the leader's epoch is unknown to the follower, which truncates and asks again)."""
+    mine = _end_offset_for(cache, leader_epoch, follower_leo)
+    offset = (F.when(leader_end == -1, fetch_offset)
+              .when(leader_epoch == -1, F.least(leader_end, follower_leo))
+              .when(mine["o"] == -1, F.least(leader_end, follower_leo))
+              .when(mine["e"] != leader_epoch, F.least(mine["o"], follower_leo))
+              .otherwise(F.least(mine["o"], leader_end, follower_leo))).cast("long")
+    incomplete = (leader_end != -1) & (leader_epoch != -1) & (mine["o"] != -1) & (mine["e"] != leader_epoch)
+    return F.struct(offset.alias("o"), (~incomplete).alias("done"))
+
+
 def _truncation_offset(leader_epoch: Column, leader_end: Column, follower_leo: Column, fetch_offset: Column,
                        cache: Column) -> Column:
-    """`truncation_offset`'s offset (getOffsetTruncationState, §3.5)."""
-    mine = _end_offset_for(cache, leader_epoch, follower_leo)
-    return (F.when(leader_end == -1, fetch_offset)
-            .when(leader_epoch == -1, F.least(leader_end, follower_leo))
-            .when(mine["o"] == -1, F.least(leader_end, follower_leo))
-            .when(mine["e"] != leader_epoch, F.least(mine["o"], follower_leo))
-            .otherwise(F.least(mine["o"], leader_end, follower_leo))).cast("long")
-
-
-def _truncation_incomplete(leader_epoch: Column, leader_end: Column, follower_leo: Column, cache: Column) -> Column:
-    """`truncation_offset`'s "not completed" (rule 3a: the leader's epoch is unknown to the follower, which
-    truncates and asks again)."""
-    mine = _end_offset_for(cache, leader_epoch, follower_leo)
-    return (leader_end != -1) & (leader_epoch != -1) & (mine["o"] != -1) & (mine["e"] != leader_epoch)
+    """`truncation_offset`'s offset (`_truncation_state`'s `o`)."""
+    return _truncation_state(leader_epoch, leader_end, follower_leo, fetch_offset, cache)["o"]
 
 
 # --- the replica rows and their window ---------------------------------------------------------------------
@@ -422,22 +424,21 @@ def build(inputs: ScanInputs) -> DataFrame:
 
     def ask(cache: Column) -> tuple[Column, Column, Column, Column]:
         """One OffsetsForLeaderEpoch round for the follower's latest epoch in `cache`: (epoch asked, answer,
-        the answer's epoch as the follower reads it, the truncation offset)."""
+        the answer's epoch as the follower reads it, the truncation state)."""
         requested = _last(cache)["e"]
         asked = _end_offset_for(F.col("_l_cache"), requested, F.col("_l_leo"))
         le = F.when(v0, F.lit(-1).cast("long")).otherwise(asked["e"])
-        return requested, asked, le, _truncation_offset(le, asked["o"], old_leo, old_leo, cache)
+        return requested, asked, le, _truncation_state(le, asked["o"], old_leo, old_leo, cache)
 
-    requested1, asked1, le1, offset1 = ask(F.col("_cache"))
+    requested1, asked1, le1, state1 = ask(F.col("_cache"))
     # Rule 3a at the LEO: no record changes and no event, but the cache is trimmed at the LEO and the follower
     # asks again for its latest epoch below it; that round cannot end at the LEO again (the checker's loop).
     trimmed = _truncate_from_end(F.col("_cache"), old_leo)
-    again = (_truncation_incomplete(le1, asked1["o"], old_leo, F.col("_cache")) & (offset1 >= old_leo)
-             & (F.size(trimmed) > 0))
-    requested2, asked2, le2, offset2 = ask(trimmed)
+    again = ~state1["done"] & (state1["o"] >= old_leo) & (F.size(trimmed) > 0)
+    requested2, asked2, le2, state2 = ask(trimmed)
     asked = F.when(again, asked2).otherwise(asked1)
     le = F.when(again, le2).otherwise(le1)
-    by_leader = F.when(again, offset2).otherwise(offset1)
+    by_leader = F.when(again, state2["o"]).otherwise(state1["o"])
     reason = F.col("reason")
     # An epoch older than every entry of the leader's cache is answered with its first entry's start, which
     # retention moves up with the log start offset between the (unlogged) answer and the truncation: not
