@@ -405,9 +405,9 @@ def _exposure_checks(rows: DataFrame, isl: DataFrame, cw: DataFrame, cr: DataFra
     # The committed record at (partition, offset): the last exposed record; its commit = first exposure of
     # the latest run of equal records (`Commit` is replaced only by a different record).
     marks = exp_offs.select(*PARTITION, "offset", "event_id", "broker_id", "ts_ms", "_s", "_x_epoch",
-                            F.lit(True).alias("_x")) \
+                            F.lit(None).cast("int").alias("_t_epoch"), F.lit(True).alias("_x")) \
         .unionByName(t_offs.select(*PARTITION, "offset", "event_id", "broker_id", "ts_ms", "_s",
-                                   F.lit(None).cast("int").alias("_x_epoch"), F.lit(False).alias("_x")))
+                                   F.lit(None).cast("int").alias("_x_epoch"), "_t_epoch", F.lit(False).alias("_x")))
     wo = Window.partitionBy(*PARTITION, "offset").orderBy("event_id")
     before = wo.rowsBetween(Window.unboundedPreceding, -1)
     prev_rec = F.last(F.when(F.col("_x"), F.col("_s.rec")), True).over(before)
@@ -417,8 +417,12 @@ def _exposure_checks(rows: DataFrame, isl: DataFrame, cw: DataFrame, cr: DataFra
                       F.col("_s.w").alias("append_id"), F.col("_x_epoch").alias("epoch"))
     marks = marks.withColumn("_run", F.last(F.when(starts, commit), True).over(
         wo.rowsBetween(Window.unboundedPreceding, 0)))
-    # The commit in force before the row: the run of the last exposure strictly before it.
+    # The commit in force before the row: the run of the last exposure strictly before it, and the lowest
+    # epoch that exposed it in that run (`Commit.known_from`).
     marks = marks.withColumn("_prior", F.last(F.when(F.col("_x"), F.col("_run")), True).over(before))
+    in_run = Window.partitionBy(*PARTITION, "offset", F.col("_run.commit_id")).orderBy("event_id") \
+        .rowsBetween(Window.unboundedPreceding, -1)
+    marks = marks.withColumn("_known_from", F.min(F.when(F.col("_x"), _epoch_or_any("_x_epoch"))).over(in_run))
     inconsistent = _inconsistent(marks.where(F.col("_x")), cr, unclean)
     safety = _truncation_safety(rows, exp, trunc, isl, marks.where(~F.col("_x")), unclean, appends)
     return [inconsistent, safety]
@@ -453,22 +457,22 @@ def _truncation_safety(rows: DataFrame, exp: DataFrame, trunc: DataFrame, isl: D
                        unclean: DataFrame, appends: DataFrame) -> DataFrame:
     """truncation_safety candidates (`_check_truncation_safety`): a follower truncation removing a record
     equal to the committed one at its offset."""
-    # Committed span and committed HW before each truncation: running over the partition's exposures.
+    # Committed HW before each truncation: running over the partition's exposures; the committed span, over
+    # those of leaders of the follower's epoch or earlier ones.
     eff_hi = F.least("_x_hi", "_pres")
     span = exp.where(F.col("_x_lo") < eff_hi).select(
-        *PARTITION, "event_id", F.col("_x_lo").alias("_c_lo"), eff_hi.alias("_c_hi"), F.col("_x_hi").alias("_chw"),
-        F.lit(True).alias("_x"))
+        *PARTITION, "event_id", "_x_epoch", F.col("_x_lo").alias("_c_lo"), eff_hi.alias("_c_hi"),
+        F.col("_x_hi").alias("_chw"), F.lit(True).alias("_x"))
     span = span.unionByName(exp.where(F.col("_x_lo") >= eff_hi).select(
         *PARTITION, "event_id", F.col("_x_hi").alias("_chw"), F.lit(True).alias("_x")), allowMissingColumns=True)
     timeline = span.unionByName(trunc.select(*PARTITION, "event_id", F.lit(False).alias("_x")),
                                 allowMissingColumns=True)
     wp = Window.partitionBy(*PARTITION).orderBy("event_id").rowsBetween(Window.unboundedPreceding, -1)
     at_trunc = timeline.select(
-        *PARTITION, "event_id", "_x",
-        F.min("_c_lo").over(wp).alias("_span_lo"), F.max("_c_hi").over(wp).alias("_span_hi"),
-        F.coalesce(F.max("_chw").over(wp), F.lit(0)).alias("_committed_hw"),
+        *PARTITION, "event_id", "_x", F.coalesce(F.max("_chw").over(wp), F.lit(0)).alias("_committed_hw"),
     ).where(~F.col("_x")).drop("_x")
-    t = trunc.join(at_trunc, [*PARTITION, "event_id"])
+    t = trunc.join(at_trunc, [*PARTITION, "event_id"]).join(_known_spans(span, trunc), [*PARTITION, "event_id"],
+                                                            "left")
     # Non-contested part: [u, v) = the removed present records within the committed span, minus islands.
     # (greatest / least skip nulls: no exposure yet means nothing committed, an empty [u, v).)
     u = F.greatest("truncate_offset", "_lso", "_span_lo")
@@ -487,8 +491,10 @@ def _truncation_safety(rows: DataFrame, exp: DataFrame, trunc: DataFrame, isl: D
                  .alias("_plain_o"),
                  F.when(F.col("_u") < F.col("_v"), F.col("_v") - F.col("_u") - F.col("_in_islands"))
                  .otherwise(F.lit(0)).alias("_plain_n"))
-    # Contested part: the removed record equals the committed record (the last exposure before).
-    bad = F.col("_prior").isNotNull() & (F.col("_prior.rec") == F.col("_s.rec"))
+    # Contested part: the removed record equals the committed record (the last exposure before), exposed by a
+    # leader of the truncating follower's epoch or an earlier one.
+    bad = F.col("_prior").isNotNull() & (F.col("_prior.rec") == F.col("_s.rec")) \
+        & (F.col("_t_epoch").isNull() | (F.col("_known_from") <= F.col("_t_epoch")))
     ck = t_marks.groupBy(*PARTITION, "event_id").agg(
         F.count(F.when(bad, 1)).alias("_c_n"),
         F.min_by(F.struct(F.col("offset").alias("o"), F.col("_s.w").alias("w"),
@@ -525,6 +531,28 @@ def _truncation_safety(rows: DataFrame, exp: DataFrame, trunc: DataFrame, isl: D
         text("truncation (", F.col("reason"), ") to ", F.col("truncate_offset"), " removed committed records from ",
              F.col("_o"), " (", F.col("_n"), " offsets; committed HW ", F.col("_committed_hw"), ")").alias("_msg"),
     )
+
+
+def _epoch_or_any(col: str) -> Column:
+    """`checker._epoch_or_any`: an exposure's epoch, -1 (binding on every epoch) when it has none."""
+    return F.coalesce(F.col(col), F.lit(-1))
+
+
+def _known_spans(span: DataFrame, trunc: DataFrame) -> DataFrame:
+    """Per truncation, `_span_lo` / `_span_hi`: the committed span of the exposures before it by leaders of its
+    epoch or earlier ones (`Commit.known_from`), or null when there is none. Each epoch's exposures run in
+    their own window; the truncation joins the windows of the epochs up to its own."""
+    ex = span.where(F.col("_c_lo").isNotNull()).select(*PARTITION, "event_id", _epoch_or_any("_x_epoch").alias("_k"),
+                                                       "_c_lo", "_c_hi")
+    epochs = ex.select(*PARTITION, "_k").distinct()
+    asks = trunc.select(*PARTITION, "event_id", "_t_epoch").join(epochs, list(PARTITION)).where(
+        F.col("_t_epoch").isNull() | (F.col("_k") <= F.col("_t_epoch"))).drop("_t_epoch")
+    timeline = ex.withColumn("_x", F.lit(True)).unionByName(asks.withColumn("_x", F.lit(False)),
+                                                            allowMissingColumns=True)
+    wk = Window.partitionBy(*PARTITION, "_k").orderBy("event_id").rowsBetween(Window.unboundedPreceding, -1)
+    at = timeline.select(*PARTITION, "event_id", "_x", F.min("_c_lo").over(wk).alias("_lo"),
+                         F.max("_c_hi").over(wk).alias("_hi")).where(~F.col("_x"))
+    return at.groupBy(*PARTITION, "event_id").agg(F.min("_lo").alias("_span_lo"), F.max("_hi").alias("_span_hi"))
 
 
 def _plain(df: DataFrame, isl: DataFrame, lo: str, hi: str, prefix: str) -> DataFrame:

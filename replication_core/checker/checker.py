@@ -173,6 +173,11 @@ def _epoch_of(ev: Event | None, r: ReplicaState) -> int | None:
     return r.epoch if r.epoch >= 0 else None
 
 
+def _epoch_or_any(epoch: int | None) -> int:
+    """An exposure's epoch for `Commit.known_from`: -1 (binding on every epoch) when the event has none."""
+    return -1 if epoch is None else epoch
+
+
 def _checksum(slot: Slot | None) -> int:
     return -1 if slot is None else slot.rec.checksum
 
@@ -790,7 +795,9 @@ class _RunChecker:
             if prior is not None and prior.rec != slot.rec:
                 bad.append((o, prior, slot))
             if prior is None or prior.rec != slot.rec:
-                p.committed[o] = Commit(slot.rec, eid, slot.append_id, epoch)
+                p.committed[o] = Commit(slot.rec, eid, slot.append_id, epoch, _epoch_or_any(epoch))
+            elif _epoch_or_any(epoch) < prior.known_from:
+                p.committed[o] = prior._replace(known_from=_epoch_or_any(epoch))
         if bad:
             o, prior, slot = bad[0]
             self._flag("inconsistent_offsets", ev, r.broker, offset=o, expected=prior.rec.checksum,
@@ -805,16 +812,20 @@ class _RunChecker:
     def _check_truncation_safety(self, ev: Event, p: PartitionState, r: ReplicaState, t: int, old_leo: int) -> None:
         """truncation_safety (§11.6): a truncation never removes a committed record."""
         self._count("truncation_safety")
+        epoch = _epoch_of(ev, r)
         bad: list[tuple[int, Commit, Slot]] = []
         for o in range(t, old_leo):
             slot, commit = r.records.get(o), p.committed.get(o)
-            if slot is not None and commit is not None and commit.rec == slot.rec:
+            # A record that only leaders of later epochs exposed is not judged: the answer the follower acts on
+            # is its own epoch's leader's, and the later commit counted no replica still in an earlier epoch.
+            if slot is not None and commit is not None and commit.rec == slot.rec \
+                    and (epoch is None or commit.known_from <= epoch):
                 bad.append((o, commit, slot))
         if bad:
             o, commit, slot = bad[0]
             self._flag("truncation_safety", ev, r.broker, offset=o, expected=p.committed_hw, actual=t,
                        evidence=[slot.append_id, commit.commit_id],
-                       excused_by=p.unclean_excuse(commit.commit_id, slot.rec.epoch, commit.epoch, _epoch_of(ev, r)),
+                       excused_by=p.unclean_excuse(commit.commit_id, slot.rec.epoch, commit.epoch, epoch),
                        message=f"truncation ({ev.get('reason')}) to {t} removed committed records from {o} "
                                f"({len(bad)} offsets; committed HW {p.committed_hw})")
 

@@ -79,13 +79,15 @@ class ExpectedTruncation(NamedTuple):
 
 
 class Commit(NamedTuple):
-    """The committed record at an offset: the record, the exposing event, the appending event, and the epoch of
-    the leader that exposed it."""
+    """The committed record at an offset: the record, the exposing event, the appending event, the epoch of
+    the leader that exposed it, and the lowest epoch of the leaders that exposed it since (-1 for an exposure
+    without an epoch), which says from which epoch on a follower must hold it."""
 
     rec: Rec
     commit_id: int
     append_id: int
     epoch: int | None = None
+    known_from: int = -1
 
 
 class Ack(NamedTuple):

@@ -20,7 +20,7 @@ import pytest
 from replication_core.sim.nemesis import draw_faults
 from replication_core.sim.network import Network
 from replication_core.sim.scenario import Fault, NemesisSpec, NetworkSpec, ScenarioError, parse_scenario
-from tests.sim.campaign import judged_runs, overlapping_scenario, problems
+from tests.sim.campaign import judged_runs, overlapping_scenario, problems, problems_in
 from tests.sim.helpers import check, run, scenario
 from tests.sim.test_scenario_validation import _with
 
@@ -178,6 +178,21 @@ def test_a_stopped_replicas_hw_set_after_an_unclean_election_is_excused_by_its_e
     `a_stopped_replicas_hw_counts_with_the_epoch_that_set_it` in tests/spark)."""
     found, _known = problems(overlapping_scenario(505189))
     assert found == []
+
+
+def test_a_stale_follower_may_truncate_what_only_a_later_epoch_committed() -> None:
+    """Seed 506027: follower 3 of t-9, paused in epoch 1, reads at 6051 epoch-1 leader 2's DivergingEpoch (0, 2)
+    and truncates 2..3 (event 5077), which epoch-3 leader 4 had committed (2772) with an ISR 3 was not in; then it
+    learns of epoch 3 and fetches them again. Kafka's follower does the same: the answer is its epoch's (see the
+    hand-built `truncation_safety_judges_a_follower_by_the_commits_of_its_epoch` in tests/spark)."""
+    _, events, stats = run(overlapping_scenario(506027))
+    cut = events[5077]
+    assert (cut["event_type"], cut["broker_id"], cut["leader_epoch"], cut["truncate_offset"], cut["old_leo"]) == \
+        ("truncation", 3, 1, 2, 4)
+    assert (events[2772]["event_type"], events[2772]["leader_epoch"], events[2772]["hw"]) == ("hw_change", 3, 4)
+    assert [v for v in check(events, stats).violations
+            if v.invariant == "truncation_safety" and (v.topic, v.partition) == ("t", 9)] == []
+    assert problems_in(overlapping_scenario(506027), events, stats)[0] == []
 
 
 @pytest.mark.parametrize("seed", [500205, 500607, 500989])

@@ -48,10 +48,11 @@ def hw(old: int, new: int, broker: int = 1, epoch: int = 1, role: str = "leader"
     return dict(event_type="hw_change", broker_id=broker, leader_epoch=epoch, role=role, old_hw=old, hw=new)
 
 
-def truncation(offset: int, old_leo: int, broker: int = 2, reason: str = "high_watermark") -> dict[str, Any]:
+def truncation(offset: int, old_leo: int, broker: int = 2, reason: str = "high_watermark",
+               epoch: int = 1) -> dict[str, Any]:
     """A follower truncation to `offset`."""
-    return dict(event_type="truncation", broker_id=broker, leader_epoch=1, truncate_offset=offset, old_leo=old_leo,
-                reason=reason, hw=offset)
+    return dict(event_type="truncation", broker_id=broker, leader_epoch=epoch, truncate_offset=offset,
+                old_leo=old_leo, reason=reason, hw=offset)
 
 
 UNCLEAN = dict(event_type="leader_election", broker_id=0, leader_epoch=2, action="unclean", leader_id=2, isr=[2],
@@ -228,6 +229,38 @@ def a_stopped_replicas_hw_counts_with_the_epoch_that_set_it() -> Case:
     return Case("", "committed_prefix_agreement", runs,
                 [("unclean", "committed_prefix_agreement", "warning", 1, 10, 0, 7, 8, [3, 6, 9, 7, 10]),
                  ("clean", "committed_prefix_agreement", "error", 1, 10, 0, 7, 8, [6, 9, 7, 10])])
+
+
+def _committed_in_two_epochs(*tail: dict[str, Any]) -> Rows:
+    """Leader 1 writes 0..3 in epoch 1 (event 3), followers 2 and 3 copy it (4, 5), and 1 commits 0..1 (6).
+    Broker 3 is elected into epoch 2 (7) and commits 2..3 (8); follower 2 has not heard of epoch 2 yet."""
+    replicas = [1, 2, 3]
+    return [leader(isr=replicas, replicas=replicas), follower(replicas=replicas),
+            follower(broker=3, replicas=replicas), append(0, 3), append(0, 3, broker=2, role="follower"),
+            append(0, 3, broker=3, role="follower"), hw(0, 2),
+            leader(broker=3, epoch=2, isr=[3], replicas=replicas, leo=4, hw=2), hw(2, 4, broker=3, epoch=2), *tail]
+
+
+@case
+def truncation_safety_judges_a_follower_by_the_commits_of_its_epoch() -> Case:
+    # Follower 2, still in epoch 1, acts on a DivergingEpoch answer of epoch-1 leader 1 (event 9):
+    # stale: it removes 2..3, which only epoch 2 exposed: no violation (Kafka does this; the epoch-2 commit counted
+    # no replica still in epoch 1). With a divergent batch at 2..3 later (`_contested`), the contested offsets
+    # are judged alike. mixed: it removes 0..3, and 0..1 were committed in epoch 1: offset 0, expected = committed
+    # HW 4, actual 0; evidence = its append, the epoch-1 commit. current: in epoch 2 (10) removing 2..3 is an
+    # error: offset 2, evidence = its append, the epoch-2 commit. Overlapping-nemesis seed 506027 did `stale`.
+    divergent = append(2, 3, broker=2, checksum=9, role="follower")
+    current = [follower(epoch=2, leader_id=3, replicas=[1, 2, 3], leo=4, hw=2),
+               truncation(2, 4, reason="diverging_epoch", epoch=2)]
+    runs = _runs(stale=_committed_in_two_epochs(truncation(2, 4, reason="diverging_epoch")),
+                 stale_contested=_committed_in_two_epochs(truncation(2, 4, reason="diverging_epoch"), divergent),
+                 mixed=_committed_in_two_epochs(truncation(0, 4, reason="diverging_epoch")),
+                 current=_committed_in_two_epochs(*current),
+                 current_contested=_committed_in_two_epochs(*current, divergent))
+    return Case("", "truncation_safety", runs,
+                [("mixed", "truncation_safety", "error", 2, 9, 0, 4, 0, [4, 6, 9]),
+                 ("current", "truncation_safety", "error", 2, 10, 2, 4, 2, [4, 8, 10]),
+                 ("current_contested", "truncation_safety", "error", 2, 10, 2, 4, 2, [4, 8, 10])])
 
 
 @case
