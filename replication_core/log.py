@@ -4,9 +4,13 @@ Mirrors `kafka.log.UnifiedLog` (reference §2.7, §3) as a sans-I/O in-memory st
 identity, not payload: leader epoch, base/last offset, record count, size in bytes and a checksum.
 
 Theory of operation
-* Offsets are contiguous: a follower append must start exactly at the log end offset (a batch below it
-  raises `UnexpectedAppendOffsetError` like `appendAsFollower`; one above it raises `OffsetMismatchError`,
-  the `processPartitionData` sanity check). The one exception is Kafka's empty-log restart
+* Offsets are contiguous but for one gap Kafka allows: `truncateTo(t)` drops the batch holding `t` whole
+  (`LogSegment.truncateTo` cuts at a batch boundary) yet sets the LEO to `t` (`LocalLog.truncateTo`), so a
+  target inside a batch leaves no records in [its base, t). A read from inside a gap starts at the next batch
+  (`LogSegment.read`), and a follower append may then start above the LEO (`appendAsFollower` rejects only
+  a batch below it, raising `UnexpectedAppendOffsetError`; the fetcher checks that the fetch offset is the
+  LEO, the `processPartitionData` sanity check). A restart recovers the LEO from the last batch
+  (`LogLoader`), closing a gap at the end. Kafka's empty-log restart
   (`Partition.appendRecordsToFollowerOrFutureReplica`): an empty log whose LEO == LSO accepts a first batch
   that straddles the LSO by restarting at the batch's base offset.
 * HW is kept in `[log_start_offset, log_end_offset]`: `maybe_increment_high_watermark` (leader) only moves
@@ -35,7 +39,6 @@ from mypy_extensions import mypyc_attr
 from replication_core.errors import (
     CorruptRecordError,
     IllegalArgumentError,
-    OffsetMismatchError,
     OffsetOutOfRangeError,
     UnexpectedAppendOffsetError,
 )
@@ -205,6 +208,8 @@ class Log:
             i = 0
         total = 0
         n = len(batches)
+        if i < n and batches[i].last_offset < start_offset:
+            i += 1  # `start_offset` in a gap: count from the next batch
         while i < n:
             b = batches[i]
             if b.last_offset >= end_offset:
@@ -240,6 +245,8 @@ class Log:
         out: list[RecordBatch] = []
         size = 0
         n = len(batches)
+        if i < n and batches[i].last_offset < fetch_offset:
+            i += 1  # `fetch_offset` in a gap a truncation left: LogSegment.read starts at the next batch
         while i < n:
             b = batches[i]
             if b.last_offset >= upper:
@@ -294,10 +301,6 @@ class Log:
                     f"Unexpected offset in append to {self.topic}-{self.partition}. First offset "
                     f"{first.base_offset} is less than the next offset {leo}.",
                     first.base_offset, batches[-1].last_offset)
-        elif first.base_offset > leo:
-            raise OffsetMismatchError(
-                f"Offset mismatch for partition {self.topic}-{self.partition}: first batch offset = "
-                f"{first.base_offset}, log end offset = {leo}.")
         records = 0
         size = 0
         for b in batches:
@@ -414,12 +417,12 @@ class Log:
             return True
         old_leo = self._leo
         old_hw = self._hw
-        # Truncation happens on batch boundaries: a batch holding target_offset is dropped whole
-        # (the target is always a batch boundary when logs were written by this engine).
+        # LogSegment.truncateTo cuts at the start of the batch holding target_offset, and LocalLog.truncateTo
+        # then sets the LEO to target_offset itself: a target inside a batch leaves a gap below the LEO.
         i = bisect_right(self._bases, target_offset - 1)
         while i > 0 and batches[i - 1].last_offset >= target_offset:
             i -= 1
-        new_leo = batches[i].base_offset if i < len(batches) else target_offset
+        new_leo = target_offset
         del batches[i:]
         del self._bases[i:]
         self._leo = new_leo
@@ -480,15 +483,19 @@ class Log:
         load the HW from the checkpoint (clamped to [LSO, LEO], `updateHighWatermark`) or clamp the
         current one. Emits no event: the simulator reports the crash. Returns the number of offsets lost."""
         target = self._flushed
-        lost = self._leo - target
+        batches = self._batches
+        old_leo = self._leo
+        # LogLoader reads the LEO off the last batch, so a gap a truncation left at the end closes too.
+        end = batches[-1].last_offset + 1 if batches else max(target, self._log_start_offset)
+        lost = old_leo - min(target, end)
         if lost > 0:
-            batches = self._batches
             while batches and batches[-1].last_offset >= target:
                 batches.pop()
                 self._bases.pop()
             self._leo = batches[-1].last_offset + 1 if batches else max(target, self._log_start_offset)
             self._flushed = min(self._flushed, self._leo)
             self.epoch_cache.truncate_from_end(self._leo)
+            lost = old_leo - self._leo
         hw = self._hw if high_watermark_checkpoint is None else high_watermark_checkpoint
         self._hw = min(max(hw, self._log_start_offset), self._leo)
         return max(lost, 0)

@@ -74,13 +74,34 @@ def appends_of(bronze: DataFrame) -> DataFrame:
         *PARTITION, "broker_id", "event_id", "base_offset", "last_offset", _rec().alias("_rec"))
 
 
-def islands(appends: DataFrame) -> DataFrame:
-    """(partition, lo, hi): maximal ranges of offsets covered by two different batches (inclusive bounds)."""
+def cuts_of(bronze: DataFrame, appends: DataFrame) -> DataFrame:
+    """(partition, broker, event id, lo, hi): the records [lo, hi] below its target t that a truncation inside a
+    batch removes (`Checker._cut_from`: `truncateTo(t)` drops the batch holding t whole, the LEO becomes t).
+    The batch holding t is the replica's latest append covering t before the truncation. A follower that later
+    fetches from inside such a gap of its leader appends above its LEO, leaving a gap too: those offsets lie in
+    the leader's cut, an island, so its lookups there find no write of its own unless one from before a truncation
+    below them remains, which the checker's replay would not count (no campaign has produced a gap append)."""
+    scoped = F.col("broker_id").isNotNull() & F.col("topic").isNotNull() & F.col("partition").isNotNull()
+    trunc = bronze.where(_is("truncation") & scoped & (F.col("reason") != "full")).select(
+        *PARTITION, "broker_id", "event_id", "truncate_offset")
+    ap = _renamed(appends, "c", {"broker_id": "_c_b", "event_id": "_c_id", "base_offset": "_c_base",
+                                 "last_offset": "_c_last"})
+    cond = _on("c", F.col("broker_id") == F.col("_c_b"), F.col("_c_id") < F.col("event_id"),
+               F.col("_c_base") <= F.col("truncate_offset"), F.col("truncate_offset") <= F.col("_c_last"))
+    held = trunc.join(ap, cond).groupBy(*trunc.columns).agg(F.max_by("_c_base", "_c_id").alias("lo"))
+    return held.where(F.col("lo") < F.col("truncate_offset")).select(
+        *PARTITION, "broker_id", "event_id", "lo", (F.col("truncate_offset") - 1).alias("hi"))
+
+
+def islands(appends: DataFrame, cuts: DataFrame) -> DataFrame:
+    """(partition, lo, hi): maximal ranges of offsets covered by two different batches, or below the target of a
+    truncation inside a batch (a replica holds no record there below its LEO), inclusive bounds."""
     batches = appends.select(*PARTITION, "base_offset", "last_offset", "_rec").distinct()
     w = Window.partitionBy(*PARTITION).orderBy("base_offset", "last_offset", "_rec")
     reach = batches.withColumn("_reach", F.max("last_offset").over(w.rowsBetween(Window.unboundedPreceding, -1)))
     overlaps = reach.where(F.col("base_offset") <= F.col("_reach")).select(
-        *PARTITION, F.col("base_offset").alias("lo"), F.least("last_offset", "_reach").alias("hi"))
+        *PARTITION, F.col("base_offset").alias("lo"), F.least("last_offset", "_reach").alias("hi")) \
+        .unionByName(cuts.select(*PARTITION, "lo", "hi"))
     # Merge overlapping / adjacent overlaps so that the offset after an island is never contested.
     wm = Window.partitionBy(*PARTITION).orderBy("lo", "hi")
     prev = F.max("hi").over(wm.rowsBetween(Window.unboundedPreceding, -1))
@@ -89,12 +110,17 @@ def islands(appends: DataFrame) -> DataFrame:
     return grouped.groupBy(*PARTITION, "_grp").agg(F.min("lo").alias("lo"), F.max("hi").alias("hi")).drop("_grp")
 
 
-def contested_writes(appends: DataFrame, isl: DataFrame) -> DataFrame:
-    """(partition, broker, offset, write id, record) for every write at an island offset."""
+def contested_writes(appends: DataFrame, isl: DataFrame, cuts: DataFrame) -> DataFrame:
+    """(partition, broker, offset, write id, record) for every write at an island offset, and a null record
+    where a truncation inside a batch removed one below its target (`lookup` then finds none)."""
     lo = F.greatest("base_offset", "lo")
     hi = F.least("last_offset", "hi")
-    return appends.join(isl, list(PARTITION)).where(lo <= hi).select(
+    writes = appends.join(isl, list(PARTITION)).where(lo <= hi).select(
         *PARTITION, "broker_id", F.col("event_id").alias("_w"), "_rec", F.explode(F.sequence(lo, hi)).alias("offset"))
+    removed = cuts.select(*PARTITION, "broker_id", F.col("event_id").alias("_w"),
+                          F.lit(None).cast(writes.schema["_rec"].dataType).alias("_rec"),
+                          F.explode(F.sequence("lo", "hi")).alias("offset"))
+    return writes.unionByName(removed)
 
 
 def _renamed(df: DataFrame, tag: str, cols: dict[str, str]) -> DataFrame:
@@ -113,12 +139,14 @@ def _on(tag: str, *extra: Column) -> Column:
 
 def lookup(queries: DataFrame, writes: DataFrame, broker: str, at: str, prefix: str) -> DataFrame:
     """Add `<prefix>` = struct(w, rec): the latest write of replica `broker` at `offset` before event `at`
-    (null when none); presence in the replayed [LSO, LEO) is the caller's to bound."""
+    (null when none, or when a truncation inside a batch removed it); presence in the replayed [LSO, LEO) is the
+    caller's to bound."""
     cw = _renamed(writes, "l", {"broker_id": "_l_b", "offset": "_l_o", "_w": "_l_w", "_rec": "_l_rec"})
     cond = _on("l", F.col(broker) == F.col("_l_b"), F.col("offset") == F.col("_l_o"),
                     F.col("_l_w") < F.col(at))
     found = F.max_by(F.struct(F.col("_l_w").alias("w"), F.col("_l_rec").alias("rec")), F.col("_l_w"))
-    return queries.join(cw, cond, "left").groupBy(*queries.columns).agg(found.alias(prefix))
+    out = queries.join(cw, cond, "left").groupBy(*queries.columns).agg(found.alias(prefix))
+    return out.withColumn(prefix, F.when(F.col(prefix)["rec"].isNotNull(), F.col(prefix)))
 
 
 
@@ -278,8 +306,9 @@ def build(inputs: ScanInputs) -> DataFrame:
     # Every append, read from bronze once: the islands, the contested writes and four of the checks below
     # join it, and each would otherwise filter all of bronze again.
     appends = materialised(appends_of(bronze))
-    isl = islands(appends).localCheckpoint(eager=True)
-    cw = contested_writes(appends, isl).localCheckpoint(eager=True)
+    cuts = cuts_of(bronze, appends).localCheckpoint(eager=True)
+    isl = islands(appends, cuts).localCheckpoint(eager=True)
+    cw = contested_writes(appends, isl, cuts).localCheckpoint(eager=True)
     scoped = F.col("broker_id").isNotNull() & F.col("topic").isNotNull() & F.col("partition").isNotNull()
     keys = bronze.where(F.col("event_type").isin(*_LOG_EVENTS) & scoped).select(*REPLICA).distinct()
     # Probes: every other replica of the partition at each event whose check reads another replica's state:
@@ -317,7 +346,7 @@ def build(inputs: ScanInputs) -> DataFrame:
     unclean = unclean_elections(bronze)
     parts = [
         _cpa(rows, isl, cw, cr, unclean),
-        *_exposure_checks(rows, isl, cw, cr, unclean, appends),
+        *_exposure_checks(rows, isl, cw, cr, unclean, appends, cuts),
         _isr_holds(bronze, rows, isl, cw, unclean, appends),
         _follower_log_matching(rows, isl, cw),
         _stream(rows),
@@ -389,16 +418,19 @@ def exposures(rows: DataFrame) -> DataFrame:
 
 
 def _exposure_checks(rows: DataFrame, isl: DataFrame, cw: DataFrame, cr: DataFrame, unclean: DataFrame,
-                     appends: DataFrame) -> list[DataFrame]:
+                     appends: DataFrame, cuts: DataFrame) -> list[DataFrame]:
     """inconsistent_offsets and truncation_safety candidates, both read off the committed records."""
     exp = exposures(rows)
     # Contested offsets: each exposure's record per island offset, and each truncation's removed record.
     exp_offs = _overlapping(exp, isl, F.col("_x_lo"), F.least("_x_hi", "_pres"))
     exp_offs = lookup(exp_offs, cw, "broker_id", "event_id", "_s").where(F.col("_s").isNotNull())
-    trunc = rows.where(_is("truncation") & ~F.col("_down")).select(
+    # `_cut`: the first offset the truncation removes (below its target when the target is inside a batch).
+    trunc = rows.where(_is("truncation") & ~F.col("_down")).join(
+        cuts.select(*PARTITION, "broker_id", "event_id", F.col("lo").alias("_cut_lo")),
+        [*PARTITION, "broker_id", "event_id"], "left").select(
         *PARTITION, "broker_id", "event_id", "ts_ms", "truncate_offset", "old_leo", "reason", "_lso", "_leo",
-        epoch_of().alias("_t_epoch"))
-    t_lo = F.greatest("truncate_offset", "_lso")
+        epoch_of().alias("_t_epoch"), F.coalesce("_cut_lo", "truncate_offset").alias("_cut"))
+    t_lo = F.greatest("_cut", "_lso")
     t_hi = F.least("old_leo", "_leo")
     t_offs = lookup(_overlapping(trunc, isl, t_lo, t_hi), cw, "broker_id", "event_id", "_s").where(
         F.col("_s").isNotNull())
@@ -475,7 +507,7 @@ def _truncation_safety(rows: DataFrame, exp: DataFrame, trunc: DataFrame, isl: D
                                                             "left")
     # Non-contested part: [u, v) = the removed present records within the committed span, minus islands.
     # (greatest / least skip nulls: no exposure yet means nothing committed, an empty [u, v).)
-    u = F.greatest("truncate_offset", "_lso", "_span_lo")
+    u = F.greatest("_cut", "_lso", "_span_lo")
     v = F.when(F.col("_span_hi").isNotNull(), F.least("old_leo", "_leo", "_span_hi")).otherwise(F.lit(-1))
     t = t.select("*", u.alias("_u"), v.alias("_v"))
     il = isl.select(*PARTITION, F.col("lo").alias("_ilo"), F.col("hi").alias("_ihi"))

@@ -8,7 +8,7 @@ Mirrors `Checker._check_truncation_point`, `_check_diverging_answer`, `_expect_d
 * truncation target — a follower `truncation` (its broker up) must go to: the DivergingEpoch answer's
   offset (reason diverging_epoch, when one is owed), getOffsetTruncationState of the leader's replayed
   epoch-cache answer and the follower's cache (leader_epoch; a v0 answer carries no epoch), the local HW
-  (high_watermark), each rounded down to the start of the follower's batch holding it (`_batch_floor`);
+  (high_watermark) — the target itself, which `truncateTo` makes the LEO even inside a batch;
   out_of_range: at most the leader's LEO. Other reasons (`full`) are not checked.
 * leader answer — a NONE fetch_response carrying a DivergingEpoch must be the named leader's epoch-cache
   answer for the fetch's LastFetchedEpoch (for its latest epoch: that epoch, and an end offset <= its LEO).
@@ -29,9 +29,6 @@ The replay, one window per replica (run_id, topic, partition, broker_id) ordered
   per epoch, not per record) and folded with `aggregate` into the cache at the points a check reads it.
   The state of another replica (the leader) at an event comes from a *probe* row at that event id in the
   leader's window, as in `jobs.invariants.log_content`.
-* the batch holding an offset: the replica's latest append covering it before the event, present when the
-  offset lies in the replayed [LSO, LEO) (the replayed log is that range whenever the events are
-  consistent, which `event_stream_consistent` checks); looked up for the few checked targets only.
 """
 
 from __future__ import annotations
@@ -284,8 +281,7 @@ def _step(acc: Column, x: Column) -> Column:
     checks read (the state before a truncation or at a probe, an owed truncation that did not happen)."""
     eo = acc["eo"]
     # `_settle_expected_truncation`: the target is below the LEO (a violation, emitted) or the cache is
-    # trimmed to the LEO (`truncateTo` at or past it). The batch floor of a target at or above the LEO is
-    # the target itself (no record there), so the test needs no record lookup.
+    # trimmed to the LEO (`truncateTo` at or past it).
     settle = x["k"].isin("append", "fetch", "resp", END) & eo.isNotNull()
     owed = settle & (eo < x["leo"])
     trimmed = F.when(settle & ~owed, _truncate_from_end(acc["cache"], x["leo"])).otherwise(acc["cache"])
@@ -338,24 +334,6 @@ def _emits(rows: DataFrame) -> DataFrame:
                          F.col("_x.op.lead").alias("_lead"), F.col("_x.op.ep").alias("_ep"),
                          F.col("_x.cache").alias("_cache"), F.col("_x.lso").alias("_lso"),
                          F.col("_x.eo").alias("_eo"), F.col("_x.ei").alias("_ei"))
-
-
-def _floors(queries: DataFrame, bronze: DataFrame) -> DataFrame:
-    """Add `_floor`: `_batch_floor` of offset `_o` in replica `broker_id`'s log before `event_id` — the start
-    of the batch holding `_o` when it starts below `_o`, else `_o` (presence: `_lso` <= `_o` < `_leo`)."""
-    present = (F.col("_lso") <= F.col("_o")) & (F.col("_o") < F.col("_leo"))
-    ap = bronze.where(_is("append")).select(
-        *[F.col(c).alias(f"_a_{c}") for c in REPLICA], F.col("event_id").alias("_a_id"),
-        F.col("base_offset").alias("_a_base"), F.col("last_offset").alias("_a_last"))
-    cond = F.lit(True)
-    for c in REPLICA:
-        cond = cond & (F.col(c) == F.col(f"_a_{c}"))
-    cond = (cond & present & (F.col("_a_id") < F.col("event_id")) & (F.col("_a_base") <= F.col("_o"))
-            & (F.col("_o") <= F.col("_a_last")))
-    found = queries.join(ap, cond, "left").groupBy(*queries.columns).agg(
-        F.max_by("_a_base", "_a_id").alias("_base"))
-    floor = F.when(F.col("_base").isNotNull() & (F.col("_base") < F.col("_o")), F.col("_base")).otherwise(F.col("_o"))
-    return found.select(*queries.columns, floor.alias("_floor"))
 
 
 def _candidate(df: DataFrame, kind: str, replica: Column, expected: Column, actual: Column, ids: list[Column],
@@ -450,18 +428,18 @@ def build(inputs: ScanInputs) -> DataFrame:
     target = (F.when(reason == "diverging_epoch", F.col("_eo"))
               .when((reason == "leader_epoch") & (F.size("_cache") > 0) & answered & rebuildable, by_leader)
               .when(reason == "high_watermark", F.least("hw", "old_leo")))
-    targets = _floors(trunc.select(
-        *REPLICA, "event_id", "ts_ms", "reason", "truncate_offset", "old_leo", "_l", "_ei", "_last_truncation", "_lso",
-        "_leo", le.alias("_le"), asked["o"].alias("_lo"), target.alias("_o")).where(F.col("_o").isNotNull()), bronze)
+    targets = trunc.select(
+        *REPLICA, "event_id", "ts_ms", "reason", "truncate_offset", "old_leo", "_l", "_ei", "_last_truncation",
+        le.alias("_le"), asked["o"].alias("_lo"), target.alias("_o")).where(F.col("_o").isNotNull())
     why = (F.when(reason == "diverging_epoch", F.lit("the DivergingEpoch answer"))
            .when(reason == "leader_epoch", text("leader ", F.col("_l"), "'s answer (", F.col("_le"), ", ",
                                                 F.col("_lo"), ")"))
            .otherwise(F.lit("the local high watermark")))
     missed = _candidate(
-        targets.where(F.col("truncate_offset") != F.col("_floor")), "target", F.col("broker_id"), F.col("_floor"),
+        targets.where(F.col("truncate_offset") != F.col("_o")), "target", F.col("broker_id"), F.col("_o"),
         F.col("truncate_offset"),
         [F.when(reason == "diverging_epoch", F.col("_ei")).otherwise(F.col("_last_truncation"))],
-        text(reason, " truncation to ", F.col("truncate_offset"), ", but ", why, " gives ", F.col("_floor"),
+        text(reason, " truncation to ", F.col("truncate_offset"), ", but ", why, " gives ", F.col("_o"),
              " (LEO was ", F.col("old_leo"), ")"))
     beyond = _candidate(
         trunc.where((reason == "out_of_range") & (F.col("truncate_offset") > F.col("_l_leo"))), "target",
@@ -470,13 +448,13 @@ def build(inputs: ScanInputs) -> DataFrame:
              "'s LEO ", F.col("_l_leo")))
 
     # Owed truncations that did not happen (`_settle_expected_truncation`).
-    owed = _floors(emits.where(F.col("_k").isin("append", "fetch", "resp", END)).select(
-        *REPLICA, "event_id", "ts_ms", "_lso", "_leo", "_ei", F.col("_eo").alias("_o")), bronze)
+    owed = emits.where(F.col("_k").isin("append", "fetch", "resp", END)).select(
+        *REPLICA, "event_id", "ts_ms", "_leo", "_ei", F.col("_eo").alias("_o"))
     at_end = F.col("event_id") == _END_ID
     kept = _candidate(
         owed.withColumn("event_id", F.when(at_end, F.lit(-1)).otherwise(F.col("event_id"))), "owed",
-        F.col("broker_id"), F.col("_floor"), F.col("_leo"), [F.col("_ei")],
-        text("DivergingEpoch answer required truncation to ", F.col("_floor"), " but the log kept LEO ",
+        F.col("broker_id"), F.col("_o"), F.col("_leo"), [F.col("_ei")],
+        text("DivergingEpoch answer required truncation to ", F.col("_o"), " but the log kept LEO ",
              F.col("_leo")))
     return wrong.unionByName(missed).unionByName(beyond).unionByName(kept).localCheckpoint(eager=True)
 

@@ -123,8 +123,8 @@ CATALOGUE: tuple[Invariant, ...] = (
     Invariant(
         "truncation_safety", ERROR, "§11.6",
         "No follower truncation removes a committed record (below the partition's committed HW).",
-        "For every truncation [truncate_offset, old_leo): no removed record equals the committed record at "
-        "its offset. Removing a different (divergent, never committed) record below the committed HW is the "
+        "For every truncation [truncate_offset, old_leo), and the records below the target of a batch holding "
+        "it (which truncateTo drops whole): no removed record equals the committed record at its offset. Removing a different (divergent, never committed) record below the committed HW is the "
         "cure, not a violation. Excused (warning) after an unclean election (§11.6 second sentence).",
         "offset = first committed offset removed, expected = committed HW, actual = truncate_offset",
         ("truncation", "append", "hw_change"),
@@ -221,8 +221,8 @@ CATALOGUE: tuple[Invariant, ...] = (
         "leader_epoch_v0: the leader's answer is rebuilt from its replayed epoch cache at the truncation "
         "(v0: no epoch); when that round names an epoch the follower lacks and ends at its LEO (no truncation, "
         "no event, the cache trimmed there), the truncation answers the next round. high_watermark: the local "
-        "HW. out_of_range: at most the leader's LEO. Offsets are rounded down to a batch boundary, as "
-        "UnifiedLog.truncateTo does.",
+        "HW. out_of_range: at most the leader's LEO. The truncation offset is the target itself, which "
+        "LocalLog.truncateTo makes the LEO even inside a batch (the replay drops that batch whole).",
         "expected = expected truncation offset, actual = truncate_offset (or LEO if none happened); for a "
         "wrong leader answer (replica = the leader): expected = its end offset, actual = the answered one",
         ("truncation", "fetch_response", "append"),

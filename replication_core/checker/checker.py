@@ -297,8 +297,9 @@ class _RunChecker:
             r.removed_by[o] = by
 
     @staticmethod
-    def _batch_floor(r: ReplicaState, target: int) -> int:
-        """`truncateTo` drops a batch holding `target` whole: the effective new LEO."""
+    def _cut_from(r: ReplicaState, target: int) -> int:
+        """The first offset `truncateTo(target)` removes: the start of the batch holding `target` when it starts
+        below it (`LogSegment.truncateTo` cuts at a batch boundary; the LEO still becomes `target`)."""
         slot = r.records.get(target)
         return slot.rec.base if slot is not None and slot.rec.base < target else target
 
@@ -510,21 +511,23 @@ class _RunChecker:
         t, old_leo = int(ev["truncate_offset"]), int(ev["old_leo"])
         if old_leo != r.leo:
             self._check_consistent(ev, r.broker, r.leo, old_leo, "truncation old_leo is not the replayed LEO")
+        full = ev.get("reason") == "full" or t > r.leo
+        # A full truncation (truncateFullyAndStartAt) empties the log; only its records from `t` on were still
+        # the replica's to keep (below it the leader's log start had passed them).
+        cut = t if full else self._cut_from(r, t)
         if self._broker(r.broker).down:
             # Crash recovery (the simulator's Disk.crash reports the lost unflushed tail as a truncation
             # right after the crash event): a durability loss, not a follower truncation decision.
             for name in ("truncation_safety", "truncation_point", "leader_no_truncation"):
                 self._skip(name, "crash recovery of a down broker")
+            for o in r.records:
+                if o >= (0 if full else cut):
+                    r.crash_removed[o] = eid
         else:
             self._check_leader_no_truncation(ev, r, t, old_leo)
-            self._check_truncation_safety(ev, p, r, t, old_leo)
+            self._check_truncation_safety(ev, p, r, t, cut, old_leo)
             self._check_truncation_point(ev, p, r, t, old_leo)
-        full = ev.get("reason") == "full" or t > r.leo
-        if self._broker(r.broker).down:
-            for o in r.records:
-                if o >= (0 if full else t):
-                    r.crash_removed[o] = eid
-        self._drop_from(r, 0 if full else t, eid)
+        self._drop_from(r, 0 if full else cut, eid)
         r.cache = () if full else truncate_from_end(r.cache, t)
         r.leo = t
         if full or t < r.lso:
@@ -809,12 +812,14 @@ class _RunChecker:
                                f"{prior.rec.checksum}, now epoch {slot.rec.epoch} checksum {slot.rec.checksum} "
                                f"({len(bad)} offsets)")
 
-    def _check_truncation_safety(self, ev: Event, p: PartitionState, r: ReplicaState, t: int, old_leo: int) -> None:
-        """truncation_safety (§11.6): a truncation never removes a committed record."""
+    def _check_truncation_safety(self, ev: Event, p: PartitionState, r: ReplicaState, t: int, cut: int,
+                                 old_leo: int) -> None:
+        """truncation_safety (§11.6): a truncation to `t` (removing the records from `cut`) never removes a
+        committed record."""
         self._count("truncation_safety")
         epoch = _epoch_of(ev, r)
         bad: list[tuple[int, Commit, Slot]] = []
-        for o in range(t, old_leo):
+        for o in range(cut, old_leo):
             slot, commit = r.records.get(o), p.committed.get(o)
             # A record that only leaders of later epochs exposed is not judged: the answer the follower acts on
             # is its own epoch's leader's, and the later commit counted no replica still in an earlier epoch.
@@ -885,7 +890,7 @@ class _RunChecker:
             return
         f.expected_truncation = None
         self._count("truncation_point")
-        target = self._batch_floor(f, exp.offset)
+        target = exp.offset
         if target < f.leo:
             self._flag("truncation_point", ev, f.broker, expected=target, actual=f.leo, evidence=[exp.event_id],
                        message=f"DivergingEpoch answer required truncation to {target} but the log kept LEO "
@@ -905,7 +910,7 @@ class _RunChecker:
             if exp is None:
                 self._skip("truncation_point", "diverging_epoch truncation without a DivergingEpoch answer")
                 return
-            expected, why = self._batch_floor(f, exp.offset), "the DivergingEpoch answer"
+            expected, why = exp.offset, "the DivergingEpoch answer"
             evidence = [exp.event_id]
         elif reason == "leader_epoch":
             leader = self._leader_of(p, f)
@@ -934,9 +939,9 @@ class _RunChecker:
                 # at the LEO, and the follower asks again for its latest epoch below it. That round cannot be a
                 # no-op again (the leader answers an epoch below the one asked), so two rounds suffice.
                 cache = truncate_from_end(cache, old_leo)
-            expected, why = self._batch_floor(f, offset), f"leader {leader.broker}'s answer ({le}, {lo})"
+            expected, why = offset, f"leader {leader.broker}'s answer ({le}, {lo})"
         elif reason == "high_watermark":
-            expected, why = self._batch_floor(f, min(int(ev["hw"]), old_leo)), "the local high watermark"
+            expected, why = min(int(ev["hw"]), old_leo), "the local high watermark"
         elif reason == "out_of_range":
             leader = self._leader_of(p, f)
             if leader is None:

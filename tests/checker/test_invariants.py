@@ -451,7 +451,7 @@ def test_a_wrong_diverging_epoch_answer_is_flagged() -> None:
     """truncation_point: leader 2's cache gives (0, 2) for LastFetchedEpoch 0; it answered (0, 3)."""
     run = follower_with_stale_epoch_records()
     answer = run.response(3, 2, 1, 4, diverging=(0, 3))
-    run.truncate(3, 2, "diverging_epoch", 1)  # (0, 3) -> 3, inside batch [2, 3], which truncateTo drops whole
+    run.truncate(3, 3, "diverging_epoch", 1)  # (0, 3) -> 3: what the follower owes after that answer
     [v] = only(run.check(), "truncation_point")
     assert (v.replica, v.expected, v.actual, v.event_id) == (2, 2, 3, answer)
 
@@ -464,7 +464,7 @@ def _answered(answer: tuple[int, int], retention_after_fetch: bool) -> tuple[Run
         run.add("log_start_offset_change", 2, 1, role="leader", old_log_start_offset=3, log_start_offset=4)
     eid = run.response(3, 2, 1, 4, diverging=answer)
     if answer[1] < run.leo[3]:
-        run.truncate(3, 2, "diverging_epoch", 1)  # 3 is inside its batch [2, 3], which truncateTo drops whole
+        run.truncate(3, answer[1], "diverging_epoch", 1)
     return run, eid
 
 

@@ -10,7 +10,6 @@ from hypothesis import strategies as st
 
 from replication_core.errors import (
     IllegalArgumentError,
-    OffsetMismatchError,
     OffsetOutOfRangeError,
     UnexpectedAppendOffsetError,
 )
@@ -61,11 +60,26 @@ def test_append_as_follower_offset_rules() -> None:
     assert (log.log_start_offset, log.log_end_offset) == (4, 9)
 
 
-def test_append_as_follower_gap_is_offset_mismatch() -> None:
-    """processPartitionData: the fetched data must start at the log end offset."""
-    log = seeded(2)
-    with pytest.raises(OffsetMismatchError):
-        log.append_as_follower([batch(5, 1, 0)])
+def test_truncation_inside_a_batch_drops_it_whole_and_sets_the_leo_to_the_target() -> None:
+    """LocalLog.truncateTo: `LogSegment.truncateTo(t)` cuts at the batch holding t, `updateLogEndOffset(t)` sets
+    the LEO to t: [2, 4) holds no record. A read there starts at the next batch (LogSegment.read), a follower
+    append may start above the LEO (appendAsFollower refuses only one below it), and a restart reads the LEO
+    off the last batch (LogLoader)."""
+    log = Log()
+    log.append_as_follower([batch(0, 2, 0), batch(2, 5, 0)])  # offsets 0-1, 2-6
+    assert log.truncate_to(4) is True
+    assert ([(b.base_offset, b.last_offset) for b in log.batches], log.log_end_offset) == ([(0, 1)], 4)
+    assert log.batch_containing(2) is None
+    log.append_as_follower([batch(4, 3, 1)])  # 4-6 after the gap
+    assert log.log_end_offset == 7
+    assert [b.base_offset for b in log.read(2, 1000).batches] == [4]
+    assert log.bytes_between(2, 7) == 10
+    gapped = Log()
+    gapped.append_as_follower([batch(0, 2, 0), batch(2, 5, 0)])
+    gapped.flush()
+    gapped.truncate_to(4)
+    assert gapped.recover_to_flushed() == 2
+    assert gapped.log_end_offset == 2
 
 
 def test_read_bounds_isolation_and_min_one_message() -> None:
@@ -150,7 +164,7 @@ def test_events_emitted_with_role() -> None:
     kinds = [(e["event_type"], e.get("role")) for e in events]
     assert kinds == [("append", "leader"), ("hw_change", "leader"), ("truncation", "follower"),
                      ("hw_change", "follower")]
-    assert events[2]["hw"] == 2 and events[2]["truncate_offset"] == 0
+    assert events[2]["hw"] == 2 and events[2]["truncate_offset"] == 1  # the target, inside the batch (0, 1)
     assert all(e["leader_epoch"] == 2 and e["partition"] == 3 for e in events)
 
 
@@ -170,9 +184,11 @@ log_ops = st.lists(
 
 @given(log_ops)
 def test_log_invariants_after_any_sequence(seq: list[tuple[str, int, int]]) -> None:
-    """Property: offsets contiguous, LSO <= HW <= LEO, epoch cache strictly increasing and within the log."""
+    """Property: offsets contiguous but for the gaps truncations inside a batch leave, LSO <= HW <= LEO, epoch
+    cache strictly increasing and within the log."""
     log = Log()
     epoch = 0
+    cuts: set[tuple[int, int]] = set()  # (base of a batch a truncation cut, its target): the gaps allowed
     for op, a, b in seq:
         if op == "lead":
             epoch = max(epoch, b)
@@ -182,6 +198,9 @@ def test_log_invariants_after_any_sequence(seq: list[tuple[str, int, int]]) -> N
             leo = log.log_end_offset
             log.append_as_follower([RecordBatch(leo, leo + a - 1, epoch, a, 10, 0)])
         elif op == "trunc":
+            held = log.batch_containing(a)
+            if held is not None and held.base_offset < a < log.log_end_offset:
+                cuts.add((held.base_offset, a))
             log.truncate_to(a)
         elif op == "hw":
             if a <= log.log_end_offset:
@@ -194,9 +213,10 @@ def test_log_invariants_after_any_sequence(seq: list[tuple[str, int, int]]) -> N
         else:
             log.truncate_fully_and_start_at(a)
         bs = log.batches
-        assert all(x.next_offset == y.base_offset for x, y in itertools.pairwise(bs))
+        assert all(x.next_offset == y.base_offset or (x.next_offset, y.base_offset) in cuts
+                   for x, y in itertools.pairwise(bs))
         if bs:
-            assert bs[-1].next_offset == log.log_end_offset
+            assert bs[-1].next_offset == log.log_end_offset or (bs[-1].next_offset, log.log_end_offset) in cuts
             assert bs[0].base_offset <= log.log_start_offset <= bs[0].last_offset or (
                 bs[0].base_offset >= log.log_start_offset)
         assert log.log_start_offset <= log.high_watermark <= log.log_end_offset

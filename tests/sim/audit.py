@@ -30,6 +30,8 @@ class Audit:
     logs: dict[Replica, list[Batch]] = field(default_factory=dict)
     hw: dict[Replica, int] = field(default_factory=dict)
     log_start: dict[Replica, int] = field(default_factory=dict)
+    leo: dict[Replica, int] = field(default_factory=dict)
+    """The log end offset, which a truncation inside a batch sets above the last batch (Kafka's truncateTo)."""
     acked: list[dict[str, Any]] = field(default_factory=list)
     leaders: dict[tuple[str, int], int | None] = field(default_factory=dict)
     assigned: dict[tuple[str, int], tuple[int, frozenset[int]]] = field(default_factory=dict)
@@ -100,10 +102,11 @@ def audit(events: Iterable[dict[str, Any]]) -> Audit:
         if et == "append":
             r = (ev["broker_id"], ev["topic"], ev["partition"])
             log = a.logs.setdefault(r, [])
-            leo = log[-1][1] + 1 if log else None
+            leo = a.leo.get(r, log[-1][1] + 1 if log else None)
             if leo is not None and ev["base_offset"] != leo:
                 a.inconsistencies.append(f"append at {ev['base_offset']} on {r} with LEO {leo}")
             log.append((ev["base_offset"], ev["last_offset"], ev["batch_leader_epoch"], ev["batch_checksum"]))
+            a.leo[r] = ev["last_offset"] + 1
         elif et == "truncation":
             r = (ev["broker_id"], ev["topic"], ev["partition"])
             a.truncations.append(ev)
@@ -112,15 +115,17 @@ def audit(events: Iterable[dict[str, Any]]) -> Audit:
             if ev["reason"] == "full":
                 log.clear()
                 a.log_start[r] = target
-            else:
+            else:  # the batch holding the target goes whole
                 while log and log[-1][1] >= target:
                     log.pop()
+            a.leo[r] = target
         elif et == "leadership_change" and ev.get("leo") is not None:
             a._assign(ev)
             # A crash's lost tail, or a deleted replica that a reassignment adds back: the log restarts there.
             log = a.logs.setdefault((ev["broker_id"], ev["topic"], ev["partition"]), [])
             while log and log[-1][1] >= ev["leo"]:
                 log.pop()
+            a.leo[(ev["broker_id"], ev["topic"], ev["partition"])] = ev["leo"]
             if ev.get("hw") is not None:
                 a.hw[(ev["broker_id"], ev["topic"], ev["partition"])] = ev["hw"]
         elif et == "log_start_offset_change":

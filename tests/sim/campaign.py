@@ -136,7 +136,9 @@ def problems_in(sc: Scenario, events: list[dict[str, Any]], stats: RunStats) -> 
             known.append(f"{finding}: {line}")
     a = audit(events)
     found += [f"inconsistent: {x}" for x in a.inconsistencies[:3]]
-    found += [f"divergence: {x}" for x in a.divergences()[:3]]
+    # An unclean election lets a replica that has not truncated yet hold what the new leader lost (seed 507493).
+    unclean = {(e["topic"], e["partition"]) for e in a.unclean_elections()}
+    found += [f"divergence: {x}" for x in a.divergences() if x[0][1:] not in unclean][:3]
     found += [f"lost acknowledged write at {x['base_offset']} of {x['topic']}-{x['partition']}"
               for x in a.lost_acked_writes() if not _loss_allowed(sc, x["topic"])][:3]
     return found, known

@@ -1,6 +1,6 @@
 """Checker errors that replog reproduces from Kafka's own code paths, recognised so that campaigns report only new ones.
 
-A and B were found by campaigns (session 21, again by `tests.sim.campaign --deep`), C by `--overlapping`; each
+A and B were found by campaigns (session 21, again by `tests.sim.campaign --deep`), C and D by `--overlapping`; each
 was traced event by event and judged faithful to Kafka; the engine keeps Kafka's behaviour and the checker keeps
 reporting them, because the state they flag does exist in Kafka. `tests/sim/test_known_findings.py` pins one run
 of each.
@@ -27,6 +27,13 @@ C. `stale_hw_checkpoint` (committed_prefix_agreement; found by `--overlapping`).
    new records, and its process dies before the next checkpoint. Its log recovery sets the HW to min(checkpoint,
    LEO) (`UnifiedLog` initialising from the checkpoint): above the HW it had, over records nobody committed, which
    then sit below its HW and the new leader's until it truncates them as a follower.
+D. `hw_truncation_after_readd` (truncation_safety; found by `--overlapping`). Leader-epoch truncation without
+   truncate-on-fetch: `AbstractFetcherThread.maybeTruncate` splits its truncating partitions into those with and
+   without a latest epoch, sends OffsetsForLeaderEpoch for the first, and only after the answer calls
+   `truncateToHighWatermark` for the second, reading each partition's fetch state *then*. A partition whose log was
+   empty at the split, filled through another fetcher while the round was in flight, and was added back to this
+   fetcher (its initial fetch offset the HW, `ReplicaManager.makeFollowers`), is truncated to that HW: records
+   committed above it, which it holds, are removed, while it may be in the ISR.
 """
 
 from __future__ import annotations
@@ -41,6 +48,7 @@ Event = dict[str, Any]
 ISR_EXPANSION_RACE = "isr_expansion_race"
 EPOCH_BOUNDARY_ERASED = "epoch_boundary_erased"
 STALE_HW_CHECKPOINT = "stale_hw_checkpoint"
+HW_TRUNCATION_AFTER_READD = "hw_truncation_after_readd"
 
 
 def _same_replica(e: Event, broker: int, topic: str, partition: int) -> bool:
@@ -104,14 +112,22 @@ def epoch_boundary_erased(v: Violation, events: Sequence[Event]) -> bool:
 
 
 def stale_hw_checkpoint(v: Violation, events: Sequence[Event]) -> bool:
-    """Finding C: the other replica's HW (`v`'s third evidence id, `b.hw_event`) was raised by its crash recovery,
-    from a checkpoint older than its HW then, to above the divergent offset."""
+    """Finding C: the other replica's HW (`v`'s third evidence id, `b.hw_event`, or the hw_change a restart's
+    leadership_change there restates) was raised by its crash recovery, from a checkpoint older than its HW then,
+    to above the divergent offset."""
     if v.invariant != "committed_prefix_agreement" or v.offset is None or len(v.evidence) < 3:
         return False
     hw_event = v.evidence[2]
     if hw_event is None or not 0 <= hw_event < len(events):
         return False
     hw = events[hw_event]
+    if hw["event_type"] == "leadership_change":
+        # The restart's become_follower restates the HW the recovery set (overlapping seed 507011).
+        hw_event = next((i for i in range(hw_event - 1, -1, -1) if events[i]["event_type"] == "hw_change"
+                         and _same_replica(events[i], hw["broker_id"], hw["topic"], hw["partition"])), -1)
+        if hw_event < 0 or events[hw_event]["hw"] != hw.get("hw"):
+            return False
+        hw = events[hw_event]
     if not (hw["event_type"] == "hw_change" and hw.get("role") == "follower" and hw["hw"] > hw["old_hw"]
             and hw["old_hw"] <= v.offset < hw["hw"]):
         return False
@@ -120,13 +136,43 @@ def stale_hw_checkpoint(v: Violation, events: Sequence[Event]) -> bool:
     return crash is not None and crash["action"] == "crash" and crash["ts_ms"] == hw["ts_ms"]
 
 
+def hw_truncation_after_readd(v: Violation, events: Sequence[Event]) -> bool:
+    """Finding D: `v` is a high-watermark truncation, by a broker in a leader-epoch truncation mode, of a log that
+    held records (so a latest epoch), and the partition was added to a fetcher of that broker after its last
+    append: only a list of epoch-less partitions made before the add sends such a log to `truncateToHighWatermark`."""
+    if v.invariant != "truncation_safety" or v.event_id < 0:
+        return False
+    trunc = events[v.event_id]
+    if trunc["event_type"] != "truncation" or trunc.get("reason") != "high_watermark":
+        return False
+    broker, topic, partition = trunc["broker_id"], trunc["topic"], trunc["partition"]
+    mode = next((e["config"].get("replog.truncation.mode") for e in reversed(events[:v.event_id])
+                 if e["event_type"] == "broker_config" and e["broker_id"] == broker), None)
+    if mode not in ("leader_epoch", "leader_epoch_v0"):
+        return False
+
+    def adds(e: Event) -> bool:
+        return (e["event_type"] == "fetcher_change" and e["broker_id"] == broker and e.get("action") == "added"
+                and any((p["topic"], p["partition"]) == (topic, partition) for p in e.get("partitions") or ()))
+
+    readded = False
+    for e in reversed(events[:v.event_id]):
+        if adds(e):
+            readded = True
+        elif _same_replica(e, broker, topic, partition) and e["event_type"] == "append":
+            return readded  # the log held epoch-stamped records when the add reset its fetch offset to the HW
+    return False
+
+
 def known_finding(v: Violation, events: Sequence[Event]) -> str | None:
     """The name of the known finding `v` is an instance of (`ISR_EXPANSION_RACE`, `EPOCH_BOUNDARY_ERASED`,
-    `STALE_HW_CHECKPOINT`), or None."""
+    `STALE_HW_CHECKPOINT`, `HW_TRUNCATION_AFTER_READD`), or None."""
     if isr_expansion_race(v, events):
         return ISR_EXPANSION_RACE
     if epoch_boundary_erased(v, events):
         return EPOCH_BOUNDARY_ERASED
     if stale_hw_checkpoint(v, events):
         return STALE_HW_CHECKPOINT
+    if hw_truncation_after_readd(v, events):
+        return HW_TRUNCATION_AFTER_READD
     return None

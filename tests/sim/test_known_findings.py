@@ -15,7 +15,13 @@ from replication_core.checker.violation import Violation
 from replication_core.sim.scenario import Fault
 from tests.sim.campaign import deep_scenario, overlapping_scenario, problems
 from tests.sim.helpers import check, run
-from tests.sim.known_findings import EPOCH_BOUNDARY_ERASED, ISR_EXPANSION_RACE, STALE_HW_CHECKPOINT, known_finding
+from tests.sim.known_findings import (
+    EPOCH_BOUNDARY_ERASED,
+    HW_TRUNCATION_AFTER_READD,
+    ISR_EXPANSION_RACE,
+    STALE_HW_CHECKPOINT,
+    known_finding,
+)
 
 Event = dict[str, Any]
 
@@ -162,6 +168,60 @@ def test_the_overlapping_campaign_seed_reproduces_the_stale_checkpoint() -> None
     assert events[8361]["event_type"] == "hw_change" and (events[8361]["old_hw"], events[8361]["hw"]) == (292, 295)
 
 
+def _readded(mode: str = "leader_epoch", readd: bool = True, reason: str = "high_watermark") -> list[Event]:
+    """Broker 2 (truncation mode `mode`) has t-2 placed in a fetcher (event 1), appends 0..79 (2), has t-2 added to
+    a fetcher again (3, when `readd`) and truncates to 70 (4)."""
+    added = {"event_type": "fetcher_change", "broker_id": 2, "action": "added", "fetcher_id": 0, "leader_id": 3,
+             "partitions": [{"topic": "t", "partition": 2, "fetch_offset": 70}]}
+    return [{"event_type": "broker_config", "broker_id": 2, "config": {"replog.truncation.mode": mode}}, added,
+            _ev("append", 2, topic="t", partition=2, role="follower", base_offset=0, last_offset=79),
+            added if readd else FILLER,
+            _ev("truncation", 2, topic="t", partition=2, truncate_offset=70, old_leo=80, reason=reason)]
+
+
+def test_a_high_watermark_truncation_after_a_readd_is_recognised() -> None:
+    violation = _violation("truncation_safety", "t", 2, 2, 4, 70)
+    assert known_finding(violation, _readded()) == HW_TRUNCATION_AFTER_READD
+    assert known_finding(violation, _readded(mode="leader_epoch_v0")) == HW_TRUNCATION_AFTER_READD
+
+
+@pytest.mark.parametrize("events", [
+    pytest.param(_readded(readd=False), id="no-add-after-the-last-append"),
+    pytest.param(_readded(mode="high_watermark"), id="a-mode-that-truncates-to-the-hw-anyway"),
+    pytest.param(_readded(reason="leader_epoch"), id="an-epoch-truncation"),
+])
+def test_a_truncation_without_the_readd_race_is_not_excused(events: list[Event]) -> None:
+    assert known_finding(_violation("truncation_safety", "t", 2, 2, 4, 70), events) is None
+
+
+def test_the_overlapping_campaign_seed_reproduces_the_readd_race() -> None:
+    """`--seeds 507946-507946 --overlapping` (leader_epoch mode): broker 2's t-2 fetcher to leader 3 made its split
+    while the restarted log was empty and waited on an OffsetsForLeaderEpoch round; meanwhile the log took 0..79
+    from leader 1, and epoch 2 added t-2 back to that fetcher at its HW 70 (event 450). When the round ended, the
+    old epoch-less list sent it to `truncateToHighWatermark` (518), removing 70..79, which leader 1 had committed."""
+    _, events, stats = run(overlapping_scenario(507946))
+    errors = [v for v in check(events, stats).violations if v.severity == "error"]
+    assert [(v.invariant, v.topic, v.partition, v.replica, v.event_id, v.offset) for v in errors] == [
+        ("truncation_safety", "t", 2, 2, 518, 70)]
+    assert known_finding(errors[0], events) == HW_TRUNCATION_AFTER_READD
+    assert events[450]["event_type"] == "fetcher_change" and events[450]["partitions"][0]["fetch_offset"] == 70
+
+
+def test_a_restart_restating_the_recovered_hw_is_the_stale_checkpoint_too() -> None:
+    """`--seeds 507011-507011 --overlapping`: broker 5 truncated u-0 from 86 to 55 without checkpointing its HW,
+    and crashed twice; the second recovery set HW min(86, 82) = 82 (event 8594), and its restart's
+    become_follower restated it (8821), which is what the checker names as replica 5's HW event."""
+    _, events, stats = run(overlapping_scenario(507011))
+    errors = [v for v in check(events, stats).violations if v.severity == "error"]
+    restated = [v for v in errors if (v.topic, v.partition) == ("u", 0)]
+    assert restated and {(v.invariant, v.replica, v.evidence[2]) for v in restated} == {
+        ("committed_prefix_agreement", 4, 8821), ("committed_prefix_agreement", 1, 8821)}
+    assert {known_finding(v, events) for v in restated} == {STALE_HW_CHECKPOINT}
+    assert [known_finding(v, events) for v in errors if v not in restated] == [EPOCH_BOUNDARY_ERASED]  # t-3
+    assert (events[8594]["event_type"], events[8594]["old_hw"], events[8594]["hw"]) == ("hw_change", 70, 82)
+    assert (events[8821]["event_type"], events[8821]["hw"]) == ("leadership_change", 82)
+
+
 @pytest.mark.parametrize(("seed", "finding", "where"), [
     (200475, ISR_EXPANSION_RACE, ("isr_holds_committed", "u", 1, 2, 365)),
     (3061, ISR_EXPANSION_RACE, ("isr_holds_committed", "t", 5, 3, 112)),
@@ -207,26 +267,23 @@ def test_the_isr_expansion_race_loses_acknowledged_writes_when_the_other_isr_mem
     assert all(e["action"] != "unclean" for e in elections)
 
 
-def test_a_truncation_inside_a_divergent_batch_leaves_an_isr_member_holding_it() -> None:
-    """`python -m tests.sim.campaign --seeds 503785-503785 --overlapping`, traced and faithful to Kafka, not classified
-    (it stays reported). Retention has moved leader 2's log start to 1437 (finding B's erased boundary), so it
-    answers follower 3's epoch 11 with 1437, inside 3's divergent batch 1435..1444: `truncateTo` drops the batch
-    whole (LEO 1435) while the fetch offset becomes 1437 (`updateFetchOffsetAndMaybeMarkTruncationComplete`). The
-    leader adds 3 to the ISR from that fetch; 3's next response fails `processPartitionData`'s "Offset mismatch"
-    check, so the partition is marked failed before its log start could pass the divergent records. Leader 2 is
-    paused, its session expires, and 3 is elected cleanly with epoch-11 records where epoch 14 had committed others."""
+def test_a_truncation_inside_a_divergent_batch_leaves_the_leo_at_the_target() -> None:
+    """`python -m tests.sim.campaign --seeds 503785-503785 --overlapping`. Retention has moved leader 2's log start
+    to 1437 (finding B's erased boundary), so it answers follower 3's epoch 11 with 1437, inside 3's divergent batch
+    1435..1444. Kafka's `truncateTo(1437)` drops that batch whole (`LogSegment.truncateTo`) and sets the LEO to 1437
+    (`LocalLog.truncateTo`); the follower fetches from 1437, appends there, and raises its log start to the
+    leader's, past its divergent records: finding B's one step, nothing more. The engine used to set the LEO to the
+    batch's start (1435): the next response then failed the "Offset mismatch" check, the follower, already in the
+    ISR, kept its divergent records, and a clean election made them committed."""
     sc = overlapping_scenario(503785)
-    _, events, stats = run(sc)
-    trunc, fetch = events[7625], events[7626]
-    assert (trunc["event_type"], trunc["broker_id"], trunc["truncate_offset"]) == ("truncation", 3, 1435)
-    assert (fetch["event_type"], fetch["broker_id"], fetch["fetch_offset"]) == ("fetch", 3, 1437)
-    batch = events[5932]
+    _, events, _stats = run(sc)
+    batch, trunc, fetch = events[5932], events[7625], events[7626]
     assert (batch["event_type"], batch["broker_id"], batch["base_offset"], batch["last_offset"]) == (
         "append", 3, 1435, 1444)
-    assert events[7630]["isr"] == [1, 2, 3] and events[7630]["isr_state"] == "committed"
-    assert (events[8136]["event_type"], events[8137]["action"]) == ("fetch_response", "removed")
-    assert (events[8607]["action"], events[8607]["leader_id"]) == ("clean", 3)
-    errors = [(v.invariant, v.event_id) for v in check(events, stats).violations if v.severity == "error"]
-    assert ("inconsistent_offsets", 8614) in errors
-    found, _known = problems(sc)
-    assert found  # reported by the campaign, as it should be until it is classified
+    assert (trunc["event_type"], trunc["broker_id"], trunc["truncate_offset"]) == ("truncation", 3, 1437)
+    assert (fetch["event_type"], fetch["broker_id"], fetch["fetch_offset"]) == ("fetch", 3, 1437)
+    assert (events[8137]["event_type"], events[8137]["broker_id"], events[8137]["base_offset"]) == ("append", 3, 1437)
+    assert (events[8140]["event_type"], events[8140]["log_start_offset"]) == ("log_start_offset_change", 1437)
+    found, known = problems(sc)
+    assert found == []
+    assert [k.split(":")[0] for k in known] == [EPOCH_BOUNDARY_ERASED]

@@ -20,6 +20,7 @@ import pytest
 from replication_core.sim.nemesis import draw_faults
 from replication_core.sim.network import Network
 from replication_core.sim.scenario import Fault, NemesisSpec, NetworkSpec, ScenarioError, parse_scenario
+from tests.sim.audit import audit
 from tests.sim.campaign import judged_runs, overlapping_scenario, problems, problems_in
 from tests.sim.helpers import check, run, scenario
 from tests.sim.test_scenario_validation import _with
@@ -193,6 +194,17 @@ def test_a_stale_follower_may_truncate_what_only_a_later_epoch_committed() -> No
     assert [v for v in check(events, stats).violations
             if v.invariant == "truncation_safety" and (v.topic, v.partition) == ("t", 9)] == []
     assert problems_in(overlapping_scenario(506027), events, stats)[0] == []
+
+
+def test_a_follower_that_has_not_truncated_after_an_unclean_election_may_diverge() -> None:
+    """Seed 507493: broker 5 is elected uncleanly into epoch 15 of t-0 with LEO 72 (event 18072); replica 1, which
+    held epoch-12 records up to its HW 97, becomes its follower but fetches nothing before the run ends. The two
+    differ below both HWs: the loss the unclean election allowed, which the campaign does not report."""
+    sc = overlapping_scenario(507493)
+    _, events, stats = run(sc)
+    assert (events[18072]["action"], events[18072]["leader_id"]) == ("unclean", 5)
+    assert [d for d in audit(events).divergences() if d[0] == (1, "t", 0)]
+    assert problems_in(sc, events, stats)[0] == []
 
 
 @pytest.mark.parametrize("seed", [500205, 500607, 500989])

@@ -108,9 +108,10 @@ def inconsistent_offsets_after_an_unclean_election_is_a_warning() -> Case:
 
 @case
 def truncation_safety_flags_a_follower_removing_committed_records() -> Case:
-    # bad: leader HW 4 commits 0..3 (event 4); follower 2 then truncates to its own HW 2 (event 5), removing
-    # its copies of the committed records at 2 and 3: offset 2, expected = committed HW 4, actual = 2;
-    # evidence = the follower's append of offset 2, the commit.
+    # bad: leader HW 4 commits its batch 0..3 (event 4); follower 2 then truncates to its own HW 2 (event 5).
+    # Kafka's `truncateTo(2)` drops the batch holding 2 whole (the LEO becomes 2), removing its copies of the
+    # committed records from 0: offset 0, expected = committed HW 4, actual = 2; evidence = the follower's
+    # append, the commit.
     # ok: the follower's batch differs (checksum 8): removing a divergent record below the committed HW is
     # the cure, not a violation.
     def run(follower_checksum: int) -> Rows:
@@ -120,7 +121,7 @@ def truncation_safety_flags_a_follower_removing_committed_records() -> Case:
 
     runs = _runs(bad=run(7), ok=run(8))
     return Case("", "truncation_safety", runs,
-                [("bad", "truncation_safety", "error", 2, 5, 2, 4, 2, [3, 4, 5])])
+                [("bad", "truncation_safety", "error", 2, 5, 0, 4, 2, [3, 4, 5])])
 
 
 @case
@@ -133,8 +134,8 @@ def an_unclean_election_excuses_only_what_happens_after_it() -> Case:
     base = [leader(), follower(), append(0, 3), append(0, 3, broker=2, role="follower"), hw(0, 4)]
     runs = _runs(later=[*base, truncation(2, 4), UNCLEAN], earlier=[*base, UNCLEAN, truncation(2, 4)])
     return Case("", "truncation_safety", runs,
-                [("later", "truncation_safety", "error", 2, 5, 2, 4, 2, [3, 4, 5]),
-                 ("earlier", "truncation_safety", "warning", 2, 6, 2, 4, 2, [5, 3, 4, 6])])
+                [("later", "truncation_safety", "error", 2, 5, 0, 4, 2, [3, 4, 5]),
+                 ("earlier", "truncation_safety", "warning", 2, 6, 0, 4, 2, [5, 3, 4, 6])])
 
 
 ACK = dict(event_type="produce_ack", broker_id=1, leader_epoch=1, acks=-1, error="NONE", base_offset=0, last_offset=1,
@@ -232,23 +233,23 @@ def a_stopped_replicas_hw_counts_with_the_epoch_that_set_it() -> Case:
 
 
 def _committed_in_two_epochs(*tail: dict[str, Any]) -> Rows:
-    """Leader 1 writes 0..3 in epoch 1 (event 3), followers 2 and 3 copy it (4, 5), and 1 commits 0..1 (6).
-    Broker 3 is elected into epoch 2 (7) and commits 2..3 (8); follower 2 has not heard of epoch 2 yet."""
+    """Leader 1 writes 0..1 and 2..3 in epoch 1 (events 3, 4), followers 2 and 3 copy them (5-8), and 1 commits
+    0..1 (9). Broker 3 is elected into epoch 2 (10) and commits 2..3 (11); follower 2 has not heard of epoch 2."""
     replicas = [1, 2, 3]
+    copies = [append(lo, lo + 1, broker=b, role="follower") for b in (2, 3) for lo in (0, 2)]
     return [leader(isr=replicas, replicas=replicas), follower(replicas=replicas),
-            follower(broker=3, replicas=replicas), append(0, 3), append(0, 3, broker=2, role="follower"),
-            append(0, 3, broker=3, role="follower"), hw(0, 2),
+            follower(broker=3, replicas=replicas), append(0, 1), append(2, 3), *copies, hw(0, 2),
             leader(broker=3, epoch=2, isr=[3], replicas=replicas, leo=4, hw=2), hw(2, 4, broker=3, epoch=2), *tail]
 
 
 @case
 def truncation_safety_judges_a_follower_by_the_commits_of_its_epoch() -> Case:
-    # Follower 2, still in epoch 1, acts on a DivergingEpoch answer of epoch-1 leader 1 (event 9):
+    # Follower 2, still in epoch 1, acts on a DivergingEpoch answer of epoch-1 leader 1 (event 12):
     # stale: it removes 2..3, which only epoch 2 exposed: no violation (Kafka does this; the epoch-2 commit counted
     # no replica still in epoch 1). With a divergent batch at 2..3 later (`_contested`), the contested offsets
     # are judged alike. mixed: it removes 0..3, and 0..1 were committed in epoch 1: offset 0, expected = committed
-    # HW 4, actual 0; evidence = its append, the epoch-1 commit. current: in epoch 2 (10) removing 2..3 is an
-    # error: offset 2, evidence = its append, the epoch-2 commit. Overlapping-nemesis seed 506027 did `stale`.
+    # HW 4, actual 0; evidence = its append of 0..1, the epoch-1 commit. current: in epoch 2 (13) removing 2..3 is
+    # an error: offset 2, evidence = its append of 2..3, the epoch-2 commit. Overlapping seed 506027 did `stale`.
     divergent = append(2, 3, broker=2, checksum=9, role="follower")
     current = [follower(epoch=2, leader_id=3, replicas=[1, 2, 3], leo=4, hw=2),
                truncation(2, 4, reason="diverging_epoch", epoch=2)]
@@ -258,19 +259,30 @@ def truncation_safety_judges_a_follower_by_the_commits_of_its_epoch() -> Case:
                  current=_committed_in_two_epochs(*current),
                  current_contested=_committed_in_two_epochs(*current, divergent))
     return Case("", "truncation_safety", runs,
-                [("mixed", "truncation_safety", "error", 2, 9, 0, 4, 0, [4, 6, 9]),
-                 ("current", "truncation_safety", "error", 2, 10, 2, 4, 2, [4, 8, 10]),
-                 ("current_contested", "truncation_safety", "error", 2, 10, 2, 4, 2, [4, 8, 10])])
+                [("mixed", "truncation_safety", "error", 2, 12, 0, 4, 0, [5, 9, 12]),
+                 ("current", "truncation_safety", "error", 2, 13, 2, 4, 2, [6, 11, 13]),
+                 ("current_contested", "truncation_safety", "error", 2, 13, 2, 4, 2, [6, 11, 13])])
+
+
+@case
+def a_member_holds_nothing_below_a_truncation_inside_a_batch() -> Case:
+    # Follower 2 truncates to 2 inside its copy of batch 0..3 (event 4): LEO 2, and no record at 0..1. Leader 1's
+    # HW rise to 2 (5) finds ISR member 2 without offset 0: expected 7, actual -1; evidence = 1's append.
+    rows = [leader(), follower(), append(0, 3), append(0, 3, broker=2, role="follower"), truncation(2, 4), hw(0, 2)]
+    return Case("", "isr_holds_committed", _runs(cut=rows), [("cut", "isr_holds_committed", "error", 2, 5, 0, 7, -1,
+                                                               [2, 5])])
 
 
 @case
 def truncation_safety_ignores_records_above_the_committed_hw() -> Case:
-    # Same follower truncation, but the leader has only committed 0..1: nothing committed is removed; a
+    # A follower truncation to 2 between batches 0..1 and 2..3, the leader having committed 0..1 only: nothing
+    # committed is removed; a
     # truncation while the broker is down (crash recovery) is not judged either.
     crash = dict(event_type="broker_lifecycle", broker_id=2, action="crash", topic=None, partition=None)
-    ok = [leader(), follower(), append(0, 3), append(0, 3, broker=2, role="follower"), hw(0, 2), truncation(2, 4)]
-    down = [leader(), follower(), append(0, 3), append(0, 3, broker=2, role="follower"), hw(0, 4), crash,
-            truncation(2, 4, reason="crash")]
+    both = [leader(), follower(), append(0, 1), append(2, 3), append(0, 1, broker=2, role="follower"),
+            append(2, 3, broker=2, role="follower")]
+    ok = [*both, hw(0, 2), truncation(2, 4)]
+    down = [*both, hw(0, 4), crash, truncation(2, 4, reason="crash")]
     return Case("", "truncation_safety", _runs(ok=ok, down=down), [])
 
 

@@ -63,11 +63,11 @@ def diverging_epoch_truncation_must_go_to_the_answer() -> Case:
 @case
 def a_wrong_diverging_epoch_answer_is_flagged_on_the_leader() -> Case:
     # The leader answers (0, 3) where its cache gives (0, 2): replica = the leader, expected 2, actual 3,
-    # evidence = the fetch, the answer. The follower's truncation to 2 is right all the same: (0, 3) gives 3,
-    # inside its batch [2, 3], which truncateTo drops whole. The twin answers (0, 2).
+    # evidence = the fetch, the answer. The follower's truncation to 3 is right all the same: it is what (0, 3)
+    # gives (truncateTo drops its batch [2, 3] whole, the LEO becomes 3). The twin answers (0, 2).
     bad, ok = follower_with_stale_epoch_records(), follower_with_stale_epoch_records()
     answer = bad.response(3, 2, 1, 4, diverging=(0, 3))
-    bad.truncate(3, 2, "diverging_epoch", 1)
+    bad.truncate(3, 3, "diverging_epoch", 1)
     ok.response(3, 2, 1, 4, diverging=(0, 2))
     ok.truncate(3, 2, "diverging_epoch", 1)
     return _case({"bad": bad, "ok": ok},
@@ -78,7 +78,7 @@ def a_wrong_diverging_epoch_answer_is_flagged_on_the_leader() -> Case:
 def an_answer_for_the_leaders_latest_epoch_may_end_anywhere_up_to_its_leo() -> Case:
     # LastFetchedEpoch 1 is leader 2's latest epoch (LEO 3): (1, 3) is legal; (1, 4) is past its LEO and
     # (0, 3) names another epoch (expected = its LEO 3 both times). After (1, 4) nothing is owed below the
-    # follower's LEO 4, so its next fetch only trims its cache; after (0, 3) and (1, 3) it truncates to 2.
+    # follower's LEO 4, so its next fetch only trims its cache; after (0, 3) and (1, 3) it truncates to 3.
     def run(answers: list[tuple[int, int]]) -> tuple[Run, list[int]]:
         r = follower_with_stale_epoch_records()
         r.response(3, 2, 1, 4, leader_hw=3)
@@ -87,7 +87,7 @@ def an_answer_for_the_leaders_latest_epoch_may_end_anywhere_up_to_its_leo() -> C
             r.fetch(3, 2, 1, r.leo[3], last_fetched_epoch=1)
             ids.append(r.response(3, 2, 1, r.leo[3], diverging=a))
             if a[1] < 4:
-                r.truncate(3, 2, "diverging_epoch", 1)
+                r.truncate(3, a[1], "diverging_epoch", 1)
         return r, ids
 
     (bad, ids), (ok, _) = run([(1, 4), (0, 3)]), run([(1, 3)])
@@ -102,8 +102,8 @@ def an_answer_for_an_epoch_older_than_the_leaders_cache_is_bounded_after_retenti
     # log start raised to 4 between the fetch and the response, the answer may predate that: (0, 3) is legal
     # (`ok`), (0, 5) is above the first start now (`bad`), (1, 3) names another epoch (`epoch`). Without the
     # raise the answer is exact: (0, 2) is below the first start 3 (`exact`). Replica = the leader, expected
-    # its first start, evidence = the fetch, the answer; a follower owing a truncation truncates to 2 (3 lies in
-    # its batch [2, 3]).
+    # its first start, evidence = the fetch, the answer; a follower owing a truncation truncates to the answer's
+    # offset.
     def answered(answer: tuple[int, int], raised: bool) -> tuple[Run, int, int]:
         r = follower_behind_the_leaders_cache()
         fetch = len(r.events) - 1
@@ -111,7 +111,7 @@ def an_answer_for_an_epoch_older_than_the_leaders_cache_is_bounded_after_retenti
             r.add("log_start_offset_change", 2, 1, role="leader", old_log_start_offset=3, log_start_offset=4)
         eid = r.response(3, 2, 1, 4, diverging=answer)
         if answer[1] < r.leo[3]:
-            r.truncate(3, 2, "diverging_epoch", 1)
+            r.truncate(3, answer[1], "diverging_epoch", 1)
         return r, fetch, eid
 
     bad, bad_fetch, bad_id = answered((0, 5), True)
