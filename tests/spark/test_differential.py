@@ -17,8 +17,9 @@ as `tests.sim.campaign --wide` does (retention, unclean elections, min ISR 1, la
 virtual seconds); REPLOG_DIFF_DEEP=1 as `--deep` does (also replication factor 2 or 4, multi-record batches,
 small fetch limits, acks=0, a second topic with its own min ISR); REPLOG_DIFF_CORRELATED=1 as `--correlated`
 does (the deep shapes with two brokers' processes crashing at once); REPLOG_DIFF_OVERLAPPING=1 as
-`--overlapping` does (those shapes with faults that overlap); REPLOG_DIFF_LARGE=1 adds the heavy
-`large-30-brokers` scenario.
+`--overlapping` does (those shapes with faults that overlap); REPLOG_DIFF_CAMPAIGN_MODE=1 keeps each seed's own
+truncation mode, as the campaign runs it, instead of `high_watermark` for odd seeds (to compare a campaign
+seed as found); REPLOG_DIFF_LARGE=1 adds the heavy `large-30-brokers` scenario.
 """
 
 from __future__ import annotations
@@ -59,6 +60,7 @@ DEEP = os.environ.get("REPLOG_DIFF_DEEP") == "1"
 CORRELATED = os.environ.get("REPLOG_DIFF_CORRELATED") == "1"
 OVERLAPPING = os.environ.get("REPLOG_DIFF_OVERLAPPING") == "1"
 LARGE = os.environ.get("REPLOG_DIFF_LARGE") == "1"
+CAMPAIGN_MODE = os.environ.get("REPLOG_DIFF_CAMPAIGN_MODE") == "1"
 
 Key = tuple[str, str, str | None, int | None, int | None, int, int | None, int | None, int | None]
 
@@ -85,7 +87,7 @@ def _cases() -> list[Case]:
             mode = OLD_MODES[path.stem]
             out.append(Case(f"{path.stem}@{mode.value}", sc.with_overrides(truncation_mode=mode), old_mode=True))
     for seed in range(FIRST_SEED, FIRST_SEED + SEEDS):
-        mode = TruncationMode.HIGH_WATERMARK if seed % 2 else None
+        mode = TruncationMode.HIGH_WATERMARK if seed % 2 and not CAMPAIGN_MODE else None
         # Two in three runs take the varied shapes (reassignments in some); one in three also has size-based
         # retention, whose log start offsets send new and lagging followers to truncateFullyAndStartAt.
         if OVERLAPPING:
