@@ -124,8 +124,9 @@ CATALOGUE: tuple[Invariant, ...] = (
         "truncation_safety", ERROR, "§11.6",
         "No follower truncation removes a committed record (below the partition's committed HW).",
         "For every truncation [truncate_offset, old_leo), and the records below the target of a batch holding "
-        "it (which truncateTo drops whole): no removed record equals the committed record at its offset. Removing a different (divergent, never committed) record below the committed HW is the "
-        "cure, not a violation. Excused (warning) after an unclean election (§11.6 second sentence).",
+        "it (which truncateTo drops whole): no removed record equals the committed record at its offset. "
+        "Removing a different (divergent, never committed) record below the committed HW is the cure, not a "
+        "violation. Excused (warning) after an unclean election (§11.6 second sentence).",
         "offset = first committed offset removed, expected = committed HW, actual = truncate_offset",
         ("truncation", "append", "hw_change"),
         cannot_check="A record that only leaders of epochs after the truncating follower's exposed is not "
