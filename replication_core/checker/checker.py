@@ -515,19 +515,20 @@ class _RunChecker:
         # A full truncation (truncateFullyAndStartAt) empties the log; only its records from `t` on were still
         # the replica's to keep (below it the leader's log start had passed them).
         cut = t if full else self._cut_from(r, t)
+        removed_from = 0 if full else cut
         if self._broker(r.broker).down:
             # Crash recovery (the simulator's Disk.crash reports the lost unflushed tail as a truncation
             # right after the crash event): a durability loss, not a follower truncation decision.
             for name in ("truncation_safety", "truncation_point", "leader_no_truncation"):
                 self._skip(name, "crash recovery of a down broker")
             for o in r.records:
-                if o >= (0 if full else cut):
+                if o >= removed_from:
                     r.crash_removed[o] = eid
         else:
             self._check_leader_no_truncation(ev, r, t, old_leo)
             self._check_truncation_safety(ev, p, r, t, cut, old_leo)
             self._check_truncation_point(ev, p, r, t, old_leo)
-        self._drop_from(r, 0 if full else cut, eid)
+        self._drop_from(r, removed_from, eid)
         r.cache = () if full else truncate_from_end(r.cache, t)
         r.leo = t
         if full or t < r.lso:
