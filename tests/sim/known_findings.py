@@ -42,6 +42,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from replication_core.checker.violation import Violation
+from replication_core.config import TruncationMode
 
 Event = dict[str, Any]
 
@@ -148,7 +149,7 @@ def hw_truncation_after_readd(v: Violation, events: Sequence[Event]) -> bool:
     broker, topic, partition = trunc["broker_id"], trunc["topic"], trunc["partition"]
     mode = next((e["config"].get("replog.truncation.mode") for e in reversed(events[:v.event_id])
                  if e["event_type"] == "broker_config" and e["broker_id"] == broker), None)
-    if mode not in ("leader_epoch", "leader_epoch_v0"):
+    if mode not in (TruncationMode.LEADER_EPOCH, TruncationMode.LEADER_EPOCH_V0):
         return False
 
     def adds(e: Event) -> bool:
