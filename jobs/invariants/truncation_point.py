@@ -400,37 +400,44 @@ def build(inputs: ScanInputs) -> DataFrame:
     v0 = F.col("_mode") == _V0
     old_leo = F.col("old_leo")
 
-    def ask(cache: Column) -> tuple[Column, Column, Column, Column]:
-        """One OffsetsForLeaderEpoch round for the follower's latest epoch in `cache`: (epoch asked, answer,
-        the answer's epoch as the follower reads it, the truncation state)."""
-        requested = _last(cache)["e"]
-        asked = _end_offset_for(F.col("_l_cache"), requested, F.col("_l_leo"))
-        le = F.when(v0, F.lit(-1).cast("long")).otherwise(asked["e"])
-        return requested, asked, le, _truncation_state(le, asked["o"], old_leo, old_leo, cache)
+    def ask(df: DataFrame, cache: str, n: int) -> DataFrame:
+        """One OffsetsForLeaderEpoch round for the follower's latest epoch in column `cache`, as columns
+        `_req{n}` (epoch asked), `_ask{n}` (answer), `_le{n}` (the answer's epoch as the follower reads it) and
+        `_st{n}` (the truncation state). One select per step: as nested expressions, each round repeats its
+        inputs' trees, and the analyser spent ~20 s of a tiny audit on the resulting 300 kB expression."""
+        df = df.select("*", _last(F.col(cache))["e"].alias(f"_req{n}"))
+        df = df.select("*", _end_offset_for(F.col("_l_cache"), F.col(f"_req{n}"), F.col("_l_leo")).alias(f"_ask{n}"))
+        df = df.select("*", F.when(v0, F.lit(-1).cast("long")).otherwise(F.col(f"_ask{n}.e")).alias(f"_le{n}"))
+        return df.select("*", _truncation_state(F.col(f"_le{n}"), F.col(f"_ask{n}.o"), old_leo, old_leo,
+                                                F.col(cache)).alias(f"_st{n}"))
 
-    requested1, asked1, le1, state1 = ask(F.col("_cache"))
     # Rule 3a at the LEO: no record changes and no event, but the cache is trimmed at the LEO and the follower
     # asks again for its latest epoch below it; that round cannot end at the LEO again (the checker's loop).
-    trimmed = _truncate_from_end(F.col("_cache"), old_leo)
-    again = ~state1["done"] & (state1["o"] >= old_leo) & (F.size(trimmed) > 0)
-    requested2, asked2, le2, state2 = ask(trimmed)
-    asked = F.when(again, asked2).otherwise(asked1)
-    le = F.when(again, le2).otherwise(le1)
-    by_leader = F.when(again, state2["o"]).otherwise(state1["o"])
+    asking = ask(trunc, "_cache", 1).select("*", _truncate_from_end(F.col("_cache"), old_leo).alias("_trimmed"))
+    asking = asking.select("*", (~F.col("_st1.done") & (F.col("_st1.o") >= old_leo) & (F.size("_trimmed") > 0))
+                           .alias("_again"))
+    asking = ask(asking, "_trimmed", 2)
+    again = F.col("_again")
+    asked = F.when(again, F.col("_ask2")).otherwise(F.col("_ask1"))
+    le = F.when(again, F.col("_le2")).otherwise(F.col("_le1"))
+    by_leader = F.when(again, F.col("_st2.o")).otherwise(F.col("_st1.o"))
     reason = F.col("reason")
     # An epoch older than every entry of the leader's cache is answered with its first entry's start, which
     # retention moves up with the log start offset between the (unlogged) answer and the truncation: not
     # rebuildable, skipped as the checker does (in either round).
     first_cached = _first(F.col("_l_cache"))["e"]
-    rebuildable = ~F.coalesce(requested1 < first_cached, F.lit(False)) & ~(
-        again & F.coalesce(requested2 < first_cached, F.lit(False)))
-    answered = (asked1["o"] != -1) & ~(again & (asked2["o"] == -1))
+    rebuildable = ~F.coalesce(F.col("_req1") < first_cached, F.lit(False)) & ~(
+        again & F.coalesce(F.col("_req2") < first_cached, F.lit(False)))
+    answered = (F.col("_ask1.o") != -1) & ~(again & (F.col("_ask2.o") == -1))
     target = (F.when(reason == "diverging_epoch", F.col("_eo"))
               .when((reason == "leader_epoch") & (F.size("_cache") > 0) & answered & rebuildable, by_leader)
               .when(reason == "high_watermark", F.least("hw", "old_leo")))
-    targets = trunc.select(
+    # Materialised (one row per truncation): the filters below would otherwise be pushed through the
+    # projections with `_o` substituted, an 800 kB predicate that took seconds to optimise and compile.
+    targets = asking.select(
         *REPLICA, "event_id", "ts_ms", "reason", "truncate_offset", "old_leo", "_l", "_ei", "_last_truncation",
-        le.alias("_le"), asked["o"].alias("_lo"), target.alias("_o")).where(F.col("_o").isNotNull())
+        le.alias("_le"), asked["o"].alias("_lo"), target.alias("_o")).localCheckpoint(eager=True).where(
+        F.col("_o").isNotNull())
     why = (F.when(reason == "diverging_epoch", F.lit("the DivergingEpoch answer"))
            .when(reason == "leader_epoch", text("leader ", F.col("_l"), "'s answer (", F.col("_le"), ", ",
                                                 F.col("_lo"), ")"))
