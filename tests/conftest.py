@@ -1,4 +1,4 @@
-"""Shared fixtures: one SparkSession for the whole run, a fresh embedded lake per test."""
+"""Shared fixtures: one SparkSession for the whole run (per pytest-xdist worker), a fresh embedded lake per test."""
 
 from __future__ import annotations
 
@@ -70,3 +70,15 @@ def write_jsonl(path: Path, records: list[dict[str, Any] | str]) -> Path:
     """Write records (dicts as JSON, strings verbatim) one per line."""
     path.write_text("".join((r if isinstance(r, str) else json.dumps(r)) + "\n" for r in records), encoding="utf-8")
     return path
+
+
+@pytest.hookimpl(tryfirst=True)  # before xdist's own hook, which reads the groups into the node ids
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Under pytest-xdist (`-n 2 --dist loadgroup`), keep each module on one worker, and the modules of the
+    shared hand-built audit (`audited`) together, so that no module- or session-scoped Spark fixture runs twice."""
+    for item in items:
+        module = getattr(item, "module", None)
+        if module is None or item.get_closest_marker("xdist_group"):
+            continue
+        group = "audit_cases" if hasattr(module, "AUDIT_CASES") else module.__name__
+        item.add_marker(pytest.mark.xdist_group(group))
