@@ -6,7 +6,10 @@ from the seed: size-based retention, unclean leader election allowed, min.insync
 or 10 partitions, 10-30 virtual seconds; with `--deep` also the workload and protocol limits (replication
 factor 2 or 4, multi-record batches, small fetch size limits, more message loss, acks=0, a second topic with
 its own min ISR and unclean setting); with `--correlated` the nemesis of `--deep` also crashes two brokers'
-processes at once; with `--overlapping` its faults also overlap (process crashes only). Every run is judged by
+processes at once; with `--overlapping` its faults also overlap (process crashes only); with `--power` those
+crashes may also be power failures, which lose committed records when they overlap: a partition's errors from
+the first election of a replica that lost committed records that way are explained (`power_lossy`), and
+losses or divergences are left to the checker. Every run is judged by
 the reference checker and by the simulator tests' own audit (`tests.sim.audit`); a run is reported when either
 finds an error (warnings, which an unclean election or a lost page cache explain, are not). Checker errors
 that are instances of a known finding faithful to Kafka (`tests.sim.known_findings`: the ISR expansion race,
@@ -99,6 +102,49 @@ def overlapping_scenario(seed: int) -> Scenario:
     return replace(sc, nemesis=replace(sc.nemesis, overlap=True, crash_modes=("process",)))
 
 
+def power_scenario(seed: int) -> Scenario:
+    """`overlapping_scenario(seed)` whose crashes may also be power losses (unflushed data gone): overlapping
+    ones can lose every copy of a write, which replication does not promise to survive, so a loss or a
+    divergence there is the checker's to excuse (a warning naming the crash), not an error of the run."""
+    sc = overlapping_scenario(seed)
+    if sc.nemesis is None:
+        return sc
+    return replace(sc, nemesis=replace(sc.nemesis, crash_modes=("process", "power")))
+
+
+def _power_crashes(sc: Scenario) -> bool:
+    """Whether the run's nemesis may lose unflushed data (`power_scenario`)."""
+    return sc.nemesis is not None and "power" in sc.nemesis.crash_modes
+
+
+def power_lossy(events: list[dict[str, Any]]) -> dict[tuple[str, int], int]:
+    """(topic, partition) -> the event id from which a power loss explains its errors: the first
+    `become_leader` of a replica whose crash recovery (a truncation while its broker is down, see
+    `replication_core.sim.disk`) dropped records below the partition's highest HW so far, i.e. committed
+    ones. From then on the partition's leader may lack committed records, and the followers truncate to it."""
+    down: set[int] = set()
+    committed: dict[tuple[str, int], int] = {}
+    lost_committed: set[tuple[str, int, int]] = set()
+    out: dict[tuple[str, int], int] = {}
+    for event_id, e in enumerate(events):  # event ids are emission positions (`tests.sim.helpers.check`)
+        et, b = e["event_type"], e["broker_id"]
+        if et == "broker_lifecycle":
+            if e["action"] in ("crash", "shutdown"):
+                down.add(b)
+            elif e["action"] in ("start", "restart"):
+                down.discard(b)
+            continue
+        tp = (e["topic"], e["partition"])
+        if et == "hw_change" and e["hw"] is not None:
+            committed[tp] = max(committed.get(tp, 0), e["hw"])
+        elif et == "truncation" and b in down and e["truncate_offset"] < committed.get(tp, 0):
+            lost_committed.add((*tp, b))
+        elif (et == "leadership_change" and e["action"] == "become_leader" and (*tp, b) in lost_committed
+              and tp not in out):
+            out[tp] = event_id
+    return out
+
+
 def _loss_allowed(sc: Scenario, topic: str) -> bool:
     """Whether the topic's settings let an acknowledged acks=all write be lost (unclean elections, min ISR 1)."""
     cfg = sc.topic_config(topic)  # the broker config with the topic's overrides
@@ -125,9 +171,13 @@ def judged_runs(make: Callable[[int], Scenario], seeds: Iterable[int]
 def problems_in(sc: Scenario, events: list[dict[str, Any]], stats: RunStats) -> tuple[list[str], list[str]]:
     """`problems` of a run already simulated."""
     found, known = [], []
+    lossy = power_lossy(events) if _power_crashes(sc) else {}
     for v in check(events, stats).violations:
         if v.severity != "error":
             continue
+        start = lossy.get((v.topic, v.partition))
+        if start is not None and (v.event_id == -1 or v.event_id >= start):
+            continue  # a committed record lost by a power failure, then led from (see `power_lossy`)
         line = f"{v.invariant} {v.topic}-{v.partition} replica {v.replica} event {v.event_id}: {v.message}"
         finding = known_finding(v, events)
         if finding is None:
@@ -136,6 +186,9 @@ def problems_in(sc: Scenario, events: list[dict[str, Any]], stats: RunStats) -> 
             known.append(f"{finding}: {line}")
     a = audit(events)
     found += [f"inconsistent: {x}" for x in a.inconsistencies[:3]]
+    if _power_crashes(sc):
+        # Losses and divergences a power crash explains are the checker's to judge (warnings, see above).
+        return found, known
     # An unclean election lets a replica that has not truncated yet hold what the new leader lost (seed 507493).
     unclean = {(e["topic"], e["partition"]) for e in a.unclean_elections()}
     found += [f"divergence: {x}" for x in a.divergences() if x[0][1:] not in unclean][:3]
@@ -167,10 +220,14 @@ def add_shape_arguments(parser: argparse.ArgumentParser) -> None:
                         help="--deep plus crashes of two brokers' processes at once")
     parser.add_argument("--overlapping", action="store_true",
                         help="--correlated with faults that overlap, process crashes only")
+    parser.add_argument("--power", action="store_true",
+                        help="--overlapping with power crashes too (unflushed data lost)")
 
 
 def scenario_maker(args: argparse.Namespace) -> Callable[[int], Scenario]:
-    """The seed -> scenario function `--wide` / `--deep` / `--correlated` / `--overlapping` chose."""
+    """The seed -> scenario function `--wide` / `--deep` / `--correlated` / `--overlapping` / `--power` chose."""
+    if args.power:
+        return power_scenario
     if args.overlapping:
         return overlapping_scenario
     if args.correlated:
