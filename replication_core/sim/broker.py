@@ -214,6 +214,8 @@ class Broker:
         # Metadata updates waiting for a fetcher's partitionMapLock, oldest first, each with "its metadata
         # cache part is already applied".
         self._blocked_metadata: list[tuple[MetadataUpdate, bool]] = []
+        # Metadata updates that came during a GC pause, oldest first (`_apply_paused_metadata`).
+        self._paused_metadata: list[MetadataUpdate] = []
 
     # --- lifecycle ---------------------------------------------------------------------------------
 
@@ -472,9 +474,21 @@ class Broker:
             # The metadata thread is still blocked on an earlier update: this one queues behind it.
             self._blocked_metadata.append((update, False))
             return
-        if self._held(self.apply_metadata, update):
+        if self.held_until() > self.queue.now_ms:
+            self._paused_metadata.append(update)
+            self._held(self._apply_paused_metadata)
             return
         self._apply_metadata(update, False)
+
+    def _apply_paused_metadata(self) -> None:
+        # A GC pause held the updates, one call each. Each call applies the oldest update still held, not
+        # its own: a call held to the first pause's end that a second pause extended is held again, behind
+        # the calls of the updates that came during the extension, and applying its own update would apply
+        # an older LeaderAndIsr after newer ones (a stale state then recreated a partition its StopReplica had
+        # deleted, power seed 900428). Without an extension the calls come in order and each applies its own.
+        if self._held(self._apply_paused_metadata):
+            return
+        self.apply_metadata(self._paused_metadata.pop(0))
 
     def partition_map_lock_released(self) -> None:
         """A fetcher thread left its `partitionMapLock` section: the blocked metadata thread may go on."""

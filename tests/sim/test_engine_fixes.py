@@ -126,3 +126,42 @@ def test_triaged_run_no_longer_abandons_a_proposal_with_its_isr_unchanged() -> N
     assert any(e["action"] == "update" and e["reason"] == "leader_and_isr" and e["old_isr"] != e["isr"]
                for e in changes)
     assert check(events, stats).violations == ()
+
+
+def test_metadata_held_by_a_gc_pause_is_applied_in_order_when_a_second_pause_extends_it() -> None:
+    """A GC pause stops the metadata thread; it resumes with its updates in the order they came, however
+    often the pause is extended. Each update used to be held on its own: one held to the first pause's end
+    was held again behind those that came during the extension, so an older LeaderAndIsr was applied after
+    a newer one (power seed 900428: a stale state recreated a partition its StopReplica had deleted, and
+    the broker led it with an empty log)."""
+    from replication_core.partition import PartitionRegistration
+    from replication_core.sim.controller import MetadataUpdate
+    from tests.sim.helpers import run, scenario
+
+    cluster, _, _ = run(scenario("unclean-election", duration_ms=3000))
+    follower = cluster.brokers[2]
+    assert follower.rm is not None
+    tp = TopicPartition("risky", 0)
+    p = follower.rm.partitions[tp]
+    epoch, partition_epoch = p.leader_epoch, p.partition_epoch
+    q = cluster.queue
+    start = q.now_ms
+
+    def state(leader_epoch: int, pe: int) -> MetadataUpdate:
+        return MetadataUpdate({tp: PartitionRegistration(1, leader_epoch, (1, 2), (1, 2), pe)},
+                              frozenset(), frozenset())
+
+    follower.pause(100)
+    follower.apply_metadata(state(epoch + 1, partition_epoch + 1))  # held to start + 100
+    q.run_until(start + 50)
+    follower.pause(150)  # a second pause: the broker is now stopped until start + 200
+    q.run_until(start + 60)
+    follower.apply_metadata(state(epoch + 2, partition_epoch + 2))  # held to start + 200
+    q.run_until(start + 150)
+    assert p.leader_epoch == epoch  # nothing applied during either pause
+    q.run_until(start + 250)
+    assert (p.leader_epoch, p.partition_epoch) == (epoch + 2, partition_epoch + 2)
+    changes = [e["leader_epoch"] for e in cluster.events[-400:]
+               if e["event_type"] == "leadership_change" and e["broker_id"] == 2 and e["topic"] == "risky"
+               and e["ts_ms"] > start]
+    assert changes == [epoch + 1, epoch + 2]
