@@ -119,12 +119,13 @@ def _power_crashes(sc: Scenario) -> bool:
 
 def power_lossy(events: list[dict[str, Any]]) -> dict[tuple[str, int], int]:
     """(topic, partition) -> the event id from which a power loss explains its errors: the first
-    `become_leader` of a replica whose crash recovery (a truncation while its broker is down, see
-    `replication_core.sim.disk`) dropped records below the partition's highest HW so far, i.e. committed
-    ones. From then on the partition's leader may lack committed records, and the followers truncate to it."""
+    `become_leader` of a replica whose log lost records in a crash recovery (a truncation while its broker
+    is down, see `replication_core.sim.disk`) and whose LEO is then below the partition's highest HW so far:
+    the new leader lacks committed records, and the followers truncate to it. The HW may have passed the
+    lost records after the crash, from the follower LEO the leader knew before it."""
     down: set[int] = set()
     committed: dict[tuple[str, int], int] = {}
-    lost_committed: set[tuple[str, int, int]] = set()
+    crash_lost: set[tuple[str, int, int]] = set()
     out: dict[tuple[str, int], int] = {}
     for event_id, e in enumerate(events):  # event ids are emission positions (`tests.sim.helpers.check`)
         et, b = e["event_type"], e["broker_id"]
@@ -137,10 +138,10 @@ def power_lossy(events: list[dict[str, Any]]) -> dict[tuple[str, int], int]:
         tp = (e["topic"], e["partition"])
         if et == "hw_change" and e["hw"] is not None:
             committed[tp] = max(committed.get(tp, 0), e["hw"])
-        elif et == "truncation" and b in down and e["truncate_offset"] < committed.get(tp, 0):
-            lost_committed.add((*tp, b))
-        elif (et == "leadership_change" and e["action"] == "become_leader" and (*tp, b) in lost_committed
-              and tp not in out):
+        elif et == "truncation" and b in down:
+            crash_lost.add((*tp, b))
+        elif (et == "leadership_change" and e["action"] == "become_leader" and (*tp, b) in crash_lost
+              and e["leo"] is not None and e["leo"] < committed.get(tp, 0) and tp not in out):
             out[tp] = event_id
     return out
 

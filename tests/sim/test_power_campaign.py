@@ -25,30 +25,30 @@ def _lifecycle(broker: int, action: str) -> dict[str, Any]:
             "action": action}
 
 
-def test_a_partition_is_power_lossy_from_the_election_of_a_replica_whose_recovery_lost_committed_records() -> None:
+def test_a_partition_is_power_lossy_from_the_election_of_a_crash_recovered_replica_below_the_hw() -> None:
     events = [
-        _ev("hw_change", 1, hw=10),                                     # 0: committed up to 10
-        _lifecycle(2, "crash"),                                         # 1
-        _ev("truncation", 2, truncate_offset=6),                        # 2: recovery drops 6..9, committed
+        _lifecycle(2, "crash"),                                         # 0
+        _ev("truncation", 2, truncate_offset=6),                        # 1: recovery drops 6.. (not yet committed)
+        _ev("hw_change", 1, hw=10),                                     # 2: the leader commits 10 from 2's old LEO
         _ev("truncation", 2, truncate_offset=4, partition=1),           # 3: t-1 has nothing committed
         _lifecycle(2, "restart"),                                       # 4
-        _ev("leadership_change", 2, action="become_leader", partition=1),  # 5
-        _ev("leadership_change", 3, action="become_leader"),            # 6: another replica: not lossy
-        _ev("leadership_change", 2, action="become_leader"),            # 7: the replica that lost 6..9
-        _ev("leadership_change", 2, action="become_leader"),            # 8: the first election counts
+        _ev("leadership_change", 2, action="become_leader", partition=1, leo=4),  # 5: nothing committed lost
+        _ev("leadership_change", 3, action="become_leader", leo=3),     # 6: another replica: not lossy
+        _ev("leadership_change", 2, action="become_leader", leo=6),     # 7: the replica that lost 6..9
+        _ev("leadership_change", 2, action="become_leader", leo=6),     # 8: the first election counts
     ]
     assert power_lossy(events) == {("t", 0): 7}
 
 
-def test_a_truncation_of_a_running_broker_or_above_the_hw_is_not_a_power_loss() -> None:
+def test_a_truncation_of_a_running_broker_or_a_refilled_log_is_not_a_power_loss() -> None:
     events = [
         _ev("hw_change", 1, hw=10),
         _ev("truncation", 2, truncate_offset=6),         # the broker is up: a fetcher's truncation, judged
         _lifecycle(3, "crash"),
-        _ev("truncation", 3, truncate_offset=10),        # only uncommitted records lost
+        _ev("truncation", 3, truncate_offset=6),
         _lifecycle(3, "restart"),
-        _ev("leadership_change", 2, action="become_leader"),
-        _ev("leadership_change", 3, action="become_leader"),
+        _ev("leadership_change", 2, action="become_leader", leo=6),
+        _ev("leadership_change", 3, action="become_leader", leo=10),  # fetched the lost records back first
     ]
     assert power_lossy(events) == {}
 
