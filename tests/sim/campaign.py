@@ -7,9 +7,9 @@ or 10 partitions, 10-30 virtual seconds; with `--deep` also the workload and pro
 factor 2 or 4, multi-record batches, small fetch size limits, more message loss, acks=0, a second topic with
 its own min ISR and unclean setting); with `--correlated` the nemesis of `--deep` also crashes two brokers'
 processes at once; with `--overlapping` its faults also overlap (process crashes only); with `--power` those
-crashes may also be power failures, which lose committed records when they overlap: a partition's errors from
-the first election of a replica that lost committed records that way are explained (`power_lossy`), and
-losses or divergences are left to the checker. Every run is judged by
+crashes may also be power failures, which lose committed records when they overlap: a partition's checker errors
+from the election of a replica that a power failure left below the partition's HW are explained (`power_lossy`),
+and the simulator audit's losses and divergences are not judged. Every run is judged by
 the reference checker and by the simulator tests' own audit (`tests.sim.audit`); a run is reported when either
 finds an error (warnings, which an unclean election or a lost page cache explain, are not). Checker errors
 that are instances of a known finding faithful to Kafka (`tests.sim.known_findings`: the ISR expansion race,
@@ -104,8 +104,8 @@ def overlapping_scenario(seed: int) -> Scenario:
 
 def power_scenario(seed: int) -> Scenario:
     """`overlapping_scenario(seed)` whose crashes may also be power losses (unflushed data gone): overlapping
-    ones can lose every copy of a write, which replication does not promise to survive, so a loss or a
-    divergence there is the checker's to excuse (a warning naming the crash), not an error of the run."""
+    ones can lose every copy of a write, which replication does not promise to survive (`problems_in` then
+    explains the partition's errors from `power_lossy` on)."""
     sc = overlapping_scenario(seed)
     if sc.nemesis is None:
         return sc
@@ -188,7 +188,8 @@ def problems_in(sc: Scenario, events: list[dict[str, Any]], stats: RunStats) -> 
     a = audit(events)
     found += [f"inconsistent: {x}" for x in a.inconsistencies[:3]]
     if _power_crashes(sc):
-        # Losses and divergences a power crash explains are the checker's to judge (warnings, see above).
+        # A power failure may lose or diverge any partition's records: the checker's errors outside
+        # `power_lossy` are judged above, the simulator audit's losses and divergences are not.
         return found, known
     # An unclean election lets a replica that has not truncated yet hold what the new leader lost (seed 507493).
     unclean = {(e["topic"], e["partition"]) for e in a.unclean_elections()}
