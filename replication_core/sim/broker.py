@@ -214,7 +214,8 @@ class Broker:
         # Metadata updates waiting for a fetcher's partitionMapLock, oldest first, each with "its metadata
         # cache part is already applied".
         self._blocked_metadata: list[tuple[MetadataUpdate, bool]] = []
-        # Metadata updates that came during a GC pause, oldest first (`_apply_paused_metadata`).
+        # Metadata updates that came during a GC pause, oldest first (`_apply_paused_metadata`). Not reset at a
+        # restart: one held call per update is queued, and each call takes one update.
         self._paused_metadata: list[MetadataUpdate] = []
 
     # --- lifecycle ---------------------------------------------------------------------------------
