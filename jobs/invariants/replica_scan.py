@@ -13,7 +13,8 @@ order. The state a check sees is the state *before* its event (`rowsBetween(unbo
 * LEO — the last of: append (last_offset + 1), truncation (truncate_offset), leadership_change (its leo:
   `_reconcile_log` aligns the replay with it both ways); 0 before any.
 * LSO — `log_start_offset_change` sets it; a truncation sets it when `full` (reason `full`, or an offset
-  past the replayed LEO), else lowers it to the truncation offset if below (`min`). Computed as the value
+  past the replayed LEO), else lowers it to the truncation offset if below (`min`), as a leadership_change
+  reporting a shorter log (a crash's loss, a broker added back with a new log) lowers it to its LEO. Computed as the value
   of the last "set" (a segment per set) lowered by the running minimum of the partial truncations since.
 * pending AlterPartition — a `proposed` isr_change while leading sets it; a committed one, a rejection with
   reason `reset_to_committed` (both while leading), a leadership_change or a tenure-closing lifecycle event
@@ -127,11 +128,14 @@ def marks() -> tuple[Column, Column, Column]:
 def lso_marks() -> tuple[Column, Column, Column]:
     """(full, set, lowered): a truncation that empties the log (reason `full`, or an offset past the replayed
     LEO `_leo`); the LSO a row sets (a log_start_offset_change's, a full truncation's offset); the offset a
-    partial truncation lowers it to if below. `lso` reads the last two as `_lso_set` and `_lso_min`."""
+    partial truncation or a shorter leadership_change LEO lowers it to if below. `lso` reads the last two as `_lso_set` and `_lso_min`."""
     is_trunc = _is("truncation")
     full = is_trunc & ((F.col("reason") == "full") | (F.col("truncate_offset") > F.col("_leo")))
     lso_set = F.when(_is("log_start_offset_change"), F.col("log_start_offset")).when(full, F.col("truncate_offset"))
-    return full, lso_set, F.when(is_trunc & ~full, F.col("truncate_offset"))
+    # A leadership_change reporting a shorter log (crash loss, or the new log of a broker added back) lowers
+    # the LSO as a partial truncation does (`_reconcile_log`).
+    shorter = _is("leadership_change") & (F.col("leo") < F.col("_leo"))
+    return full, lso_set, F.when(is_trunc & ~full, F.col("truncate_offset")).when(shorter, F.col("leo"))
 
 
 def lso(frame: Window, segment: Column) -> Column:

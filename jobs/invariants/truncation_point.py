@@ -311,6 +311,7 @@ def _apply(acc: Column, x: Column, cache: Column, settle: Column, owed: Column) 
         .otherwise(cache))
     new_lso = (F.when(k == "lso", x["a"])
                .when((k == "trunc") & (x["full"] | (x["a"] < lso)), x["a"])
+               .when((k == "lc") & (x["b"] < lso), x["b"])  # a shorter log (crash loss, a new log) starts no later
                .otherwise(lso))
     clears = k.isin("trunc", "lc", "close")
     expect = (k == "resp") & x["div"]

@@ -435,6 +435,9 @@ class _RunChecker:
                     self._drop_from(r, leo, int(ev["event_id"]))
                 r.cache = truncate_from_end(r.cache, leo)
                 r.leo = leo
+                # A log never starts past its end: a new log (a broker added back) starts at 0, not at the
+                # deleted replica's log start offset, and a later retention must trim its epoch cache.
+                r.lso = min(r.lso, leo)
             elif leo > r.leo:
                 self._check_consistent(ev, r.broker, r.leo, leo,
                                        "leadership_change reports a LEO above the replayed log (appends missing)")

@@ -63,6 +63,7 @@ _TRUNC_PARTIAL = dict(event_type="truncation", broker_id=1, leader_epoch=1, old_
 # A partial truncation lowers the LSO (3 -> 2); a later log_start_offset_change raises it again (4): the
 # earlier lowering no longer counts, so an HW of 3 is below the log start.
 _LSO_RAISED = [append(0, 4, role="follower"), _lso(0, 3), _TRUNC_PARTIAL, append(2, 6, role="follower"), _lso(2, 4)]
+_LOG_START_3 = [_FOLLOWER, append(0, 4, role="follower"), _lso(0, 3)]
 _LEADER_TRUNC = dict(event_type="truncation", broker_id=1, leader_epoch=1, old_leo=5, truncate_offset=3,
                      reason="high_watermark", hw=3)
 _RESTART = dict(event_type="broker_lifecycle", broker_id=1, action="restart", topic=None, partition=None)
@@ -87,6 +88,13 @@ AUDIT_CASES: list[Case] = [
     _case("hw_within_log_reads_the_log_start_raised_after_a_partial_truncation", "hw_within_log",
           [*_LSO_RAISED, hw(0, 3, role="follower")], [*_LSO_RAISED, hw(0, 5, role="follower")],
           [("bad", "hw_within_log", "error", 1, 5, 3, 4, 3, [5])]),
+    # Broker 1 is added back with a new log (its old replica, log start 3, was deleted without an event): the
+    # new log starts at 0, so HW 1 on it is within the log. Found by the overlapping campaign (seed 510374).
+    _case("hw_within_log_reads_the_new_log_of_a_replica_added_back", "hw_within_log",
+          [*_LOG_START_3, hw(0, 1, role="follower")],
+          [*_LOG_START_3, dict(_FOLLOWER, leader_epoch=2, leo=0, hw=0, adding_replicas=[1]),
+           append(0, 0, epoch=2, role="follower"), hw(0, 1, epoch=2, role="follower")],
+          [("bad", "hw_within_log", "error", 1, 3, 1, 3, 1, [3])]),
     _case("leader_no_truncation_flags_a_leader_truncating_but_not_after_a_restart", "leader_no_truncation",
           [leader(), append(0, 4), _LEADER_TRUNC], [leader(), append(0, 4), _RESTART, _LEADER_TRUNC],
           [("bad", "leader_no_truncation", "error", 1, 2, None, 5, 3, [0, 2])]),

@@ -126,6 +126,39 @@ def an_answer_for_an_epoch_older_than_the_leaders_cache_is_bounded_after_retenti
 
 
 @case
+def an_answer_from_a_leader_added_back_reads_its_new_logs_start() -> Case:
+    # Broker 2's first replica (epoch-0 records 0..4, log start 3) is deleted and broker 2 added back: its
+    # become_follower reports LEO 0, a new log starting at 0. Elected in epoch 2 it writes 0..4, and retention
+    # moves its log start to 2: its cache is {2: 2}. Follower 3 fetches at 5 with LastFetchedEpoch 0, which
+    # the leader answers (0, 2) (`ok`); (0, 0) (`bad`) is below the first start: expected 2, actual 0,
+    # evidence = the fetch, the answer. Overlapping seed 510374: a replay that kept the deleted replica's log
+    # start (3) did not trim the cache at the raise to 2, and flagged the right answer.
+    def run(answer: tuple[int, int]) -> tuple[Run, int, int]:
+        r = Run()
+        r.election(1, 0, [1, 2, 3])
+        r.become_leader(1, 0, [1, 2, 3])
+        r.become_follower(2, 0, 1)
+        r.become_follower(3, 0, 1)
+        r.produce(1, [2, 3], 5, 0, 1000, acks=1)
+        r.add("log_start_offset_change", 2, 0, role="follower", old_log_start_offset=0, log_start_offset=3)
+        r.leo[2], r.hws[2] = 0, 0
+        r.add("leadership_change", 2, 1, action="become_follower", leader_id=1, partition_epoch=1,
+              replicas=[1, 2, 3], isr=[], leo=0, hw=0, adding_replicas=[2])
+        r.election(2, 2, [2], action="unclean")
+        r.become_leader(2, 2, [2])
+        r.become_follower(3, 2, 2)
+        r.append(2, 5, 2, 2000, role="leader")
+        r.add("log_start_offset_change", 2, 2, role="leader", old_log_start_offset=0, log_start_offset=2)
+        fetch = r.fetch(3, 2, 2, 5, last_fetched_epoch=0)
+        eid = r.response(3, 2, 2, 5, diverging=answer)
+        r.truncate(3, answer[1], "diverging_epoch", 2)
+        return r, fetch, eid
+
+    (bad, fetch, eid), (ok, _, _) = run((0, 0)), run((0, 2))
+    return _case({"bad": bad, "ok": ok}, [("bad", INVARIANT, "error", "t", 0, 2, eid, None, 2, 0, [fetch, eid])])
+
+
+@case
 def a_missing_truncation_after_a_diverging_answer_is_flagged() -> Case:
     # The follower fetches again without truncating after (0, 2): expected 2, actual its LEO 4, evidence =
     # the answer, the fetch. A second answer still owed at the end of the run is flagged with event -1.
