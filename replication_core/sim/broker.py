@@ -254,7 +254,11 @@ class Broker:
             p = partitions.get(tp)
             return p.log if p is not None else rm.get_partition_or_exception(tp).log
 
-        base = replica_fetcher_factory(self.broker_id, cfg, logs, quota=self.follower_quota, emit=emit)
+        # KRaft: fetches carry the broker epoch, which the controller takes from the registration of this
+        # process (its incarnation); the leader stores it for the AlterPartition it may send (KIP-903).
+        epoch = self.incarnation if self.cluster.scenario.cluster.checks_broker_epochs else -1
+        base = replica_fetcher_factory(self.broker_id, cfg, logs, quota=self.follower_quota, emit=emit,
+                                       broker_epoch=epoch)
 
         def create(fid: int, source: BrokerEndPoint, failed: FailedPartitions) -> ReplicaFetcherThread:
             thread = base(fid, source, failed)
@@ -519,6 +523,7 @@ class Broker:
         if not cache_applied:
             self.metadata.fenced = set(update.fenced)
             self.metadata.shutting_down = set(update.shutting_down)
+            self.metadata.epochs = dict(update.broker_epochs)
             for topic, leader_entries, follower_entries, rate in update.throttles:
                 self.apply_throttle(topic, leader_entries, follower_entries, rate)
         if (update.states or update.stop) and self._partition_map_locked():

@@ -14,7 +14,8 @@ controller node that never fails:
   `unclean.leader.election.enable`, the first live replica at all (unclean, ISR = {leader}); else the
   partition goes offline (leader -1, ISR kept). Every election is a `leader_election` event emitted
   with `broker_id` = the controller id;
-* AlterPartition (`validateAlterPartitionData`, checked in Kafka's order) bumps the partition epoch
+* AlterPartition (`validateAlterPartitionData`, checked in Kafka's order; KRaft rejects a proposed ISR
+  member whose broker epoch is not its registration's, KIP-903) bumps the partition epoch
   and, like every other change, is published to the replicas' brokers as metadata (the
   `PartitionChangeRecord` every broker replays): a leader whose answer was lost still learns the
   committed ISR, and followers their new partition epoch;
@@ -75,6 +76,9 @@ class MetadataUpdate:
     # drops the partition states, StopReplicas and fencing of an update addressed to its predecessor (a
     # replica removed meanwhile then keeps its log on disk, unhosted, as a stray log would).
     incarnation: int | None = None
+    # (broker, broker epoch) of every registered, unfenced broker: the metadata cache's
+    # `getAliveBrokerEpoch` (KIP-903; empty in the ZooKeeper-era mode, which checks no broker epochs).
+    broker_epochs: tuple[tuple[int, int], ...] = ()
 
 
 @dataclass
@@ -107,6 +111,7 @@ class Controller:
         self.session_timeout_ms = spec.broker_session_timeout_ms
         self.retry_ms = spec.controller_retry_ms
         self.fence_on_reregistration = spec.fence_on_reregistration
+        self.broker_epochs = spec.checks_broker_epochs
         self.partitions: dict[TopicPartition, PartitionInfo] = {}
         self.by_broker: dict[int, list[TopicPartition]] = {}
         self.last_heartbeat: dict[int, int] = {}
@@ -304,7 +309,7 @@ class Controller:
             return Errors.INVALID_UPDATE_VERSION
         if info.leader not in sent.isr or not set(sent.isr) <= set(info.replicas):
             return Errors.INVALID_REQUEST
-        if any(not self._eligible(b) for b in sent.isr if b not in info.isr):
+        if self._ineligible_in(sent, info):
             return Errors.INELIGIBLE_REPLICA
         info.isr = [b for b in info.replicas if b in sent.isr]
         info.partition_epoch += 1
@@ -320,6 +325,20 @@ class Controller:
             # The answer goes out first; the reassignment completes in a following metadata change.
             self.queue.at(self.queue.now_ms, self._complete_reassignment, tp)
         return answer
+
+    def _ineligible_in(self, sent: LeaderAndIsr, info: PartitionInfo) -> bool:
+        """`ineligibleReplicasForIsr`: a member of the proposed ISR is fenced or shutting down, or (KRaft,
+        KIP-903) the leader sent a broker epoch other than the broker's registration: its fetch state dates
+        from an earlier process, whose log the restart may have lost. Without broker epochs
+        (`cluster.broker_epochs: false`) only the members the proposal adds are checked, as replog's
+        controller did before it modelled KIP-903, so that seeds pinned then keep their runs."""
+        epochs = sent.broker_epochs if len(sent.broker_epochs) == len(sent.isr) else (-1,) * len(sent.isr)
+        for b, epoch in zip(sent.isr, epochs, strict=True):
+            if (self.broker_epochs or b not in info.isr) and not self._eligible(b):
+                return True
+            if self.broker_epochs and epoch != -1 and epoch != self.incarnations.get(b):
+                return True
+        return False
 
     # --- controlled shutdown ----------------------------------------------------------------------------
 
@@ -434,9 +453,12 @@ class Controller:
         fenced, shutting = frozenset(self.fenced), frozenset(self.shutting_down)
         throttles = tuple(self._dirty_throttles)
         targets = sorted(set(self._dirty) | set(self._dirty_stop) | (set(self.cluster.brokers) if throttles else set()))
+        epochs = (tuple(sorted((b, e) for b, e in self.incarnations.items() if b not in self.fenced))
+                  if self.broker_epochs else ())
         for b in targets:
             update = MetadataUpdate(self._dirty.get(b, {}), fenced, shutting, tuple(self._dirty_stop.get(b, ())),
-                                    throttles, self.incarnations.get(b) if self.fence_on_reregistration else None)
+                                    throttles, self.incarnations.get(b) if self.fence_on_reregistration else None,
+                                    epochs)
             self._channels.setdefault(b, deque()).append(update)
             self._pump(b)
         self._dirty = {}

@@ -192,6 +192,17 @@ class ClusterSpec:
     fence_on_reregistration: bool = True
     """KRaft: a broker registering with a new incarnation is fenced (leaves every ISR) first; false =
     ZooKeeper-era behaviour, a restart shorter than the session timeout goes unnoticed."""
+    broker_epochs: bool = True
+    """KRaft, KIP-903 (Kafka 3.5+): fetches carry the broker epoch, the leader's AlterPartition the epoch
+    each ISR member fetched with, and the controller rejects a member whose epoch is not its registration's;
+    false = no broker epochs (as Kafka 3.3-3.4), and the controller checks only the ISR members a proposal adds
+    for fencing, as replog did before it modelled KIP-903 (tests pin seeds found then). No effect with
+    `fence_on_reregistration: false` (ZooKeeper mode sends no epochs)."""
+
+    @property
+    def checks_broker_epochs(self) -> bool:
+        """Whether broker epochs are sent and checked (KRaft with KIP-903)."""
+        return self.fence_on_reregistration and self.broker_epochs
 
 
 @dataclass(frozen=True)
@@ -459,6 +470,7 @@ def parse_scenario(doc: object) -> Scenario:
         broker_heartbeat_interval_ms=c.int("broker_heartbeat_interval_ms", 2000, lo=1),
         controller_retry_ms=c.int("controller_retry_ms", 100, lo=1),
         fence_on_reregistration=c.bool("fence_on_reregistration", True),
+        broker_epochs=c.bool("broker_epochs", True),
     )
     c.done()
     broker_ids = tuple(range(1, cluster.brokers + 1))

@@ -112,6 +112,13 @@ def power_scenario(seed: int) -> Scenario:
     return replace(sc, nemesis=replace(sc.nemesis, crash_modes=("process", "power")))
 
 
+def before_kip903(sc: Scenario) -> Scenario:
+    """`sc` on a Kafka 3.3-3.4 KRaft controller (`cluster.broker_epochs: false`): no broker epochs in fetches
+    or AlterPartition. The seeds tests pinned before the simulator modelled KIP-903 reproduce their runs
+    with it; with broker epochs the same seeds draw other interleavings."""
+    return replace(sc, cluster=replace(sc.cluster, broker_epochs=False))
+
+
 def _power_crashes(sc: Scenario) -> bool:
     """Whether the run's nemesis may lose unflushed data (`power_scenario`)."""
     return sc.nemesis is not None and "power" in sc.nemesis.crash_modes

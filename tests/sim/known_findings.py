@@ -1,6 +1,7 @@
 """Checker errors that replog reproduces from Kafka's own code paths, recognised so that campaigns report only new ones.
 
-A and B were found by campaigns (session 21, again by `tests.sim.campaign --deep`), C and D by `--overlapping`; each
+A and B were found by campaigns (session 21, again by `tests.sim.campaign --deep`), C and D by `--overlapping`, E
+by `--power`; each
 was traced event by event and judged faithful to Kafka; the engine keeps Kafka's behaviour and the checker keeps
 reporting them, because the state they flag does exist in Kafka. `tests/sim/test_known_findings.py` pins one run
 of each.
@@ -34,6 +35,15 @@ D. `hw_truncation_after_readd` (truncation_safety; found by `--overlapping`). Le
    empty at the split, filled through another fetcher while the round was in flight, and was added back to this
    fetcher (its initial fetch offset the HW, `ReplicaManager.makeFollowers`), is truncated to that HW: records
    committed above it, which it holds, are removed, while it may be in the ISR.
+E. `divergent_prefix_elected` (truncation_safety; found by `--power`, seed 901773). B's rule again, with a
+   lost fetch response. Leader L's log start offset S has passed the older epoch's end, so it answers a
+   returning follower F's DivergingEpoch with (that epoch, S). F truncates to S and keeps its own records
+   below S. F's next fetch, at S, is one leader L answers without divergence: `Partition.fetchRecords` updates
+   F's fetch state and `maybeExpandIsr` adds F to the ISR. The response to that fetch is lost
+   (`network.loss`), so F never runs `processPartitionData`: it never raises its own log start offset to S,
+   which would have deleted those records. F is elected cleanly from the ISR with them. A follower that
+   holds the committed records of the later epochs is then told to truncate to the older epoch's end: it
+   removes records committed below the HW.
 """
 
 from __future__ import annotations
@@ -50,6 +60,7 @@ ISR_EXPANSION_RACE = "isr_expansion_race"
 EPOCH_BOUNDARY_ERASED = "epoch_boundary_erased"
 STALE_HW_CHECKPOINT = "stale_hw_checkpoint"
 HW_TRUNCATION_AFTER_READD = "hw_truncation_after_readd"
+DIVERGENT_PREFIX_ELECTED = "divergent_prefix_elected"
 
 
 def _same_replica(e: Event, broker: int, topic: str, partition: int) -> bool:
@@ -165,9 +176,45 @@ def hw_truncation_after_readd(v: Violation, events: Sequence[Event]) -> bool:
     return False
 
 
+def divergent_prefix_elected(v: Violation, events: Sequence[Event]) -> bool:
+    """Finding E: `v` is a DivergingEpoch truncation of a follower, told by leader L, and
+    - before L's election, L's last truncation followed a DivergingEpoch answer at its leader's log start
+      offset S (an epoch below that leader's cache);
+    - L then processed no fetch response and never raised its log start offset to S;
+    - the committed records removed start below S: they are the part of L's log kept from before S."""
+    if v.invariant != "truncation_safety" or v.event_id < 0 or v.offset is None:
+        return False
+    trunc = events[v.event_id]
+    if trunc["event_type"] != "truncation" or trunc.get("reason") != "diverging_epoch":
+        return False
+    topic, partition = trunc["topic"], trunc["partition"]
+    told = next((e for e in reversed(events[:v.event_id]) if e["event_type"] == "fetch_response"
+                 and _same_replica(e, trunc["broker_id"], topic, partition)), None)
+    if told is None or told.get("diverging_epoch") is None:
+        return False
+    leader = told["leader_id"]
+    elected = next((i for i in range(v.event_id - 1, -1, -1) if events[i]["event_type"] == "leadership_change"
+                    and _same_replica(events[i], leader, topic, partition)), None)
+    if elected is None or events[elected].get("action") != "become_leader":
+        return False
+    mine = [i for i in range(elected) if _same_replica(events[i], leader, topic, partition)]
+    for k in range(len(mine) - 1, -1, -1):
+        e = events[mine[k]]
+        kind = e["event_type"]
+        if kind == "truncation":
+            answer = next((events[i] for i in reversed(mine[:k]) if events[i]["event_type"] == "fetch_response"),
+                          None)
+            start = None if answer is None else answer.get("diverging_end_offset")
+            return (e.get("reason") == "diverging_epoch" and start is not None
+                    and answer.get("leader_log_start_offset") == start and v.offset < start)
+        if (kind == "fetch_response" and e.get("error") == "NONE") or kind == "log_start_offset_change":
+            return False  # a processed response raises the log start offset, deleting the kept records
+    return False
+
+
 def known_finding(v: Violation, events: Sequence[Event]) -> str | None:
     """The name of the known finding `v` is an instance of (`ISR_EXPANSION_RACE`, `EPOCH_BOUNDARY_ERASED`,
-    `STALE_HW_CHECKPOINT`, `HW_TRUNCATION_AFTER_READD`), or None."""
+    `STALE_HW_CHECKPOINT`, `HW_TRUNCATION_AFTER_READD`, `DIVERGENT_PREFIX_ELECTED`), or None."""
     if isr_expansion_race(v, events):
         return ISR_EXPANSION_RACE
     if epoch_boundary_erased(v, events):
@@ -176,4 +223,6 @@ def known_finding(v: Violation, events: Sequence[Event]) -> str | None:
         return STALE_HW_CHECKPOINT
     if hw_truncation_after_readd(v, events):
         return HW_TRUNCATION_AFTER_READD
+    if divergent_prefix_elected(v, events):
+        return DIVERGENT_PREFIX_ELECTED
     return None

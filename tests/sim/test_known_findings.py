@@ -13,9 +13,10 @@ import pytest
 
 from replication_core.checker.violation import Violation
 from replication_core.sim.scenario import Fault
-from tests.sim.campaign import deep_scenario, overlapping_scenario, problems
+from tests.sim.campaign import before_kip903, deep_scenario, overlapping_scenario, power_scenario, problems
 from tests.sim.helpers import check, run
 from tests.sim.known_findings import (
+    DIVERGENT_PREFIX_ELECTED,
     EPOCH_BOUNDARY_ERASED,
     HW_TRUNCATION_AFTER_READD,
     ISR_EXPANSION_RACE,
@@ -159,7 +160,7 @@ def test_the_overlapping_campaign_seed_reproduces_the_stale_checkpoint() -> None
     """`python -m tests.sim.campaign --seeds 501324-501324 --overlapping`: broker 1 had checkpointed HW 541 before
     truncating t-0 to 261 and leading epoch 5 (HW 292, LEO 295); it crashed 343 ms later, before its next
     checkpoint, and recovered HW min(541, 295) = 295 (event 8361), over records 293..294 nobody committed."""
-    sc = overlapping_scenario(501324)
+    sc = before_kip903(overlapping_scenario(501324))
     _, events, stats = run(sc)
     errors = [v for v in check(events, stats).violations if v.severity == "error"]
     assert [(v.invariant, v.topic, v.partition, v.replica, v.offset) for v in errors] == [
@@ -199,7 +200,7 @@ def test_the_overlapping_campaign_seed_reproduces_the_readd_race() -> None:
     while the restarted log was empty and waited on an OffsetsForLeaderEpoch round; meanwhile the log took 0..79
     from leader 1, and epoch 2 added t-2 back to that fetcher at its HW 70 (event 450). When the round ended, the
     old epoch-less list sent it to `truncateToHighWatermark` (518), removing 70..79, which leader 1 had committed."""
-    _, events, stats = run(overlapping_scenario(507946))
+    _, events, stats = run(before_kip903(overlapping_scenario(507946)))
     errors = [v for v in check(events, stats).violations if v.severity == "error"]
     assert [(v.invariant, v.topic, v.partition, v.replica, v.event_id, v.offset) for v in errors] == [
         ("truncation_safety", "t", 2, 2, 518, 70)]
@@ -211,7 +212,7 @@ def test_a_restart_restating_the_recovered_hw_is_the_stale_checkpoint_too() -> N
     """`--seeds 507011-507011 --overlapping`: broker 5 truncated u-0 from 86 to 55 without checkpointing its HW,
     and crashed twice; the second recovery set HW min(86, 82) = 82 (event 8594), and its restart's
     become_follower restated it (8821), which is what the checker names as replica 5's HW event."""
-    _, events, stats = run(overlapping_scenario(507011))
+    _, events, stats = run(before_kip903(overlapping_scenario(507011)))
     errors = [v for v in check(events, stats).violations if v.severity == "error"]
     restated = [v for v in errors if (v.topic, v.partition) == ("u", 0)]
     assert restated and {(v.invariant, v.replica, v.evidence[2]) for v in restated} == {
@@ -220,6 +221,63 @@ def test_a_restart_restating_the_recovered_hw_is_the_stale_checkpoint_too() -> N
     assert [known_finding(v, events) for v in errors if v not in restated] == [EPOCH_BOUNDARY_ERASED]  # t-3
     assert (events[8594]["event_type"], events[8594]["old_hw"], events[8594]["hw"]) == ("hw_change", 70, 82)
     assert (events[8821]["event_type"], events[8821]["hw"]) == ("leadership_change", 82)
+
+
+def _elected(*, between: Event | None = None, answer_start: int = 73, reason: str = "diverging_epoch",
+             follower_reason: str = "diverging_epoch") -> list[Event]:
+    """Seed 901773's t-5, shortened: leader 4 (log start 73) answers broker 3's fetch at 75 with DivergingEpoch
+    (5, 73) (event 0); broker 3 truncates to 73 (1), `between` happens (2), broker 3 becomes leader (3), answers
+    broker 5 with (5, 73) (4), and broker 5 truncates to 51 (5)."""
+    def answer(broker: int, leader: int, fetch_offset: int) -> Event:
+        return _ev("fetch_response", broker, topic="t", partition=5, leader_id=leader, error="NONE",
+                   fetch_offset=fetch_offset, diverging_epoch=5, diverging_end_offset=73,
+                   leader_log_start_offset=answer_start)
+
+    return [answer(3, 4, 75),
+            _ev("truncation", 3, topic="t", partition=5, reason=reason, truncate_offset=73, old_leo=75),
+            between or FILLER,
+            _ev("leadership_change", 3, topic="t", partition=5, action="become_leader"),
+            answer(5, 3, 73),
+            _ev("truncation", 5, topic="t", partition=5, reason=follower_reason, truncate_offset=51, old_leo=73)]
+
+
+def test_an_elected_divergent_prefix_is_recognised() -> None:
+    violation = _violation("truncation_safety", "t", 5, 5, 5, 51)
+    assert known_finding(violation, _elected()) == DIVERGENT_PREFIX_ELECTED
+    lost = _ev("fetch_response", 3, topic="t", partition=5, leader_id=1, error="NOT_LEADER_OR_FOLLOWER")
+    assert known_finding(violation, _elected(between=lost)) == DIVERGENT_PREFIX_ELECTED
+
+
+@pytest.mark.parametrize(("events", "offset"), [
+    pytest.param(_elected(between=_ev("fetch_response", 3, topic="t", partition=5, leader_id=4, error="NONE",
+                                      fetch_offset=73, leader_log_start_offset=73)), 51,
+                 id="a-processed-response-raised-the-log-start"),
+    pytest.param(_elected(between=_ev("log_start_offset_change", 3, topic="t", partition=5, log_start_offset=73)),
+                 51, id="the-log-start-was-raised"),
+    pytest.param(_elected(answer_start=42), 51, id="the-answer-was-not-the-old-leaders-log-start"),
+    pytest.param(_elected(reason="high_watermark"), 51, id="the-new-leader-truncated-to-its-hw"),
+    pytest.param(_elected(follower_reason="high_watermark"), 51, id="the-follower-truncated-to-its-hw"),
+    pytest.param(_elected(), 73, id="committed-records-above-the-kept-prefix"),
+])
+def test_a_truncation_without_an_elected_divergent_prefix_is_not_excused(events: list[Event], offset: int) -> None:
+    assert known_finding(_violation("truncation_safety", "t", 5, 5, 5, offset), events) is None
+
+
+def test_the_power_campaign_seed_reproduces_the_elected_divergent_prefix() -> None:
+    """`--seeds 901773-901773 --power`: leader 4's log start had reached 73, so it answered broker 3 (back with
+    epoch-5 records to 75) with DivergingEpoch (5, 73) (event 5457); broker 3 kept 42..72 of epoch 5. Leader 4
+    added it to the ISR on its next fetch (5468), whose response was lost; broker 3 was elected in epoch 9 and
+    told broker 5 to truncate to 51 (6799), below the committed HW 73."""
+    sc = before_kip903(power_scenario(901773))
+    _, events, stats = run(sc)
+    errors = [v for v in check(events, stats).violations if v.severity == "error"]
+    assert [(v.invariant, v.topic, v.partition, v.replica, v.event_id, v.offset) for v in errors] == [
+        ("truncation_safety", "t", 5, 5, 6799, 51)]
+    assert known_finding(errors[0], events) == DIVERGENT_PREFIX_ELECTED
+    assert events[5457]["diverging_end_offset"] == events[5457]["leader_log_start_offset"] == 73
+    added = events[5468]
+    assert (added["event_type"], added["isr_state"], added["isr"]) == ("isr_change", "committed", [1, 3, 4, 5])
+    assert problems(sc)[0] == []
 
 
 @pytest.mark.parametrize(("seed", "finding", "where"), [
@@ -231,7 +289,7 @@ def test_a_restart_restating_the_recovered_hw_is_the_stale_checkpoint_too() -> N
 def test_deep_campaign_seeds_reproduce_each_finding_and_nothing_else(seed: int, finding: str,
                                                                       where: tuple[Any, ...]) -> None:
     """`python -m tests.sim.campaign --seeds SEED-SEED --deep` lists the run as known, not reported."""
-    sc = deep_scenario(seed)
+    sc = before_kip903(deep_scenario(seed))
     _, events, stats = run(sc)
     errors = [v for v in check(events, stats).violations if v.severity == "error"]
     assert [(v.invariant, v.topic, v.partition, v.replica, v.offset) for v in errors] == [where]
@@ -275,7 +333,7 @@ def test_a_truncation_inside_a_divergent_batch_leaves_the_leo_at_the_target() ->
     leader's, past its divergent records: finding B's one step, nothing more. The engine used to set the LEO to the
     batch's start (1435): the next response then failed the "Offset mismatch" check, the follower, already in the
     ISR, kept its divergent records, and a clean election made them committed."""
-    sc = overlapping_scenario(503785)
+    sc = before_kip903(overlapping_scenario(503785))
     _, events, _stats = run(sc)
     batch, trunc, fetch = events[5932], events[7625], events[7626]
     assert (batch["event_type"], batch["broker_id"], batch["base_offset"], batch["last_offset"]) == (

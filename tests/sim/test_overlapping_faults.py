@@ -21,7 +21,7 @@ from replication_core.sim.nemesis import draw_faults
 from replication_core.sim.network import Network
 from replication_core.sim.scenario import Fault, NemesisSpec, NetworkSpec, ScenarioError, parse_scenario
 from tests.sim.audit import audit
-from tests.sim.campaign import judged_runs, overlapping_scenario, problems, problems_in
+from tests.sim.campaign import before_kip903, judged_runs, overlapping_scenario, problems, problems_in
 from tests.sim.helpers import check, run, scenario
 from tests.sim.test_scenario_validation import _with
 
@@ -108,7 +108,7 @@ def test_overlapping_faults_lose_no_acknowledged_write_beyond_the_known_findings
 
 
 def _errors_and_warnings(seed: int) -> tuple[list, list]:
-    _, events, stats = run(overlapping_scenario(seed))
+    _, events, stats = run(before_kip903(overlapping_scenario(seed)))
     result = check(events, stats)
     return ([v for v in result.violations if v.severity == "error"],
             [v for v in result.violations if v.severity == "warning"])
@@ -186,21 +186,22 @@ def test_a_stale_follower_may_truncate_what_only_a_later_epoch_committed() -> No
     and truncates 2..3 (event 5077), which epoch-3 leader 4 had committed (2772) with an ISR 3 was not in; then it
     learns of epoch 3 and fetches them again. Kafka's follower does the same: the answer is its epoch's (see the
     hand-built `truncation_safety_judges_a_follower_by_the_commits_of_its_epoch` in tests/spark)."""
-    _, events, stats = run(overlapping_scenario(506027))
+    sc = before_kip903(overlapping_scenario(506027))
+    _, events, stats = run(sc)
     cut = events[5077]
     assert (cut["event_type"], cut["broker_id"], cut["leader_epoch"], cut["truncate_offset"], cut["old_leo"]) == \
         ("truncation", 3, 1, 2, 4)
     assert (events[2772]["event_type"], events[2772]["leader_epoch"], events[2772]["hw"]) == ("hw_change", 3, 4)
     assert [v for v in check(events, stats).violations
             if v.invariant == "truncation_safety" and (v.topic, v.partition) == ("t", 9)] == []
-    assert problems_in(overlapping_scenario(506027), events, stats)[0] == []
+    assert problems_in(sc, events, stats)[0] == []
 
 
 def test_a_follower_that_has_not_truncated_after_an_unclean_election_may_diverge() -> None:
     """Seed 507493: broker 5 is elected uncleanly into epoch 15 of t-0 with LEO 72 (event 18072); replica 1, which
     held epoch-12 records up to its HW 97, becomes its follower but fetches nothing before the run ends. The two
     differ below both HWs: the loss the unclean election allowed, which the campaign does not report."""
-    sc = overlapping_scenario(507493)
+    sc = before_kip903(overlapping_scenario(507493))
     _, events, stats = run(sc)
     assert (events[18072]["action"], events[18072]["leader_id"]) == ("unclean", 5)
     assert [d for d in audit(events).divergences() if d[0] == (1, "t", 0)]

@@ -1,0 +1,107 @@
+"""KIP-903: a follower's fetch state from before a restart does not put it back in the ISR.
+
+Found by `python -m tests.sim.campaign --seeds 901600-902399 --power`, seed 902083: leader 5 proposed adding
+broker 2 to t-6's ISR from a fetch at its LEO 260; broker 2 lost power before the AlterPartition reached the
+controller, came back with LEO 190 and registered again; the controller then committed the expansion. The
+checker flagged `isr_holds_committed` (broker 2 lacked 190..259 below HW 260). Kafka 3.5+ prevents this
+(KIP-903): fetches carry the broker epoch, the leader sends the epoch each ISR member fetched with, and the
+controller rejects a member whose epoch is not its current registration's (`ineligibleReplicasForIsr`).
+
+The scenario below makes the same sequence happen on purpose:
+* broker 3 crashes at 1 s and is shrunk out of the ISR (lag 500 ms);
+* it restarts at 2 s (registration: broker epoch 3), and leader 1 learns the new epoch;
+* at 2004 ms leader 1 is cut off from the controller, before broker 3 catches up. Leader 1 proposes adding
+  broker 3 (2113 ms, broker epoch 3), and retries every `rpc_timeout_ms`;
+* broker 3 loses power at 3.6 s (nothing flushed: its log is empty), is cut off from leader 1 until 4.7 s, and
+  registers again at 3.8 s (broker epoch 5);
+* the link to the controller heals at 4504 ms; the retry that reaches it (5115 ms) still names broker epoch 3.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Any
+
+from replication_core.sim.scenario import Scenario, parse_scenario_text
+from tests.sim.campaign import before_kip903, power_scenario, problems
+from tests.sim.helpers import check, run
+
+SCENARIO = """
+name: stale-broker-epoch
+description: A retried ISR expansion names a follower that lost power and registered again meanwhile.
+seed: 3
+duration_ms: 9000
+cluster:
+  brokers: 3
+broker_config:
+  min.insync.replicas: 1
+  replica.lag.time.max.ms: 500
+  replica.fetch.max.bytes: 100
+  replica.socket.timeout.ms: 1000
+  replica.fetch.backoff.ms: 50
+topics:
+  - name: t
+    replication_factor: 3
+    assignment: [[1, 2, 3]]
+network:
+  latency_ms: 1
+  rpc_timeout_ms: 1000
+disk:
+  flush_interval_ms: 0
+workload:
+  producers:
+    - {topic: t, rate_per_s: 50, acks: all, keys: 1}
+faults:
+  - {at_ms: 1000, action: crash, broker: 3, mode: process}
+  - {at_ms: 2000, action: restart, broker: 3}
+  - {at_ms: 2004, action: partition, from: [1], to: [1000], two_way: true, duration_ms: 2500}
+  - {at_ms: 3600, action: crash, broker: 3, mode: power}
+  - {at_ms: 3700, action: partition, from: [3], to: [1], two_way: true, duration_ms: 1000}
+  - {at_ms: 3800, action: restart, broker: 3}
+"""
+
+
+def _expansions(events: list[dict[str, Any]]) -> list[tuple[int, str, str]]:
+    """(virtual ms, state, error) of leader 1's proposals and answers adding broker 3 after its first restart."""
+    start = events[0]["ts_ms"]
+    return [(e["ts_ms"] - start, e["isr_state"], e["error"]) for e in events
+            if e["event_type"] == "isr_change" and e["action"] == "expand" and e["broker_id"] == 1
+            and 3 in e["isr"] and e["ts_ms"] - start >= 2000]
+
+
+def _scenario() -> Scenario:
+    return parse_scenario_text(SCENARIO)
+
+
+def test_broker_epochs_are_checked_by_default() -> None:
+    sc = _scenario()
+    assert sc.cluster.broker_epochs and sc.cluster.checks_broker_epochs
+    assert not before_kip903(sc).cluster.checks_broker_epochs
+    # ZooKeeper mode sends no broker epochs, whatever `broker_epochs` says.
+    zk = replace(sc, cluster=replace(sc.cluster, fence_on_reregistration=False))
+    assert not zk.cluster.checks_broker_epochs
+
+
+def test_the_controller_rejects_an_expansion_with_the_broker_epoch_of_a_previous_process() -> None:
+    _, events, stats = run(_scenario())
+    proposed, rejected, *later = _expansions(events)
+    assert proposed == (2113, "proposed", "NONE")
+    assert rejected == (5115, "rejected", "INELIGIBLE_REPLICA")
+    # Broker 3 joins once it has caught up, with its new broker epoch.
+    assert [state for _, state, _ in later] == ["proposed", "committed"]
+    assert check(events, stats).violations == ()
+
+
+def test_without_broker_epochs_the_stale_expansion_commits_a_member_that_lacks_committed_records() -> None:
+    _, events, stats = run(before_kip903(_scenario()))
+    assert _expansions(events)[:2] == [(2113, "proposed", "NONE"), (5115, "committed", "NONE")]
+    found = [(v.invariant, v.replica, v.offset) for v in check(events, stats).violations]
+    assert found == [("isr_holds_committed", 3, 131)]
+
+
+def test_the_power_campaign_seed_is_clean_with_broker_epochs() -> None:
+    """Seed 902083 reports its `isr_holds_committed` error only without broker epochs."""
+    assert problems(power_scenario(902083))[0] == []
+    assert problems(before_kip903(power_scenario(902083)))[0] == [
+        "isr_holds_committed t-6 replica 2 event 8885: ISR member 2 lacks the leader's record at 210 below HW 260 "
+        "(50 offsets)"]
