@@ -21,7 +21,9 @@ does (the deep shapes with two brokers' processes crashing at once); REPLOG_DIFF
 with power crashes too: committed records lost, so both sides report acked_write_lost, truncation_safety,
 committed_prefix_agreement and inconsistent_offsets violations); REPLOG_DIFF_CAMPAIGN_MODE=1 keeps each seed's own
 truncation mode, as the campaign runs it, instead of `high_watermark` for odd seeds (to compare a campaign
-seed as found); REPLOG_DIFF_LARGE=1 adds the heavy `large-30-brokers` scenario.
+seed as found); REPLOG_DIFF_BEFORE_KIP903=1 runs the seeds without broker epochs
+(`tests.sim.campaign.before_kip903`, to compare a seed found before the simulator modelled KIP-903 as found);
+REPLOG_DIFF_LARGE=1 adds the heavy `large-30-brokers` scenario.
 """
 
 from __future__ import annotations
@@ -45,6 +47,7 @@ from replication_core.sim.cli import load_scenario, run_id_for, simulate
 from replication_core.sim.scenario import Scenario
 from schemas.audit import GOLD_INVARIANT_VIOLATIONS
 from tests.sim.campaign import (
+    before_kip903,
     correlated_scenario,
     deep_scenario,
     overlapping_scenario,
@@ -70,6 +73,7 @@ OVERLAPPING = os.environ.get("REPLOG_DIFF_OVERLAPPING") == "1"
 POWER = os.environ.get("REPLOG_DIFF_POWER") == "1"
 LARGE = os.environ.get("REPLOG_DIFF_LARGE") == "1"
 CAMPAIGN_MODE = os.environ.get("REPLOG_DIFF_CAMPAIGN_MODE") == "1"
+BEFORE_KIP903 = os.environ.get("REPLOG_DIFF_BEFORE_KIP903") == "1"
 
 Key = tuple[str, str, str | None, int | None, int | None, int, int | None, int | None, int | None]
 
@@ -113,6 +117,8 @@ def _cases() -> list[Case]:
             sc = campaign_scenario(seed) if seed % 3 == 0 else varied_scenario(seed)
             if seed % 3 == 2:
                 sc = replace(sc, disk=replace(sc.disk, retention_bytes=3000, retention_check_interval_ms=500))
+        if BEFORE_KIP903:
+            sc = before_kip903(sc)
         out.append(Case(f"nemesis-s{seed}{'@high_watermark' if mode else ''}", sc.with_overrides(truncation_mode=mode)))
     return out
 
