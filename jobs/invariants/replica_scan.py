@@ -14,8 +14,9 @@ order. The state a check sees is the state *before* its event (`rowsBetween(unbo
   `_reconcile_log` aligns the replay with it both ways); 0 before any.
 * LSO — `log_start_offset_change` sets it; a truncation sets it when `full` (reason `full`, or an offset
   past the replayed LEO), else lowers it to the truncation offset if below (`min`), as a leadership_change
-  reporting a shorter log (a crash's loss, a broker added back with a new log) lowers it to its LEO. Computed as the value
-  of the last "set" (a segment per set) lowered by the running minimum of the partial truncations since.
+  reporting a shorter log (a crash's loss, a broker added back with a new log) lowers it to its LEO. Computed
+  as the value of the last "set" (a segment per set) lowered by the running minimum of the partial
+  truncations since.
 * pending AlterPartition — a `proposed` isr_change while leading sets it; a committed one, a rejection with
   reason `reset_to_committed` (both while leading), a leadership_change or a tenure-closing lifecycle event
   clears it. isr_change events outside a leader tenure are ignored, as the checker's handler returns early.
@@ -128,7 +129,8 @@ def marks() -> tuple[Column, Column, Column]:
 def lso_marks() -> tuple[Column, Column, Column]:
     """(full, set, lowered): a truncation that empties the log (reason `full`, or an offset past the replayed
     LEO `_leo`); the LSO a row sets (a log_start_offset_change's, a full truncation's offset); the offset a
-    partial truncation or a shorter leadership_change LEO lowers it to if below. `lso` reads the last two as `_lso_set` and `_lso_min`."""
+    partial truncation or a shorter leadership_change LEO lowers it to if below. `lso` reads the last two as
+    `_lso_set` and `_lso_min`."""
     is_trunc = _is("truncation")
     full = is_trunc & ((F.col("reason") == "full") | (F.col("truncate_offset") > F.col("_leo")))
     lso_set = F.when(_is("log_start_offset_change"), F.col("log_start_offset")).when(full, F.col("truncate_offset"))
