@@ -219,8 +219,8 @@ def seed_range(text: str) -> range:
 
 
 def add_shape_arguments(parser: argparse.ArgumentParser) -> None:
-    """`--seeds`, `--wide`, `--deep`, `--correlated` and `--overlapping`, shared by the campaigns (this one and
-    `tests.spark.lag_campaign`)."""
+    """`--seeds`, the shapes (`--wide` ... `--power`) and `--before-kip903`, shared by the campaigns (this one
+    and `tests.spark.lag_campaign`)."""
     parser.add_argument("--seeds", type=seed_range, required=True, help="FIRST-LAST, inclusive")
     parser.add_argument("--wide", action="store_true", help="also draw retention, unclean, min ISR 1, larger clusters")
     parser.add_argument("--deep", action="store_true",
@@ -231,17 +231,24 @@ def add_shape_arguments(parser: argparse.ArgumentParser) -> None:
                         help="--correlated with faults that overlap, process crashes only")
     parser.add_argument("--power", action="store_true",
                         help="--overlapping with power crashes too (unflushed data lost)")
+    parser.add_argument("--before-kip903", action="store_true",
+                        help="without broker epochs, as seeds found before session 30 ran (`before_kip903`)")
 
 
 def scenario_maker(args: argparse.Namespace) -> Callable[[int], Scenario]:
-    """The seed -> scenario function `--wide` / `--deep` / `--correlated` / `--overlapping` / `--power` chose."""
+    """The seed -> scenario function `--wide` / `--deep` / `--correlated` / `--overlapping` / `--power` chose,
+    wrapped in `before_kip903` with `--before-kip903`."""
     if args.power:
-        return power_scenario
-    if args.overlapping:
-        return overlapping_scenario
-    if args.correlated:
-        return correlated_scenario
-    return deep_scenario if args.deep else wide_scenario if args.wide else varied_scenario
+        make = power_scenario
+    elif args.overlapping:
+        make = overlapping_scenario
+    elif args.correlated:
+        make = correlated_scenario
+    else:
+        make = deep_scenario if args.deep else wide_scenario if args.wide else varied_scenario
+    if args.before_kip903:
+        return lambda seed: before_kip903(make(seed))
+    return make
 
 
 def main(argv: list[str] | None = None) -> int:
