@@ -113,9 +113,10 @@ def power_scenario(seed: int) -> Scenario:
 
 
 def before_kip903(sc: Scenario) -> Scenario:
-    """`sc` on a Kafka 3.3-3.4 KRaft controller (`cluster.broker_epochs: false`): no broker epochs in fetches
-    or AlterPartition. The seeds tests pinned before the simulator modelled KIP-903 reproduce their runs
-    with it; with broker epochs the same seeds draw other interleavings."""
+    """`sc` with `cluster.broker_epochs: false`: no broker epochs in fetches or AlterPartition (as Kafka
+    3.3-3.4), and the controller checks only the ISR members a proposal adds for fencing, as replog's did
+    before it modelled KIP-903. The seeds tests pinned before then reproduce their runs with it; with broker
+    epochs the same seeds draw other interleavings."""
     return replace(sc, cluster=replace(sc.cluster, broker_epochs=False))
 
 
