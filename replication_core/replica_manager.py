@@ -444,14 +444,24 @@ class ReplicaManager:
         if self.fetcher_control is not None:
             self.fetcher_control.remove_fetcher_for_partitions([tp], now_ms)
         deleted = False
-        if delete and p is not None:
-            del self.partitions[tp]
-            self._logs.pop(tp, None)
-            # Hosted again later, the partition is new to this broker (KRaft: a delete, then a new replica).
-            self._image.pop(tp, None)
-            deleted = True
+        if delete:
+            if p is not None:
+                del self.partitions[tp]
+                # Hosted again later, the partition is new to this broker (KRaft: a delete, then a new replica).
+                self._image.pop(tp, None)
+                deleted = True
+            # `stopPartitions` deletes the log whether or not the partition is hosted (a log left on disk by a
+            # replica removed while its broker was down).
+            if self._logs.pop(tp, None) is not None:
+                deleted = True
         self._try_complete_delayed(tp, now_ms)
         return StopReplicaResult(Errors.NONE, True, deleted)
+
+    def delete_stray_replicas(self, tps: Iterable[TopicPartition], now_ms: int) -> list[TopicPartition]:
+        """`deleteStrayReplicas`: stop and delete the logs the metadata image does not assign to this broker
+        (`BrokerMetadataPublisher.finishInitializingReplicaManager`, at a process's first metadata publish);
+        returns the partitions whose logs were deleted."""
+        return [tp for tp in tps if self.stop_replica(tp, True, now_ms).deleted]
 
     # --- AlterPartition ---------------------------------------------------------------------------------
 

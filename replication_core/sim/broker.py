@@ -217,6 +217,9 @@ class Broker:
         # Metadata updates that came during a GC pause, oldest first (`_apply_paused_metadata`). Not reset at a
         # restart: one held call per update is queued, and each call takes one update.
         self._paused_metadata: list[MetadataUpdate] = []
+        # No metadata published yet by this process (KRaft's `_firstPublish`): its first full state deletes the
+        # stray logs on its disk (`_delete_stray_logs`).
+        self._first_publish = True
 
     # --- lifecycle ---------------------------------------------------------------------------------
 
@@ -231,6 +234,7 @@ class Broker:
         self.actors = {}
         self._tick_at = None
         self._blocked_metadata = []
+        self._first_publish = True
         events = self._events
         cfg = self.config
         if events is not None:
@@ -545,11 +549,28 @@ class Broker:
             res = rm.stop_replica(tp, True, now, leader_epoch=epoch)
             if res.deleted:
                 self.disk.forget(tp)
+        if update.full_state and self._first_publish and update.incarnation is not None:
+            self._first_publish = False
+            self._delete_stray_logs(update, now)
         if self.fetchers is not None and (update.states or update.stop):
             # End of `becomeLeaderOrFollower` / `stopReplicas`: `shutdownIdleFetcherThreads`.
             self.fetchers.shutdown_idle_fetcher_threads()
         self._drain()
         return True
+
+    def _delete_stray_logs(self, update: MetadataUpdate, now_ms: int) -> None:
+        """KRaft's first metadata publish of a process (`BrokerMetadataPublisher.finishInitializingReplicaManager`,
+        after the partition states are applied): delete every log on the disk whose partition the full state does
+        not assign to this broker (`findStrayPartitions`), e.g. a replica reassigned away while the broker was down,
+        whose StopReplica the dead process never got. Like a StopReplica deletion, it emits no event. The ZooKeeper
+        era mode (`fence_on_reregistration: false`, updates without incarnation) keeps such logs."""
+        rm = self.rm
+        assert rm is not None
+        states = update.states
+        strays = [tp for tp in sorted(self.disk.logs)
+                  if tp not in states or self.broker_id not in states[tp].replicas]
+        for tp in rm.delete_stray_replicas(strays, now_ms):
+            self.disk.forget(tp)
 
     def apply_throttle(self, topic: str, leader_entries: tuple[str, ...], follower_entries: tuple[str, ...],
                        rate: int | None) -> None:

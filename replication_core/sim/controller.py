@@ -79,6 +79,10 @@ class MetadataUpdate:
     # (broker, broker epoch) of every registered, unfenced broker: the metadata cache's
     # `getAliveBrokerEpoch` (KIP-903; empty in the ZooKeeper-era mode, which checks no broker epochs).
     broker_epochs: tuple[tuple[int, int], ...] = ()
+    # The update carries every partition assigned to the broker (sent when it registers or is unfenced):
+    # the first one a process applies is KRaft's first metadata publish, after which a broker deletes the
+    # logs on its disk that the image does not assign to it (`BrokerMetadataPublisher`'s stray logs).
+    full_state: bool = False
 
 
 @dataclass
@@ -124,6 +128,7 @@ class Controller:
         self._dirty: dict[int, dict[TopicPartition, PartitionRegistration]] = {}
         self._dirty_stop: dict[int, list[tuple[TopicPartition, int]]] = {}
         self._dirty_throttles: list[tuple[str, tuple[str, ...], tuple[str, ...], int | None]] = []
+        self._full_state: set[int] = set()
         self._flush_scheduled = False
         self.elections = {"clean": 0, "unclean": 0, "offline": 0, "controlled_shutdown": 0}
 
@@ -440,6 +445,7 @@ class Controller:
         dirty = self._dirty.setdefault(broker_id, {})
         for tp in self.by_broker.get(broker_id, ()):
             dirty[tp] = self.partitions[tp].registration()
+        self._full_state.add(broker_id)
         self._schedule_flush()
 
     def _schedule_flush(self) -> None:
@@ -458,11 +464,12 @@ class Controller:
         for b in targets:
             update = MetadataUpdate(self._dirty.get(b, {}), fenced, shutting, tuple(self._dirty_stop.get(b, ())),
                                     throttles, self.incarnations.get(b) if self.fence_on_reregistration else None,
-                                    epochs)
+                                    epochs, b in self._full_state)
             self._channels.setdefault(b, deque()).append(update)
             self._pump(b)
         self._dirty = {}
         self._dirty_stop = {}
+        self._full_state = set()
         self._dirty_throttles = []
 
     def _pump(self, broker_id: int) -> None:
