@@ -237,6 +237,21 @@ def hw_bound_maximal_isr_uses_the_view_reset_by_a_new_epoch() -> Case:
 
 
 @case
+def hw_bound_maximal_isr_names_the_lowest_bound_and_the_leader_on_a_tie() -> Case:
+    # Leader LEO 10. "low": followers 2 and 3 seen at 4 and 3, HW 6: both break it, replica 3 binds (3), proved
+    # by its fetch state (event 3). "tie": both followers at 10, HW 11: the leader's LEO (10) binds, as the
+    # checker keeps it unless a follower is strictly lower, and no follower event proves it.
+    start = [leader(), append(0, 9)]
+    low = [*start, fetch_state(2, 4, 0), fetch_state(3, 3, 0), hw(0, 6)]
+    tie = [*start, fetch_state(2, 10, 0), fetch_state(3, 10, 0), hw(0, 11)]
+    ok = [*start, fetch_state(2, 10, 0), fetch_state(3, 10, 0), hw(0, 10)]
+    return Case("", "hw_bound_maximal_isr", {"low": timed(low), "tie": timed(tie), "ok": timed(ok)}, [
+        ("low", "hw_bound_maximal_isr", "error", 1, 4, None, 3, 6, [3, 4]),
+        ("tie", "hw_bound_maximal_isr", "error", 1, 4, None, 10, 11, [4]),
+    ])
+
+
+@case
 def isr_expand_legal_flags_a_lagging_a_double_and_an_ineligible_committed_addition() -> Case:
     # Ineligible = the controller commits broker 3 although its controlled shutdown (event 7) came before the
     # proposal (9). A crash before the proposal (ok, 4) is not judged: the controller holds a crashed broker
