@@ -166,8 +166,9 @@ class Cluster:
             p.start()
         self.injector.schedule(list(sc.faults), gated=False)
         if sc.nemesis is not None:
+            movable = tuple((t.name, p, t.replication_factor) for t in sc.topics for p in range(t.partitions))
             drawn = draw_faults(sc.nemesis, tuple(sorted(self.brokers)), sc.cluster.controller_id, sc.duration_ms,
-                                self.rng)
+                                self.rng, movable)
             # An overlapping nemesis applies each fault at its instant, whatever the cluster's state.
             self.injector.schedule(drawn, gated=not sc.nemesis.overlap)
         events = self.events

@@ -15,7 +15,8 @@ overlapping ones can lose every copy of a write, which replication does not prom
 `FaultInjector` applies faults at their instant: crash (power: lose unflushed data; process: keep the
 page cache), a correlated crash of two brokers' processes (drawn only when a scenario lists
 `correlated_crash`), restart, network partition (one- or two-way) and heal, GC pause, disk stall,
-controlled shutdown, reassignment, scripted produce, flush.
+controlled shutdown, reassignment (scheduled, or drawn when a scenario lists `reassign`), scripted produce,
+flush.
 """
 
 from __future__ import annotations
@@ -35,8 +36,9 @@ HEALTH_RETRY_MS = 500
 
 
 def draw_faults(spec: NemesisSpec, brokers: tuple[int, ...], controller_id: int, duration_ms: int,
-                rng: random.Random) -> list[Fault]:
-    """A random fault schedule: (fault, undo) pairs, which overlap only with `spec.overlap`."""
+                rng: random.Random, partitions: tuple[tuple[str, int, int], ...] = ()) -> list[Fault]:
+    """A random fault schedule: (fault, undo) pairs, which overlap only with `spec.overlap`. `partitions`
+    ((topic, partition, replication factor) of every partition) are what a `reassign` may move."""
     out: list[Fault] = []
     t = rng.randint(spec.min_interval_ms, spec.max_interval_ms)
     end = duration_ms - spec.quiet_ms
@@ -64,6 +66,11 @@ def draw_faults(spec: NemesisSpec, brokers: tuple[int, ...], controller_id: int,
             out.append(Fault(t, "controlled_shutdown", b, down_ms=length))
         elif kind in ("pause", "disk_stall"):
             out.append(Fault(t, kind, b, duration_ms=length))
+        elif kind == "reassign":
+            # The drawn broker `b` is not used: a reassignment names its own replicas (the first prefers leading).
+            topic, partition, rf = rng.choice(partitions)
+            target = rng.sample(brokers, min(rf, len(brokers)))
+            out.append(Fault(t, "reassign", topic=topic, partition=partition, replicas=tuple(target)))
         else:
             others = tuple(x for x in brokers if x != b)
             shape = rng.randrange(3)

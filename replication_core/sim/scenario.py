@@ -36,10 +36,12 @@ FAULT_ACTIONS = (
 )
 NEMESIS_FAULTS = ("crash", "partition", "pause", "disk_stall", "controlled_shutdown")
 """The nemesis's fault kinds by default."""
-OPTIONAL_NEMESIS_FAULTS = ("correlated_crash",)
+OPTIONAL_NEMESIS_FAULTS = ("correlated_crash", "reassign")
 """Kinds a scenario may also list in `nemesis.faults`. `correlated_crash`: two brokers' processes crash at the
 same instant (a rack or zone losing power to its brokers but not their disks: the page cache is kept), each
-restarted after its own drawn duration; with fewer than three brokers it is a single crash."""
+restarted after its own drawn duration; with fewer than three brokers it is a single crash. `reassign`: one
+partition is moved to as many brokers drawn at random, in random order (an operator's reassignment, possibly
+back onto brokers it left; not undone, and it may start while an earlier one is still in progress)."""
 CRASH_MODES = ("power", "process")
 TOP_LEVEL_KEYS = (
     "name", "description", "seed", "duration_ms", "start_ms", "truncation_mode", "cluster", "broker_config",

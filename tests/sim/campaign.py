@@ -6,7 +6,8 @@ from the seed: size-based retention, unclean leader election allowed, min.insync
 or 10 partitions, 10-30 virtual seconds; with `--deep` also the workload and protocol limits (replication
 factor 2 or 4, multi-record batches, small fetch size limits, more message loss, acks=0, a second topic with
 its own min ISR and unclean setting); with `--correlated` the nemesis of `--deep` also crashes two brokers'
-processes at once; with `--overlapping` its faults also overlap (process crashes only); with `--power` those
+processes at once; with `--overlapping` its faults also overlap (process crashes only), and with
+`--reassigning` the nemesis also draws reassignments among them; with `--power` those
 crashes may also be power failures, which lose committed records when they overlap: a partition's checker errors
 from the election of a replica that a power failure left below the partition's HW are explained (`power_lossy`),
 and the simulator audit's losses and divergences are not judged. Every run is judged by
@@ -100,6 +101,16 @@ def overlapping_scenario(seed: int) -> Scenario:
     if sc.nemesis is None:
         return sc
     return replace(sc, nemesis=replace(sc.nemesis, overlap=True, crash_modes=("process",)))
+
+
+def reassigning_scenario(seed: int) -> Scenario:
+    """`overlapping_scenario(seed)` whose nemesis also draws reassignments (`reassign`): partitions move between
+    brokers, back onto brokers they left and over reassignments still in progress, while crashes, pauses,
+    partitions and controlled shutdowns overlap them. Process crashes only, as `overlapping_scenario`."""
+    sc = overlapping_scenario(seed)
+    if sc.nemesis is None:
+        return sc
+    return replace(sc, nemesis=replace(sc.nemesis, faults=(*sc.nemesis.faults, "reassign")))
 
 
 def power_scenario(seed: int) -> Scenario:
@@ -232,14 +243,19 @@ def add_shape_arguments(parser: argparse.ArgumentParser) -> None:
                         help="--correlated with faults that overlap, process crashes only")
     parser.add_argument("--power", action="store_true",
                         help="--overlapping with power crashes too (unflushed data lost)")
+    parser.add_argument("--reassigning", action="store_true",
+                        help="--overlapping with reassignments drawn by the nemesis too")
     parser.add_argument("--before-kip903", action="store_true",
                         help="without broker epochs, as seeds found before session 30 ran (`before_kip903`)")
 
 
 def scenario_maker(args: argparse.Namespace) -> Callable[[int], Scenario]:
-    """The seed -> scenario function `--wide` / `--deep` / `--correlated` / `--overlapping` / `--power` chose,
+    """The seed -> scenario function `--wide` / `--deep` / `--correlated` / `--overlapping` / `--power` /
+    `--reassigning` chose,
     wrapped in `before_kip903` with `--before-kip903`."""
-    if args.power:
+    if args.reassigning:
+        make = reassigning_scenario
+    elif args.power:
         make = power_scenario
     elif args.overlapping:
         make = overlapping_scenario

@@ -81,7 +81,9 @@ def isr_expansion_race(v: Violation, events: Sequence[Event]) -> bool:
     hw_rose = reset_then_rose = rejected = False
     # Backwards from the commit: an HW rise, before it the reset at epoch P, before that the proposal at P. A
     # proposal the AlterPartition manager rejected at once (the first one was still in flight) is not the one
-    # the controller committed, so it is passed over.
+    # the controller committed, so it is passed over. Other rejections leave the proposal pending, as
+    # `Partition.handleAlterPartitionError` does: a retry, or INVALID_UPDATE_VERSION ("awaiting_metadata"), which
+    # a resent request gets when the controller already committed the first one and its answer was lost.
     for e in reversed(events[:v.event_id]):
         if not _same_replica(e, leader, topic, partition):
             continue
@@ -95,7 +97,7 @@ def isr_expansion_race(v: Violation, events: Sequence[Event]) -> bool:
             if (e.get("reason") == "leader_and_isr" and e.get("isr_state") == "committed"
                     and v.replica not in (e.get("isr") or ())):
                 reset_then_rose = reset_then_rose or hw_rose
-            elif adds and e.get("isr_state") == "rejected":
+            elif adds and e.get("isr_state") == "rejected" and e.get("reason") == "reset_to_committed":
                 rejected = True
             elif adds and e.get("isr_state") == "proposed":
                 if not rejected:

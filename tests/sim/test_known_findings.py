@@ -13,7 +13,14 @@ import pytest
 
 from replication_core.checker.violation import Violation
 from replication_core.sim.scenario import Fault
-from tests.sim.campaign import before_kip903, deep_scenario, overlapping_scenario, power_scenario, problems
+from tests.sim.campaign import (
+    before_kip903,
+    deep_scenario,
+    overlapping_scenario,
+    power_scenario,
+    problems,
+    reassigning_scenario,
+)
 from tests.sim.helpers import check, run
 from tests.sim.known_findings import (
     DIVERGENT_PREFIX_ELECTED,
@@ -45,12 +52,14 @@ def _propose(state: str = "proposed") -> Event:
 
 
 def _race(*, reset: bool = True, hw_before_reset: bool = False, reset_epoch: int = 9,
-          retried: str | None = None) -> list[Event]:
+          retried: str | None = None, answered: str | None = None) -> list[Event]:
     """Leader 3 of u-1: proposes adding 2 at partition epoch 9, a metadata update at `reset_epoch` resets the ISR
     to [1, 3], the HW rises, and the metadata commit at epoch 10 adds 2 (seed 200475's sequence, shortened).
     `retried`: after the reset the leader proposes 2 again, and the AlterPartition manager rejects it at once
     ("rejected", seed 3061's sequence) or it stays pending ("pending": then it is that proposal the commit
-    answers, with no reset after it)."""
+    answers, with no reset after it). `answered`: the first proposal's (resent) AlterPartition is answered before
+    the reset with INVALID_UPDATE_VERSION, which leaves it pending ("awaiting_metadata", reassigning seed
+    520021's sequence), or with OPERATION_NOT_ATTEMPTED, which resets it ("reset_to_committed")."""
     reset_ev = _ev("isr_change", 3, action="update", isr_state="committed", partition_epoch=reset_epoch,
                    old_isr=[1, 3], isr=[1, 3], reason="leader_and_isr") if reset else FILLER
     hw = _ev("hw_change", 3, role="leader", old_hw=365, hw=375)
@@ -58,7 +67,9 @@ def _race(*, reset: bool = True, hw_before_reset: bool = False, reset_epoch: int
                  isr=[1, 2, 3], reason="leader_and_isr")
     middle = [hw, reset_ev] if hw_before_reset else [reset_ev, hw]
     again = {None: [], "rejected": [_propose(), _propose("rejected")], "pending": [_propose()]}[retried]
-    return [_ev("leadership_change", 3, action="become_leader"), _propose(), *middle, *again, commit]
+    errors = {"awaiting_metadata": "INVALID_UPDATE_VERSION", "reset_to_committed": "OPERATION_NOT_ATTEMPTED"}
+    answer = [] if answered is None else [dict(_propose("rejected"), reason=answered, error=errors[answered])]
+    return [_ev("leadership_change", 3, action="become_leader"), _propose(), *answer, *middle, *again, commit]
 
 
 def _race_violation(events: list[Event], replica: int = 2) -> Violation:
@@ -71,11 +82,17 @@ def test_the_isr_expansion_race_is_recognised(retried: str | None) -> None:
     assert known_finding(_race_violation(events), events) == ISR_EXPANSION_RACE
 
 
+def test_the_isr_expansion_race_is_recognised_when_a_resent_proposal_awaits_metadata() -> None:
+    events = _race(answered="awaiting_metadata")
+    assert known_finding(_race_violation(events), events) == ISR_EXPANSION_RACE
+
+
 @pytest.mark.parametrize("events", [
     pytest.param(_race(reset=False), id="no-reset: the proposal was never abandoned"),
     pytest.param(_race(hw_before_reset=True), id="hw-rose-before-the-reset"),
     pytest.param(_race(reset_epoch=8), id="reset-at-another-partition-epoch"),
     pytest.param(_race(retried="pending"), id="the-commit-answers-a-proposal-made-after-the-reset"),
+    pytest.param(_race(answered="reset_to_committed"), id="the-proposal-was-reset-before-the-metadata-reset"),
 ])
 def test_an_isr_violation_without_the_whole_race_is_not_excused(events: list[Event]) -> None:
     assert known_finding(_race_violation(events), events) is None
@@ -277,6 +294,23 @@ def test_the_power_campaign_seed_reproduces_the_elected_divergent_prefix() -> No
     assert events[5457]["diverging_end_offset"] == events[5457]["leader_log_start_offset"] == 73
     added = events[5468]
     assert (added["event_type"], added["isr_state"], added["isr"]) == ("isr_change", "committed", [1, 3, 4, 5])
+    assert problems(sc)[0] == []
+
+
+def test_the_reassigning_campaign_seed_reproduces_the_isr_race_through_a_resent_proposal() -> None:
+    """`--seeds 520021-520021 --reassigning`: leader 1 of t-1 proposed adding 5 at partition epoch 24 (event 13279);
+    the controller committed it (epoch 25), but the answer was lost, and the resent request got
+    INVALID_UPDATE_VERSION (14587), which leaves the proposal pending. The late metadata of epoch 24 then reset the
+    ISR to [1, 3] (15339), the HW rose past 5's LEO (15340), and the metadata of epoch 25 added 5 below it."""
+    sc = reassigning_scenario(520021)
+    _, events, stats = run(sc)
+    errors = [v for v in check(events, stats).violations if v.severity == "error"]
+    assert [(v.invariant, v.topic, v.partition, v.replica, v.event_id, v.offset) for v in errors] == [
+        ("isr_holds_committed", "t", 1, 5, 15355, 301)]
+    assert known_finding(errors[0], events) == ISR_EXPANSION_RACE
+    resent = events[14587]
+    assert (resent["isr_state"], resent["reason"], resent["error"]) == (
+        "rejected", "awaiting_metadata", "INVALID_UPDATE_VERSION")
     assert problems(sc)[0] == []
 
 
