@@ -14,10 +14,9 @@ from dataclasses import replace
 from itertools import pairwise
 
 from replication_core.sim.nemesis import draw_faults
-from replication_core.sim.scenario import NEMESIS_FAULTS, NemesisSpec, parse_scenario
+from replication_core.sim.scenario import NemesisSpec
 from tests.sim.campaign import correlated_scenario, judged_runs, problems
 from tests.sim.helpers import run, scenario
-from tests.sim.test_scenario_validation import _with
 
 SEEDS = range(3100, 3120)
 
@@ -52,12 +51,6 @@ def test_both_brokers_go_down_at_once_and_restart_after_their_own_durations() ->
     assert (a1, a2) == ("crash", "crash") and t1 == t2 and b1 != b2
     restarts = [(b, a) for _, b, a in life[2:4]]
     assert sorted(restarts) == sorted([(b1, "restart"), (b2, "restart")]) and all(t > t1 for t, _, _ in life[2:4])
-
-
-def test_scenarios_may_list_the_correlated_crash_but_the_default_nemesis_does_not_draw_it() -> None:
-    doc = _with(nemesis={"faults": ["crash", "correlated_crash"]})
-    assert parse_scenario(doc).nemesis.faults == ("crash", "correlated_crash")
-    assert "correlated_crash" not in NEMESIS_FAULTS  # existing seeded runs keep their fault sequences
 
 
 def test_correlated_crashes_lose_no_acknowledged_write_beyond_the_known_findings() -> None:

@@ -12,9 +12,8 @@ import random
 from collections import Counter
 
 from replication_core.sim.nemesis import draw_faults
-from replication_core.sim.scenario import NEMESIS_FAULTS, NemesisSpec, parse_scenario
+from replication_core.sim.scenario import NemesisSpec
 from tests.sim.campaign import judged_runs, reassigning_scenario
-from tests.sim.test_scenario_validation import _with
 
 SEEDS = range(520000, 520024)
 PARTITIONS = (("t", 0, 3), ("t", 1, 3), ("u", 0, 2))
@@ -32,12 +31,6 @@ def test_a_drawn_reassignment_moves_one_partition_to_as_many_distinct_brokers() 
     # Every partition is moved, and leaders are drawn too (the first replica differs between draws).
     assert {(f.topic, f.partition) for f in faults} == set(rf)
     assert len({f.replicas[0] for f in faults}) == 4
-
-
-def test_scenarios_may_list_reassign_but_the_default_nemesis_does_not_draw_it() -> None:
-    doc = _with(nemesis={"faults": ["crash", "reassign"]})
-    assert parse_scenario(doc).nemesis.faults == ("crash", "reassign")
-    assert "reassign" not in NEMESIS_FAULTS  # existing seeded runs keep their fault sequences
 
 
 def test_reassignments_among_overlapping_faults_lose_no_acknowledged_write_beyond_the_known_findings() -> None:

@@ -13,11 +13,8 @@ from replication_core.sim.scenario import parse_scenario_text
 from tests.sim.audit import audit
 from tests.sim.helpers import check, run
 
-SCENARIO = """
-name: reassign-away-and-back
-description: partition 0 moves from brokers 1-3 to 2-4, then back to 1-3
+BODY = """
 seed: 8
-duration_ms: 12000
 cluster:
   brokers: 4
 broker_config:
@@ -25,16 +22,24 @@ broker_config:
 topics:
   - name: t
     replication_factor: 3
-    assignment: [[1, 2, 3]]
+    assignment: [[{assignment}]]
 network:
-  latency_ms: {dist: uniform, min: 1, max: 3}
+  latency_ms: {{dist: uniform, min: 1, max: 3}}
 workload:
   producers:
-    - {topic: t, rate_per_s: 40, acks: all, keys: 10}
+    - {{topic: t, rate_per_s: 40, acks: all, keys: 10}}
+"""
+"""Four brokers, partition t-0 on three of them (`assignment`, e.g. "1, 2, 3"), acks=all writes: the scenarios of
+the reassignment tests add their name, duration and faults."""
+
+SCENARIO = """
+name: reassign-away-and-back
+description: partition 0 moves from brokers 1-3 to 2-4, then back to 1-3
+duration_ms: 12000
 faults:
   - {at_ms: 3000, action: reassign, topic: t, partition: 0, replicas: [2, 3, 4]}
   - {at_ms: 6000, action: reassign, topic: t, partition: 0, replicas: [1, 2, 3]}
-"""
+""" + BODY.format(assignment="1, 2, 3")
 
 
 def test_a_replica_moved_away_and_back_replays_from_its_new_log() -> None:

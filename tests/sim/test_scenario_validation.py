@@ -9,7 +9,7 @@ import pytest
 import yaml
 
 from replication_core.config import ReplicationConfig, TruncationMode
-from replication_core.sim.scenario import ScenarioError, parse_scenario
+from replication_core.sim.scenario import NEMESIS_FAULTS, OPTIONAL_NEMESIS_FAULTS, ScenarioError, parse_scenario
 from tests.sim.helpers import SCENARIOS, scenario
 
 MINIMAL: dict[str, Any] = {
@@ -70,3 +70,11 @@ def test_cli_overrides() -> None:
                                                 fmt="jsonl")
     assert (sc.seed, sc.duration_ms, sc.truncation_mode, sc.writer.format) == (
         9, 5, TruncationMode.HIGH_WATERMARK, "jsonl")
+
+
+@pytest.mark.parametrize("kind", OPTIONAL_NEMESIS_FAULTS)
+def test_scenarios_may_list_an_optional_nemesis_fault_the_default_nemesis_does_not_draw(kind: str) -> None:
+    """`correlated_crash` and `reassign` are drawn only when a scenario lists them."""
+    doc = _with(nemesis={"faults": ["crash", kind]})
+    assert parse_scenario(doc).nemesis.faults == ("crash", kind)
+    assert kind not in NEMESIS_FAULTS  # existing seeded runs keep their fault sequences

@@ -16,31 +16,18 @@ from replication_core.partition_fetch_state import TopicPartition
 from replication_core.sim.scenario import Scenario, parse_scenario_text
 from tests.sim.audit import audit
 from tests.sim.helpers import check, run
+from tests.sim.test_reassign_back import BODY
 
 SCENARIO = """
 name: reassign-away-while-down
 description: follower 1 is down while partition 0 moves from 2-1-3 to 2-3-4, restarts, then it moves back
-seed: 8
 duration_ms: 14000
-cluster:
-  brokers: 4
-broker_config:
-  min.insync.replicas: 2
-topics:
-  - name: t
-    replication_factor: 3
-    assignment: [[2, 1, 3]]
-network:
-  latency_ms: {dist: uniform, min: 1, max: 3}
-workload:
-  producers:
-    - {topic: t, rate_per_s: 40, acks: all, keys: 10}
 faults:
   - {at_ms: 2500, action: crash, broker: 1, mode: process}
   - {at_ms: 3000, action: reassign, topic: t, partition: 0, replicas: [2, 3, 4]}
   - {at_ms: 7000, action: restart, broker: 1}
   - {at_ms: 9000, action: reassign, topic: t, partition: 0, replicas: [2, 1, 3]}
-"""
+""" + BODY.format(assignment="2, 1, 3")
 
 T0 = TopicPartition("t", 0)
 

@@ -17,7 +17,8 @@ as `tests.sim.campaign --wide` does (retention, unclean elections, min ISR 1, la
 virtual seconds); REPLOG_DIFF_DEEP=1 as `--deep` does (also replication factor 2 or 4, multi-record batches,
 small fetch limits, acks=0, a second topic with its own min ISR); REPLOG_DIFF_CORRELATED=1 as `--correlated`
 does (the deep shapes with two brokers' processes crashing at once); REPLOG_DIFF_OVERLAPPING=1 as
-`--overlapping` does (those shapes with faults that overlap); REPLOG_DIFF_POWER=1 as `--power` does (overlapping,
+`--overlapping` does (those shapes with faults that overlap); REPLOG_DIFF_REASSIGNING=1 as `--reassigning` does
+(overlapping, with reassignments drawn by the nemesis too); REPLOG_DIFF_POWER=1 as `--power` does (overlapping,
 with power crashes too: committed records lost, so both sides report acked_write_lost, truncation_safety,
 committed_prefix_agreement and inconsistent_offsets violations); REPLOG_DIFF_CAMPAIGN_MODE=1 keeps each seed's own
 truncation mode, as the campaign runs it, instead of `high_watermark` for odd seeds (to compare a campaign
@@ -52,6 +53,7 @@ from tests.sim.campaign import (
     deep_scenario,
     overlapping_scenario,
     power_scenario,
+    reassigning_scenario,
     wide_scenario,
 )
 from tests.sim.test_fault_campaign import campaign_scenario, varied_scenario
@@ -71,6 +73,7 @@ DEEP = os.environ.get("REPLOG_DIFF_DEEP") == "1"
 CORRELATED = os.environ.get("REPLOG_DIFF_CORRELATED") == "1"
 OVERLAPPING = os.environ.get("REPLOG_DIFF_OVERLAPPING") == "1"
 POWER = os.environ.get("REPLOG_DIFF_POWER") == "1"
+REASSIGNING = os.environ.get("REPLOG_DIFF_REASSIGNING") == "1"
 LARGE = os.environ.get("REPLOG_DIFF_LARGE") == "1"
 CAMPAIGN_MODE = os.environ.get("REPLOG_DIFF_CAMPAIGN_MODE") == "1"
 BEFORE_KIP903 = os.environ.get("REPLOG_DIFF_BEFORE_KIP903") == "1"
@@ -103,7 +106,9 @@ def _cases() -> list[Case]:
         mode = TruncationMode.HIGH_WATERMARK if seed % 2 and not CAMPAIGN_MODE else None
         # Two in three runs take the varied shapes (reassignments in some); one in three also has size-based
         # retention, whose log start offsets send new and lagging followers to truncateFullyAndStartAt.
-        if POWER:
+        if REASSIGNING:
+            sc = reassigning_scenario(seed)
+        elif POWER:
             sc = power_scenario(seed)
         elif OVERLAPPING:
             sc = overlapping_scenario(seed)
