@@ -39,6 +39,8 @@ def draw_faults(spec: NemesisSpec, brokers: tuple[int, ...], controller_id: int,
                 rng: random.Random, partitions: tuple[tuple[str, int, int], ...] = ()) -> list[Fault]:
     """A random fault schedule: (fault, undo) pairs, which overlap only with `spec.overlap`. `partitions`
     ((topic, partition, replication factor) of every partition) are what a `reassign` may move."""
+    if "reassign" in spec.faults and not partitions:
+        raise ValueError("a nemesis that draws 'reassign' needs the partitions it may move, got none")
     out: list[Fault] = []
     t = rng.randint(spec.min_interval_ms, spec.max_interval_ms)
     end = duration_ms - spec.quiet_ms

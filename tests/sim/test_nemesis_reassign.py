@@ -11,6 +11,8 @@ from __future__ import annotations
 import random
 from collections import Counter
 
+import pytest
+
 from replication_core.sim.nemesis import draw_faults
 from replication_core.sim.scenario import NemesisSpec
 from tests.sim.campaign import judged_runs, reassigning_scenario
@@ -31,6 +33,8 @@ def test_a_drawn_reassignment_moves_one_partition_to_as_many_distinct_brokers() 
     # Every partition is moved, and leaders are drawn too (the first replica differs between draws).
     assert {(f.topic, f.partition) for f in faults} == set(rf)
     assert len({f.replicas[0] for f in faults}) == 4
+    with pytest.raises(ValueError, match="needs the partitions it may move"):
+        draw_faults(spec, (1, 2, 3, 4), 1000, 10_000, random.Random(7))
 
 
 def test_reassignments_among_overlapping_faults_lose_no_acknowledged_write_beyond_the_known_findings() -> None:
