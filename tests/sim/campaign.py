@@ -231,8 +231,8 @@ def seed_range(text: str) -> range:
 
 
 def add_shape_arguments(parser: argparse.ArgumentParser) -> None:
-    """`--seeds`, the shapes (`--wide` ... `--power`) and `--before-kip903`, shared by the campaigns (this one
-    and `tests.spark.lag_campaign`)."""
+    """`--seeds`, the shapes (`--wide` ... `--reassigning`) and `--before-kip903`, shared by the campaigns (this
+    one and `tests.spark.lag_campaign`)."""
     parser.add_argument("--seeds", type=seed_range, required=True, help="FIRST-LAST, inclusive")
     parser.add_argument("--wide", action="store_true", help="also draw retention, unclean, min ISR 1, larger clusters")
     parser.add_argument("--deep", action="store_true",
@@ -251,8 +251,7 @@ def add_shape_arguments(parser: argparse.ArgumentParser) -> None:
 
 def scenario_maker(args: argparse.Namespace) -> Callable[[int], Scenario]:
     """The seed -> scenario function `--wide` / `--deep` / `--correlated` / `--overlapping` / `--power` /
-    `--reassigning` chose,
-    wrapped in `before_kip903` with `--before-kip903`."""
+    `--reassigning` chose, wrapped in `before_kip903` with `--before-kip903`."""
     if args.reassigning:
         make = reassigning_scenario
     elif args.power:
