@@ -7,8 +7,8 @@ or 10 partitions, 10-30 virtual seconds; with `--deep` also the workload and pro
 factor 2 or 4, multi-record batches, small fetch size limits, more message loss, acks=0, a second topic with
 its own min ISR and unclean setting); with `--correlated` the nemesis of `--deep` also crashes two brokers'
 processes at once; with `--overlapping` its faults also overlap (process crashes only), and with
-`--reassigning` the nemesis also draws reassignments among them; with `--power` those
-crashes may also be power failures, which lose committed records when they overlap: a partition's checker errors
+`--reassigning` the nemesis also draws reassignments among them; with `--power` (alone or with `--reassigning`)
+those crashes may also be power failures, which lose committed records when they overlap: a partition's checker errors
 from the election of a replica that a power failure left below the partition's HW are explained (`power_lossy`),
 and the simulator audit's losses and divergences are not judged. Every run is judged by
 the reference checker and by the simulator tests' own audit (`tests.sim.audit`); a run is reported when either
@@ -117,7 +117,16 @@ def power_scenario(seed: int) -> Scenario:
     """`overlapping_scenario(seed)` whose crashes may also be power losses (unflushed data gone): overlapping
     ones can lose every copy of a write, which replication does not promise to survive (`problems_in` then
     explains the partition's errors from `power_lossy` on)."""
-    sc = overlapping_scenario(seed)
+    return with_power_crashes(overlapping_scenario(seed))
+
+
+def power_reassigning_scenario(seed: int) -> Scenario:
+    """`reassigning_scenario(seed)` whose crashes may also be power losses (`--reassigning --power`)."""
+    return with_power_crashes(reassigning_scenario(seed))
+
+
+def with_power_crashes(sc: Scenario) -> Scenario:
+    """`sc` whose nemesis crashes may also be power losses (unflushed data gone)."""
     if sc.nemesis is None:
         return sc
     return replace(sc, nemesis=replace(sc.nemesis, crash_modes=("process", "power")))
@@ -244,7 +253,7 @@ def add_shape_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--power", action="store_true",
                         help="--overlapping with power crashes too (unflushed data lost)")
     parser.add_argument("--reassigning", action="store_true",
-                        help="--overlapping with reassignments drawn by the nemesis too")
+                        help="--overlapping with reassignments drawn by the nemesis too (and --power: power crashes)")
     parser.add_argument("--before-kip903", action="store_true",
                         help="without broker epochs, as seeds found before session 30 ran (`before_kip903`)")
 
@@ -252,7 +261,9 @@ def add_shape_arguments(parser: argparse.ArgumentParser) -> None:
 def scenario_maker(args: argparse.Namespace) -> Callable[[int], Scenario]:
     """The seed -> scenario function `--wide` / `--deep` / `--correlated` / `--overlapping` / `--power` /
     `--reassigning` chose, wrapped in `before_kip903` with `--before-kip903`."""
-    if args.reassigning:
+    if args.reassigning and args.power:
+        make = power_reassigning_scenario
+    elif args.reassigning:
         make = reassigning_scenario
     elif args.power:
         make = power_scenario
