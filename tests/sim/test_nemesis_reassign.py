@@ -10,12 +10,13 @@ from __future__ import annotations
 
 import random
 from collections import Counter
+from itertools import pairwise
 
 import pytest
 
 from replication_core.sim.nemesis import draw_faults
 from replication_core.sim.scenario import NemesisSpec
-from tests.sim.campaign import judged_runs, reassigning_scenario
+from tests.sim.campaign import judged_runs, power_reassigning_scenario, reassigning_scenario
 
 SEEDS = range(520000, 520024)
 PARTITIONS = (("t", 0, 3), ("t", 1, 3), ("u", 0, 2))
@@ -52,3 +53,18 @@ def test_reassignments_among_overlapping_faults_lose_no_acknowledged_write_beyon
                 removing[tp] = now
         seen["crashes"] += sum(action in ("crash", "correlated_crash") for _, action in stats.faults_applied)
     assert seen["drawn"] >= len(SEEDS) and seen["completed"] > 0 and seen["crashes"] > 0, seen
+
+
+def test_power_failures_among_reassignments_show_no_problem_beyond_the_known_findings() -> None:
+    """`--reassigning --power`: the drawn reassignments with crashes that may lose unflushed data."""
+    sc = power_reassigning_scenario(530000)
+    assert sc.nemesis is not None and "power" in sc.nemesis.crash_modes and "reassign" in sc.nemesis.faults
+    seen: Counter[str] = Counter()
+    for seed, found, events, stats in judged_runs(power_reassigning_scenario, range(530000, 530016)):
+        assert found == [], (seed, found)
+        seen["drawn"] += sum(action == "reassign" for _, action in stats.faults_applied)
+        # A power failure's recovery reports the unflushed tail it dropped right after the crash event.
+        for before, e in pairwise(events):
+            seen["power losses"] += (before["event_type"] == "broker_lifecycle" and before["action"] == "crash"
+                                     and e["event_type"] == "truncation")
+    assert seen["drawn"] >= 16 and seen["power losses"] > 0, seen

@@ -20,7 +20,8 @@ does (the deep shapes with two brokers' processes crashing at once); REPLOG_DIFF
 `--overlapping` does (those shapes with faults that overlap); REPLOG_DIFF_REASSIGNING=1 as `--reassigning` does
 (overlapping, with reassignments drawn by the nemesis too); REPLOG_DIFF_POWER=1 as `--power` does (overlapping,
 with power crashes too: committed records lost, so both sides report acked_write_lost, truncation_safety,
-committed_prefix_agreement and inconsistent_offsets violations); REPLOG_DIFF_CAMPAIGN_MODE=1 keeps each seed's own
+committed_prefix_agreement and inconsistent_offsets violations; with REPLOG_DIFF_REASSIGNING=1 too, both at once);
+REPLOG_DIFF_CAMPAIGN_MODE=1 keeps each seed's own
 truncation mode, as the campaign runs it, instead of `high_watermark` for odd seeds (to compare a campaign
 seed as found); REPLOG_DIFF_BEFORE_KIP903=1 runs the seeds without broker epochs
 (`tests.sim.campaign.before_kip903`, to compare a seed found before the simulator modelled KIP-903 as found);
@@ -52,6 +53,7 @@ from tests.sim.campaign import (
     correlated_scenario,
     deep_scenario,
     overlapping_scenario,
+    power_reassigning_scenario,
     power_scenario,
     reassigning_scenario,
     wide_scenario,
@@ -106,7 +108,9 @@ def _cases() -> list[Case]:
         mode = TruncationMode.HIGH_WATERMARK if seed % 2 and not CAMPAIGN_MODE else None
         # Two in three runs take the varied shapes (reassignments in some); one in three also has size-based
         # retention, whose log start offsets send new and lagging followers to truncateFullyAndStartAt.
-        if REASSIGNING:
+        if REASSIGNING and POWER:
+            sc = power_reassigning_scenario(seed)
+        elif REASSIGNING:
             sc = reassigning_scenario(seed)
         elif POWER:
             sc = power_scenario(seed)
