@@ -1,7 +1,7 @@
 """Checker errors that replog reproduces from Kafka's own code paths, recognised so that campaigns report only new ones.
 
 A and B were found by campaigns (session 21, again by `tests.sim.campaign --deep`), C and D by `--overlapping`, E
-by `--power`; each
+by `--power` (and in another form by `--reassigning --power`); each
 was traced event by event and judged faithful to Kafka; the engine keeps Kafka's behaviour and the checker keeps
 reporting them, because the state they flag does exist in Kafka. `tests/sim/test_known_findings.py` pins one run
 of each.
@@ -40,10 +40,14 @@ E. `divergent_prefix_elected` (truncation_safety; found by `--power`, seed 90177
    returning follower F's DivergingEpoch with (that epoch, S). F truncates to S and keeps its own records
    below S. F's next fetch, at S, is one leader L answers without divergence: `Partition.fetchRecords` updates
    F's fetch state and `maybeExpandIsr` adds F to the ISR. The response to that fetch is lost
-   (`network.loss`), so F never runs `processPartitionData`: it never raises its own log start offset to S,
-   which would have deleted those records. F is elected cleanly from the ISR with them. A follower that
-   holds the committed records of the later epochs is then told to truncate to the older epoch's end: it
-   removes records committed below the HW.
+   (`network.loss`), or L crashes while the fetch waits in its purgatory, so F never runs
+   `processPartitionData`: it never raises its own log start offset to S, which would have deleted those
+   records. F is elected cleanly from the ISR with them. A follower that holds the committed records of the
+   later epochs is then told to truncate to the older epoch's end: it removes records committed below the HW
+   (`truncation_safety`). When no such follower is left (`--reassigning --power` seed 531853: L and the other
+   ISR member crashed together), F, alone in the ISR, raises its HW over its kept records and its followers copy
+   them: offsets the later epochs committed are committed again with other records (`inconsistent_offsets`,
+   `committed_prefix_agreement`).
 """
 
 from __future__ import annotations
@@ -179,26 +183,49 @@ def hw_truncation_after_readd(v: Violation, events: Sequence[Event]) -> bool:
 
 
 def divergent_prefix_elected(v: Violation, events: Sequence[Event]) -> bool:
-    """Finding E: `v` is a DivergingEpoch truncation of a follower, told by leader L, and
-    - before L's election, L's last truncation followed a DivergingEpoch answer at its leader's log start
-      offset S (an epoch below that leader's cache);
-    - L then processed no fetch response and never raised its log start offset to S;
-    - the committed records removed start below S: they are the part of L's log kept from before S."""
-    if v.invariant != "truncation_safety" or v.event_id < 0 or v.offset is None:
+    """Finding E: leader L of `v`'s partition was elected holding records kept below its old leader's log start
+    offset S (`_kept_prefix_end`), `v.offset` < S, and `v` is
+    - a DivergingEpoch truncation of a follower, told by L (committed records of the later epochs removed), or
+    - an `inconsistent_offsets` or `committed_prefix_agreement` error detected on L or a follower of L while L
+      leads (L committed its kept records when no replica with the later epochs' records was left to follow it)."""
+    if v.event_id < 0 or v.offset is None or v.topic is None or v.partition is None:
         return False
-    trunc = events[v.event_id]
-    if trunc["event_type"] != "truncation" or trunc.get("reason") != "diverging_epoch":
+    topic, partition = v.topic, v.partition
+    if v.invariant == "truncation_safety":
+        trunc = events[v.event_id]
+        if trunc["event_type"] != "truncation" or trunc.get("reason") != "diverging_epoch":
+            return False
+        told = next((e for e in reversed(events[:v.event_id]) if e["event_type"] == "fetch_response"
+                     and _same_replica(e, trunc["broker_id"], topic, partition)), None)
+        if told is None or told.get("diverging_epoch") is None:
+            return False
+        leader = told["leader_id"]
+        elected = next((i for i in range(v.event_id - 1, -1, -1) if events[i]["event_type"] == "leadership_change"
+                        and _same_replica(events[i], leader, topic, partition)), None)
+        if elected is None or events[elected].get("action") != "become_leader":
+            return False
+    elif v.invariant in ("inconsistent_offsets", "committed_prefix_agreement"):
+        elected = next((i for i in range(v.event_id, -1, -1) if events[i]["event_type"] == "leadership_change"
+                        and events[i].get("action") == "become_leader" and events[i]["topic"] == topic
+                        and events[i]["partition"] == partition), None)
+        if elected is None:
+            return False
+        leader = events[elected]["broker_id"]
+        if v.replica != leader:
+            role = next((e for e in reversed(events[:v.event_id]) if e["event_type"] == "leadership_change"
+                         and _same_replica(e, v.replica, topic, partition)), None)
+            if role is None or role.get("action") != "become_follower" or role.get("leader_id") != leader:
+                return False
+    else:
         return False
-    topic, partition = trunc["topic"], trunc["partition"]
-    told = next((e for e in reversed(events[:v.event_id]) if e["event_type"] == "fetch_response"
-                 and _same_replica(e, trunc["broker_id"], topic, partition)), None)
-    if told is None or told.get("diverging_epoch") is None:
-        return False
-    leader = told["leader_id"]
-    elected = next((i for i in range(v.event_id - 1, -1, -1) if events[i]["event_type"] == "leadership_change"
-                    and _same_replica(events[i], leader, topic, partition)), None)
-    if elected is None or events[elected].get("action") != "become_leader":
-        return False
+    start = _kept_prefix_end(events, leader, topic, partition, elected)
+    return start is not None and v.offset < start
+
+
+def _kept_prefix_end(events: Sequence[Event], leader: int, topic: str, partition: int, elected: int) -> int | None:
+    """S when, before its election at event `elected`, `leader`'s last truncation followed a DivergingEpoch
+    answer at its then leader's log start offset S (an epoch below that leader's cache), and it then processed
+    no fetch response and never raised its log start offset to S: its records below S are kept from before S."""
     mine = [i for i in range(elected) if _same_replica(events[i], leader, topic, partition)]
     for k in range(len(mine) - 1, -1, -1):
         e = events[mine[k]]
@@ -207,11 +234,14 @@ def divergent_prefix_elected(v: Violation, events: Sequence[Event]) -> bool:
             answer = next((events[i] for i in reversed(mine[:k]) if events[i]["event_type"] == "fetch_response"),
                           None)
             start = None if answer is None else answer.get("diverging_end_offset")
-            return (e.get("reason") == "diverging_epoch" and start is not None
-                    and answer.get("leader_log_start_offset") == start and v.offset < start)
+            if e.get("reason") == "diverging_epoch" and start is not None and (
+                    answer.get("leader_log_start_offset") == start):
+                return start
+            return None
         if (kind == "fetch_response" and e.get("error") == "NONE") or kind == "log_start_offset_change":
-            return False  # a processed response raises the log start offset, deleting the kept records
-    return False
+            return None  # a processed response raises the log start offset, deleting the kept records
+    return None
+
 
 
 def known_finding(v: Violation, events: Sequence[Event]) -> str | None:

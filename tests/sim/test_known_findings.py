@@ -17,6 +17,7 @@ from tests.sim.campaign import (
     before_kip903,
     deep_scenario,
     overlapping_scenario,
+    power_reassigning_scenario,
     power_scenario,
     problems,
     reassigning_scenario,
@@ -294,6 +295,60 @@ def test_the_power_campaign_seed_reproduces_the_elected_divergent_prefix() -> No
     assert events[5457]["diverging_end_offset"] == events[5457]["leader_log_start_offset"] == 73
     added = events[5468]
     assert (added["event_type"], added["isr_state"], added["isr"]) == ("isr_change", "committed", [1, 3, 4, 5])
+    assert problems(sc)[0] == []
+
+
+def _committed_by_the_elected(*, between: Event | None = None, follower_of: int = 3) -> list[Event]:
+    """`_elected`'s first four events, then broker 3 leads alone: it raises its HW over its kept records (event 4),
+    broker 5 follows `follower_of` (5) and raises its HW over the records it copied (6)."""
+    return [*_elected(between=between)[:4],
+            _ev("hw_change", 3, topic="t", partition=5, role="leader", old_hw=42, hw=73),
+            _ev("leadership_change", 5, topic="t", partition=5, action="become_follower", leader_id=follower_of),
+            _ev("hw_change", 5, topic="t", partition=5, role="follower", old_hw=42, hw=60)]
+
+
+def test_records_an_elected_divergent_prefix_commits_are_recognised() -> None:
+    events = _committed_by_the_elected()
+    assert known_finding(_violation("inconsistent_offsets", "t", 5, 3, 4, 51), events) == DIVERGENT_PREFIX_ELECTED
+    assert known_finding(_violation("committed_prefix_agreement", "t", 5, 5, 6, 51),
+                         events) == DIVERGENT_PREFIX_ELECTED
+
+
+@pytest.mark.parametrize(("events", "violation"), [
+    pytest.param(_committed_by_the_elected(), _violation("inconsistent_offsets", "t", 5, 3, 4, 73),
+                 id="an-offset-above-the-kept-prefix"),
+    pytest.param(_committed_by_the_elected(follower_of=4), _violation("committed_prefix_agreement", "t", 5, 5, 6, 51),
+                 id="a-follower-of-another-leader"),
+    pytest.param(_committed_by_the_elected(between=_ev("log_start_offset_change", 3, topic="t", partition=5,
+                                                       log_start_offset=73)),
+                 _violation("inconsistent_offsets", "t", 5, 3, 4, 51), id="the-log-start-was-raised"),
+    pytest.param(_committed_by_the_elected(), _violation("acked_write_lost", "t", 5, 3, 4, 51),
+                 id="an-acknowledged-write-lost-stays-reported"),
+    pytest.param(_committed_by_the_elected()[:3] + _committed_by_the_elected()[4:],
+                 _violation("inconsistent_offsets", "t", 5, 3, 3, 51), id="before-the-election"),
+])
+def test_errors_without_an_elected_divergent_prefix_are_not_excused(events: list[Event], violation: Violation) -> None:
+    assert known_finding(violation, events) is None
+
+
+def test_the_power_reassigning_campaign_seed_commits_the_elected_divergent_prefix() -> None:
+    """`--seeds 531853-531853 --reassigning --power`: leader 3 of u-0 (log start 445, HW 445) answered broker 1
+    (back with epoch-8 records to 460) with DivergingEpoch (8, 445) (event 9733); broker 1 kept 375..444 of epochs
+    7 and 8. Leader 3 added it to the ISR on its next fetch (9749) and crashed with broker 2 before answering it;
+    broker 1, the only ISR member left, was elected (10096) and raised its HW over its kept records (10097), which
+    followers 4 and 5 then copied: offsets that epoch 9 had committed, committed again with other records."""
+    sc = power_reassigning_scenario(531853)
+    _, events, stats = run(sc)
+    errors = [v for v in check(events, stats).violations if v.severity == "error"]
+    assert {(v.invariant, v.topic, v.partition, v.replica) for v in errors} == {
+        ("inconsistent_offsets", "u", 0, 1), ("committed_prefix_agreement", "u", 0, 1),
+        ("committed_prefix_agreement", "u", 0, 4), ("committed_prefix_agreement", "u", 0, 5)}
+    assert {known_finding(v, events) for v in errors} == {DIVERGENT_PREFIX_ELECTED}
+    assert events[9733]["diverging_end_offset"] == events[9733]["leader_log_start_offset"] == 445
+    assert (events[9749]["isr_state"], events[9749]["isr"]) == ("proposed", [1, 2, 3])
+    assert not [e for e in events[9741:10096] if e["event_type"] == "fetch_response" and e["broker_id"] == 1
+                and (e["topic"], e["partition"]) == ("u", 0)]
+    assert (events[10097]["event_type"], events[10097]["old_hw"], events[10097]["hw"]) == ("hw_change", 370, 445)
     assert problems(sc)[0] == []
 
 
