@@ -5,7 +5,8 @@ its last `become_leader` of the highest leader epoch (a broker whose metadata wa
 epoch's LeaderAndIsr after the partition moved on); its final log is replayed from its events without collecting them:
 
 * a write is an `append` row exploded to its offsets; the final record at an offset is the latest write
-  there, unless a later removal covers it — a truncation (from 0 when `full`, else from its offset), a
+  there, unless a later removal covers it — a truncation (from 0 when `full`, else from its offset, or from
+  the base of the batch holding it: `log_content.cuts_of`), a
   `leadership_change` whose LEO is below the replayed one (from that LEO: crash recovery), an append
   below the replayed LEO (from its base: a log has no tail beyond its last append), or a
   `log_start_offset_change` (below the new start). "Later" is a suffix minimum / maximum over the
@@ -55,7 +56,14 @@ def _final_replica_rows(rows: DataFrame) -> DataFrame:
     after = Window.partitionBy(*replica_scan.REPLICA).orderBy(F.desc("event_id")).rowsBetween(
         Window.unboundedPreceding, -1)
     is_trunc = F.col("event_type") == "truncation"
-    hi = (F.when(is_trunc, F.when(F.col("_full"), F.lit(0)).otherwise(F.col("truncate_offset")))
+    # A truncation inside a batch removes that batch whole (`Checker._cut_from`): from the batch's base.
+    cuts = log_content.cuts_within(
+        mine.where(is_trunc & ~F.col("_full")).select(*PARTITION, "broker_id", "event_id", "truncate_offset"),
+        mine.where(F.col("event_type") == "append").select(
+            *PARTITION, "broker_id", "event_id", "base_offset", "last_offset"))
+    mine = mine.join(cuts.select(*PARTITION, "broker_id", "event_id", F.col("lo").alias("_cut")),
+                     [*PARTITION, "broker_id", "event_id"], "left")
+    hi = (F.when(is_trunc, F.when(F.col("_full"), F.lit(0)).otherwise(F.coalesce("_cut", "truncate_offset")))
           .when(is_lc & (F.col("leo") < F.col("_leo")), F.col("leo"))
           .when((F.col("event_type") == "append") & (F.col("base_offset") < F.col("_leo")), F.col("base_offset")))
     lo = F.when(F.col("event_type") == "log_start_offset_change", F.col("log_start_offset"))

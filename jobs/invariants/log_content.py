@@ -84,6 +84,12 @@ def cuts_of(bronze: DataFrame, appends: DataFrame) -> DataFrame:
     scoped = F.col("broker_id").isNotNull() & F.col("topic").isNotNull() & F.col("partition").isNotNull()
     trunc = bronze.where(_is("truncation") & scoped & (F.col("reason") != "full")).select(
         *PARTITION, "broker_id", "event_id", "truncate_offset")
+    return cuts_within(trunc, appends)
+
+
+def cuts_within(trunc: DataFrame, appends: DataFrame) -> DataFrame:
+    """`cuts_of` for the partial truncations `trunc` (partition, broker, event id, truncate_offset), from
+    `appends` (partition, broker, event id, base and last offset)."""
     ap = _renamed(appends, "c", {"broker_id": "_c_b", "event_id": "_c_id", "base_offset": "_c_base",
                                  "last_offset": "_c_last"})
     cond = _on("c", F.col("broker_id") == F.col("_c_b"), F.col("_c_id") < F.col("event_id"),
