@@ -146,14 +146,16 @@ def _power_crashes(sc: Scenario) -> bool:
 
 
 def power_lossy(events: list[dict[str, Any]]) -> dict[tuple[str, int], int]:
-    """(topic, partition) -> the event id from which a power loss explains its errors: the first
-    `become_leader` of a replica whose log lost records in a crash recovery (a truncation while its broker
-    is down, see `replication_core.sim.disk`) and whose LEO is then below the partition's highest HW so far:
-    the new leader lacks committed records, and the followers truncate to it. The HW may have passed the
-    lost records after the crash, from the follower LEO the leader knew before it."""
+    """(topic, partition) -> the event id from which a power loss explains its errors. A replica whose log lost
+    records in a crash recovery (a truncation while its broker is down, see `replication_core.sim.disk`) is
+    elected in epoch E with LEO L, and an HW of an epoch before E passes L: the new leader lacks records
+    committed before it. The id is the later of the two events: the election when the HW had passed L already
+    (the followers truncate to it), or the HW change when a leader of an older epoch, not yet told of E (back
+    from a pause, say), raises its HW past L afterwards, from the follower LEO it knew before the crash."""
     down: set[int] = set()
     committed: dict[tuple[str, int], int] = {}
     crash_lost: set[tuple[str, int, int]] = set()
+    elected: dict[tuple[str, int], list[tuple[int, int]]] = {}  # (E, L) of crash-lost replicas elected
     out: dict[tuple[str, int], int] = {}
     for event_id, e in enumerate(events):  # event ids are emission positions (`tests.sim.helpers.check`)
         et, b = e["event_type"], e["broker_id"]
@@ -164,13 +166,20 @@ def power_lossy(events: list[dict[str, Any]]) -> dict[tuple[str, int], int]:
                 down.discard(b)
             continue
         tp = (e["topic"], e["partition"])
+        if tp in out:
+            continue
         if et == "hw_change" and e["hw"] is not None:
             committed[tp] = max(committed.get(tp, 0), e["hw"])
+            if any(e["leader_epoch"] < epoch and e["hw"] > leo for epoch, leo in elected.get(tp, ())):
+                out[tp] = event_id
         elif et == "truncation" and b in down:
             crash_lost.add((*tp, b))
         elif (et == "leadership_change" and e["action"] == "become_leader" and (*tp, b) in crash_lost
-              and e["leo"] is not None and e["leo"] < committed.get(tp, 0) and tp not in out):
-            out[tp] = event_id
+              and e["leo"] is not None):
+            if e["leo"] < committed.get(tp, 0):
+                out[tp] = event_id
+            else:
+                elected.setdefault(tp, []).append((e["leader_epoch"], e["leo"]))
     return out
 
 

@@ -47,7 +47,9 @@ E. `divergent_prefix_elected` (truncation_safety; found by `--power`, seed 90177
    (`truncation_safety`). When no such follower is left (`--reassigning --power` seed 531853: L and the other
    ISR member crashed together), F, alone in the ISR, raises its HW over its kept records and its followers copy
    them: offsets the later epochs committed are committed again with other records (`inconsistent_offsets`,
-   `committed_prefix_agreement`).
+   `committed_prefix_agreement`). The leader-epoch mode does the same through OffsetsForLeaderEpoch, whose
+   answer for an epoch below L's cache is S too (`--reassigning --power` seed 534728): F truncates to S,
+   L's log start offset then.
 """
 
 from __future__ import annotations
@@ -193,13 +195,21 @@ def divergent_prefix_elected(v: Violation, events: Sequence[Event]) -> bool:
     topic, partition = v.topic, v.partition
     if v.invariant == "truncation_safety":
         trunc = events[v.event_id]
-        if trunc["event_type"] != "truncation" or trunc.get("reason") != "diverging_epoch":
+        if trunc["event_type"] != "truncation":
             return False
-        told = next((e for e in reversed(events[:v.event_id]) if e["event_type"] == "fetch_response"
-                     and _same_replica(e, trunc["broker_id"], topic, partition)), None)
-        if told is None or told.get("diverging_epoch") is None:
+        if trunc.get("reason") == "diverging_epoch":
+            told = next((e for e in reversed(events[:v.event_id]) if e["event_type"] == "fetch_response"
+                         and _same_replica(e, trunc["broker_id"], topic, partition)), None)
+            if told is None or told.get("diverging_epoch") is None:
+                return False
+            leader = told["leader_id"]
+        elif trunc.get("reason") == "leader_epoch":  # told by an OffsetsForLeaderEpoch answer of its leader
+            follows = _leader_followed(events, trunc["broker_id"], topic, partition, v.event_id)
+            if follows is None:
+                return False
+            leader = follows
+        else:
             return False
-        leader = told["leader_id"]
         elected = next((i for i in range(v.event_id - 1, -1, -1) if events[i]["event_type"] == "leadership_change"
                         and _same_replica(events[i], leader, topic, partition)), None)
         if elected is None or events[elected].get("action") != "become_leader":
@@ -222,14 +232,35 @@ def divergent_prefix_elected(v: Violation, events: Sequence[Event]) -> bool:
     return start is not None and v.offset < start
 
 
+def _leader_followed(events: Sequence[Event], broker: int, topic: str, partition: int, before: int) -> int | None:
+    """The leader `broker` followed at event `before`: its last leadership_change's, if a become_follower."""
+    role = next((e for e in reversed(events[:before]) if e["event_type"] == "leadership_change"
+                 and _same_replica(e, broker, topic, partition)), None)
+    return role["leader_id"] if role is not None and role.get("action") == "become_follower" else None
+
+
+def _log_start_of(events: Sequence[Event], broker: int, topic: str, partition: int, before: int) -> int:
+    """`broker`'s log start offset of the partition at event `before` (its last log_start_offset_change, else 0)."""
+    change = next((e for e in reversed(events[:before]) if e["event_type"] == "log_start_offset_change"
+                   and _same_replica(e, broker, topic, partition)), None)
+    return 0 if change is None else change["log_start_offset"]
+
+
 def _kept_prefix_end(events: Sequence[Event], leader: int, topic: str, partition: int, elected: int) -> int | None:
     """S when, before its election at event `elected`, `leader`'s last truncation followed a DivergingEpoch
-    answer at its then leader's log start offset S (an epoch below that leader's cache), and it then processed
-    no fetch response and never raised its log start offset to S: its records below S are kept from before S."""
+    answer at its then leader's log start offset S (an epoch below that leader's cache), or, in the leader-epoch
+    mode, went to S, its then leader's log start offset (the OffsetsForLeaderEpoch answer leaves no event), and
+    it then processed no fetch response and never raised its log start offset to S: its records below S are
+    kept from before S."""
     mine = [i for i in range(elected) if _same_replica(events[i], leader, topic, partition)]
     for k in range(len(mine) - 1, -1, -1):
         e = events[mine[k]]
         kind = e["event_type"]
+        if kind == "truncation" and e.get("reason") == "leader_epoch":
+            # OffsetsForLeaderEpoch (the leader-epoch mode) answered with the leader's log start offset.
+            old_leader = _leader_followed(events, leader, topic, partition, mine[k])
+            start = None if old_leader is None else _log_start_of(events, old_leader, topic, partition, mine[k])
+            return e["truncate_offset"] if start == e["truncate_offset"] else None
         if kind == "truncation":
             answer = next((events[i] for i in reversed(mine[:k]) if events[i]["event_type"] == "fetch_response"),
                           None)

@@ -352,6 +352,57 @@ def test_the_power_reassigning_campaign_seed_commits_the_elected_divergent_prefi
     assert problems(sc)[0] == []
 
 
+def _elected_by_offsets_for_leader_epoch(*, leader_log_start: int = 73, between: Event | None = None) -> list[Event]:
+    """`_elected` in the leader-epoch mode (seed 534728's t-3, shortened): broker 3 follows leader 4 (event 0),
+    whose log start is `leader_log_start` (1); OffsetsForLeaderEpoch, which leaves no event, sends broker 3 to
+    73 (2); `between` happens (3); broker 3 becomes leader (4); broker 5 follows it (5) and truncates to 51 (6)."""
+    def ev(event_type: str, broker: int, **fields: Any) -> Event:
+        return _ev(event_type, broker, topic="t", partition=5, **fields)
+
+    return [ev("leadership_change", 3, action="become_follower", leader_id=4),
+            ev("log_start_offset_change", 4, log_start_offset=leader_log_start),
+            ev("truncation", 3, reason="leader_epoch", truncate_offset=73, old_leo=75),
+            between or FILLER,
+            ev("leadership_change", 3, action="become_leader", leader_id=3),
+            ev("leadership_change", 5, action="become_follower", leader_id=3),
+            ev("truncation", 5, reason="leader_epoch", truncate_offset=51, old_leo=73)]
+
+
+def test_an_elected_divergent_prefix_is_recognised_in_the_leader_epoch_mode() -> None:
+    violation = _violation("truncation_safety", "t", 5, 5, 6, 51)
+    assert known_finding(violation, _elected_by_offsets_for_leader_epoch()) == DIVERGENT_PREFIX_ELECTED
+    assert known_finding(_violation("inconsistent_offsets", "t", 5, 3, 6, 51),
+                         _elected_by_offsets_for_leader_epoch()) == DIVERGENT_PREFIX_ELECTED
+
+
+@pytest.mark.parametrize(("events", "offset"), [
+    pytest.param(_elected_by_offsets_for_leader_epoch(leader_log_start=42), 51, id="not-the-leaders-log-start"),
+    pytest.param(_elected_by_offsets_for_leader_epoch(between=_ev(
+        "fetch_response", 3, topic="t", partition=5, leader_id=4, error="NONE", fetch_offset=73)), 51,
+        id="a-processed-response-raised-the-log-start"),
+    pytest.param(_elected_by_offsets_for_leader_epoch(), 73, id="committed-records-above-the-kept-prefix"),
+])
+def test_a_leader_epoch_truncation_without_an_elected_divergent_prefix_is_not_excused(events: list[Event],
+                                                                                        offset: int) -> None:
+    assert known_finding(_violation("truncation_safety", "t", 5, 5, 6, offset), events) is None
+
+
+def test_the_reassigning_power_seed_elects_a_divergent_prefix_kept_in_the_leader_epoch_mode() -> None:
+    """`--seeds 534728-534728 --reassigning --power` (leader-epoch mode): leader 1 of t-3 had log start 16
+    (event 1365) when broker 2, back with epoch-0 records to 50, truncated to 16 (1395) and kept 0..15; the
+    response to its next fetch was lost, broker 2 was elected alone (1946), broker 4 truncated its committed
+    records to 0 (1955), and broker 2 committed its own epoch-0 records over them (2126)."""
+    sc = power_reassigning_scenario(534728)
+    _, events, stats = run(sc)
+    errors = [v for v in check(events, stats).violations if v.severity == "error"]
+    assert [(v.invariant, v.topic, v.partition, v.replica, v.event_id, v.offset) for v in errors] == [
+        ("truncation_safety", "t", 3, 4, 1955, 0), ("inconsistent_offsets", "t", 3, 2, 2126, 0)]
+    assert {known_finding(v, events) for v in errors} == {DIVERGENT_PREFIX_ELECTED}
+    assert (events[1395]["reason"], events[1395]["truncate_offset"], events[1365]["log_start_offset"]) == (
+        "leader_epoch", 16, 16)
+    assert problems(sc)[0] == []
+
+
 def test_the_reassigning_campaign_seed_reproduces_the_isr_race_through_a_resent_proposal() -> None:
     """`--seeds 520021-520021 --reassigning`: leader 1 of t-1 proposed adding 5 at partition epoch 24 (event 13279);
     the controller committed it (epoch 25), but the answer was lost, and the resent request got

@@ -11,13 +11,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from tests.sim.campaign import power_lossy, power_scenario, problems, problems_in
+from tests.sim.campaign import power_lossy, power_reassigning_scenario, power_scenario, problems, problems_in
 from tests.sim.helpers import check, run
 
 
 def _ev(event_type: str, broker: int, **fields: Any) -> dict[str, Any]:
     return {"event_type": event_type, "broker_id": broker, "topic": fields.pop("topic", "t"),
-            "partition": fields.pop("partition", 0), **fields}
+            "partition": fields.pop("partition", 0), "leader_epoch": fields.pop("leader_epoch", 1), **fields}
 
 
 def _lifecycle(broker: int, action: str) -> dict[str, Any]:
@@ -53,6 +53,27 @@ def test_a_truncation_of_a_running_broker_or_a_refilled_log_is_not_a_power_loss(
     assert power_lossy(events) == {}
 
 
+def _zombie_commit(zombie_epoch: int) -> list[dict[str, Any]]:
+    """Seed 533949's t-1, shortened: broker 3 loses 114.. to a power failure, is elected in epoch 7 with LEO
+    114 (nothing above 84 was committed yet) and commits its own records; then leader 2, back from a pause
+    in epoch `zombie_epoch`, raises its HW to 117 from the LEO broker 3 fetched to before the crash."""
+    return [
+        _ev("hw_change", 2, leader_epoch=4, hw=84),                     # 0
+        _lifecycle(3, "crash"),                                         # 1
+        _ev("truncation", 3, leader_epoch=4, truncate_offset=114),      # 2: recovery drops 114..116
+        _lifecycle(3, "restart"),                                       # 3
+        _ev("leadership_change", 3, action="become_leader", leader_epoch=7, leo=114),  # 4: above HW 84
+        _ev("hw_change", 3, leader_epoch=7, hw=126),                    # 5: its own records: not lossy
+        _ev("hw_change", 2, leader_epoch=zombie_epoch, hw=117),         # 6
+    ]
+
+
+def test_a_partition_is_power_lossy_from_an_older_epochs_hw_passing_an_elected_crash_recovered_replica() -> None:
+    assert power_lossy(_zombie_commit(4)) == {("t", 0): 6}
+    assert power_lossy(_zombie_commit(7)) == {}  # the elected replica's own epoch commits what it holds
+    assert power_lossy(_zombie_commit(4)[:6]) == {}
+
+
 def test_power_failures_really_lose_acknowledged_writes_and_only_those_errors_are_explained() -> None:
     # Seed 900077 of the first `--power` campaign: acknowledged writes of u-1 are not on its final leader.
     sc = power_scenario(900077)
@@ -69,3 +90,16 @@ def test_a_short_power_campaign_shows_no_problem_beyond_the_known_findings() -> 
     # Without `power_lossy`, seeds 900021 and 900030 report errors of partitions a power failure had led from.
     reported = {seed: found for seed in range(900000, 900040) if (found := problems(power_scenario(seed))[0])}
     assert reported == {}
+
+
+def test_the_reassigning_power_seed_whose_paused_leader_committed_lost_records_is_explained() -> None:
+    """`--seeds 533949-533949 --reassigning --power`: `_zombie_commit` as it ran (t-1, HW change 1828)."""
+    sc = power_reassigning_scenario(533949)
+    _, events, stats = run(sc)
+    errors = [v for v in check(events, stats).violations if v.severity == "error"]
+    assert {(v.invariant, v.topic, v.partition) for v in errors} == {
+        ("inconsistent_offsets", "t", 1), ("committed_prefix_agreement", "t", 1), ("truncation_safety", "t", 1)}
+    assert power_lossy(events)[("t", 1)] == 1828 == min(v.event_id for v in errors)
+    zombie = events[1828]
+    assert (zombie["broker_id"], zombie["leader_epoch"], zombie["old_hw"], zombie["hw"]) == (2, 4, 84, 117)
+    assert problems_in(sc, events, stats) == ([], [])
