@@ -13,7 +13,8 @@ Mirrors `Checker._check_truncation_point`, `_check_diverging_answer`, `_expect_d
 * leader answer — a NONE fetch_response carrying a DivergingEpoch must be the named leader's epoch-cache
   answer for the fetch's LastFetchedEpoch (for its latest epoch: that epoch, and an end offset <= its LEO).
 * owed truncation — after such an answer, the next fetch / fetch_response / append of the follower (or the
-  end of the run) must find it truncated below the answer's offset, if that offset is below its LEO.
+  end of the run, unless the answer's response was still being processed then) must find it truncated below
+  the answer's offset, if that offset is below its LEO.
 
 The replay, one window per replica (run_id, topic, partition, broker_id) ordered by event id as in
 `jobs.invariants.replica_scan` (role, epoch, down, LEO from `replica_scan.marks`), plus:
@@ -455,16 +456,41 @@ def build(inputs: ScanInputs) -> DataFrame:
         text("out-of-range truncation to ", F.col("truncate_offset"), " is above leader ", F.col("_l"),
              "'s LEO ", F.col("_l_leo")))
 
-    # Owed truncations that did not happen (`_settle_expected_truncation`).
+    # Owed truncations that did not happen (`_settle_expected_truncation`), except those the run ended before
+    # they were due (`_still_processing`).
     owed = emits.where(F.col("_k").isin("append", "fetch", "resp", END)).select(
         *REPLICA, "event_id", "ts_ms", "_leo", "_ei", F.col("_eo").alias("_o"))
     at_end = F.col("event_id") == _END_ID
+    owed = owed.join(_still_processing(bronze, owed.where(at_end)), ["run_id", "_ei"], "left").where(
+        ~(at_end & F.coalesce(F.col("_not_due"), F.lit(False)))).drop("_not_due")
     kept = _candidate(
         owed.withColumn("event_id", F.when(at_end, F.lit(-1)).otherwise(F.col("event_id"))), "owed",
         F.col("broker_id"), F.col("_o"), F.col("_leo"), [F.col("_ei")],
         text("DivergingEpoch answer required truncation to ", F.col("_o"), " but the log kept LEO ",
              F.col("_leo")))
     return wrong.unionByName(missed).unionByName(beyond).unionByName(kept).localCheckpoint(eager=True)
+
+
+def _still_processing(bronze: DataFrame, owed_at_end: DataFrame) -> DataFrame:
+    """(run_id, _ei, _not_due) for the answers `_ei` of `owed_at_end` (owed truncations at the end of the run)
+    whose fetch response was still being processed when the run ended (`Checker._still_processing`): a later
+    answer of the same response (broker, fetcher, leader, response_received_ms) was OFFSET_OUT_OF_RANGE and the
+    fetcher sent no fetch since. Every frame joined here is keyed by those few answers."""
+    key = ["run_id", "broker_id", "fetcher_id", "leader_id"]
+    responses = bronze.where(_is("fetch_response")).select(*key, "event_id", "response_received_ms", "error")
+    answers = owed_at_end.select("run_id", F.col("_ei").alias("event_id")).distinct().join(
+        responses.drop("error"), ["run_id", "event_id"])
+    out_of_range = responses.where(F.col("error") == "OFFSET_OUT_OF_RANGE").select(
+        *key, "response_received_ms", F.col("event_id").alias("_oor"))
+    blocked = answers.join(out_of_range, [*key, "response_received_ms"]).where(
+        F.col("_oor") > F.col("event_id")).select(*key, "event_id").distinct()
+    fetches = bronze.where(_is("fetch")).select(*[F.col(k).alias(f"_f_{k}") for k in key],
+                                                F.col("event_id").alias("_f_id"))
+    since = F.col("_f_id") > F.col("event_id")
+    for k in key:
+        since = since & (F.col(k) == F.col(f"_f_{k}"))
+    return blocked.join(fetches, since, "left_anti").select(
+        "run_id", F.col("event_id").alias("_ei"), F.lit(True).alias("_not_due"))
 
 
 def _check(kind: str) -> Column:

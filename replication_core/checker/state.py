@@ -20,8 +20,9 @@ Replay rules (the Spark audit must build the same state):
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 from replication_core.checker.epochs import EpochCache
 from replication_core.config import ReplicationConfig
@@ -72,10 +73,19 @@ class FetchSent(NamedTuple):
 
 
 class ExpectedTruncation(NamedTuple):
-    """A truncation the follower owes after a DivergingEpoch answer (§3.6)."""
+    """A truncation the follower owes after a DivergingEpoch answer (§3.6); `response` is the answer's
+    `fetcher_key` and its response_received_ms, when the event names them."""
 
     offset: int
     event_id: int
+    response: tuple[tuple[int, int, int], int] | None = None
+
+
+def fetcher_key(ev: Mapping[str, Any]) -> tuple[int, int, int] | None:
+    """(broker, fetcher id, leader) of a fetch / fetch_response event: one fetcher thread's requests."""
+    if ev.get("fetcher_id") is None or ev.get("leader_id") is None:
+        return None
+    return int(ev["broker_id"]), int(ev["fetcher_id"]), int(ev["leader_id"])
 
 
 class Commit(NamedTuple):

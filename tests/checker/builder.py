@@ -120,9 +120,10 @@ class Run:
 
     def response(self, follower: int, leader: int, epoch: int, offset: int, *, error: str = "NONE",
                  leader_hw: int | None = None, records: int = 0, diverging: tuple[int, int] | None = None,
-                 ts: int | None = None) -> int:
-        """The follower processes a fetch response."""
+                 ts: int | None = None, received: int | None = None) -> int:
+        """The follower processes a fetch response (that arrived at `received`, when given)."""
         return self.add("fetch_response", follower, epoch, ts=ts, leader_id=leader, fetcher_id=0,
+                        response_received_ms=received,
                         fetch_offset=offset, error=error, leader_hw=leader_hw, record_count=records,
                         bytes=100 * records, diverging_epoch=None if diverging is None else diverging[0],
                         diverging_end_offset=None if diverging is None else diverging[1])

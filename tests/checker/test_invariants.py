@@ -512,6 +512,32 @@ def test_a_diverging_truncation_still_owed_at_the_end_is_flagged() -> None:
         "t", 0, 3, -1, 2, 4, (answer,))
 
 
+def _owed_when_the_run_ends(*, out_of_range_after: bool, fetched_since: bool) -> list:
+    """A DivergingEpoch answer for t-0 in a response that arrived at 500, then (`out_of_range_after`) the same
+    response's OFFSET_OUT_OF_RANGE answer for t-1, whose ListOffsets `processFetchRequest` waits for before it
+    truncates t-0; then (`fetched_since`) another fetch of that fetcher; then the run ends."""
+    run = follower_with_stale_epoch_records()
+    run.response(3, 2, 1, 4, diverging=(0, 2), received=500)
+    if out_of_range_after:
+        other = run.response(3, 2, 1, 9, error="OFFSET_OUT_OF_RANGE", received=500)
+        run.events[other]["partition"] = 1
+    if fetched_since:
+        again = run.fetch(3, 2, 1, 9)
+        run.events[again]["partition"] = 1
+    return only(run.check(), "truncation_point")
+
+
+def test_a_truncation_owed_while_the_response_is_still_being_processed_at_the_end_is_not_flagged() -> None:
+    """Seed 538945 of `tests.sim.campaign --reassigning --power`: the run ended while ListOffsets for another
+    partition of the answer's response was in flight, so the owed truncation was not yet due."""
+    assert _owed_when_the_run_ends(out_of_range_after=True, fetched_since=False) == []
+    # The fetcher fetched again, so it had finished that response: the truncation was due and did not happen.
+    [v] = _owed_when_the_run_ends(out_of_range_after=True, fetched_since=True)
+    assert (v.event_id, v.expected, v.actual) == (-1, 2, 4)
+    [v] = _owed_when_the_run_ends(out_of_range_after=False, fetched_since=False)
+    assert (v.event_id, v.expected, v.actual) == (-1, 2, 4)
+
+
 def test_hw_truncation_must_go_to_the_local_hw() -> None:
     """truncation_point (high_watermark): follower 2 with HW 2 truncating to 1 is wrong; to 2 is right."""
     bad = healthy()

@@ -176,6 +176,25 @@ def a_missing_truncation_after_a_diverging_answer_is_flagged() -> Case:
 
 
 @case
+def a_truncation_owed_while_its_response_is_still_being_processed_at_the_end_is_not_flagged() -> Case:
+    # The answer's response also answered t-1 OFFSET_OUT_OF_RANGE, whose ListOffsets was in flight when the
+    # run ended (the truncation of t-0 comes after it): not flagged. The twin's fetcher fetched again after
+    # that response, so the truncation was due: flagged at the end, with event -1 (seed 538945).
+    def run(fetched_since: bool) -> tuple[Run, int]:
+        r = follower_with_stale_epoch_records()
+        answer = r.response(3, 2, 1, 4, diverging=(0, 2), received=500)
+        other = r.response(3, 2, 1, 9, error="OFFSET_OUT_OF_RANGE", received=500)
+        r.events[other]["partition"] = 1
+        if fetched_since:
+            again = r.fetch(3, 2, 1, 9)
+            r.events[again]["partition"] = 1
+        return r, answer
+
+    (ok, _), (bad, answer) = run(False), run(True)
+    return _case({"bad": bad, "ok": ok}, [("bad", INVARIANT, "error", "t", 0, 3, -1, None, 2, 4, [answer])])
+
+
+@case
 def high_watermark_truncation_must_go_to_the_local_hw() -> Case:
     # Follower 2 with HW 2 truncating to 1 is wrong (expected 2, actual 1; it never truncated before, so the
     # evidence is the truncation only); to 2 is right.
