@@ -461,8 +461,9 @@ def build(inputs: ScanInputs) -> DataFrame:
     owed = emits.where(F.col("_k").isin("append", "fetch", "resp", END)).select(
         *REPLICA, "event_id", "ts_ms", "_leo", "_ei", F.col("_eo").alias("_o"))
     at_end = F.col("event_id") == _END_ID
-    owed = owed.join(_still_processing(bronze, owed.where(at_end)), ["run_id", "_ei"], "left").where(
-        ~(at_end & F.coalesce(F.col("_not_due"), F.lit(False)))).drop("_not_due")
+    if not owed.where(at_end).isEmpty():  # `emits` is checkpointed: a cheap look that spares two bronze scans
+        owed = owed.join(_still_processing(bronze, owed.where(at_end)), ["run_id", "_ei"], "left").where(
+            ~(at_end & F.coalesce(F.col("_not_due"), F.lit(False)))).drop("_not_due")
     kept = _candidate(
         owed.withColumn("event_id", F.when(at_end, F.lit(-1)).otherwise(F.col("event_id"))), "owed",
         F.col("broker_id"), F.col("_o"), F.col("_leo"), [F.col("_ei")],
