@@ -19,8 +19,9 @@ the leader's updates of its view of the follower (`follower_fetch_state`, Kafka'
   (`closed_by` fetch), the leader's crash or shutdown (leader_down), and the end of the leader's epoch
   as the leader itself learns it — its own next leadership change to a newer epoch, for a deposed
   leader keeps its view of the followers (and runs `isr-expiration`) until then; the controller's
-  election of a newer epoch stands in only when the data hold no such change of the leader
-  (leader_change). Else it is open and the run's last event is the end of observation. `lag_max_ms` is
+  election of a newer epoch, or the leader's last act in its epoch after that election if later, stands in
+  only when the data hold no such change of the leader (leader_change; a reassignment's StopReplica leaves
+  none). Else it is open and the run's last event is the end of observation. `lag_max_ms` is
   replica.lag.time.max.ms in force on the leader when the interval opened: its last `broker_config` at or
   before then (Kafka reads the setting at the broker's start, and every start logs it), else its first one,
   else the largest of the run's brokers' last settings, else the job option, else 30000.
@@ -73,6 +74,7 @@ from schemas.events import (
     BROKER_CONFIG,
     BROKER_LIFECYCLE,
     FOLLOWER_FETCH_STATE,
+    ISR_CHANGE,
     LEADER_ELECTION,
     LEADERSHIP_CHANGE,
 )
@@ -144,6 +146,7 @@ def follower_lag(events: DataFrame, lag_max_ms_default: int | None = None) -> Da
                              F.max("_b_cfg").over(in_run).alias("_run_cfg")).drop("_b_end")
     epoch_ends = _epoch_ends(events)
     election_ends = _election_ends(events)
+    deposed_acts = _deposed_acts(events, election_ends)
     leader_last_leo = events.where((et == APPEND) & (F.col("role") == "leader") & scoped).groupBy(
         *[F.col(c).alias(f"_l_{c}") for c in PARTITION_KEY], F.col("broker_id").alias("_l_leader"),
         F.col("leader_epoch").alias("_l_epoch"),
@@ -157,11 +160,14 @@ def follower_lag(events: DataFrame, lag_max_ms_default: int | None = None) -> Da
               "left")
         .join(F.broadcast(leader_last_leo), _same_partition("_l_") & (F.col("leader_id") == F.col("_l_leader"))
               & (F.col("leader_epoch") == F.col("_l_epoch")), "left")
+        .join(F.broadcast(deposed_acts), _same_partition("_d_") & (F.col("leader_id") == F.col("_d_leader"))
+              & (F.col("leader_epoch") == F.col("_d_epoch")), "left")
     )
-    # The leader's own learning of a newer epoch, else (no such change in the data) the controller's election;
-    # either only at or after the interval's start.
+    # The leader's own learning of a newer epoch, else (no such change in the data) the controller's election or
+    # the leader's last act in its epoch after it, whichever is later; either only at or after the interval's start.
+    learned = F.greatest("_election_end", "_deposed_last")
     epoch_end = F.coalesce(F.when(F.col("_own_end") >= F.col("ts_ms"), F.col("_own_end")),
-                           F.when(F.col("_election_end") >= F.col("ts_ms"), F.col("_election_end")))
+                           F.when(learned >= F.col("ts_ms"), learned))
     down = F.array_min(F.filter("_downs", lambda d: d >= F.col("ts_ms")))
     # replica.lag.time.max.ms is read once, at the broker's start (a static config; every start logs its
     # config): the setting in force is the leader's last config at or before the interval opened.
@@ -221,6 +227,22 @@ def _election_ends(events: DataFrame) -> DataFrame:
     newer = Window.partitionBy(*[f"_n_{c}" for c in PARTITION_KEY]).orderBy("_n_epoch").rowsBetween(
         1, Window.unboundedFollowing)
     return named.select("*", F.min("_n_elected").over(newer).alias("_election_end")).drop("_n_elected")
+
+
+def _deposed_acts(events: DataFrame, election_ends: DataFrame) -> DataFrame:
+    """Per (partition, leader, leader epoch): `_deposed_last`, the leader's last act as that epoch's leader (an
+    isr_change, a follower_fetch_state, or an event with role leader) at or after the controller's election of a
+    newer epoch. A deposed leader keeps its view and runs isr-expiration until it learns; when the data hold no
+    leadership change of its own (a reassignment's StopReplica leaves none), its last act is the latest instant
+    it is known to have still led. Small: the events after an election, one row per leader and epoch."""
+    et = F.col("event_type")
+    acts = events.where(((F.col("role") == "leader") | et.isin(ISR_CHANGE, FOLLOWER_FETCH_STATE))
+                        & F.col("topic").isNotNull() & F.col("partition").isNotNull() & F.col("broker_id").isNotNull())
+    after = acts.join(F.broadcast(election_ends.where(F.col("_election_end").isNotNull())),
+                      _same_partition("_n_") & (F.col("leader_epoch") == F.col("_n_epoch"))
+                      & (F.col("ts_ms") >= F.col("_election_end")))
+    return after.groupBy(*[F.col(c).alias(f"_d_{c}") for c in PARTITION_KEY], F.col("broker_id").alias("_d_leader"),
+                         F.col("leader_epoch").alias("_d_epoch")).agg(F.max("ts_ms").alias("_deposed_last"))
 
 
 def _same_partition(prefix: str) -> Column:

@@ -312,6 +312,35 @@ def test_a_deposed_leader_judges_its_followers_until_it_learns(spark: SparkSessi
     ], LAG_INCIDENTS_SCHEMA)
 
 
+def test_a_deposed_leader_without_a_leadership_change_of_its_own_judges_until_its_last_act(
+        spark: SparkSession, expect) -> None:
+    """As above, but a reassignment removed broker 1: its StopReplica leaves no leadership change, so the
+    controller's election at 300 would end its intervals before its shrink at 1400 made it premature (lag
+    campaign seed 531131 of --reassigning --power). Its last act as leader (the ISR update it applied at 1500)
+    is the latest it is known to have still led: the interval ends there, and the shrink was on time."""
+    ev = make_events(spark, [
+        become_leader([1, 2, 3], [1, 2, 3]),
+        ffs(100, 2, 10, 10, 100),
+        ffs(100, 3, 10, 10, 100),
+        dict(event_type="append", ts_ms=200, role="leader", base_offset=10, last_offset=10, leo=11, **LEADER),
+        dict(event_type="leader_election", ts_ms=300, broker_id=0, leader_epoch=2, action="clean", leader_id=3,
+             partition_epoch=2, isr=[2, 3], replicas=[2, 3, 4]),
+        shrink(1400, "proposed", [1, 2, 3], [1], reason="follower_lagging", out_of_sync_replicas=[
+            {"replica_id": 2, "leo": 10, "last_caught_up_time_ms": 100},
+            {"replica_id": 3, "leo": 10, "last_caught_up_time_ms": 100}]),
+        shrink(1410, "rejected", [1, 2, 3], [1], reason="alter_partition", error="FENCED_LEADER_EPOCH"),
+        dict(event_type="isr_change", ts_ms=1500, action="update", isr_state="committed", old_isr=[1, 2, 3],
+             isr=[1, 2, 3], partition_epoch=1, reason="leader_and_isr", error="NONE", **LEADER),
+        run_end(2000, 10),
+    ])
+    lag = follower_lag(ev, lag_max_ms_default=1000)
+    got = lag_incidents(lag, isr_changes(ev), partition_state(ev), ev, lag_max_ms_default=1000)
+    expect(got, [
+        ("r", "t", 0, f, 1, 1, 1100, 1500, 100, 1000, 1600, 1400, 1, True, 1400, None, "rejected", "on_time")
+        for f in (2, 3)
+    ], LAG_INCIDENTS_SCHEMA)
+
+
 def test_a_leader_crash_ends_the_interval_even_if_the_epoch_resumes(spark: SparkSession) -> None:
     """A leader that restarts into the same leader epoch (no fencing on re-registration) lost its follower
     state at the crash: the interval ends there (leader_down), not at the first fetch state after it."""
