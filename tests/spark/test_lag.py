@@ -285,59 +285,49 @@ def test_an_lcu_of_zero_is_never_caught_up_not_an_instant(spark: SparkSession) -
         "scope string, broker_id int, max_time_lag_ms long"), ignore_row_order=True, ignore_nullable=True)
 
 
-def test_a_deposed_leader_judges_its_followers_until_it_learns(spark: SparkSession, expect) -> None:
-    """Kafka's old leader keeps its follower state and runs isr-expiration until it learns of the newer epoch
-    (its own leadership change), not until the controller's election: its shrink then is due, not premature."""
-    ev = make_events(spark, [
+def _deposed_at_300(replicas: list[int], then: list[dict]) -> list[dict]:
+    """Broker 1 leads [1, 2, 3] (epoch 1), both followers fetch at 100 and fall behind at the append at 200; the
+    controller elects broker 3 into epoch 2 (replicas `replicas`) at 300; broker 1, not yet told, shrinks both at
+    1400 (fenced at 1410); `then` follows."""
+    return [
         become_leader([1, 2, 3], [1, 2, 3]),
         ffs(100, 2, 10, 10, 100),
         ffs(100, 3, 10, 10, 100),
         dict(event_type="append", ts_ms=200, role="leader", base_offset=10, last_offset=10, leo=11, **LEADER),
-        # the controller elects broker 3 at 300; broker 1, cut off, learns it at 2000
         dict(event_type="leader_election", ts_ms=300, broker_id=0, leader_epoch=2, action="clean", leader_id=3,
-             partition_epoch=2, isr=[2, 3], replicas=[1, 2, 3]),
+             partition_epoch=2, isr=[2, 3], replicas=replicas),
         shrink(1400, "proposed", [1, 2, 3], [1], reason="follower_lagging", out_of_sync_replicas=[
             {"replica_id": 2, "leo": 10, "last_caught_up_time_ms": 100},
             {"replica_id": 3, "leo": 10, "last_caught_up_time_ms": 100}]),
         shrink(1410, "rejected", [1, 2, 3], [1], reason="alter_partition", error="FENCED_LEADER_EPOCH"),
-        dict(event_type="leadership_change", ts_ms=2000, broker_id=1, leader_epoch=2, action="become_follower",
-             leader_id=3, partition_epoch=2, isr=[], replicas=[1, 2, 3], leo=11, hw=10),
-    ])
+        *then,
+    ]
+
+
+@pytest.mark.parametrize(("replicas", "then", "end_ms"), [
+    # Broker 1, cut off, learns of epoch 2 at 2000 (its own leadership change).
+    pytest.param([1, 2, 3], [dict(event_type="leadership_change", ts_ms=2000, broker_id=1, leader_epoch=2,
+                                  action="become_follower", leader_id=3, partition_epoch=2, isr=[],
+                                  replicas=[1, 2, 3], leo=11, hw=10)], 2000, id="its-own-leadership-change"),
+    # A reassignment removed broker 1: its StopReplica leaves no leadership change, and the election at 300
+    # would end its intervals before its shrink, making that premature (lag campaign seed 531131 of
+    # --reassigning --power). Its last act as leader, the ISR update it applied at 1500, ends them.
+    pytest.param([2, 3, 4], [dict(event_type="isr_change", ts_ms=1500, action="update", isr_state="committed",
+                                  old_isr=[1, 2, 3], isr=[1, 2, 3], partition_epoch=1, reason="leader_and_isr",
+                                  error="NONE", **LEADER), run_end(2000, 10)], 1500, id="its-last-act"),
+])
+def test_a_deposed_leader_judges_its_followers_until_it_learns(spark: SparkSession, expect, replicas: list[int],
+                                                              then: list[dict], end_ms: int) -> None:
+    """Kafka's old leader keeps its follower state and runs isr-expiration until it learns of the newer epoch
+    (its own leadership change, else its last act as leader), not until the controller's election: its shrink
+    then is due, not premature."""
+    ev = make_events(spark, _deposed_at_300(replicas, then))
     lag = follower_lag(ev, lag_max_ms_default=1000)
     got = lag_incidents(lag, isr_changes(ev), partition_state(ev), ev, lag_max_ms_default=1000)
     # behind from the append at 200, over at 1100, due by 1600: the (fenced) proposal at 1400 was on time
     expect(got, [
-        ("r", "t", 0, f, 1, 1, 1100, 2000, 100, 1000, 1600, 1900, 1, True, 1400, None, "rejected", "on_time")
-        for f in (2, 3)
-    ], LAG_INCIDENTS_SCHEMA)
-
-
-def test_a_deposed_leader_without_a_leadership_change_of_its_own_judges_until_its_last_act(
-        spark: SparkSession, expect) -> None:
-    """As above, but a reassignment removed broker 1: its StopReplica leaves no leadership change, so the
-    controller's election at 300 would end its intervals before its shrink at 1400 made it premature (lag
-    campaign seed 531131 of --reassigning --power). Its last act as leader (the ISR update it applied at 1500)
-    is the latest it is known to have still led: the interval ends there, and the shrink was on time."""
-    ev = make_events(spark, [
-        become_leader([1, 2, 3], [1, 2, 3]),
-        ffs(100, 2, 10, 10, 100),
-        ffs(100, 3, 10, 10, 100),
-        dict(event_type="append", ts_ms=200, role="leader", base_offset=10, last_offset=10, leo=11, **LEADER),
-        dict(event_type="leader_election", ts_ms=300, broker_id=0, leader_epoch=2, action="clean", leader_id=3,
-             partition_epoch=2, isr=[2, 3], replicas=[2, 3, 4]),
-        shrink(1400, "proposed", [1, 2, 3], [1], reason="follower_lagging", out_of_sync_replicas=[
-            {"replica_id": 2, "leo": 10, "last_caught_up_time_ms": 100},
-            {"replica_id": 3, "leo": 10, "last_caught_up_time_ms": 100}]),
-        shrink(1410, "rejected", [1, 2, 3], [1], reason="alter_partition", error="FENCED_LEADER_EPOCH"),
-        dict(event_type="isr_change", ts_ms=1500, action="update", isr_state="committed", old_isr=[1, 2, 3],
-             isr=[1, 2, 3], partition_epoch=1, reason="leader_and_isr", error="NONE", **LEADER),
-        run_end(2000, 10),
-    ])
-    lag = follower_lag(ev, lag_max_ms_default=1000)
-    got = lag_incidents(lag, isr_changes(ev), partition_state(ev), ev, lag_max_ms_default=1000)
-    expect(got, [
-        ("r", "t", 0, f, 1, 1, 1100, 1500, 100, 1000, 1600, 1400, 1, True, 1400, None, "rejected", "on_time")
-        for f in (2, 3)
+        ("r", "t", 0, f, 1, 1, 1100, end_ms, 100, 1000, 1600, end_ms - 100, 1, True, 1400, None, "rejected",
+         "on_time") for f in (2, 3)
     ], LAG_INCIDENTS_SCHEMA)
 
 
