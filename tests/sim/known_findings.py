@@ -204,10 +204,10 @@ def divergent_prefix_elected(v: Violation, events: Sequence[Event]) -> bool:
                 return False
             leader = told["leader_id"]
         elif trunc.get("reason") == "leader_epoch":  # told by an OffsetsForLeaderEpoch answer of its leader
-            follows = _leader_followed(events, trunc["broker_id"], topic, partition, v.event_id)
-            if follows is None:
+            followed = _leader_followed(events, trunc["broker_id"], topic, partition, v.event_id)
+            if followed is None:
                 return False
-            leader = follows
+            leader = followed
         else:
             return False
         elected = next((i for i in range(v.event_id - 1, -1, -1) if events[i]["event_type"] == "leadership_change"
@@ -221,11 +221,8 @@ def divergent_prefix_elected(v: Violation, events: Sequence[Event]) -> bool:
         if elected is None:
             return False
         leader = events[elected]["broker_id"]
-        if v.replica != leader:
-            role = next((e for e in reversed(events[:v.event_id]) if e["event_type"] == "leadership_change"
-                         and _same_replica(e, v.replica, topic, partition)), None)
-            if role is None or role.get("action") != "become_follower" or role.get("leader_id") != leader:
-                return False
+        if v.replica != leader and _leader_followed(events, v.replica, topic, partition, v.event_id) != leader:
+            return False
     else:
         return False
     start = _kept_prefix_end(events, leader, topic, partition, elected)
