@@ -9,7 +9,8 @@ its own min ISR and unclean setting); with `--correlated` the nemesis of `--deep
 processes at once; with `--overlapping` its faults also overlap (process crashes only), and with
 `--reassigning` the nemesis also draws reassignments among them; with `--power` (alone or with `--reassigning`)
 those crashes may also be power failures, which lose committed records when they overlap: a partition's checker errors
-from the election of a replica that a power failure left below the partition's HW are explained (`power_lossy`),
+from the election of a replica that a power failure left below the partition's HW (or from an older epoch's HW
+passing it afterwards) are explained (`power_lossy`),
 and the simulator audit's losses and divergences are not judged. Every run is judged by
 the reference checker and by the simulator tests' own audit (`tests.sim.audit`); a run is reported when either
 finds an error (warnings, which an unclean election or a lost page cache explain, are not). Checker errors
