@@ -210,6 +210,7 @@ def judged_runs(make: Callable[[int], Scenario], seeds: Iterable[int]
 def problems_in(sc: Scenario, events: list[dict[str, Any]], stats: RunStats) -> tuple[list[str], list[str]]:
     """`problems` of a run already simulated."""
     found, known = [], []
+    known_losses: set[tuple[str | None, int | None, int | None]] = set()
     lossy = power_lossy(events) if _power_crashes(sc) else {}
     for v in check(events, stats).violations:
         if v.severity != "error":
@@ -223,6 +224,8 @@ def problems_in(sc: Scenario, events: list[dict[str, Any]], stats: RunStats) -> 
             found.append(line)
         else:
             known.append(f"{finding}: {line}")
+            if v.invariant == "acked_write_lost":
+                known_losses.add((v.topic, v.partition, v.offset))
     a = audit(events)
     found += [f"inconsistent: {x}" for x in a.inconsistencies[:3]]
     if _power_crashes(sc):
@@ -232,8 +235,10 @@ def problems_in(sc: Scenario, events: list[dict[str, Any]], stats: RunStats) -> 
     # An unclean election lets a replica that has not truncated yet hold what the new leader lost (seed 507493).
     unclean = {(e["topic"], e["partition"]) for e in a.unclean_elections()}
     found += [f"divergence: {x}" for x in a.divergences() if x[0][1:] not in unclean][:3]
+    # The checker's acked_write_lost for the same batch already judged a loss finding A explains.
     found += [f"lost acknowledged write at {x['base_offset']} of {x['topic']}-{x['partition']}"
-              for x in a.lost_acked_writes() if not _loss_allowed(sc, x["topic"])][:3]
+              for x in a.lost_acked_writes() if not _loss_allowed(sc, x["topic"])
+              and (x["topic"], x["partition"], x["base_offset"]) not in known_losses][:3]
     return found, known
 
 

@@ -13,8 +13,13 @@ A. `isr_expansion_race` (isr_holds_committed). The leader proposes adding follow
    (reference §2.6). `maybeIncrementLeaderHW` then advances the HW over the smaller maximal ISR, past F's LEO.
    The controller commits the proposal at P + 1, and the leader applies it: F is in the ISR below the HW. If
    the other ISR members fail before F catches up, the controller elects F cleanly and acknowledged writes are
-   lost (`test_the_isr_expansion_race_loses_acknowledged_writes_when_the_other_isr_members_fail`); such
-   `acked_write_lost` errors are not recognised here and stay reported.
+   lost (`test_the_isr_expansion_race_loses_acknowledged_writes_when_the_other_isr_members_fail`). A proposal
+   whose request was lost is resent by the AlterPartition manager and may be committed only after the HW rose,
+   and the leader may fail before the metadata reaches it: then one leader crash is enough, F being first in
+   the assignment (`--correlated` seed 561204). Those losses (`acked_write_lost`, and the followers' truncation
+   of the committed records, `truncation_safety`, which F then commits again, `inconsistent_offsets`) are
+   recognised too (`isr_race_elected`): they lie between F's LEO at its clean election and the HW committed
+   before it.
 B. `epoch_boundary_erased` (committed_prefix_agreement). Retention on the new leader moved its log start offset
    past the start of its first epoch; `truncateFromStart` moved that epoch's start up to the log start offset, so
    `endOffsetFor(older epoch)` answers the log start offset (KAFKA-7415's rule for an epoch below the cache).
@@ -82,26 +87,33 @@ def isr_expansion_race(v: Violation, events: Sequence[Event]) -> bool:
     if not (commit["event_type"] == "isr_change" and commit.get("reason") == "leader_and_isr"
             and v.replica in (commit.get("isr") or ()) and v.replica not in (commit.get("old_isr") or ())):
         return False
-    leader, topic, partition = commit["broker_id"], commit["topic"], commit["partition"]
-    epoch = commit["partition_epoch"] - 1
+    return _abandoned_then_rose(events, commit["broker_id"], commit["topic"], commit["partition"], v.replica,
+                                commit["partition_epoch"] - 1, v.event_id)
+
+
+def _abandoned_then_rose(events: Sequence[Event], leader: int, topic: str, partition: int, replica: int,
+                         epoch: int, before: int, past: int = -1) -> bool:
+    """Whether, before event `before`, `leader` proposed adding `replica` at partition epoch `epoch`, a metadata
+    update at `epoch` then reset its ISR without `replica` (abandoning the proposal), and after that its HW rose
+    (above `past`), with no leadership change of `leader` since."""
     hw_rose = reset_then_rose = rejected = False
-    # Backwards from the commit: an HW rise, before it the reset at epoch P, before that the proposal at P. A
+    # Backwards from `before`: an HW rise, before it the reset at epoch P, before that the proposal at P. A
     # proposal the AlterPartition manager rejected at once (the first one was still in flight) is not the one
     # the controller committed, so it is passed over. Other rejections leave the proposal pending, as
     # `Partition.handleAlterPartitionError` does: a retry, or INVALID_UPDATE_VERSION ("awaiting_metadata"), which
     # a resent request gets when the controller already committed the first one and its answer was lost.
-    for e in reversed(events[:v.event_id]):
+    for e in reversed(events[:before]):
         if not _same_replica(e, leader, topic, partition):
             continue
         kind = e["event_type"]
         if kind == "leadership_change":
             return False
         if kind == "hw_change":
-            hw_rose = True
+            hw_rose = hw_rose or (e["hw"] is not None and e["hw"] > past)
         elif kind == "isr_change" and e.get("partition_epoch") == epoch:
-            adds = e.get("action") == "expand" and v.replica in (e.get("isr") or ())
+            adds = e.get("action") == "expand" and replica in (e.get("isr") or ())
             if (e.get("reason") == "leader_and_isr" and e.get("isr_state") == "committed"
-                    and v.replica not in (e.get("isr") or ())):
+                    and replica not in (e.get("isr") or ())):
                 reset_then_rose = reset_then_rose or hw_rose
             elif adds and e.get("isr_state") == "rejected" and e.get("reason") == "reset_to_committed":
                 rejected = True
@@ -110,6 +122,49 @@ def isr_expansion_race(v: Violation, events: Sequence[Event]) -> bool:
                     return reset_then_rose
                 rejected = False
     return False
+
+
+LOSS_INVARIANTS = ("acked_write_lost", "truncation_safety", "inconsistent_offsets", "committed_prefix_agreement")
+
+
+def isr_race_elected(v: Violation, events: Sequence[Event]) -> bool:
+    """Finding A's loss: a clean election made F leader with LEO L below H, the HW committed before it, and
+    L <= `v.offset` < H (records committed, then lost or rewritten, from F's LEO on), where F was in the
+    controller's ISR through A's race: its last leader proposed adding it, a same-partition-epoch metadata update
+    abandoned the proposal, and that leader's HW then rose past L (`--correlated` seed 561204)."""
+    if v.invariant not in LOSS_INVARIANTS or v.offset is None or v.topic is None or v.partition is None:
+        return False
+    topic, partition = v.topic, v.partition
+    end = len(events) if v.event_id < 0 else v.event_id
+    committed, leader, clean = 0, None, False
+    for i in range(end):
+        e = events[i]
+        if e.get("topic") != topic or e.get("partition") != partition:
+            continue
+        kind = e["event_type"]
+        if kind == "hw_change" and e["hw"] is not None:
+            committed = max(committed, e["hw"])
+        elif kind == "leader_election":
+            clean = e.get("action") == "clean"
+        elif kind == "leadership_change" and e.get("action") == "become_leader":
+            elected, leo = e["broker_id"], e.get("leo")
+            if (clean and leader is not None and elected != leader and leo is not None
+                    and leo <= v.offset < committed and _raced_into_isr(events, leader, topic, partition, elected,
+                                                                        i, leo)):
+                return True
+            leader = elected
+    return False
+
+
+def _raced_into_isr(events: Sequence[Event], leader: int, topic: str, partition: int, replica: int, before: int,
+                    leo: int) -> bool:
+    """Whether `leader` abandoned a proposal adding `replica` by A's race before event `before`, its HW then
+    rising past `leo`."""
+    resets = {e["partition_epoch"] for e in events[:before] if _same_replica(e, leader, topic, partition)
+              and e["event_type"] == "isr_change" and e.get("reason") == "leader_and_isr"
+              and replica not in (e.get("isr") or ())}
+    return any(_abandoned_then_rose(events, leader, topic, partition, replica, epoch, before, past=leo)
+               for epoch in sorted(resets))
 
 
 def epoch_boundary_erased(v: Violation, events: Sequence[Event]) -> bool:
@@ -275,7 +330,7 @@ def _kept_prefix_end(events: Sequence[Event], leader: int, topic: str, partition
 def known_finding(v: Violation, events: Sequence[Event]) -> str | None:
     """The name of the known finding `v` is an instance of (`ISR_EXPANSION_RACE`, `EPOCH_BOUNDARY_ERASED`,
     `STALE_HW_CHECKPOINT`, `HW_TRUNCATION_AFTER_READD`, `DIVERGENT_PREFIX_ELECTED`), or None."""
-    if isr_expansion_race(v, events):
+    if isr_expansion_race(v, events) or isr_race_elected(v, events):
         return ISR_EXPANSION_RACE
     if epoch_boundary_erased(v, events):
         return EPOCH_BOUNDARY_ERASED

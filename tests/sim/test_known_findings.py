@@ -13,13 +13,16 @@ import pytest
 
 from replication_core.checker.violation import Violation
 from replication_core.sim.scenario import Fault
+from tests.sim.audit import audit
 from tests.sim.campaign import (
     before_kip903,
+    correlated_scenario,
     deep_scenario,
     overlapping_scenario,
     power_reassigning_scenario,
     power_scenario,
     problems,
+    problems_in,
     reassigning_scenario,
 )
 from tests.sim.helpers import check, run
@@ -103,6 +106,42 @@ def test_the_isr_race_rule_needs_the_commit_to_add_the_lacking_member() -> None:
     events = _race()
     assert known_finding(_race_violation(events, replica=1), events) is None  # 1 was in the ISR already
     assert known_finding(_violation("committed_prefix_agreement", "u", 1, 2, 4, 365), events) is None
+
+
+def _race_elected(*, reset: bool = True, hw_before_reset: bool = False, action: str = "clean",
+                  elected: int = 2) -> list[Event]:
+    """Leader 3 of u-1 proposes adding 2 at partition epoch 9, a metadata update at 9 resets its ISR to [1, 3], its
+    HW rises from 365 to 375, then 3 fails and the controller elects `elected` (LEO 365) from an ISR that holds
+    2: the controller had committed the abandoned proposal, 3 never learned it (`--correlated` seed 561204's
+    sequence, shortened)."""
+    reset_ev = _ev("isr_change", 3, action="update", isr_state="committed", partition_epoch=9, old_isr=[1, 3],
+                   isr=[1, 3], reason="leader_and_isr") if reset else FILLER
+    hw = _ev("hw_change", 3, role="leader", old_hw=365, hw=375)
+    middle = [hw, reset_ev] if hw_before_reset else [reset_ev, hw]
+    election = _ev("leader_election", 1000, action=action, leader_id=elected, isr=[1, 2], partition_epoch=11)
+    return [_ev("leadership_change", 3, action="become_leader", leo=300), _propose(), *middle, election,
+            _ev("leadership_change", elected, action="become_leader", leo=365)]
+
+
+@pytest.mark.parametrize("invariant", ["acked_write_lost", "truncation_safety", "inconsistent_offsets"])
+def test_a_loss_from_electing_the_raced_follower_is_finding_a(invariant: str) -> None:
+    events = _race_elected()
+    event_id = -1 if invariant == "acked_write_lost" else len(events)
+    events = [*events, FILLER]
+    assert known_finding(_violation(invariant, "u", 1, 2, event_id, 370), events) == ISR_EXPANSION_RACE
+
+
+@pytest.mark.parametrize(("events", "offset"), [
+    pytest.param(_race_elected(reset=False), 370, id="no-reset: the proposal was never abandoned"),
+    pytest.param(_race_elected(hw_before_reset=True), 370, id="hw-rose-before-the-reset"),
+    pytest.param(_race_elected(action="unclean"), 370, id="unclean-election"),
+    pytest.param(_race_elected(elected=1), 370, id="the-elected-replica-was-not-the-raced-one"),
+    pytest.param(_race_elected(), 360, id="offset-below-the-elected-leo"),
+    pytest.param(_race_elected(), 375, id="offset-at-the-committed-hw"),
+])
+def test_a_loss_without_the_raced_follower_elected_below_the_hw_is_not_excused(events: list[Event],
+                                                                               offset: int) -> None:
+    assert known_finding(_violation("acked_write_lost", "u", 1, 2, -1, offset), events) is None
 
 
 def _erased(*, fetch_offset: int = 2300, new_log_start: int = 2300, between: bool = False,
@@ -463,6 +502,45 @@ def test_the_isr_expansion_race_loses_acknowledged_writes_when_the_other_isr_mem
     after = [e for e in elections if e["ts_ms"] > base.start_ms + 13923]
     assert (after[0]["action"], after[0]["leader_id"], after[0]["isr"]) == ("clean", 2, [2])
     assert all(e["action"] != "unclean" for e in elections)
+    assert {known_finding(v, events) for v in lost} == {ISR_EXPANSION_RACE}  # finding A's loss, not a new bug
+
+
+def test_the_correlated_campaign_seed_loses_acknowledged_writes_through_the_isr_race() -> None:
+    """`--seeds 561204-561204 --correlated`: finding A with one crash. Leader 4 of u-1 proposed adding 1 at
+    partition epoch 23 (event 6411); the request was lost, and the same-epoch metadata reset the ISR to [2, 4]
+    (6456). Once 1 was no longer caught up, the HW rose past its LEO 190 to 193 (6709) and 190..192 were
+    acknowledged; then the resent request was committed (epoch 24, ISR [1, 2, 4]) and 4 crashed before that
+    metadata reached it. On 4's re-registration the controller elected 1, first in the assignment, cleanly
+    (6964): 2 and 4 truncate the committed 190..192, 1 commits other records there, the acknowledged writes are
+    gone, and all of it is finding A."""
+    sc = correlated_scenario(561204)
+    _, events, stats = run(sc)
+    errors = [v for v in check(events, stats).violations if v.severity == "error"]
+    assert [(v.invariant, v.topic, v.partition, v.replica, v.event_id, v.offset) for v in errors] == [
+        ("truncation_safety", "u", 1, 4, 6979, 190), ("truncation_safety", "u", 1, 2, 7120, 190),
+        ("inconsistent_offsets", "u", 1, 1, 7161, 190), ("acked_write_lost", "u", 1, 1, -1, 190),
+        ("acked_write_lost", "u", 1, 1, -1, 191), ("acked_write_lost", "u", 1, 1, -1, 192)]
+    assert {known_finding(v, events) for v in errors} == {ISR_EXPANSION_RACE}
+    reset, hw, election = events[6456], events[6709], events[6964]
+    assert (reset["reason"], reset["partition_epoch"], reset["isr"]) == ("leader_and_isr", 23, [2, 4])
+    assert (hw["broker_id"], hw["hw"]) == (4, 193)
+    assert (election["action"], election["leader_id"], election["isr"]) == ("clean", 1, [1, 2])
+    assert problems(sc)[0] == []
+
+
+def test_the_campaign_reads_the_simulator_audits_loss_from_the_raced_election_as_finding_a() -> None:
+    """Seed 561204 with process crashes only: no power loss at all, the same race and the same loss. u does not
+    allow it (min ISR 2, no unclean elections), so the campaign judges the simulator audit's losses too, and
+    lists them under the checker's finding A rather than reporting the run."""
+    base = correlated_scenario(561204)
+    assert base.nemesis is not None
+    sc = replace(base, nemesis=replace(base.nemesis, crash_modes=("process",)))
+    _, events, stats = run(sc)
+    assert [(x["topic"], x["partition"], x["base_offset"]) for x in audit(events).lost_acked_writes()] == [
+        ("u", 1, 190), ("u", 1, 191), ("u", 1, 192)]
+    found, known = problems_in(sc, events, stats)
+    assert found == []
+    assert sum(k.startswith("isr_expansion_race: acked_write_lost u-1 replica 1") for k in known) == 3
 
 
 def test_a_truncation_inside_a_divergent_batch_leaves_the_leo_at_the_target() -> None:
