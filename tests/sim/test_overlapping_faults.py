@@ -215,3 +215,45 @@ def test_a_replica_that_a_reassignment_removed_is_not_compared(seed: int) -> Non
     it as a divergence; it now compares the replicas of the final assignment only."""
     found, _known = problems(overlapping_scenario(seed))
     assert found == []
+
+
+def test_a_follower_below_its_leaders_gap_appends_the_next_batch_above_its_leo() -> None:
+    """`--seeds 590308-590308 --overlapping`: brokers 1 and 4 truncate t-0 to 681, inside their batch 678..687, which
+    goes whole: both keep a gap at 678..680 below the LEO 681 (`LocalLog.truncateTo`). 4 crashes, and its recovery
+    sets the LEO from its last batch, 678. Following 1, it fetches at 678; 1's read returns its first batch after
+    the gap, 681..683, and 4 appends it above its LEO, as `UnifiedLog.append` allows a follower (it refuses only
+    offsets below the LEO). The simulator audit used to call that append inconsistent."""
+    sc = overlapping_scenario(590308)
+    _, events, _ = run(sc)
+    recovered, appended = events[7052], events[7389]
+    assert (recovered["broker_id"], recovered["old_leo"], recovered["truncate_offset"]) == (4, 681, 678)
+    assert (appended["broker_id"], appended["role"], appended["base_offset"]) == (4, "follower", 681)
+    assert audit(events).inconsistencies == []
+    assert problems(sc)[0] == []
+
+
+def _gap_run(*, leader_holds: tuple[int, int] | None, role: str = "follower") -> list[dict[str, object]]:
+    """Leader 1 and follower 4 of t-0; 4's LEO is 678, 1 holds `leader_holds` (a batch) and 681..683, and 4
+    appends 681..683 as `role`."""
+    def batch(broker: int, base: int, last: int, the_role: str) -> dict[str, object]:
+        return {"event_type": "append", "broker_id": broker, "topic": "t", "partition": 0, "role": the_role,
+                "base_offset": base, "last_offset": last, "batch_leader_epoch": 7, "batch_checksum": base}
+    events: list[dict[str, object]] = [
+        {"event_type": "leader_election", "broker_id": 1000, "topic": "t", "partition": 0, "action": "clean",
+         "leader_id": 1, "partition_epoch": 3, "replicas": [1, 4], "isr": [1]},
+        {"event_type": "leadership_change", "broker_id": 4, "topic": "t", "partition": 0, "action": "become_follower",
+         "leo": 678, "hw": 600},
+    ]
+    if leader_holds is not None:
+        events.append(batch(1, *leader_holds, "leader"))
+    return [*events, batch(1, 681, 683, "leader"), batch(4, 681, 683, role)]
+
+
+@pytest.mark.parametrize(("leader_holds", "role", "consistent"), [
+    (None, "follower", True),
+    ((679, 680), "follower", False),  # the leader holds records in the gap: the follower skipped them
+    (None, "leader", False),  # a leader appends at its LEO
+])
+def test_an_append_above_the_leo_is_consistent_only_over_a_gap_of_the_leader(
+        leader_holds: tuple[int, int] | None, role: str, consistent: bool) -> None:
+    assert (audit(_gap_run(leader_holds=leader_holds, role=role)).inconsistencies == []) is consistent
