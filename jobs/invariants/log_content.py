@@ -79,8 +79,7 @@ def cuts_of(bronze: DataFrame, appends: DataFrame) -> DataFrame:
     batch removes (`Checker._cut_from`: `truncateTo(t)` drops the batch holding t whole, the LEO becomes t).
     The batch holding t is the replica's latest append covering t before the truncation. A follower that later
     fetches from inside such a gap of its leader appends above its LEO, leaving a gap too: those offsets lie in
-    the leader's cut, an island, so its lookups there find no write of its own unless one from before a truncation
-    below them remains, which the checker's replay would not count (no campaign has produced a gap append)."""
+    the leader's cut, an island, where `gap_writes` marks them empty."""
     scoped = F.col("broker_id").isNotNull() & F.col("topic").isNotNull() & F.col("partition").isNotNull()
     trunc = bronze.where(_is("truncation") & scoped & (F.col("reason") != "full")).select(
         *PARTITION, "broker_id", "event_id", "truncate_offset")
@@ -127,6 +126,19 @@ def contested_writes(appends: DataFrame, isl: DataFrame, cuts: DataFrame) -> Dat
                           F.lit(None).cast(writes.schema["_rec"].dataType).alias("_rec"),
                           F.explode(F.sequence("lo", "hi")).alias("offset"))
     return writes.unionByName(removed)
+
+
+def gap_writes(rows: DataFrame, isl: DataFrame) -> DataFrame:
+    """`contested_writes` rows for the gaps of follower appends above the LEO (`rows` annotated): a null record
+    at each island offset of [LEO, base), written by that append. A follower fetching inside a gap of its
+    leader's log (left by a truncation inside a batch, an island) gets the leader's next batch and appends it
+    above its LEO; the skipped offsets hold nothing, though an earlier write there (truncated since) is still
+    the replica's latest write and the LEO now lies above it."""
+    gaps = rows.where(_is("append") & (F.col("role") == "follower") & (F.col("base_offset") > F.col("_leo"))).select(
+        *PARTITION, "broker_id", "event_id", "_leo", "base_offset")
+    return _overlapping(gaps, isl, F.col("_leo"), F.col("base_offset")).select(
+        *PARTITION, "broker_id", F.col("event_id").alias("_w"),
+        F.lit(None).cast(rows.schema["_rec"].dataType).alias("_rec"), "offset")
 
 
 def _renamed(df: DataFrame, tag: str, cols: dict[str, str]) -> DataFrame:
@@ -348,6 +360,7 @@ def build(inputs: ScanInputs) -> DataFrame:
         "_leading", "_epoch", "_down", "_leo", "_lso", "_full", "_hw", "_hw_event", "_hw_epoch", "_crash_mark", "_role",
         "_leader_mark", "_last_truncation", "_isr", "_view_reset", "_esc", "_ack", "batch_checksum",
     ).localCheckpoint(eager=True)
+    cw = cw.unionByName(gap_writes(rows, isl)).localCheckpoint(eager=True)
     cr = crash_removals(rows).localCheckpoint(eager=True)
     unclean = unclean_elections(bronze)
     parts = [
@@ -791,8 +804,10 @@ def _stream_checks() -> Column:
                 F.col("_leo"), F.col("leo"), "leadership_change reports a LEO below the replayed log without a crash"),
         finding(is_lc & (F.col("leo") > F.col("_leo")), F.col("_leo"), F.col("leo"),
                 "leadership_change reports a LEO above the replayed log (appends missing)"),
-        finding(_is("append") & (F.col("base_offset") != F.col("_leo")), F.col("_leo"), F.col("base_offset"),
-                "append base_offset is not the replayed LEO"),
+        # A follower's append may start above its LEO, over a gap of its leader's log (`Checker._on_append`).
+        finding(_is("append") & ((F.col("base_offset") < F.col("_leo"))
+                                 | ((F.col("base_offset") > F.col("_leo")) & (F.col("role") != "follower"))),
+                F.col("_leo"), F.col("base_offset"), "append base_offset is not the replayed LEO"),
         finding(_is("append") & (F.col("leo") != F.col("last_offset") + 1), F.col("last_offset") + 1, F.col("leo"),
                 "append leo disagrees with the batch"),
         finding(_is("hw_change") & (F.col("old_hw") != F.col("_hw")), F.col("_hw"), F.col("old_hw"),

@@ -303,7 +303,8 @@ def _apply(acc: Column, x: Column, cache: Column, settle: Column, owed: Column) 
     reconciled = F.when(x["b"].isNotNull() & (x["b"] < x["leo"]), _truncate_from_end(cache, x["b"])).otherwise(cache)
     last = _last(cache)
     new_cache = (
-        F.when((k == "append") & ((F.size(cache) == 0) | (last["e"] != x["a"])), _assign(cache, x["a"], x["b"]))
+        F.when((k == "append") & ~x["lead"], _let(_truncate_from_end(cache, x["leo"]), lambda c: _assign_new(c, x)))
+        .when((k == "append") & ((F.size(cache) == 0) | (last["e"] != x["a"])), _assign(cache, x["a"], x["b"]))
         .when((k == "lc") & x["bump"], _let(reconciled, lambda r: _assign(r, x["a"], F.coalesce(x["b"], x["leo"]))))
         .when(k == "lc", reconciled)
         .when((k == "trunc") & x["full"], F.array().cast(_CACHE))
@@ -322,6 +323,13 @@ def _apply(acc: Column, x: Column, cache: Column, settle: Column, owed: Column) 
     new_ei = F.when(expect, x["id"]).when(clears, null).otherwise(ei)
     return F.struct(new_cache.cast(_CACHE).alias("cache"), new_lso.cast("long").alias("lso"),
                     new_eo.cast("long").alias("eo"), new_ei.cast("long").alias("ei"), out.alias("out")).cast(_STATE)
+
+
+def _assign_new(cache: Column, x: Column) -> Column:
+    """An append's `assign`, when its batch epoch is not the latest of `cache`. A follower's cache is first
+    trimmed at its LEO (by the caller): the fetcher's `truncateTo` at the LEO, which emits no event, drops an
+    epoch the replica opened as a leader without appending (`Checker._on_append`)."""
+    return F.when((F.size(cache) == 0) | (_last(cache)["e"] != x["a"]), _assign(cache, x["a"], x["b"])).otherwise(cache)
 
 
 def _emits(rows: DataFrame) -> DataFrame:

@@ -276,9 +276,10 @@ CATALOGUE: tuple[Invariant, ...] = (
     Invariant(
         "event_stream_consistent", WARNING, "events contract (schemas/README.md)",
         "The events describe one consistent history (the checker's replay agrees with what they report).",
-        "append base_offset == replayed LEO; truncation old_leo == replayed LEO; hw_change old_hw == replayed "
-        "HW; a leadership_change LEO above the replay (missing appends) or below it without a crash; an "
-        "acknowledged write absent from the acking leader.",
+        "append base_offset == replayed LEO (a follower's may lie above it, over a gap of its leader's log); "
+        "truncation old_leo == replayed LEO; hw_change old_hw == replayed HW; a leadership_change LEO above the "
+        "replay (missing appends) or below it without a crash; an acknowledged write absent from the acking "
+        "leader.",
         "expected = replayed value, actual = reported value",
         ("append",),
     ),

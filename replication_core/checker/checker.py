@@ -475,7 +475,10 @@ class _RunChecker:
         rec = Rec(int(ev["base_offset"]), int(ev["last_offset"]), int(ev["batch_leader_epoch"]),
                   int(ev["batch_checksum"]))
         self._settle_expected_truncation(ev, r)
-        if rec.base != r.leo:
+        # A follower may append above its LEO: fetching inside a gap of its leader's log (a truncation inside a
+        # batch leaves one), it gets the leader's next batch, and `UnifiedLog.append` refuses only offsets below
+        # the LEO. The offsets skipped hold no record (`r.records` has none at or above the LEO).
+        if rec.base < r.leo or (rec.base > r.leo and ev.get("role") != "follower"):
             self._check_consistent(ev, r.broker, r.leo, rec.base, "append base_offset is not the replayed LEO")
         self._check_epoch_cache_monotonic(ev, r, rec)
         if ev.get("role") == "follower":
@@ -484,6 +487,12 @@ class _RunChecker:
             self._drop_from(r, rec.base, eid)  # (already reported) a log has no tail beyond its last append
         for o in range(rec.base, rec.last + 1):
             r.records[o] = Slot(rec, eid)
+        if ev.get("role") == "follower":
+            # Before a follower fetches, its fetcher truncates (OffsetsForLeaderEpoch, DivergingEpoch or the HW),
+            # and `UnifiedLog.truncateTo` at the LEO changes no record and emits no event but trims the epoch
+            # cache there: an epoch this replica opened as a leader without appending is gone before the append
+            # (the entry `assign` would otherwise find, taking an older epoch's start with it).
+            r.cache = truncate_from_end(r.cache, r.leo)
         r.leo = rec.last + 1
         if not r.cache or r.cache[-1][0] != rec.epoch:
             r.cache = assign(r.cache, rec.epoch, rec.base)

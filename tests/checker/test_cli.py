@@ -131,10 +131,10 @@ def test_bad_arguments_exit_2(tmp_path: Path) -> None:
 def test_warnings_exit_0_unless_strict(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """A run with only a warning exits 0; --strict makes it 1."""
     run = healthy()
-    run.append(2, 1, 0, 1002, base=5)  # a replay disagreement: event_stream_consistent (warning)
+    run.append(1, 1, 0, 1002, role="leader", base=5)  # a replay disagreement: event_stream_consistent (warning)
     write_jsonl(tmp_path / "events.jsonl", run.events)
     assert main(["--events", str(tmp_path)]) == 0
-    assert capsys.readouterr().out.startswith("event_stream_consistent warning t-0 replica=2")
+    assert capsys.readouterr().out.startswith("event_stream_consistent warning t-0 replica=1")
     assert main(["--events", str(tmp_path), "--strict"]) == 1
 
 

@@ -265,6 +265,40 @@ def a_leader_epoch_round_that_ends_at_the_leo_is_followed_by_another() -> Case:
 
 
 @case
+def an_epoch_a_follower_opened_as_leader_without_appending_is_trimmed_before_its_next_append() -> Case:
+    # Broker 1 holds 0..4 (epoch 0), 5..6 (epoch 1), 7..8 (epoch 2, from leader 4), and leads epoch 3 at its LEO 9
+    # without appending: cache (0, 0), (1, 5), (2, 7), (3, 9). Following 4 in epoch 4, its fetcher's truncateTo(9)
+    # changes no record (no event) but trims (3, 9); it then appends 9..11 of epoch 2, its latest epoch again, so
+    # the cache stays (0, 0), (1, 5), (2, 7). (Without the trim, assign(2, 9) would drop (2, 7) with (3, 9).)
+    # Leading epoch 5, broker 1 answers follower 3 (epoch 1's 5..9 from leader 2, LEO 10) with (1, 7): 3 truncates
+    # to 7 (event 26). `bad` truncates to 9: expected 7, actual 9. Power seed 597433 did this in leader-epoch mode.
+    four = dict(replicas=[1, 2, 3, 4], isr=[1, 2, 3, 4])
+
+    def run(to: int) -> Rows:
+        def lead(broker: int, epoch: int, leo: int) -> dict[str, Any]:
+            return logs.leader(broker=broker, epoch=epoch, leo=leo, **four)
+
+        def follow(broker: int, epoch: int, leader: int, leo: int) -> dict[str, Any]:
+            return logs.follower(broker=broker, epoch=epoch, leader_id=leader, leo=leo, **four)
+
+        def copy(base: int, last: int, broker: int, epoch: int) -> dict[str, Any]:
+            return logs.append(base, last, broker=broker, epoch=epoch, role="follower")
+
+        return [lead(2, 0, 0), follow(1, 0, 2, 0), follow(3, 0, 2, 0), follow(4, 0, 2, 0),
+                logs.append(0, 4, broker=2, epoch=0), copy(0, 4, 1, 0), copy(0, 4, 3, 0), copy(0, 4, 4, 0),
+                lead(2, 1, 5), follow(1, 1, 2, 5), follow(3, 1, 2, 5), follow(4, 1, 2, 5),
+                logs.append(5, 9, broker=2, epoch=1), copy(5, 9, 3, 1), copy(5, 6, 4, 1), copy(5, 6, 1, 1),
+                lead(4, 2, 7), follow(1, 2, 4, 7), logs.append(7, 11, broker=4, epoch=2), copy(7, 8, 1, 2),
+                lead(1, 3, 9), lead(4, 4, 12), follow(1, 4, 4, 9), dict(copy(9, 11, 1, 2), leader_epoch=4),
+                lead(1, 5, 12), follow(3, 5, 1, 10),
+                dict(event_type="truncation", broker_id=3, leader_epoch=5, truncate_offset=to, old_leo=10,
+                     reason="leader_epoch", hw=0)]
+
+    return Case("", INVARIANT, {"ok": timed(run(7)), "bad": timed(run(9))},
+                [("bad", INVARIANT, "error", "t", 0, 3, 26, None, 7, 9, [26])], KEY_COLUMNS)
+
+
+@case
 def out_of_range_truncation_is_bounded_by_the_leaders_leo() -> Case:
     # Leader 1's LEO is 2: an out-of-range truncation of follower 2 to 3 is above it (expected 2, actual 3,
     # evidence the truncation only); to 2 is within. A follower whose leader is not leading in its epoch is
