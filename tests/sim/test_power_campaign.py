@@ -11,7 +11,15 @@ from __future__ import annotations
 
 from typing import Any
 
-from tests.sim.campaign import power_lossy, power_reassigning_scenario, power_scenario, problems, problems_in
+from replication_core.checker.violation import Violation
+from tests.sim.campaign import (
+    power_lossy,
+    power_lost_member,
+    power_reassigning_scenario,
+    power_scenario,
+    problems,
+    problems_in,
+)
 from tests.sim.helpers import check, run
 
 
@@ -102,4 +110,65 @@ def test_the_reassigning_power_seed_whose_paused_leader_committed_lost_records_i
     assert power_lossy(events)[("t", 1)] == 1828 == min(v.event_id for v in errors)
     zombie = events[1828]
     assert (zombie["broker_id"], zombie["leader_epoch"], zombie["old_hw"], zombie["hw"]) == (2, 4, 84, 117)
+    assert problems_in(sc, events, stats) == ([], [])
+
+
+def _lacking(events: list[dict[str, Any]], offset: int = 1815) -> Violation:
+    """isr_holds_committed: ISR member 1 of t-0 lacks `offset`, detected at the last event."""
+    return Violation("isr_holds_committed", "error", "run", "t", 0, 1, 0, len(events) - 1, offset, None, None,
+                     (len(events) - 1,), "")
+
+
+def _lost_member(*, crashed: bool = True, refilled: bool = False, truncated_again: bool = False,
+                 readded: bool = False) -> list[dict[str, Any]]:
+    """Seed 597684's u-0, shortened: follower 1 loses 1725..1819 to a power failure, restarts, and its paused
+    leader 3 raises the HW to 1820 from the fetch 1 sent before the crash. `readded`: 1 was out of the ISR and
+    a commit adds it back after the crash (seed 902083 without broker epochs: KIP-903's bug, reported)."""
+    events = [_lifecycle(1, "crash") if crashed else _ev("hw_change", 1, hw=1810),
+              _ev("truncation", 1, truncate_offset=1725, old_leo=1820), _lifecycle(1, "restart")]
+    if readded:
+        events.append(_ev("isr_change", 3, isr_state="committed", old_isr=[3], isr=[1, 3]))
+    if refilled:
+        events.append(_ev("append", 1, base_offset=1815, last_offset=1819))
+    if truncated_again:
+        events.append(_ev("truncation", 1, truncate_offset=1700, old_leo=1725))
+    return [*events, _ev("hw_change", 3, hw=1820)]
+
+
+def test_an_isr_member_lacking_what_its_power_failure_took_is_explained() -> None:
+    events = _lost_member()
+    assert power_lost_member(_lacking(events), events)
+    assert not power_lost_member(_lacking(events, offset=1700), events)  # below what the crash took
+    for other in (_lost_member(crashed=False), _lost_member(refilled=True), _lost_member(truncated_again=True),
+                  _lost_member(readded=True)):
+        assert not power_lost_member(_lacking(other), other)
+
+
+def test_the_power_seed_whose_paused_leader_counted_a_crashed_followers_old_fetch_is_explained() -> None:
+    """`--seeds 597684-597684 --power`: follower 1 of u-0 power-crashes (event 12134), its recovery drops
+    1725..1819 (12135); leader 3 then processes the fetch at 1820 that 1 sent before the crash (12273) and
+    raises the HW to 1820 (12274), over records 1 no longer has."""
+    sc = power_scenario(597684)
+    _, events, stats = run(sc)
+    errors = [v for v in check(events, stats).violations if v.severity == "error"]
+    assert [(v.invariant, v.topic, v.partition, v.replica, v.event_id, v.offset) for v in errors] == [
+        ("isr_holds_committed", "u", 0, 1, 12274, 1815)]
+    fetched = events[12273]
+    assert (fetched["event_type"], fetched["follower_id"], fetched["fetch_offset"]) == ("follower_fetch_state", 1, 1820)
+    assert power_lost_member(errors[0], events)
+    assert problems_in(sc, events, stats) == ([], [])
+
+
+def test_the_power_seed_whose_leader_trimmed_an_empty_epoch_truncates_its_follower_right() -> None:
+    """`--seeds 597433-597433 --power` (leader-epoch mode): broker 1 led epoch 5 at its LEO 378 without appending,
+    then followed epoch 6, where its fetcher's truncateTo(378) trimmed that entry (no event) before it appended
+    epoch-4 batches at 378; leading epoch 7, it answered follower 3 (latest epoch 3) with (3, 179), the start of
+    its epoch 4, and 3 truncated to 179 (event 7812). The checker, which kept (5, 378) and let `assign(4, 378)`
+    drop (4, 179) with it, expected (3, 378)."""
+    sc = power_scenario(597433)
+    _, events, stats = run(sc)
+    trunc = events[7812]
+    assert (trunc["broker_id"], trunc["reason"], trunc["old_leo"], trunc["truncate_offset"]) == (
+        3, "leader_epoch", 243, 179)
+    assert [v for v in check(events, stats).violations if v.invariant == "truncation_point"] == []
     assert problems_in(sc, events, stats) == ([], [])
