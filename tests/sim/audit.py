@@ -45,6 +45,7 @@ class Audit:
         target = frozenset(ev["replicas"]) - set(ev.get("removing_replicas") or ())
         if key not in self.assigned or ev["partition_epoch"] >= self.assigned[key][0]:
             self.assigned[key] = (ev["partition_epoch"], target)
+
     def _skips_leader_gap(self, ev: dict[str, Any], leo: int) -> bool:
         """Whether a follower append above its LEO copies the leader's next batch over a gap of the leader's log:
         a truncation inside a batch leaves one below the LEO (Kafka's `truncateTo`), the leader's read from
