@@ -301,10 +301,9 @@ def _apply(acc: Column, x: Column, cache: Column, settle: Column, owed: Column) 
     ei = F.when(settle, null).otherwise(ei)
     # The event itself.
     reconciled = F.when(x["b"].isNotNull() & (x["b"] < x["leo"]), _truncate_from_end(cache, x["b"])).otherwise(cache)
-    last = _last(cache)
     new_cache = (
         F.when((k == "append") & ~x["lead"], _let(_truncate_from_end(cache, x["leo"]), lambda c: _assign_new(c, x)))
-        .when((k == "append") & ((F.size(cache) == 0) | (last["e"] != x["a"])), _assign(cache, x["a"], x["b"]))
+        .when(k == "append", _assign_new(cache, x))
         .when((k == "lc") & x["bump"], _let(reconciled, lambda r: _assign(r, x["a"], F.coalesce(x["b"], x["leo"]))))
         .when(k == "lc", reconciled)
         .when((k == "trunc") & x["full"], F.array().cast(_CACHE))
@@ -326,9 +325,9 @@ def _apply(acc: Column, x: Column, cache: Column, settle: Column, owed: Column) 
 
 
 def _assign_new(cache: Column, x: Column) -> Column:
-    """An append's `assign`, when its batch epoch is not the latest of `cache`. A follower's cache is first
-    trimmed at its LEO (by the caller): the fetcher's `truncateTo` at the LEO, which emits no event, drops an
-    epoch the replica opened as a leader without appending (`Checker._on_append`)."""
+    """An append's `assign`, when its batch epoch is not the latest of `cache`. A follower's cache is trimmed at
+    its LEO first (by the caller): the fetcher's `truncateTo` at the LEO, which emits no event, drops an epoch the
+    replica opened as a leader without appending (`Checker._on_append`)."""
     return F.when((F.size(cache) == 0) | (_last(cache)["e"] != x["a"]), _assign(cache, x["a"], x["b"])).otherwise(cache)
 
 
