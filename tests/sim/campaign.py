@@ -195,36 +195,29 @@ def power_lost_member(v: Violation, events: list[dict[str, Any]]) -> bool:
     (power seed 597684)."""
     if v.invariant != "isr_holds_committed" or v.offset is None or v.replica is None or v.event_id < 0:
         return False
-    down, lost = False, False
-    for e in events[:v.event_id]:
-        if e["broker_id"] != v.replica:
-            continue
-        if e["event_type"] == "broker_lifecycle":
-            down = e["action"] == "crash"
+    # A member added to the ISR after the crash got there from fetch state of its previous process: what KIP-903's
+    # broker epochs prevent (seed 902083 with `--before-kip903`), not a loss to excuse. `v`'s own event (an ISR
+    # commit, say) counts.
+    down = lost = added = False
+    for e in events[:v.event_id + 1]:
+        kind = e["event_type"]
+        if kind == "broker_lifecycle":
+            if e["broker_id"] == v.replica:
+                down = e["action"] == "crash"
         elif (e.get("topic"), e.get("partition")) != (v.topic, v.partition):
             continue
-        elif e["event_type"] == "truncation" and e["truncate_offset"] <= v.offset:
-            lost = down and v.offset < e["old_leo"]
-        elif e["event_type"] == "append" and e["base_offset"] <= v.offset <= e["last_offset"]:
-            lost = False
-    # A member added to the ISR after the crash got there from fetch state of its previous process: what KIP-903's
-    # broker epochs prevent (seed 902083 with `--before-kip903`), not a loss to excuse.
-    return lost and not _added_since_loss(v, events)
-
-
-def _added_since_loss(v: Violation, events: list[dict[str, Any]]) -> bool:
-    """Whether a committed ISR change of `v`'s partition (`v`'s own event included) added `v.replica` after its
-    last truncation."""
-    added = False
-    for e in events[:v.event_id + 1]:
-        if (e.get("topic"), e.get("partition")) != (v.topic, v.partition):
-            continue
-        if e["event_type"] == "truncation" and e["broker_id"] == v.replica:
-            added = False
-        elif (e["event_type"] == "isr_change" and e.get("isr_state") == "committed"
+        elif (kind == "isr_change" and e.get("isr_state") == "committed"
               and v.replica in (e.get("isr") or ()) and v.replica not in (e.get("old_isr") or ())):
             added = True
-    return added
+        elif e["broker_id"] != v.replica:
+            continue
+        elif kind == "truncation":
+            added = False
+            if e["truncate_offset"] <= v.offset:
+                lost = down and v.offset < e["old_leo"]
+        elif kind == "append" and e["base_offset"] <= v.offset <= e["last_offset"]:
+            lost = False
+    return lost and not added
 
 
 def _loss_allowed(sc: Scenario, topic: str) -> bool:
