@@ -16,10 +16,11 @@ A. `isr_expansion_race` (isr_holds_committed). The leader proposes adding follow
    lost (`test_the_isr_expansion_race_loses_acknowledged_writes_when_the_other_isr_members_fail`). A proposal
    whose request was lost is resent by the AlterPartition manager and may be committed only after the HW rose,
    and the leader may fail before the metadata reaches it: then one leader crash is enough, F being first in
-   the assignment (`--correlated` seed 561204). Those losses (`acked_write_lost`, and the followers' truncation
-   of the committed records, `truncation_safety`, which F then commits again, `inconsistent_offsets`) are
-   recognised too (`isr_race_elected`): they lie between F's LEO at its clean election and the HW committed
-   before it.
+   the assignment (`--correlated` seed 561204). Or the leader does learn it, and a controlled shutdown of the
+   leader moves leadership to F, the only other ISR member, before F catches up (`--reassigning` seed 627432).
+   Those losses (`acked_write_lost`, and the followers' truncation of the committed records, `truncation_safety`,
+   which F then commits again, `inconsistent_offsets`) are recognised too (`isr_race_elected`): they lie between
+   F's LEO at its election from the ISR and the HW committed before it.
 B. `epoch_boundary_erased` (committed_prefix_agreement). Retention on the new leader moved its log start offset
    past the start of its first epoch; `truncateFromStart` moved that epoch's start up to the log start offset, so
    `endOffsetFor(older epoch)` answers the log start offset (KAFKA-7415's rule for an epoch below the cache).
@@ -125,18 +126,22 @@ def _abandoned_then_rose(events: Sequence[Event], leader: int, topic: str, parti
 
 
 LOSS_INVARIANTS = ("acked_write_lost", "truncation_safety", "inconsistent_offsets", "committed_prefix_agreement")
+# The controller's elections that pick the new leader from the ISR: after a failure, and when a controlled shutdown
+# moves leadership away (`Controller.controlled_shutdown`); an unclean one does not.
+ELECTIONS_FROM_ISR = ("clean", "controlled_shutdown")
 
 
 def isr_race_elected(v: Violation, events: Sequence[Event]) -> bool:
-    """Finding A's loss: a clean election made F leader with LEO L below H, the HW committed before it, and
-    L <= `v.offset` < H (records committed, then lost or rewritten, from F's LEO on), where F was in the
-    controller's ISR through A's race: its last leader proposed adding it, a same-partition-epoch metadata update
-    abandoned the proposal, and that leader's HW then rose past L (`--correlated` seed 561204)."""
+    """Finding A's loss: an election from the ISR (clean, or a controlled shutdown's) made F leader with LEO L
+    below H, the HW committed before it, and L <= `v.offset` < H (records committed, then lost or rewritten, from
+    F's LEO on), where F was in the controller's ISR through A's race: its last leader proposed adding it, a
+    same-partition-epoch metadata update abandoned the proposal, and that leader's HW then rose past L
+    (`--correlated` seed 561204; `--reassigning` seed 627432 through a controlled shutdown)."""
     if v.invariant not in LOSS_INVARIANTS or v.offset is None or v.topic is None or v.partition is None:
         return False
     topic, partition = v.topic, v.partition
     end = len(events) if v.event_id < 0 else v.event_id
-    committed, leader, clean = 0, None, False
+    committed, leader, from_isr = 0, None, False
     for i in range(end):
         e = events[i]
         if e.get("topic") != topic or e.get("partition") != partition:
@@ -145,10 +150,10 @@ def isr_race_elected(v: Violation, events: Sequence[Event]) -> bool:
         if kind == "hw_change" and e["hw"] is not None:
             committed = max(committed, e["hw"])
         elif kind == "leader_election":
-            clean = e.get("action") == "clean"
+            from_isr = e.get("action") in ELECTIONS_FROM_ISR
         elif kind == "leadership_change" and e.get("action") == "become_leader":
             elected, leo = e["broker_id"], e.get("leo")
-            if (clean and leader is not None and elected != leader and leo is not None
+            if (from_isr and leader is not None and elected != leader and leo is not None
                     and leo <= v.offset < committed and _raced_into_isr(events, leader, topic, partition, elected,
                                                                         i, leo)):
                 return True

@@ -123,9 +123,10 @@ def _race_elected(*, reset: bool = True, hw_before_reset: bool = False, action: 
             _ev("leadership_change", elected, action="become_leader", leo=365)]
 
 
+@pytest.mark.parametrize("action", ["clean", "controlled_shutdown"])
 @pytest.mark.parametrize("invariant", ["acked_write_lost", "truncation_safety", "inconsistent_offsets"])
-def test_a_loss_from_electing_the_raced_follower_is_finding_a(invariant: str) -> None:
-    events = _race_elected()
+def test_a_loss_from_electing_the_raced_follower_is_finding_a(invariant: str, action: str) -> None:
+    events = _race_elected(action=action)
     event_id = -1 if invariant == "acked_write_lost" else len(events)
     events = [*events, FILLER]
     assert known_finding(_violation(invariant, "u", 1, 2, event_id, 370), events) == ISR_EXPANSION_RACE
@@ -526,6 +527,29 @@ def test_the_correlated_campaign_seed_loses_acknowledged_writes_through_the_isr_
     assert (hw["broker_id"], hw["hw"]) == (4, 193)
     assert (election["action"], election["leader_id"], election["isr"]) == ("clean", 1, [1, 2])
     assert problems(sc)[0] == []
+
+
+def test_a_controlled_shutdown_that_elects_the_raced_follower_is_finding_a() -> None:
+    """`--seeds 627432-627432 --reassigning`: finding A, the loss through a controlled shutdown. Leader 4 of u-0
+    (min ISR 1) proposed adding 5 at partition epoch 6 (event 3082); the same-epoch metadata reset its ISR to [4]
+    (3108) while 5's disk stalled at LEO 246, and the HW rose to 276 over acknowledged writes. The resent request
+    was committed (epoch 7, ISR [4, 5]: 3478, `isr_holds_committed`), then 4's controlled shutdown moved
+    leadership to 5, the only other ISR member (3662): 1 and 4 truncate the committed 246..275 and 5 commits
+    other records there."""
+    sc = reassigning_scenario(627432)
+    _, events, stats = run(sc)
+    errors = [v for v in check(events, stats).violations if v.severity == "error"]
+    assert [(v.invariant, v.replica, v.event_id, v.offset) for v in errors[:4]] == [
+        ("isr_holds_committed", 5, 3478, 246), ("truncation_safety", 1, 3691, 246),
+        ("truncation_safety", 4, 3699, 246), ("inconsistent_offsets", 5, 3821, 246)]
+    assert {(v.topic, v.partition) for v in errors} == {("u", 0)}
+    assert {known_finding(v, events) for v in errors} == {ISR_EXPANSION_RACE}
+    reset, commit, election = events[3108], events[3478], events[3662]
+    assert (reset["reason"], reset["partition_epoch"], reset["isr"]) == ("leader_and_isr", 6, [4])
+    assert (commit["partition_epoch"], commit["isr"]) == (7, [4, 5])
+    assert (election["action"], election["leader_id"], election["isr"]) == ("controlled_shutdown", 5, [5])
+    assert events[3671]["leo"] == 246
+    assert problems_in(sc, events, stats)[0] == []
 
 
 def test_the_campaign_reads_the_simulator_audits_loss_from_the_raced_election_as_finding_a() -> None:
