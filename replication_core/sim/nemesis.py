@@ -15,8 +15,8 @@ overlapping ones can lose every copy of a write, which replication does not prom
 `FaultInjector` applies faults at their instant: crash (power: lose unflushed data; process: keep the
 page cache), a correlated crash of two brokers' processes (drawn only when a scenario lists
 `correlated_crash`), restart, network partition (one- or two-way) and heal, GC pause, disk stall,
-controlled shutdown, reassignment (scheduled, or drawn when a scenario lists `reassign`), scripted produce,
-flush.
+controlled shutdown, reassignment (scheduled, or drawn when a scenario lists `reassign`, throttled at one of
+`nemesis.throttle_rates` when it lists any), scripted produce, flush.
 """
 
 from __future__ import annotations
@@ -72,7 +72,10 @@ def draw_faults(spec: NemesisSpec, brokers: tuple[int, ...], controller_id: int,
             # The drawn broker `b` is not used: a reassignment names its own replicas (the first prefers leading).
             topic, partition, rf = rng.choice(partitions)
             target = rng.sample(brokers, min(rf, len(brokers)))
-            out.append(Fault(t, "reassign", topic=topic, partition=partition, replicas=tuple(target)))
+            # Drawn only when rates are listed, so that an unthrottled nemesis draws what it always drew.
+            rate = rng.choice(spec.throttle_rates) if spec.throttle_rates else None
+            out.append(Fault(t, "reassign", topic=topic, partition=partition, replicas=tuple(target),
+                             throttle_rate=rate))
         else:
             others = tuple(x for x in brokers if x != b)
             shape = rng.randrange(3)

@@ -180,6 +180,9 @@ class NemesisSpec:
     quiet_ms: int = 20000
     crash_modes: tuple[str, ...] = CRASH_MODES
     overlap: bool = False
+    throttle_rates: tuple[int, ...] = ()
+    """Replication quotas for the drawn reassignments (bytes per second): each is throttled at one of these,
+    drawn with it, as `kafka-reassign-partitions --throttle` sets them; empty = unthrottled."""
 
 
 @dataclass(frozen=True)
@@ -580,6 +583,7 @@ def parse_scenario(doc: object) -> Scenario:
             quiet_ms=nr.int("quiet_ms", 20000, lo=0),
             crash_modes=tuple(modes),
             overlap=nr.bool("overlap", False),
+            throttle_rates=_throttle_rates(nr.raw("throttle_rates", []), kinds),
         )
         if nemesis.max_interval_ms < nemesis.min_interval_ms:
             raise ScenarioError("nemesis.max_interval_ms", f"an integer >= min_interval_ms ({nemesis.min_interval_ms})")
@@ -597,6 +601,15 @@ def parse_scenario(doc: object) -> Scenario:
     r.done()
     return Scenario(name, description, seed, duration, start, cluster, cfg, tuple(topics), network, disk,
                     tuple(producers), faults, nemesis, writer)
+
+
+def _throttle_rates(rates: object, kinds: list[str]) -> tuple[int, ...]:
+    """`nemesis.throttle_rates`: positive integers (bytes per second), only with `reassign` among the faults."""
+    if not isinstance(rates, list) or not all(type(x) is int and x >= 1 for x in rates):
+        raise ScenarioError("nemesis.throttle_rates", "a list of integers >= 1 (bytes per second)", rates)
+    if rates and "reassign" not in kinds:
+        raise ScenarioError("nemesis.throttle_rates", "only with 'reassign' in nemesis.faults", rates)
+    return tuple(rates)
 
 
 def _fault(item: object, path: str, broker_ids: tuple[int, ...], controller_id: int,

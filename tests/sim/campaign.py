@@ -7,7 +7,8 @@ or 10 partitions, 10-30 virtual seconds; with `--deep` also the workload and pro
 factor 2 or 4, multi-record batches, small fetch size limits, more message loss, acks=0, a second topic with
 its own min ISR and unclean setting); with `--correlated` the nemesis of `--deep` also crashes two brokers'
 processes at once; with `--overlapping` its faults also overlap (process crashes only), and with
-`--reassigning` the nemesis also draws reassignments among them; with `--power` (alone or with `--reassigning`)
+`--reassigning` the nemesis also draws reassignments among them (with `--throttled`, each throttled at a drawn
+replication quota); with `--power` (alone or with `--reassigning` / `--throttled`)
 those crashes may also be power failures, which lose committed records when they overlap: a partition's checker errors
 from the election of a replica that a power failure left below the partition's HW (or from an older epoch's HW
 passing it afterwards) are explained (`power_lossy`), and so is an ISR member lacking records its power failure
@@ -114,6 +115,30 @@ def reassigning_scenario(seed: int) -> Scenario:
     if sc.nemesis is None:
         return sc
     return replace(sc, nemesis=replace(sc.nemesis, faults=(*sc.nemesis.faults, "reassign")))
+
+
+THROTTLE_RATES = (500, 3000, 30000)
+"""Bytes per second: below the run's produce rate per partition (the moved replica cannot catch up while
+throttled), near it, and well above it."""
+
+
+def throttled_scenario(seed: int) -> Scenario:
+    """`reassigning_scenario(seed)` whose drawn reassignments are throttled (`nemesis.throttle_rates`): the
+    replication quotas of the leaders and the added followers hold the moved replicas back while the other
+    faults go on."""
+    return with_throttles(reassigning_scenario(seed))
+
+
+def power_throttled_scenario(seed: int) -> Scenario:
+    """`throttled_scenario(seed)` whose crashes may also be power losses (`--throttled --power`)."""
+    return with_throttles(power_reassigning_scenario(seed))
+
+
+def with_throttles(sc: Scenario) -> Scenario:
+    """`sc` whose nemesis throttles each reassignment it draws at one of `THROTTLE_RATES`."""
+    if sc.nemesis is None:
+        return sc
+    return replace(sc, nemesis=replace(sc.nemesis, throttle_rates=THROTTLE_RATES))
 
 
 def power_scenario(seed: int) -> Scenario:
@@ -307,14 +332,18 @@ def add_shape_arguments(parser: argparse.ArgumentParser) -> None:
                         help="--overlapping with power crashes too (unflushed data lost)")
     parser.add_argument("--reassigning", action="store_true",
                         help="--overlapping with reassignments drawn by the nemesis too (and --power: power crashes)")
+    parser.add_argument("--throttled", action="store_true",
+                        help="--reassigning with the drawn reassignments throttled (replication quotas)")
     parser.add_argument("--before-kip903", action="store_true",
                         help="without broker epochs, as seeds found before session 30 ran (`before_kip903`)")
 
 
 def scenario_maker(args: argparse.Namespace) -> Callable[[int], Scenario]:
     """The seed -> scenario function `--wide` / `--deep` / `--correlated` / `--overlapping` / `--power` /
-    `--reassigning` chose, wrapped in `before_kip903` with `--before-kip903`."""
-    if args.reassigning and args.power:
+    `--reassigning` / `--throttled` chose, wrapped in `before_kip903` with `--before-kip903`."""
+    if args.throttled:
+        make = power_throttled_scenario if args.power else throttled_scenario
+    elif args.reassigning and args.power:
         make = power_reassigning_scenario
     elif args.reassigning:
         make = reassigning_scenario

@@ -10,13 +10,14 @@ from __future__ import annotations
 
 import random
 from collections import Counter
+from dataclasses import replace
 from itertools import pairwise
 
 import pytest
 
 from replication_core.sim.nemesis import draw_faults
 from replication_core.sim.scenario import NemesisSpec
-from tests.sim.campaign import judged_runs, power_reassigning_scenario, reassigning_scenario
+from tests.sim.campaign import judged_runs, power_reassigning_scenario, reassigning_scenario, throttled_scenario
 
 SEEDS = range(520000, 520024)
 PARTITIONS = (("t", 0, 3), ("t", 1, 3), ("u", 0, 2))
@@ -36,6 +37,34 @@ def test_a_drawn_reassignment_moves_one_partition_to_as_many_distinct_brokers() 
     assert len({f.replicas[0] for f in faults}) == 4
     with pytest.raises(ValueError, match="needs the partitions it may move"):
         draw_faults(spec, (1, 2, 3, 4), 1000, 10_000, random.Random(7))
+
+
+def test_drawn_reassignments_are_throttled_at_a_listed_rate_and_unthrottled_without_one() -> None:
+    """`NemesisSpec.throttle_rates`: each drawn reassignment takes one of them; none listed, none throttled (and
+    no rate drawn, so the seeds pinned by `test_known_findings.py` keep their faults)."""
+    spec = NemesisSpec(faults=("reassign",), min_interval_ms=100, max_interval_ms=200, quiet_ms=0, overlap=True)
+    plain = draw_faults(spec, (1, 2, 3, 4), 1000, 10_000, random.Random(7), PARTITIONS)
+    assert {f.throttle_rate for f in plain} == {None}
+    throttled = replace(spec, throttle_rates=(500, 3000, 30000))
+    faults = draw_faults(throttled, (1, 2, 3, 4), 1000, 10_000, random.Random(7), PARTITIONS)
+    assert {f.throttle_rate for f in faults} == {500, 3000, 30000}
+    # The first reassignment is drawn alike; the rate drawn with it shifts what follows.
+    assert (faults[0].at_ms, faults[0].replicas) == (plain[0].at_ms, plain[0].replicas)
+
+
+def test_throttled_reassignments_among_overlapping_faults_show_no_problem_beyond_the_known_findings() -> None:
+    """`tests.sim.campaign --throttled`: the drawn reassignments held back by replication quotas (KIP-73), some
+    below the produce rate, while the other faults go on; the quota really throttles."""
+    seen: Counter[str] = Counter()
+    for seed, found, events, stats in judged_runs(throttled_scenario, range(650000, 650012)):
+        assert found == [], (seed, found)
+        seen["drawn"] += sum(action == "reassign" for _, action in stats.faults_applied)
+        throttles = [e for e in events if e["event_type"] == "quota_throttle"]
+        seen["throttled runs"] += bool(throttles)
+        seen["leader side"] += sum(e["role"] == "leader" for e in throttles)
+        seen["follower side"] += sum(e["role"] == "follower" for e in throttles)
+    assert seen["drawn"] >= 12 and seen["throttled runs"] >= 6, seen
+    assert seen["leader side"] > 0 and seen["follower side"] > 0, seen
 
 
 def test_reassignments_among_overlapping_faults_lose_no_acknowledged_write_beyond_the_known_findings() -> None:

@@ -54,6 +54,12 @@ def test_defaults_are_kafkas() -> None:
     (_with(workload={"producers": [{"topic": "nope"}]}), "workload.producers[0].topic", "one of t"),
     (_with(workload={"producers": [{"topic": "t", "acks": 2}]}), "workload.producers[0].acks", "acks as all"),
     (_with(nemesis={"faults": ["meteor"]}), "nemesis.faults", "a non-empty list drawn from"),
+    (_with(nemesis={"faults": ["reassign"], "throttle_rates": [0]}), "nemesis.throttle_rates",
+     "a list of integers >= 1"),
+    (_with(nemesis={"faults": ["reassign"], "throttle_rates": 500}), "nemesis.throttle_rates",
+     "a list of integers >= 1"),
+    (_with(nemesis={"faults": ["crash"], "throttle_rates": [500]}), "nemesis.throttle_rates",
+     "only with 'reassign'"),
     (_with(colour="blue"), "colour", "no such key"),
 ])
 def test_errors_name_the_key_and_the_expected_form(doc: dict[str, Any], key: str, form: str) -> None:
@@ -78,3 +84,10 @@ def test_scenarios_may_list_an_optional_nemesis_fault_the_default_nemesis_does_n
     doc = _with(nemesis={"faults": ["crash", kind]})
     assert parse_scenario(doc).nemesis.faults == ("crash", kind)
     assert kind not in NEMESIS_FAULTS  # existing seeded runs keep their fault sequences
+
+
+def test_a_nemesis_may_throttle_the_reassignments_it_draws() -> None:
+    """`nemesis.throttle_rates` lists the replication quotas a drawn reassignment is throttled at."""
+    doc = _with(nemesis={"faults": ["crash", "reassign"], "throttle_rates": [500, 30000]})
+    assert parse_scenario(doc).nemesis.throttle_rates == (500, 30000)
+    assert parse_scenario(_with(nemesis={"faults": ["reassign"]})).nemesis.throttle_rates == ()

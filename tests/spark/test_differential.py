@@ -21,6 +21,8 @@ does (the deep shapes with two brokers' processes crashing at once); REPLOG_DIFF
 (overlapping, with reassignments drawn by the nemesis too); REPLOG_DIFF_POWER=1 as `--power` does (overlapping,
 with power crashes too: committed records lost, so both sides report acked_write_lost, truncation_safety,
 committed_prefix_agreement and inconsistent_offsets violations; with REPLOG_DIFF_REASSIGNING=1 too, both at once);
+REPLOG_DIFF_THROTTLED=1 as `--throttled` does (the reassigning shapes with each drawn reassignment throttled by a
+replication quota; with REPLOG_DIFF_POWER=1 too, power crashes as well);
 REPLOG_DIFF_CAMPAIGN_MODE=1 keeps each seed's own
 truncation mode, as the campaign runs it, instead of `high_watermark` for odd seeds (to compare a campaign
 seed as found); REPLOG_DIFF_BEFORE_KIP903=1 runs the seeds without broker epochs
@@ -55,7 +57,9 @@ from tests.sim.campaign import (
     overlapping_scenario,
     power_reassigning_scenario,
     power_scenario,
+    power_throttled_scenario,
     reassigning_scenario,
+    throttled_scenario,
     wide_scenario,
 )
 from tests.sim.test_fault_campaign import campaign_scenario, varied_scenario
@@ -76,6 +80,7 @@ CORRELATED = os.environ.get("REPLOG_DIFF_CORRELATED") == "1"
 OVERLAPPING = os.environ.get("REPLOG_DIFF_OVERLAPPING") == "1"
 POWER = os.environ.get("REPLOG_DIFF_POWER") == "1"
 REASSIGNING = os.environ.get("REPLOG_DIFF_REASSIGNING") == "1"
+THROTTLED = os.environ.get("REPLOG_DIFF_THROTTLED") == "1"
 LARGE = os.environ.get("REPLOG_DIFF_LARGE") == "1"
 CAMPAIGN_MODE = os.environ.get("REPLOG_DIFF_CAMPAIGN_MODE") == "1"
 BEFORE_KIP903 = os.environ.get("REPLOG_DIFF_BEFORE_KIP903") == "1"
@@ -108,7 +113,9 @@ def _cases() -> list[Case]:
         mode = TruncationMode.HIGH_WATERMARK if seed % 2 and not CAMPAIGN_MODE else None
         # Two in three runs take the varied shapes (reassignments in some); one in three also has size-based
         # retention, whose log start offsets send new and lagging followers to truncateFullyAndStartAt.
-        if REASSIGNING and POWER:
+        if THROTTLED:
+            sc = power_throttled_scenario(seed) if POWER else throttled_scenario(seed)
+        elif REASSIGNING and POWER:
             sc = power_reassigning_scenario(seed)
         elif REASSIGNING:
             sc = reassigning_scenario(seed)
