@@ -36,7 +36,7 @@ from typing import Any
 
 from replication_core.checker.violation import Violation
 from replication_core.sim.cluster import RunStats
-from replication_core.sim.scenario import Scenario
+from replication_core.sim.scenario import NemesisSpec, Scenario
 from tests.sim.audit import audit
 from tests.sim.helpers import check, run
 from tests.sim.known_findings import known_finding
@@ -85,14 +85,17 @@ def deep_scenario(seed: int) -> Scenario:
                    cluster=replace(sc.cluster, brokers=brokers))
 
 
+def _with_nemesis(sc: Scenario, change: Callable[[NemesisSpec], NemesisSpec]) -> Scenario:
+    """`sc` with `change` applied to its nemesis; a scenario without one is returned as it is."""
+    return sc if sc.nemesis is None else replace(sc, nemesis=change(sc.nemesis))
+
+
 def correlated_scenario(seed: int) -> Scenario:
     """`deep_scenario(seed)` whose nemesis also crashes two brokers' processes at once (`correlated_crash`):
     with the page cache kept, replication still promises that no acknowledged write is lost without an
     unclean election, even when every replica of a partition is down for a while."""
     sc = deep_scenario(seed)
-    if sc.nemesis is None:
-        return sc
-    return replace(sc, nemesis=replace(sc.nemesis, faults=(*sc.nemesis.faults, "correlated_crash")))
+    return _with_nemesis(sc, lambda n: replace(n, faults=(*n.faults, "correlated_crash")))
 
 
 def overlapping_scenario(seed: int) -> Scenario:
@@ -102,9 +105,7 @@ def overlapping_scenario(seed: int) -> Scenario:
     controller. Process crashes only, so every acknowledged acks=all write must still survive unless the topic
     allows the loss."""
     sc = correlated_scenario(seed)
-    if sc.nemesis is None:
-        return sc
-    return replace(sc, nemesis=replace(sc.nemesis, overlap=True, crash_modes=("process",)))
+    return _with_nemesis(sc, lambda n: replace(n, overlap=True, crash_modes=("process",)))
 
 
 def reassigning_scenario(seed: int) -> Scenario:
@@ -112,9 +113,7 @@ def reassigning_scenario(seed: int) -> Scenario:
     brokers, back onto brokers they left and over reassignments still in progress, while crashes, pauses,
     partitions and controlled shutdowns overlap them. Process crashes only, as `overlapping_scenario`."""
     sc = overlapping_scenario(seed)
-    if sc.nemesis is None:
-        return sc
-    return replace(sc, nemesis=replace(sc.nemesis, faults=(*sc.nemesis.faults, "reassign")))
+    return _with_nemesis(sc, lambda n: replace(n, faults=(*n.faults, "reassign")))
 
 
 THROTTLE_RATES = (500, 3000, 30000)
@@ -136,9 +135,7 @@ def power_throttled_scenario(seed: int) -> Scenario:
 
 def with_throttles(sc: Scenario) -> Scenario:
     """`sc` whose nemesis throttles each reassignment it draws at one of `THROTTLE_RATES`."""
-    if sc.nemesis is None:
-        return sc
-    return replace(sc, nemesis=replace(sc.nemesis, throttle_rates=THROTTLE_RATES))
+    return _with_nemesis(sc, lambda n: replace(n, throttle_rates=THROTTLE_RATES))
 
 
 def power_scenario(seed: int) -> Scenario:
@@ -155,9 +152,7 @@ def power_reassigning_scenario(seed: int) -> Scenario:
 
 def with_power_crashes(sc: Scenario) -> Scenario:
     """`sc` whose nemesis crashes may also be power losses (unflushed data gone)."""
-    if sc.nemesis is None:
-        return sc
-    return replace(sc, nemesis=replace(sc.nemesis, crash_modes=("process", "power")))
+    return _with_nemesis(sc, lambda n: replace(n, crash_modes=("process", "power")))
 
 
 def before_kip903(sc: Scenario) -> Scenario:
