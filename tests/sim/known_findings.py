@@ -141,7 +141,10 @@ def isr_race_elected(v: Violation, events: Sequence[Event]) -> bool:
         return False
     topic, partition = v.topic, v.partition
     end = len(events) if v.event_id < 0 else v.event_id
-    committed, leader, from_isr = 0, None, False
+    committed, leader = 0, None
+    # The election of each leader epoch: a later one (an offline partition's) may come before the elected
+    # leader's metadata does.
+    from_isr: dict[int | None, bool] = {}
     for i in range(end):
         e = events[i]
         if e.get("topic") != topic or e.get("partition") != partition:
@@ -150,12 +153,12 @@ def isr_race_elected(v: Violation, events: Sequence[Event]) -> bool:
         if kind == "hw_change" and e["hw"] is not None:
             committed = max(committed, e["hw"])
         elif kind == "leader_election":
-            from_isr = e.get("action") in ELECTIONS_FROM_ISR
+            from_isr[e.get("leader_epoch")] = e.get("action") in ELECTIONS_FROM_ISR
         elif kind == "leadership_change" and e.get("action") == "become_leader":
             elected, leo = e["broker_id"], e.get("leo")
-            if (from_isr and leader is not None and elected != leader and leo is not None
-                    and leo <= v.offset < committed and _raced_into_isr(events, leader, topic, partition, elected,
-                                                                        i, leo)):
+            if (from_isr.get(e.get("leader_epoch"), False) and leader is not None and elected != leader
+                    and leo is not None and leo <= v.offset < committed
+                    and _raced_into_isr(events, leader, topic, partition, elected, i, leo)):
                 return True
             leader = elected
     return False

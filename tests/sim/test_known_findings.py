@@ -24,6 +24,7 @@ from tests.sim.campaign import (
     problems,
     problems_in,
     reassigning_scenario,
+    throttled_scenario,
 )
 from tests.sim.helpers import check, run
 from tests.sim.known_findings import (
@@ -549,6 +550,26 @@ def test_a_controlled_shutdown_that_elects_the_raced_follower_is_finding_a() -> 
     assert (commit["partition_epoch"], commit["isr"]) == (7, [4, 5])
     assert (election["action"], election["leader_id"], election["isr"]) == ("controlled_shutdown", 5, [5])
     assert events[3671]["leo"] == 246
+    assert problems_in(sc, events, stats)[0] == []
+
+
+def test_the_raced_follower_elected_before_an_offline_election_is_finding_a() -> None:
+    """`--seeds 682507-682507 --throttled`: finding A (commit at event 16072 adds 4 below HW 380), then session
+    timeouts: the controller elects 3, then 4 (epoch 7, ISR [4]), then takes t-6 offline (epoch 8) before 4 has
+    its epoch-7 metadata; 4 becomes leader of epoch 7 at LEO 360 (16322). The loss is matched to the election of
+    the epoch the new leader took, not to the latest election event."""
+    sc = throttled_scenario(682507)
+    _, events, stats = run(sc)
+    errors = [v for v in check(events, stats).violations if v.severity == "error"]
+    assert [(v.invariant, v.topic, v.partition, v.replica, v.event_id, v.offset) for v in errors] == [
+        ("isr_holds_committed", "t", 6, 4, 16072, 360), ("truncation_safety", "t", 6, 3, 16373, 360),
+        ("inconsistent_offsets", "t", 6, 4, 17740, 360), ("inconsistent_offsets", "t", 6, 4, 17756, 370)]
+    assert {known_finding(v, events) for v in errors} == {ISR_EXPANSION_RACE}
+    elected, offline, became = events[16237], events[16240], events[16322]
+    assert (elected["action"], elected["leader_id"], elected["leader_epoch"]) == ("clean", 4, 7)
+    assert (offline["action"], offline["leader_epoch"]) == ("offline", 8)
+    assert (became["broker_id"], became["action"], became["leader_epoch"], became["leo"]) == (
+        4, "become_leader", 7, 360)
     assert problems_in(sc, events, stats)[0] == []
 
 
