@@ -3,6 +3,7 @@
     replog demo    [--scenario FILE] [--out DIR] [--lake DIR]  simulate -> ingest -> check -> timelines -> lag
                                                                -> audit -> report, for that one run
     replog ingest  --landing DIR [--lake DIR] [--config FILE]
+    replog ingest  --source kafka-logs --landing DIR [--run-id ID] [--log-timezone TZ]   real broker logs
     replog sample  --out DIR                                   write the sample landing files only
     replog simulate --scenario FILE --out DIR [...]            run a scenario on the simulated cluster
     replog check   --events DIR [--json FILE]                  the reference invariant checker
@@ -35,7 +36,15 @@ def _parser() -> argparse.ArgumentParser:
         sp.add_argument("--config", help="config file (default conf/local.yaml)")
 
     ing = sub.add_parser("ingest", help="ingest landing files into bronze (with quarantine)")
-    ing.add_argument("--landing", required=True, help="folder of *.jsonl / *.parquet event files (recursive)")
+    ing.add_argument("--landing", required=True, help="folder of *.jsonl / *.parquet event files (recursive), or "
+                     "with --source kafka-logs of Kafka broker logs (*.log, *.log.*)")
+    ing.add_argument("--source", choices=("events", "kafka-logs"), default="events",
+                     help="events: files written by `replog simulate` (default); kafka-logs: real broker logs")
+    ing.add_argument("--run-id", default=None,
+                     help="with --source kafka-logs: the run the logs become (default: the landing folder's name)")
+    ing.add_argument("--log-timezone", default=None,
+                     help="with --source kafka-logs: zone of the logs' timestamps (default: config "
+                     "ingest.log_timezone, UTC)")
     common(ing)
 
     tl = sub.add_parser("timelines", help="silver HW/LEO timelines, partition state and ISR changes from bronze")
@@ -95,14 +104,25 @@ def _cmd_report(args: argparse.Namespace) -> int:
 
 
 def _cmd_ingest(args: argparse.Namespace) -> int:
-    from jobs.config import load_config
+    from jobs.broker_logs import BrokerLogOptions
+    from jobs.config import ConfigError, is_time_zone, load_config
     from jobs.ingest import run_ingest
     from jobs.landing import discover
 
-    discover(args.landing)  # a missing landing folder is reported before Spark starts (~10 s)
+    logs = None
+    if args.source == "kafka-logs":
+        zone = args.log_timezone or load_config(args.config, lake=args.lake).ingest.log_timezone
+        if not is_time_zone(zone):
+            raise ConfigError(f"--log-timezone {zone!r}: expected a time zone name such as UTC or Europe/Paris, "
+                              "or an offset such as +02:00")
+        logs = BrokerLogOptions(args.run_id or Path(args.landing).resolve().name, zone)
+    elif args.run_id or args.log_timezone:
+        raise ConfigError("--run-id and --log-timezone apply to --source kafka-logs only")
+    # A missing landing folder is reported before Spark starts (~10 s).
+    discover(args.landing, logs=logs is not None)
     spark, lake = _session_and_lake(args)
     cfg = load_config(args.config, lake=args.lake)
-    result = run_ingest(spark, lake, args.landing, whole_files=cfg.ingest.whole_files)
+    result = run_ingest(spark, lake, args.landing, whole_files=cfg.ingest.whole_files, logs=logs)
     print(result.summary())
     return EXIT_OK
 

@@ -49,6 +49,8 @@ class IngestConfig:
     whole_files: bool = True
     """Rewrite landing files in which no record may break a rule with Arrow in Spark tasks
     (`jobs.arrow_ingest`); false sends every file through Spark's per-record validation."""
+    log_timezone: str = "UTC"
+    """Time zone of the timestamps in real Kafka broker logs (log4j prints local time without a zone)."""
 
 
 @dataclass(frozen=True)
@@ -118,10 +120,27 @@ def _ingest_config(raw: dict[str, Any], p: Path) -> IngestConfig:
     """The `ingest:` section (every key optional)."""
     i = raw.get("ingest") or {}
     _expect(isinstance(i, dict), "ingest", "a mapping", i, p)
-    _known_keys(i, ("whole_files",), "ingest", p)
+    _known_keys(i, ("whole_files", "log_timezone"), "ingest", p)
     whole = i.get("whole_files", IngestConfig.whole_files)
     _expect(isinstance(whole, bool), "ingest.whole_files", "true or false", whole, p)
-    return IngestConfig(whole_files=whole)
+    zone = i.get("log_timezone", IngestConfig.log_timezone)
+    _expect(isinstance(zone, str) and is_time_zone(zone), "ingest.log_timezone",
+            "a time zone name such as UTC or Europe/Paris, or an offset such as +02:00", zone, p)
+    return IngestConfig(whole_files=whole, log_timezone=zone)
+
+
+def is_time_zone(name: str) -> bool:
+    """True for a zone Spark's make_timestamp accepts: an IANA name or a fixed offset."""
+    import re
+    from zoneinfo import ZoneInfo
+
+    if re.fullmatch(r"[+-]\d{2}:\d{2}", name):
+        return True
+    try:
+        ZoneInfo(name)
+    except (ValueError, KeyError, OSError):
+        return False
+    return True
 
 
 def _report_config(raw: dict[str, Any], p: Path) -> ReportConfig:

@@ -1,6 +1,7 @@
 """Ingest landing files into `bronze/replication_events`, bad records into `bronze/quarantine`.
 
     replog ingest --landing DIR [--lake DIR] [--config FILE]
+    replog ingest --source kafka-logs --landing DIR [--run-id ID] [--log-timezone TZ]   (jobs.broker_logs)
     ./spark-submit.sh ingest --landing DIR
 
 Exactly-once per landing file: each file's identity (path, size, mtime) is a Delta app
@@ -32,8 +33,10 @@ from pyspark.sql import Column, DataFrame, Observation, SparkSession, Window
 from pyspark.sql import functions as F
 
 from jobs.arrow_ingest import ArrowPass, RunSegment, arrow_pass, left_summary, segments_repeat
+from jobs.broker_logs import BrokerLogOptions, read_broker_logs
 from jobs.lake import CommitResult, Lake, StagedWrite
 from jobs.landing import (
+    BROKER_LOG,
     LandingFile,
     discover,
     failed_read_file,
@@ -113,15 +116,24 @@ def batch_id_for(files: Sequence[LandingFile]) -> str:
     return f"ingest-{h[:16]}"
 
 
+LogReader = Callable[[Sequence[str]], DataFrame]
+"""Reads Kafka log files (paths) into candidate records: `jobs.broker_logs.read_broker_logs` bound to a run."""
+
+
 def read_candidates(spark: SparkSession, files: Sequence[LandingFile],
-                    broken: Mapping[str, str] | None = None) -> DataFrame:
+                    broken: Mapping[str, str] | None = None, read_logs: LogReader | None = None) -> DataFrame:
     """Every record of `files` in the candidate shape of `jobs.landing`; `broken` files (path -> reason) become
-    one unreadable-file record each."""
+    one unreadable-file record each; Kafka log files are read by `read_logs`."""
     broken = broken or {}
     jsonl = read_jsonl(spark, [f for f in files if f.kind == "jsonl" and f.path not in broken])
     parquet, unreadable = read_parquet(spark, [f for f in files if f.kind == "parquet"], broken)
-    unreadable += [(f.path, broken[f.path]) for f in files if f.kind == "jsonl" and f.path in broken]
+    unreadable += [(f.path, broken[f.path]) for f in files if f.kind in ("jsonl", BROKER_LOG) and f.path in broken]
     out = jsonl.unionByName(parquet)
+    logs = [f.path for f in files if f.kind == BROKER_LOG and f.path not in broken]
+    if logs:
+        if read_logs is None:
+            raise ValueError(f"{len(logs)} Kafka log files but no log reader: ingest them with --source kafka-logs")
+        out = out.unionByName(read_logs(logs))
     return out.unionByName(unreadable_files(spark, unreadable)) if unreadable else out
 
 
@@ -274,12 +286,16 @@ def run_ingest(
     landing: str,
     log: Callable[[str], None] = print,
     whole_files: bool = True,
+    logs: BrokerLogOptions | None = None,
 ) -> IngestResult:
     """Ingest what is new in `landing`; see the module docstring for the guarantees.
 
     With `whole_files` (config `ingest.whole_files`), landing files (Parquet and JSON Lines) in which no
     record may break a rule are first rewritten into bronze by Arrow in Spark tasks (`jobs.arrow_ingest`);
     the rest go through the Spark pass described next, and both are committed together.
+
+    With `logs`, the landing folder holds real Kafka broker logs (`*.log`, `*.log.*`), read as one run by
+    `jobs.broker_logs`; they always take the Spark pass.
 
     The records are read in full once in the common case: one pass validates every record, writes
     the kept ones (uncommitted) and counts all of them as it goes; then the keys of the files it
@@ -295,13 +311,13 @@ def run_ingest(
         broken: dict[str, str] = {}
         while True:
             try:
-                return _ingest(spark, lake, landing, log, broken, whole_files)
+                return _ingest(spark, lake, landing, log, broken, whole_files, logs)
             except Exception as exc:
                 # A Parquet file whose footer reads but whose data does not fails the whole pass (its
                 # footer was checked up front), and Spark names it. Quarantine it whole, with any other
                 # such file pyarrow finds, and ingest again: the other files are not held back.
                 failed = failed_read_file(exc)
-                files = discover(landing)
+                files = discover(landing, logs=logs is not None)
                 done = lake.committed(BRONZE_EVENTS, [f.key for f in files])
                 parquet = [f for f in files if f.kind == "parquet" and f.key not in done]
                 # Only a pending Parquet file named for the first time: a JSON Lines file Spark could
@@ -315,10 +331,11 @@ def run_ingest(
 
 
 def _ingest(spark: SparkSession, lake: Lake, landing: str, log: Callable[[str], None],
-            broken: Mapping[str, str] | None = None, whole_files: bool = True) -> IngestResult:
+            broken: Mapping[str, str] | None = None, whole_files: bool = True,
+            logs: BrokerLogOptions | None = None) -> IngestResult:
     t0 = time.perf_counter()
     ignored: list[str] = []
-    files = discover(landing, ignored)
+    files = discover(landing, ignored, logs=logs is not None)
     keys = [f.key for f in files]
     done_bronze = lake.committed(BRONZE_EVENTS, keys)
     done_quarantine = lake.committed(BRONZE_QUARANTINE, keys)
@@ -327,7 +344,8 @@ def _ingest(spark: SparkSession, lake: Lake, landing: str, log: Callable[[str], 
     pending = [f for f in files if f.key not in done_bronze or f.key not in done_quarantine]
     result = IngestResult(None, len(files), len(pending), landing=landing, ignored=ignored)
     if ignored:
-        log(f"ingest: {len(ignored)} file(s) ignored, not *.jsonl / *.parquet: {_some(ignored)}")
+        kinds = "Kafka log files (*.log, *.log.*)" if logs is not None else "*.jsonl / *.parquet"
+        log(f"ingest: {len(ignored)} file(s) ignored, not {kinds}: {_some(ignored)}")
     if not pending:
         return result
     batch = batch_id_for(pending)
@@ -336,8 +354,10 @@ def _ingest(spark: SparkSession, lake: Lake, landing: str, log: Callable[[str], 
     size_mb = sum(f.size for f in pending) / 1e6
     log(f"ingest {batch}: reading {len(pending)} files ({size_mb:.1f} MB) from {landing}")
 
+    read_logs = _log_reader(spark, lake, logs)
+
     def classified_of(some: Sequence[LandingFile]) -> DataFrame:
-        return classify(read_candidates(spark, some, broken)).withColumn("_ingest_batch", F.lit(batch))
+        return classify(read_candidates(spark, some, broken, read_logs)).withColumn("_ingest_batch", F.lit(batch))
 
     persisted: list[DataFrame] = []
     staged: list[StagedWrite] = []  # written, commit not yet attempted: dropped if the run fails
@@ -346,7 +366,7 @@ def _ingest(spark: SparkSession, lake: Lake, landing: str, log: Callable[[str], 
         fast = ArrowPass.nothing()
         # Files new to both tables: a resumed run (one table done) takes the Spark path, which counts them.
         eligible = [f for f in pending if whole_files and f.key not in done_bronze and f.key not in done_quarantine
-                    and f.path not in broken]
+                    and f.path not in broken and f.kind != BROKER_LOG]
         if eligible and lake.stages_files:
             t = time.perf_counter()
             fast = arrow_pass(spark, lake, eligible, batch)
@@ -403,7 +423,7 @@ def _ingest(spark: SparkSession, lake: Lake, landing: str, log: Callable[[str], 
                 classified = classified_of(pending)
             t3 = time.perf_counter()
             readable = [f for f in pending if f.path not in broken]
-            final = _exact_duplicates(spark, lake, readable, classified, persisted)
+            final = _exact_duplicates(spark, lake, readable, classified, persisted, read_logs)
             b_staged, m = _validate_write(lake, final, for_bronze, staged)
             result.seconds["exact_duplicates_write"] = time.perf_counter() - t3
             _refuse_newer_major(m, classified)
@@ -463,6 +483,14 @@ def _ingest(spark: SparkSession, lake: Lake, landing: str, log: Callable[[str], 
     result.quarantine_version = q.version if q and q.version is not None else lake.version(BRONZE_QUARANTINE)
     result.bronze_version = b.version if b and b.version is not None else lake.version(BRONZE_EVENTS)
     return result
+
+
+def _log_reader(spark: SparkSession, lake: Lake, logs: BrokerLogOptions | None) -> LogReader | None:
+    """The reader of this ingest's Kafka log files: their events' ids follow those bronze holds for the run."""
+    if logs is None:
+        return None
+    existing = lake.read(BRONZE_EVENTS, [{"run_id": logs.run_id}]) if lake.exists(BRONZE_EVENTS) else None
+    return lambda paths: read_broker_logs(spark, paths, logs, existing)
 
 
 def _bronze_holds_ids_in(lake: Lake, runs: Sequence[RunKeys]) -> bool:
@@ -525,7 +553,7 @@ def _refuse_newer_major(m: Mapping[str, Any], classified: DataFrame) -> None:
 
 def _exact_duplicates(
     spark: SparkSession, lake: Lake, pending: Sequence[LandingFile], classified: DataFrame,
-    persisted: list[DataFrame],
+    persisted: list[DataFrame], read_logs: LogReader | None = None,
 ) -> DataFrame:
     """`classified` with every duplicate record reclassified as such (`duplicate_flags`).
 
@@ -535,7 +563,7 @@ def _exact_duplicates(
     """
     # Persisted: read (for JSON Lines, parsed) once for the runs and the suspects, and suspect_keys'
     # filter would otherwise be pushed below the key parse, parsing again (see run_keys).
-    keys_df = record_keys(spark, pending).persist(event_cache_level(spark))
+    keys_df = record_keys(spark, pending, read_logs).persist(event_cache_level(spark))
     persisted.append(keys_df)
     runs = run_keys(keys_df)
     existing = bronze_in_range(lake, runs)

@@ -12,7 +12,7 @@ from __future__ import annotations
 import hashlib
 import os
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cache, reduce
 from pathlib import Path
@@ -32,6 +32,9 @@ from schemas.spark import UnsupportedArrowTypeError, to_spark_schema, to_spark_t
 
 JSONL_SUFFIXES = (".jsonl",)
 PARQUET_SUFFIXES = (".parquet",)
+BROKER_LOG = "kafka-log"
+"""The kind of a real Kafka broker log file (`replog ingest --source kafka-logs`, read by `jobs.broker_logs`)."""
+_LOG_NAME = re.compile(r"\.log(\.[\w-]+)?$", re.IGNORECASE)
 CORRUPT = "_corrupt_record"
 EVENT_SPARK_SCHEMA = to_spark_schema(EVENT_SCHEMA)
 _TYPE_NAMES = {c.name: str(c.type) for c in COLUMNS}
@@ -60,7 +63,7 @@ class LandingFile:
     path: str
     size: int
     mtime_ns: int
-    kind: str  # "jsonl" | "parquet"
+    kind: str  # "jsonl" | "parquet" | "kafka-log"
 
     @property
     def key(self) -> IdempotencyKey:
@@ -73,9 +76,16 @@ class LandingFile:
         return IdempotencyKey(f"replog-ingest:{hashlib.sha256(ident).hexdigest()[:32]}", 1)
 
 
-def discover(landing: str | Path, ignored: list[str] | None = None) -> list[LandingFile]:
-    """All JSON Lines and Parquet files below `landing`, in a stable order (hidden ones skipped); the other
-    files' paths are appended to `ignored` when given (a user's `events.json` should not vanish silently)."""
+def is_broker_log(name: str) -> bool:
+    """True for a Kafka log file name: `server.log`, `state-change.log`, log4j's rolled `server.log.2024-05-14-13`
+    and `server.log.1`."""
+    return _LOG_NAME.search(name) is not None
+
+
+def discover(landing: str | Path, ignored: list[str] | None = None, logs: bool = False) -> list[LandingFile]:
+    """All JSON Lines and Parquet files below `landing` (with `logs`: all Kafka log files instead), in a stable
+    order (hidden ones skipped); the other files' paths are appended to `ignored` when given (a user's
+    `events.json` should not vanish silently)."""
     root = Path(landing)
     if not root.is_dir():
         raise LandingError(f"landing folder {root} does not exist or is not a folder")
@@ -87,7 +97,12 @@ def discover(landing: str | Path, ignored: list[str] | None = None) -> list[Land
             if name.startswith((".", "_")):
                 continue
             lower = name.lower()
-            kind = "jsonl" if lower.endswith(JSONL_SUFFIXES) else "parquet" if lower.endswith(PARQUET_SUFFIXES) else ""
+            if logs:
+                kind = BROKER_LOG if is_broker_log(name) else ""
+            elif lower.endswith(JSONL_SUFFIXES):
+                kind = "jsonl"
+            else:
+                kind = "parquet" if lower.endswith(PARQUET_SUFFIXES) else ""
             if kind:
                 p = (Path(dirpath) / name).resolve()
                 if str(p) in seen:  # a symlink to a file already found: one file, read once
@@ -219,7 +234,8 @@ def read_jsonl(spark: SparkSession, files: Sequence[LandingFile]) -> DataFrame:
     )
 
 
-def record_keys(spark: SparkSession, files: Sequence[LandingFile]) -> DataFrame:
+def record_keys(spark: SparkSession, files: Sequence[LandingFile],
+                read_logs: Callable[[Sequence[str]], DataFrame] | None = None) -> DataFrame:
     """(run_id, event_id) of every record of `files`, read as cheaply as the format allows.
 
     For every record that validation keeps, the key is the one the full read gives it (Parquet: the
@@ -237,6 +253,9 @@ def record_keys(spark: SparkSession, files: Sequence[LandingFile]) -> DataFrame:
                       .select(key.alias("k")).select("k.*"))
     parquet, _ = read_parquet(spark, [f for f in files if f.kind == "parquet"])
     frames.append(parquet.select("run_id", "event_id"))
+    logs = [f.path for f in files if f.kind == BROKER_LOG]
+    if logs and read_logs is not None:
+        frames.append(read_logs(logs).select("run_id", "event_id"))
     return reduce(DataFrame.unionByName, frames)
 
 

@@ -28,6 +28,7 @@ from schemas.events import (
     COLUMNS,
     ENVELOPE_REQUIRED,
     EVENT_TYPES,
+    KAFKA_LOG_SOURCE,
     SCHEMA_MAJOR,
     SCHEMA_MINOR,
 )
@@ -35,6 +36,7 @@ from schemas.events import (
 # Precedence of reason codes: the first rule broken names the record's class.
 MALFORMED = "malformed_json"
 UNREADABLE = "unreadable_file"  # a landing file that cannot be read at all: one record for the whole file
+UNREAD_LOG_LINE = "unread_log_line"  # a broker log line about replication that jobs.broker_logs cannot use
 WRONG_TYPE = "wrong_type"
 UNKNOWN_FIELD = "unknown_field"
 BAD_VERSION = "bad_schema_version"
@@ -182,9 +184,16 @@ def rules() -> Iterator[Rule]:
 
     for et in EVENT_TYPES.values():
         needed = list(et.requires) + (["topic", "partition"] if et.partition_scoped else [])
+        from_logs = set(et.required_for(KAFKA_LOG_SOURCE)) | {"topic", "partition"}
         for name in needed:
-            yield Rule(MISSING, _absent(name), sql_str(f"a {et.name} event needs field '{name}'"),
-                       event_type=et.name, screen=_null(name))
+            if name in from_logs:
+                yield Rule(MISSING, _absent(name), sql_str(f"a {et.name} event needs field '{name}'"),
+                           event_type=et.name, screen=_null(name))
+            else:
+                # Kafka's own log lines do not carry it (schemas.events.EventType.log_requires).
+                yield Rule(MISSING, f"NOT (source <=> {sql_str(KAFKA_LOG_SOURCE)}) AND {_absent(name)}",
+                           sql_str(f"a {et.name} event needs field '{name}'"), event_type=et.name,
+                           screen=_null(name))
 
     yield Rule(
         INVALID,
@@ -270,7 +279,7 @@ def problems_sql() -> str:
 
 def reason_codes() -> tuple[str, ...]:
     """Every `_reason_code` a record can get, in precedence order (duplicates are found last)."""
-    return (MALFORMED, UNREADABLE, *dict.fromkeys(r.code for r in rules()), DUPLICATE)
+    return (MALFORMED, UNREADABLE, UNREAD_LOG_LINE, *dict.fromkeys(r.code for r in rules()), DUPLICATE)
 
 
 def classify(candidates: DataFrame) -> DataFrame:
@@ -285,7 +294,10 @@ def classify(candidates: DataFrame) -> DataFrame:
         "WHEN size(_problems) > 0 THEN array_join(_problems.message, '; ') END AS _reason",
         # A file's record (no line) is the whole file unreadable; a line's, that line not JSON.
         f"CASE WHEN _malformed IS NOT NULL AND _source_line IS NULL THEN {sql_str(UNREADABLE)} "
+        f"WHEN _malformed IS NOT NULL AND source <=> {sql_str(KAFKA_LOG_SOURCE)} THEN {sql_str(UNREAD_LOG_LINE)} "
         f"WHEN _malformed IS NOT NULL THEN {sql_str(MALFORMED)} "
-        "WHEN size(_problems) > 0 THEN _problems[0].code END AS _reason_code",
+        # get(), not [0]: a filter on the code can be rewritten to evaluate this branch for good records too,
+        # and ANSI mode fails an out-of-bounds [0] where get() gives null.
+        "WHEN size(_problems) > 0 THEN get(_problems, 0).code END AS _reason_code",
         f"(_suspect AND _malformed IS NULL AND coalesce({major} > {SCHEMA_MAJOR}, false)) AS _newer_major",
     )

@@ -41,13 +41,14 @@ def render() -> str:
         "",
         "## Event types",
         "",
-        "| event_type | what it records | payload columns it must fill |",
-        "|---|---|---|",
+        "| event_type | what it records | payload columns it must fill | from real broker logs (`kafka-log`) |",
+        "|---|---|---|---|",
     ]
     for et in EVENT_TYPES.values():
         req = ", ".join(f"`{r}`" for r in et.requires)
         scope = " plus `topic`, `partition`" if et.partition_scoped else " (not partition-scoped)"
-        lines.append(f"| `{et.name}` | {et.doc} | {req}{scope} |")
+        logs = "the same" if et.log_requires is None else ", ".join(f"`{r}`" for r in et.log_requires)
+        lines.append(f"| `{et.name}` | {et.doc} | {req}{scope} | {logs} |")
     lines += ["", "## Envelope (every event)", "", head, *map(_row, ENVELOPE)]
     lines += ["", "## Payload (typed, nullable)", "", head, *map(_row, PAYLOAD)]
     lines += ["", "## Lineage (bronze table only)", "", head, *map(_row, LINEAGE)]

@@ -66,6 +66,9 @@ BROKER_LIFECYCLE = "broker_lifecycle"
 LEADER_ELECTION = "leader_election"
 BROKER_CONFIG = "broker_config"
 
+ENGINE_SOURCE = "engine"
+KAFKA_LOG_SOURCE = "kafka-log"
+
 
 @dataclass(frozen=True)
 class EventType:
@@ -75,6 +78,15 @@ class EventType:
     doc: str
     requires: tuple[str, ...] = ()
     partition_scoped: bool = True
+    log_requires: tuple[str, ...] | None = None
+    """What an event read from real broker logs (source `kafka-log`) must fill, where Kafka's log lines carry
+    less than the engine writes (None: the same as `requires`)."""
+
+    def required_for(self, source: str | None) -> tuple[str, ...]:
+        """The payload columns an event of this type from `source` must fill."""
+        if source == KAFKA_LOG_SOURCE and self.log_requires is not None:
+            return self.log_requires
+        return self.requires
 
 
 EVENT_TYPES: dict[str, EventType] = {
@@ -85,6 +97,7 @@ EVENT_TYPES: dict[str, EventType] = {
             "A replica became leader or follower (Partition.makeLeader / makeFollower). "
             "`leader_epoch` is the new epoch.",
             ("action", "leader_id", "partition_epoch", "replicas", "leo", "hw"),
+            log_requires=("action",),
         ),
         EventType(
             APPEND,
@@ -125,12 +138,14 @@ EVENT_TYPES: dict[str, EventType] = {
             TRUNCATION,
             "A replica truncated its log (UnifiedLog.truncateTo / truncateFullyAndStartAt).",
             ("old_leo", "truncate_offset", "reason", "hw"),
+            log_requires=("truncate_offset",),
         ),
         EventType(
             ISR_CHANGE,
             "An ISR change was proposed by the leader, committed, or rejected (AlterPartition). "
             "`isr` is the proposed / committed ISR.",
             ("action", "old_isr", "isr", "isr_state"),
+            log_requires=("action", "isr_state"),
         ),
         EventType(
             PRODUCE_ACK,
@@ -154,6 +169,7 @@ EVENT_TYPES: dict[str, EventType] = {
             "A broker started, crashed, restarted or began a controlled shutdown.",
             ("action",),
             partition_scoped=False,
+            log_requires=("action",),
         ),
         EventType(
             LEADER_ELECTION,
@@ -210,7 +226,7 @@ class Column:
 
 ENVELOPE: tuple[Column, ...] = (
     Column("schema_version", pa.string(), "Schema version 'MAJOR.MINOR' the writer used.", required=True),
-    Column("source", pa.string(), "Who produced the event.", required=True, allowed=("engine", "kafka-log")),
+    Column("source", pa.string(), "Who produced the event.", required=True, allowed=(ENGINE_SOURCE, KAFKA_LOG_SOURCE)),
     Column("run_id", pa.string(), "One simulation run, or one ingested set of cluster logs.", required=True),
     Column("event_id", pa.int64(), "Unique within a run; increases in emission order.", required=True,
            non_negative=True),
@@ -344,6 +360,8 @@ def _check_catalogue() -> None:
             col = COLUMN_BY_NAME[name]
             if et.name not in col.used_by:
                 raise AssertionError(f"{et.name} requires {name} but {name}.used_by omits it")
+        if not set(et.log_requires or ()) <= set(et.requires):
+            raise AssertionError(f"{et.name}: log_requires must be a subset of requires")
 
 
 _check_catalogue()
@@ -394,7 +412,7 @@ def payload_problems(ev: dict) -> list[str]:
     """What an event dict breaks of its type's rules: required payload columns, topic/partition for a
     partition-scoped type, allowed values, non-negative numbers (envelope presence is not checked)."""
     et = EVENT_TYPES[ev["event_type"]]
-    problems = [f"{et.name} without {name}" for name in et.requires if ev.get(name) is None]
+    problems = [f"{et.name} without {name}" for name in et.required_for(ev.get("source")) if ev.get(name) is None]
     if et.partition_scoped and (ev.get("topic") is None or ev.get("partition") is None):
         problems.append(f"{et.name} without topic/partition")
     for name, value in ev.items():

@@ -12,7 +12,7 @@ from typing import Any
 
 import pyarrow as pa
 
-from schemas.events import ACKS_ALLOWED, COLUMNS, EVENT_TYPES, SCHEMA_VERSION, Column
+from schemas.events import ACKS_ALLOWED, COLUMNS, EVENT_TYPES, KAFKA_LOG_SOURCE, SCHEMA_VERSION, Column
 
 SCHEMA_FILE = Path(__file__).with_name("event.schema.json")
 
@@ -60,11 +60,13 @@ def _column(c: Column) -> dict[str, Any]:
     return s
 
 
-def _requires_rule(event_type: str) -> dict[str, Any]:
+def _requires_rule(event_type: str, from_logs: bool = False) -> dict[str, Any]:
     et = EVENT_TYPES[event_type]
-    required = list(et.requires) + (["topic", "partition"] if et.partition_scoped else [])
+    own = et.required_for(KAFKA_LOG_SOURCE if from_logs else None)
+    required = list(own) + (["topic", "partition"] if et.partition_scoped else [])
+    source = {"const": KAFKA_LOG_SOURCE} if from_logs else {"not": {"const": KAFKA_LOG_SOURCE}}
     return {
-        "if": {"properties": {"event_type": {"const": event_type}}, "required": ["event_type"]},
+        "if": {"properties": {"event_type": {"const": event_type}, "source": source}, "required": ["event_type"]},
         "then": {
             "required": required,
             "properties": {name: {"not": {"type": "null"}} for name in required},
@@ -83,7 +85,8 @@ def event_json_schema() -> dict[str, Any]:
         "properties": {c.name: _column(c) for c in COLUMNS},
         "required": [c.name for c in COLUMNS if c.required],
         "additionalProperties": False,
-        "allOf": [_requires_rule(name) for name in EVENT_TYPES],
+        "allOf": [_requires_rule(name) for name in EVENT_TYPES]
+        + [_requires_rule(name, from_logs=True) for name, et in EVENT_TYPES.items() if et.log_requires is not None],
     }
 
 

@@ -37,7 +37,7 @@ def test_report_section_is_optional_and_checked(tmp_path: Path) -> None:
         ("lake: ./lake\nreport:\n  max_point: 10\n",
          r"unknown key 'report.max_point'; known keys of report: max_partitions, max_points, max_rows, out"),
         ("lake: ./lake\ningest:\n  whole_file: false\n",
-         r"unknown key 'ingest.whole_file'; known keys of ingest: whole_files"),
+         r"unknown key 'ingest.whole_file'; known keys of ingest: whole_files, log_timezone"),
     ],
 )
 def test_a_misspelt_key_is_an_error_that_names_it(tmp_path: Path, text: str, message: str) -> None:
@@ -58,4 +58,16 @@ def test_ingest_section_is_optional_and_checked(tmp_path: Path) -> None:
     assert load_config(path).ingest == IngestConfig(whole_files=False)
     path.write_text("lake: ./lake\ningest:\n  whole_files: 0\n", encoding="utf-8")
     with pytest.raises(ConfigError, match=r"key 'ingest.whole_files' must be true or false, got 0"):
+        load_config(path)
+
+
+def test_log_timezone_is_a_zone(tmp_path: Path) -> None:
+    """`ingest.log_timezone` (real broker logs' zone) defaults to UTC; an IANA name or +HH:MM is accepted."""
+    assert load_config(DEFAULT_CONFIG).ingest.log_timezone == "UTC"
+    path = tmp_path / "c.yaml"
+    for zone in ("Europe/Paris", "+05:30"):
+        path.write_text(f"lake: ./lake\ningest:\n  log_timezone: '{zone}'\n", encoding="utf-8")
+        assert load_config(path).ingest.log_timezone == zone
+    path.write_text("lake: ./lake\ningest:\n  log_timezone: CEST+2\n", encoding="utf-8")
+    with pytest.raises(ConfigError, match=r"key 'ingest.log_timezone' must be a time zone name such as UTC"):
         load_config(path)

@@ -93,7 +93,9 @@ def isr_nonempty_leadership() -> Column:
     """isr_nonempty (§11.7, §9.1 LeaderInIsr): a become_leader, and an election with a leader, carry a
     non-empty ISR that contains the leader."""
     isr = F.array_distinct(F.coalesce(F.col("isr"), F.array().cast("array<int>")))
-    applies = (F.col("kind") == "become_leader") | ((F.col("kind") == ELECTION) & F.col("leader").isNotNull())
+    # A null ISR is not known (a broker log line of a version that does not print it), not empty.
+    applies = F.col("isr").isNotNull() & (
+        (F.col("kind") == "become_leader") | ((F.col("kind") == ELECTION) & F.col("leader").isNotNull()))
     bad = (F.size(isr) == 0) | ~F.array_contains(isr, F.col("leader"))
     return violation(
         "isr_nonempty", applies & bad, replica=F.col("leader"), actual=F.size(isr),

@@ -318,7 +318,7 @@ def isr_nonempty_committed() -> Column:
     """isr_nonempty (§11.7, §9.1 LeaderInIsr), committed-ISR half: a committed isr_change of a leader in
     tenure carries a non-empty ISR containing the leader."""
     isr = F.array_distinct(F.coalesce(F.col("isr"), F.array().cast("array<int>")))
-    committed = _own("isr_change") & F.col("_leading") & (F.col("isr_state") == "committed")
+    committed = _own("isr_change") & F.col("_leading") & (F.col("isr_state") == "committed") & F.col("isr").isNotNull()
     bad = (F.size(isr) == 0) | ~F.array_contains(isr, F.col("broker_id"))
     return violation(
         "isr_nonempty", committed & bad, actual=F.size(isr),

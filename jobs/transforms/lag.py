@@ -48,7 +48,8 @@ a leader back from a pause appends, then runs isr-expiration). Verdicts:
   * premature — a row of its own for a shrink that removed a follower outside every incident of it
     (start_ms = end_ms = the proposal; peak time lag from the lcu the shrink event reported). A shrink that
     reports lcu 0 for the follower (never caught up under this leader: its lag is unknown, so it has no
-    incident) is Kafka's rule at work, not premature, and has no row.
+    incident) is Kafka's rule at work, not premature, and has no row. Judged only in runs that carry
+    follower_fetch_state events (real broker logs do not: their shrinks get no verdict).
 
 `gold/lag_summary` — per partition (scope partition) and per broker (scope broker), over the run's
 span `observed_ms` (first to last event): URP / under-min-ISR / offline minutes from
@@ -412,8 +413,12 @@ def lag_incidents(
     # 0, kept unknown above): Kafka's out-of-sync test now - 0 > lag max holds, and an ISR expansion needs only
     # LEO >= HW, so a follower that never reaches the leader's LEO joins and is shrunk at the next isr-expiration
     # (the flapping of KAFKA-19996). No lagging stretch can hold it; it is not premature.
+    # Judged only in runs that record the leader's view of its followers: real broker logs have no
+    # follower_fetch_state, so no shrink of theirs can be shown to fall outside a lagging stretch.
+    observed = events.where(F.col("event_type") == "follower_fetch_state").select("run_id").distinct()
     premature = (
         sh.where(F.coalesce(F.col("reported_lcu") != 0, F.lit(True)))
+        .join(F.broadcast(observed), "run_id", "left_semi")
         .join(stretches, inside, "left_anti")
         .join(F.broadcast(lag_max_of), same_follower, "left")
         .select(

@@ -178,7 +178,7 @@ CATALOGUE: tuple[Invariant, ...] = (
         "isr_nonempty", ERROR, "§11.7, §9.1 LeaderInIsr",
         "The ISR is never empty and always contains the leader.",
         "Committed isr_change, become_leader and leader_election (with a leader) carry a non-empty ISR that "
-        "contains the leader.",
+        "contains the leader; an event without an ISR (a broker log line that does not print it) is not judged.",
         "actual = ISR size",
         ("isr_change", "leadership_change", "leader_election"), (ENGINE, KAFKA_LOG),
     ),

@@ -1,0 +1,279 @@
+"""Which Kafka broker log lines carry replication events, and the event each one becomes: a table of data.
+
+Each `LinePattern` reads one Kafka log message (the templates of `/work/shared/docs/kafka-replication.md` §6,
+with the versions that print each form). `trigger` is a literal every such line contains: the regular expression
+runs only on lines holding it, so the millions of other lines of a `server.log` cost one substring test each.
+A line that holds a `strict` pattern's trigger but matches none of that trigger's expressions is a form of the
+message this table does not know: it is quarantined with the reason, not dropped.
+
+`columns` maps event columns to Spark SQL over the expression's groups, written `{1}`, `{2}`, ...: `int({1})`,
+`ids({2})` and the like are shorthands expanded by `column_sql` (an empty group is null). A partition-scoped
+pattern names its topic-partition with `tp` (SQL for the `topic-3` form) unless the line's prefix names it
+(`[Partition t-3 broker=1]`, `[Log partition=t-3, dir=...]`), and its broker comes from the line's prefix or,
+failing that, from the other lines of the same file (`jobs.broker_logs`).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+from jobs.validate import sql_str
+
+
+@dataclass(frozen=True)
+class LinePattern:
+    """One log message of a Kafka broker and the replication event it records."""
+
+    name: str
+    event_type: str
+    kafka: str
+    """The Kafka class / method that prints it, and the versions of each form."""
+    trigger: str
+    regex: str
+    """Java regular expression searched in the message (the line after its level)."""
+    columns: Mapping[str, str] = field(default_factory=dict)
+    strict: bool = True
+    """A line with the trigger that no expression of it matches is quarantined (else: not this event)."""
+    broker: str = ""
+    """SQL for the broker id when the message itself names it (else: the line prefix / the file)."""
+    entries: str = ""
+    """SQL for an array of structs when one line reports several partitions: one event per entry, whose fields
+    the columns read as `_entry.<field>`."""
+
+
+_ISR_LIST = r"([\d, ]*)"
+_TP = r"([^\s\[\],]+-\d+)"
+
+PATTERNS: tuple[LinePattern, ...] = (
+    LinePattern(
+        "isr_shrink", "isr_change",
+        "Partition.maybeShrinkIsr: 'Shrinking ISR from {isr} to {newIsr}' (2.0-2.1); '. Leader: (highWatermark: "
+        "{hw}, endOffset: {leo}). Out of sync replicas: (brokerId: {id}, endOffset: {leo}) ...' (2.2-3.5); with "
+        "', lastCaughtUpTimeMs: {t}' per replica (3.6+); 'Shrinking ISR for partition [t,p] from' (<= 0.11)",
+        "Shrinking ISR ",
+        r"Shrinking ISR (?:for partition \[([^,\]]+),(\d+)\] )?from ([\d,]*) to ([\d,]*)",
+        {"tp": "tp({1}, {2})", "action": "'shrink'", "isr_state": "'proposed'", "old_isr": "ids({3})",
+         "isr": "ids({4})", "out_of_sync_replicas": "out_of_sync()"},
+    ),
+    LinePattern(
+        "isr_expand", "isr_change",
+        "Partition.maybeExpandIsr: 'Expanding ISR from {isr} to {newIsr}' (INFO up to 2.7; DEBUG since 2.8, "
+        "so newer logs show only the commit); 'Expanding ISR for partition [t,p] from' (<= 0.11)",
+        "Expanding ISR ",
+        r"Expanding ISR (?:for partition \[([^,\]]+),(\d+)\] )?from ([\d,]*) to ([\d,]*)",
+        {"tp": "tp({1}, {2})", "action": "'expand'", "isr_state": "'proposed'", "old_isr": "ids({3})",
+         "isr": "ids({4})"},
+    ),
+    LinePattern(
+        "isr_committed", "isr_change",
+        "Partition: 'ISR updated to [{isr}] and zkVersion updated to [{v}]' (ZK writes, <= 2.7); 'ISR updated to "
+        "{isr} and version updated to [{v}]' (2.8-3.0), '... to {v}' (3.2-3.4), '{isr} (under-min-isr) and "
+        "version updated to {v}' (3.5+)",
+        "ISR updated to ",
+        r"ISR updated to \[?([\d, ]*)\]?\s*(\(under-min-isr\))?\s*and (?:zkVersion|version) updated to \[?(\d+)\]?",
+        # The action (shrink / expand / update) is derived from the ISR the broker last had (jobs.broker_logs).
+        {"isr_state": "'committed'", "isr": "ids({1})", "partition_epoch": "int({3})"},
+    ),
+    LinePattern(
+        "isr_zk_version_conflict", "isr_change",
+        "Partition.updateIsr (ZK, <= 2.7): 'Cached zkVersion [{v}] not equal to that in zookeeper, skip updating "
+        "ISR': the conditional write failed, the leader keeps its committed ISR (AlterPartition's "
+        "INVALID_UPDATE_VERSION since 2.7)",
+        "Cached zkVersion ",
+        r"Cached zkVersion \[?(\d+)\]? not equal to that in zookeeper, skip updating ISR",
+        {"isr_state": "'rejected'", "error": "'INVALID_UPDATE_VERSION'", "reason": "'reset_to_committed'"},
+    ),
+    LinePattern(
+        "isr_rejected", "isr_change",
+        "Partition.handleAlterPartitionError (3.3+): 'Failed to alter partition to {proposed} since the controller "
+        "rejected the request with {error}. Partition state has been reset to the latest committed state "
+        "CommittedPartitionState(isr=Set(...), ...)'",
+        "since the controller rejected the request with ",
+        r"since the controller rejected the request with (\w+)\. Partition state has been reset to the latest "
+        r"committed state CommittedPartitionState\(isr=(?:Hash)?Set\(([\d, ]*)\)",
+        {"isr_state": "'rejected'", "error": "{1}", "reason": "'reset_to_committed'", "isr": "ids({2})",
+         "action": "CASE WHEN _msg LIKE '%to PendingExpandIsr%' THEN 'expand' "
+                   "WHEN _msg LIKE '%to PendingShrinkIsr%' THEN 'shrink' END"},
+    ),
+    LinePattern(
+        "become_follower", "leadership_change",
+        "Partition.makeFollower (state-change log): 'Follower {tp} starts at leader epoch {e} from offset {leo} "
+        "with high watermark {hw}. ...' (2.6-3.2); '... with partition epoch {p} and high watermark {hw}. "
+        "Current leader is {id}. ...' (3.3+)",
+        "Follower ",
+        r"Follower " + _TP + r" (?:with topic id \S+ )?starts at leader epoch (\d+) from offset (\d+) with "
+        r"(?:partition epoch (\d+) and )?high watermark (\d+)\.(?: Current leader is (\d+)\.)?",
+        {"tp": "{1}", "action": "'become_follower'", "leader_epoch": "int({2})", "leo": "long({3})",
+         "partition_epoch": "int({4})", "hw": "long({5})", "leader_id": "int({6})"},
+        strict=False,  # 'Follower ' alone is too common a word to quarantine every other line holding it
+    ),
+    LinePattern(
+        "fetcher_added", "leadership_change",
+        "AbstractFetcherManager.addFetcherForPartitions, called by ReplicaManager.makeFollowers: "
+        "'[ReplicaFetcherManager on broker {id}] Added fetcher to broker {leader} for partitions Map({tp} -> "
+        "InitialFetchState({topicId},BrokerEndPoint(id={leader}, host={h}:{p}),{epoch},{offset}), ...)' (2.8+); "
+        "'... to broker BrokerEndPoint(id={leader}, host=...) for partitions Map({tp} -> (offset={o}, "
+        "leaderEpoch={e}), ...)' (2.4-2.7); 'Added fetcher for partitions List([{tp}, initOffset {o} to broker "
+        "BrokerEndPoint({leader},{host},{port})] , ...)' (<= 2.3). Versions before 2.6 print no follower line, so "
+        "this is the only trace of the broker becoming a follower: one become_follower per partition listed",
+        "] Added fetcher ",
+        r"^\[ReplicaFetcherManager on broker \d+\] Added fetcher .*(?:-\d+ -> |\[\S+-\d+, initOffset )",
+        {"tp": "_entry.tp", "action": "'become_follower'", "leader_id": "_entry.leader_id",
+         "leader_epoch": "_entry.leader_epoch"},
+        strict=False,
+        entries="fetcher_entries()",
+    ),
+    LinePattern(
+        "become_leader", "leadership_change",
+        "Partition.makeLeader: '{tp} starts at leader epoch {e} from offset {leo} with high watermark {hw}. ...' "
+        "(2.5); 'Leader {tp} starts at leader epoch {e} from offset {leo} with high watermark {hw} ISR [..] "
+        "addingReplicas [..] removingReplicas [..]. ...' (2.6-3.2); 'Leader {tp} with topic id {id} starts at "
+        "leader epoch {e} from offset {leo} with partition epoch {p}, high watermark {hw}, ISR [..], adding "
+        "replicas [..] and removing replicas [..] ...' (3.3+)",
+        "starts at leader epoch ",
+        r"(?:Leader )?" + _TP + r" (?:with topic id \S+ )?starts at leader epoch (\d+) from offset (\d+) with "
+        r"(?:partition epoch (\d+), )?high watermark (\d+)(?:,? ISR \[([\d, ]*)\],? (?:adding replicas|addingReplicas)"
+        r" \[([\d, ]*)\] (?:and removing replicas|removingReplicas) \[([\d, ]*)\])?",
+        {"tp": "{1}", "action": "'become_leader'", "leader_epoch": "int({2})", "leo": "long({3})",
+         "partition_epoch": "int({4})", "hw": "long({5})", "isr": "ids({6})", "adding_replicas": "nonempty_ids({7})",
+         "removing_replicas": "nonempty_ids({8})", "leader_id": "broker()"},
+    ),
+    LinePattern(
+        "become_leader_2_0", "leadership_change",
+        "Partition.makeLeader (2.0-2.4, and 0.11-1.x): '{tp} starts at Leader Epoch {e} from offset {leo}. "
+        "Previous Leader Epoch was: {old}'",
+        "starts at Leader Epoch ",
+        _TP + r" starts at Leader Epoch (\d+) from offset (\d+)",
+        {"tp": "{1}", "action": "'become_leader'", "leader_epoch": "int({2})", "leo": "long({3})",
+         "leader_id": "broker()"},
+    ),
+    LinePattern(
+        "truncation", "truncation",
+        "Log / UnifiedLog.truncateTo: '[Log partition={tp}, dir={d}] Truncating to offset {o}' (the log layer's "
+        "line for every truncation that removes records; 'has no effect' lines remove nothing and are no event)",
+        "Truncating to offset ",
+        r"Truncating to offset (\d+)",
+        {"truncate_offset": "long({1})"},
+    ),
+    LinePattern(
+        "broker_started", "broker_lifecycle",
+        "KafkaServer.startup (ZK mode): '[KafkaServer id={id}] started'",
+        "[KafkaServer id=",
+        r"\[KafkaServer id=(\d+)\] started",
+        {"action": "'start'"}, strict=False, broker="int({1})",
+    ),
+    LinePattern(
+        "broker_started_kraft", "broker_lifecycle",
+        "BrokerServer.startup (KRaft): '[BrokerServer id={id}] Transition from STARTING to STARTED'",
+        "Transition from STARTING to STARTED",
+        r"\[BrokerServer id=(\d+)\] Transition from STARTING to STARTED",
+        {"action": "'start'"}, strict=False, broker="int({1})",
+    ),
+    LinePattern(
+        "broker_shutting_down", "broker_lifecycle",
+        "KafkaServer / BrokerServer.shutdown: '[KafkaServer id={id}] shutting down'",
+        "shutting down",
+        r"\[(?:KafkaServer|BrokerServer) id=(\d+)\] shutting down",
+        {"action": "'shutdown'"}, strict=False, broker="int({1})",
+    ),
+    LinePattern(
+        "broker_controlled_shutdown", "broker_lifecycle",
+        "KafkaServer.controlledShutdown (ZK mode): '[KafkaServer id={id}] Starting controlled shutdown'",
+        "Starting controlled shutdown",
+        r"\[KafkaServer id=(\d+)\] Starting controlled shutdown",
+        {"action": "'controlled_shutdown'"}, strict=False, broker="int({1})",
+    ),
+)
+
+BROKER_PREFIXES: tuple[str, ...] = (
+    r"\[Partition \S+ broker=(\d+)\]",
+    r"\[Broker id=(\d+)\]",
+    r"\[ReplicaFetcher replicaId=(\d+),",
+    r"\[ReplicaFetcherManager on broker (\d+)\]",
+    r"\[ReplicaManager broker=(\d+)\]",
+    r"\[(?:KafkaServer|BrokerServer) id=(\d+)\]",
+    r"\[KafkaRaftServer nodeId=(\d+)\]",
+    r"Partition \[[^,\]]+,\d+\] on broker (\d+):",
+)
+"""Line prefixes by which a broker names itself (reference §6); the first that matches gives the broker id."""
+
+TP_PREFIXES: tuple[str, ...] = (
+    r"\[Partition ([^\s\]]+-\d+) broker=\d+\]",
+    r"\[(?:Log|UnifiedLog|MergedLog) partition=([^,\]]+-\d+), dir=",
+)
+"""Line prefixes that name the topic-partition a message is about."""
+
+_OUT_OF_SYNC = r"\(brokerId: (\d+), endOffset: (-?\d+|unknown)(?:, lastCaughtUpTimeMs: (-?\d+|unknown))?\)"
+
+_PLACEHOLDER = re.compile(r"\{(\d+)\}")
+_CALL = re.compile(r"\b(int|long|ids|nonempty_ids|tp)\(")
+
+
+def _group(regex: str, n: int) -> str:
+    return f"nullif(regexp_extract(_msg, {sql_str(regex)}, {n}), '')"
+
+
+def ids_sql(text: str) -> str:
+    """SQL: a comma-separated list of broker ids as array<int> (empty text: an empty array; null: null)."""
+    return (f"CASE WHEN {text} IS NULL THEN NULL ELSE filter(transform(split({text}, ','), "
+            f"x -> try_cast(trim(x) AS INT)), x -> x IS NOT NULL) END")
+
+
+def column_sql(pattern: LinePattern, expr: str) -> str:
+    """`expr` of `pattern.columns` as Spark SQL over the line's `_msg`, `_tp_prefix` and `_broker_prefix`."""
+    sql = _PLACEHOLDER.sub(lambda m: f"__G{m.group(1)}__", expr)
+    sql = (sql.replace("out_of_sync()", _out_of_sync_sql()).replace("broker()", "_broker_prefix")
+           .replace("fetcher_entries()", fetcher_entries_sql()))
+    for _ in range(3):  # the shorthands nest at most this deep
+        sql = re.sub(r"\bnonempty_ids\(([^()]*)\)", lambda m: f"nullif({ids_sql(m.group(1))}, array())", sql)
+        sql = re.sub(r"\bids\(([^()]*)\)", lambda m: ids_sql(m.group(1)), sql)
+        sql = re.sub(r"\bint\(([^()]*)\)", lambda m: f"try_cast({m.group(1)} AS INT)", sql)
+        sql = re.sub(r"\blong\(([^()]*)\)", lambda m: f"try_cast({m.group(1)} AS BIGINT)", sql)
+        sql = re.sub(r"\btp\(([^(),]*),([^(),]*)\)",
+                     lambda m: f"coalesce(concat({m.group(1)}, '-', {m.group(2)}), _tp_prefix)", sql)
+    if _CALL.search(sql.replace("try_cast", "").replace("nullif", "")):
+        raise ValueError(f"pattern {pattern.name}: unexpanded shorthand in {expr!r} -> {sql!r}")
+    return re.sub(r"__G(\d+)__", lambda m: _group(pattern.regex, int(m.group(1))), sql)
+
+
+_FETCH_STATE = (r"([^\s,\[\]()]+-\d+) -> InitialFetchState\((?:Some\([^)]*\)|None)?,?BrokerEndPoint\(id=(\d+),"
+                r"[^)]*\),(\d+),(\d+)\)")
+_OFFSET_AND_EPOCH = r"([^\s,\[\]()]+-\d+) -> \(offset=(\d+), leaderEpoch=(\d+)\)"
+_INIT_OFFSET = r"\[([^\s,\[\]]+-\d+), initOffset (-?\d+) to broker BrokerEndPoint\((\d+),"
+
+
+def _zipped(regex: str, fields: Mapping[str, tuple[str, int | str]]) -> str:
+    """SQL: every match of `regex` in `_msg` as a struct; `fields` maps a name to (SQL type, group number or an
+    SQL expression of the whole line)."""
+    def group(n: int) -> str:
+        return f"element_at(regexp_extract_all(_msg, {sql_str(regex)}, {n}), i)"
+
+    values = ", ".join(f"{sql_str(name)}, try_cast({group(src) if isinstance(src, int) else src} AS {kind})"
+                       for name, (kind, src) in fields.items())
+    n = f"size(regexp_extract_all(_msg, {sql_str(regex)}, 1))"
+    return f"CASE WHEN {n} = 0 THEN array() ELSE transform(sequence(1, {n}), i -> named_struct({values})) END"
+
+
+def fetcher_entries_sql() -> str:
+    """SQL: the partitions of an 'Added fetcher' line, as (tp, leader_id, leader_epoch) structs (any form)."""
+    leader_in_line = f"regexp_extract(_msg, {sql_str(r'to broker BrokerEndPoint[(]id=([0-9]+)')}, 1)"
+    forms = [
+        _zipped(_FETCH_STATE, {"tp": ("STRING", 1), "leader_id": ("INT", 2), "leader_epoch": ("INT", 3)}),
+        _zipped(_OFFSET_AND_EPOCH, {"tp": ("STRING", 1), "leader_id": ("INT", leader_in_line),
+                                    "leader_epoch": ("INT", 3)}),
+        _zipped(_INIT_OFFSET, {"tp": ("STRING", 1), "leader_id": ("INT", 3), "leader_epoch": ("INT", "NULL")}),
+    ]
+    return f"concat({', '.join(forms)})"
+
+
+def _out_of_sync_sql() -> str:
+    # Kafka prints one '(brokerId: .., endOffset: .., lastCaughtUpTimeMs: ..)' per removed replica, in one order:
+    # the three extracted lists line up by position.
+    lists = [f"regexp_extract_all(_msg, {sql_str(_OUT_OF_SYNC)}, {i})" for i in (1, 2, 3)]
+    # sequence(1, 0) counts down, hence the guard for a line without the list (2.0-2.1).
+    return (f"CASE WHEN size({lists[0]}) = 0 THEN NULL ELSE transform(sequence(1, size({lists[0]})), "
+            f"i -> named_struct('replica_id', try_cast(element_at({lists[0]}, i) AS INT), "
+            f"'leo', try_cast(element_at({lists[1]}, i) AS BIGINT), "
+            f"'last_caught_up_time_ms', try_cast(element_at({lists[2]}, i) AS BIGINT))) END")

@@ -1,0 +1,247 @@
+"""Real Kafka broker logs (`server.log`, `state-change.log`, rolled `*.log.*`) read into candidate event records.
+
+`replog ingest --source kafka-logs` reads every log file of a landing folder as one run (`--run-id`): the lines
+that `jobs.broker_log_patterns` knows become events with `source = kafka-log`, in the candidate shape of
+`jobs.landing` (so validation, quarantine, exactly-once commits and the duplicate check are the ingest's own).
+Every other line is not a replication event and is only counted.
+
+What a log line does not say is recovered where Kafka's logs allow it, and left null where they do not:
+* the broker: from the line's own prefix (`[Partition t-0 broker=1]`, `[Broker id=1]`, ...), else from the other
+  lines of the same file when they all name one broker (a `server.log` belongs to one broker); a partition line
+  whose broker stays unknown is quarantined, since every per-replica check needs it;
+* the time: log4j prints the broker's local time without a zone: `--log-timezone` (config `ingest.log_timezone`,
+  default UTC) names it, unless the line carries its own offset (`2024-05-14T12:51:42.342Z`);
+* the leader epoch of an ISR change or truncation: the epoch of the broker's last leadership line for the
+  partition; an ISR commit's action (shrink / expand / update) and old ISR: from the ISR the broker last logged;
+  a rejection's action: from the proposal the line names, else the broker's last proposal.
+
+`event_id` is `ts_ms * 2^20 + n`, n numbering the run's events of one millisecond in file and line order after
+those bronze already holds: ids follow time, as the audit's orderings expect, and never repeat across batches.
+A log file is identified like any landing file (path, size, modification time): land closed (rolled) files, as
+a file that grows after its ingest is read again whole.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from functools import reduce
+
+from pyspark.sql import Column, DataFrame, SparkSession, Window
+from pyspark.sql import functions as F
+
+from jobs.broker_log_patterns import BROKER_PREFIXES, PATTERNS, TP_PREFIXES, LinePattern, column_sql
+from jobs.landing import EVENT_SPARK_SCHEMA, numbered_lines
+from jobs.validate import sql_str
+from schemas.events import EVENT_TYPES, KAFKA_LOG_SOURCE, SCHEMA_VERSION
+
+SOURCE = KAFKA_LOG_SOURCE
+ID_SEQUENCE_BITS = 20
+"""Low bits of a kafka-log `event_id` that number the events of one millisecond."""
+
+_LINE_PREFIX = (r"^.*?(\d{4})[-/](\d{2})[-/](\d{2})[ T](\d{2}):(\d{2}):(\d{2})(?:[,.](\d{1,9}))?"
+                r"(Z|[+-]\d{2}:?\d{2})?\]?\s+(TRACE|DEBUG|INFO|WARN|WARNING|ERROR|FATAL)\s+(.*)$")
+"""A log4j line: timestamp (`[%d]`, ISO or with '/'), level, message; anything before the timestamp (a
+container or Kubernetes prefix) is skipped."""
+_BROKER_SCREEN = ("broker=", "Broker id=", "replicaId=", "on broker ", "Server id=", "nodeId=")
+
+
+class BrokerLogOptionsError(ValueError):
+    """Raised for a run id or time zone that cannot be used."""
+
+
+@dataclass(frozen=True)
+class BrokerLogOptions:
+    """How to read one cluster's logs: the run they become and the zone their timestamps are in."""
+
+    run_id: str
+    timezone: str = "UTC"
+
+    def __post_init__(self) -> None:
+        if not self.run_id or self.run_id.strip() != self.run_id or "/" in self.run_id:
+            raise BrokerLogOptionsError(
+                f"run id {self.run_id!r} cannot name a run: expected a non-empty name without '/' or surrounding "
+                "spaces (it names bronze's partition folder)")
+
+
+def _any_contains(col: str, literals: Sequence[str]) -> Column:
+    return reduce(lambda a, b: a | b, [F.col(col).contains(x) for x in literals])
+
+
+def _first_group(col: str, regexes: Sequence[str]) -> Column:
+    """The first group of the first regex that matches, as an int (null when none does)."""
+    return F.coalesce(*[F.expr(f"try_cast(nullif(regexp_extract({col}, {sql_str(r)}, 1), '') AS INT)")
+                        for r in regexes])
+
+
+def _pattern_case(patterns: Sequence[LinePattern]) -> Column:
+    branches = " ".join(
+        f"WHEN contains(_msg, {sql_str(p.trigger)}) AND _msg RLIKE {sql_str(p.regex)} THEN {sql_str(p.name)}"
+        for p in patterns)
+    return F.expr(f"CASE {branches} END")
+
+
+def _unknown_form(patterns: Sequence[LinePattern]) -> Column:
+    strict = sorted({p.trigger for p in patterns if p.strict})
+    branches = " ".join(f"WHEN contains(_msg, {sql_str(t)}) THEN {sql_str(t)}" for t in strict)
+    return F.expr(f"CASE {branches} END")
+
+
+def _by_pattern(patterns: Sequence[LinePattern], column: str, default: str = "NULL") -> Column:
+    """SQL CASE over `_pattern` giving `column` as each pattern defines it."""
+    branches = [f"WHEN {sql_str(p.name)} THEN {column_sql(p, p.columns[column])}"
+                for p in patterns if column in p.columns]
+    return F.expr(f"CASE _pattern {' '.join(branches)} ELSE {default} END" if branches else default)
+
+
+def _timestamp_ms(timezone: str) -> Column:
+    g = [F.expr(f"regexp_extract(line, {sql_str(_LINE_PREFIX)}, {i})") for i in range(1, 9)]
+    fraction = F.rpad(F.when(g[6] == "", F.lit("0")).otherwise(g[6]), 6, "0").substr(1, 6)
+    seconds = F.concat(g[5], F.lit("."), fraction).cast("decimal(8,6)")
+    zone = F.when(g[7] == "Z", F.lit("UTC")).when(g[7] != "", g[7]).otherwise(F.lit(timezone))
+    # try_: a garbled stamp (month 13) is a line without a time, quarantined, not a failed job.
+    ts = F.try_make_timestamp(g[0].cast("int"), g[1].cast("int"), g[2].cast("int"), g[3].cast("int"),
+                              g[4].cast("int"), seconds, zone)
+    return F.unix_millis(ts)
+
+
+def read_broker_logs(spark: SparkSession, paths: Sequence[str], options: BrokerLogOptions,
+                     existing: DataFrame | None = None) -> DataFrame:
+    """The replication events of the log files `paths`, as candidate records (see the module docstring).
+
+    `existing` holds the run's events already in bronze (`event_id` at least), whose ids the new ones follow.
+    Every cast is a `try_cast`: a garbled number is a null that validation names, never a failed job.
+    """
+    lines = numbered_lines(spark, paths).withColumn(
+        "line", F.when(F.col("line").endswith("\r"), F.expr("substring(line, 1, length(line) - 1)"))
+        .otherwise(F.col("line")))
+    triggers = sorted({p.trigger for p in PATTERNS})
+    relevant = lines.where(_any_contains("line", triggers) | _any_contains("line", _BROKER_SCREEN)).select(
+        "_path", "pos", "line", _first_group("line", BROKER_PREFIXES).alias("_broker_prefix"),
+        _any_contains("line", triggers).alias("_hit"))
+    # The file's broker: the one broker its lines name, if they name exactly one.
+    file_broker = (relevant.where(F.col("_broker_prefix").isNotNull()).groupBy("_path")
+                   .agg(F.min("_broker_prefix").alias("_lo"), F.max("_broker_prefix").alias("_hi"))
+                   .select("_path", F.when(F.col("_lo") == F.col("_hi"), F.col("_lo")).alias("_file_broker")))
+    stamped = F.col("line").rlike(_LINE_PREFIX)
+    hits = (
+        relevant.where("_hit")
+        .withColumn("_msg", F.when(stamped, F.expr(f"regexp_extract(line, {sql_str(_LINE_PREFIX)}, 10)"))
+                    .otherwise(F.col("line")))
+        .withColumn("_pattern", _pattern_case(PATTERNS))
+        .withColumn("_unknown", F.when(F.col("_pattern").isNull(), _unknown_form(PATTERNS)))
+        .where(F.col("_pattern").isNotNull() | F.col("_unknown").isNotNull())
+        .join(F.broadcast(file_broker), "_path", "left")
+        .withColumn("_tp_prefix", F.coalesce(*[F.expr(f"nullif(regexp_extract(line, {sql_str(r)}, 1), '')")
+                                               for r in TP_PREFIXES]))
+    )
+    event_type = F.expr("CASE _pattern " + " ".join(
+        f"WHEN {sql_str(p.name)} THEN {sql_str(p.event_type)}" for p in PATTERNS) + " END")
+    broker = F.expr("CASE _pattern " + " ".join(
+        f"WHEN {sql_str(p.name)} THEN {column_sql(p, p.broker)}" for p in PATTERNS if p.broker)
+        + " ELSE coalesce(_broker_prefix, _file_broker) END")
+    payload = [f for f in EVENT_SPARK_SCHEMA.fields if f.name not in _ENVELOPE]
+    # A line that reports several partitions becomes one row per partition (`_entry`); any other line stays one.
+    entries = F.expr("CASE _pattern " + " ".join(
+        f"WHEN {sql_str(p.name)} THEN {column_sql(p, p.entries)}" for p in PATTERNS if p.entries) + " END")
+    hits = hits.select("*", F.posexplode_outer(entries).alias("_entry_pos", "_entry"))
+    parsed = hits.select(
+        "_path", "pos", F.coalesce("_entry_pos", F.lit(0)).alias("_entry_pos"), "line", "_pattern", "_unknown",
+        F.when(stamped, _timestamp_ms(options.timezone)).alias("ts_ms"),
+        event_type.alias("event_type"), broker.cast("int").alias("broker_id"),
+        _by_pattern(PATTERNS, "tp", default="_tp_prefix").alias("_tp"),
+        *[_by_pattern(PATTERNS, f.name).cast(f.dataType).alias(f.name) for f in payload],
+    )
+    tp = F.regexp_extract("_tp", r"^(.+)-([0-9]+)$", 2)
+    located = parsed.withColumn("partition", F.expr("try_cast(nullif(regexp_extract(_tp, '^(.+)-([0-9]+)$', 2), '')"
+                                                     " AS INT)")).withColumn(
+        "topic", F.when(tp != "", F.regexp_extract("_tp", r"^(.+)-([0-9]+)$", 1)))
+    return _as_candidates(_from_earlier_lines(located), options, existing)
+
+
+_ENVELOPE = frozenset({"schema_version", "source", "run_id", "event_id", "ts_ms", "broker_id", "event_type",
+                       "topic", "partition"})
+_UNKNOWN_ISR = "array(-1)"
+"""Stands for "the broker's ISR is not known here" (a follower, or a leader line that does not print it)."""
+
+
+def _from_earlier_lines(events: DataFrame) -> DataFrame:
+    """Fill what a line leaves out from the same broker's earlier lines about the partition (module docstring)."""
+    order = ["ts_ms", "_path", "pos", "_entry_pos"]
+    upto = Window.partitionBy("broker_id", "topic", "partition").orderBy(*order)
+    before = upto.rowsBetween(Window.unboundedPreceding, -1)
+    isr_after = F.expr(
+        "CASE WHEN event_type = 'leadership_change' THEN coalesce(CASE WHEN action = 'become_leader' THEN isr END, "
+        f"{_UNKNOWN_ISR}) WHEN isr_state = 'committed' THEN isr WHEN isr_state = 'proposed' THEN old_isr "
+        "WHEN isr_state = 'rejected' THEN isr END")
+    last_isr = F.last(isr_after, ignorenulls=True).over(before)
+    known = F.when(last_isr != F.expr(_UNKNOWN_ISR), last_isr)
+    proposed_action = F.last(F.when(F.col("isr_state") == "proposed", F.col("action")), ignorenulls=True).over(before)
+    epoch = F.last(F.when(F.col("event_type") == "leadership_change", F.col("leader_epoch")),
+                   ignorenulls=True).over(upto.rowsBetween(Window.unboundedPreceding, 0))
+    follow = F.col("isr_state").isin("committed", "rejected")
+    derived = (events
+               .withColumn("_known_isr", F.when(follow, known))
+               .withColumn("_proposed_action", F.when(F.col("isr_state") == "rejected", proposed_action)))
+    grew = F.expr("size(array_except(isr, _known_isr)) > 0")
+    shrank = F.expr("size(array_except(_known_isr, isr)) > 0")
+    committed_action = (F.when(F.col("_known_isr").isNull() | F.col("isr").isNull(), F.lit("update"))
+                        .when(shrank & ~grew, F.lit("shrink")).when(grew & ~shrank, F.lit("expand"))
+                        .otherwise(F.lit("update")))
+    return (derived
+            .withColumn("leader_epoch", F.when(F.col("event_type") == "leadership_change", F.col("leader_epoch"))
+                        .otherwise(F.coalesce("leader_epoch", epoch)))
+            .withColumn("old_isr", F.when(follow, F.coalesce("old_isr", "_known_isr")).otherwise(F.col("old_isr")))
+            .withColumn("action", F.when(F.col("isr_state") == "committed", committed_action)
+                        .when(F.col("isr_state") == "rejected",
+                              F.coalesce("action", "_proposed_action", F.lit("update")))
+                        .otherwise(F.col("action")))
+            .drop("_known_isr", "_proposed_action"))
+
+
+def _as_candidates(events: DataFrame, options: BrokerLogOptions, existing: DataFrame | None) -> DataFrame:
+    """`events` in the candidate shape of `jobs.landing`, with ids, envelope and the reason a line is unusable."""
+    scoped = [name for name, et in EVENT_TYPES.items() if et.partition_scoped]
+    malformed = (
+        F.when(F.col("_pattern").isNull(), F.concat(
+            F.lit("a Kafka log line holding '"), F.col("_unknown"),
+            F.lit("' in a form replog does not read (jobs/broker_log_patterns.py lists the forms it reads)")))
+        .when(F.col("ts_ms").isNull(), F.lit(
+            "no log4j timestamp and level at the start of the line, or an impossible date (expected e.g. "
+            "'[2024-05-14 12:51:42,342] INFO ...')"))
+        .when(F.col("event_type").isin(*scoped) & F.col("partition").isNull(), F.lit(
+            "the line names no topic-partition (expected e.g. '[Partition orders-3 broker=2]' or "
+            "'[Log partition=orders-3, dir=...]')"))
+        .when(F.col("broker_id").isNull(), F.lit(
+            "the line does not name its broker (e.g. '[Partition orders-3 broker=2]') and the other lines of its "
+            "file name none or several"))
+    )
+    per_ms = Window.partitionBy("ts_ms").orderBy("_path", "pos", "_entry_pos")
+    seq = F.row_number().over(per_ms) - 1
+    numbered = events.withColumn("_malformed", malformed)
+    if existing is not None:
+        mask = (1 << ID_SEQUENCE_BITS) - 1
+        held = (existing.select(F.shiftright("event_id", ID_SEQUENCE_BITS).alias("ts_ms"),
+                                F.col("event_id").bitwiseAND(F.lit(mask)).alias("_n"))
+                .groupBy("ts_ms").agg((F.max("_n") + 1).alias("_base")))
+        numbered = numbered.join(held, "ts_ms", "left")
+        seq = seq + F.coalesce("_base", F.lit(0))
+    numbered = numbered.withColumn("_seq", F.when(F.col("ts_ms").isNotNull(), seq))
+    too_many = F.col("_seq") >= (1 << ID_SEQUENCE_BITS)
+    event_id = F.when(~too_many, F.shiftleft(F.col("ts_ms"), ID_SEQUENCE_BITS) + F.col("_seq"))
+    values = {
+        "schema_version": F.lit(SCHEMA_VERSION), "source": F.lit(SOURCE), "run_id": F.lit(options.run_id),
+        "event_id": event_id,
+    }
+    return numbered.select(
+        *[(values.get(f.name, F.col(f.name))).cast(f.dataType).alias(f.name) for f in EVENT_SPARK_SCHEMA.fields],
+        F.col("_path").alias("_source_file"),
+        (F.col("pos") + 1).cast("long").alias("_source_line"),
+        F.col("line").alias("raw"),
+        F.coalesce("_malformed", F.when(too_many, F.lit(
+            f"more than {1 << ID_SEQUENCE_BITS} events of the run in one millisecond: no event id left"))
+        ).alias("_malformed"),
+        F.array().cast("array<string>").alias("_type_errors"),
+        F.array().cast("array<string>").alias("_wrong_type_fields"),
+        F.array().cast("array<string>").alias("_unknown_fields"),
+    )

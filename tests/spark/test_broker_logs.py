@@ -1,0 +1,362 @@
+# Kafka log lines are long and are quoted whole, as brokers print them.
+# ruff: noqa: E501
+"""Real Kafka broker logs into replication events (`jobs.broker_logs`, `replog ingest --source kafka-logs`).
+
+Hand-written lines follow the templates of the reference (§6, one per Kafka version range); the expected events
+are read off each line by hand. `tests/data/kafka-logs` holds real excerpts (sources in its README).
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta, timezone
+from pathlib import Path
+from typing import Any
+
+import pytest
+from chispa import assert_df_equality
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+
+import jobs.invariants as inv
+from jobs.broker_logs import ID_SEQUENCE_BITS, BrokerLogOptions, BrokerLogOptionsError, read_broker_logs
+from jobs.ingest import run_ingest
+from jobs.lake import EmbeddedLake
+from jobs.landing import discover, is_broker_log
+from jobs.validate import classify
+from replication_core.checker.catalogue import CATALOGUE, KAFKA_LOG
+from replication_core.checker.checker import check_events
+from schemas.tables import BRONZE_EVENTS, BRONZE_QUARANTINE
+
+REAL = Path(__file__).resolve().parents[1] / "data" / "kafka-logs"
+COLUMNS = ("broker_id", "event_type", "topic", "partition", "leader_epoch", "action", "leader_id",
+           "partition_epoch", "isr", "old_isr", "adding_replicas", "removing_replicas", "leo", "hw", "isr_state",
+           "error", "reason", "truncate_offset")
+SCHEMA = ("broker_id int, event_type string, topic string, partition int, leader_epoch int, action string, "
+          "leader_id int, partition_epoch int, isr array<int>, old_isr array<int>, adding_replicas array<int>, "
+          "removing_replicas array<int>, leo bigint, hw bigint, isr_state string, error string, reason string, "
+          "truncate_offset bigint")
+
+
+def ms(stamp: str, tz: timezone = UTC) -> int:
+    """Epoch milliseconds of a log4j timestamp ('2024-05-14 12:51:42,342') in `tz`."""
+    return int(datetime.strptime(stamp, "%Y-%m-%d %H:%M:%S,%f").replace(tzinfo=tz).timestamp() * 1000)
+
+
+def write_logs(folder: Path, files: dict[str, str]) -> list[str]:
+    """Write `files` (name -> text) under `folder`; their paths."""
+    folder.mkdir(parents=True, exist_ok=True)
+    for name, text in files.items():
+        (folder / name).write_text(text)
+    return [str(folder / name) for name in files]
+
+
+def parse(spark: SparkSession, paths: list[str], tz: str = "UTC") -> DataFrame:
+    """The candidate records of `paths`, validated (`_reason_code` null for a kept event)."""
+    return classify(read_broker_logs(spark, paths, BrokerLogOptions("cluster-a", tz)))
+
+
+def row(**values: Any) -> tuple:
+    """An expected row over COLUMNS (unnamed columns null)."""
+    return tuple(values.get(c) for c in COLUMNS)
+
+
+def test_log_file_names() -> None:
+    """Kafka's log files and log4j's rolled names are logs; event files and others are not."""
+    for name in ("server.log", "state-change.log", "controller.log.2024-05-14-13", "server.log.1", "SERVER.LOG"):
+        assert is_broker_log(name), name
+    for name in ("events.jsonl", "server.log.gz.part", "logs.txt", "catalog", "server.logger"):
+        assert not is_broker_log(name), name
+
+
+def test_each_message_form_becomes_its_event(spark: SparkSession, tmp_path: Path) -> None:
+    """Every form of every message the table reads, one per version range, gives the event read off the line."""
+    server = """\
+[2024-05-14 12:00:00,001] INFO [KafkaServer id=2] started (kafka.server.KafkaServer)
+[2024-05-14 12:00:01,000] INFO [Partition t-3 broker=2] t-3 starts at Leader Epoch 4 from offset 80. Previous Leader Epoch was: 3 (kafka.cluster.Partition)
+[2024-05-14 12:00:02,000] INFO [Partition t-3 broker=2] t-3 starts at leader epoch 5 from offset 120 with high watermark 100. Previous leader epoch was 4. (kafka.cluster.Partition)
+[2024-05-14 12:00:03,000] INFO [Partition t-3 broker=2] Shrinking ISR from 2,1,3 to 2,1 (kafka.cluster.Partition)
+[2024-05-14 12:00:04,000] INFO [Partition t-3 broker=2] ISR updated to [2,1] and zkVersion updated to [7] (kafka.cluster.Partition)
+[2024-05-14 12:00:05,000] INFO [Partition t-3 broker=2] Expanding ISR from 2,1 to 2,1,3 (kafka.cluster.Partition)
+[2024-05-14 12:00:06,000] INFO [Partition t-3 broker=2] Cached zkVersion [7] not equal to that in zookeeper, skip updating ISR (kafka.cluster.Partition)
+[2024-05-14 12:00:07,000] INFO [Partition t-3 broker=2] ISR updated to 2,3 and version updated to [8] (kafka.cluster.Partition)
+[2024-05-14 12:00:08,000] INFO [Partition t-3 broker=2] ISR updated to 2,3,1  and version updated to 9 (kafka.cluster.Partition)
+[2024-05-14 12:00:09,000] INFO [Partition t-3 broker=2] ISR updated to 2 (under-min-isr) and version updated to 10 (kafka.cluster.Partition)
+[2024-05-14 12:00:10,000] INFO [Partition t-3 broker=2] Failed to alter partition to PendingExpandIsr(newInSyncReplicaId=4, sentLeaderAndIsr=LeaderAndIsr(leader=2, leaderEpoch=5, isrWithBrokerEpoch=[], leaderRecoveryState=RECOVERED, partitionEpoch=10), leaderRecoveryState=RECOVERED, lastCommittedState=CommittedPartitionState(isr=Set(2), leaderRecoveryState=RECOVERED)) since the controller rejected the request with INELIGIBLE_REPLICA. Partition state has been reset to the latest committed state CommittedPartitionState(isr=Set(2), leaderRecoveryState=RECOVERED). (kafka.cluster.Partition)
+[2024-05-14 12:00:11,000] INFO [Log partition=t-3, dir=/var/kafka] Truncating to 95 has no effect as the largest offset in the log is 94 (kafka.log.Log)
+[2024-05-14 12:00:12,000] INFO [KafkaServer id=2] Starting controlled shutdown (kafka.server.KafkaServer)
+[2024-05-14 12:00:13,000] INFO [KafkaServer id=2] shutting down (kafka.server.KafkaServer)
+"""
+    state_change = """\
+[2024-05-14 12:01:00,000] INFO [Broker id=2] Leader u-0 starts at leader epoch 5 from offset 120 with high watermark 100 ISR [2,1,3] addingReplicas [] removingReplicas []. Previous leader epoch was 4. (state.change.logger)
+[2024-05-14 12:01:01,000] INFO [Broker id=2] Leader u-0 with topic id Some(AbCdEfGhIjKlMnOpQrStUv) starts at leader epoch 6 from offset 130 with partition epoch 9, high watermark 120, ISR [2,1,3], adding replicas [4] and removing replicas [3] (under-min-isr). Previous leader Some(2) and previous leader epoch was 5. (state.change.logger)
+[2024-05-14 12:01:02,000] INFO [Broker id=2] Follower u-0 starts at leader epoch 7 from offset 130 with high watermark 125. Previous leader epoch was 6. (state.change.logger)
+[2024-05-14 12:01:03,000] INFO [Broker id=2] Follower u-0 with topic id Some(AbCdEfGhIjKlMnOpQrStUv) starts at leader epoch 8 from offset 128 with partition epoch 11 and high watermark 125. Current leader is 1. Previous leader epoch was 7. (state.change.logger)
+"""
+    kraft = """\
+2024-05-14T12:02:00.500Z  INFO 2537 --- [main] kafka.server.BrokerServer : [BrokerServer id=3] Transition from STARTING to STARTED
+[2024-05-14 12:02:01,000] INFO [UnifiedLog partition=u-0, dir=/data] Truncating to offset 90 (kafka.log.UnifiedLog)
+[2024-05-14 12:02:02,000] INFO [Partition u-0 broker=3] Shrinking ISR from 3,1,2 to 3. Leader: (highWatermark: 100, endOffset: 120). Out of sync replicas: (brokerId: 1, endOffset: 95, lastCaughtUpTimeMs: 1715688000000) (brokerId: 2, endOffset: unknown, lastCaughtUpTimeMs: unknown). (kafka.cluster.Partition)
+[2024-05-14 12:02:03,000] INFO [ReplicaFetcherManager on broker 3] Added fetcher to broker 1 for partitions Map(v-0 -> InitialFetchState(Some(AbCdEfGhIjKlMnOpQrStUv),BrokerEndPoint(id=1, host=kafka1:9092),7,300), v-1 -> InitialFetchState(Some(AbCdEfGhIjKlMnOpQrStUv),BrokerEndPoint(id=1, host=kafka1:9092),2,10)) (kafka.server.ReplicaFetcherManager)
+[2024-05-14 12:02:04,000] INFO [ReplicaFetcherManager on broker 3] Added fetcher to broker BrokerEndPoint(id=2, host=kafka2:9092) for partitions Map(v-2 -> (offset=12, leaderEpoch=4)) (kafka.server.ReplicaFetcherManager)
+[2024-05-14 12:02:05,000] INFO [ReplicaFetcherManager on broker 3] Added fetcher for partitions List([v-3, initOffset 0 to broker BrokerEndPoint(1,kafka1,9092)] ) (kafka.server.ReplicaFetcherManager)
+[2024-05-14 12:02:06,000] INFO [ReplicaAlterLogDirsManager on broker 3] Added fetcher for partitions List() (kafka.server.ReplicaAlterLogDirsManager)
+"""
+    paths = write_logs(tmp_path, {"server.log": server, "state-change.log": state_change, "server.log.3": kraft})
+    got = parse(spark, paths)
+    assert got.where("_reason_code IS NOT NULL").count() == 0
+    kept = got.orderBy("ts_ms", "partition").select(*COLUMNS)
+    isr = "isr_change"
+    lead = "leadership_change"
+    expected = [
+        row(broker_id=2, event_type="broker_lifecycle", action="start"),
+        row(broker_id=2, event_type=lead, topic="t", partition=3, leader_epoch=4, action="become_leader",
+            leader_id=2, leo=80),
+        row(broker_id=2, event_type=lead, topic="t", partition=3, leader_epoch=5, action="become_leader",
+            leader_id=2, leo=120, hw=100),
+        row(broker_id=2, event_type=isr, topic="t", partition=3, leader_epoch=5, action="shrink", isr=[2, 1],
+            old_isr=[2, 1, 3], isr_state="proposed"),
+        # A commit's action and old ISR come from the ISR the broker last logged.
+        row(broker_id=2, event_type=isr, topic="t", partition=3, leader_epoch=5, action="shrink", isr=[2, 1],
+            old_isr=[2, 1, 3], isr_state="committed", partition_epoch=7),
+        row(broker_id=2, event_type=isr, topic="t", partition=3, leader_epoch=5, action="expand", isr=[2, 1, 3],
+            old_isr=[2, 1], isr_state="proposed"),
+        row(broker_id=2, event_type=isr, topic="t", partition=3, leader_epoch=5, action="expand", old_isr=[2, 1],
+            isr_state="rejected", error="INVALID_UPDATE_VERSION", reason="reset_to_committed"),
+        row(broker_id=2, event_type=isr, topic="t", partition=3, leader_epoch=5, action="update", isr=[2, 3],
+            old_isr=[2, 1], isr_state="committed", partition_epoch=8),
+        row(broker_id=2, event_type=isr, topic="t", partition=3, leader_epoch=5, action="expand", isr=[2, 3, 1],
+            old_isr=[2, 3], isr_state="committed", partition_epoch=9),
+        row(broker_id=2, event_type=isr, topic="t", partition=3, leader_epoch=5, action="shrink", isr=[2],
+            old_isr=[2, 3, 1], isr_state="committed", partition_epoch=10),
+        row(broker_id=2, event_type=isr, topic="t", partition=3, leader_epoch=5, action="expand", isr=[2],
+            old_isr=[2], isr_state="rejected", error="INELIGIBLE_REPLICA", reason="reset_to_committed"),
+        row(broker_id=2, event_type="broker_lifecycle", action="controlled_shutdown"),
+        row(broker_id=2, event_type="broker_lifecycle", action="shutdown"),
+        row(broker_id=2, event_type=lead, topic="u", partition=0, leader_epoch=5, action="become_leader",
+            leader_id=2, isr=[2, 1, 3], leo=120, hw=100),
+        row(broker_id=2, event_type=lead, topic="u", partition=0, leader_epoch=6, action="become_leader",
+            leader_id=2, partition_epoch=9, isr=[2, 1, 3], adding_replicas=[4], removing_replicas=[3], leo=130,
+            hw=120),
+        row(broker_id=2, event_type=lead, topic="u", partition=0, leader_epoch=7, action="become_follower",
+            leo=130, hw=125),
+        row(broker_id=2, event_type=lead, topic="u", partition=0, leader_epoch=8, action="become_follower",
+            leader_id=1, partition_epoch=11, leo=128, hw=125),
+        row(broker_id=3, event_type="broker_lifecycle", action="start"),
+        # No leadership line of broker 3 for u-0 in its files: the epoch is not known.
+        row(broker_id=3, event_type="truncation", topic="u", partition=0, truncate_offset=90),
+        row(broker_id=3, event_type=isr, topic="u", partition=0, action="shrink", isr=[3], old_isr=[3, 1, 2],
+            isr_state="proposed"),
+        # One follower transition per partition an 'Added fetcher' line lists; the log-dir fetcher is none.
+        row(broker_id=3, event_type=lead, topic="v", partition=0, leader_epoch=7, action="become_follower",
+            leader_id=1),
+        row(broker_id=3, event_type=lead, topic="v", partition=1, leader_epoch=2, action="become_follower",
+            leader_id=1),
+        row(broker_id=3, event_type=lead, topic="v", partition=2, leader_epoch=4, action="become_follower",
+            leader_id=2),
+        row(broker_id=3, event_type=lead, topic="v", partition=3, action="become_follower", leader_id=1),
+    ]
+    assert_df_equality(kept, spark.createDataFrame(expected, SCHEMA), ignore_nullable=True)
+    stamps = [r["ts_ms"] for r in got.orderBy("ts_ms").select("ts_ms").collect()]
+    assert stamps[0] == ms("2024-05-14 12:00:00,001")
+    assert stamps[17] == ms("2024-05-14 12:02:00,500")  # the ISO stamp with its own zone
+    shrink = got.where("ts_ms = {}".format(ms("2024-05-14 12:02:02,000"))).select("out_of_sync_replicas").first()
+    assert [tuple(r) for r in shrink[0]] == [(1, 95, 1715688000000), (2, None, None)]
+    ids = got.orderBy("event_id").select("event_id", "ts_ms", "partition", "source", "run_id").collect()
+    # One event per millisecond but for the fetcher line listing v-0 and v-1: numbered within its millisecond.
+    assert [r["event_id"] - (r["ts_ms"] << ID_SEQUENCE_BITS) for r in ids] == [0] * 20 + [0, 1] + [0, 0]
+    assert [r["partition"] for r in ids[20:22]] == [0, 1]  # in the order the line lists them
+    assert {(r["source"], r["run_id"]) for r in ids} == {("kafka-log", "cluster-a")}
+
+
+def test_unusable_lines_are_quarantined_with_the_reason(spark: SparkSession, tmp_path: Path) -> None:
+    """A replication line that cannot become an event says why; other lines are not events at all."""
+    paths = write_logs(tmp_path, {
+        "server.log": (
+            "[2024-05-14 12:00:00,000] INFO [Partition t-0 broker=1] Shrinking ISR for t-0 to 1 (kafka.cluster.Partition)\n"
+            "Shrinking ISR from 1,2 to 1. Leader: (highWatermark: 5, endOffset: 9).\n"
+            "[2024-05-14 12:00:01,000] INFO Opening socket connection to server zk:2181 (org.apache.zookeeper.ClientCnxn)\n"
+            "[2024-13-45 12:00:02,000] INFO [Partition t-0 broker=1] Expanding ISR from 1 to 1,2 (kafka.cluster.Partition)\n"
+        ),
+        # Two brokers name themselves in this file: a line naming neither cannot be placed.
+        "mixed.log": (
+            "[2024-05-14 12:00:00,000] INFO [KafkaServer id=1] started (kafka.server.KafkaServer)\n"
+            "[2024-05-14 12:00:00,000] INFO [KafkaServer id=2] started (kafka.server.KafkaServer)\n"
+            "[2024-05-14 12:00:02,000] INFO [Log partition=t-0, dir=/d] Truncating to offset 4 (kafka.log.Log)\n"
+        ),
+    })
+    got = parse(spark, paths).where("_reason_code IS NOT NULL").orderBy("_source_file", "_source_line")
+    rows = [(Path(r["_source_file"]).name, r["_source_line"], r["_reason_code"], r["_reason"]) for r in
+            got.select("_source_file", "_source_line", "_reason_code", "_reason").collect()]
+    assert rows == [
+        ("mixed.log", 3, "unread_log_line", "the line does not name its broker (e.g. '[Partition orders-3 broker=2]') "
+         "and the other lines of its file name none or several"),
+        ("server.log", 1, "unread_log_line", "a Kafka log line holding 'Shrinking ISR ' in a form replog does not read "
+         "(jobs/broker_log_patterns.py lists the forms it reads)"),
+        ("server.log", 2, "unread_log_line", "no log4j timestamp and level at the start of the line, or an "
+         "impossible date (expected e.g. '[2024-05-14 12:51:42,342] INFO ...')"),
+        ("server.log", 4, "unread_log_line", "no log4j timestamp and level at the start of the line, or an "
+         "impossible date (expected e.g. '[2024-05-14 12:51:42,342] INFO ...')"),
+    ]
+
+
+def test_timestamps_are_read_in_the_configured_zone(spark: SparkSession, tmp_path: Path) -> None:
+    """log4j prints local time without a zone: the configured zone places it; a line's own offset wins."""
+    paths = write_logs(tmp_path, {"server.log": (
+        "[2024-05-14 12:00:00,250] INFO [KafkaServer id=1] started (kafka.server.KafkaServer)\n"
+        "2024-05-14T12:00:00.250+05:00 INFO [KafkaServer id=1] shutting down (kafka.server.KafkaServer)\n")})
+    got = {r["action"]: r["ts_ms"] for r in parse(spark, paths, tz="+02:00").collect()}
+    assert got == {"start": ms("2024-05-14 12:00:00,250", timezone(timedelta(hours=2))),
+                   "shutdown": ms("2024-05-14 12:00:00,250", timezone(timedelta(hours=5)))}
+    with pytest.raises(BrokerLogOptionsError, match="cannot name a run"):
+        BrokerLogOptions("a/b")
+
+
+def test_real_excerpts(spark: SparkSession) -> None:
+    """The real excerpts: the replication records found, and those that cannot be used (redacted, no stamp)."""
+    got = parse(spark, sorted(str(p) for p in REAL.glob("*.log")))
+    found = sorted((Path(r["_source_file"]).name[:2], r["_source_line"], r["event_type"], r["action"], r["broker_id"],
+                    r["topic"], r["partition"], r["_reason_code"]) for r in got.collect())
+    shrink, expand = "isr_change", "isr_change"
+    assert found == [
+        # KAFKA-7165: broker 1's shrinks, partition names redacted by the reporter ('TOPIC_NAME-PARTITION-#').
+        ("09", 7, shrink, "shrink", None, None, None, "unread_log_line"),
+        ("09", 23, shrink, "shrink", None, None, None, "unread_log_line"),
+        ("09", 24, shrink, "shrink", None, None, None, "unread_log_line"),
+        ("09", 25, shrink, "shrink", None, None, None, "unread_log_line"),
+        ("09", 26, shrink, "shrink", None, None, None, "unread_log_line"),
+        # Kafka 2.4: broker 1 added as a follower by a reassignment, then following the leader's moves.
+        ("12", 7, "leadership_change", "become_follower", 1, "roleplay", 0, None),
+        ("12", 21, "leadership_change", "become_follower", 1, "roleplay", 0, None),
+        ("12", 30, "leadership_change", "become_follower", 1, "roleplay", 0, None),
+        ("18", 18, shrink, "shrink", 3, "__consumer_offsets", 43, None),
+        ("18", 19, expand, "expand", 3, "__consumer_offsets", 43, None),
+        ("27", 1, shrink, "shrink", None, None, None, "unread_log_line"),  # the message alone, no timestamp
+        ("30", 12, "leadership_change", "become_leader", 1001, "kafka-ckpt", 0, None),
+        ("30", 28, "leadership_change", "become_leader", 1001, "kafka-metrics", 0, None),
+        ("36", 11, "leadership_change", "become_leader", 1, "test1", 0, None),
+        ("36", 27, "leadership_change", "become_follower", 3, "test1", 0, None),
+        ("36", 58, "leadership_change", "become_follower", 2, "test1", 0, None),
+        ("36", 69, "leadership_change", "become_follower", 2, "test1", 0, None),
+        ("39", 2, "broker_lifecycle", "start", 0, None, None, None),
+        ("39", 10, "leadership_change", "become_follower", 0, "byfn-sys-channel", 0, None),
+        ("39", 15, "broker_lifecycle", "start", 1, None, None, None),
+        ("39", 23, "leadership_change", "become_follower", 1, "byfn-sys-channel", 0, None),
+        ("39", 28, "broker_lifecycle", "start", 2, None, None, None),
+        ("39", 35, "leadership_change", "become_leader", 2, "byfn-sys-channel", 0, None),
+    ]
+    # Who each follower fetches from, and in which epoch where the version prints it (2.4+).
+    followers = sorted((Path(r["_source_file"]).name[:2], r["_source_line"], r["leader_id"], r["leader_epoch"])
+                       for r in got.where("action = 'become_follower'").collect())
+    assert followers == [("12", 7, 3, 1), ("12", 21, 2, 2), ("12", 30, 2, 3), ("36", 27, 1, None),
+                         ("36", 58, 1, None), ("36", 69, 3, None), ("39", 10, 2, None), ("39", 23, 2, None)]
+    out_of_sync = got.where("_source_line = 18").select("old_isr", "isr", "out_of_sync_replicas").first()
+    assert (out_of_sync[0], out_of_sync[1]) == ([3, 1, 4], [3])
+    assert [(r["replica_id"], r["leo"]) for r in out_of_sync[2]] == [(1, 115), (4, 116)]
+
+
+def test_ingest_reconciles_is_exactly_once_and_ids_follow(spark: SparkSession, tmp_path: Path) -> None:
+    """`run_ingest` with logs: read = kept + quarantined, a rerun adds nothing, and a later file's event in a
+    millisecond bronze already holds gets the next id."""
+    landing = tmp_path / "landing"
+    line = "[2024-05-14 12:00:00,000] INFO [KafkaServer id={b}] started (kafka.server.KafkaServer)\n"
+    write_logs(landing, {"server.log.1": line.format(b=1) + "Shrinking ISR from 1,2 to 1\n"})
+    lake = EmbeddedLake(spark, str(tmp_path / "lake"))
+    options = BrokerLogOptions("cluster-a")
+    first = run_ingest(spark, lake, str(landing), log=lambda _m: None, logs=options)
+    assert (first.read, first.kept, first.quarantined) == (2, 1, 1) and first.reconciles
+    assert first.by_reason == {"unread_log_line": 1}
+    again = run_ingest(spark, lake, str(landing), log=lambda _m: None, logs=options)
+    assert again.files_ingested == 0
+    write_logs(landing, {"server.log.2": line.format(b=2)})
+    later = run_ingest(spark, lake, str(landing), log=lambda _m: None, logs=options)
+    assert (later.read, later.kept, later.quarantined) == (1, 1, 0)
+    bronze = lake.read(BRONZE_EVENTS).orderBy("event_id").select("broker_id", "event_id").collect()
+    base = ms("2024-05-14 12:00:00,000") << ID_SEQUENCE_BITS
+    assert [(r["broker_id"], r["event_id"]) for r in bronze] == [(1, base), (2, base + 1)]
+    assert lake.read(BRONZE_QUARANTINE).count() == 1
+    assert [f.kind for f in discover(landing, logs=True)] == ["kafka-log", "kafka-log"]
+
+
+# --- the audit and the reference checker on events read from logs --------------------------------------------
+
+INCIDENT = {
+    # Broker 1 leads t-0 in epoch 5, then truncates its own log while still leading (no follower line):
+    # leader_no_truncation. Broker 2 then also leads epoch 5: two leaders of one epoch.
+    "server-1.log": """\
+[2024-05-14 12:00:00,000] INFO [Broker id=1] Leader t-0 with topic id Some(AbCdEfGhIjKlMnOpQrStUv) starts at leader epoch 5 from offset 100 with partition epoch 7, high watermark 90, ISR [1,2], adding replicas [] and removing replicas []. Previous leader Some(2) and previous leader epoch was 4. (state.change.logger)
+[2024-05-14 12:00:01,000] INFO [Partition t-0 broker=1] ISR updated to 2  and version updated to 8 (kafka.cluster.Partition)
+[2024-05-14 12:00:02,000] INFO [UnifiedLog partition=t-0, dir=/data] Truncating to offset 95 (kafka.log.UnifiedLog)
+""",
+    # Broker 3 (Kafka 2.4, which prints no follower line) leads u-0, becomes a follower (its fetcher is added)
+    # and truncates as one: no violation.
+    "server-3.log": """\
+[2024-05-14 12:00:00,000] INFO [Partition u-0 broker=3] u-0 starts at Leader Epoch 3 from offset 50. Previous Leader Epoch was: 2 (kafka.cluster.Partition)
+[2024-05-14 12:00:05,000] INFO [ReplicaFetcherManager on broker 3] Added fetcher to broker BrokerEndPoint(id=1, host=kafka1:9092) for partitions Map(u-0 -> (offset=50, leaderEpoch=4)) (kafka.server.ReplicaFetcherManager)
+[2024-05-14 12:00:06,000] INFO [Log partition=u-0, dir=/var/kafka] Truncating to offset 48 (kafka.log.Log)
+""",
+    "server-2.log": """\
+[2024-05-14 12:00:03,000] INFO [Broker id=2] Leader t-0 starts at leader epoch 5 from offset 95 with high watermark 90 ISR [2,1] addingReplicas [] removingReplicas []. Previous leader epoch was 4. (state.change.logger)
+[2024-05-14 12:00:04,000] INFO [Partition t-0 broker=2] Expanding ISR from 2 to 2,1 (kafka.cluster.Partition)
+""",
+}
+
+
+def test_audit_and_checker_agree_on_log_events(spark: SparkSession, tmp_path: Path) -> None:
+    """The invariants that apply to real logs, over events read from them: the Spark audit and the reference
+    checker find the same violations, the ones read off the incident by hand."""
+    got = parse(spark, write_logs(tmp_path, INCIDENT)).where("_reason_code IS NULL")
+    events = got.select(*[c for c in got.columns if not c.startswith("_") and c != "raw"])
+    for_logs = sorted(i.name for i in CATALOGUE if KAFKA_LOG in i.sources and i.name in inv.IMPLEMENTED)
+    audit = inv.evaluate(events, for_logs).select("invariant", "replica", "ts_ms").collect()
+    spark_found = sorted((r["invariant"], r["replica"], r["ts_ms"]) for r in audit)
+    reference = check_events([r.asDict(recursive=True) for r in events.orderBy("event_id").collect()])
+    checker_found = sorted((v.invariant, v.replica, v.ts_ms) for v in reference.violations if v.invariant in for_logs)
+    t = ms("2024-05-14 12:00:00,000")
+    assert spark_found == checker_found == sorted([
+        ("isr_nonempty", 1, t + 1000),  # the committed ISR [2] lacks its leader 1
+        ("leader_no_truncation", 1, t + 2000),
+        ("leader_epoch_monotonic", 2, t + 3000),
+    ])
+
+
+def test_lag_judges_no_shrink_of_a_log_run_premature(spark: SparkSession, tmp_path: Path) -> None:
+    """Real logs have no follower_fetch_state: a shrink read from them gets no lag verdict."""
+    from jobs.transforms.lag import follower_lag, lag_incidents
+    from jobs.transforms.timelines import isr_changes, partition_state
+
+    text = ("[2024-05-14 12:00:00,000] INFO [Broker id=1] Leader t-0 starts at leader epoch 5 from offset 100 with "
+            "high watermark 90 ISR [1,2] addingReplicas [] removingReplicas []. Previous leader epoch was 4. "
+            "(state.change.logger)\n"
+            "[2024-05-14 12:00:10,000] INFO [Partition t-0 broker=1] Shrinking ISR from 1,2 to 1 (kafka.cluster.Partition)\n"
+            "[2024-05-14 12:00:10,050] INFO [Partition t-0 broker=1] ISR updated to 1  and version updated to 8 "
+            "(kafka.cluster.Partition)\n")
+    got = parse(spark, write_logs(tmp_path, {"server.log": text})).where("_reason_code IS NULL")
+    events = got.select(*[c for c in got.columns if not c.startswith("_") and c != "raw"])
+    ic = isr_changes(events)
+    assert ic.where(F.col("action") == "shrink").count() == 1
+    incidents = lag_incidents(follower_lag(events), ic, partition_state(events), events)
+    assert incidents.count() == 0
+
+
+def test_cli_ingests_logs_as_a_run_named_after_the_folder(spark: SparkSession, tmp_path: Path,
+                                                          capsys: pytest.CaptureFixture[str]) -> None:
+    """`replog ingest --source kafka-logs`: the run is the folder's name unless `--run-id` names it; log options
+    without the log source, or a zone that is none, are usage errors (exit 2, one line)."""
+    from jobs import cli
+
+    landing = tmp_path / "prod-incident-7"
+    write_logs(landing, {"server.log": "[2024-05-14 12:00:00,000] INFO [KafkaServer id=4] started "
+                                       "(kafka.server.KafkaServer)\n", "notes.txt": "not a log\n"})
+    lake_dir = str(tmp_path / "lake")
+    assert cli.main(["ingest", "--source", "kafka-logs", "--landing", str(landing), "--lake", lake_dir]) == 0
+    out = capsys.readouterr().out
+    assert "records read 1 = kept 1 + quarantined 0" in out and "[reconciled]" in out
+    assert "1 file(s) ignored, not Kafka log files" in out
+    lake = EmbeddedLake(spark, lake_dir)
+    assert [(r["run_id"], r["source"], r["broker_id"]) for r in lake.read(BRONZE_EVENTS).collect()] == [
+        ("prod-incident-7", "kafka-log", 4)]
+    assert cli.main(["ingest", "--landing", str(landing), "--lake", lake_dir, "--run-id", "x"]) == 2
+    assert "apply to --source kafka-logs only" in capsys.readouterr().err
+    assert cli.main(["ingest", "--source", "kafka-logs", "--landing", str(landing), "--lake", lake_dir,
+                     "--log-timezone", "Mars/Olympus"]) == 2
+    assert "--log-timezone 'Mars/Olympus': expected a time zone name" in capsys.readouterr().err
