@@ -187,17 +187,18 @@ PATTERNS: tuple[LinePattern, ...] = (
     ),
 )
 
-BROKER_PREFIXES: tuple[str, ...] = (
-    r"\[Partition \S+ broker=(\d+)\]",
-    r"\[Broker id=(\d+)\]",
-    r"\[ReplicaFetcher replicaId=(\d+),",
-    r"\[ReplicaFetcherManager on broker (\d+)\]",
-    r"\[ReplicaManager broker=(\d+)\]",
-    r"\[(?:KafkaServer|BrokerServer) id=(\d+)\]",
-    r"\[KafkaRaftServer nodeId=(\d+)\]",
-    r"Partition \[[^,\]]+,\d+\] on broker (\d+):",
+BROKER_PREFIXES: tuple[tuple[str, str], ...] = (
+    ("[Partition ", r"\[Partition \S+ broker=(\d+)\]"),
+    ("[Broker id=", r"\[Broker id=(\d+)\]"),
+    ("[ReplicaFetcher replicaId=", r"\[ReplicaFetcher replicaId=(\d+),"),
+    ("[ReplicaFetcherManager on broker ", r"\[ReplicaFetcherManager on broker (\d+)\]"),
+    ("[ReplicaManager broker=", r"\[ReplicaManager broker=(\d+)\]"),
+    ("Server id=", r"\[(?:KafkaServer|BrokerServer) id=(\d+)\]"),
+    ("[KafkaRaftServer nodeId=", r"\[KafkaRaftServer nodeId=(\d+)\]"),
+    ("] on broker ", r"Partition \[[^,\]]+,\d+\] on broker (\d+):"),
 )
-"""Line prefixes by which a broker names itself (reference §6); the first that matches gives the broker id."""
+"""Line prefixes by which a broker names itself (reference §6), each with a literal its lines hold (the cheap
+screen in front of the expression); the first that matches gives the broker id."""
 
 TP_PREFIXES: tuple[str, ...] = (
     r"\[Partition ([^\s\]]+-\d+) broker=\d+\]",

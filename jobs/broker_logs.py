@@ -43,7 +43,7 @@ _LINE_PREFIX = (r"^.*?(\d{4})[-/](\d{2})[-/](\d{2})[ T](\d{2}):(\d{2}):(\d{2})(?
                 r"(Z|[+-]\d{2}:?\d{2})?\]?\s+(TRACE|DEBUG|INFO|WARN|WARNING|ERROR|FATAL)\s+(.*)$")
 """A log4j line: timestamp (`[%d]`, ISO or with '/'), level, message; anything before the timestamp (a
 container or Kubernetes prefix) is skipped."""
-_BROKER_SCREEN = ("broker=", "Broker id=", "replicaId=", "on broker ", "Server id=", "nodeId=")
+_BROKER_SCREEN = tuple(literal for literal, _ in BROKER_PREFIXES)
 
 
 class BrokerLogOptionsError(ValueError):
@@ -68,10 +68,12 @@ def _any_contains(col: str, literals: Sequence[str]) -> Column:
     return reduce(lambda a, b: a | b, [F.col(col).contains(x) for x in literals])
 
 
-def _first_group(col: str, regexes: Sequence[str]) -> Column:
-    """The first group of the first regex that matches, as an int (null when none does)."""
-    return F.coalesce(*[F.expr(f"try_cast(nullif(regexp_extract({col}, {sql_str(r)}, 1), '') AS INT)")
-                        for r in regexes])
+def _first_group(col: str, screened: Sequence[tuple[str, str]]) -> Column:
+    """The first group of the first (literal, regex) whose literal the column holds and whose regex matches, as an
+    int (null when none does): each regex runs only on the lines holding its literal."""
+    return F.coalesce(*[F.expr(f"CASE WHEN contains({col}, {sql_str(lit)}) THEN "
+                               f"try_cast(nullif(regexp_extract({col}, {sql_str(r)}, 1), '') AS INT) END")
+                        for lit, r in screened])
 
 
 def _pattern_case(patterns: Sequence[LinePattern]) -> Column:
@@ -119,19 +121,19 @@ def read_broker_logs(spark: SparkSession, paths: Sequence[str], options: BrokerL
     relevant = lines.where(_any_contains("line", triggers) | _any_contains("line", _BROKER_SCREEN)).select(
         "_path", "pos", "line", _first_group("line", BROKER_PREFIXES).alias("_broker_prefix"),
         _any_contains("line", triggers).alias("_hit"))
-    # The file's broker: the one broker its lines name, if they name exactly one.
-    file_broker = (relevant.where(F.col("_broker_prefix").isNotNull()).groupBy("_path")
-                   .agg(F.min("_broker_prefix").alias("_lo"), F.max("_broker_prefix").alias("_hi"))
-                   .select("_path", F.when(F.col("_lo") == F.col("_hi"), F.col("_lo")).alias("_file_broker")))
+    # The file's broker: the one broker its lines name, if they name exactly one. A window over the file, not an
+    # aggregate joined back, so the files are scanned once for both.
+    per_file = Window.partitionBy("_path")
+    lo, hi = F.min("_broker_prefix").over(per_file), F.max("_broker_prefix").over(per_file)
     stamped = F.col("line").rlike(_LINE_PREFIX)
     hits = (
-        relevant.where("_hit")
+        relevant.withColumn("_file_broker", F.when(lo == hi, lo))
+        .where("_hit")
         .withColumn("_msg", F.when(stamped, F.expr(f"regexp_extract(line, {sql_str(_LINE_PREFIX)}, 10)"))
                     .otherwise(F.col("line")))
         .withColumn("_pattern", _pattern_case(PATTERNS))
         .withColumn("_unknown", F.when(F.col("_pattern").isNull(), _unknown_form(PATTERNS)))
         .where(F.col("_pattern").isNotNull() | F.col("_unknown").isNotNull())
-        .join(F.broadcast(file_broker), "_path", "left")
         .withColumn("_tp_prefix", F.coalesce(*[F.expr(f"nullif(regexp_extract(line, {sql_str(r)}, 1), '')")
                                                for r in TP_PREFIXES]))
     )
