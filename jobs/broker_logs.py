@@ -13,7 +13,8 @@ What a log line does not say is recovered where Kafka's logs allow it, and left 
   default UTC) names it, unless the line carries its own offset (`2024-05-14T12:51:42.342Z`);
 * the leader epoch of an ISR change or truncation: the epoch of the broker's last leadership line for the
   partition; an ISR commit's action (shrink / expand / update) and old ISR: from the ISR the broker last logged;
-  a rejection's action: from the proposal the line names, else the broker's last proposal.
+  a rejection's action: from the proposal the line names, else the broker's last proposal. "Last" looks back
+  into the run's events already in bronze too, so a later batch of rolled files continues where one ended.
 
 `event_id` is `ts_ms * 2^20 + n`, n numbering the run's events of one millisecond in file and line order after
 those bronze already holds: ids follow time, as the audit's orderings expect, and never repeat across batches.
@@ -158,7 +159,16 @@ def read_broker_logs(spark: SparkSession, paths: Sequence[str], options: BrokerL
     located = parsed.withColumn("partition", F.expr("try_cast(nullif(regexp_extract(_tp, '^(.+)-([0-9]+)$', 2), '')"
                                                      " AS INT)")).withColumn(
         "topic", F.when(tp != "", F.regexp_extract("_tp", r"^(.+)-([0-9]+)$", 1)))
-    return _as_candidates(_from_earlier_lines(located), options, existing)
+    if existing is None:
+        return _as_candidates(_from_earlier_lines(located), options, existing)
+    # The run's earlier batches stand in for the lines before these files: an hour's rolled server.log holds ISR
+    # changes whose leader epoch and previous ISR were logged in an earlier hour. They only inform, and go.
+    context = existing.where(F.col("event_type").isin("leadership_change", "isr_change")).select(
+        F.lit("").alias("_path"), F.col("event_id").alias("pos"), F.lit(0).alias("_entry_pos"), "ts_ms",
+        "event_type", "broker_id", "topic", "partition", "leader_epoch", "action", "isr", "old_isr", "isr_state",
+        F.lit(True).alias("_context"))
+    mixed = located.withColumn("_context", F.lit(False)).unionByName(context, allowMissingColumns=True)
+    return _as_candidates(_from_earlier_lines(mixed).where(~F.col("_context")).drop("_context"), options, existing)
 
 
 _ENVELOPE = frozenset({"schema_version", "source", "run_id", "event_id", "ts_ms", "broker_id", "event_type",

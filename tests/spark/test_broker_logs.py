@@ -277,6 +277,30 @@ def test_ingest_reconciles_is_exactly_once_and_ids_follow(spark: SparkSession, t
     assert [f.kind for f in discover(landing, logs=True)] == ["kafka-log", "kafka-log"]
 
 
+def test_a_later_batch_continues_from_the_events_in_bronze(spark: SparkSession, tmp_path: Path) -> None:
+    """An hour's rolled file whose ISR commit follows a leader line of the hour before: its epoch and the ISR
+    it replaces come from the run's events already in bronze."""
+    landing = tmp_path / "landing"
+    write_logs(landing, {"state-change.log.2024-05-14-11": (
+        "[2024-05-14 11:59:00,000] INFO [Broker id=1] Leader t-0 starts at leader epoch 5 from offset 100 with high "
+        "watermark 90 ISR [1,2,3] addingReplicas [] removingReplicas []. Previous leader epoch was 4. "
+        "(state.change.logger)\n")})
+    lake = EmbeddedLake(spark, str(tmp_path / "lake"))
+    options = BrokerLogOptions("cluster-a")
+    run_ingest(spark, lake, str(landing), log=lambda _m: None, logs=options)
+    write_logs(landing, {"server.log.2024-05-14-12": (
+        "[2024-05-14 12:00:01,000] INFO [Partition t-0 broker=1] ISR updated to 1,2  and version updated to 8 "
+        "(kafka.cluster.Partition)\n"
+        "[2024-05-14 12:00:02,000] INFO [UnifiedLog partition=t-0, dir=/data] Truncating to offset 95 "
+        "(kafka.log.UnifiedLog)\n")})
+    later = run_ingest(spark, lake, str(landing), log=lambda _m: None, logs=options)
+    assert (later.read, later.kept) == (2, 2)
+    got = lake.read(BRONZE_EVENTS).where("event_type != 'leadership_change'").orderBy("event_id").select(
+        "event_type", "leader_epoch", "action", "old_isr", "isr").collect()
+    assert [tuple(r) for r in got] == [("isr_change", 5, "shrink", [1, 2, 3], [1, 2]),
+                                       ("truncation", 5, None, None, None)]
+
+
 # --- the audit and the reference checker on events read from logs --------------------------------------------
 
 INCIDENT = {
