@@ -41,6 +41,8 @@ class LinePattern:
     entries: str = ""
     """SQL for an array of structs when one line reports several partitions: one event per entry, whose fields
     the columns read as `_entry.<field>`."""
+    hint: bool = False
+    """The line is no event but explains one: the reason of the truncation the log layer prints next."""
 
 
 _ISR_LIST = r"([\d, ]*)"
@@ -156,6 +158,29 @@ PATTERNS: tuple[LinePattern, ...] = (
         "Truncating to offset ",
         r"Truncating to offset (\d+)",
         {"truncate_offset": "long({1})"},
+    ),
+    LinePattern(
+        "truncation_reason", "truncation",
+        "ReplicaFetcherThread, the line before the log layer's own: 'Truncating partition {tp} to local high "
+        "watermark {hw}' (2.1-3.0); 'Truncating partition {tp} with TruncationState(offset={o}, completed={b}) due "
+        "to local high watermark {hw}' / '... due to leader epoch and offset EpochEndOffset(...)' (3.1+, one line "
+        "for the OffsetsForLeaderEpoch and the DivergingEpoch paths alike: recorded as leader_epoch)",
+        "Truncating partition ",
+        r"Truncating partition " + _TP + r" (?:to local high watermark (\d+)|with TruncationState\(offset=(\d+), "
+        r"completed=\w+\) due to (local high watermark|leader epoch and offset))",
+        {"tp": "{1}", "truncate_offset": "coalesce(long({2}), long({3}))",
+         "reason": "CASE WHEN {2} IS NOT NULL OR {4} = 'local high watermark' THEN 'high_watermark' "
+                   "ELSE 'leader_epoch' END"},
+        strict=False, hint=True,
+    ),
+    LinePattern(
+        "truncation_reason_unknown_offset", "truncation",
+        "ReplicaFetcherThread (<= 2.0, v0 OffsetsForLeaderEpoch): 'Based on follower's leader epoch, leader replied "
+        "with an unknown offset in {tp}. High watermark {hw} will be used for truncation.'",
+        "will be used for truncation",
+        r"unknown offset in " + _TP + r"\. High watermark (\d+) will be used for truncation",
+        {"tp": "{1}", "truncate_offset": "long({2})", "reason": "'high_watermark'"},
+        strict=False, hint=True,
     ),
     LinePattern(
         "broker_started", "broker_lifecycle",

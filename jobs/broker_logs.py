@@ -14,7 +14,9 @@ What a log line does not say is recovered where Kafka's logs allow it, and left 
 * the leader epoch of an ISR change or truncation: the epoch of the broker's last leadership line for the
   partition; an ISR commit's action (shrink / expand / update) and old ISR: from the ISR the broker last logged;
   a rejection's action: from the proposal the line names, else the broker's last proposal. "Last" looks back
-  into the run's events already in bronze too, so a later batch of rolled files continues where one ended.
+  into the run's events already in bronze too, so a later batch of rolled files continues where one ended;
+* a truncation's reason: from the fetcher's line just before it about the same offset (high watermark or leader
+  epoch); none where the fetcher printed none (Kafka 2.0-3.0 print no line for epoch-based truncation).
 
 `event_id` is `ts_ms * 2^20 + n`, n numbering the run's events of one millisecond in file and line order after
 those bronze already holds: ids follow time, as the audit's orderings expect, and never repeat across batches.
@@ -173,6 +175,8 @@ def read_broker_logs(spark: SparkSession, paths: Sequence[str], options: BrokerL
 
 _ENVELOPE = frozenset({"schema_version", "source", "run_id", "event_id", "ts_ms", "broker_id", "event_type",
                        "topic", "partition"})
+HINT_WINDOW_MS = 1000
+"""How long after a fetcher's truncation line the log layer's truncation line may follow to take its reason."""
 _UNKNOWN_ISR = "array(-1)"
 """Stands for "the broker's ISR is not known here" (a follower, or a leader line that does not print it)."""
 
@@ -191,8 +195,14 @@ def _from_earlier_lines(events: DataFrame) -> DataFrame:
     proposed_action = F.last(F.when(F.col("isr_state") == "proposed", F.col("action")), ignorenulls=True).over(before)
     epoch = F.last(F.when(F.col("event_type") == "leadership_change", F.col("leader_epoch")),
                    ignorenulls=True).over(upto.rowsBetween(Window.unboundedPreceding, 0))
+    hint = F.col("_pattern").isin(*[p.name for p in PATTERNS if p.hint])
+    # A fetcher's line names the reason of the truncation the log layer then prints (same offset, within 1 s).
+    last_hint = F.last(F.when(hint, F.struct("ts_ms", "truncate_offset", "reason")), ignorenulls=True).over(before)
+    explained = (~hint & (F.col("event_type") == "truncation") & (last_hint.truncate_offset == F.col("truncate_offset"))
+                 & (F.col("ts_ms") - last_hint.ts_ms <= HINT_WINDOW_MS))
     follow = F.col("isr_state").isin("committed", "rejected")
     derived = (events
+               .withColumn("reason", F.when(explained, last_hint.reason).otherwise(F.col("reason")))
                .withColumn("_known_isr", F.when(follow, known))
                .withColumn("_proposed_action", F.when(F.col("isr_state") == "rejected", proposed_action)))
     grew = F.expr("size(array_except(isr, _known_isr)) > 0")
@@ -208,7 +218,8 @@ def _from_earlier_lines(events: DataFrame) -> DataFrame:
                         .when(F.col("isr_state") == "rejected",
                               F.coalesce("action", "_proposed_action", F.lit("update")))
                         .otherwise(F.col("action")))
-            .drop("_known_isr", "_proposed_action"))
+            .drop("_known_isr", "_proposed_action")
+            .where(~hint | F.col("_pattern").isNull()))
 
 
 def _as_candidates(events: DataFrame, options: BrokerLogOptions, existing: DataFrame | None) -> DataFrame:

@@ -83,6 +83,8 @@ def test_each_message_form_becomes_its_event(spark: SparkSession, tmp_path: Path
 [2024-05-14 12:00:09,000] INFO [Partition t-3 broker=2] ISR updated to 2 (under-min-isr) and version updated to 10 (kafka.cluster.Partition)
 [2024-05-14 12:00:10,000] INFO [Partition t-3 broker=2] Failed to alter partition to PendingExpandIsr(newInSyncReplicaId=4, sentLeaderAndIsr=LeaderAndIsr(leader=2, leaderEpoch=5, isrWithBrokerEpoch=[], leaderRecoveryState=RECOVERED, partitionEpoch=10), leaderRecoveryState=RECOVERED, lastCommittedState=CommittedPartitionState(isr=Set(2), leaderRecoveryState=RECOVERED)) since the controller rejected the request with INELIGIBLE_REPLICA. Partition state has been reset to the latest committed state CommittedPartitionState(isr=Set(2), leaderRecoveryState=RECOVERED). (kafka.cluster.Partition)
 [2024-05-14 12:00:11,000] INFO [Log partition=t-3, dir=/var/kafka] Truncating to 95 has no effect as the largest offset in the log is 94 (kafka.log.Log)
+[2024-05-14 12:00:11,400] INFO [ReplicaFetcher replicaId=2, leaderId=1, fetcherId=0] Truncating partition t-3 to local high watermark 93 (kafka.server.ReplicaFetcherThread)
+[2024-05-14 12:00:11,401] INFO [Log partition=t-3, dir=/var/kafka] Truncating to offset 93 (kafka.log.Log)
 [2024-05-14 12:00:12,000] INFO [KafkaServer id=2] Starting controlled shutdown (kafka.server.KafkaServer)
 [2024-05-14 12:00:13,000] INFO [KafkaServer id=2] shutting down (kafka.server.KafkaServer)
 """
@@ -94,6 +96,7 @@ def test_each_message_form_becomes_its_event(spark: SparkSession, tmp_path: Path
 """
     kraft = """\
 2024-05-14T12:02:00.500Z  INFO 2537 --- [main] kafka.server.BrokerServer : [BrokerServer id=3] Transition from STARTING to STARTED
+[2024-05-14 12:02:00,900] INFO [ReplicaFetcher replicaId=3, leaderId=1, fetcherId=0] Truncating partition u-0 with TruncationState(offset=90, completed=true) due to leader epoch and offset EpochEndOffset(errorCode=0, partition=0, leaderEpoch=8, endOffset=90) (kafka.server.ReplicaFetcherThread)
 [2024-05-14 12:02:01,000] INFO [UnifiedLog partition=u-0, dir=/data] Truncating to offset 90 (kafka.log.UnifiedLog)
 [2024-05-14 12:02:02,000] INFO [Partition u-0 broker=3] Shrinking ISR from 3,1,2 to 3. Leader: (highWatermark: 100, endOffset: 120). Out of sync replicas: (brokerId: 1, endOffset: 95, lastCaughtUpTimeMs: 1715688000000) (brokerId: 2, endOffset: unknown, lastCaughtUpTimeMs: unknown). (kafka.cluster.Partition)
 [2024-05-14 12:02:03,000] INFO [ReplicaFetcherManager on broker 3] Added fetcher to broker 1 for partitions Map(v-0 -> InitialFetchState(Some(AbCdEfGhIjKlMnOpQrStUv),BrokerEndPoint(id=1, host=kafka1:9092),7,300), v-1 -> InitialFetchState(Some(AbCdEfGhIjKlMnOpQrStUv),BrokerEndPoint(id=1, host=kafka1:9092),2,10)) (kafka.server.ReplicaFetcherManager)
@@ -130,6 +133,9 @@ def test_each_message_form_becomes_its_event(spark: SparkSession, tmp_path: Path
             old_isr=[2, 3, 1], isr_state="committed", partition_epoch=10),
         row(broker_id=2, event_type=isr, topic="t", partition=3, leader_epoch=5, action="expand", isr=[2],
             old_isr=[2], isr_state="rejected", error="INELIGIBLE_REPLICA", reason="reset_to_committed"),
+        # The reason of a truncation comes from the fetcher's line about it just before.
+        row(broker_id=2, event_type="truncation", topic="t", partition=3, leader_epoch=5, truncate_offset=93,
+            reason="high_watermark"),
         row(broker_id=2, event_type="broker_lifecycle", action="controlled_shutdown"),
         row(broker_id=2, event_type="broker_lifecycle", action="shutdown"),
         row(broker_id=2, event_type=lead, topic="u", partition=0, leader_epoch=5, action="become_leader",
@@ -143,7 +149,7 @@ def test_each_message_form_becomes_its_event(spark: SparkSession, tmp_path: Path
             leader_id=1, partition_epoch=11, leo=128, hw=125),
         row(broker_id=3, event_type="broker_lifecycle", action="start"),
         # No leadership line of broker 3 for u-0 in its files: the epoch is not known.
-        row(broker_id=3, event_type="truncation", topic="u", partition=0, truncate_offset=90),
+        row(broker_id=3, event_type="truncation", topic="u", partition=0, truncate_offset=90, reason="leader_epoch"),
         row(broker_id=3, event_type=isr, topic="u", partition=0, action="shrink", isr=[3], old_isr=[3, 1, 2],
             isr_state="proposed"),
         # One follower transition per partition an 'Added fetcher' line lists; the log-dir fetcher is none.
@@ -158,13 +164,13 @@ def test_each_message_form_becomes_its_event(spark: SparkSession, tmp_path: Path
     assert_df_equality(kept, spark.createDataFrame(expected, SCHEMA), ignore_nullable=True)
     stamps = [r["ts_ms"] for r in got.orderBy("ts_ms").select("ts_ms").collect()]
     assert stamps[0] == ms("2024-05-14 12:00:00,001")
-    assert stamps[17] == ms("2024-05-14 12:02:00,500")  # the ISO stamp with its own zone
+    assert stamps[18] == ms("2024-05-14 12:02:00,500")  # the ISO stamp with its own zone
     shrink = got.where("ts_ms = {}".format(ms("2024-05-14 12:02:02,000"))).select("out_of_sync_replicas").first()
     assert [tuple(r) for r in shrink[0]] == [(1, 95, 1715688000000), (2, None, None)]
     ids = got.orderBy("event_id").select("event_id", "ts_ms", "partition", "source", "run_id").collect()
     # One event per millisecond but for the fetcher line listing v-0 and v-1: numbered within its millisecond.
-    assert [r["event_id"] - (r["ts_ms"] << ID_SEQUENCE_BITS) for r in ids] == [0] * 20 + [0, 1] + [0, 0]
-    assert [r["partition"] for r in ids[20:22]] == [0, 1]  # in the order the line lists them
+    assert [r["event_id"] - (r["ts_ms"] << ID_SEQUENCE_BITS) for r in ids] == [0] * 21 + [0, 1] + [0, 0]
+    assert [r["partition"] for r in ids[21:23]] == [0, 1]  # in the order the line lists them
     assert {(r["source"], r["run_id"]) for r in ids} == {("kafka-log", "cluster-a")}
 
 
