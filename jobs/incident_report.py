@@ -30,7 +30,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from pathlib import Path
+from pathlib import Path, PurePath
 from typing import Any
 
 import pandas as pd
@@ -67,7 +67,7 @@ from jobs.transforms.lag import run_bounds
 from jobs.transforms.timelines import PARTITION_KEY
 from replication_core.checker.catalogue import BY_NAME
 from schemas.audit import GOLD_AUDIT_RUNS, GOLD_INVARIANT_VIOLATIONS
-from schemas.events import BROKER_LIFECYCLE
+from schemas.events import BROKER_LIFECYCLE, KAFKA_LOG_SOURCE
 from schemas.spark import to_spark_schema
 from schemas.tables import BRONZE_EVENTS, GOLD_LAG_INCIDENTS, SILVER_PARTITION_STATE, SILVER_REPLICA_OFFSETS
 
@@ -222,7 +222,7 @@ def leader_changes(partition_state: DataFrame, selected: DataFrame, limit: int) 
 def evidence_events(bronze: DataFrame, wanted: DataFrame) -> DataFrame:
     """The bronze events named by `wanted` (run_id, event_id): when, which broker, what kind."""
     return bronze.join(F.broadcast(wanted.select("run_id", "event_id").distinct()), ["run_id", "event_id"]).select(
-        "run_id", "event_id", "ts_ms", "broker_id", "event_type", "action")
+        "run_id", "event_id", "ts_ms", "broker_id", "event_type", "action", "source", "_source_file", "_source_line")
 
 
 def lifecycle_events(bronze: DataFrame, limit: int) -> DataFrame:
@@ -281,11 +281,19 @@ def _what(e: dict[str, Any]) -> str:
     return kind + ("" if e["broker_id"] is None else f" by broker {e['broker_id']}")
 
 
+def _log_line(e: dict[str, Any]) -> str | None:
+    """`server.log:812` for an event read from a broker log line (the line an operator opens), else None."""
+    if e.get("source") != KAFKA_LOG_SOURCE or e.get("_source_file") is None:
+        return None
+    return f"{PurePath(e['_source_file']).name}:{e['_source_line']}"
+
+
 def _violation_row(r: dict[str, Any], start_ms: int,
                    looked_up: dict[tuple[str, int], dict[str, Any]] | None = None) -> ViolationRow:
     found = looked_up or {}
     evidence = tuple(
-        Evidence(int(i), _seconds(found[(r["run_id"], i)]["ts_ms"], start_ms), _what(found[(r["run_id"], i)]))
+        Evidence(int(i), _seconds(found[(r["run_id"], i)]["ts_ms"], start_ms), _what(found[(r["run_id"], i)]),
+                 _log_line(found[(r["run_id"], i)]))
         if (r["run_id"], i) in found else Evidence(int(i)) for i in (r["evidence"] or ()))
     return ViolationRow(r["run_id"], r["invariant"], r["severity"], r["topic"], r["partition"], r["replica"],
                         _seconds(r["ts_ms"], start_ms) or 0.0, r["event_id"], r["offset"], r["expected"],

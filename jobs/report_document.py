@@ -49,12 +49,14 @@ class Evidence:
     event_id: int
     time_s: float | None = None
     what: str | None = None
+    where: str | None = None
+    """The log line it was read from (`server.log:812`), for events of real broker logs."""
 
     def text(self) -> str:
-        """`48 (append by broker 2 at 6.001 s)` or just `48`."""
+        """`48 (append by broker 2 at 6.001 s)`, `... s, server.log:812)` for a log line, or just `48`."""
         if self.what is None:
             return str(self.event_id)
-        return f"{self.event_id} ({self.what} at {_secs(self.time_s)} s)"
+        return f"{self.event_id} ({self.what} at {_secs(self.time_s)} s{', ' + self.where if self.where else ''})"
 
 
 @dataclass(frozen=True)

@@ -299,7 +299,8 @@ def leader_no_truncation() -> Column:
     return violation(
         "leader_no_truncation", _own("truncation") & ~F.col("_down") & F.col("_leading"),
         expected=F.col("old_leo"), actual=F.col("truncate_offset"), evidence=[F.col("_tenure_start")],
-        message=text("leader of epoch ", F.col("_epoch"), " truncated its log from ", F.col("old_leo"), " to ",
+        message=text("leader of epoch ", F.col("_epoch"), " truncated its log from ",
+                     F.coalesce(F.col("old_leo").cast("string"), F.lit("an end its log did not print")), " to ",
                      F.col("truncate_offset")),
     )
 

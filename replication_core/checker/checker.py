@@ -872,7 +872,8 @@ class _RunChecker:
         if r.is_leading:
             self._flag("leader_no_truncation", ev, r.broker, expected=old_leo, actual=t,
                        evidence=[r.tenures[-1].start_id],
-                       message=f"leader of epoch {r.epoch} truncated its log from {old_leo} to {t}")
+                       message=f"leader of epoch {r.epoch} truncated its log from "
+                               f"{'an end its log did not print' if old_leo is None else old_leo} to {t}")
 
     def _check_diverging_answer(self, ev: Event, p: PartitionState, sent: FetchSent | None) -> None:
         """truncation_point, leader half (§2.2 step 4, KIP-279): a DivergingEpoch is the leader's epoch-cache

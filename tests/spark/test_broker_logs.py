@@ -390,3 +390,28 @@ def test_cli_ingests_logs_as_a_run_named_after_the_folder(spark: SparkSession, t
     assert cli.main(["ingest", "--source", "kafka-logs", "--landing", str(landing), "--lake", lake_dir,
                      "--log-timezone", "Mars/Olympus"]) == 2
     assert "--log-timezone 'Mars/Olympus': expected a time zone name" in capsys.readouterr().err
+
+
+def test_a_log_run_goes_through_every_job_to_the_report(spark: SparkSession, tmp_path: Path) -> None:
+    """ingest --source kafka-logs -> timelines -> lag -> audit -> report: the audit exits 1 on the incident's
+    errors, lag judges nothing, and the report points at the log lines that prove each violation."""
+    from jobs.audit import run_audit
+    from jobs.incident_report import run_report
+    from jobs.lag import run_lag
+    from jobs.timelines import run_timelines
+
+    landing = tmp_path / "incident"
+    write_logs(landing, INCIDENT)
+    lake = EmbeddedLake(spark, str(tmp_path / "lake"))
+    quiet = {"log": lambda _m: None}
+    run_ingest(spark, lake, str(landing), logs=BrokerLogOptions("incident"), **quiet)
+    run_timelines(spark, lake, **quiet)
+    assert run_lag(spark, lake, **quiet).verdicts == {}
+    audit = run_audit(spark, lake, **quiet)
+    assert audit.exit_code == 1
+    assert {name: c["error"] for name, c in audit.counts.items() if c.get("error")} == {
+        "isr_nonempty": 1, "leader_no_truncation": 1, "leader_epoch_monotonic": 1}
+    report = run_report(spark, lake, out=tmp_path / "report", **quiet)
+    text = (report.out_dir / "report.md").read_text(encoding="utf-8")
+    assert "server-1.log:3" in text  # the truncation the leader made
+    assert "server-2.log:1" in text  # the second leader of epoch 5
