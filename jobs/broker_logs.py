@@ -214,7 +214,7 @@ def _from_earlier_lines(events: DataFrame) -> DataFrame:
             .withColumn("leader_epoch", F.when(F.col("event_type") == "leadership_change", F.col("leader_epoch"))
                         .otherwise(F.coalesce("leader_epoch", epoch)))
             .withColumn("old_isr", F.when(follow, F.coalesce("old_isr", "_known_isr")).otherwise(F.col("old_isr")))
-            .withColumn("action", F.when(F.col("isr_state") == "committed", committed_action)
+            .withColumn("action", F.when(F.col("isr_state") == "committed", F.coalesce("action", committed_action))
                         .when(F.col("isr_state") == "rejected",
                               F.coalesce("action", "_proposed_action", F.lit("update")))
                         .otherwise(F.col("action")))

@@ -172,7 +172,11 @@ CATALOGUE: tuple[Invariant, ...] = (
         "No isr_change proposed while the same leader has one pending (pending ends at committed, at a "
         "rejection with reason reset_to_committed, or at a leadership change).",
         "expected = event_id of the pending proposal, actual = none",
-        ("isr_change", "leadership_change"), (ENGINE, KAFKA_LOG),
+        ("isr_change", "leadership_change"),
+        # Not from real logs: a proposal can end without an INFO line (errors that leave it awaiting metadata and
+        # stale answers are DEBUG in 3.x; a 2.x ZooKeeper write has no pending state at all), so a log would show
+        # proposals "in flight" that were not. Seen on simulated runs written out as 2.4 logs.
+        cannot_check="From broker logs: the end of a proposal is not always logged at INFO.",
     ),
     Invariant(
         "isr_nonempty", ERROR, "§11.7, §9.1 LeaderInIsr",

@@ -1,0 +1,173 @@
+"""Simulated runs written out as the broker logs Kafka would print for them (test support for `jobs.broker_logs`).
+
+`render(events, style)` turns one engine run's events into one `server.log` per broker, each replication event as
+the INFO line the broker would print (the templates of the reference §6) in the forms of Kafka 3.6 (`"3.6"`: the
+state-change leader / follower lines, AlterPartition commits and rejections, no expansion proposal at INFO) or of
+Kafka 2.4 (`"2.4"`: Partition-logger leader lines without the ISR, the fetcher line as the only trace of a follower
+transition, ZooKeeper commits). It returns the texts and, per rendered event, what reading the line back must give
+(`Expected`). What Kafka prints nothing for at INFO is not rendered: a crash (the process just stops), the
+recovery of a crashed log, a truncation that removes nothing, a full truncation (DEBUG), fetches, appends and HW
+moves.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+TOPIC_ID = "AbCdEfGhIjKlMnOpQrStUv"
+
+
+@dataclass(frozen=True)
+class Expected:
+    """What the reader must find for one rendered event (None: the line does not carry it)."""
+
+    event_id: int
+    broker_id: int
+    ts_ms: int
+    event_type: str
+    topic: str | None
+    partition: int | None
+    action: str | None
+    leader_epoch: int | None
+    leader_id: int | None
+    isr: tuple[int, ...] | None
+    isr_state: str | None
+    partition_epoch: int | None
+    truncate_offset: int | None
+
+
+def _stamp(ts_ms: int) -> str:
+    return datetime.fromtimestamp(ts_ms / 1000, tz=UTC).strftime("%Y-%m-%d %H:%M:%S,%f")[:-3]
+
+
+def _ids(values: Iterable[int] | None) -> str:
+    return ",".join(str(v) for v in (values or ()))
+
+
+def _line(ev: Mapping[str, Any], logger: str, text: str) -> str:
+    return f"[{_stamp(int(ev['ts_ms']))}] INFO {text} ({logger})"
+
+
+def render(events: Iterable[Mapping[str, Any]], style: str) -> tuple[dict[str, str], list[Expected]]:
+    """(file name -> log text, what each rendered event must read back as) for one run's events in `style`."""
+    if style not in ("3.6", "2.4"):
+        raise ValueError(f"style must be '3.6' or '2.4', got {style!r}")
+    new = style == "3.6"
+    lines: dict[int, list[str]] = {}
+    expected: list[Expected] = []
+    down: set[int] = set()
+    for ev in events:
+        kind, b = ev["event_type"], ev.get("broker_id")
+        if b is None:
+            continue
+        b = int(b)
+        tp = f"{ev.get('topic')}-{ev.get('partition')}"
+        action = ev.get("action")
+        out: list[str] = []
+        exp: Expected | None = None
+        base = {"event_id": int(ev["event_id"]), "broker_id": b, "ts_ms": int(ev["ts_ms"]), "event_type": kind,
+                "topic": ev.get("topic"), "partition": ev.get("partition"), "action": action,
+                "leader_epoch": ev.get("leader_epoch"), "leader_id": None, "isr": None, "isr_state": None,
+                "partition_epoch": None, "truncate_offset": None}
+        if kind == "broker_lifecycle":
+            base.update(topic=None, partition=None, leader_epoch=None)
+            if action == "crash":
+                down.add(b)
+            elif action in ("start", "restart"):
+                down.discard(b)
+                out.append(_line(ev, "kafka.server.KafkaServer", f"[KafkaServer id={b}] started"))
+                exp = Expected(**{**base, "action": "start"})
+            elif action in ("controlled_shutdown", "shutdown"):
+                text = "Starting controlled shutdown" if action == "controlled_shutdown" else "shutting down"
+                out.append(_line(ev, "kafka.server.KafkaServer", f"[KafkaServer id={b}] {text}"))
+                exp = Expected(**base)
+        elif kind == "leadership_change" and action == "become_leader":
+            epoch, leo, hw = ev["leader_epoch"], ev["leo"], ev["hw"]
+            if new:
+                out.append(_line(ev, "state.change.logger",
+                                 f"[Broker id={b}] Leader {tp} with topic id Some({TOPIC_ID}) starts at leader epoch "
+                                 f"{epoch} from offset {leo} with partition epoch {ev['partition_epoch']}, high "
+                                 f"watermark {hw}, ISR [{_ids(ev['isr'])}], adding replicas "
+                                 f"[{_ids(ev.get('adding_replicas'))}] and removing replicas "
+                                 f"[{_ids(ev.get('removing_replicas'))}] . Previous leader None and previous leader "
+                                 f"epoch was {epoch}."))
+                exp = Expected(**{**base, "leader_id": b, "isr": tuple(ev["isr"]),
+                                  "partition_epoch": ev["partition_epoch"]})
+            else:
+                out.append(_line(ev, "kafka.cluster.Partition",
+                                 f"[Partition {tp} broker={b}] {tp} starts at Leader Epoch {epoch} from offset {leo}. "
+                                 f"Previous Leader Epoch was: -1"))
+                exp = Expected(**{**base, "leader_id": b})
+        elif kind == "leadership_change" and action == "become_follower":
+            leader = ev.get("leader_id")
+            if new:
+                current = -1 if leader is None else leader
+                out.append(_line(ev, "state.change.logger",
+                                 f"[Broker id={b}] Follower {tp} starts at leader epoch {ev['leader_epoch']} from "
+                                 f"offset {ev['leo']} with partition epoch {ev['partition_epoch']} and high "
+                                 f"watermark {ev['hw']}. Current leader is {current}. Previous leader None and "
+                                 f"previous leader epoch was {ev['leader_epoch']}."))
+                exp = Expected(**{**base, "leader_id": leader, "partition_epoch": ev["partition_epoch"]})
+            elif leader is not None:  # Kafka adds no fetcher without a leader
+                out.append(_line(ev, "kafka.server.ReplicaFetcherManager",
+                                 f"[ReplicaFetcherManager on broker {b}] Added fetcher to broker BrokerEndPoint(id="
+                                 f"{leader}, host=kafka{leader}:9092) for partitions Map({tp} -> (offset={ev['leo']}, "
+                                 f"leaderEpoch={ev['leader_epoch']}))"))
+                exp = Expected(**{**base, "leader_id": leader})
+        elif kind == "isr_change":
+            state = ev["isr_state"]
+            if state == "proposed" and action == "shrink":
+                out.append(_line(ev, "kafka.cluster.Partition",
+                                 f"[Partition {tp} broker={b}] Shrinking ISR from {_ids(ev['old_isr'])} to "
+                                 f"{_ids(ev['isr'])}. Leader: (highWatermark: 0, endOffset: 0). Out of sync "
+                                 "replicas: ."))
+                exp = Expected(**{**base, "isr": tuple(ev["isr"]), "isr_state": state})
+            elif state == "proposed" and action == "expand" and not new:
+                out.append(_line(ev, "kafka.cluster.Partition",
+                                 f"[Partition {tp} broker={b}] Expanding ISR from {_ids(ev['old_isr'])} to "
+                                 f"{_ids(ev['isr'])}"))
+                exp = Expected(**{**base, "isr": tuple(ev["isr"]), "isr_state": state})
+            elif state == "rejected" and new and ev.get("reason") == "reset_to_committed":
+                pending = "PendingExpandIsr" if action == "expand" else "PendingShrinkIsr"
+                committed = ", ".join(str(r) for r in ev["old_isr"])
+                out.append(_line(ev, "kafka.cluster.Partition",
+                                 f"[Partition {tp} broker={b}] Failed to alter partition to {pending}(...) since the "
+                                 f"controller rejected the request with {ev['error']}. Partition state has been "
+                                 f"reset to the latest committed state CommittedPartitionState(isr=Set({committed}), "
+                                 "leaderRecoveryState=RECOVERED)."))
+                exp = Expected(**{**base, "isr": tuple(ev["old_isr"]), "isr_state": state})
+            elif state == "committed" and ev.get("reason") == "leader_and_isr" and new:
+                isr = ", ".join(str(r) for r in ev["isr"])
+                out.append(_line(ev, "state.change.logger",
+                                 f"[Broker id={b}] Skipped the become-leader state change for {tp} with topic id "
+                                 f"{TOPIC_ID} and partition state LeaderAndIsrPartitionState(topicName="
+                                 f"'{ev['topic']}', partitionIndex={ev['partition']}, controllerEpoch=-1, leader={b}, "
+                                 f"leaderEpoch={ev['leader_epoch']}, isr=[{isr}], partitionEpoch="
+                                 f"{ev['partition_epoch']}, replicas=[], addingReplicas=[], removingReplicas=[], "
+                                 f"isNew=false, leaderRecoveryState=0) since it is already the leader with leader "
+                                 f"epoch {ev['leader_epoch']}. Current high watermark 0, ISR [{_ids(ev['isr'])}], "
+                                 "adding replicas [] and removing replicas []."))
+                exp = Expected(**{**base, "isr": tuple(ev["isr"]), "isr_state": state,
+                                  "partition_epoch": ev["partition_epoch"]})
+            # An AlterPartition answer (a LeaderAndIsr that changes a 2.x leader's ISR prints no line).
+            elif state == "committed" and ev.get("reason") == "alter_partition":
+                isr, pe = _ids(ev["isr"]), ev["partition_epoch"]
+                text = (f"ISR updated to {isr}  and version updated to {pe}" if new
+                        else f"ISR updated to [{isr}] and zkVersion updated to [{pe}]")
+                out.append(_line(ev, "kafka.cluster.Partition", f"[Partition {tp} broker={b}] {text}"))
+                exp = Expected(**{**base, "action": None, "isr": tuple(ev["isr"]), "isr_state": state,
+                                  "partition_epoch": pe})
+        elif kind == "truncation" and b not in down and ev.get("reason") != "full" \
+                and int(ev["truncate_offset"]) < int(ev["old_leo"]):
+            prefix = "UnifiedLog" if new else "Log"
+            out.append(_line(ev, f"kafka.log.{prefix}",
+                             f"[{prefix} partition={tp}, dir=/var/lib/kafka/data] Truncating to offset "
+                             f"{ev['truncate_offset']}"))
+            exp = Expected(**{**base, "action": None, "truncate_offset": int(ev["truncate_offset"])})
+        if out and exp is not None:
+            lines.setdefault(b, []).extend(out)
+            expected.append(exp)
+    return {f"broker-{b}.server.log": "\n".join(text) + "\n" for b, text in sorted(lines.items())}, expected
