@@ -96,6 +96,8 @@ def screen(batch: pa.RecordBatch | pa.Table) -> pa.Array | pa.ChunkedArray:
             terms.append(outside(c.name, c.allowed))
         for et, values in c.allowed_by_type.items():
             terms.append(pc.and_(pc.equal(event_type, et), outside(c.name, values)))
+        if c.minimum is not None:
+            terms.append(pc.less(col(c.name), c.minimum))
         if c.non_negative:
             terms.append(pc.less(col(c.name), 0))
     for et in EVENT_TYPES.values():

@@ -121,7 +121,7 @@ PATTERNS: tuple[LinePattern, ...] = (
         "Current leader is {id}. ...' (3.3+)",
         "Follower ",
         r"Follower " + _TP + r" (?:with topic id \S+ )?starts at leader epoch (\d+) from offset (\d+) with "
-        r"(?:partition epoch (\d+) and )?high watermark (\d+)\.(?: Current leader is (\d+)\.)?",
+        r"(?:partition epoch (\d+) and )?high watermark (\d+)\.(?: Current leader is (-?\d+)\.)?",
         {"tp": "{1}", "action": "'become_follower'", "leader_epoch": "int({2})", "leo": "long({3})",
          "partition_epoch": "int({4})", "hw": "long({5})", "leader_id": "int({6})"},
         strict=False,  # 'Follower ' alone is too common a word to quarantine every other line holding it

@@ -168,6 +168,9 @@ def rules() -> Iterator[Rule]:
         if c.non_negative:
             yield Rule(INVALID, f"{col} < 0", f"concat({sql_str(f'{c.name} must be >= 0, got ')}, {_shown(col)})",
                        non_negative=c.name)
+        if c.minimum is not None:
+            yield Rule(INVALID, f"{col} < {c.minimum}",
+                       f"concat({sql_str(f'{c.name} must be >= {c.minimum}, got ')}, {_shown(col)})")
     # run_id names bronze's partition folder: an empty one is written as Hive's null folder, which reads back as
     # a null in a non-null column and leaves the table unreadable to delta-rs.
     yield Rule(

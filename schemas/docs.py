@@ -19,6 +19,8 @@ def _row(c: Column) -> str:
         notes.append("required")
     if c.non_negative:
         notes.append("≥ 0")
+    if c.minimum is not None:
+        notes.append(f"≥ {c.minimum}")
     if allowed:
         notes.append("values: " + allowed)
     return f"| `{c.name}` | `{c.type}` | {c.unit} | {c.doc} | {used} | {'; '.join(notes)} |"

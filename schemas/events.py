@@ -222,6 +222,8 @@ class Column:
     allowed: tuple[str, ...] = ()
     non_negative: bool = False
     allowed_by_type: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    minimum: int | None = None
+    """A lower bound other than 0 (`non_negative`): -1 for a broker id where Kafka's -1 means "none"."""
 
 
 ENVELOPE: tuple[Column, ...] = (
@@ -257,9 +259,10 @@ PAYLOAD: tuple[Column, ...] = (
            used_by=(APPEND, HW_CHANGE, LOG_START_OFFSET_CHANGE, TRUNCATION, QUOTA_THROTTLE),
            allowed=("leader", "follower")),
     Column("leader_id", pa.int32(), "The partition leader (fetch: the broker fetched from; fetcher_change: "
-           "the fetcher's source broker; leader_election: the new leader, absent when offline).",
+           "the fetcher's source broker; leader_election: the new leader, absent when offline; become_follower: -1 "
+           "when the partition has no leader, as Kafka's LeaderAndIsr says it).",
            used_by=(LEADERSHIP_CHANGE, FETCH, FETCH_RESPONSE, FETCHER_CHANGE, LEADER_ELECTION),
-           non_negative=True),
+           minimum=-1),
     Column("partition_epoch", pa.int32(), "Partition epoch (KRaft) / zkVersion after the change.",
            used_by=(LEADERSHIP_CHANGE, ISR_CHANGE, LEADER_ELECTION), non_negative=True),
     Column("isr", INT_LIST, "ISR: at a leadership change / election, the new ISR; for isr_change the "
@@ -424,4 +427,6 @@ def payload_problems(ev: dict) -> list[str]:
             problems.append(f"{name}={value!r} not in {allowed} ({et.name})")
         if col.non_negative and value < 0:
             problems.append(f"{name}={value!r} negative ({et.name})")
+        if col.minimum is not None and value < col.minimum:
+            problems.append(f"{name}={value!r} below {col.minimum} ({et.name})")
     return problems

@@ -51,6 +51,8 @@ def _column(c: Column) -> dict[str, Any]:
     s = _type_of(c.type)
     if c.non_negative:
         s["minimum"] = 0
+    if c.minimum is not None:
+        s["minimum"] = c.minimum
     if c.allowed:
         s["enum"] = list(c.allowed)
     if c.name == "acks":

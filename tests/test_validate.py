@@ -32,6 +32,8 @@ def _bad_values(c: Any, value: Any) -> list[Any]:
     out: list[Any] = [None]
     if c.non_negative:
         out.append(-1)
+    if c.minimum is not None:
+        out.append(c.minimum - 1)
     if c.allowed or c.allowed_by_type:
         out.append("no-such-value")
     if c.name == "schema_version":
@@ -199,4 +201,20 @@ def test_only_a_full_truncation_may_restart_the_log_past_its_old_end(spark: Spar
     bad = "truncate_offset must be <= old_leo unless the truncation is full, got 51 > 0"
     expected = spark.createDataFrame([(1, None, None), (2, "invalid_value", bad), (3, "invalid_value", bad)],
                                      "_source_line long, _reason_code string, _reason string")
+    assert_df_equality(got, expected, ignore_row_order=True, ignore_nullable=True)
+
+
+def test_a_follower_of_a_partition_without_leader_is_kept(spark: SparkSession) -> None:
+    """The engine's become_follower of an offline partition names leader -1, as Kafka's LeaderAndIsr does: kept.
+    Below -1 is no broker at all. (A simulated reassignment run lost such events to quarantine before.)"""
+    e = next(e for e in _base_events() if e["event_type"] == "leadership_change")
+    rows = []
+    for i, leader in enumerate([-1, -2, 3]):
+        r = {f.name: e.get(f.name) for f in EVENT_SPARK_SCHEMA.fields}
+        r.update(action="become_follower", leader_id=leader, _source_file="f", _source_line=i + 1, raw=None,
+                 _malformed=None, _type_errors=[], _wrong_type_fields=[], _unknown_fields=[])
+        rows.append(r)
+    got = classify(spark.createDataFrame(rows, CANDIDATE_SCHEMA)).select("_source_line", "_reason_code", "_reason")
+    expected = spark.createDataFrame([(1, None, None), (2, "invalid_value", "leader_id must be >= -1, got -2"),
+                                      (3, None, None)], "_source_line long, _reason_code string, _reason string")
     assert_df_equality(got, expected, ignore_row_order=True, ignore_nullable=True)

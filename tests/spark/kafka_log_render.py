@@ -103,15 +103,16 @@ def render(events: Iterable[Mapping[str, Any]], style: str) -> tuple[dict[str, s
                 exp = Expected(**{**base, "leader_id": b})
         elif kind == "leadership_change" and action == "become_follower":
             leader = ev.get("leader_id")
+            leader = -1 if leader is None else int(leader)  # Kafka's NO_LEADER
             if new:
-                current = -1 if leader is None else leader
+                current = leader
                 out.append(_line(ev, "state.change.logger",
                                  f"[Broker id={b}] Follower {tp} starts at leader epoch {ev['leader_epoch']} from "
                                  f"offset {ev['leo']} with partition epoch {ev['partition_epoch']} and high "
                                  f"watermark {ev['hw']}. Current leader is {current}. Previous leader None and "
                                  f"previous leader epoch was {ev['leader_epoch']}."))
                 exp = Expected(**{**base, "leader_id": leader, "partition_epoch": ev["partition_epoch"]})
-            elif leader is not None:  # Kafka adds no fetcher without a leader
+            elif leader >= 0:  # Kafka adds no fetcher without a leader
                 out.append(_line(ev, "kafka.server.ReplicaFetcherManager",
                                  f"[ReplicaFetcherManager on broker {b}] Added fetcher to broker BrokerEndPoint(id="
                                  f"{leader}, host=kafka{leader}:9092) for partitions Map({tp} -> (offset={ev['leo']}, "
