@@ -157,10 +157,10 @@ def read_broker_logs(spark: SparkSession, paths: Sequence[str], options: BrokerL
         _by_pattern(PATTERNS, "tp", default="_tp_prefix").alias("_tp"),
         *[_by_pattern(PATTERNS, f.name).cast(f.dataType).alias(f.name) for f in payload],
     )
-    tp = F.regexp_extract("_tp", r"^(.+)-([0-9]+)$", 2)
-    located = parsed.withColumn("partition", F.expr("try_cast(nullif(regexp_extract(_tp, '^(.+)-([0-9]+)$', 2), '')"
-                                                     " AS INT)")).withColumn(
-        "topic", F.when(tp != "", F.regexp_extract("_tp", r"^(.+)-([0-9]+)$", 1)))
+    topic_partition = r"^(.+)-([0-9]+)$"  # Kafka prints a TopicPartition as `orders-3`
+    located = parsed.withColumn(
+        "partition", F.expr(f"try_cast(nullif(regexp_extract(_tp, {sql_str(topic_partition)}, 2), '') AS INT)")
+    ).withColumn("topic", F.when(F.col("partition").isNotNull(), F.regexp_extract("_tp", topic_partition, 1)))
     if existing is None:
         return _as_candidates(_from_earlier_lines(located), options, existing)
     # The run's earlier batches stand in for the lines before these files: an hour's rolled server.log holds ISR
