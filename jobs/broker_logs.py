@@ -38,7 +38,6 @@ from jobs.landing import EVENT_SPARK_SCHEMA, numbered_lines
 from jobs.validate import sql_str
 from schemas.events import EVENT_TYPES, KAFKA_LOG_SOURCE, SCHEMA_VERSION
 
-SOURCE = KAFKA_LOG_SOURCE
 ID_SEQUENCE_BITS = 20
 """Low bits of a kafka-log `event_id` that number the events of one millisecond."""
 
@@ -253,7 +252,7 @@ def _as_candidates(events: DataFrame, options: BrokerLogOptions, existing: DataF
     too_many = F.col("_seq") >= (1 << ID_SEQUENCE_BITS)
     event_id = F.when(~too_many, F.shiftleft(F.col("ts_ms"), ID_SEQUENCE_BITS) + F.col("_seq"))
     values = {
-        "schema_version": F.lit(SCHEMA_VERSION), "source": F.lit(SOURCE), "run_id": F.lit(options.run_id),
+        "schema_version": F.lit(SCHEMA_VERSION), "source": F.lit(KAFKA_LOG_SOURCE), "run_id": F.lit(options.run_id),
         "event_id": event_id,
     }
     return numbered.select(

@@ -109,9 +109,10 @@ def _cmd_ingest(args: argparse.Namespace) -> int:
     from jobs.ingest import run_ingest
     from jobs.landing import discover
 
+    cfg = load_config(args.config, lake=args.lake)
     logs = None
     if args.source == "kafka-logs":
-        zone = args.log_timezone or load_config(args.config, lake=args.lake).ingest.log_timezone
+        zone = args.log_timezone or cfg.ingest.log_timezone
         if not is_time_zone(zone):
             raise ConfigError(f"--log-timezone {zone!r}: expected a time zone name such as UTC or Europe/Paris, "
                               "or an offset such as +02:00")
@@ -121,7 +122,6 @@ def _cmd_ingest(args: argparse.Namespace) -> int:
     # A missing landing folder is reported before Spark starts (~10 s).
     discover(args.landing, logs=logs is not None)
     spark, lake = _session_and_lake(args)
-    cfg = load_config(args.config, lake=args.lake)
     result = run_ingest(spark, lake, args.landing, whole_files=cfg.ingest.whole_files, logs=logs)
     print(result.summary())
     return EXIT_OK

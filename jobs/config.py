@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import os
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+from zoneinfo import ZoneInfo
 
 import yaml
 
@@ -131,9 +133,6 @@ def _ingest_config(raw: dict[str, Any], p: Path) -> IngestConfig:
 
 def is_time_zone(name: str) -> bool:
     """True for a zone Spark's make_timestamp accepts: an IANA name or a fixed offset."""
-    import re
-    from zoneinfo import ZoneInfo
-
     if re.fullmatch(r"[+-]\d{2}:\d{2}", name):
         return True
     try:
