@@ -21,9 +21,10 @@ acknowledgement, or was elected into an epoch after the acknowledging leader's a
 leader's (its id leads the evidence; `log_content.with_unclean`), else when the final leader's latest crash
 loss of the lost offset (`crash_removed`: a truncation while its broker is down, or a leadership_change
 reconciling the log after a crash / restart, which records the crash's id) is after the acknowledgement.
-Which removal removed a *live* record is decided, for the few violating acknowledgements only, from the
-replayed LSO / LEO around the removal (the replayed log is the contiguous range [LSO, LEO) whenever the
-events are consistent, which `event_stream_consistent` checks).
+Which removal removed a record still there is decided, for the few violating acknowledgements only, from
+the final leader's events that write or remove the lost offset, in order: a removal counts when the event
+before it wrote the offset (a truncation inside a batch removes records below its target, so the replayed
+log [LSO, LEO) can have a hole, and a crash recovery that later cuts through the hole removes nothing).
 """
 
 from __future__ import annotations
@@ -83,7 +84,6 @@ def _final_replica_rows(rows: DataFrame) -> DataFrame:
         lo.cast("long").alias("_drop_below"),
         F.min(hi).over(after).cast("long").alias("_later_drop_from"),
         F.max(lo).over(after).cast("long").alias("_later_drop_below"),
-        F.coalesce(F.lag("_lso").over(w), F.lit(0)).cast("long").alias("_lso_before"),
         F.first("_lso").over(after.rowsBetween(Window.unboundedPreceding, Window.currentRow)).alias("_final_lso"),
     )
 
@@ -139,19 +139,26 @@ def build(inputs: ScanInputs) -> DataFrame:
 def _excuses_and_evidence(bronze: DataFrame, bad: DataFrame, final_rows: DataFrame, appends: DataFrame) -> DataFrame:
     """Add, for the violating acknowledgements only, the unclean / crash excuses and the evidence ids."""
     o = F.col("lost_offset")
-    live = (o >= F.col("_lso_before")) & (o < F.col("_leo"))
-    covers = ((F.col("_drop_from").isNotNull() & (F.col("_drop_from") <= o))
-              | (F.col("_drop_below").isNotNull() & (F.col("_drop_below") > o)))
-    removals = final_rows.where(F.col("_drop_from").isNotNull() | F.col("_drop_below").isNotNull()).select(
-        *PARTITION, F.col("event_id").alias("_removal"), "_drop_from", "_drop_below", "_lso_before", "_leo", "_by",
-        "_crash_by")
+    drops = F.col("_drop_from").isNotNull() & (F.col("_drop_from") <= o)
+    writes = (F.col("event_type") == "append") & (F.col("base_offset") <= o) & (o <= F.col("last_offset"))
+    touches = drops | writes | (F.col("_drop_below").isNotNull() & (F.col("_drop_below") > o))
+    touching = final_rows.where(F.col("_drop_from").isNotNull() | F.col("_drop_below").isNotNull()
+                                | (F.col("event_type") == "append")).select(
+        *PARTITION, F.col("event_id").alias("_removal"), "event_type", "base_offset", "last_offset", "_drop_from",
+        "_drop_below", "_by", "_crash_by")
     last_ts = bronze.groupBy("run_id").agg(F.max_by("ts_ms", "event_id").alias("_last_ts"))
     keys = [*PARTITION, "ack_id"]
     # An end-of-run check (event -1): every election of the run is known.
     at_end = bad.withColumn("event_id", F.lit(-1).cast("long"))
     with_unclean = log_content.with_unclean(at_end, log_content.unclean_elections(bronze), "ack_id", "unclean_id",
                                             (F.col("ack_epoch"), F.col("_final_epoch"))).drop("event_id")
-    removed = bad.select(*keys, "lost_offset").join(removals, list(PARTITION)).where(live & covers).groupBy(
+    # The events that write or remove the lost offset on the final leader, in order: a removal took a record
+    # away (`ReplicaState.removed_by`, `crash_removed`) only when the event before it wrote one there. A
+    # truncation inside a batch cuts below its target, so a record can be gone below the replayed LEO.
+    at_o = bad.select(*keys, "lost_offset").join(touching, list(PARTITION)).where(touches).select(
+        "*", writes.alias("_writes"), drops.alias("_drops"))
+    held = F.coalesce(F.lag("_writes").over(Window.partitionBy(*keys).orderBy("_removal")), F.lit(False))
+    removed = at_o.withColumn("_held", held).where(F.col("_held") & F.col("_drops")).groupBy(
         *keys).agg(F.max_by("_by", "_removal").alias("removed_by"),
                    # crash_removed[o] holds the id the latest crash loss of o wrote (processing order).
                    F.max_by("_crash_by", F.when(F.col("_crash_by").isNotNull(), F.col("_removal"))).alias("crash_id"))

@@ -204,6 +204,28 @@ def a_stale_leaders_acknowledgement_is_excused_by_the_final_leaders_epoch() -> C
     return _stale_leader_case("acked_write_lost", 2, -1, 7, 9, [6, 8, 4])
 
 
+def _crash_after_a_cut(cut: int) -> Rows:
+    """Leader 1 writes 0..1 (event 2) and acknowledges it (3); follower 2 holds it (4) and truncates to `cut`
+    (5: to 1 inside the batch, which removes it whole; to 2 at its end, which keeps it). Broker 2 crashes (6);
+    its crash recovery cuts the log to 0 (7) and it leads epoch 2 with an empty log (8)."""
+    crash = dict(event_type="broker_lifecycle", broker_id=2, action="crash", topic=None, partition=None)
+    return [leader(), follower(), append(0, 1), ACK, append(0, 1, broker=2, role="follower"),
+            truncation(cut, 2), crash, truncation(0, cut, reason="crash"), leader(broker=2, epoch=2, leo=0)]
+
+
+@case
+def a_crash_recovery_through_a_hole_left_by_a_cut_excuses_no_loss() -> Case:
+    # cut: the truncation inside the batch (5) removed the acknowledged 0..1 from broker 2, leaving a hole below
+    # its LEO 1; the crash recovery's cut to 0 (7) removes nothing, so the loss is an error removed by 5:
+    # end of run (-1), offset 0, expected 7, actual -1; evidence = the append, the ack, the truncation.
+    # kept: the records were still there at the crash, whose recovery removed them: a warning, 7 first.
+    # (Reassigning differential seed 692027@high_watermark: Spark excused a loss by a crash through the hole.)
+    runs = _runs(cut=_crash_after_a_cut(1), kept=_crash_after_a_cut(2))
+    return Case("", "acked_write_lost", runs,
+                [("cut", "acked_write_lost", "error", 2, -1, 0, 7, -1, [2, 3, 5]),
+                 ("kept", "acked_write_lost", "warning", 2, -1, 0, 7, -1, [7, 2, 3])])
+
+
 def _stopped_replica_hw(election: dict[str, Any]) -> Rows:
     """Leader 3 holds 0..1 of epoch 0 (event 1); broker 1 leads epoch 1 cut off (2). The controller elects 3 into
     epoch 2 (3); follower 2 fetches 3's epoch-0 records (6), sets its HW to 2 in epoch 2 (7) and shuts down (8).
