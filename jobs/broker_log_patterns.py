@@ -9,8 +9,9 @@ message this table does not know: it is quarantined with the reason, not dropped
 `columns` maps event columns to Spark SQL over the expression's groups, written `{1}`, `{2}`, ...: `int({1})`,
 `ids({2})` and the like are shorthands expanded by `column_sql` (an empty group is null). A partition-scoped
 pattern names its topic-partition with `tp` (SQL for the `topic-3` form) unless the line's prefix names it
-(`[Partition t-3 broker=1]`, `[Log partition=t-3, dir=...]`), and its broker comes from the line's prefix or,
-failing that, from the other lines of the same file (`jobs.broker_logs`).
+(`[Partition t-3 broker=1]`, `[Log partition=t-3, dir=...]`), or names it by topic id with `topic_id` and
+`id_partition` (the KRaft controller's lines), and its broker comes from the line's prefix or, failing that, from
+the other lines of the same file (`jobs.broker_logs`).
 """
 
 from __future__ import annotations
@@ -198,6 +199,31 @@ PATTERNS: tuple[LinePattern, ...] = (
         strict=False, hint=True,
     ),
     LinePattern(
+        "unclean_election", "leader_election",
+        "PartitionChangeBuilder.tryElection (KRaft controller; clean elections only at TRACE): 'Setting new leader "
+        "for topicId {id}, partition {p} to {leader} using an unclean election' (3.x), with '. Previous partition: "
+        "PartitionRegistration(replicas=[..], ..., leaderEpoch={e}, partitionEpoch={pe}), change record: ...' in "
+        "the ELR-era builder; the record forces ISR = [leader], and the new registration has leader epoch e + 1 and "
+        "partition epoch pe + 1. The line names the topic by id: `jobs.broker_logs` finds its name in the lines "
+        "that print both ('Leader t-0 with topic id Some(id) ...')",
+        "using an unclean election",
+        r"Setting new leader for topicId ([^\s,]+), partition (\d+) to (\d+) using an unclean election(?:\. Previous "
+        r"partition: PartitionRegistration\(replicas=\[([\d, ]*)\].*?, leaderEpoch=(\d+), partitionEpoch=(\d+)\))?",
+        {"topic_id": "{1}", "id_partition": "int({2})", "action": "'unclean'", "leader_id": "int({3})",
+         "isr": "array(int({3}))", "replicas": "nonempty_ids({4})", "leader_epoch": "int({5}) + 1",
+         "partition_epoch": "int({6}) + 1"},
+    ),
+    LinePattern(
+        "unclean_election_zk", "leader_election",
+        "OfflinePartitionLeaderSelector.selectLeader (ZooKeeper controller, 0.8-1.0; 1.1+ print no line): 'No "
+        "broker in ISR is alive for [{topic},{p}]. Elect leader {leader} from live brokers {ids}. There's potential "
+        "data loss.' ('{topic}-{p}' where the controller uses TopicPartition); the new ISR is [leader]",
+        "There's potential data loss",
+        r"No broker in ISR is alive for (?:\[([^,\]]+),(\d+)\]|" + _TP + r")\. Elect leader (\d+) from live brokers",
+        {"tp": "coalesce(tp({1}, {2}), {3})", "action": "'unclean'", "leader_id": "int({4})",
+         "isr": "array(int({4}))"},
+    ),
+    LinePattern(
         "broker_started", "broker_lifecycle",
         "KafkaServer.startup (ZK mode): '[KafkaServer id={id}] started'",
         "[KafkaServer id=",
@@ -235,10 +261,16 @@ BROKER_PREFIXES: tuple[tuple[str, str], ...] = (
     ("[ReplicaManager broker=", r"\[ReplicaManager broker=(\d+)\]"),
     ("Server id=", r"\[(?:KafkaServer|BrokerServer) id=(\d+)\]"),
     ("[KafkaRaftServer nodeId=", r"\[KafkaRaftServer nodeId=(\d+)\]"),
+    ("[QuorumController id=", r"\[QuorumController id=(\d+)\]"),
+    ("[Controller id=", r"\[Controller id=(\d+)[ \]]"),
+    ("[Controller ", r"\[Controller (\d+)\]:"),
     ("] on broker ", r"Partition \[[^,\]]+,\d+\] on broker (\d+):"),
 )
 """Line prefixes by which a broker names itself (reference §6), each with a literal its lines hold (the cheap
 screen in front of the expression); the first that matches gives the broker id."""
+
+TOPIC_ID = r"with topic id (?:Some\()?([A-Za-z0-9_-]{22})(?![A-Za-z0-9_-])"
+"""Where a line names both a topic-partition and its topic id (the 3.3+ state-change lines): the id's name."""
 
 TP_PREFIXES: tuple[str, ...] = (
     r"\[Partition ([^\s\]]+-\d+) broker=\d+\]",

@@ -7,8 +7,11 @@ Every other line is not a replication event and is only counted.
 
 What a log line does not say is recovered where Kafka's logs allow it, and left null where they do not:
 * the broker: from the line's own prefix (`[Partition t-0 broker=1]`, `[Broker id=1]`, ...), else from the other
-  lines of the same file when they all name one broker (a `server.log` belongs to one broker); a partition line
-  whose broker stays unknown is quarantined, since every per-replica check needs it;
+  lines of the same file when they all name one broker (a `server.log` belongs to one broker; a controller's
+  election lines belong to the controller); a partition line whose broker stays unknown is quarantined, since
+  every per-replica check needs it;
+* the topic of a KRaft controller's line, which names it by topic id: from the lines of the same files that print
+  a topic-partition with its id (3.3+ state-change lines); quarantined when none does;
 * the time: log4j prints the broker's local time without a zone: `--log-timezone` (config `ingest.log_timezone`,
   default UTC) names it, unless the line carries its own offset (`2024-05-14T12:51:42.342Z`);
 * the leader epoch of an ISR change or truncation: the epoch of the broker's last leadership line for the
@@ -33,7 +36,7 @@ from functools import reduce
 from pyspark.sql import Column, DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
 
-from jobs.broker_log_patterns import BROKER_PREFIXES, PATTERNS, TP_PREFIXES, LinePattern, column_sql
+from jobs.broker_log_patterns import BROKER_PREFIXES, PATTERNS, TOPIC_ID, TP_PREFIXES, LinePattern, column_sql
 from jobs.landing import EVENT_SPARK_SCHEMA, numbered_lines
 from jobs.validate import sql_str
 from schemas.events import EVENT_TYPES, KAFKA_LOG_SOURCE, SCHEMA_VERSION
@@ -154,12 +157,17 @@ def read_broker_logs(spark: SparkSession, paths: Sequence[str], options: BrokerL
         F.when(stamped, _timestamp_ms(options.timezone)).alias("ts_ms"),
         event_type.alias("event_type"), broker.cast("int").alias("broker_id"),
         _by_pattern(PATTERNS, "tp", default="_tp_prefix").alias("_tp"),
+        _by_pattern(PATTERNS, "topic_id").alias("_topic_id"),
+        _by_pattern(PATTERNS, "id_partition").cast("int").alias("_id_partition"),
+        F.when(F.col("_msg").contains("with topic id "),
+               F.expr(f"nullif(regexp_extract(_msg, {sql_str(TOPIC_ID)}, 1), '')")).alias("_names_topic_id"),
         *[_by_pattern(PATTERNS, f.name).cast(f.dataType).alias(f.name) for f in payload],
     )
     topic_partition = r"^(.+)-([0-9]+)$"  # Kafka prints a TopicPartition as `orders-3`
     located = parsed.withColumn(
         "partition", F.expr(f"try_cast(nullif(regexp_extract(_tp, {sql_str(topic_partition)}, 2), '') AS INT)")
     ).withColumn("topic", F.when(F.col("partition").isNotNull(), F.regexp_extract("_tp", topic_partition, 1)))
+    located = _named_topic_ids(located)
     if existing is None:
         return _as_candidates(_from_earlier_lines(located), options, existing)
     # The run's earlier batches stand in for the lines before these files: an hour's rolled server.log holds ISR
@@ -170,6 +178,20 @@ def read_broker_logs(spark: SparkSession, paths: Sequence[str], options: BrokerL
         F.lit(True).alias("_context"))
     mixed = located.withColumn("_context", F.lit(False)).unionByName(context, allowMissingColumns=True)
     return _as_candidates(_from_earlier_lines(mixed).where(~F.col("_context")).drop("_context"), options, existing)
+
+
+def _named_topic_ids(located: DataFrame) -> DataFrame:
+    """Name the topic of a line that gives only its topic id (the KRaft controller's) from the lines that print
+    both (`TOPIC_ID`): a window over the id rather than a join, so the files are not read again. Lines about
+    neither are spread over their own keys (a single null key would gather them all in one task)."""
+    key = F.coalesce("_topic_id", "_names_topic_id",
+                     F.concat(F.lit("#"), F.col("_path"), F.lit(":"), F.col("pos").cast("string")))
+    named = F.max(F.when(F.col("_names_topic_id").isNotNull(), F.col("topic"))).over(Window.partitionBy(key))
+    by_id = F.col("_topic_id").isNotNull()
+    return (located
+            .withColumn("topic", F.when(by_id, named).otherwise(F.col("topic")))
+            .withColumn("partition", F.when(by_id & F.col("topic").isNotNull(), F.col("_id_partition"))
+                        .otherwise(F.col("partition"))))
 
 
 _ENVELOPE = frozenset({"schema_version", "source", "run_id", "event_id", "ts_ms", "broker_id", "event_type",
@@ -210,7 +232,9 @@ def _from_earlier_lines(events: DataFrame) -> DataFrame:
                         .when(shrank & ~grew, F.lit("shrink")).when(grew & ~shrank, F.lit("expand"))
                         .otherwise(F.lit("update")))
     return (derived
-            .withColumn("leader_epoch", F.when(F.col("event_type") == "leadership_change", F.col("leader_epoch"))
+            # An election is the controller's line: the epoch it opens is its own (or unknown), not one it logged.
+            .withColumn("leader_epoch", F.when(F.col("event_type").isin("leadership_change", "leader_election"),
+                                               F.col("leader_epoch"))
                         .otherwise(F.coalesce("leader_epoch", epoch)))
             .withColumn("old_isr", F.when(follow, F.coalesce("old_isr", "_known_isr")).otherwise(F.col("old_isr")))
             .withColumn("action", F.when(F.col("isr_state") == "committed", F.coalesce("action", committed_action))
@@ -231,6 +255,10 @@ def _as_candidates(events: DataFrame, options: BrokerLogOptions, existing: DataF
         .when(F.col("ts_ms").isNull(), F.lit(
             "no log4j timestamp and level at the start of the line, or an impossible date (expected e.g. "
             "'[2024-05-14 12:51:42,342] INFO ...')"))
+        .when(F.col("_topic_id").isNotNull() & F.col("topic").isNull(), F.concat(
+            F.lit("topic id "), F.col("_topic_id"), F.lit(
+                " is named by no line of these files (expected a state-change line such as 'Leader orders-3 with "
+                "topic id Some(<id>) starts at leader epoch ...': ingest the brokers' logs with the controller's)")))
         .when(F.col("event_type").isin(*scoped) & F.col("partition").isNull(), F.lit(
             "the line names no topic-partition (expected e.g. '[Partition orders-3 broker=2]' or "
             "'[Log partition=orders-3, dir=...]')"))

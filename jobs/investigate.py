@@ -32,7 +32,10 @@ def partition_moments(bronze: DataFrame, run_id: str, topic: str, partition: int
         "ts_ms", "event_id", F.col("leader_id").alias("broker_id"), F.lit("election").alias("kind"),
         F.concat(F.col("action"), F.lit(" election: leader "), F.coalesce(F.col("leader_id").cast("string"),
                                                                            F.lit("none")),
-                 F.lit(" in epoch "), F.col("leader_epoch").cast("string"), F.lit(", ISR "), _ids("isr"),
+                 # A controller's log line may not give the epoch it opens (jobs.broker_logs).
+                 F.when(F.col("leader_epoch").isNotNull(),
+                        F.concat(F.lit(" in epoch "), F.col("leader_epoch").cast("string"))).otherwise(F.lit("")),
+                 F.lit(", ISR "), _ids("isr"),
                  F.when(F.col("reason").isNotNull(), F.concat(F.lit(" ("), F.col("reason"), F.lit(")")))
                  .otherwise(F.lit(""))).alias("moment"))
     isr = run.where(mine & (F.col("event_type") == ISR_CHANGE) & (F.col("isr_state") == "committed")).select(

@@ -175,6 +175,8 @@ EVENT_TYPES: dict[str, EventType] = {
             LEADER_ELECTION,
             "The controller elected a leader (clean from the ISR, or unclean). `broker_id` is the controller.",
             ("action", "partition_epoch", "isr", "replicas"),
+            # Kafka logs only unclean elections at INFO, naming the new leader (the ISR it forces is [leader]).
+            log_requires=("action", "isr"),
         ),
         EventType(
             BROKER_CONFIG,

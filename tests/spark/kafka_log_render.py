@@ -4,20 +4,26 @@
 the INFO line the broker would print (the templates of the reference §6) in the forms of Kafka 3.6 (`"3.6"`: the
 state-change leader / follower lines, AlterPartition commits and rejections, no expansion proposal at INFO) or of
 Kafka 2.4 (`"2.4"`: Partition-logger leader lines without the ISR, the fetcher line as the only trace of a follower
-transition, ZooKeeper commits). It returns the texts and, per rendered event, what reading the line back must give
-(`Expected`). What Kafka prints nothing for at INFO is not rendered: a crash (the process just stops), the
-recovery of a crashed log, a truncation that removes nothing, a full truncation (DEBUG), fetches, appends and HW
-moves.
+transition, ZooKeeper commits). The controller's unclean elections go to its own log in the 3.6 (KRaft) form, which
+names the topic by id; a 2.x ZooKeeper controller prints no line for them. It returns the texts and, per rendered
+event, its file and line and what reading the line back must give (`Expected`). What Kafka prints nothing for at
+INFO is not rendered: a crash (the process just stops), the recovery of a crashed log, a truncation that removes
+nothing, a full truncation (DEBUG), clean elections (TRACE), fetches, appends and HW moves.
 """
 
 from __future__ import annotations
 
+import base64
+import hashlib
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-TOPIC_ID = "AbCdEfGhIjKlMnOpQrStUv"
+
+def topic_id(topic: str) -> str:
+    """A topic's id as Kafka prints a Uuid (22 characters of URL-safe base64), one per topic name."""
+    return base64.urlsafe_b64encode(hashlib.sha256(topic.encode()).digest()).decode()[:22]
 
 
 @dataclass(frozen=True)
@@ -25,6 +31,8 @@ class Expected:
     """What the reader must find for one rendered event (None: the line does not carry it)."""
 
     event_id: int
+    file: str
+    line: int
     broker_id: int
     ts_ms: int
     event_type: str
@@ -56,7 +64,7 @@ def render(events: Iterable[Mapping[str, Any]], style: str) -> tuple[dict[str, s
     if style not in ("3.6", "2.4"):
         raise ValueError(f"style must be '3.6' or '2.4', got {style!r}")
     new = style == "3.6"
-    lines: dict[int, list[str]] = {}
+    files: dict[str, list[str]] = {}
     expected: list[Expected] = []
     down: set[int] = set()
     for ev in events:
@@ -68,8 +76,18 @@ def render(events: Iterable[Mapping[str, Any]], style: str) -> tuple[dict[str, s
         action = ev.get("action")
         out: list[str] = []
         exp: Expected | None = None
-        base = {"event_id": int(ev["event_id"]), "broker_id": b, "ts_ms": int(ev["ts_ms"]), "event_type": kind,
-                "topic": ev.get("topic"), "partition": ev.get("partition"), "action": action,
+        name = f"broker-{b}.server.log"
+        if kind == "leader_election":
+            # PartitionChangeBuilder's lines carry no prefix: the controller's other lines place its log.
+            name = f"controller-{b}.server.log"
+            if name not in files and new:
+                files[name] = [_line(ev, "org.apache.kafka.controller.QuorumController",
+                                     f"[QuorumController id={b}] Becoming the active controller at epoch 1, next "
+                                     "write offset 1.")]
+        written = files.setdefault(name, [])
+        base = {"event_id": int(ev["event_id"]), "file": name, "line": len(written) + 1, "broker_id": b,
+                "ts_ms": int(ev["ts_ms"]), "event_type": kind, "topic": ev.get("topic"),
+                "partition": ev.get("partition"), "action": action,
                 "leader_epoch": ev.get("leader_epoch"), "leader_id": None, "isr": None, "isr_state": None,
                 "partition_epoch": None, "truncate_offset": None}
         if kind == "broker_lifecycle":
@@ -88,10 +106,10 @@ def render(events: Iterable[Mapping[str, Any]], style: str) -> tuple[dict[str, s
             epoch, leo, hw = ev["leader_epoch"], ev["leo"], ev["hw"]
             if new:
                 out.append(_line(ev, "state.change.logger",
-                                 f"[Broker id={b}] Leader {tp} with topic id Some({TOPIC_ID}) starts at leader epoch "
-                                 f"{epoch} from offset {leo} with partition epoch {ev['partition_epoch']}, high "
-                                 f"watermark {hw}, ISR [{_ids(ev['isr'])}], adding replicas "
-                                 f"[{_ids(ev.get('adding_replicas'))}] and removing replicas "
+                                 f"[Broker id={b}] Leader {tp} with topic id Some({topic_id(ev['topic'])}) starts at "
+                                 f"leader epoch {epoch} from offset {leo} with partition epoch "
+                                 f"{ev['partition_epoch']}, high watermark {hw}, ISR [{_ids(ev['isr'])}], adding "
+                                 f"replicas [{_ids(ev.get('adding_replicas'))}] and removing replicas "
                                  f"[{_ids(ev.get('removing_replicas'))}] . Previous leader None and previous leader "
                                  f"epoch was {epoch}."))
                 exp = Expected(**{**base, "leader_id": b, "isr": tuple(ev["isr"]),
@@ -144,7 +162,7 @@ def render(events: Iterable[Mapping[str, Any]], style: str) -> tuple[dict[str, s
                 isr = ", ".join(str(r) for r in ev["isr"])
                 out.append(_line(ev, "state.change.logger",
                                  f"[Broker id={b}] Skipped the become-leader state change for {tp} with topic id "
-                                 f"{TOPIC_ID} and partition state LeaderAndIsrPartitionState(topicName="
+                                 f"{topic_id(ev['topic'])} and partition state LeaderAndIsrPartitionState(topicName="
                                  f"'{ev['topic']}', partitionIndex={ev['partition']}, controllerEpoch=-1, leader={b}, "
                                  f"leaderEpoch={ev['leader_epoch']}, isr=[{isr}], partitionEpoch="
                                  f"{ev['partition_epoch']}, replicas=[], addingReplicas=[], removingReplicas=[], "
@@ -161,6 +179,12 @@ def render(events: Iterable[Mapping[str, Any]], style: str) -> tuple[dict[str, s
                 out.append(_line(ev, "kafka.cluster.Partition", f"[Partition {tp} broker={b}] {text}"))
                 exp = Expected(**{**base, "action": None, "isr": tuple(ev["isr"]), "isr_state": state,
                                   "partition_epoch": pe})
+        elif kind == "leader_election" and action == "unclean" and new:
+            leader = int(ev["leader_id"])
+            out.append(_line(ev, "org.apache.kafka.controller.PartitionChangeBuilder",
+                             f"Setting new leader for topicId {topic_id(ev['topic'])}, partition {ev['partition']} "
+                             f"to {leader} using an unclean election"))
+            exp = Expected(**{**base, "leader_epoch": None, "leader_id": leader, "isr": (leader,)})
         elif kind == "truncation" and b not in down and ev.get("reason") != "full" \
                 and int(ev["truncate_offset"]) < int(ev["old_leo"]):
             prefix = "UnifiedLog" if new else "Log"
@@ -169,6 +193,6 @@ def render(events: Iterable[Mapping[str, Any]], style: str) -> tuple[dict[str, s
                              f"{ev['truncate_offset']}"))
             exp = Expected(**{**base, "action": None, "truncate_offset": int(ev["truncate_offset"])})
         if out and exp is not None:
-            lines.setdefault(b, []).extend(out)
+            written.extend(out)
             expected.append(exp)
-    return {f"broker-{b}.server.log": "\n".join(text) + "\n" for b, text in sorted(lines.items())}, expected
+    return {name: "\n".join(text) + "\n" for name, text in sorted(files.items()) if text}, expected

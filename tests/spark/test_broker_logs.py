@@ -174,6 +174,71 @@ def test_each_message_form_becomes_its_event(spark: SparkSession, tmp_path: Path
     assert {(r["source"], r["run_id"]) for r in ids} == {("kafka-log", "cluster-a")}
 
 
+ELECTIONS = {
+    # A KRaft controller (node 3000): the 3.x line, the ELR-era line with the previous registration, and a topic id
+    # no line of these files names.
+    "controller.log": """\
+[2024-05-14 12:00:00,000] INFO [QuorumController id=3000] Becoming the active controller at epoch 7, next write offset 1. (org.apache.kafka.controller.QuorumController)
+[2024-05-14 12:00:01,000] INFO Setting new leader for topicId AbCdEfGhIjKlMnOpQrStUv, partition 3 to 2 using an unclean election (org.apache.kafka.controller.PartitionChangeBuilder)
+[2024-05-14 12:00:02,000] INFO Setting new leader for topicId AbCdEfGhIjKlMnOpQrStUv, partition 4 to 1 using an unclean election. Previous partition: PartitionRegistration(replicas=[1, 2, 3], directories=[AAAAAAAAAAAAAAAAAAAAAA, AAAAAAAAAAAAAAAAAAAAAA, AAAAAAAAAAAAAAAAAAAAAA], isr=[3], removingReplicas=[], addingReplicas=[], elr=[], lastKnownElr=[], leader=-1, leaderRecoveryState=RECOVERED, leaderEpoch=5, partitionEpoch=9), change record: PartitionChangeRecord(partitionId=4, topicId=AbCdEfGhIjKlMnOpQrStUv, isr=null, leader=-2, replicas=null, removingReplicas=null, addingReplicas=null, leaderRecoveryState=-1, directories=null, eligibleLeaderReplicas=null, lastKnownElr=null) (org.apache.kafka.controller.PartitionChangeBuilder)
+[2024-05-14 12:00:03,000] INFO Setting new leader for topicId ZyXwVuTsRqPoNmLkJiHgFe, partition 0 to 1 using an unclean election (org.apache.kafka.controller.PartitionChangeBuilder)
+""",
+    # The elected broker names the topic of that id.
+    "server-2.log": """\
+[2024-05-14 12:00:01,100] INFO [Broker id=2] Leader orders-3 with topic id Some(AbCdEfGhIjKlMnOpQrStUv) starts at leader epoch 6 from offset 100 with partition epoch 10, high watermark 90, ISR [2], adding replicas [] and removing replicas [] . Previous leader Some(1) and previous leader epoch was 5. (state.change.logger)
+""",
+    # A ZooKeeper controller (broker 1, 0.10 and 1.0 forms of the partition), which also leads orders-5 itself:
+    # the election does not take the epoch of the controller's own leadership line.
+    "controller.log.2017-05-14-12": """\
+[2017-05-14 12:00:00,000] INFO [Controller 1]: Broker 1 starting become controller state transition (kafka.controller.KafkaController)
+[2017-05-14 12:00:01,000] INFO [Partition orders-5 broker=1] orders-5 starts at Leader Epoch 4 from offset 80. Previous Leader Epoch was: 3 (kafka.cluster.Partition)
+[2017-05-14 12:00:02,000] WARN [OfflinePartitionLeaderSelector]: No broker in ISR is alive for [orders,5]. Elect leader 2 from live brokers 2,3. There's potential data loss. (kafka.controller.OfflinePartitionLeaderSelector)
+[2017-05-14 12:00:03,000] WARN [OfflinePartitionLeaderSelector]: No broker in ISR is alive for orders-6. Elect leader 3 from live brokers [3]. There's potential data loss. (kafka.controller.OfflinePartitionLeaderSelector)
+""",
+}
+
+
+def test_unclean_elections_are_read_from_the_controllers_log(spark: SparkSession, tmp_path: Path) -> None:
+    """The controller's unclean election lines become leader_election events (ISR forced to the new leader); a
+    KRaft line's topic id is named by the brokers' lines, else the line is quarantined with the reason."""
+    got = parse(spark, write_logs(tmp_path, ELECTIONS))
+    elections = got.where("event_type = 'leader_election' AND _reason_code IS NULL").orderBy("ts_ms").select(
+        "broker_id", "topic", "partition", "action", "leader_id", "isr", "leader_epoch", "partition_epoch", "replicas")
+    schema = ("broker_id int, topic string, partition int, action string, leader_id int, isr array<int>, "
+              "leader_epoch int, partition_epoch int, replicas array<int>")
+    expected = [
+        (1, "orders", 5, "unclean", 2, [2], None, None, None),
+        (1, "orders", 6, "unclean", 3, [3], None, None, None),
+        (3000, "orders", 3, "unclean", 2, [2], None, None, None),
+        # The ELR-era line: the new registration's epochs are the previous ones plus one.
+        (3000, "orders", 4, "unclean", 1, [1], 6, 10, [1, 2, 3]),
+    ]
+    assert_df_equality(elections, spark.createDataFrame(expected, schema), ignore_nullable=True)
+    bad = [(Path(r["_source_file"]).name, r["_source_line"], r["_reason"]) for r in
+           got.where("_reason_code IS NOT NULL").select("_source_file", "_source_line", "_reason").collect()]
+    assert bad == [("controller.log", 4, "topic id ZyXwVuTsRqPoNmLkJiHgFe is named by no line of these files "
+                    "(expected a state-change line such as 'Leader orders-3 with topic id Some(<id>) starts at "
+                    "leader epoch ...': ingest the brokers' logs with the controller's)")]
+
+
+def test_an_unclean_election_from_logs_shows_in_partition_state_and_the_moments(spark: SparkSession,
+                                                                              tmp_path: Path) -> None:
+    """The election read from the controller's log makes the new leader the partition's (cause
+    leader_election:unclean) and is one of the partition's moments for the investigation notebook."""
+    from jobs.investigate import partition_moments
+    from jobs.transforms.timelines import partition_state
+
+    got = parse(spark, write_logs(tmp_path, ELECTIONS)).where("_reason_code IS NULL")
+    events = got.select(*[c for c in got.columns if not c.startswith("_") and c != "raw"])
+    state = partition_state(events).where("topic = 'orders' AND partition = 3").orderBy("valid_from_ms")
+    assert [(r["leader_id"], r["isr"], r["cause"]) for r in state.select("leader_id", "isr", "cause").collect()] == [
+        (2, [2], "leader_election:unclean"), (2, [2], "leadership_change:become_leader")]
+    moments = partition_moments(events, "cluster-a", "orders", 4).select("kind", "moment").collect()
+    assert [tuple(r) for r in moments] == [("election", "unclean election: leader 1 in epoch 6, ISR [1]")]
+    moments = partition_moments(events, "cluster-a", "orders", 3).select("kind", "moment").collect()
+    assert [tuple(r) for r in moments] == [("election", "unclean election: leader 2, ISR [2]")]
+
+
 def test_unusable_lines_are_quarantined_with_the_reason(spark: SparkSession, tmp_path: Path) -> None:
     """A replication line that cannot become an event says why; other lines are not events at all."""
     paths = write_logs(tmp_path, {

@@ -32,7 +32,7 @@ FIELDS = ("ts_ms", "event_type", "topic", "partition", "action", "leader_epoch",
 
 def _runs(tmp: Path) -> list[list[dict[str, Any]]]:
     scenarios = [load_scenario(SCENARIOS / "leader-crash.yaml"), load_scenario(SCENARIOS / "slow-follower.yaml"),
-                 *[varied_scenario(seed) for seed in (11, 12, 13)]]
+                 load_scenario(SCENARIOS / "unclean-election.yaml"), *[varied_scenario(seed) for seed in (11, 12, 13)]]
     runs = []
     for i, sc in enumerate(scenarios):
         simulate(sc, tmp / f"run-{i}")
@@ -42,7 +42,7 @@ def _runs(tmp: Path) -> list[list[dict[str, Any]]]:
 
 @pytest.fixture(scope="module")
 def simulated(tmp_path_factory: pytest.TempPathFactory) -> list[list[dict[str, Any]]]:
-    """Five runs: two shipped scenarios and three seeded fault runs."""
+    """Six runs: three shipped scenarios (one with an unclean election) and three seeded fault runs."""
     return _runs(tmp_path_factory.mktemp("roundtrip"))
 
 
@@ -60,13 +60,11 @@ def test_every_logged_event_reads_back_as_the_engine_emitted_it(spark: SparkSess
         got = classify(read_broker_logs(spark, sorted(str(p) for p in folder.iterdir()), BrokerLogOptions(f"r{i}")))
         rows = got.select("_source_file", "_source_line", "_reason", "broker_id", *FIELDS).collect()
         assert [r["_reason"] for r in rows if r["_reason"]] == []
-        by_broker: dict[int, list] = defaultdict(list)
-        for e in expected:
-            by_broker[e.broker_id].append(e)
+        at_line = {(e.file, e.line): e for e in expected}
         assert len(rows) == len(expected)
         for r in rows:
-            broker = int(Path(r["_source_file"]).name.split(".")[0].split("-")[1])
-            want = by_broker[broker][r["_source_line"] - 1]  # one line per rendered event, in order
+            want = at_line[(Path(r["_source_file"]).name, r["_source_line"])]
+            broker = want.broker_id
             engine = next(ev for ev in events if ev["event_id"] == want.event_id)
             got_row = {f: (tuple(r[f]) if f == "isr" and r[f] is not None else r[f]) for f in FIELDS}
             wanted = {f: getattr(want, f) for f in FIELDS}
@@ -76,6 +74,8 @@ def test_every_logged_event_reads_back_as_the_engine_emitted_it(spark: SparkSess
             assert (r["broker_id"], got_row) == (broker, wanted), (style, i, engine)
             checked[want.event_type] += 1
     assert checked["leadership_change"] > 0 and checked["isr_change"] > 0 and checked["truncation"] > 0, checked
+    # Only the KRaft controller logs its unclean elections (the 2.x ZooKeeper controller prints no line).
+    assert (checked["leader_election"] > 0) == (style == "3.6"), checked
 
 
 def test_clean_runs_read_from_logs_stay_clean_and_the_audit_agrees(spark: SparkSession, tmp_path: Path,
