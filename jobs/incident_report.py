@@ -9,9 +9,9 @@ PNGs into one folder (default `<lake>/reports/<audit id>/`, else `report.out` of
 
 Which runs: `--run` (repeatable), else the runs of the latest audit. The audit summary counts the
 violations of those runs per invariant and severity, and names the invariants the audit did not
-evaluate. A partition is *flagged* when it has a violation or a lag incident; the worst
-`report.max_partitions` are plotted (errors, then warnings, then late / missing / premature
-incidents, then other incidents), and the report says how many more were flagged.
+evaluate. A partition is *flagged* when it has a violation, a lag incident or an unclean election; the
+worst `report.max_partitions` are plotted (errors, then warnings, then unclean elections, then late /
+missing / premature incidents, then other incidents), and the report says how many more were flagged.
 
 Bounded on the driver whatever the size of the run: only aggregates (counts per invariant, per
 verdict, one row per run), at most `max_rows` violations / incidents per list, and per plotted
@@ -83,8 +83,10 @@ FLAGGED_SCHEMA = T.StructType([
     T.StructField("warnings", T.LongType(), False),
     T.StructField("incidents", T.LongType(), False),
     T.StructField("bad_incidents", T.LongType(), False),
+    T.StructField("unclean_elections", T.LongType(), False),
 ])
-"""`flagged_partitions`: per partition with a violation or a lag incident, the counts that rank it."""
+"""`flagged_partitions`: per partition with a violation, a lag incident or an unclean election, the counts that
+rank it."""
 
 
 class ReportError(RuntimeError):
@@ -130,9 +132,11 @@ class ReportResult:
 # --- pure transforms (tested with chispa) --------------------------------------------------------------
 
 
-def flagged_partitions(violations: DataFrame, incidents: DataFrame) -> DataFrame:
-    """Per (run, topic, partition) with a partition-scoped violation or a lag incident: error, warning,
-    incident and bad-verdict (late / missing / premature) counts (schema `FLAGGED_SCHEMA`)."""
+def flagged_partitions(violations: DataFrame, incidents: DataFrame, elections: DataFrame | None = None) -> DataFrame:
+    """Per (run, topic, partition) with a partition-scoped violation, a lag incident or an unclean election (a row
+    of `elections` per election: run, topic, partition): error, warning, incident, bad-verdict (late / missing /
+    premature) and unclean-election counts (schema `FLAGGED_SCHEMA`). An unclean election flags its partition on
+    its own: it may have lost acknowledged data where no invariant can tell (a run read from broker logs)."""
     scoped = violations.where(F.col("topic").isNotNull() & F.col("partition").isNotNull())
     v = scoped.groupBy(*KEY).agg(
         F.count(F.when(F.col("severity") == "error", 1)).alias("errors"),
@@ -143,17 +147,28 @@ def flagged_partitions(violations: DataFrame, incidents: DataFrame) -> DataFrame
         F.count(F.when(F.col("verdict").isin(*sorted(BAD_VERDICTS)), 1)).alias("bad_incidents"),
     )
     joined = v.join(i, KEY, "full_outer")
+    if elections is not None:
+        joined = joined.join(elections.groupBy(*KEY).agg(F.count(F.lit(1)).alias("unclean_elections")), KEY,
+                             "full_outer")
+    else:
+        joined = joined.withColumn("unclean_elections", F.lit(0))
     return joined.select(
         *[F.col(c) for c in KEY],
         *[F.coalesce(F.col(c), F.lit(0)).cast("long").alias(c) for c in ("errors", "warnings", "incidents",
-                                                                            "bad_incidents")],
+                                                                            "bad_incidents", "unclean_elections")],
     )
 
 
+def unclean_elections(partition_state: DataFrame) -> DataFrame:
+    """(run, topic, partition) once per unclean election in force in `silver/partition_state`."""
+    return partition_state.where(F.col("cause") == "leader_election:unclean").select(*KEY)
+
+
 def worst_first() -> list[Column]:
-    """The ranking of flagged partitions: errors, warnings, bad incidents, incidents, then the key."""
-    return [F.col("errors").desc(), F.col("warnings").desc(), F.col("bad_incidents").desc(),
-            F.col("incidents").desc(), *[F.col(c).asc() for c in KEY]]
+    """The ranking of flagged partitions: errors, warnings, unclean elections, bad incidents, incidents, then
+    the key."""
+    return [F.col("errors").desc(), F.col("warnings").desc(), F.col("unclean_elections").desc(),
+            F.col("bad_incidents").desc(), F.col("incidents").desc(), *[F.col(c).asc() for c in KEY]]
 
 
 def bucketed(df: DataFrame, ts: str, selected: DataFrame) -> DataFrame:
@@ -205,18 +220,21 @@ def series_lengths(replica_offsets: DataFrame, partition_state: DataFrame, keys:
 
 def leader_changes(partition_state: DataFrame, selected: DataFrame, limit: int) -> DataFrame:
     """Per selected partition, the intervals that changed the leader or its epoch (the first one too), at
-    most `limit` per partition (the earliest), with `changes`, the partition's total."""
+    most `limit` per partition (the earliest), with `changes`, the partition's total, and `unclean`: the
+    interval was opened by an unclean election."""
     ps = partition_state.join(F.broadcast(selected.select(*KEY)), KEY, "left_semi")
     w = Window.partitionBy(*KEY).orderBy("valid_from_ms", "event_id")
     prev_leader, prev_epoch = F.lag("leader_id").over(w), F.lag("leader_epoch").over(w)
     first = F.row_number().over(w) == 1
     moved = first | ~prev_leader.eqNullSafe(F.col("leader_id")) | ~prev_epoch.eqNullSafe(F.col("leader_epoch"))
-    changed = ps.select(*KEY, "valid_from_ms", "event_id", "leader_id", "leader_epoch", moved.alias("_changed")
-                        ).where("_changed")
+    changed = ps.select(*KEY, "valid_from_ms", "event_id", "leader_id", "leader_epoch", "cause",
+                        moved.alias("_changed")).where("_changed")
     whole = Window.partitionBy(*KEY)
+    # Unclean elections are kept whatever the limit: they are the changes that may have lost data.
     return changed.select(*KEY, F.col("valid_from_ms").alias("ts_ms"), "leader_id", "leader_epoch",
+                          (F.col("cause") == "leader_election:unclean").alias("unclean"),
                           F.row_number().over(w).alias("_n"), F.count(F.lit(1)).over(whole).alias("changes")
-                          ).where(F.col("_n") <= limit).drop("_n")
+                          ).where((F.col("_n") <= limit) | F.col("unclean")).drop("_n")
 
 
 def evidence_events(bronze: DataFrame, wanted: DataFrame) -> DataFrame:
@@ -368,7 +386,9 @@ def run_report(
     run_level_total = unscoped.count() if len(run_level) >= cfg.max_rows else len(run_level)
     incident_list = [r.asDict() for r in incidents.orderBy(*_incident_order(), *KEY).limit(cfg.max_rows).collect()]
 
-    flagged = flagged_partitions(violations, incidents).cache()
+    elections = (unclean_elections(lake.read(SILVER_PARTITION_STATE, parts))
+                 if parts and lake.exists(SILVER_PARTITION_STATE) else None)
+    flagged = flagged_partitions(violations, incidents, elections).cache()
     try:
         flagged_total = flagged.count()
         chosen = flagged.orderBy(*worst_first()).limit(cfg.max_partitions).collect()
@@ -425,8 +445,9 @@ def plot_partitions(
     violations, incidents = (lake.read(s, parts) if lake.exists(s) else
                              spark.createDataFrame([], to_spark_schema(s.schema))
                              for s in (GOLD_INVARIANT_VIOLATIONS, GOLD_LAG_INCIDENTS))
-    counted = keys.join(flagged_partitions(violations, incidents), KEY, "left").na.fill(
-        0, ["errors", "warnings", "incidents", "bad_incidents"])
+    elections = unclean_elections(lake.read(SILVER_PARTITION_STATE, parts))
+    counted = keys.join(flagged_partitions(violations, incidents, elections), KEY, "left").na.fill(
+        0, ["errors", "warnings", "incidents", "bad_incidents", "unclean_elections"])
     found = {(r["run_id"], r["topic"], r["partition"]): r for r in counted.collect()}  # one row per partition
     chosen = [found[w] for w in wanted]
     _, pngs = _sections(spark, lake, cfg, chosen, violations, incidents, _run_bounds(lake, parts),
@@ -518,7 +539,8 @@ def _sections(
         lead = sorted(leaders.get(key, []), key=lambda r: r["ts_ms"])
         notes = []
         if lead and lead[0]["changes"] > len(lead):
-            notes.append(f"first {len(lead)} of {lead[0]['changes']} leader changes drawn")
+            notes.append(f"{len(lead)} of {lead[0]['changes']} leader changes drawn (the first ones and every "
+                         "unclean election)")
         if len(v_rows) < c["errors"] + c["warnings"]:
             notes.append(f"{len(v_rows)} of {c['errors'] + c['warnings']} violations marked, "
                          "each invariant's earliest first")
@@ -527,8 +549,8 @@ def _sections(
             replicas=tuple(sorted({r["replica"] for r in isr.get(key, []) + offsets.get(key, [])})),
             offsets=_frame(offsets.get(key, []), OFFSET_COLUMNS, start_ms),
             isr=_frame(isr.get(key, []), ISR_COLUMNS, start_ms),
-            leaders=tuple(LeaderChange((r["ts_ms"] - start_ms) / 1000.0, r["leader_id"], r["leader_epoch"])
-                          for r in lead),
+            leaders=tuple(LeaderChange((r["ts_ms"] - start_ms) / 1000.0, r["leader_id"], r["leader_epoch"],
+                                       bool(r["unclean"])) for r in lead),
             violations=tuple(ViolationMark(v.time_s, v.invariant, v.severity, v.replica, v.offset, tuple(
                 EvidencePoint(e.time_s, e.what) for e in v.evidence if e.time_s is not None and e.what))
                 for v in v_rows),
@@ -546,7 +568,8 @@ def _sections(
         rules = tuple((n, BY_NAME[n].rule, BY_NAME[n].offsets) for n in sorted({v.invariant for v in v_rows})
                       if n in BY_NAME)
         sections.append(PartitionSection(run, topic, partition, int(c["errors"]), int(c["warnings"]),
-                                         int(c["incidents"]), tuple(v_rows), tuple(i_rows), name, rules))
+                                         int(c["incidents"]), tuple(v_rows), tuple(i_rows), name, rules,
+                                         int(c["unclean_elections"])))
     return sections, pngs
 
 

@@ -10,8 +10,9 @@ One figure per partition, two panels sharing the time axis (seconds since the ru
   * bottom — one lane per assigned replica: shaded while it is in the committed ISR (hatched when it
     left and rejoined inside one bucket), a dark strip while it leads, its crashes and restarts marked.
 
-Both panels carry the leader changes (vertical lines labelled with the new leader and epoch) and the
-lag incidents (shaded intervals labelled with the follower and the verdict).
+Both panels carry the leader changes (vertical lines labelled with the new leader and epoch; an unclean
+election, which may lose acknowledged data, in red and dashed) and the lag incidents (shaded intervals labelled
+with the follower and the verdict).
 
 Rendering goes through `matplotlib.figure.Figure` and the Agg canvas directly, never `pyplot`: no
 global figure registry, no display, safe on a driver without a screen.
@@ -60,6 +61,7 @@ _VERDICT_SHORT = {"on_time": "removed from the ISR in time", "late": "removed fr
                   "leader_lost": "the leader changed first", "ongoing": "too early to judge",
                   "not_in_isr": "out of the ISR by another route", "premature": "removed while not lagging"}
 _SEVERITY_STYLE = {"error": ("#d62728", "X"), "warning": ("#ff7f0e", "^")}
+UNCLEAN_COLOUR = "#b2182b"
 
 
 @dataclass(frozen=True)
@@ -69,6 +71,8 @@ class LeaderChange:
     time_s: float
     leader: int | None
     epoch: int | None
+    unclean: bool = False
+    """The controller elected it from outside the ISR (unclean.leader.election.enable)."""
 
 
 @dataclass(frozen=True)
@@ -153,6 +157,9 @@ def headline(data: PartitionPlot) -> str:
         n = sum(count for sev, _, count in totals if sev == severity)
         if n:
             parts.append(f"{n} {severity}{'s' if n > 1 else ''} ({', '.join(names)})")
+    unclean = sum(1 for c in data.leaders if c.unclean)
+    if unclean:
+        parts.append(f"{unclean} unclean election{'s' if unclean > 1 else ''}")
     if data.incidents:
         verdicts = sorted({i.verdict for i in data.incidents})
         n = len(data.incidents)
@@ -372,16 +379,27 @@ def _draw_leaders(axes, data: PartitionPlot) -> None:  # type: ignore[no-untyped
     changes = sorted(data.leaders, key=lambda c: c.time_s)
     for ax in axes:
         for c in changes:
-            ax.axvline(c.time_s, color="black", linestyle=":", linewidth=1.1, alpha=0.8, zorder=3)
-    if len(changes) > MAX_LEADER_LABELS:
-        return
+            if c.unclean:
+                ax.axvline(c.time_s, color=UNCLEAN_COLOUR, linestyle="--", linewidth=1.6, alpha=0.9, zorder=3)
+            else:
+                ax.axvline(c.time_s, color="black", linestyle=":", linewidth=1.1, alpha=0.8, zorder=3)
+    # Unclean elections keep their label however many changes there are: they are what may have lost data.
+    many = len(changes) > MAX_LEADER_LABELS
     for k, c in enumerate(changes):
+        if many and not c.unclean:
+            continue
         who = "offline" if c.leader is None else f"leader {c.leader}"
         epoch = "" if c.epoch is None else f", epoch {c.epoch}"
-        # Alternate two heights so that changes close in time do not print over each other.
-        axes[0].text(c.time_s, 0.985 - 0.065 * (k % 2), f" → {who}{epoch}", transform=axes[0].get_xaxis_transform(),
-                     fontsize=8.5, ha="left", va="top", zorder=8,
-                     bbox={"boxstyle": "round,pad=0.2", "fc": "white", "ec": "#555555", "alpha": 0.85})
+        how = " (unclean)" if c.unclean else ""
+        # Alternate two heights so that changes close in time do not print over each other; a change in the last
+        # quarter of the run is labelled to the left of its line, so that the label stays inside the axes.
+        left = c.time_s > 0.75 * axes[0].get_xlim()[1]
+        axes[0].text(c.time_s, 0.985 - 0.065 * (k % 2), f"{who}{epoch}{how} ←" if left else f" → {who}{epoch}{how}",
+                     transform=axes[0].get_xaxis_transform(), fontsize=8.5, ha="right" if left else "left",
+                     va="top", zorder=8,
+                     color=UNCLEAN_COLOUR if c.unclean else "black",
+                     bbox={"boxstyle": "round,pad=0.2", "fc": "white",
+                           "ec": UNCLEAN_COLOUR if c.unclean else "#555555", "alpha": 0.85})
 
 
 def _draw_isr(ax, data: PartitionPlot) -> None:  # type: ignore[no-untyped-def]
@@ -469,6 +487,8 @@ def render_partition(data: PartitionPlot) -> Figure:
                 Line2D([], [], marker=">", color="#2ca02c", linestyle="none", label="broker (re)start"),
                 Patch(facecolor="#d62728", alpha=0.25, label="lag incident\n(late / missing / premature)"),
                 Patch(facecolor="#ffbf00", alpha=0.35, label="lag incident (other verdicts)")]
+    if any(c.unclean for c in data.leaders):
+        handles.append(Line2D([], [], color=UNCLEAN_COLOUR, linestyle="--", label="unclean election"))
     labels += [h.get_label() for h in handles[len(labels):]]
     fig.legend(handles, labels, loc="upper left", bbox_to_anchor=(0.805, 0.88), fontsize=8.5, frameon=False)
     fig.suptitle(f"{data.topic}-{data.partition}   (run {data.run_id})", x=0.08, ha="left", fontsize=14,

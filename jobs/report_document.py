@@ -113,6 +113,14 @@ class PartitionSection:
     """The PNG's file name, relative to the report (None: not plotted)."""
     rules: tuple[tuple[str, str, str], ...] = ()
     """(invariant, the rule, what offset / expected / actual mean) of the invariants violated here."""
+    unclean_elections: int = 0
+
+    @property
+    def counts(self) -> str:
+        """`1 error(s), 0 warning(s), 2 lag incident(s)[, 1 unclean election(s)].`"""
+        unclean = f", {self.unclean_elections} unclean election(s)" if self.unclean_elections else ""
+        return (f"{self.errors} error(s), {self.warnings} warning(s), {self.incident_count} lag incident(s)"
+                f"{unclean}.")
 
     @property
     def title(self) -> str:
@@ -197,9 +205,10 @@ def _overview(doc: ReportDocument) -> list[str]:
         f"{doc.errors} error(s) and {doc.warnings} warning(s); lag incidents by verdict: {doc.verdict_line()}.",
     ]
     if doc.flagged_total == 0:
-        lines.append("No violations and no lag incidents in a partition: nothing to plot.")
+        lines.append("No violations, lag incidents or unclean elections in a partition: nothing to plot.")
     else:
-        lines.append(f"{doc.flagged_total} partition(s) have a violation or a lag incident; {len(doc.sections)} "
+        lines.append(f"{doc.flagged_total} partition(s) have a violation, a lag incident or an unclean election; "
+                     f"{len(doc.sections)} "
                      f"plotted (worst first, cap report.max_partitions = {doc.max_partitions})"
                      + (f", {doc.not_plotted} more not plotted." if doc.not_plotted else "."))
     return lines
@@ -283,7 +292,7 @@ def markdown(doc: ReportDocument) -> str:
         out += [_picture_legend(doc), ""]
     for s in doc.sections:
         out += [f"### {s.title}", "",
-                f"{s.errors} error(s), {s.warnings} warning(s), {s.incident_count} lag incident(s).", ""]
+                s.counts, ""]
         if s.violations:
             out += _md_table(_VIOLATION_HEAD, [_violation_cells(v) for v in s.violations])
             note = _listed(len(s.violations), s.errors + s.warnings, "violations", _TAKE_TURNS)
@@ -305,7 +314,8 @@ def markdown(doc: ReportDocument) -> str:
 def _picture_legend(doc: ReportDocument) -> str:
     return ("Each picture: LEO (wide line) and HW (dashed) of every replica over time, one colour per broker; "
             "below, one lane per replica, shaded while it is in the ISR, with a black strip while it leads and its "
-            "crashes and restarts marked. Dotted vertical lines are leader changes (new leader and epoch), shaded "
+            "crashes and restarts marked. Dotted vertical lines are leader changes (new leader and epoch; red dashed: "
+            "an unclean election, which may lose acknowledged data), shaded "
             "intervals are lag incidents (red: late / missing / premature), crosses and triangles are errors and "
             "warnings with the invariant name, numbered rings their evidence events in order. "
             f"Time is seconds since the run's first event. {doc.bucket_note}").strip()
@@ -383,7 +393,7 @@ def html_page(doc: ReportDocument) -> str:
                    + "</ul>")
     for s in doc.sections:
         out += [f'<h3 id="{_h(s.anchor)}">{_h(s.title)}</h3>',
-                _p(f"{s.errors} error(s), {s.warnings} warning(s), {s.incident_count} lag incident(s).")]
+                _p(s.counts)]
         if s.violations:
             out += _html_table(_VIOLATION_HEAD, [(v.severity, _violation_cells(v)) for v in s.violations])
             note = _listed(len(s.violations), s.errors + s.warnings, "violations", _TAKE_TURNS)

@@ -11,6 +11,7 @@ import pytest
 from jobs.plots import (
     ISR_COLUMNS,
     OFFSET_COLUMNS,
+    UNCLEAN_COLOUR,
     EvidencePoint,
     IncidentSpan,
     LeaderChange,
@@ -90,6 +91,21 @@ def test_figure_shows_hw_and_leo_per_replica_the_isr_lanes_leaders_and_the_incid
     # Broker 2's LEO step line reaches the end of the run.
     leo2 = next(line for line in top.get_lines() if line.get_label() == "broker 2 LEO")
     assert leo2.get_xdata()[-1] == pytest.approx(25.0)
+
+
+def test_an_unclean_election_is_drawn_red_and_dashed_labelled_and_counted() -> None:
+    data = replace(kip101_like(), leaders=(LeaderChange(0.0, 2, 0), LeaderChange(7.6, 1, 1, unclean=True)))
+    assert headline(data) == ("1 error (acked_write_lost) · 1 warning (committed_prefix_agreement) · "
+                              "1 unclean election · 2 lag incidents (missing, ongoing)")
+    fig = render_partition(data)
+    top = fig.axes[0]
+    label = next(t for t in top.texts if "leader 1" in t.get_text())
+    assert label.get_text().strip() == "→ leader 1, epoch 1 (unclean)" and label.get_color() == UNCLEAN_COLOUR
+    dashed = [line for line in top.get_lines() if line.get_color() == UNCLEAN_COLOUR]
+    assert len(dashed) == 1 and dashed[0].get_linestyle() == "--" and dashed[0].get_xdata()[0] == 7.6
+    assert "unclean election" in [t.get_text() for t in fig.legends[0].get_texts()]
+    # Without one, neither the legend nor the headline mentions it.
+    assert "unclean election" not in [t.get_text() for t in render_partition(kip101_like()).legends[0].get_texts()]
 
 
 def test_isr_lane_shading_follows_membership() -> None:

@@ -46,7 +46,7 @@ def test_markdown_has_the_summary_the_sections_and_the_cap() -> None:
     assert "Not evaluated by the Spark audit (1; run `replog check` for them): `truncation_safety`." in md
     assert "| missing | 1 |" in md
     assert re.findall(r"^### (.*)$", md, re.M) == ["t-0 (run run-1)"]
-    assert "3 partition(s) have a violation or a lag incident; 1 plotted" in md
+    assert "3 partition(s) have a violation, a lag incident or an unclean election; 1 plotted" in md
     assert "2 more flagged partition(s) not plotted (cap report.max_partitions = 1)" in md
     assert "![t-0 (run run-1)](p001-run-1-t-0.png)" in md
     assert "48 (append by broker 2 at 6.001 s); 54" in md
@@ -69,6 +69,6 @@ def test_a_clean_lake_says_so() -> None:
                invariants=(InvariantCount("acked_write_lost", "error", True, 0, 0),))
     md, page = markdown(doc), html_page(doc)
     for text in (md, page):
-        assert "No violations and no lag incidents in a partition: nothing to plot." in text
+        assert "No violations, lag incidents or unclean elections in a partition: nothing to plot." in text
         assert "No lag incidents." in text
     assert "0 error(s) and 0 warning(s)" in md and "###" not in md and "<img" not in page

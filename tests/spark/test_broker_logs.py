@@ -189,11 +189,11 @@ ELECTIONS = {
 """,
     # A ZooKeeper controller (broker 1, 0.10 and 1.0 forms of the partition), which also leads orders-5 itself:
     # the election does not take the epoch of the controller's own leadership line.
-    "controller.log.2017-05-14-12": """\
-[2017-05-14 12:00:00,000] INFO [Controller 1]: Broker 1 starting become controller state transition (kafka.controller.KafkaController)
-[2017-05-14 12:00:01,000] INFO [Partition orders-5 broker=1] orders-5 starts at Leader Epoch 4 from offset 80. Previous Leader Epoch was: 3 (kafka.cluster.Partition)
-[2017-05-14 12:00:02,000] WARN [OfflinePartitionLeaderSelector]: No broker in ISR is alive for [orders,5]. Elect leader 2 from live brokers 2,3. There's potential data loss. (kafka.controller.OfflinePartitionLeaderSelector)
-[2017-05-14 12:00:03,000] WARN [OfflinePartitionLeaderSelector]: No broker in ISR is alive for orders-6. Elect leader 3 from live brokers [3]. There's potential data loss. (kafka.controller.OfflinePartitionLeaderSelector)
+    "controller.log.2024-05-14-12": """\
+[2024-05-14 12:00:00,500] INFO [Controller 1]: Broker 1 starting become controller state transition (kafka.controller.KafkaController)
+[2024-05-14 12:00:01,500] INFO [Partition orders-5 broker=1] orders-5 starts at Leader Epoch 4 from offset 80. Previous Leader Epoch was: 3 (kafka.cluster.Partition)
+[2024-05-14 12:00:02,500] WARN [OfflinePartitionLeaderSelector]: No broker in ISR is alive for [orders,5]. Elect leader 2 from live brokers 2,3. There's potential data loss. (kafka.controller.OfflinePartitionLeaderSelector)
+[2024-05-14 12:00:03,500] WARN [OfflinePartitionLeaderSelector]: No broker in ISR is alive for orders-6. Elect leader 3 from live brokers [3]. There's potential data loss. (kafka.controller.OfflinePartitionLeaderSelector)
 """,
 }
 
@@ -207,11 +207,11 @@ def test_unclean_elections_are_read_from_the_controllers_log(spark: SparkSession
     schema = ("broker_id int, topic string, partition int, action string, leader_id int, isr array<int>, "
               "leader_epoch int, partition_epoch int, replicas array<int>")
     expected = [
-        (1, "orders", 5, "unclean", 2, [2], None, None, None),
-        (1, "orders", 6, "unclean", 3, [3], None, None, None),
         (3000, "orders", 3, "unclean", 2, [2], None, None, None),
         # The ELR-era line: the new registration's epochs are the previous ones plus one.
         (3000, "orders", 4, "unclean", 1, [1], 6, 10, [1, 2, 3]),
+        (1, "orders", 5, "unclean", 2, [2], None, None, None),
+        (1, "orders", 6, "unclean", 3, [3], None, None, None),
     ]
     assert_df_equality(elections, spark.createDataFrame(expected, schema), ignore_nullable=True)
     bad = [(Path(r["_source_file"]).name, r["_source_line"], r["_reason"]) for r in
@@ -480,3 +480,29 @@ def test_a_log_run_goes_through_every_job_to_the_report(spark: SparkSession, tmp
     text = (report.out_dir / "report.md").read_text(encoding="utf-8")
     assert "server-1.log:3" in text  # the truncation the leader made
     assert "server-2.log:1" in text  # the second leader of epoch 5
+
+
+def test_a_log_runs_unclean_elections_are_flagged_and_drawn_in_the_report(spark: SparkSession,
+                                                                          tmp_path: Path) -> None:
+    """Without a violation to show (logs cannot prove a lost write), each partition an unclean election hit is
+    still a section of the report, its picture marking the election."""
+    from jobs.audit import run_audit
+    from jobs.incident_report import run_report
+    from jobs.lag import run_lag
+    from jobs.timelines import run_timelines
+
+    landing = tmp_path / "elections"
+    write_logs(landing, ELECTIONS)
+    lake = EmbeddedLake(spark, str(tmp_path / "lake"))
+    quiet = {"log": lambda _m: None}
+    run_ingest(spark, lake, str(landing), logs=BrokerLogOptions("elections"), **quiet)
+    run_timelines(spark, lake, **quiet)
+    run_lag(spark, lake, **quiet)
+    assert run_audit(spark, lake, **quiet).exit_code == 0
+    report = run_report(spark, lake, out=tmp_path / "report", **quiet)
+    text = (report.out_dir / "report.md").read_text(encoding="utf-8")
+    assert "4 partition(s) have a violation, a lag incident or an unclean election; 4 plotted" in text
+    for partition in (3, 4, 5, 6):
+        section = text.split(f"### orders-{partition} (run elections)")[1].split("###")[0]
+        assert "0 error(s), 0 warning(s), 0 lag incident(s), 1 unclean election(s)." in section
+    assert report.plotted == 4 and all(p.stat().st_size > 10_000 for p in report.pngs)

@@ -169,7 +169,7 @@ def test_partition_cap_is_honoured_and_reported(flagged_lake: EmbeddedLake, tmp_
     assert [p.name for p in out.glob("*.png")] == ["p001-r1-t-0.png"]
     md = result.markdown_path.read_text(encoding="utf-8")
     assert _sections(md) == ["t-0 (run r1)"]
-    assert "3 partition(s) have a violation or a lag incident; 1 plotted" in md
+    assert "3 partition(s) have a violation, a lag incident or an unclean election; 1 plotted" in md
     assert "2 more flagged partition(s) not plotted (cap report.max_partitions = 1)" in md
     assert "(2 more not plotted)" in result.summary()
 
@@ -229,7 +229,7 @@ def test_a_lake_without_violations_or_incidents_says_so(spark: SparkSession, tmp
     result = run_report(spark, lake, ReportConfig(), out=tmp_path / "clean", **QUIET)
     assert (result.flagged, result.plotted, result.pngs) == (0, 0, [])
     md = result.markdown_path.read_text(encoding="utf-8")
-    assert "No violations and no lag incidents in a partition: nothing to plot." in md
+    assert "No violations, lag incidents or unclean elections in a partition: nothing to plot." in md
     assert "No lag incidents." in md and _sections(md) == []
     assert "nothing to plot" in result.html_path.read_text(encoding="utf-8")
 
@@ -256,9 +256,16 @@ def test_a_remote_lake_needs_a_local_output_folder(flagged_lake: EmbeddedLake) -
 def test_flagged_partitions_counts_errors_warnings_and_bad_incidents(spark: SparkSession) -> None:
     violations = frame(spark, GOLD_INVARIANT_VIOLATIONS, [*VIOLATIONS, _violation(0, "hw_within_log", "error", "m")])
     incidents = frame(spark, GOLD_LAG_INCIDENTS, [INCIDENT, dict(INCIDENT, partition=0, verdict="recovered")])
-    expected = spark.createDataFrame([("r1", "t", 0, 2, 0, 1, 0), ("r1", "t", 1, 0, 1, 0, 0),
-                                      ("r1", "t", 2, 0, 0, 1, 1)], FLAGGED_SCHEMA)
+    expected = spark.createDataFrame([("r1", "t", 0, 2, 0, 1, 0, 0), ("r1", "t", 1, 0, 1, 0, 0, 0),
+                                      ("r1", "t", 2, 0, 0, 1, 1, 0)], FLAGGED_SCHEMA)
     assert_df_equality(flagged_partitions(violations, incidents), expected, ignore_row_order=True,
+                       ignore_nullable=True)
+    # An unclean election flags its partition on its own (t-3), and counts where there is more (t-0, twice).
+    elections = spark.createDataFrame([("r1", "t", 0), ("r1", "t", 0), ("r1", "t", 3)],
+                                      "run_id string, topic string, partition int")
+    expected = spark.createDataFrame([("r1", "t", 0, 2, 0, 1, 0, 2), ("r1", "t", 1, 0, 1, 0, 0, 0),
+                                      ("r1", "t", 2, 0, 0, 1, 1, 0), ("r1", "t", 3, 0, 0, 0, 0, 1)], FLAGGED_SCHEMA)
+    assert_df_equality(flagged_partitions(violations, incidents, elections), expected, ignore_row_order=True,
                        ignore_nullable=True)
 
 
