@@ -21,6 +21,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from jobs.validate import sql_str
+from replication_core.config import ReplicationConfig
 
 
 @dataclass(frozen=True)
@@ -224,6 +225,16 @@ PATTERNS: tuple[LinePattern, ...] = (
          "isr": "array(int({4}))"},
     ),
     LinePattern(
+        "broker_config", "broker_config",
+        "AbstractConfig.logAll at the broker's start: '[..] INFO KafkaConfig values: ', then one line per setting, "
+        "'\t{name} = {value}', without a timestamp, then ' (kafka.server.KafkaConfig)' (every version). The "
+        "replication settings of the block (`KAFKA_CONFIG_KEYS`) become the event's config map, its broker.id "
+        "(node.id in KRaft) its broker (`jobs.broker_logs`)",
+        "KafkaConfig values:",
+        r"^KafkaConfig values:",
+        strict=False,
+    ),
+    LinePattern(
         "broker_started", "broker_lifecycle",
         "KafkaServer.startup (ZK mode): '[KafkaServer id={id}] started'",
         "[KafkaServer id=",
@@ -268,6 +279,21 @@ BROKER_PREFIXES: tuple[tuple[str, str], ...] = (
 )
 """Line prefixes by which a broker names itself (reference §6), each with a literal its lines hold (the cheap
 screen in front of the expression); the first that matches gives the broker id."""
+
+_NOT_STATIC = ("leader.replication.throttled.rate", "follower.replication.throttled.rate",
+               "leader.replication.throttled.replicas", "follower.replication.throttled.replicas")
+KAFKA_CONFIG_KEYS: tuple[str, ...] = tuple(k for k in ReplicationConfig().as_kafka_map()
+                                           if not k.startswith("replog.") and k not in _NOT_STATIC)
+"""The settings a `KafkaConfig values:` block gives a broker_config event: the static replication configs of
+reference §1 (the throttle rates are dynamic broker configs and the throttled-replica lists topic configs, which
+the block does not print)."""
+CONFIG_BLOCK = "Config values:"
+"""What starts any config block of a log (`KafkaConfig`, `ProducerConfig`, ...): a setting line belongs to the block
+whose header is the last one before it in its file."""
+CONFIG_ENTRY = r"^\t([A-Za-z0-9._-]+) = (.*?)\s*$"
+"""One setting line of a config block (tab-indented, no timestamp)."""
+BROKER_ID_KEYS: tuple[str, ...] = ("broker.id", "node.id")
+"""The block's settings that name its broker (broker.id is -1 when ZooKeeper assigns it; node.id is KRaft's)."""
 
 TOPIC_ID = r"with topic id (?:Some\()?([A-Za-z0-9_-]{22})(?![A-Za-z0-9_-])"
 """Where a line names both a topic-partition and its topic id (the 3.3+ state-change lines): the id's name."""

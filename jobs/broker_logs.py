@@ -36,7 +36,18 @@ from functools import reduce
 from pyspark.sql import Column, DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
 
-from jobs.broker_log_patterns import BROKER_PREFIXES, PATTERNS, TOPIC_ID, TP_PREFIXES, LinePattern, column_sql
+from jobs.broker_log_patterns import (
+    BROKER_ID_KEYS,
+    BROKER_PREFIXES,
+    CONFIG_BLOCK,
+    CONFIG_ENTRY,
+    KAFKA_CONFIG_KEYS,
+    PATTERNS,
+    TOPIC_ID,
+    TP_PREFIXES,
+    LinePattern,
+    column_sql,
+)
 from jobs.landing import EVENT_SPARK_SCHEMA, numbered_lines
 from jobs.validate import sql_str
 from schemas.events import EVENT_TYPES, KAFKA_LOG_SOURCE, SCHEMA_VERSION
@@ -123,22 +134,34 @@ def read_broker_logs(spark: SparkSession, paths: Sequence[str], options: BrokerL
         "line", F.when(F.col("line").endswith("\r"), F.expr("substring(line, 1, length(line) - 1)"))
         .otherwise(F.col("line")))
     triggers = sorted({p.trigger for p in PATTERNS})
-    relevant = lines.where(_any_contains("line", triggers) | _any_contains("line", _BROKER_SCREEN)).select(
+    # A setting line of a config block: tab-indented, no timestamp (stack-trace lines are '\tat ...').
+    setting = F.col("line").startswith("\t") & F.col("line").contains(" = ")
+    header = F.col("line").contains(CONFIG_BLOCK)
+    relevant = lines.where(_any_contains("line", triggers) | _any_contains("line", _BROKER_SCREEN) | setting
+                           | header).select(
         "_path", "pos", "line", _first_group("line", BROKER_PREFIXES).alias("_broker_prefix"),
-        _any_contains("line", triggers).alias("_hit"))
-    # The file's broker: the one broker its lines name, if they name exactly one. A window over the file, not an
-    # aggregate joined back, so the files are scanned once for both.
+        _any_contains("line", triggers).alias("_hit"), setting.alias("_setting"), header.alias("_header"))
+    # The file's broker: the one broker its lines name, if they name exactly one; and the config block a setting
+    # line belongs to: the last block header before it. Windows over the file, not aggregates joined back, so the
+    # files are scanned once for all.
     per_file = Window.partitionBy("_path")
     lo, hi = F.min("_broker_prefix").over(per_file), F.max("_broker_prefix").over(per_file)
+    block = F.last(F.when(F.col("_header"), F.struct(
+        F.col("pos").alias("pos"), F.col("line").contains("Kafka" + CONFIG_BLOCK).alias("kafka"))),
+        ignorenulls=True).over(per_file.orderBy("pos").rowsBetween(Window.unboundedPreceding, 0))
+    in_kafka_block = F.col("_block").getField("kafka")
     stamped = F.col("line").rlike(_LINE_PREFIX)
     hits = (
         relevant.withColumn("_file_broker", F.when(lo == hi, lo))
-        .where("_hit")
+        .withColumn("_block", block)
+        .withColumn("_cfg_block", F.when(F.col("_setting") & ~F.col("_hit") & in_kafka_block,
+                                         F.col("_block").getField("pos")))
+        .where(F.col("_hit") | F.col("_cfg_block").isNotNull())
         .withColumn("_msg", F.when(stamped, F.expr(f"regexp_extract(line, {sql_str(_LINE_PREFIX)}, 10)"))
                     .otherwise(F.col("line")))
         .withColumn("_pattern", _pattern_case(PATTERNS))
         .withColumn("_unknown", F.when(F.col("_pattern").isNull(), _unknown_form(PATTERNS)))
-        .where(F.col("_pattern").isNotNull() | F.col("_unknown").isNotNull())
+        .where(F.col("_pattern").isNotNull() | F.col("_unknown").isNotNull() | F.col("_cfg_block").isNotNull())
         .withColumn("_tp_prefix", F.coalesce(*[F.expr(f"nullif(regexp_extract(line, {sql_str(r)}, 1), '')")
                                                for r in TP_PREFIXES]))
     )
@@ -158,6 +181,11 @@ def read_broker_logs(spark: SparkSession, paths: Sequence[str], options: BrokerL
         event_type.alias("event_type"), broker.cast("int").alias("broker_id"),
         _by_pattern(PATTERNS, "tp", default="_tp_prefix").alias("_tp"),
         _by_pattern(PATTERNS, "topic_id").alias("_topic_id"),
+        F.when(F.col("_pattern") == "broker_config", F.col("pos")).otherwise(F.col("_cfg_block")).alias("_cfg_block"),
+        F.when(F.col("_cfg_block").isNotNull(), F.expr(f"regexp_extract(line, {sql_str(CONFIG_ENTRY)}, 1)"))
+        .alias("_cfg_key"),
+        F.when(F.col("_cfg_block").isNotNull(), F.expr(f"regexp_extract(line, {sql_str(CONFIG_ENTRY)}, 2)"))
+        .alias("_cfg_value"),
         _by_pattern(PATTERNS, "id_partition").cast("int").alias("_id_partition"),
         F.when(F.col("_msg").contains("with topic id "),
                F.expr(f"nullif(regexp_extract(_msg, {sql_str(TOPIC_ID)}, 1), '')")).alias("_names_topic_id"),
@@ -167,7 +195,7 @@ def read_broker_logs(spark: SparkSession, paths: Sequence[str], options: BrokerL
     located = parsed.withColumn(
         "partition", F.expr(f"try_cast(nullif(regexp_extract(_tp, {sql_str(topic_partition)}, 2), '') AS INT)")
     ).withColumn("topic", F.when(F.col("partition").isNotNull(), F.regexp_extract("_tp", topic_partition, 1)))
-    located = _named_topic_ids(located)
+    located = _across_lines(located)
     if existing is None:
         return _as_candidates(_from_earlier_lines(located), options, existing)
     # The run's earlier batches stand in for the lines before these files: an hour's rolled server.log holds ISR
@@ -180,18 +208,35 @@ def read_broker_logs(spark: SparkSession, paths: Sequence[str], options: BrokerL
     return _as_candidates(_from_earlier_lines(mixed).where(~F.col("_context")).drop("_context"), options, existing)
 
 
-def _named_topic_ids(located: DataFrame) -> DataFrame:
-    """Name the topic of a line that gives only its topic id (the KRaft controller's) from the lines that print
-    both (`TOPIC_ID`): a window over the id rather than a join, so the files are not read again. Lines about
-    neither are spread over their own keys (a single null key would gather them all in one task)."""
+def _across_lines(located: DataFrame) -> DataFrame:
+    """What one line takes from lines elsewhere, in one window over a key (not a join: the files are not read
+    again): the topic of a line that gives only its topic id (the KRaft controller's), from the lines that print
+    both (`TOPIC_ID`); the settings of a `KafkaConfig values:` block, from its setting lines, which then go. Lines
+    about neither are spread over their own keys (a single null key would gather them all in one task)."""
     key = F.coalesce("_topic_id", "_names_topic_id",
+                     F.when(F.col("_cfg_block").isNotNull(), F.concat(F.lit("cfg:"), F.col("_path"), F.lit(":"),
+                                                                        F.col("_cfg_block").cast("string"))),
                      F.concat(F.lit("#"), F.col("_path"), F.lit(":"), F.col("pos").cast("string")))
-    named = F.max(F.when(F.col("_names_topic_id").isNotNull(), F.col("topic"))).over(Window.partitionBy(key))
+    w = Window.partitionBy(key)
+    named = F.max(F.when(F.col("_names_topic_id").isNotNull(), F.col("topic"))).over(w)
+    wanted = F.col("_cfg_key").isin(*KAFKA_CONFIG_KEYS)
+    settings = F.array_distinct(F.collect_list(F.when(wanted, F.struct(
+        F.col("_cfg_key").alias("key"), F.col("_cfg_value").alias("value")))).over(w))
+    # broker.id is -1 where ZooKeeper assigns it; node.id names a KRaft node.
+    ids = F.collect_list(F.when(F.col("_cfg_key").isin(*BROKER_ID_KEYS) & (F.col("_cfg_value") != "-1"),
+                                F.col("_cfg_value").try_cast("int"))).over(w)
     by_id = F.col("_topic_id").isNotNull()
+    is_config = F.col("_pattern") == "broker_config"
     return (located
             .withColumn("topic", F.when(by_id, named).otherwise(F.col("topic")))
             .withColumn("partition", F.when(by_id & F.col("topic").isNotNull(), F.col("_id_partition"))
-                        .otherwise(F.col("partition"))))
+                        .otherwise(F.col("partition")))
+            .withColumn("config", F.when(is_config & (F.size(settings) > 0), F.map_from_entries(settings))
+                        .otherwise(F.col("config")))
+            .withColumn("broker_id", F.when(is_config, F.coalesce(F.try_element_at(ids, F.lit(1)), F.col("broker_id")))
+                        .otherwise(F.col("broker_id")))
+            # A setting line is no event: its block's header carries it now.
+            .where(F.col("_pattern").isNotNull() | F.col("_unknown").isNotNull()))
 
 
 _ENVELOPE = frozenset({"schema_version", "source", "run_id", "event_id", "ts_ms", "broker_id", "event_type",
@@ -255,6 +300,9 @@ def _as_candidates(events: DataFrame, options: BrokerLogOptions, existing: DataF
         .when(F.col("ts_ms").isNull(), F.lit(
             "no log4j timestamp and level at the start of the line, or an impossible date (expected e.g. "
             "'[2024-05-14 12:51:42,342] INFO ...')"))
+        .when((F.col("_pattern") == "broker_config") & F.col("config").isNull(), F.lit(
+            "a 'KafkaConfig values:' block without a replication setting line after it (expected e.g. "
+            "'\treplica.lag.time.max.ms = 30000'): was the file cut inside the block?"))
         .when(F.col("_topic_id").isNotNull() & F.col("topic").isNull(), F.concat(
             F.lit("topic id "), F.col("_topic_id"), F.lit(
                 " is named by no line of these files (expected a state-change line such as 'Leader orders-3 with "

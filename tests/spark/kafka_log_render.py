@@ -8,7 +8,8 @@ transition, ZooKeeper commits). The controller's unclean elections go to its own
 names the topic by id; a 2.x ZooKeeper controller prints no line for them. It returns the texts and, per rendered
 event, its file and line and what reading the line back must give (`Expected`). What Kafka prints nothing for at
 INFO is not rendered: a crash (the process just stops), the recovery of a crashed log, a truncation that removes
-nothing, a full truncation (DEBUG), clean elections (TRACE), fetches, appends and HW moves.
+nothing, a full truncation (DEBUG), clean elections (TRACE), fetches, appends and HW moves. A broker's
+configuration is its startup `KafkaConfig values:` block (the static replication settings).
 """
 
 from __future__ import annotations
@@ -19,6 +20,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
+
+from jobs.broker_log_patterns import KAFKA_CONFIG_KEYS
 
 
 def topic_id(topic: str) -> str:
@@ -45,6 +48,7 @@ class Expected:
     isr_state: str | None
     partition_epoch: int | None
     truncate_offset: int | None
+    config: dict[str, str] | None = None
 
 
 def _stamp(ts_ms: int) -> str:
@@ -90,7 +94,15 @@ def render(events: Iterable[Mapping[str, Any]], style: str) -> tuple[dict[str, s
                 "partition": ev.get("partition"), "action": action,
                 "leader_epoch": ev.get("leader_epoch"), "leader_id": None, "isr": None, "isr_state": None,
                 "partition_epoch": None, "truncate_offset": None}
-        if kind == "broker_lifecycle":
+        if kind == "broker_config":
+            # AbstractConfig.logAll: the header, one tab-indented line per setting (sorted), the logger last.
+            settings = {k: str(v) for k, v in dict(ev["config"]).items() if k in KAFKA_CONFIG_KEYS}
+            out.append(_line(ev, "kafka.server.KafkaConfig", "KafkaConfig values: ").rsplit(" (", 1)[0])
+            out += [f"\t{k} = {v}" for k, v in sorted({**settings, "broker.id": str(b)}.items())]
+            out.append(" (kafka.server.KafkaConfig)")
+            exp = Expected(**{**base, "topic": None, "partition": None, "leader_epoch": None,
+                              "config": settings})
+        elif kind == "broker_lifecycle":
             base.update(topic=None, partition=None, leader_epoch=None)
             if action == "crash":
                 down.add(b)

@@ -174,6 +174,55 @@ def test_each_message_form_becomes_its_event(spark: SparkSession, tmp_path: Path
     assert {(r["source"], r["run_id"]) for r in ids} == {("kafka-log", "cluster-a")}
 
 
+def test_a_brokers_startup_config_block_becomes_its_broker_config(spark: SparkSession, tmp_path: Path) -> None:
+    """`KafkaConfig values:` and its setting lines (no timestamps) become one broker_config event with the
+    replication settings; the broker is broker.id (node.id in KRaft; -1 means ZooKeeper assigns it: the file's);
+    other config blocks and stack traces are not read; a block cut before its settings is quarantined."""
+    zk = (
+        "[2024-05-14 12:00:00,000] INFO KafkaConfig values: \n"
+        "\tadvertised.listeners = PLAINTEXT://kafka2:9092\n"
+        "\tbroker.id = 2\n"
+        "\tmin.insync.replicas = 2\n"
+        "\treplica.lag.time.max.ms = 10000\n"
+        "\tunclean.leader.election.enable = false\n"
+        " (kafka.server.KafkaConfig)\n"
+        "[2024-05-14 12:00:00,100] INFO ProducerConfig values: \n"
+        "\tacks = -1\n"
+        "\tmin.insync.replicas = 7\n"
+        " (org.apache.kafka.clients.producer.ProducerConfig)\n"
+        "[2024-05-14 12:00:01,000] INFO [KafkaServer id=2] started (kafka.server.KafkaServer)\n"
+        "[2024-05-14 12:00:02,000] ERROR [ReplicaManager broker=2] Error processing fetch (kafka.server.ReplicaManager)\n"
+        "java.lang.IllegalStateException: x = y\n"
+        "\tat kafka.server.ReplicaManager.fetch(ReplicaManager.scala:1)\n"
+        # Restarted with a new setting; broker.id -1 (assigned by ZooKeeper): the file's broker.
+        "[2024-05-14 13:00:00,000] INFO KafkaConfig values: \n"
+        "\tbroker.id = -1\n"
+        "\treplica.lag.time.max.ms = 20000\n"
+        " (kafka.server.KafkaConfig)\n"
+    )
+    kraft = (
+        "[2024-05-14 12:00:00,000] INFO KafkaConfig values: \n"
+        "\tnode.id = 7\n"
+        "\tnum.replica.fetchers = 4\n"
+        " (kafka.server.KafkaConfig)\n"
+        # The file was rolled inside this block: nothing of it follows.
+        "[2024-05-14 12:30:00,000] INFO KafkaConfig values: \n"
+    )
+    got = parse(spark, write_logs(tmp_path, {"server.log": zk, "kraft.log": kraft}))
+    configs = got.where("event_type = 'broker_config' AND _reason_code IS NULL").orderBy("ts_ms", "broker_id")
+    assert [(r["broker_id"], r["ts_ms"], r["config"]) for r in configs.select("broker_id", "ts_ms", "config").collect()] == [
+        (2, ms("2024-05-14 12:00:00,000"), {"min.insync.replicas": "2", "replica.lag.time.max.ms": "10000",
+                                            "unclean.leader.election.enable": "false"}),
+        (7, ms("2024-05-14 12:00:00,000"), {"num.replica.fetchers": "4"}),
+        (2, ms("2024-05-14 13:00:00,000"), {"replica.lag.time.max.ms": "20000"}),
+    ]
+    bad = [(Path(r["_source_file"]).name, r["_source_line"], r["_reason"]) for r in
+           got.where("_reason_code IS NOT NULL").select("_source_file", "_source_line", "_reason").collect()]
+    assert bad == [("kraft.log", 5, "a 'KafkaConfig values:' block without a replication setting line after it "
+                    "(expected e.g. '\treplica.lag.time.max.ms = 30000'): was the file cut inside the block?")]
+    assert got.where("event_type != 'broker_config'").count() == 1  # the start line
+
+
 ELECTIONS = {
     # A KRaft controller (node 3000): the 3.x line, the ELR-era line with the previous registration, and a topic id
     # no line of these files names.

@@ -27,7 +27,7 @@ from tests.spark.kafka_log_render import render
 
 SCENARIOS = Path(__file__).resolve().parents[2] / "conf" / "scenarios"
 FIELDS = ("ts_ms", "event_type", "topic", "partition", "action", "leader_epoch", "leader_id", "isr", "isr_state",
-          "partition_epoch", "truncate_offset")
+          "partition_epoch", "truncate_offset", "config")
 
 
 def _runs(tmp: Path) -> list[list[dict[str, Any]]]:
