@@ -15,7 +15,8 @@ the leader's updates of its view of the follower (`follower_fetch_state`, Kafka'
   follower outside the ISR): it is kept as null, so its time lag is unknown (not counted, no incident).
   Besides the fetch states, an interval opens at the leader's `become_leader` for every ISR follower:
   Kafka resets lcu to that instant (`resetReplicaState`), so a follower that never fetches from the
-  new leader still has a lag that grows. An interval ends at the first of: the next fetch state
+  new leader still has a lag that grows (in runs with fetch states only: a run read from broker logs has
+  none, so no interval at all). An interval ends at the first of: the next fetch state
   (`closed_by` fetch), the leader's crash or shutdown (leader_down), and the end of the leader's epoch
   as the leader itself learns it — its own next leadership change to a newer epoch, for a deposed
   leader keeps its view of the followers (and runs `isr-expiration`) until then; the controller's
@@ -48,8 +49,10 @@ a leader back from a pause appends, then runs isr-expiration). Verdicts:
   * premature — a row of its own for a shrink that removed a follower outside every incident of it
     (start_ms = end_ms = the proposal; peak time lag from the lcu the shrink event reported). A shrink that
     reports lcu 0 for the follower (never caught up under this leader: its lag is unknown, so it has no
-    incident) is Kafka's rule at work, not premature, and has no row. Judged only in runs that carry
-    follower_fetch_state events (real broker logs do not: their shrinks get no verdict).
+    incident) is Kafka's rule at work, not premature, and has no row. Judged so in runs that carry
+    follower_fetch_state events; runs without them (real broker logs) by the shrink alone, where it reports the
+    follower's lcu (Kafka 3.6+): premature when shrink - lcu <= lag_max_ms, no row otherwise (on time or late
+    needs the leader's appends, which logs do not show).
 
 `gold/lag_summary` — per partition (scope partition) and per broker (scope broker), over the run's
 span `observed_ms` (first to last event): URP / under-min-ISR / offline minutes from
@@ -67,7 +70,14 @@ from functools import reduce
 from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
-from jobs.transforms.timelines import LAG_MAX_KEY, PARTITION_KEY, conform, setting_entry, setting_in_force
+from jobs.transforms.timelines import (
+    LAG_MAX_KEY,
+    PARTITION_KEY,
+    conform,
+    setting_entry,
+    setting_in_force,
+    with_setting,
+)
 from replication_core.config import LONG_MAX
 from schemas.analytics import FOLLOWER_LAG_SCHEMA, LAG_INCIDENTS_SCHEMA, LAG_SUMMARY_SCHEMA
 from schemas.events import (
@@ -111,8 +121,12 @@ def follower_lag(events: DataFrame, lag_max_ms_default: int | None = None) -> Da
         F.when(lcu != 0, lcu).alias("last_caught_up_time_ms"), F.col("fetch_offset").alias("follower_leo"),
         F.col("leo").alias("leader_leo"),
     )
-    # resetReplicaState: a new leader (epoch) sets lcu := now for every follower in the ISR.
-    resets = events.where(became_leader & scoped & F.col("broker_id").isNotNull()).select(
+    # resetReplicaState: a new leader (epoch) sets lcu := now for every follower in the ISR. Only in runs that
+    # record the leader's view of its followers: without fetch states (real broker logs) nothing would ever
+    # move lcu on, and every follower would seem to lag from its leader's start.
+    observed = samples.select("run_id").distinct()
+    resets = events.where(became_leader & scoped & F.col("broker_id").isNotNull()).join(
+        F.broadcast(observed), "run_id", "left_semi").select(
         *PARTITION_KEY, F.explode("isr").alias("follower_id"), F.col("broker_id").alias("leader_id"),
         "leader_epoch", "ts_ms", "event_id", F.col("ts_ms").alias("last_caught_up_time_ms"),
         F.lit(None).cast("long").alias("follower_leo"), F.col("leo").alias("leader_leo"),
@@ -413,8 +427,9 @@ def lag_incidents(
     # 0, kept unknown above): Kafka's out-of-sync test now - 0 > lag max holds, and an ISR expansion needs only
     # LEO >= HW, so a follower that never reaches the leader's LEO joins and is shrunk at the next isr-expiration
     # (the flapping of KAFKA-19996). No lagging stretch can hold it; it is not premature.
-    # Judged only in runs that record the leader's view of its followers: real broker logs have no
-    # follower_fetch_state, so no shrink of theirs can be shown to fall outside a lagging stretch.
+    # Judged so only in runs that record the leader's view of its followers: real broker logs have no
+    # follower_fetch_state, so no shrink of theirs can be shown to fall outside a lagging stretch
+    # (`_premature_by_report` judges theirs).
     observed = events.where(F.col("event_type") == "follower_fetch_state").select("run_id").distinct()
     premature = (
         sh.where(F.coalesce(F.col("reported_lcu") != 0, F.lit(True)))
@@ -440,7 +455,42 @@ def lag_incidents(
         )
     )
     schema = to_spark_schema(LAG_INCIDENTS_SCHEMA)
-    return conform(incidents, schema).unionByName(conform(premature, schema))
+    return (conform(incidents, schema).unionByName(conform(premature, schema))
+            .unionByName(conform(_premature_by_report(sh, observed, events, lag_max_ms_default), schema)))
+
+
+def _premature_by_report(sh: DataFrame, observed: DataFrame, events: DataFrame,
+                         lag_max_ms_default: int | None) -> DataFrame:
+    """Premature shrinks of runs without the leader's per-fetch view (real broker logs), judged on the shrink
+    alone where the leader reported the follower's lcu (Kafka 3.6+ 'Shrinking ISR' lines): `isr-expiration`
+    removes a follower only when now - lcu > replica.lag.time.max.ms, so a shrink at or below it is premature.
+    The setting is the leader's in force at the shrink (its logged `KafkaConfig`), else the run's, else the job's,
+    else Kafka's default. A shrink after lcu + the setting gets no row: on time or late cannot be told from the
+    logs (a follower at the leader's LEO is caught up however old its lcu, so its lag starts at an append the logs
+    do not show), nor can a lag below 0 (the log's time zone is not the leader's clock)."""
+    lcu = F.col("reported_lcu")
+    reported = sh.join(F.broadcast(observed), "run_id", "left_anti").where(lcu.isNotNull() & (lcu != 0))
+    lag_cfg = F.col("config").getItem(LAG_MAX_KEY).try_cast("long")
+    settings = events.where((F.col("event_type") == BROKER_CONFIG) & lag_cfg.isNotNull()).select(
+        "run_id", "broker_id", "ts_ms", "event_id", lag_cfg.alias("lag_max_ms"))
+    default = F.lit(lag_max_ms_default if lag_max_ms_default is not None else KAFKA_DEFAULT_LAG_MAX_MS).cast("long")
+    judged = with_setting(reported, settings, "leader_id", "lag_max_ms", default, at="shrink_ms")
+    lag = F.col("shrink_ms") - lcu
+    return judged.where((lag >= 0) & (lag <= F.col("lag_max_ms"))).select(
+        *PARTITION_KEY, "follower_id", "leader_id", "leader_epoch",
+        F.col("shrink_ms").alias("start_ms"),
+        F.col("shrink_ms").alias("end_ms"),
+        lcu.alias("last_caught_up_time_ms"),
+        "lag_max_ms",
+        F.lit(None).cast("long").alias("deadline_ms"),
+        lag.alias("peak_time_lag_ms"),
+        F.lit(None).cast("long").alias("peak_message_lag"),
+        F.lit(True).alias("in_isr_at_start"),
+        "shrink_ms",
+        "shrink_committed_ms",
+        "shrink_outcome",
+        F.lit("premature").alias("verdict"),
+    )
 
 
 # --- gold/lag_summary --------------------------------------------------------------------------------

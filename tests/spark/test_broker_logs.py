@@ -463,23 +463,44 @@ def test_audit_and_checker_agree_on_log_events(spark: SparkSession, tmp_path: Pa
     ])
 
 
-def test_lag_judges_no_shrink_of_a_log_run_premature(spark: SparkSession, tmp_path: Path) -> None:
-    """Real logs have no follower_fetch_state: a shrink read from them gets no lag verdict."""
+def test_lag_judges_a_log_runs_shrink_premature_only_from_the_lcu_it_reports(spark: SparkSession,
+                                                                             tmp_path: Path) -> None:
+    """Real logs have no follower_fetch_state: a shrink line is judged alone. With the follower's
+    lastCaughtUpTimeMs (3.6+) and the leader's replica.lag.time.max.ms from its KafkaConfig block (10 s here, not
+    Kafka's 30 s default), a removal at most 10 s after lcu is premature; one later, or a line without lcu
+    (2.2-3.5), or a lag below 0 (a wrong time zone) gets no row: on time or late needs the leader's appends."""
     from jobs.transforms.lag import follower_lag, lag_incidents
     from jobs.transforms.timelines import isr_changes, partition_state
 
-    text = ("[2024-05-14 12:00:00,000] INFO [Broker id=1] Leader t-0 starts at leader epoch 5 from offset 100 with "
-            "high watermark 90 ISR [1,2] addingReplicas [] removingReplicas []. Previous leader epoch was 4. "
+    t = ms("2024-05-14 12:00:20,000")
+    text = ("[2024-05-14 12:00:00,000] INFO KafkaConfig values: \n\tbroker.id = 1\n"
+            "\treplica.lag.time.max.ms = 10000\n (kafka.server.KafkaConfig)\n"
+            "[2024-05-14 12:00:01,000] INFO [Broker id=1] Leader t-0 starts at leader epoch 5 from offset 100 with "
+            "high watermark 90 ISR [1,2,3,4] addingReplicas [] removingReplicas []. Previous leader epoch was 4. "
             "(state.change.logger)\n"
-            "[2024-05-14 12:00:10,000] INFO [Partition t-0 broker=1] Shrinking ISR from 1,2 to 1 (kafka.cluster.Partition)\n"
-            "[2024-05-14 12:00:10,050] INFO [Partition t-0 broker=1] ISR updated to 1  and version updated to 8 "
+            # At 20 s: 2 behind for 8 s (premature), 3 for 20 s (due: no row), 4 caught up 'in the future'.
+            "[2024-05-14 12:00:20,000] INFO [Partition t-0 broker=1] Shrinking ISR from 1,2,3,4 to 1. Leader: "
+            f"(highWatermark: 90, endOffset: 120). Out of sync replicas: (brokerId: 2, endOffset: 95, "
+            f"lastCaughtUpTimeMs: {t - 8000}) (brokerId: 3, endOffset: 90, lastCaughtUpTimeMs: {t - 20000}) "
+            f"(brokerId: 4, endOffset: 99, lastCaughtUpTimeMs: {t + 3_600_000}). (kafka.cluster.Partition)\n"
+            "[2024-05-14 12:00:20,050] INFO [Partition t-0 broker=1] ISR updated to 1  and version updated to 8 "
+            "(kafka.cluster.Partition)\n"
+            # 2.2-3.5 print no lcu: not judged.
+            "[2024-05-14 12:00:30,000] INFO [Partition t-1 broker=1] Shrinking ISR from 1,2 to 1. Leader: "
+            "(highWatermark: 90, endOffset: 120). Out of sync replicas: (brokerId: 2, endOffset: 95). "
             "(kafka.cluster.Partition)\n")
     got = parse(spark, write_logs(tmp_path, {"server.log": text})).where("_reason_code IS NULL")
     events = got.select(*[c for c in got.columns if not c.startswith("_") and c != "raw"])
     ic = isr_changes(events)
-    assert ic.where(F.col("action") == "shrink").count() == 1
+    assert ic.where(F.col("action") == "shrink").count() == 2
     incidents = lag_incidents(follower_lag(events), ic, partition_state(events), events)
-    assert incidents.count() == 0
+    cols = ("topic", "partition", "follower_id", "leader_id", "leader_epoch", "start_ms", "end_ms",
+            "last_caught_up_time_ms", "lag_max_ms", "peak_time_lag_ms", "shrink_ms", "shrink_outcome", "verdict")
+    schema = ("topic string, partition int, follower_id int, leader_id int, leader_epoch int, start_ms long, "
+              "end_ms long, last_caught_up_time_ms long, lag_max_ms long, peak_time_lag_ms long, shrink_ms long, "
+              "shrink_outcome string, verdict string")
+    expected = [("t", 0, 2, 1, 5, t, t, t - 8000, 10000, 8000, t, "committed", "premature")]
+    assert_df_equality(incidents.select(*cols), spark.createDataFrame(expected, schema), ignore_nullable=True)
 
 
 def test_cli_ingests_logs_as_a_run_named_after_the_folder(spark: SparkSession, tmp_path: Path,

@@ -394,6 +394,8 @@ def scenario_b_events(spark: SparkSession) -> DataFrame:
     ])
     r2 = make_events(spark, [
         become_leader([1, 4], [1, 4]),
+        # The run records fetch states (of another partition, its follower caught up): resets count in it.
+        dict(ffs(5, 2, 0, 0, 5), partition=1),
         dict(event_type="append", ts_ms=10, role="leader", base_offset=0, last_offset=4, leo=5, **LEADER),
         dict(event_type="broker_lifecycle", ts_ms=1300, broker_id=1, topic=None, partition=None, action="crash"),
         dict(event_type="leader_election", ts_ms=1400, broker_id=0, leader_epoch=2, action="clean", leader_id=4,
