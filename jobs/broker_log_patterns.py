@@ -211,8 +211,8 @@ PATTERNS: tuple[LinePattern, ...] = (
         r"Setting new leader for topicId ([^\s,]+), partition (\d+) to (\d+) using an unclean election(?:\. Previous "
         r"partition: PartitionRegistration\(replicas=\[([\d, ]*)\].*?, leaderEpoch=(\d+), partitionEpoch=(\d+)\))?",
         {"topic_id": "{1}", "id_partition": "int({2})", "action": "'unclean'", "leader_id": "int({3})",
-         "isr": "array(int({3}))", "replicas": "nonempty_ids({4})", "leader_epoch": "int({5}) + 1",
-         "partition_epoch": "int({6}) + 1"},
+         "isr": "array(int({3}))", "replicas": "nonempty_ids({4})", "leader_epoch": "try_add(int({5}), 1)",
+         "partition_epoch": "try_add(int({6}), 1)"},
     ),
     LinePattern(
         "unclean_election_zk", "leader_election",

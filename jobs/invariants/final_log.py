@@ -58,10 +58,13 @@ def _final_replica_rows(rows: DataFrame) -> DataFrame:
         Window.unboundedPreceding, -1)
     is_trunc = F.col("event_type") == "truncation"
     # A truncation inside a batch removes that batch whole (`Checker._cut_from`): from the batch's base.
+    truncations = mine.where(is_trunc).select(*PARTITION, "broker_id", "event_id", "truncate_offset",
+                                              F.col("_full").alias("full"))
     cuts = log_content.cuts_within(
-        mine.where(is_trunc & ~F.col("_full")).select(*PARTITION, "broker_id", "event_id", "truncate_offset"),
+        truncations.where(~F.col("full")).drop("full"),
         mine.where(F.col("event_type") == "append").select(
-            *PARTITION, "broker_id", "event_id", "base_offset", "last_offset"))
+            *PARTITION, "broker_id", "event_id", "base_offset", "last_offset"),
+        truncations)
     mine = mine.join(cuts.select(*PARTITION, "broker_id", "event_id", F.col("lo").alias("_cut")),
                      [*PARTITION, "broker_id", "event_id"], "left")
     hi = (F.when(is_trunc, F.when(F.col("_full"), F.lit(0)).otherwise(F.coalesce("_cut", "truncate_offset")))
@@ -141,11 +144,15 @@ def _excuses_and_evidence(bronze: DataFrame, bad: DataFrame, final_rows: DataFra
     o = F.col("lost_offset")
     drops = F.col("_drop_from").isNotNull() & (F.col("_drop_from") <= o)
     writes = (F.col("event_type") == "append") & (F.col("base_offset") <= o) & (o <= F.col("last_offset"))
-    touches = drops | writes | (F.col("_drop_below").isNotNull() & (F.col("_drop_below") > o))
-    touching = final_rows.where(F.col("_drop_from").isNotNull() | F.col("_drop_below").isNotNull()
-                                | (F.col("event_type") == "append")).select(
+    covers = drops | (F.col("_drop_below").isNotNull() & (F.col("_drop_below") > o))
+    # The removals are few and joined on the partition; the plain appends (most rows) only at the lost offsets,
+    # exploded so that the join is on equality, not a comparison of every append with every violation.
+    removals = final_rows.where(F.col("_drop_from").isNotNull() | F.col("_drop_below").isNotNull()).select(
         *PARTITION, F.col("event_id").alias("_removal"), "event_type", "base_offset", "last_offset", "_drop_from",
         "_drop_below", "_by", "_crash_by")
+    plain_writes = final_rows.where((F.col("event_type") == "append") & F.col("_drop_from").isNull()).select(
+        *PARTITION, F.col("event_id").alias("_removal"),
+        F.explode(F.sequence("base_offset", "last_offset")).alias("lost_offset"))
     last_ts = bronze.groupBy("run_id").agg(F.max_by("ts_ms", "event_id").alias("_last_ts"))
     keys = [*PARTITION, "ack_id"]
     # An end-of-run check (event -1): every election of the run is known.
@@ -155,8 +162,12 @@ def _excuses_and_evidence(bronze: DataFrame, bad: DataFrame, final_rows: DataFra
     # The events that write or remove the lost offset on the final leader, in order: a removal took a record
     # away (`ReplicaState.removed_by`, `crash_removed`) only when the event before it wrote one there. A
     # truncation inside a batch cuts below its target, so a record can be gone below the replayed LEO.
-    at_o = bad.select(*keys, "lost_offset").join(touching, list(PARTITION)).where(touches).select(
-        "*", writes.alias("_writes"), drops.alias("_drops"))
+    lost = bad.select(*keys, "lost_offset")
+    at_o = lost.join(removals, list(PARTITION)).where(covers).select(
+        *keys, "_removal", "_by", "_crash_by", writes.alias("_writes"), drops.alias("_drops")).unionByName(
+        lost.join(plain_writes, [*PARTITION, "lost_offset"]).select(
+            *keys, "_removal", F.lit(None).cast("long").alias("_by"), F.lit(None).cast("long").alias("_crash_by"),
+            F.lit(True).alias("_writes"), F.lit(False).alias("_drops")))
     held = F.coalesce(F.lag("_writes").over(Window.partitionBy(*keys).orderBy("_removal")), F.lit(False))
     removed = at_o.withColumn("_held", held).where(F.col("_held") & F.col("_drops")).groupBy(
         *keys).agg(F.max_by("_by", "_removal").alias("removed_by"),

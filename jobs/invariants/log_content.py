@@ -77,25 +77,37 @@ def appends_of(bronze: DataFrame) -> DataFrame:
 def cuts_of(bronze: DataFrame, appends: DataFrame) -> DataFrame:
     """(partition, broker, event id, lo, hi): the records [lo, hi] below its target t that a truncation inside a
     batch removes (`Checker._cut_from`: `truncateTo(t)` drops the batch holding t whole, the LEO becomes t).
-    The batch holding t is the replica's latest append covering t before the truncation. A follower that later
-    fetches from inside such a gap of its leader appends above its LEO, leaving a gap too: those offsets lie in
-    the leader's cut, an island, where `gap_writes` marks them empty."""
+    The batch holding t is the replica's latest append covering t before the truncation, while still in the log.
+    A follower that later fetches from inside such a gap of its leader appends above its LEO, leaving a gap too:
+    those offsets lie in the leader's cut, an island, where `gap_writes` marks them empty."""
     scoped = F.col("broker_id").isNotNull() & F.col("topic").isNotNull() & F.col("partition").isNotNull()
-    trunc = bronze.where(_is("truncation") & scoped & (F.col("reason") != "full")).select(
-        *PARTITION, "broker_id", "event_id", "truncate_offset")
-    return cuts_within(trunc, appends)
+    every = bronze.where(_is("truncation") & scoped).select(
+        *PARTITION, "broker_id", "event_id", "truncate_offset",
+        F.coalesce(F.col("reason") == "full", F.lit(False)).alias("full"))
+    return cuts_within(every.where(~F.col("full")).drop("full"), appends, every)
 
 
-def cuts_within(trunc: DataFrame, appends: DataFrame) -> DataFrame:
+def cuts_within(trunc: DataFrame, appends: DataFrame, truncations: DataFrame) -> DataFrame:
     """`cuts_of` for the partial truncations `trunc` (partition, broker, event id, truncate_offset), from
-    `appends` (partition, broker, event id, base and last offset)."""
+    `appends` (partition, broker, event id, base and last offset) and all the replicas' `truncations` (the same
+    columns and `full`). The batch covering the target counts only while no truncation between it and this one
+    removed the target (one at or below it, or a full one): inside a hole left by an earlier cut, nothing is
+    held at the target and the truncation cuts nothing below it, as `Checker._cut_from` reads the record there."""
     ap = _renamed(appends, "c", {"broker_id": "_c_b", "event_id": "_c_id", "base_offset": "_c_base",
                                  "last_offset": "_c_last"})
     cond = _on("c", F.col("broker_id") == F.col("_c_b"), F.col("_c_id") < F.col("event_id"),
                F.col("_c_base") <= F.col("truncate_offset"), F.col("truncate_offset") <= F.col("_c_last"))
-    held = trunc.join(ap, cond).groupBy(*trunc.columns).agg(F.max_by("_c_base", "_c_id").alias("lo"))
-    return held.where(F.col("lo") < F.col("truncate_offset")).select(
-        *PARTITION, "broker_id", "event_id", "lo", (F.col("truncate_offset") - 1).alias("hi"))
+    held = trunc.join(ap, cond).groupBy(*trunc.columns).agg(
+        F.max_by(F.struct(F.col("_c_base").alias("base"), F.col("_c_id").alias("id")), "_c_id").alias("_batch"))
+    held = held.where(F.col("_batch.base") < F.col("truncate_offset"))
+    tr = _renamed(truncations, "r", {"broker_id": "_r_b", "event_id": "_r_id", "truncate_offset": "_r_t",
+                                     "full": "_r_full"})
+    gone = held.join(tr, _on("r", F.col("broker_id") == F.col("_r_b"), F.col("_r_id") > F.col("_batch.id"),
+                             F.col("_r_id") < F.col("event_id"),
+                             F.col("_r_full") | (F.col("_r_t") <= F.col("truncate_offset"))), "left_semi")
+    return held.join(gone.select(*PARTITION, "broker_id", "event_id"), [*PARTITION, "broker_id", "event_id"],
+                     "left_anti").select(*PARTITION, "broker_id", "event_id", F.col("_batch.base").alias("lo"),
+                                         (F.col("truncate_offset") - 1).alias("hi"))
 
 
 def islands(appends: DataFrame, cuts: DataFrame) -> DataFrame:
