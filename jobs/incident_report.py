@@ -67,7 +67,7 @@ from jobs.transforms.lag import run_bounds
 from jobs.transforms.timelines import PARTITION_KEY
 from replication_core.checker.catalogue import BY_NAME
 from schemas.audit import GOLD_AUDIT_RUNS, GOLD_INVARIANT_VIOLATIONS
-from schemas.events import BROKER_LIFECYCLE, KAFKA_LOG_SOURCE
+from schemas.events import BROKER_LIFECYCLE, KAFKA_LOG_SOURCE, LEADER_ELECTION
 from schemas.spark import to_spark_schema
 from schemas.tables import BRONZE_EVENTS, GOLD_LAG_INCIDENTS, SILVER_PARTITION_STATE, SILVER_REPLICA_OFFSETS
 
@@ -159,9 +159,13 @@ def flagged_partitions(violations: DataFrame, incidents: DataFrame, elections: D
     )
 
 
-def unclean_elections(partition_state: DataFrame) -> DataFrame:
-    """(run, topic, partition) once per unclean election in force in `silver/partition_state`."""
-    return partition_state.where(F.col("cause") == "leader_election:unclean").select(*KEY)
+def unclean_elections(bronze: DataFrame) -> DataFrame:
+    """The controllers' unclean elections in bronze: run, topic, partition, when, the new leader and epoch. Read
+    from the events, not from `silver/partition_state`, whose intervals keep one state per millisecond and drop a
+    state that changes nothing: an election logged after its new leader's own line (clocks differ) would vanish."""
+    return bronze.where((F.col("event_type") == LEADER_ELECTION) & (F.col("action") == "unclean")
+                        & F.col("topic").isNotNull() & F.col("partition").isNotNull()).select(
+        *KEY, "ts_ms", "leader_id", "leader_epoch")
 
 
 def worst_first() -> list[Column]:
@@ -221,7 +225,7 @@ def series_lengths(replica_offsets: DataFrame, partition_state: DataFrame, keys:
 def leader_changes(partition_state: DataFrame, selected: DataFrame, limit: int) -> DataFrame:
     """Per selected partition, the intervals that changed the leader or its epoch (the first one too), at
     most `limit` per partition (the earliest), with `changes`, the partition's total, and `unclean`: the
-    interval was opened by an unclean election."""
+    interval was opened by an unclean election (drawn from bronze instead: `unclean_elections`)."""
     ps = partition_state.join(F.broadcast(selected.select(*KEY)), KEY, "left_semi")
     w = Window.partitionBy(*KEY).orderBy("valid_from_ms", "event_id")
     prev_leader, prev_epoch = F.lag("leader_id").over(w), F.lag("leader_epoch").over(w)
@@ -230,11 +234,10 @@ def leader_changes(partition_state: DataFrame, selected: DataFrame, limit: int) 
     changed = ps.select(*KEY, "valid_from_ms", "event_id", "leader_id", "leader_epoch", "cause",
                         moved.alias("_changed")).where("_changed")
     whole = Window.partitionBy(*KEY)
-    # Unclean elections are kept whatever the limit: they are the changes that may have lost data.
     return changed.select(*KEY, F.col("valid_from_ms").alias("ts_ms"), "leader_id", "leader_epoch",
                           (F.col("cause") == "leader_election:unclean").alias("unclean"),
                           F.row_number().over(w).alias("_n"), F.count(F.lit(1)).over(whole).alias("changes")
-                          ).where((F.col("_n") <= limit) | F.col("unclean")).drop("_n")
+                          ).where(F.col("_n") <= limit).drop("_n")
 
 
 def evidence_events(bronze: DataFrame, wanted: DataFrame) -> DataFrame:
@@ -386,8 +389,7 @@ def run_report(
     run_level_total = unscoped.count() if len(run_level) >= cfg.max_rows else len(run_level)
     incident_list = [r.asDict() for r in incidents.orderBy(*_incident_order(), *KEY).limit(cfg.max_rows).collect()]
 
-    elections = (unclean_elections(lake.read(SILVER_PARTITION_STATE, parts))
-                 if parts and lake.exists(SILVER_PARTITION_STATE) else None)
+    elections = unclean_elections(lake.read(BRONZE_EVENTS, parts)) if parts else None
     flagged = flagged_partitions(violations, incidents, elections).cache()
     try:
         flagged_total = flagged.count()
@@ -445,7 +447,7 @@ def plot_partitions(
     violations, incidents = (lake.read(s, parts) if lake.exists(s) else
                              spark.createDataFrame([], to_spark_schema(s.schema))
                              for s in (GOLD_INVARIANT_VIOLATIONS, GOLD_LAG_INCIDENTS))
-    elections = unclean_elections(lake.read(SILVER_PARTITION_STATE, parts))
+    elections = unclean_elections(lake.read(BRONZE_EVENTS, parts))
     counted = keys.join(flagged_partitions(violations, incidents, elections), KEY, "left").na.fill(
         0, ["errors", "warnings", "incidents", "bad_incidents", "unclean_elections"])
     found = {(r["run_id"], r["topic"], r["partition"]): r for r in counted.collect()}  # one row per partition
@@ -504,6 +506,8 @@ def _sections(
     offsets = grouped(offset_series(ro, selected))
     isr = grouped(isr_series(ps, selected))
     leaders = grouped(leader_changes(ps, selected, cfg.max_points))
+    uncleans = grouped(first_rows(unclean_elections(lake.read(BRONZE_EVENTS, parts)).join(sel, KEY, "left_semi"),
+                                  [F.col("ts_ms")], cfg.max_points))
     # Errors first; then the invariants take turns (each one's earliest, then each one's second, ...), so a
     # flood of one invariant does not hide the first violation of another behind the max_rows cap.
     nth = F.row_number().over(Window.partitionBy(*KEY, "invariant").orderBy("ts_ms", "event_id"))
@@ -539,8 +543,7 @@ def _sections(
         lead = sorted(leaders.get(key, []), key=lambda r: r["ts_ms"])
         notes = []
         if lead and lead[0]["changes"] > len(lead):
-            notes.append(f"{len(lead)} of {lead[0]['changes']} leader changes drawn (the first ones and every "
-                         "unclean election)")
+            notes.append(f"first {len(lead)} of {lead[0]['changes']} leader changes drawn")
         if len(v_rows) < c["errors"] + c["warnings"]:
             notes.append(f"{len(v_rows)} of {c['errors'] + c['warnings']} violations marked, "
                          "each invariant's earliest first")
@@ -550,7 +553,11 @@ def _sections(
             offsets=_frame(offsets.get(key, []), OFFSET_COLUMNS, start_ms),
             isr=_frame(isr.get(key, []), ISR_COLUMNS, start_ms),
             leaders=tuple(LeaderChange((r["ts_ms"] - start_ms) / 1000.0, r["leader_id"], r["leader_epoch"],
-                                       bool(r["unclean"])) for r in lead),
+                                       False) for r in lead if not r["unclean"])
+            # Every unclean election, from bronze (see `unclean_elections`), whatever the limit: they are the
+            # changes that may have lost data.
+            + tuple(LeaderChange((r["ts_ms"] - start_ms) / 1000.0, r["leader_id"], r["leader_epoch"], True)
+                    for r in sorted(uncleans.get(key, []), key=lambda r: r["ts_ms"])),
             violations=tuple(ViolationMark(v.time_s, v.invariant, v.severity, v.replica, v.offset, tuple(
                 EvidencePoint(e.time_s, e.what) for e in v.evidence if e.time_s is not None and e.what))
                 for v in v_rows),

@@ -562,7 +562,12 @@ def test_a_log_runs_unclean_elections_are_flagged_and_drawn_in_the_report(spark:
     from jobs.timelines import run_timelines
 
     landing = tmp_path / "elections"
-    write_logs(landing, ELECTIONS)
+    # The controller's clock 200 ms ahead of broker 2's: its election line for orders-3 comes after the new
+    # leader's own line, which already holds the state the election sets (still counted and drawn, from bronze).
+    skewed = ELECTIONS["controller.log"].replace("[2024-05-14 12:00:01,000] INFO Setting new leader",
+                                                 "[2024-05-14 12:00:01,200] INFO Setting new leader")
+    assert skewed != ELECTIONS["controller.log"]
+    write_logs(landing, {**ELECTIONS, "controller.log": skewed})
     lake = EmbeddedLake(spark, str(tmp_path / "lake"))
     quiet = {"log": lambda _m: None}
     run_ingest(spark, lake, str(landing), logs=BrokerLogOptions("elections"), **quiet)
