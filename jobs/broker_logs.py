@@ -310,7 +310,9 @@ def _as_candidates(events: DataFrame, options: BrokerLogOptions, existing: DataF
         .when(F.col("event_type").isin(*scoped) & F.col("partition").isNull(), F.lit(
             "the line names no topic-partition (expected e.g. '[Partition orders-3 broker=2]' or "
             "'[Log partition=orders-3, dir=...]')"))
-        .when(F.col("broker_id").isNull(), F.lit(
+        # An election names its leader; which controller logged it no check needs (a rolled controller.log may
+        # hold no line that names it).
+        .when(F.col("broker_id").isNull() & (F.col("event_type") != "leader_election"), F.lit(
             "the line does not name its broker (e.g. '[Partition orders-3 broker=2]') and the other lines of its "
             "file name none or several"))
     )

@@ -268,6 +268,11 @@ def test_unclean_elections_are_read_from_the_controllers_log(spark: SparkSession
     assert bad == [("controller.log", 4, "topic id ZyXwVuTsRqPoNmLkJiHgFe is named by no line of these files "
                     "(expected a state-change line such as 'Leader orders-3 with topic id Some(<id>) starts at "
                     "leader epoch ...': ingest the brokers' logs with the controller's)")]
+    # A rolled controller.log with no line naming its controller: the election is kept, its controller unknown.
+    alone = parse(spark, write_logs(tmp_path / "alone", {"controller.log.1": ELECTIONS[
+        "controller.log.2024-05-14-12"].split("\n", 2)[2]}))
+    assert [(r["broker_id"], r["partition"], r["leader_id"], r["_reason"]) for r in alone.orderBy("ts_ms").select(
+        "broker_id", "partition", "leader_id", "_reason").collect()] == [(None, 5, 2, None), (None, 6, 3, None)]
 
 
 def test_an_unclean_election_from_logs_shows_in_partition_state_and_the_moments(spark: SparkSession,
