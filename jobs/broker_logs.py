@@ -144,11 +144,13 @@ def read_broker_logs(spark: SparkSession, paths: Sequence[str], options: BrokerL
     # The file's broker: the one broker its lines name, if they name exactly one; and the config block a setting
     # line belongs to: the last block header before it. Windows over the file, not aggregates joined back, so the
     # files are scanned once for all.
-    per_file = Window.partitionBy("_path")
-    lo, hi = F.min("_broker_prefix").over(per_file), F.max("_broker_prefix").over(per_file)
+    # One ordering for both, so that Spark sorts the file's lines once for the two frames.
+    in_order = Window.partitionBy("_path").orderBy("pos")
+    whole_file = in_order.rowsBetween(Window.unboundedPreceding, Window.unboundedFollowing)
+    lo, hi = F.min("_broker_prefix").over(whole_file), F.max("_broker_prefix").over(whole_file)
     block = F.last(F.when(F.col("_header"), F.struct(
         F.col("pos").alias("pos"), F.col("line").contains("Kafka" + CONFIG_BLOCK).alias("kafka"))),
-        ignorenulls=True).over(per_file.orderBy("pos").rowsBetween(Window.unboundedPreceding, 0))
+        ignorenulls=True).over(in_order.rowsBetween(Window.unboundedPreceding, 0))
     in_kafka_block = F.col("_block").getField("kafka")
     stamped = F.col("line").rlike(_LINE_PREFIX)
     hits = (
@@ -219,22 +221,26 @@ def _across_lines(located: DataFrame) -> DataFrame:
                      F.concat(F.lit("#"), F.col("_path"), F.lit(":"), F.col("pos").cast("string")))
     w = Window.partitionBy(key)
     named = F.max(F.when(F.col("_names_topic_id").isNotNull(), F.col("topic"))).over(w)
-    wanted = F.col("_cfg_key").isin(*KAFKA_CONFIG_KEYS)
-    settings = F.array_distinct(F.collect_list(F.when(wanted, F.struct(
-        F.col("_cfg_key").alias("key"), F.col("_cfg_value").alias("value")))).over(w))
+    # One max per setting rather than a list of all (collect_list is not code-generated, and this window runs
+    # over every replication line, most of them alone in their key).
+    values = [F.max(F.when(F.col("_cfg_key") == k, F.col("_cfg_value"))).over(w) for k in KAFKA_CONFIG_KEYS]
+    pairs = F.map_filter(F.create_map(*[x for k, v in zip(KAFKA_CONFIG_KEYS, values, strict=True)
+                                        for x in (F.lit(k), v)]), lambda _k, v: v.isNotNull())
     # broker.id is -1 where ZooKeeper assigns it; node.id names a KRaft node.
-    ids = F.collect_list(F.when(F.col("_cfg_key").isin(*BROKER_ID_KEYS) & (F.col("_cfg_value") != "-1"),
-                                F.col("_cfg_value").try_cast("int"))).over(w)
+    broker = F.max(F.when(F.col("_cfg_key").isin(*BROKER_ID_KEYS) & (F.col("_cfg_value") != "-1"),
+                          F.col("_cfg_value").try_cast("int"))).over(w)
     by_id = F.col("_topic_id").isNotNull()
     is_config = F.col("_pattern") == "broker_config"
     return (located
             .withColumn("topic", F.when(by_id, named).otherwise(F.col("topic")))
             .withColumn("partition", F.when(by_id & F.col("topic").isNotNull(), F.col("_id_partition"))
                         .otherwise(F.col("partition")))
-            .withColumn("config", F.when(is_config & (F.size(settings) > 0), F.map_from_entries(settings))
+            .withColumn("_settings", F.when(is_config, pairs))
+            .withColumn("config", F.when(is_config & (F.size("_settings") > 0), F.col("_settings"))
                         .otherwise(F.col("config")))
-            .withColumn("broker_id", F.when(is_config, F.coalesce(F.try_element_at(ids, F.lit(1)), F.col("broker_id")))
+            .withColumn("broker_id", F.when(is_config, F.coalesce(broker, F.col("broker_id")))
                         .otherwise(F.col("broker_id")))
+            .drop("_settings")
             # A setting line is no event: its block's header carries it now.
             .where(F.col("_pattern").isNotNull() | F.col("_unknown").isNotNull()))
 
