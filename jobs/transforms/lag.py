@@ -436,23 +436,8 @@ def lag_incidents(
         .join(F.broadcast(observed), "run_id", "left_semi")
         .join(stretches, inside, "left_anti")
         .join(F.broadcast(lag_max_of), same_follower, "left")
-        .select(
-            *fkey,
-            "leader_epoch",
-            F.col("shrink_ms").alias("start_ms"),
-            F.col("shrink_ms").alias("end_ms"),
-            F.col("reported_lcu").alias("last_caught_up_time_ms"),
-            F.coalesce("_lag_max", F.lit(lag_max_ms_default or KAFKA_DEFAULT_LAG_MAX_MS).cast("long"))
-            .alias("lag_max_ms"),
-            F.lit(None).cast("long").alias("deadline_ms"),
-            (F.col("shrink_ms") - F.col("reported_lcu")).alias("peak_time_lag_ms"),
-            F.lit(None).cast("long").alias("peak_message_lag"),
-            F.lit(True).alias("in_isr_at_start"),
-            "shrink_ms",
-            "shrink_committed_ms",
-            "shrink_outcome",
-            F.lit("premature").alias("verdict"),
-        )
+        .select(*_premature_columns(F.coalesce(
+            "_lag_max", F.lit(lag_max_ms_default or KAFKA_DEFAULT_LAG_MAX_MS).cast("long"))))
     )
     schema = to_spark_schema(LAG_INCIDENTS_SCHEMA)
     return (conform(incidents, schema).unionByName(conform(premature, schema))
@@ -476,21 +461,26 @@ def _premature_by_report(sh: DataFrame, observed: DataFrame, events: DataFrame,
     default = F.lit(lag_max_ms_default if lag_max_ms_default is not None else KAFKA_DEFAULT_LAG_MAX_MS).cast("long")
     judged = with_setting(reported, settings, "leader_id", "lag_max_ms", default, at="shrink_ms")
     lag = F.col("shrink_ms") - lcu
-    return judged.where((lag >= 0) & (lag <= F.col("lag_max_ms"))).select(
-        *PARTITION_KEY, "follower_id", "leader_id", "leader_epoch",
+    return judged.where((lag >= 0) & (lag <= F.col("lag_max_ms"))).select(*_premature_columns(F.col("lag_max_ms")))
+
+
+def _premature_columns(lag_max: Column) -> list[Column]:
+    """A premature row of `shrinks` (one instant: the proposal, its lag from the lcu the shrink reported)."""
+    return [
+        *[F.col(c) for c in PARTITION_KEY], F.col("follower_id"), F.col("leader_id"), F.col("leader_epoch"),
         F.col("shrink_ms").alias("start_ms"),
         F.col("shrink_ms").alias("end_ms"),
-        lcu.alias("last_caught_up_time_ms"),
-        "lag_max_ms",
+        F.col("reported_lcu").alias("last_caught_up_time_ms"),
+        lag_max.alias("lag_max_ms"),
         F.lit(None).cast("long").alias("deadline_ms"),
-        lag.alias("peak_time_lag_ms"),
+        (F.col("shrink_ms") - F.col("reported_lcu")).alias("peak_time_lag_ms"),
         F.lit(None).cast("long").alias("peak_message_lag"),
         F.lit(True).alias("in_isr_at_start"),
-        "shrink_ms",
-        "shrink_committed_ms",
-        "shrink_outcome",
+        F.col("shrink_ms"),
+        F.col("shrink_committed_ms"),
+        F.col("shrink_outcome"),
         F.lit("premature").alias("verdict"),
-    )
+    ]
 
 
 # --- gold/lag_summary --------------------------------------------------------------------------------
