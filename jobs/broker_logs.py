@@ -12,6 +12,9 @@ What a log line does not say is recovered where Kafka's logs allow it, and left 
   every per-replica check needs it;
 * the topic of a KRaft controller's line, which names it by topic id: from the lines of the same files that print
   a topic-partition with its id (3.3+ state-change lines); quarantined when none does;
+* the settings of a broker_config: the tab-indented lines after its `KafkaConfig values:` header, which carry
+  no timestamp (the block a line belongs to is the last header before it in its file); its broker from
+  broker.id / node.id;
 * the time: log4j prints the broker's local time without a zone: `--log-timezone` (config `ingest.log_timezone`,
   default UTC) names it, unless the line carries its own offset (`2024-05-14T12:51:42.342Z`);
 * the leader epoch of an ISR change or truncation: the epoch of the broker's last leadership line for the
