@@ -49,6 +49,52 @@ class LinePattern:
 
 _ISR_LIST = r"([\d, ]*)"
 _TP = r"([^\s\[\],]+-\d+)"
+_OLD_TP = r"\[([^,\]]+),(\d+)\]"
+"""The `[topic,3]` form of a topic-partition (TopicAndPartition, <= 1.x)."""
+
+EXCEPTION_ERRORS: Mapping[str, str] = {
+    "CorruptRecord": "CORRUPT_MESSAGE",
+    "InvalidMessage": "CORRUPT_MESSAGE",
+    "NotLeaderForPartition": "NOT_LEADER_OR_FOLLOWER",
+    "Timeout": "REQUEST_TIMED_OUT",
+    "RecordTooLarge": "MESSAGE_TOO_LARGE",
+    "MessageSizeTooLarge": "MESSAGE_TOO_LARGE",
+    "KafkaStorage": "KAFKA_STORAGE_ERROR",
+    "UnknownServer": "UNKNOWN_SERVER_ERROR",
+}
+"""Kafka's error names (`Errors`) where they are not the exception's class name in upper snake case
+(UnknownTopicOrPartitionException is UNKNOWN_TOPIC_OR_PARTITION; CorruptRecordException is CORRUPT_MESSAGE).
+NOT_LEADER_FOR_PARTITION was renamed NOT_LEADER_OR_FOLLOWER in 2.7 (same code 6); replog uses the new name."""
+
+
+def _prefix_int(regex: str, group: int) -> str:
+    return f"try_cast(nullif(regexp_extract(_msg, {sql_str(regex)}, {group}), '') AS INT)"
+
+
+_NEW_FETCHER = r"^\[ReplicaFetcher replicaId=\d+, leaderId=(\d+), fetcherId=(\d+)\]"
+_OLD_FETCHER = r"^\[ReplicaFetcherThread-(\d+)-(\d+)\]"
+FETCHER_LEADER = f"coalesce({_prefix_int(_NEW_FETCHER, 1)}, {_prefix_int(_OLD_FETCHER, 2)})"
+"""SQL: the leader a fetcher thread fetches from, from its line's prefix: '[ReplicaFetcher replicaId=1, leaderId=2,
+fetcherId=0] ' (1.0+) or '[ReplicaFetcherThread-0-2], ' (<= 0.11: fetcher id, then leader id)."""
+FETCHER_ID = f"coalesce({_prefix_int(_NEW_FETCHER, 2)}, {_prefix_int(_OLD_FETCHER, 1)})"
+"""SQL: the fetcher id of a fetcher thread's line, from the same prefixes."""
+
+
+_SIMPLE_NAME = r"(\w+?)(?:Exception)?$"
+
+
+def error_name_sql(exception: str) -> str:
+    """SQL: Kafka's error name for the exception class named by SQL `exception` (the simple or the full class
+    name, with or without 'Exception'; null stays null)."""
+    simple = f"regexp_extract({exception}, {sql_str(_SIMPLE_NAME)}, 1)"
+    known = " ".join(f"WHEN {sql_str(k)} THEN {sql_str(v)}" for k, v in EXCEPTION_ERRORS.items())
+    return (f"CASE WHEN nullif({exception}, '') IS NULL THEN NULL ELSE CASE {simple} {known} "
+            f"ELSE upper(regexp_replace({simple}, '([a-z0-9])([A-Z])', '$1_$2')) END END")
+
+
+NEXT_LINE_EXCEPTION = "org.apache.kafka.common.errors."
+"""What the line after a message logged with its exception starts with (log4j prints the throwable there):
+`jobs.broker_logs` hands it to the message as `_next_exception`, the class's simple name."""
 
 PATTERNS: tuple[LinePattern, ...] = (
     LinePattern(
@@ -198,6 +244,95 @@ PATTERNS: tuple[LinePattern, ...] = (
         r"unknown offset in " + _TP + r"\. High watermark (\d+) will be used for truncation",
         {"tp": "{1}", "truncate_offset": "long({2})", "reason": "'high_watermark'"},
         strict=False, hint=True,
+    ),
+    LinePattern(
+        "fetch_error_received", "fetch_response",
+        "AbstractFetcherThread.processFetchRequest: WARN 'Received {error} from the leader for partition {tp}. This "
+        "error may be returned transiently when the partition is being created or deleted, but it is not expected to "
+        "persist.' (UNKNOWN_TOPIC_OR_PARTITION 2.x+; UNKNOWN_TOPIC_ID, INCONSISTENT_TOPIC_ID 3.x)",
+        "from the leader for partition ",
+        r"Received ([A-Z_]+) from the leader for partition " + _TP + r"\.",
+        {"tp": "{2}", "error": "{1}", "leader_id": FETCHER_LEADER, "fetcher_id": FETCHER_ID},
+    ),
+    LinePattern(
+        "fetch_error", "fetch_response",
+        "AbstractFetcherThread.processFetchRequest, any other partition error: ERROR 'Error for partition {tp} at "
+        "offset {o}' with the error's exception on the next line (2.0+); 'Error for partition [{t},{p}] to broker "
+        "{leader}:{exception}: {message}' (0.10-1.x; 0.8-0.9 print 'class {exception}')",
+        "Error for partition ",
+        r"Error for partition (?:" + _TP + r" at offset (\d+)|" + _OLD_TP + r" to broker (\d+):(?:class )?"
+        r"([\w.$]+?)(?::|\s|$))",
+        {"tp": "coalesce({1}, tp({3}, {4}))", "fetch_offset": "long({2})",
+         "error": error_name_sql("coalesce({6}, _next_exception)"),
+         "leader_id": f"coalesce(int({{5}}), {FETCHER_LEADER})", "fetcher_id": FETCHER_ID},
+    ),
+    LinePattern(
+        "fetch_invalid_records", "fetch_response",
+        "AbstractFetcherThread.processFetchRequest, a CorruptRecordException / InvalidRecordException while "
+        "appending: ERROR 'Found invalid messages during fetch for partition {tp} offset {o}' (2.0+, the exception "
+        "on the next line); '... for partition [{t},{p}] offset {o} error {message}' (<= 1.x)",
+        "Found invalid messages during fetch for partition ",
+        r"Found invalid messages during fetch for partition (?:" + _OLD_TP + "|" + _TP + r") offset (\d+)",
+        {"tp": "coalesce(tp({1}, {2}), {3})", "fetch_offset": "long({4})",
+         "error": f"coalesce({error_name_sql('_next_exception')}, 'CORRUPT_MESSAGE')",
+         "leader_id": FETCHER_LEADER, "fetcher_id": FETCHER_ID},
+    ),
+    LinePattern(
+        "fetch_out_of_range", "fetch_response",
+        "AbstractFetcherThread.handleOutOfRangeError's caller: INFO 'Current offset {o} for partition {tp} is out of "
+        "range, which typically implies a leader change. Reset fetch offset to {n}' (2.0+); ERROR 'Current offset "
+        "{o} for partition [{t},{p}] out of range; reset offset to {n}' (0.9-1.x)",
+        "Current offset ",
+        r"Current offset (\d+) for partition (?:" + _OLD_TP + "|" + _TP + r") (?:is )?out of range",
+        {"tp": "coalesce(tp({2}, {3}), {4})", "fetch_offset": "long({1})", "error": "'OFFSET_OUT_OF_RANGE'",
+         "leader_id": FETCHER_LEADER, "fetcher_id": FETCHER_ID},
+        strict=False,  # consumers print other 'Current offset' sentences
+    ),
+    LinePattern(
+        "fetch_truncation_not_allowed", "fetch_response",
+        "ReplicaFetcherThread.handleOffsetOutOfRange (0.9-2.0) with unclean.leader.election.enable=false and the "
+        "leader behind the follower: FATAL 'Exiting because log truncation is not allowed for partition {tp}, "
+        "current leader's latest offset {le} is less than replica's latest offset {leo}' (2.0; 1.x names both "
+        "brokers, 'Current leader {id}'s ... replica {id}'s ...'), then the broker halts. The 0.9-0.10 form names "
+        "the topic only ('... for topic {t},'): no partition, quarantined",
+        "because log truncation is not allowed for ",
+        r"because log truncation is not allowed for (?:partition (?:" + _OLD_TP + "|" + _TP + r")|topic \S+), "
+        r"[Cc]urrent leader(?: (\d+))?'s latest offset \d+ is less than replica(?: \d+)?'s latest offset (\d+)",
+        {"tp": "coalesce(tp({1}, {2}), {3})", "fetch_offset": "long({5})", "error": "'OFFSET_OUT_OF_RANGE'",
+         "leader_id": f"coalesce(int({{4}}), {FETCHER_LEADER})", "fetcher_id": FETCHER_ID},
+    ),
+    LinePattern(
+        "fetch_fenced", "fetch_response",
+        "AbstractFetcherThread.onPartitionFenced on FENCED_LEADER_EPOCH: INFO 'Partition {tp} has an older epoch ({e}) "
+        "than the current leader. Will await the new LeaderAndIsr state before resuming fetching.' (2.1+; {e} is "
+        "this broker's epoch); 'Partition {tp} has a newer epoch ({e}) than the current leader. Retry the partition "
+        "later.' (3.4+; 2.5-3.3 'has an new epoch'; {e} is the request's epoch, this broker has moved on)",
+        "than the current leader",
+        r"Partition " + _TP + r" has an? (older|newer|new) epoch \((\d+)\) than the current leader",
+        {"tp": "{1}", "error": "'FENCED_LEADER_EPOCH'", "leader_epoch": "CASE WHEN {2} = 'older' THEN int({3}) END",
+         "leader_id": FETCHER_LEADER, "fetcher_id": FETCHER_ID},
+        strict=False,
+    ),
+    LinePattern(
+        "fetch_not_leader", "fetch_response",
+        "AbstractFetcherThread.processFetchRequest on NOT_LEADER_OR_FOLLOWER (NOT_LEADER_FOR_PARTITION before 2.7): "
+        "'Remote broker is not the leader for partition {tp}, which could indicate that the partition is being "
+        "moved' (INFO in 2.0-2.2, DEBUG since)",
+        "Remote broker is not the leader for partition ",
+        r"Remote broker is not the leader for partition " + _TP,
+        {"tp": "{1}", "error": "'NOT_LEADER_OR_FOLLOWER'", "leader_id": FETCHER_LEADER, "fetcher_id": FETCHER_ID},
+        strict=False,
+    ),
+    LinePattern(
+        "fetch_unknown_leader_epoch", "fetch_response",
+        "AbstractFetcherThread.processFetchRequest on UNKNOWN_LEADER_EPOCH (the leader is behind): 'Remote broker "
+        "has a smaller leader epoch for partition {tp} than this replica's current leader epoch of {e}.' (DEBUG)",
+        "Remote broker has a smaller leader epoch for partition ",
+        r"Remote broker has a smaller leader epoch for partition " + _TP + r" than this replica's current leader "
+        r"epoch of (\d+)",
+        {"tp": "{1}", "error": "'UNKNOWN_LEADER_EPOCH'", "leader_epoch": "int({2})", "leader_id": FETCHER_LEADER,
+         "fetcher_id": FETCHER_ID},
+        strict=False,
     ),
     LinePattern(
         "unclean_election", "leader_election",

@@ -45,6 +45,7 @@ from jobs.broker_log_patterns import (
     CONFIG_BLOCK,
     CONFIG_ENTRY,
     KAFKA_CONFIG_KEYS,
+    NEXT_LINE_EXCEPTION,
     PATTERNS,
     TOPIC_ID,
     TP_PREFIXES,
@@ -140,8 +141,9 @@ def read_broker_logs(spark: SparkSession, paths: Sequence[str], options: BrokerL
     # A setting line of a config block: tab-indented, no timestamp (stack-trace lines are '\tat ...').
     setting = F.col("line").startswith("\t") & F.col("line").contains(" = ")
     header = F.col("line").contains(CONFIG_BLOCK)
+    exception = F.col("line").startswith(NEXT_LINE_EXCEPTION)
     relevant = lines.where(_any_contains("line", triggers) | _any_contains("line", _BROKER_SCREEN) | setting
-                           | header).select(
+                           | header | exception).select(
         "_path", "pos", "line", _first_group("line", BROKER_PREFIXES).alias("_broker_prefix"),
         _any_contains("line", triggers).alias("_hit"), setting.alias("_setting"), header.alias("_header"))
     # The file's broker: the one broker its lines name, if they name exactly one; and the config block a setting
@@ -156,8 +158,14 @@ def read_broker_logs(spark: SparkSession, paths: Sequence[str], options: BrokerL
         ignorenulls=True).over(in_order.rowsBetween(Window.unboundedPreceding, 0))
     in_kafka_block = F.col("_block").getField("kafka")
     stamped = F.col("line").rlike(_LINE_PREFIX)
+    # The exception log4j prints on the line after a message logged with one ('Error for partition t-0 at offset 5'
+    # names its error only there).
+    after = F.lead(F.struct("pos", "line")).over(in_order)
+    next_exception = F.when((after.pos == F.col("pos") + 1) & after.line.startswith(NEXT_LINE_EXCEPTION),
+                            F.regexp_extract(after.line, r"^[\w.]+\.(\w+)(?::|\s|$)", 1))
     hits = (
         relevant.withColumn("_file_broker", F.when(lo == hi, lo))
+        .withColumn("_next_exception", next_exception)
         .withColumn("_block", block)
         .withColumn("_cfg_block", F.when(F.col("_setting") & ~F.col("_hit") & in_kafka_block,
                                          F.col("_block").getField("pos")))

@@ -4,8 +4,10 @@
     ./spark-submit.sh report
 
 Reads what the other jobs wrote — `gold/audit_runs`, `gold/invariant_violations`, `gold/lag_incidents`,
-`silver/replica_offsets`, `silver/partition_state` — and writes `report.md`, `report.html` and the
-PNGs into one folder (default `<lake>/reports/<audit id>/`, else `report.out` of the config or `--out`).
+`silver/replica_offsets`, `silver/partition_state` — and, from `bronze/replication_events`, the unclean
+elections and the fetch errors of the plotted partitions (per follower, leader and error), and writes
+`report.md`, `report.html` and the PNGs into one folder (default `<lake>/reports/<audit id>/`, else
+`report.out` of the config or `--out`).
 
 Which runs: `--run` (repeatable), else the runs of the latest audit. The audit summary counts the
 violations of those runs per invariant and severity, and names the invariants the audit did not
@@ -54,6 +56,7 @@ from jobs.plots import (
 from jobs.report_document import (
     BAD_VERDICTS,
     Evidence,
+    FetchErrorRow,
     IncidentRow,
     InvariantCount,
     PartitionSection,
@@ -67,7 +70,7 @@ from jobs.transforms.lag import run_bounds
 from jobs.transforms.timelines import PARTITION_KEY
 from replication_core.checker.catalogue import BY_NAME
 from schemas.audit import GOLD_AUDIT_RUNS, GOLD_INVARIANT_VIOLATIONS
-from schemas.events import BROKER_LIFECYCLE, KAFKA_LOG_SOURCE, LEADER_ELECTION
+from schemas.events import BROKER_LIFECYCLE, FETCH_RESPONSE, KAFKA_LOG_SOURCE, LEADER_ELECTION
 from schemas.spark import to_spark_schema
 from schemas.tables import BRONZE_EVENTS, GOLD_LAG_INCIDENTS, SILVER_PARTITION_STATE, SILVER_REPLICA_OFFSETS
 
@@ -166,6 +169,17 @@ def unclean_elections(bronze: DataFrame) -> DataFrame:
     return bronze.where((F.col("event_type") == LEADER_ELECTION) & (F.col("action") == "unclean")
                         & F.col("topic").isNotNull() & F.col("partition").isNotNull()).select(
         *KEY, "ts_ms", "leader_id", "leader_epoch")
+
+
+def fetch_errors(bronze: DataFrame) -> DataFrame:
+    """Per partition, follower (the broker that logged the response), leader and error: the fetch responses with
+    an error, how many, the first and the last time. One row per group, so bounded by replicas x leaders x errors
+    per partition, not by the events."""
+    failed = bronze.where((F.col("event_type") == FETCH_RESPONSE) & F.col("error").isNotNull()
+                          & (F.col("error") != "NONE") & F.col("topic").isNotNull() & F.col("partition").isNotNull())
+    return failed.groupBy(*KEY, F.col("broker_id").alias("follower"), F.col("leader_id").alias("leader"),
+                          "error").agg(F.count(F.lit(1)).alias("responses"), F.min("ts_ms").alias("first_ms"),
+                                       F.max("ts_ms").alias("last_ms"))
 
 
 def worst_first() -> list[Column]:
@@ -516,6 +530,10 @@ def _sections(
                        F.col("event_id"), F.col("invariant")], cfg.max_rows))
     incs = grouped(first_rows(incidents.join(sel, KEY, "left_semi"), [F.col("start_ms"), F.col("follower_id")],
                               cfg.max_rows))
+    failed = fetch_errors(lake.read(BRONZE_EVENTS, parts)).join(sel, KEY, "left_semi").withColumn(
+        "groups", F.count(F.lit(1)).over(Window.partitionBy(*KEY)))
+    fetch_failures = grouped(first_rows(failed, [F.col("first_ms"), F.col("follower"), F.col("leader"),
+                                                 F.col("error")], cfg.max_rows))
     # Per plotted partition and invariant: how many in all (the marks above stop at max_rows).
     totals = grouped(violations.join(sel, KEY, "left_semi").groupBy(*KEY, "severity", "invariant").count())
     life: dict[str, list[dict[str, Any]]] = {}
@@ -574,9 +592,15 @@ def _sections(
         log(f"report: plotted {topic}-{partition} of {run} -> {name}")
         rules = tuple((n, BY_NAME[n].rule, BY_NAME[n].offsets) for n in sorted({v.invariant for v in v_rows})
                       if n in BY_NAME)
+        fails = sorted(fetch_failures.get(key, []), key=lambda r: (r["first_ms"], r["follower"] or -1,
+                                                                  r["leader"] or -1, r["error"]))
         sections.append(PartitionSection(run, topic, partition, int(c["errors"]), int(c["warnings"]),
                                          int(c["incidents"]), tuple(v_rows), tuple(i_rows), name, rules,
-                                         int(c["unclean_elections"])))
+                                         int(c["unclean_elections"]),
+                                         tuple(FetchErrorRow(r["follower"], r["leader"], r["error"],
+                                                             int(r["responses"]), (r["first_ms"] - start_ms) / 1000.0,
+                                                             (r["last_ms"] - start_ms) / 1000.0) for r in fails),
+                                         int(fails[0]["groups"]) if fails else 0))
     return sections, pngs
 
 

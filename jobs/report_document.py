@@ -98,6 +98,18 @@ class IncidentRow:
 
 
 @dataclass(frozen=True)
+class FetchErrorRow:
+    """A follower's fetch responses with one error from one leader for the partition: how many, first and last."""
+
+    follower: int | None
+    leader: int | None
+    error: str
+    responses: int
+    first_s: float
+    last_s: float
+
+
+@dataclass(frozen=True)
 class PartitionSection:
     """One flagged partition: its counts, the violations and incidents listed, and its picture."""
 
@@ -114,6 +126,9 @@ class PartitionSection:
     rules: tuple[tuple[str, str, str], ...] = ()
     """(invariant, the rule, what offset / expected / actual mean) of the invariants violated here."""
     unclean_elections: int = 0
+    fetch_errors: tuple[FetchErrorRow, ...] = ()
+    fetch_error_groups: int = 0
+    """How many (follower, leader, error) groups the partition has (`fetch_errors` stops at max_rows)."""
 
     @property
     def counts(self) -> str:
@@ -217,6 +232,9 @@ def _overview(doc: ReportDocument) -> list[str]:
 _INVARIANT_HEAD = ("invariant", "severity", "evaluated", "errors", "warnings")
 _VIOLATION_HEAD = ("invariant", "severity", "replica", "time (s)", "event", "offset", "expected", "actual",
                    "evidence (event ids)", "message")
+_FETCH_ERROR_HEAD = ("follower", "leader", "error", "responses", "first (s)", "last (s)")
+_FETCH_ERROR_INTRO = ("Fetch responses with an error, as the followers saw them (a follower backs off and retries; "
+                      "one that keeps failing falls behind and out of the ISR):")
 _INCIDENT_HEAD = ("run", "partition", "follower", "leader (epoch)", "start (s)", "end (s)", "peak time lag (ms)",
                   "peak message lag", "lag.max (ms)", "shrink (s)", "verdict")
 
@@ -238,6 +256,10 @@ def _incident_cells(i: IncidentRow) -> tuple[str, ...]:
     return (i.run_id, f"{i.topic}-{i.partition}", str(i.follower), f"{i.leader}{epoch}", _secs(i.start_s),
             _secs(i.end_s, "ongoing"), _num(i.peak_time_lag_ms), _num(i.peak_message_lag), _num(i.lag_max_ms),
             _secs(i.shrink_s), i.verdict)
+
+
+def _fetch_error_cells(f: FetchErrorRow) -> tuple[str, ...]:
+    return (_num(f.follower), _num(f.leader), f.error, _num(f.responses), _secs(f.first_s), _secs(f.last_s))
 
 
 def _listed(shown: int, total: int, what: str, order: str = "") -> str | None:
@@ -302,6 +324,11 @@ def markdown(doc: ReportDocument) -> str:
         if s.incidents:
             out += _md_table(_INCIDENT_HEAD, [_incident_cells(i) for i in s.incidents])
             note = _listed(len(s.incidents), s.incident_count, "incidents")
+            out += [note, ""] if note else []
+        if s.fetch_errors:
+            out += [_FETCH_ERROR_INTRO, ""]
+            out += _md_table(_FETCH_ERROR_HEAD, [_fetch_error_cells(f) for f in s.fetch_errors])
+            note = _listed(len(s.fetch_errors), s.fetch_error_groups, "fetch error groups", "; the earliest first")
             out += [note, ""] if note else []
         if s.png:
             out += [f"![{_md_cell(s.title)}]({s.png})", ""]
@@ -405,6 +432,11 @@ def html_page(doc: ReportDocument) -> str:
             out += _html_table(_INCIDENT_HEAD, [("bad" if i.verdict in BAD_VERDICTS else "", _incident_cells(i))
                                                 for i in s.incidents])
             note = _listed(len(s.incidents), s.incident_count, "incidents")
+            out += [_p(note, "note")] if note else []
+        if s.fetch_errors:
+            out.append(_p(_FETCH_ERROR_INTRO))
+            out += _html_table(_FETCH_ERROR_HEAD, [("", _fetch_error_cells(f)) for f in s.fetch_errors])
+            note = _listed(len(s.fetch_errors), s.fetch_error_groups, "fetch error groups", "; the earliest first")
             out += [_p(note, "note")] if note else []
         if s.png:
             out.append(f'<p><img src="{_h(s.png)}" alt="{_h(s.title)}"></p>')

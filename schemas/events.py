@@ -116,6 +116,9 @@ EVENT_TYPES: dict[str, EventType] = {
             "The follower processed the partition's fetch response "
             "(AbstractFetcherThread.processFetchRequest).",
             ("leader_id", "fetcher_id", "fetch_offset", "error"),
+            # Kafka logs a partition's fetch errors only (never a NONE response), not always with the offset or
+            # the thread (0.9 printed no prefix).
+            log_requires=("error",),
         ),
         EventType(
             FOLLOWER_FETCH_STATE,

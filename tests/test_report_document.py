@@ -6,6 +6,7 @@ import re
 
 from jobs.report_document import (
     Evidence,
+    FetchErrorRow,
     IncidentRow,
     InvariantCount,
     PartitionSection,
@@ -72,3 +73,15 @@ def test_a_clean_lake_says_so() -> None:
         assert "No violations, lag incidents or unclean elections in a partition: nothing to plot." in text
         assert "No lag incidents." in text
     assert "0 error(s) and 0 warning(s)" in md and "###" not in md and "<img" not in page
+
+
+def test_a_sections_fetch_errors_are_one_row_per_follower_leader_and_error_with_the_cap() -> None:
+    failed = (FetchErrorRow(2, 1, "NOT_LEADER_OR_FOLLOWER", 3, 4.5, 5.25), FetchErrorRow(3, None, "CORRUPT_MESSAGE",
+                                                                                          1, 6.0, 6.0))
+    section = PartitionSection("run-1", "t", 0, 0, 0, 1, (), (), None, (), 0, failed, 5)
+    md, page = markdown(_doc(sections=(section,))), html_page(_doc(sections=(section,)))
+    assert "| 2 | 1 | NOT_LEADER_OR_FOLLOWER | 3 | 4.500 | 5.250 |" in md
+    assert "| 3 | – | CORRUPT_MESSAGE | 1 | 6.000 | 6.000 |" in md  # a 0.9 line names no leader
+    assert "3 more fetch error groups not listed (cap report.max_rows; the earliest first)." in md
+    assert "<td>CORRUPT_MESSAGE</td>" in page and "3 more fetch error groups not listed" in page
+    assert "Fetch responses with an error" not in markdown(_doc()), "no table for a partition without any"

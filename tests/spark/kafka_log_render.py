@@ -8,8 +8,10 @@ transition, ZooKeeper commits). The controller's unclean elections go to its own
 names the topic by id; a 2.x ZooKeeper controller prints no line for them. It returns the texts and, per rendered
 event, its file and line and what reading the line back must give (`Expected`). What Kafka prints nothing for at
 INFO is not rendered: a crash (the process just stops), the recovery of a crashed log, a truncation that removes
-nothing, a full truncation (DEBUG), clean elections (TRACE), fetches, appends and HW moves. A broker's
-configuration is its startup `KafkaConfig values:` block (the static replication settings).
+nothing, a full truncation (DEBUG), clean elections (TRACE), fetches, appends and HW moves, and the fetch errors
+Kafka logs at DEBUG (NOT_LEADER_OR_FOLLOWER, UNKNOWN_LEADER_EPOCH); the others are the fetcher's WARN / INFO / ERROR
+lines (an ERROR with its exception on the next line). A broker's configuration is its startup `KafkaConfig
+values:` block (the static replication settings).
 """
 
 from __future__ import annotations
@@ -49,6 +51,9 @@ class Expected:
     partition_epoch: int | None
     truncate_offset: int | None
     config: dict[str, str] | None = None
+    fetcher_id: int | None = None
+    fetch_offset: int | None = None
+    error: str | None = None
 
 
 def _stamp(ts_ms: int) -> str:
@@ -59,8 +64,49 @@ def _ids(values: Iterable[int] | None) -> str:
     return ",".join(str(v) for v in (values or ()))
 
 
-def _line(ev: Mapping[str, Any], logger: str, text: str) -> str:
-    return f"[{_stamp(int(ev['ts_ms']))}] INFO {text} ({logger})"
+def _line(ev: Mapping[str, Any], logger: str, text: str, level: str = "INFO") -> str:
+    return f"[{_stamp(int(ev['ts_ms']))}] {level} {text} ({logger})"
+
+
+_EXCEPTIONS = {"CORRUPT_MESSAGE": "CorruptRecord", "KAFKA_STORAGE_ERROR": "KafkaStorage",
+               "UNKNOWN_SERVER_ERROR": "UnknownServer", "REQUEST_TIMED_OUT": "Timeout",
+               "MESSAGE_TOO_LARGE": "RecordTooLarge"}
+_RECEIVED = ("UNKNOWN_TOPIC_OR_PARTITION", "UNKNOWN_TOPIC_ID", "INCONSISTENT_TOPIC_ID")
+_DEBUG_ONLY = ("NOT_LEADER_OR_FOLLOWER", "UNKNOWN_LEADER_EPOCH")
+
+
+def _exception(error: str) -> str:
+    """The class Kafka's `Errors.exception` is for `error` (UNKNOWN_TOPIC_ID -> UnknownTopicIdException)."""
+    name = _EXCEPTIONS.get(error) or "".join(w.capitalize() for w in error.split("_"))
+    return f"org.apache.kafka.common.errors.{name}Exception"
+
+
+def _fetch_error_lines(ev: Mapping[str, Any], tp: str, request_epoch: int | None, next_offset: int | None) -> list[str]:
+    """What AbstractFetcherThread.processFetchRequest prints at INFO and above for a partition's error (reference
+    §3.3): nothing for the DEBUG ones."""
+    error, offset = str(ev["error"]), ev["fetch_offset"]
+    prefix = f"[ReplicaFetcher replicaId={ev['broker_id']}, leaderId={ev['leader_id']}, fetcherId={ev['fetcher_id']}]"
+    logger = "kafka.server.ReplicaFetcherThread"
+    if error in _DEBUG_ONLY:
+        return []
+    if error in _RECEIVED:
+        return [_line(ev, logger, f"{prefix} Received {error} from the leader for partition {tp}. This error may be "
+                                  "returned transiently when the partition is being created or deleted, but it is "
+                                  "not expected to persist.", "WARN")]
+    if error == "OFFSET_OUT_OF_RANGE":
+        return [_line(ev, logger, f"{prefix} Current offset {offset} for partition {tp} is out of range, which "
+                                  f"typically implies a leader change. Reset fetch offset to "
+                                  f"{offset if next_offset is None else next_offset}")]
+    if error == "FENCED_LEADER_EPOCH":
+        # onPartitionFenced: the request's epoch is the fetcher's own (older) or one it has moved past (newer).
+        epoch = ev["leader_epoch"]
+        if request_epoch is None or request_epoch == epoch:
+            return [_line(ev, logger, f"{prefix} Partition {tp} has an older epoch ({epoch}) than the current leader. "
+                                      "Will await the new LeaderAndIsr state before resuming fetching.")]
+        return [_line(ev, logger, f"{prefix} Partition {tp} has a newer epoch ({request_epoch}) than the current "
+                                  "leader. Retry the partition later.")]
+    return [_line(ev, logger, f"{prefix} Error for partition {tp} at offset {offset}", "ERROR"),
+            f"{_exception(error)}: rendered by replog's tests"]
 
 
 def render(events: Iterable[Mapping[str, Any]], style: str) -> tuple[dict[str, str], list[Expected]]:
@@ -71,6 +117,22 @@ def render(events: Iterable[Mapping[str, Any]], style: str) -> tuple[dict[str, s
     files: dict[str, list[str]] = {}
     expected: list[Expected] = []
     down: set[int] = set()
+    events = list(events)
+    # Per fetch_response with an error: the epoch of its request (the broker's last fetch of the partition) and
+    # the offset the follower fetches next (its next fetch), which the lines about the error print.
+    last_fetch: dict[tuple[int, str, int], int | None] = {}
+    request_epoch: dict[int, int | None] = {}
+    next_offset: dict[int, int] = {}
+    waiting: dict[tuple[int, str, int], int] = {}
+    for ev in events:
+        key = (ev.get("broker_id"), ev.get("topic"), ev.get("partition"))
+        if ev["event_type"] == "fetch":
+            last_fetch[key] = ev.get("leader_epoch")
+            if key in waiting:
+                next_offset[waiting.pop(key)] = int(ev["fetch_offset"])
+        elif ev["event_type"] == "fetch_response" and ev.get("error") not in (None, "NONE"):
+            request_epoch[int(ev["event_id"])] = last_fetch.get(key)
+            waiting[key] = int(ev["event_id"])
     for ev in events:
         kind, b = ev["event_type"], ev.get("broker_id")
         if b is None:
@@ -169,7 +231,7 @@ def render(events: Iterable[Mapping[str, Any]], style: str) -> tuple[dict[str, s
                                  f"controller rejected the request with {ev['error']}. Partition state has been "
                                  f"reset to the latest committed state CommittedPartitionState(isr=Set({committed}), "
                                  "leaderRecoveryState=RECOVERED)."))
-                exp = Expected(**{**base, "isr": tuple(ev["old_isr"]), "isr_state": state})
+                exp = Expected(**{**base, "isr": tuple(ev["old_isr"]), "isr_state": state, "error": ev["error"]})
             elif state == "committed" and ev.get("reason") == "leader_and_isr" and new:
                 isr = ", ".join(str(r) for r in ev["isr"])
                 out.append(_line(ev, "state.change.logger",
@@ -204,6 +266,13 @@ def render(events: Iterable[Mapping[str, Any]], style: str) -> tuple[dict[str, s
                              f"[{prefix} partition={tp}, dir=/var/lib/kafka/data] Truncating to offset "
                              f"{ev['truncate_offset']}"))
             exp = Expected(**{**base, "action": None, "truncate_offset": int(ev["truncate_offset"])})
+        elif kind == "fetch_response" and ev.get("error") not in (None, "NONE") and b not in down:
+            out += _fetch_error_lines(ev, tp, request_epoch.get(int(ev["event_id"])),
+                                      next_offset.get(int(ev["event_id"])))
+            carries_offset = ev["error"] not in (*_RECEIVED, "FENCED_LEADER_EPOCH")
+            exp = Expected(**{**base, "leader_id": int(ev["leader_id"]), "fetcher_id": int(ev["fetcher_id"]),
+                              "fetch_offset": int(ev["fetch_offset"]) if carries_offset else None,
+                              "error": str(ev["error"])})
         if out and exp is not None:
             written.extend(out)
             expected.append(exp)

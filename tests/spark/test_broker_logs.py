@@ -174,6 +174,70 @@ def test_each_message_form_becomes_its_event(spark: SparkSession, tmp_path: Path
     assert {(r["source"], r["run_id"]) for r in ids} == {("kafka-log", "cluster-a")}
 
 
+def test_a_followers_fetch_errors_become_fetch_responses(spark: SparkSession, tmp_path: Path) -> None:
+    """Every form of a fetcher's per-partition error is a fetch_response with Kafka's error name; the leader and
+    fetcher come from the thread's prefix (or the line), the error of 'Error for partition .. at offset' from the
+    exception log4j prints on the next line; whole-request failures name no partition and are no event."""
+    fetcher = "[ReplicaFetcher replicaId=2, leaderId=1, fetcherId=0]"
+    server = f"""\
+[2024-05-14 12:00:00,000] INFO [KafkaServer id=2] started (kafka.server.KafkaServer)
+[2024-05-14 12:00:01,000] INFO [Broker id=2] Follower t-0 starts at leader epoch 4 from offset 50 with high watermark 40. Previous leader epoch was 3. (state.change.logger)
+[2024-05-14 12:00:02,000] WARN {fetcher} Received UNKNOWN_TOPIC_OR_PARTITION from the leader for partition t-0. This error may be returned transiently when the partition is being created or deleted, but it is not expected to persist. (kafka.server.ReplicaFetcherThread)
+[2024-05-14 12:00:03,000] ERROR {fetcher} Error for partition t-0 at offset 50 (kafka.server.ReplicaFetcherThread)
+org.apache.kafka.common.errors.KafkaStorageException: Disk error when trying to access log file on the disk.
+[2024-05-14 12:00:04,000] ERROR {fetcher} Error for partition t-0 at offset 51 (kafka.server.ReplicaFetcherThread)
+[2024-05-14 12:00:05,000] ERROR {fetcher} Found invalid messages during fetch for partition t-0 offset 52 (kafka.server.ReplicaFetcherThread)
+org.apache.kafka.common.errors.CorruptRecordException: Record is corrupt (stored crc = 1, computed crc = 2)
+[2024-05-14 12:00:06,000] INFO {fetcher} Current offset 53 for partition t-0 is out of range, which typically implies a leader change. Reset fetch offset to 40 (kafka.server.ReplicaFetcherThread)
+[2024-05-14 12:00:07,000] INFO {fetcher} Partition t-0 has an older epoch (4) than the current leader. Will await the new LeaderAndIsr state before resuming fetching. (kafka.server.ReplicaFetcherThread)
+[2024-05-14 12:00:08,000] INFO {fetcher} Partition t-0 has an new epoch (3) than the current leader. retry the partition later (kafka.server.ReplicaFetcherThread)
+[2024-05-14 12:00:09,000] INFO {fetcher} Remote broker is not the leader for partition t-0, which could indicate that the partition is being moved (kafka.server.ReplicaFetcherThread)
+[2024-05-14 12:00:10,000] DEBUG {fetcher} Remote broker has a smaller leader epoch for partition t-0 than this replica's current leader epoch of 4. (kafka.server.ReplicaFetcherThread)
+[2024-05-14 12:00:11,000] FATAL {fetcher} Exiting because log truncation is not allowed for partition t-0, current leader's latest offset 30 is less than replica's latest offset 54 (kafka.server.ReplicaFetcherThread)
+[2024-05-14 12:00:12,000] WARN {fetcher} Error in response for fetch request (type=FetchRequest, replicaId=2, maxWait=500, minBytes=1, maxBytes=10485760, fetchData={{t-0=(fetchOffset=54, logStartOffset=0, maxBytes=1048576, currentLeaderEpoch=Optional[4], lastFetchedEpoch=Optional.empty)}}, isolationLevel=READ_UNCOMMITTED, toForget=, metadata=(sessionId=INVALID, epoch=INITIAL), rackId=) (kafka.server.ReplicaFetcherThread)
+java.io.IOException: Connection to 1 was disconnected before the response was read
+"""
+    old = """\
+[2017-05-24 09:39:34,000] INFO [KafkaServer id=5] started (kafka.server.KafkaServer)
+[2017-05-24 09:39:34,637] ERROR [ReplicaFetcherThread-1-175], Error for partition [__consumer_offsets,15] to broker 175:org.apache.kafka.common.errors.UnknownTopicOrPartitionException: This server does not host this topic-partition. (kafka.server.ReplicaFetcherThread)
+[2015-03-25 11:11:08,976] ERROR [ReplicaFetcherThread-0-21], Current offset 54369274 for partition [topic,11] out of range; reset offset to 49322124 (kafka.server.ReplicaFetcherThread)
+[2015-03-25 11:11:09,000] ERROR [ReplicaFetcherThread-0-21], Error for partition [topic,11] to broker 21:class kafka.common.NotLeaderForPartitionException (kafka.server.ReplicaFetcherThread)
+[2017-09-20 19:37:05,265] ERROR Found invalid messages during fetch for partition [xxxx,87] offset 1503297 error Message is corrupt (stored crc = 286782282, computed crc = 400317671) (kafka.server.ReplicaFetcherThread)
+[2018-01-01 00:00:00,000] FATAL [ReplicaFetcherThread-0-1], Exiting because log truncation is not allowed for partition topic-2, Current leader 1's latest offset 0 is less than replica 5's latest offset 151 (kafka.server.ReplicaFetcherThread)
+[2016-02-25 00:29:39,236] FATAL [ReplicaFetcherThread-0-1], Halting because log truncation is not allowed for topic test, Current leader 1's latest offset 0 is less than replica 2's latest offset 151 (kafka.server.ReplicaFetcherThread)
+"""
+    got = parse(spark, write_logs(tmp_path, {"server.log": server, "server-old.log": old}))
+    columns = ["_source_line", "broker_id", "topic", "partition", "leader_epoch", "leader_id", "fetcher_id",
+               "fetch_offset", "error", "_reason_code"]
+    rows = got.where("event_type = 'fetch_response'").orderBy("_source_file", "_source_line").select(*columns)
+    resp = "_source_line bigint, broker_id int, topic string, partition int, leader_epoch int, leader_id int, " \
+           "fetcher_id int, fetch_offset bigint, error string, _reason_code string"
+    expected = [
+        # server-old.log (0.8-1.x): the broker from the file's own line; [ReplicaFetcherThread-<fetcher>-<leader>].
+        (2, 5, "__consumer_offsets", 15, None, 175, 1, None, "UNKNOWN_TOPIC_OR_PARTITION", None),
+        (3, 5, "topic", 11, None, 21, 0, 54369274, "OFFSET_OUT_OF_RANGE", None),
+        (4, 5, "topic", 11, None, 21, 0, None, "NOT_LEADER_OR_FOLLOWER", None),
+        (5, 5, "xxxx", 87, None, None, None, 1503297, "CORRUPT_MESSAGE", None),  # 0.9: no thread prefix
+        (6, 5, "topic", 2, None, 1, 0, 151, "OFFSET_OUT_OF_RANGE", None),
+        # 0.9 names the topic only: no partition, quarantined.
+        (7, 5, None, None, None, 1, 0, 151, "OFFSET_OUT_OF_RANGE", "unread_log_line"),
+        # server.log (2.0+): the epoch of the broker's follower line unless the line prints the broker's own.
+        (3, 2, "t", 0, 4, 1, 0, None, "UNKNOWN_TOPIC_OR_PARTITION", None),
+        (4, 2, "t", 0, 4, 1, 0, 50, "KAFKA_STORAGE_ERROR", None),
+        # No exception line after it: the error is not known, and a fetch_response from logs needs one.
+        (6, 2, "t", 0, 4, 1, 0, 51, None, "missing_field"),
+        (7, 2, "t", 0, 4, 1, 0, 52, "CORRUPT_MESSAGE", None),
+        (9, 2, "t", 0, 4, 1, 0, 53, "OFFSET_OUT_OF_RANGE", None),
+        (10, 2, "t", 0, 4, 1, 0, None, "FENCED_LEADER_EPOCH", None),
+        (11, 2, "t", 0, 4, 1, 0, None, "FENCED_LEADER_EPOCH", None),  # the request's epoch (3) is not the broker's
+        (12, 2, "t", 0, 4, 1, 0, None, "NOT_LEADER_OR_FOLLOWER", None),
+        (13, 2, "t", 0, 4, 1, 0, None, "UNKNOWN_LEADER_EPOCH", None),
+        (14, 2, "t", 0, 4, 1, 0, 54, "OFFSET_OUT_OF_RANGE", None),
+    ]
+    assert_df_equality(rows, spark.createDataFrame(expected, resp), ignore_nullable=True)
+    assert got.where("_source_line = 15 OR raw LIKE 'java.io.IOException%'").count() == 0
+
+
 def test_a_brokers_startup_config_block_becomes_its_broker_config(spark: SparkSession, tmp_path: Path) -> None:
     """`KafkaConfig values:` and its setting lines (no timestamps) become one broker_config event with the
     replication settings; the broker is broker.id (node.id in KRaft; -1 means ZooKeeper assigns it: the file's);
@@ -342,7 +406,12 @@ def test_real_excerpts(spark: SparkSession) -> None:
     found = sorted((Path(r["_source_file"]).name[:2], r["_source_line"], r["event_type"], r["action"], r["broker_id"],
                     r["topic"], r["partition"], r["_reason_code"]) for r in got.collect())
     shrink, expand = "isr_change", "isr_change"
+    fetch = "fetch_response"
     assert found == [
+        # 0.10-0.11: a fetcher's UNKNOWN_TOPIC_OR_PARTITION from leader 175; no line of the excerpt names the
+        # broker that printed them.
+        *[("06", n, fetch, None, None, "__consumer_offsets", p, "unread_log_line")
+          for n, p in ((1, 15), (2, 45), (3, 27), (4, 12))],
         # KAFKA-7165: broker 1's shrinks, partition names redacted by the reporter ('TOPIC_NAME-PARTITION-#').
         ("09", 7, shrink, "shrink", None, None, None, "unread_log_line"),
         ("09", 23, shrink, "shrink", None, None, None, "unread_log_line"),
@@ -355,9 +424,18 @@ def test_real_excerpts(spark: SparkSession) -> None:
         ("12", 30, "leadership_change", "become_follower", 1, "roleplay", 0, None),
         ("18", 18, shrink, "shrink", 3, "__consumer_offsets", 43, None),
         ("18", 19, expand, "expand", 3, "__consumer_offsets", 43, None),
+        # 3.x: broker 1's fetchers get UNKNOWN_TOPIC_ID from leaders 2 and 3 for a topic being created.
+        *[("21", n, fetch, None, 1, "_confluent-telemetry-metrics", p, None)
+          for n, p in ((2, 3), (3, 6), (4, 9), (5, 0), (14, 4), (15, 7), (16, 10), (17, 1))],
         ("27", 1, shrink, "shrink", None, None, None, "unread_log_line"),  # the message alone, no timestamp
         ("30", 12, "leadership_change", "become_leader", 1001, "kafka-ckpt", 0, None),
         ("30", 28, "leadership_change", "become_leader", 1001, "kafka-metrics", 0, None),
+        # 0.9: corrupt messages (no thread prefix, no broker named); the halt names the topic only; the last line
+        # was pasted without its timestamp.
+        ("33", 1, fetch, None, None, "xxxx", 87, "unread_log_line"),
+        ("33", 2, fetch, None, None, "xxxx", 75, "unread_log_line"),
+        ("33", 6, fetch, None, None, None, None, "unread_log_line"),
+        ("33", 8, fetch, None, None, "reptest", 0, "unread_log_line"),
         ("36", 11, "leadership_change", "become_leader", 1, "test1", 0, None),
         ("36", 27, "leadership_change", "become_follower", 3, "test1", 0, None),
         ("36", 58, "leadership_change", "become_follower", 2, "test1", 0, None),
@@ -374,7 +452,18 @@ def test_real_excerpts(spark: SparkSession) -> None:
                        for r in got.where("action = 'become_follower'").collect())
     assert followers == [("12", 7, 3, 1), ("12", 21, 2, 2), ("12", 30, 2, 3), ("36", 27, 1, None),
                          ("36", 58, 1, None), ("36", 69, 3, None), ("39", 10, 2, None), ("39", 23, 2, None)]
-    out_of_sync = got.where("_source_line = 18").select("old_isr", "isr", "out_of_sync_replicas").first()
+    errors = {(Path(r["_source_file"]).name[:2], r["leader_id"], r["fetcher_id"], r["fetch_offset"], r["error"])
+              for r in got.where("event_type = 'fetch_response'").collect()}
+    assert errors == {
+        ("06", 175, 0, None, "UNKNOWN_TOPIC_OR_PARTITION"), ("21", 2, 0, None, "UNKNOWN_TOPIC_ID"),
+        ("21", 3, 0, None, "UNKNOWN_TOPIC_ID"), ("33", 1, 0, 151, "OFFSET_OUT_OF_RANGE"),
+        ("33", 58, None, None, "UNKNOWN_TOPIC_OR_PARTITION"), ("33", None, None, 1501373, "CORRUPT_MESSAGE"),
+        ("33", None, None, 1503297, "CORRUPT_MESSAGE")}
+    # Whole-request failures (files 18, 42, 45: 'Error in fetch', 'Error sending fetch request') name no partition,
+    # and the controllers' lines of 03, 15 and 24 no replication event: none is read.
+    assert got.where("_source_file LIKE '%/03-%' OR _source_file LIKE '%/15-%' OR _source_file LIKE '%/24-%' "
+                     "OR _source_file LIKE '%/42-%' OR _source_file LIKE '%/45-%'").count() == 0
+    out_of_sync = got.where("_source_line = 18 AND _source_file LIKE '%/18-%'").select("old_isr", "isr", "out_of_sync_replicas").first()
     assert (out_of_sync[0], out_of_sync[1]) == ([3, 1, 4], [3])
     assert [(r["replica_id"], r["leo"]) for r in out_of_sync[2]] == [(1, 115), (4, 116)]
 
@@ -430,11 +519,16 @@ def test_a_later_batch_continues_from_the_events_in_bronze(spark: SparkSession, 
 
 INCIDENT = {
     # Broker 1 leads t-0 in epoch 5, then truncates its own log while still leading (no follower line):
-    # leader_no_truncation. Broker 2 then also leads epoch 5: two leaders of one epoch.
+    # leader_no_truncation. Broker 2 then also leads epoch 5: two leaders of one epoch. Broker 1's fetches from
+    # broker 2 then fail (no invariant reads a fetch error from logs; the report lists them).
     "server-1.log": """\
 [2024-05-14 12:00:00,000] INFO [Broker id=1] Leader t-0 with topic id Some(AbCdEfGhIjKlMnOpQrStUv) starts at leader epoch 5 from offset 100 with partition epoch 7, high watermark 90, ISR [1,2], adding replicas [] and removing replicas []. Previous leader Some(2) and previous leader epoch was 4. (state.change.logger)
 [2024-05-14 12:00:01,000] INFO [Partition t-0 broker=1] ISR updated to 2  and version updated to 8 (kafka.cluster.Partition)
 [2024-05-14 12:00:02,000] INFO [UnifiedLog partition=t-0, dir=/data] Truncating to offset 95 (kafka.log.UnifiedLog)
+[2024-05-14 12:00:05,000] WARN [ReplicaFetcher replicaId=1, leaderId=2, fetcherId=0] Received UNKNOWN_TOPIC_OR_PARTITION from the leader for partition t-0. This error may be returned transiently when the partition is being created or deleted, but it is not expected to persist. (kafka.server.ReplicaFetcherThread)
+[2024-05-14 12:00:06,000] WARN [ReplicaFetcher replicaId=1, leaderId=2, fetcherId=0] Received UNKNOWN_TOPIC_OR_PARTITION from the leader for partition t-0. This error may be returned transiently when the partition is being created or deleted, but it is not expected to persist. (kafka.server.ReplicaFetcherThread)
+[2024-05-14 12:00:07,000] ERROR [ReplicaFetcher replicaId=1, leaderId=2, fetcherId=0] Error for partition t-0 at offset 95 (kafka.server.ReplicaFetcherThread)
+org.apache.kafka.common.errors.NotLeaderOrFollowerException: For requests intended only for the leader, this error indicates that the broker is not the current leader.
 """,
     # Broker 3 (Kafka 2.4, which prints no follower line) leads u-0, becomes a follower (its fetcher is added)
     # and truncates as one: no violation.
@@ -555,6 +649,12 @@ def test_a_log_run_goes_through_every_job_to_the_report(spark: SparkSession, tmp
     text = (report.out_dir / "report.md").read_text(encoding="utf-8")
     assert "server-1.log:3" in text  # the truncation the leader made
     assert "server-2.log:1" in text  # the second leader of epoch 5
+    # Broker 1's failed fetches from broker 2, per error: how many, first and last (s since the first line).
+    assert "| follower | leader | error | responses | first (s) | last (s) |" in text
+    assert "| 1 | 2 | UNKNOWN_TOPIC_OR_PARTITION | 2 | 5.000 | 6.000 |" in text
+    assert "| 1 | 2 | NOT_LEADER_OR_FOLLOWER | 1 | 7.000 | 7.000 |" in text
+    html = (report.out_dir / "report.html").read_text(encoding="utf-8")
+    assert "<td>NOT_LEADER_OR_FOLLOWER</td>" in html
 
 
 def test_a_log_runs_unclean_elections_are_flagged_and_drawn_in_the_report(spark: SparkSession,

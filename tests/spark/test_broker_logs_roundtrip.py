@@ -27,7 +27,7 @@ from tests.spark.kafka_log_render import render
 
 SCENARIOS = Path(__file__).resolve().parents[2] / "conf" / "scenarios"
 FIELDS = ("ts_ms", "event_type", "topic", "partition", "action", "leader_epoch", "leader_id", "isr", "isr_state",
-          "partition_epoch", "truncate_offset", "config")
+          "partition_epoch", "truncate_offset", "config", "fetcher_id", "fetch_offset", "error")
 
 
 def _runs(tmp: Path) -> list[list[dict[str, Any]]]:
@@ -74,6 +74,7 @@ def test_every_logged_event_reads_back_as_the_engine_emitted_it(spark: SparkSess
             assert (r["broker_id"], got_row) == (broker, wanted), (style, i, engine)
             checked[want.event_type] += 1
     assert checked["leadership_change"] > 0 and checked["isr_change"] > 0 and checked["truncation"] > 0, checked
+    assert checked["fetch_response"] > 0, checked  # the fetch errors Kafka logs at INFO and above
     # Only the KRaft controller logs its unclean elections (the 2.x ZooKeeper controller prints no line).
     assert (checked["leader_election"] > 0) == (style == "3.6"), checked
 
