@@ -46,6 +46,7 @@ from jobs.plots import (
     ISR_COLUMNS,
     OFFSET_COLUMNS,
     EvidencePoint,
+    FetchErrorMark,
     IncidentSpan,
     LeaderChange,
     LifecycleMark,
@@ -180,6 +181,16 @@ def fetch_errors(bronze: DataFrame) -> DataFrame:
     return failed.groupBy(*KEY, F.col("broker_id").alias("follower"), F.col("leader_id").alias("leader"),
                           "error").agg(F.count(F.lit(1)).alias("responses"), F.min("ts_ms").alias("first_ms"),
                                        F.max("ts_ms").alias("last_ms"))
+
+
+def fetch_error_times(bronze: DataFrame, selected: DataFrame, limit: int) -> DataFrame:
+    """Per selected partition (KEY + start_ms + bucket_ms) and follower: the first fetch error of each time bucket
+    (`ts_ms`), at most `limit` per follower (the earliest)."""
+    failed = bronze.where((F.col("event_type") == FETCH_RESPONSE) & F.col("error").isNotNull()
+                          & (F.col("error") != "NONE") & F.col("broker_id").isNotNull())
+    marks = bucketed(failed, "ts_ms", selected).groupBy(*KEY, F.col("broker_id").alias("follower"), "_bucket").agg(
+        F.min("ts_ms").alias("ts_ms")).drop("_bucket")
+    return first_rows(marks, [F.col("ts_ms")], limit, by=[*KEY, "follower"])
 
 
 def worst_first() -> list[Column]:
@@ -534,6 +545,7 @@ def _sections(
         "groups", F.count(F.lit(1)).over(Window.partitionBy(*KEY)))
     fetch_failures = grouped(first_rows(failed, [F.col("first_ms"), F.col("follower"), F.col("leader"),
                                                  F.col("error")], cfg.max_rows))
+    fetch_marks = grouped(fetch_error_times(lake.read(BRONZE_EVENTS, parts), selected, cfg.max_points))
     # Per plotted partition and invariant: how many in all (the marks above stop at max_rows).
     totals = grouped(violations.join(sel, KEY, "left_semi").groupBy(*KEY, "severity", "invariant").count())
     life: dict[str, list[dict[str, Any]]] = {}
@@ -583,6 +595,8 @@ def _sections(
                             for i in i_rows),
             lifecycle=tuple(LifecycleMark((r["ts_ms"] - start_ms) / 1000.0, r["broker_id"], r["action"])
                             for r in life.get(run, []) if r["broker_id"] is not None),
+            fetch_errors=tuple(FetchErrorMark((r["ts_ms"] - start_ms) / 1000.0, r["follower"])
+                               for r in sorted(fetch_marks.get(key, []), key=lambda r: (r["ts_ms"], r["follower"]))),
             bucket_ms=bucket, notes=tuple(notes),
             violation_totals=tuple(sorted((t["severity"], t["invariant"], int(t["count"]))
                                           for t in totals.get(key, []))),

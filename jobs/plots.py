@@ -8,7 +8,8 @@ One figure per partition, two panels sharing the time axis (seconds since the ru
     violations as markers at their time (and offset, when the invariant has one) labelled with the
     invariant name;
   * bottom — one lane per assigned replica: shaded while it is in the committed ISR (hatched when it
-    left and rejoined inside one bucket), a dark strip while it leads, its crashes and restarts marked.
+    left and rejoined inside one bucket), a dark strip while it leads, its crashes and restarts marked, and
+    orange ticks along its top edge where it got a fetch response with an error.
 
 Both panels carry the leader changes (vertical lines labelled with the new leader and epoch; an unclean
 election, which may lose acknowledged data, in red and dashed) and the lag incidents (shaded intervals labelled
@@ -62,6 +63,7 @@ _VERDICT_SHORT = {"on_time": "removed from the ISR in time", "late": "removed fr
                   "not_in_isr": "out of the ISR by another route", "premature": "removed while not lagging"}
 _SEVERITY_STYLE = {"error": ("#d62728", "X"), "warning": ("#ff7f0e", "^")}
 UNCLEAN_COLOUR = "#b2182b"
+FETCH_ERROR_COLOUR = "#e6550d"
 
 
 @dataclass(frozen=True)
@@ -106,6 +108,14 @@ class LifecycleMark:
 
 
 @dataclass(frozen=True)
+class FetchErrorMark:
+    """Follower `follower` got a fetch response with an error at `time_s` (the first one of its time bucket)."""
+
+    time_s: float
+    follower: int
+
+
+@dataclass(frozen=True)
 class IncidentSpan:
     """A lag incident: the follower was beyond replica.lag.time.max.ms from `start_s` to `end_s` (None: to
     the end of the data)."""
@@ -133,6 +143,7 @@ class PartitionPlot:
     violations: tuple[ViolationMark, ...] = ()
     incidents: tuple[IncidentSpan, ...] = ()
     lifecycle: tuple[LifecycleMark, ...] = ()
+    fetch_errors: tuple[FetchErrorMark, ...] = ()
     bucket_ms: int = 1
     notes: tuple[str, ...] = field(default_factory=tuple)
     violation_totals: tuple[tuple[str, str, int], ...] = ()
@@ -416,6 +427,11 @@ def _draw_isr(ax, data: PartitionPlot) -> None:  # type: ignore[no-untyped-def]
         ax.broken_barh(_runs(t, [a and not b for a, b in zip(last, whole, strict=True)], data.end_s),
                        (lane - 0.4, 0.8), facecolors="white", edgecolors=colour, hatch="///", zorder=2)
         ax.broken_barh(leading.get(replica, []), (lane + 0.22, 0.18), facecolors="black", zorder=4)
+        # A follower's failed fetches: ticks along the top edge of its lane, where nothing else is drawn.
+        failed = sorted(m.time_s for m in data.fetch_errors if m.follower == replica)
+        if failed:
+            ax.plot(failed, [lane - 0.33] * len(failed), marker="|", markersize=7, markeredgewidth=1.4,
+                    color=FETCH_ERROR_COLOUR, linestyle="none", zorder=5)
     ax.set_yticks(range(len(data.replicas)), [f"broker {r}" for r in data.replicas])
     ax.set_ylim(-0.6, len(data.replicas) - 0.4)
     ax.invert_yaxis()
@@ -489,6 +505,9 @@ def render_partition(data: PartitionPlot) -> Figure:
                 Patch(facecolor="#ffbf00", alpha=0.35, label="lag incident (other verdicts)")]
     if any(c.unclean for c in data.leaders):
         handles.append(Line2D([], [], color=UNCLEAN_COLOUR, linestyle="--", label="unclean election"))
+    if data.fetch_errors:
+        handles.append(Line2D([], [], marker="|", markersize=7, markeredgewidth=1.4, color=FETCH_ERROR_COLOUR,
+                              linestyle="none", label="fetch response with an error\n(on the follower's lane)"))
     labels += [h.get_label() for h in handles[len(labels):]]
     fig.legend(handles, labels, loc="upper left", bbox_to_anchor=(0.805, 0.88), fontsize=8.5, frameon=False)
     fig.suptitle(f"{data.topic}-{data.partition}   (run {data.run_id})", x=0.08, ha="left", fontsize=14,

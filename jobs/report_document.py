@@ -340,9 +340,10 @@ def markdown(doc: ReportDocument) -> str:
 
 def _picture_legend(doc: ReportDocument) -> str:
     return ("Each picture: LEO (wide line) and HW (dashed) of every replica over time, one colour per broker; "
-            "below, one lane per replica, shaded while it is in the ISR, with a black strip while it leads and its "
-            "crashes and restarts marked. Dotted vertical lines are leader changes (new leader and epoch; red dashed: "
-            "an unclean election, which may lose acknowledged data), shaded "
+            "below, one lane per replica, shaded while it is in the ISR, with a black strip while it leads, its "
+            "crashes and restarts marked, and orange ticks where it got a fetch response with an error. Dotted "
+            "vertical lines are leader changes (new leader and epoch; red dashed: an unclean election, which may "
+            "lose acknowledged data), shaded "
             "intervals are lag incidents (red: late / missing / premature), crosses and triangles are errors and "
             "warnings with the invariant name, numbered rings their evidence events in order. "
             f"Time is seconds since the run's first event. {doc.bucket_note}").strip()

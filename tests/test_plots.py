@@ -9,10 +9,12 @@ import pandas as pd
 import pytest
 
 from jobs.plots import (
+    FETCH_ERROR_COLOUR,
     ISR_COLUMNS,
     OFFSET_COLUMNS,
     UNCLEAN_COLOUR,
     EvidencePoint,
+    FetchErrorMark,
     IncidentSpan,
     LeaderChange,
     LifecycleMark,
@@ -181,3 +183,16 @@ def test_evidence_labels_of_events_close_together_do_not_overlap() -> None:
     assert sorted(t.get_text().split(".")[0] for t in labels) == [str(k) for k in range(1, 9)]
     extents = [t.get_window_extent(renderer) for t in labels]
     assert not any(a.overlaps(b) for k, a in enumerate(extents) for b in extents[k + 1:])
+
+
+def test_a_followers_fetch_errors_are_ticks_on_its_lane_with_a_legend_entry() -> None:
+    data = replace(kip101_like(), fetch_errors=(FetchErrorMark(9.0, 2), FetchErrorMark(9.5, 2),
+                                                FetchErrorMark(3.0, 1), FetchErrorMark(4.0, 7)))
+    lanes = render_partition(data).axes[1]
+    ticks = {tuple(line.get_xdata()): tuple(round(float(y), 2) for y in line.get_ydata())
+             for line in lanes.get_lines() if line.get_color() == FETCH_ERROR_COLOUR}
+    # Broker 1 is lane 0, broker 2 lane 1; broker 7 is not a replica of the partition: not drawn.
+    assert ticks == {(3.0,): (-0.33,), (9.0, 9.5): (0.67, 0.67)}
+    legend = [t.get_text() for t in render_partition(data).legends[0].get_texts()]
+    assert "fetch response with an error\n(on the follower's lane)" in legend
+    assert not any("fetch response" in t.get_text() for t in render_partition(kip101_like()).legends[0].get_texts())
