@@ -163,6 +163,18 @@ PATTERNS: tuple[LinePattern, ...] = (
                    "WHEN _msg LIKE '%to PendingShrinkIsr%' THEN 'shrink' END"},
     ),
     LinePattern(
+        "isr_retry", "isr_change",
+        "Partition.handleAlterPartitionError, any error it does not expect (the AlterPartition manager sends the "
+        "proposal again): WARN 'Failed to update ISR to {PendingExpandIsr(...) | PendingShrinkIsr(...)} due to "
+        "unexpected {error}. Retrying.' (2.8+; 2.7: 'Controller failed to update ISR to ...')",
+        "due to unexpected ",
+        r"(?:Controller failed|Failed) to update ISR to (.*) due to unexpected (\w+)\. Retrying\.",
+        {"isr_state": "'rejected'", "error": "{2}", "reason": "'retry'",
+         "action": "CASE WHEN {1} LIKE 'PendingExpandIsr%' THEN 'expand' "
+                   "WHEN {1} LIKE 'PendingShrinkIsr%' THEN 'shrink' END"},
+        strict=False,  # other components print 'due to unexpected' sentences
+    ),
+    LinePattern(
         "become_follower", "leadership_change",
         "Partition.makeFollower (state-change log): 'Follower {tp} starts at leader epoch {e} from offset {leo} "
         "with high watermark {hw}. ...' (2.6-3.2); '... with partition epoch {p} and high watermark {hw}. "

@@ -238,6 +238,28 @@ java.io.IOException: Connection to 1 was disconnected before the response was re
     assert got.where("_source_line = 15 OR raw LIKE 'java.io.IOException%'").count() == 0
 
 
+def test_an_alter_partition_retry_is_a_rejection_that_keeps_the_proposal(spark: SparkSession, tmp_path: Path) -> None:
+    """'Failed to update ISR to Pending...Isr(...) due to unexpected E. Retrying.' (2.7 and 2.8+ forms): a rejected
+    isr_change with reason retry and the error; its action from the pending state it names, its old ISR and epoch
+    from the broker's earlier lines; the ISR the broker holds stays the committed one."""
+    server = """\
+[2024-05-14 12:00:00,000] INFO [Broker id=1] Leader t-0 starts at leader epoch 3 from offset 10 with high watermark 10 ISR [1,2] addingReplicas [] removingReplicas []. Previous leader epoch was 2. (state.change.logger)
+[2024-05-14 12:00:01,000] WARN [Partition t-0 broker=1] Failed to update ISR to PendingExpandIsr(newInSyncReplicaId=3, sentLeaderAndIsr=LeaderAndIsr(leader=1, leaderEpoch=3, isrWithBrokerEpoch=[BrokerState(brokerId=1, brokerEpoch=-1), BrokerState(brokerId=2, brokerEpoch=-1), BrokerState(brokerId=3, brokerEpoch=-1)], leaderRecoveryState=RECOVERED, partitionEpoch=4), leaderRecoveryState=RECOVERED, lastCommittedState=CommittedPartitionState(isr=Set(1, 2), leaderRecoveryState=RECOVERED)) due to unexpected UNKNOWN_SERVER_ERROR. Retrying. (kafka.cluster.Partition)
+[2024-05-14 12:00:02,000] WARN [Partition t-0 broker=1] Controller failed to update ISR to PendingShrinkIsr(isr=Set(1, 2), outOfSyncReplicaIds=Set(2)) due to unexpected REQUEST_TIMED_OUT. Retrying. (kafka.cluster.Partition)
+[2024-05-14 12:00:03,000] INFO [Partition t-0 broker=1] ISR updated to 1  and version updated to 5 (kafka.cluster.Partition)
+"""
+    got = parse(spark, write_logs(tmp_path, {"server.log": server}))
+    assert got.where("_reason_code IS NOT NULL").count() == 0
+    rows = [(r["action"], r["isr_state"], r["reason"], r["error"], r["old_isr"], r["isr"], r["leader_epoch"])
+            for r in got.where("event_type = 'isr_change'").orderBy("ts_ms").collect()]
+    assert rows == [
+        ("expand", "rejected", "retry", "UNKNOWN_SERVER_ERROR", [1, 2], None, 3),
+        ("shrink", "rejected", "retry", "REQUEST_TIMED_OUT", [1, 2], None, 3),
+        # A retry changes nothing the broker holds: the commit shrinks from [1, 2].
+        ("shrink", "committed", None, None, [1, 2], [1], 3),
+    ]
+
+
 def test_a_brokers_startup_config_block_becomes_its_broker_config(spark: SparkSession, tmp_path: Path) -> None:
     """`KafkaConfig values:` and its setting lines (no timestamps) become one broker_config event with the
     replication settings; the broker is broker.id (node.id in KRaft; -1 means ZooKeeper assigns it: the file's);
