@@ -172,24 +172,28 @@ def unclean_elections(bronze: DataFrame) -> DataFrame:
         *KEY, "ts_ms", "leader_id", "leader_epoch")
 
 
+def failed_fetches(bronze: DataFrame) -> DataFrame:
+    """The fetch responses with an error that a follower (`broker_id`) logged for a partition."""
+    return bronze.where((F.col("event_type") == FETCH_RESPONSE) & F.col("error").isNotNull()
+                        & (F.col("error") != "NONE") & F.col("topic").isNotNull() & F.col("partition").isNotNull()
+                        & F.col("broker_id").isNotNull())
+
+
 def fetch_errors(bronze: DataFrame) -> DataFrame:
     """Per partition, follower (the broker that logged the response), leader and error: the fetch responses with
     an error, how many, the first and the last time. One row per group, so bounded by replicas x leaders x errors
     per partition, not by the events."""
-    failed = bronze.where((F.col("event_type") == FETCH_RESPONSE) & F.col("error").isNotNull()
-                          & (F.col("error") != "NONE") & F.col("topic").isNotNull() & F.col("partition").isNotNull())
-    return failed.groupBy(*KEY, F.col("broker_id").alias("follower"), F.col("leader_id").alias("leader"),
-                          "error").agg(F.count(F.lit(1)).alias("responses"), F.min("ts_ms").alias("first_ms"),
-                                       F.max("ts_ms").alias("last_ms"))
+    groups = failed_fetches(bronze).groupBy(*KEY, F.col("broker_id").alias("follower"),
+                                            F.col("leader_id").alias("leader"), "error")
+    return groups.agg(F.count(F.lit(1)).alias("responses"), F.min("ts_ms").alias("first_ms"),
+                      F.max("ts_ms").alias("last_ms"))
 
 
 def fetch_error_times(bronze: DataFrame, selected: DataFrame, limit: int) -> DataFrame:
     """Per selected partition (KEY + start_ms + bucket_ms) and follower: the first fetch error of each time bucket
     (`ts_ms`), at most `limit` per follower (the earliest)."""
-    failed = bronze.where((F.col("event_type") == FETCH_RESPONSE) & F.col("error").isNotNull()
-                          & (F.col("error") != "NONE") & F.col("broker_id").isNotNull())
-    marks = bucketed(failed, "ts_ms", selected).groupBy(*KEY, F.col("broker_id").alias("follower"), "_bucket").agg(
-        F.min("ts_ms").alias("ts_ms")).drop("_bucket")
+    marks = bucketed(failed_fetches(bronze), "ts_ms", selected).groupBy(
+        *KEY, F.col("broker_id").alias("follower"), "_bucket").agg(F.min("ts_ms").alias("ts_ms")).drop("_bucket")
     return first_rows(marks, [F.col("ts_ms")], limit, by=[*KEY, "follower"])
 
 
