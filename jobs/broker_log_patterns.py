@@ -80,6 +80,12 @@ FETCHER_ID = f"coalesce({_prefix_int(_NEW_FETCHER, 2)}, {_prefix_int(_OLD_FETCHE
 """SQL: the fetcher id of a fetcher thread's line, from the same prefixes."""
 
 
+def fetcher_columns(columns: Mapping[str, str]) -> dict[str, str]:
+    """`columns` of a fetcher thread's line, with its leader and fetcher id from the thread's prefix unless they
+    name their own."""
+    return {"leader_id": FETCHER_LEADER, "fetcher_id": FETCHER_ID, **columns}
+
+
 _SIMPLE_NAME = r"(\w+?)(?:Exception)?$"
 
 
@@ -264,7 +270,7 @@ PATTERNS: tuple[LinePattern, ...] = (
         "persist.' (UNKNOWN_TOPIC_OR_PARTITION 2.x+; UNKNOWN_TOPIC_ID, INCONSISTENT_TOPIC_ID 3.x)",
         "from the leader for partition ",
         r"Received ([A-Z_]+) from the leader for partition " + _TP + r"\.",
-        {"tp": "{2}", "error": "{1}", "leader_id": FETCHER_LEADER, "fetcher_id": FETCHER_ID},
+        fetcher_columns({"tp": "{2}", "error": "{1}"}),
     ),
     LinePattern(
         "fetch_error", "fetch_response",
@@ -274,9 +280,9 @@ PATTERNS: tuple[LinePattern, ...] = (
         "Error for partition ",
         r"Error for partition (?:" + _TP + r" at offset (\d+)|" + _OLD_TP + r" to broker (\d+):(?:class )?"
         r"([\w.$]+?)(?::|\s|$))",
-        {"tp": "coalesce({1}, tp({3}, {4}))", "fetch_offset": "long({2})",
-         "error": error_name_sql("coalesce({6}, _next_exception)"),
-         "leader_id": f"coalesce(int({{5}}), {FETCHER_LEADER})", "fetcher_id": FETCHER_ID},
+        fetcher_columns({"tp": "coalesce({1}, tp({3}, {4}))", "fetch_offset": "long({2})",
+                         "error": error_name_sql("coalesce({6}, _next_exception)"),
+                         "leader_id": f"coalesce(int({{5}}), {FETCHER_LEADER})"}),
     ),
     LinePattern(
         "fetch_invalid_records", "fetch_response",
@@ -285,9 +291,8 @@ PATTERNS: tuple[LinePattern, ...] = (
         "on the next line); '... for partition [{t},{p}] offset {o} error {message}' (<= 1.x)",
         "Found invalid messages during fetch for partition ",
         r"Found invalid messages during fetch for partition (?:" + _OLD_TP + "|" + _TP + r") offset (\d+)",
-        {"tp": "coalesce(tp({1}, {2}), {3})", "fetch_offset": "long({4})",
-         "error": f"coalesce({error_name_sql('_next_exception')}, 'CORRUPT_MESSAGE')",
-         "leader_id": FETCHER_LEADER, "fetcher_id": FETCHER_ID},
+        fetcher_columns({"tp": "coalesce(tp({1}, {2}), {3})", "fetch_offset": "long({4})",
+                         "error": f"coalesce({error_name_sql('_next_exception')}, 'CORRUPT_MESSAGE')"}),
     ),
     LinePattern(
         "fetch_out_of_range", "fetch_response",
@@ -296,8 +301,8 @@ PATTERNS: tuple[LinePattern, ...] = (
         "{o} for partition [{t},{p}] out of range; reset offset to {n}' (0.9-1.x)",
         "Current offset ",
         r"Current offset (\d+) for partition (?:" + _OLD_TP + "|" + _TP + r") (?:is )?out of range",
-        {"tp": "coalesce(tp({2}, {3}), {4})", "fetch_offset": "long({1})", "error": "'OFFSET_OUT_OF_RANGE'",
-         "leader_id": FETCHER_LEADER, "fetcher_id": FETCHER_ID},
+        fetcher_columns({"tp": "coalesce(tp({2}, {3}), {4})", "fetch_offset": "long({1})",
+                         "error": "'OFFSET_OUT_OF_RANGE'"}),
         strict=False,  # consumers print other 'Current offset' sentences
     ),
     LinePattern(
@@ -310,8 +315,8 @@ PATTERNS: tuple[LinePattern, ...] = (
         "because log truncation is not allowed for ",
         r"because log truncation is not allowed for (?:partition (?:" + _OLD_TP + "|" + _TP + r")|topic \S+), "
         r"[Cc]urrent leader(?: (\d+))?'s latest offset \d+ is less than replica(?: \d+)?'s latest offset (\d+)",
-        {"tp": "coalesce(tp({1}, {2}), {3})", "fetch_offset": "long({5})", "error": "'OFFSET_OUT_OF_RANGE'",
-         "leader_id": f"coalesce(int({{4}}), {FETCHER_LEADER})", "fetcher_id": FETCHER_ID},
+        fetcher_columns({"tp": "coalesce(tp({1}, {2}), {3})", "fetch_offset": "long({5})",
+                         "error": "'OFFSET_OUT_OF_RANGE'", "leader_id": f"coalesce(int({{4}}), {FETCHER_LEADER})"}),
     ),
     LinePattern(
         "fetch_fenced", "fetch_response",
@@ -321,8 +326,8 @@ PATTERNS: tuple[LinePattern, ...] = (
         "later.' (3.4+; 2.5-3.3 'has an new epoch'; {e} is the request's epoch, this broker has moved on)",
         "than the current leader",
         r"Partition " + _TP + r" has an? (older|newer|new) epoch \((\d+)\) than the current leader",
-        {"tp": "{1}", "error": "'FENCED_LEADER_EPOCH'", "leader_epoch": "CASE WHEN {2} = 'older' THEN int({3}) END",
-         "leader_id": FETCHER_LEADER, "fetcher_id": FETCHER_ID},
+        fetcher_columns({"tp": "{1}", "error": "'FENCED_LEADER_EPOCH'",
+                         "leader_epoch": "CASE WHEN {2} = 'older' THEN int({3}) END"}),
         strict=False,
     ),
     LinePattern(
@@ -332,7 +337,7 @@ PATTERNS: tuple[LinePattern, ...] = (
         "moved' (INFO in 2.0-2.2, DEBUG since)",
         "Remote broker is not the leader for partition ",
         r"Remote broker is not the leader for partition " + _TP,
-        {"tp": "{1}", "error": "'NOT_LEADER_OR_FOLLOWER'", "leader_id": FETCHER_LEADER, "fetcher_id": FETCHER_ID},
+        fetcher_columns({"tp": "{1}", "error": "'NOT_LEADER_OR_FOLLOWER'"}),
         strict=False,
     ),
     LinePattern(
@@ -342,8 +347,7 @@ PATTERNS: tuple[LinePattern, ...] = (
         "Remote broker has a smaller leader epoch for partition ",
         r"Remote broker has a smaller leader epoch for partition " + _TP + r" than this replica's current leader "
         r"epoch of (\d+)",
-        {"tp": "{1}", "error": "'UNKNOWN_LEADER_EPOCH'", "leader_epoch": "int({2})", "leader_id": FETCHER_LEADER,
-         "fetcher_id": FETCHER_ID},
+        fetcher_columns({"tp": "{1}", "error": "'UNKNOWN_LEADER_EPOCH'", "leader_epoch": "int({2})"}),
         strict=False,
     ),
     LinePattern(
