@@ -146,6 +146,22 @@ def test_a_loss_without_the_raced_follower_elected_below_the_hw_is_not_excused(e
     assert known_finding(_violation("acked_write_lost", "u", 1, 2, -1, offset), events) is None
 
 
+def _elected_then_offline(election_action: str = "clean") -> list[Event]:
+    """`_race_elected` where the controller elects 2 into epoch 7, then takes the partition offline (epoch 8) before
+    2 has its epoch-7 metadata, and 2 becomes leader of epoch 7 (`--throttled` seed 682507's sequence, shortened)."""
+    *head, election, became = _race_elected(action=election_action)
+    offline = _ev("leader_election", 1000, action="offline", leader_id=-1, isr=[], partition_epoch=12, leader_epoch=8)
+    return [*head, dict(election, leader_epoch=7), offline, dict(became, leader_epoch=7), FILLER]
+
+
+def test_the_election_of_the_epoch_the_raced_follower_takes_counts_not_the_latest_one() -> None:
+    events = _elected_then_offline()
+    assert known_finding(_violation("truncation_safety", "u", 1, 2, len(events) - 1, 370), events) == ISR_EXPANSION_RACE
+    # Had epoch 7 been an unclean election, the loss would not be A's, whatever election came after it.
+    unclean = _elected_then_offline("unclean")
+    assert known_finding(_violation("truncation_safety", "u", 1, 2, len(unclean) - 1, 370), unclean) is None
+
+
 def _erased(*, fetch_offset: int = 2300, new_log_start: int = 2300, between: bool = False,
             truncated: bool = True) -> list[Event]:
     """Follower 3 of t-1 truncates to 2300 (the leader's answer; or not at all, `truncated=False`), fetches from
