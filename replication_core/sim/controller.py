@@ -23,10 +23,11 @@ controller node that never fails:
   the metadata log in order): a cut link delays it, it is never reordered, and a broker that
   restarts is sent the full state of its partitions;
 * controlled shutdown moves leadership away first and removes the broker from ISRs;
-* reassignment adds the target replicas (throttled through the topic's
-  `*.replication.throttled.replicas` and the brokers' throttled rates), and completes when every
-  target replica is in the ISR: the replica set becomes the target, leadership moves if needed,
-  removed replicas get StopReplica(delete) and the throttles are cleared.
+* reassignment adds the target replicas (throttled through the topics' `*.replication.throttled.replicas`,
+  which cover every move in progress as `kafka-reassign-partitions --execute --additional --throttle` sets
+  them, and the brokers' throttled rates), and completes when every target replica is in the ISR: the
+  replica set becomes the target, leadership moves if needed, removed replicas get StopReplica(delete), and
+  once the topic has no move left its throttles are cleared (as the tool's `--verify` clears them).
 """
 
 from __future__ import annotations
@@ -377,7 +378,6 @@ class Controller:
         removing = [b for b in info.replicas if b not in target]
         if not adding and not removing:
             return
-        original = list(info.replicas)
         info.replicas = list(target) + removing
         info.adding, info.removing, info.target = adding, removing, list(target)
         # The ZooKeeper controller bumps the leader epoch when it widens the assignment
@@ -387,10 +387,25 @@ class Controller:
         for b in adding:
             self.by_broker.setdefault(b, []).append(tp)
         if throttle_rate is not None:
-            leader_entries = tuple(f"{tp.partition}:{b}" for b in original)
-            follower_entries = tuple(f"{tp.partition}:{b}" for b in adding)
-            self._set_throttle(tp.topic, leader_entries, follower_entries, throttle_rate)
+            # `kafka-reassign-partitions --execute --additional --throttle` sets the throttled-replica lists of every
+            # topic with a move in progress, over all of its moves (calculateProposedMoveMap), not this one alone.
+            for topic, (leader_entries, follower_entries) in self._move_throttles().items():
+                self._set_throttle(topic, leader_entries, follower_entries, throttle_rate)
         self._mark(tp, info)
+
+    def _move_throttles(self) -> dict[str, tuple[tuple[str, ...], tuple[str, ...]]]:
+        """`calculateLeaderThrottles` / `calculateFollowerThrottles` over the moves in progress: per topic, the
+        `partition:broker` entries of each move's sources (its replicas but the adding ones) and of its adding
+        replicas, sorted as Kafka's TreeSet sorts them."""
+        leaders: dict[str, set[str]] = {}
+        followers: dict[str, set[str]] = {}
+        for tp, info in self.partitions.items():
+            if info.target is None:
+                continue
+            sources = [b for b in info.replicas if b not in info.adding]
+            leaders.setdefault(tp.topic, set()).update(f"{tp.partition}:{b}" for b in sources)
+            followers.setdefault(tp.topic, set()).update(f"{tp.partition}:{b}" for b in info.adding)
+        return {t: (tuple(sorted(leaders[t])), tuple(sorted(followers.get(t, set())))) for t in sorted(leaders)}
 
     def _complete_reassignment(self, tp: TopicPartition) -> None:
         info = self.partitions[tp]

@@ -24,7 +24,6 @@ from tests.sim.campaign import (
     problems,
     problems_in,
     reassigning_scenario,
-    throttled_scenario,
 )
 from tests.sim.helpers import check, run
 from tests.sim.known_findings import (
@@ -64,7 +63,8 @@ def _race(*, reset: bool = True, hw_before_reset: bool = False, reset_epoch: int
     ("rejected", seed 3061's sequence) or it stays pending ("pending": then it is that proposal the commit
     answers, with no reset after it). `answered`: the first proposal's (resent) AlterPartition is answered before
     the reset with INVALID_UPDATE_VERSION, which leaves it pending ("awaiting_metadata", reassigning seed
-    520021's sequence), or with OPERATION_NOT_ATTEMPTED, which resets it ("reset_to_committed")."""
+    520021's sequence before reassignments kept every throttled move's replicas throttled), or with
+    OPERATION_NOT_ATTEMPTED, which resets it ("reset_to_committed")."""
     reset_ev = _ev("isr_change", 3, action="update", isr_state="committed", partition_epoch=reset_epoch,
                    old_isr=[1, 3], isr=[1, 3], reason="leader_and_isr") if reset else FILLER
     hw = _ev("hw_change", 3, role="leader", old_hw=365, hw=375)
@@ -148,7 +148,9 @@ def test_a_loss_without_the_raced_follower_elected_below_the_hw_is_not_excused(e
 
 def _elected_then_offline(election_action: str = "clean") -> list[Event]:
     """`_race_elected` where the controller elects 2 into epoch 7, then takes the partition offline (epoch 8) before
-    2 has its epoch-7 metadata, and 2 becomes leader of epoch 7 (`--throttled` seed 682507's sequence, shortened)."""
+    2 has its epoch-7 metadata, and 2 becomes leader of epoch 7 (`--throttled` seed 682507's sequence, shortened;
+    that seed's run changed when reassignments kept every throttled move's replicas throttled, and 6,700 throttled
+    seeds after it showed no other run of it)."""
     *head, election, became = _race_elected(action=election_action)
     offline = _ev("leader_election", 1000, action="offline", leader_id=-1, isr=[], partition_epoch=12, leader_epoch=8)
     return [*head, dict(election, leader_epoch=7), offline, dict(became, leader_epoch=7), FILLER]
@@ -460,23 +462,6 @@ def test_the_reassigning_power_seed_elects_a_divergent_prefix_kept_in_the_leader
     assert problems(sc)[0] == []
 
 
-def test_the_reassigning_campaign_seed_reproduces_the_isr_race_through_a_resent_proposal() -> None:
-    """`--seeds 520021-520021 --reassigning`: leader 1 of t-1 proposed adding 5 at partition epoch 24 (event 13279);
-    the controller committed it (epoch 25), but the answer was lost, and the resent request got
-    INVALID_UPDATE_VERSION (14587), which leaves the proposal pending. The late metadata of epoch 24 then reset the
-    ISR to [1, 3] (15339), the HW rose past 5's LEO (15340), and the metadata of epoch 25 added 5 below it."""
-    sc = reassigning_scenario(520021)
-    _, events, stats = run(sc)
-    errors = [v for v in check(events, stats).violations if v.severity == "error"]
-    assert [(v.invariant, v.topic, v.partition, v.replica, v.event_id, v.offset) for v in errors] == [
-        ("isr_holds_committed", "t", 1, 5, 15355, 301)]
-    assert known_finding(errors[0], events) == ISR_EXPANSION_RACE
-    resent = events[14587]
-    assert (resent["isr_state"], resent["reason"], resent["error"]) == (
-        "rejected", "awaiting_metadata", "INVALID_UPDATE_VERSION")
-    assert problems(sc)[0] == []
-
-
 @pytest.mark.parametrize(("seed", "finding", "where"), [
     (200475, ISR_EXPANSION_RACE, ("isr_holds_committed", "u", 1, 2, 365)),
     (3061, ISR_EXPANSION_RACE, ("isr_holds_committed", "t", 5, 3, 112)),
@@ -566,26 +551,6 @@ def test_a_controlled_shutdown_that_elects_the_raced_follower_is_finding_a() -> 
     assert (commit["partition_epoch"], commit["isr"]) == (7, [4, 5])
     assert (election["action"], election["leader_id"], election["isr"]) == ("controlled_shutdown", 5, [5])
     assert events[3671]["leo"] == 246
-    assert problems_in(sc, events, stats)[0] == []
-
-
-def test_the_raced_follower_elected_before_an_offline_election_is_finding_a() -> None:
-    """`--seeds 682507-682507 --throttled`: finding A (commit at event 16072 adds 4 below HW 380), then session
-    timeouts: the controller elects 3, then 4 (epoch 7, ISR [4]), then takes t-6 offline (epoch 8) before 4 has
-    its epoch-7 metadata; 4 becomes leader of epoch 7 at LEO 360 (16322). The loss is matched to the election of
-    the epoch the new leader took, not to the latest election event."""
-    sc = throttled_scenario(682507)
-    _, events, stats = run(sc)
-    errors = [v for v in check(events, stats).violations if v.severity == "error"]
-    assert [(v.invariant, v.topic, v.partition, v.replica, v.event_id, v.offset) for v in errors] == [
-        ("isr_holds_committed", "t", 6, 4, 16072, 360), ("truncation_safety", "t", 6, 3, 16373, 360),
-        ("inconsistent_offsets", "t", 6, 4, 17740, 360), ("inconsistent_offsets", "t", 6, 4, 17756, 370)]
-    assert {known_finding(v, events) for v in errors} == {ISR_EXPANSION_RACE}
-    elected, offline, became = events[16237], events[16240], events[16322]
-    assert (elected["action"], elected["leader_id"], elected["leader_epoch"]) == ("clean", 4, 7)
-    assert (offline["action"], offline["leader_epoch"]) == ("offline", 8)
-    assert (became["broker_id"], became["action"], became["leader_epoch"], became["leo"]) == (
-        4, "become_leader", 7, 360)
     assert problems_in(sc, events, stats)[0] == []
 
 

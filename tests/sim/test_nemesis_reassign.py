@@ -15,9 +15,12 @@ from itertools import pairwise
 
 import pytest
 
+from replication_core.partition_fetch_state import TopicPartition
+from replication_core.sim.cluster import Cluster
 from replication_core.sim.nemesis import draw_faults
 from replication_core.sim.scenario import NemesisSpec
 from tests.sim.campaign import judged_runs, power_reassigning_scenario, reassigning_scenario, throttled_scenario
+from tests.sim.helpers import scenario
 
 SEEDS = range(520000, 520024)
 PARTITIONS = (("t", 0, 3), ("t", 1, 3), ("u", 0, 2))
@@ -97,3 +100,24 @@ def test_power_failures_among_reassignments_show_no_problem_beyond_the_known_fin
             seen["power losses"] += (before["event_type"] == "broker_lifecycle" and before["action"] == "crash"
                                      and e["event_type"] == "truncation")
     assert seen["drawn"] >= 16 and seen["power losses"] > 0, seen
+
+
+def test_a_throttled_move_keeps_every_move_in_progress_throttled() -> None:
+    """`kafka-reassign-partitions --execute --additional --throttle` sets a topic's throttled-replica lists over
+    all of its moves in progress (calculateProposedMoveMap): a second throttled move on the topic must not lift
+    the first one's throttle. The rate is the broker-level one, the latest set."""
+    cluster = Cluster(scenario("steady-state"))
+    ctrl = cluster.controller
+    ctrl.create_topics()
+    moves = {}
+    for p in (0, 1):
+        tp = TopicPartition("clicks", p)
+        before = list(ctrl.partitions[tp].replicas)
+        spare = next(b for b in sorted(cluster.brokers) if b not in before)
+        moves[p] = (before, spare)
+        ctrl.reassign(tp, [before[0], spare], 3000 if p == 0 else 500)
+    leader_entries, follower_entries, rate = ctrl.throttles["clicks"]
+    assert leader_entries == tuple(sorted(f"{p}:{b}" for p, (before, _) in moves.items() for b in before))
+    assert follower_entries == tuple(sorted(f"{p}:{spare}" for p, (_, spare) in moves.items()))
+    assert rate == 500
+    assert "orders" not in ctrl.throttles  # no move of its own
