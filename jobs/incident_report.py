@@ -398,7 +398,7 @@ def run_report(
     def start(run: str) -> int:
         return bounds.get(run, (0, 0))[0]
 
-    # Aggregates: a handful of rows each.
+    # Aggregates: a handful of rows each (one per invariant, verdict, fetch error name).
     counts: dict[str, dict[str, int]] = {}
     for r in violations.groupBy("invariant", "severity").count().collect():
         counts.setdefault(r["invariant"], {})[r["severity"]] = int(r["count"])
@@ -418,6 +418,11 @@ def run_report(
     run_level_total = unscoped.count() if len(run_level) >= cfg.max_rows else len(run_level)
     incident_list = [r.asDict() for r in incidents.orderBy(*_incident_order(), *KEY).limit(cfg.max_rows).collect()]
 
+    fetch_error_counts = {} if not parts else {
+        r["error"]: (int(r["responses"]), int(r["partitions"]))
+        for r in failed_fetches(lake.read(BRONZE_EVENTS, parts)).groupBy("error").agg(
+            F.count(F.lit(1)).alias("responses"),
+            F.count_distinct("run_id", "topic", "partition").alias("partitions")).collect()}
     elections = unclean_elections(lake.read(BRONZE_EVENTS, parts)) if parts else None
     flagged = flagged_partitions(violations, incidents, elections).cache()
     try:
@@ -434,7 +439,7 @@ def run_report(
         run_level=tuple(_violation_row(r, start(r["run_id"])) for r in run_level), run_level_total=run_level_total,
         verdicts=verdicts, incidents=tuple(_incident_row(r, start(r["run_id"])) for r in incident_list),
         incidents_total=sum(verdicts.values()), flagged_total=flagged_total, sections=tuple(sections),
-        max_partitions=cfg.max_partitions, max_rows=cfg.max_rows,
+        max_partitions=cfg.max_partitions, max_rows=cfg.max_rows, fetch_errors=fetch_error_counts,
         bucket_note=f"Series with more than {cfg.max_points} changes are aggregated into {cfg.max_points} time "
                     "buckets per run (last value, with the bucket's min..max range shaded).",
     )

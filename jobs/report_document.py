@@ -170,6 +170,8 @@ class ReportDocument:
     max_partitions: int = 20
     max_rows: int = 50
     bucket_note: str = ""
+    fetch_errors: dict[str, tuple[int, int]] = field(default_factory=dict)
+    """Per error name: the fetch responses with it over the reported runs, and the partitions they concern."""
 
     @property
     def errors(self) -> int:
@@ -189,6 +191,11 @@ class ReportDocument:
     def verdict_line(self) -> str:
         """`missing 1, recovered 2` or `none`."""
         return ", ".join(f"{k} {v}" for k, v in sorted(self.verdicts.items())) or "none"
+
+    def fetch_error_line(self) -> str:
+        """`NOT_LEADER_OR_FOLLOWER 12 (3 partitions), ...`, the most frequent first, or `none`."""
+        ranked = sorted(self.fetch_errors.items(), key=lambda kv: (-kv[1][0], kv[0]))
+        return ", ".join(f"{e} {n:,} ({p} partition{'s' if p != 1 else ''})" for e, (n, p) in ranked) or "none"
 
 
 # --- shared wording ------------------------------------------------------------------------------------
@@ -218,6 +225,7 @@ def _overview(doc: ReportDocument) -> list[str]:
         f"Audit {doc.audit_id} (started {doc.audit_started_at}, bronze version {_num(doc.bronze_version)}) of "
         f"{len(doc.runs)} run(s): {', '.join(doc.runs) or 'none'}.",
         f"{doc.errors} error(s) and {doc.warnings} warning(s); lag incidents by verdict: {doc.verdict_line()}.",
+        f"Fetch responses with an error: {doc.fetch_error_line()}.",
     ]
     if doc.flagged_total == 0:
         lines.append("No violations, lag incidents or unclean elections in a partition: nothing to plot.")

@@ -84,4 +84,12 @@ def test_a_sections_fetch_errors_are_one_row_per_follower_leader_and_error_with_
     assert "| 3 | – | CORRUPT_MESSAGE | 1 | 6.000 | 6.000 |" in md  # a 0.9 line names no leader
     assert "3 more fetch error groups not listed (cap report.max_rows; the earliest first)." in md
     assert "<td>CORRUPT_MESSAGE</td>" in page and "3 more fetch error groups not listed" in page
-    assert "Fetch responses with an error" not in markdown(_doc()), "no table for a partition without any"
+    assert "as the followers saw them" not in markdown(_doc()), "no table for a partition without any"
+
+
+def test_the_overview_counts_fetch_errors_per_error_the_most_frequent_first() -> None:
+    doc = _doc(fetch_errors={"UNKNOWN_TOPIC_ID": (8, 8), "NOT_LEADER_OR_FOLLOWER": (1_250, 1)})
+    line = ("Fetch responses with an error: NOT_LEADER_OR_FOLLOWER 1,250 (1 partition), UNKNOWN_TOPIC_ID 8 "
+            "(8 partitions).")
+    assert line in markdown(doc) and line in html_page(doc)
+    assert "Fetch responses with an error: none." in markdown(_doc())

@@ -675,6 +675,8 @@ def test_a_log_run_goes_through_every_job_to_the_report(spark: SparkSession, tmp
     assert "| follower | leader | error | responses | first (s) | last (s) |" in text
     assert "| 1 | 2 | UNKNOWN_TOPIC_OR_PARTITION | 2 | 5.000 | 6.000 |" in text
     assert "| 1 | 2 | NOT_LEADER_OR_FOLLOWER | 1 | 7.000 | 7.000 |" in text
+    assert ("Fetch responses with an error: UNKNOWN_TOPIC_OR_PARTITION 2 (1 partition), NOT_LEADER_OR_FOLLOWER 1 "
+            "(1 partition).") in text
     html = (report.out_dir / "report.html").read_text(encoding="utf-8")
     assert "<td>NOT_LEADER_OR_FOLLOWER</td>" in html
 
