@@ -5,7 +5,8 @@
 
 Reads what the other jobs wrote — `gold/audit_runs`, `gold/invariant_violations`, `gold/lag_incidents`,
 `silver/replica_offsets`, `silver/partition_state` — and, from `bronze/replication_events`, the unclean
-elections and the fetch errors of the plotted partitions (per follower, leader and error), and writes
+elections and the fetch errors (counted per error name over the runs; per follower, leader and error for the
+plotted partitions), and writes
 `report.md`, `report.html` and the PNGs into one folder (default `<lake>/reports/<audit id>/`, else
 `report.out` of the config or `--out`).
 
@@ -615,8 +616,9 @@ def _sections(
         log(f"report: plotted {topic}-{partition} of {run} -> {name}")
         rules = tuple((n, BY_NAME[n].rule, BY_NAME[n].offsets) for n in sorted({v.invariant for v in v_rows})
                       if n in BY_NAME)
-        fails = sorted(fetch_failures.get(key, []), key=lambda r: (r["first_ms"], r["follower"] or -1,
-                                                                  r["leader"] or -1, r["error"]))
+        # A 0.9 line names no leader; broker 0 is a broker like any other.
+        fails = sorted(fetch_failures.get(key, []), key=lambda r: (
+            r["first_ms"], r["follower"], -1 if r["leader"] is None else r["leader"], r["error"]))
         sections.append(PartitionSection(run, topic, partition, int(c["errors"]), int(c["warnings"]),
                                          int(c["incidents"]), tuple(v_rows), tuple(i_rows), name, rules,
                                          int(c["unclean_elections"]),
