@@ -376,6 +376,19 @@ PATTERNS: tuple[LinePattern, ...] = (
          "isr": "array(int({4}))"},
     ),
     LinePattern(
+        "leader_recovering", "leader_election",
+        "Partition.makeLeader (3.2+, KIP-704; state-change, prefix '[Broker id={b}] '): 'The topic partition {tp} "
+        "was marked as RECOVERING. Marking the topic partition as RECOVERED.' The controller marks a partition "
+        "RECOVERING when it elects an unclean leader (KRaft, and ZooKeeper with IBP 3.2+, whose controller logs "
+        "no line for it since 1.1), so the new leader's line is the election's trace where the controller's is "
+        "missing. The leader is the line's broker, the ISR [leader], the epoch that of the broker's become-leader "
+        "line that follows (`jobs.broker_logs`); a line that restates an election already read is no second one",
+        "was marked as RECOVERING",
+        r"The topic partition " + _TP + r" was marked as RECOVERING",
+        {"tp": "{1}", "action": "'unclean'", "leader_id": "coalesce(broker(), _file_broker)",
+         "isr": "array(coalesce(broker(), _file_broker))"},
+    ),
+    LinePattern(
         "broker_config", "broker_config",
         "AbstractConfig.logAll at the broker's start: '[..] INFO KafkaConfig values: ', then one line per setting, "
         "'\t{name} = {value}', without a timestamp, then ' (kafka.server.KafkaConfig)' (every version). The "

@@ -22,7 +22,12 @@ What a log line does not say is recovered where Kafka's logs allow it, and left 
   a rejection's action: from the proposal the line names, else the broker's last proposal. "Last" looks back
   into the run's events already in bronze too, so a later batch of rolled files continues where one ended;
 * a truncation's reason: from the fetcher's line just before it about the same offset (high watermark or leader
-  epoch); none where the fetcher printed none (Kafka 2.0-3.0 print no line for epoch-based truncation).
+  epoch); none where the fetcher printed none (Kafka 2.0-3.0 print no line for epoch-based truncation);
+* the epoch of an unclean election read from the new leader's RECOVERING line (KIP-704): that of the become-leader
+  line the same call prints next. An election is one event whichever of its lines the logs hold: a RECOVERING line
+  that restates the controller's line of it (or an earlier RECOVERING line), here or in bronze, is no second event,
+  and neither is a controller's line whose election bronze already holds from a RECOVERING line (such restating
+  lines are not records, like any other line that is no event).
 
 `event_id` is `ts_ms * 2^20 + n`, n numbering the run's events of one millisecond in file and line order after
 those bronze already holds: ids follow time, as the audit's orderings expect, and never repeat across batches.
@@ -208,17 +213,18 @@ def read_broker_logs(spark: SparkSession, paths: Sequence[str], options: BrokerL
     located = parsed.withColumn(
         "partition", F.expr(f"try_cast(nullif(regexp_extract(_tp, {sql_str(topic_partition)}, 2), '') AS INT)")
     ).withColumn("topic", F.when(F.col("partition").isNotNull(), F.regexp_extract("_tp", topic_partition, 1)))
-    located = _across_lines(located)
-    if existing is None:
-        return _as_candidates(_from_earlier_lines(located), options, existing)
-    # The run's earlier batches stand in for the lines before these files: an hour's rolled server.log holds ISR
-    # changes whose leader epoch and previous ISR were logged in an earlier hour. They only inform, and go.
-    context = existing.where(F.col("event_type").isin("leadership_change", "isr_change")).select(
-        F.lit("").alias("_path"), F.col("event_id").alias("pos"), F.lit(0).alias("_entry_pos"), "ts_ms",
-        "event_type", "broker_id", "topic", "partition", "leader_epoch", "action", "isr", "old_isr", "isr_state",
-        F.lit(True).alias("_context"))
-    mixed = located.withColumn("_context", F.lit(False)).unionByName(context, allowMissingColumns=True)
-    return _as_candidates(_from_earlier_lines(mixed).where(~F.col("_context")).drop("_context"), options, existing)
+    located = _across_lines(located).withColumn("_context", F.lit(False))
+    if existing is not None:
+        # The run's earlier batches stand in for the lines before these files: an hour's rolled server.log holds ISR
+        # changes whose leader epoch and previous ISR were logged in an earlier hour, and elections that a line of
+        # this hour restates. They only inform, and go.
+        context = existing.where(F.col("event_type").isin("leadership_change", "isr_change") | _unclean()).select(
+            F.lit("").alias("_path"), F.col("event_id").alias("pos"), F.lit(0).alias("_entry_pos"), "ts_ms",
+            "event_type", "broker_id", "topic", "partition", "leader_epoch", "action", "isr", "old_isr", "isr_state",
+            "leader_id", F.lit(True).alias("_context"))
+        located = located.unionByName(context, allowMissingColumns=True)
+    events = _unrepeated_elections(_from_earlier_lines(located)).where(~F.col("_context")).drop("_context")
+    return _as_candidates(events, options, existing)
 
 
 def _across_lines(located: DataFrame) -> DataFrame:
@@ -259,7 +265,11 @@ def _across_lines(located: DataFrame) -> DataFrame:
 _ENVELOPE = frozenset({"schema_version", "source", "run_id", "event_id", "ts_ms", "broker_id", "event_type",
                        "topic", "partition"})
 HINT_WINDOW_MS = 1000
-"""How long after a fetcher's truncation line the log layer's truncation line may follow to take its reason."""
+"""How far apart two lines of one Kafka call may be stamped and still be read together: a fetcher's truncation line
+and the log layer's (which takes its reason), a new leader's RECOVERING line and its become-leader line (whose
+epoch the election takes)."""
+RECOVERING = "leader_recovering"
+"""The pattern of a new leader's KIP-704 line, which stands for the controller's unclean election."""
 _UNKNOWN_ISR = "array(-1)"
 """Stands for "the broker's ISR is not known here" (a follower, or a leader line that does not print it)."""
 
@@ -278,6 +288,17 @@ def _from_earlier_lines(events: DataFrame) -> DataFrame:
     proposed_action = F.last(F.when(F.col("isr_state") == "proposed", F.col("action")), ignorenulls=True).over(before)
     epoch = F.last(F.when(F.col("event_type") == "leadership_change", F.col("leader_epoch")),
                    ignorenulls=True).over(upto.rowsBetween(Window.unboundedPreceding, 0))
+    # A RECOVERING line's election opens the epoch of the become-leader line makeLeader prints right after it; a
+    # repeat while the broker already leads (Kafka prints it again until its AlterPartition says RECOVERED) is in
+    # the epoch it leads; none other is known.
+    become_leader = F.struct("ts_ms", "leader_epoch", (F.col("action") == "become_leader").alias("leads"))
+    leadership = F.when(F.col("event_type") == "leadership_change", become_leader)
+    next_leadership = F.first(leadership, ignorenulls=True).over(upto.rowsBetween(1, Window.unboundedFollowing))
+    last_leadership = F.last(leadership, ignorenulls=True).over(before)
+    recovered_epoch = F.coalesce(
+        F.when(next_leadership.leads & (next_leadership.ts_ms - F.col("ts_ms") <= HINT_WINDOW_MS),
+               next_leadership.leader_epoch),
+        F.when(last_leadership.leads, last_leadership.leader_epoch))
     hint = F.col("_pattern").isin(*[p.name for p in PATTERNS if p.hint])
     # A fetcher's line names the reason of the truncation the log layer then prints (same offset, within 1 s).
     last_hint = F.last(F.when(hint, F.struct("ts_ms", "truncate_offset", "reason")), ignorenulls=True).over(before)
@@ -295,8 +316,8 @@ def _from_earlier_lines(events: DataFrame) -> DataFrame:
                         .otherwise(F.lit("update")))
     return (derived
             # An election is the controller's line: the epoch it opens is its own (or unknown), not one it logged.
-            .withColumn("leader_epoch", F.when(F.col("event_type").isin("leadership_change", "leader_election"),
-                                               F.col("leader_epoch"))
+            .withColumn("leader_epoch", F.when(F.col("_pattern") == RECOVERING, recovered_epoch)
+                        .when(F.col("event_type").isin("leadership_change", "leader_election"), F.col("leader_epoch"))
                         .otherwise(F.coalesce("leader_epoch", epoch)))
             .withColumn("old_isr", F.when(follow, F.coalesce("old_isr", "_known_isr")).otherwise(F.col("old_isr")))
             .withColumn("action", F.when(F.col("isr_state") == "committed", F.coalesce("action", committed_action))
@@ -305,6 +326,39 @@ def _from_earlier_lines(events: DataFrame) -> DataFrame:
                         .otherwise(F.col("action")))
             .drop("_known_isr", "_proposed_action")
             .where(~hint | F.col("_pattern").isNull()))
+
+
+def _unclean() -> Column:
+    return (F.col("event_type") == "leader_election") & (F.col("action") == "unclean")
+
+
+def _unrepeated_elections(events: DataFrame) -> DataFrame:
+    """Without the unclean elections that restate one already read: a new leader's RECOVERING line (`RECOVERING`)
+    after the controller's line of the same election (same leader, and the same epoch or one the controller's line
+    does not give) or after an earlier RECOVERING line of it, and a controller's line whose election a RECOVERING
+    line of an earlier batch (`_context`) already holds. Each election is then one event, whichever of its lines
+    the logs hold, and the epoch checks see no election twice. One window per partition, over the elections only
+    (every other row is alone in its own key, so nothing else is sorted together)."""
+    recovering = F.coalesce(F.col("_pattern") == RECOVERING, F.lit(False))
+    election = F.struct(F.col("leader_id").alias("leader"), F.col("leader_epoch").alias("epoch"))
+    key = F.when(_unclean(), F.concat_ws("-", "topic", F.col("partition").cast("string"))).otherwise(
+        F.concat(F.lit("#"), F.col("_path"), F.lit(":"), F.col("pos").cast("string"), F.lit(":"),
+                 F.col("_entry_pos").cast("string")))
+    # Earlier batches first, then a controller's line before a broker's at one millisecond.
+    rank = F.when(F.col("_context"), 0).when(~recovering, 1).otherwise(2)
+    w = Window.partitionBy(key).orderBy("ts_ms", rank, "_path", "pos", "_entry_pos")
+    before = w.rowsBetween(Window.unboundedPreceding, -1)
+    latest = F.last(election).over(before)
+    earlier = F.collect_set(election).over(before)
+    held = F.collect_set(F.when(F.col("_context"), election)).over(
+        w.rowsBetween(Window.unboundedPreceding, Window.unboundedFollowing))
+    dated = F.col("leader_epoch").isNotNull()
+    restates = (
+        (recovering & ((latest.leader == F.col("leader_id")) & latest.epoch.isNull()
+                       | dated & F.array_contains(earlier, election)))
+        | (~recovering & ~F.col("_context") & dated & F.array_contains(held, election)))
+    return (events.withColumn("_restates", _unclean() & F.coalesce(restates, F.lit(False)))
+            .where(~F.col("_restates")).drop("_restates"))
 
 
 def _as_candidates(events: DataFrame, options: BrokerLogOptions, existing: DataFrame | None) -> DataFrame:

@@ -176,7 +176,9 @@ EVENT_TYPES: dict[str, EventType] = {
         ),
         EventType(
             LEADER_ELECTION,
-            "The controller elected a leader (clean from the ISR, or unclean). `broker_id` is the controller.",
+            "The controller elected a leader (clean from the ISR, or unclean). `broker_id` is the controller (read "
+            "from a new leader's KIP-704 RECOVERING line, where no controller line tells of the election: that "
+            "leader).",
             ("action", "partition_epoch", "isr", "replicas"),
             # Kafka logs only unclean elections at INFO, naming the new leader (the ISR it forces is [leader]).
             log_requires=("action", "isr"),
@@ -239,7 +241,8 @@ ENVELOPE: tuple[Column, ...] = (
            non_negative=True),
     Column("ts_ms", pa.int64(), "When the event happened (virtual clock for the engine).", "ms since epoch",
            required=True, non_negative=True),
-    Column("broker_id", pa.int32(), "Broker that emitted the event (for leader_election: the controller). "
+    Column("broker_id", pa.int32(), "Broker that emitted the event (for leader_election: the controller, or the "
+           "new leader whose log line tells of it). "
            "Required for source=engine; real logs do not always name it.", non_negative=True),
     Column("event_type", pa.string(), "What happened; one of the event types below.", required=True,
            allowed=tuple(EVENT_TYPES)),

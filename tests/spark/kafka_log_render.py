@@ -5,13 +5,14 @@ the INFO line the broker would print (the templates of the reference §6) in the
 state-change leader / follower lines, AlterPartition commits and rejections, no expansion proposal at INFO) or of
 Kafka 2.4 (`"2.4"`: Partition-logger leader lines without the ISR, the fetcher line as the only trace of a follower
 transition, ZooKeeper commits). The controller's unclean elections go to its own log in the 3.6 (KRaft) form, which
-names the topic by id; a 2.x ZooKeeper controller prints no line for them. It returns the texts and, per rendered
-event, its file and line and what reading the line back must give (`Expected`). What Kafka prints nothing for at
-INFO is not rendered: a crash (the process just stops), the recovery of a crashed log, a truncation that removes
-nothing, a full truncation (DEBUG), clean elections (TRACE), fetches, appends and HW moves, and the fetch errors
-Kafka logs at DEBUG (NOT_LEADER_OR_FOLLOWER, UNKNOWN_LEADER_EPOCH); the others are the fetcher's WARN / INFO / ERROR
-lines (an ERROR with its exception on the next line). A broker's configuration is its startup `KafkaConfig
-values:` block (the static replication settings).
+names the topic by id (or nowhere, `controller_log=False`, as when only the brokers' logs were collected); in 3.6
+the new leader prints KIP-704's RECOVERING line before its become-leader line; a 2.x ZooKeeper controller prints no
+line for them. It returns the texts and, per rendered event, its file and line and what reading the line back must
+give (`Expected`). What Kafka prints nothing for at INFO is not rendered: a crash (the process just stops), the
+recovery of a crashed log, a truncation that removes nothing, a full truncation (DEBUG), clean elections (TRACE),
+fetches, appends and HW moves, and the fetch errors Kafka logs at DEBUG (NOT_LEADER_OR_FOLLOWER,
+UNKNOWN_LEADER_EPOCH); the others are the fetcher's WARN / INFO / ERROR lines (an ERROR with its exception on the
+next line). A broker's configuration is its startup `KafkaConfig values:` block (the static replication settings).
 """
 
 from __future__ import annotations
@@ -109,11 +110,16 @@ def _fetch_error_lines(ev: Mapping[str, Any], tp: str, request_epoch: int | None
             f"{_exception(error)}: rendered by replog's tests"]
 
 
-def render(events: Iterable[Mapping[str, Any]], style: str) -> tuple[dict[str, str], list[Expected]]:
-    """(file name -> log text, what each rendered event must read back as) for one run's events in `style`."""
+def render(events: Iterable[Mapping[str, Any]], style: str,
+           controller_log: bool = True) -> tuple[dict[str, str], list[Expected]]:
+    """(file name -> log text, what each rendered event must read back as) for one run's events in `style`;
+    without `controller_log`, as when only the brokers' logs were collected."""
     if style not in ("3.6", "2.4"):
         raise ValueError(f"style must be '3.6' or '2.4', got {style!r}")
     new = style == "3.6"
+    # The unclean elections whose new leader has not yet become leader in the epoch they open: (topic, partition)
+    # -> (leader, epoch, election event id). Its become-leader line follows 3.6's RECOVERING line.
+    recovering: dict[tuple[str, int], tuple[int, int, int]] = {}
     files: dict[str, list[str]] = {}
     expected: list[Expected] = []
     down: set[int] = set()
@@ -143,6 +149,10 @@ def render(events: Iterable[Mapping[str, Any]], style: str) -> tuple[dict[str, s
         out: list[str] = []
         exp: Expected | None = None
         name = f"broker-{b}.server.log"
+        if kind == "leader_election" and action == "unclean":
+            recovering[(ev["topic"], ev["partition"])] = (int(ev["leader_id"]), ev["leader_epoch"], int(ev["event_id"]))
+            if not controller_log:
+                continue
         if kind == "leader_election":
             # PartitionChangeBuilder's lines carry no prefix: the controller's other lines place its log.
             name = f"controller-{b}.server.log"
@@ -178,6 +188,18 @@ def render(events: Iterable[Mapping[str, Any]], style: str) -> tuple[dict[str, s
                 exp = Expected(**base)
         elif kind == "leadership_change" and action == "become_leader":
             epoch, leo, hw = ev["leader_epoch"], ev["leo"], ev["hw"]
+            election = recovering.get((ev["topic"], ev["partition"]))
+            if new and election is not None and election[:2] == (b, epoch):
+                # KIP-704: makeLeader of a partition the controller marked RECOVERING. With the controller's line
+                # it restates that election and reads back as nothing; without, it is the election.
+                del recovering[(ev["topic"], ev["partition"])]
+                written.append(_line(ev, "state.change.logger",
+                                     f"[Broker id={b}] The topic partition {tp} was marked as RECOVERING. Marking "
+                                     "the topic partition as RECOVERED."))
+                if not controller_log:
+                    expected.append(Expected(**{**base, "event_id": election[2], "event_type": "leader_election",
+                                                "action": "unclean", "leader_id": b, "isr": (b,)}))
+                base["line"] += 1
             if new:
                 out.append(_line(ev, "state.change.logger",
                                  f"[Broker id={b}] Leader {tp} with topic id Some({topic_id(ev['topic'])}) starts at "

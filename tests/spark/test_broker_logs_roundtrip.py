@@ -46,13 +46,17 @@ def simulated(tmp_path_factory: pytest.TempPathFactory) -> list[list[dict[str, A
     return _runs(tmp_path_factory.mktemp("roundtrip"))
 
 
-@pytest.mark.parametrize("style", ["3.6", "2.4"])
+FORMS = [("3.6", True), ("3.6", False), ("2.4", True)]
+"""The logs a cluster leaves: Kafka 3.6 with the controller's log and without it (the brokers' only), Kafka 2.4."""
+
+
+@pytest.mark.parametrize(("style", "controller_log"), FORMS)
 def test_every_logged_event_reads_back_as_the_engine_emitted_it(spark: SparkSession, tmp_path: Path,
                                                                 simulated: list[list[dict[str, Any]]],
-                                                                style: str) -> None:
+                                                                style: str, controller_log: bool) -> None:
     checked: dict[str, int] = defaultdict(int)
     for i, events in enumerate(simulated):
-        files, expected = render(events, style)
+        files, expected = render(events, style, controller_log)
         folder = tmp_path / f"logs-{i}"
         folder.mkdir()
         for name, text in files.items():
@@ -75,7 +79,8 @@ def test_every_logged_event_reads_back_as_the_engine_emitted_it(spark: SparkSess
             checked[want.event_type] += 1
     assert checked["leadership_change"] > 0 and checked["isr_change"] > 0 and checked["truncation"] > 0, checked
     assert checked["fetch_response"] > 0, checked  # the fetch errors Kafka logs at INFO and above
-    # Only the KRaft controller logs its unclean elections (the 2.x ZooKeeper controller prints no line).
+    # Only the KRaft controller logs its unclean elections (the 2.x ZooKeeper controller prints no line); without
+    # its log, the new leaders' RECOVERING lines (3.2+) tell of them.
     assert (checked["leader_election"] > 0) == (style == "3.6"), checked
 
 
@@ -88,19 +93,20 @@ def test_clean_runs_read_from_logs_stay_clean_and_the_audit_agrees(spark: SparkS
     frames = []
     for i, events in enumerate(simulated):
         assert [v for v in check_events(events).violations if v.invariant in for_logs] == []
-        for style in ("3.6", "2.4"):
-            files, _ = render(events, style)
-            folder = tmp_path / f"logs-{i}-{style}"
+        for style, controller_log in FORMS:
+            files, _ = render(events, style, controller_log)
+            folder = tmp_path / f"logs-{i}-{style}-{controller_log}"
             folder.mkdir()
             for name, text in files.items():
                 (folder / name).write_text(text, encoding="utf-8")
             got = classify(read_broker_logs(spark, sorted(str(p) for p in folder.iterdir()),
-                                            BrokerLogOptions(f"r{i}-{style}"))).where("_reason_code IS NULL")
+                                            BrokerLogOptions(f"r{i}-{style}-{controller_log}"))
+                           ).where("_reason_code IS NULL")
             frames.append(got.select(*[c for c in got.columns if not c.startswith("_") and c != "raw"]))
     events_df = frames[0]
     for f in frames[1:]:
         events_df = events_df.unionByName(f)
-    # Read once: the collect below and each of the audit's scans would otherwise read the twelve log folders again.
+    # Read once: the collect below and each of the audit's scans would otherwise read the 18 log folders again.
     events_df = events_df.localCheckpoint(eager=True)
     rows = [r.asDict(recursive=True) for r in events_df.orderBy("run_id", "event_id").collect()]
     reference = [(v.run_id, v.invariant) for v in check_events(rows).violations if v.invariant in for_logs]
