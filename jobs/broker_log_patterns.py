@@ -381,8 +381,8 @@ PATTERNS: tuple[LinePattern, ...] = (
         "was marked as RECOVERING. Marking the topic partition as RECOVERED.' The controller marks a partition "
         "RECOVERING when it elects an unclean leader (KRaft, and ZooKeeper with IBP 3.2+, whose controller logs "
         "no line for it since 1.1), so the new leader's line is the election's trace where the controller's is "
-        "missing. The leader is the line's broker, the ISR [leader], the epoch that of the broker's become-leader "
-        "line that follows (`jobs.broker_logs`); a line that restates an election already read is no second one",
+        "missing. The leader is the line's broker, the ISR [leader], the epoch that of the line makeLeader prints "
+        "next (`jobs.broker_logs`); a line that restates an election already read is no second one",
         "was marked as RECOVERING",
         r"The topic partition " + _TP + r" was marked as RECOVERING",
         {"tp": "{1}", "action": "'unclean'", "leader_id": "coalesce(broker(), _file_broker)",

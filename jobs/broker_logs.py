@@ -23,11 +23,15 @@ What a log line does not say is recovered where Kafka's logs allow it, and left 
   into the run's events already in bronze too, so a later batch of rolled files continues where one ended;
 * a truncation's reason: from the fetcher's line just before it about the same offset (high watermark or leader
   epoch); none where the fetcher printed none (Kafka 2.0-3.0 print no line for epoch-based truncation);
-* the epoch of an unclean election read from the new leader's RECOVERING line (KIP-704): that of the become-leader
-  line the same call prints next. An election is one event whichever of its lines the logs hold: a RECOVERING line
-  that restates the controller's line of it (or an earlier RECOVERING line), here or in bronze, is no second event,
-  and neither is a controller's line whose election bronze already holds from a RECOVERING line (such restating
-  lines are not records, like any other line that is no event).
+* the epoch of an unclean election read from the new leader's RECOVERING line (KIP-704): that of the line the
+  same makeLeader call prints next (the become-leader line, or "Skipped the become-leader ... with leader epoch E"
+  when it already leads), none without it. An election is one event whichever of its lines the logs hold
+  (`_unrepeated_elections`): a RECOVERING line that restates the controller's line, an earlier RECOVERING line or an
+  event in bronze (same leader; same epoch, or, when a line gives none, stamped within `RESTATE_WINDOW_MS`) is no
+  second event, nor is a controller's line whose election bronze already holds. Such lines are not records, like
+  any other line that is no event. Not caught: a RECOVERING line printed again in a new epoch (the controller moved
+  the epoch, e.g. by a reassignment, before the leader's AlterPartition cleared the state) reads as a second
+  election.
 
 `event_id` is `ts_ms * 2^20 + n`, n numbering the run's events of one millisecond in file and line order after
 those bronze already holds: ids follow time, as the audit's orderings expect, and never repeat across batches.
@@ -270,6 +274,12 @@ and the log layer's (which takes its reason), a new leader's RECOVERING line and
 epoch the election takes)."""
 RECOVERING = "leader_recovering"
 """The pattern of a new leader's KIP-704 line, which stands for the controller's unclean election."""
+LEADER_AND_ISR_SKIP = "isr_leader_and_isr"
+"""The pattern of a sitting leader's "Skipped the become-leader state change ... with leader epoch E" line."""
+RESTATE_WINDOW_MS = 60_000
+"""How far apart in time two lines of one unclean election may be stamped when one of them gives no epoch: the
+controller's and the new leader's (the time the election takes to reach the leader, and the skew between the two
+hosts' clocks), or two of the leader's RECOVERING lines."""
 _UNKNOWN_ISR = "array(-1)"
 """Stands for "the broker's ISR is not known here" (a follower, or a leader line that does not print it)."""
 
@@ -288,17 +298,15 @@ def _from_earlier_lines(events: DataFrame) -> DataFrame:
     proposed_action = F.last(F.when(F.col("isr_state") == "proposed", F.col("action")), ignorenulls=True).over(before)
     epoch = F.last(F.when(F.col("event_type") == "leadership_change", F.col("leader_epoch")),
                    ignorenulls=True).over(upto.rowsBetween(Window.unboundedPreceding, 0))
-    # A RECOVERING line's election opens the epoch of the become-leader line makeLeader prints right after it; a
-    # repeat while the broker already leads (Kafka prints it again until its AlterPartition says RECOVERED) is in
-    # the epoch it leads; none other is known.
-    become_leader = F.struct("ts_ms", "leader_epoch", (F.col("action") == "become_leader").alias("leads"))
-    leadership = F.when(F.col("event_type") == "leadership_change", become_leader)
-    next_leadership = F.first(leadership, ignorenulls=True).over(upto.rowsBetween(1, Window.unboundedFollowing))
-    last_leadership = F.last(leadership, ignorenulls=True).over(before)
-    recovered_epoch = F.coalesce(
-        F.when(next_leadership.leads & (next_leadership.ts_ms - F.col("ts_ms") <= HINT_WINDOW_MS),
-               next_leadership.leader_epoch),
-        F.when(last_leadership.leads, last_leadership.leader_epoch))
+    # A RECOVERING line's election is in the epoch of the line makeLeader prints right after it (the next line of
+    # the broker about the partition): "Leader t-3 ... starts at leader epoch E", or, when Kafka prints it again
+    # for a broker that already leads (until its AlterPartition says RECOVERED), "Skipped the become-leader state
+    # change ... already the leader with leader epoch E"; none other is known.
+    next_line = F.lead(F.struct("ts_ms", "leader_epoch", (
+        (F.col("event_type") == "leadership_change") & (F.col("action") == "become_leader")
+        | (F.col("_pattern") == LEADER_AND_ISR_SKIP)).alias("says_epoch"))).over(upto)
+    recovered_epoch = F.when(next_line.says_epoch & (next_line.ts_ms - F.col("ts_ms") <= HINT_WINDOW_MS),
+                             next_line.leader_epoch)
     hint = F.col("_pattern").isin(*[p.name for p in PATTERNS if p.hint])
     # A fetcher's line names the reason of the truncation the log layer then prints (same offset, within 1 s).
     last_hint = F.last(F.when(hint, F.struct("ts_ms", "truncate_offset", "reason")), ignorenulls=True).over(before)
@@ -333,32 +341,37 @@ def _unclean() -> Column:
 
 
 def _unrepeated_elections(events: DataFrame) -> DataFrame:
-    """Without the unclean elections that restate one already read: a new leader's RECOVERING line (`RECOVERING`)
-    after the controller's line of the same election (same leader, and the same epoch or one the controller's line
-    does not give) or after an earlier RECOVERING line of it, and a controller's line whose election a RECOVERING
-    line of an earlier batch (`_context`) already holds. Each election is then one event, whichever of its lines
-    the logs hold, and the epoch checks see no election twice. One window per partition, over the elections only
-    (every other row is alone in its own key, so nothing else is sorted together)."""
+    """Without the unclean elections that restate one already read, so that an election is one event whichever of
+    its lines the logs hold (a row's `_context` marks an event of an earlier batch, in bronze):
+
+    * a new leader's RECOVERING line (`RECOVERING`) restates a controller's line or an earlier batch's event of
+      the same leader with the same epoch, or, when either gives no epoch, stamped within `RESTATE_WINDOW_MS` of
+      it, before or after (clocks of two hosts); and an earlier RECOVERING line of the same leader on the same
+      terms (Kafka prints it again until the leader's AlterPartition says RECOVERED);
+    * a controller's line restates an earlier batch's event of the same leader on the same terms (the brokers'
+      logs were ingested before the controller's).
+
+    One window per partition over its unclean elections, which it lists (they are few); every other row is alone
+    in its own key. A row without a time or partition (quarantined later) restates nothing and is kept."""
     recovering = F.coalesce(F.col("_pattern") == RECOVERING, F.lit(False))
-    election = F.struct(F.col("leader_id").alias("leader"), F.col("leader_epoch").alias("epoch"))
-    key = F.when(_unclean(), F.concat_ws("-", "topic", F.col("partition").cast("string"))).otherwise(
+    unclean = F.coalesce(_unclean(), F.lit(False))
+    placed = unclean & F.col("ts_ms").isNotNull() & F.col("topic").isNotNull() & F.col("partition").isNotNull()
+    key = F.when(placed, F.concat_ws("-", "topic", F.col("partition").cast("string"))).otherwise(
         F.concat(F.lit("#"), F.col("_path"), F.lit(":"), F.col("pos").cast("string"), F.lit(":"),
                  F.col("_entry_pos").cast("string")))
-    # Earlier batches first, then a controller's line before a broker's at one millisecond.
-    rank = F.when(F.col("_context"), 0).when(~recovering, 1).otherwise(2)
-    w = Window.partitionBy(key).orderBy("ts_ms", rank, "_path", "pos", "_entry_pos")
-    before = w.rowsBetween(Window.unboundedPreceding, -1)
-    latest = F.last(election).over(before)
-    earlier = F.collect_set(election).over(before)
-    held = F.collect_set(F.when(F.col("_context"), election)).over(
-        w.rowsBetween(Window.unboundedPreceding, Window.unboundedFollowing))
-    dated = F.col("leader_epoch").isNotNull()
-    restates = (
-        (recovering & ((latest.leader == F.col("leader_id")) & latest.epoch.isNull()
-                       | dated & F.array_contains(earlier, election)))
-        | (~recovering & ~F.col("_context") & dated & F.array_contains(held, election)))
-    return (events.withColumn("_restates", _unclean() & F.coalesce(restates, F.lit(False)))
-            .where(~F.col("_restates")).drop("_restates"))
+    kind = F.when(F.col("_context"), 0).when(~recovering, 1).otherwise(2)  # bronze, controller, leader
+    order = Window.partitionBy("_key").orderBy("ts_ms", "_kind", "_path", "pos", "_entry_pos")
+    listed = events.select("*", key.alias("_key"), kind.alias("_kind")).withColumn("_ord", F.row_number().over(order))
+    row = F.struct(F.col("_ord").alias("ord"), F.col("ts_ms").alias("ts"), F.col("leader_id").alias("leader"),
+                   F.col("leader_epoch").alias("epoch"), F.col("_kind").alias("kind"))
+    listed = listed.withColumn("_elections", F.collect_list(F.when(placed, row)).over(Window.partitionBy("_key")))
+    same = (f"x.leader = leader_id AND (x.epoch = leader_epoch OR (x.epoch IS NULL OR leader_epoch IS NULL) "
+            f"AND abs(x.ts - ts_ms) <= {RESTATE_WINDOW_MS})")
+    restates = F.when(placed & recovering, F.expr(
+        f"exists(_elections, x -> {same} AND (x.kind < 2 OR x.ord < _ord))")).when(
+        placed & ~F.col("_context"), F.expr(f"exists(_elections, x -> x.kind = 0 AND {same})"))
+    return (listed.where(~F.coalesce(restates, F.lit(False)))
+            .drop("_key", "_kind", "_ord", "_elections"))
 
 
 def _as_candidates(events: DataFrame, options: BrokerLogOptions, existing: DataFrame | None) -> DataFrame:

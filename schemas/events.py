@@ -177,8 +177,8 @@ EVENT_TYPES: dict[str, EventType] = {
         EventType(
             LEADER_ELECTION,
             "The controller elected a leader (clean from the ISR, or unclean). `broker_id` is the controller (read "
-            "from a new leader's KIP-704 RECOVERING line, where no controller line tells of the election: that "
-            "leader).",
+            "from a new leader's KIP-704 RECOVERING line, where no controller line tells of the election or bronze "
+            "held that line first: that leader, and `ts_ms` its time).",
             ("action", "partition_epoch", "isr", "replicas"),
             # Kafka logs only unclean elections at INFO, naming the new leader (the ISR it forces is [leader]).
             log_requires=("action", "isr"),

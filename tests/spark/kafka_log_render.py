@@ -5,14 +5,16 @@ the INFO line the broker would print (the templates of the reference §6) in the
 state-change leader / follower lines, AlterPartition commits and rejections, no expansion proposal at INFO) or of
 Kafka 2.4 (`"2.4"`: Partition-logger leader lines without the ISR, the fetcher line as the only trace of a follower
 transition, ZooKeeper commits). The controller's unclean elections go to its own log in the 3.6 (KRaft) form, which
-names the topic by id (or nowhere, `controller_log=False`, as when only the brokers' logs were collected); in 3.6
-the new leader prints KIP-704's RECOVERING line before its become-leader line; a 2.x ZooKeeper controller prints no
-line for them. It returns the texts and, per rendered event, its file and line and what reading the line back must
-give (`Expected`). What Kafka prints nothing for at INFO is not rendered: a crash (the process just stops), the
-recovery of a crashed log, a truncation that removes nothing, a full truncation (DEBUG), clean elections (TRACE),
-fetches, appends and HW moves, and the fetch errors Kafka logs at DEBUG (NOT_LEADER_OR_FOLLOWER,
-UNKNOWN_LEADER_EPOCH); the others are the fetcher's WARN / INFO / ERROR lines (an ERROR with its exception on the
-next line). A broker's configuration is its startup `KafkaConfig values:` block (the static replication settings).
+names the topic by id, every other one in the ELR-era form that gives the epochs (or nowhere,
+`controller_log=False`, as when only the brokers' logs were collected; `controller_ahead_ms` sets the controller's
+clock ahead of the brokers'); in 3.6 the new leader prints KIP-704's RECOVERING line before its become-leader line;
+a 2.x ZooKeeper controller prints no line for them. It returns the texts and, per rendered event, its file and line
+and what reading the line back must give (`Expected`). What Kafka prints nothing for at INFO is not rendered: a
+crash (the process just stops), the recovery of a crashed log, a truncation that removes nothing, a full truncation
+(DEBUG), clean elections (TRACE), fetches, appends and HW moves, and the fetch errors Kafka logs at DEBUG
+(NOT_LEADER_OR_FOLLOWER, UNKNOWN_LEADER_EPOCH); the others are the fetcher's WARN / INFO / ERROR lines (an ERROR
+with its exception on the next line). A broker's configuration is its startup `KafkaConfig values:` block (the
+static replication settings).
 """
 
 from __future__ import annotations
@@ -110,10 +112,11 @@ def _fetch_error_lines(ev: Mapping[str, Any], tp: str, request_epoch: int | None
             f"{_exception(error)}: rendered by replog's tests"]
 
 
-def render(events: Iterable[Mapping[str, Any]], style: str,
-           controller_log: bool = True) -> tuple[dict[str, str], list[Expected]]:
+def render(events: Iterable[Mapping[str, Any]], style: str, controller_log: bool = True,
+           controller_ahead_ms: int = 0) -> tuple[dict[str, str], list[Expected]]:
     """(file name -> log text, what each rendered event must read back as) for one run's events in `style`;
-    without `controller_log`, as when only the brokers' logs were collected."""
+    without `controller_log`, as when only the brokers' logs were collected; with the controller's clock
+    `controller_ahead_ms` ahead of the brokers' (its election lines may then be stamped after the new leader's)."""
     if style not in ("3.6", "2.4"):
         raise ValueError(f"style must be '3.6' or '2.4', got {style!r}")
     new = style == "3.6"
@@ -155,6 +158,7 @@ def render(events: Iterable[Mapping[str, Any]], style: str,
                 continue
         if kind == "leader_election":
             # PartitionChangeBuilder's lines carry no prefix: the controller's other lines place its log.
+            ev = {**ev, "ts_ms": int(ev["ts_ms"]) + controller_ahead_ms}
             name = f"controller-{b}.server.log"
             if name not in files and new:
                 files[name] = [_line(ev, "org.apache.kafka.controller.QuorumController",
@@ -277,10 +281,18 @@ def render(events: Iterable[Mapping[str, Any]], style: str,
                                   "partition_epoch": pe})
         elif kind == "leader_election" and action == "unclean" and new:
             leader = int(ev["leader_id"])
+            # Every other election in the ELR-era form, which prints the registration it replaces (the epochs).
+            elr = int(ev["event_id"]) % 2 == 1
+            previous = (f". Previous partition: PartitionRegistration(replicas=[{', '.join(map(str, ev['replicas']))}]"
+                        f", isr=[], removingReplicas=[], addingReplicas=[], elr=[], lastKnownElr=[], leader=-1, "
+                        f"leaderRecoveryState=RECOVERED, leaderEpoch={ev['leader_epoch'] - 1}, partitionEpoch="
+                        f"{ev['partition_epoch'] - 1}), change record: PartitionChangeRecord(partitionId="
+                        f"{ev['partition']})") if elr else ""
             out.append(_line(ev, "org.apache.kafka.controller.PartitionChangeBuilder",
                              f"Setting new leader for topicId {topic_id(ev['topic'])}, partition {ev['partition']} "
-                             f"to {leader} using an unclean election"))
-            exp = Expected(**{**base, "leader_epoch": None, "leader_id": leader, "isr": (leader,)})
+                             f"to {leader} using an unclean election{previous}"))
+            exp = Expected(**{**base, "leader_epoch": ev["leader_epoch"] if elr else None, "leader_id": leader,
+                              "isr": (leader,), "partition_epoch": ev["partition_epoch"] if elr else None})
         elif kind == "truncation" and b not in down and ev.get("reason") != "full" \
                 and int(ev["truncate_offset"]) < int(ev["old_leo"]):
             prefix = "UnifiedLog" if new else "Log"

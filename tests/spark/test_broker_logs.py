@@ -384,95 +384,111 @@ _LEADER_LINE = ("[2024-05-14 {t}] INFO [Broker id={b}] Leader {tp} with topic id
                 "replicas [] . Previous leader Some(1) and previous leader epoch was {prev}. (state.change.logger)\n")
 _RECOVERING_LINE = ("[2024-05-14 {t}] INFO [Broker id={b}] The topic partition {tp} was marked as RECOVERING. Marking "
                     "the topic partition as RECOVERED. (state.change.logger)\n")
+_SKIPPED_LINE = ("[2024-05-14 {t}] INFO [Broker id={b}] Skipped the become-leader state change for {tp} with topic id "
+                 "{id} and partition state LeaderAndIsrPartitionState(topicName='orders', partitionIndex=3, "
+                 "controllerEpoch=-1, leader={b}, leaderEpoch={e}, isr=[{b}], partitionEpoch=11, replicas=[1, 2, 3], "
+                 "addingReplicas=[], removingReplicas=[], isNew=false, leaderRecoveryState=1) since it is already the "
+                 "leader with leader epoch {e}. Current high watermark 90, ISR [{b}], adding replicas [] and removing "
+                 "replicas []. (state.change.logger)\n")
 _ORDERS_ID = "AbCdEfGhIjKlMnOpQrStUv"
+_OTHER_ID = "ZyXwVuTsRqPoNmLkJiHgFe"
 RECOVERING_LOGS = {
     # Broker 2 becomes orders-3's leader in epoch 6 after an unclean election (the line, then the leader line of the
-    # same makeLeader call); while its AlterPartition is on its way a new LeaderAndIsr prints the line again.
-    # Broker 3 (a ZooKeeper cluster, IBP 3.2+: no controller line exists) leads orders-7 in epoch 3 that way. Broker
-    # 4's line stands alone: its file was cut before the leader line, and broker 4 did not lead before.
+    # same makeLeader call); a new LeaderAndIsr while its AlterPartition is on its way prints the line again, with
+    # the sitting leader's "Skipped" line. Broker 3 (a ZooKeeper cluster, IBP 3.2+: its controller prints no line)
+    # leads orders-7 in epoch 3 that way. Broker 4 led orders-9 in epoch 5 an hour before; its RECOVERING line
+    # stands alone (the file was cut before the leader line): its election's epoch is not known.
     "state-change-2.log": (_RECOVERING_LINE.format(t="12:00:01,100", b=2, tp="orders-3")
                            + _LEADER_LINE.format(t="12:00:01,100", b=2, tp="orders-3", id=_ORDERS_ID, e=6, prev=5)
-                           + _RECOVERING_LINE.format(t="12:00:01,400", b=2, tp="orders-3")),
+                           + _RECOVERING_LINE.format(t="12:00:01,400", b=2, tp="orders-3")
+                           + _SKIPPED_LINE.format(t="12:00:01,400", b=2, tp="orders-3", id=_ORDERS_ID, e=6)),
     "state-change-3.log": (_RECOVERING_LINE.format(t="12:00:02,000", b=3, tp="orders-7")
-                           + _LEADER_LINE.format(t="12:00:02,001", b=3, tp="orders-7", id="ZyXwVuTsRqPoNmLkJiHgFe",
-                                                 e=3, prev=2)),
-    "state-change-4.log": ("[2024-05-14 11:00:00,000] INFO [Broker id=4] Follower orders-9 starts at leader epoch 7 "
-                           "from offset 10 with partition epoch 8 and high watermark 10. Current leader is 1. "
-                           "Previous leader epoch was 6. (state.change.logger)\n"
+                           + _LEADER_LINE.format(t="12:00:02,001", b=3, tp="orders-7", id=_OTHER_ID, e=3, prev=2)),
+    "state-change-4.log": (_LEADER_LINE.format(t="11:00:00,000", b=4, tp="orders-9", id=_ORDERS_ID, e=5, prev=4)
                            + _RECOVERING_LINE.format(t="12:00:03,000", b=4, tp="orders-9")),
 }
 
 
+def _controller_line(t: str, topic_id: str, partition: int, leader: int, previous_epoch: int | None = None) -> str:
+    """A KRaft controller's unclean election line; with `previous_epoch`, the ELR-era form that gives the epochs."""
+    previous = "" if previous_epoch is None else (
+        f". Previous partition: PartitionRegistration(replicas=[1, 2, 3, 4], isr=[1], leader=-1, "
+        f"leaderRecoveryState=RECOVERED, leaderEpoch={previous_epoch}, partitionEpoch=9), change record: "
+        f"PartitionChangeRecord(partitionId={partition})")
+    return (f"[2024-05-14 {t}] INFO Setting new leader for topicId {topic_id}, partition {partition} to {leader} "
+            f"using an unclean election{previous} (org.apache.kafka.controller.PartitionChangeBuilder)\n")
+
+
 def _elections(got: DataFrame) -> list[tuple]:
     return [tuple(r) for r in got.where("event_type = 'leader_election' AND _reason_code IS NULL").orderBy(
-        "ts_ms").select("broker_id", "partition", "action", "leader_id", "isr", "leader_epoch").collect()]
+        "partition", "ts_ms").select("broker_id", "partition", "action", "leader_id", "isr", "leader_epoch").collect()]
+
+
+def _events(got: DataFrame) -> DataFrame:
+    return got.select(*[c for c in got.columns if not c.startswith("_") and c != "raw"])
 
 
 def test_a_new_leaders_recovering_line_is_the_unclean_election(spark: SparkSession, tmp_path: Path) -> None:
     """KIP-704: where no controller line tells of an unclean election, the new leader's 'marked as RECOVERING'
-    line does: one election per epoch, whose leader and ISR are the broker, in the epoch its leader line opens."""
+    line does: one election per epoch, whose leader and ISR are the broker, in the epoch of the line makeLeader
+    prints next (none when it printed none)."""
     got = parse(spark, write_logs(tmp_path, RECOVERING_LOGS))
     assert _elections(got) == [(2, 3, "unclean", 2, [2], 6), (3, 7, "unclean", 3, [3], 3),
                                (4, 9, "unclean", 4, [4], None)]
     assert got.where("_reason_code IS NOT NULL").count() == 0
-    events = got.select(*[c for c in got.columns if not c.startswith("_") and c != "raw"])
-    found = inv.evaluate(events, ["leader_epoch_monotonic", "isr_nonempty"])
-    assert found.count() == 0
+    assert inv.evaluate(_events(got), ["leader_epoch_monotonic", "isr_nonempty"]).count() == 0
 
 
 def test_the_controllers_line_and_the_leaders_line_of_one_election_are_one_event(spark: SparkSession,
                                                                                  tmp_path: Path) -> None:
-    """With the controller's log, the election is its line (the leader's restates it), whether the controller's
-    line gives the epoch or not; an election of another leader or epoch is its own."""
+    """With the controller's log, the election is its line (the leader's restates it): with or without an epoch
+    on either line, and whichever is stamped first (two hosts' clocks); an election of another leader, or of the
+    same leader long after an undated one, is its own."""
     controller = (
         "[2024-05-14 12:00:00,000] INFO [QuorumController id=3000] Becoming the active controller at epoch 7, next "
         "write offset 1. (org.apache.kafka.controller.QuorumController)\n"
-        f"[2024-05-14 12:00:01,000] INFO Setting new leader for topicId {_ORDERS_ID}, partition 3 to 2 using an "
-        "unclean election (org.apache.kafka.controller.PartitionChangeBuilder)\n"
-        "[2024-05-14 12:00:02,000] INFO Setting new leader for topicId ZyXwVuTsRqPoNmLkJiHgFe, partition 7 to 3 "
-        "using an unclean election. Previous partition: PartitionRegistration(replicas=[1, 2, 3], isr=[1], "
-        "leader=-1, leaderRecoveryState=RECOVERED, leaderEpoch=2, partitionEpoch=9), change record: "
-        "PartitionChangeRecord(partitionId=7) (org.apache.kafka.controller.PartitionChangeBuilder)\n")
+        + _controller_line("12:00:01,000", _ORDERS_ID, 3, 2)
+        # Stamped 20 ms after broker 3's lines on a clock ahead of the broker's.
+        + _controller_line("12:00:02,020", _OTHER_ID, 7, 3, previous_epoch=2)
+        + _controller_line("12:00:02,900", _ORDERS_ID, 9, 4, previous_epoch=7))
     got = parse(spark, write_logs(tmp_path, {**RECOVERING_LOGS, "controller.log": controller}))
     assert _elections(got) == [(3000, 3, "unclean", 2, [2], None), (3000, 7, "unclean", 3, [3], 3),
-                               (4, 9, "unclean", 4, [4], None)]
-    # Another leader elected after the controller's line: not the same election.
-    other = _RECOVERING_LINE.format(t="12:00:05,000", b=1, tp="orders-3") + _LEADER_LINE.format(
-        t="12:00:05,000", b=1, tp="orders-3", id=_ORDERS_ID, e=7, prev=6)
-    got = parse(spark, write_logs(tmp_path / "other", {"controller.log": controller, "state-change-1.log": other}))
-    assert [e for e in _elections(got) if e[1] == 3] == [(3000, 3, "unclean", 2, [2], None),
-                                                         (1, 3, "unclean", 1, [1], 7)]
+                               (3000, 9, "unclean", 4, [4], 8)]
+    assert inv.evaluate(_events(got), ["leader_epoch_monotonic"]).count() == 0
+    later = (_RECOVERING_LINE.format(t="12:00:05,000", b=1, tp="orders-3")
+             + _LEADER_LINE.format(t="12:00:05,000", b=1, tp="orders-3", id=_ORDERS_ID, e=7, prev=6))
+    again = (_RECOVERING_LINE.format(t="13:20:00,000", b=2, tp="orders-3")
+             + _LEADER_LINE.format(t="13:20:00,000", b=2, tp="orders-3", id=_ORDERS_ID, e=9, prev=8))
+    got = parse(spark, write_logs(tmp_path / "other", {"controller.log": controller, "state-change-1.log": later,
+                                                       "state-change-2.log": again}))
+    assert [e for e in _elections(got) if e[1] == 3] == [
+        (3000, 3, "unclean", 2, [2], None), (1, 3, "unclean", 1, [1], 7), (2, 3, "unclean", 2, [2], 9)]
 
 
 def test_an_election_read_in_an_earlier_batch_is_not_read_again(spark: SparkSession, tmp_path: Path) -> None:
-    """Logs ingested batch by batch: the leader's line after the controller's in bronze, and the controller's
-    line after the leader's, each leave one election; the epoch checks find nothing."""
+    """Logs ingested batch by batch: the controller's lines (with an epoch or without) after the leaders' lines
+    in bronze, and the leader's lines after that, leave one election each; the epoch checks find nothing."""
     landing = tmp_path / "landing"
     lake = EmbeddedLake(spark, str(tmp_path / "lake"))
     options = BrokerLogOptions("cluster-a")
-    write_logs(landing, {"state-change-3.log": RECOVERING_LOGS["state-change-3.log"]})
-    run_ingest(spark, lake, str(landing), log=lambda _m: None, logs=options)
-    write_logs(landing, {"controller.log": (
-        "[2024-05-14 12:00:02,000] INFO Setting new leader for topicId ZyXwVuTsRqPoNmLkJiHgFe, partition 7 to 3 "
-        "using an unclean election. Previous partition: PartitionRegistration(replicas=[1, 2, 3], isr=[1], "
-        "leader=-1, leaderRecoveryState=RECOVERED, leaderEpoch=2, partitionEpoch=9), change record: "
-        "PartitionChangeRecord(partitionId=7) (org.apache.kafka.controller.PartitionChangeBuilder)\n"
-        f"[2024-05-14 12:00:03,000] INFO Setting new leader for topicId {_ORDERS_ID}, partition 3 to 2 using an "
-        "unclean election (org.apache.kafka.controller.PartitionChangeBuilder)\n")})
+    write_logs(landing, {name: RECOVERING_LOGS[name] for name in ("state-change-2.log", "state-change-3.log")})
+    first = run_ingest(spark, lake, str(landing), log=lambda _m: None, logs=options)
+    assert (first.read, first.kept) == (5, 5)  # two elections, two leader lines, the "Skipped" ISR commit
+    write_logs(landing, {"controller.log": _controller_line("12:00:02,000", _OTHER_ID, 7, 3, previous_epoch=2)
+                         + _controller_line("12:00:01,000", _ORDERS_ID, 3, 2)})
     # The controller's lines name their topics by id: leader lines of the same batch name them.
-    write_logs(landing, {"state-change-2.log": _LEADER_LINE.format(t="12:00:00,000", b=2, tp="orders-3",
-                                                                   id=_ORDERS_ID, e=5, prev=4),
-                         "state-change-1.log": _LEADER_LINE.format(t="11:59:00,000", b=1, tp="orders-7",
-                                                                   id="ZyXwVuTsRqPoNmLkJiHgFe", e=2, prev=1)})
+    write_logs(landing, {"state-change-1.log": _LEADER_LINE.format(t="11:59:00,000", b=1, tp="orders-7",
+                                                                   id=_OTHER_ID, e=2, prev=1)
+                         + _LEADER_LINE.format(t="11:59:00,000", b=1, tp="orders-3", id=_ORDERS_ID, e=5, prev=4)})
     second = run_ingest(spark, lake, str(landing), log=lambda _m: None, logs=options)
-    # The leader lines and orders-3's election; orders-7's election is the one bronze holds.
-    assert (second.read, second.kept, second.quarantined) == (3, 3, 0)
+    assert (second.read, second.kept, second.quarantined) == (2, 2, 0)  # the leader lines only
     write_logs(landing, {"state-change-2.log.1": RECOVERING_LOGS["state-change-2.log"].replace("12:00:01", "12:00:03")})
     third = run_ingest(spark, lake, str(landing), log=lambda _m: None, logs=options)
-    assert (third.read, third.kept) == (1, 1)  # the leader line; both RECOVERING lines restate the election
+    # The repeated leader line and "Skipped" commit; the RECOVERING lines restate the election.
+    assert (third.read, third.kept) == (2, 2)
     bronze = lake.read(BRONZE_EVENTS)
     assert [tuple(r) for r in bronze.where("event_type = 'leader_election'").orderBy("partition").select(
-        "partition", "broker_id", "leader_id", "leader_epoch").collect()] == [(3, None, 2, None), (7, 3, 3, 3)]
+        "partition", "broker_id", "leader_id", "leader_epoch").collect()] == [(3, 2, 2, 6), (7, 3, 3, 3)]
     assert inv.evaluate(bronze, ["leader_epoch_monotonic"]).count() == 0
 
 
