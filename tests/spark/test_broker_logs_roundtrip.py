@@ -46,6 +46,10 @@ def simulated(tmp_path_factory: pytest.TempPathFactory) -> list[list[dict[str, A
     return _runs(tmp_path_factory.mktemp("roundtrip"))
 
 
+def _has_unclean_election(events: list[dict[str, Any]]) -> bool:
+    return any(ev["event_type"] == "leader_election" and ev.get("action") == "unclean" for ev in events)
+
+
 FORMS = [("3.6", True, 50), ("3.6", False, 0), ("2.4", True, 0)]
 """The logs a cluster leaves: Kafka 3.6 with the controller's log (its clock 50 ms ahead of the brokers', so that
 its election lines are often stamped after the new leader's) and without it (the brokers' only), Kafka 2.4."""
@@ -58,6 +62,8 @@ def test_every_logged_event_reads_back_as_the_engine_emitted_it(spark: SparkSess
                                                                 ahead_ms: int) -> None:
     checked: dict[str, int] = defaultdict(int)
     for i, events in enumerate(simulated):
+        if not controller_log and not _has_unclean_election(events):
+            continue  # the same lines as with the controller's log, which holds only unclean elections
         files, expected = render(events, style, controller_log, ahead_ms)
         folder = tmp_path / f"logs-{i}"
         folder.mkdir()
@@ -79,8 +85,9 @@ def test_every_logged_event_reads_back_as_the_engine_emitted_it(spark: SparkSess
                 wanted["action"] = engine["action"]
             assert (r["broker_id"], got_row) == (broker, wanted), (style, i, engine)
             checked[want.event_type] += 1
-    assert checked["leadership_change"] > 0 and checked["isr_change"] > 0 and checked["truncation"] > 0, checked
-    assert checked["fetch_response"] > 0, checked  # the fetch errors Kafka logs at INFO and above
+    if controller_log:  # every run
+        assert checked["leadership_change"] > 0 and checked["isr_change"] > 0 and checked["truncation"] > 0, checked
+        assert checked["fetch_response"] > 0, checked  # the fetch errors Kafka logs at INFO and above
     # Only the KRaft controller logs its unclean elections (the 2.x ZooKeeper controller prints no line); without
     # its log, the new leaders' RECOVERING lines (3.2+) tell of them.
     assert (checked["leader_election"] > 0) == (style == "3.6"), checked
@@ -96,6 +103,8 @@ def test_clean_runs_read_from_logs_stay_clean_and_the_audit_agrees(spark: SparkS
     for i, events in enumerate(simulated):
         assert [v for v in check_events(events).violations if v.invariant in for_logs] == []
         for style, controller_log, ahead_ms in FORMS:
+            if not controller_log and not _has_unclean_election(events):
+                continue
             files, _ = render(events, style, controller_log, ahead_ms)
             folder = tmp_path / f"logs-{i}-{style}-{controller_log}"
             folder.mkdir()
@@ -108,7 +117,7 @@ def test_clean_runs_read_from_logs_stay_clean_and_the_audit_agrees(spark: SparkS
     events_df = frames[0]
     for f in frames[1:]:
         events_df = events_df.unionByName(f)
-    # Read once: the collect below and each of the audit's scans would otherwise read the 18 log folders again.
+    # Read once: the collect below and each of the audit's scans would otherwise read the log folders again.
     events_df = events_df.localCheckpoint(eager=True)
     rows = [r.asDict(recursive=True) for r in events_df.orderBy("run_id", "event_id").collect()]
     reference = [(v.run_id, v.invariant) for v in check_events(rows).violations if v.invariant in for_logs]
