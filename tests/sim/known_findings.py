@@ -136,12 +136,15 @@ def isr_race_elected(v: Violation, events: Sequence[Event]) -> bool:
     below H, the HW committed before it, and L <= `v.offset` < H (records committed, then lost or rewritten, from
     F's LEO on), where F was in the controller's ISR through A's race: its last leader proposed adding it, a
     same-partition-epoch metadata update abandoned the proposal, and that leader's HW then rose past L
-    (`--correlated` seed 561204; `--reassigning` seed 627432 through a controlled shutdown)."""
+    (`--correlated` seed 561204; `--reassigning` seed 627432 through a controlled shutdown; `--correlated` seed
+    784244 with the old leader a follower again before F's election)."""
     if v.invariant not in LOSS_INVARIANTS or v.offset is None or v.topic is None or v.partition is None:
         return False
     topic, partition = v.topic, v.partition
     end = len(events) if v.event_id < 0 else v.event_id
-    committed, leader = 0, None
+    # `leader_end`: where the last leader's tenure ended (it became a follower, back from a crash, say, before F's
+    # election): its race lies before that (`--correlated` seed 784244).
+    committed, leader, leader_end = 0, None, None
     # The election of each leader epoch: a later one (an offline partition's) may come before the elected
     # leader's metadata does.
     from_isr: dict[int | None, bool] = {}
@@ -158,9 +161,12 @@ def isr_race_elected(v: Violation, events: Sequence[Event]) -> bool:
             elected, leo = e["broker_id"], e.get("leo")
             if (from_isr.get(e.get("leader_epoch"), False) and leader is not None and elected != leader
                     and leo is not None and leo <= v.offset < committed
-                    and _raced_into_isr(events, leader, topic, partition, elected, i, leo)):
+                    and _raced_into_isr(events, leader, topic, partition, elected,
+                                        i if leader_end is None else leader_end, leo)):
                 return True
-            leader = elected
+            leader, leader_end = elected, None
+        elif kind == "leadership_change" and e["broker_id"] == leader and leader_end is None:
+            leader_end = i
     return False
 
 

@@ -146,6 +146,19 @@ def test_a_loss_without_the_raced_follower_elected_below_the_hw_is_not_excused(e
     assert known_finding(_violation("acked_write_lost", "u", 1, 2, -1, offset), events) is None
 
 
+def test_the_raced_followers_election_after_the_old_leader_follows_again_is_finding_a() -> None:
+    """The old leader 3, back from a crash, becomes a follower before the controller elects 2: its race lies
+    before that (`--correlated` seed 784244's sequence, shortened); without the race it is still no excuse."""
+    *head, election, became = _race_elected()
+    follows = _ev("leadership_change", 3, action="become_follower", leo=375)
+    events = [*head, follows, election, became, FILLER]
+    assert known_finding(_violation("truncation_safety", "u", 1, 2, len(events) - 1, 370), events) == \
+        ISR_EXPANSION_RACE
+    *head, election, became = _race_elected(reset=False)
+    events = [*head, follows, election, became, FILLER]
+    assert known_finding(_violation("truncation_safety", "u", 1, 2, len(events) - 1, 370), events) is None
+
+
 def _elected_then_offline(election_action: str = "clean") -> list[Event]:
     """`_race_elected` where the controller elects 2 into epoch 7, then takes the partition offline (epoch 8) before
     2 has its epoch-7 metadata, and 2 becomes leader of epoch 7 (`--throttled` seed 682507's sequence, shortened;
@@ -529,6 +542,30 @@ def test_the_correlated_campaign_seed_loses_acknowledged_writes_through_the_isr_
     assert (hw["broker_id"], hw["hw"]) == (4, 193)
     assert (election["action"], election["leader_id"], election["isr"]) == ("clean", 1, [1, 2])
     assert problems(sc)[0] == []
+
+
+def test_the_correlated_campaign_seed_elects_the_raced_follower_after_an_election_of_a_crashed_broker() -> None:
+    """`--seeds 784244-784244 --correlated`: finding A, the old leader following again before the raced follower's
+    election. Leader 2 of t-6 proposed adding 5 (event 2079); the same-epoch metadata reset its ISR to [2, 4]
+    (2148), the HW rose to 92 past 5's LEO 72, and then it learned the committed [2, 4, 5] (2719). 4 and 2 crashed
+    together; 2 came back and became a follower of 4, whom the controller, not yet aware of 4's crash, elected in
+    epoch 1; then it elected 5, alone in the ISR, cleanly (epoch 2): 4 and 2 truncate the committed 72..91 and 5
+    commits other records there."""
+    sc = correlated_scenario(784244)
+    _, events, stats = run(sc)
+    errors = [v for v in check(events, stats).violations if v.severity == "error"]
+    assert [(v.invariant, v.topic, v.partition, v.replica, v.event_id, v.offset) for v in errors] == [
+        ("isr_holds_committed", "t", 6, 5, 2719, 72),
+        ("truncation_safety", "t", 6, 4, 3049, 72), ("truncation_safety", "t", 6, 2, 3125, 72),
+        ("inconsistent_offsets", "t", 6, 5, 4447, 72), ("inconsistent_offsets", "t", 6, 5, 4583, 82),
+        ("acked_write_lost", "t", 6, 5, -1, 72), ("acked_write_lost", "t", 6, 5, -1, 82)]
+    assert {known_finding(v, events) for v in errors} == {ISR_EXPANSION_RACE}
+    assert problems_in(sc, events, stats)[0] == []
+    reset, follows, election = events[2148], events[2856], events[3013]
+    assert (reset["reason"], reset["isr"]) == ("leader_and_isr", [2, 4])
+    assert (follows["broker_id"], follows["action"], follows["leader_id"]) == (2, "become_follower", 4)
+    assert (election["action"], election["leader_id"], election["isr"]) == ("clean", 5, [5])
+    assert events[3044]["leo"] == 72
 
 
 def test_a_controlled_shutdown_that_elects_the_raced_follower_is_finding_a() -> None:
