@@ -55,6 +55,11 @@ def parse(spark: SparkSession, paths: list[str], tz: str = "UTC") -> DataFrame:
     return classify(read_broker_logs(spark, paths, BrokerLogOptions("cluster-a", tz)))
 
 
+def kept_events(got: DataFrame) -> DataFrame:
+    """`parse`'s records as events: without the reader's own columns and the raw line."""
+    return got.select(*[c for c in got.columns if not c.startswith("_") and c != "raw"])
+
+
 def row(**values: Any) -> tuple:
     """An expected row over COLUMNS (unnamed columns null)."""
     return tuple(values.get(c) for c in COLUMNS)
@@ -369,7 +374,7 @@ def test_an_unclean_election_from_logs_shows_in_partition_state_and_the_moments(
     from jobs.transforms.timelines import partition_state
 
     got = parse(spark, write_logs(tmp_path, ELECTIONS)).where("_reason_code IS NULL")
-    events = got.select(*[c for c in got.columns if not c.startswith("_") and c != "raw"])
+    events = kept_events(got)
     state = partition_state(events).where("topic = 'orders' AND partition = 3").orderBy("valid_from_ms")
     assert [(r["leader_id"], r["isr"], r["cause"]) for r in state.select("leader_id", "isr", "cause").collect()] == [
         (2, [2], "leader_election:unclean"), (2, [2], "leadership_change:become_leader")]
@@ -424,10 +429,6 @@ def _elections(got: DataFrame) -> list[tuple]:
         "partition", "ts_ms").select("broker_id", "partition", "action", "leader_id", "isr", "leader_epoch").collect()]
 
 
-def _events(got: DataFrame) -> DataFrame:
-    return got.select(*[c for c in got.columns if not c.startswith("_") and c != "raw"])
-
-
 def test_a_new_leaders_recovering_line_is_the_unclean_election(spark: SparkSession, tmp_path: Path) -> None:
     """KIP-704: where no controller line tells of an unclean election, the new leader's 'marked as RECOVERING'
     line does: one election per epoch, whose leader and ISR are the broker, in the epoch of the line makeLeader
@@ -436,7 +437,7 @@ def test_a_new_leaders_recovering_line_is_the_unclean_election(spark: SparkSessi
     assert _elections(got) == [(2, 3, "unclean", 2, [2], 6), (3, 7, "unclean", 3, [3], 3),
                                (4, 9, "unclean", 4, [4], None)]
     assert got.where("_reason_code IS NOT NULL").count() == 0
-    assert inv.evaluate(_events(got), ["leader_epoch_monotonic", "isr_nonempty"]).count() == 0
+    assert inv.evaluate(kept_events(got), ["leader_epoch_monotonic", "isr_nonempty"]).count() == 0
 
 
 def test_the_controllers_line_and_the_leaders_line_of_one_election_are_one_event(spark: SparkSession,
@@ -454,7 +455,7 @@ def test_the_controllers_line_and_the_leaders_line_of_one_election_are_one_event
     got = parse(spark, write_logs(tmp_path, {**RECOVERING_LOGS, "controller.log": controller}))
     assert _elections(got) == [(3000, 3, "unclean", 2, [2], None), (3000, 7, "unclean", 3, [3], 3),
                                (3000, 9, "unclean", 4, [4], 8)]
-    assert inv.evaluate(_events(got), ["leader_epoch_monotonic"]).count() == 0
+    assert inv.evaluate(kept_events(got), ["leader_epoch_monotonic"]).count() == 0
     later = (_RECOVERING_LINE.format(t="12:00:05,000", b=1, tp="orders-3")
              + _LEADER_LINE.format(t="12:00:05,000", b=1, tp="orders-3", id=_ORDERS_ID, e=7, prev=6))
     again = (_RECOVERING_LINE.format(t="13:20:00,000", b=2, tp="orders-3")
@@ -683,7 +684,7 @@ def test_audit_and_checker_agree_on_log_events(spark: SparkSession, tmp_path: Pa
     """The invariants that apply to real logs, over events read from them: the Spark audit and the reference
     checker find the same violations, the ones read off the incident by hand."""
     got = parse(spark, write_logs(tmp_path, INCIDENT)).where("_reason_code IS NULL")
-    events = got.select(*[c for c in got.columns if not c.startswith("_") and c != "raw"])
+    events = kept_events(got)
     for_logs = sorted(i.name for i in CATALOGUE if KAFKA_LOG in i.sources and i.name in inv.IMPLEMENTED)
     audit = inv.evaluate(events, for_logs).select("invariant", "replica", "ts_ms").collect()
     spark_found = sorted((r["invariant"], r["replica"], r["ts_ms"]) for r in audit)
@@ -724,7 +725,7 @@ def test_lag_judges_a_log_runs_shrink_premature_only_from_the_lcu_it_reports(spa
             "(highWatermark: 90, endOffset: 120). Out of sync replicas: (brokerId: 2, endOffset: 95). "
             "(kafka.cluster.Partition)\n")
     got = parse(spark, write_logs(tmp_path, {"server.log": text})).where("_reason_code IS NULL")
-    events = got.select(*[c for c in got.columns if not c.startswith("_") and c != "raw"])
+    events = kept_events(got)
     ic = isr_changes(events)
     assert ic.where(F.col("action") == "shrink").count() == 2
     incidents = lag_incidents(follower_lag(events), ic, partition_state(events), events)
