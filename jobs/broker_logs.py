@@ -10,8 +10,9 @@ What a log line does not say is recovered where Kafka's logs allow it, and left 
   lines of the same file when they all name one broker (a `server.log` belongs to one broker; a controller's
   election lines belong to the controller); a partition line whose broker stays unknown is quarantined, since
   every per-replica check needs it;
-* the topic of a KRaft controller's line, which names it by topic id: from the lines of the same files that print
-  a topic-partition with its id (3.3+ state-change lines); quarantined when none does;
+* the topic of a KRaft controller's line, which names it by topic id: from the lines that print a topic-partition
+  with its id (3.3+ state-change lines), of the same files or of an earlier batch (the event keeps the id in
+  `topic_id`); quarantined when none does;
 * the settings of a broker_config: the tab-indented lines after its `KafkaConfig values:` header, which carry
   no timestamp (the block a line belongs to is the last header before it in its file); its broker from
   broker.id / node.id;
@@ -28,10 +29,10 @@ What a log line does not say is recovered where Kafka's logs allow it, and left 
   when it already leads), none without it. An election is one event whichever of its lines the logs hold
   (`_unrepeated_elections`): a RECOVERING line that restates the controller's line, an earlier RECOVERING line or an
   event in bronze (same leader; same epoch, or, when a line gives none, stamped within `RESTATE_WINDOW_MS`) is no
-  second event, nor is a controller's line whose election bronze already holds. Such lines are not records, like
-  any other line that is no event. Not caught: a RECOVERING line printed again in a new epoch (the controller moved
-  the epoch, e.g. by a reassignment, before the leader's AlterPartition cleared the state) reads as a second
-  election.
+  second event, nor is a controller's line whose election bronze already holds; a controller's line without the
+  epoch takes the restating RECOVERING line's. Such lines are not records, like any other line that is no event.
+  Not caught: a RECOVERING line printed again in a new epoch (the controller moved the epoch, e.g. by a
+  reassignment, before the leader's AlterPartition cleared the state) reads as a second election.
 
 `event_id` is `ts_ms * 2^20 + n`, n numbering the run's events of one millisecond in file and line order after
 those bronze already holds: ids follow time, as the audit's orderings expect, and never repeat across batches.
@@ -216,8 +217,9 @@ def read_broker_logs(spark: SparkSession, paths: Sequence[str], options: BrokerL
     topic_partition = r"^(.+)-([0-9]+)$"  # Kafka prints a TopicPartition as `orders-3`
     located = parsed.withColumn(
         "partition", F.expr(f"try_cast(nullif(regexp_extract(_tp, {sql_str(topic_partition)}, 2), '') AS INT)")
-    ).withColumn("topic", F.when(F.col("partition").isNotNull(), F.regexp_extract("_tp", topic_partition, 1)))
-    located = _across_lines(located).withColumn("_context", F.lit(False))
+    ).withColumn("topic", F.when(F.col("partition").isNotNull(), F.regexp_extract("_tp", topic_partition, 1))
+    ).withColumn("topic_id", F.coalesce("topic_id", "_names_topic_id"))
+    located = _across_lines(located, _topic_names(existing)).withColumn("_context", F.lit(False))
     if existing is not None:
         # The run's earlier batches stand in for the lines before these files: an hour's rolled server.log holds ISR
         # changes whose leader epoch and previous ISR were logged in an earlier hour, and elections that a line of
@@ -231,11 +233,23 @@ def read_broker_logs(spark: SparkSession, paths: Sequence[str], options: BrokerL
     return _as_candidates(events, options, existing)
 
 
-def _across_lines(located: DataFrame) -> DataFrame:
+def _topic_names(existing: DataFrame | None) -> DataFrame | None:
+    """The topic ids the run's events in bronze name (one row per id and topic), for the controller lines of a later
+    batch that give only the id."""
+    if existing is None:
+        return None
+    return (existing.where(F.col("topic_id").isNotNull() & F.col("topic").isNotNull())
+            .select(F.col("topic_id").alias("_names_topic_id"), "topic").distinct())
+
+
+def _across_lines(located: DataFrame, names: DataFrame | None = None) -> DataFrame:
     """What one line takes from lines elsewhere, in one window over a key (not a join: the files are not read
     again): the topic of a line that gives only its topic id (the KRaft controller's), from the lines that print
-    both (`TOPIC_ID`); the settings of a `KafkaConfig values:` block, from its setting lines, which then go. Lines
-    about neither are spread over their own keys (a single null key would gather them all in one task)."""
+    both (`TOPIC_ID`) and from `names` (bronze's, `_topic_names`); the settings of a `KafkaConfig values:` block,
+    from its setting lines, which then go. Lines about neither are spread over their own keys (a single null key
+    would gather them all in one task)."""
+    if names is not None:
+        located = located.unionByName(names, allowMissingColumns=True)
     key = F.coalesce("_topic_id", "_names_topic_id",
                      F.when(F.col("_cfg_block").isNotNull(), F.concat(F.lit("cfg:"), F.col("_path"), F.lit(":"),
                                                                         F.col("_cfg_block").cast("string"))),
@@ -262,7 +276,7 @@ def _across_lines(located: DataFrame) -> DataFrame:
             .withColumn("broker_id", F.when(is_config, F.coalesce(broker, F.col("broker_id")))
                         .otherwise(F.col("broker_id")))
             .drop("_settings")
-            # A setting line is no event: its block's header carries it now.
+            # A setting line is no event: its block's header carries it now; nor is a name from bronze.
             .where(F.col("_pattern").isNotNull() | F.col("_unknown").isNotNull()))
 
 
@@ -351,6 +365,9 @@ def _unrepeated_elections(events: DataFrame) -> DataFrame:
     * a controller's line restates an earlier batch's event of the same leader on the same terms (the brokers'
       logs were ingested before the controller's).
 
+    A controller's line that gives no epoch takes that of a RECOVERING line of the same batch restating it (an
+    earlier batch's event cannot be rewritten: a RECOVERING line read after its election went in gives none).
+
     One window per partition over its unclean elections, which it lists (they are few); every other row is alone
     in its own key. A row without a time or partition (quarantined later) restates nothing and is kept."""
     recovering = F.coalesce(F.col("_pattern") == RECOVERING, F.lit(False))
@@ -370,7 +387,13 @@ def _unrepeated_elections(events: DataFrame) -> DataFrame:
     restates = F.when(placed & recovering, F.expr(
         f"exists(_elections, x -> {same} AND (x.kind < 2 OR x.ord < _ord))")).when(
         placed & ~F.col("_context"), F.expr(f"exists(_elections, x -> x.kind = 0 AND {same})"))
+    # A controller's line without the epoch (KRaft before the ELR-era form) takes the one the leader's restating
+    # line gives (the epoch its become-leader line opened), the first such within the window.
+    lent = F.when(placed & ~recovering & ~F.col("_context") & F.col("leader_epoch").isNull(), F.expr(
+        f"try_element_at(filter(_elections, x -> x.kind = 2 AND x.leader = leader_id AND x.epoch IS NOT NULL "
+        f"AND abs(x.ts - ts_ms) <= {RESTATE_WINDOW_MS}), 1).epoch"))
     return (listed.where(~F.coalesce(restates, F.lit(False)))
+            .withColumn("leader_epoch", F.coalesce("leader_epoch", lent))
             .drop("_key", "_kind", "_ord", "_elections"))
 
 
@@ -389,8 +412,9 @@ def _as_candidates(events: DataFrame, options: BrokerLogOptions, existing: DataF
             "'\treplica.lag.time.max.ms = 30000'): was the file cut inside the block?"))
         .when(F.col("_topic_id").isNotNull() & F.col("topic").isNull(), F.concat(
             F.lit("topic id "), F.col("_topic_id"), F.lit(
-                " is named by no line of these files (expected a state-change line such as 'Leader orders-3 with "
-                "topic id Some(<id>) starts at leader epoch ...': ingest the brokers' logs with the controller's)")))
+                " is named by no line of these files nor by the run's events in bronze (expected a state-change "
+                "line such as 'Leader orders-3 with topic id Some(<id>) starts at leader epoch ...': ingest the "
+                "brokers' logs of Kafka 3.3+ with or before the controller's)")))
         .when(F.col("event_type").isin(*scoped) & F.col("partition").isNull(), F.lit(
             "the line names no topic-partition (expected e.g. '[Partition orders-3 broker=2]' or "
             "'[Log partition=orders-3, dir=...]')"))

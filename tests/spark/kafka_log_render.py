@@ -5,7 +5,8 @@ the INFO line the broker would print (the templates of the reference §6) in the
 state-change leader / follower lines, AlterPartition commits and rejections, no expansion proposal at INFO) or of
 Kafka 2.4 (`"2.4"`: Partition-logger leader lines without the ISR, the fetcher line as the only trace of a follower
 transition, ZooKeeper commits). The controller's unclean elections go to its own log in the 3.6 (KRaft) form, which
-names the topic by id, every other one in the ELR-era form that gives the epochs (or nowhere,
+names the topic by id (read back with the epoch of the new leader's RECOVERING line, when it prints one within
+`RESTATE_WINDOW_MS`), every other one in the ELR-era form that gives the epochs (or nowhere,
 `controller_log=False`, as when only the brokers' logs were collected; `controller_ahead_ms` sets the controller's
 clock ahead of the brokers'); in 3.6 the new leader prints KIP-704's RECOVERING line before its become-leader line;
 a 2.x ZooKeeper controller prints no line for them. It returns the texts and, per rendered event, its file and line
@@ -22,11 +23,12 @@ from __future__ import annotations
 import base64
 import hashlib
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from typing import Any
 
 from jobs.broker_log_patterns import KAFKA_CONFIG_KEYS
+from jobs.broker_logs import RESTATE_WINDOW_MS
 
 
 def topic_id(topic: str) -> str:
@@ -113,10 +115,11 @@ def _fetch_error_lines(ev: Mapping[str, Any], tp: str, request_epoch: int | None
 
 
 def render(events: Iterable[Mapping[str, Any]], style: str, controller_log: bool = True,
-           controller_ahead_ms: int = 0) -> tuple[dict[str, str], list[Expected]]:
+           controller_ahead_ms: int = 0, elr_parity: int = 1) -> tuple[dict[str, str], list[Expected]]:
     """(file name -> log text, what each rendered event must read back as) for one run's events in `style`;
     without `controller_log`, as when only the brokers' logs were collected; with the controller's clock
-    `controller_ahead_ms` ahead of the brokers' (its election lines may then be stamped after the new leader's)."""
+    `controller_ahead_ms` ahead of the brokers' (its election lines may then be stamped after the new leader's);
+    the elections whose event id has the parity `elr_parity` in the ELR-era form, the others without the epochs."""
     if style not in ("3.6", "2.4"):
         raise ValueError(f"style must be '3.6' or '2.4', got {style!r}")
     new = style == "3.6"
@@ -203,6 +206,12 @@ def render(events: Iterable[Mapping[str, Any]], style: str, controller_log: bool
                 if not controller_log:
                     expected.append(Expected(**{**base, "event_id": election[2], "event_type": "leader_election",
                                                 "action": "unclean", "leader_id": b, "isr": (b,)}))
+                else:
+                    # The controller's line without the epoch takes the one this line's become-leader line opens.
+                    at = next((k for k, x in enumerate(expected) if x.event_id == election[2]), None)
+                    if at is not None and expected[at].leader_epoch is None \
+                            and abs(expected[at].ts_ms - int(ev["ts_ms"])) <= RESTATE_WINDOW_MS:
+                        expected[at] = replace(expected[at], leader_epoch=epoch)
                 base["line"] += 1
             if new:
                 out.append(_line(ev, "state.change.logger",
@@ -282,7 +291,7 @@ def render(events: Iterable[Mapping[str, Any]], style: str, controller_log: bool
         elif kind == "leader_election" and action == "unclean" and new:
             leader = int(ev["leader_id"])
             # Every other election in the ELR-era form, which prints the registration it replaces (the epochs).
-            elr = int(ev["event_id"]) % 2 == 1
+            elr = int(ev["event_id"]) % 2 == elr_parity
             previous = (f". Previous partition: PartitionRegistration(replicas=[{', '.join(map(str, ev['replicas']))}]"
                         f", isr=[], removingReplicas=[], addingReplicas=[], elr=[], lastKnownElr=[], leader=-1, "
                         f"leaderRecoveryState=RECOVERED, leaderEpoch={ev['leader_epoch'] - 1}, partitionEpoch="

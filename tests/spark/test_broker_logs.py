@@ -356,14 +356,41 @@ def test_unclean_elections_are_read_from_the_controllers_log(spark: SparkSession
     assert_df_equality(elections, spark.createDataFrame(expected, schema), ignore_nullable=True)
     bad = [(Path(r["_source_file"]).name, r["_source_line"], r["_reason"]) for r in
            got.where("_reason_code IS NOT NULL").select("_source_file", "_source_line", "_reason").collect()]
-    assert bad == [("controller.log", 4, "topic id ZyXwVuTsRqPoNmLkJiHgFe is named by no line of these files "
-                    "(expected a state-change line such as 'Leader orders-3 with topic id Some(<id>) starts at "
-                    "leader epoch ...': ingest the brokers' logs with the controller's)")]
+    assert bad == [("controller.log", 4, _UNNAMED.format("ZyXwVuTsRqPoNmLkJiHgFe"))]
+    # The events keep the ids the lines print.
+    assert [tuple(r) for r in got.where("topic_id IS NOT NULL AND _reason_code IS NULL").orderBy("ts_ms").select(
+        "event_type", "partition", "topic_id").collect()] == [
+        ("leader_election", 3, "AbCdEfGhIjKlMnOpQrStUv"), ("leadership_change", 3, "AbCdEfGhIjKlMnOpQrStUv"),
+        ("leader_election", 4, "AbCdEfGhIjKlMnOpQrStUv")]
     # A rolled controller.log with no line naming its controller: the election is kept, its controller unknown.
     alone = parse(spark, write_logs(tmp_path / "alone", {"controller.log.1": ELECTIONS[
         "controller.log.2024-05-14-12"].split("\n", 2)[2]}))
     assert [(r["broker_id"], r["partition"], r["leader_id"], r["_reason"]) for r in alone.orderBy("ts_ms").select(
         "broker_id", "partition", "leader_id", "_reason").collect()] == [(None, 5, 2, None), (None, 6, 3, None)]
+
+
+_UNNAMED = ("topic id {} is named by no line of these files nor by the run's events in bronze (expected a "
+            "state-change line such as 'Leader orders-3 with topic id Some(<id>) starts at leader epoch ...': ingest "
+            "the brokers' logs of Kafka 3.3+ with or before the controller's)")
+
+
+def test_a_controllers_topic_id_is_named_by_a_line_of_an_earlier_batch(spark: SparkSession, tmp_path: Path) -> None:
+    """The brokers' logs ingested first, the controller's later (a scheduled ingest of each hour's rolled files):
+    bronze's events keep the topic ids their lines print, which name the topic of the controller's lines."""
+    landing = tmp_path / "landing"
+    lake = EmbeddedLake(spark, str(tmp_path / "lake"))
+    options = BrokerLogOptions("cluster-a")
+    write_logs(landing, {"server-2.log": ELECTIONS["server-2.log"]})
+    assert run_ingest(spark, lake, str(landing), log=lambda _m: None, logs=options).kept == 1
+    write_logs(landing, {"controller.log": ELECTIONS["controller.log"]})
+    later = run_ingest(spark, lake, str(landing), log=lambda _m: None, logs=options)
+    assert (later.read, later.kept, later.quarantined) == (3, 2, 1)
+    bronze = lake.read(BRONZE_EVENTS)
+    assert [tuple(r) for r in bronze.where("event_type = 'leader_election'").orderBy("partition").select(
+        "topic", "partition", "topic_id", "leader_id", "leader_epoch").collect()] == [
+        ("orders", 3, "AbCdEfGhIjKlMnOpQrStUv", 2, None), ("orders", 4, "AbCdEfGhIjKlMnOpQrStUv", 1, 6)]
+    quarantined = lake.read(BRONZE_QUARANTINE).select("_source_line", "reason").collect()
+    assert [tuple(r) for r in quarantined] == [(4, _UNNAMED.format("ZyXwVuTsRqPoNmLkJiHgFe"))]
 
 
 def test_an_unclean_election_from_logs_shows_in_partition_state_and_the_moments(spark: SparkSession,
@@ -443,8 +470,8 @@ def test_a_new_leaders_recovering_line_is_the_unclean_election(spark: SparkSessi
 def test_the_controllers_line_and_the_leaders_line_of_one_election_are_one_event(spark: SparkSession,
                                                                                  tmp_path: Path) -> None:
     """With the controller's log, the election is its line (the leader's restates it): with or without an epoch
-    on either line, and whichever is stamped first (two hosts' clocks); an election of another leader, or of the
-    same leader long after an undated one, is its own."""
+    on either line (an undated controller line takes the leader's), and whichever is stamped first (two hosts'
+    clocks); an election of another leader, or of the same leader long after an undated one, is its own."""
     controller = (
         "[2024-05-14 12:00:00,000] INFO [QuorumController id=3000] Becoming the active controller at epoch 7, next "
         "write offset 1. (org.apache.kafka.controller.QuorumController)\n"
@@ -453,7 +480,7 @@ def test_the_controllers_line_and_the_leaders_line_of_one_election_are_one_event
         + _controller_line("12:00:02,020", _OTHER_ID, 7, 3, previous_epoch=2)
         + _controller_line("12:00:02,900", _ORDERS_ID, 9, 4, previous_epoch=7))
     got = parse(spark, write_logs(tmp_path, {**RECOVERING_LOGS, "controller.log": controller}))
-    assert _elections(got) == [(3000, 3, "unclean", 2, [2], None), (3000, 7, "unclean", 3, [3], 3),
+    assert _elections(got) == [(3000, 3, "unclean", 2, [2], 6), (3000, 7, "unclean", 3, [3], 3),
                                (3000, 9, "unclean", 4, [4], 8)]
     assert inv.evaluate(kept_events(got), ["leader_epoch_monotonic"]).count() == 0
     later = (_RECOVERING_LINE.format(t="12:00:05,000", b=1, tp="orders-3")

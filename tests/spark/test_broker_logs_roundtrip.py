@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import pytest
 from pyspark.sql import SparkSession
@@ -50,21 +50,35 @@ def _has_unclean_election(events: list[dict[str, Any]]) -> bool:
     return any(ev["event_type"] == "leader_election" and ev.get("action") == "unclean" for ev in events)
 
 
-FORMS = [("3.6", True, 50), ("3.6", False, 0), ("2.4", True, 0)]
+class Form(NamedTuple):
+    """One way a cluster's logs can look (`render`'s parameters)."""
+
+    style: str
+    controller_log: bool
+    ahead_ms: int = 0
+    elr_parity: int = 1
+
+    def renders(self, events: list[dict[str, Any]]) -> bool:
+        """Whether this form differs from the first for `events` (only in how their unclean elections read)."""
+        return (self.controller_log and self.elr_parity == 1) or _has_unclean_election(events)
+
+
+FORMS = [Form("3.6", True, 50), Form("3.6", False), Form("3.6", True, 0, elr_parity=0), Form("2.4", True)]
 """The logs a cluster leaves: Kafka 3.6 with the controller's log (its clock 50 ms ahead of the brokers', so that
-its election lines are often stamped after the new leader's) and without it (the brokers' only), Kafka 2.4."""
+its election lines are often stamped after the new leader's), without it (the brokers' only), with it and its
+elections in the other form (with or without the epochs), Kafka 2.4."""
 
 
-@pytest.mark.parametrize(("style", "controller_log", "ahead_ms"), FORMS)
+@pytest.mark.parametrize("form", FORMS, ids=lambda f: f"{f.style}-{f.controller_log}-{f.ahead_ms}-{f.elr_parity}")
 def test_every_logged_event_reads_back_as_the_engine_emitted_it(spark: SparkSession, tmp_path: Path,
                                                                 simulated: list[list[dict[str, Any]]],
-                                                                style: str, controller_log: bool,
-                                                                ahead_ms: int) -> None:
+                                                                form: Form) -> None:
+    style, controller_log = form.style, form.controller_log
     checked: dict[str, int] = defaultdict(int)
     for i, events in enumerate(simulated):
-        if not controller_log and not _has_unclean_election(events):
+        if not form.renders(events):
             continue  # the same lines as with the controller's log, which holds only unclean elections
-        files, expected = render(events, style, controller_log, ahead_ms)
+        files, expected = render(events, *form)
         folder = tmp_path / f"logs-{i}"
         folder.mkdir()
         for name, text in files.items():
@@ -85,7 +99,12 @@ def test_every_logged_event_reads_back_as_the_engine_emitted_it(spark: SparkSess
                 wanted["action"] = engine["action"]
             assert (r["broker_id"], got_row) == (broker, wanted), (style, i, engine)
             checked[want.event_type] += 1
-    if controller_log:  # every run
+            # An election line without the epochs that read back with the new leader's epoch.
+            checked["lent_epoch"] += (want.event_type == "leader_election" and want.partition_epoch is None
+                                      and want.leader_epoch is not None and controller_log)
+    if form.elr_parity == 0:
+        assert checked["lent_epoch"] > 0, checked
+    elif controller_log:  # every run
         assert checked["leadership_change"] > 0 and checked["isr_change"] > 0 and checked["truncation"] > 0, checked
         assert checked["fetch_response"] > 0, checked  # the fetch errors Kafka logs at INFO and above
     # Only the KRaft controller logs its unclean elections (the 2.x ZooKeeper controller prints no line); without
@@ -102,17 +121,16 @@ def test_clean_runs_read_from_logs_stay_clean_and_the_audit_agrees(spark: SparkS
     frames = []
     for i, events in enumerate(simulated):
         assert [v for v in check_events(events).violations if v.invariant in for_logs] == []
-        for style, controller_log, ahead_ms in FORMS:
-            if not controller_log and not _has_unclean_election(events):
+        for k, form in enumerate(FORMS):
+            if not form.renders(events):
                 continue
-            files, _ = render(events, style, controller_log, ahead_ms)
-            folder = tmp_path / f"logs-{i}-{style}-{controller_log}"
+            files, _ = render(events, *form)
+            folder = tmp_path / f"logs-{i}-{k}"
             folder.mkdir()
             for name, text in files.items():
                 (folder / name).write_text(text, encoding="utf-8")
             got = classify(read_broker_logs(spark, sorted(str(p) for p in folder.iterdir()),
-                                            BrokerLogOptions(f"r{i}-{style}-{controller_log}"))
-                           ).where("_reason_code IS NULL")
+                                            BrokerLogOptions(f"r{i}-{k}"))).where("_reason_code IS NULL")
             frames.append(got.select(*[c for c in got.columns if not c.startswith("_") and c != "raw"]))
     events_df = frames[0]
     for f in frames[1:]:
