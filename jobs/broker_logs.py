@@ -387,13 +387,25 @@ def _unrepeated_elections(events: DataFrame) -> DataFrame:
     restates = F.when(placed & recovering, F.expr(
         f"exists(_elections, x -> {same} AND (x.kind < 2 OR x.ord < _ord))")).when(
         placed & ~F.col("_context"), F.expr(f"exists(_elections, x -> x.kind = 0 AND {same})"))
-    # A controller's line without the epoch (KRaft before the ELR-era form) takes the one the leader's restating
-    # line gives (the epoch its become-leader line opened), the first such within the window.
-    lent = F.when(placed & ~recovering & ~F.col("_context") & F.col("leader_epoch").isNull(), F.expr(
-        f"try_element_at(filter(_elections, x -> x.kind = 2 AND x.leader = leader_id AND x.epoch IS NOT NULL "
-        f"AND abs(x.ts - ts_ms) <= {RESTATE_WINDOW_MS}), 1).epoch"))
+    # A controller's line without the epoch (KRaft before the ELR-era form) takes the one its leader's RECOVERING
+    # line gives (the epoch its become-leader line opened): the leader's RECOVERING line nearest in time, if this is
+    # the election nearest to that line and no election gives its epoch (a leader elected twice within the window
+    # must not take the other election's epoch).
+    undated = placed & ~recovering & ~F.col("_context") & F.col("leader_epoch").isNull()
+    near = F.when(undated, F.expr(
+        f"array_min(transform(filter(_elections, x -> x.kind = 2 AND x.leader = leader_id "
+        f"AND abs(x.ts - ts_ms) <= {RESTATE_WINDOW_MS}), x -> struct(abs(x.ts - ts_ms) AS d, x.ord AS ord, "
+        f"x.ts AS ts, x.epoch AS epoch)))"))
+    mutual = F.expr(
+        "array_min(transform(filter(_elections, y -> y.kind < 2 AND y.leader = leader_id), "
+        "y -> struct(abs(y.ts - _near.ts) AS d, y.ord AS ord))).ord = _ord "
+        "AND NOT exists(_elections, y -> y.kind < 2 AND y.leader = leader_id AND y.epoch IS NOT NULL "
+        "AND y.epoch = _near.epoch)")
     return (listed.where(~F.coalesce(restates, F.lit(False)))
-            .withColumn("leader_epoch", F.coalesce("leader_epoch", lent))
+            .withColumn("_near", near)
+            .withColumn("leader_epoch", F.coalesce("leader_epoch", F.when(
+                F.col("_near").isNotNull() & mutual, F.col("_near").getField("epoch"))))
+            .drop("_near")
             .drop("_key", "_kind", "_ord", "_elections"))
 
 

@@ -493,6 +493,22 @@ def test_the_controllers_line_and_the_leaders_line_of_one_election_are_one_event
         (3000, 3, "unclean", 2, [2], None), (1, 3, "unclean", 1, [1], 7), (2, 3, "unclean", 2, [2], 9)]
 
 
+def test_an_undated_controller_line_takes_the_epoch_of_its_own_leaders_line(spark: SparkSession,
+                                                                           tmp_path: Path) -> None:
+    """Broker 2 elected uncleanly three times within a minute, the controller's lines without epochs: each takes
+    the epoch of the RECOVERING line nearest to it and to no other election; the third, whose leader printed
+    nothing (it crashed first), takes none rather than the second's."""
+    controller = "".join(_controller_line(t, _ORDERS_ID, 3, 2) for t in ("12:00:01,000", "12:00:21,000",
+                                                                         "12:00:40,000"))
+    leader = "".join(_RECOVERING_LINE.format(t=t, b=2, tp="orders-3")
+                     + _LEADER_LINE.format(t=t, b=2, tp="orders-3", id=_ORDERS_ID, e=e, prev=e - 1)
+                     for t, e in (("12:00:01,100", 6), ("12:00:21,100", 8)))
+    got = parse(spark, write_logs(tmp_path, {"controller.log": controller, "state-change-2.log": leader}))
+    assert _elections(got) == [(None, 3, "unclean", 2, [2], 6), (None, 3, "unclean", 2, [2], 8),
+                               (None, 3, "unclean", 2, [2], None)]
+    assert inv.evaluate(kept_events(got), ["leader_epoch_monotonic"]).count() == 0
+
+
 def test_an_election_read_in_an_earlier_batch_is_not_read_again(spark: SparkSession, tmp_path: Path) -> None:
     """Logs ingested batch by batch: the controller's lines (with an epoch or without) after the leaders' lines
     in bronze, and the leader's lines after that, leave one election each; the epoch checks find nothing."""
