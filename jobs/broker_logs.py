@@ -30,7 +30,8 @@ What a log line does not say is recovered where Kafka's logs allow it, and left 
   (`_unrepeated_elections`): a RECOVERING line that restates the controller's line, an earlier RECOVERING line or an
   event in bronze (same leader; same epoch, or, when a line gives none, stamped within `RESTATE_WINDOW_MS`) is no
   second event, nor is a controller's line whose election bronze already holds; a controller's line without the
-  epoch takes the restating RECOVERING line's. Such lines are not records, like any other line that is no event.
+  epoch takes that of its leader's RECOVERING line nearest to it (and to no other election of that leader). Such
+  lines are not records, like any other line that is no event.
   Not caught: a RECOVERING line printed again in a new epoch (the controller moved the epoch, e.g. by a
   reassignment, before the leader's AlterPartition cleared the state) reads as a second election.
 
@@ -365,8 +366,10 @@ def _unrepeated_elections(events: DataFrame) -> DataFrame:
     * a controller's line restates an earlier batch's event of the same leader on the same terms (the brokers'
       logs were ingested before the controller's).
 
-    A controller's line that gives no epoch takes that of a RECOVERING line of the same batch restating it (an
-    earlier batch's event cannot be rewritten: a RECOVERING line read after its election went in gives none).
+    A controller's line that gives no epoch takes that of the RECOVERING line of the same batch that restates it
+    (its leader's line nearest to it in time, if it is nearer to no other election of that leader and no election
+    gives its epoch). An earlier batch's event cannot be rewritten: a RECOVERING line read after its election went
+    in lends it nothing.
 
     One window per partition over its unclean elections, which it lists (they are few); every other row is alone
     in its own key. A row without a time or partition (quarantined later) restates nothing and is kept."""
@@ -405,8 +408,7 @@ def _unrepeated_elections(events: DataFrame) -> DataFrame:
             .withColumn("_near", near)
             .withColumn("leader_epoch", F.coalesce("leader_epoch", F.when(
                 F.col("_near").isNotNull() & mutual, F.col("_near").getField("epoch"))))
-            .drop("_near")
-            .drop("_key", "_kind", "_ord", "_elections"))
+            .drop("_near", "_key", "_kind", "_ord", "_elections"))
 
 
 def _as_candidates(events: DataFrame, options: BrokerLogOptions, existing: DataFrame | None) -> DataFrame:
