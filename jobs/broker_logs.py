@@ -385,30 +385,39 @@ def _unrepeated_elections(events: DataFrame) -> DataFrame:
     row = F.struct(F.col("_ord").alias("ord"), F.col("ts_ms").alias("ts"), F.col("leader_id").alias("leader"),
                    F.col("leader_epoch").alias("epoch"), F.col("_kind").alias("kind"))
     listed = listed.withColumn("_elections", F.collect_list(F.when(placed, row)).over(Window.partitionBy("_key")))
+    w = RESTATE_WINDOW_MS
+    # The election (controller's line or bronze's event) of leader_id nearest in time to the row `r`.
+    nearest_to = ("array_min(transform(filter(_elections, y -> y.kind < 2 AND y.leader = leader_id), "
+                  "y -> struct(abs(y.ts - {r}.ts) AS d, y.ord AS ord))).ord")
+    # A controller's line without the epoch (KRaft before the ELR-era form) takes the one its leader's RECOVERING
+    # lines give (the epoch of the become-leader line after each) when that is unambiguous: the leader's RECOVERING
+    # lines within the window all give one epoch, each of them is nearer to this election than to any other of the
+    # leader's, and no election of the leader gives that epoch. Otherwise none: a leader elected twice within the
+    # window, or clocks skewed by more than half the time between two of its elections, must not lend one election
+    # the other's epoch.
+    undated = placed & ~recovering & ~F.col("_context") & F.col("leader_epoch").isNull()
+    lines = f"filter(_elections, x -> x.kind = 2 AND x.leader = leader_id AND abs(x.ts - ts_ms) <= {w})"
+    epochs = f"array_distinct(transform({lines}, x -> x.epoch))"
+    epoch = f"try_element_at({epochs}, 1)"
+    lent = F.when(undated, F.expr(
+        f"CASE WHEN size({epochs}) = 1 AND {epoch} IS NOT NULL "
+        f"AND forall({lines}, x -> {nearest_to.format(r='x')} = _ord) "
+        f"AND NOT exists(_elections, y -> y.kind < 2 AND y.leader = leader_id AND y.epoch IS NOT NULL "
+        f"AND y.epoch = {epoch}) THEN {epoch} END"))
+    listed = listed.withColumn("leader_epoch", F.coalesce("leader_epoch", lent))
     same = (f"x.leader = leader_id AND (x.epoch = leader_epoch OR (x.epoch IS NULL OR leader_epoch IS NULL) "
-            f"AND abs(x.ts - ts_ms) <= {RESTATE_WINDOW_MS})")
+            f"AND abs(x.ts - ts_ms) <= {w})")
+    # Without an epoch on one side, a controller's line restates bronze's event only if each is the other's nearest
+    # match: a second election of the leader within the window is its own (it would otherwise be lost).
+    controller_nearest = ("array_min(transform(filter(_elections, y -> y.kind = 1 AND y.leader = x.leader AND "
+                          "(y.epoch IS NULL OR x.epoch IS NULL OR y.epoch = x.epoch)), "
+                          "y -> struct(abs(y.ts - x.ts) AS d, y.ord AS ord))).ord = _ord")
     restates = F.when(placed & recovering, F.expr(
         f"exists(_elections, x -> {same} AND (x.kind < 2 OR x.ord < _ord))")).when(
-        placed & ~F.col("_context"), F.expr(f"exists(_elections, x -> x.kind = 0 AND {same})"))
-    # A controller's line without the epoch (KRaft before the ELR-era form) takes the one its leader's RECOVERING
-    # line gives (the epoch its become-leader line opened): the leader's RECOVERING line nearest in time, if this is
-    # the election nearest to that line and no election gives its epoch (a leader elected twice within the window
-    # must not take the other election's epoch).
-    undated = placed & ~recovering & ~F.col("_context") & F.col("leader_epoch").isNull()
-    near = F.when(undated, F.expr(
-        f"array_min(transform(filter(_elections, x -> x.kind = 2 AND x.leader = leader_id "
-        f"AND abs(x.ts - ts_ms) <= {RESTATE_WINDOW_MS}), x -> struct(abs(x.ts - ts_ms) AS d, x.ord AS ord, "
-        f"x.ts AS ts, x.epoch AS epoch)))"))
-    mutual = F.expr(
-        "array_min(transform(filter(_elections, y -> y.kind < 2 AND y.leader = leader_id), "
-        "y -> struct(abs(y.ts - _near.ts) AS d, y.ord AS ord))).ord = _ord "
-        "AND NOT exists(_elections, y -> y.kind < 2 AND y.leader = leader_id AND y.epoch IS NOT NULL "
-        "AND y.epoch = _near.epoch)")
+        placed & ~F.col("_context"), F.expr(
+            f"exists(_elections, x -> x.kind = 0 AND {same} AND (x.epoch = leader_epoch OR {controller_nearest}))"))
     return (listed.where(~F.coalesce(restates, F.lit(False)))
-            .withColumn("_near", near)
-            .withColumn("leader_epoch", F.coalesce("leader_epoch", F.when(
-                F.col("_near").isNotNull() & mutual, F.col("_near").getField("epoch"))))
-            .drop("_near", "_key", "_kind", "_ord", "_elections"))
+            .drop("_key", "_kind", "_ord", "_elections"))
 
 
 def _as_candidates(events: DataFrame, options: BrokerLogOptions, existing: DataFrame | None) -> DataFrame:

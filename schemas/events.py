@@ -283,11 +283,12 @@ PAYLOAD: tuple[Column, ...] = (
     Column("removing_replicas", INT_LIST, "Replicas an ongoing reassignment is removing (LeaderAndIsr "
            "removingReplicas); absent when none. Since 1.1.", used_by=(LEADERSHIP_CHANGE, LEADER_ELECTION)),
     Column("topic_id", pa.string(), "Kafka's topic id (KIP-516: a UUID, printed as 22 URL-safe base64 "
-           "characters) where a broker log line prints it: a 3.3+ become-leader line ('Leader t-3 with topic id "
-           "Some(<id>) ...'), a KRaft controller's election line. Null from the engine, which has no topic ids. "
-           "It tells a topic from a deleted and re-created one of the same name, and names the topic of a later "
-           "batch's controller line that gives only the id. Since 1.3.",
-           used_by=(LEADERSHIP_CHANGE, LEADER_ELECTION)),
+           "characters) where a broker log line prints it: a 3.3+ leader or follower line ('Leader t-3 with topic "
+           "id Some(<id>) ...'), the sitting leader's 'Skipped the become-leader state change for t-3 with topic "
+           "id ...' (an ISR commit), a KRaft controller's election line. Null from the engine, which has no topic "
+           "ids. It tells a topic from a deleted and re-created one of the same name, and names the topic of a "
+           "later batch's controller line that gives only the id. Since 1.3.",
+           used_by=(LEADERSHIP_CHANGE, LEADER_ELECTION, ISR_CHANGE)),
     Column("base_offset", pa.int64(), "First offset of the batch.", "offset",
            used_by=(APPEND, PRODUCE_ACK), non_negative=True),
     Column("last_offset", pa.int64(), "Last offset of the batch (inclusive; >= base_offset).", "offset",

@@ -126,6 +126,7 @@ def render(events: Iterable[Mapping[str, Any]], style: str, controller_log: bool
     # The unclean elections whose new leader has not yet become leader in the epoch they open: (topic, partition)
     # -> (leader, epoch, election event id). Its become-leader line follows 3.6's RECOVERING line.
     recovering: dict[tuple[str, int], tuple[int, int, int]] = {}
+    recovering_lines: list[tuple[str, int, int, int, int]] = []  # (topic, partition, ts, leader, epoch) as written
     files: dict[str, list[str]] = {}
     expected: list[Expected] = []
     down: set[int] = set()
@@ -206,12 +207,7 @@ def render(events: Iterable[Mapping[str, Any]], style: str, controller_log: bool
                 if not controller_log:
                     expected.append(Expected(**{**base, "event_id": election[2], "event_type": "leader_election",
                                                 "action": "unclean", "leader_id": b, "isr": (b,)}))
-                else:
-                    # The controller's line without the epoch takes the one this line's become-leader line opens.
-                    at = next((k for k, x in enumerate(expected) if x.event_id == election[2]), None)
-                    if at is not None and expected[at].leader_epoch is None \
-                            and abs(expected[at].ts_ms - int(ev["ts_ms"])) <= RESTATE_WINDOW_MS:
-                        expected[at] = replace(expected[at], leader_epoch=epoch)
+                recovering_lines.append((ev["topic"], ev["partition"], int(ev["ts_ms"]), b, epoch))
                 base["line"] += 1
             if new:
                 out.append(_line(ev, "state.change.logger",
@@ -319,4 +315,28 @@ def render(events: Iterable[Mapping[str, Any]], style: str, controller_log: bool
         if out and exp is not None:
             written.extend(out)
             expected.append(exp)
+    if controller_log:
+        expected = _lend_epochs(expected, recovering_lines)
     return {name: "\n".join(text) + "\n" for name, text in sorted(files.items()) if text}, expected
+
+
+def _lend_epochs(expected: list[Expected], recovering_lines: list[tuple[str, int, int, int, int]]) -> list[Expected]:
+    """`expected` with the epoch each undated controller election reads back with: that of its leader's RECOVERING
+    lines within `RESTATE_WINDOW_MS` when they give one epoch, each is nearer to it than to the leader's other
+    elections, and no election line gives that epoch (the reader's rule, `jobs.broker_logs._unrepeated_elections`,
+    here over the lines as rendered)."""
+    elections = [(k, x) for k, x in enumerate(expected) if x.event_type == "leader_election"]
+    out = list(expected)
+    for k, c in elections:
+        if c.leader_epoch is not None:
+            continue
+        mine = [(t, e) for tp, p, t, b, e in recovering_lines
+                if (tp, p, b) == (c.topic, c.partition, c.leader_id) and abs(t - c.ts_ms) <= RESTATE_WINDOW_MS]
+        rivals = [(j, x) for j, x in elections if (x.topic, x.partition, x.leader_id) == (c.topic, c.partition,
+                                                                                       c.leader_id)]
+        epochs = {e for _, e in mine}
+        if len(epochs) != 1 or any(x.leader_epoch in epochs for _, x in rivals):
+            continue
+        if all(min(rivals, key=lambda jx: (abs(jx[1].ts_ms - t), jx[1].ts_ms, jx[0]))[0] == k for t, _ in mine):
+            out[k] = replace(c, leader_epoch=epochs.pop())
+    return out

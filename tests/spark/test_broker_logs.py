@@ -8,6 +8,7 @@ are read off each line by hand. `tests/data/kafka-logs` holds real excerpts (sou
 
 from __future__ import annotations
 
+from collections import defaultdict
 from datetime import UTC, datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
@@ -495,18 +496,56 @@ def test_the_controllers_line_and_the_leaders_line_of_one_election_are_one_event
 
 def test_an_undated_controller_line_takes_the_epoch_of_its_own_leaders_line(spark: SparkSession,
                                                                            tmp_path: Path) -> None:
-    """Broker 2 elected uncleanly three times within a minute, the controller's lines without epochs: each takes
-    the epoch of the RECOVERING line nearest to it and to no other election; the third, whose leader printed
-    nothing (it crashed first), takes none rather than the second's."""
-    controller = "".join(_controller_line(t, _ORDERS_ID, 3, 2) for t in ("12:00:01,000", "12:00:21,000",
-                                                                         "12:00:40,000"))
-    leader = "".join(_RECOVERING_LINE.format(t=t, b=2, tp="orders-3")
-                     + _LEADER_LINE.format(t=t, b=2, tp="orders-3", id=_ORDERS_ID, e=e, prev=e - 1)
-                     for t, e in (("12:00:01,100", 6), ("12:00:21,100", 8)))
-    got = parse(spark, write_logs(tmp_path, {"controller.log": controller, "state-change-2.log": leader}))
-    assert _elections(got) == [(None, 3, "unclean", 2, [2], 6), (None, 3, "unclean", 2, [2], 8),
-                               (None, 3, "unclean", 2, [2], None)]
+    """A controller's line without the epoch takes the one its leader's RECOVERING lines give, only where that is
+    unambiguous: orders-3's first election (its leader printed the line twice) and second (a third election of the
+    same leader 30 s later printed nothing: its leader crashed first) take theirs; the third takes none. orders-4:
+    leaders 2, 3 and 2 again one second apart, the controller's clock 1.5 s ahead: each of broker 2's lines is
+    nearer to the other election of broker 2, so neither takes an epoch (nor gives a false epoch finding)."""
+    def stamp(ms: int) -> str:
+        return f"12:{ms // 60_000:02d}:{ms // 1000 % 60:02d},{ms % 1000:03d}"
+    controller = "".join(_controller_line(stamp(t), _ORDERS_ID, p, b) for t, p, b in (
+        (1_000, 3, 2), (120_000, 3, 2), (150_000, 3, 2),
+        (300_000 - 50 + 1_500, 4, 2), (301_000 - 50 + 1_500, 4, 3), (302_000 - 50 + 1_500, 4, 2)))
+    leaders: dict[str, str] = defaultdict(str)
+    for t, tp, b, e in ((1_100, "orders-3", 2, 6), (120_100, "orders-3", 2, 8),
+                        (300_000, "orders-4", 2, 6), (301_000, "orders-4", 3, 7), (302_000, "orders-4", 2, 8)):
+        leaders[f"state-change-{b}.log"] += (_RECOVERING_LINE.format(t=stamp(t), b=b, tp=tp)
+                                             + _LEADER_LINE.format(t=stamp(t), b=b, tp=tp, id=_ORDERS_ID, e=e,
+                                                                   prev=e - 1))
+        if t == 1_100:  # Kafka prints it again, with the sitting leader's "Skipped" line
+            leaders["state-change-2.log"] += (_RECOVERING_LINE.format(t=stamp(1_400), b=2, tp=tp)
+                                              + _SKIPPED_LINE.format(t=stamp(1_400), b=2, tp=tp, id=_ORDERS_ID, e=6))
+    got = parse(spark, write_logs(tmp_path, {"controller.log": controller, **leaders}))
+    assert _elections(got) == [
+        (None, 3, "unclean", 2, [2], 6), (None, 3, "unclean", 2, [2], 8), (None, 3, "unclean", 2, [2], None),
+        (None, 4, "unclean", 2, [2], None), (None, 4, "unclean", 3, [3], 7), (None, 4, "unclean", 2, [2], None)]
     assert inv.evaluate(kept_events(got), ["leader_epoch_monotonic"]).count() == 0
+
+
+def test_a_second_election_of_a_leader_is_not_taken_for_the_one_an_earlier_batch_read(spark: SparkSession,
+                                                                                      tmp_path: Path) -> None:
+    """Broker 2's RECOVERING lines of one election in bronze; the controller's log, with that election and a second
+    one of broker 2 30 s later (both without epochs), and broker 2's lines of the second, in a later batch: the
+    first controller line restates bronze's event, the second is an election of its own, with its leader's epoch."""
+    landing = tmp_path / "landing"
+    lake = EmbeddedLake(spark, str(tmp_path / "lake"))
+    options = BrokerLogOptions("cluster-a")
+
+    def lines(t: str, e: int) -> str:
+        return (_RECOVERING_LINE.format(t=t, b=2, tp="orders-3")
+                + _LEADER_LINE.format(t=t, b=2, tp="orders-3", id=_ORDERS_ID, e=e, prev=e - 1))
+    write_logs(landing, {"state-change-2.log": lines("12:00:01,100", 6)})
+    assert run_ingest(spark, lake, str(landing), log=lambda _m: None, logs=options).kept == 2
+    write_logs(landing, {"controller.log": _controller_line("12:00:01,000", _ORDERS_ID, 3, 2)
+                         + _controller_line("12:00:31,000", _ORDERS_ID, 3, 2),
+                         "state-change-2.log.1": lines("12:00:31,100", 8)})
+    later = run_ingest(spark, lake, str(landing), log=lambda _m: None, logs=options)
+    assert (later.read, later.kept, later.quarantined) == (2, 2, 0)  # the second election and its leader line
+    bronze = lake.read(BRONZE_EVENTS)
+    assert [tuple(r) for r in bronze.where("event_type = 'leader_election'").orderBy("ts_ms").select(
+        "ts_ms", "leader_id", "leader_epoch").collect()] == [(ms("2024-05-14 12:00:01,100"), 2, 6),
+                                                             (ms("2024-05-14 12:00:31,000"), 2, 8)]
+    assert inv.evaluate(bronze, ["leader_epoch_monotonic"]).count() == 0
 
 
 def test_an_election_read_in_an_earlier_batch_is_not_read_again(spark: SparkSession, tmp_path: Path) -> None:
