@@ -30,8 +30,8 @@ What a log line does not say is recovered where Kafka's logs allow it, and left 
   (`_unrepeated_elections`): a RECOVERING line that restates the controller's line, an earlier RECOVERING line or an
   event in bronze (same leader; same epoch, or, when a line gives none, stamped within `RESTATE_WINDOW_MS`) is no
   second event, nor is a controller's line whose election bronze already holds; a controller's line without the
-  epoch takes that of its leader's RECOVERING line nearest to it (and to no other election of that leader). Such
-  lines are not records, like any other line that is no event.
+  epoch takes that of its leader's RECOVERING lines where that is unambiguous (below). Such lines are not records,
+  like any other line that is no event.
   Not caught: a RECOVERING line printed again in a new epoch (the controller moved the epoch, e.g. by a
   reassignment, before the leader's AlterPartition cleared the state) reads as a second election.
 
@@ -364,12 +364,14 @@ def _unrepeated_elections(events: DataFrame) -> DataFrame:
       it, before or after (clocks of two hosts); and an earlier RECOVERING line of the same leader on the same
       terms (Kafka prints it again until the leader's AlterPartition says RECOVERED);
     * a controller's line restates an earlier batch's event of the same leader on the same terms (the brokers'
-      logs were ingested before the controller's).
+      logs were ingested before the controller's), where one of them gives no epoch only if each is the other's
+      nearest match.
 
-    A controller's line that gives no epoch takes that of the RECOVERING line of the same batch that restates it
-    (its leader's line nearest to it in time, if it is nearer to no other election of that leader and no election
-    gives its epoch). An earlier batch's event cannot be rewritten: a RECOVERING line read after its election went
-    in lends it nothing.
+    Before that, a controller's line that gives no epoch takes the one its leader's RECOVERING lines of the same
+    batch give, if those within `RESTATE_WINDOW_MS` give one epoch, each of them is nearer to this election than
+    to any other of the leader's, and no election gives that epoch; otherwise it stays unknown (elections of one
+    leader close together, or clocks skewed by half the time between them, leave no line clearly its own). An
+    earlier batch's event cannot be rewritten: a RECOVERING line read after its election went in lends it nothing.
 
     One window per partition over its unclean elections, which it lists (they are few); every other row is alone
     in its own key. A row without a time or partition (quarantined later) restates nothing and is kept."""
