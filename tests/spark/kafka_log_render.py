@@ -5,8 +5,8 @@ the INFO line the broker would print (the templates of the reference §6) in the
 state-change leader / follower lines, AlterPartition commits and rejections, no expansion proposal at INFO) or of
 Kafka 2.4 (`"2.4"`: Partition-logger leader lines without the ISR, the fetcher line as the only trace of a follower
 transition, ZooKeeper commits). The controller's unclean elections go to its own log in the 3.6 (KRaft) form, which
-names the topic by id (read back with the epoch of the new leader's RECOVERING line, when it prints one within
-`RESTATE_WINDOW_MS`), every other one in the ELR-era form that gives the epochs (or nowhere,
+names the topic by id (read back with the epoch of the new leader's RECOVERING line where that is unambiguous:
+`_lend_epochs`), every other one in the ELR-era form that gives the epochs (or nowhere,
 `controller_log=False`, as when only the brokers' logs were collected; `controller_ahead_ms` sets the controller's
 clock ahead of the brokers'); in 3.6 the new leader prints KIP-704's RECOVERING line before its become-leader line;
 a 2.x ZooKeeper controller prints no line for them. It returns the texts and, per rendered event, its file and line

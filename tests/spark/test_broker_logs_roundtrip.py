@@ -59,7 +59,8 @@ class Form(NamedTuple):
     elr_parity: int = 1
 
     def renders(self, events: list[dict[str, Any]]) -> bool:
-        """Whether this form differs from the first for `events` (only in how their unclean elections read)."""
+        """Whether this form reads the run of `events`: a form whose lines differ from the first's only in the
+        unclean elections reads only the runs that have one."""
         return (self.controller_log and self.elr_parity == 1) or _has_unclean_election(events)
 
 
