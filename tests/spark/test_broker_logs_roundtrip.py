@@ -123,7 +123,9 @@ def test_clean_runs_read_from_logs_stay_clean_and_the_audit_agrees(spark: SparkS
     for i, events in enumerate(simulated):
         assert [v for v in check_events(events).violations if v.invariant in for_logs] == []
         for k, form in enumerate(FORMS):
-            if not form.renders(events):
+            # The undated elections' form reads back exactly as the engine's events (above), so it would find what
+            # the first form finds: left out to keep the suite short.
+            if not form.renders(events) or form.elr_parity == 0:
                 continue
             files, _ = render(events, *form)
             folder = tmp_path / f"logs-{i}-{k}"
