@@ -388,9 +388,11 @@ def _unrepeated_elections(events: DataFrame) -> DataFrame:
                    F.col("leader_epoch").alias("epoch"), F.col("_kind").alias("kind"))
     listed = listed.withColumn("_elections", F.collect_list(F.when(placed, row)).over(Window.partitionBy("_key")))
     w = RESTATE_WINDOW_MS
-    # The election (controller's line or bronze's event) of leader_id nearest in time to the row `r`.
-    nearest_to = ("array_min(transform(filter(_elections, y -> y.kind < 2 AND y.leader = leader_id), "
-                  "y -> struct(abs(y.ts - {r}.ts) AS d, y.ord AS ord))).ord")
+
+    def nearest(among: str, ts: str) -> str:
+        """The `ord` of the listed row `y` satisfying `among` nearest in time to `ts` (the earlier on a tie)."""
+        return (f"array_min(transform(filter(_elections, y -> {among}), "
+                f"y -> struct(abs(y.ts - {ts}) AS d, y.ord AS ord))).ord")
     # A controller's line without the epoch (KRaft before the ELR-era form) takes the one its leader's RECOVERING
     # lines give (the epoch of the become-leader line after each) when that is unambiguous: the leader's RECOVERING
     # lines within the window all give one epoch, each of them is nearer to this election than to any other of the
@@ -403,7 +405,7 @@ def _unrepeated_elections(events: DataFrame) -> DataFrame:
     epoch = f"try_element_at({epochs}, 1)"
     lent = F.when(undated, F.expr(
         f"CASE WHEN size({epochs}) = 1 AND {epoch} IS NOT NULL "
-        f"AND forall({lines}, x -> {nearest_to.format(r='x')} = _ord) "
+        f"AND forall({lines}, x -> {nearest('y.kind < 2 AND y.leader = leader_id', 'x.ts')} = _ord) "
         f"AND NOT exists(_elections, y -> y.kind < 2 AND y.leader = leader_id AND y.epoch IS NOT NULL "
         f"AND y.epoch = {epoch}) THEN {epoch} END"))
     listed = listed.withColumn("leader_epoch", F.coalesce("leader_epoch", lent))
@@ -411,9 +413,8 @@ def _unrepeated_elections(events: DataFrame) -> DataFrame:
             f"AND abs(x.ts - ts_ms) <= {w})")
     # Without an epoch on one side, a controller's line restates bronze's event only if each is the other's nearest
     # match: a second election of the leader within the window is its own (it would otherwise be lost).
-    controller_nearest = ("array_min(transform(filter(_elections, y -> y.kind = 1 AND y.leader = x.leader AND "
-                          "(y.epoch IS NULL OR x.epoch IS NULL OR y.epoch = x.epoch)), "
-                          "y -> struct(abs(y.ts - x.ts) AS d, y.ord AS ord))).ord = _ord")
+    controller_nearest = nearest("y.kind = 1 AND y.leader = x.leader AND (y.epoch IS NULL OR x.epoch IS NULL "
+                                 "OR y.epoch = x.epoch)", "x.ts") + " = _ord"
     restates = F.when(placed & recovering, F.expr(
         f"exists(_elections, x -> {same} AND (x.kind < 2 OR x.ord < _ord))")).when(
         placed & ~F.col("_context"), F.expr(
