@@ -300,7 +300,7 @@ def run_ingest(
     The records are read in full once in the common case: one pass validates every record, writes
     the kept ones (uncommitted) and counts all of them as it goes; then the keys of the files it
     wrote are checked for duplicates (`no_duplicates`). Only when a key repeats or bronze already
-    holds ids in the batch's ranges (rare) are those files dropped and the batch written again, with
+    holds one of the batch's keys (rare) are those files dropped and the batch written again, with
     the exact duplicate check in front (`_exact_duplicates`). Quarantined records are written by a
     second pass only when there are any. Both tables are committed after that, quarantine first.
     """
@@ -403,11 +403,11 @@ def _ingest(spark: SparkSession, lake: Lake, landing: str, log: Callable[[str], 
                 written = lake.join_staged([w for w in (fast.staged, b_staged) if w is not None])
                 clean = no_duplicates(lake.read_staged(written), lake)
             else:
-                clean = not segments_repeat(fast.segments) and not _bronze_holds_ids_in(
-                    lake, _segment_runs(fast.segments))
+                clean = not segments_repeat(fast.segments) and not _bronze_holds_keys_of(
+                    lake, _segment_runs(fast.segments), lambda: lake.read_staged(fast.staged))
             result.seconds["duplicate_check"] = time.perf_counter() - t2
             if not clean:
-                # A key repeats, or bronze holds ids in the batch's ranges: the written files are
+                # A key repeats, or bronze holds one of the batch's keys: the written files are
                 # dropped and the whole batch is done again by Spark behind the exact check, which
                 # finds which records (if any) are duplicates.
                 log(f"ingest {batch}: a key may repeat or be in bronze already; "
@@ -493,9 +493,20 @@ def _log_reader(spark: SparkSession, lake: Lake, logs: BrokerLogOptions | None) 
     return lambda paths: read_broker_logs(spark, paths, logs, existing)
 
 
-def _bronze_holds_ids_in(lake: Lake, runs: Sequence[RunKeys]) -> bool:
-    """True when bronze has a row in one of `runs`' id ranges (a first ingest has no bronze to look in)."""
-    return lake.exists(BRONZE_EVENTS) and not bronze_in_range(lake, runs).isEmpty()
+def _bronze_holds_keys_of(lake: Lake, runs: Sequence[RunKeys], keys: Callable[[], DataFrame]) -> bool:
+    """True when bronze holds one of the (run_id, event_id) keys of `keys()`, whose id ranges are `runs`.
+
+    Bronze's rows in the ranges are looked for first (a later batch of an engine run starts past the ids already
+    ingested, so there are none, found from row-group statistics); only when there are some are the keys
+    matched. A later batch of broker logs lies among bronze's ids in time (another broker's files of the same
+    hour), and its ids, numbered after bronze's, share none: without the match every such batch was written twice.
+    """
+    if not lake.exists(BRONZE_EVENTS):
+        return False
+    existing = bronze_in_range(lake, runs).select("run_id", "event_id")
+    if existing.isEmpty():
+        return False
+    return not existing.join(keys().select("run_id", "event_id"), ["run_id", "event_id"], "left_semi").isEmpty()
 
 
 def _no_records() -> dict[str, Any]:
@@ -514,17 +525,17 @@ def _segment_runs(segments: Sequence[RunSegment]) -> list[RunKeys]:
 
 
 def no_duplicates(kept: DataFrame, lake: Lake) -> bool:
-    """True when no (run_id, event_id) of `kept` repeats within it and bronze has no row in its id ranges.
+    """True when no (run_id, event_id) of `kept` repeats within it or is in bronze already.
 
     One aggregation of `kept`'s keys (the runs, whether a key repeats, each run's id range), then a
     look for bronze rows in those ranges, which the Parquet reader mostly skips by row-group
-    statistics: a later batch of the same runs starts past the ids already ingested. False is a
-    superset of "has duplicates" (a row in range need not share a key); the exact check decides.
+    statistics, and only if there are some, a match of the keys (`_bronze_holds_keys_of`). False
+    means some kept record is a duplicate; the exact check finds which.
     """
     runs = run_keys(kept.select("run_id", "event_id"))
     if any(r.repeated for r in runs):
         return False
-    return not _bronze_holds_ids_in(lake, runs)
+    return not _bronze_holds_keys_of(lake, runs, lambda: kept)
 
 
 def _validate_write(

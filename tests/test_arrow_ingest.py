@@ -344,23 +344,33 @@ def test_a_line_with_more_than_one_object_is_quarantined_as_malformed(cases: Cas
 
 
 def test_overlapping_ids_and_ids_already_in_bronze_give_the_same_duplicates(spark, tmp_path) -> None:
-    """Two files of one run with overlapping ids, then a new file whose ids are in bronze: same duplicates."""
+    """Two files of one run with overlapping ids, then a new file whose ids are in bronze: same duplicates. Last,
+    a file whose ids lie among bronze's but match none of them is no duplicate, and is written once."""
     landing = tmp_path / "landing"
     landing.mkdir()
     write_parquet(landing / "a.parquet", [event(i, run_id="dup") for i in range(1, 6)])
+    write_parquet(landing / "odd.parquet", [event(i, run_id="gaps") for i in (1, 3, 5)])
     write_parquet(landing / "b.parquet", [event(i, run_id="dup") for i in range(4, 9)])
     said: list[str] = []
     lw = EmbeddedLake(spark, str(tmp_path / "lake-whole"))
     ls = EmbeddedLake(spark, str(tmp_path / "lake-spark"))
     rw, rs = ingest(spark, lw, landing, True, said.append), ingest(spark, ls, landing, False)
     assert any("writing again behind the exact duplicate check" in m for m in said)
-    assert (rw.read, rw.kept, rw.duplicates, rw.whole_files) == (10, 8, 2, 0)
+    assert (rw.read, rw.kept, rw.duplicates, rw.whole_files) == (13, 11, 2, 0)
     assert_same(rw, rs, lw, ls)
 
     (landing / "later").mkdir()
     write_parquet(landing / "later" / "c.parquet", [event(i, run_id="dup") for i in range(7, 11)])
     rw, rs = ingest(spark, lw, landing, True), ingest(spark, ls, landing, False)
     assert (rw.files_ingested, rw.read, rw.kept, rw.duplicates, rw.whole_files) == (1, 4, 2, 2, 0)
+    assert_same(rw, rs, lw, ls)
+
+    (landing / "latest").mkdir()
+    write_parquet(landing / "latest" / "even.parquet", [event(i, run_id="gaps") for i in (2, 4)])
+    said.clear()
+    rw, rs = ingest(spark, lw, landing, True, said.append), ingest(spark, ls, landing, False, said.append)
+    assert not any("writing again" in m for m in said), said
+    assert (rw.files_ingested, rw.read, rw.kept, rw.duplicates, rw.whole_files) == (1, 2, 2, 0, 1)
     assert_same(rw, rs, lw, ls)
 
 
