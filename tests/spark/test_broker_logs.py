@@ -851,26 +851,37 @@ def test_cli_ingests_logs_as_a_run_named_after_the_folder(spark: SparkSession, t
     assert "--log-timezone 'Mars/Olympus': expected a time zone name" in capsys.readouterr().err
 
 
-def test_a_log_run_goes_through_every_job_to_the_report(spark: SparkSession, tmp_path: Path) -> None:
-    """ingest --source kafka-logs -> timelines -> lag -> audit -> report: the audit exits 1 on the incident's
-    errors, lag judges nothing, and the report points at the log lines that prove each violation."""
+def test_log_runs_go_through_every_job_to_the_report(spark: SparkSession, tmp_path: Path) -> None:
+    """ingest --source kafka-logs -> timelines -> lag -> audit -> report, for two runs of logs in one lake (one pass
+    of each job over both, one report each). The incident: the audit exits 1 on its errors, lag judges nothing, and
+    the report points at the log lines that prove each violation. The elections: without a violation to show (logs
+    cannot prove a lost write), each partition an unclean election hit is still a section of the report, its
+    picture marking the election."""
     from jobs.audit import run_audit
     from jobs.incident_report import run_report
     from jobs.lag import run_lag
     from jobs.timelines import run_timelines
 
-    landing = tmp_path / "incident"
-    write_logs(landing, INCIDENT)
+    write_logs(tmp_path / "incident", INCIDENT)
+    # The controller's clock 200 ms ahead of broker 2's: its election line for orders-3 comes after the new
+    # leader's own line, which already holds the state the election sets (still counted and drawn, from bronze).
+    skewed = ELECTIONS["controller.log"].replace("[2024-05-14 12:00:01,000] INFO Setting new leader",
+                                                 "[2024-05-14 12:00:01,200] INFO Setting new leader")
+    assert skewed != ELECTIONS["controller.log"]
+    write_logs(tmp_path / "elections", {**ELECTIONS, "controller.log": skewed})
     lake = EmbeddedLake(spark, str(tmp_path / "lake"))
     quiet = {"log": lambda _m: None}
-    run_ingest(spark, lake, str(landing), logs=BrokerLogOptions("incident"), **quiet)
+    for run in ("incident", "elections"):
+        run_ingest(spark, lake, str(tmp_path / run), logs=BrokerLogOptions(run), **quiet)
     run_timelines(spark, lake, **quiet)
     assert run_lag(spark, lake, **quiet).verdicts == {}
     audit = run_audit(spark, lake, **quiet)
     assert audit.exit_code == 1
+    # The incident's errors, and no error of the elections' run.
     assert {name: c["error"] for name, c in audit.counts.items() if c.get("error")} == {
         "isr_nonempty": 1, "leader_no_truncation": 1, "leader_epoch_monotonic": 1}
-    report = run_report(spark, lake, out=tmp_path / "report", **quiet)
+
+    report = run_report(spark, lake, runs=["incident"], out=tmp_path / "report-incident", **quiet)
     text = (report.out_dir / "report.md").read_text(encoding="utf-8")
     assert "server-1.log:3" in text  # the truncation the leader made
     assert "server-2.log:1" in text  # the second leader of epoch 5
@@ -883,30 +894,7 @@ def test_a_log_run_goes_through_every_job_to_the_report(spark: SparkSession, tmp
     html = (report.out_dir / "report.html").read_text(encoding="utf-8")
     assert "<td>NOT_LEADER_OR_FOLLOWER</td>" in html
 
-
-def test_a_log_runs_unclean_elections_are_flagged_and_drawn_in_the_report(spark: SparkSession,
-                                                                          tmp_path: Path) -> None:
-    """Without a violation to show (logs cannot prove a lost write), each partition an unclean election hit is
-    still a section of the report, its picture marking the election."""
-    from jobs.audit import run_audit
-    from jobs.incident_report import run_report
-    from jobs.lag import run_lag
-    from jobs.timelines import run_timelines
-
-    landing = tmp_path / "elections"
-    # The controller's clock 200 ms ahead of broker 2's: its election line for orders-3 comes after the new
-    # leader's own line, which already holds the state the election sets (still counted and drawn, from bronze).
-    skewed = ELECTIONS["controller.log"].replace("[2024-05-14 12:00:01,000] INFO Setting new leader",
-                                                 "[2024-05-14 12:00:01,200] INFO Setting new leader")
-    assert skewed != ELECTIONS["controller.log"]
-    write_logs(landing, {**ELECTIONS, "controller.log": skewed})
-    lake = EmbeddedLake(spark, str(tmp_path / "lake"))
-    quiet = {"log": lambda _m: None}
-    run_ingest(spark, lake, str(landing), logs=BrokerLogOptions("elections"), **quiet)
-    run_timelines(spark, lake, **quiet)
-    run_lag(spark, lake, **quiet)
-    assert run_audit(spark, lake, **quiet).exit_code == 0
-    report = run_report(spark, lake, out=tmp_path / "report", **quiet)
+    report = run_report(spark, lake, runs=["elections"], out=tmp_path / "report-elections", **quiet)
     text = (report.out_dir / "report.md").read_text(encoding="utf-8")
     assert "4 partition(s) have a violation, a lag incident or an unclean election; 4 plotted" in text
     for partition in (3, 4, 5, 6):
