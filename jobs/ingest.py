@@ -40,12 +40,14 @@ from jobs.landing import (
     LandingFile,
     discover,
     failed_read_file,
+    is_gzip_log,
     read_jsonl,
     read_parquet,
     record_keys,
     unopenable_by_spark,
     unreadable_data,
     unreadable_files,
+    unreadable_what,
 )
 from jobs.session import event_cache_level, sql_conf
 from jobs.validate import DUPLICATE, classify, reason_codes
@@ -313,20 +315,28 @@ def run_ingest(
             try:
                 return _ingest(spark, lake, landing, log, broken, whole_files, logs)
             except Exception as exc:
-                # A Parquet file whose footer reads but whose data does not fails the whole pass (its
-                # footer was checked up front), and Spark names it. Quarantine it whole, with any other
-                # such file pyarrow finds, and ingest again: the other files are not held back.
+                # A Parquet file whose footer reads but whose data does not, or a gzip-compressed log
+                # whose data breaks off, fails the whole pass, and Spark names it. Quarantine it whole,
+                # with any other such file the driver finds, and ingest again: the other files are not
+                # held back.
                 failed = failed_read_file(exc)
                 files = discover(landing, logs=logs is not None)
                 done = lake.committed(BRONZE_EVENTS, [f.key for f in files])
-                parquet = [f for f in files if f.kind == "parquet" and f.key not in done]
-                # Only a pending Parquet file named for the first time: a JSON Lines file Spark could
-                # not read (deleted, unreadable) is the job's failure, and so is a second failure.
-                if failed is None or failed[0] in broken or failed[0] not in {f.path for f in parquet}:
+                suspects = {f.path: f for f in files
+                            if (f.kind == "parquet" or is_gzip_log(f)) and f.key not in done}
+                # Only such a pending file named for the first time: a JSON Lines or plain log file
+                # Spark could not read (deleted, unreadable) is the job's failure, and so is a second
+                # failure.
+                if failed is None or failed[0] in broken or failed[0] not in suspects:
                     raise
-                found = {failed[0]: failed[1], **unreadable_data(parquet)}
-                log(f"ingest: {len(found)} Parquet file(s) unreadable past their footer, quarantined whole: "
-                    + ", ".join(sorted(found)))
+                found = {failed[0]: f"{unreadable_what(suspects[failed[0]])}: {failed[1]}",
+                         **unreadable_data(list(suspects.values()))}
+                for what, paths in (("Parquet file(s) unreadable past their footer",
+                                     [p for p in found if suspects[p].kind == "parquet"]),
+                                    ("gzip-compressed log file(s) whose data breaks off",
+                                     [p for p in found if suspects[p].kind != "parquet"])):
+                    if paths:
+                        log(f"ingest: {len(paths)} {what}, quarantined whole: " + ", ".join(sorted(paths)))
                 broken.update(found)
 
 
@@ -344,7 +354,7 @@ def _ingest(spark: SparkSession, lake: Lake, landing: str, log: Callable[[str], 
     pending = [f for f in files if f.key not in done_bronze or f.key not in done_quarantine]
     result = IngestResult(None, len(files), len(pending), landing=landing, ignored=ignored)
     if ignored:
-        kinds = "Kafka log files (*.log, *.log.*)" if logs is not None else "*.jsonl / *.parquet"
+        kinds = "Kafka log files (*.log, *.log.*, gzipped too)" if logs is not None else "*.jsonl / *.parquet"
         log(f"ingest: {len(ignored)} file(s) ignored, not {kinds}: {_some(ignored)}")
     if not pending:
         return result

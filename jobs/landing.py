@@ -9,6 +9,7 @@ parsed at all, else null), `_type_errors` (fields present with a value of the wr
 
 from __future__ import annotations
 
+import gzip
 import hashlib
 import os
 import re
@@ -34,7 +35,10 @@ JSONL_SUFFIXES = (".jsonl",)
 PARQUET_SUFFIXES = (".parquet",)
 BROKER_LOG = "kafka-log"
 """The kind of a real Kafka broker log file (`replog ingest --source kafka-logs`, read by `jobs.broker_logs`)."""
-_LOG_NAME = re.compile(r"\.log(\.[\w-]+)?$", re.IGNORECASE)
+_LOG_NAME = re.compile(r"\.log(\.[\w-]+)?(\.gz)?$", re.IGNORECASE)
+GZIP_SUFFIX = ".gz"
+"""A compressed rolled log (`server.log.1.gz`, log4j2's `server.log.2024-05-14-13.gz`): Spark's line reader inflates
+it; a file whose gzip data breaks off (copied while being written) is quarantined whole."""
 CORRUPT = "_corrupt_record"
 EVENT_SPARK_SCHEMA = to_spark_schema(EVENT_SCHEMA)
 _TYPE_NAMES = {c.name: str(c.type) for c in COLUMNS}
@@ -78,8 +82,9 @@ class LandingFile:
 
 def is_broker_log(name: str) -> bool:
     """True for a Kafka log file name: `server.log`, `state-change.log`, log4j's rolled `server.log.2024-05-14-13`
-    and `server.log.1`."""
-    return _LOG_NAME.search(name) is not None
+    and `server.log.1`, and those gzip-compressed (`server.log.1.gz`)."""
+    # A tarball of logs is many files in one: not read as one log's lines (listed as ignored, to be unpacked).
+    return _LOG_NAME.search(name) is not None and not name.lower().endswith(".tar" + GZIP_SUFFIX)
 
 
 def discover(landing: str | Path, ignored: list[str] | None = None, logs: bool = False) -> list[LandingFile]:
@@ -329,25 +334,40 @@ def read_parquet(spark: SparkSession, files: Sequence[LandingFile],
 
 def unreadable_data(files: Sequence[LandingFile]) -> dict[str, str]:
     """path -> reason for the Parquet `files` whose data pyarrow cannot read to the end (a corrupt page behind
-    an intact footer), streamed batch by batch on the driver (bounded memory). Costly, so the ingest runs it
-    only after Spark failed to read a file (`failed_read_file`)."""
+    an intact footer), and the gzip-compressed log files that do not inflate to their end, each streamed on the
+    driver (bounded memory). Costly, so the ingest runs it only after Spark failed to read a file
+    (`failed_read_file`)."""
     found: dict[str, str] = {}
     for f in files:
-        if f.kind != "parquet":
-            continue
         try:
-            for _ in pq.ParquetFile(f.path).iter_batches(batch_size=65_536):
-                pass
+            if f.kind == "parquet":
+                for _ in pq.ParquetFile(f.path).iter_batches(batch_size=65_536):
+                    pass
+            elif is_gzip_log(f):
+                with gzip.open(f.path, "rb") as z:
+                    while z.read(1 << 20):
+                        pass
         except Exception as e:  # whatever the reader raised is the file's fault
-            found[f.path] = f"unreadable Parquet data: {type(e).__name__}: {str(e).strip()[:300]}"
+            found[f.path] = f"{unreadable_what(f)}: {type(e).__name__}: {str(e).strip()[:300]}"
     return found
+
+
+def is_gzip_log(f: LandingFile) -> bool:
+    """Whether `f` is a gzip-compressed Kafka log file."""
+    return f.kind == BROKER_LOG and f.path.lower().endswith(GZIP_SUFFIX)
+
+
+def unreadable_what(f: LandingFile) -> str:
+    """The start of the reason a file Spark could not read to its end is quarantined with."""
+    return "unreadable gzip data" if is_gzip_log(f) else "unreadable Parquet data"
 
 
 _FAILED_READ = re.compile(r"\[FAILED_READ_FILE[.A-Z_]*\] Encountered error while reading file (\S+?)\.?\s+SQLSTATE")
 
 
 def failed_read_file(error: BaseException) -> tuple[str, str] | None:
-    """(local path, reason) of the file a Spark job failed to read (its FAILED_READ_FILE error), else None."""
+    """(local path, what went wrong) of the file a Spark job failed to read (its FAILED_READ_FILE error), else
+    None."""
     text = str(error)
     m = _FAILED_READ.search(text)
     if m is None:
@@ -356,7 +376,7 @@ def failed_read_file(error: BaseException) -> tuple[str, str] | None:
     path = unquote(uri.path) if uri.scheme in ("file", "") else m.group(1)
     causes = [ln.strip() for ln in text.splitlines() if ln.strip().startswith("Caused by:")]
     detail = causes[0].removeprefix("Caused by:").strip() if causes else "FAILED_READ_FILE"
-    return path, f"unreadable Parquet data: {detail[:300]}"
+    return path, detail[:300]
 
 
 def _parquet_group(spark: SparkSession, file_schema: T.StructType, paths: list[str]) -> DataFrame:

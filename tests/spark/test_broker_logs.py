@@ -8,6 +8,7 @@ are read off each line by hand. `tests/data/kafka-logs` holds real excerpts (sou
 
 from __future__ import annotations
 
+import gzip
 from collections import defaultdict
 from datetime import UTC, datetime, timedelta, timezone
 from pathlib import Path
@@ -71,10 +72,39 @@ def row(**values: Any) -> tuple:
 
 def test_log_file_names() -> None:
     """Kafka's log files and log4j's rolled names are logs; event files and others are not."""
-    for name in ("server.log", "state-change.log", "controller.log.2024-05-14-13", "server.log.1", "SERVER.LOG"):
+    for name in ("server.log", "state-change.log", "controller.log.2024-05-14-13", "server.log.1", "SERVER.LOG",
+                 "server.log.1.gz", "controller.log.2024-05-14-13.gz", "server.log.gz"):
         assert is_broker_log(name), name
-    for name in ("events.jsonl", "server.log.gz.part", "logs.txt", "catalog", "server.logger"):
+    for name in ("events.jsonl", "server.log.gz.part", "logs.txt", "catalog", "server.logger", "server.log.tar.gz",
+                 "server.log.1.gz.tmp"):
         assert not is_broker_log(name), name
+
+
+def test_gzipped_rolled_logs_are_read_and_a_broken_one_is_quarantined_whole(spark: SparkSession,
+                                                                          tmp_path: Path) -> None:
+    """Rolled logs compressed by gzip give the events their text gives; one whose gzip data breaks off (copied
+    while it was written) is one quarantined record with the reason, and the others go in (read = kept +
+    quarantined)."""
+    plain = parse(spark, write_logs(tmp_path / "plain", ELECTIONS))
+    want = sorted(tuple(r) for r in plain.where("_reason_code IS NULL").select(
+        "event_id", "event_type", "broker_id", "topic", "partition", "leader_id", "leader_epoch").collect())
+    n_plain, n_bad = plain.count(), plain.where("_reason_code IS NOT NULL").count()
+    landing = tmp_path / "landing"
+    landing.mkdir()
+    for name, text in ELECTIONS.items():
+        (landing / f"{name}.gz").write_bytes(gzip.compress(text.encode()))
+    whole = gzip.compress("".join(ELECTIONS.values()).encode() * 200)
+    (landing / "server-9.log.2.gz").write_bytes(whole[: len(whole) // 2])
+    lake = EmbeddedLake(spark, str(tmp_path / "lake"))
+    said: list[str] = []
+    result = run_ingest(spark, lake, str(landing), log=said.append, logs=BrokerLogOptions("cluster-a"))
+    assert (result.read, result.kept, result.quarantined) == (n_plain + 1, len(want), n_bad + 1) and result.reconciles
+    assert any("1 gzip-compressed log file(s) whose data breaks off, quarantined whole" in m for m in said), said
+    got = sorted(tuple(r) for r in lake.read(BRONZE_EVENTS).select(
+        "event_id", "event_type", "broker_id", "topic", "partition", "leader_id", "leader_epoch").collect())
+    assert got == want
+    broken = lake.read(BRONZE_QUARANTINE).where(F.col("_source_file").endswith("server-9.log.2.gz")).collect()
+    assert len(broken) == 1 and broken[0]["reason"].startswith("unreadable gzip data: "), broken
 
 
 def test_each_message_form_becomes_its_event(spark: SparkSession, tmp_path: Path) -> None:
