@@ -2,6 +2,7 @@
 
     python benchmarks/bench_broker_logs.py                       # 1,000,000 lines over 6 brokers' server.log
     python benchmarks/bench_broker_logs.py --lines 4000000 --replication-share 0.05
+    python benchmarks/bench_broker_logs.py --gzip                # the same files gzip-compressed (server.log.1.gz)
 
 What it does:
 1. Writes synthetic broker logs (not measured): `--brokers` files of `--lines` lines in all, in Kafka's log4j
@@ -23,6 +24,7 @@ from __future__ import annotations
 
 import argparse
 import datetime as dt
+import gzip
 import json
 import os
 import random
@@ -62,15 +64,17 @@ REPLICATION = (
 )
 
 
-def write_logs(folder: Path, lines: int, brokers: int, share: float, seed: int) -> int:
-    """`lines` log lines over one server.log per broker; returns how many are replication messages."""
+def write_logs(folder: Path, lines: int, brokers: int, share: float, seed: int, gz: bool = False) -> int:
+    """`lines` log lines over one server.log per broker (gzip-compressed with `gz`); returns how many are
+    replication messages."""
     rng = random.Random(seed)
     folder.mkdir(parents=True, exist_ok=True)
     start = dt.datetime(2024, 5, 14, tzinfo=dt.UTC)
     replication = 0
     per_broker = lines // brokers
     for b in range(1, brokers + 1):
-        with open(folder / f"broker-{b}.server.log", "w", encoding="utf-8") as out:
+        name = f"broker-{b}.server.log" + (".1.gz" if gz else "")
+        with (gzip.open if gz else open)(folder / name, "wt", encoding="utf-8") as out:
             for i in range(per_broker):
                 ts = (start + dt.timedelta(milliseconds=i * 7)).strftime("%Y-%m-%d %H:%M:%S,%f")[:-3]
                 kind = REPLICATION if rng.random() < share else NOISE
@@ -95,6 +99,7 @@ def main() -> None:
     ap.add_argument("--brokers", type=int, default=6)
     ap.add_argument("--replication-share", type=float, default=0.02)
     ap.add_argument("--seed", type=int, default=7)
+    ap.add_argument("--gzip", action="store_true", help="write the logs gzip-compressed (one Spark task per file)")
     ap.add_argument("--out", default=None, help="JSON path (default benchmarks/results/broker-logs-<date>.json)")
     args = ap.parse_args()
 
@@ -110,11 +115,12 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="bench-broker-logs-") as tmp:
         root = Path(tmp)
         t_gen, replication = timed(lambda: write_logs(root / "logs", args.lines, args.brokers,
-                                                       args.replication_share, args.seed))
+                                                       args.replication_share, args.seed, args.gzip))
         write_logs(root / "warm", 20_000, 2, args.replication_share, args.seed + 1)
         paths = sorted(str(p) for p in (root / "logs").iterdir())
         size = sum(os.path.getsize(p) for p in paths)
-        print(f"wrote {args.lines:,} lines ({replication:,} replication messages, {size / 1e6:.0f} MB) "
+        packed = " gzipped" if args.gzip else ""
+        print(f"wrote {args.lines:,} lines ({replication:,} replication messages, {size / 1e6:.0f} MB{packed}) "
               f"in {t_gen:.1f} s")
 
         spark = build_spark(load_config(None).spark)
@@ -146,7 +152,8 @@ def main() -> None:
 
     figures = {
         "benchmark": "broker-logs", "date_utc": dt.datetime.now(dt.UTC).strftime("%Y-%m-%d"),
-        "lines": args.lines, "brokers": args.brokers, "replication_messages": replication, "bytes": size,
+        "lines": args.lines, "brokers": args.brokers, "gzip": args.gzip, "replication_messages": replication,
+        "bytes": size,
         "load_average": os.getloadavg(),
         "scan_s": round(t_scan, 2), "isr_lines": isr_lines, "read_s": round(t_read, 2),
         "ingest_s": round(t_ingest, 2),
