@@ -333,7 +333,7 @@ def run_ingest(
                          **unreadable_data(list(suspects.values()))}
                 for what, paths in (("Parquet file(s) unreadable past their footer",
                                      [p for p in found if suspects[p].kind == "parquet"]),
-                                    ("gzip-compressed log file(s) whose data breaks off",
+                                    ("gzip-compressed log file(s) that do not inflate to their end",
                                      [p for p in found if suspects[p].kind != "parquet"])):
                     if paths:
                         log(f"ingest: {len(paths)} {what}, quarantined whole: " + ", ".join(sorted(paths)))
