@@ -331,12 +331,10 @@ def run_ingest(
                     raise
                 found = {failed[0]: f"{unreadable_what(suspects[failed[0]])}: {failed[1]}",
                          **unreadable_data(list(suspects.values()))}
-                for what, paths in (("Parquet file(s) unreadable past their footer",
-                                     [p for p in found if suspects[p].kind == "parquet"]),
-                                    ("gzip-compressed log file(s) that do not inflate to their end",
-                                     [p for p in found if suspects[p].kind != "parquet"])):
-                    if paths:
-                        log(f"ingest: {len(paths)} {what}, quarantined whole: " + ", ".join(sorted(paths)))
+                for kind, what in (("parquet", "Parquet file(s) unreadable past their footer"),
+                                   (BROKER_LOG, "gzip-compressed log file(s) that do not inflate to their end")):
+                    if paths := sorted(p for p in found if suspects[p].kind == kind):
+                        log(f"ingest: {len(paths)} {what}, quarantined whole: " + ", ".join(paths))
                 broken.update(found)
 
 
