@@ -1,4 +1,5 @@
-"""Real Kafka broker logs (`server.log`, `state-change.log`, rolled `*.log.*`, gzipped too) read into candidate events.
+"""Real Kafka broker logs (`server.log`, `state-change.log`, rolled `*.log.*`, compressed too) read into candidate
+events.
 
 `replog ingest --source kafka-logs` reads every log file of a landing folder as one run (`--run-id`): the lines
 that `jobs.broker_log_patterns` knows become events with `source = kafka-log`, in the candidate shape of

@@ -37,7 +37,7 @@ def _parser() -> argparse.ArgumentParser:
 
     ing = sub.add_parser("ingest", help="ingest landing files into bronze (with quarantine)")
     ing.add_argument("--landing", required=True, help="folder of *.jsonl / *.parquet event files (recursive), or "
-                     "with --source kafka-logs of Kafka broker logs (*.log, *.log.*, gzipped too)")
+                     "with --source kafka-logs of Kafka broker logs (*.log, *.log.*; .gz, .bz2, .zst too)")
     ing.add_argument("--source", choices=("events", "kafka-logs"), default="events",
                      help="events: files written by `replog simulate` (default); kafka-logs: real broker logs")
     ing.add_argument("--run-id", default=None,

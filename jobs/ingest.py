@@ -40,7 +40,7 @@ from jobs.landing import (
     LandingFile,
     discover,
     failed_read_file,
-    is_gzip_log,
+    is_compressed_log,
     read_jsonl,
     read_parquet,
     record_keys,
@@ -315,7 +315,7 @@ def run_ingest(
             try:
                 return _ingest(spark, lake, landing, log, broken, whole_files, logs)
             except Exception as exc:
-                # A Parquet file whose footer reads but whose data does not, or a gzip-compressed log
+                # A Parquet file whose footer reads but whose data does not, or a compressed log
                 # whose data breaks off, fails the whole pass, and Spark names it. Quarantine it whole,
                 # with any other such file the driver finds, and ingest again: the other files are not
                 # held back.
@@ -323,7 +323,7 @@ def run_ingest(
                 files = discover(landing, logs=logs is not None)
                 done = lake.committed(BRONZE_EVENTS, [f.key for f in files])
                 suspects = {f.path: f for f in files
-                            if (f.kind == "parquet" or is_gzip_log(f)) and f.key not in done}
+                            if (f.kind == "parquet" or is_compressed_log(f)) and f.key not in done}
                 # Only such a pending file named for the first time: a JSON Lines or plain log file
                 # Spark could not read (deleted, unreadable) is the job's failure, and so is a second
                 # failure.
@@ -332,7 +332,7 @@ def run_ingest(
                 found = {failed[0]: f"{unreadable_what(suspects[failed[0]])}: {failed[1]}",
                          **unreadable_data(list(suspects.values()))}
                 for kind, what in (("parquet", "Parquet file(s) unreadable past their footer"),
-                                   (BROKER_LOG, "gzip-compressed log file(s) that do not inflate to their end")):
+                                   (BROKER_LOG, "compressed log file(s) that do not inflate to their end")):
                     if paths := sorted(p for p in found if suspects[p].kind == kind):
                         log(f"ingest: {len(paths)} {what}, quarantined whole: " + ", ".join(paths))
                 broken.update(found)
@@ -352,7 +352,8 @@ def _ingest(spark: SparkSession, lake: Lake, landing: str, log: Callable[[str], 
     pending = [f for f in files if f.key not in done_bronze or f.key not in done_quarantine]
     result = IngestResult(None, len(files), len(pending), landing=landing, ignored=ignored)
     if ignored:
-        kinds = "Kafka log files (*.log, *.log.*, gzipped too)" if logs is not None else "*.jsonl / *.parquet"
+        kinds = ("Kafka log files (*.log, *.log.*, also .gz / .bz2 / .zst)" if logs is not None
+                 else "*.jsonl / *.parquet")
         log(f"ingest: {len(ignored)} file(s) ignored, not {kinds}: {_some(ignored)}")
     if not pending:
         return result

@@ -9,6 +9,7 @@ parsed at all, else null), `_type_errors` (fields present with a value of the wr
 
 from __future__ import annotations
 
+import bz2
 import gzip
 import hashlib
 import os
@@ -17,6 +18,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cache, reduce
 from pathlib import Path
+from typing import BinaryIO
 from urllib.parse import unquote, urlparse
 
 import pyarrow as pa
@@ -35,10 +37,15 @@ JSONL_SUFFIXES = (".jsonl",)
 PARQUET_SUFFIXES = (".parquet",)
 BROKER_LOG = "kafka-log"
 """The kind of a real Kafka broker log file (`replog ingest --source kafka-logs`, read by `jobs.broker_logs`)."""
-_LOG_NAME = re.compile(r"\.log(\.[\w-]+)?(\.gz)?$", re.IGNORECASE)
-GZIP_SUFFIX = ".gz"
-"""A compressed rolled log (`server.log.1.gz`, log4j2's `server.log.2024-05-14-13.gz`): Spark's line reader inflates
-it; a file whose gzip data breaks off (copied while being written) is quarantined whole."""
+COMPRESSED_LOG_SUFFIXES = {".gz": "gzip", ".bz2": "bzip2", ".zst": "zstd"}
+"""Compressed rolled logs Spark's line reader inflates (by these suffixes, Hadoop's codecs), and their format's name:
+log4j2 compresses rolled files by the suffix of its `filePattern` (`.gz`, `.bz2`, ...), logrotate by default and
+people mostly with gzip (`server.log.1.gz`). A file whose data breaks off (copied while being written) is quarantined
+whole."""
+_ARCHIVE_SUFFIXES = (".xz", ".zip", ".7z", ".lz4", ".tar", ".tgz", ".deflate", ".pack200", ".z", ".part", ".tmp")
+"""Suffixes that are not a rolled log's index or date: archives Spark cannot read as one log's lines, and files still
+being written; such files are listed as ignored."""
+_LOG_NAME = re.compile(r"\.log(\.[\w-]+)?(\.gz|\.bz2|\.zst)?$", re.IGNORECASE)
 CORRUPT = "_corrupt_record"
 EVENT_SPARK_SCHEMA = to_spark_schema(EVENT_SCHEMA)
 _TYPE_NAMES = {c.name: str(c.type) for c in COLUMNS}
@@ -82,9 +89,18 @@ class LandingFile:
 
 def is_broker_log(name: str) -> bool:
     """True for a Kafka log file name: `server.log`, `state-change.log`, log4j's rolled `server.log.2024-05-14-13`
-    and `server.log.1`, and those gzip-compressed (`server.log.1.gz`)."""
-    # A tarball of logs is many files in one: not read as one log's lines (listed as ignored, to be unpacked).
-    return _LOG_NAME.search(name) is not None and not name.lower().endswith(".tar" + GZIP_SUFFIX)
+    and `server.log.1`, and those compressed by gzip, bzip2 or zstd (`server.log.1.gz`, `server.log.1.bz2`)."""
+    lower = name.lower()
+    # A tarball of logs is many files in one (listed as ignored, to be unpacked), and `server.log.xz` is no rolled
+    # `server.log.<index>` but a format Spark reads as binary lines.
+    stem = lower.removesuffix(compression_suffix(lower) or "")
+    return _LOG_NAME.search(name) is not None and not stem.endswith(_ARCHIVE_SUFFIXES)
+
+
+def compression_suffix(name: str) -> str | None:
+    """The suffix of `name` that says its data is compressed (one of `COMPRESSED_LOG_SUFFIXES`), or None."""
+    lower = name.lower()
+    return next((s for s in COMPRESSED_LOG_SUFFIXES if lower.endswith(s)), None)
 
 
 def discover(landing: str | Path, ignored: list[str] | None = None, logs: bool = False) -> list[LandingFile]:
@@ -334,7 +350,7 @@ def read_parquet(spark: SparkSession, files: Sequence[LandingFile],
 
 def unreadable_data(files: Sequence[LandingFile]) -> dict[str, str]:
     """path -> reason for the Parquet `files` whose data pyarrow cannot read to the end (a corrupt page behind
-    an intact footer), and the gzip-compressed log files that do not inflate to their end, each streamed on the
+    an intact footer), and the compressed log files that do not inflate to their end, each streamed on the
     driver (bounded memory). Costly, so the ingest runs it only after Spark failed to read a file
     (`failed_read_file`)."""
     found: dict[str, str] = {}
@@ -343,8 +359,8 @@ def unreadable_data(files: Sequence[LandingFile]) -> dict[str, str]:
             if f.kind == "parquet":
                 for _ in pq.ParquetFile(f.path).iter_batches(batch_size=65_536):
                     pass
-            elif is_gzip_log(f):
-                with gzip.open(f.path, "rb") as z:
+            elif is_compressed_log(f):
+                with _inflated(f.path) as z:
                     while z.read(1 << 20):
                         pass
         except Exception as e:  # whatever the reader raised is the file's fault
@@ -352,14 +368,26 @@ def unreadable_data(files: Sequence[LandingFile]) -> dict[str, str]:
     return found
 
 
-def is_gzip_log(f: LandingFile) -> bool:
-    """Whether `f` is a gzip-compressed Kafka log file."""
-    return f.kind == BROKER_LOG and f.path.lower().endswith(GZIP_SUFFIX)
+def _inflated(path: str) -> BinaryIO:
+    """A stream of the decompressed bytes of the compressed log file `path`."""
+    suffix = compression_suffix(path)
+    if suffix == ".gz":
+        return gzip.open(path, "rb")  # type: ignore[return-value]  # reads concatenated members, as Hadoop does
+    if suffix == ".bz2":
+        return bz2.open(path, "rb")  # type: ignore[return-value]  # and concatenated streams (pbzip2's output)
+    return pa.CompressedInputStream(pa.OSFile(path), "zstd")  # type: ignore[return-value]
+
+
+def is_compressed_log(f: LandingFile) -> bool:
+    """Whether `f` is a Kafka log file compressed by gzip, bzip2 or zstd."""
+    return f.kind == BROKER_LOG and compression_suffix(f.path) is not None
 
 
 def unreadable_what(f: LandingFile) -> str:
     """The start of the reason a file Spark could not read to its end is quarantined with."""
-    return "unreadable gzip data" if is_gzip_log(f) else "unreadable Parquet data"
+    if is_compressed_log(f):
+        return f"unreadable {COMPRESSED_LOG_SUFFIXES[compression_suffix(f.path) or '']} data"
+    return "unreadable Parquet data"
 
 
 _FAILED_READ = re.compile(r"\[FAILED_READ_FILE[.A-Z_]*\] Encountered error while reading file (\S+?)\.?\s+SQLSTATE")

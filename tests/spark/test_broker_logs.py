@@ -8,12 +8,14 @@ are read off each line by hand. `tests/data/kafka-logs` holds real excerpts (sou
 
 from __future__ import annotations
 
+import bz2
 import gzip
 from collections import defaultdict
 from datetime import UTC, datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
 
+import pyarrow as pa
 import pytest
 from chispa import assert_df_equality
 from pyspark.sql import DataFrame, SparkSession
@@ -73,42 +75,51 @@ def row(**values: Any) -> tuple:
 def test_log_file_names() -> None:
     """Kafka's log files and log4j's rolled names are logs; event files and others are not."""
     for name in ("server.log", "state-change.log", "controller.log.2024-05-14-13", "server.log.1", "SERVER.LOG",
-                 "server.log.1.gz", "controller.log.2024-05-14-13.gz", "server.log.gz"):
+                 "server.log.1.gz", "controller.log.2024-05-14-13.gz", "server.log.gz", "server.log.1.bz2",
+                 "state-change.log.2024-05-14-13.zst", "server.log.BZ2"):
         assert is_broker_log(name), name
     for name in ("events.jsonl", "server.log.gz.part", "logs.txt", "catalog", "server.logger", "server.log.tar.gz",
-                 "server.log.1.gz.tmp"):
+                 "server.log.1.gz.tmp", "server.log.xz", "server.log.1.zip", "server.log.tgz", "server.log.1.tar.bz2",
+                 "server.log.part"):
         assert not is_broker_log(name), name
 
 
-def test_gzipped_rolled_logs_are_read_and_a_broken_one_is_quarantined_whole(spark: SparkSession,
-                                                                          tmp_path: Path) -> None:
-    """Rolled logs compressed by gzip give the events their text gives; one whose gzip data breaks off (copied
-    while it was written), or that was never compressed, is one quarantined record with the reason, and the
-    others go in (read = kept + quarantined)."""
+def test_compressed_rolled_logs_are_read_and_a_broken_one_is_quarantined_whole(spark: SparkSession,
+                                                                             tmp_path: Path) -> None:
+    """Rolled logs compressed by gzip, bzip2 or zstd give the events their text gives; one whose compressed data
+    breaks off (copied while it was written), or that was never compressed, is one quarantined record with the
+    reason, and the others go in (read = kept + quarantined)."""
     plain = parse(spark, write_logs(tmp_path / "plain", ELECTIONS))
     want = sorted(tuple(r) for r in plain.where("_reason_code IS NULL").select(
         "event_id", "event_type", "broker_id", "topic", "partition", "leader_id", "leader_epoch").collect())
     n_plain, n_bad = plain.count(), plain.where("_reason_code IS NOT NULL").count()
     landing = tmp_path / "landing"
     landing.mkdir()
-    for name, text in ELECTIONS.items():
-        (landing / f"{name}.gz").write_bytes(gzip.compress(text.encode()))
-    whole = gzip.compress("".join(ELECTIONS.values()).encode() * 200)
-    (landing / "server-9.log.2.gz").write_bytes(whole[: len(whole) // 2])
-    (landing / "server-9.log.3.gz").write_text(ELECTIONS["server-2.log"])  # named .gz, never compressed
+    compress = {".gz": gzip.compress, ".bz2": bz2.compress, ".zst": lambda b: pa.compress(b, "zstd", asbytes=True)}
+    for i, (name, text) in enumerate(ELECTIONS.items()):
+        suffix = list(compress)[i % len(compress)]
+        (landing / f"{name}{suffix}").write_bytes(compress[suffix](text.encode()))
+    assert len(ELECTIONS) >= len(compress)  # each format is read
+    whole = "".join(ELECTIONS.values()).encode() * 200
+    for n, suffix in enumerate(compress, start=2):
+        data = compress[suffix](whole)
+        (landing / f"server-9.log.{n}{suffix}").write_bytes(data[: len(data) // 2])
+    (landing / "server-9.log.5.gz").write_text(ELECTIONS["server-2.log"])  # named .gz, never compressed
     lake = EmbeddedLake(spark, str(tmp_path / "lake"))
     said: list[str] = []
     result = run_ingest(spark, lake, str(landing), log=said.append, logs=BrokerLogOptions("cluster-a"))
-    assert (result.read, result.kept, result.quarantined) == (n_plain + 2, len(want), n_bad + 2) and result.reconciles
-    # Spark's failure names one; the driver finds the other before the one retry.
-    assert any("2 gzip-compressed log file(s) that do not inflate to their end, quarantined whole" in m
+    assert (result.read, result.kept, result.quarantined) == (n_plain + 4, len(want), n_bad + 4) and result.reconciles
+    # Spark's failure names one; the driver finds the others before the one retry.
+    assert any("4 compressed log file(s) that do not inflate to their end, quarantined whole" in m
                for m in said), said
     got = sorted(tuple(r) for r in lake.read(BRONZE_EVENTS).select(
         "event_id", "event_type", "broker_id", "topic", "partition", "leader_id", "leader_epoch").collect())
     assert got == want
-    broken = lake.read(BRONZE_QUARANTINE).where(F.col("_source_file").contains("server-9.log.")).collect()
-    assert sorted(Path(r["_source_file"]).name for r in broken) == ["server-9.log.2.gz", "server-9.log.3.gz"]
-    assert all(r["reason"].startswith("unreadable gzip data: ") for r in broken), broken
+    broken = {Path(r["_source_file"]).name: r["reason"] for r in lake.read(BRONZE_QUARANTINE)
+              .where(F.col("_source_file").contains("server-9.log.")).collect()}
+    assert sorted(broken) == ["server-9.log.2.gz", "server-9.log.3.bz2", "server-9.log.4.zst", "server-9.log.5.gz"]
+    for name, what in (("2.gz", "gzip"), ("3.bz2", "bzip2"), ("4.zst", "zstd"), ("5.gz", "gzip")):
+        assert broken[f"server-9.log.{name}"].startswith(f"unreadable {what} data: "), broken
 
 
 def test_each_message_form_becomes_its_event(spark: SparkSession, tmp_path: Path) -> None:
