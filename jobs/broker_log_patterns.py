@@ -241,6 +241,23 @@ PATTERNS: tuple[LinePattern, ...] = (
         {"truncate_offset": "long({1})"},
     ),
     LinePattern(
+        "log_start_incremented", "log_start_offset_change",
+        "Log / UnifiedLog.maybeIncrementLogStartOffset (2.8+): '[UnifiedLog partition={tp}, dir={d}] Incremented log "
+        "start offset to {o} due to {segment deletion | leader offset increment | client delete records request | "
+        "snapshot generated}' (KIP-405's 'Incremented local log start offset' is the local tier's, not this)",
+        "Incremented log start offset to ",
+        r"Incremented log start offset to (\d+)",
+        {"log_start_offset": "long({1})"},
+    ),
+    LinePattern(
+        "log_start_incrementing", "log_start_offset_change",
+        "Log.maybeIncrementLogStartOffset: '[Log partition={tp}, dir={d}] Incrementing log start offset to {o}' "
+        "(2.0-2.7); 'Incrementing log start offset of partition {tp} to {o} in dir {d}' (0.11-1.x)",
+        "Incrementing log start offset ",
+        r"Incrementing log start offset (?:of partition " + _TP + r" )?to (\d+)",
+        {"tp": "coalesce({1}, _tp_prefix)", "log_start_offset": "long({2})"},
+    ),
+    LinePattern(
         "truncation_reason", "truncation",
         "ReplicaFetcherThread, the line before the log layer's own: 'Truncating partition {tp} to local high "
         "watermark {hw}' (2.1-3.0); 'Truncating partition {tp} with TruncationState(offset={o}, completed={b}) due "

@@ -19,10 +19,11 @@ What a log line does not say is recovered where Kafka's logs allow it, and left 
   broker.id / node.id;
 * the time: log4j prints the broker's local time without a zone: `--log-timezone` (config `ingest.log_timezone`,
   default UTC) names it, unless the line carries its own offset (`2024-05-14T12:51:42.342Z`);
-* the leader epoch of an ISR change or truncation: the epoch of the broker's last leadership line for the
-  partition; an ISR commit's action (shrink / expand / update) and old ISR: from the ISR the broker last logged;
-  a rejection's action: from the proposal the line names, else the broker's last proposal. "Last" looks back
-  into the run's events already in bronze too, so a later batch of rolled files continues where one ended;
+* the leader epoch of an ISR change, truncation or log start move: the epoch of the broker's last leadership
+  line for the partition; an ISR commit's action (shrink / expand / update) and old ISR: from the ISR the broker
+  last logged; a rejection's action: from the proposal the line names, else the broker's last proposal. "Last"
+  looks back into the run's events already in bronze too, so a later batch of rolled files continues where one
+  ended;
 * a truncation's reason: from the fetcher's line just before it about the same offset (high watermark or leader
   epoch); none where the fetcher printed none (Kafka 2.0-3.0 print no line for epoch-based truncation);
 * the epoch of an unclean election read from the new leader's RECOVERING line (KIP-704): that of the line the

@@ -136,6 +136,7 @@ EVENT_TYPES: dict[str, EventType] = {
             LOG_START_OFFSET_CHANGE,
             "A replica's log start offset moved (retention, DeleteRecords, leader offset increment).",
             ("role", "old_log_start_offset", "log_start_offset"),
+            log_requires=("log_start_offset",),
         ),
         EventType(
             TRUNCATION,

@@ -6,15 +6,15 @@ state-change leader / follower lines, AlterPartition commits and rejections, no 
 Kafka 2.4 (`"2.4"`: Partition-logger leader lines without the ISR, the fetcher line as the only trace of a follower
 transition, ZooKeeper commits). The controller's unclean elections go to its own log in the 3.6 (KRaft) form, which
 names the topic by id (read back with the epoch of the new leader's RECOVERING line where that is unambiguous:
-`_lend_epochs`), every other one in the ELR-era form that gives the epochs (or nowhere,
-`controller_log=False`, as when only the brokers' logs were collected; `controller_ahead_ms` sets the controller's
-clock ahead of the brokers'); in 3.6 the new leader prints KIP-704's RECOVERING line before its become-leader line;
-a 2.x ZooKeeper controller prints no line for them. It returns the texts and, per rendered event, its file and line
-and what reading the line back must give (`Expected`). What Kafka prints nothing for at INFO is not rendered: a
-crash (the process just stops), the recovery of a crashed log, a truncation that removes nothing, a full truncation
-(DEBUG), clean elections (TRACE), fetches, appends and HW moves, and the fetch errors Kafka logs at DEBUG
-(NOT_LEADER_OR_FOLLOWER, UNKNOWN_LEADER_EPOCH); the others are the fetcher's WARN / INFO / ERROR lines (an ERROR
-with its exception on the next line). A broker's configuration is its startup `KafkaConfig values:` block (the
+`_lend_epochs`), every other one in the ELR-era form that gives the epochs (or nowhere, `controller_log=False`, as
+when only the brokers' logs were collected; `controller_ahead_ms` sets the controller's clock ahead of the
+brokers'); in 3.6 the new leader prints KIP-704's RECOVERING line before its become-leader line; a 2.x ZooKeeper
+controller prints no line for them. It returns the texts and, per rendered event, its file and line and what reading
+the line back must give (`Expected`). What Kafka prints nothing for at INFO is not rendered: a crash (the process
+just stops), the recovery of a crashed log, a truncation that removes nothing, a full truncation (DEBUG) and the log
+start move of a truncation, clean elections (TRACE), fetches, appends and HW moves, and the fetch errors Kafka logs
+at DEBUG (NOT_LEADER_OR_FOLLOWER, UNKNOWN_LEADER_EPOCH); the others are the fetcher's WARN / INFO / ERROR lines (an
+ERROR with its exception on the next line). A broker's configuration is its startup `KafkaConfig values:` block (the
 static replication settings).
 """
 
@@ -59,6 +59,7 @@ class Expected:
     fetcher_id: int | None = None
     fetch_offset: int | None = None
     error: str | None = None
+    log_start_offset: int | None = None
 
 
 def _stamp(ts_ms: int) -> str:
@@ -146,11 +147,16 @@ def render(events: Iterable[Mapping[str, Any]], style: str, controller_log: bool
         elif ev["event_type"] == "fetch_response" and ev.get("error") not in (None, "NONE"):
             request_epoch[int(ev["event_id"])] = last_fetch.get(key)
             waiting[key] = int(ev["event_id"])
+    # The event before each on its replica: a truncation's own log start move (truncateTo below the start,
+    # truncateFullyAndStartAt) prints no line of its own.
+    last_kind: dict[tuple[Any, Any, Any], str] = {}
     for ev in events:
         kind, b = ev["event_type"], ev.get("broker_id")
         if b is None:
             continue
         b = int(b)
+        after = last_kind.get((b, ev.get("topic"), ev.get("partition")))
+        last_kind[(b, ev.get("topic"), ev.get("partition"))] = kind
         tp = f"{ev.get('topic')}-{ev.get('partition')}"
         action = ev.get("action")
         out: list[str] = []
@@ -305,6 +311,17 @@ def render(events: Iterable[Mapping[str, Any]], style: str, controller_log: bool
                              f"[{prefix} partition={tp}, dir=/var/lib/kafka/data] Truncating to offset "
                              f"{ev['truncate_offset']}"))
             exp = Expected(**{**base, "action": None, "truncate_offset": int(ev["truncate_offset"])})
+        elif kind == "log_start_offset_change" and b not in down and after != "truncation":
+            # maybeIncrementLogStartOffset: retention on either role, a follower's leader offset increment.
+            if new:
+                why = "segment deletion" if ev.get("role") == "leader" else "leader offset increment"
+                text = f"[UnifiedLog partition={tp}, dir=/var/lib/kafka/data] Incremented log start offset to " \
+                       f"{ev['log_start_offset']} due to {why}"
+            else:
+                text = f"[Log partition={tp}, dir=/var/lib/kafka/data] Incrementing log start offset to " \
+                       f"{ev['log_start_offset']}"
+            out.append(_line(ev, "kafka.log.UnifiedLog" if new else "kafka.log.Log", text))
+            exp = Expected(**{**base, "action": None, "log_start_offset": int(ev["log_start_offset"])})
         elif kind == "fetch_response" and ev.get("error") not in (None, "NONE") and b not in down:
             out += _fetch_error_lines(ev, tp, request_epoch.get(int(ev["event_id"])),
                                       next_offset.get(int(ev["event_id"])))

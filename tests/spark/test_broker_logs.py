@@ -292,6 +292,37 @@ java.io.IOException: Connection to 1 was disconnected before the response was re
     assert got.where("_source_line = 15 OR raw LIKE 'java.io.IOException%'").count() == 0
 
 
+def test_a_log_start_offset_increment_is_a_log_start_offset_change(spark: SparkSession, tmp_path: Path) -> None:
+    """The log layer's line about a log start offset moving up (retention, a leader's increment, DeleteRecords), in
+    each version's form, is a log_start_offset_change in the epoch of the broker's last leadership line; the local
+    tier's start (KIP-405) and a tiered log's merged start are other offsets, and no event."""
+    server = """\
+[2024-05-14 12:00:00,000] INFO [Broker id=2] Leader t-3 with topic id Some(abc) starts at leader epoch 5 from offset 120 with partition epoch 9, high watermark 100, ISR [2,1], adding replicas [] and removing replicas [] . Previous leader None and previous leader epoch was 4. (state.change.logger)
+[2024-05-14 12:00:01,000] INFO [UnifiedLog partition=t-3, dir=/data] Incremented log start offset to 40 due to segment deletion (kafka.log.UnifiedLog)
+[2024-05-14 12:00:02,000] INFO [UnifiedLog partition=t-3, dir=/data] Incremented log start offset to 55 due to client delete records request (kafka.log.UnifiedLog)
+[2024-05-14 12:00:03,000] INFO [UnifiedLog partition=t-3, dir=/data] Incremented local log start offset to 90 due to reason segment deletion (kafka.log.UnifiedLog)
+[2024-05-14 12:00:04,000] INFO [MergedLog partition=t-3, dir=/data] Incrementing merged log start offset to 60 (kafka.log.MergedLog)
+[2024-05-14 12:00:05,000] INFO [Log partition=u-0, dir=/data] Incrementing log start offset to 7 (kafka.log.Log)
+"""
+    old = """\
+[2018-01-01 00:00:00,000] INFO [KafkaServer id=4] started (kafka.server.KafkaServer)
+[2018-01-01 00:00:01,000] INFO Incrementing log start offset of partition orders-12 to 22786435 in dir /kafka/data (kafka.log.Log)
+"""
+    got = parse(spark, write_logs(tmp_path, {"server.log": server, "server-4.log": old}))
+    assert got.where("_reason_code IS NOT NULL").count() == 0
+    lso = got.where("event_type = 'log_start_offset_change'").orderBy("ts_ms").select(
+        "broker_id", "topic", "partition", "leader_epoch", "log_start_offset", "old_log_start_offset", "role")
+    schema = ("broker_id int, topic string, partition int, leader_epoch int, log_start_offset bigint, "
+              "old_log_start_offset bigint, role string")
+    assert_df_equality(lso, spark.createDataFrame([
+        (4, "orders", 12, None, 22786435, None, None),
+        (2, "t", 3, 5, 40, None, None),
+        (2, "t", 3, 5, 55, None, None),
+        (2, "u", 0, None, 7, None, None),
+    ], schema), ignore_nullable=True)
+    assert got.count() == 6  # the leader line, the two starts of each log, the old broker's start line
+
+
 def test_an_alter_partition_retry_is_a_rejection_that_keeps_the_proposal(spark: SparkSession, tmp_path: Path) -> None:
     """'Failed to update ISR to Pending...Isr(...) due to unexpected E. Retrying.' (2.7 and 2.8+ forms): a rejected
     isr_change with reason retry and the error; its action from the pending state it names, its old ISR and epoch

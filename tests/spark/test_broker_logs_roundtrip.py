@@ -9,6 +9,7 @@ commit's shrink / expand and the ISR it replaces) must be what the engine knew.
 from __future__ import annotations
 
 from collections import defaultdict
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -27,11 +28,14 @@ from tests.spark.kafka_log_render import render
 
 SCENARIOS = Path(__file__).resolve().parents[2] / "conf" / "scenarios"
 FIELDS = ("ts_ms", "event_type", "topic", "partition", "action", "leader_epoch", "leader_id", "isr", "isr_state",
-          "partition_epoch", "truncate_offset", "config", "fetcher_id", "fetch_offset", "error")
+          "partition_epoch", "truncate_offset", "config", "fetcher_id", "fetch_offset", "error", "log_start_offset")
 
 
 def _runs(tmp: Path) -> list[list[dict[str, Any]]]:
-    scenarios = [load_scenario(SCENARIOS / "leader-crash.yaml"), load_scenario(SCENARIOS / "slow-follower.yaml"),
+    crash = load_scenario(SCENARIOS / "leader-crash.yaml")
+    # Size-based retention moves the log start offsets (leaders' and followers' own, followers' to the leader's).
+    crash = replace(crash, disk=replace(crash.disk, retention_bytes=3000, retention_check_interval_ms=5000))
+    scenarios = [crash, load_scenario(SCENARIOS / "slow-follower.yaml"),
                  load_scenario(SCENARIOS / "unclean-election.yaml"), *[varied_scenario(seed) for seed in (11, 12, 13)]]
     runs = []
     for i, sc in enumerate(scenarios):
@@ -42,7 +46,8 @@ def _runs(tmp: Path) -> list[list[dict[str, Any]]]:
 
 @pytest.fixture(scope="module")
 def simulated(tmp_path_factory: pytest.TempPathFactory) -> list[list[dict[str, Any]]]:
-    """Six runs: three shipped scenarios (one with an unclean election) and three seeded fault runs."""
+    """Six runs: three shipped scenarios (one with an unclean election, one with size-based retention) and three
+    seeded fault runs."""
     return _runs(tmp_path_factory.mktemp("roundtrip"))
 
 
@@ -108,6 +113,7 @@ def test_every_logged_event_reads_back_as_the_engine_emitted_it(spark: SparkSess
     elif controller_log:  # every run
         assert checked["leadership_change"] > 0 and checked["isr_change"] > 0 and checked["truncation"] > 0, checked
         assert checked["fetch_response"] > 0, checked  # the fetch errors Kafka logs at INFO and above
+        assert checked["log_start_offset_change"] > 0, checked
     # Only the KRaft controller logs its unclean elections (the 2.x ZooKeeper controller prints no line); without
     # its log, the new leaders' RECOVERING lines (3.2+) tell of them.
     assert (checked["leader_election"] > 0) == (style == "3.6"), checked
