@@ -150,6 +150,9 @@ def render(events: Iterable[Mapping[str, Any]], style: str, controller_log: bool
     # The event before each on its replica: a truncation's own log start move (truncateTo below the start,
     # truncateFullyAndStartAt) prints no line of its own.
     last_kind: dict[tuple[Any, Any, Any], str] = {}
+    # The epoch of each replica's last leadership line as written: all a log start move's line can be read with (a
+    # 2.x follower that loses its leader prints no line, so its next epoch is not in the log).
+    logged_epoch: dict[tuple[int, Any, Any], int | None] = {}
     for ev in events:
         kind, b = ev["event_type"], ev.get("broker_id")
         if b is None:
@@ -321,7 +324,8 @@ def render(events: Iterable[Mapping[str, Any]], style: str, controller_log: bool
                 text = f"[Log partition={tp}, dir=/var/lib/kafka/data] Incrementing log start offset to " \
                        f"{ev['log_start_offset']}"
             out.append(_line(ev, "kafka.log.UnifiedLog" if new else "kafka.log.Log", text))
-            exp = Expected(**{**base, "action": None, "log_start_offset": int(ev["log_start_offset"])})
+            exp = Expected(**{**base, "action": None, "log_start_offset": int(ev["log_start_offset"]),
+                              "leader_epoch": logged_epoch.get((b, ev.get("topic"), ev.get("partition")))})
         elif kind == "fetch_response" and ev.get("error") not in (None, "NONE") and b not in down:
             out += _fetch_error_lines(ev, tp, request_epoch.get(int(ev["event_id"])),
                                       next_offset.get(int(ev["event_id"])))
@@ -332,6 +336,8 @@ def render(events: Iterable[Mapping[str, Any]], style: str, controller_log: bool
         if out and exp is not None:
             written.extend(out)
             expected.append(exp)
+            if kind == "leadership_change":
+                logged_epoch[(b, ev.get("topic"), ev.get("partition"))] = exp.leader_epoch
     if controller_log:
         expected = _lend_epochs(expected, recovering_lines)
     return {name: "\n".join(text) + "\n" for name, text in sorted(files.items()) if text}, expected
