@@ -45,7 +45,7 @@ whole."""
 _ARCHIVE_SUFFIXES = (".xz", ".zip", ".7z", ".lz4", ".tar", ".tgz", ".deflate", ".pack200", ".z", ".part", ".tmp")
 """Suffixes that are not a rolled log's index or date: archives Spark cannot read as one log's lines, and files still
 being written; such files are listed as ignored."""
-_LOG_NAME = re.compile(r"\.log(\.[\w-]+)?(\.gz|\.bz2|\.zst)?$", re.IGNORECASE)
+_LOG_NAME = re.compile(r"\.log(\.[\w-]+)?(" + "|".join(map(re.escape, COMPRESSED_LOG_SUFFIXES)) + ")?$", re.IGNORECASE)
 CORRUPT = "_corrupt_record"
 EVENT_SPARK_SCHEMA = to_spark_schema(EVENT_SCHEMA)
 _TYPE_NAMES = {c.name: str(c.type) for c in COLUMNS}
