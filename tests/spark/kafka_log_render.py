@@ -158,8 +158,9 @@ def render(events: Iterable[Mapping[str, Any]], style: str, controller_log: bool
         if b is None:
             continue
         b = int(b)
-        after = last_kind.get((b, ev.get("topic"), ev.get("partition")))
-        last_kind[(b, ev.get("topic"), ev.get("partition"))] = kind
+        replica = (b, ev.get("topic"), ev.get("partition"))
+        after = last_kind.get(replica)
+        last_kind[replica] = kind
         tp = f"{ev.get('topic')}-{ev.get('partition')}"
         action = ev.get("action")
         out: list[str] = []
@@ -325,7 +326,7 @@ def render(events: Iterable[Mapping[str, Any]], style: str, controller_log: bool
                        f"{ev['log_start_offset']}"
             out.append(_line(ev, "kafka.log.UnifiedLog" if new else "kafka.log.Log", text))
             exp = Expected(**{**base, "action": None, "log_start_offset": int(ev["log_start_offset"]),
-                              "leader_epoch": logged_epoch.get((b, ev.get("topic"), ev.get("partition")))})
+                              "leader_epoch": logged_epoch.get(replica)})
         elif kind == "fetch_response" and ev.get("error") not in (None, "NONE") and b not in down:
             out += _fetch_error_lines(ev, tp, request_epoch.get(int(ev["event_id"])),
                                       next_offset.get(int(ev["event_id"])))
@@ -337,7 +338,7 @@ def render(events: Iterable[Mapping[str, Any]], style: str, controller_log: bool
             written.extend(out)
             expected.append(exp)
             if kind == "leadership_change":
-                logged_epoch[(b, ev.get("topic"), ev.get("partition"))] = exp.leader_epoch
+                logged_epoch[replica] = exp.leader_epoch
     if controller_log:
         expected = _lend_epochs(expected, recovering_lines)
     return {name: "\n".join(text) + "\n" for name, text in sorted(files.items()) if text}, expected
