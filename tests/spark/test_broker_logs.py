@@ -320,7 +320,7 @@ def test_a_log_start_offset_increment_is_a_log_start_offset_change(spark: SparkS
         (2, "t", 3, 5, 55, None, None),
         (2, "u", 0, None, 7, None, None),
     ], schema), ignore_nullable=True)
-    assert got.count() == 6  # the leader line, the two starts of each log, the old broker's start line
+    assert got.count() == 6  # broker 2: the leader line and three log starts; broker 4: its start and a log start
 
 
 def test_an_alter_partition_retry_is_a_rejection_that_keeps_the_proposal(spark: SparkSession, tmp_path: Path) -> None:
