@@ -476,7 +476,11 @@ class ReplicaFetcherThread:
         errors: list[TopicPartition] = []
         diverging: dict[TopicPartition, EpochEndOffset] = {}
         if response.error != NONE:
-            # leader.fetch threw: Kafka backs off every partition of the thread.
+            # leader.fetch threw ("Error in response for fetch request"): Kafka backs off every partition of the
+            # thread. Each partition the request carried records the request's error, so that a follower cut
+            # off from its leader shows in its partitions' fetch history, not only as a gap in it.
+            if self._emit is not None:
+                self._emit_request_error(request, response.error, received_ms)
             self._delay_partitions(list(states))
             return
         sent_partitions = request.partitions
@@ -673,6 +677,21 @@ class ReplicaFetcherThread:
             emit(fetch_event(now, broker_id, tp.topic, tp.partition,
                              state.current_leader_epoch if state is not None else None,
                              leader, fetcher_id, data.fetch_offset, data.last_fetched_epoch))
+
+    def _emit_request_error(self, request: FetchRequest, error: str, received_ms: int) -> None:
+        """A `fetch_response` with the request's error for each partition it carried that is still this
+        thread's at the offset it was sent at (as a partition answer would be judged stale otherwise)."""
+        emit = self._emit
+        assert emit is not None
+        states = self.partition_states
+        leader, fetcher = self.source_broker.id, self.fetcher_id
+        for tp, sent in request.partitions.items():
+            state = states.get(tp)
+            if state is None or sent.fetch_offset != state.fetch_offset:
+                continue
+            emit(fetch_response_event(
+                self._now, self.broker_id, tp.topic, tp.partition, state.current_leader_epoch, leader, fetcher,
+                state.fetch_offset, str(error), None, None, 0, 0, None, None, received_ms))
 
     def _emit_fetch_response(self, tp: TopicPartition, state: PartitionFetchState,
                              data: FetchPartitionResponse, received_ms: int) -> None:

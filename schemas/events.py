@@ -114,7 +114,8 @@ EVENT_TYPES: dict[str, EventType] = {
         EventType(
             FETCH_RESPONSE,
             "The follower processed the partition's fetch response "
-            "(AbstractFetcherThread.processFetchRequest).",
+            "(AbstractFetcherThread.processFetchRequest); when the whole request failed (leader.fetch threw), "
+            "each partition it carried gets the request's error (NETWORK_EXCEPTION) and no leader_hw.",
             ("leader_id", "fetcher_id", "fetch_offset", "error"),
             # Kafka logs a partition's fetch errors only (never a NONE response), not always with the offset or
             # the thread (0.9 printed no prefix).

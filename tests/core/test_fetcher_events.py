@@ -6,10 +6,11 @@ import pyarrow as pa
 import pytest
 
 from replication_core.config import ReplicationConfig
+from replication_core.errors import Errors
 from replication_core.events import Event
 from replication_core.fetcher import ReplicaFetcherThread
 from replication_core.fetcher_manager import FetcherManager, replica_fetcher_factory
-from replication_core.leader_endpoint import FetchRequest, ListOffsetsRequest
+from replication_core.leader_endpoint import FetchRequest, FetchResponse, ListOffsetsRequest
 from replication_core.log import Log
 from replication_core.partition_fetch_state import BrokerEndPoint, InitialFetchState, TopicPartition
 from replication_core.quota import ReplicationQuotaManager
@@ -109,3 +110,25 @@ def test_a_response_processed_after_a_list_offsets_carries_its_arrival_time() ->
     responses = {e["partition"]: (e["error"], e["ts_ms"], e["response_received_ms"])
                  for e in h.events if e["event_type"] == "fetch_response"}
     assert responses == {0: ("OFFSET_OUT_OF_RANGE", 100, 100), 1: ("NONE", 700, 100)}
+
+
+def test_a_failed_fetch_request_gives_each_partition_it_carried_the_requests_error() -> None:
+    """`processFetchRequest` catches the exception of `leader.fetch` ("Error in response for fetch request") and
+    delays every partition of the thread; each partition the request carried records the request's error, at the
+    offset and epoch it was fetched with, and without any leader figure (there was no answer)."""
+    sent, removed = TopicPartition("t", 0), TopicPartition("t", 1)
+    h = make_harness(TruncationProtocol.DIVERGING_EPOCH, ReplicationConfig(replica_fetch_backoff_ms=250))
+    for tp in (sent, removed):
+        h.add(tp, mk_log([mk_batch(0, 0)], hw=0, tp=tp), fetch_offset=1, leader_epoch=4)
+        h.leader.set_leader(tp, seed(0, 3, 4), leader_epoch=4, hw=3)
+    work = h.fetcher.work(0)
+    fetch = next(work)
+    assert isinstance(fetch, FetchRequest) and list(fetch.partitions) == [sent, removed]
+    h.fetcher.remove_partitions({removed})  # gone before the failure arrives: nothing to record for it
+    with pytest.raises(StopIteration):
+        work.send((FetchResponse({}, Errors.NETWORK_EXCEPTION), 100))
+    responses = [e for e in h.events if e["event_type"] == "fetch_response"]
+    assert [(e["partition"], e["error"], e["fetch_offset"], e["leader_epoch"], e["leader_id"], e["leader_hw"],
+             e["bytes"], e["ts_ms"], e["response_received_ms"]) for e in responses] == [
+        (0, "NETWORK_EXCEPTION", 1, 4, 1, None, 0, 100, 100)]
+    assert h.state(sent).is_delayed(100) and not h.state(sent).is_delayed(350)

@@ -249,14 +249,14 @@ def test_a_prefix_violation_without_a_stale_checkpoint_is_not_excused(events: li
 def test_the_overlapping_campaign_seed_reproduces_the_stale_checkpoint() -> None:
     """`python -m tests.sim.campaign --seeds 501324-501324 --overlapping`: broker 1 had checkpointed HW 541 before
     truncating t-0 to 261 and leading epoch 5 (HW 292, LEO 295); it crashed 343 ms later, before its next
-    checkpoint, and recovered HW min(541, 295) = 295 (event 8361), over records 293..294 nobody committed."""
+    checkpoint, and recovered HW min(541, 295) = 295 (event 8385), over records 293..294 nobody committed."""
     sc = before_kip903(overlapping_scenario(501324))
     _, events, stats = run(sc)
     errors = [v for v in check(events, stats).violations if v.severity == "error"]
     assert [(v.invariant, v.topic, v.partition, v.replica, v.offset) for v in errors] == [
         ("committed_prefix_agreement", "t", 0, 3, 293)]
     assert known_finding(errors[0], events) == STALE_HW_CHECKPOINT
-    assert events[8361]["event_type"] == "hw_change" and (events[8361]["old_hw"], events[8361]["hw"]) == (292, 295)
+    assert events[8385]["event_type"] == "hw_change" and (events[8385]["old_hw"], events[8385]["hw"]) == (292, 295)
 
 
 def _readded(mode: str = "leader_epoch", readd: bool = True, reason: str = "high_watermark") -> list[Event]:
@@ -288,29 +288,29 @@ def test_a_truncation_without_the_readd_race_is_not_excused(events: list[Event])
 def test_the_overlapping_campaign_seed_reproduces_the_readd_race() -> None:
     """`--seeds 507946-507946 --overlapping` (leader_epoch mode): broker 2's t-2 fetcher to leader 3 made its split
     while the restarted log was empty and waited on an OffsetsForLeaderEpoch round; meanwhile the log took 0..79
-    from leader 1, and epoch 2 added t-2 back to that fetcher at its HW 70 (event 450). When the round ended, the
-    old epoch-less list sent it to `truncateToHighWatermark` (518), removing 70..79, which leader 1 had committed."""
+    from leader 1, and epoch 2 added t-2 back to that fetcher at its HW 70 (event 452). When the round ended, the
+    old epoch-less list sent it to `truncateToHighWatermark` (520), removing 70..79, which leader 1 had committed."""
     _, events, stats = run(before_kip903(overlapping_scenario(507946)))
     errors = [v for v in check(events, stats).violations if v.severity == "error"]
     assert [(v.invariant, v.topic, v.partition, v.replica, v.event_id, v.offset) for v in errors] == [
-        ("truncation_safety", "t", 2, 2, 518, 70)]
+        ("truncation_safety", "t", 2, 2, 520, 70)]
     assert known_finding(errors[0], events) == HW_TRUNCATION_AFTER_READD
-    assert events[450]["event_type"] == "fetcher_change" and events[450]["partitions"][0]["fetch_offset"] == 70
+    assert events[452]["event_type"] == "fetcher_change" and events[452]["partitions"][0]["fetch_offset"] == 70
 
 
 def test_a_restart_restating_the_recovered_hw_is_the_stale_checkpoint_too() -> None:
     """`--seeds 507011-507011 --overlapping`: broker 5 truncated u-0 from 86 to 55 without checkpointing its HW,
-    and crashed twice; the second recovery set HW min(86, 82) = 82 (event 8594), and its restart's
-    become_follower restated it (8821), which is what the checker names as replica 5's HW event."""
+    and crashed twice; the second recovery set HW min(86, 82) = 82 (event 8754), and its restart's
+    become_follower restated it (8982), which is what the checker names as replica 5's HW event."""
     _, events, stats = run(before_kip903(overlapping_scenario(507011)))
     errors = [v for v in check(events, stats).violations if v.severity == "error"]
     restated = [v for v in errors if (v.topic, v.partition) == ("u", 0)]
     assert restated and {(v.invariant, v.replica, v.evidence[2]) for v in restated} == {
-        ("committed_prefix_agreement", 4, 8821), ("committed_prefix_agreement", 1, 8821)}
+        ("committed_prefix_agreement", 4, 8982), ("committed_prefix_agreement", 1, 8982)}
     assert {known_finding(v, events) for v in restated} == {STALE_HW_CHECKPOINT}
     assert [known_finding(v, events) for v in errors if v not in restated] == [EPOCH_BOUNDARY_ERASED]  # t-3
-    assert (events[8594]["event_type"], events[8594]["old_hw"], events[8594]["hw"]) == ("hw_change", 70, 82)
-    assert (events[8821]["event_type"], events[8821]["hw"]) == ("leadership_change", 82)
+    assert (events[8754]["event_type"], events[8754]["old_hw"], events[8754]["hw"]) == ("hw_change", 70, 82)
+    assert (events[8982]["event_type"], events[8982]["hw"]) == ("leadership_change", 82)
 
 
 def _elected(*, between: Event | None = None, answer_start: int = 73, reason: str = "diverging_epoch",
@@ -355,17 +355,17 @@ def test_a_truncation_without_an_elected_divergent_prefix_is_not_excused(events:
 
 def test_the_power_campaign_seed_reproduces_the_elected_divergent_prefix() -> None:
     """`--seeds 901773-901773 --power`: leader 4's log start had reached 73, so it answered broker 3 (back with
-    epoch-5 records to 75) with DivergingEpoch (5, 73) (event 5457); broker 3 kept 42..72 of epoch 5. Leader 4
-    added it to the ISR on its next fetch (5468), whose response was lost; broker 3 was elected in epoch 9 and
-    told broker 5 to truncate to 51 (6799), below the committed HW 73."""
+    epoch-5 records to 75) with DivergingEpoch (5, 73) (event 5516); broker 3 kept 42..72 of epoch 5. Leader 4
+    added it to the ISR on its next fetch (5527), whose response was lost; broker 3 was elected in epoch 9 and
+    told broker 5 to truncate to 51 (6872), below the committed HW 73."""
     sc = before_kip903(power_scenario(901773))
     _, events, stats = run(sc)
     errors = [v for v in check(events, stats).violations if v.severity == "error"]
     assert [(v.invariant, v.topic, v.partition, v.replica, v.event_id, v.offset) for v in errors] == [
-        ("truncation_safety", "t", 5, 5, 6799, 51)]
+        ("truncation_safety", "t", 5, 5, 6872, 51)]
     assert known_finding(errors[0], events) == DIVERGENT_PREFIX_ELECTED
-    assert events[5457]["diverging_end_offset"] == events[5457]["leader_log_start_offset"] == 73
-    added = events[5468]
+    assert events[5516]["diverging_end_offset"] == events[5516]["leader_log_start_offset"] == 73
+    added = events[5527]
     assert (added["event_type"], added["isr_state"], added["isr"]) == ("isr_change", "committed", [1, 3, 4, 5])
     assert problems(sc)[0] == []
 
@@ -405,9 +405,9 @@ def test_errors_without_an_elected_divergent_prefix_are_not_excused(events: list
 
 def test_the_power_reassigning_campaign_seed_commits_the_elected_divergent_prefix() -> None:
     """`--seeds 531853-531853 --reassigning --power`: leader 3 of u-0 (log start 445, HW 445) answered broker 1
-    (back with epoch-8 records to 460) with DivergingEpoch (8, 445) (event 9733); broker 1 kept 375..444 of epochs
-    7 and 8. Leader 3 added it to the ISR on its next fetch (9749) and crashed with broker 2 before answering it;
-    broker 1, the only ISR member left, was elected (10096) and raised its HW over its kept records (10097), which
+    (back with epoch-8 records to 460) with DivergingEpoch (8, 445) (event 9802); broker 1 kept 375..444 of epochs
+    7 and 8. Leader 3 added it to the ISR on its next fetch (9818) and crashed with broker 2 before answering it;
+    broker 1, the only ISR member left, was elected (10173) and raised its HW over its kept records (10174), which
     followers 4 and 5 then copied: offsets that epoch 9 had committed, committed again with other records."""
     sc = power_reassigning_scenario(531853)
     _, events, stats = run(sc)
@@ -416,11 +416,12 @@ def test_the_power_reassigning_campaign_seed_commits_the_elected_divergent_prefi
         ("inconsistent_offsets", "u", 0, 1), ("committed_prefix_agreement", "u", 0, 1),
         ("committed_prefix_agreement", "u", 0, 4), ("committed_prefix_agreement", "u", 0, 5)}
     assert {known_finding(v, events) for v in errors} == {DIVERGENT_PREFIX_ELECTED}
-    assert events[9733]["diverging_end_offset"] == events[9733]["leader_log_start_offset"] == 445
-    assert (events[9749]["isr_state"], events[9749]["isr"]) == ("proposed", [1, 2, 3])
-    assert not [e for e in events[9741:10096] if e["event_type"] == "fetch_response" and e["broker_id"] == 1
-                and (e["topic"], e["partition"]) == ("u", 0)]
-    assert (events[10097]["event_type"], events[10097]["old_hw"], events[10097]["hw"]) == ("hw_change", 370, 445)
+    assert events[9802]["diverging_end_offset"] == events[9802]["leader_log_start_offset"] == 445
+    assert (events[9818]["isr_state"], events[9818]["isr"]) == ("proposed", [1, 2, 3])
+    answers = [e for e in events[9810:10173] if e["event_type"] == "fetch_response" and e["broker_id"] == 1
+               and (e["topic"], e["partition"]) == ("u", 0)]
+    assert [(e["error"], e["leader_id"]) for e in answers] == [("NETWORK_EXCEPTION", 3)]  # the fetch 3 never answered
+    assert (events[10174]["event_type"], events[10174]["old_hw"], events[10174]["hw"]) == ("hw_change", 370, 445)
     assert problems(sc)[0] == []
 
 
@@ -461,16 +462,16 @@ def test_a_leader_epoch_truncation_without_an_elected_divergent_prefix_is_not_ex
 
 def test_the_reassigning_power_seed_elects_a_divergent_prefix_kept_in_the_leader_epoch_mode() -> None:
     """`--seeds 534728-534728 --reassigning --power` (leader-epoch mode): leader 1 of t-3 had log start 16
-    (event 1365) when broker 2, back with epoch-0 records to 50, truncated to 16 (1395) and kept 0..15; the
-    response to its next fetch was lost, broker 2 was elected alone (1946), broker 4 truncated its committed
-    records to 0 (1955), and broker 2 committed its own epoch-0 records over them (2126)."""
+    (event 1374) when broker 2, back with epoch-0 records to 50, truncated to 16 (1404) and kept 0..15; the
+    response to its next fetch was lost, broker 2 was elected alone (1959), broker 4 truncated its committed
+    records to 0 (1968), and broker 2 committed its own epoch-0 records over them (2140)."""
     sc = power_reassigning_scenario(534728)
     _, events, stats = run(sc)
     errors = [v for v in check(events, stats).violations if v.severity == "error"]
     assert [(v.invariant, v.topic, v.partition, v.replica, v.event_id, v.offset) for v in errors] == [
-        ("truncation_safety", "t", 3, 4, 1955, 0), ("inconsistent_offsets", "t", 3, 2, 2126, 0)]
+        ("truncation_safety", "t", 3, 4, 1968, 0), ("inconsistent_offsets", "t", 3, 2, 2140, 0)]
     assert {known_finding(v, events) for v in errors} == {DIVERGENT_PREFIX_ELECTED}
-    assert (events[1395]["reason"], events[1395]["truncate_offset"], events[1365]["log_start_offset"]) == (
+    assert (events[1404]["reason"], events[1404]["truncate_offset"], events[1374]["log_start_offset"]) == (
         "leader_epoch", 16, 16)
     assert problems(sc)[0] == []
 
@@ -523,21 +524,21 @@ def test_the_isr_expansion_race_loses_acknowledged_writes_when_the_other_isr_mem
 
 def test_the_correlated_campaign_seed_loses_acknowledged_writes_through_the_isr_race() -> None:
     """`--seeds 561204-561204 --correlated`: finding A with one crash. Leader 4 of u-1 proposed adding 1 at
-    partition epoch 23 (event 6411); the request was lost, and the same-epoch metadata reset the ISR to [2, 4]
-    (6456). Once 1 was no longer caught up, the HW rose past its LEO 190 to 193 (6709) and 190..192 were
+    partition epoch 23 (event 6482); the request was lost, and the same-epoch metadata reset the ISR to [2, 4]
+    (6528). Once 1 was no longer caught up, the HW rose past its LEO 190 to 193 (6782) and 190..192 were
     acknowledged; then the resent request was committed (epoch 24, ISR [1, 2, 4]) and 4 crashed before that
     metadata reached it. On 4's re-registration the controller elected 1, first in the assignment, cleanly
-    (6964): 2 and 4 truncate the committed 190..192, 1 commits other records there, the acknowledged writes are
+    (7040): 2 and 4 truncate the committed 190..192, 1 commits other records there, the acknowledged writes are
     gone, and all of it is finding A."""
     sc = correlated_scenario(561204)
     _, events, stats = run(sc)
     errors = [v for v in check(events, stats).violations if v.severity == "error"]
     assert [(v.invariant, v.topic, v.partition, v.replica, v.event_id, v.offset) for v in errors] == [
-        ("truncation_safety", "u", 1, 4, 6979, 190), ("truncation_safety", "u", 1, 2, 7120, 190),
-        ("inconsistent_offsets", "u", 1, 1, 7161, 190), ("acked_write_lost", "u", 1, 1, -1, 190),
+        ("truncation_safety", "u", 1, 4, 7055, 190), ("truncation_safety", "u", 1, 2, 7197, 190),
+        ("inconsistent_offsets", "u", 1, 1, 7238, 190), ("acked_write_lost", "u", 1, 1, -1, 190),
         ("acked_write_lost", "u", 1, 1, -1, 191), ("acked_write_lost", "u", 1, 1, -1, 192)]
     assert {known_finding(v, events) for v in errors} == {ISR_EXPANSION_RACE}
-    reset, hw, election = events[6456], events[6709], events[6964]
+    reset, hw, election = events[6528], events[6782], events[7040]
     assert (reset["reason"], reset["partition_epoch"], reset["isr"]) == ("leader_and_isr", 23, [2, 4])
     assert (hw["broker_id"], hw["hw"]) == (4, 193)
     assert (election["action"], election["leader_id"], election["isr"]) == ("clean", 1, [1, 2])
@@ -546,8 +547,8 @@ def test_the_correlated_campaign_seed_loses_acknowledged_writes_through_the_isr_
 
 def test_the_correlated_campaign_seed_elects_the_raced_follower_after_an_election_of_a_crashed_broker() -> None:
     """`--seeds 784244-784244 --correlated`: finding A, the old leader following again before the raced follower's
-    election. Leader 2 of t-6 proposed adding 5 (event 2079); the same-epoch metadata reset its ISR to [2, 4]
-    (2148), the HW rose to 92 past 5's LEO 72, and then it learned the committed [2, 4, 5] (2719). 4 and 2 crashed
+    election. Leader 2 of t-6 proposed adding 5 (event 2108); the same-epoch metadata reset its ISR to [2, 4]
+    (2177), the HW rose to 92 past 5's LEO 72, and then it learned the committed [2, 4, 5] (2765). 4 and 2 crashed
     together; 2 came back and became a follower of 4, whom the controller, not yet aware of 4's crash, elected in
     epoch 1; then it elected 5, alone in the ISR, cleanly (epoch 2): 4 and 2 truncate the committed 72..91 and 5
     commits other records there."""
@@ -555,39 +556,39 @@ def test_the_correlated_campaign_seed_elects_the_raced_follower_after_an_electio
     _, events, stats = run(sc)
     errors = [v for v in check(events, stats).violations if v.severity == "error"]
     assert [(v.invariant, v.topic, v.partition, v.replica, v.event_id, v.offset) for v in errors] == [
-        ("isr_holds_committed", "t", 6, 5, 2719, 72),
-        ("truncation_safety", "t", 6, 4, 3049, 72), ("truncation_safety", "t", 6, 2, 3125, 72),
-        ("inconsistent_offsets", "t", 6, 5, 4447, 72), ("inconsistent_offsets", "t", 6, 5, 4583, 82),
+        ("isr_holds_committed", "t", 6, 5, 2765, 72),
+        ("truncation_safety", "t", 6, 4, 3105, 72), ("truncation_safety", "t", 6, 2, 3181, 72),
+        ("inconsistent_offsets", "t", 6, 5, 4515, 72), ("inconsistent_offsets", "t", 6, 5, 4651, 82),
         ("acked_write_lost", "t", 6, 5, -1, 72), ("acked_write_lost", "t", 6, 5, -1, 82)]
     assert {known_finding(v, events) for v in errors} == {ISR_EXPANSION_RACE}
     assert problems_in(sc, events, stats)[0] == []
-    reset, follows, election = events[2148], events[2856], events[3013]
+    reset, follows, election = events[2177], events[2904], events[3069]
     assert (reset["reason"], reset["isr"]) == ("leader_and_isr", [2, 4])
     assert (follows["broker_id"], follows["action"], follows["leader_id"]) == (2, "become_follower", 4)
     assert (election["action"], election["leader_id"], election["isr"]) == ("clean", 5, [5])
-    assert events[3044]["leo"] == 72
+    assert events[3100]["leo"] == 72
 
 
 def test_a_controlled_shutdown_that_elects_the_raced_follower_is_finding_a() -> None:
     """`--seeds 627432-627432 --reassigning`: finding A, the loss through a controlled shutdown. Leader 4 of u-0
-    (min ISR 1) proposed adding 5 at partition epoch 6 (event 3082); the same-epoch metadata reset its ISR to [4]
-    (3108) while 5's disk stalled at LEO 246, and the HW rose to 276 over acknowledged writes. The resent request
-    was committed (epoch 7, ISR [4, 5]: 3478, `isr_holds_committed`), then 4's controlled shutdown moved
-    leadership to 5, the only other ISR member (3662): 1 and 4 truncate the committed 246..275 and 5 commits
+    (min ISR 1) proposed adding 5 at partition epoch 6 (event 3106); the same-epoch metadata reset its ISR to [4]
+    (3132) while 5's disk stalled at LEO 246, and the HW rose to 276 over acknowledged writes. The resent request
+    was committed (epoch 7, ISR [4, 5]: 3502, `isr_holds_committed`), then 4's controlled shutdown moved
+    leadership to 5, the only other ISR member (3686): 1 and 4 truncate the committed 246..275 and 5 commits
     other records there."""
     sc = reassigning_scenario(627432)
     _, events, stats = run(sc)
     errors = [v for v in check(events, stats).violations if v.severity == "error"]
     assert [(v.invariant, v.replica, v.event_id, v.offset) for v in errors[:4]] == [
-        ("isr_holds_committed", 5, 3478, 246), ("truncation_safety", 1, 3691, 246),
-        ("truncation_safety", 4, 3699, 246), ("inconsistent_offsets", 5, 3821, 246)]
+        ("isr_holds_committed", 5, 3502, 246), ("truncation_safety", 1, 3715, 246),
+        ("truncation_safety", 4, 3723, 246), ("inconsistent_offsets", 5, 3845, 246)]
     assert {(v.topic, v.partition) for v in errors} == {("u", 0)}
     assert {known_finding(v, events) for v in errors} == {ISR_EXPANSION_RACE}
-    reset, commit, election = events[3108], events[3478], events[3662]
+    reset, commit, election = events[3132], events[3502], events[3686]
     assert (reset["reason"], reset["partition_epoch"], reset["isr"]) == ("leader_and_isr", 6, [4])
     assert (commit["partition_epoch"], commit["isr"]) == (7, [4, 5])
     assert (election["action"], election["leader_id"], election["isr"]) == ("controlled_shutdown", 5, [5])
-    assert events[3671]["leo"] == 246
+    assert events[3695]["leo"] == 246
     assert problems_in(sc, events, stats)[0] == []
 
 
@@ -616,13 +617,13 @@ def test_a_truncation_inside_a_divergent_batch_leaves_the_leo_at_the_target() ->
     ISR, kept its divergent records, and a clean election made them committed."""
     sc = before_kip903(overlapping_scenario(503785))
     _, events, _stats = run(sc)
-    batch, trunc, fetch = events[5932], events[7625], events[7626]
+    batch, trunc, fetch = events[5952], events[7649], events[7650]
     assert (batch["event_type"], batch["broker_id"], batch["base_offset"], batch["last_offset"]) == (
         "append", 3, 1435, 1444)
     assert (trunc["event_type"], trunc["broker_id"], trunc["truncate_offset"]) == ("truncation", 3, 1437)
     assert (fetch["event_type"], fetch["broker_id"], fetch["fetch_offset"]) == ("fetch", 3, 1437)
-    assert (events[8137]["event_type"], events[8137]["broker_id"], events[8137]["base_offset"]) == ("append", 3, 1437)
-    assert (events[8140]["event_type"], events[8140]["log_start_offset"]) == ("log_start_offset_change", 1437)
+    assert (events[8164]["event_type"], events[8164]["broker_id"], events[8164]["base_offset"]) == ("append", 3, 1437)
+    assert (events[8167]["event_type"], events[8167]["log_start_offset"]) == ("log_start_offset_change", 1437)
     found, known = problems(sc)
     assert found == []
     assert [k.split(":")[0] for k in known] == [EPOCH_BOUNDARY_ERASED]

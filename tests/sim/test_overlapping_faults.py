@@ -141,23 +141,23 @@ def test_a_leader_that_has_not_heard_of_a_controlled_shutdown_may_propose_the_br
 
 def test_a_stale_leaders_commits_after_an_unclean_election_are_warnings() -> None:
     """Seed 500048: broker 4 leads t-2 in epoch 5 while the controller elects broker 3 uncleanly into epoch 6
-    (event 11235); 4 then applies an older ISR [4], raises its HW over records 3 never had (11757), and
-    truncates them as 3's follower (11811). Both are losses of the unclean election, by its epoch."""
+    (event 11276); 4 then applies an older ISR [4], raises its HW over records 3 never had (11798), and
+    truncates them as 3's follower (11852). Both are losses of the unclean election, by its epoch."""
     errors, warnings = _errors_and_warnings(500048)
     assert errors == []
-    excused = {(v.invariant, v.event_id) for v in warnings if 11235 in v.evidence}
-    assert {("inconsistent_offsets", 11757), ("truncation_safety", 11811)} <= excused, sorted(excused)
+    excused = {(v.invariant, v.event_id) for v in warnings if 11276 in v.evidence}
+    assert {("inconsistent_offsets", 11798), ("truncation_safety", 11852)} <= excused, sorted(excused)
 
 
 def test_a_leader_answer_from_before_retention_collapsed_its_floor_epoch_is_legal() -> None:
     """Seed 500448: leader 1 (cache (0, 0), (2, 15)) answers follower 4's fetch with LastFetchedEpoch 1 by
-    DivergingEpoch (0, 15), and its retention moves the log start to 30 (event 2111) before the follower reads
-    the answer (2153), collapsing the cache to (2, 30). The answer names the floor epoch the rise removed; the
+    DivergingEpoch (0, 15), and its retention moves the log start to 30 (event 2115) before the follower reads
+    the answer (2157), collapsing the cache to (2, 30). The answer names the floor epoch the rise removed; the
     checker used to accept only the asked epoch there (`truncation_point`)."""
     _, events, stats = run(overlapping_scenario(500448))
-    answer = events[2153]
+    answer = events[2157]
     assert (answer["diverging_epoch"], answer["diverging_end_offset"]) == (0, 15)
-    assert events[2111]["event_type"] == "log_start_offset_change" and events[2111]["log_start_offset"] == 30
+    assert events[2115]["event_type"] == "log_start_offset_change" and events[2115]["log_start_offset"] == 30
     assert [v for v in check(events, stats).violations if v.invariant == "truncation_point"] == []
 
 
@@ -183,28 +183,28 @@ def test_a_stopped_replicas_hw_set_after_an_unclean_election_is_excused_by_its_e
 
 def test_a_stale_follower_may_truncate_what_only_a_later_epoch_committed() -> None:
     """Seed 506027: follower 3 of t-9, paused in epoch 1, reads at 6051 epoch-1 leader 2's DivergingEpoch (0, 2)
-    and truncates 2..3 (event 5077), which epoch-3 leader 4 had committed (2772) with an ISR 3 was not in; then it
+    and truncates 2..3 (event 5106), which epoch-3 leader 4 had committed (2796) with an ISR 3 was not in; then it
     learns of epoch 3 and fetches them again. Kafka's follower does the same: the answer is its epoch's (see the
     hand-built `truncation_safety_judges_a_follower_by_the_commits_of_its_epoch` in tests/spark)."""
     sc = before_kip903(overlapping_scenario(506027))
     _, events, stats = run(sc)
-    cut = events[5077]
+    cut = events[5106]
     assert (cut["event_type"], cut["broker_id"], cut["leader_epoch"], cut["truncate_offset"], cut["old_leo"]) == \
         ("truncation", 3, 1, 2, 4)
-    assert (events[2772]["event_type"], events[2772]["leader_epoch"], events[2772]["hw"]) == ("hw_change", 3, 4)
+    assert (events[2796]["event_type"], events[2796]["leader_epoch"], events[2796]["hw"]) == ("hw_change", 3, 4)
     assert [v for v in check(events, stats).violations
             if v.invariant == "truncation_safety" and (v.topic, v.partition) == ("t", 9)] == []
     assert problems_in(sc, events, stats)[0] == []
 
 
 def test_a_follower_that_has_not_truncated_after_an_unclean_election_may_diverge() -> None:
-    """Seed 770724: broker 5 is elected uncleanly into epoch 7 of u-0 (event 13287); replica 1, which led epoch 6,
-    becomes its follower with LEO 95 and HW 89 (13311) and has truncated nothing when the run ends. Replica 1 and
+    """Seed 770724: broker 5 is elected uncleanly into epoch 7 of u-0 (event 13542); replica 1, which led epoch 6,
+    becomes its follower with LEO 95 and HW 89 (13566) and has truncated nothing when the run ends. Replica 1 and
     replicas 4 and 5 differ from offset 62: the loss the unclean election allowed, which the campaign does not
     report. (Seed 507493 showed it before reassignments kept every throttled move's replicas throttled.)"""
     sc = overlapping_scenario(770724)
     _, events, stats = run(sc)
-    election = events[13287]
+    election = events[13542]
     assert (election["action"], election["leader_id"], election["leader_epoch"]) == ("unclean", 5, 7)
     assert [(d[1], d[2]) for d in audit(events).divergences() if d[0] == (1, "u", 0)] == [
         ((4, "u", 0), 62), ((5, "u", 0), 62)]
@@ -228,7 +228,7 @@ def test_a_follower_below_its_leaders_gap_appends_the_next_batch_above_its_leo()
     offsets below the LEO). The simulator audit used to call that append inconsistent."""
     sc = overlapping_scenario(590308)
     _, events, _ = run(sc)
-    recovered, appended = events[7052], events[7389]
+    recovered, appended = events[7088], events[7427]
     assert (recovered["broker_id"], recovered["old_leo"], recovered["truncate_offset"]) == (4, 681, 678)
     assert (appended["broker_id"], appended["role"], appended["base_offset"]) == (4, "follower", 681)
     assert audit(events).inconsistencies == []

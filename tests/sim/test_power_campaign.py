@@ -101,14 +101,14 @@ def test_a_short_power_campaign_shows_no_problem_beyond_the_known_findings() -> 
 
 
 def test_the_reassigning_power_seed_whose_paused_leader_committed_lost_records_is_explained() -> None:
-    """`--seeds 533949-533949 --reassigning --power`: `_zombie_commit` as it ran (t-1, HW change 1828)."""
+    """`--seeds 533949-533949 --reassigning --power`: `_zombie_commit` as it ran (t-1, HW change 1831)."""
     sc = power_reassigning_scenario(533949)
     _, events, stats = run(sc)
     errors = [v for v in check(events, stats).violations if v.severity == "error"]
     assert {(v.invariant, v.topic, v.partition) for v in errors} == {
         ("inconsistent_offsets", "t", 1), ("committed_prefix_agreement", "t", 1), ("truncation_safety", "t", 1)}
-    assert power_lossy(events)[("t", 1)] == 1828 == min(v.event_id for v in errors)
-    zombie = events[1828]
+    assert power_lossy(events)[("t", 1)] == 1831 == min(v.event_id for v in errors)
+    zombie = events[1831]
     assert (zombie["broker_id"], zombie["leader_epoch"], zombie["old_hw"], zombie["hw"]) == (2, 4, 84, 117)
     assert problems_in(sc, events, stats) == ([], [])
 
@@ -145,15 +145,15 @@ def test_an_isr_member_lacking_what_its_power_failure_took_is_explained() -> Non
 
 
 def test_the_power_seed_whose_paused_leader_counted_a_crashed_followers_old_fetch_is_explained() -> None:
-    """`--seeds 597684-597684 --power`: follower 1 of u-0 power-crashes (event 12134), its recovery drops
-    1725..1819 (12135); leader 3 then processes the fetch at 1820 that 1 sent before the crash (12273) and
-    raises the HW to 1820 (12274), over records 1 no longer has."""
+    """`--seeds 597684-597684 --power`: follower 1 of u-0 power-crashes (event 12144), its recovery drops
+    1725..1819 (12145); leader 3 then processes the fetch at 1820 that 1 sent before the crash (12283) and
+    raises the HW to 1820 (12284), over records 1 no longer has."""
     sc = power_scenario(597684)
     _, events, stats = run(sc)
     errors = [v for v in check(events, stats).violations if v.severity == "error"]
     assert [(v.invariant, v.topic, v.partition, v.replica, v.event_id, v.offset) for v in errors] == [
-        ("isr_holds_committed", "u", 0, 1, 12274, 1815)]
-    fetched = events[12273]
+        ("isr_holds_committed", "u", 0, 1, 12284, 1815)]
+    fetched = events[12283]
     assert (fetched["event_type"], fetched["follower_id"], fetched["fetch_offset"]) == ("follower_fetch_state", 1, 1820)
     assert power_lost_member(errors[0], events)
     assert problems_in(sc, events, stats) == ([], [])
@@ -163,11 +163,11 @@ def test_the_power_seed_whose_leader_trimmed_an_empty_epoch_truncates_its_follow
     """`--seeds 597433-597433 --power` (leader-epoch mode): broker 1 led epoch 5 at its LEO 378 without appending,
     then followed epoch 6, where its fetcher's truncateTo(378) trimmed that entry (no event) before it appended
     epoch-4 batches at 378; leading epoch 7, it answered follower 3 (latest epoch 3) with (3, 179), the start of
-    its epoch 4, and 3 truncated to 179 (event 7812). The checker, which kept (5, 378) and let `assign(4, 378)`
+    its epoch 4, and 3 truncated to 179 (event 7827). The checker, which kept (5, 378) and let `assign(4, 378)`
     drop (4, 179) with it, expected (3, 378)."""
     sc = power_scenario(597433)
     _, events, stats = run(sc)
-    trunc = events[7812]
+    trunc = events[7827]
     assert (trunc["broker_id"], trunc["reason"], trunc["old_leo"], trunc["truncate_offset"]) == (
         3, "leader_epoch", 243, 179)
     assert [v for v in check(events, stats).violations if v.invariant == "truncation_point"] == []
