@@ -61,10 +61,17 @@ EXCEPTION_ERRORS: Mapping[str, str] = {
     "MessageSizeTooLarge": "MESSAGE_TOO_LARGE",
     "KafkaStorage": "KAFKA_STORAGE_ERROR",
     "UnknownServer": "UNKNOWN_SERVER_ERROR",
+    "IO": "NETWORK_EXCEPTION",
+    "SocketTimeout": "NETWORK_EXCEPTION",
+    "Connect": "NETWORK_EXCEPTION",
+    "Disconnect": "NETWORK_EXCEPTION",
 }
 """Kafka's error names (`Errors`) where they are not the exception's class name in upper snake case
 (UnknownTopicOrPartitionException is UNKNOWN_TOPIC_OR_PARTITION; CorruptRecordException is CORRUPT_MESSAGE).
-NOT_LEADER_FOR_PARTITION was renamed NOT_LEADER_OR_FOLLOWER in 2.7 (same code 6); replog uses the new name."""
+NOT_LEADER_FOR_PARTITION was renamed NOT_LEADER_OR_FOLLOWER in 2.7 (same code 6); replog uses the new name. A
+fetch request that failed in the network client (`java.io.IOException: Connection to 1 was disconnected before the
+response was read`, `java.net.SocketTimeoutException: Failed to connect within 30000 ms`, a refused connection,
+`DisconnectException`) is NETWORK_EXCEPTION, the name the engine gives a request that got no answer."""
 
 
 def _prefix_int(regex: str, group: int) -> str:
@@ -98,9 +105,10 @@ def error_name_sql(exception: str) -> str:
             f"ELSE upper(regexp_replace({simple}, '([a-z0-9])([A-Z])', '$1_$2')) END END")
 
 
-NEXT_LINE_EXCEPTION = "org.apache.kafka.common.errors."
+NEXT_LINE_EXCEPTIONS: tuple[str, ...] = ("org.apache.kafka.common.errors.", "java.io.", "java.net.")
 """What the line after a message logged with its exception starts with (log4j prints the throwable there):
-`jobs.broker_logs` hands it to the message as `_next_exception`, the class's simple name."""
+`jobs.broker_logs` hands it to the message as `_next_exception`, the class's simple name. Kafka's own errors, and
+the network client's IOException / SocketTimeoutException / ConnectException of a request that failed."""
 
 PATTERNS: tuple[LinePattern, ...] = (
     LinePattern(
@@ -300,6 +308,24 @@ PATTERNS: tuple[LinePattern, ...] = (
         fetcher_columns({"tp": "coalesce({1}, tp({3}, {4}))", "fetch_offset": "long({2})",
                          "error": error_name_sql("coalesce({6}, _next_exception)"),
                          "leader_id": f"coalesce(int({{5}}), {FETCHER_LEADER})"}),
+    ),
+    LinePattern(
+        "fetch_request_failed", "fetch_response",
+        "AbstractFetcherThread.processFetchRequest when leader.fetch throws (leader unreachable, connection dropped), "
+        "then every partition of the thread backs off: WARN 'Error in response for fetch request (type=FetchRequest, "
+        "replicaId={id}, ..., fetchData={{tp}=PartitionData(topicId={id}, fetchOffset={o}, logStartOffset={s}, "
+        "maxBytes={m}, currentLeaderEpoch=Optional[{e}], lastFetchedEpoch=...), ...}, ...)' (3.x; "
+        "'{tp}=(fetchOffset={o}, logStartOffset={s}, maxBytes={m}, currentLeaderEpoch=Optional[{e}])' 2.1-2.x, "
+        "'{tp}=(offset={o}, logStartOffset={s}, maxBytes={m})' 1.x-2.0), with the exception on the next line: one "
+        "fetch_response per partition the request names, with that exception's error. A request of an incremental "
+        "fetch session (1.1+) names only the partitions whose fetch state changed, often none ('fetchData={}'): no "
+        "event then. The FetchSessionHandler's INFO 'Error sending fetch request ...' before it is the same failure",
+        "Error in response for fetch request ",
+        r"Error in response for fetch request .*fetchData=\{[^}]*-\d+=",
+        fetcher_columns({"tp": "_entry.tp", "fetch_offset": "_entry.fetch_offset",
+                         "leader_epoch": "_entry.leader_epoch", "error": error_name_sql("_next_exception")}),
+        strict=False,  # a request that names no partition is no event
+        entries="request_entries()",
     ),
     LinePattern(
         "fetch_invalid_records", "fetch_response",
@@ -505,7 +531,7 @@ def column_sql(pattern: LinePattern, expr: str) -> str:
     """`expr` of `pattern.columns` as Spark SQL over the line's `_msg`, `_tp_prefix` and `_broker_prefix`."""
     sql = _PLACEHOLDER.sub(lambda m: f"__G{m.group(1)}__", expr)
     sql = (sql.replace("out_of_sync()", _out_of_sync_sql()).replace("broker()", "_broker_prefix")
-           .replace("fetcher_entries()", fetcher_entries_sql()))
+           .replace("fetcher_entries()", fetcher_entries_sql()).replace("request_entries()", request_entries_sql()))
     for _ in range(3):  # the shorthands nest at most this deep
         sql = re.sub(r"\bnonempty_ids\(([^()]*)\)", lambda m: f"nullif({ids_sql(m.group(1))}, array())", sql)
         sql = re.sub(r"\bids\(([^()]*)\)", lambda m: ids_sql(m.group(1)), sql)
@@ -537,15 +563,29 @@ def _zipped(regex: str, fields: Mapping[str, tuple[str, int | str]]) -> str:
 
 
 def fetcher_entries_sql() -> str:
-    """SQL: the partitions of an 'Added fetcher' line, as (tp, leader_id, leader_epoch) structs (any form)."""
+    """SQL: the partitions of an 'Added fetcher' line, as (tp, leader_id, leader_epoch, fetch_offset) structs (any
+    form; the entries of every multi-partition line have one type, and this one reads no fetch offset)."""
     leader_in_line = f"regexp_extract(_msg, {sql_str(r'to broker BrokerEndPoint[(]id=([0-9]+)')}, 1)"
     forms = [
-        _zipped(_FETCH_STATE, {"tp": ("STRING", 1), "leader_id": ("INT", 2), "leader_epoch": ("INT", 3)}),
+        _zipped(_FETCH_STATE, {"tp": ("STRING", 1), "leader_id": ("INT", 2), "leader_epoch": ("INT", 3),
+                               "fetch_offset": ("BIGINT", "NULL")}),
         _zipped(_OFFSET_AND_EPOCH, {"tp": ("STRING", 1), "leader_id": ("INT", leader_in_line),
-                                    "leader_epoch": ("INT", 3)}),
-        _zipped(_INIT_OFFSET, {"tp": ("STRING", 1), "leader_id": ("INT", 3), "leader_epoch": ("INT", "NULL")}),
+                                    "leader_epoch": ("INT", 3), "fetch_offset": ("BIGINT", "NULL")}),
+        _zipped(_INIT_OFFSET, {"tp": ("STRING", 1), "leader_id": ("INT", 3), "leader_epoch": ("INT", "NULL"),
+                               "fetch_offset": ("BIGINT", "NULL")}),
     ]
     return f"concat({', '.join(forms)})"
+
+
+_REQUEST_PARTITION = (r"([^\s,{}=:]+-\d+)=(?:PartitionData)?\((?:topicId=[^,]*, )?(?:fetchOffset|offset)=(\d+), "
+                      r"logStartOffset=-?\d+, maxBytes=\d+(?:, currentLeaderEpoch=Optional(?:\[(\d+)\]|\.empty))?")
+
+
+def request_entries_sql() -> str:
+    """SQL: the partitions a failed fetch request names in its `fetchData`, as `fetcher_entries_sql`'s structs
+    (leader_epoch: the CurrentLeaderEpoch sent, null where empty or not printed; the leader is the thread's)."""
+    return _zipped(_REQUEST_PARTITION, {"tp": ("STRING", 1), "leader_id": ("INT", "NULL"),
+                                        "leader_epoch": ("INT", 3), "fetch_offset": ("BIGINT", 2)})
 
 
 def _out_of_sync_sql() -> str:

@@ -58,7 +58,7 @@ from jobs.broker_log_patterns import (
     CONFIG_BLOCK,
     CONFIG_ENTRY,
     KAFKA_CONFIG_KEYS,
-    NEXT_LINE_EXCEPTION,
+    NEXT_LINE_EXCEPTIONS,
     PATTERNS,
     TOPIC_ID,
     TP_PREFIXES,
@@ -99,6 +99,11 @@ class BrokerLogOptions:
 
 def _any_contains(col: str, literals: Sequence[str]) -> Column:
     return reduce(lambda a, b: a | b, [F.col(col).contains(x) for x in literals])
+
+
+def _any_starts(col: str | Column, prefixes: Sequence[str]) -> Column:
+    column = F.col(col) if isinstance(col, str) else col
+    return reduce(lambda a, b: a | b, [column.startswith(x) for x in prefixes])
 
 
 def _first_group(col: str, screened: Sequence[tuple[str, str]]) -> Column:
@@ -154,7 +159,7 @@ def read_broker_logs(spark: SparkSession, paths: Sequence[str], options: BrokerL
     # A setting line of a config block: tab-indented, no timestamp (stack-trace lines are '\tat ...').
     setting = F.col("line").startswith("\t") & F.col("line").contains(" = ")
     header = F.col("line").contains(CONFIG_BLOCK)
-    exception = F.col("line").startswith(NEXT_LINE_EXCEPTION)
+    exception = _any_starts("line", NEXT_LINE_EXCEPTIONS)
     relevant = lines.where(_any_contains("line", triggers) | _any_contains("line", _BROKER_SCREEN) | setting
                            | header | exception).select(
         "_path", "pos", "line", _first_group("line", BROKER_PREFIXES).alias("_broker_prefix"),
@@ -174,7 +179,7 @@ def read_broker_logs(spark: SparkSession, paths: Sequence[str], options: BrokerL
     # The exception log4j prints on the line after a message logged with one ('Error for partition t-0 at offset 5'
     # names its error only there).
     after = F.lead(F.struct("pos", "line")).over(in_order)
-    next_exception = F.when((after.pos == F.col("pos") + 1) & after.line.startswith(NEXT_LINE_EXCEPTION),
+    next_exception = F.when((after.pos == F.col("pos") + 1) & _any_starts(after.line, NEXT_LINE_EXCEPTIONS),
                             F.regexp_extract(after.line, r"^[\w.]+\.(\w+)(?::|\s|$)", 1))
     hits = (
         relevant.withColumn("_file_broker", F.when(lo == hi, lo))

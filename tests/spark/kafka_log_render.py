@@ -14,8 +14,10 @@ the line back must give (`Expected`). What Kafka prints nothing for at INFO is n
 just stops), the recovery of a crashed log, a truncation that removes nothing, a full truncation (DEBUG) and the log
 start move of a truncation, clean elections (TRACE), fetches, appends and HW moves, and the fetch errors Kafka logs
 at DEBUG (NOT_LEADER_OR_FOLLOWER, UNKNOWN_LEADER_EPOCH); the others are the fetcher's WARN / INFO / ERROR lines (an
-ERROR with its exception on the next line). A broker's configuration is its startup `KafkaConfig values:` block (the
-static replication settings).
+ERROR with its exception on the next line); a fetch request that got no answer is the session handler's INFO and
+the fetcher's WARN naming the request's partitions (in the 2.4 form, the requests whose first event id is even are
+an incremental session's, which name none and read back as nothing). A broker's configuration is its startup
+`KafkaConfig values:` block (the static replication settings).
 """
 
 from __future__ import annotations
@@ -115,6 +117,42 @@ def _fetch_error_lines(ev: Mapping[str, Any], tp: str, request_epoch: int | None
             f"{_exception(error)}: rendered by replog's tests"]
 
 
+REQUEST_FAILED = "NETWORK_EXCEPTION"
+"""The error the engine gives each partition of a fetch request that got no answer."""
+
+
+def _request_failure_lines(group: list[Mapping[str, Any]], new: bool, incremental: bool) -> tuple[list[str], bool]:
+    """What a fetcher prints when `leader.fetch` throws for the request of `group` (its partitions' responses): the
+    session handler's INFO and processFetchRequest's WARN, each with the IOException, the WARN line last but two;
+    and whether that line names the partitions (an `incremental` session request names none here)."""
+    ev = group[0]
+    leader = ev["leader_id"]
+    prefix = f"[ReplicaFetcher replicaId={ev['broker_id']}, leaderId={leader}, fetcherId={ev['fetcher_id']}]"
+    cause = f"java.io.IOException: Connection to {leader} was disconnected before the response was read"
+    trace = "\tat org.apache.kafka.clients.NetworkClientUtils.sendAndReceive(NetworkClientUtils.java:99)"
+    session = "(sessionId=1234, epoch=7)" if incremental else "(sessionId=INVALID, epoch=INITIAL)"
+    if new:
+        data = ", ".join(f"{e['topic']}-{e['partition']}=PartitionData(topicId={topic_id(e['topic'])}, fetchOffset="
+                         f"{e['fetch_offset']}, logStartOffset=0, maxBytes=1048576, currentLeaderEpoch=Optional["
+                         f"{e['leader_epoch']}], lastFetchedEpoch=Optional.empty)" for e in group)
+        request = (f"(type=FetchRequest, replicaId={ev['broker_id']}, maxWait=500, minBytes=1, maxBytes=10485760, "
+                   f"fetchData={{{data}}}, isolationLevel=READ_UNCOMMITTED, removed=, replaced=, metadata={session}, "
+                   "rackId=)")
+        lines = [_line(ev, "org.apache.kafka.clients.FetchSessionHandler",
+                       f"{prefix} Error sending fetch request {session} to node {leader}:"), cause, trace]
+    else:
+        data = "" if incremental else ", ".join(
+            f"{e['topic']}-{e['partition']}=(fetchOffset={e['fetch_offset']}, logStartOffset=0, maxBytes=1048576, "
+            f"currentLeaderEpoch=Optional[{e['leader_epoch']}])" for e in group)
+        request = (f"(type=FetchRequest, replicaId={ev['broker_id']}, maxWait=500, minBytes=1, maxBytes=10485760, "
+                   f"fetchData={{{data}}}, isolationLevel=READ_UNCOMMITTED, toForget=, metadata={session})")
+        lines = [_line(ev, "org.apache.kafka.clients.FetchSessionHandler",
+                       f"{prefix} Error sending fetch request {session} to node {leader}: {cause}.")]
+    lines += [_line(ev, "kafka.server.ReplicaFetcherThread", f"{prefix} Error in response for fetch request {request}",
+                    "WARN"), cause, trace]
+    return lines, bool(data)
+
+
 def render(events: Iterable[Mapping[str, Any]], style: str, controller_log: bool = True,
            controller_ahead_ms: int = 0, elr_parity: int = 1) -> tuple[dict[str, str], list[Expected]]:
     """(file name -> log text, what each rendered event must read back as) for one run's events in `style`;
@@ -147,6 +185,22 @@ def render(events: Iterable[Mapping[str, Any]], style: str, controller_log: bool
         elif ev["event_type"] == "fetch_response" and ev.get("error") not in (None, "NONE"):
             request_epoch[int(ev["event_id"])] = last_fetch.get(key)
             waiting[key] = int(ev["event_id"])
+    # The failed fetch requests: the engine gives each partition a request carried its own NETWORK_EXCEPTION
+    # response, one after another; Kafka prints one line for the request, naming them all.
+    requests: dict[int, list[Mapping[str, Any]]] = {}
+    request_key: tuple[Any, ...] | None = None
+    for ev in events:
+        if ev["event_type"] == "fetch_response" and ev.get("error") == REQUEST_FAILED:
+            key = (ev["broker_id"], ev["leader_id"], ev["fetcher_id"], ev["ts_ms"], ev["response_received_ms"])
+            if key != request_key:
+                first = int(ev["event_id"])
+                requests[first] = []
+            requests[first].append(ev)
+            request_key = key
+        else:
+            request_key = None
+    request_of = {int(e["event_id"]): first for first, group in requests.items() for e in group}
+    request_line: dict[int, tuple[str, int] | None] = {}  # first event id -> (file, line) of its WARN line, if any
     # The event before each on its replica: a truncation's own log start move (truncateTo below the start,
     # truncateFullyAndStartAt) prints no line of its own.
     last_kind: dict[tuple[Any, Any, Any], str] = {}
@@ -327,6 +381,18 @@ def render(events: Iterable[Mapping[str, Any]], style: str, controller_log: bool
             out.append(_line(ev, "kafka.log.UnifiedLog" if new else "kafka.log.Log", text))
             exp = Expected(**{**base, "action": None, "log_start_offset": int(ev["log_start_offset"]),
                               "leader_epoch": logged_epoch.get(replica)})
+        elif kind == "fetch_response" and ev.get("error") == REQUEST_FAILED and b not in down:
+            first = request_of[int(ev["event_id"])]
+            if first == int(ev["event_id"]):
+                lines, names = _request_failure_lines(requests[first], new, incremental=not new and first % 2 == 0)
+                written.extend(lines)
+                request_line[first] = (name, len(written) - 2) if names else None
+            at = request_line[first]
+            if at is not None:
+                expected.append(Expected(**{**base, "file": at[0], "line": at[1], "leader_id": int(ev["leader_id"]),
+                                            "fetcher_id": int(ev["fetcher_id"]),
+                                            "fetch_offset": int(ev["fetch_offset"]), "error": REQUEST_FAILED}))
+            continue
         elif kind == "fetch_response" and ev.get("error") not in (None, "NONE") and b not in down:
             out += _fetch_error_lines(ev, tp, request_epoch.get(int(ev["event_id"])),
                                       next_offset.get(int(ev["event_id"])))

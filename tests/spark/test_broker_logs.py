@@ -231,7 +231,8 @@ def test_each_message_form_becomes_its_event(spark: SparkSession, tmp_path: Path
 def test_a_followers_fetch_errors_become_fetch_responses(spark: SparkSession, tmp_path: Path) -> None:
     """Every form of a fetcher's per-partition error is a fetch_response with Kafka's error name; the leader and
     fetcher come from the thread's prefix (or the line), the error of 'Error for partition .. at offset' from the
-    exception log4j prints on the next line; whole-request failures name no partition and are no event."""
+    exception log4j prints on the next line; a whole request's failure is one per partition its fetchData names,
+    none when it names none (an incremental fetch session's request), and the session handler's line is none."""
     fetcher = "[ReplicaFetcher replicaId=2, leaderId=1, fetcherId=0]"
     server = f"""\
 [2024-05-14 12:00:00,000] INFO [KafkaServer id=2] started (kafka.server.KafkaServer)
@@ -250,6 +251,14 @@ org.apache.kafka.common.errors.CorruptRecordException: Record is corrupt (stored
 [2024-05-14 12:00:11,000] FATAL {fetcher} Exiting because log truncation is not allowed for partition t-0, current leader's latest offset 30 is less than replica's latest offset 54 (kafka.server.ReplicaFetcherThread)
 [2024-05-14 12:00:12,000] WARN {fetcher} Error in response for fetch request (type=FetchRequest, replicaId=2, maxWait=500, minBytes=1, maxBytes=10485760, fetchData={{t-0=(fetchOffset=54, logStartOffset=0, maxBytes=1048576, currentLeaderEpoch=Optional[4], lastFetchedEpoch=Optional.empty)}}, isolationLevel=READ_UNCOMMITTED, toForget=, metadata=(sessionId=INVALID, epoch=INITIAL), rackId=) (kafka.server.ReplicaFetcherThread)
 java.io.IOException: Connection to 1 was disconnected before the response was read
+	at org.apache.kafka.clients.NetworkClientUtils.sendAndReceive(NetworkClientUtils.java:100)
+[2024-05-14 12:00:13,000] INFO {fetcher} Error sending fetch request (sessionId=1234, epoch=5) to node 1: (org.apache.kafka.clients.FetchSessionHandler)
+java.net.SocketTimeoutException: Failed to connect within 30000 ms
+[2024-05-14 12:00:13,001] WARN {fetcher} Error in response for fetch request (type=FetchRequest, replicaId=2, maxWait=500, minBytes=1, maxBytes=10485760, fetchData={{t-0=PartitionData(topicId=AAAAAAAAAAAAAAAAAAAAAA, fetchOffset=54, logStartOffset=0, maxBytes=1048576, currentLeaderEpoch=Optional[4], lastFetchedEpoch=Optional[3]), t-1=PartitionData(topicId=AAAAAAAAAAAAAAAAAAAAAA, fetchOffset=7, logStartOffset=0, maxBytes=1048576, currentLeaderEpoch=Optional.empty, lastFetchedEpoch=Optional.empty)}}, isolationLevel=READ_UNCOMMITTED, removed=, replaced=, metadata=(sessionId=1234, epoch=5), rackId=) (kafka.server.ReplicaFetcherThread)
+java.net.SocketTimeoutException: Failed to connect within 30000 ms
+[2024-05-14 12:00:14,000] WARN {fetcher} Error in response for fetch request (type=FetchRequest, replicaId=2, maxWait=500, minBytes=1, maxBytes=10485760, fetchData={{}}, isolationLevel=READ_UNCOMMITTED, toForget=, metadata=(sessionId=1234, epoch=6)) (kafka.server.ReplicaFetcherThread)
+java.io.IOException: Connection to 1 was disconnected before the response was read
+[2024-05-14 12:00:15,000] WARN {fetcher} Error in response for fetch request (type=FetchRequest, replicaId=2, maxWait=500, minBytes=1, maxBytes=10485760, fetchData={{t-0=(offset=55, logStartOffset=0, maxBytes=1048576)}}, isolationLevel=READ_UNCOMMITTED) (kafka.server.ReplicaFetcherThread)
 """
     old = """\
 [2017-05-24 09:39:34,000] INFO [KafkaServer id=5] started (kafka.server.KafkaServer)
@@ -263,7 +272,8 @@ java.io.IOException: Connection to 1 was disconnected before the response was re
     got = parse(spark, write_logs(tmp_path, {"server.log": server, "server-old.log": old}))
     columns = ["_source_line", "broker_id", "topic", "partition", "leader_epoch", "leader_id", "fetcher_id",
                "fetch_offset", "error", "_reason_code"]
-    rows = got.where("event_type = 'fetch_response'").orderBy("_source_file", "_source_line").select(*columns)
+    rows = got.where("event_type = 'fetch_response'").orderBy("_source_file", "_source_line", "partition").select(
+        *columns)
     resp = "_source_line bigint, broker_id int, topic string, partition int, leader_epoch int, leader_id int, " \
            "fetcher_id int, fetch_offset bigint, error string, _reason_code string"
     expected = [
@@ -287,9 +297,17 @@ java.io.IOException: Connection to 1 was disconnected before the response was re
         (12, 2, "t", 0, 4, 1, 0, None, "NOT_LEADER_OR_FOLLOWER", None),
         (13, 2, "t", 0, 4, 1, 0, None, "UNKNOWN_LEADER_EPOCH", None),
         (14, 2, "t", 0, 4, 1, 0, 54, "OFFSET_OUT_OF_RANGE", None),
+        # A failed request: each partition it names, at its fetch offset and CurrentLeaderEpoch (t-1 sent none, and
+        # no line gives broker 2's epoch of t-1), with the network client's exception as NETWORK_EXCEPTION.
+        (15, 2, "t", 0, 4, 1, 0, 54, "NETWORK_EXCEPTION", None),
+        (20, 2, "t", 0, 4, 1, 0, 54, "NETWORK_EXCEPTION", None),
+        (20, 2, "t", 1, None, 1, 0, 7, "NETWORK_EXCEPTION", None),
+        (24, 2, "t", 0, 4, 1, 0, 55, None, "missing_field"),  # no exception line after it
     ]
     assert_df_equality(rows, spark.createDataFrame(expected, resp), ignore_nullable=True)
-    assert got.where("_source_line = 15 OR raw LIKE 'java.io.IOException%'").count() == 0
+    # The session handler's line (18), the request that names no partition (22) and the exception and stack lines
+    # are no events.
+    assert got.where("_source_line IN (18, 22) OR raw RLIKE '^(java|\t)'").count() == 0
 
 
 def test_a_log_start_offset_increment_is_a_log_start_offset_change(spark: SparkSession, tmp_path: Path) -> None:
@@ -722,6 +740,10 @@ def test_real_excerpts(spark: SparkSession) -> None:
         ("12", 7, "leadership_change", "become_follower", 1, "roleplay", 0, None),
         ("12", 21, "leadership_change", "become_follower", 1, "roleplay", 0, None),
         ("12", 30, "leadership_change", "become_follower", 1, "roleplay", 0, None),
+        # 2.x: broker 1's fetch from leader 2 fails twice; the second request (after the session was closed) names
+        # four partitions, the first (an incremental session's) none.
+        *[("18", 12, fetch, None, 1, t, p, None)
+          for t, p in (("T-CAPTURE", 2), ("T-DBMS-CHK", 0), ("T-EOD-SNP", 1), ("T-TRADE-CHK", 0))],
         ("18", 18, shrink, "shrink", 3, "__consumer_offsets", 43, None),
         ("18", 19, expand, "expand", 3, "__consumer_offsets", 43, None),
         # 3.x: broker 1's fetchers get UNKNOWN_TOPIC_ID from leaders 2 and 3 for a topic being created.
@@ -758,9 +780,13 @@ def test_real_excerpts(spark: SparkSession) -> None:
         ("06", 175, 0, None, "UNKNOWN_TOPIC_OR_PARTITION"), ("21", 2, 0, None, "UNKNOWN_TOPIC_ID"),
         ("21", 3, 0, None, "UNKNOWN_TOPIC_ID"), ("33", 1, 0, 151, "OFFSET_OUT_OF_RANGE"),
         ("33", 58, None, None, "UNKNOWN_TOPIC_OR_PARTITION"), ("33", None, None, 1501373, "CORRUPT_MESSAGE"),
-        ("33", None, None, 1503297, "CORRUPT_MESSAGE")}
-    # Whole-request failures (files 18, 42, 45: 'Error in fetch', 'Error sending fetch request') name no partition,
-    # and the controllers' lines of 03, 15 and 24 no replication event: none is read.
+        ("33", None, None, 1503297, "CORRUPT_MESSAGE"),
+        # java.net.SocketTimeoutException: Failed to connect within 30000 ms
+        ("18", 2, 0, 0, "NETWORK_EXCEPTION"), ("18", 2, 0, 86, "NETWORK_EXCEPTION"),
+        ("18", 2, 0, 2002, "NETWORK_EXCEPTION")}
+    # The 0.10 whole-request failures of files 42 and 45 ('Error in fetch ...FetchRequest@5641fe72') name no
+    # partition, nor do file 18's 'Error sending fetch request' lines, and the controllers' lines of 03, 15 and 24
+    # are no replication event: none is read.
     assert got.where("_source_file LIKE '%/03-%' OR _source_file LIKE '%/15-%' OR _source_file LIKE '%/24-%' "
                      "OR _source_file LIKE '%/42-%' OR _source_file LIKE '%/45-%'").count() == 0
     out_of_sync = got.where("_source_line = 18 AND _source_file LIKE '%/18-%'").select("old_isr", "isr", "out_of_sync_replicas").first()

@@ -92,10 +92,11 @@ def test_every_logged_event_reads_back_as_the_engine_emitted_it(spark: SparkSess
         got = classify(read_broker_logs(spark, sorted(str(p) for p in folder.iterdir()), BrokerLogOptions(f"r{i}")))
         rows = got.select("_source_file", "_source_line", "_reason", "broker_id", *FIELDS).collect()
         assert [r["_reason"] for r in rows if r["_reason"]] == []
-        at_line = {(e.file, e.line): e for e in expected}
-        assert len(rows) == len(expected)
+        # A failed fetch request's line names each partition of the request: one event per partition.
+        at_line = {(e.file, e.line, e.topic, e.partition): e for e in expected}
+        assert len(rows) == len(expected) == len(at_line)
         for r in rows:
-            want = at_line[(Path(r["_source_file"]).name, r["_source_line"])]
+            want = at_line[(Path(r["_source_file"]).name, r["_source_line"], r["topic"], r["partition"])]
             broker = want.broker_id
             engine = next(ev for ev in events if ev["event_id"] == want.event_id)
             got_row = {f: (tuple(r[f]) if f == "isr" and r[f] is not None else r[f]) for f in FIELDS}
@@ -105,6 +106,7 @@ def test_every_logged_event_reads_back_as_the_engine_emitted_it(spark: SparkSess
                 wanted["action"] = engine["action"]
             assert (r["broker_id"], got_row) == (broker, wanted), (style, i, engine)
             checked[want.event_type] += 1
+            checked["request_failed"] += want.error == "NETWORK_EXCEPTION"
             # An election line without the epochs that read back with the new leader's epoch.
             checked["lent_epoch"] += (want.event_type == "leader_election" and want.partition_epoch is None
                                       and want.leader_epoch is not None and controller_log)
@@ -113,6 +115,7 @@ def test_every_logged_event_reads_back_as_the_engine_emitted_it(spark: SparkSess
     elif controller_log:  # every run
         assert checked["leadership_change"] > 0 and checked["isr_change"] > 0 and checked["truncation"] > 0, checked
         assert checked["fetch_response"] > 0, checked  # the fetch errors Kafka logs at INFO and above
+        assert checked["request_failed"] > 0, checked  # the partitions of requests that got no answer
         assert checked["log_start_offset_change"] > 0, checked
     # Only the KRaft controller logs its unclean elections (the 2.x ZooKeeper controller prints no line); without
     # its log, the new leaders' RECOVERING lines (3.2+) tell of them.
