@@ -190,6 +190,33 @@ def fetch_errors(bronze: DataFrame) -> DataFrame:
                       F.max("ts_ms").alias("last_ms"))
 
 
+INCIDENT_KEY: list[str] = [*KEY, "follower_id", "start_ms"]
+"""A lag incident: its follower's and its start's."""
+
+
+def incident_fetch_failures(incidents: DataFrame, bronze: DataFrame) -> DataFrame:
+    """Per lag incident (INCIDENT_KEY): the follower's fetch responses with an error for the partition from its last
+    caught-up instant (else the start less lag_max_ms) to the incident's end, how many (`failed_fetches`) and their
+    error names (`fetch_errors`, sorted): the first cause an operator looks for, a follower whose requests got no
+    answer (NETWORK_EXCEPTION) or were refused. Incidents without any have no row. `incidents` is the report's
+    short list, broadcast onto the failed responses."""
+    since = F.coalesce("last_caught_up_time_ms", F.col("start_ms") - F.col("lag_max_ms"))
+    spans = incidents.select(*INCIDENT_KEY, since.alias("_from"), F.col("end_ms").alias("_to"))
+    failed = failed_fetches(bronze).select(*KEY, F.col("broker_id").alias("follower_id"), "ts_ms", "error")
+    within = failed.join(F.broadcast(spans), [*KEY, "follower_id"]).where(
+        (F.col("ts_ms") >= F.col("_from")) & (F.col("_to").isNull() | (F.col("ts_ms") <= F.col("_to"))))
+    return within.groupBy(*INCIDENT_KEY).agg(F.count(F.lit(1)).alias("failed_fetches"),
+                                             F.array_sort(F.collect_set("error")).alias("fetch_errors"))
+
+
+def with_fetch_failures(incidents: DataFrame, bronze: DataFrame) -> DataFrame:
+    """`incidents` (a short list) with `incident_fetch_failures`' two columns (0 and [] where there were none)."""
+    counts = incident_fetch_failures(incidents, bronze)
+    return incidents.join(counts, INCIDENT_KEY, "left").withColumns({
+        "failed_fetches": F.coalesce("failed_fetches", F.lit(0).cast("long")),
+        "fetch_errors": F.coalesce("fetch_errors", F.array().cast("array<string>"))})
+
+
 def fetch_error_times(bronze: DataFrame, selected: DataFrame, limit: int) -> DataFrame:
     """Per selected partition (KEY + start_ms + bucket_ms) and follower: the first fetch error of each time bucket
     (`ts_ms`), at most `limit` per follower (the earliest)."""
@@ -355,7 +382,8 @@ def _incident_row(r: dict[str, Any], start_ms: int) -> IncidentRow:
     return IncidentRow(r["run_id"], r["topic"], r["partition"], r["follower_id"], r["leader_id"], r["leader_epoch"],
                        _seconds(r["start_ms"], start_ms) or 0.0, _seconds(r["end_ms"], start_ms),
                        r["peak_time_lag_ms"], r["peak_message_lag"], r["lag_max_ms"],
-                       _seconds(r["shrink_ms"], start_ms), r["verdict"])
+                       _seconds(r["shrink_ms"], start_ms), r["verdict"], int(r.get("failed_fetches") or 0),
+                       tuple(r.get("fetch_errors") or ()))
 
 
 def _violation_cols(evidence: int = EVIDENCE_KEPT) -> list[Column]:
@@ -417,7 +445,10 @@ def run_report(
     run_level = [r.asDict() for r in unscoped.select(*_violation_cols()).orderBy("run_id", "ts_ms", "event_id")
                  .limit(cfg.max_rows).collect()]
     run_level_total = unscoped.count() if len(run_level) >= cfg.max_rows else len(run_level)
-    incident_list = [r.asDict() for r in incidents.orderBy(*_incident_order(), *KEY).limit(cfg.max_rows).collect()]
+    listed = incidents.orderBy(*_incident_order(), *KEY).limit(cfg.max_rows)
+    if parts:
+        listed = with_fetch_failures(listed, lake.read(BRONZE_EVENTS, parts))
+    incident_list = [r.asDict() for r in listed.orderBy(*_incident_order(), *KEY).collect()]
 
     fetch_error_counts = {} if not parts else {
         r["error"]: (int(r["responses"]), int(r["partitions"]))
@@ -549,8 +580,9 @@ def _sections(
     viols = grouped(first_rows(violations.join(sel, KEY, "left_semi").select(*_violation_cols()).withColumn(
         "_nth", nth), [F.when(F.col("severity") == "error", 0).otherwise(1), F.col("_nth"), F.col("ts_ms"),
                        F.col("event_id"), F.col("invariant")], cfg.max_rows))
-    incs = grouped(first_rows(incidents.join(sel, KEY, "left_semi"), [F.col("start_ms"), F.col("follower_id")],
-                              cfg.max_rows))
+    incs = grouped(with_fetch_failures(first_rows(incidents.join(sel, KEY, "left_semi"),
+                                                  [F.col("start_ms"), F.col("follower_id")], cfg.max_rows),
+                                       lake.read(BRONZE_EVENTS, parts)))
     failed = fetch_errors(lake.read(BRONZE_EVENTS, parts)).join(sel, KEY, "left_semi").withColumn(
         "groups", F.count(F.lit(1)).over(Window.partitionBy(*KEY)))
     fetch_failures = grouped(first_rows(failed, [F.col("first_ms"), F.col("follower"), F.col("leader"),

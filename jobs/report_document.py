@@ -95,6 +95,10 @@ class IncidentRow:
     lag_max_ms: int
     shrink_s: float | None
     verdict: str
+    failed_fetches: int = 0
+    """The follower's fetch responses with an error for the partition from its last caught-up instant to the end."""
+    fetch_errors: tuple[str, ...] = ()
+    """Their error names."""
 
 
 @dataclass(frozen=True)
@@ -241,10 +245,11 @@ _INVARIANT_HEAD = ("invariant", "severity", "evaluated", "errors", "warnings")
 _VIOLATION_HEAD = ("invariant", "severity", "replica", "time (s)", "event", "offset", "expected", "actual",
                    "evidence (event ids)", "message")
 _FETCH_ERROR_HEAD = ("follower", "leader", "error", "responses", "first (s)", "last (s)")
-_FETCH_ERROR_INTRO = ("Fetch responses with an error, as the followers saw them (a follower backs off and retries; "
-                      "one that keeps failing falls behind and out of the ISR):")
+_FETCH_ERROR_INTRO = ("Fetch responses with an error, as the followers saw them (NETWORK_EXCEPTION: the request got "
+                      "no answer, the leader unreachable; a follower backs off and retries, and one that keeps "
+                      "failing falls behind and out of the ISR):")
 _INCIDENT_HEAD = ("run", "partition", "follower", "leader (epoch)", "start (s)", "end (s)", "peak time lag (ms)",
-                  "peak message lag", "lag.max (ms)", "shrink (s)", "verdict")
+                  "peak message lag", "lag.max (ms)", "shrink (s)", "verdict", "failed fetches")
 
 
 def _invariant_cells(c: InvariantCount) -> tuple[str, ...]:
@@ -263,7 +268,8 @@ def _incident_cells(i: IncidentRow) -> tuple[str, ...]:
     epoch = "" if i.epoch is None else f" ({i.epoch})"
     return (i.run_id, f"{i.topic}-{i.partition}", str(i.follower), f"{i.leader}{epoch}", _secs(i.start_s),
             _secs(i.end_s, "ongoing"), _num(i.peak_time_lag_ms), _num(i.peak_message_lag), _num(i.lag_max_ms),
-            _secs(i.shrink_s), i.verdict)
+            _secs(i.shrink_s), i.verdict,
+            f"{i.failed_fetches} ({', '.join(i.fetch_errors)})" if i.failed_fetches else "0")
 
 
 def _fetch_error_cells(f: FetchErrorRow) -> tuple[str, ...]:

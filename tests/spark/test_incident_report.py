@@ -22,11 +22,13 @@ from jobs.incident_report import (
     FLAGGED_SCHEMA,
     ReportError,
     flagged_partitions,
+    incident_fetch_failures,
     isr_series,
     leader_changes,
     offset_series,
     plot_partitions,
     run_report,
+    with_fetch_failures,
 )
 from jobs.lake import EmbeddedLake
 from jobs.runs import UnknownRunError
@@ -64,6 +66,12 @@ def _bronze(spark: SparkSession) -> DataFrame:
              partition=None),
         dict(event_id=3, ts_ms=T0 + 20_000, broker_id=1, event_type="hw_change", topic="t", partition=0,
              leader_epoch=2, old_hw=3, hw=4),
+        # Follower 2's fetches of t-2 from leader 1: one refused before its incident's last caught-up instant (6 s),
+        # two unanswered after it.
+        *[dict(event_id=4 + i, ts_ms=T0 + t, broker_id=2, event_type="fetch_response", topic="t", partition=2,
+               leader_epoch=2, leader_id=1, fetcher_id=0, fetch_offset=5, error=e)
+          for i, (t, e) in enumerate(((5_000, "NOT_LEADER_OR_FOLLOWER"), (7_000, "NETWORK_EXCEPTION"),
+                                      (9_000, "NETWORK_EXCEPTION")))],
     ]
     df = make_events(spark, rows, run_id="r1")
     df = df.select("*", F.lit("test.jsonl").alias("_source_file"), (F.col("event_id") + 1).alias("_source_line"),
@@ -148,6 +156,8 @@ def test_report_plots_exactly_the_flagged_partitions_worst_first(flagged_lake: E
     assert "| acked_write_lost | error | yes | 1 | 0 |" in md
     assert "| truncation_safety | error | no | – | – |" in md and "`truncation_safety`" in md
     assert "| missing | 1 |" in md and "| r1 | t-2 | 2 | 1 (2) | 8.000 | ongoing | 14,000 | 7 |" in md
+    # What the follower's fetches met since it was last caught up: two requests without an answer.
+    assert md.count("| missing | 2 (NETWORK_EXCEPTION) |") == 2, "in the run's list and in t-2's section"
     # Evidence looked up in bronze, with times relative to the run's first event.
     assert "1 (append by broker 2 at 1.000 s); 3 (hw_change by broker 1 at 20.000 s)" in md
     assert "No violations" not in md
@@ -267,6 +277,42 @@ def test_flagged_partitions_counts_errors_warnings_and_bad_incidents(spark: Spar
                                       ("r1", "t", 2, 0, 0, 1, 1, 0), ("r1", "t", 3, 0, 0, 0, 0, 1)], FLAGGED_SCHEMA)
     assert_df_equality(flagged_partitions(violations, incidents, elections), expected, ignore_row_order=True,
                        ignore_nullable=True)
+
+
+def test_an_incidents_failed_fetches_are_its_followers_since_it_was_last_caught_up(spark: SparkSession) -> None:
+    # Follower 2 of t-2 last caught up at 6 s, lagging from 8 s to 10 s; again from 30 s to 31 s, last caught up
+    # at 29 s; follower 3 of t-2 from 8 s (open), its last caught-up instant unknown (then: the start less
+    # lag.max, 6 s).
+    incidents = frame(spark, GOLD_LAG_INCIDENTS, [
+        dict(INCIDENT, end_ms=T0 + 10_000),
+        dict(INCIDENT, start_ms=T0 + 30_000, end_ms=T0 + 31_000, last_caught_up_time_ms=T0 + 29_000),
+        dict(INCIDENT, follower_id=3, last_caught_up_time_ms=None)])
+
+    def fetched(event_id: int, t: int, broker: int, error: str, partition: int = 2) -> dict[str, Any]:
+        return dict(event_id=event_id, ts_ms=T0 + t, broker_id=broker, event_type="fetch_response", topic="t",
+                    partition=partition, leader_id=1, fetcher_id=0, fetch_offset=5, error=error)
+
+    bronze = make_events(spark, [
+        fetched(0, 5_000, 2, "NETWORK_EXCEPTION"),  # before 6 s: not this incident's
+        fetched(1, 7_000, 2, "NETWORK_EXCEPTION"), fetched(2, 9_000, 2, "OFFSET_OUT_OF_RANGE"),
+        fetched(3, 9_500, 2, "NONE"),  # answered: no failure
+        fetched(4, 9_600, 2, "NETWORK_EXCEPTION", partition=3),  # another partition
+        fetched(5, 30_500, 2, "NETWORK_EXCEPTION"), fetched(6, 31_500, 2, "NETWORK_EXCEPTION"),  # after its end
+        fetched(7, 6_000, 3, "FENCED_LEADER_EPOCH"), fetched(8, 5_999, 3, "NETWORK_EXCEPTION"),
+    ], run_id="r1")
+    expected = spark.createDataFrame(
+        [("r1", "t", 2, 2, T0 + 8_000, 2, ["NETWORK_EXCEPTION", "OFFSET_OUT_OF_RANGE"]),
+         ("r1", "t", 2, 2, T0 + 30_000, 1, ["NETWORK_EXCEPTION"]),
+         ("r1", "t", 2, 3, T0 + 8_000, 1, ["FENCED_LEADER_EPOCH"])],
+        "run_id string, topic string, partition int, follower_id int, start_ms long, failed_fetches long, "
+        "fetch_errors array<string>")
+    actual = incident_fetch_failures(incidents, bronze).withColumn("fetch_errors",
+                                                                   F.col("fetch_errors").cast("array<string>"))
+    assert_df_equality(actual, expected, ignore_row_order=True, ignore_nullable=True, ignore_metadata=True)
+    # Without any, an incident keeps its row with 0 and no error names.
+    quiet = with_fetch_failures(incidents, bronze.where("event_id = 3")).select("start_ms", "failed_fetches",
+                                                                                "fetch_errors").collect()
+    assert sorted((r[0] - T0, r[1], r[2]) for r in quiet) == [(8_000, 0, []), (8_000, 0, []), (30_000, 0, [])]
 
 
 def test_offset_series_keeps_the_last_value_and_the_range_of_each_bucket(spark: SparkSession) -> None:
