@@ -679,8 +679,10 @@ class ReplicaFetcherThread:
                              leader, fetcher_id, data.fetch_offset, data.last_fetched_epoch))
 
     def _emit_request_error(self, request: FetchRequest, error: str, received_ms: int) -> None:
-        """A `fetch_response` with the request's error for each partition it carried that is still this
-        thread's at the offset it was sent at (as a partition answer would be judged stale otherwise)."""
+        """A `fetch_response` with the request's error, at the offset and CurrentLeaderEpoch sent (the thread's epoch
+        where none was sent), for each partition it carried whose answer the thread would have processed: still
+        this thread's, at the offset sent, ready for fetch (a partition removed, re-added at another offset or
+        truncating meanwhile gets none, though Kafka's WARN line names every partition of the request)."""
         emit = self._emit
         assert emit is not None
         states = self.partition_states
@@ -689,9 +691,13 @@ class ReplicaFetcherThread:
             state = states.get(tp)
             if state is None or sent.fetch_offset != state.fetch_offset:
                 continue
+            delay = state.delay
+            if state.state is not FETCHING or (delay is not None and delay.due_ms > self._now):
+                continue
+            epoch = sent.current_leader_epoch if sent.current_leader_epoch is not None else state.current_leader_epoch
             emit(fetch_response_event(
-                self._now, self.broker_id, tp.topic, tp.partition, state.current_leader_epoch, leader, fetcher,
-                state.fetch_offset, str(error), None, None, 0, 0, None, None, received_ms))
+                self._now, self.broker_id, tp.topic, tp.partition, epoch, leader, fetcher, sent.fetch_offset,
+                str(error), None, None, 0, 0, None, None, received_ms))
 
     def _emit_fetch_response(self, tp: TopicPartition, state: PartitionFetchState,
                              data: FetchPartitionResponse, received_ms: int) -> None:

@@ -369,7 +369,8 @@ class Log:
     ) -> bool:
         """`maybeIncrementLogStartOffset(offset, reason)`: only increases; raises
         `OffsetOutOfRangeError` above the HW; drops batches wholly below it and trims the epoch cache
-        from the start. `reason` mirrors `LogStartOffsetIncrementReason` (informational)."""
+        from the start. `reason` mirrors `LogStartOffsetIncrementReason` (segment_deletion,
+        leader_offset_increment, client_record_deletion, snapshot_generated): the event records it."""
         if new_log_start_offset > self._hw:
             raise OffsetOutOfRangeError(
                 f"Cannot increment the log start offset to {new_log_start_offset} of partition "
@@ -394,7 +395,7 @@ class Log:
             self.events.append(make_event(
                 "log_start_offset_change", now_ms, self.broker_id, self.topic, self.partition,
                 self.leader_epoch, role=role, old_log_start_offset=old,
-                log_start_offset=new_log_start_offset))
+                log_start_offset=new_log_start_offset, reason=reason))
         return True
 
     # --- truncation --------------------------------------------------------------------------------
@@ -439,7 +440,8 @@ class Log:
             if new_leo < old_lso:
                 self.events.append(make_event(
                     "log_start_offset_change", now_ms, self.broker_id, self.topic, self.partition,
-                    self.leader_epoch, role=role, old_log_start_offset=old_lso, log_start_offset=new_leo))
+                    self.leader_epoch, role=role, old_log_start_offset=old_lso, log_start_offset=new_leo,
+                    reason="truncation"))
         if old_hw > new_leo:
             self._set_hw(new_leo, role, now_ms)
         return True
@@ -464,7 +466,8 @@ class Log:
             if old_lso != new_offset:
                 self.events.append(make_event(
                     "log_start_offset_change", now_ms, self.broker_id, self.topic, self.partition,
-                    self.leader_epoch, role=role, old_log_start_offset=old_lso, log_start_offset=new_offset))
+                    self.leader_epoch, role=role, old_log_start_offset=old_lso, log_start_offset=new_offset,
+                    reason="truncation"))
         if old_hw != new_offset:
             self._set_hw(new_offset, role, now_ms)
 

@@ -16,9 +16,9 @@ from dataclasses import dataclass, field
 
 import pyarrow as pa
 
-SCHEMA_VERSION = "1.3"
+SCHEMA_VERSION = "1.4"
 SCHEMA_MAJOR = 1
-SCHEMA_MINOR = 3
+SCHEMA_MINOR = 4
 
 
 class SchemaVersionError(ValueError):
@@ -115,7 +115,8 @@ EVENT_TYPES: dict[str, EventType] = {
             FETCH_RESPONSE,
             "The follower processed the partition's fetch response "
             "(AbstractFetcherThread.processFetchRequest); when the whole request failed (leader.fetch threw), "
-            "each partition it carried gets the request's error (NETWORK_EXCEPTION) and no leader_hw.",
+            "each partition it carried whose answer the thread would have processed gets the request's error "
+            "(NETWORK_EXCEPTION), its fetch offset and CurrentLeaderEpoch as sent, and no leader_hw.",
             ("leader_id", "fetcher_id", "fetch_offset", "error"),
             # Kafka logs a partition's fetch errors only (never a NONE response), not always with the offset or
             # the thread (0.9 printed no prefix).
@@ -344,10 +345,16 @@ PAYLOAD: tuple[Column, ...] = (
            non_negative=True),
     Column("truncate_offset", pa.int64(), "Offset truncated to (the new LEO).", "offset",
            used_by=(TRUNCATION,), non_negative=True),
-    Column("reason", pa.string(), "Why: truncation reason; ISR change reason; election reason.",
-           used_by=(TRUNCATION, ISR_CHANGE, LEADER_ELECTION),
+    Column("reason", pa.string(), "Why: truncation reason; ISR change reason; election reason; what moved a log "
+           "start offset (Kafka's LogStartOffsetIncrementReason: segment_deletion by retention, "
+           "leader_offset_increment on a follower, client_record_deletion (DeleteRecords), snapshot_generated; or "
+           "truncation, a truncation below it or truncateFullyAndStartAt; since 1.4, null from a log line that does "
+           "not say).",
+           used_by=(TRUNCATION, ISR_CHANGE, LEADER_ELECTION, LOG_START_OFFSET_CHANGE),
            allowed_by_type={
                TRUNCATION: ("high_watermark", "leader_epoch", "diverging_epoch", "out_of_range", "full"),
+               LOG_START_OFFSET_CHANGE: ("segment_deletion", "leader_offset_increment", "client_record_deletion",
+                                         "snapshot_generated", "truncation"),
            }),
     Column("isr_state", pa.string(), "State of the ISR change.", used_by=(ISR_CHANGE,),
            allowed=("proposed", "committed", "rejected")),

@@ -132,3 +132,33 @@ def test_a_failed_fetch_request_gives_each_partition_it_carried_the_requests_err
              e["bytes"], e["ts_ms"], e["response_received_ms"]) for e in responses] == [
         (0, "NETWORK_EXCEPTION", 1, 4, 1, None, 0, 100, 100)]
     assert h.state(sent).is_delayed(100) and not h.state(sent).is_delayed(350)
+
+
+@pytest.mark.parametrize(("protocol", "expected"), [
+    # Re-added in epoch 5 at the same offset, ready for fetch: the failure is the request's, sent in epoch 4.
+    (TruncationProtocol.DIVERGING_EPOCH, [(1, 4)]),
+    # Re-added in epoch 5 and truncating first (OffsetsForLeaderEpoch): its answer would have been ignored.
+    (TruncationProtocol.LEADER_EPOCH, []),
+])
+def test_a_failed_request_for_a_partition_re_added_meanwhile(protocol: TruncationProtocol,
+                                                             expected: list[tuple[int, int]]) -> None:
+    """makeFollower in a new epoch while the request is in flight: the partition gets the request's failure only
+    where it would have taken the request's answer, and then at the epoch the request carried."""
+    tp = TopicPartition("t", 0)
+    h = make_harness(protocol, ReplicationConfig(replica_fetch_backoff_ms=250))
+    h.add(tp, mk_log([mk_batch(0, 0)], hw=0, tp=tp), fetch_offset=1, leader_epoch=4)
+    h.leader.set_leader(tp, seed(0, 3, 4), leader_epoch=4, hw=3)
+    work = h.fetcher.work(0)
+    request = next(work)
+    while not isinstance(request, FetchRequest):  # leader-epoch mode: the OffsetsForLeaderEpoch round comes first
+        try:
+            request = work.send((h.leader.fetch_epoch_end_offsets(request), 0))
+        except StopIteration:
+            work = h.fetcher.work(0)
+            request = next(work)
+    assert isinstance(request, FetchRequest) and request.partitions[tp].current_leader_epoch == 4
+    h.add(tp, h.logs[tp], fetch_offset=request.partitions[tp].fetch_offset, leader_epoch=5)
+    with pytest.raises(StopIteration):
+        work.send((FetchResponse({}, Errors.NETWORK_EXCEPTION), 100))
+    assert [(e["fetch_offset"], e["leader_epoch"]) for e in h.events
+            if e["event_type"] == "fetch_response"] == expected

@@ -168,6 +168,26 @@ def test_events_emitted_with_role() -> None:
     assert all(e["leader_epoch"] == 2 and e["partition"] == 3 for e in events)
 
 
+def test_a_log_start_offset_change_records_what_moved_it() -> None:
+    """The event of each log start move names its cause: maybeIncrementLogStartOffset's reason (retention, the
+    leader's log start, DeleteRecords), or a truncation below the log start (truncateTo / truncateFullyAndStartAt,
+    which Kafka does without that method)."""
+    events: list[Event] = []
+    log = Log("tp", 3, 101, events=events)
+    for epoch in (1, 1, 2):
+        log.append_as_leader(2, 10, 1, epoch)
+    log.maybe_increment_high_watermark(6)
+    log.maybe_increment_log_start_offset(2, 1, role="leader", reason="segment_deletion")
+    log.maybe_increment_log_start_offset(3)  # a follower taking its leader's, the default
+    log.maybe_increment_log_start_offset(4, 2, role="leader", reason="client_record_deletion")
+    log.truncate_to(1, 3)  # below the log start 4
+    log.truncate_fully_and_start_at(10, 4)
+    moves = [(e["old_log_start_offset"], e["log_start_offset"], e["reason"]) for e in events
+             if e["event_type"] == "log_start_offset_change"]
+    assert moves == [(0, 2, "segment_deletion"), (2, 3, "leader_offset_increment"), (3, 4, "client_record_deletion"),
+                     (4, 1, "truncation"), (1, 10, "truncation")]
+
+
 log_ops = st.lists(
     st.one_of(
         st.tuples(st.just("lead"), st.integers(1, 4), st.integers(0, 6)),

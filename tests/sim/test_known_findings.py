@@ -355,17 +355,17 @@ def test_a_truncation_without_an_elected_divergent_prefix_is_not_excused(events:
 
 def test_the_power_campaign_seed_reproduces_the_elected_divergent_prefix() -> None:
     """`--seeds 901773-901773 --power`: leader 4's log start had reached 73, so it answered broker 3 (back with
-    epoch-5 records to 75) with DivergingEpoch (5, 73) (event 5516); broker 3 kept 42..72 of epoch 5. Leader 4
-    added it to the ISR on its next fetch (5527), whose response was lost; broker 3 was elected in epoch 9 and
-    told broker 5 to truncate to 51 (6872), below the committed HW 73."""
+    epoch-5 records to 75) with DivergingEpoch (5, 73) (event 5514); broker 3 kept 42..72 of epoch 5. Leader 4
+    added it to the ISR on its next fetch (5525), whose response was lost; broker 3 was elected in epoch 9 and
+    told broker 5 to truncate to 51 (6870), below the committed HW 73."""
     sc = before_kip903(power_scenario(901773))
     _, events, stats = run(sc)
     errors = [v for v in check(events, stats).violations if v.severity == "error"]
     assert [(v.invariant, v.topic, v.partition, v.replica, v.event_id, v.offset) for v in errors] == [
-        ("truncation_safety", "t", 5, 5, 6872, 51)]
+        ("truncation_safety", "t", 5, 5, 6870, 51)]
     assert known_finding(errors[0], events) == DIVERGENT_PREFIX_ELECTED
-    assert events[5516]["diverging_end_offset"] == events[5516]["leader_log_start_offset"] == 73
-    added = events[5527]
+    assert events[5514]["diverging_end_offset"] == events[5514]["leader_log_start_offset"] == 73
+    added = events[5525]
     assert (added["event_type"], added["isr_state"], added["isr"]) == ("isr_change", "committed", [1, 3, 4, 5])
     assert problems(sc)[0] == []
 
@@ -405,9 +405,9 @@ def test_errors_without_an_elected_divergent_prefix_are_not_excused(events: list
 
 def test_the_power_reassigning_campaign_seed_commits_the_elected_divergent_prefix() -> None:
     """`--seeds 531853-531853 --reassigning --power`: leader 3 of u-0 (log start 445, HW 445) answered broker 1
-    (back with epoch-8 records to 460) with DivergingEpoch (8, 445) (event 9802); broker 1 kept 375..444 of epochs
-    7 and 8. Leader 3 added it to the ISR on its next fetch (9818) and crashed with broker 2 before answering it;
-    broker 1, the only ISR member left, was elected (10173) and raised its HW over its kept records (10174), which
+    (back with epoch-8 records to 460) with DivergingEpoch (8, 445) (event 9801); broker 1 kept 375..444 of epochs
+    7 and 8. Leader 3 added it to the ISR on its next fetch (9817) and crashed with broker 2 before answering it;
+    broker 1, the only ISR member left, was elected (10172) and raised its HW over its kept records (10173), which
     followers 4 and 5 then copied: offsets that epoch 9 had committed, committed again with other records."""
     sc = power_reassigning_scenario(531853)
     _, events, stats = run(sc)
@@ -416,12 +416,12 @@ def test_the_power_reassigning_campaign_seed_commits_the_elected_divergent_prefi
         ("inconsistent_offsets", "u", 0, 1), ("committed_prefix_agreement", "u", 0, 1),
         ("committed_prefix_agreement", "u", 0, 4), ("committed_prefix_agreement", "u", 0, 5)}
     assert {known_finding(v, events) for v in errors} == {DIVERGENT_PREFIX_ELECTED}
-    assert events[9802]["diverging_end_offset"] == events[9802]["leader_log_start_offset"] == 445
-    assert (events[9818]["isr_state"], events[9818]["isr"]) == ("proposed", [1, 2, 3])
-    answers = [e for e in events[9810:10173] if e["event_type"] == "fetch_response" and e["broker_id"] == 1
+    assert events[9801]["diverging_end_offset"] == events[9801]["leader_log_start_offset"] == 445
+    assert (events[9817]["isr_state"], events[9817]["isr"]) == ("proposed", [1, 2, 3])
+    answers = [e for e in events[9809:10172] if e["event_type"] == "fetch_response" and e["broker_id"] == 1
                and (e["topic"], e["partition"]) == ("u", 0)]
     assert [(e["error"], e["leader_id"]) for e in answers] == [("NETWORK_EXCEPTION", 3)]  # the fetch 3 never answered
-    assert (events[10174]["event_type"], events[10174]["old_hw"], events[10174]["hw"]) == ("hw_change", 370, 445)
+    assert (events[10173]["event_type"], events[10173]["old_hw"], events[10173]["hw"]) == ("hw_change", 370, 445)
     assert problems(sc)[0] == []
 
 
@@ -462,16 +462,16 @@ def test_a_leader_epoch_truncation_without_an_elected_divergent_prefix_is_not_ex
 
 def test_the_reassigning_power_seed_elects_a_divergent_prefix_kept_in_the_leader_epoch_mode() -> None:
     """`--seeds 534728-534728 --reassigning --power` (leader-epoch mode): leader 1 of t-3 had log start 16
-    (event 1374) when broker 2, back with epoch-0 records to 50, truncated to 16 (1404) and kept 0..15; the
-    response to its next fetch was lost, broker 2 was elected alone (1959), broker 4 truncated its committed
-    records to 0 (1968), and broker 2 committed its own epoch-0 records over them (2140)."""
+    (event 1373) when broker 2, back with epoch-0 records to 50, truncated to 16 (1403) and kept 0..15; the
+    response to its next fetch was lost, broker 2 was elected alone (1958), broker 4 truncated its committed
+    records to 0 (1967), and broker 2 committed its own epoch-0 records over them (2139)."""
     sc = power_reassigning_scenario(534728)
     _, events, stats = run(sc)
     errors = [v for v in check(events, stats).violations if v.severity == "error"]
     assert [(v.invariant, v.topic, v.partition, v.replica, v.event_id, v.offset) for v in errors] == [
-        ("truncation_safety", "t", 3, 4, 1968, 0), ("inconsistent_offsets", "t", 3, 2, 2140, 0)]
+        ("truncation_safety", "t", 3, 4, 1967, 0), ("inconsistent_offsets", "t", 3, 2, 2139, 0)]
     assert {known_finding(v, events) for v in errors} == {DIVERGENT_PREFIX_ELECTED}
-    assert (events[1404]["reason"], events[1404]["truncate_offset"], events[1374]["log_start_offset"]) == (
+    assert (events[1403]["reason"], events[1403]["truncate_offset"], events[1373]["log_start_offset"]) == (
         "leader_epoch", 16, 16)
     assert problems(sc)[0] == []
 
@@ -524,21 +524,21 @@ def test_the_isr_expansion_race_loses_acknowledged_writes_when_the_other_isr_mem
 
 def test_the_correlated_campaign_seed_loses_acknowledged_writes_through_the_isr_race() -> None:
     """`--seeds 561204-561204 --correlated`: finding A with one crash. Leader 4 of u-1 proposed adding 1 at
-    partition epoch 23 (event 6482); the request was lost, and the same-epoch metadata reset the ISR to [2, 4]
-    (6528). Once 1 was no longer caught up, the HW rose past its LEO 190 to 193 (6782) and 190..192 were
+    partition epoch 23 (event 6481); the request was lost, and the same-epoch metadata reset the ISR to [2, 4]
+    (6527). Once 1 was no longer caught up, the HW rose past its LEO 190 to 193 (6781) and 190..192 were
     acknowledged; then the resent request was committed (epoch 24, ISR [1, 2, 4]) and 4 crashed before that
     metadata reached it. On 4's re-registration the controller elected 1, first in the assignment, cleanly
-    (7040): 2 and 4 truncate the committed 190..192, 1 commits other records there, the acknowledged writes are
+    (7039): 2 and 4 truncate the committed 190..192, 1 commits other records there, the acknowledged writes are
     gone, and all of it is finding A."""
     sc = correlated_scenario(561204)
     _, events, stats = run(sc)
     errors = [v for v in check(events, stats).violations if v.severity == "error"]
     assert [(v.invariant, v.topic, v.partition, v.replica, v.event_id, v.offset) for v in errors] == [
-        ("truncation_safety", "u", 1, 4, 7055, 190), ("truncation_safety", "u", 1, 2, 7197, 190),
-        ("inconsistent_offsets", "u", 1, 1, 7238, 190), ("acked_write_lost", "u", 1, 1, -1, 190),
+        ("truncation_safety", "u", 1, 4, 7054, 190), ("truncation_safety", "u", 1, 2, 7196, 190),
+        ("inconsistent_offsets", "u", 1, 1, 7237, 190), ("acked_write_lost", "u", 1, 1, -1, 190),
         ("acked_write_lost", "u", 1, 1, -1, 191), ("acked_write_lost", "u", 1, 1, -1, 192)]
     assert {known_finding(v, events) for v in errors} == {ISR_EXPANSION_RACE}
-    reset, hw, election = events[6528], events[6782], events[7040]
+    reset, hw, election = events[6527], events[6781], events[7039]
     assert (reset["reason"], reset["partition_epoch"], reset["isr"]) == ("leader_and_isr", 23, [2, 4])
     assert (hw["broker_id"], hw["hw"]) == (4, 193)
     assert (election["action"], election["leader_id"], election["isr"]) == ("clean", 1, [1, 2])
@@ -617,13 +617,13 @@ def test_a_truncation_inside_a_divergent_batch_leaves_the_leo_at_the_target() ->
     ISR, kept its divergent records, and a clean election made them committed."""
     sc = before_kip903(overlapping_scenario(503785))
     _, events, _stats = run(sc)
-    batch, trunc, fetch = events[5952], events[7649], events[7650]
+    batch, trunc, fetch = events[5950], events[7647], events[7648]
     assert (batch["event_type"], batch["broker_id"], batch["base_offset"], batch["last_offset"]) == (
         "append", 3, 1435, 1444)
     assert (trunc["event_type"], trunc["broker_id"], trunc["truncate_offset"]) == ("truncation", 3, 1437)
     assert (fetch["event_type"], fetch["broker_id"], fetch["fetch_offset"]) == ("fetch", 3, 1437)
-    assert (events[8164]["event_type"], events[8164]["broker_id"], events[8164]["base_offset"]) == ("append", 3, 1437)
-    assert (events[8167]["event_type"], events[8167]["log_start_offset"]) == ("log_start_offset_change", 1437)
+    assert (events[8162]["event_type"], events[8162]["broker_id"], events[8162]["base_offset"]) == ("append", 3, 1437)
+    assert (events[8165]["event_type"], events[8165]["log_start_offset"]) == ("log_start_offset_change", 1437)
     found, known = problems(sc)
     assert found == []
     assert [k.split(":")[0] for k in known] == [EPOCH_BOUNDARY_ERASED]

@@ -105,14 +105,14 @@ def test_the_power_campaign_seed_is_clean_with_broker_epochs() -> None:
     """Seed 902083 reports its `isr_holds_committed` error only without broker epochs."""
     assert problems(power_scenario(902083))[0] == []
     assert problems(before_kip903(power_scenario(902083)))[0] == [
-        "isr_holds_committed t-6 replica 2 event 8989: ISR member 2 lacks the leader's record at 210 below HW 260 "
+        "isr_holds_committed t-6 replica 2 event 8987: ISR member 2 lacks the leader's record at 210 below HW 260 "
         "(50 offsets)"]
 
 
 def test_the_campaign_reruns_a_seed_without_broker_epochs(capsys: pytest.CaptureFixture[str]) -> None:
     """`python -m tests.sim.campaign --seeds 902083-902083 --power [--before-kip903]`: exit 1 and the seed's line
     only without broker epochs."""
-    line = "seed 902083: isr_holds_committed t-6 replica 2 event 8989"
+    line = "seed 902083: isr_holds_committed t-6 replica 2 event 8987"
     assert main(["--seeds", "902083-902083", "--power"]) == 0
     assert line not in capsys.readouterr().out
     assert main(["--seeds", "902083-902083", "--power", "--before-kip903"]) == 1
