@@ -61,17 +61,16 @@ EXCEPTION_ERRORS: Mapping[str, str] = {
     "MessageSizeTooLarge": "MESSAGE_TOO_LARGE",
     "KafkaStorage": "KAFKA_STORAGE_ERROR",
     "UnknownServer": "UNKNOWN_SERVER_ERROR",
-    "IO": "NETWORK_EXCEPTION",
-    "SocketTimeout": "NETWORK_EXCEPTION",
-    "Connect": "NETWORK_EXCEPTION",
-    "Disconnect": "NETWORK_EXCEPTION",
+    **{name: "NETWORK_EXCEPTION" for name in ("IO", "EOF", "Socket", "SocketTimeout", "Connect", "NoRouteToHost",
+                                              "PortUnreachable", "UnknownHost", "ClosedChannel", "Disconnect")},
 }
 """Kafka's error names (`Errors`) where they are not the exception's class name in upper snake case
 (UnknownTopicOrPartitionException is UNKNOWN_TOPIC_OR_PARTITION; CorruptRecordException is CORRUPT_MESSAGE).
 NOT_LEADER_FOR_PARTITION was renamed NOT_LEADER_OR_FOLLOWER in 2.7 (same code 6); replog uses the new name. A
 fetch request that failed in the network client (`java.io.IOException: Connection to 1 was disconnected before the
-response was read`, `java.net.SocketTimeoutException: Failed to connect within 30000 ms`, a refused connection,
-`DisconnectException`) is NETWORK_EXCEPTION, the name the engine gives a request that got no answer."""
+response was read`, `java.net.SocketTimeoutException: Failed to connect within 30000 ms`, a refused connection or
+unknown host, an EOF, a closed channel, `DisconnectException`) is NETWORK_EXCEPTION, the name the engine gives a
+request that got no answer."""
 
 
 def _prefix_int(regex: str, group: int) -> str:
@@ -105,10 +104,10 @@ def error_name_sql(exception: str) -> str:
             f"ELSE upper(regexp_replace({simple}, '([a-z0-9])([A-Z])', '$1_$2')) END END")
 
 
-NEXT_LINE_EXCEPTIONS: tuple[str, ...] = ("org.apache.kafka.common.errors.", "java.io.", "java.net.")
+NEXT_LINE_EXCEPTIONS: tuple[str, ...] = ("org.apache.kafka.common.errors.", "java.io.", "java.net.", "java.nio.")
 """What the line after a message logged with its exception starts with (log4j prints the throwable there):
 `jobs.broker_logs` hands it to the message as `_next_exception`, the class's simple name. Kafka's own errors, and
-the network client's IOException / SocketTimeoutException / ConnectException of a request that failed."""
+the network client's IOException / SocketTimeoutException / ClosedChannelException ... of a request that failed."""
 
 PATTERNS: tuple[LinePattern, ...] = (
     LinePattern(
@@ -252,10 +251,15 @@ PATTERNS: tuple[LinePattern, ...] = (
         "log_start_incremented", "log_start_offset_change",
         "Log / UnifiedLog.maybeIncrementLogStartOffset (2.8+): '[UnifiedLog partition={tp}, dir={d}] Incremented log "
         "start offset to {o} due to {segment deletion | leader offset increment | client delete records request | "
-        "snapshot generated}' (KIP-405's 'Incremented local log start offset' is the local tier's, not this)",
+        "snapshot generated}' (KIP-405's 'Incremented local log start offset' is the local tier's, not this); the "
+        "reason is kept (segment_deletion, leader_offset_increment, client_record_deletion, snapshot_generated)",
         "Incremented log start offset to ",
-        r"Incremented log start offset to (\d+)",
-        {"log_start_offset": "long({1})"},
+        r"Incremented log start offset to (\d+)(?: due to (segment deletion|leader offset increment|client delete "
+        r"records request|snapshot generated))?",
+        {"log_start_offset": "long({1})",
+         "reason": "CASE {2} WHEN 'segment deletion' THEN 'segment_deletion' WHEN 'leader offset increment' THEN "
+                   "'leader_offset_increment' WHEN 'client delete records request' THEN 'client_record_deletion' "
+                   "WHEN 'snapshot generated' THEN 'snapshot_generated' END"},
     ),
     LinePattern(
         "log_start_incrementing", "log_start_offset_change",
@@ -321,7 +325,10 @@ PATTERNS: tuple[LinePattern, ...] = (
         "fetch session (1.1+) names only the partitions whose fetch state changed, often none ('fetchData={}'): no "
         "event then. The FetchSessionHandler's INFO 'Error sending fetch request ...' before it is the same failure",
         "Error in response for fetch request ",
-        r"Error in response for fetch request .*fetchData=\{[^}]*-\d+=",
+        # A replica fetcher's only: ReplicaAlterLogDirsThread (replicaId=-2) prints the same for a move between a
+        # broker's own log dirs, which is no follower's fetch.
+        r"^\[ReplicaFetcher(?: replicaId=\d+, leaderId=\d+, fetcherId=\d+\]|Thread-\d+-\d+\],?) Error in response "
+        r"for fetch request .*fetchData=\{[^}]*-\d+=",
         fetcher_columns({"tp": "_entry.tp", "fetch_offset": "_entry.fetch_offset",
                          "leader_epoch": "_entry.leader_epoch", "error": error_name_sql("_next_exception")}),
         strict=False,  # a request that names no partition is no event
@@ -552,14 +559,18 @@ _INIT_OFFSET = r"\[([^\s,\[\]]+-\d+), initOffset (-?\d+) to broker BrokerEndPoin
 
 def _zipped(regex: str, fields: Mapping[str, tuple[str, int | str]]) -> str:
     """SQL: every match of `regex` in `_msg` as a struct; `fields` maps a name to (SQL type, group number or an
-    SQL expression of the whole line)."""
-    def group(n: int) -> str:
-        return f"element_at(regexp_extract_all(_msg, {sql_str(regex)}, {n}), i)"
+    SQL expression of the whole line). Each group's matches are extracted once and zipped, and a whole-line value is
+    computed once and repeated: reading them per entry would scan the line once per entry, quadratic in a line that
+    names hundreds of partitions (a failed fetch request's, an 'Added fetcher' line's)."""
+    def extract(n: int) -> str:
+        return f"regexp_extract_all(_msg, {sql_str(regex)}, {n})"
 
-    values = ", ".join(f"{sql_str(name)}, try_cast({group(src) if isinstance(src, int) else src} AS {kind})"
-                       for name, (kind, src) in fields.items())
-    n = f"size(regexp_extract_all(_msg, {sql_str(regex)}, 1))"
-    return f"CASE WHEN {n} = 0 THEN array() ELSE transform(sequence(1, {n}), i -> named_struct({values})) END"
+    count = f"size({extract(1)})"
+    columns = [extract(src) if isinstance(src, int) else f"array_repeat(try_cast({src} AS {kind}), {count})"
+               for kind, src in fields.values()]
+    values = ", ".join(f"{sql_str(name)}, try_cast(x['{k}'] AS {kind})"
+                       for k, (name, (kind, _src)) in enumerate(fields.items()))
+    return f"transform(arrays_zip({', '.join(columns)}), x -> named_struct({values}))"
 
 
 def fetcher_entries_sql() -> str:

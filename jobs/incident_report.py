@@ -190,8 +190,8 @@ def fetch_errors(bronze: DataFrame) -> DataFrame:
                       F.max("ts_ms").alias("last_ms"))
 
 
-INCIDENT_KEY: list[str] = [*KEY, "follower_id", "start_ms"]
-"""A lag incident: its follower's and its start's."""
+INCIDENT_KEY: list[str] = [*KEY, "follower_id", "leader_id", "leader_epoch", "start_ms"]
+"""A lag incident (`gold/lag_incidents`' key): the same follower may lag behind two leaders from one instant."""
 
 
 def incident_fetch_failures(incidents: DataFrame, bronze: DataFrame) -> DataFrame:
@@ -210,9 +210,15 @@ def incident_fetch_failures(incidents: DataFrame, bronze: DataFrame) -> DataFram
 
 
 def with_fetch_failures(incidents: DataFrame, bronze: DataFrame) -> DataFrame:
-    """`incidents` (a short list) with `incident_fetch_failures`' two columns (0 and [] where there were none)."""
-    counts = incident_fetch_failures(incidents, bronze)
-    return incidents.join(counts, INCIDENT_KEY, "left").withColumns({
+    """`incidents` (a short list) with `incident_fetch_failures`' two columns (0 and [] where there were none).
+
+    The list is materialised first: it is read twice (the spans and the rows), and an order-and-limit cut with ties
+    could otherwise pick different incidents each time."""
+    listed = incidents.localCheckpoint(eager=True)
+    counts = incident_fetch_failures(listed, bronze)
+    counts = counts.select(*[F.col(c).alias(f"_k_{c}") for c in INCIDENT_KEY], "failed_fetches", "fetch_errors")
+    same = [listed[c].eqNullSafe(counts[f"_k_{c}"]) for c in INCIDENT_KEY]  # a null leader epoch is a key too
+    return listed.join(counts, same, "left").drop(*[f"_k_{c}" for c in INCIDENT_KEY]).withColumns({
         "failed_fetches": F.coalesce("failed_fetches", F.lit(0).cast("long")),
         "fetch_errors": F.coalesce("fetch_errors", F.array().cast("array<string>"))})
 

@@ -62,6 +62,13 @@ class Expected:
     fetch_offset: int | None = None
     error: str | None = None
     log_start_offset: int | None = None
+    reason: str | None = None
+
+
+LOG_START_REASONS = {"segment_deletion": "segment deletion", "leader_offset_increment": "leader offset increment",
+                     "client_record_deletion": "client delete records request",
+                     "snapshot_generated": "snapshot generated"}
+"""What `LogStartOffsetIncrementReason` prints for each reason of an engine event (2.8+)."""
 
 
 def _stamp(ts_ms: int) -> str:
@@ -201,9 +208,6 @@ def render(events: Iterable[Mapping[str, Any]], style: str, controller_log: bool
             request_key = None
     request_of = {int(e["event_id"]): first for first, group in requests.items() for e in group}
     request_line: dict[int, tuple[str, int] | None] = {}  # first event id -> (file, line) of its WARN line, if any
-    # The event before each on its replica: a truncation's own log start move (truncateTo below the start,
-    # truncateFullyAndStartAt) prints no line of its own.
-    last_kind: dict[tuple[Any, Any, Any], str] = {}
     # The epoch of each replica's last leadership line as written: all a log start move's line can be read with (a
     # 2.x follower that loses its leader prints no line, so its next epoch is not in the log).
     logged_epoch: dict[tuple[int, Any, Any], int | None] = {}
@@ -213,8 +217,6 @@ def render(events: Iterable[Mapping[str, Any]], style: str, controller_log: bool
             continue
         b = int(b)
         replica = (b, ev.get("topic"), ev.get("partition"))
-        after = last_kind.get(replica)
-        last_kind[replica] = kind
         tp = f"{ev.get('topic')}-{ev.get('partition')}"
         action = ev.get("action")
         out: list[str] = []
@@ -369,18 +371,18 @@ def render(events: Iterable[Mapping[str, Any]], style: str, controller_log: bool
                              f"[{prefix} partition={tp}, dir=/var/lib/kafka/data] Truncating to offset "
                              f"{ev['truncate_offset']}"))
             exp = Expected(**{**base, "action": None, "truncate_offset": int(ev["truncate_offset"])})
-        elif kind == "log_start_offset_change" and b not in down and after != "truncation":
-            # maybeIncrementLogStartOffset: retention on either role, a follower's leader offset increment.
+        elif kind == "log_start_offset_change" and b not in down and ev.get("reason") in LOG_START_REASONS:
+            # maybeIncrementLogStartOffset (a truncation's own log start move prints no line of its own): 2.8+ says
+            # why, 2.x before it does not.
             if new:
-                why = "segment deletion" if ev.get("role") == "leader" else "leader offset increment"
                 text = f"[UnifiedLog partition={tp}, dir=/var/lib/kafka/data] Incremented log start offset to " \
-                       f"{ev['log_start_offset']} due to {why}"
+                       f"{ev['log_start_offset']} due to {LOG_START_REASONS[ev['reason']]}"
             else:
                 text = f"[Log partition={tp}, dir=/var/lib/kafka/data] Incrementing log start offset to " \
                        f"{ev['log_start_offset']}"
             out.append(_line(ev, "kafka.log.UnifiedLog" if new else "kafka.log.Log", text))
             exp = Expected(**{**base, "action": None, "log_start_offset": int(ev["log_start_offset"]),
-                              "leader_epoch": logged_epoch.get(replica)})
+                              "leader_epoch": logged_epoch.get(replica), "reason": ev["reason"] if new else None})
         elif kind == "fetch_response" and ev.get("error") == REQUEST_FAILED and b not in down:
             first = request_of[int(ev["event_id"])]
             if first == int(ev["event_id"]):

@@ -259,6 +259,12 @@ java.net.SocketTimeoutException: Failed to connect within 30000 ms
 [2024-05-14 12:00:14,000] WARN {fetcher} Error in response for fetch request (type=FetchRequest, replicaId=2, maxWait=500, minBytes=1, maxBytes=10485760, fetchData={{}}, isolationLevel=READ_UNCOMMITTED, toForget=, metadata=(sessionId=1234, epoch=6)) (kafka.server.ReplicaFetcherThread)
 java.io.IOException: Connection to 1 was disconnected before the response was read
 [2024-05-14 12:00:15,000] WARN {fetcher} Error in response for fetch request (type=FetchRequest, replicaId=2, maxWait=500, minBytes=1, maxBytes=10485760, fetchData={{t-0=(offset=55, logStartOffset=0, maxBytes=1048576)}}, isolationLevel=READ_UNCOMMITTED) (kafka.server.ReplicaFetcherThread)
+[2024-05-14 12:00:16,000] WARN {fetcher} Error in response for fetch request (type=FetchRequest, replicaId=2, maxWait=500, minBytes=1, maxBytes=10485760, fetchData={{t-0=(fetchOffset=56, logStartOffset=0, maxBytes=1048576, currentLeaderEpoch=Optional[4])}}, isolationLevel=READ_UNCOMMITTED, toForget=, metadata=(sessionId=INVALID, epoch=INITIAL)) (kafka.server.ReplicaFetcherThread)
+java.io.EOFException
+[2024-05-14 12:00:17,000] WARN {fetcher} Error in response for fetch request (type=FetchRequest, replicaId=2, maxWait=500, minBytes=1, maxBytes=10485760, fetchData={{t-0=(fetchOffset=57, logStartOffset=0, maxBytes=1048576, currentLeaderEpoch=Optional[4])}}, isolationLevel=READ_UNCOMMITTED, toForget=, metadata=(sessionId=INVALID, epoch=INITIAL)) (kafka.server.ReplicaFetcherThread)
+java.nio.channels.ClosedChannelException
+[2024-05-14 12:00:18,000] WARN [ReplicaAlterLogDirsThread-1]: Error in response for fetch request (type=FetchRequest, replicaId=-2, maxWait=500, minBytes=1, maxBytes=10485760, fetchData={{t-0=(fetchOffset=58, logStartOffset=0, maxBytes=1048576, currentLeaderEpoch=Optional[4])}}, isolationLevel=READ_UNCOMMITTED, toForget=, metadata=(sessionId=INVALID, epoch=INITIAL)) (kafka.server.ReplicaAlterLogDirsThread)
+org.apache.kafka.common.errors.KafkaStorageException: Disk error when trying to access log file on the disk.
 """
     old = """\
 [2017-05-24 09:39:34,000] INFO [KafkaServer id=5] started (kafka.server.KafkaServer)
@@ -303,11 +309,14 @@ java.io.IOException: Connection to 1 was disconnected before the response was re
         (20, 2, "t", 0, 4, 1, 0, 54, "NETWORK_EXCEPTION", None),
         (20, 2, "t", 1, None, 1, 0, 7, "NETWORK_EXCEPTION", None),
         (24, 2, "t", 0, 4, 1, 0, 55, None, "missing_field"),  # no exception line after it
+        (25, 2, "t", 0, 4, 1, 0, 56, "NETWORK_EXCEPTION", None),  # java.io.EOFException
+        (27, 2, "t", 0, 4, 1, 0, 57, "NETWORK_EXCEPTION", None),  # java.nio.channels.ClosedChannelException
+        # 29: the log-dir mover's own fetch (ReplicaAlterLogDirsThread, replicaId=-2) is no follower's: none.
     ]
     assert_df_equality(rows, spark.createDataFrame(expected, resp), ignore_nullable=True)
     # The session handler's line (18), the request that names no partition (22) and the exception and stack lines
     # are no events.
-    assert got.where("_source_line IN (18, 22) OR raw RLIKE '^(java|\t)'").count() == 0
+    assert got.where("_source_line IN (18, 22, 29) OR raw RLIKE '^(java|org|\t)'").count() == 0
 
 
 def test_a_log_start_offset_increment_is_a_log_start_offset_change(spark: SparkSession, tmp_path: Path) -> None:
@@ -318,6 +327,8 @@ def test_a_log_start_offset_increment_is_a_log_start_offset_change(spark: SparkS
 [2024-05-14 12:00:00,000] INFO [Broker id=2] Leader t-3 with topic id Some(abc) starts at leader epoch 5 from offset 120 with partition epoch 9, high watermark 100, ISR [2,1], adding replicas [] and removing replicas [] . Previous leader None and previous leader epoch was 4. (state.change.logger)
 [2024-05-14 12:00:01,000] INFO [UnifiedLog partition=t-3, dir=/data] Incremented log start offset to 40 due to segment deletion (kafka.log.UnifiedLog)
 [2024-05-14 12:00:02,000] INFO [UnifiedLog partition=t-3, dir=/data] Incremented log start offset to 55 due to client delete records request (kafka.log.UnifiedLog)
+[2024-05-14 12:00:02,500] INFO [UnifiedLog partition=t-3, dir=/data] Incremented log start offset to 56 due to leader offset increment (kafka.log.UnifiedLog)
+[2024-05-14 12:00:02,600] INFO [UnifiedLog partition=t-3, dir=/data] Incremented log start offset to 57 due to snapshot generated (kafka.log.UnifiedLog)
 [2024-05-14 12:00:03,000] INFO [UnifiedLog partition=t-3, dir=/data] Incremented local log start offset to 90 due to reason segment deletion (kafka.log.UnifiedLog)
 [2024-05-14 12:00:04,000] INFO [MergedLog partition=t-3, dir=/data] Incrementing merged log start offset to 60 (kafka.log.MergedLog)
 [2024-05-14 12:00:05,000] INFO [Log partition=u-0, dir=/data] Incrementing log start offset to 7 (kafka.log.Log)
@@ -329,16 +340,19 @@ def test_a_log_start_offset_increment_is_a_log_start_offset_change(spark: SparkS
     got = parse(spark, write_logs(tmp_path, {"server.log": server, "server-4.log": old}))
     assert got.where("_reason_code IS NOT NULL").count() == 0
     lso = got.where("event_type = 'log_start_offset_change'").orderBy("ts_ms").select(
-        "broker_id", "topic", "partition", "leader_epoch", "log_start_offset", "old_log_start_offset", "role")
+        "broker_id", "topic", "partition", "leader_epoch", "log_start_offset", "old_log_start_offset", "role",
+        "reason")
     schema = ("broker_id int, topic string, partition int, leader_epoch int, log_start_offset bigint, "
-              "old_log_start_offset bigint, role string")
+              "old_log_start_offset bigint, role string, reason string")
     assert_df_equality(lso, spark.createDataFrame([
-        (4, "orders", 12, None, 22786435, None, None),
-        (2, "t", 3, 5, 40, None, None),
-        (2, "t", 3, 5, 55, None, None),
-        (2, "u", 0, None, 7, None, None),
+        (4, "orders", 12, None, 22786435, None, None, None),  # versions before 2.8 print no reason
+        (2, "t", 3, 5, 40, None, None, "segment_deletion"),
+        (2, "t", 3, 5, 55, None, None, "client_record_deletion"),
+        (2, "t", 3, 5, 56, None, None, "leader_offset_increment"),
+        (2, "t", 3, 5, 57, None, None, "snapshot_generated"),
+        (2, "u", 0, None, 7, None, None, None),
     ], schema), ignore_nullable=True)
-    assert got.count() == 6  # broker 2: the leader line and three log starts; broker 4: its start and a log start
+    assert got.count() == 8  # broker 2: the leader line and five log starts; broker 4: its start and a log start
 
 
 def test_an_alter_partition_retry_is_a_rejection_that_keeps_the_proposal(spark: SparkSession, tmp_path: Path) -> None:

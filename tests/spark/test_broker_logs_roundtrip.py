@@ -90,7 +90,7 @@ def test_every_logged_event_reads_back_as_the_engine_emitted_it(spark: SparkSess
         for name, text in files.items():
             (folder / name).write_text(text, encoding="utf-8")
         got = classify(read_broker_logs(spark, sorted(str(p) for p in folder.iterdir()), BrokerLogOptions(f"r{i}")))
-        rows = got.select("_source_file", "_source_line", "_reason", "broker_id", *FIELDS).collect()
+        rows = got.select("_source_file", "_source_line", "_reason", "broker_id", "reason", *FIELDS).collect()
         assert [r["_reason"] for r in rows if r["_reason"]] == []
         # A failed fetch request's line names each partition of the request: one event per partition.
         at_line = {(e.file, e.line, e.topic, e.partition): e for e in expected}
@@ -105,6 +105,9 @@ def test_every_logged_event_reads_back_as_the_engine_emitted_it(spark: SparkSess
                 # Derived from the broker's earlier lines: the engine's own action.
                 wanted["action"] = engine["action"]
             assert (r["broker_id"], got_row) == (broker, wanted), (style, i, engine)
+            if want.event_type == "log_start_offset_change":  # what moved it, where the line says (2.8+)
+                assert r["reason"] == want.reason, (style, i, engine)
+                checked[f"log_start_reason_{want.reason}"] += 1
             checked[want.event_type] += 1
             checked["request_failed"] += want.error == "NETWORK_EXCEPTION"
             # An election line without the epochs that read back with the new leader's epoch.
@@ -117,6 +120,9 @@ def test_every_logged_event_reads_back_as_the_engine_emitted_it(spark: SparkSess
         assert checked["fetch_response"] > 0, checked  # the fetch errors Kafka logs at INFO and above
         assert checked["request_failed"] > 0, checked  # the partitions of requests that got no answer
         assert checked["log_start_offset_change"] > 0, checked
+        if style == "3.6":  # the leaders' retention and the followers' increments to their leader's start
+            assert checked["log_start_reason_segment_deletion"] > 0, checked
+            assert checked["log_start_reason_leader_offset_increment"] > 0, checked
     # Only the KRaft controller logs its unclean elections (the 2.x ZooKeeper controller prints no line); without
     # its log, the new leaders' RECOVERING lines (3.2+) tell of them.
     assert (checked["leader_election"] > 0) == (style == "3.6"), checked

@@ -301,11 +301,11 @@ def test_an_incidents_failed_fetches_are_its_followers_since_it_was_last_caught_
         fetched(7, 6_000, 3, "FENCED_LEADER_EPOCH"), fetched(8, 5_999, 3, "NETWORK_EXCEPTION"),
     ], run_id="r1")
     expected = spark.createDataFrame(
-        [("r1", "t", 2, 2, T0 + 8_000, 2, ["NETWORK_EXCEPTION", "OFFSET_OUT_OF_RANGE"]),
-         ("r1", "t", 2, 2, T0 + 30_000, 1, ["NETWORK_EXCEPTION"]),
-         ("r1", "t", 2, 3, T0 + 8_000, 1, ["FENCED_LEADER_EPOCH"])],
-        "run_id string, topic string, partition int, follower_id int, start_ms long, failed_fetches long, "
-        "fetch_errors array<string>")
+        [("r1", "t", 2, 2, 1, 2, T0 + 8_000, 2, ["NETWORK_EXCEPTION", "OFFSET_OUT_OF_RANGE"]),
+         ("r1", "t", 2, 2, 1, 2, T0 + 30_000, 1, ["NETWORK_EXCEPTION"]),
+         ("r1", "t", 2, 3, 1, 2, T0 + 8_000, 1, ["FENCED_LEADER_EPOCH"])],
+        "run_id string, topic string, partition int, follower_id int, leader_id int, leader_epoch int, start_ms long, "
+        "failed_fetches long, fetch_errors array<string>")
     actual = incident_fetch_failures(incidents, bronze).withColumn("fetch_errors",
                                                                    F.col("fetch_errors").cast("array<string>"))
     assert_df_equality(actual, expected, ignore_row_order=True, ignore_nullable=True, ignore_metadata=True)
@@ -313,6 +313,12 @@ def test_an_incidents_failed_fetches_are_its_followers_since_it_was_last_caught_
     quiet = with_fetch_failures(incidents, bronze.where("event_id = 3")).select("start_ms", "failed_fetches",
                                                                                 "fetch_errors").collect()
     assert sorted((r[0] - T0, r[1], r[2]) for r in quiet) == [(8_000, 0, []), (8_000, 0, []), (30_000, 0, [])]
+    # Follower 2 lagging from 8 s behind two leaders at once (an isolated old leader 4 without an epoch, and 1):
+    # each incident counts each failure once.
+    both = frame(spark, GOLD_LAG_INCIDENTS, [dict(INCIDENT, end_ms=T0 + 10_000),
+                                            dict(INCIDENT, end_ms=T0 + 10_000, leader_id=4, leader_epoch=None)])
+    counted = with_fetch_failures(both, bronze).select("leader_id", "failed_fetches").collect()
+    assert sorted((r[0], r[1]) for r in counted) == [(1, 2), (4, 2)]
 
 
 def test_offset_series_keeps_the_last_value_and_the_range_of_each_bucket(spark: SparkSession) -> None:
