@@ -102,6 +102,7 @@ def _any_contains(col: str, literals: Sequence[str]) -> Column:
 
 
 def _any_starts(col: str | Column, prefixes: Sequence[str]) -> Column:
+    """Whether the column starts with any of `prefixes`."""
     column = F.col(col) if isinstance(col, str) else col
     return reduce(lambda a, b: a | b, [column.startswith(x) for x in prefixes])
 

@@ -477,8 +477,8 @@ class ReplicaFetcherThread:
         diverging: dict[TopicPartition, EpochEndOffset] = {}
         if response.error != NONE:
             # leader.fetch threw ("Error in response for fetch request"): Kafka backs off every partition of the
-            # thread. Each partition the request carried records the request's error, so that a follower cut
-            # off from its leader shows in its partitions' fetch history, not only as a gap in it.
+            # thread. The partitions whose answer it would have processed record the request's error, so that a
+            # follower cut off from its leader shows in its partitions' fetch history, not only as a gap in it.
             if self._emit is not None:
                 self._emit_request_error(request, response.error, received_ms)
             self._delay_partitions(list(states))
