@@ -689,10 +689,7 @@ class ReplicaFetcherThread:
         leader, fetcher = self.source_broker.id, self.fetcher_id
         for tp, sent in request.partitions.items():
             state = states.get(tp)
-            if state is None or sent.fetch_offset != state.fetch_offset:
-                continue
-            delay = state.delay
-            if state.state is not FETCHING or (delay is not None and delay.due_ms > self._now):
+            if state is None or sent.fetch_offset != state.fetch_offset or not state.is_ready_for_fetch(self._now):
                 continue
             epoch = sent.current_leader_epoch if sent.current_leader_epoch is not None else state.current_leader_epoch
             emit(fetch_response_event(

@@ -96,11 +96,16 @@ def _exception(error: str) -> str:
     return f"org.apache.kafka.common.errors.{name}Exception"
 
 
+def _fetcher_prefix(ev: Mapping[str, Any]) -> str:
+    """The log prefix of the fetcher thread that handled `ev` (1.0+)."""
+    return f"[ReplicaFetcher replicaId={ev['broker_id']}, leaderId={ev['leader_id']}, fetcherId={ev['fetcher_id']}]"
+
+
 def _fetch_error_lines(ev: Mapping[str, Any], tp: str, request_epoch: int | None, next_offset: int | None) -> list[str]:
     """What AbstractFetcherThread.processFetchRequest prints at INFO and above for a partition's error (reference
     §3.3): nothing for the DEBUG ones."""
     error, offset = str(ev["error"]), ev["fetch_offset"]
-    prefix = f"[ReplicaFetcher replicaId={ev['broker_id']}, leaderId={ev['leader_id']}, fetcherId={ev['fetcher_id']}]"
+    prefix = _fetcher_prefix(ev)
     logger = "kafka.server.ReplicaFetcherThread"
     if error in _DEBUG_ONLY:
         return []
@@ -134,27 +139,25 @@ def _request_failure_lines(group: list[Mapping[str, Any]], new: bool, incrementa
     and whether that line names the partitions (an `incremental` session request names none here)."""
     ev = group[0]
     leader = ev["leader_id"]
-    prefix = f"[ReplicaFetcher replicaId={ev['broker_id']}, leaderId={leader}, fetcherId={ev['fetcher_id']}]"
+    prefix = _fetcher_prefix(ev)
     cause = f"java.io.IOException: Connection to {leader} was disconnected before the response was read"
     trace = "\tat org.apache.kafka.clients.NetworkClientUtils.sendAndReceive(NetworkClientUtils.java:99)"
     session = "(sessionId=1234, epoch=7)" if incremental else "(sessionId=INVALID, epoch=INITIAL)"
+    head = f"(type=FetchRequest, replicaId={ev['broker_id']}, maxWait=500, minBytes=1, maxBytes=10485760, fetchData="
+    sending = f"{prefix} Error sending fetch request {session} to node {leader}:"
     if new:
         data = ", ".join(f"{e['topic']}-{e['partition']}=PartitionData(topicId={topic_id(e['topic'])}, fetchOffset="
                          f"{e['fetch_offset']}, logStartOffset=0, maxBytes=1048576, currentLeaderEpoch=Optional["
                          f"{e['leader_epoch']}], lastFetchedEpoch=Optional.empty)" for e in group)
-        request = (f"(type=FetchRequest, replicaId={ev['broker_id']}, maxWait=500, minBytes=1, maxBytes=10485760, "
-                   f"fetchData={{{data}}}, isolationLevel=READ_UNCOMMITTED, removed=, replaced=, metadata={session}, "
+        request = (f"{head}{{{data}}}, isolationLevel=READ_UNCOMMITTED, removed=, replaced=, metadata={session}, "
                    "rackId=)")
-        lines = [_line(ev, "org.apache.kafka.clients.FetchSessionHandler",
-                       f"{prefix} Error sending fetch request {session} to node {leader}:"), cause, trace]
+        lines = [_line(ev, "org.apache.kafka.clients.FetchSessionHandler", sending), cause, trace]
     else:
         data = "" if incremental else ", ".join(
             f"{e['topic']}-{e['partition']}=(fetchOffset={e['fetch_offset']}, logStartOffset=0, maxBytes=1048576, "
             f"currentLeaderEpoch=Optional[{e['leader_epoch']}])" for e in group)
-        request = (f"(type=FetchRequest, replicaId={ev['broker_id']}, maxWait=500, minBytes=1, maxBytes=10485760, "
-                   f"fetchData={{{data}}}, isolationLevel=READ_UNCOMMITTED, toForget=, metadata={session})")
-        lines = [_line(ev, "org.apache.kafka.clients.FetchSessionHandler",
-                       f"{prefix} Error sending fetch request {session} to node {leader}: {cause}.")]
+        request = f"{head}{{{data}}}, isolationLevel=READ_UNCOMMITTED, toForget=, metadata={session})"
+        lines = [_line(ev, "org.apache.kafka.clients.FetchSessionHandler", f"{sending} {cause}.")]
     lines += [_line(ev, "kafka.server.ReplicaFetcherThread", f"{prefix} Error in response for fetch request {request}",
                     "WARN"), cause, trace]
     return lines, bool(data)
