@@ -1,6 +1,6 @@
 """Audit bronze against the invariant catalogue: `gold/invariant_violations` and `gold/audit_runs`.
 
-    replog audit [--lake DIR] [--config FILE] [--run RUN_ID ...] [--fail-on error|warning|never]
+    replog audit [--lake DIR] [--config FILE] [--run RUN_ID ...] [--changed] [--fail-on error|warning|never]
     ./spark-submit.sh audit
 
 The catalogue is `replication_core.checker.catalogue.CATALOGUE` (one source for the reference checker
@@ -11,10 +11,18 @@ the differential tests hold this job to, run for run.
 What one audit does: read the bronze snapshot (its version is recorded), evaluate every implemented
 invariant, replace the audited runs' partitions of `gold/invariant_violations` with what it found (a
 rerun replaces, never duplicates), and append one row to `gold/audit_runs` with the counts per invariant
-and the invariants it did *not* evaluate, so a clean audit never hides a check that did not run.
+and the invariants it did *not* evaluate, so a clean audit never hides a check that did not run. Last,
+it records per run what it judged (event count, largest event id, the audit code's signature) in
+`gold/_audit_watermarks` (`jobs.audit_watermarks`).
+
+Incremental (`changed=True`, `replog audit --changed`, for scheduled audits of a growing lake): only the
+runs (of `runs`, or all) whose bronze events changed since an audit of the same code last judged them
+are audited; the others keep their violations, and their counts are not in this audit's. With nothing
+changed the audit writes nothing and exits 0.
 
 Exit codes a scheduler can act on (`AuditResult.exit_code`): 0 clean for `fail_on`, 1 violations at or
-above `fail_on` (`error`: errors only; `warning`: any violation; `never`: always 0), 2 the job failed.
+above `fail_on` in the runs audited (`error`: errors only; `warning`: any violation; `never`: always 0), 2
+the job failed.
 Only aggregates (counts per invariant, one row per run id) and a `limit`ed sample are collected.
 """
 
@@ -32,6 +40,7 @@ from pyspark import StorageLevel
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
+from jobs.audit_watermarks import audit_signature, changed_runs, judged_marks, record_judged, run_marks
 from jobs.invariants import IMPLEMENTED, NOT_IMPLEMENTED, evaluate
 from jobs.lake import Lake
 from jobs.runs import bronze_runs
@@ -60,6 +69,8 @@ class AuditResult:
     fail_on: str
     exit_code: int = EXIT_CLEAN
     runs: list[str] = field(default_factory=list)
+    unchanged: list[str] = field(default_factory=list)
+    """Runs an incremental audit left out: their events were judged before by the same code."""
     bronze_version: int | None = None
     counts: dict[str, dict[str, int]] = field(default_factory=dict)
     not_evaluated: tuple[str, ...] = NOT_IMPLEMENTED
@@ -86,8 +97,12 @@ class AuditResult:
         """The lines printed at the end of a run."""
         if self.error is not None:
             return f"audit {self.audit_id}: FAILED: {self.reason}"
+        if self.unchanged and not self.runs:
+            return (f"audit: nothing new: {len(self.unchanged)} run(s) already judged at their current events by "
+                    f"this code (bronze version {self.bronze_version}); nothing written, exit 0")
+        left_out = f" ({len(self.unchanged)} unchanged runs not audited again)" if self.unchanged else ""
         lines = [
-            f"audit {self.audit_id}: {len(self.runs)} runs, bronze version {self.bronze_version}, "
+            f"audit {self.audit_id}: {len(self.runs)} runs{left_out}, bronze version {self.bronze_version}, "
             f"{self.errors} errors, {self.warnings} warnings, exit {self.exit_code} (fail-on {self.fail_on}), "
             f"{self.duration_ms} ms",
         ]
@@ -132,8 +147,10 @@ def run_audit(
     fail_on: str = "error",
     log: Callable[[str], None] = print,
     sample: int = SAMPLE_LINES,
+    changed: bool = False,
 ) -> AuditResult:
-    """Audit `runs` (default: every run in bronze) and write the gold tables; see the module docstring.
+    """Audit `runs` (default: every run in bronze; with `changed`, those of them with events not yet judged
+    by this code) and write the gold tables; see the module docstring.
 
     Never raises for a job failure: it is logged and returned as exit code 2.
     """
@@ -156,23 +173,19 @@ def run_audit(
             # 60 columns (JVM CPU, same JVM, alternating: 1 M events 130 -> 109 s, 10 M see
             # benchmarks/README.md "Session 7").
             bronze = lake.read(BRONZE_EVENTS, wanted)
-            log(f"audit {result.audit_id}: {len(result.runs)} runs, bronze version {result.bronze_version}, "
-                f"{len(IMPLEMENTED)} invariants evaluated, {len(NOT_IMPLEMENTED)} not evaluated")
-            found = audit_violations(bronze, log=log).withColumn("audit_id", F.lit(result.audit_id)).persist(
-                StorageLevel.MEMORY_AND_DISK)
-            for r in found.groupBy("invariant", "severity").count().collect():
-                result.counts.setdefault(r["invariant"], {})[r["severity"]] = int(r["count"])
-            first = found.orderBy("run_id", "topic", "partition", "event_id", "invariant").limit(sample)
-            result.sample = [_sample_line(r.asDict()) for r in first.collect()]
-            if result.runs:
-                columns = [f.name for f in INVARIANT_VIOLATIONS_SCHEMA]
-                lake.overwrite_partitions(GOLD_INVARIANT_VIOLATIONS, found.select(*columns),
-                                          [{"run_id": r} for r in result.runs],
-                                          metadata={"replog.audit": result.audit_id})
-            result.exit_code = exit_code_for(result.errors, result.warnings, fail_on)
-            result.duration_ms = int((time.perf_counter() - t0) * 1000)
-            lake.append(GOLD_AUDIT_RUNS, _audit_row(spark, result, started),
-                        metadata={"replog.audit": result.audit_id})
+            # From the same file list as the scans read, so that what is recorded is what was judged.
+            signature = audit_signature()
+            marks = run_marks(bronze)
+            if changed:
+                todo = changed_runs(marks, judged_marks(lake, result.runs, signature))
+                result.unchanged = [r for r in result.runs if r not in todo]
+                result.runs = todo
+                if result.unchanged and todo:
+                    bronze = bronze.where(F.col("run_id").isin(todo))  # a partition filter: files pruned
+                marks = {r: marks[r] for r in todo}
+            if result.runs or not changed:
+                found = _judge(spark, lake, bronze, result, started, t0, sample, log)
+                record_judged(lake, marks, signature, result.audit_id, result.bronze_version)
         except Exception as exc:  # the scheduler's exit code 2: any failure of the job itself
             result.error = f"{type(exc).__name__}: {exc}"
             result.exit_code = EXIT_FAILED
@@ -184,6 +197,30 @@ def run_audit(
             result.duration_ms = int((time.perf_counter() - t0) * 1000)
     log(result.summary())
     return result
+
+
+def _judge(spark: SparkSession, lake: Lake, bronze: DataFrame, result: AuditResult, started: float, t0: float,
+           sample: int, log: Callable[[str], None]) -> DataFrame:
+    """Evaluate the catalogue on `bronze` (the runs of `result`), write the gold tables, fill `result`; returns
+    the persisted violations (the caller unpersists them)."""
+    log(f"audit {result.audit_id}: {len(result.runs)} runs, bronze version {result.bronze_version}, "
+        f"{len(IMPLEMENTED)} invariants evaluated, {len(NOT_IMPLEMENTED)} not evaluated"
+        + (f"; {len(result.unchanged)} unchanged runs left out" if result.unchanged else ""))
+    found = audit_violations(bronze, log=log).withColumn("audit_id", F.lit(result.audit_id)).persist(
+        StorageLevel.MEMORY_AND_DISK)
+    for r in found.groupBy("invariant", "severity").count().collect():
+        result.counts.setdefault(r["invariant"], {})[r["severity"]] = int(r["count"])
+    first = found.orderBy("run_id", "topic", "partition", "event_id", "invariant").limit(sample)
+    result.sample = [_sample_line(r.asDict()) for r in first.collect()]
+    if result.runs:
+        columns = [f.name for f in INVARIANT_VIOLATIONS_SCHEMA]
+        lake.overwrite_partitions(GOLD_INVARIANT_VIOLATIONS, found.select(*columns),
+                                  [{"run_id": r} for r in result.runs],
+                                  metadata={"replog.audit": result.audit_id})
+    result.exit_code = exit_code_for(result.errors, result.warnings, result.fail_on)
+    result.duration_ms = int((time.perf_counter() - t0) * 1000)
+    lake.append(GOLD_AUDIT_RUNS, _audit_row(spark, result, started), metadata={"replog.audit": result.audit_id})
+    return found
 
 
 def _audit_row(spark: SparkSession, result: AuditResult, started: float) -> DataFrame:

@@ -8,6 +8,7 @@
     replog simulate --scenario FILE --out DIR [...]            run a scenario on the simulated cluster
     replog check   --events DIR [--json FILE]                  the reference invariant checker
     replog timelines / lag / audit [--run ID] [--lake DIR]     the Spark analytics over bronze
+    replog audit --changed [--fail-on error|warning|never]     only runs with events not yet audited (schedules)
     replog report  [--out DIR] [--run ID]                      Markdown + HTML incident report with PNG plots
 
 Exit codes: 0 success (even with quarantined records), 2 the job failed (one-line reason on
@@ -59,6 +60,9 @@ def _parser() -> argparse.ArgumentParser:
 
     audit = sub.add_parser("audit", help="check the invariant catalogue on bronze; gold/invariant_violations")
     audit.add_argument("--run", action="append", dest="runs", help="only this run_id (repeatable)")
+    audit.add_argument("--changed", action="store_true",
+                       help="only the runs whose events changed since an audit of this code judged them "
+                            "(scheduled audits of a growing lake); nothing changed: nothing written, exit 0")
     audit.add_argument("--fail-on", choices=("warning", "error", "never"), default="error",
                        help="exit 1 on violations of this severity or worse (default error)")
     common(audit)
@@ -147,7 +151,8 @@ def _cmd_audit(args: argparse.Namespace) -> int:
     from jobs.audit import run_audit
 
     spark, lake = _session_and_lake(args)
-    result = run_audit(spark, lake, runs=args.runs, fail_on=args.fail_on)  # it prints its own summary
+    # It prints its own summary.
+    result = run_audit(spark, lake, runs=args.runs, fail_on=args.fail_on, changed=args.changed)
     if result.reason is not None:
         print(f"replog audit: failed: {result.reason}", file=sys.stderr)
     return int(result.exit_code)

@@ -83,10 +83,26 @@ AUDIT_RUNS_SCHEMA: pa.Schema = pa.schema(
 )
 """`gold/audit_runs`: one row per `replog audit` run."""
 
+AUDIT_WATERMARKS_SCHEMA: pa.Schema = pa.schema(
+    [
+        _f("run_id", pa.string(), "Run.", nullable=False),
+        _f("event_count", pa.int64(), "Bronze events of the run the audit judged.", nullable=False),
+        _f("max_event_id", pa.int64(), "Largest bronze event_id among them.", nullable=False),
+        _f("audit_signature", pa.string(), "What judged them: replog's version and a digest of the invariants' "
+           "sources (jobs.audit_watermarks.audit_signature); another signature means the run is judged again.",
+           nullable=False),
+        _f("audit_id", pa.string(), "The audit that judged them (gold/audit_runs).", nullable=False),
+        _f("bronze_version", pa.int64(), "Version of bronze/replication_events that audit read."),
+    ]
+)
+"""`gold/_audit_watermarks`: per run, what its last audit judged (`replog audit --changed` skips runs it matches)."""
+
 GOLD_INVARIANT_VIOLATIONS = TableSpec("gold/invariant_violations", INVARIANT_VIOLATIONS_SCHEMA, ("run_id",))
 GOLD_AUDIT_RUNS = TableSpec("gold/audit_runs", AUDIT_RUNS_SCHEMA)
+GOLD_AUDIT_WATERMARKS = TableSpec("gold/_audit_watermarks", AUDIT_WATERMARKS_SCHEMA, ("run_id",))
 
-AUDIT_TABLES: dict[str, TableSpec] = {t.name: t for t in (GOLD_INVARIANT_VIOLATIONS, GOLD_AUDIT_RUNS)}
+AUDIT_TABLES: dict[str, TableSpec] = {
+    t.name: t for t in (GOLD_INVARIANT_VIOLATIONS, GOLD_AUDIT_RUNS, GOLD_AUDIT_WATERMARKS)}
 """The audit's tables by name (kept here: schemas.tables is owned by the timelines/lag work)."""
 
 SPARK_VIOLATION_SCHEMA = to_spark_schema(VIOLATION_SCHEMA)

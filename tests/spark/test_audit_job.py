@@ -5,14 +5,16 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+import pytest
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
 from jobs.audit import exit_code_for, run_audit
+from jobs.audit_watermarks import audit_signature, judged_marks
 from jobs.cli import main as cli_main
 from jobs.invariants import IMPLEMENTED, NOT_IMPLEMENTED, SCANS
 from jobs.lake import EmbeddedLake
-from schemas.audit import GOLD_AUDIT_RUNS, GOLD_INVARIANT_VIOLATIONS
+from schemas.audit import GOLD_AUDIT_RUNS, GOLD_AUDIT_WATERMARKS, GOLD_INVARIANT_VIOLATIONS
 from schemas.events import BRONZE_EVENTS_SCHEMA
 from schemas.tables import BRONZE_EVENTS
 from tests.spark.audit_cases import timed
@@ -77,6 +79,65 @@ def test_audit_writes_violations_and_its_run_record_and_a_rerun_replaces(events,
     assert all(c["note"] for c in per.values() if not c["evaluated"]), "never-evaluated invariants say why"
 
 
+def test_a_changed_audit_judges_only_the_runs_with_events_no_audit_of_this_code_judged(
+        events, lake: EmbeddedLake) -> None:
+    # A scheduled audit of a growing lake: the runs nothing was added to keep their verdicts.
+    lake.append(BRONZE_EVENTS, _bronze(events, {"lost": LOST, "excused": EXCUSED}))
+    first = run_audit(lake.spark, lake, changed=True, log=lambda _: None)
+    assert (first.runs, first.unchanged, first.errors, first.warnings, first.exit_code) == (
+        ["excused", "lost"], [], 1, 1, 1), "never judged: every run"
+
+    def marks() -> dict[str, tuple[int, int, str, str]]:
+        return {r["run_id"]: (r["event_count"], r["max_event_id"], r["audit_id"], r["audit_signature"])
+                for r in lake.read(GOLD_AUDIT_WATERMARKS).collect()}
+
+    signature = audit_signature()
+    # event ids are positions (tests/spark/conftest.py event_rows): 4 and 5 events
+    assert marks() == {"lost": (4, 3, first.audit_id, signature), "excused": (5, 4, first.audit_id, signature)}
+    tables = (GOLD_INVARIANT_VIOLATIONS, GOLD_AUDIT_RUNS, GOLD_AUDIT_WATERMARKS)
+    versions = [lake.version(t) for t in tables]
+    lines: list[str] = []
+    idle = run_audit(lake.spark, lake, changed=True, log=lines.append)
+    assert (idle.runs, idle.unchanged, idle.exit_code, idle.error) == ([], ["excused", "lost"], 0, None)
+    assert [lake.version(t) for t in tables] == versions, "nothing new: nothing written"
+    assert lines == ["audit: nothing new: 2 run(s) already judged at their current events by this code "
+                     f"(bronze version {lake.version(BRONZE_EVENTS)}); nothing written, exit 0"]
+    # A later batch adds an event to one run: it alone is judged again, and the exit code is its own.
+    later = dict(event_type="broker_lifecycle", broker_id=1, action="start", topic=None, partition=None,
+                 event_id=5, ts_ms=2000)
+    lake.append(BRONZE_EVENTS, _bronze(events, {"excused": [later]}))
+    again = run_audit(lake.spark, lake, changed=True, fail_on="warning", log=lambda _: None)
+    assert (again.runs, again.unchanged, again.errors, again.warnings, again.exit_code) == (
+        ["excused"], ["lost"], 0, 1, 1)
+    found = {(r["run_id"], r["severity"], r["audit_id"]) for r in lake.read(GOLD_INVARIANT_VIOLATIONS).collect()}
+    assert found == {("lost", "error", first.audit_id), ("excused", "warning", again.audit_id)}
+    assert marks() == {"lost": (4, 3, first.audit_id, signature), "excused": (6, 5, again.audit_id, signature)}
+    assert {r["audit_id"]: r["runs"] for r in lake.read(GOLD_AUDIT_RUNS).collect()} == {
+        first.audit_id: ["excused", "lost"], again.audit_id: ["excused"]}
+    # What another version of the audit's code judged does not count: every run would be judged again.
+    assert set(judged_marks(lake, ["excused", "lost"], signature)) == {"excused", "lost"}
+    assert judged_marks(lake, ["excused", "lost"], signature + "-other") == {}
+
+
+def test_the_audit_signature_follows_the_sources_of_what_judges(tmp_path, monkeypatch) -> None:
+    import importlib
+
+    import jobs.audit_watermarks as watermarks
+
+    probe = tmp_path / "replog_signature_probe.py"
+    probe.write_text("RULE = 1\n", encoding="utf-8")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.setattr(watermarks, "SIGNED_MODULES", (*watermarks.SIGNED_MODULES, "replog_signature_probe"))
+    before = audit_signature()
+    assert before == audit_signature(), "a signature is a function of the sources"
+    probe.write_text("RULE = 2\n", encoding="utf-8")
+    importlib.invalidate_caches()
+    assert audit_signature() != before
+    monkeypatch.setattr(watermarks, "SIGNED_MODULES", (*watermarks.SIGNED_MODULES, "replog_no_such_module"))
+    with pytest.raises(RuntimeError, match="cannot read the source of replog_no_such_module"):
+        audit_signature()  # an unreadable module is not signed as if it were absent
+
+
 def test_exit_code_for_counts_warnings_only_when_told() -> None:
     assert [exit_code_for(0, 1, f) for f in ("error", "warning", "never")] == [0, 1, 0]
     assert [exit_code_for(1, 0, f) for f in ("error", "warning", "never")] == [1, 1, 0]
@@ -116,6 +177,9 @@ def test_the_audit_command_prints_its_summary_once_and_a_failure_on_stderr(event
     out = capsys.readouterr().out
     assert out.count("acked_write_lost") >= 1 and out.count(" 1 runs, bronze version ") == 2  # start + summary
     assert out.count("exit 1 (fail-on error)") == 1, "the summary is printed once"
+    # The run was judged by this code at these events: a scheduled `--changed` audit has nothing to do.
+    assert cli_main(["audit", "--config", str(config), "--run", "lost", "--changed"]) == 0
+    assert "audit: nothing new: 1 run(s) already judged" in capsys.readouterr().out
     assert cli_main(["audit", "--config", str(config), "--run", "nope"]) == 2
     captured = capsys.readouterr()
     assert captured.err.strip().splitlines() == [
