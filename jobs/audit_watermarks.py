@@ -9,22 +9,31 @@ its other writes, so an audit that failed half-way leaves its runs still to do.
 
 from __future__ import annotations
 
-import hashlib
-import importlib.util
-import pkgutil
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
-import jobs.invariants
 from jobs.lake import Lake
+from replication_core import provenance
 from schemas.audit import GOLD_AUDIT_WATERMARKS
 from schemas.spark import to_spark_schema
 
-SIGNED_MODULES: tuple[str, ...] = ("replication_core.checker.catalogue",)
-"""Modules besides `jobs.invariants` whose source decides a verdict (the catalogue's severities and rules)."""
+SIGNED_SOURCES: tuple[tuple[str, str | None], ...] = (
+    ("jobs.invariants", None),
+    ("replication_core.checker", "catalogue.py"),
+    ("replication_core", "config.py"),
+    ("replication_core", "truncation.py"),
+)
+"""The sources that decide a verdict (`replication_core.provenance.source_digest` pairs): every invariant
+function, the catalogue's severities and rules, and the engine modules they take Kafka's defaults and the
+truncation generations from (a test keeps this in step with what `jobs.invariants` imports)."""
+UNSIGNED_IMPORTS: frozenset[str] = frozenset({"jobs.session", "schemas.audit"})
+"""Modules `jobs.invariants` imports that decide no verdict: a storage level, the violation columns."""
+UNSIGNED = "unsigned"
+"""The signature recorded when the sources cannot be read (a deployment without `.py` files): it matches
+no later audit, so every run is judged again."""
 
 
 @dataclass(frozen=True)
@@ -36,31 +45,9 @@ class RunMark:
 
 
 def audit_signature() -> str:
-    """replog's version plus a digest of the invariants' sources: another value means other verdicts may follow.
-
-    Sources are read through their module loaders, so the digest is the same when the code runs from a
-    `--py-files` zip (spark-submit) as from the checkout.
-    """
-    names = ["jobs.invariants", *sorted(f"jobs.invariants.{m.name}" for m in pkgutil.iter_modules(
-        jobs.invariants.__path__)), *SIGNED_MODULES]
-    digest = hashlib.sha256()
-    for name in names:
-        spec = importlib.util.find_spec(name)
-        source = spec.loader.get_source(name) if spec is not None and spec.loader is not None else None  # type: ignore[attr-defined]
-        if source is None:
-            raise RuntimeError(f"cannot read the source of {name} to sign the audit: expected a .py module")
-        digest.update(name.encode())
-        digest.update(source.encode())
-    return f"{_package_version()}+{digest.hexdigest()[:12]}"
-
-
-def _package_version() -> str:
-    try:
-        from importlib.metadata import version
-
-        return version("replog")
-    except Exception:  # not installed (a zip on a cluster's driver): the digest still names the code
-        return "0+unknown"
+    """A digest of `SIGNED_SOURCES`: another value means other verdicts may follow. Not the package version,
+    which names no code (an installed 0.1.0 and a zip on a cluster's driver without it are the same code)."""
+    return provenance.source_digest(SIGNED_SOURCES)
 
 
 def run_marks(bronze: DataFrame) -> dict[str, RunMark]:
@@ -71,7 +58,7 @@ def run_marks(bronze: DataFrame) -> dict[str, RunMark]:
 
 def judged_marks(lake: Lake, runs: Sequence[str], signature: str) -> dict[str, RunMark]:
     """What the last audit of each of `runs` judged, where that audit ran with `signature`."""
-    if not runs or not lake.exists(GOLD_AUDIT_WATERMARKS):
+    if not runs or signature == UNSIGNED or not lake.exists(GOLD_AUDIT_WATERMARKS):
         return {}
     rows = (lake.read(GOLD_AUDIT_WATERMARKS, [{"run_id": r} for r in runs])
             .where(F.col("audit_signature") == signature)
@@ -91,6 +78,18 @@ def record_judged(lake: Lake, marks: dict[str, RunMark], signature: str, audit_i
         return
     rows = [(run, m.event_count, m.max_event_id, signature, audit_id, bronze_version)
             for run, m in sorted(marks.items())]
-    df = lake.spark.createDataFrame(rows, to_spark_schema(GOLD_AUDIT_WATERMARKS.schema))
-    lake.overwrite_partitions(GOLD_AUDIT_WATERMARKS, df, [{"run_id": r} for r in sorted(marks)],
+    _replace(lake, lake.spark.createDataFrame(rows, to_spark_schema(GOLD_AUDIT_WATERMARKS.schema)), sorted(marks),
+             audit_id)
+
+
+def forget_judged(lake: Lake, runs: Sequence[str], audit_id: str) -> None:
+    """Remove the watermarks of `runs`, before an audit replaces their violations: until it records what it
+    judged, a failed audit leaves no watermark vouching for violations it may have replaced."""
+    if runs and lake.exists(GOLD_AUDIT_WATERMARKS):
+        _replace(lake, lake.spark.createDataFrame([], to_spark_schema(GOLD_AUDIT_WATERMARKS.schema)), runs,
+                 audit_id)
+
+
+def _replace(lake: Lake, df: DataFrame, runs: Sequence[str], audit_id: str) -> None:
+    lake.overwrite_partitions(GOLD_AUDIT_WATERMARKS, df, [{"run_id": r} for r in runs],
                               metadata={"replog.audit": audit_id})

@@ -224,5 +224,21 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_FAILED
 
 
+def _import_from_checkout() -> None:
+    """Run as a script (spark-submit.sh's driver): import replog from the checkout that holds this file.
+
+    spark-submit puts the `--py-files` zip first on the driver's path. Imported from it, the engine runs
+    interpreted (Python loads no compiled extension from a zip) and paths derived from `__file__` (the
+    demo's default scenario) point into the zip. The checkout is the code the zip was built from; the
+    executors keep the zip. Where this file is not in a checkout (a cluster-mode driver), nothing changes.
+    The script's own folder (`jobs/`) leaves the path: its modules are not top-level modules.
+    """
+    here = Path(__file__).resolve().parent
+    root = here.parent
+    if (root / "jobs" / "__init__.py").is_file() and (root / "replication_core" / "__init__.py").is_file():
+        sys.path[:] = [str(root), *(p for p in sys.path if Path(p or ".").resolve() not in (here, root))]
+
+
 if __name__ == "__main__":
+    _import_from_checkout()
     sys.exit(main())

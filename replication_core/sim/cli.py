@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import argparse
 import gc
-import hashlib
 import os
 import sys
 import time
@@ -25,6 +24,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from replication_core import provenance
 from replication_core._native_guard import core_compiled
 from replication_core.sim.cluster import Cluster, RunStats
 from replication_core.sim.scenario import (
@@ -39,7 +39,6 @@ from replication_core.sim.writer import EventWriter
 from schemas.events import SCHEMA_VERSION
 
 MODES = ("high-watermark", "leader-epoch-v0", "leader-epoch", "diverging-epoch")
-_PACKAGE = Path(__file__).resolve().parents[1]
 
 
 def load_scenario(path: str | Path) -> Scenario:
@@ -49,17 +48,7 @@ def load_scenario(path: str | Path) -> Scenario:
 
 def code_version() -> str:
     """Package version plus a digest of the engine and simulator sources (what produced the events)."""
-    try:
-        from importlib.metadata import version
-
-        base = version("replog")
-    except Exception:  # not installed: still identify the sources
-        base = "0+unknown"
-    digest = hashlib.sha256()
-    for path in sorted(_PACKAGE.rglob("*.py")):
-        digest.update(path.relative_to(_PACKAGE).as_posix().encode())
-        digest.update(path.read_bytes())
-    return f"{base}+{digest.hexdigest()[:12]}"
+    return provenance.code_version([("replication_core", None)])
 
 
 def max_network_delay_ms(scenario: Scenario) -> int | None:

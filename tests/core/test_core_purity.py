@@ -60,11 +60,15 @@ BUILD_GUARD = "_native_guard.py"
 """The build check `replication_core/__init__.py` runs on import (compiled extensions against their
 sources): not a state machine; it may read the package's own files (`test_build_guard_reads_only_files`)."""
 BUILD_GUARD_MODULES = frozenset({"__future__", "hashlib", "importlib", "json", "os", "replication_core"})
+PROVENANCE = "provenance.py"
+"""Which code produced a result (`code_version`): not a state machine; it reads the packages' own sources
+through `importlib.resources` (`test_provenance_reads_only_sources`)."""
+PROVENANCE_MODULES = frozenset({"__future__", "collections", "hashlib", "importlib"})
 
 
 def state_machine_files() -> list[Path]:
     """Every module of the first tier (the pure state machines)."""
-    return sorted(f for f in PACKAGE.rglob("*.py") if not _in_sim_tier(f) and f.name != BUILD_GUARD)
+    return sorted(f for f in PACKAGE.rglob("*.py") if not _in_sim_tier(f) and f.name not in (BUILD_GUARD, PROVENANCE))
 
 
 def sim_tier_files() -> list[Path]:
@@ -112,6 +116,17 @@ def test_build_guard_reads_only_files() -> None:
     users = {f.relative_to(PACKAGE).as_posix() for f in PACKAGE.rglob("*.py")
              if "_native_guard" in f.read_text() and f.name != BUILD_GUARD}
     assert users == {"__init__.py", "sim/cli.py"}
+
+
+def test_provenance_reads_only_sources() -> None:
+    """The provenance module imports only what reading and hashing sources needs, and among the engine's
+    modules only the simulator's CLI uses it (for run.json; the audit's signature is outside the package)."""
+    path = PACKAGE / PROVENANCE
+    mods = imported_modules(ast.parse(path.read_text(), filename=str(path)))
+    assert mods <= PROVENANCE_MODULES, sorted(mods - PROVENANCE_MODULES)
+    users = {f.relative_to(PACKAGE).as_posix() for f in PACKAGE.rglob("*.py")
+             if "provenance" in f.read_text() and f.name != PROVENANCE}
+    assert users == {"sim/cli.py"}
 
 
 def test_the_simulator_and_checker_tier_exists() -> None:

@@ -9,8 +9,9 @@ import pytest
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
+import jobs.audit
 from jobs.audit import exit_code_for, run_audit
-from jobs.audit_watermarks import audit_signature, judged_marks
+from jobs.audit_watermarks import audit_signature, changed_runs, judged_marks, run_marks
 from jobs.cli import main as cli_main
 from jobs.invariants import IMPLEMENTED, NOT_IMPLEMENTED, SCANS
 from jobs.lake import EmbeddedLake
@@ -80,7 +81,7 @@ def test_audit_writes_violations_and_its_run_record_and_a_rerun_replaces(events,
 
 
 def test_a_changed_audit_judges_only_the_runs_with_events_no_audit_of_this_code_judged(
-        events, lake: EmbeddedLake) -> None:
+        events, lake: EmbeddedLake, monkeypatch) -> None:
     # A scheduled audit of a growing lake: the runs nothing was added to keep their verdicts.
     lake.append(BRONZE_EVENTS, _bronze(events, {"lost": LOST, "excused": EXCUSED}))
     first = run_audit(lake.spark, lake, changed=True, log=lambda _: None)
@@ -117,6 +118,16 @@ def test_a_changed_audit_judges_only_the_runs_with_events_no_audit_of_this_code_
     # What another version of the audit's code judged does not count: every run would be judged again.
     assert set(judged_marks(lake, ["excused", "lost"], signature)) == {"excused", "lost"}
     assert judged_marks(lake, ["excused", "lost"], signature + "-other") == {}
+    # An audit that fails once it has started judging a run leaves no watermark vouching for that run.
+    def boom(*_: Any, **__: Any) -> DataFrame:
+        raise RuntimeError("scan failed")
+
+    monkeypatch.setattr(jobs.audit, "audit_violations", boom)
+    failed = run_audit(lake.spark, lake, runs=["lost"], log=lambda _: None)
+    assert (failed.exit_code, failed.error) == (2, "RuntimeError: scan failed")
+    assert set(marks()) == {"excused"}
+    assert changed_runs(run_marks(lake.read(BRONZE_EVENTS)), judged_marks(lake, ["excused", "lost"], signature)) == [
+        "lost"]
 
 
 def test_the_audit_signature_follows_the_sources_of_what_judges(tmp_path, monkeypatch) -> None:
@@ -124,18 +135,56 @@ def test_the_audit_signature_follows_the_sources_of_what_judges(tmp_path, monkey
 
     import jobs.audit_watermarks as watermarks
 
-    probe = tmp_path / "replog_signature_probe.py"
-    probe.write_text("RULE = 1\n", encoding="utf-8")
+    package = tmp_path / "replog_signature_probe"
+    package.mkdir()
+    (package / "__init__.py").write_text("", encoding="utf-8")
+    (package / "rule.py").write_text("RULE = 1\n", encoding="utf-8")
     monkeypatch.syspath_prepend(str(tmp_path))
-    monkeypatch.setattr(watermarks, "SIGNED_MODULES", (*watermarks.SIGNED_MODULES, "replog_signature_probe"))
+    signed = watermarks.SIGNED_SOURCES
+    monkeypatch.setattr(watermarks, "SIGNED_SOURCES", (*signed, ("replog_signature_probe", "rule.py")))
     before = audit_signature()
     assert before == audit_signature(), "a signature is a function of the sources"
-    probe.write_text("RULE = 2\n", encoding="utf-8")
+    (package / "rule.py").write_text("RULE = 2\n", encoding="utf-8")
     importlib.invalidate_caches()
     assert audit_signature() != before
-    monkeypatch.setattr(watermarks, "SIGNED_MODULES", (*watermarks.SIGNED_MODULES, "replog_no_such_module"))
-    with pytest.raises(RuntimeError, match="cannot read the source of replog_no_such_module"):
-        audit_signature()  # an unreadable module is not signed as if it were absent
+    monkeypatch.setattr(watermarks, "SIGNED_SOURCES", (*signed, ("replog_signature_probe", "gone.py")))
+    with pytest.raises(FileNotFoundError, match=r"no Python source gone\.py in package replog_signature_probe"):
+        audit_signature()  # an unreadable source is not signed as if it were absent
+
+
+def test_an_audit_whose_sources_cannot_be_read_runs_unsigned_and_vouches_for_nothing(monkeypatch) -> None:
+    import jobs.audit_watermarks as watermarks
+
+    def unreadable() -> str:
+        raise FileNotFoundError("no Python source config.py in package replication_core")
+
+    monkeypatch.setattr(jobs.audit, "audit_signature", unreadable)
+    lines: list[str] = []
+    assert jobs.audit._signature(lines.append) == watermarks.UNSIGNED
+    assert lines == ["audit: cannot sign the audit's code (no Python source config.py in package replication_core); "
+                     "its runs are recorded as unsigned"]
+    assert judged_marks(None, ["r"], watermarks.UNSIGNED) == {}, "no lake is read: unsigned matches nothing"  # type: ignore[arg-type]
+
+
+def test_the_audit_signs_every_module_the_invariants_take_a_rule_from() -> None:
+    # A verdict can change with any module jobs.invariants imports; each is signed, or said to decide none.
+    import ast
+    from pathlib import Path
+
+    import jobs.audit_watermarks as watermarks
+
+    signed = {f"{pkg}.{name.removesuffix('.py')}" if name else pkg for pkg, name in watermarks.SIGNED_SOURCES}
+    imported = set()
+    for path in Path(watermarks.__file__).with_name("invariants").glob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+                imported.add(node.module)
+            elif isinstance(node, ast.Import):
+                imported.update(a.name for a in node.names)
+    ours = {m for m in imported if m.split(".")[0] in ("jobs", "replication_core", "schemas")}
+    assert ours, "the walk found the invariants' imports"
+    unsigned = {m for m in ours if not any(m == s or m.startswith(s + ".") for s in signed)}
+    assert unsigned == set(watermarks.UNSIGNED_IMPORTS), unsigned
 
 
 def test_exit_code_for_counts_warnings_only_when_told() -> None:
