@@ -1,4 +1,4 @@
-"""The incident report: Markdown + HTML with one PNG per flagged partition.
+"""The incident report: Markdown + HTML with a cluster overview per run and one PNG per flagged partition.
 
     replog report [--lake DIR] [--config FILE] [--out DIR] [--run RUN_ID ...]
     ./spark-submit.sh report
@@ -15,6 +15,9 @@ violations of those runs per invariant and severity, and names the invariants th
 evaluate. A partition is *flagged* when it has a violation, a lag incident or an unclean election; the
 worst `report.max_partitions` are plotted (errors, then warnings, then unclean elections, then late /
 missing / premature incidents, then other incidents), and the report says how many more were flagged.
+Each run (up to `report.max_partitions` of them) also gets its cluster overview (`jobs.cluster_overview`,
+`jobs.overview_plot`): partitions under-replicated / under min ISR / offline, lagging followers, ISR churn,
+broker crashes and elections over time.
 
 Bounded on the driver whatever the size of the run: only aggregates (counts per invariant, per
 verdict, one row per run), at most `max_rows` violations / incidents per list, and per plotted
@@ -41,8 +44,10 @@ from pyspark.sql import Column, DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
+from jobs.cluster_overview import bucket_bounds, elections, filled_counts, isr_churn, partition_counts
 from jobs.config import ReportConfig
 from jobs.lake import Lake
+from jobs.overview_plot import CHURN_COLUMNS, ELECTION_COLUMNS, ClusterOverview, plot_overview
 from jobs.plots import (
     ISR_COLUMNS,
     OFFSET_COLUMNS,
@@ -74,7 +79,13 @@ from replication_core.checker.catalogue import BY_NAME
 from schemas.audit import GOLD_AUDIT_RUNS, GOLD_INVARIANT_VIOLATIONS
 from schemas.events import BROKER_LIFECYCLE, FETCH_RESPONSE, KAFKA_LOG_SOURCE, LEADER_ELECTION
 from schemas.spark import to_spark_schema
-from schemas.tables import BRONZE_EVENTS, GOLD_LAG_INCIDENTS, SILVER_PARTITION_STATE, SILVER_REPLICA_OFFSETS
+from schemas.tables import (
+    BRONZE_EVENTS,
+    GOLD_LAG_INCIDENTS,
+    SILVER_ISR_CHANGES,
+    SILVER_PARTITION_STATE,
+    SILVER_REPLICA_OFFSETS,
+)
 
 KEY: list[str] = list(PARTITION_KEY)
 EVIDENCE_KEPT = 20
@@ -469,6 +480,8 @@ def run_report(
     finally:
         flagged.unpersist()
     sections, pngs = _sections(spark, lake, cfg, chosen, violations, incidents, bounds, out_dir, log)
+    drawn = plot_overviews(spark, lake, runs, out_dir, cfg, log, bounds=bounds, clear=True)
+    overviews, overview_pngs = [(run, path.name) for run, path in drawn], [path for _, path in drawn]
 
     doc = ReportDocument(
         generated_at=_iso(int(time.time() * 1000)), lake=lake.root, audit_id=audit["audit_id"],
@@ -478,13 +491,14 @@ def run_report(
         verdicts=verdicts, incidents=tuple(_incident_row(r, start(r["run_id"])) for r in incident_list),
         incidents_total=sum(verdicts.values()), flagged_total=flagged_total, sections=tuple(sections),
         max_partitions=cfg.max_partitions, max_rows=cfg.max_rows, fetch_errors=fetch_error_counts,
+        overviews=tuple(overviews),
         bucket_note=f"Series with more than {cfg.max_points} changes are aggregated into {cfg.max_points} time "
                     "buckets per run (last value, with the bucket's min..max range shaded).",
     )
     out_dir.mkdir(parents=True, exist_ok=True)
     result.markdown_path.write_text(markdown(doc), encoding="utf-8")
     result.html_path.write_text(html_page(doc), encoding="utf-8")
-    result.flagged, result.plotted, result.pngs = flagged_total, len(sections), pngs
+    result.flagged, result.plotted, result.pngs = flagged_total, len(sections), [*overview_pngs, *pngs]
     result.errors, result.warnings, result.incidents = doc.errors, doc.warnings, doc.incidents_total
     result.seconds = time.perf_counter() - t0
     return result
@@ -534,6 +548,80 @@ def _run_bounds(lake: Lake, parts: Sequence[dict[str, str]]) -> dict[str, tuple[
     if not parts:
         return {}
     return {r["run_id"]: (r["start_ms"], r["end_ms"]) for r in run_bounds(lake.read(BRONZE_EVENTS, parts)).collect()}
+
+
+def plot_overviews(
+    spark: SparkSession,
+    lake: Lake,
+    runs: Sequence[str],
+    out_dir: str | Path,
+    cfg: ReportConfig | None = None,
+    log: Callable[[str], None] = print,
+    bounds: dict[str, tuple[int, int]] | None = None,
+    clear: bool = False,
+) -> list[tuple[str, Path]]:
+    """The report's cluster overview of each of `runs` (the first `max_partitions`) as a PNG in `out_dir`:
+    (run, path) pairs; none before `replog timelines` has run. Every frame collected is per time bucket (at most
+    `max_points` rows per run and series); `bounds` are the runs' (first, last) event times when known, and
+    `clear` removes the folder's earlier overviews first (a report written again)."""
+    cfg = cfg or ReportConfig()
+    out_dir = Path(out_dir)
+    for old in out_dir.glob("overview-*.png") if clear else ():
+        old.unlink()
+    if runs and bounds is None:
+        bounds = _run_bounds(lake, [{"run_id": r} for r in bronze_runs(lake, runs)])
+    bounds = bounds or {}
+    drawn = [r for r in runs if r in bounds][: cfg.max_partitions]
+    if not drawn or not lake.exists(SILVER_PARTITION_STATE):
+        return []
+    parts = [{"run_id": r} for r in drawn]
+    spans = spark.createDataFrame([(r, *bounds[r]) for r in drawn], "run_id string, start_ms long, end_ms long")
+    widths = {r["run_id"]: int(r["bucket_ms"]) for r in bucket_bounds(spans, cfg.max_points).collect()}
+    buckets = spark.createDataFrame([(r, bounds[r][0], widths[r]) for r in drawn],
+                                    "run_id string, start_ms long, bucket_ms long")
+    state = lake.read(SILVER_PARTITION_STATE, parts)
+    incidents = (lake.read(GOLD_LAG_INCIDENTS, parts) if lake.exists(GOLD_LAG_INCIDENTS)
+                 else spark.createDataFrame([], to_spark_schema(GOLD_LAG_INCIDENTS.schema)))
+    changes = (lake.read(SILVER_ISR_CHANGES, parts) if lake.exists(SILVER_ISR_CHANGES)
+               else spark.createDataFrame([], to_spark_schema(SILVER_ISR_CHANGES.schema)))
+    bronze = lake.read(BRONZE_EVENTS, parts)
+
+    def by_run(df: DataFrame) -> dict[str, list[dict[str, Any]]]:
+        out: dict[str, list[dict[str, Any]]] = {}
+        for r in df.collect():
+            out.setdefault(r["run_id"], []).append(r.asDict())
+        return out
+
+    counts = by_run(partition_counts(state, incidents, buckets))
+    churn = by_run(isr_churn(changes, buckets))
+    elected = by_run(elections(bronze, buckets))
+    life = by_run(lifecycle_events(bronze, cfg.max_rows))
+    # One row per run: its partitions and brokers (a broker count, not an event count).
+    sizes = {r["run_id"]: r for r in state.groupBy("run_id").agg(
+        F.count_distinct("topic", "partition").alias("partitions"),
+        F.array_sort(F.array_distinct(F.flatten(F.collect_set("replicas")))).alias("brokers")).collect()}
+    life_totals = {r["run_id"]: int(r["n"]) for r in bronze.where(
+        (F.col("event_type") == BROKER_LIFECYCLE) & (F.col("action") != "start")).groupBy("run_id").agg(
+        F.count(F.lit(1)).alias("n")).collect()}
+    listed: list[tuple[str, Path]] = []
+    for n, run in enumerate(drawn, start=1):
+        start_ms, end_ms = bounds[run]
+        marks = tuple(LifecycleMark((r["ts_ms"] - start_ms) / 1000.0, int(r["broker_id"]), r["action"])
+                      for r in sorted(life.get(run, []), key=lambda r: (r["ts_ms"], r["event_id"]))
+                      if r["broker_id"] is not None)
+        size = sizes.get(run)
+        brokers = {int(b) for b in (size["brokers"] if size else [])} | {m.broker for m in marks}
+        data = ClusterOverview(
+            run_id=run, end_s=(end_ms - start_ms) / 1000.0, bucket_ms=widths[run], brokers=tuple(sorted(brokers)),
+            partitions=int(size["partitions"]) if size else 0,
+            counts=filled_counts(counts.get(run, []), cfg.max_points),
+            churn=pd.DataFrame(churn.get(run, []), columns=["run_id", *CHURN_COLUMNS]),
+            elections=pd.DataFrame(elected.get(run, []), columns=["run_id", *ELECTION_COLUMNS]),
+            lifecycle=marks, lifecycle_total=life_totals.get(run, 0))
+        name = f"overview-{n:03d}-{_safe(run)}.png"
+        listed.append((run, plot_overview(data, out_dir / name)))
+        log(f"report: cluster overview of {run} -> {name}")
+    return listed
 
 
 def _sections(

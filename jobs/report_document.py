@@ -176,6 +176,8 @@ class ReportDocument:
     bucket_note: str = ""
     fetch_errors: dict[str, tuple[int, int]] = field(default_factory=dict)
     """Per error name: the fetch responses with it over the reported runs, and the partitions they concern."""
+    overviews: tuple[tuple[str, str], ...] = ()
+    """(run, PNG file name) of the runs whose cluster overview is drawn (`jobs.overview_plot`)."""
 
     @property
     def errors(self) -> int:
@@ -302,6 +304,11 @@ def markdown(doc: ReportDocument) -> str:
     """The report as Markdown (images referenced by relative file name)."""
     out = ["# replog incident report", "", f"Generated {doc.generated_at} from the lake `{doc.lake}`.", ""]
     out += [*_overview(doc), ""]
+    if doc.overviews:
+        out += ["## Cluster overview", "", _overview_legend(doc), ""]
+        out += [f"![Cluster overview of run {_md_cell(run)}]({png})\n" for run, png in doc.overviews]
+        note = _overviews_left(doc)
+        out += [note, ""] if note else []
     out += ["## Audit summary", ""]
     out += _md_table(_INVARIANT_HEAD, [_invariant_cells(c) for c in doc.invariants])
     if doc.not_evaluated:
@@ -350,6 +357,21 @@ def markdown(doc: ReportDocument) -> str:
         out += [f"{doc.not_plotted} more flagged partition(s) not plotted (cap report.max_partitions = "
                 f"{doc.max_partitions}); `replog report --run RUN_ID` narrows the report to one run.", ""]
     return "\n".join(out)
+
+
+def _overview_legend(doc: ReportDocument) -> str:
+    return ("Each run as a broker dashboard would have shown it, time in seconds since its first event: on top "
+            "the partitions under-replicated, under min ISR and offline, and the followers lagging beyond "
+            "replica.lag.time.max.ms (the most at once in each time bucket); in the middle the committed ISR "
+            "shrinks (up) and expands (down) per bucket; below, one lane per broker, grey while it is down, with "
+            "its crashes, restarts and shutdowns and the elections that made it leader (red stars: unclean). "
+            "Faint red lines mark the crashes on the upper panels.")
+
+
+def _overviews_left(doc: ReportDocument) -> str | None:
+    left = len(doc.runs) - len(doc.overviews)
+    return None if left <= 0 else (f"{left} more run(s) without an overview (cap report.max_partitions = "
+                                   f"{doc.max_partitions}); `replog report --run RUN_ID` draws one run.")
 
 
 def _picture_legend(doc: ReportDocument) -> str:
@@ -403,6 +425,12 @@ def html_page(doc: ReportDocument) -> str:
            "<body>", "<h1>replog incident report</h1>",
            _p(f"Generated {doc.generated_at} from the lake {doc.lake}.", "note")]
     out += [_p(line) for line in _overview(doc)]
+    if doc.overviews:
+        out += ["<h2>Cluster overview</h2>", _p(_overview_legend(doc))]
+        out += [f'<p><img src="{_h(png)}" alt="{_h("Cluster overview of run " + run)}"></p>'
+                for run, png in doc.overviews]
+        note = _overviews_left(doc)
+        out += [_p(note, "note")] if note else []
     out += ["<h2>Audit summary</h2>"]
     out += _html_table(_INVARIANT_HEAD, [("error" if c.errors else "warning" if c.warnings else "",
                                           _invariant_cells(c)) for c in doc.invariants])

@@ -22,7 +22,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from jobs.config import JobConfig
-from jobs.incident_report import flagged_partitions, latest_audit, plot_partitions, worst_first
+from jobs.incident_report import flagged_partitions, latest_audit, plot_overviews, plot_partitions, worst_first
 from jobs.investigate import offsets_at_moments
 from jobs.lake import open_lake
 from jobs.report_document import BAD_VERDICTS
@@ -59,6 +59,36 @@ parts = [{"run_id": r} for r in runs]
 bronze = lake.read(BRONZE_EVENTS, parts)
 violations = lake.read(GOLD_INVARIANT_VIOLATIONS, parts)
 incidents = lake.read(GOLD_LAG_INCIDENTS, parts)
+
+# COMMAND ----------
+
+# MAGIC %md
+# MAGIC ## The cluster through the incident
+# MAGIC Each run as a broker dashboard would have shown it (the incident report's overview): partitions
+# MAGIC under-replicated, under min ISR and offline, followers lagging beyond `replica.lag.time.max.ms`, ISR shrinks
+# MAGIC and expands, and one lane per broker with its crashes, restarts and the elections that made it leader.
+
+# COMMAND ----------
+
+out_dir = Path(os.environ.get("REPLOG_OUT") or Path(lake_root) / "reports" / "notebook")
+
+
+def show_picture(path: Path) -> None:
+    """Inline in Jupyter and Databricks; a plain script gets the path printed by the caller."""
+    try:
+        from IPython import get_ipython
+        from IPython.display import Image
+        from IPython.display import display as show_image
+    except ImportError:
+        return
+    if get_ipython() is not None:
+        show_image(Image(filename=str(path)))
+
+
+overviews = [path for _, path in plot_overviews(spark, lake, runs, out_dir, log=lambda _: None)]
+for path in overviews:
+    print("cluster overview:", path)
+    show_picture(path)
 
 # COMMAND ----------
 
@@ -163,17 +193,9 @@ if focus is not None:
                            "outcome", "committed_isr", "latency_ms")
                    .orderBy("proposed_ms"))
     show(isr_history, 50)
-    out_dir = Path(os.environ.get("REPLOG_OUT") or Path(lake_root) / "reports" / "notebook")
     pictures = plot_partitions(spark, lake, [focus], out_dir)
     print("picture:", pictures[0])
-    try:  # inline in Jupyter and Databricks; the path above is all a plain script gets
-        from IPython import get_ipython
-        from IPython.display import Image
-        from IPython.display import display as show_image
-    except ImportError:
-        get_ipython = None
-    if get_ipython is not None and get_ipython() is not None:
-        show_image(Image(filename=str(pictures[0])))
+    show_picture(pictures[0])
 
 # COMMAND ----------
 

@@ -161,13 +161,18 @@ def test_report_plots_exactly_the_flagged_partitions_worst_first(flagged_lake: E
     # Evidence looked up in bronze, with times relative to the run's first event.
     assert "1 (append by broker 2 at 1.000 s); 3 (hw_change by broker 1 at 20.000 s)" in md
     assert "No violations" not in md
-    assert len(result.pngs) == 3
+    # The run's cluster overview first, then one picture per flagged partition.
+    assert [p.name for p in result.pngs] == ["overview-001-r1.png", "p001-r1-t-0.png", "p002-r1-t-1.png",
+                                             "p003-r1-t-2.png"]
+    assert md.index("## Cluster overview") < md.index("## Audit summary")
+    assert "![Cluster overview of run r1](overview-001-r1.png)" in md
     for png in result.pngs:
         assert png.parent == result.out_dir and png.name in md
         data = png.read_bytes()
         assert data[:8] == PNG_MAGIC and len(data) > 20_000
     page = result.html_path.read_text(encoding="utf-8")
-    assert page.count("<img ") == 3 and "HW 6 above LEO 5 on broker 1" in page
+    assert page.count("<img ") == 4 and "HW 6 above LEO 5 on broker 1" in page
+    assert '<img src="overview-001-r1.png" alt="Cluster overview of run r1">' in page
     assert str(result.html_path) in result.summary()
 
 
@@ -176,7 +181,7 @@ def test_partition_cap_is_honoured_and_reported(flagged_lake: EmbeddedLake, tmp_
     result = run_report(flagged_lake.spark, flagged_lake, ReportConfig(max_partitions=1, max_rows=1), out=out,
                         **QUIET)
     assert result.out_dir == out and (result.flagged, result.plotted) == (3, 1)
-    assert [p.name for p in out.glob("*.png")] == ["p001-r1-t-0.png"]
+    assert sorted(p.name for p in out.glob("*.png")) == ["overview-001-r1.png", "p001-r1-t-0.png"]
     md = result.markdown_path.read_text(encoding="utf-8")
     assert _sections(md) == ["t-0 (run r1)"]
     assert "3 partition(s) have a violation, a lag incident or an unclean election; 1 plotted" in md

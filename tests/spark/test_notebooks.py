@@ -68,6 +68,10 @@ def test_incident_notebook_answers_the_three_questions(incident: dict[str, Any],
     ns = _run("incident_investigation.py", incident, monkeypatch, REPLOG_OUT=str(out))
     run = incident["run_id"]
     assert ns["runs"] == [run]
+    # The cluster through the incident: the report's overview of the run.
+    (overview,) = ns["overviews"]
+    assert overview.parent == out and overview.name.startswith("overview-001-")
+    assert overview.read_bytes()[:8] == PNG_MAGIC
 
     # 1. Lost acknowledged writes: exactly the checker's, one row per offset, and the election behind them.
     lost = {(r["topic"], r["partition"], r["offset"]) for r in ns["lost"].collect()}

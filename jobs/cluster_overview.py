@@ -1,0 +1,97 @@
+"""The run-wide series of the report's cluster overview (`jobs.overview_plot`), aggregated in Spark.
+
+Each run's span (its first to last event) is cut into `buckets` equal time buckets; every series is one
+row per bucket at most, so what reaches the driver is bounded by the bucket count, not by the run:
+
+* `partition_counts`: per bucket, the most partitions under-replicated, under min ISR and offline at once
+  (from `silver/partition_state`) and the most followers lagging beyond replica.lag.time.max.ms at once
+  (open `gold/lag_incidents`, premature shrinks left out: those are not lag). Each interval adds one at
+  its start and takes one away at its end; a running sum in time order gives the count after every
+  change, and a bucket's most is the larger of the count it starts with and the counts reached in it;
+* `isr_churn`: committed ISR shrinks and expands per bucket (`silver/isr_changes`, at their commit);
+* `elections`: per bucket and new leader, the clean and unclean elections (bronze `leader_election`).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pandas as pd
+from pyspark.sql import Column, DataFrame, Window
+from pyspark.sql import functions as F
+
+from jobs.overview_plot import COUNT_SERIES
+from schemas.events import LEADER_ELECTION
+
+SERIES: tuple[str, ...] = tuple(c for c, *_ in COUNT_SERIES)
+
+
+def bucket_bounds(bounds: DataFrame, buckets: int) -> DataFrame:
+    """Per run (`run_id`, `start_ms`, `end_ms`): `bucket_ms`, so that `buckets` buckets cover the span."""
+    span = F.col("end_ms") - F.col("start_ms") + 1
+    return bounds.select("run_id", "start_ms", "end_ms",
+                         F.greatest(F.lit(1), F.ceil(span / F.lit(buckets))).cast("long").alias("bucket_ms"))
+
+
+def _bucket(ts: Column) -> Column:
+    return F.floor((ts - F.col("start_ms")) / F.col("bucket_ms")).cast("long").alias("bucket")
+
+
+def _deltas(intervals: DataFrame, flags: dict[str, Column]) -> DataFrame:
+    """+1 at each interval's start and -1 at its end (none while it is open) for every flag it holds."""
+    ends = [F.struct(F.col("valid_from_ms").alias("ts"),
+                     *[F.when(f, 1).otherwise(0).alias(n) for n, f in flags.items()]),
+            F.struct(F.col("valid_to_ms").alias("ts"),
+                     *[F.when(f, -1).otherwise(0).alias(n) for n, f in flags.items()])]
+    return intervals.select("run_id", F.explode(F.array(*ends)).alias("d")).select("run_id", "d.*").where(
+        F.col("ts").isNotNull())
+
+
+def partition_counts(partition_state: DataFrame, incidents: DataFrame, buckets: DataFrame) -> DataFrame:
+    """Per run and bucket with a change: `<series>_max` (the most reached in it) and `<series>_last` (the count
+    after its last change), for each of `SERIES`; `buckets` is `bucket_bounds`."""
+    flags = {"under_replicated": F.coalesce("under_replicated", F.lit(False)),
+             "under_min_isr": F.coalesce("under_min_isr", F.lit(False)),
+             "offline": F.coalesce("offline", F.lit(False)), "lagging": F.lit(False)}
+    states = _deltas(partition_state, flags)
+    lag = incidents.where(F.col("verdict") != "premature").select(
+        "run_id", F.col("start_ms").alias("valid_from_ms"), F.col("end_ms").alias("valid_to_ms"))
+    lagging = _deltas(lag, {n: F.lit(n == "lagging") for n in SERIES})
+    per_ts = states.unionByName(lagging).groupBy("run_id", "ts").agg(*[F.sum(n).alias(n) for n in SERIES])
+    running = Window.partitionBy("run_id").orderBy("ts").rowsBetween(Window.unboundedPreceding, Window.currentRow)
+    counts = per_ts.select("run_id", "ts", *[F.sum(n).over(running).alias(n) for n in SERIES])
+    placed = counts.join(F.broadcast(buckets), "run_id").select("run_id", _bucket(F.col("ts")), "ts", *SERIES)
+    return placed.groupBy("run_id", "bucket").agg(
+        *[F.max(n).alias(f"{n}_max") for n in SERIES], *[F.max_by(n, "ts").alias(f"{n}_last") for n in SERIES])
+
+
+def isr_churn(isr_changes: DataFrame, buckets: DataFrame) -> DataFrame:
+    """Per run and bucket with any: committed ISR `shrinks` and `expands`."""
+    committed = isr_changes.where((F.col("outcome") == "committed") & F.col("action").isin("shrink", "expand"))
+    placed = committed.join(F.broadcast(buckets), "run_id").select("run_id", _bucket(F.col("resolved_ms")), "action")
+    return placed.groupBy("run_id", "bucket").agg(
+        F.count(F.when(F.col("action") == "shrink", 1)).alias("shrinks"),
+        F.count(F.when(F.col("action") == "expand", 1)).alias("expands"))
+
+
+def elections(bronze: DataFrame, buckets: DataFrame) -> DataFrame:
+    """Per run, bucket and new leader: its clean (`unclean` false) and unclean elections."""
+    chosen = bronze.where((F.col("event_type") == LEADER_ELECTION) & F.col("leader_id").isNotNull())
+    placed = chosen.join(F.broadcast(buckets), "run_id").select(
+        "run_id", _bucket(F.col("ts_ms")), "leader_id", (F.col("action") == "unclean").alias("unclean"))
+    return placed.groupBy("run_id", "bucket", "leader_id", "unclean").agg(F.count(F.lit(1)).alias("elections"))
+
+
+def filled_counts(rows: list[dict[str, Any]], buckets: int) -> pd.DataFrame:
+    """One run's `partition_counts` rows as one row per bucket 0 .. buckets - 1 with the most of each series:
+    a bucket without a change keeps the count the previous one ended with."""
+    by_bucket = {int(r["bucket"]): r for r in rows}
+    carried = dict.fromkeys(SERIES, 0)
+    out = []
+    for b in range(buckets):
+        r = by_bucket.get(b)
+        most = {n: max(carried[n], int(r[f"{n}_max"])) if r else carried[n] for n in SERIES}
+        if r:
+            carried = {n: int(r[f"{n}_last"]) for n in SERIES}
+        out.append({"bucket": b, **most})
+    return pd.DataFrame(out, columns=["bucket", *SERIES])

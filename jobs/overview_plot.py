@@ -1,0 +1,200 @@
+"""The incident report's picture of a whole run: the cluster as a broker dashboard would have shown it.
+
+One figure per run, three panels sharing the time axis (seconds since the run's first event), drawn from
+per-bucket aggregates (`jobs.cluster_overview`), so its size does not depend on the run's:
+
+  * top — how many partitions were under-replicated, under min ISR and offline (Kafka's
+    `UnderReplicatedPartitions`, `UnderMinIsrPartitionCount`, `OfflinePartitionsCount`), and how many
+    followers were lagging beyond replica.lag.time.max.ms (open lag incidents): the most in each bucket;
+  * middle — committed ISR shrinks (up) and expands (down) per bucket (`IsrShrinksPerSec`, `IsrExpandsPerSec`);
+  * bottom — one lane per broker: grey while it is down (from a crash or shutdown to its restart), its
+    crashes, restarts and shutdowns marked, and the elections that made it leader (unclean ones in red).
+
+Crashes are also drawn as faint vertical lines across the upper panels, so a rise in under-replicated
+partitions can be read against the failure that caused it. Rendering goes through `Figure` and the Agg
+canvas directly, never `pyplot`, as `jobs.plots` does.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import pandas as pd
+from matplotlib.backends.backend_agg import FigureCanvasAgg
+from matplotlib.figure import Figure
+from matplotlib.lines import Line2D
+from matplotlib.patches import Patch
+from matplotlib.ticker import MaxNLocator
+
+from jobs.plots import _LIFECYCLE_STYLE, UNCLEAN_COLOUR, LifecycleMark
+
+COUNT_SERIES: tuple[tuple[str, str, str, str], ...] = (
+    ("under_replicated", "under-replicated partitions", "#ff7f0e", "-"),
+    ("under_min_isr", "partitions under min ISR", "#d62728", "-"),
+    ("offline", "offline partitions (no leader)", "#000000", "-"),
+    ("lagging", "followers lagging > replica.lag.time.max.ms", "#9467bd", "--"),
+)
+"""(column of `ClusterOverview.counts`, legend text, colour, line style) of the top panel's series."""
+COUNT_COLUMNS: tuple[str, ...] = ("bucket", *(c for c, *_ in COUNT_SERIES))
+CHURN_COLUMNS: tuple[str, ...] = ("bucket", "shrinks", "expands")
+ELECTION_COLUMNS: tuple[str, ...] = ("bucket", "leader_id", "unclean", "elections")
+MAX_LANES = 40
+"""Brokers drawn as lanes at most (the busiest, by crashes and elections); the subtitle counts the rest."""
+CLEAN_COLOUR = "#1f77b4"
+SHRINK_COLOUR = "#d62728"
+DOWN_COLOUR = "#bbbbbb"
+EXPAND_COLOUR = "#2ca02c"
+
+
+@dataclass(frozen=True)
+class ClusterOverview:
+    """Everything one run's overview shows. Time buckets are `bucket_ms` wide from the run's first event;
+    `counts` has one row per bucket (0 .. buckets - 1) with the most of each series in it."""
+
+    run_id: str
+    end_s: float
+    bucket_ms: int
+    brokers: tuple[int, ...]
+    partitions: int
+    counts: pd.DataFrame
+    churn: pd.DataFrame
+    elections: pd.DataFrame
+    lifecycle: tuple[LifecycleMark, ...] = ()
+    lifecycle_total: int = 0
+    """All the run's crashes, restarts and shutdowns, when `lifecycle` holds only the first ones."""
+
+    def __post_init__(self) -> None:
+        for name, frame, cols in (("counts", self.counts, COUNT_COLUMNS), ("churn", self.churn, CHURN_COLUMNS),
+                                  ("elections", self.elections, ELECTION_COLUMNS)):
+            missing = [c for c in cols if c not in frame.columns]
+            if missing:
+                raise ValueError(f"ClusterOverview.{name} lacks columns {missing} (has {list(frame.columns)})")
+        if self.bucket_ms < 1:
+            raise ValueError(f"ClusterOverview.bucket_ms must be >= 1 ms, got {self.bucket_ms}")
+
+
+def _t(bucket: pd.Series | int, bucket_ms: int) -> pd.Series | float:
+    return bucket * bucket_ms / 1000.0
+
+
+def _lanes(data: ClusterOverview) -> list[int]:
+    """The brokers drawn, busiest first up to `MAX_LANES`, in id order."""
+    if len(data.brokers) <= MAX_LANES:
+        return sorted(data.brokers)
+    busy = {b: 0 for b in data.brokers}
+    for m in data.lifecycle:
+        busy[m.broker] = busy.get(m.broker, 0) + 1
+    for leader, n in zip(data.elections["leader_id"], data.elections["elections"], strict=True):
+        if leader in busy:
+            busy[int(leader)] += int(n)
+    return sorted(sorted(busy, key=lambda b: (-busy[b], b))[:MAX_LANES])
+
+
+def _down_spans(marks: Sequence[LifecycleMark], end_s: float) -> dict[int, list[tuple[float, float]]]:
+    """Per broker, the spans from a crash or shutdown to its next start or restart (or the end of the data)."""
+    spans: dict[int, list[tuple[float, float]]] = {}
+    down: dict[int, float] = {}
+    for m in sorted(marks, key=lambda m: m.time_s):
+        if m.action in ("crash", "shutdown", "controlled_shutdown"):
+            down.setdefault(m.broker, m.time_s)
+        elif m.action in ("start", "restart") and m.broker in down:
+            spans.setdefault(m.broker, []).append((down.pop(m.broker), m.time_s))
+    for b, since in down.items():
+        spans.setdefault(b, []).append((since, end_s))
+    return spans
+
+
+def _draw_counts(ax, data: ClusterOverview) -> None:  # type: ignore[no-untyped-def]
+    t = _t(data.counts["bucket"], data.bucket_ms)
+    # Under-replicated is filled: the other counts often equal it (a partition under min ISR is also
+    # under-replicated), and a line drawn on it would hide it.
+    first, *_ = COUNT_SERIES
+    ax.fill_between(t, data.counts[first[0]], step="post", color=first[2], alpha=0.3, linewidth=0)
+    for col, label, colour, style in COUNT_SERIES:
+        ax.step(t, data.counts[col], where="post", color=colour, linestyle=style, linewidth=1.4, label=label)
+    ax.set_ylabel("partitions / followers")
+    ax.yaxis.set_major_locator(MaxNLocator(integer=True))
+    ax.set_ylim(bottom=0)
+    ax.legend(loc="upper right", fontsize=7, framealpha=0.85)
+
+
+def _draw_churn(ax, data: ClusterOverview) -> None:  # type: ignore[no-untyped-def]
+    width = data.bucket_ms / 1000.0
+    t = _t(data.churn["bucket"], data.bucket_ms)
+    ax.bar(t, data.churn["shrinks"], width=width, align="edge", color=SHRINK_COLOUR)
+    ax.bar(t, -data.churn["expands"], width=width, align="edge", color=EXPAND_COLOUR)
+    ax.axhline(0, color="#555555", linewidth=0.6)
+    highest = max([1, *data.churn["shrinks"], *data.churn["expands"]])
+    ax.set_ylim(-highest * 1.15, highest * 1.15)
+    ax.set_ylabel(f"per {width:g} s")
+    ax.yaxis.set_major_locator(MaxNLocator(integer=True, symmetric=True))
+    ax.yaxis.set_major_formatter(lambda v, _pos: f"{abs(v):g}")
+    ax.legend(handles=[Patch(color=SHRINK_COLOUR, label="ISR shrinks (up)"),
+                       Patch(color=EXPAND_COLOUR, label="ISR expands (down)")],
+              loc="upper right", fontsize=7, framealpha=0.85)
+
+
+def _draw_lanes(ax, data: ClusterOverview, lanes: list[int]) -> None:  # type: ignore[no-untyped-def]
+    row = {b: i for i, b in enumerate(lanes)}
+    for b, spans in _down_spans(data.lifecycle, data.end_s).items():
+        if b in row:
+            ax.broken_barh([(start, end - start) for start, end in spans], (row[b] - 0.4, 0.8), color=DOWN_COLOUR,
+                           linewidth=0)
+    elections = data.elections[data.elections["leader_id"].isin(lanes)]
+    for unclean, colour, marker, size in ((False, CLEAN_COLOUR, "|", 40), (True, UNCLEAN_COLOUR, "*", 90)):
+        chosen = elections[elections["unclean"] == unclean]
+        if len(chosen):
+            ax.scatter(_t(chosen["bucket"], data.bucket_ms) + data.bucket_ms / 2000.0,
+                       [row[int(b)] for b in chosen["leader_id"]], marker=marker, s=size, color=colour, zorder=3)
+    for m in data.lifecycle:
+        if m.broker in row:
+            colour, marker = _LIFECYCLE_STYLE.get(m.action, ("#555555", "o"))
+            ax.scatter([m.time_s], [row[m.broker]], marker=marker, s=40, color=colour, zorder=4)
+    ax.set_yticks(range(len(lanes)), [f"broker {b}" for b in lanes], fontsize=7 if len(lanes) > 12 else 8)
+    ax.set_ylim(-0.6, len(lanes) - 0.4)
+    ax.invert_yaxis()
+    handles = [Patch(color=DOWN_COLOUR, label="down"),
+               Line2D([], [], color=CLEAN_COLOUR, marker="|", linestyle="", label="elected leader"),
+               Line2D([], [], color=UNCLEAN_COLOUR, marker="*", linestyle="", label="elected unclean"),
+               *(Line2D([], [], color=c, marker=mk, linestyle="", label=a)
+                 for a, (c, mk) in _LIFECYCLE_STYLE.items() if a not in ("start", "controlled_shutdown"))]
+    ax.legend(handles=handles, loc="upper left", bbox_to_anchor=(1.0, 1.0), fontsize=7, framealpha=0.85)
+
+
+def _plural(n: int, word: str) -> str:
+    return f"{n} {word}{'' if n == 1 else 's'}"
+
+
+def render_overview(data: ClusterOverview) -> Figure:
+    """The run's overview figure (not saved; see `plot_overview`)."""
+    lanes = _lanes(data)
+    lane_height = 0.25 * max(len(lanes), 3) + 0.6
+    fig = Figure(figsize=(12, 3.2 + 1.6 + lane_height), layout="constrained")
+    FigureCanvasAgg(fig)
+    axes = fig.subplots(3, 1, sharex=True, height_ratios=[3.2, 1.6, lane_height])
+    _draw_counts(axes[0], data)
+    _draw_churn(axes[1], data)
+    _draw_lanes(axes[2], data, lanes)
+    for m in data.lifecycle:
+        if m.action == "crash":
+            for ax in axes[:2]:
+                ax.axvline(m.time_s, color=_LIFECYCLE_STYLE["crash"][0], linewidth=0.6, alpha=0.35, zorder=0)
+    axes[2].set_xlabel("time (s) since the run's first event")
+    axes[2].set_xlim(0, max(data.end_s, data.bucket_ms / 1000.0))
+    notes = [f"{_plural(data.partitions, 'partition')}, {_plural(len(data.brokers), 'broker')}; most per "
+             f"{data.bucket_ms / 1000:g} s bucket"]
+    if len(lanes) < len(data.brokers):
+        notes.append(f"{len(data.brokers) - len(lanes)} quieter brokers not drawn")
+    if data.lifecycle_total > len(data.lifecycle):
+        notes.append(f"first {len(data.lifecycle)} of {data.lifecycle_total} crashes / restarts marked")
+    fig.suptitle(f"Cluster overview: run {data.run_id}\n" + "; ".join(notes), fontsize=10)
+    return fig
+
+
+def plot_overview(data: ClusterOverview, path: Path) -> Path:
+    """Render and save the overview as a PNG at `path`; returns `path`."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    render_overview(data).savefig(path, dpi=100)
+    return path

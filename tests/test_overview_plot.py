@@ -1,0 +1,80 @@
+"""`jobs.overview_plot` on hand-made data, without Spark: what the run's overview draws, and a valid PNG."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from pathlib import Path
+
+import pandas as pd
+import pytest
+from matplotlib.colors import to_hex
+
+from jobs.overview_plot import (
+    CHURN_COLUMNS,
+    COUNT_COLUMNS,
+    DOWN_COLOUR,
+    ELECTION_COLUMNS,
+    MAX_LANES,
+    ClusterOverview,
+    _down_spans,
+    plot_overview,
+    render_overview,
+)
+from jobs.plots import UNCLEAN_COLOUR, LifecycleMark
+
+PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
+
+
+def incident() -> ClusterOverview:
+    """Three brokers, 10 buckets of 1 s: broker 3 crashes at 2.5 s and restarts at 6.2 s; its two partitions are
+    under-replicated meanwhile; the controller elects broker 1 cleanly at 2 s and broker 2 uncleanly at 7 s."""
+    counts = pd.DataFrame([(b, 2 if 2 <= b <= 6 else 0, 1 if b == 4 else 0, 0, 1 if b in (2, 3) else 0)
+                           for b in range(10)], columns=list(COUNT_COLUMNS))
+    return ClusterOverview(
+        run_id="run-1", end_s=10.0, bucket_ms=1000, brokers=(1, 2, 3), partitions=4, counts=counts,
+        churn=pd.DataFrame([(2, 2, 0), (6, 0, 2)], columns=list(CHURN_COLUMNS)),
+        elections=pd.DataFrame([(2, 1, False, 1), (7, 2, True, 1)], columns=list(ELECTION_COLUMNS)),
+        lifecycle=(LifecycleMark(2.5, 3, "crash"), LifecycleMark(6.2, 3, "restart")), lifecycle_total=2)
+
+
+def test_the_figure_shows_the_counts_the_churn_and_a_lane_per_broker() -> None:
+    fig = render_overview(incident())
+    counts, churn, lanes = fig.axes[:3]
+    urp = next(line for line in counts.get_lines() if line.get_label() == "under-replicated partitions")
+    assert list(urp.get_ydata()) == [0, 0, 2, 2, 2, 2, 2, 0, 0, 0]
+    assert list(urp.get_xdata()) == [float(b) for b in range(10)], "bucket starts, in seconds"
+    bars = sorted((p.get_x(), round(p.get_height())) for p in churn.patches if p.get_height())
+    assert bars == [(2.0, 2), (6.0, -2)], "two shrinks up in bucket 2, two expands down in bucket 6"
+    assert [t.get_text() for t in lanes.get_yticklabels()] == ["broker 1", "broker 2", "broker 3"]
+    # Broker 3 is down from its crash to its restart, on its own lane (the third from the top).
+    downs = [c for c in lanes.collections if to_hex(c.get_facecolor()[0]) == DOWN_COLOUR]
+    (extent,) = [p.get_extents() for p in downs[0].get_paths()]
+    assert tuple(round(v, 3) for v in (extent.x0, extent.x1, extent.y0, extent.y1)) == (2.5, 6.2, 1.6, 2.4)
+    unclean = [c for c in lanes.collections if to_hex(c.get_facecolor()[0]) == UNCLEAN_COLOUR]
+    assert [tuple(o) for c in unclean for o in c.get_offsets()] == [(7.5, 1.0)], "broker 2's unclean election"
+    assert "4 partitions, 3 brokers; most per 1 s bucket" in fig.texts[0].get_text()
+
+
+def test_down_spans_run_from_a_crash_or_shutdown_to_the_next_start() -> None:
+    marks = [LifecycleMark(1.0, 1, "controlled_shutdown"), LifecycleMark(3.0, 1, "restart"),
+             LifecycleMark(4.0, 2, "crash"), LifecycleMark(5.0, 1, "crash")]
+    assert _down_spans(marks, 9.0) == {1: [(1.0, 3.0), (5.0, 9.0)], 2: [(4.0, 9.0)]}
+
+
+def test_many_brokers_keep_the_busiest_lanes_and_say_how_many_are_left_out() -> None:
+    brokers = tuple(range(1, MAX_LANES + 11))
+    crashes = tuple(LifecycleMark(1.0, b, "crash") for b in brokers[-3:])
+    data = replace(incident(), brokers=brokers, lifecycle=crashes, lifecycle_total=len(crashes))
+    fig = render_overview(data)
+    shown = [t.get_text() for t in fig.axes[2].get_yticklabels()]
+    assert len(shown) == MAX_LANES and {f"broker {b}" for b in brokers[-3:]} <= set(shown)
+    assert "10 quieter brokers not drawn" in fig.texts[0].get_text()
+
+
+def test_bad_input_names_what_is_missing(tmp_path: Path) -> None:
+    with pytest.raises(ValueError, match=r"ClusterOverview.counts lacks columns \['lagging'\]"):
+        replace(incident(), counts=incident().counts.drop(columns=["lagging"]))
+    with pytest.raises(ValueError, match="bucket_ms must be >= 1 ms, got 0"):
+        replace(incident(), bucket_ms=0)
+    path = plot_overview(incident(), tmp_path / "sub" / "overview.png")
+    assert path.read_bytes()[:8] == PNG_MAGIC
