@@ -604,12 +604,15 @@ def plot_overviews(
         (F.col("event_type") == BROKER_LIFECYCLE) & (F.col("action") != "start")).groupBy("run_id").agg(
         F.count(F.lit(1)).alias("n")).collect()}
     listed: list[tuple[str, Path]] = []
-    for n, run in enumerate(drawn, start=1):
+    for run in drawn:
         start_ms, end_ms = bounds[run]
         marks = tuple(LifecycleMark((r["ts_ms"] - start_ms) / 1000.0, int(r["broker_id"]), r["action"])
                       for r in sorted(life.get(run, []), key=lambda r: (r["ts_ms"], r["event_id"]))
                       if r["broker_id"] is not None)
         size = sizes.get(run)
+        if size is None and not marks and not elected.get(run):
+            log(f"report: no cluster overview of {run}: no partition state, election or broker crash to draw")
+            continue
         brokers = {int(b) for b in (size["brokers"] if size else [])} | {m.broker for m in marks}
         data = ClusterOverview(
             run_id=run, end_s=(end_ms - start_ms) / 1000.0, bucket_ms=widths[run], brokers=tuple(sorted(brokers)),
@@ -618,7 +621,7 @@ def plot_overviews(
             churn=pd.DataFrame(churn.get(run, []), columns=["run_id", *CHURN_COLUMNS]),
             elections=pd.DataFrame(elected.get(run, []), columns=["run_id", *ELECTION_COLUMNS]),
             lifecycle=marks, lifecycle_total=life_totals.get(run, 0))
-        name = f"overview-{n:03d}-{_safe(run)}.png"
+        name = f"overview-{len(listed) + 1:03d}-{_safe(run)}.png"
         listed.append((run, plot_overview(data, out_dir / name)))
         log(f"report: cluster overview of {run} -> {name}")
     return listed

@@ -116,7 +116,7 @@ def _draw_counts(ax, data: ClusterOverview) -> None:  # type: ignore[no-untyped-
         ax.step(t, data.counts[col], where="post", color=colour, linestyle=style, linewidth=1.4, label=label)
     ax.set_ylabel("partitions / followers")
     ax.yaxis.set_major_locator(MaxNLocator(integer=True))
-    ax.set_ylim(bottom=0)
+    ax.set_ylim(0, max([1, *(data.counts[c].max() for c, *_ in COUNT_SERIES if len(data.counts))]) * 1.1)
     ax.legend(loc="upper right", fontsize=7, framealpha=0.85)
 
 

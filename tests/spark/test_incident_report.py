@@ -26,6 +26,7 @@ from jobs.incident_report import (
     isr_series,
     leader_changes,
     offset_series,
+    plot_overviews,
     plot_partitions,
     run_report,
     with_fetch_failures,
@@ -247,6 +248,21 @@ def test_a_lake_without_violations_or_incidents_says_so(spark: SparkSession, tmp
     assert "No violations, lag incidents or unclean elections in a partition: nothing to plot." in md
     assert "No lag incidents." in md and _sections(md) == []
     assert "nothing to plot" in result.html_path.read_text(encoding="utf-8")
+
+
+def test_a_run_with_no_state_election_or_crash_gets_no_overview(spark: SparkSession, tmp_path: Path) -> None:
+    # A run read from logs that tell only of failed fetches: an empty dashboard would say nothing.
+    lake = EmbeddedLake(spark, str(tmp_path / "lake"))
+    lake.append(BRONZE_EVENTS, frame(spark, BRONZE_EVENTS, [dict(
+        run_id="quiet", schema_version="1.4", source="kafka-log", event_id=0, ts_ms=T0, broker_id=1,
+        event_type="fetch_response", topic="t", partition=0, error="NETWORK_EXCEPTION", _source_file="server.log",
+        _source_line=1, _ingest_batch="b")]))
+    lake.append(SILVER_PARTITION_STATE, frame(spark, SILVER_PARTITION_STATE, [dict(
+        run_id="other", topic="t", partition=0, valid_from_ms=T0, leader_id=1, leader_epoch=1, isr=[1],
+        replicas=[1], event_id=0)]))
+    lines: list[str] = []
+    assert plot_overviews(spark, lake, ["quiet"], tmp_path / "out", log=lines.append) == []
+    assert lines == ["report: no cluster overview of quiet: no partition state, election or broker crash to draw"]
 
 
 def test_no_audit_is_a_one_line_failure_with_exit_code_2(spark: SparkSession, tmp_path: Path, capsys) -> None:
