@@ -67,7 +67,8 @@ def _parser() -> argparse.ArgumentParser:
                        help="exit 1 on violations of this severity or worse (default error)")
     common(audit)
 
-    rep = sub.add_parser("report", help="Markdown + HTML incident report with a PNG per flagged partition")
+    rep = sub.add_parser("report", help="Markdown + HTML incident report: a cluster overview per run and a PNG "
+                                        "per flagged partition")
     rep.add_argument("--out", default=None,
                      help="output folder (default: the config's report.out, else <lake>/reports/<audit id>)")
     rep.add_argument("--run", action="append", dest="runs", help="only this run_id (repeatable; default: the "
