@@ -9,7 +9,9 @@ row per bucket at most, so what reaches the driver is bounded by the bucket coun
   its start and takes one away at its end; a running sum in time order gives the count after every
   change, and a bucket's most is the larger of the count it starts with and the counts reached in it;
 * `isr_churn`: committed ISR shrinks and expands per bucket (`silver/isr_changes`, at their commit);
-* `elections`: per bucket and new leader, the clean and unclean elections (bronze `leader_election`).
+* `elections`: per bucket and new leader, the clean and unclean elections (bronze `leader_election`);
+* `down_buckets`: per broker, the buckets in which it was down at some time: from a crash or shutdown to its
+  next start or restart (bronze `broker_lifecycle`), or to the end of the run.
 """
 
 from __future__ import annotations
@@ -21,9 +23,11 @@ from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
 from jobs.overview_plot import COUNT_SERIES
-from schemas.events import LEADER_ELECTION
+from schemas.events import BROKER_LIFECYCLE, LEADER_ELECTION
 
 SERIES: tuple[str, ...] = tuple(c for c, *_ in COUNT_SERIES)
+DOWN_ACTIONS: tuple[str, ...] = ("crash", "shutdown", "controlled_shutdown")
+UP_ACTIONS: tuple[str, ...] = ("start", "restart")
 
 
 def bucket_bounds(bounds: DataFrame, buckets: int) -> DataFrame:
@@ -60,9 +64,13 @@ def partition_counts(partition_state: DataFrame, incidents: DataFrame, buckets: 
     per_ts = states.unionByName(lagging).groupBy("run_id", "ts").agg(*[F.sum(n).alias(n) for n in SERIES])
     running = Window.partitionBy("run_id").orderBy("ts").rowsBetween(Window.unboundedPreceding, Window.currentRow)
     counts = per_ts.select("run_id", "ts", *[F.sum(n).over(running).alias(n) for n in SERIES])
-    placed = counts.join(F.broadcast(buckets), "run_id").select("run_id", _bucket(F.col("ts")), "ts", *SERIES)
+    placed = counts.join(F.broadcast(buckets), "run_id").select(
+        "run_id", _bucket(F.col("ts")), "ts", *SERIES, "start_ms", "bucket_ms")
+    edge = F.col("start_ms") + F.col("bucket") * F.col("bucket_ms")
     return placed.groupBy("run_id", "bucket").agg(
-        *[F.max(n).alias(f"{n}_max") for n in SERIES], *[F.max_by(n, "ts").alias(f"{n}_last") for n in SERIES])
+        *[F.max(n).alias(f"{n}_max") for n in SERIES], *[F.max_by(n, "ts").alias(f"{n}_last") for n in SERIES],
+        # A change at the bucket's first millisecond: the count before it held for no time in this bucket.
+        (F.min("ts") == F.first(edge)).alias("starts_at_edge"))
 
 
 def isr_churn(isr_changes: DataFrame, buckets: DataFrame) -> DataFrame:
@@ -82,15 +90,41 @@ def elections(bronze: DataFrame, buckets: DataFrame) -> DataFrame:
     return placed.groupBy("run_id", "bucket", "leader_id", "unclean").agg(F.count(F.lit(1)).alias("elections"))
 
 
+def down_buckets(bronze: DataFrame, buckets: DataFrame) -> DataFrame:
+    """Per run and broker, the buckets (`bucket`) in which it was down at some time; `buckets` is `bucket_bounds`.
+
+    A down stretch starts at a crash or shutdown that follows an up state and lasts until the broker's next
+    start or restart (exclusive), else to the run's last event. One row per broker and bucket at most.
+    """
+    life = bronze.where(F.col("event_type") == BROKER_LIFECYCLE).select("run_id", "broker_id", "ts_ms", "event_id",
+                                                                        "action")
+    order = Window.partitionBy("run_id", "broker_id").orderBy("ts_ms", "event_id")
+    after = order.rowsBetween(1, Window.unboundedFollowing)
+    is_down = F.col("action").isin(*DOWN_ACTIONS)
+    stretches = life.select(
+        "run_id", "broker_id", "ts_ms", is_down.alias("down"),
+        F.coalesce(F.lag("action").over(order).isin(*DOWN_ACTIONS), F.lit(False)).alias("was_down"),
+        F.min(F.when(F.col("action").isin(*UP_ACTIONS), F.col("ts_ms"))).over(after).alias("up_ms"),
+    ).where(F.col("down") & ~F.col("was_down"))
+    placed = stretches.join(F.broadcast(buckets), "run_id")
+    first = _bucket(F.col("ts_ms"))
+    last = F.floor((F.coalesce(F.col("up_ms") - 1, F.col("end_ms")) - F.col("start_ms")) / F.col("bucket_ms"))
+    spanned = placed.where(F.coalesce(F.col("up_ms"), F.col("end_ms") + 1) > F.col("ts_ms")).select(
+        "run_id", "broker_id", F.explode(F.sequence(first, F.greatest(first, last.cast("long")))).alias("bucket"))
+    return spanned.distinct()
+
+
 def filled_counts(rows: list[dict[str, Any]], buckets: int) -> pd.DataFrame:
     """One run's `partition_counts` rows as one row per bucket 0 .. buckets - 1 with the most of each series:
-    a bucket without a change keeps the count the previous one ended with."""
+    a bucket without a change keeps the count the previous one ended with, and one with changes starts with it
+    unless its first change is at its first millisecond."""
     by_bucket = {int(r["bucket"]): r for r in rows}
     carried = dict.fromkeys(SERIES, 0)
     out = []
     for b in range(buckets):
         r = by_bucket.get(b)
-        most = {n: max(carried[n], int(r[f"{n}_max"])) if r else carried[n] for n in SERIES}
+        start = dict.fromkeys(SERIES, 0) if r and r.get("starts_at_edge") else carried
+        most = {n: max(start[n], int(r[f"{n}_max"])) if r else carried[n] for n in SERIES}
         if r:
             carried = {n: int(r[f"{n}_last"]) for n in SERIES}
         out.append({"bucket": b, **most})

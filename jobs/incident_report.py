@@ -44,10 +44,17 @@ from pyspark.sql import Column, DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
-from jobs.cluster_overview import bucket_bounds, elections, filled_counts, isr_churn, partition_counts
+from jobs.cluster_overview import (
+    bucket_bounds,
+    down_buckets,
+    elections,
+    filled_counts,
+    isr_churn,
+    partition_counts,
+)
 from jobs.config import ReportConfig
 from jobs.lake import Lake
-from jobs.overview_plot import CHURN_COLUMNS, ELECTION_COLUMNS, ClusterOverview, plot_overview
+from jobs.overview_plot import CHURN_COLUMNS, DOWN_COLUMNS, ELECTION_COLUMNS, ClusterOverview, plot_overview
 from jobs.plots import (
     ISR_COLUMNS,
     OFFSET_COLUMNS,
@@ -321,10 +328,13 @@ def evidence_events(bronze: DataFrame, wanted: DataFrame) -> DataFrame:
 
 
 def lifecycle_events(bronze: DataFrame, limit: int) -> DataFrame:
-    """Per run, the first `limit` broker crashes, restarts and shutdowns (the initial starts are left out:
-    every broker starts at the beginning)."""
-    life = bronze.where((F.col("event_type") == BROKER_LIFECYCLE) & (F.col("action") != "start")).select(
+    """Per run, the first `limit` broker crashes, restarts and shutdowns. A broker's first start is left out
+    (every broker starts at the beginning); a later one is its restart (broker logs print `started` again)."""
+    life = bronze.where(F.col("event_type") == BROKER_LIFECYCLE).select(
         "run_id", "ts_ms", "event_id", "broker_id", "action")
+    earlier = F.lag("action").over(Window.partitionBy("run_id", "broker_id").orderBy("ts_ms", "event_id"))
+    life = life.withColumn("_earlier", earlier).where((F.col("action") != "start") | F.col("_earlier").isNotNull())
+    life = life.drop("_earlier")
     return first_rows(life, [F.col("ts_ms"), F.col("event_id")], limit, by=["run_id"])
 
 
@@ -491,7 +501,7 @@ def run_report(
         verdicts=verdicts, incidents=tuple(_incident_row(r, start(r["run_id"])) for r in incident_list),
         incidents_total=sum(verdicts.values()), flagged_total=flagged_total, sections=tuple(sections),
         max_partitions=cfg.max_partitions, max_rows=cfg.max_rows, fetch_errors=fetch_error_counts,
-        overviews=tuple(overviews),
+        overviews=tuple(overviews), overviews_capped=max(0, len(runs) - cfg.max_partitions),
         bucket_note=f"Series with more than {cfg.max_points} changes are aggregated into {cfg.max_points} time "
                     "buckets per run (last value, with the bucket's min..max range shaded).",
     )
@@ -576,9 +586,8 @@ def plot_overviews(
         return []
     parts = [{"run_id": r} for r in drawn]
     spans = spark.createDataFrame([(r, *bounds[r]) for r in drawn], "run_id string, start_ms long, end_ms long")
-    widths = {r["run_id"]: int(r["bucket_ms"]) for r in bucket_bounds(spans, cfg.max_points).collect()}
-    buckets = spark.createDataFrame([(r, bounds[r][0], widths[r]) for r in drawn],
-                                    "run_id string, start_ms long, bucket_ms long")
+    buckets = bucket_bounds(spans, cfg.max_points)
+    widths = {r["run_id"]: int(r["bucket_ms"]) for r in buckets.collect()}
     state = lake.read(SILVER_PARTITION_STATE, parts)
     incidents = (lake.read(GOLD_LAG_INCIDENTS, parts) if lake.exists(GOLD_LAG_INCIDENTS)
                  else spark.createDataFrame([], to_spark_schema(GOLD_LAG_INCIDENTS.schema)))
@@ -593,6 +602,7 @@ def plot_overviews(
         return out
 
     counts = by_run(partition_counts(state, incidents, buckets))
+    down = by_run(down_buckets(bronze, buckets))
     churn = by_run(isr_churn(changes, buckets))
     elected = by_run(elections(bronze, buckets))
     life = by_run(lifecycle_events(bronze, cfg.max_rows))
@@ -610,7 +620,7 @@ def plot_overviews(
                       for r in sorted(life.get(run, []), key=lambda r: (r["ts_ms"], r["event_id"]))
                       if r["broker_id"] is not None)
         size = sizes.get(run)
-        if size is None and not marks and not elected.get(run):
+        if size is None and not marks and not elected.get(run) and not down.get(run):
             log(f"report: no cluster overview of {run}: no partition state, election or broker crash to draw")
             continue
         brokers = {int(b) for b in (size["brokers"] if size else [])} | {m.broker for m in marks}
@@ -618,6 +628,7 @@ def plot_overviews(
             run_id=run, end_s=(end_ms - start_ms) / 1000.0, bucket_ms=widths[run], brokers=tuple(sorted(brokers)),
             partitions=int(size["partitions"]) if size else 0,
             counts=filled_counts(counts.get(run, []), cfg.max_points),
+            down=pd.DataFrame(down.get(run, []), columns=["run_id", *DOWN_COLUMNS]),
             churn=pd.DataFrame(churn.get(run, []), columns=["run_id", *CHURN_COLUMNS]),
             elections=pd.DataFrame(elected.get(run, []), columns=["run_id", *ELECTION_COLUMNS]),
             lifecycle=marks, lifecycle_total=life_totals.get(run, 0))

@@ -7,8 +7,8 @@ per-bucket aggregates (`jobs.cluster_overview`), so its size does not depend on 
     `UnderReplicatedPartitions`, `UnderMinIsrPartitionCount`, `OfflinePartitionsCount`), and how many
     followers were lagging beyond replica.lag.time.max.ms (open lag incidents): the most in each bucket;
   * middle — committed ISR shrinks (up) and expands (down) per bucket (`IsrShrinksPerSec`, `IsrExpandsPerSec`);
-  * bottom — one lane per broker: grey while it is down (from a crash or shutdown to its restart), its
-    crashes, restarts and shutdowns marked, and the elections that made it leader (unclean ones in red).
+  * bottom — one lane per broker: grey in the buckets in which it was down (from a crash or shutdown to its
+    restart), its crashes, restarts and shutdowns marked, and the elections that made it leader (unclean in red).
 
 Crashes are also drawn as faint vertical lines across the upper panels, so a rise in under-replicated
 partitions can be read against the failure that caused it. Rendering goes through `Figure` and the Agg
@@ -17,7 +17,6 @@ canvas directly, never `pyplot`, as `jobs.plots` does.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -33,13 +32,14 @@ from jobs.plots import _LIFECYCLE_STYLE, UNCLEAN_COLOUR, LifecycleMark
 COUNT_SERIES: tuple[tuple[str, str, str, str], ...] = (
     ("under_replicated", "under-replicated partitions", "#ff7f0e", "-"),
     ("under_min_isr", "partitions under min ISR", "#d62728", "-"),
-    ("offline", "offline partitions (no leader)", "#000000", "-"),
+    ("offline", "offline partitions (no leader, as the controller saw it)", "#000000", "-"),
     ("lagging", "followers lagging > replica.lag.time.max.ms", "#9467bd", "--"),
 )
 """(column of `ClusterOverview.counts`, legend text, colour, line style) of the top panel's series."""
 COUNT_COLUMNS: tuple[str, ...] = ("bucket", *(c for c, *_ in COUNT_SERIES))
 CHURN_COLUMNS: tuple[str, ...] = ("bucket", "shrinks", "expands")
 ELECTION_COLUMNS: tuple[str, ...] = ("bucket", "leader_id", "unclean", "elections")
+DOWN_COLUMNS: tuple[str, ...] = ("broker_id", "bucket")
 MAX_LANES = 40
 """Brokers drawn as lanes at most (the busiest, by crashes and elections); the subtitle counts the rest."""
 CLEAN_COLOUR = "#1f77b4"
@@ -61,13 +61,16 @@ class ClusterOverview:
     counts: pd.DataFrame
     churn: pd.DataFrame
     elections: pd.DataFrame
+    down: pd.DataFrame
+    """One row per broker and bucket in which it was down at some time."""
     lifecycle: tuple[LifecycleMark, ...] = ()
     lifecycle_total: int = 0
     """All the run's crashes, restarts and shutdowns, when `lifecycle` holds only the first ones."""
 
     def __post_init__(self) -> None:
         for name, frame, cols in (("counts", self.counts, COUNT_COLUMNS), ("churn", self.churn, CHURN_COLUMNS),
-                                  ("elections", self.elections, ELECTION_COLUMNS)):
+                                  ("elections", self.elections, ELECTION_COLUMNS),
+                                  ("down", self.down, DOWN_COLUMNS)):
             missing = [c for c in cols if c not in frame.columns]
             if missing:
                 raise ValueError(f"ClusterOverview.{name} lacks columns {missing} (has {list(frame.columns)})")
@@ -92,17 +95,18 @@ def _lanes(data: ClusterOverview) -> list[int]:
     return sorted(sorted(busy, key=lambda b: (-busy[b], b))[:MAX_LANES])
 
 
-def _down_spans(marks: Sequence[LifecycleMark], end_s: float) -> dict[int, list[tuple[float, float]]]:
-    """Per broker, the spans from a crash or shutdown to its next start or restart (or the end of the data)."""
+def _down_spans(down: pd.DataFrame, bucket_ms: int) -> dict[int, list[tuple[float, float]]]:
+    """Per broker, its runs of consecutive down buckets as (start, end) in seconds."""
     spans: dict[int, list[tuple[float, float]]] = {}
-    down: dict[int, float] = {}
-    for m in sorted(marks, key=lambda m: m.time_s):
-        if m.action in ("crash", "shutdown", "controlled_shutdown"):
-            down.setdefault(m.broker, m.time_s)
-        elif m.action in ("start", "restart") and m.broker in down:
-            spans.setdefault(m.broker, []).append((down.pop(m.broker), m.time_s))
-    for b, since in down.items():
-        spans.setdefault(b, []).append((since, end_s))
+    width = bucket_ms / 1000.0
+    for broker, group in down.groupby("broker_id"):
+        runs: list[list[int]] = []
+        for b in sorted(int(x) for x in group["bucket"]):
+            if runs and b == runs[-1][1] + 1:
+                runs[-1][1] = b
+            else:
+                runs.append([b, b])
+        spans[int(broker)] = [(first * width, (last + 1) * width) for first, last in runs]
     return spans
 
 
@@ -138,7 +142,7 @@ def _draw_churn(ax, data: ClusterOverview) -> None:  # type: ignore[no-untyped-d
 
 def _draw_lanes(ax, data: ClusterOverview, lanes: list[int]) -> None:  # type: ignore[no-untyped-def]
     row = {b: i for i, b in enumerate(lanes)}
-    for b, spans in _down_spans(data.lifecycle, data.end_s).items():
+    for b, spans in _down_spans(data.down, data.bucket_ms).items():
         if b in row:
             ax.broken_barh([(start, end - start) for start, end in spans], (row[b] - 0.4, 0.8), color=DOWN_COLOUR,
                            linewidth=0)

@@ -178,6 +178,8 @@ class ReportDocument:
     """Per error name: the fetch responses with it over the reported runs, and the partitions they concern."""
     overviews: tuple[tuple[str, str], ...] = ()
     """(run, PNG file name) of the runs whose cluster overview is drawn (`jobs.overview_plot`)."""
+    overviews_capped: int = 0
+    """Runs left without an overview by the `max_partitions` cap (runs with nothing to draw are not counted)."""
 
     @property
     def errors(self) -> int:
@@ -361,7 +363,8 @@ def markdown(doc: ReportDocument) -> str:
 
 def _overview_legend(doc: ReportDocument) -> str:
     return ("Each run as a broker dashboard would have shown it, time in seconds since its first event: on top "
-            "the partitions under-replicated, under min ISR and offline, and the followers lagging beyond "
+            "the partitions under-replicated, under min ISR and offline (no leader, as the controller saw it: a "
+            "crashed leader counts once the controller has fenced it), and the followers lagging beyond "
             "replica.lag.time.max.ms (the most at once in each time bucket); in the middle the committed ISR "
             "shrinks (up) and expands (down) per bucket; below, one lane per broker, grey while it is down, with "
             "its crashes, restarts and shutdowns and the elections that made it leader (red stars: unclean). "
@@ -369,9 +372,9 @@ def _overview_legend(doc: ReportDocument) -> str:
 
 
 def _overviews_left(doc: ReportDocument) -> str | None:
-    left = len(doc.runs) - len(doc.overviews)
-    return None if left <= 0 else (f"{left} more run(s) without an overview (cap report.max_partitions = "
-                                   f"{doc.max_partitions}); `replog report --run RUN_ID` draws one run.")
+    return None if doc.overviews_capped <= 0 else (
+        f"{doc.overviews_capped} more run(s) without an overview (cap report.max_partitions = {doc.max_partitions}); "
+        "`replog report --run RUN_ID` draws one run.")
 
 
 def _picture_legend(doc: ReportDocument) -> str:

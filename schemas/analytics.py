@@ -66,7 +66,8 @@ PARTITION_STATE_SCHEMA = pa.schema(
         _f("partition_epoch", pa.int32(), "Partition epoch (KRaft) / zkVersion."),
         _f("isr", INT_LIST, "Committed ISR, sorted."),
         _f("replicas", INT_LIST, "Assigned replicas."),
-        _f("isr_size", pa.int32(), "size(isr)."),
+        _f("isr_size", pa.int32(), "size(isr); null while no event has stated the ISR (and so are the flags "
+           "comparing it)."),
         _f("replication_factor", pa.int32(), "size(replicas) less the replicas a reassignment is adding "
            "(Kafka's replicationFactor)."),
         _f("effective_min_isr", pa.int32(), "min(min.insync.replicas, size(replicas)) (Kafka 3.7+)."),

@@ -13,6 +13,7 @@ from jobs.overview_plot import (
     CHURN_COLUMNS,
     COUNT_COLUMNS,
     DOWN_COLOUR,
+    DOWN_COLUMNS,
     ELECTION_COLUMNS,
     MAX_LANES,
     ClusterOverview,
@@ -34,6 +35,7 @@ def incident() -> ClusterOverview:
         run_id="run-1", end_s=10.0, bucket_ms=1000, brokers=(1, 2, 3), partitions=4, counts=counts,
         churn=pd.DataFrame([(2, 2, 0), (6, 0, 2)], columns=list(CHURN_COLUMNS)),
         elections=pd.DataFrame([(2, 1, False, 1), (7, 2, True, 1)], columns=list(ELECTION_COLUMNS)),
+        down=pd.DataFrame([(3, b) for b in range(2, 7)], columns=list(DOWN_COLUMNS)),
         lifecycle=(LifecycleMark(2.5, 3, "crash"), LifecycleMark(6.2, 3, "restart")), lifecycle_total=2)
 
 
@@ -46,19 +48,18 @@ def test_the_figure_shows_the_counts_the_churn_and_a_lane_per_broker() -> None:
     bars = sorted((p.get_x(), round(p.get_height())) for p in churn.patches if p.get_height())
     assert bars == [(2.0, 2), (6.0, -2)], "two shrinks up in bucket 2, two expands down in bucket 6"
     assert [t.get_text() for t in lanes.get_yticklabels()] == ["broker 1", "broker 2", "broker 3"]
-    # Broker 3 is down from its crash to its restart, on its own lane (the third from the top).
+    # Broker 3 is down in buckets 2..6 (its crash at 2.5 s to its restart at 6.2 s), on its own lane (the third).
     downs = [c for c in lanes.collections if to_hex(c.get_facecolor()[0]) == DOWN_COLOUR]
     (extent,) = [p.get_extents() for p in downs[0].get_paths()]
-    assert tuple(round(v, 3) for v in (extent.x0, extent.x1, extent.y0, extent.y1)) == (2.5, 6.2, 1.6, 2.4)
+    assert tuple(round(v, 3) for v in (extent.x0, extent.x1, extent.y0, extent.y1)) == (2.0, 7.0, 1.6, 2.4)
     unclean = [c for c in lanes.collections if to_hex(c.get_facecolor()[0]) == UNCLEAN_COLOUR]
     assert [tuple(o) for c in unclean for o in c.get_offsets()] == [(7.5, 1.0)], "broker 2's unclean election"
     assert "4 partitions, 3 brokers; most per 1 s bucket" in fig.texts[0].get_text()
 
 
-def test_down_spans_run_from_a_crash_or_shutdown_to_the_next_start() -> None:
-    marks = [LifecycleMark(1.0, 1, "controlled_shutdown"), LifecycleMark(3.0, 1, "restart"),
-             LifecycleMark(4.0, 2, "crash"), LifecycleMark(5.0, 1, "crash")]
-    assert _down_spans(marks, 9.0) == {1: [(1.0, 3.0), (5.0, 9.0)], 2: [(4.0, 9.0)]}
+def test_down_spans_join_consecutive_down_buckets() -> None:
+    down = pd.DataFrame([(1, 3), (1, 1), (1, 2), (1, 7), (2, 4)], columns=list(DOWN_COLUMNS))
+    assert _down_spans(down, 500) == {1: [(0.5, 2.0), (3.5, 4.0)], 2: [(2.0, 2.5)]}
 
 
 def test_many_brokers_keep_the_busiest_lanes_and_say_how_many_are_left_out() -> None:

@@ -35,6 +35,7 @@ and is not a source. Derived flags follow Kafka's partition metrics, for a parti
     first; else in any broker's last of the run), else the leader's broker-wide value (the same way),
     else any broker's of the run, else the job default (1);
   * offline: no leader; null while no event has named the leader yet (a log cut mid-run).
+  The ISR flags are null while no event has stated the ISR (a log line that does not print it).
 
 `silver/isr_changes` — one row per ISR change: a leader's proposal (`isr_state = proposed`) grouped
 with the outcomes that follow it from the same leader until its next proposal — the commit, or the
@@ -304,7 +305,9 @@ def partition_state(events: DataFrame, min_isr_default: int = 1) -> DataFrame:
     out = with_setting(out, broker_settings(events), "leader_id", "min_isr", F.lit(min_isr_default))
     # A topic's override before the broker-wide value (topic configs are cluster-wide in Kafka: any broker's).
     out = with_setting(out, topic_min_isr(events), "leader_id", "min_isr", F.col("min_isr"), keys=("topic",))
-    isr_size = F.coalesce(F.size("isr"), F.lit(0))
+    # An ISR no event has stated (a 2.0-2.4 leader line prints none) is unknown: its size and the flags that
+    # compare it are null, not those of an empty ISR (which read as under min ISR for the whole run).
+    isr_size = F.when(F.col("isr").isNotNull(), F.size("isr"))
     # Kafka's replicationFactor during a reassignment leaves out the replicas being added (they are not
     # expected in the ISR yet); effectiveMinIsr caps min.insync.replicas at every assigned replica.
     rf = F.size("replicas") - F.coalesce(F.size("_adding"), F.lit(0))

@@ -5,7 +5,14 @@ from __future__ import annotations
 from chispa import assert_df_equality
 from pyspark.sql import SparkSession
 
-from jobs.cluster_overview import bucket_bounds, elections, filled_counts, isr_churn, partition_counts
+from jobs.cluster_overview import (
+    bucket_bounds,
+    down_buckets,
+    elections,
+    filled_counts,
+    isr_churn,
+    partition_counts,
+)
 
 # Run r spans 1000..1999 ms: 4 buckets of 250 ms (b0 [1000, 1250), b1 [1250, 1500), b2 [1500, 1750), b3 [1750, 2000)).
 BOUNDS = [("r", 1000, 1999)]
@@ -79,3 +86,28 @@ def test_elections_per_bucket_and_new_leader(spark: SparkSession) -> None:
     expected = spark.createDataFrame([("r", 0, 1, False, 2), ("r", 1, 2, True, 1)],
                                      "run_id string, bucket long, leader_id int, unclean boolean, elections long")
     assert_df_equality(elections(bronze, _buckets(spark)), expected, ignore_row_order=True, ignore_nullable=True)
+
+
+def test_a_change_at_a_buckets_first_millisecond_is_all_the_bucket_sees(spark: SparkSession) -> None:
+    # Under-replicated over [1000, 1250) exactly: bucket 1 begins as it ends, so it saw none.
+    state = spark.createDataFrame([("r", 1000, 1250, True, False, False), ("r", 1250, None, False, False, False)],
+                                  STATE)
+    incidents = spark.createDataFrame([], "run_id string, start_ms long, end_ms long, verdict string")
+    rows = [r.asDict() for r in partition_counts(state, incidents, _buckets(spark)).collect()]
+    assert list(filled_counts(rows, 3)["under_replicated"]) == [1, 0, 0]
+
+
+def test_down_buckets_run_from_a_crash_or_shutdown_to_the_next_start(spark: SparkSession) -> None:
+    # Broker 1: controlled shutdown at 1100 then shutdown (one stretch), back at 1300 (a log's `start`), crash at
+    # 1800 with no restart (down to the run's end). Broker 2: its first start, a crash at 1500 and a restart at
+    # 1500 (no time down), a crash at 1600 and a restart at 1750 (exclusive: bucket 3 not touched).
+    rows = [(1, 1000, 0, "start"), (1, 1100, 1, "controlled_shutdown"), (1, 1120, 2, "shutdown"),
+            (1, 1300, 3, "start"), (1, 1800, 4, "crash"),
+            (2, 1000, 5, "start"), (2, 1500, 6, "crash"), (2, 1500, 7, "restart"), (2, 1600, 8, "crash"),
+            (2, 1750, 9, "restart")]
+    bronze = spark.createDataFrame([("r", b, ts, e, "broker_lifecycle", a) for b, ts, e, a in rows],
+                                   "run_id string, broker_id int, ts_ms long, event_id long, event_type string, "
+                                   "action string")
+    expected = spark.createDataFrame([("r", 1, 0), ("r", 1, 1), ("r", 1, 3), ("r", 2, 2)],
+                                     "run_id string, broker_id int, bucket long")
+    assert_df_equality(down_buckets(bronze, _buckets(spark)), expected, ignore_row_order=True, ignore_nullable=True)

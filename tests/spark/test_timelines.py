@@ -298,6 +298,22 @@ def test_partition_state_leader_not_known_yet_is_not_offline(events) -> None:
                        ignore_row_order=True, ignore_nullable=True)
 
 
+def test_partition_state_an_isr_no_event_stated_is_unknown_not_empty(events) -> None:
+    # A 2.0-2.4 leader line prints leader and epoch only: until an ISR line, the ISR and the flags that compare
+    # it are unknown (they read as under min ISR for the whole run of such a log before). Min ISR 1 (default).
+    ev = events([
+        dict(event_type="leadership_change", ts_ms=10, broker_id=1, leader_epoch=3, action="become_leader",
+             leader_id=1),
+        dict(event_type="isr_change", ts_ms=20, broker_id=1, leader_epoch=3, action="shrink", isr_state="committed",
+             old_isr=[1, 2], isr=[1], partition_epoch=5),
+    ])
+    expected = ev.sparkSession.createDataFrame(
+        [(10, None, None, None, None), (20, 1, None, False, True)],
+        "valid_from_ms long, isr_size int, under_replicated boolean, under_min_isr boolean, at_min_isr boolean")
+    actual = partition_state(ev).select("valid_from_ms", "isr_size", "under_replicated", "under_min_isr", "at_min_isr")
+    assert_df_equality(actual, expected, ignore_row_order=True, ignore_nullable=True)
+
+
 def test_isr_changes_a_commit_learnt_from_metadata_closes_the_proposal(events, expect) -> None:
     # KRaft: the leader replays the controller's PartitionChangeRecord; when it arrives before (or instead of)
     # the AlterPartition answer, the engine reports it as an `update`, committed. To the proposed ISR, it is
