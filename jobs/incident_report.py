@@ -328,13 +328,14 @@ def evidence_events(bronze: DataFrame, wanted: DataFrame) -> DataFrame:
 
 
 def lifecycle_events(bronze: DataFrame, limit: int) -> DataFrame:
-    """Per run, the first `limit` broker crashes, restarts and shutdowns. A broker's first start is left out
-    (every broker starts at the beginning); a later one is its restart (broker logs print `started` again)."""
+    """Per run, the first `limit` broker crashes, restarts and shutdowns, with the run's `total`. A broker's first
+    start is left out (every broker starts at the beginning); a later one is its restart (broker logs print
+    `started` again)."""
     life = bronze.where(F.col("event_type") == BROKER_LIFECYCLE).select(
         "run_id", "ts_ms", "event_id", "broker_id", "action")
     earlier = F.lag("action").over(Window.partitionBy("run_id", "broker_id").orderBy("ts_ms", "event_id"))
     life = life.withColumn("_earlier", earlier).where((F.col("action") != "start") | F.col("_earlier").isNotNull())
-    life = life.drop("_earlier")
+    life = life.drop("_earlier").withColumn("total", F.count(F.lit(1)).over(Window.partitionBy("run_id")))
     return first_rows(life, [F.col("ts_ms"), F.col("event_id")], limit, by=["run_id"])
 
 
@@ -345,6 +346,15 @@ def first_rows(df: DataFrame, order: Sequence[Column], limit: int, by: Sequence[
 
 
 # --- the job -------------------------------------------------------------------------------------------
+
+
+def _rows_by(df: DataFrame, *key: str) -> dict[Any, list[dict[str, Any]]]:
+    """`df` collected (callers pass bounded frames) and grouped by `key`: the value, or a tuple of several."""
+    out: dict[Any, list[dict[str, Any]]] = {}
+    for r in df.collect():
+        d = r.asDict()
+        out.setdefault(d[key[0]] if len(key) == 1 else tuple(d[k] for k in key), []).append(d)
+    return out
 
 
 def _local_dir(location: str, what: str) -> Path:
@@ -595,11 +605,8 @@ def plot_overviews(
                else spark.createDataFrame([], to_spark_schema(SILVER_ISR_CHANGES.schema)))
     bronze = lake.read(BRONZE_EVENTS, parts)
 
-    def by_run(df: DataFrame) -> dict[str, list[dict[str, Any]]]:
-        out: dict[str, list[dict[str, Any]]] = {}
-        for r in df.collect():
-            out.setdefault(r["run_id"], []).append(r.asDict())
-        return out
+    def by_run(df: DataFrame) -> dict[Any, list[dict[str, Any]]]:
+        return _rows_by(df, "run_id")
 
     counts = by_run(partition_counts(state, incidents, buckets))
     down = by_run(down_buckets(bronze, buckets))
@@ -610,9 +617,6 @@ def plot_overviews(
     sizes = {r["run_id"]: r for r in state.groupBy("run_id").agg(
         F.count_distinct("topic", "partition").alias("partitions"),
         F.array_sort(F.array_distinct(F.flatten(F.collect_set("replicas")))).alias("brokers")).collect()}
-    life_totals = {r["run_id"]: int(r["n"]) for r in bronze.where(
-        (F.col("event_type") == BROKER_LIFECYCLE) & (F.col("action") != "start")).groupBy("run_id").agg(
-        F.count(F.lit(1)).alias("n")).collect()}
     listed: list[tuple[str, Path]] = []
     for run in drawn:
         start_ms, end_ms = bounds[run]
@@ -631,7 +635,7 @@ def plot_overviews(
             down=pd.DataFrame(down.get(run, []), columns=["run_id", *DOWN_COLUMNS]),
             churn=pd.DataFrame(churn.get(run, []), columns=["run_id", *CHURN_COLUMNS]),
             elections=pd.DataFrame(elected.get(run, []), columns=["run_id", *ELECTION_COLUMNS]),
-            lifecycle=marks, lifecycle_total=life_totals.get(run, 0))
+            lifecycle=marks, lifecycle_total=max((int(r["total"]) for r in life.get(run, [])), default=0))
         name = f"overview-{len(listed) + 1:03d}-{_safe(run)}.png"
         listed.append((run, plot_overview(data, out_dir / name)))
         log(f"report: cluster overview of {run} -> {name}")
@@ -669,12 +673,8 @@ def _sections(
         rows.append((c["run_id"], c["topic"], c["partition"], start_ms, bucket))
     selected = spark.createDataFrame(rows, "run_id string, topic string, partition int, start_ms long, bucket_ms long")
 
-    def grouped(df: DataFrame) -> dict[tuple, list[dict[str, Any]]]:
-        out: dict[tuple, list[dict[str, Any]]] = {}
-        for r in df.collect():
-            d = r.asDict()
-            out.setdefault((d["run_id"], d["topic"], d["partition"]), []).append(d)
-        return out
+    def grouped(df: DataFrame) -> dict[Any, list[dict[str, Any]]]:
+        return _rows_by(df, *KEY)
 
     sel = F.broadcast(selected.select(*KEY))
     offsets = grouped(offset_series(ro, selected))
@@ -699,8 +699,7 @@ def _sections(
     # Per plotted partition and invariant: how many in all (the marks above stop at max_rows).
     totals = grouped(violations.join(sel, KEY, "left_semi").groupBy(*KEY, "severity", "invariant").count())
     life: dict[str, list[dict[str, Any]]] = {}
-    for r in lifecycle_events(lake.read(BRONZE_EVENTS, parts), cfg.max_points).collect():
-        life.setdefault(r["run_id"], []).append(r.asDict())
+    life.update(_rows_by(lifecycle_events(lake.read(BRONZE_EVENTS, parts), cfg.max_points), "run_id"))
     # The listed violations' evidence events: at most max_partitions x max_rows x EVIDENCE_KEPT rows.
     wanted = sorted({(r["run_id"], int(e)) for rows in viols.values() for r in rows for e in (r["evidence"] or ())})
     looked_up: dict[tuple[str, int], dict[str, Any]] = {}
