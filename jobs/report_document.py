@@ -363,8 +363,8 @@ def markdown(doc: ReportDocument) -> str:
 
 def _overview_legend(doc: ReportDocument) -> str:
     return ("Each run as a broker dashboard would have shown it, time in seconds since its first event: on top "
-            "the partitions under-replicated, under min ISR and offline (no leader, as the controller saw it: a "
-            "crashed leader counts once the controller has fenced it), and the followers lagging beyond "
+            "the partitions under-replicated, under min ISR and offline (no leader, as the controller saw it: until "
+            "it fences a crashed leader, that broker still leads its partitions), and the followers lagging beyond "
             "replica.lag.time.max.ms (the most at once in each time bucket); in the middle the committed ISR "
             "shrinks (up) and expands (down) per bucket; below, one lane per broker, grey while it is down, with "
             "its crashes, restarts and shutdowns and the elections that made it leader (red stars: unclean). "
