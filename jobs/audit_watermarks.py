@@ -3,8 +3,9 @@
 A run's violations depend only on its own bronze events and on the audit's code, so a run needs judging
 again only when one of the two changed. Bronze is append-only (an ingest adds events, never rewrites
 them), so a run's event count and largest event id tell whether it got new events; the code is named by
-`audit_signature`. Every audit records both for the runs it judged in `gold/_audit_watermarks`, after
-its other writes, so an audit that failed half-way leaves its runs still to do.
+`audit_signature`. Every audit withdraws the records of the runs it judges before it replaces their
+violations, and writes the new ones in `gold/_audit_watermarks` after its other writes, so an audit that
+failed half-way leaves its runs still to do.
 """
 
 from __future__ import annotations
