@@ -16,9 +16,9 @@ from dataclasses import dataclass, field
 
 import pyarrow as pa
 
-SCHEMA_VERSION = "1.4"
+SCHEMA_VERSION = "1.5"
 SCHEMA_MAJOR = 1
-SCHEMA_MINOR = 4
+SCHEMA_MINOR = 5
 
 
 class SchemaVersionError(ValueError):
@@ -179,9 +179,10 @@ EVENT_TYPES: dict[str, EventType] = {
         ),
         EventType(
             LEADER_ELECTION,
-            "The controller elected a leader (clean from the ISR, or unclean). `broker_id` is the controller (read "
-            "from a new leader's KIP-704 RECOVERING line, where no controller line tells of the election or bronze "
-            "held that line first: that leader, and `ts_ms` its time).",
+            "The controller elected a leader (clean from the ISR, from the eligible leader replicas when the ISR is "
+            "empty, or unclean). `broker_id` is the controller (read from a new leader's KIP-704 RECOVERING line, "
+            "where no controller line tells of the election or bronze held that line first: that leader, and "
+            "`ts_ms` its time).",
             ("action", "partition_epoch", "isr", "replicas"),
             # Kafka logs only unclean elections at INFO, naming the new leader (the ISR it forces is [leader]).
             log_requires=("action", "isr"),
@@ -264,7 +265,7 @@ PAYLOAD: tuple[Column, ...] = (
                ISR_CHANGE: ("shrink", "expand", "update"),
                FETCHER_CHANGE: ("added", "removed"),
                BROKER_LIFECYCLE: ("start", "crash", "restart", "controlled_shutdown", "shutdown"),
-               LEADER_ELECTION: ("clean", "unclean", "controlled_shutdown", "preferred", "offline"),
+               LEADER_ELECTION: ("clean", "unclean", "controlled_shutdown", "preferred", "offline", "elr"),
            }),
     Column("role", pa.string(), "Role of the emitting replica (for quota_throttle: which side throttled).",
            used_by=(APPEND, HW_CHANGE, LOG_START_OFFSET_CHANGE, TRUNCATION, QUOTA_THROTTLE),
@@ -285,6 +286,10 @@ PAYLOAD: tuple[Column, ...] = (
            used_by=(LEADERSHIP_CHANGE, LEADER_ELECTION)),
     Column("removing_replicas", INT_LIST, "Replicas an ongoing reassignment is removing (LeaderAndIsr "
            "removingReplicas); absent when none. Since 1.1.", used_by=(LEADERSHIP_CHANGE, LEADER_ELECTION)),
+    Column("elr", INT_LIST, "Eligible leader replicas after the election (KIP-966, Kafka 4.0+ with "
+           "eligible.leader.replicas.version=1): replicas that left an ISR below min ISR and still hold every "
+           "committed record; an `elr` election took its leader from them. Absent when the cluster does not run "
+           "ELR. Since 1.5.", used_by=(LEADER_ELECTION,)),
     Column("topic_id", pa.string(), "Kafka's topic id (KIP-516: a UUID, printed as 22 URL-safe base64 "
            "characters) where a broker log line prints it: a 3.3+ leader or follower line ('Leader t-3 with topic "
            "id Some(<id>) ...'), the sitting leader's 'Skipped the become-leader state change for t-3 with topic "

@@ -282,7 +282,8 @@ class Broker:
         disk = self.cluster.scenario.disk
         if disk.retention_bytes is not None:
             self.queue.after(disk.retention_check_interval_ms, self._retention, inc)
-        self.cluster.controller.register_from(self.broker_id, inc)
+        previous_epoch, self.disk.clean_shutdown_epoch = self.disk.clean_shutdown_epoch, -1
+        self.cluster.controller.register_from(self.broker_id, inc, previous_epoch)
 
     def crash(self, lose_unflushed: bool) -> None:
         """Kill the process (power failure if `lose_unflushed`, else kill -9 with the page cache kept)."""
@@ -305,6 +306,7 @@ class Broker:
         if rm is not None:
             self.disk.write_hw_checkpoint(rm.checkpoint_high_watermarks())
         self.disk.flush_all()
+        self.disk.clean_shutdown_epoch = self.incarnation
         self.alive = False
         self.incarnation += 1
         if self._events is not None:

@@ -2,7 +2,7 @@
 
     replog simulate --scenario conf/scenarios/steady-state.yaml --out out/steady \
         [--seed N] [--duration-ms N] [--truncation-mode high-watermark|leader-epoch-v0|leader-epoch|diverging-epoch] \
-        [--format parquet|jsonl]
+        [--eligible-leader-replicas on|off] [--format parquet|jsonl]
 
 Exit codes: 0 success, 2 invalid arguments or scenario (the message names the key and the expected
 form), or an output folder that cannot take the run's files (checked before simulating; an OSError while
@@ -110,8 +110,10 @@ def describe_fault(index: int, fault: Fault) -> str:
 
 
 def run_id_for(scenario: Scenario) -> str:
-    """Deterministic run id: scenario, truncation mode, seed and duration."""
-    return f"{scenario.name}.{mode_to_text(scenario.truncation_mode)}.s{scenario.seed}.d{scenario.duration_ms}"
+    """Deterministic run id: scenario, truncation mode, seed and duration, and `.elr` when the cluster runs
+    eligible leader replicas (so a scenario run both ways gives two runs in one lake)."""
+    elr = ".elr" if scenario.cluster.eligible_leader_replicas else ""
+    return f"{scenario.name}.{mode_to_text(scenario.truncation_mode)}.s{scenario.seed}.d{scenario.duration_ms}{elr}"
 
 
 GC_GEN0_THRESHOLD = 200_000
@@ -176,6 +178,7 @@ def _simulate(scenario: Scenario, out: str | Path, progress: bool) -> tuple[dict
         "description": scenario.description,
         "seed": scenario.seed,
         "truncation_mode": mode_to_text(scenario.truncation_mode),
+        "eligible_leader_replicas": scenario.cluster.eligible_leader_replicas,
         "duration_ms": scenario.duration_ms,
         "start_ms": scenario.start_ms,
         "code_version": code_version(),
@@ -209,6 +212,8 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--seed", type=int, help="override the scenario's seed")
     p.add_argument("--duration-ms", type=int, help="override the scenario's virtual duration")
     p.add_argument("--truncation-mode", choices=MODES, help="override the follower truncation protocol")
+    p.add_argument("--eligible-leader-replicas", choices=("on", "off"),
+                   help="override cluster.eligible_leader_replicas (KIP-966, KRaft scenarios only)")
     p.add_argument("--format", choices=("parquet", "jsonl"), help="event file format (default: the scenario's)")
     return p
 
@@ -231,7 +236,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         scenario = scenario.with_overrides(
             seed=args.seed, duration_ms=args.duration_ms,
             truncation_mode=mode_from_text(args.truncation_mode) if args.truncation_mode else None,
-            fmt=args.format)
+            fmt=args.format,
+            eligible_leader_replicas=None if args.eligible_leader_replicas is None
+            else args.eligible_leader_replicas == "on")
     except ScenarioError as exc:
         sys.stderr.write(f"error: {args.scenario}: {exc}\n")
         return 2
@@ -262,8 +269,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     wall = time.monotonic() - started
     acked = manifest["acknowledged_records"]
     dropped = f" ({len(late)} scheduled after the run's end, not applied)" if late else ""
+    elr = ", eligible leader replicas" if scenario.cluster.eligible_leader_replicas else ""
     sys.stderr.write(
-        f"simulated {scenario.name} ({manifest['truncation_mode']}, seed {scenario.seed}): "
+        f"simulated {scenario.name} ({manifest['truncation_mode']}{elr}, seed {scenario.seed}): "
         f"{manifest['events']:,} events in {len(manifest['files'])} file(s), "
         f"{scenario.duration_ms / 1000:.1f} s virtual in {wall:.1f} s wall "
         f"({manifest['events'] / max(wall, 1e-9):,.0f} events/s)\n"

@@ -98,6 +98,8 @@ class PartitionInfo:
     adding: list[int] = field(default_factory=list)
     removing: list[int] = field(default_factory=list)
     target: list[int] | None = None
+    elr: list[int] = field(default_factory=list)
+    last_known_elr: list[int] = field(default_factory=list)
 
     def registration(self) -> PartitionRegistration:
         """The LeaderAndIsr partition state."""
@@ -117,6 +119,8 @@ class Controller:
         self.retry_ms = spec.controller_retry_ms
         self.fence_on_reregistration = spec.fence_on_reregistration
         self.broker_epochs = spec.checks_broker_epochs
+        self.elr_enabled = spec.eligible_leader_replicas
+        self.replication_factors = {t.name: t.replication_factor for t in cluster.scenario.topics}
         self.partitions: dict[TopicPartition, PartitionInfo] = {}
         self.by_broker: dict[int, list[TopicPartition]] = {}
         self.last_heartbeat: dict[int, int] = {}
@@ -166,13 +170,15 @@ class Controller:
         """A broker's heartbeat leaves it (one-way message over the network), with its `wantShutDown` flag."""
         self.cluster.rpc.send(broker_id, self.node_id, self._on_heartbeat, broker_id, incarnation, wants_shutdown)
 
-    def register_from(self, broker_id: int, incarnation: int) -> None:
-        """A (re)starting broker registers; retried until it gets through (`BrokerRegistration`)."""
+    def register_from(self, broker_id: int, incarnation: int, previous_epoch: int = -1) -> None:
+        """A (re)starting broker registers; retried until it gets through (`BrokerRegistration`, with the
+        broker epoch its clean shutdown file holds as `previousBrokerEpoch`, -1 after a crash)."""
         broker = self.cluster.brokers[broker_id]
         if broker.incarnation != incarnation or not broker.alive:
             return
-        if not self.cluster.rpc.send(broker_id, self.node_id, self._on_register, broker_id, incarnation):
-            self.queue.after(self.retry_ms, self.register_from, broker_id, incarnation)
+        if not self.cluster.rpc.send(broker_id, self.node_id, self._on_register, broker_id, incarnation,
+                                     previous_epoch):
+            self.queue.after(self.retry_ms, self.register_from, broker_id, incarnation, previous_epoch)
 
     def _on_heartbeat(self, broker_id: int, incarnation: int, wants_shutdown: bool = False) -> None:
         if self.incarnations.get(broker_id) != incarnation:
@@ -183,7 +189,7 @@ class Controller:
         if broker_id in self.fenced and broker_id not in self.shutting_down and not wants_shutdown:
             self._unfence(broker_id)
 
-    def _on_register(self, broker_id: int, incarnation: int) -> None:
+    def _on_register(self, broker_id: int, incarnation: int, previous_epoch: int = -1) -> None:
         previous = self.incarnations.get(broker_id)
         if previous == incarnation:
             return  # already known (the brokers present at topic creation)
@@ -192,6 +198,10 @@ class Controller:
         if (previous is not None and previous != incarnation and broker_id not in self.fenced
                 and self.fence_on_reregistration):
             self._fence(broker_id, "broker_reregistered")
+        if self.elr_enabled and previous is not None and previous_epoch != previous:
+            # `ClusterControlManager.registerBroker`: the previous broker epoch is not the last registration's,
+            # so the broker did not shut down cleanly and its log may lack what it had acknowledged.
+            self._unclean_shutdown(broker_id)
         self.shutting_down.discard(broker_id)
         if broker_id in self.fenced:
             self._unfence(broker_id)
@@ -220,7 +230,9 @@ class Controller:
             info = self.partitions[tp]
             if broker_id not in info.isr:
                 continue
-            if info.leader == broker_id:
+            if self.elr_enabled:
+                self._change(tp, info, [b for b in info.isr if b != broker_id], reason, remove=broker_id)
+            elif info.leader == broker_id:
                 self._elect(tp, info, exclude=broker_id, reason=reason)
             elif len(info.isr) > 1:
                 info.isr.remove(broker_id)
@@ -234,7 +246,10 @@ class Controller:
         for tp in self.by_broker.get(broker_id, ()):
             info = self.partitions[tp]
             if info.leader == NO_LEADER:
-                self._elect(tp, info, exclude=None, reason="broker_unfenced")
+                if self.elr_enabled:
+                    self._change(tp, info, list(info.isr), "broker_unfenced")
+                else:
+                    self._elect(tp, info, exclude=None, reason="broker_unfenced")
         self._mark_all_brokers()
         self._send_full_state(broker_id)
 
@@ -270,6 +285,87 @@ class Controller:
         self._emit_election(tp, info, action, reason)
         self._mark(tp, info)
 
+    # --- eligible leader replicas (KIP-966) ----------------------------------------------------------------
+
+    def _min_isr(self, topic: str) -> int:
+        """`getTopicEffectiveMinIsr`: the topic's min.insync.replicas capped at its replication factor."""
+        return self.cluster.topic_configs[topic].effective_min_isr(self.replication_factors[topic])
+
+    def _target_elr(self, tp: TopicPartition, info: PartitionInfo, target_isr: list[int],
+                    unclean: int | None) -> list[int]:
+        """`PartitionChangeBuilder.maybePopulateTargetElr`: none while the new ISR holds min ISR; below it, the
+        ELR keeps its members and gains those leaving the ISR, less the new ISR and a broker back from an
+        unclean shutdown. A replica that left while the ISR was below min ISR has every committed record: the
+        HW does not move below min ISR (KIP-966 part 1, `Partition.maybeIncrementLeaderHW`)."""
+        if len(target_isr) >= self._min_isr(tp.topic):
+            return []
+        candidates = set(info.elr) | set(info.isr)
+        return sorted(b for b in candidates if b not in target_isr and b != unclean)
+
+    def _change(self, tp: TopicPartition, info: PartitionInfo, target_isr: list[int], reason: str, *,
+                remove: int | None = None, unclean: int | None = None, action: str = "clean") -> None:
+        """One partition of `ReplicationControlManager.generateLeaderAndIsrUpdates` with ELR enabled:
+        `PartitionChangeBuilder.build` on the target ISR (`remove` and `unclean` may not lead).
+
+        The leader stays if it may; else the first replica of the assignment in the new ISR, or, when the ISR is
+        empty, in the ELR (the new ISR is then that leader alone); else the last known leader when ISR and ELR
+        are both empty and it may lead (`canElectLastKnownLeader` as fixed in Kafka 4.1, KAFKA-19522: an unclean
+        election whatever the topic says); else, when the topic allows it, an unclean election; else no leader.
+        The ISR may become empty. `last_known_elr` holds the last leader from the moment the ISR empties until
+        the partition has a leader again (`maybeUpdateLastKnownLeader`)."""
+
+        def acceptable(b: int) -> bool:
+            return b != remove and b != unclean and self._eligible(b)
+
+        elr = self._target_elr(tp, info, target_isr, unclean)
+
+        def valid(b: int) -> bool:
+            return (b in target_isr or (not target_isr and b in elr)) and acceptable(b)
+
+        old_leader = info.leader
+        new_leader, forced = old_leader, False
+        if old_leader == NO_LEADER or not valid(old_leader):
+            new_leader = next((b for b in info.replicas if valid(b)), NO_LEADER)
+            last = info.last_known_elr
+            if new_leader != NO_LEADER:
+                pass
+            elif not elr and not target_isr and len(last) == 1 and acceptable(last[0]):
+                new_leader, forced = last[0], True
+            elif self._unclean_allowed(tp.topic):
+                new_leader = next((b for b in info.replicas if acceptable(b)), NO_LEADER)
+                forced = new_leader != NO_LEADER
+        if new_leader != old_leader:
+            if new_leader in elr:
+                target_isr, elr, action = [new_leader], [b for b in elr if b != new_leader], "elr"
+            elif forced:
+                target_isr, elr, action = [new_leader], [], "unclean"
+            elif new_leader == NO_LEADER:
+                action = "offline"
+        if new_leader != NO_LEADER:
+            last_known = []
+        elif not target_isr and target_isr != info.isr:
+            last_known = [old_leader]
+        else:
+            last_known = info.last_known_elr
+        if (new_leader == old_leader and target_isr == info.isr and elr == info.elr
+                and last_known == info.last_known_elr):
+            return
+        info.isr, info.elr, info.last_known_elr = list(target_isr), elr, last_known
+        info.partition_epoch += 1
+        if new_leader != old_leader:
+            info.leader = new_leader
+            info.leader_epoch += 1
+            self._emit_election(tp, info, action, reason)
+        self._mark(tp, info)
+
+    def _unclean_shutdown(self, broker_id: int) -> None:
+        """`handleBrokerUncleanShutdown`: the broker leaves every ISR and ELR it is in and may not lead them now."""
+        for tp in self.by_broker.get(broker_id, ()):
+            info = self.partitions[tp]
+            if broker_id in info.isr or broker_id in info.elr:
+                self._change(tp, info, [b for b in info.isr if b != broker_id], "unclean_shutdown",
+                             unclean=broker_id)
+
     def _emit_election(self, tp: TopicPartition, info: PartitionInfo, action: str, reason: str) -> None:
         self.elections[action] = self.elections.get(action, 0) + 1
         events = self.cluster.events
@@ -283,6 +379,8 @@ class Controller:
                 ev["adding_replicas"] = list(info.adding)
             if info.removing:
                 ev["removing_replicas"] = list(info.removing)
+            if self.elr_enabled:
+                ev["elr"] = list(info.elr)
             events.append(ev)
 
     def leader_of(self, tp: TopicPartition) -> int:
@@ -317,7 +415,12 @@ class Controller:
             return Errors.INVALID_REQUEST
         if self._ineligible_in(sent, info):
             return Errors.INELIGIBLE_REPLICA
-        info.isr = [b for b in info.replicas if b in sent.isr]
+        target = [b for b in info.replicas if b in sent.isr]
+        if self.elr_enabled:
+            # The leader, in the ISR it sent and not fenced (else its epoch would be stale), keeps leading.
+            info.elr = self._target_elr(tp, info, target, None)
+            info.last_known_elr = []
+        info.isr = target
         info.partition_epoch += 1
         # The PartitionChangeRecord goes to the metadata log, which every broker replays
         # (`ReplicaManager.applyDelta`): the leader's `makeLeader` with the new partition epoch resolves
@@ -353,7 +456,13 @@ class Controller:
         self.shutting_down.add(broker_id)
         for tp in self.by_broker.get(broker_id, ()):
             info = self.partitions[tp]
-            if info.leader == broker_id:
+            if self.elr_enabled:
+                # KRaft's `handleBrokerInControlledShutdown`: out of every ISR; a partition it leads alone
+                # goes offline (its replica joins the ELR and can lead again after a clean restart).
+                if broker_id in info.isr:
+                    self._change(tp, info, [b for b in info.isr if b != broker_id], "controlled_shutdown",
+                                 remove=broker_id, action="controlled_shutdown")
+            elif info.leader == broker_id:
                 others = [b for b in info.replicas if b != broker_id and b in info.isr and self._eligible(b)]
                 if others:
                     self._elect(tp, info, exclude=broker_id, reason="controlled_shutdown",
@@ -415,6 +524,8 @@ class Controller:
         removed = list(info.removing)
         info.replicas = list(target)
         info.isr = [b for b in target if b in info.isr]
+        # Every target replica is in the ISR, so it holds at least the replication factor: no ELR.
+        info.elr, info.last_known_elr = [], []
         info.adding, info.removing, info.target = [], [], None
         if info.leader not in target:
             self._elect(tp, info, exclude=info.leader, reason="reassignment")

@@ -22,6 +22,10 @@ class Disk:
         self.broker_id = broker_id
         self.logs: dict[TopicPartition, Log] = {}
         self.hw_checkpoint: dict[TopicPartition, int] = {}
+        # The clean shutdown file (`LogManager`'s `.kafka_cleanshutdown`, KIP-966): the broker epoch of the
+        # process that shut down cleanly, -1 after a crash. The next start sends it to the controller as its
+        # previous broker epoch, which tells a clean shutdown from an unclean one.
+        self.clean_shutdown_epoch = -1
 
     def flush_all(self) -> None:
         """OS write-back / `LogManager.flush`: everything appended so far becomes durable."""

@@ -203,6 +203,12 @@ class ClusterSpec:
     false = no broker epochs (as Kafka 3.3-3.4), and the controller checks only the ISR members a proposal adds
     for fencing, as replog did before it modelled KIP-903 (tests pin seeds found then). No effect with
     `fence_on_reregistration: false` (ZooKeeper mode sends no epochs)."""
+    eligible_leader_replicas: bool = False
+    """KRaft, KIP-966 (`eligible.leader.replicas.version=1`: Kafka 4.0 opt-in, on for new clusters from 4.1):
+    replicas that leave an ISR below min ISR become eligible leader replicas, the ISR may become empty, a leader
+    is elected from them before any unclean election, and a broker that restarts after an unclean shutdown
+    leaves them. Off by default, as in a cluster upgraded to 4.x without the feature; needs KRaft
+    (`fence_on_reregistration: true`)."""
 
     @property
     def checks_broker_epochs(self) -> bool:
@@ -256,9 +262,16 @@ class Scenario:
         return self.broker_config.truncation_mode
 
     def with_overrides(self, *, seed: int | None = None, duration_ms: int | None = None,
-                       truncation_mode: TruncationMode | None = None, fmt: str | None = None) -> Scenario:
-        """The CLI overrides (`--seed`, `--duration-ms`, `--truncation-mode`, `--format`)."""
+                       truncation_mode: TruncationMode | None = None, fmt: str | None = None,
+                       eligible_leader_replicas: bool | None = None) -> Scenario:
+        """The CLI overrides (`--seed`, `--duration-ms`, `--truncation-mode`, `--format`,
+        `--eligible-leader-replicas`)."""
         out = self
+        if eligible_leader_replicas is not None:
+            if eligible_leader_replicas and not out.cluster.fence_on_reregistration:
+                raise ScenarioError("--eligible-leader-replicas", "off for a scenario with "
+                                    "cluster.fence_on_reregistration false (ELR is a KRaft feature)", "on")
+            out = replace(out, cluster=replace(out.cluster, eligible_leader_replicas=eligible_leader_replicas))
         if seed is not None:
             out = replace(out, seed=seed)
         if duration_ms is not None:
@@ -476,7 +489,11 @@ def parse_scenario(doc: object) -> Scenario:
         controller_retry_ms=c.int("controller_retry_ms", 100, lo=1),
         fence_on_reregistration=c.bool("fence_on_reregistration", True),
         broker_epochs=c.bool("broker_epochs", True),
+        eligible_leader_replicas=c.bool("eligible_leader_replicas", False),
     )
+    if cluster.eligible_leader_replicas and not cluster.fence_on_reregistration:
+        raise ScenarioError(c.key("eligible_leader_replicas"),
+                            "false when cluster.fence_on_reregistration is false (ELR is a KRaft feature)", True)
     c.done()
     broker_ids = tuple(range(1, cluster.brokers + 1))
     cfg = _broker_config(r.raw("broker_config"), mode)

@@ -163,6 +163,12 @@ def before_kip903(sc: Scenario) -> Scenario:
     return replace(sc, cluster=replace(sc.cluster, broker_epochs=False))
 
 
+def with_elr(sc: Scenario) -> Scenario:
+    """`sc` with eligible leader replicas (KIP-966, `cluster.eligible_leader_replicas: true`), as a new Kafka 4.1
+    cluster runs."""
+    return replace(sc, cluster=replace(sc.cluster, eligible_leader_replicas=True))
+
+
 def _power_crashes(sc: Scenario) -> bool:
     """Whether the run's nemesis may lose unflushed data (`power_scenario`)."""
     return sc.nemesis is not None and "power" in sc.nemesis.crash_modes
@@ -331,11 +337,14 @@ def add_shape_arguments(parser: argparse.ArgumentParser) -> None:
                         help="--reassigning with the drawn reassignments throttled (replication quotas)")
     parser.add_argument("--before-kip903", action="store_true",
                         help="without broker epochs, as seeds found before session 30 ran (`before_kip903`)")
+    parser.add_argument("--elr", action="store_true",
+                        help="with eligible leader replicas (KIP-966, `with_elr`)")
 
 
 def scenario_maker(args: argparse.Namespace) -> Callable[[int], Scenario]:
     """The seed -> scenario function `--wide` / `--deep` / `--correlated` / `--overlapping` / `--power` /
-    `--reassigning` / `--throttled` chose, wrapped in `before_kip903` with `--before-kip903`."""
+    `--reassigning` / `--throttled` chose, wrapped in `before_kip903` with `--before-kip903` and in `with_elr`
+    with `--elr`."""
     if args.throttled:
         make = power_throttled_scenario if args.power else throttled_scenario
     elif args.reassigning and args.power:
@@ -350,9 +359,17 @@ def scenario_maker(args: argparse.Namespace) -> Callable[[int], Scenario]:
         make = correlated_scenario
     else:
         make = deep_scenario if args.deep else wide_scenario if args.wide else varied_scenario
-    if args.before_kip903:
-        return lambda seed: before_kip903(make(seed))
-    return make
+    wraps = [wrap for wrap, on in ((before_kip903, args.before_kip903), (with_elr, args.elr)) if on]
+    if not wraps:
+        return make
+
+    def shaped(seed: int) -> Scenario:
+        sc = make(seed)
+        for wrap in wraps:
+            sc = wrap(sc)
+        return sc
+
+    return shaped
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -1,10 +1,11 @@
 """Differential test: the Spark audit and the reference checker agree exactly, run for run.
 
 Every shipped scenario (shortened, except the KIP scenarios whose faults need their full length), the
-KIP-101 / KIP-279 scenarios also in the protocol generation they describe (where the checker finds the
-loss, so the comparison is not vacuous), and seeded random fault runs of `nemesis-small` (alternating the
-default mode and high-watermark truncation, which loses data; most in the fault campaign's varied shapes,
-some with reassignments, a third with size-based retention) are simulated; the checker reads their
+KIP-101 / KIP-279 scenarios also in the protocol generation they describe and the KIP-966 one also without
+eligible leader replicas (where the checker finds the loss, so the comparison is not vacuous), and seeded
+random fault runs of `nemesis-small` (alternating the default mode and high-watermark truncation, which loses
+data; most in the fault campaign's varied shapes, some with reassignments, a third with size-based retention)
+are simulated; the checker reads their
 files, and the same files go through ONE ingest and ONE audit (runs are partitioned by run_id, so the
 Spark overhead is paid once). For each run, the violations of the invariants the Spark audit implements
 must be the same set: (invariant, severity, topic, partition, replica, detecting event, offset, expected,
@@ -27,6 +28,7 @@ REPLOG_DIFF_CAMPAIGN_MODE=1 keeps each seed's own
 truncation mode, as the campaign runs it, instead of `high_watermark` for odd seeds (to compare a campaign
 seed as found); REPLOG_DIFF_BEFORE_KIP903=1 runs the seeds without broker epochs
 (`tests.sim.campaign.before_kip903`, to compare a seed found before the simulator modelled KIP-903 as found);
+REPLOG_DIFF_ELR=1 runs the seeds with eligible leader replicas (`tests.sim.campaign.with_elr`, KIP-966);
 REPLOG_DIFF_LARGE=1 adds the heavy `large-30-brokers` scenario.
 """
 
@@ -61,6 +63,7 @@ from tests.sim.campaign import (
     reassigning_scenario,
     throttled_scenario,
     wide_scenario,
+    with_elr,
 )
 from tests.sim.test_fault_campaign import campaign_scenario, varied_scenario
 
@@ -71,6 +74,8 @@ OLD_MODES: dict[str, TruncationMode] = {
     "kip-101-divergence": TruncationMode.HIGH_WATERMARK,
     "kip-279-fast-failover": TruncationMode.LEADER_EPOCH_V0,
 }
+# Run at full length, and also without eligible leader replicas (the Kafka before KIP-966 loses data there).
+WITHOUT_ELR = ("kip-966-last-replica-standing",)
 SHORT_MS = 15000
 SEEDS = int(os.environ.get("REPLOG_DIFF_SEEDS", "30"))
 FIRST_SEED = int(os.environ.get("REPLOG_DIFF_FIRST_SEED", "0"))
@@ -84,6 +89,7 @@ THROTTLED = os.environ.get("REPLOG_DIFF_THROTTLED") == "1"
 LARGE = os.environ.get("REPLOG_DIFF_LARGE") == "1"
 CAMPAIGN_MODE = os.environ.get("REPLOG_DIFF_CAMPAIGN_MODE") == "1"
 BEFORE_KIP903 = os.environ.get("REPLOG_DIFF_BEFORE_KIP903") == "1"
+ELR = os.environ.get("REPLOG_DIFF_ELR") == "1"
 
 Key = tuple[str, str, str | None, int | None, int | None, int, int | None, int | None, int | None]
 
@@ -103,9 +109,11 @@ def _cases() -> list[Case]:
         if path.stem in HEAVY and not LARGE:
             continue
         sc = load_scenario(path)
-        if path.stem not in OLD_MODES:
+        if path.stem not in OLD_MODES and path.stem not in WITHOUT_ELR:
             sc = sc.with_overrides(duration_ms=min(sc.duration_ms, SHORT_MS))
         out.append(Case(path.stem, sc))
+        if path.stem in WITHOUT_ELR:
+            out.append(Case(f"{path.stem}@no-elr", sc.with_overrides(eligible_leader_replicas=False), old_mode=True))
         if path.stem in OLD_MODES:
             mode = OLD_MODES[path.stem]
             out.append(Case(f"{path.stem}@{mode.value}", sc.with_overrides(truncation_mode=mode), old_mode=True))
@@ -135,6 +143,8 @@ def _cases() -> list[Case]:
                 sc = replace(sc, disk=replace(sc.disk, retention_bytes=3000, retention_check_interval_ms=500))
         if BEFORE_KIP903:
             sc = before_kip903(sc)
+        if ELR:
+            sc = with_elr(sc)
         out.append(Case(f"nemesis-s{seed}{'@high_watermark' if mode else ''}", sc.with_overrides(truncation_mode=mode)))
     return out
 
@@ -197,7 +207,8 @@ def test_spark_audit_agrees_with_the_reference_checker(outcome: Outcome, case: C
 
 
 def test_old_protocol_generations_lose_data_so_the_comparison_is_not_vacuous(outcome: Outcome) -> None:
-    """KIP-101 / KIP-279 in their old mode: the checker finds violations, some among the compared ones."""
+    """KIP-101 / KIP-279 in their old mode, KIP-966 without ELR: the checker finds violations, some among the
+    compared ones."""
     old = [run_id_for(c.scenario) for c in CASES if c.old_mode]
     assert old and all(outcome.checker_all[r] for r in old), {r: outcome.checker_all[r] for r in old}
     assert any(outcome.checker[r] for r in old), "no compared invariant fires in any old-mode run"

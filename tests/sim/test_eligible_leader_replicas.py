@@ -1,0 +1,236 @@
+"""KIP-966 eligible leader replicas in the controller (reference §8.4; Kafka's `PartitionChangeBuilder`).
+
+The state-machine tests drive one controller directly, without running the cluster: a partition of replicas
+[1, 2, 3], min.insync.replicas 2, leader 1, each step a call the controller gets from a broker (an
+AlterPartition, a fencing, a registration). The scenario tests run `kip-966-last-replica-standing` both ways.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Any
+
+import pytest
+
+from replication_core.errors import Errors
+from replication_core.partition import (
+    NO_LEADER,
+    AlterPartitionRequest,
+    CommittedPartitionState,
+    LeaderAndIsr,
+    PendingExpandIsr,
+    PendingShrinkIsr,
+)
+from replication_core.partition_fetch_state import TopicPartition
+from replication_core.sim.cli import main as simulate_main
+from replication_core.sim.cluster import Cluster
+from replication_core.sim.controller import Controller, PartitionInfo
+from replication_core.sim.scenario import ScenarioError, parse_scenario_text
+from tests.sim.audit import audit
+from tests.sim.helpers import SCENARIOS, check, run, scenario
+
+TP = TopicPartition("t", 0)
+SCENARIO = """
+name: elr-unit
+seed: 1
+duration_ms: 1000
+cluster: {{brokers: 3, eligible_leader_replicas: {elr}}}
+broker_config: {{min.insync.replicas: 2}}
+topics:
+  - {{name: t, replication_factor: 3, assignment: [[1, 2, 3]]{topic_config}}}
+"""
+
+
+def _controller(elr: bool = True, unclean: bool = False) -> tuple[Controller, PartitionInfo, list[dict[str, Any]]]:
+    topic_config = ", config: {unclean.leader.election.enable: true}" if unclean else ""
+    cluster = Cluster(parse_scenario_text(SCENARIO.format(elr=str(elr).lower(), topic_config=topic_config)))
+    controller = cluster.controller
+    controller.create_topics()
+    assert cluster.events is not None
+    return controller, controller.partitions[TP], cluster.events
+
+
+def _alter(controller: Controller, info: PartitionInfo, isr: list[int]) -> LeaderAndIsr | Errors:
+    """The leader's AlterPartition to `isr` (one replica added or any removed), answered by the controller."""
+    sent = LeaderAndIsr(info.leader, info.leader_epoch, tuple(isr), info.partition_epoch)
+    committed = CommittedPartitionState(frozenset(info.isr))
+    added = set(isr) - set(info.isr)
+    pending = (PendingExpandIsr(added.pop(), sent, committed) if added
+               else PendingShrinkIsr(frozenset(set(info.isr) - set(isr)), sent, committed))
+    return controller._alter_one(AlterPartitionRequest(TP.topic, TP.partition, info.leader, sent, pending))
+
+
+def _state(info: PartitionInfo) -> tuple[int, list[int], list[int], list[int]]:
+    return info.leader, info.isr, info.elr, info.last_known_elr
+
+
+def _elections(events: list[dict[str, Any]]) -> list[tuple[Any, ...]]:
+    return [(e["action"], e.get("leader_id"), e["isr"], e.get("elr"), e["reason"], e["leader_epoch"])
+            for e in events if e["event_type"] == "leader_election" and e["reason"] != "topic_creation"]
+
+
+def _register(controller: Controller, broker: int, clean: bool) -> None:
+    """A new process of `broker` registers: after a clean shutdown it sends its last registration's epoch."""
+    previous = controller.incarnations[broker]
+    controller._on_register(broker, previous + 1, previous if clean else -1)
+
+
+def _last_replica_standing(controller: Controller, info: PartitionInfo) -> None:
+    """ISR {1, 2, 3} -> {1, 2} -> {1}: replica 2 left below min ISR, so it is eligible."""
+    assert isinstance(_alter(controller, info, [1, 2]), LeaderAndIsr)
+    assert _state(info) == (1, [1, 2], [], [])
+    assert isinstance(_alter(controller, info, [1]), LeaderAndIsr)
+    assert _state(info) == (1, [1], [2], [])
+
+
+def test_a_replica_leaving_an_isr_below_min_isr_becomes_eligible_and_an_expansion_clears_them() -> None:
+    """`maybePopulateTargetElr`: nothing while the ISR holds min ISR (replica 3 left at ISR 2), the leaver
+    once it drops below (replica 2), and the ELR is cleared when the ISR is back at min ISR."""
+    controller, info, _ = _controller()
+    _last_replica_standing(controller, info)
+    epoch = info.partition_epoch
+    assert isinstance(_alter(controller, info, [1, 3]), LeaderAndIsr)
+    assert _state(info) == (1, [1, 3], [], []) and info.partition_epoch == epoch + 1
+
+
+def test_the_fenced_last_isr_member_empties_the_isr_and_an_eligible_replica_leads() -> None:
+    """The leader, alone in the ISR, is fenced: the ISR becomes empty, the leader joins the ELR, and replica 2 is
+    elected from the ELR (an `elr` election); the new ISR is that leader alone."""
+    controller, info, events = _controller()
+    _last_replica_standing(controller, info)
+    leader_epoch = info.leader_epoch
+    controller._fence(1, "session_timeout")
+    assert _state(info) == (2, [2], [1], []) and info.leader_epoch == leader_epoch + 1
+    assert _elections(events) == [("elr", 2, [2], [1], "session_timeout", leader_epoch + 1)]
+
+
+def test_without_elr_the_fenced_last_isr_member_stays_in_the_isr_and_the_partition_goes_offline() -> None:
+    """The same steps without the feature: Kafka keeps the last member in the ISR; no replica may lead."""
+    controller, info, events = _controller(elr=False)
+    assert isinstance(_alter(controller, info, [1, 2]), LeaderAndIsr)
+    assert isinstance(_alter(controller, info, [1]), LeaderAndIsr)
+    controller._fence(1, "session_timeout")
+    assert _state(info) == (NO_LEADER, [1], [], [])
+    assert [(a, lead, isr, elr) for a, lead, isr, elr, *_ in _elections(events)] == [("offline", None, [1], None)]
+
+
+def test_with_no_eligible_replica_alive_the_partition_goes_offline_remembering_its_last_leader() -> None:
+    """Replica 2 is fenced first (it stays eligible: a fenced broker may come back with its log), then the leader:
+    nothing may lead, the ISR is empty, both are eligible, and the last known leader is 1. Replica 2 coming back
+    (cleanly) is elected from the ELR, and the last known leader is forgotten."""
+    controller, info, events = _controller()
+    _last_replica_standing(controller, info)
+    controller._fence(2, "session_timeout")
+    assert _state(info) == (1, [1], [2], [])
+    controller._fence(1, "session_timeout")
+    assert _state(info) == (NO_LEADER, [], [1, 2], [1])
+    _register(controller, 2, clean=True)
+    assert _state(info) == (2, [2], [1], [])
+    assert [(a, lead, isr, elr, reason) for a, lead, isr, elr, reason, _ in _elections(events)] == [
+        ("offline", None, [], [1, 2], "session_timeout"), ("elr", 2, [2], [1], "broker_unfenced")]
+
+
+def test_an_unclean_shutdown_leaves_the_elr_and_the_last_known_leader_comes_back_unclean() -> None:
+    """Both eligible replicas were down; each registers after an unclean shutdown (`handleBrokerUncleanShutdown`:
+    out of the ELR). Replica 2, not the last leader, cannot lead; replica 1, the last known leader, is elected
+    when it is unfenced with ISR and ELR empty (`canElectLastKnownLeader`, Kafka 4.1): an unclean election,
+    though the topic does not enable them."""
+    controller, info, events = _controller()
+    _last_replica_standing(controller, info)
+    controller._fence(2, "session_timeout")
+    controller._fence(1, "session_timeout")
+    _register(controller, 2, clean=False)
+    assert _state(info) == (NO_LEADER, [], [1], [1])
+    _register(controller, 1, clean=False)
+    assert _state(info) == (1, [1], [], [])
+    assert _elections(events)[-1][:5] == ("unclean", 1, [1], [], "broker_unfenced")
+
+
+def test_a_clean_restart_keeps_the_replica_eligible() -> None:
+    """A controlled shutdown of the only ISR member: KRaft takes it out of the ISR, the partition goes offline
+    with the replica eligible; after a clean restart (its clean shutdown file names its last registration) it
+    leads again from the ELR. The same restart after a crash takes it out of the ELR first (previous test)."""
+    controller, info, events = _controller()
+    _last_replica_standing(controller, info)
+    controller._fence(2, "session_timeout")
+    controller.controlled_shutdown(1)
+    assert _state(info) == (NO_LEADER, [], [1, 2], [1])
+    controller.broker_stopped(1)
+    _register(controller, 1, clean=True)
+    assert _state(info) == (1, [1], [2], [])
+    assert [e[0] for e in _elections(events)] == ["offline", "elr"]
+
+
+def test_an_unclean_election_clears_the_elr() -> None:
+    """With `unclean.leader.election.enable` and no eligible replica that may lead, any live replica is elected
+    uncleanly; the ELR is cleared (`maybeUpdateRecordElr`)."""
+    controller, info, events = _controller(unclean=True)
+    _last_replica_standing(controller, info)
+    controller._fence(2, "session_timeout")
+    controller._fence(1, "session_timeout")
+    assert _state(info) == (3, [3], [], [])
+    assert _elections(events)[-1][:4] == ("unclean", 3, [3], [])
+
+
+def test_elr_needs_kraft() -> None:
+    """ELR is a KRaft feature: a ZooKeeper-era scenario that asks for it is refused, naming the key."""
+    text = SCENARIO.format(elr="true", topic_config="").replace(
+        "brokers: 3,", "brokers: 3, fence_on_reregistration: false,")
+    with pytest.raises(ScenarioError, match=r"cluster\.eligible_leader_replicas"):
+        parse_scenario_text(text)
+    zk = scenario("kip-101-hw-truncation")
+    with pytest.raises(ScenarioError, match="--eligible-leader-replicas"):
+        zk.with_overrides(eligible_leader_replicas=True)
+
+
+def test_the_cli_override_refuses_a_zookeeper_scenario(tmp_path: Any, capsys: pytest.CaptureFixture[str]) -> None:
+    """`--eligible-leader-replicas on` for a scenario without KRaft fencing exits 2 with the reason."""
+    code = simulate_main(["--scenario", str(SCENARIOS / "kip-101-hw-truncation.yaml"), "--out", str(tmp_path / "o"),
+                          "--eligible-leader-replicas", "on"])
+    assert code == 2
+    assert "ELR is a KRaft feature" in capsys.readouterr().err
+
+
+def _kip_966(elr: bool) -> tuple[Cluster, list[dict[str, Any]], Any]:
+    sc = scenario("kip-966-last-replica-standing")
+    return run(replace(sc, cluster=replace(sc.cluster, eligible_leader_replicas=elr)))
+
+
+def test_kip_966_scenario_keeps_every_acknowledged_write_with_elr() -> None:
+    """The leader, alone in the ISR below min ISR, loses power at 40 s: broker 2, eligible since it left the ISR,
+    is elected from the ELR when broker 1's session expires (45 s); broker 1 comes back after an unclean shutdown,
+    leaves the ELR and follows. Nothing acknowledged is lost; the checker finds nothing."""
+    cluster, events, stats = _kip_966(True)
+    a = audit(events)
+    assert a.lost_acked_writes() == [] and a.divergences() == []
+    assert check(events, stats).violations == ()
+    elections = [(e["ts_ms"] - 1_700_000_000_000, e["action"], e["leader_id"], e["isr"], e["elr"])
+                 for e in events if e["event_type"] == "leader_election"]
+    assert elections == [(0, "clean", 1, [1, 2, 3], []), (45_000, "elr", 2, [2], [1])]
+    info = cluster.controller.partitions[TopicPartition("orders", 0)]
+    assert info.leader == 2 and sorted(info.isr) == [1, 2, 3] and info.elr == []
+    assert stats.acked_batches > 0
+
+
+def test_kip_966_scenario_loses_acknowledged_writes_without_elr() -> None:
+    """Without ELR the fenced leader stays the only ISR member, the partition is offline until broker 1 is back
+    (50 s) and is then elected from the ISR with the empty log its power loss left: the followers truncate to
+    it, and every write acknowledged before 20 s is gone. The checker reports the loss as a warning (a crash
+    recovery took the records from the replica that led) and the followers' truncations below their HW."""
+    _, events, stats = _kip_966(False)
+    elections = [(e["ts_ms"] - 1_700_000_000_000, e["action"], e["leader_id"], e["isr"], e.get("elr"))
+                 for e in events if e["event_type"] == "leader_election"]
+    assert elections == [(0, "clean", 1, [1, 2, 3], None), (45_000, "offline", None, [1], None),
+                         (50_002, "clean", 1, [1], None)]
+    lost = audit(events).lost_acked_writes()
+    assert lost and min(x["base_offset"] for x in lost) == 0
+    result = check(events, stats)
+    assert {v.invariant for v in result.warnings} >= {"acked_write_lost"}
+    assert {(v.invariant, v.topic, v.partition) for v in result.errors} >= {("truncation_safety", "orders", 0)}
+
+
+def test_elr_off_writes_no_elr_field() -> None:
+    """Without the feature the election events carry no `elr`, as before it existed."""
+    _, events, _ = run(scenario("leader-crash"))
+    elections = [e for e in events if e["event_type"] == "leader_election"]
+    assert len(elections) >= 2 and all("elr" not in e for e in elections)
