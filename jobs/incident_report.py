@@ -305,8 +305,9 @@ def series_lengths(replica_offsets: DataFrame, partition_state: DataFrame, keys:
 
 def leader_changes(partition_state: DataFrame, selected: DataFrame, limit: int) -> DataFrame:
     """Per selected partition, the intervals that changed the leader or its epoch (the first one too), at
-    most `limit` per partition (the earliest), with `changes`, the partition's total, and `unclean`: the
-    interval was opened by an unclean election (drawn from bronze instead: `unclean_elections`)."""
+    most `limit` per partition (the earliest), with `changes`, the partition's total, `unclean`: the
+    interval was opened by an unclean election (drawn from bronze instead: `unclean_elections`), and `from_elr`:
+    by an election from the eligible leader replicas (KIP-966)."""
     ps = partition_state.join(F.broadcast(selected.select(*KEY)), KEY, "left_semi")
     w = Window.partitionBy(*KEY).orderBy("valid_from_ms", "event_id")
     prev_leader, prev_epoch = F.lag("leader_id").over(w), F.lag("leader_epoch").over(w)
@@ -317,6 +318,7 @@ def leader_changes(partition_state: DataFrame, selected: DataFrame, limit: int) 
     whole = Window.partitionBy(*KEY)
     return changed.select(*KEY, F.col("valid_from_ms").alias("ts_ms"), "leader_id", "leader_epoch",
                           (F.col("cause") == "leader_election:unclean").alias("unclean"),
+                          (F.col("cause") == "leader_election:elr").alias("from_elr"),
                           F.row_number().over(w).alias("_n"), F.count(F.lit(1)).over(whole).alias("changes")
                           ).where(F.col("_n") <= limit).drop("_n")
 
@@ -732,7 +734,7 @@ def _sections(
             offsets=_frame(offsets.get(key, []), OFFSET_COLUMNS, start_ms),
             isr=_frame(isr.get(key, []), ISR_COLUMNS, start_ms),
             leaders=tuple(LeaderChange((r["ts_ms"] - start_ms) / 1000.0, r["leader_id"], r["leader_epoch"],
-                                       False) for r in lead if not r["unclean"])
+                                       False, r["from_elr"]) for r in lead if not r["unclean"])
             # Every unclean election, from bronze (see `unclean_elections`), whatever the limit: they are the
             # changes that may have lost data.
             + tuple(LeaderChange((r["ts_ms"] - start_ms) / 1000.0, r["leader_id"], r["leader_epoch"], True)

@@ -75,6 +75,8 @@ class LeaderChange:
     epoch: int | None
     unclean: bool = False
     """The controller elected it from outside the ISR (unclean.leader.election.enable)."""
+    from_elr: bool = False
+    """The controller elected it from the eligible leader replicas, the ISR being empty (KIP-966)."""
 
 
 @dataclass(frozen=True)
@@ -401,7 +403,7 @@ def _draw_leaders(axes, data: PartitionPlot) -> None:  # type: ignore[no-untyped
             continue
         who = "offline" if c.leader is None else f"leader {c.leader}"
         epoch = "" if c.epoch is None else f", epoch {c.epoch}"
-        how = " (unclean)" if c.unclean else ""
+        how = " (unclean)" if c.unclean else " (from ELR)" if c.from_elr else ""
         # Alternate two heights so that changes close in time do not print over each other; a change in the last
         # quarter of the run is labelled to the left of its line, so that the label stays inside the axes.
         left = c.time_s > 0.75 * axes[0].get_xlim()[1]

@@ -110,6 +110,15 @@ def test_an_unclean_election_is_drawn_red_and_dashed_labelled_and_counted() -> N
     assert "unclean election" not in [t.get_text() for t in render_partition(kip101_like()).legends[0].get_texts()]
 
 
+def test_an_election_from_the_eligible_leader_replicas_says_so() -> None:
+    """KIP-966: a leader elected from the ELR is an ordinary leader change whose label names where it came from."""
+    data = replace(kip101_like(), leaders=(LeaderChange(0.0, 2, 0), LeaderChange(7.6, 1, 1, from_elr=True)))
+    top = render_partition(data).axes[0]
+    label = next(t for t in top.texts if "leader 1" in t.get_text())
+    assert label.get_text().strip() == "→ leader 1, epoch 1 (from ELR)"
+    assert not [line for line in top.get_lines() if line.get_color() == UNCLEAN_COLOUR]
+
+
 def test_isr_lane_shading_follows_membership() -> None:
     fig = render_partition(kip101_like())
     lanes = fig.axes[1]
