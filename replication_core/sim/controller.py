@@ -195,12 +195,18 @@ class Controller:
             return  # already known (the brokers present at topic creation)
         self.incarnations[broker_id] = incarnation
         self.last_heartbeat[broker_id] = self.queue.now_ms
+        # `ClusterControlManager.registerBroker` -> `handleBrokerShutdown`: with ELR, a previous broker epoch other
+        # than the last registration's means no clean shutdown (the log may lack what it acknowledged), and the
+        # broker leaves every ISR and ELR instead of being fenced out of its ISRs only.
+        unclean = self.elr_enabled and previous is not None and previous_epoch != previous
         if (previous is not None and previous != incarnation and broker_id not in self.fenced
                 and self.fence_on_reregistration):
-            self._fence(broker_id, "broker_reregistered")
-        if self.elr_enabled and previous is not None and previous_epoch != previous:
-            # `ClusterControlManager.registerBroker`: the previous broker epoch is not the last registration's,
-            # so the broker did not shut down cleanly and its log may lack what it had acknowledged.
+            if unclean:
+                self.fenced.add(broker_id)  # the new registration starts fenced
+                self._mark_all_brokers()
+            else:
+                self._fence(broker_id, "broker_reregistered")
+        if unclean:
             self._unclean_shutdown(broker_id)
         self.shutting_down.discard(broker_id)
         if broker_id in self.fenced:

@@ -161,6 +161,18 @@ def test_a_clean_restart_keeps_the_replica_eligible() -> None:
     assert [e[0] for e in _elections(events)] == ["offline", "elr"]
 
 
+@pytest.mark.parametrize(("clean", "reason"), [(True, "broker_reregistered"), (False, "unclean_shutdown")])
+def test_a_leader_back_before_its_session_expired_leaves_the_isr_once(clean: bool, reason: str) -> None:
+    """The leader's new process registers while the old one is still unfenced (`handleBrokerShutdown`): after a
+    clean shutdown it is fenced out of the ISR; after an unclean one it leaves the ISR and ELR instead. Either way
+    the partition changes once, the next replica of the ISR leading."""
+    controller, info, events = _controller()
+    epoch = info.partition_epoch
+    _register(controller, 1, clean=clean)
+    assert _state(info) == (2, [2, 3], [], []) and info.partition_epoch == epoch + 1
+    assert [(e[0], e[1], e[4]) for e in _elections(events)] == [("clean", 2, reason)]
+
+
 def test_an_unclean_election_clears_the_elr() -> None:
     """With `unclean.leader.election.enable` and no eligible replica that may lead, any live replica is elected
     uncleanly; the ELR is cleared (`maybeUpdateRecordElr`)."""
