@@ -424,10 +424,14 @@ def _draw_isr(ax, data: PartitionPlot) -> None:  # type: ignore[no-untyped-def]
         t = s["t_s"].tolist()
         last = [bool(x) for x in s["in_isr"].tolist()]
         whole = [bool(x) for x in s["in_isr_whole"].tolist()]
-        ax.broken_barh(_runs(t, [a and b for a, b in zip(last, whole, strict=True)], data.end_s),
-                       (lane - 0.4, 0.8), facecolors=colour, alpha=0.55, zorder=2)
-        ax.broken_barh(_runs(t, [a and not b for a, b in zip(last, whole, strict=True)], data.end_s),
-                       (lane - 0.4, 0.8), facecolors="white", edgecolors=colour, hatch="///", zorder=2)
+        ax.broken_barh(_runs(t, last, data.end_s), (lane - 0.4, 0.8), facecolors=colour, alpha=0.55, zorder=2)
+        # A bucket in which the replica left and rejoined is hatched over that bucket only: after it the replica is
+        # a member until the next change, like any other.
+        bucket_s = data.bucket_ms / 1000.0
+        ends = [*t[1:], max(data.end_s, t[-1] if t else 0.0)]
+        flickers = [(ti, min(bucket_s, end - ti)) for ti, end, a, b in zip(t, ends, last, whole, strict=True)
+                    if a and not b]
+        ax.broken_barh(flickers, (lane - 0.4, 0.8), facecolors="white", edgecolors=colour, hatch="///", zorder=3)
         ax.broken_barh(leading.get(replica, []), (lane + 0.22, 0.18), facecolors="black", zorder=4)
         # A follower's failed fetches: ticks along the top edge of its lane, where nothing else is drawn.
         failed = sorted(m.time_s for m in data.fetch_errors if m.follower == replica)

@@ -110,6 +110,27 @@ def test_an_unclean_election_is_drawn_red_and_dashed_labelled_and_counted() -> N
     assert "unclean election" not in [t.get_text() for t in render_partition(kip101_like()).legends[0].get_texts()]
 
 
+def _lane_bars(ax, lane: int) -> list[tuple[bool, float, float]]:  # type: ignore[no-untyped-def]
+    """(hatched, x from, x to) of the bars spanning lane `lane`'s full height, the grey background left out."""
+    out = []
+    for c in ax.collections:
+        grey = tuple(round(float(x), 3) for x in c.get_facecolor()[0][:3]) == (0.933, 0.933, 0.933)
+        for path in c.get_paths():
+            v = path.vertices
+            if not grey and v[:, 1].min() == pytest.approx(lane - 0.4) and v[:, 1].max() == pytest.approx(lane + 0.4):
+                out.append((bool(c.get_hatch()), round(float(v[:, 0].min()), 3), round(float(v[:, 0].max()), 3)))
+    return sorted(out)
+
+
+def test_a_replica_that_left_and_rejoined_inside_a_bucket_is_hatched_over_that_bucket_only() -> None:
+    """Broker 2 left and rejoined within the 175 ms bucket at 7.5 s and stays until 17 s: that bucket is hatched,
+    and the lane is a member's from 0 to 17 s (before, the hatch ran on to the next change)."""
+    isr = pd.DataFrame([(1, 0.0, True, True), (2, 0.0, True, True), (2, 7.5, True, False), (2, 17.0, False, False)],
+                       columns=list(ISR_COLUMNS))
+    lanes = render_partition(replace(kip101_like(), isr=isr, bucket_ms=175)).axes[1]
+    assert _lane_bars(lanes, 1) == [(False, 0.0, 17.0), (True, 7.5, 7.675)]
+
+
 def test_an_election_from_the_eligible_leader_replicas_says_so() -> None:
     """KIP-966: a leader elected from the ELR is an ordinary leader change whose label names where it came from."""
     data = replace(kip101_like(), leaders=(LeaderChange(0.0, 2, 0), LeaderChange(7.6, 1, 1, from_elr=True)))
