@@ -74,7 +74,8 @@ class LeaderChange:
     leader: int | None
     epoch: int | None
     unclean: bool = False
-    """The controller elected it from outside the ISR (unclean.leader.election.enable)."""
+    """The controller elected it from outside the ISR and the ELR: unclean.leader.election.enable, or (KIP-966) the
+    last known leader coming back after an unclean shutdown."""
     from_elr: bool = False
     """The controller elected it from the eligible leader replicas, the ISR being empty (KIP-966)."""
 
@@ -428,7 +429,7 @@ def _draw_isr(ax, data: PartitionPlot) -> None:  # type: ignore[no-untyped-def]
         # A bucket in which the replica left and rejoined is hatched over that bucket only: after it the replica is
         # a member until the next change, like any other.
         bucket_s = data.bucket_ms / 1000.0
-        ends = [*t[1:], max(data.end_s, t[-1] if t else 0.0)]
+        ends = [*t[1:], max(data.end_s, t[-1])] if t else []
         flickers = [(ti, min(bucket_s, end - ti)) for ti, end, a, b in zip(t, ends, last, whole, strict=True)
                     if a and not b]
         ax.broken_barh(flickers, (lane - 0.4, 0.8), facecolors="white", edgecolors=colour, hatch="///", zorder=3)

@@ -111,7 +111,7 @@ def isr_single_inflight(bronze: DataFrame) -> DataFrame:
 
 
 def isr_nonempty(bronze: DataFrame) -> DataFrame:
-    """isr_nonempty (§11.7, §9.1 LeaderInIsr): the ISR is never empty and always contains the leader."""
+    """isr_nonempty (§11.7, §9.1 LeaderInIsr): a partition with a leader has a non-empty ISR containing it."""
     return evaluate(bronze, ["isr_nonempty"])
 
 

@@ -180,7 +180,8 @@ CATALOGUE: tuple[Invariant, ...] = (
     ),
     Invariant(
         "isr_nonempty", ERROR, "§11.7, §9.1 LeaderInIsr",
-        "The ISR is never empty and always contains the leader.",
+        "A partition with a leader has a non-empty ISR that contains the leader (with KIP-966's eligible leader "
+        "replicas only a leaderless partition's ISR may be empty).",
         "Committed isr_change, become_leader and leader_election (with a leader) carry a non-empty ISR that "
         "contains the leader; an event without an ISR (a broker log line that does not print it) is not judged.",
         "actual = ISR size",

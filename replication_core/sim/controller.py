@@ -3,7 +3,8 @@
 Mirrors the KRaft `QuorumController` / `ReplicationControlManager` (reference §2.5, §8.4) with one
 controller node that never fails:
 * liveness: a broker is fenced when no heartbeat arrived for `broker.session.timeout.ms`; fencing
-  removes it from every ISR it is in (never emptying an ISR) and re-elects the partitions it led.
+  removes it from every ISR it is in (never emptying an ISR, unless the cluster runs eligible leader
+  replicas) and re-elects the partitions it led.
   A broker that registers again with a new incarnation while still unfenced is fenced first
   (KRaft; `cluster.fence_on_reregistration: false` keeps the ZooKeeper-era behaviour where a
   restart shorter than the session timeout goes unnoticed, which KIP-101's scenario relies on).
@@ -14,6 +15,10 @@ controller node that never fails:
   `unclean.leader.election.enable`, the first live replica at all (unclean, ISR = {leader}); else the
   partition goes offline (leader -1, ISR kept). Every election is a `leader_election` event emitted
   with `broker_id` = the controller id;
+* eligible leader replicas (KIP-966, `cluster.eligible_leader_replicas`): `_change` replaces the above with
+  Kafka 4.1's `PartitionChangeBuilder`: the ISR may become empty, replicas that left it below min ISR are
+  eligible and elected before any unclean election, and a broker registering after an unclean shutdown
+  leaves every ISR and ELR;
 * AlterPartition (`validateAlterPartitionData`, checked in Kafka's order; KRaft rejects a proposed ISR
   member whose broker epoch is not its registration's, KIP-903) bumps the partition epoch
   and, like every other change, is published to the replicas' brokers as metadata (the
@@ -120,7 +125,6 @@ class Controller:
         self.fence_on_reregistration = spec.fence_on_reregistration
         self.broker_epochs = spec.checks_broker_epochs
         self.elr_enabled = spec.eligible_leader_replicas
-        self.replication_factors = {t.name: t.replication_factor for t in cluster.scenario.topics}
         self.partitions: dict[TopicPartition, PartitionInfo] = {}
         self.by_broker: dict[int, list[TopicPartition]] = {}
         self.last_heartbeat: dict[int, int] = {}
@@ -195,18 +199,15 @@ class Controller:
             return  # already known (the brokers present at topic creation)
         self.incarnations[broker_id] = incarnation
         self.last_heartbeat[broker_id] = self.queue.now_ms
-        # `ClusterControlManager.registerBroker` -> `handleBrokerShutdown`: with ELR, a previous broker epoch other
-        # than the last registration's means no clean shutdown (the log may lack what it acknowledged), and the
-        # broker leaves every ISR and ELR instead of being fenced out of its ISRs only.
-        unclean = self.elr_enabled and previous is not None and previous_epoch != previous
+        # Kafka refuses a new incarnation while the old one's session is valid (DuplicateBrokerRegistration), so
+        # the broker is fenced first; replog fences it at once instead of waiting for the session to expire.
         if (previous is not None and previous != incarnation and broker_id not in self.fenced
                 and self.fence_on_reregistration):
-            if unclean:
-                self.fenced.add(broker_id)  # the new registration starts fenced
-                self._mark_all_brokers()
-            else:
-                self._fence(broker_id, "broker_reregistered")
-        if unclean:
+            self._fence(broker_id, "broker_reregistered")
+        if self.elr_enabled and previous is not None and previous_epoch != previous:
+            # `ClusterControlManager.registerBroker` -> `handleBrokerShutdown`: a previous broker epoch other than
+            # the last registration's means no clean shutdown (its log may lack what it acknowledged): out of
+            # every ISR and ELR.
             self._unclean_shutdown(broker_id)
         self.shutting_down.discard(broker_id)
         if broker_id in self.fenced:
@@ -294,8 +295,10 @@ class Controller:
     # --- eligible leader replicas (KIP-966) ----------------------------------------------------------------
 
     def _min_isr(self, topic: str) -> int:
-        """`getTopicEffectiveMinIsr`: the topic's min.insync.replicas capped at its replication factor."""
-        return self.cluster.topic_configs[topic].effective_min_isr(self.replication_factors[topic])
+        """`getTopicEffectiveMinIsr`: the topic's min.insync.replicas capped at its replication factor, which
+        Kafka reads as partition 0's current replica count (replicas being added or removed included)."""
+        return min(self.cluster.topic_configs[topic].min_insync_replicas,
+                   len(self.partitions[TopicPartition(topic, 0)].replicas))
 
     def _target_elr(self, tp: TopicPartition, info: PartitionInfo, target_isr: list[int],
                     unclean: int | None) -> list[int]:
@@ -321,7 +324,9 @@ class Controller:
         the partition has a leader again (`maybeUpdateLastKnownLeader`)."""
 
         def acceptable(b: int) -> bool:
-            return b != remove and b != unclean and self._eligible(b)
+            # `LeaderAcceptor` / `isActive`: a registered broker, not fenced nor shutting down (never -1, which an
+            # ISR emptied while the partition had no leader leaves as its last known leader).
+            return b != remove and b != unclean and b in self.incarnations and self._eligible(b)
 
         elr = self._target_elr(tp, info, target_isr, unclean)
 
@@ -341,10 +346,11 @@ class Controller:
                 new_leader = next((b for b in info.replicas if acceptable(b)), NO_LEADER)
                 forced = new_leader != NO_LEADER
         if new_leader != old_leader:
-            if new_leader in elr:
-                target_isr, elr, action = [new_leader], [b for b in elr if b != new_leader], "elr"
-            elif forced:
+            if forced:
+                # Unclean whatever the winner was (`maybeUpdateRecordElr` clears the ELR of an unclean change).
                 target_isr, elr, action = [new_leader], [], "unclean"
+            elif new_leader in elr:
+                target_isr, elr, action = [new_leader], [b for b in elr if b != new_leader], "elr"
             elif new_leader == NO_LEADER:
                 action = "offline"
         if new_leader != NO_LEADER:
@@ -463,8 +469,9 @@ class Controller:
         for tp in self.by_broker.get(broker_id, ()):
             info = self.partitions[tp]
             if self.elr_enabled:
-                # KRaft's `handleBrokerInControlledShutdown`: out of every ISR; a partition it leads alone
-                # goes offline (its replica joins the ELR and can lead again after a clean restart).
+                # KRaft's `handleBrokerInControlledShutdown`: out of every ISR; a partition it leads alone gets a
+                # leader from the ELR, else goes offline (the replica joins the ELR and can lead again after a
+                # clean restart).
                 if broker_id in info.isr:
                     self._change(tp, info, [b for b in info.isr if b != broker_id], "controlled_shutdown",
                                  remove=broker_id, action="controlled_shutdown")
@@ -530,7 +537,8 @@ class Controller:
         removed = list(info.removing)
         info.replicas = list(target)
         info.isr = [b for b in target if b in info.isr]
-        # Every target replica is in the ISR, so it holds at least the replication factor: no ELR.
+        # The ISR holds every target replica, so min ISR is met and there is no ELR (unless partition 0 of the topic,
+        # whose replica count caps min ISR, is itself mid-reassignment with more replicas: an edge left out).
         info.elr, info.last_known_elr = [], []
         info.adding, info.removing, info.target = [], [], None
         if info.leader not in target:

@@ -207,8 +207,8 @@ class ClusterSpec:
     """KRaft, KIP-966 (`eligible.leader.replicas.version=1`: Kafka 4.0 opt-in, on for new clusters from 4.1):
     replicas that leave an ISR below min ISR become eligible leader replicas, the ISR may become empty, a leader
     is elected from them before any unclean election, and a broker that restarts after an unclean shutdown
-    leaves them. Off by default, as in a cluster upgraded to 4.x without the feature; needs KRaft
-    (`fence_on_reregistration: true`)."""
+    leaves them. Off by default, as in a cluster upgraded to 4.x without the feature; needs KRaft with broker
+    epochs (`fence_on_reregistration` and `broker_epochs` true)."""
 
     @property
     def checks_broker_epochs(self) -> bool:
@@ -268,9 +268,10 @@ class Scenario:
         `--eligible-leader-replicas`)."""
         out = self
         if eligible_leader_replicas is not None:
-            if eligible_leader_replicas and not out.cluster.fence_on_reregistration:
+            if eligible_leader_replicas and not out.cluster.checks_broker_epochs:
                 raise ScenarioError("--eligible-leader-replicas", "off for a scenario with "
-                                    "cluster.fence_on_reregistration false (ELR is a KRaft feature)", "on")
+                                    "cluster.fence_on_reregistration or cluster.broker_epochs false (ELR is a "
+                                    "Kafka 4 KRaft feature, with broker epochs)", "on")
             out = replace(out, cluster=replace(out.cluster, eligible_leader_replicas=eligible_leader_replicas))
         if seed is not None:
             out = replace(out, seed=seed)
@@ -491,9 +492,9 @@ def parse_scenario(doc: object) -> Scenario:
         broker_epochs=c.bool("broker_epochs", True),
         eligible_leader_replicas=c.bool("eligible_leader_replicas", False),
     )
-    if cluster.eligible_leader_replicas and not cluster.fence_on_reregistration:
-        raise ScenarioError(c.key("eligible_leader_replicas"),
-                            "false when cluster.fence_on_reregistration is false (ELR is a KRaft feature)", True)
+    if cluster.eligible_leader_replicas and not cluster.checks_broker_epochs:
+        raise ScenarioError(c.key("eligible_leader_replicas"), "false when cluster.fence_on_reregistration or "
+                            "cluster.broker_epochs is false (ELR is a Kafka 4 KRaft feature, with broker epochs)", True)
     c.done()
     broker_ids = tuple(range(1, cluster.brokers + 1))
     cfg = _broker_config(r.raw("broker_config"), mode)

@@ -37,16 +37,22 @@ SCENARIO = """
 name: elr-unit
 seed: 1
 duration_ms: 1000
-cluster: {{brokers: 3, eligible_leader_replicas: {elr}}}
-broker_config: {{min.insync.replicas: 2}}
+cluster: {{brokers: {n}, eligible_leader_replicas: {elr}}}
+broker_config: {{min.insync.replicas: {min_isr}}}
 topics:
-  - {{name: t, replication_factor: 3, assignment: [[1, 2, 3]]{topic_config}}}
+  - {{name: t, replication_factor: {n}, assignment: [{replicas}]{topic_config}}}
 """
 
 
-def _controller(elr: bool = True, unclean: bool = False) -> tuple[Controller, PartitionInfo, list[dict[str, Any]]]:
+def _text(elr: bool = True, unclean: bool = False, n: int = 3, min_isr: int = 2) -> str:
     topic_config = ", config: {unclean.leader.election.enable: true}" if unclean else ""
-    cluster = Cluster(parse_scenario_text(SCENARIO.format(elr=str(elr).lower(), topic_config=topic_config)))
+    return SCENARIO.format(elr=str(elr).lower(), topic_config=topic_config, n=n, min_isr=min_isr,
+                           replicas=list(range(1, n + 1)))
+
+
+def _controller(elr: bool = True, unclean: bool = False, n: int = 3, min_isr: int = 2
+                ) -> tuple[Controller, PartitionInfo, list[dict[str, Any]]]:
+    cluster = Cluster(parse_scenario_text(_text(elr, unclean, n, min_isr)))
     controller = cluster.controller
     controller.create_topics()
     assert cluster.events is not None
@@ -164,16 +170,45 @@ def test_a_clean_restart_keeps_the_replica_eligible() -> None:
     assert [e[0] for e in _elections(events)] == ["offline", "elr"]
 
 
-@pytest.mark.parametrize(("clean", "reason"), [(True, "broker_reregistered"), (False, "unclean_shutdown")])
-def test_a_leader_back_before_its_session_expired_leaves_the_isr_once(clean: bool, reason: str) -> None:
-    """The leader's new process registers while the old one is still unfenced (`handleBrokerShutdown`): after a
-    clean shutdown it is fenced out of the ISR; after an unclean one it leaves the ISR and ELR instead. Either way
-    the partition changes once, the next replica of the ISR leading."""
+@pytest.mark.parametrize("clean", [True, False])
+def test_a_leader_back_before_its_session_expired_is_fenced_then_judged_by_its_shutdown(clean: bool) -> None:
+    """The leader of ISR {1, 2} registers a new process while the old one is unfenced. Kafka refuses that
+    registration until the session expires (`handleBrokerFenced`: replica 2 leads, replica 1 leaves the ISR
+    below min ISR and is eligible); the registration then judges the shutdown (`handleBrokerShutdown`): after a
+    clean one replica 1 stays eligible, after an unclean one it leaves the ELR, one more partition change."""
     controller, info, events = _controller()
+    assert isinstance(_alter(controller, info, [1, 2]), LeaderAndIsr)
     epoch = info.partition_epoch
     _register(controller, 1, clean=clean)
-    assert _state(info) == (2, [2, 3], [], []) and info.partition_epoch == epoch + 1
-    assert [(e[0], e[1], e[4]) for e in _elections(events)] == [("clean", 2, reason)]
+    assert _state(info) == ((2, [2], [1], []) if clean else (2, [2], [], []))
+    assert info.partition_epoch == epoch + (1 if clean else 2)
+    assert [(e[0], e[1], e[4]) for e in _elections(events)] == [("clean", 2, "broker_reregistered")]
+
+
+def test_an_isr_emptied_without_a_leader_does_not_block_an_unclean_election() -> None:
+    """An unclean topic's leaderless partition with ISR {2} (brokers 1 and 3 fenced): fencing 2 empties the ISR,
+    and the last known leader is "none" (Kafka writes lastKnownElr [-1]), which no broker can be. When broker 2
+    is back after an unclean shutdown, it is elected uncleanly, as Kafka elects it (`isActive(-1)` is false)."""
+    controller, info, events = _controller(unclean=True)
+    info.leader, info.isr = NO_LEADER, [2]
+    controller.fenced.update({1, 3})
+    controller._fence(2, "session_timeout")
+    assert _state(info) == (NO_LEADER, [], [2], [NO_LEADER])
+    _register(controller, 2, clean=False)
+    assert _state(info) == (2, [2], [], [])
+    assert _elections(events)[-1][:4] == ("unclean", 2, [2], [])
+
+
+def test_an_unclean_winner_that_is_eligible_is_still_an_unclean_election() -> None:
+    """Replicas 1-4, min ISR 3, unclean topic; ISR {1, 3}, ELR {2}, broker 3 shutting down. Fencing leader 1 leaves
+    ISR {3}, not empty, so the ELR may not lead; no ISR member may, so the topic's unclean election picks broker 2:
+    unclean though it is eligible, and the ELR is cleared (`maybeUpdateRecordElr`)."""
+    controller, info, events = _controller(unclean=True, n=4, min_isr=3)
+    info.isr, info.elr = [1, 3], [2]
+    controller.shutting_down.add(3)
+    controller._fence(1, "session_timeout")
+    assert _state(info) == (2, [2], [], [])
+    assert _elections(events)[-1][:4] == ("unclean", 2, [2], [])
 
 
 def test_an_unclean_election_clears_the_elr() -> None:
@@ -188,11 +223,12 @@ def test_an_unclean_election_clears_the_elr() -> None:
 
 
 def test_elr_needs_kraft() -> None:
-    """ELR is a KRaft feature: a ZooKeeper-era scenario that asks for it is refused, naming the key."""
-    text = SCENARIO.format(elr="true", topic_config="").replace(
-        "brokers: 3,", "brokers: 3, fence_on_reregistration: false,")
-    with pytest.raises(ScenarioError, match=r"cluster\.eligible_leader_replicas"):
-        parse_scenario_text(text)
+    """ELR is a Kafka 4 KRaft feature: a ZooKeeper-era scenario, or one without broker epochs (Kafka 3.3-3.4),
+    that asks for it is refused, naming the key."""
+    for setting in ("fence_on_reregistration", "broker_epochs"):
+        text = _text().replace("brokers: 3,", f"brokers: 3, {setting}: false,")
+        with pytest.raises(ScenarioError, match=r"cluster\.eligible_leader_replicas"):
+            parse_scenario_text(text)
     zk = scenario("kip-101-hw-truncation")
     with pytest.raises(ScenarioError, match="--eligible-leader-replicas"):
         zk.with_overrides(eligible_leader_replicas=True)
@@ -203,7 +239,7 @@ def test_the_cli_override_refuses_a_zookeeper_scenario(tmp_path: Any, capsys: py
     code = simulate_main(["--scenario", str(SCENARIOS / "kip-101-hw-truncation.yaml"), "--out", str(tmp_path / "o"),
                           "--eligible-leader-replicas", "on"])
     assert code == 2
-    assert "ELR is a KRaft feature" in capsys.readouterr().err
+    assert "ELR is a Kafka 4 KRaft feature" in capsys.readouterr().err
 
 
 def _kip_966(elr: bool) -> tuple[Cluster, list[dict[str, Any]], Any]:
@@ -255,8 +291,9 @@ def test_a_power_campaign_loss_that_eligible_leader_replicas_prevent() -> None:
     """`--power` seed 801226, t-3 (replicas 1, 2, 4; min ISR 2): broker 1 loses power while the controller still
     counts it alive, a controlled shutdown of leader 4 hands it the partition (ISR {1}), and its new process
     registers. Without ELR it is elected again from the ISR with the log its power loss left, and acknowledged
-    writes are gone. With ELR broker 4 left the ISR below min ISR, so it is eligible; broker 1's unclean shutdown
-    empties the ISR and the partition waits, offline, until broker 4 is back and is elected from the ELR.
+    writes are gone. With ELR broker 4 left the ISR below min ISR, so it is eligible; broker 1's registration fences
+    it out of the ISR, which empties (the partition goes offline), and its unclean shutdown out of the ELR; the
+    partition waits until broker 4 is back and is elected from the ELR.
     (In `--power` seeds 801000-801499, 3 runs lose acknowledged writes of topics that allow no loss without ELR,
     none with it.)"""
     tp = ("t", 3)
@@ -268,7 +305,7 @@ def test_a_power_campaign_loss_that_eligible_leader_replicas_prevent() -> None:
         actions = [(e["action"], e.get("leader_id"), e["reason"]) for e in events
                    if e["event_type"] == "leader_election" and (e["topic"], e["partition"]) == tp]
         if elr:
-            assert ("offline", None, "unclean_shutdown") in actions and ("elr", 4, "broker_unfenced") in actions
+            assert ("offline", None, "broker_reregistered") in actions and ("elr", 4, "broker_unfenced") in actions
         else:
             assert ("clean", 1, "broker_unfenced") in actions
 
