@@ -83,11 +83,14 @@ def isr_churn(isr_changes: DataFrame, buckets: DataFrame) -> DataFrame:
 
 
 def elections(bronze: DataFrame, buckets: DataFrame) -> DataFrame:
-    """Per run, bucket and new leader: its clean (`unclean` false) and unclean elections."""
+    """Per run, bucket and new leader: its clean, unclean (`unclean`) and eligible-leader-replica (`from_elr`,
+    KIP-966) elections."""
     chosen = bronze.where((F.col("event_type") == LEADER_ELECTION) & F.col("leader_id").isNotNull())
     placed = chosen.join(F.broadcast(buckets), "run_id").select(
-        "run_id", _bucket(F.col("ts_ms")), "leader_id", (F.col("action") == "unclean").alias("unclean"))
-    return placed.groupBy("run_id", "bucket", "leader_id", "unclean").agg(F.count(F.lit(1)).alias("elections"))
+        "run_id", _bucket(F.col("ts_ms")), "leader_id", (F.col("action") == "unclean").alias("unclean"),
+        (F.col("action") == "elr").alias("from_elr"))
+    return placed.groupBy("run_id", "bucket", "leader_id", "unclean", "from_elr").agg(
+        F.count(F.lit(1)).alias("elections"))
 
 
 def down_buckets(bronze: DataFrame, buckets: DataFrame) -> DataFrame:

@@ -8,7 +8,8 @@ per-bucket aggregates (`jobs.cluster_overview`), so its size does not depend on 
     followers were lagging beyond replica.lag.time.max.ms (open lag incidents): the most in each bucket;
   * middle — committed ISR shrinks (up) and expands (down) per bucket (`IsrShrinksPerSec`, `IsrExpandsPerSec`);
   * bottom — one lane per broker: grey in the buckets in which it was down (from a crash or shutdown to its
-    restart), its crashes, restarts and shutdowns marked, and the elections that made it leader (unclean in red).
+    restart), its crashes, restarts and shutdowns marked, and the elections that made it leader (unclean in red,
+    from the eligible leader replicas as diamonds).
 
 Crashes are also drawn as faint vertical lines across the upper panels, so a rise in under-replicated
 partitions can be read against the failure that caused it. Rendering goes through `Figure` and the Agg
@@ -38,11 +39,12 @@ COUNT_SERIES: tuple[tuple[str, str, str, str], ...] = (
 """(column of `ClusterOverview.counts`, legend text, colour, line style) of the top panel's series."""
 COUNT_COLUMNS: tuple[str, ...] = ("bucket", *(c for c, *_ in COUNT_SERIES))
 CHURN_COLUMNS: tuple[str, ...] = ("bucket", "shrinks", "expands")
-ELECTION_COLUMNS: tuple[str, ...] = ("bucket", "leader_id", "unclean", "elections")
+ELECTION_COLUMNS: tuple[str, ...] = ("bucket", "leader_id", "unclean", "from_elr", "elections")
 DOWN_COLUMNS: tuple[str, ...] = ("broker_id", "bucket")
 MAX_LANES = 40
 """Brokers drawn as lanes at most (the busiest, by crashes and elections); the subtitle counts the rest."""
 CLEAN_COLOUR = "#1f77b4"
+ELR_COLOUR = "#17becf"
 SHRINK_COLOUR = "#d62728"
 DOWN_COLOUR = "#bbbbbb"
 EXPAND_COLOUR = "#2ca02c"
@@ -147,8 +149,11 @@ def _draw_lanes(ax, data: ClusterOverview, lanes: list[int]) -> None:  # type: i
             ax.broken_barh([(start, end - start) for start, end in spans], (row[b] - 0.4, 0.8), color=DOWN_COLOUR,
                            linewidth=0)
     elections = data.elections[data.elections["leader_id"].isin(lanes)]
-    for unclean, colour, marker, size in ((False, CLEAN_COLOUR, "|", 40), (True, UNCLEAN_COLOUR, "*", 90)):
-        chosen = elections[elections["unclean"] == unclean]
+    unclean, from_elr = elections["unclean"].astype(bool), elections["from_elr"].astype(bool)
+    kinds = (~unclean & ~from_elr, from_elr, unclean)
+    for chosen_rows, colour, marker, size in zip(kinds, (CLEAN_COLOUR, ELR_COLOUR, UNCLEAN_COLOUR), ("|", "D", "*"),
+                                                 (40, 30, 90), strict=True):
+        chosen = elections[chosen_rows]
         if len(chosen):
             ax.scatter(_t(chosen["bucket"], data.bucket_ms) + data.bucket_ms / 2000.0,
                        [row[int(b)] for b in chosen["leader_id"]], marker=marker, s=size, color=colour, zorder=3)
@@ -161,6 +166,8 @@ def _draw_lanes(ax, data: ClusterOverview, lanes: list[int]) -> None:  # type: i
     ax.invert_yaxis()
     handles = [Patch(color=DOWN_COLOUR, label="down"),
                Line2D([], [], color=CLEAN_COLOUR, marker="|", linestyle="", label="elected leader"),
+               *([Line2D([], [], color=ELR_COLOUR, marker="D", linestyle="", label="elected from the ELR")]
+                 if data.elections["from_elr"].astype(bool).any() else []),
                Line2D([], [], color=UNCLEAN_COLOUR, marker="*", linestyle="", label="elected unclean"),
                *(Line2D([], [], color=c, marker=mk, linestyle="", label=a)
                  for a, (c, mk) in _LIFECYCLE_STYLE.items() if a not in ("start", "controlled_shutdown"))]

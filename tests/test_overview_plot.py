@@ -15,6 +15,7 @@ from jobs.overview_plot import (
     DOWN_COLOUR,
     DOWN_COLUMNS,
     ELECTION_COLUMNS,
+    ELR_COLOUR,
     MAX_LANES,
     ClusterOverview,
     _down_spans,
@@ -34,7 +35,7 @@ def incident() -> ClusterOverview:
     return ClusterOverview(
         run_id="run-1", end_s=10.0, bucket_ms=1000, brokers=(1, 2, 3), partitions=4, counts=counts,
         churn=pd.DataFrame([(2, 2, 0), (6, 0, 2)], columns=list(CHURN_COLUMNS)),
-        elections=pd.DataFrame([(2, 1, False, 1), (7, 2, True, 1)], columns=list(ELECTION_COLUMNS)),
+        elections=pd.DataFrame([(2, 1, False, False, 1), (7, 2, True, False, 1)], columns=list(ELECTION_COLUMNS)),
         down=pd.DataFrame([(3, b) for b in range(2, 7)], columns=list(DOWN_COLUMNS)),
         lifecycle=(LifecycleMark(2.5, 3, "crash"), LifecycleMark(6.2, 3, "restart")), lifecycle_total=2)
 
@@ -55,6 +56,18 @@ def test_the_figure_shows_the_counts_the_churn_and_a_lane_per_broker() -> None:
     unclean = [c for c in lanes.collections if to_hex(c.get_facecolor()[0]) == UNCLEAN_COLOUR]
     assert [tuple(o) for c in unclean for o in c.get_offsets()] == [(7.5, 1.0)], "broker 2's unclean election"
     assert "4 partitions, 3 brokers; most per 1 s bucket" in fig.texts[0].get_text()
+
+
+def test_an_election_from_the_eligible_leader_replicas_has_its_own_mark() -> None:
+    """KIP-966: broker 2 elected from the ELR at 5 s is a diamond of its own colour, named in the legend, which says
+    nothing of it for a run without one."""
+    elections = pd.DataFrame([(2, 1, False, False, 1), (5, 2, False, True, 1)], columns=list(ELECTION_COLUMNS))
+    lanes = render_overview(replace(incident(), elections=elections)).axes[2]
+    from_elr = [c for c in lanes.collections if to_hex(c.get_facecolor()[0]) == ELR_COLOUR]
+    assert [tuple(o) for c in from_elr for o in c.get_offsets()] == [(5.5, 1.0)]
+    assert "elected from the ELR" in [t.get_text() for t in lanes.get_legend().get_texts()]
+    assert "elected from the ELR" not in [t.get_text() for t in render_overview(incident()).axes[2].get_legend()
+                                          .get_texts()]
 
 
 def test_down_spans_join_consecutive_down_buckets() -> None:

@@ -81,10 +81,12 @@ def test_elections_per_bucket_and_new_leader(spark: SparkSession) -> None:
     bronze = spark.createDataFrame([
         ("r", 1000, "leader_election", "clean", 1), ("r", 1010, "leader_election", "clean", 1),
         ("r", 1300, "leader_election", "unclean", 2), ("r", 1400, "leader_election", "offline", None),
+        ("r", 1450, "leader_election", "elr", 3),
         ("r", 1500, "leadership_change", "become_leader", 2),
     ], "run_id string, ts_ms long, event_type string, action string, leader_id int")
-    expected = spark.createDataFrame([("r", 0, 1, False, 2), ("r", 1, 2, True, 1)],
-                                     "run_id string, bucket long, leader_id int, unclean boolean, elections long")
+    expected = spark.createDataFrame(
+        [("r", 0, 1, False, False, 2), ("r", 1, 2, True, False, 1), ("r", 1, 3, False, True, 1)],
+        "run_id string, bucket long, leader_id int, unclean boolean, from_elr boolean, elections long")
     assert_df_equality(elections(bronze, _buckets(spark)), expected, ignore_row_order=True, ignore_nullable=True)
 
 
