@@ -378,6 +378,8 @@ def main(argv: list[str] | None = None) -> int:
     add_shape_arguments(parser)
     parser.add_argument("--every", type=int, default=100, help="progress line every N seeds")
     args = parser.parse_args(argv)
+    if args.elr and args.before_kip903:
+        parser.error("--elr needs broker epochs (Kafka 4 has them): drop --before-kip903")
     make = scenario_maker(args)
     reported, known_runs, t0 = 0, 0, time.monotonic()
     for i, seed in enumerate(args.seeds, 1):

@@ -90,6 +90,8 @@ LARGE = os.environ.get("REPLOG_DIFF_LARGE") == "1"
 CAMPAIGN_MODE = os.environ.get("REPLOG_DIFF_CAMPAIGN_MODE") == "1"
 BEFORE_KIP903 = os.environ.get("REPLOG_DIFF_BEFORE_KIP903") == "1"
 ELR = os.environ.get("REPLOG_DIFF_ELR") == "1"
+if ELR and BEFORE_KIP903:
+    raise ValueError("REPLOG_DIFF_ELR=1 needs broker epochs (Kafka 4 has them): unset REPLOG_DIFF_BEFORE_KIP903")
 
 Key = tuple[str, str, str | None, int | None, int | None, int, int | None, int | None, int | None]
 
