@@ -338,11 +338,9 @@ class Controller:
         if old_leader == NO_LEADER or not valid(old_leader):
             new_leader = next((b for b in info.replicas if valid(b)), NO_LEADER)
             last = info.last_known_elr
-            if new_leader != NO_LEADER:
-                pass
-            elif not elr and not target_isr and len(last) == 1 and acceptable(last[0]):
+            if new_leader == NO_LEADER and not elr and not target_isr and len(last) == 1 and acceptable(last[0]):
                 new_leader, forced = last[0], True
-            elif self._unclean_allowed(tp.topic):
+            elif new_leader == NO_LEADER and self._unclean_allowed(tp.topic):
                 new_leader = next((b for b in info.replicas if acceptable(b)), NO_LEADER)
                 forced = new_leader != NO_LEADER
         if new_leader != old_leader:
