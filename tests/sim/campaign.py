@@ -166,7 +166,7 @@ def before_kip903(sc: Scenario) -> Scenario:
 def with_elr(sc: Scenario) -> Scenario:
     """`sc` with eligible leader replicas (KIP-966, `cluster.eligible_leader_replicas: true`), as a new Kafka 4.1
     cluster runs."""
-    return replace(sc, cluster=replace(sc.cluster, eligible_leader_replicas=True))
+    return sc.with_overrides(eligible_leader_replicas=True)
 
 
 def _power_crashes(sc: Scenario) -> bool:

@@ -8,7 +8,6 @@ AlterPartition, a fencing, a registration). The scenario tests run `kip-966-last
 from __future__ import annotations
 
 from collections import Counter
-from dataclasses import replace
 from typing import Any
 
 import pytest
@@ -244,7 +243,7 @@ def test_the_cli_override_refuses_a_zookeeper_scenario(tmp_path: Any, capsys: py
 
 def _kip_966(elr: bool) -> tuple[Cluster, list[dict[str, Any]], Any]:
     sc = scenario("kip-966-last-replica-standing")
-    return run(replace(sc, cluster=replace(sc.cluster, eligible_leader_replicas=elr)))
+    return run(sc.with_overrides(eligible_leader_replicas=elr))
 
 
 def test_kip_966_scenario_keeps_every_acknowledged_write_with_elr() -> None:
