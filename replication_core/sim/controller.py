@@ -26,7 +26,10 @@ controller node that never fails:
   committed ISR, and followers their new partition epoch;
 * metadata reaches each broker through an ordered channel with network delay (KRaft brokers replay
   the metadata log in order): a cut link delays it, it is never reordered, and a broker that
-  restarts is sent the full state of its partitions;
+  restarts is sent the full state of its partitions. A partition left without a leader is published
+  too: each replica that gets it, its last leader included, becomes a follower of nobody
+  (`ReplicaManager.applyLocalFollowersDelta`; ZooKeeper's `removeReplicasFromIsr` sends the same
+  LeaderAndIsr with leader -1), so it stops serving produce and fetch requests for it at once;
 * controlled shutdown moves leadership away first and removes the broker from ISRs;
 * reassignment adds the target replicas (throttled through the topics' `*.replication.throttled.replicas`,
   which cover every move in progress as `kafka-reassign-partitions --execute --additional --throttle` sets
@@ -566,8 +569,7 @@ class Controller:
     # --- metadata propagation ----------------------------------------------------------------------------
 
     def _mark(self, tp: TopicPartition, info: PartitionInfo) -> None:
-        if info.leader == NO_LEADER:
-            return  # brokers keep the last state until a leader exists (no fetcher to a missing leader)
+        """Queue the partition's registration for every replica's broker (leaderless ones too)."""
         reg = info.registration()
         for b in info.replicas:
             self._dirty.setdefault(b, {})[tp] = reg
