@@ -222,7 +222,7 @@ def power_lost_member(v: Violation, events: list[dict[str, Any]]) -> bool:
     if v.invariant != "isr_holds_committed" or v.offset is None or v.replica is None or v.event_id < 0:
         return False
     # A member added to the ISR after the crash got there from fetch state of its previous process: what KIP-903's
-    # broker epochs prevent (seed 902083 with `--before-kip903`), not a loss to excuse. `v`'s own event (an ISR
+    # broker epochs prevent (seed 850794 with `--before-kip903`), not a loss to excuse. `v`'s own event (an ISR
     # commit, say) counts.
     down = lost = added = False
     for e in events[:v.event_id + 1]:

@@ -83,8 +83,11 @@ def test_a_partition_is_power_lossy_from_an_older_epochs_hw_passing_an_elected_c
 
 
 def test_power_failures_really_lose_acknowledged_writes_and_only_those_errors_are_explained() -> None:
-    # Seed 900077 of the first `--power` campaign: acknowledged writes of u-1 are not on its final leader.
-    sc = power_scenario(900077)
+    # Seed 850224: broker 4, alone in u-1's ISR (min.insync.replicas 1), acknowledges 620..634 (events 6289, 6322,
+    # 6328) and loses them to a power failure (6334); elected again with LEO 620 (6531), it writes other records
+    # there, and the acknowledged writes are not on u-1's final leader 2. (Seed 900077 of the first `--power`
+    # campaign showed this before the controller published leaderless partitions.)
+    sc = power_scenario(850224)
     assert sc.nemesis is not None and "power" in sc.nemesis.crash_modes
     _, events, stats = run(sc)
     errors = [v for v in check(events, stats).violations if v.severity == "error"]
@@ -101,14 +104,14 @@ def test_a_short_power_campaign_shows_no_problem_beyond_the_known_findings() -> 
 
 
 def test_the_reassigning_power_seed_whose_paused_leader_committed_lost_records_is_explained() -> None:
-    """`--seeds 533949-533949 --reassigning --power`: `_zombie_commit` as it ran (t-1, HW change 1831)."""
+    """`--seeds 533949-533949 --reassigning --power`: `_zombie_commit` as it ran (t-1, HW change 1942)."""
     sc = power_reassigning_scenario(533949)
     _, events, stats = run(sc)
     errors = [v for v in check(events, stats).violations if v.severity == "error"]
     assert {(v.invariant, v.topic, v.partition) for v in errors} == {
         ("inconsistent_offsets", "t", 1), ("committed_prefix_agreement", "t", 1), ("truncation_safety", "t", 1)}
-    assert power_lossy(events)[("t", 1)] == 1831 == min(v.event_id for v in errors)
-    zombie = events[1831]
+    assert power_lossy(events)[("t", 1)] == 1942 == min(v.event_id for v in errors)
+    zombie = events[1942]
     assert (zombie["broker_id"], zombie["leader_epoch"], zombie["old_hw"], zombie["hw"]) == (2, 4, 84, 117)
     assert problems_in(sc, events, stats) == ([], [])
 
@@ -123,7 +126,7 @@ def _lost_member(*, crashed: bool = True, refilled: bool = False, truncated_agai
                  readded: bool = False) -> list[dict[str, Any]]:
     """Seed 597684's u-0, shortened: follower 1 loses 1725..1819 to a power failure, restarts, and its paused
     leader 3 raises the HW to 1820 from the fetch 1 sent before the crash. `readded`: 1 was out of the ISR and
-    a commit adds it back after the crash (seed 902083 without broker epochs: KIP-903's bug, reported)."""
+    a commit adds it back after the crash (seed 850794 without broker epochs: KIP-903's bug, reported)."""
     events = [_lifecycle(1, "crash") if crashed else _ev("hw_change", 1, hw=1810),
               _ev("truncation", 1, truncate_offset=1725, old_leo=1820), _lifecycle(1, "restart")]
     if readded:
@@ -145,29 +148,30 @@ def test_an_isr_member_lacking_what_its_power_failure_took_is_explained() -> Non
 
 
 def test_the_power_seed_whose_paused_leader_counted_a_crashed_followers_old_fetch_is_explained() -> None:
-    """`--seeds 597684-597684 --power`: follower 1 of u-0 power-crashes (event 12144), its recovery drops
-    1725..1819 (12145); leader 3 then processes the fetch at 1820 that 1 sent before the crash (12283) and
-    raises the HW to 1820 (12284), over records 1 no longer has."""
+    """`--seeds 597684-597684 --power`: follower 1 of u-0 sends a fetch at 1820 (event 12971) and power-crashes
+    (13019), its recovery drops 1725..1819 (13020); leader 3 then processes that fetch from before the crash
+    (13218) and raises the HW to 1820 (13219), over records 1 no longer has."""
     sc = power_scenario(597684)
     _, events, stats = run(sc)
     errors = [v for v in check(events, stats).violations if v.severity == "error"]
     assert [(v.invariant, v.topic, v.partition, v.replica, v.event_id, v.offset) for v in errors] == [
-        ("isr_holds_committed", "u", 0, 1, 12284, 1815)]
-    fetched = events[12283]
+        ("isr_holds_committed", "u", 0, 1, 13219, 1815)]
+    fetched = events[13218]
     assert (fetched["event_type"], fetched["follower_id"], fetched["fetch_offset"]) == ("follower_fetch_state", 1, 1820)
     assert power_lost_member(errors[0], events)
     assert problems_in(sc, events, stats) == ([], [])
 
 
 def test_the_power_seed_whose_leader_trimmed_an_empty_epoch_truncates_its_follower_right() -> None:
-    """`--seeds 597433-597433 --power` (leader-epoch mode): broker 1 led epoch 5 at its LEO 378 without appending,
-    then followed epoch 6, where its fetcher's truncateTo(378) trimmed that entry (no event) before it appended
-    epoch-4 batches at 378; leading epoch 7, it answered follower 3 (latest epoch 3) with (3, 179), the start of
-    its epoch 4, and 3 truncated to 179 (event 7827). The checker, which kept (5, 378) and let `assign(4, 378)`
-    drop (4, 179) with it, expected (3, 378)."""
+    """`--seeds 597433-597433 --power` (leader-epoch mode): broker 1 led t-0's epoch 5 at its LEO 267 without
+    appending (event 7730), then followed epoch 6 (7732), where its fetcher's truncateTo(267) trimmed that entry
+    (no event) before it appended epoch-4 batches at 267 (7862); leading epoch 7 (7965), it answered follower 3
+    (latest epoch 3, LEO 243) with (3, 179), the start of its epoch 4, and 3 truncated to 179 (event 8092). The
+    checker, which kept (5, 267) and let `assign(4, 267)` drop (4, 179) with it, expected (3, 267): no
+    truncation below the LEO 243."""
     sc = power_scenario(597433)
     _, events, stats = run(sc)
-    trunc = events[7827]
+    trunc = events[8092]
     assert (trunc["broker_id"], trunc["reason"], trunc["old_leo"], trunc["truncate_offset"]) == (
         3, "leader_epoch", 243, 179)
     assert [v for v in check(events, stats).violations if v.invariant == "truncation_point"] == []
