@@ -129,24 +129,25 @@ def test_a_follower_that_crashes_as_the_leader_adds_it_may_be_committed() -> Non
 
 
 def test_a_leader_that_has_not_heard_of_a_controlled_shutdown_may_propose_the_broker_again() -> None:
-    """Seed 500035: broker 1's controlled shutdown (8695 virtual ms) reaches leader 2's metadata only at 8796
-    (the update was lost once); meanwhile 2 proposes adding 1 to u-0, gets INELIGIBLE_REPLICA and proposes
-    again, as Kafka's leader does until its metadata says otherwise. No violation: the controller commits
-    nothing ineligible."""
-    _, events, stats = run(overlapping_scenario(500035))
+    """Seed 841372: broker 1's controlled shutdown (9515 virtual ms) reaches leader 2's metadata only at 9601
+    (an update queued before it was lost once); meanwhile 2 proposes adding 1 to t-0, gets INELIGIBLE_REPLICA
+    (event 4182) and proposes again (rejected too, 4194), as Kafka's leader does until its metadata says
+    otherwise. No violation: the controller commits nothing ineligible."""
+    _, events, stats = run(overlapping_scenario(841372))
     rejected = [e for e in events if e["event_type"] == "isr_change" and e.get("error") == "INELIGIBLE_REPLICA"]
     assert rejected, "the run should show a rejected expansion of a shutting-down broker"
     assert [v for v in check(events, stats).violations if v.invariant == "isr_expand_legal"] == []
 
 
 def test_a_stale_leaders_commits_after_an_unclean_election_are_warnings() -> None:
-    """Seed 500048: broker 4 leads t-2 in epoch 5 while the controller elects broker 3 uncleanly into epoch 6
-    (event 11276); 4 then applies an older ISR [4], raises its HW over records 3 never had (11798), and
-    truncates them as 3's follower (11852). Both are losses of the unclean election, by its epoch."""
-    errors, warnings = _errors_and_warnings(500048)
+    """Seed 840404: broker 4 leads u-0 in epoch 1 while the controller elects broker 3 uncleanly into epoch 2
+    (event 2204); 4 then applies an older ISR [4] (2404), raises its HW over records 3 never had (2405, from 27,
+    3's LEO when elected, to 75), and truncates them as 3's follower (2439). Both are losses of the unclean
+    election, by its epoch."""
+    errors, warnings = _errors_and_warnings(840404)
     assert errors == []
-    excused = {(v.invariant, v.event_id) for v in warnings if 11276 in v.evidence}
-    assert {("inconsistent_offsets", 11798), ("truncation_safety", 11852)} <= excused, sorted(excused)
+    excused = {(v.invariant, v.event_id) for v in warnings if 2204 in v.evidence}
+    assert {("inconsistent_offsets", 2405), ("truncation_safety", 2439)} <= excused, sorted(excused)
 
 
 def test_a_leader_answer_from_before_retention_collapsed_its_floor_epoch_is_legal() -> None:
