@@ -299,18 +299,25 @@ def test_the_overlapping_campaign_seed_reproduces_the_readd_race() -> None:
 
 
 def test_a_restart_restating_the_recovered_hw_is_the_stale_checkpoint_too() -> None:
-    """`--seeds 507011-507011 --overlapping`: broker 5 truncated u-0 from 86 to 55 without checkpointing its HW,
-    and crashed twice; the second recovery set HW min(86, 82) = 82 (event 8754), and its restart's
-    become_follower restated it (8982), which is what the checker names as replica 5's HW event."""
-    _, events, stats = run(before_kip903(overlapping_scenario(507011)))
+    """`--seeds 835883-835883 --overlapping --before-kip903`: broker 1 had checkpointed t-0's HW 92 when it crashed;
+    back, it truncated t-0 from 162 to 0 under the unclean leader 2 (event 2287) and copied epoch-1 records, and
+    crashed twice before its next checkpoint (one every 500 ms; it ran 471 and 280 ms). The second recovery set HW
+    min(92, 66) = 66 (3918), over records from 12 that leader 2 never committed, and its restart's become_follower of
+    the next leader, 3, restated it (4158), which is what the checker names as replica 1's HW event."""
+    _, events, stats = run(before_kip903(overlapping_scenario(835883)))
     errors = [v for v in check(events, stats).violations if v.severity == "error"]
-    restated = [v for v in errors if (v.topic, v.partition) == ("u", 0)]
-    assert restated and {(v.invariant, v.replica, v.evidence[2]) for v in restated} == {
-        ("committed_prefix_agreement", 4, 8982), ("committed_prefix_agreement", 1, 8982)}
+    restated = [v for v in errors if (v.topic, v.partition) == ("t", 0)]
+    assert restated and {(v.invariant, v.replica, v.offset, v.evidence[2]) for v in restated} == {
+        ("committed_prefix_agreement", 3, 13, 4158), ("committed_prefix_agreement", 2, 13, 4158)}
     assert {known_finding(v, events) for v in restated} == {STALE_HW_CHECKPOINT}
-    assert [known_finding(v, events) for v in errors if v not in restated] == [EPOCH_BOUNDARY_ERASED]  # t-3
-    assert (events[8754]["event_type"], events[8754]["old_hw"], events[8754]["hw"]) == ("hw_change", 70, 82)
-    assert (events[8982]["event_type"], events[8982]["hw"]) == ("leadership_change", 82)
+    assert [known_finding(v, events) for v in errors if v not in restated] == []
+    assert (events[2287]["event_type"], events[2287]["broker_id"], events[2287]["old_leo"],
+            events[2287]["truncate_offset"]) == ("truncation", 1, 162, 0)
+    assert (events[3917]["event_type"], events[3917]["broker_id"], events[3917]["action"]) == (
+        "broker_lifecycle", 1, "crash")
+    assert (events[3918]["event_type"], events[3918]["old_hw"], events[3918]["hw"]) == ("hw_change", 12, 66)
+    assert (events[4158]["event_type"], events[4158]["broker_id"], events[4158]["leader_id"], events[4158]["hw"]) == (
+        "leadership_change", 1, 3, 66)
 
 
 def _elected(*, between: Event | None = None, answer_start: int = 73, reason: str = "diverging_epoch",
@@ -354,19 +361,32 @@ def test_a_truncation_without_an_elected_divergent_prefix_is_not_excused(events:
 
 
 def test_the_power_campaign_seed_reproduces_the_elected_divergent_prefix() -> None:
-    """`--seeds 901773-901773 --power`: leader 4's log start had reached 73, so it answered broker 3 (back with
-    epoch-5 records to 75) with DivergingEpoch (5, 73) (event 5514); broker 3 kept 42..72 of epoch 5. Leader 4
-    added it to the ISR on its next fetch (5525), whose response was lost; broker 3 was elected in epoch 9 and
-    told broker 5 to truncate to 51 (6870), below the committed HW 73."""
-    sc = before_kip903(power_scenario(901773))
+    """`--seeds 833649-833649 --power --before-kip903`: leader 3's t-0 log start had reached 238 (event 1291), so it
+    answered broker 2 (back with epoch-3 records to 730) with DivergingEpoch (3, 238) (1535); broker 2 kept 157..237
+    of epoch 3. Leader 3 added it to the ISR on its next fetch (proposed 1557, committed 1561), whose response never
+    reached it; broker 2 was elected cleanly, alone in the ISR, in epoch 7 (1697), and leading again in epoch 11 it
+    answered broker 1 with the same (3, 238): broker 1, whose log started at 208 with epoch-5 records, truncated to
+    208 (2536), below the committed HW 238."""
+    sc = before_kip903(power_scenario(833649))
     _, events, stats = run(sc)
     errors = [v for v in check(events, stats).violations if v.severity == "error"]
     assert [(v.invariant, v.topic, v.partition, v.replica, v.event_id, v.offset) for v in errors] == [
-        ("truncation_safety", "t", 5, 5, 6870, 51)]
+        ("truncation_safety", "t", 0, 1, 2536, 208)]
     assert known_finding(errors[0], events) == DIVERGENT_PREFIX_ELECTED
-    assert events[5514]["diverging_end_offset"] == events[5514]["leader_log_start_offset"] == 73
-    added = events[5525]
-    assert (added["event_type"], added["isr_state"], added["isr"]) == ("isr_change", "committed", [1, 3, 4, 5])
+    assert (events[1535]["broker_id"], events[1535]["leader_id"], events[1535]["diverging_epoch"]) == (2, 3, 3)
+    assert events[1535]["diverging_end_offset"] == events[1535]["leader_log_start_offset"] == 238
+    proposed, added = events[1557], events[1561]
+    assert (proposed["event_type"], proposed["isr_state"], proposed["isr"]) == ("isr_change", "proposed", [1, 2, 3])
+    assert (added["event_type"], added["isr_state"], added["isr"]) == ("isr_change", "committed", [1, 2, 3])
+    answers = [e for e in events[1554:1638] if e["event_type"] == "fetch_response" and e["broker_id"] == 2
+               and (e["topic"], e["partition"]) == ("t", 0)]
+    fetch, follows = events[1554], events[1638]
+    assert (fetch["event_type"], fetch["broker_id"], fetch["leader_id"], fetch["fetch_offset"]) == ("fetch", 2, 3, 238)
+    assert (follows["broker_id"], follows["action"], follows["leader_id"]) == (2, "become_follower", 1)
+    assert answers == []  # nothing answered the fetch leader 3 added it on before 2 left leader 3
+    election = events[1697]
+    assert (election["action"], election["leader_id"], election["isr"], election["leader_epoch"]) == (
+        "clean", 2, [2], 7)
     assert problems(sc)[0] == []
 
 
@@ -608,22 +628,27 @@ def test_the_campaign_reads_the_simulator_audits_loss_from_the_raced_election_as
 
 
 def test_a_truncation_inside_a_divergent_batch_leaves_the_leo_at_the_target() -> None:
-    """`python -m tests.sim.campaign --seeds 503785-503785 --overlapping`. Retention has moved leader 2's log start
-    to 1437 (finding B's erased boundary), so it answers follower 3's epoch 11 with 1437, inside 3's divergent batch
-    1435..1444. Kafka's `truncateTo(1437)` drops that batch whole (`LogSegment.truncateTo`) and sets the LEO to 1437
-    (`LocalLog.truncateTo`); the follower fetches from 1437, appends there, and raises its log start to the
-    leader's, past its divergent records: finding B's one step, nothing more. The engine used to set the LEO to the
-    batch's start (1435): the next response then failed the "Offset mismatch" check, the follower, already in the
-    ISR, kept its divergent records, and a clean election made them committed."""
-    sc = before_kip903(overlapping_scenario(503785))
+    """`python -m tests.sim.campaign --seeds 830521-830521 --overlapping --before-kip903`. Retention has moved leader
+    2's t-0 log start to 10 (event 1492: finding B's erased boundary), so it answers follower 1, back with its own
+    epoch-0 records to 59, with DivergingEpoch (0, 10) (1518), inside 1's divergent batch 6..15 (437). Kafka's
+    `truncateTo(10)` drops that batch whole (`LogSegment.truncateTo`) and sets the LEO to 10 (`LocalLog.truncateTo`);
+    the follower fetches from 10, appends there, and raises its log start to the leader's, past its divergent
+    records: finding B's one step, nothing more. The engine used to set the LEO to the batch's start: the next
+    response then failed the "Offset mismatch" check, the follower kept its divergent records, and a clean election
+    could make them committed."""
+    sc = before_kip903(overlapping_scenario(830521))
     _, events, _stats = run(sc)
-    batch, trunc, fetch = events[5950], events[7647], events[7648]
-    assert (batch["event_type"], batch["broker_id"], batch["base_offset"], batch["last_offset"]) == (
-        "append", 3, 1435, 1444)
-    assert (trunc["event_type"], trunc["broker_id"], trunc["truncate_offset"]) == ("truncation", 3, 1437)
-    assert (fetch["event_type"], fetch["broker_id"], fetch["fetch_offset"]) == ("fetch", 3, 1437)
-    assert (events[8162]["event_type"], events[8162]["broker_id"], events[8162]["base_offset"]) == ("append", 3, 1437)
-    assert (events[8165]["event_type"], events[8165]["log_start_offset"]) == ("log_start_offset_change", 1437)
+    batch, answer, trunc, fetch = events[437], events[1518], events[1519], events[1520]
+    assert (batch["event_type"], batch["broker_id"], batch["base_offset"], batch["last_offset"],
+            batch["batch_leader_epoch"]) == ("append", 1, 6, 15, 0)
+    assert (events[1492]["broker_id"], events[1492]["log_start_offset"]) == (2, 10)
+    assert (answer["broker_id"], answer["leader_id"], answer["diverging_epoch"], answer["diverging_end_offset"],
+            answer["leader_log_start_offset"]) == (1, 2, 0, 10, 10)
+    assert (trunc["event_type"], trunc["broker_id"], trunc["truncate_offset"]) == ("truncation", 1, 10)
+    assert (fetch["event_type"], fetch["broker_id"], fetch["fetch_offset"]) == ("fetch", 1, 10)
+    assert (events[1524]["event_type"], events[1524]["broker_id"], events[1524]["base_offset"]) == ("append", 1, 10)
+    assert (events[1538]["event_type"], events[1538]["broker_id"], events[1538]["log_start_offset"]) == (
+        "log_start_offset_change", 1, 10)
     found, known = problems(sc)
     assert found == []
     assert [k.split(":")[0] for k in known] == [EPOCH_BOUNDARY_ERASED]
