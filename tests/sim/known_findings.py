@@ -201,12 +201,17 @@ def epoch_boundary_erased(v: Violation, events: Sequence[Event]) -> bool:
 
 
 def stale_hw_checkpoint(v: Violation, events: Sequence[Event]) -> bool:
-    """Finding C: the other replica's HW (`v`'s third evidence id, `b.hw_event`, or the hw_change a restart's
-    leadership_change there restates) was raised by its crash recovery, from a checkpoint older than its HW then,
-    to above the divergent offset."""
+    """Finding C: the HW of one of the two replicas, from above the divergent offset, was raised by its crash
+    recovery, from a checkpoint older than its HW then. The checker names the replica whose HW change found the
+    disagreement (`v.event_id`) and gives the other's HW event as `v`'s third evidence id (`b.hw_event`), or the
+    leadership_change of a restart that restates the HW the recovery set: either may be the recovering one."""
     if v.invariant != "committed_prefix_agreement" or v.offset is None or len(v.evidence) < 3:
         return False
-    hw_event = v.evidence[2]
+    return any(_raised_by_recovery(events, i, v.offset) for i in (v.evidence[2], v.event_id))
+
+
+def _raised_by_recovery(events: Sequence[Event], hw_event: int | None, offset: int) -> bool:
+    """Whether event `hw_event` is (or restates) a follower's HW raised over `offset` by its crash recovery."""
     if hw_event is None or not 0 <= hw_event < len(events):
         return False
     hw = events[hw_event]
@@ -218,7 +223,7 @@ def stale_hw_checkpoint(v: Violation, events: Sequence[Event]) -> bool:
             return False
         hw = events[hw_event]
     if not (hw["event_type"] == "hw_change" and hw.get("role") == "follower" and hw["hw"] > hw["old_hw"]
-            and hw["old_hw"] <= v.offset < hw["hw"]):
+            and hw["old_hw"] <= offset < hw["hw"]):
         return False
     crash = next((e for e in reversed(events[:hw_event]) if e["event_type"] == "broker_lifecycle"
                   and e["broker_id"] == hw["broker_id"]), None)
