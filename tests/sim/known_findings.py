@@ -201,8 +201,8 @@ def epoch_boundary_erased(v: Violation, events: Sequence[Event]) -> bool:
 
 
 def stale_hw_checkpoint(v: Violation, events: Sequence[Event]) -> bool:
-    """Finding C: the HW of one of the two replicas, from above the divergent offset, was raised by its crash
-    recovery, from a checkpoint older than its HW then. The checker names the replica whose HW change found the
+    """Finding C: the HW of one of the two replicas was raised over the divergent offset by its crash recovery,
+    from a checkpoint older than its HW then. The checker names the replica whose HW change found the
     disagreement (`v.event_id`) and gives the other's HW event as `v`'s third evidence id (`b.hw_event`), or the
     leadership_change of a restart that restates the HW the recovery set: either may be the recovering one."""
     if v.invariant != "committed_prefix_agreement" or v.offset is None or len(v.evidence) < 3:

@@ -652,3 +652,27 @@ def test_a_truncation_inside_a_divergent_batch_leaves_the_leo_at_the_target() ->
     found, known = problems(sc)
     assert found == []
     assert [k.split(":")[0] for k in known] == [EPOCH_BOUNDARY_ERASED]
+
+
+def test_the_recovering_replica_may_be_the_one_the_checker_names() -> None:
+    """`--seeds 851310-851310 --power`: broker 2 restarted with t-0's HW at 138 from its checkpoint (event 3433),
+    truncated to 0 as leader 5's follower (3441) and refilled 0..10 (epochs 5 and 6), its HW 4. It crashed at
+    14572 before a checkpoint recorded that HW, and its recovery set the HW to min(checkpoint, LEO 11) = 11 (4350),
+    over 5..10, where epoch 8's leader 3 (and its follower 5) hold other records. The checker finds this on
+    replica 2's own HW change, so the recovery is `v.event_id`; the other replica's HW event is the third
+    evidence id, which finding C used to look at alone."""
+    sc = power_scenario(851310)
+    _, events, stats = run(sc)
+    errors = [v for v in check(events, stats).violations if v.severity == "error"]
+    assert [(v.invariant, v.topic, v.partition, v.replica, v.event_id, v.offset, v.evidence[2]) for v in errors] == [
+        ("committed_prefix_agreement", "t", 0, 2, 4350, 5, 4347),
+        ("committed_prefix_agreement", "t", 0, 2, 4350, 5, 4334)]
+    assert [(events[i]["broker_id"], events[i]["hw"]) for i in (4347, 4334)] == [(3, 29), (5, 27)]
+    restart, trunc, crash, recovered = events[3433], events[3441], events[4349], events[4350]
+    assert (restart["broker_id"], restart["action"], restart["hw"]) == (2, "become_follower", 138)
+    assert (trunc["broker_id"], trunc["truncate_offset"], trunc["reason"]) == (2, 0, "diverging_epoch")
+    assert (crash["broker_id"], crash["action"], crash["ts_ms"]) == (2, "crash", recovered["ts_ms"])
+    assert (recovered["event_type"], recovered["role"], recovered["old_hw"], recovered["hw"]) == (
+        "hw_change", "follower", 4, 11)
+    assert {known_finding(v, events) for v in errors} == {STALE_HW_CHECKPOINT}
+    assert problems(sc)[0] == []
