@@ -296,7 +296,7 @@ def problems_in(sc: Scenario, events: list[dict[str, Any]], stats: RunStats) -> 
         # A power failure may lose or diverge any partition's records: the checker's errors outside
         # `power_lossy` are judged above, the simulator audit's losses and divergences are not.
         return found, known
-    # An unclean election lets a replica that has not truncated yet hold what the new leader lost (seed 770724).
+    # An unclean election lets a replica that has not truncated yet hold what the new leader lost (seed 870432).
     unclean = {(e["topic"], e["partition"]) for e in a.unclean_elections()}
     found += [f"divergence: {x}" for x in a.divergences() if x[0][1:] not in unclean][:3]
     # The checker's acked_write_lost for the same batch already judged a loss finding A explains.

@@ -42,20 +42,24 @@ D. `hw_truncation_after_readd` (truncation_safety; found by `--overlapping`). Le
    fetcher (its initial fetch offset the HW, `ReplicaManager.makeFollowers`), is truncated to that HW: records
    committed above it, which it holds, are removed, while it may be in the ISR.
 E. `divergent_prefix_elected` (truncation_safety; found by `--power`, seed 901773). B's rule again, with a
-   lost fetch response. Leader L's log start offset S has passed the older epoch's end, so it answers a
-   returning follower F's DivergingEpoch with (that epoch, S). F truncates to S and keeps its own records
-   below S. F's next fetch, at S, is one leader L answers without divergence: `Partition.fetchRecords` updates
-   F's fetch state and `maybeExpandIsr` adds F to the ISR. The response to that fetch is lost
-   (`network.loss`), or L crashes while the fetch waits in its purgatory, so F never runs
-   `processPartitionData`: it never raises its own log start offset to S, which would have deleted those
-   records. F is elected cleanly from the ISR with them. A follower that holds the committed records of the
-   later epochs is then told to truncate to the older epoch's end: it removes records committed below the HW
-   (`truncation_safety`). When no such follower is left (`--reassigning --power` seed 531853: L and the other
-   ISR member crashed together), F, alone in the ISR, raises its HW over its kept records and its followers copy
-   them: offsets the later epochs committed are committed again with other records (`inconsistent_offsets`,
+   fetch response that never arrives. Leader L's log start offset S has passed the older epoch's end, so it
+   answers a returning follower F's DivergingEpoch with (that epoch, S). F truncates to S and keeps its own
+   records below S. F's next fetch, at S, is one leader L answers without divergence: `Partition.fetchRecords`
+   updates F's fetch state and `maybeExpandIsr` adds F to the ISR. The response to that fetch is lost
+   (`network.loss`), or L crashes or hands leadership over while the fetch is in flight or waits in its
+   purgatory, so F never runs `processPartitionData`: it never raises its own log start offset to S, which would
+   have deleted those records. F is elected from the ISR with them. A follower that holds the committed records
+   of the later epochs is then told to truncate to the older epoch's end: it removes records committed below the
+   HW (`truncation_safety`). When no follower with those records is left (`--reassigning --power` seed 531853: L
+   and the other ISR member crashed together; `--power --before-kip903` seed 833951: the follower told to
+   truncate them held the only copy), F raises its HW over its kept records and its followers copy them: offsets
+   the later epochs committed are committed again with other records (`inconsistent_offsets`,
    `committed_prefix_agreement`). The leader-epoch mode does the same through OffsetsForLeaderEpoch, whose
-   answer for an epoch below L's cache is S too (`--reassigning --power` seed 534728): F truncates to S,
-   L's log start offset then.
+   answer for an epoch below L's cache is S too (`--reassigning --power` seed 534728): F truncates to S, L's log
+   start offset then. When F is the final leader, the later epochs' acknowledged writes at the offsets it kept
+   are lost (`acked_write_lost`; `--reassigning` seed 830245, F elected by a reassignment in the leader-epoch
+   mode, with process crashes only). Seeds 901773, 531853 and 534728 were found before the controller published
+   a partition left without a leader (e6fcc33) and now run differently; the tests pin 833649, 833951 and 830245.
 """
 
 from __future__ import annotations
@@ -263,11 +267,23 @@ def divergent_prefix_elected(v: Violation, events: Sequence[Event]) -> bool:
     offset S (`_kept_prefix_end`), `v.offset` < S, and `v` is
     - a DivergingEpoch truncation of a follower, told by L (committed records of the later epochs removed), or
     - an `inconsistent_offsets` or `committed_prefix_agreement` error detected on L or a follower of L while L
-      leads (L committed its kept records when no replica with the later epochs' records was left to follow it)."""
-    if v.event_id < 0 or v.offset is None or v.topic is None or v.partition is None:
+      leads (L committed its kept records when no replica with the later epochs' records was left to follow it), or
+    - an `acked_write_lost` on L, the final leader: the later epochs' acknowledged records at those offsets are not
+      on it (`--reassigning` seed 830245, L elected by a reassignment)."""
+    if v.offset is None or v.topic is None or v.partition is None:
         return False
     topic, partition = v.topic, v.partition
-    if v.invariant == "truncation_safety":
+    if v.invariant == "acked_write_lost":
+        # The checker judges acknowledged writes against the final leader, at the end of the run (event -1).
+        elected = next((i for i in range(len(events) - 1, -1, -1) if events[i]["event_type"] == "leadership_change"
+                        and events[i].get("action") == "become_leader" and events[i]["topic"] == topic
+                        and events[i]["partition"] == partition), None)
+        if elected is None or events[elected]["broker_id"] != v.replica:
+            return False
+        leader = events[elected]["broker_id"]
+    elif v.event_id < 0:
+        return False
+    elif v.invariant == "truncation_safety":
         trunc = events[v.event_id]
         if trunc["event_type"] != "truncation":
             return False

@@ -19,7 +19,6 @@ from tests.sim.campaign import (
     correlated_scenario,
     deep_scenario,
     overlapping_scenario,
-    power_reassigning_scenario,
     power_scenario,
     problems,
     problems_in,
@@ -404,6 +403,8 @@ def test_records_an_elected_divergent_prefix_commits_are_recognised() -> None:
     assert known_finding(_violation("inconsistent_offsets", "t", 5, 3, 4, 51), events) == DIVERGENT_PREFIX_ELECTED
     assert known_finding(_violation("committed_prefix_agreement", "t", 5, 5, 6, 51),
                          events) == DIVERGENT_PREFIX_ELECTED
+    # The checker judges acknowledged writes at the end of the run (event -1), on the final leader.
+    assert known_finding(_violation("acked_write_lost", "t", 5, 3, -1, 51), events) == DIVERGENT_PREFIX_ELECTED
 
 
 @pytest.mark.parametrize(("events", "violation"), [
@@ -414,8 +415,13 @@ def test_records_an_elected_divergent_prefix_commits_are_recognised() -> None:
     pytest.param(_committed_by_the_elected(between=_ev("log_start_offset_change", 3, topic="t", partition=5,
                                                        log_start_offset=73)),
                  _violation("inconsistent_offsets", "t", 5, 3, 4, 51), id="the-log-start-was-raised"),
-    pytest.param(_committed_by_the_elected(), _violation("acked_write_lost", "t", 5, 3, 4, 51),
-                 id="an-acknowledged-write-lost-stays-reported"),
+    pytest.param(_committed_by_the_elected(), _violation("acked_write_lost", "t", 5, 3, -1, 73),
+                 id="an-acknowledged-write-lost-above-the-kept-prefix"),
+    pytest.param(_committed_by_the_elected(), _violation("acked_write_lost", "t", 5, 5, -1, 51),
+                 id="an-acknowledged-write-lost-on-a-replica-not-the-final-leader"),
+    pytest.param(_committed_by_the_elected(between=_ev("fetch_response", 3, topic="t", partition=5, leader_id=4,
+                                                       error="NONE", fetch_offset=73, leader_log_start_offset=73)),
+                 _violation("acked_write_lost", "t", 5, 3, -1, 51), id="an-acknowledged-write-lost-after-a-response"),
     pytest.param(_committed_by_the_elected()[:3] + _committed_by_the_elected()[4:],
                  _violation("inconsistent_offsets", "t", 5, 3, 3, 51), id="before-the-election"),
 ])
@@ -423,25 +429,34 @@ def test_errors_without_an_elected_divergent_prefix_are_not_excused(events: list
     assert known_finding(violation, events) is None
 
 
-def test_the_power_reassigning_campaign_seed_commits_the_elected_divergent_prefix() -> None:
-    """`--seeds 531853-531853 --reassigning --power`: leader 3 of u-0 (log start 445, HW 445) answered broker 1
-    (back with epoch-8 records to 460) with DivergingEpoch (8, 445) (event 9801); broker 1 kept 375..444 of epochs
-    7 and 8. Leader 3 added it to the ISR on its next fetch (9817) and crashed with broker 2 before answering it;
-    broker 1, the only ISR member left, was elected (10172) and raised its HW over its kept records (10173), which
-    followers 4 and 5 then copied: offsets that epoch 9 had committed, committed again with other records."""
-    sc = power_reassigning_scenario(531853)
+def test_the_power_campaign_seed_commits_the_elected_divergent_prefix() -> None:
+    """`--seeds 833951-833951 --power --before-kip903`: leader 3 of t-0 (log start 1755 since event 19465) answered
+    broker 1 (back with epoch-8 records to 4643) with DivergingEpoch (8, 1755) (19821); broker 1 truncated to 1755
+    (19822) and kept 1709..1754 of epoch 8, where epoch 9 had committed other records. Leader 3 added it to the ISR
+    on its next fetch (19823; proposed 19826, committed 19830), whose response had not reached broker 1 when leader
+    3's controlled shutdown moved leadership to it, the only other ISR member (19969). Leading, broker 1 told broker
+    2 to truncate to 1709, below the committed HW 1755 (20306), and committed its kept records over epoch 9's
+    (21123)."""
+    sc = before_kip903(power_scenario(833951))
     _, events, stats = run(sc)
     errors = [v for v in check(events, stats).violations if v.severity == "error"]
-    assert {(v.invariant, v.topic, v.partition, v.replica) for v in errors} == {
-        ("inconsistent_offsets", "u", 0, 1), ("committed_prefix_agreement", "u", 0, 1),
-        ("committed_prefix_agreement", "u", 0, 4), ("committed_prefix_agreement", "u", 0, 5)}
+    assert [(v.invariant, v.topic, v.partition, v.replica, v.event_id, v.offset) for v in errors] == [
+        ("truncation_safety", "t", 0, 2, 20306, 1709), ("inconsistent_offsets", "t", 0, 1, 21123, 1709)]
     assert {known_finding(v, events) for v in errors} == {DIVERGENT_PREFIX_ELECTED}
-    assert events[9801]["diverging_end_offset"] == events[9801]["leader_log_start_offset"] == 445
-    assert (events[9817]["isr_state"], events[9817]["isr"]) == ("proposed", [1, 2, 3])
-    answers = [e for e in events[9809:10172] if e["event_type"] == "fetch_response" and e["broker_id"] == 1
-               and (e["topic"], e["partition"]) == ("u", 0)]
-    assert [(e["error"], e["leader_id"]) for e in answers] == [("NETWORK_EXCEPTION", 3)]  # the fetch 3 never answered
-    assert (events[10173]["event_type"], events[10173]["old_hw"], events[10173]["hw"]) == ("hw_change", 370, 445)
+    answer, truncation = events[19821], events[19822]
+    assert (answer["broker_id"], answer["leader_id"], answer["diverging_epoch"]) == (1, 3, 8)
+    assert answer["diverging_end_offset"] == answer["leader_log_start_offset"] == 1755
+    assert (truncation["broker_id"], truncation["reason"], truncation["truncate_offset"]) == (
+        1, "diverging_epoch", 1755)
+    proposed, added = events[19826], events[19830]
+    assert (proposed["isr_state"], proposed["isr"], added["isr_state"], added["isr"]) == (
+        "proposed", [1, 3], "committed", [1, 3])
+    answers = [e for e in events[19823:20208] if e["event_type"] == "fetch_response" and e["broker_id"] == 1
+               and (e["topic"], e["partition"]) == ("t", 0)]
+    assert answers == []  # no response raised its log start offset over the kept records before its election
+    election = events[19969]
+    assert (election["action"], election["leader_id"], election["isr"]) == ("controlled_shutdown", 1, [1])
+    assert (events[21123]["event_type"], events[21123]["old_hw"], events[21123]["hw"]) == ("hw_change", 1709, 1758)
     assert problems(sc)[0] == []
 
 
@@ -480,20 +495,30 @@ def test_a_leader_epoch_truncation_without_an_elected_divergent_prefix_is_not_ex
     assert known_finding(_violation("truncation_safety", "t", 5, 5, 6, offset), events) is None
 
 
-def test_the_reassigning_power_seed_elects_a_divergent_prefix_kept_in_the_leader_epoch_mode() -> None:
-    """`--seeds 534728-534728 --reassigning --power` (leader-epoch mode): leader 1 of t-3 had log start 16
-    (event 1373) when broker 2, back with epoch-0 records to 50, truncated to 16 (1403) and kept 0..15; the
-    response to its next fetch was lost, broker 2 was elected alone (1958), broker 4 truncated its committed
-    records to 0 (1967), and broker 2 committed its own epoch-0 records over them (2139)."""
-    sc = power_reassigning_scenario(534728)
+def test_the_reassigning_seed_loses_acknowledged_writes_to_a_divergent_prefix_kept_in_the_leader_epoch_mode() -> None:
+    """`--seeds 830245-830245 --reassigning` (leader-epoch mode, process crashes only): leader 4 of t-0 had log start
+    240 (event 7697) when broker 2, back with epoch-12 records to 242, truncated to 240 (8081) and kept 234..239,
+    where leader 4 had acknowledged acks=all writes of epoch 15. Leader 4 added it to the ISR on its next fetch
+    (8082; proposed 8086, committed 8096), whose response was lost (9035). A reassignment elected broker 2 (9084),
+    the final leader: the acknowledged writes at 234..239 are not on it."""
+    sc = reassigning_scenario(830245)
     _, events, stats = run(sc)
     errors = [v for v in check(events, stats).violations if v.severity == "error"]
     assert [(v.invariant, v.topic, v.partition, v.replica, v.event_id, v.offset) for v in errors] == [
-        ("truncation_safety", "t", 3, 4, 1967, 0), ("inconsistent_offsets", "t", 3, 2, 2139, 0)]
+        ("acked_write_lost", "t", 0, 2, -1, 234), ("acked_write_lost", "t", 0, 2, -1, 237)]
     assert {known_finding(v, events) for v in errors} == {DIVERGENT_PREFIX_ELECTED}
-    assert (events[1403]["reason"], events[1403]["truncate_offset"], events[1373]["log_start_offset"]) == (
-        "leader_epoch", 16, 16)
-    assert problems(sc)[0] == []
+    start, truncation = events[7697], events[8081]
+    assert (start["broker_id"], start["log_start_offset"]) == (4, 240)
+    assert (truncation["broker_id"], truncation["reason"], truncation["old_leo"], truncation["truncate_offset"]) == (
+        2, "leader_epoch", 243, 240)
+    fetch, proposed, added, lost = events[8082], events[8086], events[8096], events[9035]
+    assert (fetch["event_type"], fetch["broker_id"], fetch["leader_id"], fetch["fetch_offset"]) == ("fetch", 2, 4, 240)
+    assert (proposed["isr_state"], added["isr_state"], added["isr"]) == ("proposed", "committed", [1, 2, 3, 4])
+    assert (lost["event_type"], lost["broker_id"], lost["fetch_offset"], lost["error"]) == (
+        "fetch_response", 2, 240, "NETWORK_EXCEPTION")
+    election = events[9084]
+    assert (election["action"], election["reason"], election["leader_id"]) == ("clean", "reassignment", 2)
+    assert problems_in(sc, events, stats)[0] == []
 
 
 @pytest.mark.parametrize(("seed", "finding", "where"), [
@@ -590,25 +615,33 @@ def test_the_correlated_campaign_seed_elects_the_raced_follower_after_an_electio
 
 
 def test_a_controlled_shutdown_that_elects_the_raced_follower_is_finding_a() -> None:
-    """`--seeds 627432-627432 --reassigning`: finding A, the loss through a controlled shutdown. Leader 4 of u-0
-    (min ISR 1) proposed adding 5 at partition epoch 6 (event 3106); the same-epoch metadata reset its ISR to [4]
-    (3132) while 5's disk stalled at LEO 246, and the HW rose to 276 over acknowledged writes. The resent request
-    was committed (epoch 7, ISR [4, 5]: 3502, `isr_holds_committed`), then 4's controlled shutdown moved
-    leadership to 5, the only other ISR member (3686): 1 and 4 truncate the committed 246..275 and 5 commits
-    other records there."""
-    sc = reassigning_scenario(627432)
+    """`--seeds 836215-836215 --power --before-kip903` (process crashes only around it): finding A, the loss through
+    a controlled shutdown. Leader 2 of t-6 proposed adding 5 at partition epoch 7 (event 4642); the same-epoch
+    metadata reset its ISR to [2] (4651), a second proposal was turned back at once (4665), and the HW rose from
+    43 to 73 (5427) with 5 below it. The first proposal was committed (epoch 8, ISR [2, 5]: 5443,
+    `isr_holds_committed`), then 2's controlled shutdown moved leadership to 5, the only other ISR member, with
+    LEO 43 (5497, 5504): 5 commits other records over the committed 43..72, and the acknowledged writes there are
+    lost. (Seed 627432 of `--reassigning` showed it before the controller published leaderless partitions.) The
+    run's other error, an acknowledged write lost on t-0, is a power failure's (`power_lossy`)."""
+    sc = before_kip903(power_scenario(836215))
     _, events, stats = run(sc)
-    errors = [v for v in check(events, stats).violations if v.severity == "error"]
+    errors = [v for v in check(events, stats).violations if v.severity == "error" and (v.topic, v.partition) != (
+        "t", 0)]
     assert [(v.invariant, v.replica, v.event_id, v.offset) for v in errors[:4]] == [
-        ("isr_holds_committed", 5, 3502, 246), ("truncation_safety", 1, 3715, 246),
-        ("truncation_safety", 4, 3723, 246), ("inconsistent_offsets", 5, 3845, 246)]
-    assert {(v.topic, v.partition) for v in errors} == {("u", 0)}
+        ("isr_holds_committed", 5, 5443, 43), ("inconsistent_offsets", 5, 6046, 43),
+        ("committed_prefix_agreement", 5, 6046, 43), ("inconsistent_offsets", 5, 6375, 53)]
+    assert [(v.replica, v.offset) for v in errors if v.invariant == "acked_write_lost"] == [(5, 43), (5, 53), (5, 63)]
+    assert {(v.topic, v.partition) for v in errors} == {("t", 6)}
     assert {known_finding(v, events) for v in errors} == {ISR_EXPANSION_RACE}
-    reset, commit, election = events[3132], events[3502], events[3686]
-    assert (reset["reason"], reset["partition_epoch"], reset["isr"]) == ("leader_and_isr", 6, [4])
-    assert (commit["partition_epoch"], commit["isr"]) == (7, [4, 5])
+    assert len(errors) == 14
+    proposed, reset, rose, commit = events[4642], events[4651], events[5427], events[5443]
+    assert (proposed["isr_state"], proposed["partition_epoch"], proposed["isr"]) == ("proposed", 7, [2, 5])
+    assert (reset["reason"], reset["partition_epoch"], reset["isr"]) == ("leader_and_isr", 7, [2])
+    assert (rose["event_type"], rose["old_hw"], rose["hw"]) == ("hw_change", 43, 73)
+    assert (commit["partition_epoch"], commit["isr"]) == (8, [2, 5])
+    election, elected = events[5497], events[5504]
     assert (election["action"], election["leader_id"], election["isr"]) == ("controlled_shutdown", 5, [5])
-    assert events[3695]["leo"] == 246
+    assert (elected["broker_id"], elected["action"], elected["leo"]) == (5, "become_leader", 43)
     assert problems_in(sc, events, stats)[0] == []
 
 
