@@ -51,7 +51,7 @@ class Audit:
         a truncation inside a batch leaves one below the LEO (Kafka's `truncateTo`), the leader's read from
         the follower's fetch offset returns its first batch after it, and a follower append is only refused
         below the LEO (`UnifiedLog.append`'s UnexpectedAppendOffsetException), so the follower gets the gap too
-        (`--overlapping` seed 590308)."""
+        (`--overlapping` seed 590308, kept as recorded in tests/data/sim-runs)."""
         leader = self.leaders.get((ev["topic"], ev["partition"]))
         if ev.get("role") != "follower" or ev["base_offset"] < leo or leader is None:
             return False

@@ -10,10 +10,13 @@ the known, Kafka-faithful findings, and three seeds of the first campaign (`--se
 
 from __future__ import annotations
 
+import gzip
+import json
 import random
 from collections import Counter
 from dataclasses import replace
 from itertools import pairwise
+from pathlib import Path
 
 import pytest
 
@@ -229,19 +232,30 @@ def test_a_replica_that_a_reassignment_removed_is_not_compared(seed: int) -> Non
     assert found == []
 
 
+RECORDED_590308 = Path(__file__).resolve().parents[1] / "data" / "sim-runs" / "overlapping-590308-t0.jsonl.gz"
+"""t-0's events and every broker_lifecycle / broker_config event of `--seeds 590308-590308 --overlapping`, simulated
+at commit 0fd69ef. The controller has since published partitions left without a leader (e6fcc33), which changes
+the course of most fault runs: this one no longer goes the same way, and no run of `--overlapping` 870000-874999,
+`--reassigning` 875000-877887, `--power` 880000-884964 or `--deep` 885000-888041 (about 15,900 runs, session 46)
+shows the story again, so the run is kept as recorded."""
+
+
 def test_a_follower_below_its_leaders_gap_appends_the_next_batch_above_its_leo() -> None:
-    """`--seeds 590308-590308 --overlapping`: brokers 1 and 4 truncate t-0 to 681, inside their batch 678..687, which
-    goes whole: both keep a gap at 678..680 below the LEO 681 (`LocalLog.truncateTo`). 4 crashes, and its recovery
-    sets the LEO from its last batch, 678. Following 1, it fetches at 678; 1's read returns its first batch after
-    the gap, 681..683, and 4 appends it above its LEO, as `UnifiedLog.append` allows a follower (it refuses only
-    offsets below the LEO). The simulator audit used to call that append inconsistent."""
-    sc = overlapping_scenario(590308)
-    _, events, _ = run(sc)
-    recovered, appended = events[7088], events[7427]
+    """Recorded `--overlapping` seed 590308 (`RECORDED_590308`): brokers 1 and 4 truncate t-0 to 681, inside their
+    batch 678..687, which goes whole: both keep a gap at 678..680 below the LEO 681 (`LocalLog.truncateTo`). 4
+    crashes, and its recovery sets the LEO from its last batch, 678. Following 1, it fetches at 678; 1's read
+    returns its first batch after the gap, 681..683, and 4 appends it above its LEO, as `UnifiedLog.append` allows a
+    follower (it refuses only offsets below the LEO). The simulator audit used to call that append inconsistent."""
+    with gzip.open(RECORDED_590308, "rt", encoding="utf-8") as f:
+        events = [json.loads(line) for line in f]
+    cut = [(e["broker_id"], e["old_leo"], e["truncate_offset"]) for e in events[2150:2180]
+           if e["event_type"] == "truncation" and e["broker_id"] in (1, 4)]
+    assert cut == [(1, 1546, 681), (4, 718, 681)]
+    crash, recovered, appended = events[2189], events[2190], events[2208]
+    assert (crash["event_type"], crash["broker_id"], crash["action"]) == ("broker_lifecycle", 4, "crash")
     assert (recovered["broker_id"], recovered["old_leo"], recovered["truncate_offset"]) == (4, 681, 678)
     assert (appended["broker_id"], appended["role"], appended["base_offset"]) == (4, "follower", 681)
     assert audit(events).inconsistencies == []
-    assert problems(sc)[0] == []
 
 
 def _gap_run(*, leader_holds: tuple[int, int] | None, role: str = "follower") -> list[dict[str, object]]:
