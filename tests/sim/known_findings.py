@@ -59,7 +59,9 @@ E. `divergent_prefix_elected` (truncation_safety; found by `--power`, seed 90177
    answer for an epoch below L's cache is S too (`--reassigning --power` seed 534728): F truncates to S, L's log
    start offset then. When F is the final leader, the later epochs' acknowledged writes at the offsets it kept
    are lost (`acked_write_lost`; `--reassigning` seed 830245, F elected by a reassignment in the leader-epoch
-   mode, with process crashes only). Seeds 901773, 531853 and 534728 were found before the controller published
+   mode, with process crashes only). When F's LEO was S, B's answer told it of no divergence at all, so it
+   truncated nothing: it kept every record below S (`--elr --overlapping` seed 894993, every answer to F lost on a
+   one-way partition). Seeds 901773, 531853 and 534728 were found before the controller published
    a partition left without a leader (e6fcc33) and now run differently; the tests pin 833649, 833951 and 830245.
 """
 
@@ -317,6 +319,8 @@ def divergent_prefix_elected(v: Violation, events: Sequence[Event]) -> bool:
     else:
         return False
     start = _kept_prefix_end(events, leader, topic, partition, elected)
+    if start is None:
+        start = _untruncated_prefix_end(events, leader, topic, partition, elected)
     return start is not None and v.offset < start
 
 
@@ -361,6 +365,39 @@ def _kept_prefix_end(events: Sequence[Event], leader: int, topic: str, partition
             return None  # a processed response raises the log start offset, deleting the kept records
     return None
 
+
+
+def _untruncated_prefix_end(events: Sequence[Event], leader: int, topic: str, partition: int,
+                            elected: int) -> int | None:
+    """S when `leader`, before its election at event `elected`, was last added to the ISR by a leader whose log
+    start offset was S, with its own LEO S: B's answer for its older epoch was S, no divergence at all, so it
+    truncated nothing; and since it followed that leader it processed no fetch response, truncated nothing and
+    never raised its log start offset to S (`--elr --overlapping` seed 894993: every response was lost on a
+    one-way partition). Its records below S are kept from before S."""
+    add = next((i for i in range(elected - 1, -1, -1) if events[i]["event_type"] == "isr_change"
+                and events[i].get("isr_state") == "committed" and events[i]["topic"] == topic
+                and events[i]["partition"] == partition and leader in (events[i].get("isr") or ())
+                and leader not in (events[i].get("old_isr") or ())), None)
+    if add is None:
+        return None
+    old_leader = events[add]["broker_id"]
+    start = _log_start_of(events, old_leader, topic, partition, add)
+    role = next((i for i in range(add - 1, -1, -1) if events[i]["event_type"] == "leadership_change"
+                 and _same_replica(events[i], leader, topic, partition)), None)
+    if role is None:
+        return None
+    follows = events[role]
+    if (follows.get("action") != "become_follower" or follows.get("leader_id") != old_leader
+            or follows.get("leo") != start):
+        return None
+    for e in events[role + 1:elected]:
+        if not _same_replica(e, leader, topic, partition):
+            continue
+        kind = e["event_type"]
+        if (kind in ("truncation", "append") or (kind == "fetch_response" and e.get("error") == "NONE")
+                or (kind == "log_start_offset_change" and e["log_start_offset"] >= start)):
+            return None
+    return start
 
 
 def known_finding(v: Violation, events: Sequence[Event]) -> str | None:

@@ -23,6 +23,7 @@ from tests.sim.campaign import (
     problems,
     problems_in,
     reassigning_scenario,
+    with_elr,
 )
 from tests.sim.helpers import check, run
 from tests.sim.known_findings import (
@@ -518,6 +519,73 @@ def test_the_reassigning_seed_loses_acknowledged_writes_to_a_divergent_prefix_ke
         "fetch_response", 2, 240, "NETWORK_EXCEPTION")
     election = events[9084]
     assert (election["action"], election["reason"], election["leader_id"]) == ("clean", "reassignment", 2)
+    assert problems_in(sc, events, stats)[0] == []
+
+
+def _elected_untruncated(*, leo: int = 73, leader_log_start: int = 73, between: Event | None = None) -> list[Event]:
+    """`--elr --overlapping` seed 894993's t-8, shortened: broker 3 follows leader 4 with LEO `leo` (event 0), 4's
+    log start is `leader_log_start` (1), 4 adds 3 to the ISR (2) from a fetch whose answer, no divergence at all,
+    never reaches 3; `between` happens (3); 3 becomes leader (4) and answers broker 5 with (5, 51), and 5
+    truncates to 51 (5, 6)."""
+    def ev(event_type: str, broker: int, **fields: Any) -> Event:
+        return _ev(event_type, broker, topic="t", partition=5, **fields)
+
+    return [ev("leadership_change", 3, action="become_follower", leader_id=4, leo=leo),
+            ev("log_start_offset_change", 4, log_start_offset=leader_log_start),
+            ev("isr_change", 4, action="expand", isr_state="committed", old_isr=[4], isr=[3, 4]),
+            between or FILLER,
+            ev("leadership_change", 3, action="become_leader", leader_id=3),
+            ev("fetch_response", 5, leader_id=3, error="NONE", diverging_epoch=5, diverging_end_offset=51),
+            ev("truncation", 5, reason="diverging_epoch", truncate_offset=51, old_leo=73)]
+
+
+def test_an_elected_prefix_a_follower_never_had_to_truncate_is_recognised() -> None:
+    """Finding E without a truncation: B's answer for the follower's older epoch was the leader's log start
+    offset, which was its LEO, so nothing told it to truncate, and no response raised its log start offset."""
+    assert known_finding(_violation("truncation_safety", "t", 5, 5, 6, 51),
+                         _elected_untruncated()) == DIVERGENT_PREFIX_ELECTED
+    own_retention = _ev("log_start_offset_change", 3, topic="t", partition=5, log_start_offset=42)
+    assert known_finding(_violation("truncation_safety", "t", 5, 5, 6, 51),
+                         _elected_untruncated(between=own_retention)) == DIVERGENT_PREFIX_ELECTED
+
+
+@pytest.mark.parametrize(("events", "offset"), [
+    pytest.param(_elected_untruncated(leo=75), 51, id="its-leo-was-not-the-leaders-log-start"),
+    pytest.param(_elected_untruncated(leader_log_start=42), 51, id="the-leaders-log-start-was-below-its-leo"),
+    pytest.param(_elected_untruncated(between=_ev("fetch_response", 3, topic="t", partition=5, leader_id=4,
+                                                  error="NONE", fetch_offset=73)), 51,
+                 id="a-processed-response-raised-the-log-start"),
+    pytest.param(_elected_untruncated(between=_ev("log_start_offset_change", 3, topic="t", partition=5,
+                                                  log_start_offset=73)), 51, id="the-log-start-was-raised"),
+    pytest.param(_elected_untruncated(), 73, id="committed-records-above-the-kept-prefix"),
+])
+def test_an_untruncated_election_without_a_kept_prefix_is_not_excused(events: list[Event], offset: int) -> None:
+    assert known_finding(_violation("truncation_safety", "t", 5, 5, 6, offset), events) is None
+
+
+def test_the_elr_overlapping_seed_elects_a_prefix_its_follower_never_truncated() -> None:
+    """`--seeds 894993-894993 --elr --overlapping`: broker 1 came back (event 16106) with epoch-10 records of t-8 to
+    530 and followed leader 2 (16138), whose retention then moved its log start to 530 (16513), and whose epoch
+    11 had committed other records from 420. A one-way partition lost every answer to broker 1 (NETWORK_EXCEPTION
+    each time); its fetch at 530 after the retention was one leader 2 answers without divergence, so 2 added it
+    to the ISR (17510). It was elected in epoch 13 (22586) with LEO 530 and HW 420, told broker 3 to truncate to
+    430, below the committed HW 530 (22666), and committed its own records over epoch 11's (22705)."""
+    sc = with_elr(overlapping_scenario(894993))
+    _, events, stats = run(sc)
+    errors = [v for v in check(events, stats).violations if v.severity == "error"]
+    assert [(v.invariant, v.topic, v.partition, v.replica, v.event_id, v.offset) for v in errors] == [
+        ("truncation_safety", "t", 8, 3, 22666, 430), ("inconsistent_offsets", "t", 8, 1, 22705, 420)]
+    assert {known_finding(v, events) for v in errors} == {DIVERGENT_PREFIX_ELECTED}
+    follows, retention, added = events[16138], events[16513], events[17510]
+    assert (follows["broker_id"], follows["action"], follows["leader_id"], follows["leo"]) == (
+        1, "become_follower", 2, 530)
+    assert (retention["broker_id"], retention["log_start_offset"], retention["reason"]) == (2, 530, "segment_deletion")
+    assert (added["broker_id"], added["isr_state"], added["old_isr"], added["isr"]) == (2, "committed", [2], [1, 2])
+    answers = {e["error"] for e in events[16138:22608] if e["event_type"] == "fetch_response"
+               and e["broker_id"] == 1 and (e["topic"], e["partition"]) == ("t", 8)}
+    assert answers == {"NETWORK_EXCEPTION"}
+    election = events[22586]
+    assert (election["action"], election["leader_id"], election["leader_epoch"]) == ("clean", 1, 13)
     assert problems_in(sc, events, stats)[0] == []
 
 
