@@ -12,7 +12,8 @@ from typing import Any
 import pytest
 
 from replication_core.checker.violation import Violation
-from replication_core.sim.scenario import Fault
+from replication_core.sim.cluster import RunStats
+from replication_core.sim.scenario import Fault, Scenario
 from tests.sim.audit import audit
 from tests.sim.campaign import (
     before_kip903,
@@ -45,6 +46,12 @@ def _ev(event_type: str, broker: int, topic: str = "u", partition: int = 1, **fi
 def _violation(invariant: str, topic: str, partition: int, replica: int, event_id: int, offset: int) -> Violation:
     return Violation(invariant, "error", "run", topic, partition, replica, 0, event_id, offset, None, None,
                      (event_id,), "")
+
+
+def _errors(sc: Scenario) -> tuple[list[Event], RunStats, list[Violation]]:
+    """One run of `sc`: its events, its stats and the checker's errors."""
+    _, events, stats = run(sc)
+    return events, stats, [v for v in check(events, stats).violations if v.severity == "error"]
 
 
 FILLER = _ev("produce_ack", 9, topic="other")
@@ -251,8 +258,7 @@ def test_the_overlapping_campaign_seed_reproduces_the_stale_checkpoint() -> None
     truncating t-0 to 261 and leading epoch 5 (HW 292, LEO 295); it crashed 343 ms later, before its next
     checkpoint, and recovered HW min(541, 295) = 295 (event 8385), over records 293..294 nobody committed."""
     sc = before_kip903(overlapping_scenario(501324))
-    _, events, stats = run(sc)
-    errors = [v for v in check(events, stats).violations if v.severity == "error"]
+    events, _stats, errors = _errors(sc)
     assert [(v.invariant, v.topic, v.partition, v.replica, v.offset) for v in errors] == [
         ("committed_prefix_agreement", "t", 0, 3, 293)]
     assert known_finding(errors[0], events) == STALE_HW_CHECKPOINT
@@ -368,8 +374,7 @@ def test_the_power_campaign_seed_reproduces_the_elected_divergent_prefix() -> No
     answered broker 1 with the same (3, 238): broker 1, whose log started at 208 with epoch-5 records, truncated to
     208 (2536), below the committed HW 238."""
     sc = before_kip903(power_scenario(833649))
-    _, events, stats = run(sc)
-    errors = [v for v in check(events, stats).violations if v.severity == "error"]
+    events, _stats, errors = _errors(sc)
     assert [(v.invariant, v.topic, v.partition, v.replica, v.event_id, v.offset) for v in errors] == [
         ("truncation_safety", "t", 0, 1, 2536, 208)]
     assert known_finding(errors[0], events) == DIVERGENT_PREFIX_ELECTED
@@ -439,8 +444,7 @@ def test_the_power_campaign_seed_commits_the_elected_divergent_prefix() -> None:
     2 to truncate to 1709, below the committed HW 1755 (20306), and committed its kept records over epoch 9's
     (21123)."""
     sc = before_kip903(power_scenario(833951))
-    _, events, stats = run(sc)
-    errors = [v for v in check(events, stats).violations if v.severity == "error"]
+    events, _stats, errors = _errors(sc)
     assert [(v.invariant, v.topic, v.partition, v.replica, v.event_id, v.offset) for v in errors] == [
         ("truncation_safety", "t", 0, 2, 20306, 1709), ("inconsistent_offsets", "t", 0, 1, 21123, 1709)]
     assert {known_finding(v, events) for v in errors} == {DIVERGENT_PREFIX_ELECTED}
@@ -503,8 +507,7 @@ def test_the_reassigning_seed_loses_acknowledged_writes_to_a_divergent_prefix_ke
     (8082; proposed 8086, committed 8096), whose response was lost (9035). A reassignment elected broker 2 (9084),
     the final leader: the acknowledged writes at 234..239 are not on it."""
     sc = reassigning_scenario(830245)
-    _, events, stats = run(sc)
-    errors = [v for v in check(events, stats).violations if v.severity == "error"]
+    events, stats, errors = _errors(sc)
     assert [(v.invariant, v.topic, v.partition, v.replica, v.event_id, v.offset) for v in errors] == [
         ("acked_write_lost", "t", 0, 2, -1, 234), ("acked_write_lost", "t", 0, 2, -1, 237)]
     assert {known_finding(v, events) for v in errors} == {DIVERGENT_PREFIX_ELECTED}
@@ -571,8 +574,7 @@ def test_the_elr_overlapping_seed_elects_a_prefix_its_follower_never_truncated()
     to the ISR (17510). It was elected in epoch 13 (22586) with LEO 530 and HW 420, told broker 3 to truncate to
     430, below the committed HW 530 (22666), and committed its own records over epoch 11's (22705)."""
     sc = with_elr(overlapping_scenario(894993))
-    _, events, stats = run(sc)
-    errors = [v for v in check(events, stats).violations if v.severity == "error"]
+    events, stats, errors = _errors(sc)
     assert [(v.invariant, v.topic, v.partition, v.replica, v.event_id, v.offset) for v in errors] == [
         ("truncation_safety", "t", 8, 3, 22666, 430), ("inconsistent_offsets", "t", 8, 1, 22705, 420)]
     assert {known_finding(v, events) for v in errors} == {DIVERGENT_PREFIX_ELECTED}
@@ -599,8 +601,7 @@ def test_deep_campaign_seeds_reproduce_each_finding_and_nothing_else(seed: int, 
                                                                       where: tuple[Any, ...]) -> None:
     """`python -m tests.sim.campaign --seeds SEED-SEED --deep` lists the run as known, not reported."""
     sc = before_kip903(deep_scenario(seed))
-    _, events, stats = run(sc)
-    errors = [v for v in check(events, stats).violations if v.severity == "error"]
+    events, _stats, errors = _errors(sc)
     assert [(v.invariant, v.topic, v.partition, v.replica, v.offset) for v in errors] == [where]
     assert known_finding(errors[0], events) == finding
     found, known = problems(sc)
@@ -644,8 +645,7 @@ def test_the_correlated_campaign_seed_loses_acknowledged_writes_through_the_isr_
     (7039): 2 and 4 truncate the committed 190..192, 1 commits other records there, the acknowledged writes are
     gone, and all of it is finding A."""
     sc = correlated_scenario(561204)
-    _, events, stats = run(sc)
-    errors = [v for v in check(events, stats).violations if v.severity == "error"]
+    events, _stats, errors = _errors(sc)
     assert [(v.invariant, v.topic, v.partition, v.replica, v.event_id, v.offset) for v in errors] == [
         ("truncation_safety", "u", 1, 4, 7054, 190), ("truncation_safety", "u", 1, 2, 7196, 190),
         ("inconsistent_offsets", "u", 1, 1, 7237, 190), ("acked_write_lost", "u", 1, 1, -1, 190),
@@ -666,8 +666,7 @@ def test_the_correlated_campaign_seed_elects_the_raced_follower_after_an_electio
     epoch 1; then it elected 5, alone in the ISR, cleanly (epoch 2): 4 and 2 truncate the committed 72..91 and 5
     commits other records there."""
     sc = correlated_scenario(784244)
-    _, events, stats = run(sc)
-    errors = [v for v in check(events, stats).violations if v.severity == "error"]
+    events, stats, errors = _errors(sc)
     assert [(v.invariant, v.topic, v.partition, v.replica, v.event_id, v.offset) for v in errors] == [
         ("isr_holds_committed", "t", 6, 5, 2765, 72),
         ("truncation_safety", "t", 6, 4, 3105, 72), ("truncation_safety", "t", 6, 2, 3181, 72),
@@ -763,8 +762,7 @@ def test_the_recovering_replica_may_be_the_one_the_checker_names() -> None:
     replica 2's own HW change, so the recovery is `v.event_id`; the other replica's HW event is the third
     evidence id, which finding C used to look at alone."""
     sc = power_scenario(851310)
-    _, events, stats = run(sc)
-    errors = [v for v in check(events, stats).violations if v.severity == "error"]
+    events, _stats, errors = _errors(sc)
     assert [(v.invariant, v.topic, v.partition, v.replica, v.event_id, v.offset, v.evidence[2]) for v in errors] == [
         ("committed_prefix_agreement", "t", 0, 2, 4350, 5, 4347),
         ("committed_prefix_agreement", "t", 0, 2, 4350, 5, 4334)]
