@@ -278,9 +278,7 @@ def divergent_prefix_elected(v: Violation, events: Sequence[Event]) -> bool:
     topic, partition = v.topic, v.partition
     if v.invariant == "acked_write_lost":
         # The checker judges acknowledged writes against the final leader, at the end of the run (event -1).
-        elected = next((i for i in range(len(events) - 1, -1, -1) if events[i]["event_type"] == "leadership_change"
-                        and events[i].get("action") == "become_leader" and events[i]["topic"] == topic
-                        and events[i]["partition"] == partition), None)
+        elected = _last_become_leader(events, topic, partition, len(events) - 1)
         if elected is None or events[elected]["broker_id"] != v.replica:
             return False
         leader = events[elected]["broker_id"]
@@ -308,9 +306,7 @@ def divergent_prefix_elected(v: Violation, events: Sequence[Event]) -> bool:
         if elected is None or events[elected].get("action") != "become_leader":
             return False
     elif v.invariant in ("inconsistent_offsets", "committed_prefix_agreement"):
-        elected = next((i for i in range(v.event_id, -1, -1) if events[i]["event_type"] == "leadership_change"
-                        and events[i].get("action") == "become_leader" and events[i]["topic"] == topic
-                        and events[i]["partition"] == partition), None)
+        elected = _last_become_leader(events, topic, partition, v.event_id)
         if elected is None:
             return False
         leader = events[elected]["broker_id"]
@@ -322,6 +318,13 @@ def divergent_prefix_elected(v: Violation, events: Sequence[Event]) -> bool:
     if start is None:
         start = _untruncated_prefix_end(events, leader, topic, partition, elected)
     return start is not None and v.offset < start
+
+
+def _last_become_leader(events: Sequence[Event], topic: str, partition: int, at: int) -> int | None:
+    """The index of the partition's last become_leader event at or before event `at`, or None."""
+    return next((i for i in range(at, -1, -1) if events[i]["event_type"] == "leadership_change"
+                 and events[i].get("action") == "become_leader" and events[i]["topic"] == topic
+                 and events[i]["partition"] == partition), None)
 
 
 def _leader_followed(events: Sequence[Event], broker: int, topic: str, partition: int, before: int) -> int | None:
@@ -364,7 +367,6 @@ def _kept_prefix_end(events: Sequence[Event], leader: int, topic: str, partition
         if (kind == "fetch_response" and e.get("error") == "NONE") or kind == "log_start_offset_change":
             return None  # a processed response raises the log start offset, deleting the kept records
     return None
-
 
 
 def _untruncated_prefix_end(events: Sequence[Event], leader: int, topic: str, partition: int,
