@@ -416,6 +416,28 @@ PATTERNS: tuple[LinePattern, ...] = (
          "partition_epoch": "try_add(int({6}), 1)"},
     ),
     LinePattern(
+        "unclean_partition_change", "leader_election",
+        "ReplicationControlManager.replay(PartitionChangeRecord) -> PartitionRegistration.maybeLogPartitionChange "
+        "(KRaft controllers, active and standby, each as it replays the metadata log; '[QuorumController id={n}] ' "
+        "prefix): 'UNCLEAN partition change for {topic}-{p} with topic ID {id}: {diff}' where the new leader was not "
+        "in the previous ISR (other changes at DEBUG). The diff lists what changed, in this order: replicas, "
+        "directories, isr, removingReplicas, addingReplicas, leader, leaderRecoveryState, leaderEpoch, elr (4.0+), "
+        "lastKnownElr, partitionEpoch, each 'name: old -> new'. An election from the eligible leader replicas (the "
+        "new leader in the old elr, KIP-966) prints it too: action 'elr'; `elr` is the new ELR where the line shows "
+        "it changing (else unknown)",
+        "UNCLEAN partition change for ",
+        r"UNCLEAN partition change for " + _TP + r"(?: with topic ID [A-Za-z0-9_-]+)?: "
+        r"(?:.*?\bisr: \[" + _ISR_LIST + r"\] -> \[" + _ISR_LIST + r"\])?"
+        r"(?:.*?\bleader: (-?\d+) -> (-?\d+))?"
+        r"(?:.*?\bleaderEpoch: (-?\d+) -> (\d+))?"
+        r"(?:.*?\b(elr): \[" + _ISR_LIST + r"\] -> \[" + _ISR_LIST + r"\])?"
+        r"(?:.*?\bpartitionEpoch: (-?\d+) -> (\d+))?",
+        # An empty list is an empty group: `elr` is known (maybe empty) where the diff names it.
+        {"tp": "{1}", "action": "CASE WHEN array_contains(ids({9}), int({5})) THEN 'elr' ELSE 'unclean' END",
+         "leader_id": "int({5})", "isr": "ids({3})", "leader_epoch": "int({7})", "partition_epoch": "int({12})",
+         "elr": "CASE WHEN {8} IS NOT NULL THEN coalesce(ids({10}), array()) END"},
+    ),
+    LinePattern(
         "unclean_election_zk", "leader_election",
         "OfflinePartitionLeaderSelector.selectLeader (ZooKeeper controller, 0.8-1.0; 1.1+ print no line): 'No "
         "broker in ISR is alive for [{topic},{p}]. Elect leader {leader} from live brokers {ids}. There's potential "
@@ -509,8 +531,9 @@ CONFIG_ENTRY = r"^\t([A-Za-z0-9._-]+) = (.*?)\s*$"
 BROKER_ID_KEYS: tuple[str, ...] = ("broker.id", "node.id")
 """The block's settings that name its broker (broker.id is -1 when ZooKeeper assigns it; node.id is KRaft's)."""
 
-TOPIC_ID = r"with topic id (?:Some\()?([A-Za-z0-9_-]{22})(?![A-Za-z0-9_-])"
-"""Where a line names both a topic-partition and its topic id (the 3.3+ state-change lines): the id's name."""
+TOPIC_ID = r"with topic (?:id|ID) (?:Some\()?([A-Za-z0-9_-]{22})(?![A-Za-z0-9_-])"
+"""Where a line names both a topic-partition and its topic id (the 3.3+ state-change lines, 'with topic id'; the
+KRaft controller's partition change lines, 'with topic ID'): the id's name."""
 
 TP_PREFIXES: tuple[str, ...] = (
     r"\[Partition ([^\s\]]+-\d+) broker=\d+\]",

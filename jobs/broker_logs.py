@@ -31,7 +31,9 @@ What a log line does not say is recovered where Kafka's logs allow it, and left 
   when it already leads), none without it. An election is one event whichever of its lines the logs hold
   (`_unrepeated_elections`): a RECOVERING line that restates the controller's line, an earlier RECOVERING line or an
   event in bronze (same leader; same epoch, or, when a line gives none, stamped within `RESTATE_WINDOW_MS`) is no
-  second event, nor is a controller's line whose election bronze already holds; a controller's line without the
+  second event, nor is a controller's line whose election bronze already holds, nor a controller's replay line
+  ("UNCLEAN partition change", which every controller prints) of a record another replay line told of, nor the
+  builder's line ("Setting new leader ...") of an election its replay line tells of; a controller's line without the
   epoch takes that of its leader's RECOVERING lines where that is unambiguous (below). Such lines are not records,
   like any other line that is no event.
   Not caught: a RECOVERING line printed again in a new epoch (the controller moved the epoch, e.g. by a
@@ -219,7 +221,7 @@ def read_broker_logs(spark: SparkSession, paths: Sequence[str], options: BrokerL
         F.when(F.col("_cfg_block").isNotNull(), F.expr(f"regexp_extract(line, {sql_str(CONFIG_ENTRY)}, 2)"))
         .alias("_cfg_value"),
         _by_pattern(PATTERNS, "id_partition").cast("int").alias("_id_partition"),
-        F.when(F.col("_msg").contains("with topic id "),
+        F.when(F.col("_msg").contains("with topic id ") | F.col("_msg").contains("with topic ID "),
                F.expr(f"nullif(regexp_extract(_msg, {sql_str(TOPIC_ID)}, 1), '')")).alias("_names_topic_id"),
         *[_by_pattern(PATTERNS, f.name).cast(f.dataType).alias(f.name) for f in payload],
     )
@@ -233,7 +235,8 @@ def read_broker_logs(spark: SparkSession, paths: Sequence[str], options: BrokerL
         # The run's earlier batches stand in for the lines before these files: an hour's rolled server.log holds ISR
         # changes whose leader epoch and previous ISR were logged in an earlier hour, and elections that a line of
         # this hour restates. They only inform, and go.
-        context = existing.where(F.col("event_type").isin("leadership_change", "isr_change") | _unclean()).select(
+        informs = F.col("event_type").isin("leadership_change", "isr_change") | _logged_election()
+        context = existing.where(informs).select(
             F.lit("").alias("_path"), F.col("event_id").alias("pos"), F.lit(0).alias("_entry_pos"), "ts_ms",
             "event_type", "broker_id", "topic", "partition", "leader_epoch", "action", "isr", "old_isr", "isr_state",
             "leader_id", F.lit(True).alias("_context"))
@@ -299,6 +302,8 @@ RECOVERING = "leader_recovering"
 """The pattern of a new leader's KIP-704 line, which stands for the controller's unclean election."""
 LEADER_AND_ISR_SKIP = "isr_leader_and_isr"
 """The pattern of a sitting leader's "Skipped the become-leader state change ... with leader epoch E" line."""
+REPLAY = "unclean_partition_change"
+"""The pattern of a KRaft controller's line as it replays the election's record, which each controller prints."""
 RESTATE_WINDOW_MS = 60_000
 """How far apart in time two lines of one unclean election may be stamped when one of them gives no epoch: the
 controller's and the new leader's (the time the election takes to reach the leader, and the skew between the two
@@ -359,8 +364,10 @@ def _from_earlier_lines(events: DataFrame) -> DataFrame:
             .where(~hint | F.col("_pattern").isNull()))
 
 
-def _unclean() -> Column:
-    return (F.col("event_type") == "leader_election") & (F.col("action") == "unclean")
+def _logged_election() -> Column:
+    """An election log lines tell of: an unclean one, or one from the eligible leader replicas (only a KRaft
+    controller's `REPLAY` line tells of those)."""
+    return (F.col("event_type") == "leader_election") & F.col("action").isin("unclean", "elr")
 
 
 def _unrepeated_elections(events: DataFrame) -> DataFrame:
@@ -373,7 +380,12 @@ def _unrepeated_elections(events: DataFrame) -> DataFrame:
       terms (Kafka prints it again until the leader's AlterPartition says RECOVERED);
     * a controller's line restates an earlier batch's event of the same leader on the same terms (the brokers'
       logs were ingested before the controller's), where one of them gives no epoch only if each is the other's
-      nearest match.
+      nearest match;
+    * a controller's replay line (`REPLAY`) restates an earlier one of the same leader and epoch: each controller,
+      active or standby, prints one per record, and a restarted one prints it again;
+    * the builder's line of this batch restates the replay line of its election: the same leader and epoch, or,
+      the builder's line giving none, the replay line of that leader nearest to it within `RESTATE_WINDOW_MS`, to
+      which it is the nearest builder's line of that leader. The replay line is kept: it gives the epochs.
 
     Before that, a controller's line that gives no epoch takes the one its leader's RECOVERING lines of the same
     batch give, if those within `RESTATE_WINDOW_MS` give one epoch, each of them is nearer to this election than
@@ -384,8 +396,9 @@ def _unrepeated_elections(events: DataFrame) -> DataFrame:
     One window per partition over its unclean elections, which it lists (they are few); every other row is alone
     in its own key. A row without a time or partition (quarantined later) restates nothing and is kept."""
     recovering = F.coalesce(F.col("_pattern") == RECOVERING, F.lit(False))
-    unclean = F.coalesce(_unclean(), F.lit(False))
-    placed = unclean & F.col("ts_ms").isNotNull() & F.col("topic").isNotNull() & F.col("partition").isNotNull()
+    replay = F.coalesce(F.col("_pattern") == REPLAY, F.lit(False))
+    elected = F.coalesce(_logged_election(), F.lit(False))
+    placed = elected & F.col("ts_ms").isNotNull() & F.col("topic").isNotNull() & F.col("partition").isNotNull()
     key = F.when(placed, F.concat_ws("-", "topic", F.col("partition").cast("string"))).otherwise(
         F.concat(F.lit("#"), F.col("_path"), F.lit(":"), F.col("pos").cast("string"), F.lit(":"),
                  F.col("_entry_pos").cast("string")))
@@ -393,7 +406,7 @@ def _unrepeated_elections(events: DataFrame) -> DataFrame:
     order = Window.partitionBy("_key").orderBy("ts_ms", "_kind", "_path", "pos", "_entry_pos")
     listed = events.select("*", key.alias("_key"), kind.alias("_kind")).withColumn("_ord", F.row_number().over(order))
     row = F.struct(F.col("_ord").alias("ord"), F.col("ts_ms").alias("ts"), F.col("leader_id").alias("leader"),
-                   F.col("leader_epoch").alias("epoch"), F.col("_kind").alias("kind"))
+                   F.col("leader_epoch").alias("epoch"), F.col("_kind").alias("kind"), replay.alias("replay"))
     listed = listed.withColumn("_elections", F.collect_list(F.when(placed, row)).over(Window.partitionBy("_key")))
     w = RESTATE_WINDOW_MS
 
@@ -423,10 +436,19 @@ def _unrepeated_elections(events: DataFrame) -> DataFrame:
     # match: a second election of the leader within the window is its own (it would otherwise be lost).
     controller_nearest = nearest("y.kind = 1 AND y.leader = x.leader AND (y.epoch IS NULL OR x.epoch IS NULL "
                                  "OR y.epoch = x.epoch)", "x.ts") + " = _ord"
+    # A controller's replay line restates an earlier one of the same record (each controller replays the metadata
+    # log, and a restarted one replays it again); the builder's line restates the replay line of its election:
+    # same epoch, or, its own unknown, each the other's nearest of the leader's within the window.
+    replayed = "exists(_elections, x -> x.replay AND x.ord < _ord AND x.leader = leader_id AND x.epoch = leader_epoch)"
+    built = (f"exists(_elections, x -> x.replay AND x.leader = leader_id AND (x.epoch = leader_epoch OR "
+             f"leader_epoch IS NULL AND abs(x.ts - ts_ms) <= {w} "
+             f"AND {nearest('y.replay AND y.leader = leader_id', 'ts_ms')} = x.ord "
+             f"AND {nearest('y.kind = 1 AND NOT y.replay AND y.leader = x.leader', 'x.ts')} = _ord))")
     restates = F.when(placed & recovering, F.expr(
         f"exists(_elections, x -> {same} AND (x.kind < 2 OR x.ord < _ord))")).when(
         placed & ~F.col("_context"), F.expr(
-            f"exists(_elections, x -> x.kind = 0 AND {same} AND (x.epoch = leader_epoch OR {controller_nearest}))"))
+            f"exists(_elections, x -> x.kind = 0 AND {same} AND (x.epoch = leader_epoch OR {controller_nearest})) "
+            f"OR CASE WHEN _pattern = {sql_str(REPLAY)} THEN {replayed} ELSE {built} END"))
     return (listed.where(~F.coalesce(restates, F.lit(False)))
             .drop("_key", "_kind", "_ord", "_elections"))
 

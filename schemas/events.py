@@ -184,7 +184,8 @@ EVENT_TYPES: dict[str, EventType] = {
             "where no controller line tells of the election or bronze held that line first: that leader, and "
             "`ts_ms` its time).",
             ("action", "partition_epoch", "isr", "replicas"),
-            # Kafka logs only unclean elections at INFO, naming the new leader (the ISR it forces is [leader]).
+            # Kafka logs only unclean elections (and, KRaft, elections from the ELR) at INFO, naming the new leader
+            # (the ISR it forces is [leader]).
             log_requires=("action", "isr"),
         ),
         EventType(
@@ -289,7 +290,8 @@ PAYLOAD: tuple[Column, ...] = (
     Column("elr", INT_LIST, "Eligible leader replicas after the election (KIP-966, Kafka 4.0+ with "
            "eligible.leader.replicas.version=1): replicas that left an ISR below min ISR and still hold every "
            "committed record; an `elr` election took its leader from them. Absent when the cluster does not run "
-           "ELR. Since 1.5.", used_by=(LEADER_ELECTION,)),
+           "ELR, and from a controller's log line that does not show it changing. Since 1.5.",
+           used_by=(LEADER_ELECTION,)),
     Column("topic_id", pa.string(), "Kafka's topic id (KIP-516: a UUID, printed as 22 URL-safe base64 "
            "characters) where a broker log line prints it: a 3.3+ leader or follower line ('Leader t-3 with topic "
            "id Some(<id>) ...'), the sitting leader's 'Skipped the become-leader state change for t-3 with topic "

@@ -164,11 +164,15 @@ def _request_failure_lines(group: list[Mapping[str, Any]], new: bool, incrementa
 
 
 def render(events: Iterable[Mapping[str, Any]], style: str, controller_log: bool = True,
-           controller_ahead_ms: int = 0, elr_parity: int = 1) -> tuple[dict[str, str], list[Expected]]:
+           controller_ahead_ms: int = 0, elr_parity: int = 1,
+           replay: bool = False) -> tuple[dict[str, str], list[Expected]]:
     """(file name -> log text, what each rendered event must read back as) for one run's events in `style`;
     without `controller_log`, as when only the brokers' logs were collected; with the controller's clock
     `controller_ahead_ms` ahead of the brokers' (its election lines may then be stamped after the new leader's);
-    the elections whose event id has the parity `elr_parity` in the ELR-era form, the others without the epochs."""
+    the elections whose event id has the parity `elr_parity` in the ELR-era form, the others without the epochs.
+    With `replay`, each unclean election's builder line is followed by the line the controller prints as it
+    replays the election's record ("UNCLEAN partition change for ..."), which a standby controller prints too, 3 ms
+    later in its own log: the election reads back from the active controller's replay line, with its epochs."""
     if style not in ("3.6", "2.4"):
         raise ValueError(f"style must be '3.6' or '2.4', got {style!r}")
     new = style == "3.6"
@@ -214,6 +218,16 @@ def render(events: Iterable[Mapping[str, Any]], style: str, controller_log: bool
     # The epoch of each replica's last leadership line as written: all a log start move's line can be read with (a
     # 2.x follower that loses its leader prints no line, so its next epoch is not in the log).
     logged_epoch: dict[tuple[int, Any, Any], int | None] = {}
+    # Per election event id, the partition's (leader, ISR) before it, which the controller's replay line prints.
+    registration: dict[int, tuple[int, tuple[int, ...]]] = {}
+    current: dict[tuple[Any, Any], tuple[int, tuple[int, ...]]] = {}
+    for ev in events:
+        at = (ev.get("topic"), ev.get("partition"))
+        if ev["event_type"] == "leader_election":
+            registration[int(ev["event_id"])] = current.get(at, (-1, ()))
+            current[at] = (-1 if ev.get("leader_id") is None else int(ev["leader_id"]), tuple(ev.get("isr") or ()))
+        elif ev["event_type"] == "isr_change" and ev.get("isr_state") == "committed" and at in current:
+            current[at] = (current[at][0], tuple(ev["isr"]))
     for ev in events:
         kind, b = ev["event_type"], ev.get("broker_id")
         if b is None:
@@ -367,6 +381,20 @@ def render(events: Iterable[Mapping[str, Any]], style: str, controller_log: bool
                              f"to {leader} using an unclean election{previous}"))
             exp = Expected(**{**base, "leader_epoch": ev["leader_epoch"] if elr else None, "leader_id": leader,
                               "isr": (leader,), "partition_epoch": ev["partition_epoch"] if elr else None})
+            if replay:
+                was_leader, was_isr = registration[int(ev["event_id"])]
+                text = (f"UNCLEAN partition change for {tp} with topic ID {topic_id(ev['topic'])}: isr: "
+                        f"[{', '.join(map(str, was_isr))}] -> [{leader}], leader: {was_leader} -> {leader}, "
+                        f"leaderRecoveryState: RECOVERED -> RECOVERING, leaderEpoch: {ev['leader_epoch'] - 1} -> "
+                        f"{ev['leader_epoch']}, partitionEpoch: {ev['partition_epoch'] - 1} -> "
+                        f"{ev['partition_epoch']}")
+                logger = "org.apache.kafka.controller.ReplicationControlManager"
+                out.append(_line(ev, logger, f"[QuorumController id={b}] {text}"))
+                standby = files.setdefault("controller-standby.server.log", [])
+                standby.append(_line({"ts_ms": int(ev["ts_ms"]) + 3}, logger,
+                                     f"[QuorumController id={b + 1}] {text}"))
+                exp = replace(exp, line=exp.line + 1, leader_epoch=ev["leader_epoch"],
+                              partition_epoch=ev["partition_epoch"])
         elif kind == "truncation" and b not in down and ev.get("reason") != "full" \
                 and int(ev["truncate_offset"]) < int(ev["old_leo"]):
             prefix = "UnifiedLog" if new else "Log"

@@ -636,6 +636,90 @@ def test_an_undated_controller_line_takes_the_epoch_of_its_own_leaders_line(spar
     assert inv.evaluate(kept_events(got), ["leader_epoch_monotonic"]).count() == 0
 
 
+def _replay_line(t: str, controller: int, tp: str, diff: str) -> str:
+    """The line a KRaft controller prints as it replays a change whose new leader was not in the ISR."""
+    return (f"[2024-05-14 {t}] INFO [QuorumController id={controller}] UNCLEAN partition change for {tp} with topic ID "
+            f"{_ORDERS_ID}: {diff} (org.apache.kafka.controller.ReplicationControlManager)\n")
+
+
+def test_the_controllers_replay_lines_are_its_unclean_and_elr_elections(spark: SparkSession, tmp_path: Path) -> None:
+    """Each KRaft controller prints 'UNCLEAN partition change' as it replays an election whose leader was not in the
+    ISR: an unclean election, or one from the eligible leader replicas (the new leader in the old ELR, KIP-966). The
+    line names the topic, so the builder's lines that name it by id only need no broker log; the active and the
+    standby controllers' lines of one record, and the builder's line of the same election, are one event."""
+    active = (
+        "[2024-05-14 12:00:00,000] INFO [QuorumController id=3000] Becoming the active controller at epoch 7, next "
+        "write offset 1. (org.apache.kafka.controller.QuorumController)\n"
+        # orders-3: two unclean elections of broker 2, 30 s apart, each the builder's undated line then the replay.
+        + _controller_line("12:00:01,000", _ORDERS_ID, 3, 2)
+        + _replay_line("12:00:01,001", 3000, "orders-3", "isr: [1] -> [2], leader: 1 -> 2, leaderRecoveryState: "
+                       "RECOVERED -> RECOVERING, leaderEpoch: 5 -> 6, partitionEpoch: 9 -> 10")
+        + _controller_line("12:00:31,000", _ORDERS_ID, 3, 2)
+        + _replay_line("12:00:31,001", 3000, "orders-3", "isr: [3] -> [2], leader: 3 -> 2, leaderRecoveryState: "
+                       "RECOVERED -> RECOVERING, leaderEpoch: 7 -> 8, partitionEpoch: 12 -> 13")
+        # orders-4: broker 3 elected from the ELR (no builder line at INFO), the ELR losing it.
+        + _replay_line("12:00:02,000", 3000, "orders-4", "isr: [] -> [3], leader: -1 -> 3, leaderEpoch: 4 -> 5, "
+                       "elr: [1, 3] -> [1], partitionEpoch: 8 -> 9")
+        # orders-5: the last known leader elected when ISR and ELR were both empty (unclean): the ELR is unchanged
+        # and so not known, the last known ELR emptied.
+        + _replay_line("12:00:03,000", 3000, "orders-5", "isr: [] -> [1], leader: -1 -> 1, leaderRecoveryState: "
+                       "RECOVERED -> RECOVERING, leaderEpoch: 2 -> 3, lastKnownElr: [1] -> [], partitionEpoch: 6 -> 7")
+        # orders-6: the ELR's last member elected.
+        + _replay_line("12:00:04,000", 3000, "orders-6", "isr: [] -> [2], leader: -1 -> 2, leaderEpoch: 1 -> 2, "
+                       "elr: [2] -> [], partitionEpoch: 3 -> 4"))
+    # The standby replays the same records, a few ms later.
+    standby = "".join(line.replace("id=3000", "id=3001").replace(",00", ",02", 1)
+                      for line in active.splitlines(keepends=True) if "UNCLEAN" in line)
+    got = parse(spark, write_logs(tmp_path, {"controller.log": active, "controller-3001.log": standby}))
+    assert got.where("_reason_code IS NOT NULL").count() == 0
+    elections = got.where("event_type = 'leader_election'").orderBy("partition", "ts_ms").select(
+        "ts_ms", "broker_id", "topic", "partition", "action", "leader_id", "isr", "leader_epoch", "partition_epoch",
+        "elr", "topic_id")
+    schema = ("ts_ms bigint, broker_id int, topic string, partition int, action string, leader_id int, "
+              "isr array<int>, leader_epoch int, partition_epoch int, elr array<int>, topic_id string")
+    expected = [
+        (ms("2024-05-14 12:00:01,001"), 3000, "orders", 3, "unclean", 2, [2], 6, 10, None, _ORDERS_ID),
+        (ms("2024-05-14 12:00:31,001"), 3000, "orders", 3, "unclean", 2, [2], 8, 13, None, _ORDERS_ID),
+        (ms("2024-05-14 12:00:02,000"), 3000, "orders", 4, "elr", 3, [3], 5, 9, [1], _ORDERS_ID),
+        (ms("2024-05-14 12:00:03,000"), 3000, "orders", 5, "unclean", 1, [1], 3, 7, None, _ORDERS_ID),
+        (ms("2024-05-14 12:00:04,000"), 3000, "orders", 6, "elr", 2, [2], 2, 4, [], _ORDERS_ID),
+    ]
+    assert_df_equality(elections, spark.createDataFrame(expected, schema), ignore_nullable=True)
+    assert inv.evaluate(kept_events(got), ["leader_epoch_monotonic"]).count() == 0
+    # The standby's log alone: its own lines, one per election.
+    alone = parse(spark, write_logs(tmp_path / "standby-only", {"controller.log": standby}))
+    assert [(r["broker_id"], r["partition"], r["leader_epoch"]) for r in alone.orderBy("partition", "ts_ms").select(
+        "broker_id", "partition", "leader_epoch").collect()] == [
+        (3001, 3, 6), (3001, 3, 8), (3001, 4, 5), (3001, 5, 3), (3001, 6, 2)]
+
+
+def test_a_replay_line_restates_the_election_an_earlier_batch_read(spark: SparkSession, tmp_path: Path) -> None:
+    """The new leader's RECOVERING and leader lines in bronze, the controller's builder and replay lines of the
+    same election in a later batch: still one election, the one bronze holds; an ELR election read again from a
+    rolled standby log is not a second one."""
+    landing = tmp_path / "landing"
+    lake = EmbeddedLake(spark, str(tmp_path / "lake"))
+    options = BrokerLogOptions("cluster-a")
+    write_logs(landing, {"state-change-2.log": RECOVERING_LOGS["state-change-2.log"],
+                         "controller.log": _replay_line("12:00:05,000", 3000, "orders-4",
+                                                        "isr: [] -> [3], leader: -1 -> 3, leaderEpoch: 4 -> 5, "
+                                                        "elr: [1, 3] -> [1], partitionEpoch: 8 -> 9")})
+    first = run_ingest(spark, lake, str(landing), log=lambda _m: None, logs=options)
+    assert (first.read, first.kept) == (4, 4)  # two elections, the leader line, the "Skipped" ISR commit
+    write_logs(landing, {"controller.log.1": _controller_line("12:00:01,000", _ORDERS_ID, 3, 2)
+                         + _replay_line("12:00:01,001", 3000, "orders-3", "isr: [1] -> [2], leader: 1 -> 2, "
+                                        "leaderEpoch: 5 -> 6, partitionEpoch: 9 -> 10"),
+                         "controller-3001.log": _replay_line("12:00:05,002", 3001, "orders-4",
+                                                                "isr: [] -> [3], leader: -1 -> 3, leaderEpoch: 4 -> 5, "
+                                                                "elr: [1, 3] -> [1], partitionEpoch: 8 -> 9")})
+    second = run_ingest(spark, lake, str(landing), log=lambda _m: None, logs=options)
+    assert (second.read, second.kept, second.quarantined) == (0, 0, 0)
+    bronze = lake.read(BRONZE_EVENTS)
+    assert [tuple(r) for r in bronze.where("event_type = 'leader_election'").orderBy("partition").select(
+        "partition", "broker_id", "action", "leader_id", "leader_epoch").collect()] == [
+        (3, 2, "unclean", 2, 6), (4, 3000, "elr", 3, 5)]
+
+
 def test_a_second_election_of_a_leader_is_not_taken_for_the_one_an_earlier_batch_read(spark: SparkSession,
                                                                                       tmp_path: Path) -> None:
     """Broker 2's RECOVERING lines of one election in bronze; the controller's log, with that election and a second

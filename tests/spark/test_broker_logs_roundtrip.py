@@ -62,20 +62,24 @@ class Form(NamedTuple):
     controller_log: bool
     ahead_ms: int = 0
     elr_parity: int = 1
+    replay: bool = False
 
     def renders(self, events: list[dict[str, Any]]) -> bool:
         """Whether this form reads the run of `events`: a form whose lines differ from the first's only in the
         unclean elections reads only the runs that have one."""
-        return (self.controller_log and self.elr_parity == 1) or _has_unclean_election(events)
+        return (self.controller_log and self.elr_parity == 1 and not self.replay) or _has_unclean_election(events)
 
 
-FORMS = [Form("3.6", True, 50), Form("3.6", False), Form("3.6", True, 0, elr_parity=0), Form("2.4", True)]
+FORMS = [Form("3.6", True, 50), Form("3.6", False), Form("3.6", True, 0, elr_parity=0), Form("2.4", True),
+         Form("3.6", True, 20, replay=True)]
 """The logs a cluster leaves: Kafka 3.6 with the controller's log (its clock 50 ms ahead of the brokers', so that
 its election lines are often stamped after the new leader's), without it (the brokers' only), with it and its
-elections in the other form (with or without the epochs), Kafka 2.4."""
+elections in the other form (with or without the epochs), Kafka 2.4, and Kafka 3.6 with the lines the active and a
+standby controller print as they replay each unclean election's record."""
 
 
-@pytest.mark.parametrize("form", FORMS, ids=lambda f: f"{f.style}-{f.controller_log}-{f.ahead_ms}-{f.elr_parity}")
+@pytest.mark.parametrize("form", FORMS, ids=lambda f: f"{f.style}-{f.controller_log}-{f.ahead_ms}-{f.elr_parity}"
+                                                      + ("-replay" if f.replay else ""))
 def test_every_logged_event_reads_back_as_the_engine_emitted_it(spark: SparkSession, tmp_path: Path,
                                                                 simulated: list[list[dict[str, Any]]],
                                                                 form: Form) -> None:
@@ -113,8 +117,12 @@ def test_every_logged_event_reads_back_as_the_engine_emitted_it(spark: SparkSess
             # An election line without the epochs that read back with the new leader's epoch.
             checked["lent_epoch"] += (want.event_type == "leader_election" and want.partition_epoch is None
                                       and want.leader_epoch is not None and controller_log)
+            checked["replayed"] += want.event_type == "leader_election" and "UNCLEAN" in files[want.file].split(
+                "\n")[want.line - 1]
     if form.elr_parity == 0:
         assert checked["lent_epoch"] > 0, checked
+    elif form.replay:  # each election once, read from the active controller's replay line
+        assert checked["replayed"] == checked["leader_election"] > 0, checked
     elif controller_log:  # every run
         assert checked["leadership_change"] > 0 and checked["isr_change"] > 0 and checked["truncation"] > 0, checked
         assert checked["fetch_response"] > 0, checked  # the fetch errors Kafka logs at INFO and above
