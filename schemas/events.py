@@ -16,9 +16,9 @@ from dataclasses import dataclass, field
 
 import pyarrow as pa
 
-SCHEMA_VERSION = "1.5"
+SCHEMA_VERSION = "1.6"
 SCHEMA_MAJOR = 1
-SCHEMA_MINOR = 5
+SCHEMA_MINOR = 6
 
 
 class SchemaVersionError(ValueError):
@@ -64,6 +64,7 @@ FETCHER_CHANGE = "fetcher_change"
 QUOTA_THROTTLE = "quota_throttle"
 BROKER_LIFECYCLE = "broker_lifecycle"
 LEADER_ELECTION = "leader_election"
+PARTITION_CHANGE = "partition_change"
 BROKER_CONFIG = "broker_config"
 
 ENGINE_SOURCE = "engine"
@@ -189,6 +190,15 @@ EVENT_TYPES: dict[str, EventType] = {
             log_requires=("action", "isr"),
         ),
         EventType(
+            PARTITION_CHANGE,
+            "The controller committed a change of a partition that elected no leader (a KRaft "
+            "PartitionChangeRecord: an AlterPartition, a broker fenced, shutting down or back from an unclean "
+            "shutdown, a reassignment step): `isr`, `elr` and `replicas` after it, `leader_id` the leader in force "
+            "(absent when offline), `reason` what caused it. Emitted in runs with eligible leader replicas (KIP-966), "
+            "whose ELR changes between elections nothing else records. Since 1.6.",
+            ("partition_epoch", "isr", "elr", "replicas", "reason"),
+        ),
+        EventType(
             BROKER_CONFIG,
             "The replication configuration in force on a broker (emitted at start and on change).",
             ("config",),
@@ -274,24 +284,26 @@ PAYLOAD: tuple[Column, ...] = (
     Column("leader_id", pa.int32(), "The partition leader (fetch: the broker fetched from; fetcher_change: "
            "the fetcher's source broker; leader_election: the new leader, absent when offline; become_follower: -1 "
            "when the partition has no leader, as Kafka's LeaderAndIsr says it).",
-           used_by=(LEADERSHIP_CHANGE, FETCH, FETCH_RESPONSE, FETCHER_CHANGE, LEADER_ELECTION),
+           used_by=(LEADERSHIP_CHANGE, FETCH, FETCH_RESPONSE, FETCHER_CHANGE, LEADER_ELECTION, PARTITION_CHANGE),
            minimum=-1),
     Column("partition_epoch", pa.int32(), "Partition epoch (KRaft) / zkVersion after the change.",
-           used_by=(LEADERSHIP_CHANGE, ISR_CHANGE, LEADER_ELECTION), non_negative=True),
+           used_by=(LEADERSHIP_CHANGE, ISR_CHANGE, LEADER_ELECTION, PARTITION_CHANGE), non_negative=True),
     Column("isr", INT_LIST, "ISR: at a leadership change / election, the new ISR; for isr_change the "
-           "proposed (or committed) ISR.", used_by=(LEADERSHIP_CHANGE, ISR_CHANGE, LEADER_ELECTION)),
+           "proposed (or committed) ISR; for partition_change the ISR after it.",
+           used_by=(LEADERSHIP_CHANGE, ISR_CHANGE, LEADER_ELECTION, PARTITION_CHANGE)),
     Column("old_isr", INT_LIST, "Committed ISR before the change.", used_by=(ISR_CHANGE,)),
-    Column("replicas", INT_LIST, "Assigned replicas.", used_by=(LEADERSHIP_CHANGE, LEADER_ELECTION)),
+    Column("replicas", INT_LIST, "Assigned replicas.", used_by=(LEADERSHIP_CHANGE, LEADER_ELECTION, PARTITION_CHANGE)),
     Column("adding_replicas", INT_LIST, "Replicas an ongoing reassignment is adding (LeaderAndIsr "
            "addingReplicas, KIP-455); absent when none. Kafka's replication factor excludes them. Since 1.1.",
-           used_by=(LEADERSHIP_CHANGE, LEADER_ELECTION)),
+           used_by=(LEADERSHIP_CHANGE, LEADER_ELECTION, PARTITION_CHANGE)),
     Column("removing_replicas", INT_LIST, "Replicas an ongoing reassignment is removing (LeaderAndIsr "
-           "removingReplicas); absent when none. Since 1.1.", used_by=(LEADERSHIP_CHANGE, LEADER_ELECTION)),
-    Column("elr", INT_LIST, "Eligible leader replicas after the election (KIP-966, Kafka 4.0+ with "
+           "removingReplicas); absent when none. Since 1.1.",
+           used_by=(LEADERSHIP_CHANGE, LEADER_ELECTION, PARTITION_CHANGE)),
+    Column("elr", INT_LIST, "Eligible leader replicas after the election or partition change (KIP-966, Kafka 4.0+ with "
            "eligible.leader.replicas.version=1): replicas that left an ISR below min ISR and still hold every "
            "committed record; an `elr` election took its leader from them. Absent when the cluster does not run "
            "ELR, and from a controller's log line that does not show it changing. Since 1.5.",
-           used_by=(LEADER_ELECTION,)),
+           used_by=(LEADER_ELECTION, PARTITION_CHANGE)),
     Column("topic_id", pa.string(), "Kafka's topic id (KIP-516: a UUID, printed as 22 URL-safe base64 "
            "characters) where a broker log line prints it: a 3.3+ leader or follower line ('Leader t-3 with topic "
            "id Some(<id>) ...'), the sitting leader's 'Skipped the become-leader state change for t-3 with topic "
@@ -352,16 +364,18 @@ PAYLOAD: tuple[Column, ...] = (
            non_negative=True),
     Column("truncate_offset", pa.int64(), "Offset truncated to (the new LEO).", "offset",
            used_by=(TRUNCATION,), non_negative=True),
-    Column("reason", pa.string(), "Why: truncation reason; ISR change reason; election reason; what moved a log "
-           "start offset (Kafka's LogStartOffsetIncrementReason: segment_deletion by retention, "
-           "leader_offset_increment on a follower, client_record_deletion (DeleteRecords), snapshot_generated; or "
-           "truncation, a truncation below it or truncateFullyAndStartAt; since 1.4, null from a log line that does "
-           "not say).",
-           used_by=(TRUNCATION, ISR_CHANGE, LEADER_ELECTION, LOG_START_OFFSET_CHANGE),
+    Column("reason", pa.string(), "Why: truncation reason; ISR change reason; election or partition change "
+           "reason; what moved a log start offset (Kafka's LogStartOffsetIncrementReason: segment_deletion by "
+           "retention, leader_offset_increment on a follower, client_record_deletion (DeleteRecords), "
+           "snapshot_generated; or truncation, a truncation below it or truncateFullyAndStartAt; since 1.4, null "
+           "from a log line that does not say).",
+           used_by=(TRUNCATION, ISR_CHANGE, LEADER_ELECTION, LOG_START_OFFSET_CHANGE, PARTITION_CHANGE),
            allowed_by_type={
                TRUNCATION: ("high_watermark", "leader_epoch", "diverging_epoch", "out_of_range", "full"),
                LOG_START_OFFSET_CHANGE: ("segment_deletion", "leader_offset_increment", "client_record_deletion",
                                          "snapshot_generated", "truncation"),
+               PARTITION_CHANGE: ("alter_partition", "session_timeout", "controlled_shutdown", "broker_reregistered",
+                                  "unclean_shutdown", "broker_unfenced", "reassignment"),
            }),
     Column("isr_state", pa.string(), "State of the ISR change.", used_by=(ISR_CHANGE,),
            allowed=("proposed", "committed", "rejected")),

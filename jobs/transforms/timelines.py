@@ -20,10 +20,12 @@ log_end_offset). Sources, all emitted by the replica's own log / partition:
   LSO never moves still shows the LSO it had; null means no event ever told it.
 
 `silver/partition_state` — per (run, topic, partition), intervals of constant (leader, leader epoch,
-partition epoch, committed ISR, assigned replicas), as the controller and the leader state it:
-`leader_election` (controller; leader_id null = offline election), `leadership_change` become_leader
-(the new leader's registration), and committed `isr_change` events (ISR and partition epoch; the
-leader is unchanged). An event stating an older partition epoch (or leader epoch) than one already in
+partition epoch, committed ISR, eligible leader replicas, assigned replicas), as the controller and the leader
+state it: `leader_election` (controller; leader_id null = offline election), `leadership_change` become_leader
+(the new leader's registration), committed `isr_change` events (ISR and partition epoch; the
+leader is unchanged), and `partition_change` (the controller's change without an election, in runs with
+eligible leader replicas: ISR, ELR, assignment and partition epoch). The ELR is null where no event states it
+(a cluster without ELR). An event stating an older partition epoch (or leader epoch) than one already in
 force is stale and changes nothing, as Kafka fences it. A follower's become_follower carries no ISR
 and is not a source. Derived flags follow Kafka's partition metrics, for a partition that has a leader:
   * under_replicated: isr_size < replication_factor = the assigned replicas less those a reassignment is
@@ -69,6 +71,7 @@ from schemas.events import (
     LEADER_ELECTION,
     LEADERSHIP_CHANGE,
     LOG_START_OFFSET_CHANGE,
+    PARTITION_CHANGE,
     TRUNCATION,
 )
 from schemas.spark import to_spark_schema
@@ -261,8 +264,11 @@ def partition_state(events: DataFrame, min_isr_default: int = 1) -> DataFrame:
     election = et == LEADER_ELECTION
     became_leader = (et == LEADERSHIP_CHANGE) & (action == "become_leader")
     committed = (et == ISR_CHANGE) & (F.col("isr_state") == "committed")
+    change = et == PARTITION_CHANGE
     sets_leader = election | became_leader
-    ev = events.where((election | became_leader | committed) & _scoped(events)).select(
+    # The controller's records state the assignment and the ELR; a leader's registration the assignment.
+    registers = sets_leader | change
+    ev = events.where((election | became_leader | committed | change) & _scoped(events)).select(
         *PARTITION_KEY,
         "ts_ms",
         "event_id",
@@ -274,9 +280,10 @@ def partition_state(events: DataFrame, min_isr_default: int = 1) -> DataFrame:
         F.when(sets_leader, F.col("leader_epoch")).alias("_epoch"),
         F.col("partition_epoch").alias("_pepoch"),
         F.when(F.col("isr").isNotNull(), F.array_sort("isr")).alias("_isr"),
-        F.when(sets_leader, F.col("replicas")).alias("_replicas"),
+        F.when(registers, F.col("replicas")).alias("_replicas"),
         # Absent (data before schema 1.1, or no reassignment): none being added.
-        F.when(sets_leader, F.coalesce("adding_replicas", F.array().cast("array<int>"))).alias("_adding"),
+        F.when(registers, F.coalesce("adding_replicas", F.array().cast("array<int>"))).alias("_adding"),
+        F.when(election | change, F.array_sort("elr")).alias("_elr"),
         F.concat_ws(":", et, action).alias("_cause"),
     )
     w = Window.partitionBy(*PARTITION_KEY).orderBy("ts_ms", "event_id")
@@ -295,13 +302,15 @@ def partition_state(events: DataFrame, min_isr_default: int = 1) -> DataFrame:
         _running("_epoch", w).alias("leader_epoch"),
         _running("_pepoch", w).alias("partition_epoch"),
         _running("_isr", w).alias("isr"),
+        _running("_elr", w).alias("elr"),
         _running("_replicas", w).alias("replicas"),
         _running("_adding", w).alias("_adding"),
         F.col("_cause").alias("cause"),
         F.lead("ts_ms").over(w).alias("_next_ts"),
     )
     out = _intervals(running, PARTITION_KEY,
-                     ["leader_id", "_leader_known", "leader_epoch", "partition_epoch", "isr", "replicas", "_adding"])
+                     ["leader_id", "_leader_known", "leader_epoch", "partition_epoch", "isr", "elr", "replicas",
+                      "_adding"])
     out = with_setting(out, broker_settings(events), "leader_id", "min_isr", F.lit(min_isr_default))
     # A topic's override before the broker-wide value (topic configs are cluster-wide in Kafka: any broker's).
     out = with_setting(out, topic_min_isr(events), "leader_id", "min_isr", F.col("min_isr"), keys=("topic",))

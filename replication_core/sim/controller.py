@@ -369,6 +369,8 @@ class Controller:
             info.leader = new_leader
             info.leader_epoch += 1
             self._emit_election(tp, info, action, reason)
+        else:
+            self._emit_change(tp, info, reason)
         self._mark(tp, info)
 
     def _unclean_shutdown(self, broker_id: int) -> None:
@@ -395,6 +397,22 @@ class Controller:
             if self.elr_enabled:
                 ev["elr"] = list(info.elr)
             events.append(ev)
+
+    def _emit_change(self, tp: TopicPartition, info: PartitionInfo, reason: str) -> None:
+        """A committed `PartitionChangeRecord` that elected no leader, as a `partition_change` event: in runs with
+        eligible leader replicas only, whose ELR changes nothing else records (other runs keep their event ids)."""
+        events = self.cluster.events
+        if events is None or not self.elr_enabled:
+            return
+        ev = make_event(
+            "partition_change", self.queue.now_ms, self.node_id, tp.topic, tp.partition, info.leader_epoch,
+            leader_id=info.leader if info.leader != NO_LEADER else None, partition_epoch=info.partition_epoch,
+            isr=sorted(info.isr), elr=list(info.elr), replicas=list(info.replicas), reason=reason)
+        if info.adding:
+            ev["adding_replicas"] = list(info.adding)
+        if info.removing:
+            ev["removing_replicas"] = list(info.removing)
+        events.append(ev)
 
     def leader_of(self, tp: TopicPartition) -> int:
         """The current leader (what a client's metadata request would say), -1 if offline."""
@@ -435,6 +453,7 @@ class Controller:
             info.last_known_elr = []
         info.isr = target
         info.partition_epoch += 1
+        self._emit_change(tp, info, "alter_partition")
         # The PartitionChangeRecord goes to the metadata log, which every broker replays
         # (`ReplicaManager.applyDelta`): the leader's `makeLeader` with the new partition epoch resolves
         # a proposal still pending because this answer is lost (it then stays pending on
@@ -509,6 +528,7 @@ class Controller:
         info.partition_epoch += 1
         for b in adding:
             self.by_broker.setdefault(b, []).append(tp)
+        self._emit_change(tp, info, "reassignment")
         if throttle_rate is not None:
             # `kafka-reassign-partitions --execute --additional --throttle` sets the throttled-replica lists of every
             # topic with a move in progress, over all of its moves (calculateProposedMoveMap), not this one alone.
@@ -548,6 +568,7 @@ class Controller:
             # Removing replicas bumps the leader epoch, fencing the removed ones (PartitionChangeBuilder).
             info.leader_epoch += 1
             info.partition_epoch += 1
+            self._emit_change(tp, info, "reassignment")
             self._mark(tp, info)
         for b in removed:
             self.by_broker[b] = [x for x in self.by_broker.get(b, []) if x != tp]

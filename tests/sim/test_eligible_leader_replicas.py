@@ -280,10 +280,57 @@ def test_kip_966_scenario_loses_acknowledged_writes_without_elr() -> None:
 
 
 def test_elr_off_writes_no_elr_field() -> None:
-    """Without the feature the election events carry no `elr`, as before it existed."""
+    """Without the feature the election events carry no `elr`, as before it existed, and the controller's changes
+    that elect no leader write no `partition_change` (the run's event ids stay those of schema 1.5)."""
     _, events, _ = run(scenario("leader-crash"))
     elections = [e for e in events if e["event_type"] == "leader_election"]
     assert len(elections) >= 2 and all("elr" not in e for e in elections)
+    assert not any(e["event_type"] == "partition_change" for e in events)
+    controller, info, events = _controller(elr=False)
+    assert isinstance(_alter(controller, info, [1, 2]), LeaderAndIsr)
+    assert [e["event_type"] for e in events] == ["leader_election"]  # the topic's creation
+
+
+def _changes(events: list[dict[str, Any]]) -> list[tuple[Any, ...]]:
+    return [(e["reason"], e.get("leader_id"), e["isr"], e["elr"], e["partition_epoch"], e["leader_epoch"])
+            for e in events if e["event_type"] == "partition_change"]
+
+
+def test_every_change_without_an_election_is_a_partition_change_with_the_elr() -> None:
+    """With ELR the ELR moves between elections (a shrink below min ISR adds the leaver; an expansion back to min
+    ISR clears it; a fenced follower leaves the ISR), and only the controller knows: each committed change that
+    elects no leader is a `partition_change` (the `PartitionChangeRecord`) with the ISR, ELR and epochs after it.
+    An election is a `leader_election`, not both."""
+    controller, info, events = _controller()
+    _last_replica_standing(controller, info)
+    assert isinstance(_alter(controller, info, [1, 3]), LeaderAndIsr)
+    controller._fence(3, "session_timeout")
+    controller._fence(1, "session_timeout")
+    assert info.leader == NO_LEADER
+    assert _changes(events) == [
+        ("alter_partition", 1, [1, 2], [], 1, 0),
+        ("alter_partition", 1, [1], [2], 2, 0),
+        ("alter_partition", 1, [1, 3], [], 3, 0),
+        # Broker 3 fenced: the ISR drops below min ISR, so it is eligible.
+        ("session_timeout", 1, [1], [3], 4, 0),
+    ]
+    # The leader fenced: no eligible replica is unfenced, so the partition goes offline; broker 3 back, it leads
+    # from the ELR. Elections, so no partition change.
+    n = len(events)
+    controller._unfence(3)
+    assert _elections(events) == [("offline", None, [], [1, 3], "session_timeout", 1),
+                                  ("elr", 3, [3], [1], "broker_unfenced", 2)]
+    assert [e["event_type"] for e in events[n - 1:]] == ["leader_election", "leader_election"]
+
+
+def test_kip_966_scenario_shows_the_elr_between_elections() -> None:
+    """The shipped ELR scenario: broker 2 becomes eligible when the ISR shrinks to the leader alone (27 s), which
+    is what makes its election at 45 s possible; its ISR expansions back to three clear the ELR."""
+    _, events, _ = _kip_966(True)
+    changes = [(e["ts_ms"] - 1_700_000_000_000, e["reason"], e.get("leader_id"), e["isr"], e["elr"])
+               for e in events if e["event_type"] == "partition_change"]
+    assert changes == [(12_001, "alter_partition", 1, [1, 2], []), (27_001, "alter_partition", 1, [1], [2]),
+                       (45_007, "alter_partition", 2, [2, 3], []), (50_009, "alter_partition", 2, [1, 2, 3], [])]
 
 
 def test_a_power_campaign_loss_that_eligible_leader_replicas_prevent() -> None:

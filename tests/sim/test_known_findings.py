@@ -567,26 +567,27 @@ def test_an_untruncated_election_without_a_kept_prefix_is_not_excused(events: li
 
 
 def test_the_elr_overlapping_seed_elects_a_prefix_its_follower_never_truncated() -> None:
-    """`--seeds 894993-894993 --elr --overlapping`: broker 1 came back (event 16106) with epoch-10 records of t-8 to
-    530 and followed leader 2 (16138), whose retention then moved its log start to 530 (16513), and whose epoch
+    """`--seeds 894993-894993 --elr --overlapping`: broker 1 came back (event 16355) with epoch-10 records of t-8 to
+    530 and followed leader 2 (16390), whose retention then moved its log start to 530 (16770), and whose epoch
     11 had committed other records from 420. A one-way partition lost every answer to broker 1 (NETWORK_EXCEPTION
     each time); its fetch at 530 after the retention was one leader 2 answers without divergence, so 2 added it
-    to the ISR (17510). It was elected in epoch 13 (22586) with LEO 530 and HW 420, told broker 3 to truncate to
-    430, below the committed HW 530 (22666), and committed its own records over epoch 11's (22705)."""
+    to the ISR (17768). It was elected in epoch 13 (22877) with LEO 530 and HW 420, told broker 3 to truncate to
+    430, below the committed HW 530 (22963), and committed its own records over epoch 11's (23005).
+    (Event ids as of schema 1.6, whose partition_change events ELR runs emit.)"""
     sc = with_elr(overlapping_scenario(894993))
     events, stats, errors = _errors(sc)
     assert [(v.invariant, v.topic, v.partition, v.replica, v.event_id, v.offset) for v in errors] == [
-        ("truncation_safety", "t", 8, 3, 22666, 430), ("inconsistent_offsets", "t", 8, 1, 22705, 420)]
+        ("truncation_safety", "t", 8, 3, 22963, 430), ("inconsistent_offsets", "t", 8, 1, 23005, 420)]
     assert {known_finding(v, events) for v in errors} == {DIVERGENT_PREFIX_ELECTED}
-    follows, retention, added = events[16138], events[16513], events[17510]
+    follows, retention, added = events[16390], events[16770], events[17768]
     assert (follows["broker_id"], follows["action"], follows["leader_id"], follows["leo"]) == (
         1, "become_follower", 2, 530)
     assert (retention["broker_id"], retention["log_start_offset"], retention["reason"]) == (2, 530, "segment_deletion")
     assert (added["broker_id"], added["isr_state"], added["old_isr"], added["isr"]) == (2, "committed", [2], [1, 2])
-    answers = {e["error"] for e in events[16138:22608] if e["event_type"] == "fetch_response"
+    answers = {e["error"] for e in events[16390:22905] if e["event_type"] == "fetch_response"
                and e["broker_id"] == 1 and (e["topic"], e["partition"]) == ("t", 8)}
     assert answers == {"NETWORK_EXCEPTION"}
-    election = events[22586]
+    election = events[22877]
     assert (election["action"], election["leader_id"], election["leader_epoch"]) == ("clean", 1, 13)
     assert problems_in(sc, events, stats)[0] == []
 

@@ -142,14 +142,14 @@ def test_partition_state_intervals_and_flags(events, expect) -> None:
     ])
     # min.insync.replicas = 2 from broker 1's config; effective = min(2, RF 3) = 2.
     expect(partition_state(ev), [
-        # from, to, leader, epoch, pepoch, isr, replicas, isr_size, rf, min, urp, under_min, at_min, offline
-        ("r", "t", 0, 0, 110, 1, 1, 1, [1, 2, 3], [1, 2, 3], 3, 3, 2, False, False, False, False,
+        # from, to, leader, epoch, pepoch, isr, elr, replicas, isr_size, rf, min, urp, under_min, at_min, offline
+        ("r", "t", 0, 0, 110, 1, 1, 1, [1, 2, 3], None, [1, 2, 3], 3, 3, 2, False, False, False, False,
          "leader_election:clean", 1),
-        ("r", "t", 0, 110, 150, 1, 1, 2, [1, 2], [1, 2, 3], 2, 3, 2, True, False, True, False,
+        ("r", "t", 0, 110, 150, 1, 1, 2, [1, 2], None, [1, 2, 3], 2, 3, 2, True, False, True, False,
          "isr_change:shrink", 5),
-        ("r", "t", 0, 150, 200, 1, 1, 3, [1], [1, 2, 3], 1, 3, 2, True, True, False, False,
+        ("r", "t", 0, 150, 200, 1, 1, 3, [1], None, [1, 2, 3], 1, 3, 2, True, True, False, False,
          "isr_change:shrink", 6),
-        ("r", "t", 0, 200, None, None, 2, 4, [1], [1, 2, 3], 1, 3, 2, False, False, False, True,
+        ("r", "t", 0, 200, None, None, 2, 4, [1], None, [1, 2, 3], 1, 3, 2, False, False, False, True,
          "leader_election:offline", 7),
     ], PARTITION_STATE_SCHEMA)
 
@@ -161,7 +161,7 @@ def test_partition_state_min_isr_defaults_without_config(events, expect) -> None
     ])
     # No broker_config: min ISR 1 (the job default) -> ISR {2} is at min ISR, under-replicated (RF 2).
     expect(partition_state(ev), [
-        ("r", "t", 0, 5, None, 2, 7, 9, [2], [2, 1], 1, 2, 1, True, False, True, False,
+        ("r", "t", 0, 5, None, 2, 7, 9, [2], None, [2, 1], 1, 2, 1, True, False, True, False,
          "leadership_change:become_leader", 0),
     ], PARTITION_STATE_SCHEMA)
 
@@ -178,12 +178,12 @@ def test_partition_state_min_isr_is_the_topics_override(events, expect) -> None:
                leader_id=1, partition_epoch=1, isr=[1, 2], replicas=[1, 2, 3]) for topic in ("a.b", "t", "u")],
     ])
     expect(partition_state(ev), [
-        ("r", "a.b", 0, 0, None, 1, 1, 1, [1, 2], [1, 2, 3], 2, 3, 1, True, False, False, False,
+        ("r", "a.b", 0, 0, None, 1, 1, 1, [1, 2], None, [1, 2, 3], 2, 3, 1, True, False, False, False,
          "leader_election:clean", 2),
-        ("r", "t", 0, 0, None, 1, 1, 1, [1, 2], [1, 2, 3], 2, 3, 2, True, False, True, False,
+        ("r", "t", 0, 0, None, 1, 1, 1, [1, 2], None, [1, 2, 3], 2, 3, 2, True, False, True, False,
          "leader_election:clean", 3),
         # the leader (broker 1) names no override for "u": broker 2's, the run's, applies
-        ("r", "u", 0, 0, None, 1, 1, 1, [1, 2], [1, 2, 3], 2, 3, 3, True, True, False, False,
+        ("r", "u", 0, 0, None, 1, 1, 1, [1, 2], None, [1, 2, 3], 2, 3, 3, True, True, False, False,
          "leader_election:clean", 4),
     ], PARTITION_STATE_SCHEMA)
 
@@ -202,13 +202,13 @@ def test_partition_state_min_isr_is_the_one_in_force_then(events, expect) -> Non
                leader_id=1, partition_epoch=2, isr=[1, 2], replicas=[1, 2, 3]) for topic in ("t", "v")],  # 4, 5
     ])
     expect(partition_state(ev), [
-        ("r", "t", 0, 0, 600, 1, 1, 1, [1, 2], [1, 2, 3], 2, 3, 2, True, False, True, False,
+        ("r", "t", 0, 0, 600, 1, 1, 1, [1, 2], None, [1, 2, 3], 2, 3, 2, True, False, True, False,
          "leader_election:clean", 1),
-        ("r", "t", 0, 600, None, 1, 2, 2, [1, 2], [1, 2, 3], 2, 3, 3, True, True, False, False,
+        ("r", "t", 0, 600, None, 1, 2, 2, [1, 2], None, [1, 2, 3], 2, 3, 3, True, True, False, False,
          "leader_election:clean", 4),
-        ("r", "v", 0, 0, 600, 1, 1, 1, [1, 2], [1, 2, 3], 2, 3, 1, True, False, False, False,
+        ("r", "v", 0, 0, 600, 1, 1, 1, [1, 2], None, [1, 2, 3], 2, 3, 1, True, False, False, False,
          "leader_election:clean", 2),
-        ("r", "v", 0, 600, None, 1, 2, 2, [1, 2], [1, 2, 3], 2, 3, 2, True, False, True, False,
+        ("r", "v", 0, 600, None, 1, 2, 2, [1, 2], None, [1, 2, 3], 2, 3, 2, True, False, True, False,
          "leader_election:clean", 5),
     ], PARTITION_STATE_SCHEMA)
 
@@ -222,7 +222,7 @@ def test_partition_state_an_unreadable_min_isr_is_not_a_setting(events, expect) 
              partition_epoch=1, isr=[1], replicas=[1, 2, 3]),
     ])
     expect(partition_state(ev), [
-        ("r", "t", 0, 0, None, 1, 1, 1, [1], [1, 2, 3], 1, 3, 1, True, False, True, False,
+        ("r", "t", 0, 0, None, 1, 1, 1, [1], None, [1, 2, 3], 1, 3, 1, True, False, True, False,
          "leader_election:clean", 1),
     ], PARTITION_STATE_SCHEMA)
 
@@ -245,14 +245,54 @@ def test_partition_state_a_reassignment_is_not_under_replicated_for_the_replicas
              leader_id=1, partition_epoch=4, isr=[1, 2, 4], replicas=[1, 2, 4], leo=0, hw=0),            # 4
     ])
     expect(partition_state(ev), [
-        ("r", "t", 0, 0, 100, 1, 1, 1, [1, 2, 3], [1, 2, 3], 3, 3, 3, False, False, True, False,
+        ("r", "t", 0, 0, 100, 1, 1, 1, [1, 2, 3], None, [1, 2, 3], 3, 3, 3, False, False, True, False,
          "leader_election:clean", 1),
-        ("r", "t", 0, 100, 200, 1, 1, 2, [1, 2, 3], [1, 2, 4, 3], 3, 3, 4, False, True, False, False,
+        ("r", "t", 0, 100, 200, 1, 1, 2, [1, 2, 3], None, [1, 2, 4, 3], 3, 3, 4, False, True, False, False,
          "leadership_change:become_leader", 2),
-        ("r", "t", 0, 200, 300, 1, 1, 3, [1, 2, 3, 4], [1, 2, 4, 3], 4, 3, 4, False, False, True, False,
+        ("r", "t", 0, 200, 300, 1, 1, 3, [1, 2, 3, 4], None, [1, 2, 4, 3], 4, 3, 4, False, False, True, False,
          "isr_change:expand", 3),
-        ("r", "t", 0, 300, None, 1, 2, 4, [1, 2, 4], [1, 2, 4], 3, 3, 3, False, False, True, False,
+        ("r", "t", 0, 300, None, 1, 2, 4, [1, 2, 4], None, [1, 2, 4], 3, 3, 3, False, False, True, False,
          "leadership_change:become_leader", 4),
+    ], PARTITION_STATE_SCHEMA)
+
+
+def test_partition_state_follows_the_eligible_leader_replicas(events, expect) -> None:
+    # A cluster with ELR (KIP-966), min ISR 2: the controller's partition changes state the ISR and the ELR between
+    # elections; the leader's own commit of a change the controller already stated opens no interval, and its late
+    # commit of an older partition epoch changes nothing.
+    ev = events([
+        dict(event_type="broker_config", ts_ms=0, broker_id=1, topic=None, partition=None,
+             config={"min.insync.replicas": "2"}),                                                         # 0
+        dict(event_type="leader_election", ts_ms=0, broker_id=0, leader_epoch=0, action="clean", leader_id=1,
+             partition_epoch=0, isr=[1, 2, 3], elr=[], replicas=[1, 2, 3], reason="topic_creation"),     # 1
+        dict(event_type="partition_change", ts_ms=100, broker_id=0, leader_epoch=0, leader_id=1,
+             partition_epoch=1, isr=[1, 2], elr=[], replicas=[1, 2, 3], reason="alter_partition"),       # 2
+        dict(event_type="partition_change", ts_ms=200, broker_id=0, leader_epoch=0, leader_id=1,
+             partition_epoch=2, isr=[1], elr=[2], replicas=[1, 2, 3], reason="alter_partition"),         # 3
+        dict(event_type="isr_change", ts_ms=205, broker_id=1, leader_epoch=0, action="shrink",
+             isr_state="committed", old_isr=[1, 2], isr=[1], partition_epoch=2,
+             reason="alter_partition"),                                                                    # 4
+        dict(event_type="isr_change", ts_ms=210, broker_id=1, leader_epoch=0, action="shrink",
+             isr_state="committed", old_isr=[1, 2, 3], isr=[1, 2], partition_epoch=1,
+             reason="alter_partition"),                                                                    # 5: stale
+        # the leader fenced: broker 2 from the ELR, the old leader eligible in its place
+        dict(event_type="leader_election", ts_ms=300, broker_id=0, leader_epoch=1, action="elr", leader_id=2,
+             partition_epoch=3, isr=[2], elr=[1], replicas=[1, 2, 3], reason="session_timeout"),         # 6
+        dict(event_type="partition_change", ts_ms=400, broker_id=0, leader_epoch=1, leader_id=2,
+             partition_epoch=4, isr=[2, 3], elr=[], replicas=[1, 2, 3], reason="alter_partition"),       # 7
+    ])
+    expect(partition_state(ev), [
+        # from, to, leader, epoch, pepoch, isr, elr, replicas, isr_size, rf, min, urp, under_min, at_min, offline
+        ("r", "t", 0, 0, 100, 1, 0, 0, [1, 2, 3], [], [1, 2, 3], 3, 3, 2, False, False, False, False,
+         "leader_election:clean", 1),
+        ("r", "t", 0, 100, 200, 1, 0, 1, [1, 2], [], [1, 2, 3], 2, 3, 2, True, False, True, False,
+         "partition_change", 2),
+        ("r", "t", 0, 200, 300, 1, 0, 2, [1], [2], [1, 2, 3], 1, 3, 2, True, True, False, False,
+         "partition_change", 3),
+        ("r", "t", 0, 300, 400, 2, 1, 3, [2], [1], [1, 2, 3], 1, 3, 2, True, True, False, False,
+         "leader_election:elr", 6),
+        ("r", "t", 0, 400, None, 2, 1, 4, [2, 3], [], [1, 2, 3], 2, 3, 2, True, False, True, False,
+         "partition_change", 7),
     ], PARTITION_STATE_SCHEMA)
 
 
@@ -273,11 +313,11 @@ def test_partition_state_ignores_a_stale_state(events, expect) -> None:
              isr_state="committed", old_isr=[2, 3], isr=[2], partition_epoch=4, reason="alter_partition"),  # 4
     ])
     expect(partition_state(ev), [
-        ("r", "t", 0, 0, 100, 1, 1, 1, [1, 2, 3], [1, 2, 3], 3, 3, 1, False, False, False, False,
+        ("r", "t", 0, 0, 100, 1, 1, 1, [1, 2, 3], None, [1, 2, 3], 3, 3, 1, False, False, False, False,
          "leader_election:clean", 0),
-        ("r", "t", 0, 100, 200, 2, 2, 3, [2, 3], [1, 2, 3], 2, 3, 1, True, False, False, False,
+        ("r", "t", 0, 100, 200, 2, 2, 3, [2, 3], None, [1, 2, 3], 2, 3, 1, True, False, False, False,
          "leader_election:clean", 1),
-        ("r", "t", 0, 200, None, 2, 2, 4, [2], [1, 2, 3], 1, 3, 1, True, False, True, False,
+        ("r", "t", 0, 200, None, 2, 2, 4, [2], None, [1, 2, 3], 1, 3, 1, True, False, True, False,
          "isr_change:shrink", 4),
     ], PARTITION_STATE_SCHEMA)
 
