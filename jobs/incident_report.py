@@ -280,17 +280,21 @@ def offset_series(replica_offsets: DataFrame, selected: DataFrame) -> DataFrame:
 def isr_series(partition_state: DataFrame, selected: DataFrame) -> DataFrame:
     """Per selected partition, replica (every replica it was ever assigned) and time bucket: the first
     change's time, ISR membership at the end of the bucket (`in_isr`) and in every state that began in it
-    (`in_isr_whole`)."""
+    (`in_isr_whole`), and ELR membership at the end of the bucket (`in_elr`)."""
     ps = partition_state.join(F.broadcast(selected.select(*KEY)), KEY, "left_semi")
     everyone = ps.groupBy(*KEY).agg(F.array_distinct(F.flatten(F.collect_list(
         F.coalesce("replicas", F.array().cast("array<int>"))))).alias("_all"))
     b = bucketed(ps.join(everyone, KEY), "valid_from_ms", selected)
     member = F.coalesce(F.array_contains("isr", F.col("replica")), F.lit(False))
-    exploded = b.select("*", F.explode("_all").alias("replica")).withColumn("_member", member)
+    eligible = F.coalesce(F.array_contains("elr", F.col("replica")), F.lit(False))
+    exploded = (b.select("*", F.explode("_all").alias("replica")).withColumn("_member", member)
+                .withColumn("_eligible", eligible))
+    last = F.struct("valid_from_ms", "event_id")
     return exploded.groupBy(*KEY, "replica", "_bucket").agg(
         F.min("valid_from_ms").alias("ts_ms"),
-        F.max_by("_member", F.struct("valid_from_ms", "event_id")).alias("in_isr"),
+        F.max_by("_member", last).alias("in_isr"),
         F.min(F.col("_member").cast("int")).cast("boolean").alias("in_isr_whole"),
+        F.max_by("_eligible", last).alias("in_elr"),
     ).drop("_bucket")
 
 

@@ -8,7 +8,8 @@ One figure per partition, two panels sharing the time axis (seconds since the ru
     violations as markers at their time (and offset, when the invariant has one) labelled with the
     invariant name;
   * bottom — one lane per assigned replica: shaded while it is in the committed ISR (hatched when it
-    left and rejoined inside one bucket), a dark strip while it leads, its crashes and restarts marked, and
+    left and rejoined inside one bucket), outlined and dotted while it is an eligible leader replica (KIP-966:
+    out of the ISR, yet electable), a dark strip while it leads, its crashes and restarts marked, and
     orange ticks along its top edge where it got a fetch response with an error.
 
 Both panels carry the leader changes (vertical lines labelled with the new leader and epoch; an unclean
@@ -40,10 +41,13 @@ OFFSET_COLUMNS: tuple[str, ...] = ("replica", "t_s", "hw", "leo", "hw_min", "hw_
 """Columns of `PartitionPlot.offsets`: one row per replica and time bucket; `hw` / `leo` are the values at
 the end of the bucket, the `_min` / `_max` columns their range inside it."""
 
-ISR_COLUMNS: tuple[str, ...] = ("replica", "t_s", "in_isr", "in_isr_whole")
+ISR_COLUMNS: tuple[str, ...] = ("replica", "t_s", "in_isr", "in_isr_whole", "in_elr")
 """Columns of `PartitionPlot.isr`: one row per assigned replica and time bucket; `in_isr` is the membership
-at the end of the bucket, `in_isr_whole` whether it was a member in every state that began in the bucket."""
+at the end of the bucket, `in_isr_whole` whether it was a member in every state that began in the bucket, `in_elr`
+whether it was an eligible leader replica (KIP-966) at the end of the bucket."""
 
+ELR_LABEL = "eligible leader replica\n(out of the ISR, electable)"
+"""The legend's entry for the ELR bands (shown only where a replica was one)."""
 MAX_LEADER_LABELS = 12
 """Beyond this many leader changes the lines are drawn without text (labels would overlap)."""
 MAX_VIOLATION_LABELS = 8
@@ -433,6 +437,11 @@ def _draw_isr(ax, data: PartitionPlot) -> None:  # type: ignore[no-untyped-def]
         flickers = [(ti, min(bucket_s, end - ti)) for ti, end, a, b in zip(t, ends, last, whole, strict=True)
                     if a and not b]
         ax.broken_barh(flickers, (lane - 0.4, 0.8), facecolors="white", edgecolors=colour, hatch="///", zorder=3)
+        # Eligible leader replicas: out of the ISR but electable, which is why a partition whose ISR emptied can
+        # still get a clean leader.
+        eligible = [bool(x) for x in s["in_elr"].tolist()]
+        ax.broken_barh(_runs(t, eligible, data.end_s), (lane - 0.4, 0.8), facecolors="none", edgecolors=colour,
+                       hatch="..", linestyles="--", linewidth=1.2, zorder=3)
         ax.broken_barh(leading.get(replica, []), (lane + 0.22, 0.18), facecolors="black", zorder=4)
         # A follower's failed fetches: ticks along the top edge of its lane, where nothing else is drawn.
         failed = sorted(m.time_s for m in data.fetch_errors if m.follower == replica)
@@ -512,6 +521,9 @@ def render_partition(data: PartitionPlot) -> Figure:
                 Patch(facecolor="#ffbf00", alpha=0.35, label="lag incident (other verdicts)")]
     if any(c.unclean for c in data.leaders):
         handles.append(Line2D([], [], color=UNCLEAN_COLOUR, linestyle="--", label="unclean election"))
+    if data.isr["in_elr"].astype(bool).any():
+        handles.append(Patch(facecolor="none", edgecolor="#888888", hatch="..", linestyle="--",
+                             label=ELR_LABEL))
     if data.fetch_errors:
         handles.append(Line2D([], [], marker="|", markersize=7, markeredgewidth=1.4, color=FETCH_ERROR_COLOUR,
                               linestyle="none", label="fetch response with an error\n(on the follower's lane)"))

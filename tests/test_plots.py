@@ -9,6 +9,7 @@ import pandas as pd
 import pytest
 
 from jobs.plots import (
+    ELR_LABEL,
     FETCH_ERROR_COLOUR,
     ISR_COLUMNS,
     OFFSET_COLUMNS,
@@ -34,7 +35,7 @@ def _offsets(rows: list[tuple[int, float, int, int]]) -> pd.DataFrame:
 
 
 def _isr(rows: list[tuple[int, float, bool]]) -> pd.DataFrame:
-    return pd.DataFrame([(r, t, m, m) for r, t, m in rows], columns=list(ISR_COLUMNS))
+    return pd.DataFrame([(r, t, m, m, False) for r, t, m in rows], columns=list(ISR_COLUMNS))
 
 
 def _figure_text(fig) -> str:  # type: ignore[no-untyped-def]
@@ -114,7 +115,9 @@ def _lane_bars(ax, lane: int) -> list[tuple[bool, float, float]]:  # type: ignor
     """(hatched, x from, x to) of the bars spanning lane `lane`'s full height, the grey background left out."""
     out = []
     for c in ax.collections:
-        grey = tuple(round(float(x), 3) for x in c.get_facecolor()[0][:3]) == (0.933, 0.933, 0.933)
+        # An unfilled bar (an eligible replica's outline) has no face colour.
+        face = c.get_facecolor()
+        grey = len(face) > 0 and tuple(round(float(x), 3) for x in face[0][:3]) == (0.933, 0.933, 0.933)
         for path in c.get_paths():
             v = path.vertices
             if not grey and v[:, 1].min() == pytest.approx(lane - 0.4) and v[:, 1].max() == pytest.approx(lane + 0.4):
@@ -125,10 +128,21 @@ def _lane_bars(ax, lane: int) -> list[tuple[bool, float, float]]:  # type: ignor
 def test_a_replica_that_left_and_rejoined_inside_a_bucket_is_hatched_over_that_bucket_only() -> None:
     """Broker 2 left and rejoined within the 175 ms bucket at 7.5 s and stays until 17 s: that bucket is hatched,
     and the lane is a member's from 0 to 17 s (before, the hatch ran on to the next change)."""
-    isr = pd.DataFrame([(1, 0.0, True, True), (2, 0.0, True, True), (2, 7.5, True, False), (2, 17.0, False, False)],
-                       columns=list(ISR_COLUMNS))
+    isr = pd.DataFrame([(1, 0.0, True, True, False), (2, 0.0, True, True, False), (2, 7.5, True, False, False),
+                        (2, 17.0, False, False, False)], columns=list(ISR_COLUMNS))
     lanes = render_partition(replace(kip101_like(), isr=isr, bucket_ms=175)).axes[1]
     assert _lane_bars(lanes, 1) == [(False, 0.0, 17.0), (True, 7.5, 7.675)]
+
+
+def test_an_eligible_leader_replica_is_outlined_while_it_is_one() -> None:
+    """KIP-966: broker 2 leaves the ISR at 7.5 s below min ISR and is eligible until it rejoins at 17 s: its lane is
+    outlined and dotted over that span, and the legend says what that means; without one, the legend does not."""
+    isr = pd.DataFrame([(1, 0.0, True, True, False), (2, 0.0, True, True, False), (2, 7.5, False, False, True),
+                        (2, 17.0, True, True, False)], columns=list(ISR_COLUMNS))
+    fig = render_partition(replace(kip101_like(), isr=isr))
+    assert _lane_bars(fig.axes[1], 1) == [(False, 0.0, 7.5), (False, 17.0, 25.0), (True, 7.5, 17.0)]
+    assert ELR_LABEL in [t.get_text() for t in fig.legends[0].get_texts()]
+    assert ELR_LABEL not in [t.get_text() for t in render_partition(kip101_like()).legends[0].get_texts()]
 
 
 def test_an_election_from_the_eligible_leader_replicas_says_so() -> None:
@@ -163,7 +177,8 @@ def test_aggregated_buckets_and_a_partition_without_data_still_render(tmp_path: 
     offsets = pd.DataFrame([(1, float(t), t * 10, t * 10 + 5, t * 10 - 3, t * 10, t * 10, t * 10 + 9)
                             for t in range(100)], columns=list(OFFSET_COLUMNS))
     plot = PartitionPlot(run_id="big", topic="t", partition=3, end_s=100.0, replicas=(1,), offsets=offsets,
-                         isr=pd.DataFrame([(1, 0.0, True, True), (1, 50.0, True, False)], columns=list(ISR_COLUMNS)),
+                         isr=pd.DataFrame([(1, 0.0, True, True, False), (1, 50.0, True, False, False)],
+                                          columns=list(ISR_COLUMNS)),
                          bucket_ms=250, notes=("first 5 of 9 leader changes drawn",))
     fig = render_partition(plot)
     assert "one point per 250 ms bucket" in _figure_text(fig)
