@@ -225,10 +225,13 @@ PATTERNS: tuple[LinePattern, ...] = (
         "starts at leader epoch ",
         r"(?:Leader )?" + _TP + r" (?:with topic id \S+ )?starts at leader epoch (\d+) from offset (\d+) with "
         r"(?:partition epoch (\d+), )?high watermark (\d+)(?:,? ISR \[([\d, ]*)\],? (?:adding replicas|addingReplicas)"
-        r" \[([\d, ]*)\] (?:and removing replicas|removingReplicas) \[([\d, ]*)\])?",
+        r" \[([\d, ]*)\] (?:and removing replicas|removingReplicas) \[([\d, ]*)\])?"
+        r"(?:.*?Previous leader (?:Some\((\d+)\)|None))?",
+        # `previous_leader` is no event column: the leader the broker knew before (3.3+), which tells a new epoch of
+        # a broker that already led (a RECOVERING line printed again) from an election (`jobs.broker_logs`).
         {"tp": "{1}", "action": "'become_leader'", "leader_epoch": "int({2})", "leo": "long({3})",
          "partition_epoch": "int({4})", "hw": "long({5})", "isr": "ids({6})", "adding_replicas": "nonempty_ids({7})",
-         "removing_replicas": "nonempty_ids({8})", "leader_id": "broker()"},
+         "removing_replicas": "nonempty_ids({8})", "leader_id": "broker()", "previous_leader": "int({9})"},
     ),
     LinePattern(
         "become_leader_2_0", "leadership_change",

@@ -35,9 +35,10 @@ What a log line does not say is recovered where Kafka's logs allow it, and left 
   ("UNCLEAN partition change", which every controller prints) of a record another replay line told of, nor the
   builder's line ("Setting new leader ...") of an election its replay line tells of; a controller's line without the
   epoch takes that of its leader's RECOVERING lines where that is unambiguous (below). Such lines are not records,
-  like any other line that is no event.
-  Not caught: a RECOVERING line printed again in a new epoch (the controller moved the epoch, e.g. by a
-  reassignment, before the leader's AlterPartition cleared the state) reads as a second election.
+  like any other line that is no event. A RECOVERING line printed again in a new epoch (the controller moved the
+  epoch, e.g. by a reassignment, before the leader's AlterPartition cleared the state) is no election either when
+  the leader line after it names the broker itself as the previous leader (3.3+); before 3.3, whose leader line
+  does not say, it reads as a second election.
 
 `event_id` is `ts_ms * 2^20 + n`, n numbering the run's events of one millisecond in file and line order after
 those bronze already holds: ids follow time, as the audit's orderings expect, and never repeat across batches.
@@ -221,6 +222,7 @@ def read_broker_logs(spark: SparkSession, paths: Sequence[str], options: BrokerL
         F.when(F.col("_cfg_block").isNotNull(), F.expr(f"regexp_extract(line, {sql_str(CONFIG_ENTRY)}, 2)"))
         .alias("_cfg_value"),
         _by_pattern(PATTERNS, "id_partition").cast("int").alias("_id_partition"),
+        _by_pattern(PATTERNS, "previous_leader").cast("int").alias("_previous_leader"),
         F.when(F.col("_msg").contains("with topic id ") | F.col("_msg").contains("with topic ID "),
                F.expr(f"nullif(regexp_extract(_msg, {sql_str(TOPIC_ID)}, 1), '')")).alias("_names_topic_id"),
         *[_by_pattern(PATTERNS, f.name).cast(f.dataType).alias(f.name) for f in payload],
@@ -332,9 +334,15 @@ def _from_earlier_lines(events: DataFrame) -> DataFrame:
     # change ... already the leader with leader epoch E"; none other is known.
     next_line = F.lead(F.struct("ts_ms", "leader_epoch", (
         (F.col("event_type") == "leadership_change") & (F.col("action") == "become_leader")
-        | (F.col("_pattern") == LEADER_AND_ISR_SKIP)).alias("says_epoch"))).over(upto)
-    recovered_epoch = F.when(next_line.says_epoch & (next_line.ts_ms - F.col("ts_ms") <= HINT_WINDOW_MS),
-                             next_line.leader_epoch)
+        | (F.col("_pattern") == LEADER_AND_ISR_SKIP)).alias("says_epoch"), "_previous_leader")).over(upto)
+    same_call = next_line.says_epoch & (next_line.ts_ms - F.col("ts_ms") <= HINT_WINDOW_MS)
+    recovered_epoch = F.when(same_call, next_line.leader_epoch)
+    # A leader line that names this broker as the previous leader (3.3+) is a new epoch of a leader that kept
+    # leading: its RECOVERING line is Kafka's reprint of a state its AlterPartition had not cleared yet (the
+    # controller moved the epoch, e.g. for a reassignment), no election. An elected broker is a new leader: one the
+    # controller may elect uncleanly is out of the ISR, so it was not leading in this process.
+    reprinted = F.coalesce((F.col("_pattern") == RECOVERING) & same_call
+                           & (next_line._previous_leader == F.col("broker_id")), F.lit(False))
     hint = F.col("_pattern").isin(*[p.name for p in PATTERNS if p.hint])
     # A fetcher's line names the reason of the truncation the log layer then prints (same offset, within 1 s).
     last_hint = F.last(F.when(hint, F.struct("ts_ms", "truncate_offset", "reason")), ignorenulls=True).over(before)
@@ -344,7 +352,8 @@ def _from_earlier_lines(events: DataFrame) -> DataFrame:
     derived = (events
                .withColumn("reason", F.when(explained, last_hint.reason).otherwise(F.col("reason")))
                .withColumn("_known_isr", F.when(follow, known))
-               .withColumn("_proposed_action", F.when(F.col("isr_state") == "rejected", proposed_action)))
+               .withColumn("_proposed_action", F.when(F.col("isr_state") == "rejected", proposed_action))
+               .withColumn("_reprinted", reprinted))
     grew = F.expr("size(array_except(isr, _known_isr)) > 0")
     shrank = F.expr("size(array_except(_known_isr, isr)) > 0")
     committed_action = (F.when(F.col("_known_isr").isNull() | F.col("isr").isNull(), F.lit("update"))
@@ -360,8 +369,8 @@ def _from_earlier_lines(events: DataFrame) -> DataFrame:
                         .when(F.col("isr_state") == "rejected",
                               F.coalesce("action", "_proposed_action", F.lit("update")))
                         .otherwise(F.col("action")))
-            .drop("_known_isr", "_proposed_action")
-            .where(~hint | F.col("_pattern").isNull()))
+            .where((~hint | F.col("_pattern").isNull()) & ~F.col("_reprinted"))
+            .drop("_known_isr", "_proposed_action", "_reprinted"))
 
 
 def _logged_election() -> Column:

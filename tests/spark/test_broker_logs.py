@@ -582,6 +582,27 @@ def test_a_new_leaders_recovering_line_is_the_unclean_election(spark: SparkSessi
     assert inv.evaluate(kept_events(got), ["leader_epoch_monotonic", "isr_nonempty"]).count() == 0
 
 
+def test_a_recovering_line_reprinted_in_a_new_epoch_of_the_same_leader_is_no_election(spark: SparkSession,
+                                                                                      tmp_path: Path) -> None:
+    """Broker 2, elected uncleanly in epoch 6, gets epoch 7 before its AlterPartition cleared RECOVERING (the
+    controller moved the epoch for a reassignment): Kafka prints the RECOVERING line again, and the leader line
+    names broker 2 itself as the previous leader, so it is no second election. A leader line naming another
+    broker, or none (a new process), after a RECOVERING line is an election of its own."""
+    def reprint(t: str, e: int, previous: str) -> str:
+        return (_RECOVERING_LINE.format(t=t, b=2, tp="orders-3")
+                + _LEADER_LINE.format(t=t, b=2, tp="orders-3", id=_ORDERS_ID, e=e, prev=e - 1).replace(
+                    "Previous leader Some(1)", f"Previous leader {previous}"))
+    logs = {"state-change-2.log": RECOVERING_LOGS["state-change-2.log"] + reprint("12:00:05,000", 7, "Some(2)")}
+    got = parse(spark, write_logs(tmp_path / "reprinted", logs))
+    assert [e for e in _elections(got) if e[1] == 3] == [(2, 3, "unclean", 2, [2], 6)]
+    assert got.where("_reason_code IS NOT NULL").count() == 0
+    assert got.where("event_type = 'leadership_change'").count() == 2  # its leader lines stay events
+    for previous in ("Some(1)", "None"):
+        logs = {"state-change-2.log": RECOVERING_LOGS["state-change-2.log"] + reprint("12:00:05,000", 7, previous)}
+        got = parse(spark, write_logs(tmp_path / previous.replace("(", "").replace(")", ""), logs))
+        assert [e for e in _elections(got) if e[1] == 3] == [(2, 3, "unclean", 2, [2], 6), (2, 3, "unclean", 2, [2], 7)]
+
+
 def test_the_controllers_line_and_the_leaders_line_of_one_election_are_one_event(spark: SparkSession,
                                                                                  tmp_path: Path) -> None:
     """With the controller's log, the election is its line (the leader's restates it): with or without an epoch
@@ -598,8 +619,10 @@ def test_the_controllers_line_and_the_leaders_line_of_one_election_are_one_event
     assert _elections(got) == [(3000, 3, "unclean", 2, [2], 6), (3000, 7, "unclean", 3, [3], 3),
                                (3000, 9, "unclean", 4, [4], 8)]
     assert inv.evaluate(kept_events(got), ["leader_epoch_monotonic"]).count() == 0
+    # Broker 1 followed broker 2 before its election: its leader line names broker 2 as the previous leader.
     later = (_RECOVERING_LINE.format(t="12:00:05,000", b=1, tp="orders-3")
-             + _LEADER_LINE.format(t="12:00:05,000", b=1, tp="orders-3", id=_ORDERS_ID, e=7, prev=6))
+             + _LEADER_LINE.format(t="12:00:05,000", b=1, tp="orders-3", id=_ORDERS_ID, e=7, prev=6).replace(
+                 "Previous leader Some(1)", "Previous leader Some(2)"))
     again = (_RECOVERING_LINE.format(t="13:20:00,000", b=2, tp="orders-3")
              + _LEADER_LINE.format(t="13:20:00,000", b=2, tp="orders-3", id=_ORDERS_ID, e=9, prev=8))
     got = parse(spark, write_logs(tmp_path / "other", {"controller.log": controller, "state-change-1.log": later,
