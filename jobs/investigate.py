@@ -1,7 +1,8 @@
 """Transforms behind `notebooks/incident_investigation.py`: one partition's story around an incident.
 
 `partition_moments` lists the moments that change a partition's replication — the controller's leader
-elections, the committed ISR changes, and the crashes, restarts and shutdowns of its replicas' brokers — and
+elections and its other partition changes (runs with eligible leader replicas: the ISR and ELR it committed), the
+committed ISR changes, and the crashes, restarts and shutdowns of its replicas' brokers — and
 `offsets_at_moments` gives every replica's role, epoch, HW and LEO in force at each of them, from
 `silver/replica_offsets`. Read down the table to see, for instance, how far the new leader's LEO was behind
 the old leader's HW when an unclean election made it leader.
@@ -12,7 +13,7 @@ from __future__ import annotations
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
-from schemas.events import BROKER_LIFECYCLE, ISR_CHANGE, LEADER_ELECTION
+from schemas.events import BROKER_LIFECYCLE, ISR_CHANGE, LEADER_ELECTION, PARTITION_CHANGE
 
 MOMENT_COLUMNS: tuple[str, ...] = ("ts_ms", "event_id", "broker_id", "kind", "moment")
 """`partition_moments`: time, bronze event id, the broker it concerns, kind, and a one-line description."""
@@ -20,6 +21,15 @@ MOMENT_COLUMNS: tuple[str, ...] = ("ts_ms", "event_id", "broker_id", "kind", "mo
 
 def _ids(c: str) -> Column:
     return F.concat(F.lit("["), F.array_join(F.col(c), ", "), F.lit("]"))
+
+
+def _elr() -> Column:
+    """', ELR [..]' where the event states the eligible leader replicas (KIP-966), else nothing."""
+    return F.when(F.col("elr").isNotNull(), F.concat(F.lit(", ELR "), _ids("elr"))).otherwise(F.lit(""))
+
+
+def _reason() -> Column:
+    return F.when(F.col("reason").isNotNull(), F.concat(F.lit(" ("), F.col("reason"), F.lit(")"))).otherwise(F.lit(""))
 
 
 def partition_moments(bronze: DataFrame, run_id: str, topic: str, partition: int) -> DataFrame:
@@ -35,9 +45,10 @@ def partition_moments(bronze: DataFrame, run_id: str, topic: str, partition: int
                  # A controller's log line may not give the epoch it opens (jobs.broker_logs).
                  F.when(F.col("leader_epoch").isNotNull(),
                         F.concat(F.lit(" in epoch "), F.col("leader_epoch").cast("string"))).otherwise(F.lit("")),
-                 F.lit(", ISR "), _ids("isr"),
-                 F.when(F.col("reason").isNotNull(), F.concat(F.lit(" ("), F.col("reason"), F.lit(")")))
-                 .otherwise(F.lit(""))).alias("moment"))
+                 F.lit(", ISR "), _ids("isr"), _elr(), _reason()).alias("moment"))
+    change = run.where(mine & (F.col("event_type") == PARTITION_CHANGE)).select(
+        "ts_ms", "event_id", F.col("leader_id").alias("broker_id"), F.lit("change").alias("kind"),
+        F.concat(F.lit("partition change: ISR "), _ids("isr"), _elr(), _reason()).alias("moment"))
     isr = run.where(mine & (F.col("event_type") == ISR_CHANGE) & (F.col("isr_state") == "committed")).select(
         "ts_ms", "event_id", "broker_id", F.lit("isr").alias("kind"),
         F.concat(F.lit("ISR "), F.col("action"), F.lit(" committed by leader "), F.col("broker_id").cast("string"),
@@ -46,7 +57,7 @@ def partition_moments(bronze: DataFrame, run_id: str, topic: str, partition: int
                      & F.col("broker_id").isNotNull()).select(
         "ts_ms", "event_id", "broker_id", F.lit("broker").alias("kind"),
         F.concat(F.lit("broker "), F.col("broker_id").cast("string"), F.lit(" "), F.col("action")).alias("moment"))
-    return election.unionByName(isr).unionByName(life).select(*MOMENT_COLUMNS)
+    return election.unionByName(change).unionByName(isr).unionByName(life).select(*MOMENT_COLUMNS)
 
 
 def offsets_at_moments(bronze: DataFrame, replica_offsets: DataFrame, run_id: str, topic: str,

@@ -5,7 +5,7 @@ from __future__ import annotations
 from chispa import assert_df_equality
 from pyspark.sql import SparkSession
 
-from jobs.investigate import offsets_at_moments
+from jobs.investigate import offsets_at_moments, partition_moments
 from jobs.transforms.timelines import replica_offsets
 from tests.spark.conftest import make_events
 
@@ -66,6 +66,31 @@ def test_offsets_at_moments_tells_the_partition_story(spark: SparkSession) -> No
     ], "ts_ms long, moment string, replica_id int, role string, leader_epoch int, high_watermark long, "
        "log_end_offset long")
     assert_df_equality(story, expected, ignore_nullable=True, ignore_metadata=True)
+
+
+def test_the_moments_of_a_cluster_with_eligible_leader_replicas_show_the_elr(spark: SparkSession) -> None:
+    """KIP-966: the controller's changes without an election are moments too, and each moment it states says the
+    ELR: broker 2 leaves the ISR below min ISR (eligible), the leader is fenced, broker 2 is elected from the ELR."""
+    bronze = make_events(spark, [
+        dict(event_type="leader_election", ts_ms=0, broker_id=CONTROLLER, leader_id=1, leader_epoch=0,
+             action="clean", isr=[1, 2, 3], elr=[], replicas=[1, 2, 3], partition_epoch=0,
+             reason="topic_creation"),                                                                   # 0
+        dict(event_type="partition_change", ts_ms=10, broker_id=CONTROLLER, leader_id=1, leader_epoch=0,
+             isr=[1, 2], elr=[], replicas=[1, 2, 3], partition_epoch=1, reason="alter_partition"),     # 1
+        dict(event_type="partition_change", ts_ms=20, broker_id=CONTROLLER, leader_id=1, leader_epoch=0,
+             isr=[1], elr=[2], replicas=[1, 2, 3], partition_epoch=2, reason="alter_partition"),       # 2
+        dict(event_type="leader_election", ts_ms=30, broker_id=CONTROLLER, leader_id=2, leader_epoch=1,
+             action="elr", isr=[2], elr=[1], replicas=[1, 2, 3], partition_epoch=3,
+             reason="session_timeout"),                                                                  # 3
+    ], run_id="r")
+    expected = spark.createDataFrame([
+        (0, 0, 1, "election", "clean election: leader 1 in epoch 0, ISR [1, 2, 3], ELR [] (topic_creation)"),
+        (10, 1, 1, "change", "partition change: ISR [1, 2], ELR [] (alter_partition)"),
+        (20, 2, 1, "change", "partition change: ISR [1], ELR [2] (alter_partition)"),
+        (30, 3, 2, "election", "elr election: leader 2 in epoch 1, ISR [2], ELR [1] (session_timeout)"),
+    ], "ts_ms long, event_id long, broker_id int, kind string, moment string")
+    actual = partition_moments(bronze, "r", "t", 0).orderBy("event_id")
+    assert_df_equality(actual, expected, ignore_nullable=True, ignore_metadata=True)
 
 
 def test_offsets_at_moments_of_a_partition_without_moments_is_empty(spark: SparkSession) -> None:
