@@ -379,7 +379,8 @@ def _overviews_left(doc: ReportDocument) -> str | None:
 
 def _picture_legend(doc: ReportDocument) -> str:
     return ("Each picture: LEO (wide line) and HW (dashed) of every replica over time, one colour per broker; "
-            "below, one lane per replica, shaded while it is in the ISR, with a black strip while it leads, its "
+            "below, one lane per replica, shaded while it is in the ISR (outlined and dotted while it is an eligible "
+            "leader replica, KIP-966: out of the ISR yet electable), with a black strip while it leads, its "
             "crashes and restarts marked, and orange ticks where it got a fetch response with an error. Dotted "
             "vertical lines are leader changes (new leader and epoch; red dashed: an unclean election, which may "
             "lose acknowledged data), shaded "
