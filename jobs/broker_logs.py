@@ -402,8 +402,9 @@ def _unrepeated_elections(events: DataFrame) -> DataFrame:
     leader close together, or clocks skewed by half the time between them, leave no line clearly its own). An
     earlier batch's event cannot be rewritten: a RECOVERING line read after its election went in lends it nothing.
 
-    One window per partition over its unclean elections, which it lists (they are few); every other row is alone
-    in its own key. A row without a time or partition (quarantined later) restates nothing and is kept."""
+    One window per partition over the elections lines tell of (`_logged_election`), which it lists (they are few);
+    every other row is alone in its own key. A row without a time or partition (quarantined later) restates nothing
+    and is kept."""
     recovering = F.coalesce(F.col("_pattern") == RECOVERING, F.lit(False))
     replay = F.coalesce(F.col("_pattern") == REPLAY, F.lit(False))
     elected = F.coalesce(_logged_election(), F.lit(False))
