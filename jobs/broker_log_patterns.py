@@ -427,11 +427,12 @@ PATTERNS: tuple[LinePattern, ...] = (
         "directories, isr, removingReplicas, addingReplicas, leader, leaderRecoveryState, leaderEpoch, elr (4.0+), "
         "lastKnownElr, partitionEpoch, each 'name: old -> new'. An election from the eligible leader replicas (the "
         "new leader in the old elr, KIP-966) prints it too: action 'elr'; `elr` is the new ELR where the line shows "
-        "it changing (else unknown)",
+        "it changing (else unknown). A line whose leader did not change (no normal path prints one) is a form "
+        "replog does not read",
         "UNCLEAN partition change for ",
         r"UNCLEAN partition change for " + _TP + r"(?: with topic ID [A-Za-z0-9_-]+)?: "
         r"(?:.*?\bisr: \[" + _ISR_LIST + r"\] -> \[" + _ISR_LIST + r"\])?"
-        r"(?:.*?\bleader: (-?\d+) -> (-?\d+))?"
+        r".*?\bleader: (-?\d+) -> (-?\d+)"
         r"(?:.*?\bleaderEpoch: (-?\d+) -> (\d+))?"
         r"(?:.*?\b(elr): \[" + _ISR_LIST + r"\] -> \[" + _ISR_LIST + r"\])?"
         r"(?:.*?\bpartitionEpoch: (-?\d+) -> (\d+))?",

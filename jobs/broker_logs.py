@@ -389,9 +389,10 @@ def _unrepeated_elections(events: DataFrame) -> DataFrame:
       terms (Kafka prints it again until the leader's AlterPartition says RECOVERED);
     * a controller's line restates an earlier batch's event of the same leader on the same terms (the brokers'
       logs were ingested before the controller's), where one of them gives no epoch only if each is the other's
-      nearest match;
+      nearest match (the controllers' replay lines of one record counting as one line);
     * a controller's replay line (`REPLAY`) restates an earlier one of the same leader and epoch: each controller,
-      active or standby, prints one per record, and a restarted one prints it again;
+      active or standby, prints one per record; and one stamped more than `RESTATE_WINDOW_MS` after an election of
+      a later epoch is a reprint (a restarted controller replays the log since its snapshot);
     * the builder's line of this batch restates the replay line of its election: the same leader and epoch, or,
       the builder's line giving none, the replay line of that leader nearest to it within `RESTATE_WINDOW_MS`, to
       which it is the nearest builder's line of that leader. The replay line is kept: it gives the epochs.
@@ -444,12 +445,18 @@ def _unrepeated_elections(events: DataFrame) -> DataFrame:
             f"AND abs(x.ts - ts_ms) <= {w})")
     # Without an epoch on one side, a controller's line restates bronze's event only if each is the other's nearest
     # match: a second election of the leader within the window is its own (it would otherwise be lost).
-    controller_nearest = nearest("y.kind = 1 AND y.leader = x.leader AND (y.epoch IS NULL OR x.epoch IS NULL "
-                                 "OR y.epoch = x.epoch)", "x.ts") + " = _ord"
+    nearest_line = nearest("y.kind = 1 AND y.leader = x.leader AND (y.epoch IS NULL OR x.epoch IS NULL "
+                           "OR y.epoch = x.epoch)", "x.ts")
+    # The controllers' replay lines of one record are one line here: any of them may be the nearest.
+    controller_nearest = (f"({nearest_line} = _ord OR _pattern = {sql_str(REPLAY)} AND exists(_elections, z -> "
+                          f"z.replay AND z.leader = leader_id AND z.epoch = leader_epoch AND z.ord = {nearest_line}))")
     # A controller's replay line restates an earlier one of the same record (each controller replays the metadata
-    # log, and a restarted one replays it again); the builder's line restates the replay line of its election:
-    # same epoch, or, its own unknown, each the other's nearest of the leader's within the window.
-    replayed = "exists(_elections, x -> x.replay AND x.ord < _ord AND x.leader = leader_id AND x.epoch = leader_epoch)"
+    # log), and one stamped well after an election of a later epoch is a late reprint (a restarted controller
+    # replaying the log since its snapshot, or a standby catching up): its record is old. The builder's line
+    # restates the replay line of its election: same epoch, or, its own unknown, each the other's nearest of the
+    # leader's within the window.
+    replayed = (f"exists(_elections, x -> x.replay AND x.ord < _ord AND x.leader = leader_id "
+                f"AND x.epoch = leader_epoch OR x.epoch > leader_epoch AND x.ts + {w} < ts_ms)")
     built = (f"exists(_elections, x -> x.replay AND x.leader = leader_id AND (x.epoch = leader_epoch OR "
              f"leader_epoch IS NULL AND abs(x.ts - ts_ms) <= {w} "
              f"AND {nearest('y.replay AND y.leader = leader_id', 'ts_ms')} = x.ord "

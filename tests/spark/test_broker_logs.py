@@ -689,10 +689,19 @@ def test_the_controllers_replay_lines_are_its_unclean_and_elr_elections(spark: S
                        "RECOVERED -> RECOVERING, leaderEpoch: 2 -> 3, lastKnownElr: [1] -> [], partitionEpoch: 6 -> 7")
         # orders-6: the ELR's last member elected.
         + _replay_line("12:00:04,000", 3000, "orders-6", "isr: [] -> [2], leader: -1 -> 2, leaderEpoch: 1 -> 2, "
-                       "elr: [2] -> [], partitionEpoch: 3 -> 4"))
+                       "elr: [2] -> [], partitionEpoch: 3 -> 4")
+        # orders-7: an unclean election in epoch 3 (the log of its epoch-2 election has rolled away).
+        + _replay_line("12:00:05,000", 3000, "orders-7", "isr: [1] -> [3], leader: 1 -> 3, leaderRecoveryState: "
+                       "RECOVERED -> RECOVERING, leaderEpoch: 2 -> 3, partitionEpoch: 4 -> 5"))
     # The standby replays the same records, a few ms later.
     standby = "".join(line.replace("id=3000", "id=3001").replace(",00", ",02", 1)
                       for line in active.splitlines(keepends=True) if "UNCLEAN" in line)
+    # The active controller, restarted at 12:10, replays the log since its snapshot: orders-3's first election and
+    # orders-7's epoch-2 one are printed again, after later elections of theirs (reprints, no elections).
+    active += (_replay_line("12:10:00,000", 3000, "orders-3", "isr: [1] -> [2], leader: 1 -> 2, leaderRecoveryState: "
+                            "RECOVERED -> RECOVERING, leaderEpoch: 5 -> 6, partitionEpoch: 9 -> 10")
+               + _replay_line("12:10:00,000", 3000, "orders-7", "isr: [3] -> [1], leader: 3 -> 1, leaderRecoveryState: "
+                              "RECOVERED -> RECOVERING, leaderEpoch: 1 -> 2, partitionEpoch: 3 -> 4"))
     got = parse(spark, write_logs(tmp_path, {"controller.log": active, "controller-3001.log": standby}))
     assert got.where("_reason_code IS NOT NULL").count() == 0
     elections = got.where("event_type = 'leader_election'").orderBy("partition", "ts_ms").select(
@@ -706,14 +715,19 @@ def test_the_controllers_replay_lines_are_its_unclean_and_elr_elections(spark: S
         (ms("2024-05-14 12:00:02,000"), 3000, "orders", 4, "elr", 3, [3], 5, 9, [1], _ORDERS_ID),
         (ms("2024-05-14 12:00:03,000"), 3000, "orders", 5, "unclean", 1, [1], 3, 7, None, _ORDERS_ID),
         (ms("2024-05-14 12:00:04,000"), 3000, "orders", 6, "elr", 2, [2], 2, 4, [], _ORDERS_ID),
+        (ms("2024-05-14 12:00:05,000"), 3000, "orders", 7, "unclean", 3, [3], 3, 5, None, _ORDERS_ID),
     ]
     assert_df_equality(elections, spark.createDataFrame(expected, schema), ignore_nullable=True)
     assert inv.evaluate(kept_events(got), ["leader_epoch_monotonic"]).count() == 0
+    # A line whose leader did not change is no form of an election replog reads: quarantined with the reason.
+    odd = parse(spark, write_logs(tmp_path / "odd", {"controller.log": _replay_line(
+        "12:00:05,000", 3000, "orders-3", "replicas: [1, 2] -> [1, 2, 3], partitionEpoch: 5 -> 6")}))
+    assert [r["_reason_code"] for r in odd.collect()] == ["unread_log_line"]
     # The standby's log alone: its own lines, one per election.
     alone = parse(spark, write_logs(tmp_path / "standby-only", {"controller.log": standby}))
     assert [(r["broker_id"], r["partition"], r["leader_epoch"]) for r in alone.orderBy("partition", "ts_ms").select(
         "broker_id", "partition", "leader_epoch").collect()] == [
-        (3001, 3, 6), (3001, 3, 8), (3001, 4, 5), (3001, 5, 3), (3001, 6, 2)]
+        (3001, 3, 6), (3001, 3, 8), (3001, 4, 5), (3001, 5, 3), (3001, 6, 2), (3001, 7, 3)]
 
 
 def test_a_replay_line_restates_the_election_an_earlier_batch_read(spark: SparkSession, tmp_path: Path) -> None:
@@ -741,6 +755,15 @@ def test_a_replay_line_restates_the_election_an_earlier_batch_read(spark: SparkS
     assert [tuple(r) for r in bronze.where("event_type = 'leader_election'").orderBy("partition").select(
         "partition", "broker_id", "action", "leader_id", "leader_epoch").collect()] == [
         (3, 2, "unclean", 2, 6), (4, 3000, "elr", 3, 5)]
+    # Broker 4's RECOVERING line without the leader line (its epoch unknown) in bronze, then three controllers'
+    # replay lines of that election: the one nearest to it restates it, and so do the others of the same record.
+    write_logs(landing, {"state-change-4.log": _RECOVERING_LINE.format(t="12:01:00,500", b=4, tp="orders-9")})
+    assert run_ingest(spark, lake, str(landing), log=lambda _m: None, logs=options).kept == 1
+    write_logs(landing, {f"controller-{n}.log.1": _replay_line(
+        f"12:01:00,{n - 2990:03d}", n, "orders-9", "isr: [1] -> [4], leader: 1 -> 4, leaderEpoch: 7 -> 8, "
+        "partitionEpoch: 9 -> 10") for n in (3000, 3020, 3040)})
+    assert run_ingest(spark, lake, str(landing), log=lambda _m: None, logs=options).read == 0
+    assert lake.read(BRONZE_EVENTS).where("event_type = 'leader_election' AND partition = 9").count() == 1
 
 
 def test_a_second_election_of_a_leader_is_not_taken_for_the_one_an_earlier_batch_read(spark: SparkSession,
