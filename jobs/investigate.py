@@ -33,9 +33,10 @@ def _reason() -> Column:
 
 
 def partition_moments(bronze: DataFrame, run_id: str, topic: str, partition: int) -> DataFrame:
-    """The partition's leader elections and committed ISR changes, and every crash, restart and shutdown of
-    the run's brokers (columns `MOMENT_COLUMNS`, in event order); `offsets_at_moments` keeps the lifecycle
-    moments of the partition's own replicas."""
+    """The partition's leader elections, the controller's other changes of it (`partition_change`, runs with
+    eligible leader replicas) and its committed ISR changes, and every crash, restart and shutdown of the run's
+    brokers (columns `MOMENT_COLUMNS`, in event order); `offsets_at_moments` keeps the lifecycle moments of the
+    partition's own replicas."""
     run = bronze.where(F.col("run_id") == run_id)
     mine = (F.col("topic") == topic) & (F.col("partition") == partition)
     election = run.where(mine & (F.col("event_type") == LEADER_ELECTION)).select(

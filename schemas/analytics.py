@@ -66,7 +66,7 @@ PARTITION_STATE_SCHEMA = pa.schema(
         _f("partition_epoch", pa.int32(), "Partition epoch (KRaft) / zkVersion."),
         _f("isr", INT_LIST, "Committed ISR, sorted."),
         _f("elr", INT_LIST, "Eligible leader replicas (KIP-966), sorted; null where no event states them (a "
-           "cluster without ELR). Since schema 1.6."),
+           "cluster without ELR; from logs, after an ISR change no controller line shows). Since schema 1.6."),
         _f("replicas", INT_LIST, "Assigned replicas."),
         _f("isr_size", pa.int32(), "size(isr); null while no event has stated the ISR (and so are the flags "
            "comparing it)."),

@@ -375,7 +375,7 @@ PAYLOAD: tuple[Column, ...] = (
                LOG_START_OFFSET_CHANGE: ("segment_deletion", "leader_offset_increment", "client_record_deletion",
                                          "snapshot_generated", "truncation"),
                PARTITION_CHANGE: ("alter_partition", "session_timeout", "controlled_shutdown", "broker_reregistered",
-                                  "unclean_shutdown", "broker_unfenced", "reassignment"),
+                                  "unclean_shutdown", "reassignment"),
            }),
     Column("isr_state", pa.string(), "State of the ISR change.", used_by=(ISR_CHANGE,),
            allowed=("proposed", "committed", "rejected")),

@@ -24,8 +24,9 @@ partition epoch, committed ISR, eligible leader replicas, assigned replicas), as
 state it: `leader_election` (controller; leader_id null = offline election), `leadership_change` become_leader
 (the new leader's registration), committed `isr_change` events (ISR and partition epoch; the
 leader is unchanged), and `partition_change` (the controller's change without an election, in runs with
-eligible leader replicas: ISR, ELR, assignment and partition epoch). The ELR is null where no event states it
-(a cluster without ELR). An event stating an older partition epoch (or leader epoch) than one already in
+eligible leader replicas: ISR, ELR, assignment and partition epoch). The ELR is null where no event states it:
+a cluster without ELR, or, from logs, after an ISR change that no controller line shows (Kafka's INFO lines print
+the ELR only at an election from it). An event stating an older partition epoch (or leader epoch) than one already in
 force is stale and changes nothing, as Kafka fences it. A follower's become_follower carries no ISR
 and is not a source. Derived flags follow Kafka's partition metrics, for a partition that has a leader:
   * under_replicated: isr_size < replication_factor = the assigned replicas less those a reassignment is
@@ -283,7 +284,8 @@ def partition_state(events: DataFrame, min_isr_default: int = 1) -> DataFrame:
         F.when(registers, F.col("replicas")).alias("_replicas"),
         # Absent (data before schema 1.1, or no reassignment): none being added.
         F.when(registers, F.coalesce("adding_replicas", F.array().cast("array<int>"))).alias("_adding"),
-        F.when(election | change, F.array_sort("elr")).alias("_elr"),
+        # In a struct, like the leader: an election that does not state the ELR makes it unknown.
+        F.when(election | change, F.struct(F.array_sort("elr").alias("v"))).alias("_elr_said"),
         F.concat_ws(":", et, action).alias("_cause"),
     )
     w = Window.partitionBy(*PARTITION_KEY).orderBy("ts_ms", "event_id")
@@ -292,6 +294,12 @@ def partition_state(events: DataFrame, min_isr_default: int = 1) -> DataFrame:
     before = w.rowsBetween(Window.unboundedPreceding, -1)
     stale = (F.col("_pepoch") < F.max("_pepoch").over(before)) | (F.col("_epoch") < F.max("_epoch").over(before))
     ev = ev.withColumn("_stale", F.coalesce(stale, F.lit(False))).where(~F.col("_stale"))
+    # An ISR that the controller's records did not state (a leader's commit or registration read from logs, which
+    # print the ELR only at an election) leaves the ELR unknown: Kafka moves the ELR with the ISR. One that repeats
+    # the ISR in force (the leader learning the controller's change) leaves it as it was.
+    isr_news = F.col("_isr").isNotNull() & ~F.col("_isr").eqNullSafe(F.last("_isr", ignorenulls=True).over(before))
+    unknown = F.struct(F.lit(None).cast("array<int>").alias("v"))
+    ev = ev.withColumn("_elr", F.coalesce("_elr_said", F.when(isr_news, unknown)))
     running = ev.select(
         *PARTITION_KEY,
         "ts_ms",
@@ -302,7 +310,7 @@ def partition_state(events: DataFrame, min_isr_default: int = 1) -> DataFrame:
         _running("_epoch", w).alias("leader_epoch"),
         _running("_pepoch", w).alias("partition_epoch"),
         _running("_isr", w).alias("isr"),
-        _running("_elr", w).alias("elr"),
+        _running("_elr", w).getField("v").alias("elr"),
         _running("_replicas", w).alias("replicas"),
         _running("_adding", w).alias("_adding"),
         F.col("_cause").alias("cause"),

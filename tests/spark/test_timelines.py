@@ -296,6 +296,25 @@ def test_partition_state_follows_the_eligible_leader_replicas(events, expect) ->
     ], PARTITION_STATE_SCHEMA)
 
 
+def test_partition_state_an_isr_change_no_controller_line_shows_leaves_the_elr_unknown(events) -> None:
+    # From logs: the controller's line of an election from the ELR states it ([3]); broker 2's later commit of ISR
+    # [2, 3] is the only trace of the next change, and Kafka moves the ELR with the ISR (3 rejoined, and min ISR is
+    # met): the ELR is unknown from then on, not still [3]. The leader's registration repeating the election's ISR
+    # changes nothing.
+    ev = events([
+        dict(event_type="leader_election", ts_ms=10, broker_id=3000, leader_epoch=5, action="elr", leader_id=2,
+             partition_epoch=9, isr=[2], elr=[3]),
+        dict(event_type="leadership_change", ts_ms=11, broker_id=2, leader_epoch=5, action="become_leader",
+             leader_id=2, partition_epoch=9, isr=[2], replicas=[1, 2, 3], leo=0, hw=0),
+        dict(event_type="isr_change", ts_ms=20, broker_id=2, leader_epoch=5, action="expand", isr_state="committed",
+             old_isr=[2], isr=[2, 3], partition_epoch=10),
+    ])
+    expected = ev.sparkSession.createDataFrame([(10, [2], [3]), (11, [2], [3]), (20, [2, 3], None)],
+                                               "valid_from_ms long, isr array<int>, elr array<int>")
+    assert_df_equality(partition_state(ev).select("valid_from_ms", "isr", "elr"), expected, ignore_row_order=True,
+                       ignore_nullable=True)
+
+
 def test_partition_state_ignores_a_stale_state(events, expect) -> None:
     # A deposed leader's late commit (partition epoch 2 after the election of epoch 3) and a late registration
     # of an older leader epoch change nothing: Kafka fences them by their epochs.
