@@ -63,6 +63,7 @@ class Expected:
     error: str | None = None
     log_start_offset: int | None = None
     reason: str | None = None
+    elr: tuple[int, ...] | None = None
 
 
 LOG_START_REASONS = {"segment_deletion": "segment deletion", "leader_offset_increment": "leader offset increment",
@@ -218,16 +219,19 @@ def render(events: Iterable[Mapping[str, Any]], style: str, controller_log: bool
     # The epoch of each replica's last leadership line as written: all a log start move's line can be read with (a
     # 2.x follower that loses its leader prints no line, so its next epoch is not in the log).
     logged_epoch: dict[tuple[int, Any, Any], int | None] = {}
-    # Per election event id, the partition's (leader, ISR) before it, which the controller's replay line prints.
-    registration: dict[int, tuple[int, tuple[int, ...]]] = {}
-    current: dict[tuple[Any, Any], tuple[int, tuple[int, ...]]] = {}
+    # Per election event id, the partition's (leader, ISR, ELR) before it, which the controller's replay line prints.
+    registration: dict[int, tuple[int, tuple[int, ...], tuple[int, ...]]] = {}
+    current: dict[tuple[Any, Any], tuple[int, tuple[int, ...], tuple[int, ...]]] = {}
     for ev in events:
         at = (ev.get("topic"), ev.get("partition"))
         if ev["event_type"] == "leader_election":
-            registration[int(ev["event_id"])] = current.get(at, (-1, ()))
-            current[at] = (-1 if ev.get("leader_id") is None else int(ev["leader_id"]), tuple(ev.get("isr") or ()))
+            registration[int(ev["event_id"])] = current.get(at, (-1, (), ()))
+            current[at] = (-1 if ev.get("leader_id") is None else int(ev["leader_id"]), tuple(ev.get("isr") or ()),
+                           tuple(ev.get("elr") or ()))
+        elif ev["event_type"] == "partition_change" and at in current:
+            current[at] = (current[at][0], tuple(ev["isr"]), tuple(ev.get("elr") or ()))
         elif ev["event_type"] == "isr_change" and ev.get("isr_state") == "committed" and at in current:
-            current[at] = (current[at][0], tuple(ev["isr"]))
+            current[at] = (current[at][0], tuple(ev["isr"]), current[at][2])
     for ev in events:
         kind, b = ev["event_type"], ev.get("broker_id")
         if b is None:
@@ -382,7 +386,7 @@ def render(events: Iterable[Mapping[str, Any]], style: str, controller_log: bool
             exp = Expected(**{**base, "leader_epoch": ev["leader_epoch"] if elr else None, "leader_id": leader,
                               "isr": (leader,), "partition_epoch": ev["partition_epoch"] if elr else None})
             if replay:
-                was_leader, was_isr = registration[int(ev["event_id"])]
+                was_leader, was_isr, _ = registration[int(ev["event_id"])]
                 text = (f"UNCLEAN partition change for {tp} with topic ID {topic_id(ev['topic'])}: isr: "
                         f"[{', '.join(map(str, was_isr))}] -> [{leader}], leader: {was_leader} -> {leader}, "
                         f"leaderRecoveryState: RECOVERED -> RECOVERING, leaderEpoch: {ev['leader_epoch'] - 1} -> "
@@ -395,6 +399,22 @@ def render(events: Iterable[Mapping[str, Any]], style: str, controller_log: bool
                                      f"[QuorumController id={b + 1}] {text}"))
                 exp = replace(exp, line=exp.line + 1, leader_epoch=ev["leader_epoch"],
                               partition_epoch=ev["partition_epoch"])
+        elif kind == "leader_election" and action == "elr" and new and controller_log:
+            # KIP-966: only the controllers' replay lines tell of an election from the ELR (its leader was not in the
+            # ISR, so the line says UNCLEAN); the active controller's, and a standby's 3 ms later.
+            leader, elr = int(ev["leader_id"]), tuple(sorted(ev["elr"]))
+            was_leader, was_isr, was_elr = registration[int(ev["event_id"])]
+            text = (f"UNCLEAN partition change for {tp} with topic ID {topic_id(ev['topic'])}: isr: "
+                    f"[{', '.join(map(str, was_isr))}] -> [{leader}], leader: {was_leader} -> {leader}, leaderEpoch: "
+                    f"{ev['leader_epoch'] - 1} -> {ev['leader_epoch']}, elr: [{', '.join(map(str, was_elr))}] -> "
+                    f"[{', '.join(map(str, elr))}], partitionEpoch: {ev['partition_epoch'] - 1} -> "
+                    f"{ev['partition_epoch']}")
+            logger = "org.apache.kafka.controller.ReplicationControlManager"
+            out.append(_line(ev, logger, f"[QuorumController id={b}] {text}"))
+            files.setdefault("controller-standby.server.log", []).append(
+                _line({"ts_ms": int(ev["ts_ms"]) + 3}, logger, f"[QuorumController id={b + 1}] {text}"))
+            exp = Expected(**{**base, "leader_id": leader, "isr": (leader,), "partition_epoch": ev["partition_epoch"],
+                              "elr": elr})
         elif kind == "truncation" and b not in down and ev.get("reason") != "full" \
                 and int(ev["truncate_offset"]) < int(ev["old_leo"]):
             prefix = "UnifiedLog" if new else "Log"

@@ -28,7 +28,8 @@ from tests.spark.kafka_log_render import render
 
 SCENARIOS = Path(__file__).resolve().parents[2] / "conf" / "scenarios"
 FIELDS = ("ts_ms", "event_type", "topic", "partition", "action", "leader_epoch", "leader_id", "isr", "isr_state",
-          "partition_epoch", "truncate_offset", "config", "fetcher_id", "fetch_offset", "error", "log_start_offset")
+          "partition_epoch", "truncate_offset", "config", "fetcher_id", "fetch_offset", "error", "log_start_offset",
+          "elr")
 
 
 def _runs(tmp: Path) -> list[list[dict[str, Any]]]:
@@ -36,7 +37,8 @@ def _runs(tmp: Path) -> list[list[dict[str, Any]]]:
     # Size-based retention moves the log start offsets (leaders' and followers' own, followers' to the leader's).
     crash = replace(crash, disk=replace(crash.disk, retention_bytes=3000, retention_check_interval_ms=5000))
     scenarios = [crash, load_scenario(SCENARIOS / "slow-follower.yaml"),
-                 load_scenario(SCENARIOS / "unclean-election.yaml"), *[varied_scenario(seed) for seed in (11, 12, 13)]]
+                 load_scenario(SCENARIOS / "unclean-election.yaml"), *[varied_scenario(seed) for seed in (11, 12, 13)],
+                 load_scenario(SCENARIOS / "kip-966-last-replica-standing.yaml")]
     runs = []
     for i, sc in enumerate(scenarios):
         simulate(sc, tmp / f"run-{i}")
@@ -46,8 +48,8 @@ def _runs(tmp: Path) -> list[list[dict[str, Any]]]:
 
 @pytest.fixture(scope="module")
 def simulated(tmp_path_factory: pytest.TempPathFactory) -> list[list[dict[str, Any]]]:
-    """Six runs: three shipped scenarios (one with an unclean election, one with size-based retention) and three
-    seeded fault runs."""
+    """Seven runs: three shipped scenarios (one with an unclean election, one with size-based retention), three
+    seeded fault runs, and KIP-966's scenario with eligible leader replicas (an election from the ELR)."""
     return _runs(tmp_path_factory.mktemp("roundtrip"))
 
 
@@ -103,7 +105,7 @@ def test_every_logged_event_reads_back_as_the_engine_emitted_it(spark: SparkSess
             want = at_line[(Path(r["_source_file"]).name, r["_source_line"], r["topic"], r["partition"])]
             broker = want.broker_id
             engine = next(ev for ev in events if ev["event_id"] == want.event_id)
-            got_row = {f: (tuple(r[f]) if f == "isr" and r[f] is not None else r[f]) for f in FIELDS}
+            got_row = {f: (tuple(r[f]) if f in ("isr", "elr") and r[f] is not None else r[f]) for f in FIELDS}
             wanted = {f: getattr(want, f) for f in FIELDS}
             if want.event_type == "isr_change" and want.isr_state == "committed":
                 # Derived from the broker's earlier lines: the engine's own action.
@@ -118,13 +120,16 @@ def test_every_logged_event_reads_back_as_the_engine_emitted_it(spark: SparkSess
             checked["lent_epoch"] += (want.event_type == "leader_election" and want.partition_epoch is None
                                       and want.leader_epoch is not None and controller_log)
             checked["replayed"] += want.event_type == "leader_election" and "UNCLEAN" in files[want.file].split(
-                "\n")[want.line - 1]
+                "\n")[want.line - 1] and want.action == "unclean"
+            checked["from_elr"] += want.action == "elr"
     if form.elr_parity == 0:
         assert checked["lent_epoch"] > 0, checked
     elif form.replay:  # each election once, read from the active controller's replay line
         assert checked["replayed"] == checked["leader_election"] > 0, checked
     elif controller_log:  # every run
         assert checked["leadership_change"] > 0 and checked["isr_change"] > 0 and checked["truncation"] > 0, checked
+        # KRaft's controllers tell of an election from the ELR in their replay lines only.
+        assert (checked["from_elr"] > 0) == (style == "3.6"), checked
         assert checked["fetch_response"] > 0, checked  # the fetch errors Kafka logs at INFO and above
         assert checked["request_failed"] > 0, checked  # the partitions of requests that got no answer
         assert checked["log_start_offset_change"] > 0, checked
