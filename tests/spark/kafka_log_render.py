@@ -164,6 +164,29 @@ def _request_failure_lines(group: list[Mapping[str, Any]], new: bool, incrementa
     return lines, bool(data)
 
 
+def _ids_list(values: Iterable[int]) -> str:
+    return "[" + ", ".join(map(str, values)) + "]"
+
+
+def _replay_lines(ev: Mapping[str, Any], controller: int, before: tuple[int, tuple[int, ...], tuple[int, ...]],
+                  files: dict[str, list[str]], unclean: bool) -> str:
+    """The line the active controller prints as it replays the election `ev` ("UNCLEAN partition change ..."),
+    whose leader was not in the ISR; a standby's copy, 3 ms later, goes to its own log. `before` is the partition's
+    (leader, ISR, ELR) before it; an `unclean` election marks the partition RECOVERING, one from the ELR changes
+    the ELR."""
+    leader, epoch, pepoch = int(ev["leader_id"]), int(ev["leader_epoch"]), int(ev["partition_epoch"])
+    was_leader, was_isr, was_elr = before
+    recovery = "leaderRecoveryState: RECOVERED -> RECOVERING, " if unclean else ""
+    elr = "" if unclean else f"elr: {_ids_list(was_elr)} -> {_ids_list(sorted(ev['elr']))}, "
+    text = (f"UNCLEAN partition change for {ev['topic']}-{ev['partition']} with topic ID {topic_id(ev['topic'])}: "
+            f"isr: {_ids_list(was_isr)} -> [{leader}], leader: {was_leader} -> {leader}, {recovery}leaderEpoch: "
+            f"{epoch - 1} -> {epoch}, {elr}partitionEpoch: {pepoch - 1} -> {pepoch}")
+    logger = "org.apache.kafka.controller.ReplicationControlManager"
+    files.setdefault("controller-standby.server.log", []).append(
+        _line({"ts_ms": int(ev["ts_ms"]) + 3}, logger, f"[QuorumController id={controller + 1}] {text}"))
+    return _line(ev, logger, f"[QuorumController id={controller}] {text}")
+
+
 def render(events: Iterable[Mapping[str, Any]], style: str, controller_log: bool = True,
            controller_ahead_ms: int = 0, elr_parity: int = 1,
            replay: bool = False) -> tuple[dict[str, str], list[Expected]]:
@@ -386,35 +409,16 @@ def render(events: Iterable[Mapping[str, Any]], style: str, controller_log: bool
             exp = Expected(**{**base, "leader_epoch": ev["leader_epoch"] if elr else None, "leader_id": leader,
                               "isr": (leader,), "partition_epoch": ev["partition_epoch"] if elr else None})
             if replay:
-                was_leader, was_isr, _ = registration[int(ev["event_id"])]
-                text = (f"UNCLEAN partition change for {tp} with topic ID {topic_id(ev['topic'])}: isr: "
-                        f"[{', '.join(map(str, was_isr))}] -> [{leader}], leader: {was_leader} -> {leader}, "
-                        f"leaderRecoveryState: RECOVERED -> RECOVERING, leaderEpoch: {ev['leader_epoch'] - 1} -> "
-                        f"{ev['leader_epoch']}, partitionEpoch: {ev['partition_epoch'] - 1} -> "
-                        f"{ev['partition_epoch']}")
-                logger = "org.apache.kafka.controller.ReplicationControlManager"
-                out.append(_line(ev, logger, f"[QuorumController id={b}] {text}"))
-                standby = files.setdefault("controller-standby.server.log", [])
-                standby.append(_line({"ts_ms": int(ev["ts_ms"]) + 3}, logger,
-                                     f"[QuorumController id={b + 1}] {text}"))
+                out.append(_replay_lines(ev, b, registration[int(ev["event_id"])], files, unclean=True))
                 exp = replace(exp, line=exp.line + 1, leader_epoch=ev["leader_epoch"],
                               partition_epoch=ev["partition_epoch"])
         elif kind == "leader_election" and action == "elr" and new and controller_log:
             # KIP-966: only the controllers' replay lines tell of an election from the ELR (its leader was not in the
             # ISR, so the line says UNCLEAN); the active controller's, and a standby's 3 ms later.
-            leader, elr = int(ev["leader_id"]), tuple(sorted(ev["elr"]))
-            was_leader, was_isr, was_elr = registration[int(ev["event_id"])]
-            text = (f"UNCLEAN partition change for {tp} with topic ID {topic_id(ev['topic'])}: isr: "
-                    f"[{', '.join(map(str, was_isr))}] -> [{leader}], leader: {was_leader} -> {leader}, leaderEpoch: "
-                    f"{ev['leader_epoch'] - 1} -> {ev['leader_epoch']}, elr: [{', '.join(map(str, was_elr))}] -> "
-                    f"[{', '.join(map(str, elr))}], partitionEpoch: {ev['partition_epoch'] - 1} -> "
-                    f"{ev['partition_epoch']}")
-            logger = "org.apache.kafka.controller.ReplicationControlManager"
-            out.append(_line(ev, logger, f"[QuorumController id={b}] {text}"))
-            files.setdefault("controller-standby.server.log", []).append(
-                _line({"ts_ms": int(ev["ts_ms"]) + 3}, logger, f"[QuorumController id={b + 1}] {text}"))
+            leader = int(ev["leader_id"])
+            out.append(_replay_lines(ev, b, registration[int(ev["event_id"])], files, unclean=False))
             exp = Expected(**{**base, "leader_id": leader, "isr": (leader,), "partition_epoch": ev["partition_epoch"],
-                              "elr": elr})
+                              "elr": tuple(sorted(ev["elr"]))})
         elif kind == "truncation" and b not in down and ev.get("reason") != "full" \
                 and int(ev["truncate_offset"]) < int(ev["old_leo"]):
             prefix = "UnifiedLog" if new else "Log"
