@@ -442,6 +442,27 @@ PATTERNS: tuple[LinePattern, ...] = (
          "elr": "CASE WHEN {8} IS NOT NULL THEN coalesce(ids({10}), array()) END"},
     ),
     LinePattern(
+        "partition_created", "leader_election",
+        "ReplicationControlManager.replay(PartitionRecord) for a partition it does not hold yet (KRaft controllers, "
+        "active and standby, each as it replays the metadata log; '[QuorumController id={n}] ' prefix): 'Replayed "
+        "PartitionRecord for new partition {topic}-{p} with topic ID {id} and PartitionRegistration(replicas=[..], "
+        "[directories=[..], ]isr=[..], removingReplicas=[..], addingReplicas=[..], [elr=[..], lastKnownElr=[..], "
+        "]leader={l}, leaderRecoveryState=RECOVERED, leaderEpoch={e}, partitionEpoch={pe}).' A topic's creation "
+        "(or a partition added to it) writes the record with both epochs 0: the first leader, a clean election "
+        "('topic_creation'). A controller loading a snapshot replays the partition as it stands then, in later "
+        "epochs: that restates, it elects no one, and it is not read (nor is a record of a later epoch). A restarted "
+        "controller replaying records after its snapshot prints creations again: `jobs.broker_logs` drops those",
+        "PartitionRecord for new partition ",
+        r"PartitionRecord for new partition " + _TP + r" with topic ID [A-Za-z0-9_-]+ and PartitionRegistration\("
+        r"replicas=\[([\d, ]*)\].*?, isr=\[([\d, ]*)\](?:.*?, (elr)=\[([\d, ]*)\])?.*?, leader=(-?\d+), "
+        r"leaderRecoveryState=\w+, leaderEpoch=0, partitionEpoch=0\)",
+        # An empty list is an empty group: `elr` is known (maybe empty) where the registration prints it (4.0+).
+        {"tp": "{1}", "action": "'clean'", "reason": "'topic_creation'", "leader_id": "nullif(int({6}), -1)",
+         "isr": "coalesce(ids({3}), array())", "replicas": "ids({2})", "leader_epoch": "0", "partition_epoch": "0",
+         "elr": "CASE WHEN {4} IS NOT NULL THEN coalesce(ids({5}), array()) END"},
+        strict=False,
+    ),
+    LinePattern(
         "unclean_election_zk", "leader_election",
         "OfflinePartitionLeaderSelector.selectLeader (ZooKeeper controller, 0.8-1.0; 1.1+ print no line): 'No "
         "broker in ISR is alive for [{topic},{p}]. Elect leader {leader} from live brokers {ids}. There's potential "

@@ -241,7 +241,7 @@ def read_broker_logs(spark: SparkSession, paths: Sequence[str], options: BrokerL
         context = existing.where(informs).select(
             F.lit("").alias("_path"), F.col("event_id").alias("pos"), F.lit(0).alias("_entry_pos"), "ts_ms",
             "event_type", "broker_id", "topic", "partition", "leader_epoch", "action", "isr", "old_isr", "isr_state",
-            "leader_id", F.lit(True).alias("_context"))
+            "leader_id", "reason", "topic_id", F.lit(True).alias("_context"))
         located = located.unionByName(context, allowMissingColumns=True)
     events = _unrepeated_elections(_from_earlier_lines(located)).where(~F.col("_context")).drop("_context")
     return _as_candidates(events, options, existing)
@@ -306,6 +306,8 @@ LEADER_AND_ISR_SKIP = "isr_leader_and_isr"
 """The pattern of a sitting leader's "Skipped the become-leader state change ... with leader epoch E" line."""
 REPLAY = "unclean_partition_change"
 """The pattern of a KRaft controller's line as it replays the election's record, which each controller prints."""
+CREATED = "partition_created"
+"""The pattern of a KRaft controller's line as it replays a new partition's record: its first leader."""
 RESTATE_WINDOW_MS = 60_000
 """How far apart in time two lines of one unclean election may be stamped when one of them gives no epoch: the
 controller's and the new leader's (the time the election takes to reach the leader, and the skew between the two
@@ -374,9 +376,10 @@ def _from_earlier_lines(events: DataFrame) -> DataFrame:
 
 
 def _logged_election() -> Column:
-    """An election log lines tell of: an unclean one, or one from the eligible leader replicas (only a KRaft
-    controller's `REPLAY` line tells of those)."""
-    return (F.col("event_type") == "leader_election") & F.col("action").isin("unclean", "elr")
+    """An election log lines tell of: an unclean one, one from the eligible leader replicas (only a KRaft
+    controller's `REPLAY` line tells of those), or a partition's first leader (its `CREATED` line)."""
+    return (F.col("event_type") == "leader_election") & (
+        F.col("action").isin("unclean", "elr") | (F.col("reason") == "topic_creation"))
 
 
 def _unrepeated_elections(events: DataFrame) -> DataFrame:
@@ -395,7 +398,11 @@ def _unrepeated_elections(events: DataFrame) -> DataFrame:
       a later epoch is a reprint (a restarted controller replays the log since its snapshot);
     * the builder's line of this batch restates the replay line of its election: the same leader and epoch, or,
       the builder's line giving none, the replay line of that leader nearest to it within `RESTATE_WINDOW_MS`, to
-      which it is the nearest builder's line of that leader. The replay line is kept: it gives the epochs.
+      which it is the nearest builder's line of that leader. The replay line is kept: it gives the epochs;
+    * a controller's creation line (`CREATED`) restates an earlier one of the partition with the same topic id or
+      an earlier batch's creation event: each controller prints one per record; and one stamped more than
+      `RESTATE_WINDOW_MS` after a leader line of that topic id in a later epoch is a reprint (a restarted
+      controller replaying the records after its snapshot).
 
     Before that, a controller's line that gives no epoch takes the one its leader's RECOVERING lines of the same
     batch give, if those within `RESTATE_WINDOW_MS` give one epoch, each of them is nearer to this election than
@@ -403,19 +410,33 @@ def _unrepeated_elections(events: DataFrame) -> DataFrame:
     leader close together, or clocks skewed by half the time between them, leave no line clearly its own). An
     earlier batch's event cannot be rewritten: a RECOVERING line read after its election went in lends it nothing.
 
-    One window per partition over the elections lines tell of (`_logged_election`), which it lists (they are few);
-    every other row is alone in its own key. A row without a time or partition (quarantined later) restates nothing
-    and is kept."""
+    One window per partition over the elections lines tell of (`_logged_election`), which it lists (they are few),
+    and one per partition and topic id over its creation lines, which it lists, and the leader lines naming that
+    id, of which it keeps the earliest time of a later epoch; every other row is alone in its own key. A row without
+    a time or partition (quarantined later) restates nothing and is kept."""
     recovering = F.coalesce(F.col("_pattern") == RECOVERING, F.lit(False))
     replay = F.coalesce(F.col("_pattern") == REPLAY, F.lit(False))
     elected = F.coalesce(_logged_election(), F.lit(False))
-    placed = elected & F.col("ts_ms").isNotNull() & F.col("topic").isNotNull() & F.col("partition").isNotNull()
-    key = F.when(placed, F.concat_ws("-", "topic", F.col("partition").cast("string"))).otherwise(
-        F.concat(F.lit("#"), F.col("_path"), F.lit(":"), F.col("pos").cast("string"), F.lit(":"),
-                 F.col("_entry_pos").cast("string")))
-    kind = F.when(F.col("_context"), 0).when(~recovering, 1).otherwise(2)  # bronze, controller, leader
+    located = F.col("ts_ms").isNotNull() & F.col("topic").isNotNull() & F.col("partition").isNotNull()
+    placed = elected & located
+    created = placed & F.coalesce(F.col("reason") == "topic_creation", F.lit(False))
+    # A leader line of a later epoch that names the topic id (3.3+ brokers print it): a creation line of that
+    # incarnation of the partition stamped well after it is a reprint.
+    witness = F.coalesce((F.col("event_type") == "leadership_change") & (F.col("leader_epoch") > 0)
+                         & F.col("topic_id").isNotNull() & located, F.lit(False))
+    partition = F.concat_ws("-", "topic", F.col("partition").cast("string"))
+    # A partition's creation lines share no window with its other elections: one per topic id (a topic deleted
+    # and created again is a new partition), with the leader lines of that id.
+    key = (F.when(created | witness, F.concat(partition, F.lit("#"), F.coalesce("topic_id", F.lit(""))))
+           .when(placed, partition)
+           .otherwise(F.concat(F.lit("#"), F.col("_path"), F.lit(":"), F.col("pos").cast("string"), F.lit(":"),
+                               F.col("_entry_pos").cast("string"))))
+    kind = F.when(witness, 3).when(F.col("_context"), 0).when(~recovering, 1).otherwise(2)  # bronze, controller, leader
     order = Window.partitionBy("_key").orderBy("ts_ms", "_kind", "_path", "pos", "_entry_pos")
-    listed = events.select("*", key.alias("_key"), kind.alias("_kind")).withColumn("_ord", F.row_number().over(order))
+    listed = (events.select("*", key.alias("_key"), kind.alias("_kind"))
+              .withColumn("_ord", F.row_number().over(order))
+              .withColumn("_first_later", F.min(F.when(F.col("_kind") == 3, F.col("ts_ms")))
+                          .over(Window.partitionBy("_key"))))
     row = F.struct(F.col("_ord").alias("ord"), F.col("ts_ms").alias("ts"), F.col("leader_id").alias("leader"),
                    F.col("leader_epoch").alias("epoch"), F.col("_kind").alias("kind"), replay.alias("replay"))
     listed = listed.withColumn("_elections", F.collect_list(F.when(placed, row)).over(Window.partitionBy("_key")))
@@ -461,13 +482,17 @@ def _unrepeated_elections(events: DataFrame) -> DataFrame:
              f"leader_epoch IS NULL AND abs(x.ts - ts_ms) <= {w} "
              f"AND {nearest('y.replay AND y.leader = leader_id', 'ts_ms')} = x.ord "
              f"AND {nearest('y.kind = 1 AND NOT y.replay AND y.leader = x.leader', 'x.ts')} = _ord))")
-    restates = F.when(placed & recovering, F.expr(
+    # A creation line restates an earlier one of the partition (each controller replays the record) or bronze's;
+    # one stamped well after a leader line of a later epoch is a restarted controller's reprint.
+    created_again = (F.expr("exists(_elections, x -> x.kind = 0 OR x.ord < _ord)")
+                     | F.coalesce(F.col("_first_later") + w < F.col("ts_ms"), F.lit(False)))
+    restates = F.when(created, created_again).when(placed & recovering, F.expr(
         f"exists(_elections, x -> {same} AND (x.kind < 2 OR x.ord < _ord))")).when(
         placed & ~F.col("_context"), F.expr(
             f"exists(_elections, x -> x.kind = 0 AND {same} AND (x.epoch = leader_epoch OR {controller_nearest})) "
             f"OR CASE WHEN _pattern = {sql_str(REPLAY)} THEN {replayed} ELSE {built} END"))
     return (listed.where(~F.coalesce(restates, F.lit(False)))
-            .drop("_key", "_kind", "_ord", "_elections"))
+            .drop("_key", "_kind", "_ord", "_elections", "_first_later"))
 
 
 def _as_candidates(events: DataFrame, options: BrokerLogOptions, existing: DataFrame | None) -> DataFrame:

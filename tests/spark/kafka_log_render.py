@@ -187,6 +187,22 @@ def _replay_lines(ev: Mapping[str, Any], controller: int, before: tuple[int, tup
     return _line(ev, logger, f"[QuorumController id={controller}] {text}")
 
 
+def _created_lines(ev: Mapping[str, Any], controller: int, files: dict[str, list[str]]) -> str:
+    """The line the active controller prints as it replays the creation `ev` of a partition ("Replayed
+    PartitionRecord for new partition ..."), in Kafka 4's form where the run has eligible leader replicas; a
+    standby's copy, 3 ms later, goes to its own log."""
+    replicas, isr = _ids_list(ev["replicas"]), _ids_list(ev["isr"])
+    elr = "elr=[], lastKnownElr=[], " if ev.get("elr") is not None else ""
+    text = (f"Replayed PartitionRecord for new partition {ev['topic']}-{ev['partition']} with topic ID "
+            f"{topic_id(ev['topic'])} and PartitionRegistration(replicas={replicas}, isr={isr}, removingReplicas=[], "
+            f"addingReplicas=[], {elr}leader={ev['leader_id']}, leaderRecoveryState=RECOVERED, leaderEpoch=0, "
+            "partitionEpoch=0).")
+    logger = "org.apache.kafka.controller.ReplicationControlManager"
+    files.setdefault("controller-standby.server.log", []).append(
+        _line({"ts_ms": int(ev["ts_ms"]) + 3}, logger, f"[QuorumController id={controller + 1}] {text}"))
+    return _line(ev, logger, f"[QuorumController id={controller}] {text}")
+
+
 def render(events: Iterable[Mapping[str, Any]], style: str, controller_log: bool = True,
            controller_ahead_ms: int = 0, elr_parity: int = 1,
            replay: bool = False) -> tuple[dict[str, str], list[Expected]]:
@@ -196,7 +212,9 @@ def render(events: Iterable[Mapping[str, Any]], style: str, controller_log: bool
     the elections whose event id has the parity `elr_parity` in the ELR-era form, the others without the epochs.
     With `replay`, each unclean election's builder line is followed by the line the controller prints as it
     replays the election's record ("UNCLEAN partition change for ..."), which a standby controller prints too, 3 ms
-    later in its own log: the election reads back from the active controller's replay line, with its epochs."""
+    later in its own log: the election reads back from the active controller's replay line, with its epochs. In 3.6
+    with the controller's log, each partition's creation is the line the active controller (and a standby, 3 ms
+    later) prints as it replays the partition's record: its first leader."""
     if style not in ("3.6", "2.4"):
         raise ValueError(f"style must be '3.6' or '2.4', got {style!r}")
     new = style == "3.6"
@@ -419,6 +437,11 @@ def render(events: Iterable[Mapping[str, Any]], style: str, controller_log: bool
             out.append(_replay_lines(ev, b, registration[int(ev["event_id"])], files, unclean=False))
             exp = Expected(**{**base, "leader_id": leader, "isr": (leader,), "partition_epoch": ev["partition_epoch"],
                               "elr": tuple(sorted(ev["elr"]))})
+        elif kind == "leader_election" and ev.get("reason") == "topic_creation" and new and controller_log:
+            # Each KRaft controller prints a partition's first leader as it replays the topic's creation.
+            out.append(_created_lines(ev, b, files))
+            exp = Expected(**{**base, "leader_id": int(ev["leader_id"]), "isr": tuple(ev["isr"]), "partition_epoch": 0,
+                              "elr": () if ev.get("elr") is not None else None})
         elif kind == "truncation" and b not in down and ev.get("reason") != "full" \
                 and int(ev["truncate_offset"]) < int(ev["old_leo"]):
             prefix = "UnifiedLog" if new else "Log"

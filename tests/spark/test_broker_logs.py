@@ -766,6 +766,85 @@ def test_a_replay_line_restates_the_election_an_earlier_batch_read(spark: SparkS
     assert lake.read(BRONZE_EVENTS).where("event_type = 'leader_election' AND partition = 9").count() == 1
 
 
+def _created_line(t: str, controller: int, tp: str, replicas: str, leader: int, *, epoch: int = 0,
+                  topic_id: str = _ORDERS_ID, kafka4: bool = False) -> str:
+    """The line a KRaft controller prints as it replays a partition's record that it does not hold yet: the topic's
+    creation (both epochs 0), or, loading a snapshot, the partition as it stands (`epoch` and one more partition
+    epoch); `kafka4`: the registration of Kafka 4 (directories and the eligible leader replicas)."""
+    dirs = "directories=[AAAAAAAAAAAAAAAAAAAAAA], " if kafka4 else ""
+    elr = "elr=[], lastKnownElr=[], " if kafka4 else ""
+    return (f"[2024-05-14 {t}] INFO [QuorumController id={controller}] Replayed PartitionRecord for new partition {tp} "
+            f"with topic ID {topic_id} and PartitionRegistration(replicas=[{replicas}], {dirs}isr=[{replicas}], "
+            f"removingReplicas=[], addingReplicas=[], {elr}leader={leader}, leaderRecoveryState=RECOVERED, "
+            f"leaderEpoch={epoch}, partitionEpoch={epoch + 1 if epoch else 0}). "
+            "(org.apache.kafka.controller.ReplicationControlManager)\n")
+
+
+def test_the_controllers_creation_lines_are_each_partitions_first_leader(spark: SparkSession,
+                                                                         tmp_path: Path) -> None:
+    """Each KRaft controller prints 'Replayed PartitionRecord for new partition' as it replays a topic's creation:
+    the partition's first leader, a clean election in epoch 0 ('topic_creation'), one event for all the controllers'
+    lines. A controller restarted at 12:10 replays its snapshot (orders-0 as it stands then, epoch 3: no election)
+    and the records after it: orders-1's and orders-2's creations again (their originals are read), and orders-3's,
+    whose original has rolled away, after broker 3's leader line of epoch 2 (a reprint). orders-0 deleted and
+    created again under a new topic id at 12:20 is a new partition. orders-4, created at 12:30, has a leader line
+    of epoch 1 stamped 30 s earlier by a broker whose clock is ahead: its creation stands."""
+    active = (_created_line("12:00:00,100", 3000, "orders-0", "1, 2, 3", 1)
+              + _created_line("12:00:00,100", 3000, "orders-1", "2, 3, 1", 2)
+              + _created_line("12:00:00,100", 3000, "orders-2", "3, 1, 2", 3, kafka4=True)
+              + _created_line("12:10:00,000", 3000, "orders-0", "1, 2, 3", 2, epoch=3)
+              + _created_line("12:10:00,000", 3000, "orders-1", "2, 3, 1", 2)
+              + _created_line("12:10:00,000", 3000, "orders-2", "3, 1, 2", 3, kafka4=True)
+              + _created_line("12:10:00,000", 3000, "orders-3", "1, 2, 3", 1)
+              + _created_line("12:20:00,000", 3000, "orders-0", "2, 3, 1", 2, topic_id=_OTHER_ID)
+              + _created_line("12:30:00,000", 3000, "orders-4", "3, 1, 2", 3))
+    standby = "".join(line.replace("id=3000", "id=3001").replace(",100]", ",104]")
+                      for line in active.splitlines(keepends=True) if "12:00:00" in line)
+    broker = (_LEADER_LINE.format(t="12:05:00,000", b=3, tp="orders-1", id=_ORDERS_ID, e=2, prev=1)
+              + _LEADER_LINE.format(t="12:05:00,000", b=1, tp="orders-0", id=_ORDERS_ID, e=4, prev=3)
+              + _LEADER_LINE.format(t="12:05:00,000", b=3, tp="orders-3", id=_ORDERS_ID, e=2, prev=1)
+              + _LEADER_LINE.format(t="12:29:30,000", b=3, tp="orders-4", id=_ORDERS_ID, e=1, prev=0))
+    got = parse(spark, write_logs(tmp_path, {"controller.log": active, "controller-3001.log": standby,
+                                             "state-change-3.log": broker}))
+    assert got.where("_reason_code IS NOT NULL").count() == 0
+    elections = got.where("event_type = 'leader_election'").orderBy("ts_ms", "partition").select(
+        "ts_ms", "broker_id", "partition", "action", "reason", "leader_id", "isr", "replicas", "leader_epoch",
+        "partition_epoch", "elr", "topic_id")
+    schema = ("ts_ms bigint, broker_id int, partition int, action string, reason string, leader_id int, "
+              "isr array<int>, replicas array<int>, leader_epoch int, partition_epoch int, elr array<int>, "
+              "topic_id string")
+    created = "topic_creation"
+    expected = [
+        (ms("2024-05-14 12:00:00,100"), 3000, 0, "clean", created, 1, [1, 2, 3], [1, 2, 3], 0, 0, None, _ORDERS_ID),
+        (ms("2024-05-14 12:00:00,100"), 3000, 1, "clean", created, 2, [2, 3, 1], [2, 3, 1], 0, 0, None, _ORDERS_ID),
+        (ms("2024-05-14 12:00:00,100"), 3000, 2, "clean", created, 3, [3, 1, 2], [3, 1, 2], 0, 0, [], _ORDERS_ID),
+        (ms("2024-05-14 12:20:00,000"), 3000, 0, "clean", created, 2, [2, 3, 1], [2, 3, 1], 0, 0, None, _OTHER_ID),
+        (ms("2024-05-14 12:30:00,000"), 3000, 4, "clean", created, 3, [3, 1, 2], [3, 1, 2], 0, 0, None, _ORDERS_ID),
+    ]
+    assert_df_equality(elections, spark.createDataFrame(expected, schema), ignore_nullable=True)
+    # The standby's log alone: its own lines, one per creation.
+    alone = parse(spark, write_logs(tmp_path / "standby-only", {"controller.log": standby}))
+    assert sorted((r["broker_id"], r["partition"]) for r in alone.select("broker_id", "partition").collect()) == [
+        (3001, 0), (3001, 1), (3001, 2)]
+
+
+def test_a_creation_line_read_again_in_a_later_batch_is_no_second_creation(spark: SparkSession,
+                                                                           tmp_path: Path) -> None:
+    """The active controller's creation lines in bronze, then the standby's rolled log of the same records and a
+    new partition added to the topic: only the new partition's line is a record."""
+    landing = tmp_path / "landing"
+    lake = EmbeddedLake(spark, str(tmp_path / "lake"))
+    options = BrokerLogOptions("cluster-a")
+    write_logs(landing, {"controller.log": _created_line("12:00:00,100", 3000, "orders-0", "1, 2", 1)})
+    assert run_ingest(spark, lake, str(landing), log=lambda _m: None, logs=options).kept == 1
+    write_logs(landing, {"controller-3001.log.1": _created_line("12:00:00,104", 3001, "orders-0", "1, 2", 1)
+                         + _created_line("12:30:00,000", 3001, "orders-1", "2, 1", 2)})
+    later = run_ingest(spark, lake, str(landing), log=lambda _m: None, logs=options)
+    assert (later.read, later.kept, later.quarantined) == (1, 1, 0)
+    assert [tuple(r) for r in lake.read(BRONZE_EVENTS).orderBy("partition").select(
+        "partition", "broker_id", "leader_id", "leader_epoch").collect()] == [(0, 3000, 1, 0), (1, 3001, 2, 0)]
+
+
 def test_a_second_election_of_a_leader_is_not_taken_for_the_one_an_earlier_batch_read(spark: SparkSession,
                                                                                       tmp_path: Path) -> None:
     """Broker 2's RECOVERING lines of one election in bronze; the controller's log, with that election and a second
