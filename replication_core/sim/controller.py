@@ -514,11 +514,19 @@ class Controller:
     # --- reassignment -----------------------------------------------------------------------------------
 
     def reassign(self, tp: TopicPartition, target: list[int], throttle_rate: int | None) -> None:
-        """`alterPartitionReassignments`: add the target replicas (throttled), complete later."""
+        """`alterPartitionReassignments`: add the target replicas (throttled) and complete once the ISR holds the
+        target, at once when there is nothing to add and it already does."""
         info = self.partitions[tp]
         adding = [b for b in target if b not in info.replicas]
         removing = [b for b in info.replicas if b not in target]
-        if not adding and not removing:
+        if list(target) == info.replicas:
+            return
+        if not adding and set(target) <= set(info.isr):
+            # Nothing to add and the ISR holds every target replica (fewer replicas, or the same in another order):
+            # the change that starts the reassignment completes it (KRaft `PartitionChangeBuilder.build` completes
+            # it in the same record; ZooKeeper's `onPartitionReassignment` goes straight to its phase B).
+            info.adding, info.removing, info.target = [], removing, list(target)
+            self._complete_reassignment(tp)
             return
         info.replicas = list(target) + removing
         info.adding, info.removing, info.target = adding, removing, list(target)
@@ -563,7 +571,15 @@ class Controller:
         info.elr, info.last_known_elr = [], []
         info.adding, info.removing, info.target = [], [], None
         if info.leader not in target:
+            epoch = info.partition_epoch
             self._elect(tp, info, exclude=info.leader, reason="reassignment")
+            if info.partition_epoch == epoch:
+                # No leader before and none eligible now: the change still commits the new assignment, and the
+                # removed replicas bump the leader epoch as below (`PartitionChangeBuilder.build` with leader -1).
+                info.leader_epoch += 1
+                info.partition_epoch += 1
+                self._emit_change(tp, info, "reassignment")
+                self._mark(tp, info)
         else:
             # Removing replicas bumps the leader epoch, fencing the removed ones (PartitionChangeBuilder).
             info.leader_epoch += 1

@@ -16,9 +16,9 @@ A. `isr_expansion_race` (isr_holds_committed). The leader proposes adding follow
    lost (`test_the_isr_expansion_race_loses_acknowledged_writes_when_the_other_isr_members_fail`). A proposal
    whose request was lost is resent by the AlterPartition manager and may be committed only after the HW rose,
    and the leader may fail before the metadata reaches it: then one leader crash is enough, F being first in
-   the assignment (`--correlated` seed 561204). Or the leader does learn it, and a controlled shutdown of the
-   leader moves leadership to F, the only other ISR member, before F catches up (`--reassigning` seed 627432,
-   pinned since e6fcc33 as `--power --before-kip903` seed 836215).
+   the assignment (`--correlated` seed 561204, until session 48 moved its run). Or the leader does learn it, and
+   a controlled shutdown of the leader moves leadership to F, the only other ISR member, before F catches up
+   (`--reassigning` seed 627432, pinned since e6fcc33 as `--power --before-kip903` seed 836215).
    Those losses (`acked_write_lost`, and the followers' truncation of the committed records, `truncation_safety`,
    which F then commits again, `inconsistent_offsets`) are recognised too (`isr_race_elected`): they lie between
    F's LEO at its election from the ISR and the HW committed before it.
@@ -143,8 +143,9 @@ def isr_race_elected(v: Violation, events: Sequence[Event]) -> bool:
     below H, the HW committed before it, and L <= `v.offset` < H (records committed, then lost or rewritten, from
     F's LEO on), where F was in the controller's ISR through A's race: its last leader proposed adding it, a
     same-partition-epoch metadata update abandoned the proposal, and that leader's HW then rose past L
-    (`--correlated` seed 561204; `--reassigning` seed 627432, now 836215 of `--power --before-kip903`, through a
-    controlled shutdown; `--correlated` seed 784244 with the old leader a follower again before F's election)."""
+    (`--correlated` seed 561204 until session 48; `--reassigning` seed 627432, now 836215 of `--power
+    --before-kip903`, through a controlled shutdown; `--correlated` seed 784244 with the old leader a follower again
+    before F's election)."""
     if v.invariant not in LOSS_INVARIANTS or v.offset is None or v.topic is None or v.partition is None:
         return False
     topic, partition = v.topic, v.partition

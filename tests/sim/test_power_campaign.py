@@ -104,15 +104,15 @@ def test_a_short_power_campaign_shows_no_problem_beyond_the_known_findings() -> 
 
 
 def test_the_reassigning_power_seed_whose_paused_leader_committed_lost_records_is_explained() -> None:
-    """`--seeds 533949-533949 --reassigning --power`: `_zombie_commit` as it ran (t-1, HW change 1942)."""
+    """`--seeds 533949-533949 --reassigning --power`: `_zombie_commit` as it ran (t-1, HW change 2055)."""
     sc = power_reassigning_scenario(533949)
     _, events, stats = run(sc)
     errors = [v for v in check(events, stats).violations if v.severity == "error"]
     assert {(v.invariant, v.topic, v.partition) for v in errors} == {
         ("inconsistent_offsets", "t", 1), ("committed_prefix_agreement", "t", 1), ("truncation_safety", "t", 1)}
-    assert power_lossy(events)[("t", 1)] == 1942 == min(v.event_id for v in errors)
-    zombie = events[1942]
-    assert (zombie["broker_id"], zombie["leader_epoch"], zombie["old_hw"], zombie["hw"]) == (2, 4, 84, 117)
+    assert power_lossy(events)[("t", 1)] == 2055 == min(v.event_id for v in errors)
+    zombie = events[2055]
+    assert (zombie["broker_id"], zombie["leader_epoch"], zombie["old_hw"], zombie["hw"]) == (2, 5, 126, 177)
     assert problems_in(sc, events, stats) == ([], [])
 
 
