@@ -306,8 +306,6 @@ LEADER_AND_ISR_SKIP = "isr_leader_and_isr"
 """The pattern of a sitting leader's "Skipped the become-leader state change ... with leader epoch E" line."""
 REPLAY = "unclean_partition_change"
 """The pattern of a KRaft controller's line as it replays the election's record, which each controller prints."""
-CREATED = "partition_created"
-"""The pattern of a KRaft controller's line as it replays a new partition's record: its first leader."""
 RESTATE_WINDOW_MS = 60_000
 """How far apart in time two lines of one unclean election may be stamped when one of them gives no epoch: the
 controller's and the new leader's (the time the election takes to reach the leader, and the skew between the two
@@ -377,7 +375,7 @@ def _from_earlier_lines(events: DataFrame) -> DataFrame:
 
 def _logged_election() -> Column:
     """An election log lines tell of: an unclean one, one from the eligible leader replicas (only a KRaft
-    controller's `REPLAY` line tells of those), or a partition's first leader (its `CREATED` line)."""
+    controller's `REPLAY` line tells of those), or a partition's first leader (its `partition_created` line)."""
     return (F.col("event_type") == "leader_election") & (
         F.col("action").isin("unclean", "elr") | (F.col("reason") == "topic_creation"))
 
@@ -399,9 +397,9 @@ def _unrepeated_elections(events: DataFrame) -> DataFrame:
     * the builder's line of this batch restates the replay line of its election: the same leader and epoch, or,
       the builder's line giving none, the replay line of that leader nearest to it within `RESTATE_WINDOW_MS`, to
       which it is the nearest builder's line of that leader. The replay line is kept: it gives the epochs;
-    * a controller's creation line (`CREATED`) restates an earlier one of the partition with the same topic id or
-      an earlier batch's creation event: each controller prints one per record; and one stamped more than
-      `RESTATE_WINDOW_MS` after a leader line of that topic id in a later epoch is a reprint (a restarted
+    * a controller's creation line (`partition_created`) restates an earlier one of the partition with the same
+      topic id or an earlier batch's creation event: each controller prints one per record; and one stamped more
+      than `RESTATE_WINDOW_MS` after a leader line of that topic id in a later epoch is a reprint (a restarted
       controller replaying the records after its snapshot).
 
     Before that, a controller's line that gives no epoch takes the one its leader's RECOVERING lines of the same
