@@ -187,16 +187,24 @@ def _replay_lines(ev: Mapping[str, Any], controller: int, before: tuple[int, tup
     return _line(ev, logger, f"[QuorumController id={controller}] {text}")
 
 
+def created_text(tp: str, topic: str, replicas: Iterable[int], isr: Iterable[int], leader: int, *, epoch: int = 0,
+                 kafka4: bool = False) -> str:
+    """What a KRaft controller prints as it replays a partition's record that it does not hold yet: the topic's
+    creation (both epochs 0), or, loading a snapshot, the partition as it stands (`epoch`, and one more partition
+    epoch); `kafka4`: the registration of Kafka 4 (directories and the eligible leader replicas)."""
+    dirs = "directories=[AAAAAAAAAAAAAAAAAAAAAA], " if kafka4 else ""
+    elr = "elr=[], lastKnownElr=[], " if kafka4 else ""
+    return (f"Replayed PartitionRecord for new partition {tp} with topic ID {topic} and PartitionRegistration("
+            f"replicas={_ids_list(replicas)}, {dirs}isr={_ids_list(isr)}, removingReplicas=[], addingReplicas=[], "
+            f"{elr}leader={leader}, leaderRecoveryState=RECOVERED, leaderEpoch={epoch}, "
+            f"partitionEpoch={epoch + 1 if epoch else 0}).")
+
+
 def _created_lines(ev: Mapping[str, Any], controller: int, files: dict[str, list[str]]) -> str:
-    """The line the active controller prints as it replays the creation `ev` of a partition ("Replayed
-    PartitionRecord for new partition ..."), in Kafka 4's form where the run has eligible leader replicas; a
-    standby's copy, 3 ms later, goes to its own log."""
-    replicas, isr = _ids_list(ev["replicas"]), _ids_list(ev["isr"])
-    elr = "elr=[], lastKnownElr=[], " if ev.get("elr") is not None else ""
-    text = (f"Replayed PartitionRecord for new partition {ev['topic']}-{ev['partition']} with topic ID "
-            f"{topic_id(ev['topic'])} and PartitionRegistration(replicas={replicas}, isr={isr}, removingReplicas=[], "
-            f"addingReplicas=[], {elr}leader={ev['leader_id']}, leaderRecoveryState=RECOVERED, leaderEpoch=0, "
-            "partitionEpoch=0).")
+    """The line the active controller prints as it replays the creation `ev` of a partition, in Kafka 4's form where
+    the run has eligible leader replicas; a standby's copy, 3 ms later, goes to its own log."""
+    text = created_text(f"{ev['topic']}-{ev['partition']}", topic_id(ev["topic"]), ev["replicas"], ev["isr"],
+                        int(ev["leader_id"]), kafka4=ev.get("elr") is not None)
     logger = "org.apache.kafka.controller.ReplicationControlManager"
     files.setdefault("controller-standby.server.log", []).append(
         _line({"ts_ms": int(ev["ts_ms"]) + 3}, logger, f"[QuorumController id={controller + 1}] {text}"))

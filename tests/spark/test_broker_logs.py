@@ -30,6 +30,7 @@ from jobs.validate import classify
 from replication_core.checker.catalogue import CATALOGUE, KAFKA_LOG
 from replication_core.checker.checker import check_events
 from schemas.tables import BRONZE_EVENTS, BRONZE_QUARANTINE
+from tests.spark.kafka_log_render import created_text
 
 REAL = Path(__file__).resolve().parents[1] / "data" / "kafka-logs"
 COLUMNS = ("broker_id", "event_type", "topic", "partition", "leader_epoch", "action", "leader_id",
@@ -768,15 +769,11 @@ def test_a_replay_line_restates_the_election_an_earlier_batch_read(spark: SparkS
 
 def _created_line(t: str, controller: int, tp: str, replicas: str, leader: int, *, epoch: int = 0,
                   topic_id: str = _ORDERS_ID, kafka4: bool = False) -> str:
-    """The line a KRaft controller prints as it replays a partition's record that it does not hold yet: the topic's
-    creation (both epochs 0), or, loading a snapshot, the partition as it stands (`epoch` and one more partition
-    epoch); `kafka4`: the registration of Kafka 4 (directories and the eligible leader replicas)."""
-    dirs = "directories=[AAAAAAAAAAAAAAAAAAAAAA], " if kafka4 else ""
-    elr = "elr=[], lastKnownElr=[], " if kafka4 else ""
-    return (f"[2024-05-14 {t}] INFO [QuorumController id={controller}] Replayed PartitionRecord for new partition {tp} "
-            f"with topic ID {topic_id} and PartitionRegistration(replicas=[{replicas}], {dirs}isr=[{replicas}], "
-            f"removingReplicas=[], addingReplicas=[], {elr}leader={leader}, leaderRecoveryState=RECOVERED, "
-            f"leaderEpoch={epoch}, partitionEpoch={epoch + 1 if epoch else 0}). "
+    """A KRaft controller's line as it replays a partition's record it does not hold yet (`created_text`), the ISR
+    the replicas."""
+    ids = [int(b) for b in replicas.split(", ")]
+    return (f"[2024-05-14 {t}] INFO [QuorumController id={controller}] "
+            f"{created_text(tp, topic_id, ids, ids, leader, epoch=epoch, kafka4=kafka4)} "
             "(org.apache.kafka.controller.ReplicationControlManager)\n")
 
 
