@@ -370,13 +370,17 @@ class Partition:
                        partition_epoch=self.partition_epoch, replicas=list(self.replicas),
                        isr=sorted(self.partition_state.isr), leo=self.log.log_end_offset,
                        hw=self.log.high_watermark)
-            # Only during a reassignment: most leadership changes have neither list (the fields stay absent).
-            if self.adding_replicas or self.removing_replicas:
-                ev = self.events[-1]
-                if self.adding_replicas:
-                    ev["adding_replicas"] = list(self.adding_replicas)
-                if self.removing_replicas:
-                    ev["removing_replicas"] = list(self.removing_replicas)
+            self._note_reassignment()
+
+    def _note_reassignment(self) -> None:
+        """Add the reassignment in progress to the event just emitted: most have neither list (the fields stay
+        absent)."""
+        if self.events is not None and (self.adding_replicas or self.removing_replicas):
+            ev = self.events[-1]
+            if self.adding_replicas:
+                ev["adding_replicas"] = list(self.adding_replicas)
+            if self.removing_replicas:
+                ev["removing_replicas"] = list(self.removing_replicas)
 
     # --- epoch checks ----------------------------------------------------------------------------------
 
@@ -435,7 +439,8 @@ class Partition:
         entry for the new epoch at the LEO even with no records (KAFKA-7415). `high_watermark_checkpoint`
         initialises the HW of a freshly loaded log (clamped to [LSO, LEO]). Any pending AlterPartition is
         abandoned (`updateAssignmentAndIsr`); with the same leader epoch that is an `isr_change` update
-        (committed, `leader_and_isr`) when the ISR differs or a proposal was pending.
+        (committed, `leader_and_isr`, with the assignment) when the ISR or the assignment differs or a proposal
+        was pending.
         """
         if reg.partition_epoch < self.partition_epoch:
             return False
@@ -444,6 +449,7 @@ class Partition:
         is_new_leader_epoch = reg.leader_epoch > self.leader_epoch
         old_isr = self.partition_state.isr
         was_inflight = self.partition_state.is_inflight
+        old_assignment = (self.replicas, self.adding_replicas, self.removing_replicas)
         isr = frozenset(reg.isr)
         self._update_assignment_and_isr(reg, True, isr, RECOVERED)
         log = self.log
@@ -461,14 +467,18 @@ class Partition:
         log.leader_epoch = self.leader_epoch
         if is_new_leader or is_new_leader_epoch:
             self._emit_leadership("become_leader", now_ms)
-        elif old_isr != isr or was_inflight:
+        elif old_isr != isr or was_inflight or old_assignment != (self.replicas, self.adding_replicas,
+                                                                  self.removing_replicas):
             # `updateAssignmentAndIsr` set CommittedPartitionState: a pending AlterPartition is abandoned
             # even when the ISR is unchanged (PartitionTest.testAlterIsrLeaderAndIsrRace). Without an event
             # here a reader of the events would still see that proposal pending (isr_single_inflight) and
-            # count its replica in the maximal ISR (hw_bound_maximal_isr).
+            # count its replica in the maximal ISR (hw_bound_maximal_isr). It states the assignment too: a
+            # reassignment step that removes no replica keeps the leader epoch (KRaft), so this is where the
+            # leader's new followers show (Kafka's "Skipped the become-leader state change" line).
             self._emit("isr_change", now_ms, action="update", old_isr=sorted(old_isr), isr=sorted(isr),
                        isr_state="committed", partition_epoch=self.partition_epoch, reason="leader_and_isr",
-                       error="NONE")
+                       error="NONE", replicas=list(self.replicas))
+            self._note_reassignment()
         # The ISR may have shrunk to the leader alone: the HW may move now (callers compare HW before
         # and after to decide whether delayed operations need a re-check, as tryCompleteDelayedRequests).
         self.maybe_increment_leader_hw(now_ms)

@@ -599,6 +599,9 @@ class _RunChecker:
             r.isr = isr
             r.pending = None
             r.pending_added = None
+            if ev.get("replicas") is not None:
+                # The leader applied a registration of its epoch (a reassignment step that removes no replica).
+                r.replicas = tuple(_ints(ev.get("replicas")))
             if added:
                 self._check_isr_holds_committed(ev, p, r, added, r.lso, r.hw)
         elif state == "rejected" and ev.get("reason") == "reset_to_committed":

@@ -35,7 +35,9 @@ controller node that never fails:
   which cover every move in progress as `kafka-reassign-partitions --execute --additional --throttle` sets
   them, and the brokers' throttled rates), and completes when every target replica is in the ISR: the
   replica set becomes the target, leadership moves if needed, removed replicas get StopReplica(delete), and
-  once the topic has no move left its throttles are cleared (as the tool's `--verify` clears them).
+  once the topic has no move left its throttles are cleared (as the tool's `--verify` clears them). Epochs
+  follow KRaft: each step bumps the partition epoch, and the leader epoch only when it removes a replica or
+  changes the leader (ZooKeeper's controller also bumped it when the reassignment started).
 """
 
 from __future__ import annotations
@@ -530,9 +532,10 @@ class Controller:
             return
         info.replicas = list(target) + removing
         info.adding, info.removing, info.target = adding, removing, list(target)
-        # The ZooKeeper controller bumps the leader epoch when it widens the assignment
-        # (`updateLeaderEpochAndSendRequest`), so every replica, the leader included, re-reads it.
-        info.leader_epoch += 1
+        # Widening the assignment bumps the partition epoch only (KRaft `PartitionChangeBuilder
+        # .triggerLeaderEpochBumpIfNeeded`: no replica leaves it): the leader learns its new followers from the
+        # metadata at its epoch (`Partition.makeLeader`, `updateAssignmentAndIsr`), and the adding replicas start
+        # fetching in that epoch. ZooKeeper's controller bumped the leader epoch here as well.
         info.partition_epoch += 1
         for b in adding:
             self.by_broker.setdefault(b, []).append(tp)
@@ -570,19 +573,16 @@ class Controller:
         # whose replica count caps min ISR, is itself mid-reassignment with more replicas: an edge left out).
         info.elr, info.last_known_elr = [], []
         info.adding, info.removing, info.target = [], [], None
+        epoch = info.partition_epoch
         if info.leader not in target:
-            epoch = info.partition_epoch
             self._elect(tp, info, exclude=info.leader, reason="reassignment")
-            if info.partition_epoch == epoch:
-                # No leader before and none eligible now: the change still commits the new assignment, and the
-                # removed replicas bump the leader epoch as below (`PartitionChangeBuilder.build` with leader -1).
+        if info.partition_epoch == epoch:
+            # No election (the leader stays, or there was none and none is eligible now): the change commits the new
+            # assignment. Removing replicas bumps the leader epoch, fencing the removed ones; a completion that
+            # removes none (more replicas, or the same in another order) bumps the partition epoch only
+            # (`PartitionChangeBuilder.triggerLeaderEpochBumpIfNeeded`).
+            if removed:
                 info.leader_epoch += 1
-                info.partition_epoch += 1
-                self._emit_change(tp, info, "reassignment")
-                self._mark(tp, info)
-        else:
-            # Removing replicas bumps the leader epoch, fencing the removed ones (PartitionChangeBuilder).
-            info.leader_epoch += 1
             info.partition_epoch += 1
             self._emit_change(tp, info, "reassignment")
             self._mark(tp, info)
