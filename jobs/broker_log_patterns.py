@@ -143,15 +143,19 @@ PATTERNS: tuple[LinePattern, ...] = (
         "isr_leader_and_isr", "isr_change",
         "Partition.makeLeader with the leader epoch it has (the controller changed the ISR or the replicas of a "
         "sitting leader; the state-change log, 3.3+): 'Skipped the become-leader state change for {tp} with topic id "
-        "{id} and partition state LeaderAndIsrPartitionState(..., partitionEpoch={p}, ...) since it is already the "
-        "leader with leader epoch {e}. Current high watermark {hw}, ISR [{isr}], ...': the committed ISR replaces "
-        "the broker's, and a pending AlterPartition is abandoned (updateAssignmentAndIsr)",
+        "{id} and partition state LeaderAndIsrPartitionState(..., partitionEpoch={p}, replicas=[..], "
+        "addingReplicas=[..], removingReplicas=[..], ...) since it is already the leader with leader epoch {e}. "
+        "Current high watermark {hw}, ISR [{isr}], ...': the committed ISR and assignment replace the broker's (a "
+        "reassignment that adds or reorders replicas keeps the leader epoch), and a pending AlterPartition is "
+        "abandoned (updateAssignmentAndIsr)",
         "Skipped the become-leader state change for ",
         r"Skipped the become-leader state change for " + _TP + r" with topic id \S+ and partition state .*?"
-        r"partitionEpoch=(\d+).*? since it is already the leader with leader epoch (\d+)\. Current high watermark "
+        r"partitionEpoch=(\d+)(?:, replicas=\[([\d, ]*)\], addingReplicas=\[([\d, ]*)\], removingReplicas="
+        r"\[([\d, ]*)\])?.*? since it is already the leader with leader epoch (\d+)\. Current high watermark "
         r"\d+, ISR \[([\d, ]*)\]",
         {"tp": "{1}", "action": "'update'", "isr_state": "'committed'", "reason": "'leader_and_isr'",
-         "partition_epoch": "int({2})", "leader_epoch": "int({3})", "isr": "ids({4})"},
+         "partition_epoch": "int({2})", "replicas": "nonempty_ids({3})", "adding_replicas": "nonempty_ids({4})",
+         "removing_replicas": "nonempty_ids({5})", "leader_epoch": "int({6})", "isr": "ids({7})"},
         strict=False,  # the older forms (2.x) print other sentences after the same words
     ),
     LinePattern(

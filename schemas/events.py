@@ -16,9 +16,9 @@ from dataclasses import dataclass, field
 
 import pyarrow as pa
 
-SCHEMA_VERSION = "1.6"
+SCHEMA_VERSION = "1.7"
 SCHEMA_MAJOR = 1
-SCHEMA_MINOR = 6
+SCHEMA_MINOR = 7
 
 
 class SchemaVersionError(ValueError):
@@ -292,13 +292,17 @@ PAYLOAD: tuple[Column, ...] = (
            "proposed (or committed) ISR; for partition_change the ISR after it.",
            used_by=(LEADERSHIP_CHANGE, ISR_CHANGE, LEADER_ELECTION, PARTITION_CHANGE)),
     Column("old_isr", INT_LIST, "Committed ISR before the change.", used_by=(ISR_CHANGE,)),
-    Column("replicas", INT_LIST, "Assigned replicas.", used_by=(LEADERSHIP_CHANGE, LEADER_ELECTION, PARTITION_CHANGE)),
+    Column("replicas", INT_LIST, "Assigned replicas. On an isr_change, a sitting leader's registration in its own "
+           "epoch (committed update, reason leader_and_isr: KRaft keeps the leader epoch when a reassignment adds "
+           "or reorders replicas); since 1.7.",
+           used_by=(LEADERSHIP_CHANGE, LEADER_ELECTION, PARTITION_CHANGE, ISR_CHANGE)),
     Column("adding_replicas", INT_LIST, "Replicas an ongoing reassignment is adding (LeaderAndIsr "
-           "addingReplicas, KIP-455); absent when none. Kafka's replication factor excludes them. Since 1.1.",
-           used_by=(LEADERSHIP_CHANGE, LEADER_ELECTION, PARTITION_CHANGE)),
+           "addingReplicas, KIP-455); absent when none. Kafka's replication factor excludes them. Since 1.1 "
+           "(isr_change: 1.7).",
+           used_by=(LEADERSHIP_CHANGE, LEADER_ELECTION, PARTITION_CHANGE, ISR_CHANGE)),
     Column("removing_replicas", INT_LIST, "Replicas an ongoing reassignment is removing (LeaderAndIsr "
-           "removingReplicas); absent when none. Since 1.1.",
-           used_by=(LEADERSHIP_CHANGE, LEADER_ELECTION, PARTITION_CHANGE)),
+           "removingReplicas); absent when none. Since 1.1 (isr_change: 1.7).",
+           used_by=(LEADERSHIP_CHANGE, LEADER_ELECTION, PARTITION_CHANGE, ISR_CHANGE)),
     Column("elr", INT_LIST, "Eligible leader replicas after the election or partition change (KIP-966, Kafka 4.0+ with "
            "eligible.leader.replicas.version=1): replicas that left an ISR below min ISR and still hold every "
            "committed record; an `elr` election took its leader from them. Absent when the cluster does not run "

@@ -22,7 +22,9 @@ order. The state a check sees is the state *before* its event (`rowsBetween(unbo
   clears it. isr_change events outside a leader tenure are ignored, as the checker's handler returns early.
 
 * committed ISR — a become_leader's ISR, a committed isr_change's while leading; emptied by a
-  become_follower or a tenure-closing lifecycle event; assigned replicas from the last leadership_change;
+  become_follower or a tenure-closing lifecycle event; assigned replicas from the last leadership_change, or
+  committed isr_change while leading that states them (a registration of the leader's epoch: KRaft keeps the
+  epoch when a reassignment adds replicas or reorders them);
   min.insync.replicas from the broker's last `broker_config` (topic override first), else the default.
 
 * leader side, for `jobs.invariants.isr_rules` — the replayed HW (hw_change, or a leadership_change that
@@ -204,8 +206,9 @@ def _replay(rows: DataFrame, leader_view: bool = False) -> DataFrame:
     s2 = s1.select(
         "*",
         F.coalesce(F.last(isr_mark, True).over(before), empty).alias("_isr"),
-        F.coalesce(F.last(F.when(is_lc, F.coalesce("replicas", empty)), True).over(before), empty)
-        .alias("_replicas"),
+        F.coalesce(F.last(F.when(is_lc, F.coalesce("replicas", empty))
+                          .when(committed_isr & F.col("replicas").isNotNull(), F.col("replicas")), True)
+                   .over(before), empty).alias("_replicas"),
         F.coalesce(F.last(min_isr_mark, True).over(before), F.lit(_DEFAULT_MIN_ISR)).alias("_min_isr_config"),
         F.last(F.when(is_cfg, F.col("event_id")), True).over(before).alias("_config_event"),
         full.alias("_full"),

@@ -22,9 +22,10 @@ log_end_offset). Sources, all emitted by the replica's own log / partition:
 `silver/partition_state` — per (run, topic, partition), intervals of constant (leader, leader epoch,
 partition epoch, committed ISR, eligible leader replicas, assigned replicas), as the controller and the leader
 state it: `leader_election` (controller; leader_id null = offline election), `leadership_change` become_leader
-(the new leader's registration), committed `isr_change` events (ISR and partition epoch; the
-leader is unchanged), and `partition_change` (the controller's change without an election, in runs with
-eligible leader replicas: ISR, ELR, assignment and partition epoch). The ELR is null where no event states it:
+(the new leader's registration), committed `isr_change` events (ISR and partition epoch, and the assignment
+where the event states it: the leader's registration in its epoch; the leader is unchanged), and
+`partition_change` (the controller's change without an election, in runs with eligible leader replicas: ISR,
+ELR, assignment and partition epoch). The ELR is null where no event states it:
 a cluster without ELR, or, from logs, after an ISR change that no controller line shows (Kafka's INFO lines print
 the ELR only at an election from it). An event stating an older partition epoch (or leader epoch) than one already in
 force is stale and changes nothing, as Kafka fences it. A follower's become_follower carries no ISR
@@ -267,8 +268,9 @@ def partition_state(events: DataFrame, min_isr_default: int = 1) -> DataFrame:
     committed = (et == ISR_CHANGE) & (F.col("isr_state") == "committed")
     change = et == PARTITION_CHANGE
     sets_leader = election | became_leader
-    # The controller's records state the assignment and the ELR; a leader's registration the assignment.
-    registers = sets_leader | change
+    # The controller's records state the assignment and the ELR; a leader's registration the assignment, in a new
+    # epoch or in its own (a committed update that states it: KRaft keeps the epoch when replicas are added).
+    registers = sets_leader | change | (committed & F.col("replicas").isNotNull())
     ev = events.where((election | became_leader | committed | change) & _scoped(events)).select(
         *PARTITION_KEY,
         "ts_ms",

@@ -36,7 +36,7 @@ class Audit:
     leaders: dict[tuple[str, int], int | None] = field(default_factory=dict)
     assigned: dict[tuple[str, int], tuple[int, frozenset[int]]] = field(default_factory=dict)
     """(topic, partition) -> (partition epoch, replicas less those a reassignment is removing) of the newest
-    assignment a leader_election or leadership_change stated."""
+    assignment a leader_election, leadership_change or committed isr_change stated."""
 
     def _assign(self, ev: dict[str, Any]) -> None:
         if not ev.get("replicas") or ev.get("partition_epoch") is None:
@@ -157,6 +157,8 @@ def audit(events: Iterable[dict[str, Any]]) -> Audit:
             a._assign(ev)
         elif et == "isr_change":
             a.isr_changes.append(ev)
+            if ev.get("isr_state") == "committed":
+                a._assign(ev)  # a leader's registration in its epoch states the assignment (KRaft reassignment)
         elif et == "broker_lifecycle":
             a.lifecycle.append(ev)
     return a

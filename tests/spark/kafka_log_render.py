@@ -400,16 +400,17 @@ def render(events: Iterable[Mapping[str, Any]], style: str, controller_log: bool
                                  "leaderRecoveryState=RECOVERED)."))
                 exp = Expected(**{**base, "isr": tuple(ev["old_isr"]), "isr_state": state, "error": ev["error"]})
             elif state == "committed" and ev.get("reason") == "leader_and_isr" and new:
-                isr = ", ".join(str(r) for r in ev["isr"])
+                adding, removing = ev.get("adding_replicas") or [], ev.get("removing_replicas") or []
                 out.append(_line(ev, "state.change.logger",
                                  f"[Broker id={b}] Skipped the become-leader state change for {tp} with topic id "
                                  f"{topic_id(ev['topic'])} and partition state LeaderAndIsrPartitionState(topicName="
                                  f"'{ev['topic']}', partitionIndex={ev['partition']}, controllerEpoch=-1, leader={b}, "
-                                 f"leaderEpoch={ev['leader_epoch']}, isr=[{isr}], partitionEpoch="
-                                 f"{ev['partition_epoch']}, replicas=[], addingReplicas=[], removingReplicas=[], "
-                                 f"isNew=false, leaderRecoveryState=0) since it is already the leader with leader "
-                                 f"epoch {ev['leader_epoch']}. Current high watermark 0, ISR [{_ids(ev['isr'])}], "
-                                 "adding replicas [] and removing replicas []."))
+                                 f"leaderEpoch={ev['leader_epoch']}, isr={_ids_list(ev['isr'])}, partitionEpoch="
+                                 f"{ev['partition_epoch']}, replicas={_ids_list(ev['replicas'])}, addingReplicas="
+                                 f"{_ids_list(adding)}, removingReplicas={_ids_list(removing)}, isNew=false, "
+                                 f"leaderRecoveryState=0) since it is already the leader with leader epoch "
+                                 f"{ev['leader_epoch']}. Current high watermark 0, ISR [{_ids(ev['isr'])}], adding "
+                                 f"replicas [{_ids(adding)}] and removing replicas [{_ids(removing)}]."))
                 exp = Expected(**{**base, "isr": tuple(ev["isr"]), "isr_state": state,
                                   "partition_epoch": ev["partition_epoch"]})
             # An AlterPartition answer (a LeaderAndIsr that changes a 2.x leader's ISR prints no line).

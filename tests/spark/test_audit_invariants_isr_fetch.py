@@ -275,6 +275,19 @@ def isr_expand_legal_flags_a_lagging_a_double_and_an_ineligible_committed_additi
 
 
 @case
+def isr_expand_legal_takes_the_replicas_a_leader_is_assigned_in_its_epoch() -> Case:
+    # Replica 4, caught up, is added. In `bad` no event assigns it (the leader's registration says [1, 2, 3]); in
+    # `ok` the leader applied a reassignment adding it in its own epoch (KRaft keeps the leader epoch when replicas
+    # are added), a committed update that states the new assignment.
+    start = [leader(), append(0, 9)]
+    moved = isr_change("update", [1, 2, 3], [1, 2, 3], state="committed", reason="leader_and_isr",
+                       replicas=[1, 2, 3, 4], adding_replicas=[4])
+    bad = [*start, fetch_state(4, 10, 0), isr_change("expand", [1, 2, 3], [1, 2, 3, 4])]
+    ok = [*start, moved, fetch_state(4, 10, 0), isr_change("expand", [1, 2, 3], [1, 2, 3, 4])]
+    return _case("isr_expand_legal", bad, ok, [("bad", "isr_expand_legal", "error", 4, 3, None, 0, 10, [2, 3])])
+
+
+@case
 def isr_shrink_legal_flags_removing_a_caught_up_follower_and_the_leader() -> Case:
     cfg = config(1, **{"replica.lag.time.max.ms": "1000"})
     start = [cfg, dict(leader(), ts_ms=1000), append(0, 9), dict(fetch_state(2, 10, 1500), ts_ms=1500),

@@ -96,7 +96,8 @@ def test_every_logged_event_reads_back_as_the_engine_emitted_it(spark: SparkSess
         for name, text in files.items():
             (folder / name).write_text(text, encoding="utf-8")
         got = classify(read_broker_logs(spark, sorted(str(p) for p in folder.iterdir()), BrokerLogOptions(f"r{i}")))
-        rows = got.select("_source_file", "_source_line", "_reason", "broker_id", "reason", *FIELDS).collect()
+        rows = got.select("_source_file", "_source_line", "_reason", "broker_id", "reason", "replicas",
+                          "adding_replicas", "removing_replicas", *FIELDS).collect()
         assert [r["_reason"] for r in rows if r["_reason"]] == []
         # A failed fetch request's line names each partition of the request: one event per partition.
         at_line = {(e.file, e.line, e.topic, e.partition): e for e in expected}
@@ -111,6 +112,12 @@ def test_every_logged_event_reads_back_as_the_engine_emitted_it(spark: SparkSess
                 # Derived from the broker's earlier lines: the engine's own action.
                 wanted["action"] = engine["action"]
             assert (r["broker_id"], got_row) == (broker, wanted), (style, i, engine)
+            if want.event_type == "isr_change" and engine.get("reason") == "leader_and_isr":
+                # The leader's registration in its epoch states the assignment (a reassignment keeps the epoch).
+                for f in ("replicas", "adding_replicas", "removing_replicas"):
+                    assert tuple(r[f] or ()) == tuple(engine.get(f) or ()), (style, i, engine)
+                checked["assignment"] += 1
+                checked["reassigning"] += bool(engine.get("adding_replicas") or engine.get("removing_replicas"))
             if want.event_type == "log_start_offset_change":  # what moved it, where the line says (2.8+)
                 assert r["reason"] == want.reason, (style, i, engine)
                 checked[f"log_start_reason_{want.reason}"] += 1
@@ -133,6 +140,8 @@ def test_every_logged_event_reads_back_as_the_engine_emitted_it(spark: SparkSess
         assert (checked["from_elr"] > 0) == (style == "3.6"), checked
         # and each partition's first leader in the lines they print as they replay its creation.
         assert (checked["created"] > 0) == (style == "3.6"), checked
+        if style == "3.6":  # a sitting leader's registration states the assignment, a move in progress included
+            assert checked["assignment"] > 0 and checked["reassigning"] > 0, checked
         assert checked["fetch_response"] > 0, checked  # the fetch errors Kafka logs at INFO and above
         assert checked["request_failed"] > 0, checked  # the partitions of requests that got no answer
         assert checked["log_start_offset_change"] > 0, checked

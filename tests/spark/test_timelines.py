@@ -256,6 +256,42 @@ def test_partition_state_a_reassignment_is_not_under_replicated_for_the_replicas
     ], PARTITION_STATE_SCHEMA)
 
 
+def test_partition_state_takes_the_assignment_a_sitting_leader_applies_in_its_epoch(events, expect) -> None:
+    # The same move under KRaft's epochs: widening the assignment keeps leader epoch 1, so the leader's registration
+    # is a committed update (leader_and_isr) that states it; the completion removes 3 and bumps the epoch; a later
+    # reorder of the same replicas keeps epoch 2 again. An update that does not state the replicas (an AlterPartition
+    # answer) leaves the assignment as it was.
+    ev = events([
+        dict(event_type="broker_config", ts_ms=0, broker_id=1, topic=None, partition=None,
+             config={"min.insync.replicas": "4"}),                                                        # 0
+        dict(event_type="leader_election", ts_ms=0, broker_id=0, leader_epoch=1, action="clean", leader_id=1,
+             partition_epoch=1, isr=[1, 2, 3], replicas=[1, 2, 3]),                                     # 1
+        dict(event_type="isr_change", ts_ms=100, broker_id=1, leader_epoch=1, action="update",
+             isr_state="committed", old_isr=[1, 2, 3], isr=[1, 2, 3], partition_epoch=2, reason="leader_and_isr",
+             replicas=[1, 2, 4, 3], adding_replicas=[4], removing_replicas=[3]),                         # 2
+        dict(event_type="isr_change", ts_ms=200, broker_id=1, leader_epoch=1, action="expand",
+             isr_state="committed", old_isr=[1, 2, 3], isr=[1, 2, 3, 4], partition_epoch=3,
+             reason="alter_partition"),                                                                  # 3
+        dict(event_type="leadership_change", ts_ms=300, broker_id=1, leader_epoch=2, action="become_leader",
+             leader_id=1, partition_epoch=4, isr=[1, 2, 4], replicas=[1, 2, 4], leo=0, hw=0),            # 4
+        dict(event_type="isr_change", ts_ms=400, broker_id=1, leader_epoch=2, action="update",
+             isr_state="committed", old_isr=[1, 2, 4], isr=[1, 2, 4], partition_epoch=5, reason="leader_and_isr",
+             replicas=[4, 1, 2]),                                                                        # 5
+    ])
+    expect(partition_state(ev), [
+        ("r", "t", 0, 0, 100, 1, 1, 1, [1, 2, 3], None, [1, 2, 3], 3, 3, 3, False, False, True, False,
+         "leader_election:clean", 1),
+        ("r", "t", 0, 100, 200, 1, 1, 2, [1, 2, 3], None, [1, 2, 4, 3], 3, 3, 4, False, True, False, False,
+         "isr_change:update", 2),
+        ("r", "t", 0, 200, 300, 1, 1, 3, [1, 2, 3, 4], None, [1, 2, 4, 3], 4, 3, 4, False, False, True, False,
+         "isr_change:expand", 3),
+        ("r", "t", 0, 300, 400, 1, 2, 4, [1, 2, 4], None, [1, 2, 4], 3, 3, 3, False, False, True, False,
+         "leadership_change:become_leader", 4),
+        ("r", "t", 0, 400, None, 1, 2, 5, [1, 2, 4], None, [4, 1, 2], 3, 3, 3, False, False, True, False,
+         "isr_change:update", 5),
+    ], PARTITION_STATE_SCHEMA)
+
+
 def test_partition_state_follows_the_eligible_leader_replicas(events, expect) -> None:
     # A cluster with ELR (KIP-966), min ISR 2: the controller's partition changes state the ISR and the ELR between
     # elections; the leader's own commit of a change the controller already stated opens no interval, and its late
