@@ -104,15 +104,18 @@ def test_a_short_power_campaign_shows_no_problem_beyond_the_known_findings() -> 
 
 
 def test_the_reassigning_power_seed_whose_paused_leader_committed_lost_records_is_explained() -> None:
-    """`--seeds 533949-533949 --reassigning --power`: `_zombie_commit` as it ran (t-1, HW change 2055)."""
+    """`--seeds 533949-533949 --reassigning --power`: `_zombie_commit` as it ran (t-1, HW change 1876). Broker 3
+    loses 96..110 to a power failure (event 1566) and is elected in epoch 5 with LEO 96 (1735; nothing above 69
+    was committed yet), and commits its own records; leader 2, back from a pause in epoch 2, raises its HW from 69
+    to 111 (1876), the LEO broker 3 fetched to before the crash."""
     sc = power_reassigning_scenario(533949)
     _, events, stats = run(sc)
     errors = [v for v in check(events, stats).violations if v.severity == "error"]
     assert {(v.invariant, v.topic, v.partition) for v in errors} == {
         ("inconsistent_offsets", "t", 1), ("committed_prefix_agreement", "t", 1), ("truncation_safety", "t", 1)}
-    assert power_lossy(events)[("t", 1)] == 2055 == min(v.event_id for v in errors)
-    zombie = events[2055]
-    assert (zombie["broker_id"], zombie["leader_epoch"], zombie["old_hw"], zombie["hw"]) == (2, 5, 126, 177)
+    assert power_lossy(events)[("t", 1)] == 1876 == min(v.event_id for v in errors)
+    zombie = events[1876]
+    assert (zombie["broker_id"], zombie["leader_epoch"], zombie["old_hw"], zombie["hw"]) == (2, 2, 69, 111)
     assert problems_in(sc, events, stats) == ([], [])
 
 
@@ -148,15 +151,15 @@ def test_an_isr_member_lacking_what_its_power_failure_took_is_explained() -> Non
 
 
 def test_the_power_seed_whose_paused_leader_counted_a_crashed_followers_old_fetch_is_explained() -> None:
-    """`--seeds 597684-597684 --power`: follower 1 of u-0 sends a fetch at 1820 (event 12971) and power-crashes
-    (13019), its recovery drops 1725..1819 (13020); leader 3 then processes that fetch from before the crash
-    (13218) and raises the HW to 1820 (13219), over records 1 no longer has."""
+    """`--seeds 597684-597684 --power`: follower 1 of u-0 sends a fetch at 1820 (event 12970) and power-crashes
+    (13018), its recovery drops 1725..1819 (13019); leader 3 then processes that fetch from before the crash
+    (13217) and raises the HW to 1820 (13218), over records 1 no longer has."""
     sc = power_scenario(597684)
     _, events, stats = run(sc)
     errors = [v for v in check(events, stats).violations if v.severity == "error"]
     assert [(v.invariant, v.topic, v.partition, v.replica, v.event_id, v.offset) for v in errors] == [
-        ("isr_holds_committed", "u", 0, 1, 13219, 1815)]
-    fetched = events[13218]
+        ("isr_holds_committed", "u", 0, 1, 13218, 1815)]
+    fetched = events[13217]
     assert (fetched["event_type"], fetched["follower_id"], fetched["fetch_offset"]) == ("follower_fetch_state", 1, 1820)
     assert power_lost_member(errors[0], events)
     assert problems_in(sc, events, stats) == ([], [])
