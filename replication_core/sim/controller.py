@@ -33,7 +33,8 @@ controller node that never fails:
 * controlled shutdown moves leadership away first and removes the broker from ISRs;
 * reassignment adds the target replicas (throttled through the topics' `*.replication.throttled.replicas`,
   which cover every move in progress as `kafka-reassign-partitions --execute --additional --throttle` sets
-  them, and the brokers' throttled rates), and completes when every target replica is in the ISR: the
+  them, and the brokers' throttled rates), and completes when every target replica is in the ISR, in the same
+  change as the AlterPartition that made it so (a leader the move removes is answered NEW_LEADER_ELECTED): the
   replica set becomes the target, leadership moves if needed, removed replicas get StopReplica(delete), and
   once the topic has no move left its throttles are cleared (as the tool's `--verify` clears them). Epochs
   follow KRaft: each step bumps the partition epoch, and the leader epoch only when it removes a replica or
@@ -449,6 +450,16 @@ class Controller:
         if self._ineligible_in(sent, info):
             return Errors.INELIGIBLE_REPLICA
         target = [b for b in info.replicas if b in sent.isr]
+        if info.target is not None and set(info.target) <= set(target):
+            # The change completes the reassignment in the same record (`PartitionChangeBuilder.build` ->
+            # `completeReassignmentIfNeeded`): the answer states the partition after it, whose leader epoch is new
+            # when a replica left (the leader then ignores it and waits for the metadata), and a leader the target
+            # leaves out learns that the change elected another (`ReplicationControlManager.alterPartition`).
+            info.isr = target
+            self._complete_reassignment(tp)
+            if info.leader != req.broker_id:
+                return Errors.NEW_LEADER_ELECTED
+            return LeaderAndIsr(info.leader, info.leader_epoch, tuple(info.isr), info.partition_epoch)
         if self.elr_enabled:
             # The leader, in the ISR it sent and not fenced (else its epoch would be stale), keeps leading.
             info.elr = self._target_elr(tp, info, target, None)
@@ -463,11 +474,7 @@ class Controller:
         # takes the new partition epoch. A leader that got the answer first already has this epoch; its
         # `makeLeader` (equal partition epoch) then abandons any proposal it made since the answer.
         self._mark(tp, info)
-        answer = LeaderAndIsr(info.leader, info.leader_epoch, tuple(info.isr), info.partition_epoch)
-        if info.target is not None and set(info.target) <= set(info.isr):
-            # The answer goes out first; the reassignment completes in a following metadata change.
-            self.queue.at(self.queue.now_ms, self._complete_reassignment, tp)
-        return answer
+        return LeaderAndIsr(info.leader, info.leader_epoch, tuple(info.isr), info.partition_epoch)
 
     def _ineligible_in(self, sent: LeaderAndIsr, info: PartitionInfo) -> bool:
         """`ineligibleReplicasForIsr`: a member of the proposed ISR is fenced or shutting down, or (KRaft,
@@ -562,6 +569,9 @@ class Controller:
         return {t: (tuple(sorted(leaders[t])), tuple(sorted(followers.get(t, set())))) for t in sorted(leaders)}
 
     def _complete_reassignment(self, tp: TopicPartition) -> None:
+        """`PartitionChangeBuilder.completeReassignmentIfNeeded` once the ISR holds the target: the assignment becomes
+        the target, a leader it leaves out gives way to an election, removed replicas get StopReplica(delete). One
+        change, with the ISR change that made it possible when an AlterPartition did."""
         info = self.partitions[tp]
         target = info.target
         if target is None or not set(target) <= set(info.isr):

@@ -84,18 +84,19 @@ def test_a_new_order_of_the_same_replicas_takes_effect_at_once() -> None:
 
 def test_a_removal_waits_for_a_target_replica_out_of_the_isr() -> None:
     """Broker 3 pauses from 2 s to 6 s and leaves the ISR at 3 s; the move to [1, 3] at 4.5 s first widens the
-    assignment (removing 2; the leader epoch stays) and completes only once broker 3 is back in the ISR, in a new
-    leader epoch that fences broker 2."""
+    assignment (removing 2; the leader epoch stays) and completes only once broker 3 is back in the ISR: the
+    AlterPartition that adds it completes the move in the same change, in a new leader epoch that fences broker 2, so
+    [1, 2, 3] is never committed."""
     start, events = _run("removal-waits", 12000, """
   - {at_ms: 2000, action: pause, broker: 3, duration_ms: 4000}
   - {at_ms: 4500, action: reassign, topic: t, partition: 0, replicas: [1, 3]}
 """)
-    back = next(e for e in events if e["event_type"] == "isr_change" and e["isr_state"] == "committed"
-                and e["isr"] == [1, 2, 3])
-    assert back["ts_ms"] - start == 6006
-    assert _updates(start, events) == [(4501, 1, 0, 2, [1, 3, 2], [2]), (6006, 1, 0, 3, [1, 3, 2], [2])]
-    assert _changes(start, events)[3:] == [(6007, 1, "become_leader", 1, [1, 3], []),
-                                           (6008, 3, "become_follower", 1, [1, 3], [])]
+    back = [(e["ts_ms"] - start, e["isr_state"]) for e in events if e["event_type"] == "isr_change"
+            and e["isr"] == [1, 2, 3]]
+    assert back == [(6003, "proposed")]
+    assert _updates(start, events) == [(4501, 1, 0, 2, [1, 3, 2], [2])]
+    assert _changes(start, events)[3:] == [(6006, 1, "become_leader", 1, [1, 3], []),
+                                           (6006, 3, "become_follower", 1, [1, 3], [])]
 
 
 def test_completing_a_move_of_a_partition_without_a_leader_bumps_its_epochs() -> None:
