@@ -18,7 +18,8 @@ A. `isr_expansion_race` (isr_holds_committed). The leader proposes adding follow
    and the leader may fail before the metadata reaches it: then one leader crash is enough, F being first in
    the assignment (`--correlated` seed 561204, until session 48 moved its run). Or the leader does learn it, and
    a controlled shutdown of the leader moves leadership to F, the only other ISR member, before F catches up
-   (`--reassigning` seed 627432, pinned since e6fcc33 as `--power --before-kip903` seed 836215).
+   (`--reassigning` seed 627432, then `--power --before-kip903` seed 836215 until session 49's KRaft reassignment
+   epochs moved its run; no seed since, and a hand-built case keeps it).
    Those losses (`acked_write_lost`, and the followers' truncation of the committed records, `truncation_safety`,
    which F then commits again, `inconsistent_offsets`) are recognised too (`isr_race_elected`): they lie between
    F's LEO at its election from the ISR and the HW committed before it.
@@ -52,17 +53,18 @@ E. `divergent_prefix_elected` (truncation_safety; found by `--power`, seed 90177
    have deleted those records. F is elected from the ISR with them. A follower that holds the committed records
    of the later epochs is then told to truncate to the older epoch's end: it removes records committed below the
    HW (`truncation_safety`). When no follower with those records is left (`--reassigning --power` seed 531853: L
-   and the other ISR member crashed together; `--power --before-kip903` seed 833951: the follower told to
+   and the other ISR member crashed together; `--power --before-kip903` seed 943902: the follower told to
    truncate them held the only copy), F raises its HW over its kept records and its followers copy them: offsets
    the later epochs committed are committed again with other records (`inconsistent_offsets`,
    `committed_prefix_agreement`). The leader-epoch mode does the same through OffsetsForLeaderEpoch, whose
    answer for an epoch below L's cache is S too (`--reassigning --power` seed 534728): F truncates to S, L's log
    start offset then. When F is the final leader, the later epochs' acknowledged writes at the offsets it kept
-   are lost (`acked_write_lost`; `--reassigning` seed 830245, F elected by a reassignment in the leader-epoch
-   mode, with process crashes only). When F's LEO was S, B's answer told it of no divergence at all, so it
-   truncated nothing: it kept every record below S (`--elr --overlapping` seed 894993, every answer to F lost on a
-   one-way partition). Seeds 901773, 531853 and 534728 were found before the controller published
-   a partition left without a leader (e6fcc33) and now run differently; the tests pin 833649, 833951 and 830245.
+   are lost (`acked_write_lost`; `--reassigning` seed 830245 until session 49, F elected by a reassignment in the
+   leader-epoch mode, with process crashes only; a hand-built case keeps it). When F's LEO was S, B's answer told
+   it of no divergence at all, so it truncated nothing: it kept every record below S (`--elr --overlapping` seed
+   894993, every answer to F lost on a one-way partition). Seeds 901773, 531853 and 534728 were found before the
+   controller published a partition left without a leader (e6fcc33) and now run differently; the tests pin 833649
+   and 943902.
 """
 
 from __future__ import annotations
@@ -143,9 +145,9 @@ def isr_race_elected(v: Violation, events: Sequence[Event]) -> bool:
     below H, the HW committed before it, and L <= `v.offset` < H (records committed, then lost or rewritten, from
     F's LEO on), where F was in the controller's ISR through A's race: its last leader proposed adding it, a
     same-partition-epoch metadata update abandoned the proposal, and that leader's HW then rose past L
-    (`--correlated` seed 561204 until session 48; `--reassigning` seed 627432, now 836215 of `--power
-    --before-kip903`, through a controlled shutdown; `--correlated` seed 784244 with the old leader a follower again
-    before F's election)."""
+    (`--correlated` seed 561204 until session 48; `--reassigning` seed 627432, then 836215 of `--power
+    --before-kip903` until session 49, through a controlled shutdown; `--correlated` seed 784244 with the old leader
+    a follower again before F's election)."""
     if v.invariant not in LOSS_INVARIANTS or v.offset is None or v.topic is None or v.partition is None:
         return False
     topic, partition = v.topic, v.partition
@@ -273,7 +275,7 @@ def divergent_prefix_elected(v: Violation, events: Sequence[Event]) -> bool:
     - an `inconsistent_offsets` or `committed_prefix_agreement` error detected on L or a follower of L while L
       leads (L committed its kept records when no replica with the later epochs' records was left to follow it), or
     - an `acked_write_lost` on L, the final leader: the later epochs' acknowledged records at those offsets are not
-      on it (`--reassigning` seed 830245, L elected by a reassignment)."""
+      on it (`--reassigning` seed 830245 until session 49, L elected by a reassignment)."""
     if v.offset is None or v.topic is None or v.partition is None:
         return False
     topic, partition = v.topic, v.partition

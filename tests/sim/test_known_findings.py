@@ -23,7 +23,6 @@ from tests.sim.campaign import (
     power_scenario,
     problems,
     problems_in,
-    reassigning_scenario,
     with_elr,
 )
 from tests.sim.helpers import check, run
@@ -240,6 +239,15 @@ def _cpa_against(hw_event: int, offset: int = 293) -> Violation:
 
 def test_a_stale_hw_checkpoint_is_recognised() -> None:
     assert known_finding(_cpa_against(1), _stale_checkpoint()) == STALE_HW_CHECKPOINT
+
+
+def test_a_stale_hw_checkpoint_is_recognised_on_the_recovering_replicas_own_hw_change() -> None:
+    """The checker may find the disagreement on the recovering replica's own HW change: the recovery is then
+    `v.event_id`, and the third evidence id is the other replica's HW event (`power` seed 851310's shape until the
+    KRaft reassignment change moved its run; no seed of 11,000 searched since shows it)."""
+    named = replace(_violation("committed_prefix_agreement", "t", 0, 1, 1, 293), evidence=(0, 2, 3, 1))
+    assert known_finding(named, _stale_checkpoint()) == STALE_HW_CHECKPOINT
+    assert known_finding(named, _stale_checkpoint(action="restart")) is None
 
 
 @pytest.mark.parametrize(("events", "violation"), [
@@ -531,31 +539,6 @@ def test_a_leader_epoch_truncation_without_an_elected_divergent_prefix_is_not_ex
     assert known_finding(_violation("truncation_safety", "t", 5, 5, 6, offset), events) is None
 
 
-def test_the_reassigning_seed_loses_acknowledged_writes_to_a_divergent_prefix_kept_in_the_leader_epoch_mode() -> None:
-    """`--seeds 830245-830245 --reassigning` (leader-epoch mode, process crashes only): leader 4 of t-0 had log start
-    240 (event 7697) when broker 2, back with epoch-12 records to 242, truncated to 240 (8081) and kept 234..239,
-    where leader 4 had acknowledged acks=all writes of epoch 15. Leader 4 added it to the ISR on its next fetch
-    (8082; proposed 8086, committed 8096), whose response was lost (9035). A reassignment elected broker 2 (9084),
-    the final leader: the acknowledged writes at 234..239 are not on it."""
-    sc = reassigning_scenario(830245)
-    events, stats, errors = _errors(sc)
-    assert [(v.invariant, v.topic, v.partition, v.replica, v.event_id, v.offset) for v in errors] == [
-        ("acked_write_lost", "t", 0, 2, -1, 234), ("acked_write_lost", "t", 0, 2, -1, 237)]
-    assert {known_finding(v, events) for v in errors} == {DIVERGENT_PREFIX_ELECTED}
-    start, truncation = events[7697], events[8081]
-    assert (start["broker_id"], start["log_start_offset"]) == (4, 240)
-    assert (truncation["broker_id"], truncation["reason"], truncation["old_leo"], truncation["truncate_offset"]) == (
-        2, "leader_epoch", 243, 240)
-    fetch, proposed, added, lost = events[8082], events[8086], events[8096], events[9035]
-    assert (fetch["event_type"], fetch["broker_id"], fetch["leader_id"], fetch["fetch_offset"]) == ("fetch", 2, 4, 240)
-    assert (proposed["isr_state"], added["isr_state"], added["isr"]) == ("proposed", "committed", [1, 2, 3, 4])
-    assert (lost["event_type"], lost["broker_id"], lost["fetch_offset"], lost["error"]) == (
-        "fetch_response", 2, 240, "NETWORK_EXCEPTION")
-    election = events[9084]
-    assert (election["action"], election["reason"], election["leader_id"]) == ("clean", "reassignment", 2)
-    assert problems_in(sc, events, stats)[0] == []
-
-
 def _elected_untruncated(*, leo: int = 73, leader_log_start: int = 73, between: Event | None = None) -> list[Event]:
     """`--elr --overlapping` seed 894993's t-8, shortened: broker 3 follows leader 4 with LEO `leo` (event 0), 4's
     log start is `leader_log_start` (1), 4 adds 3 to the ISR (2) from a fetch whose answer, no divergence at all,
@@ -627,7 +610,9 @@ def test_the_elr_overlapping_seed_elects_a_prefix_its_follower_never_truncated()
     (200475, ISR_EXPANSION_RACE, ("isr_holds_committed", "u", 1, 2, 365)),
     (950073, ISR_EXPANSION_RACE, ("isr_holds_committed", "t", 4, 2, 312)),  # reset by a late same-epoch update
     (200347, EPOCH_BOUNDARY_ERASED, ("committed_prefix_agreement", "t", 1, 3, 2270)),
-    (202143, EPOCH_BOUNDARY_ERASED, ("committed_prefix_agreement", "t", 0, 1, 683)),  # no truncation: LEO = LSO
+    # B without a truncation (the follower's LEO was the leader's log start offset) lost its seed, 202143, to the KRaft
+    # reassignment change (6,000 runs from 970000 show B only after a truncation): `test_the_erased_epoch_boundary_is
+    # _recognised[False]` keeps the case, and E's seed 894993 shows an untruncated follower from a run.
 ])
 def test_deep_campaign_seeds_reproduce_each_finding_and_nothing_else(seed: int, finding: str,
                                                                       where: tuple[Any, ...]) -> None:
@@ -695,37 +680,6 @@ def test_the_correlated_campaign_seed_elects_the_raced_follower_after_an_electio
     assert events[3100]["leo"] == 72
 
 
-def test_a_controlled_shutdown_that_elects_the_raced_follower_is_finding_a() -> None:
-    """`--seeds 836215-836215 --power --before-kip903` (process crashes only around it): finding A, the loss through
-    a controlled shutdown. Leader 2 of t-6 proposed adding 5 at partition epoch 7 (event 4642); the same-epoch
-    metadata reset its ISR to [2] (4651), a second proposal was turned back at once (4665), and the HW rose from
-    43 to 73 (5427) with 5 below it. The first proposal was committed (epoch 8, ISR [2, 5]: 5443,
-    `isr_holds_committed`), then 2's controlled shutdown moved leadership to 5, the only other ISR member, with
-    LEO 43 (5497, 5504): 5 commits other records over the committed 43..72, and the acknowledged writes there are
-    lost. (Seed 627432 of `--reassigning` showed it before the controller published leaderless partitions.) The
-    run's other error, an acknowledged write lost on t-0, is a power failure's (`power_lossy`)."""
-    sc = before_kip903(power_scenario(836215))
-    _, events, stats = run(sc)
-    errors = [v for v in check(events, stats).violations if v.severity == "error" and (v.topic, v.partition) != (
-        "t", 0)]
-    assert [(v.invariant, v.replica, v.event_id, v.offset) for v in errors[:4]] == [
-        ("isr_holds_committed", 5, 5443, 43), ("inconsistent_offsets", 5, 6046, 43),
-        ("committed_prefix_agreement", 5, 6046, 43), ("inconsistent_offsets", 5, 6375, 53)]
-    assert [(v.replica, v.offset) for v in errors if v.invariant == "acked_write_lost"] == [(5, 43), (5, 53), (5, 63)]
-    assert {(v.topic, v.partition) for v in errors} == {("t", 6)}
-    assert {known_finding(v, events) for v in errors} == {ISR_EXPANSION_RACE}
-    assert len(errors) == 14
-    proposed, reset, rose, commit = events[4642], events[4651], events[5427], events[5443]
-    assert (proposed["isr_state"], proposed["partition_epoch"], proposed["isr"]) == ("proposed", 7, [2, 5])
-    assert (reset["reason"], reset["partition_epoch"], reset["isr"]) == ("leader_and_isr", 7, [2])
-    assert (rose["event_type"], rose["old_hw"], rose["hw"]) == ("hw_change", 43, 73)
-    assert (commit["partition_epoch"], commit["isr"]) == (8, [2, 5])
-    election, elected = events[5497], events[5504]
-    assert (election["action"], election["leader_id"], election["isr"]) == ("controlled_shutdown", 5, [5])
-    assert (elected["broker_id"], elected["action"], elected["leo"]) == (5, "become_leader", 43)
-    assert problems_in(sc, events, stats)[0] == []
-
-
 def test_the_campaign_reads_the_simulator_audits_loss_from_the_raced_election_as_finding_a() -> None:
     """Seed 784244 with process crashes only and t without unclean elections (min ISR 2): no power loss at all, the
     same race and the same loss, on a topic that does not allow it, so the campaign judges the simulator audit's
@@ -771,24 +725,3 @@ def test_a_truncation_inside_a_divergent_batch_leaves_the_leo_at_the_target() ->
     assert [k.split(":")[0] for k in known] == [EPOCH_BOUNDARY_ERASED]
 
 
-def test_the_recovering_replica_may_be_the_one_the_checker_names() -> None:
-    """`--seeds 851310-851310 --power`: broker 2 restarted with t-0's HW at 138 from its checkpoint (event 3433),
-    truncated to 0 as leader 5's follower (3441) and refilled 0..10 (epochs 5 and 6), its HW 4. It crashed at
-    14572 before a checkpoint recorded that HW, and its recovery set the HW to min(checkpoint, LEO 11) = 11 (4350),
-    over 5..10, where epoch 8's leader 3 (and its follower 5) hold other records. The checker finds this on
-    replica 2's own HW change, so the recovery is `v.event_id`; the other replica's HW event is the third
-    evidence id, which finding C used to look at alone."""
-    sc = power_scenario(851310)
-    events, _stats, errors = _errors(sc)
-    assert [(v.invariant, v.topic, v.partition, v.replica, v.event_id, v.offset, v.evidence[2]) for v in errors] == [
-        ("committed_prefix_agreement", "t", 0, 2, 4350, 5, 4347),
-        ("committed_prefix_agreement", "t", 0, 2, 4350, 5, 4334)]
-    assert [(events[i]["broker_id"], events[i]["hw"]) for i in (4347, 4334)] == [(3, 29), (5, 27)]
-    restart, trunc, crash, recovered = events[3433], events[3441], events[4349], events[4350]
-    assert (restart["broker_id"], restart["action"], restart["hw"]) == (2, "become_follower", 138)
-    assert (trunc["broker_id"], trunc["truncate_offset"], trunc["reason"]) == (2, 0, "diverging_epoch")
-    assert (crash["broker_id"], crash["action"], crash["ts_ms"]) == (2, "crash", recovered["ts_ms"])
-    assert (recovered["event_type"], recovered["role"], recovered["old_hw"], recovered["hw"]) == (
-        "hw_change", "follower", 4, 11)
-    assert {known_finding(v, events) for v in errors} == {STALE_HW_CHECKPOINT}
-    assert problems(sc)[0] == []

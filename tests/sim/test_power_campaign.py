@@ -62,24 +62,24 @@ def test_a_truncation_of_a_running_broker_or_a_refilled_log_is_not_a_power_loss(
 
 
 def _zombie_commit(zombie_epoch: int) -> list[dict[str, Any]]:
-    """Seed 533949's t-1, shortened: broker 3 loses 114.. to a power failure, is elected in epoch 7 with LEO
-    114 (nothing above 84 was committed yet) and commits its own records; then leader 2, back from a pause
-    in epoch `zombie_epoch`, raises its HW to 117 from the LEO broker 3 fetched to before the crash."""
+    """Seed 533949's t-1, shortened: broker 3 loses 132.. to a power failure, is elected in epoch 5 with LEO
+    132 (nothing above 102 was committed yet) and commits its own records; then leader 2, back from a pause
+    in epoch `zombie_epoch`, raises its HW to 135 from the LEO broker 3 fetched to before the crash."""
     return [
-        _ev("hw_change", 2, leader_epoch=4, hw=84),                     # 0
+        _ev("hw_change", 2, leader_epoch=2, hw=102),                    # 0
         _lifecycle(3, "crash"),                                         # 1
-        _ev("truncation", 3, leader_epoch=4, truncate_offset=114),      # 2: recovery drops 114..116
+        _ev("truncation", 3, leader_epoch=2, truncate_offset=132),      # 2: recovery drops 132..134
         _lifecycle(3, "restart"),                                       # 3
-        _ev("leadership_change", 3, action="become_leader", leader_epoch=7, leo=114),  # 4: above HW 84
-        _ev("hw_change", 3, leader_epoch=7, hw=126),                    # 5: its own records: not lossy
-        _ev("hw_change", 2, leader_epoch=zombie_epoch, hw=117),         # 6
+        _ev("leadership_change", 3, action="become_leader", leader_epoch=5, leo=132),  # 4: above HW 102
+        _ev("hw_change", 3, leader_epoch=5, hw=141),                    # 5: its own records: not lossy
+        _ev("hw_change", 2, leader_epoch=zombie_epoch, hw=135),         # 6
     ]
 
 
 def test_a_partition_is_power_lossy_from_an_older_epochs_hw_passing_an_elected_crash_recovered_replica() -> None:
-    assert power_lossy(_zombie_commit(4)) == {("t", 0): 6}
-    assert power_lossy(_zombie_commit(7)) == {}  # the elected replica's own epoch commits what it holds
-    assert power_lossy(_zombie_commit(4)[:6]) == {}
+    assert power_lossy(_zombie_commit(2)) == {("t", 0): 6}
+    assert power_lossy(_zombie_commit(5)) == {}  # the elected replica's own epoch commits what it holds
+    assert power_lossy(_zombie_commit(2)[:6]) == {}
 
 
 def test_power_failures_really_lose_acknowledged_writes_and_only_those_errors_are_explained() -> None:
@@ -104,22 +104,29 @@ def test_a_short_power_campaign_shows_no_problem_beyond_the_known_findings() -> 
 
 
 def test_the_reassigning_power_seed_whose_paused_leader_committed_lost_records_is_explained() -> None:
-    """`--seeds 533949-533949 --reassigning --power`: `_zombie_commit` as it ran (t-1, HW change 1876). Broker 3
-    loses 96..110 to a power failure (event 1566) and is elected in epoch 5 with LEO 96 (1735; nothing above 69
-    was committed yet), and commits its own records; leader 2, back from a pause in epoch 2, raises its HW from 69
-    to 111 (1876), the LEO broker 3 fetched to before the crash."""
+    """`--seeds 533949-533949 --reassigning --power`: `_zombie_commit` as it ran (t-1, HW change 1664). Broker 3
+    loses 132..134 to a power failure (event 1376) and is elected in epoch 5 with LEO 132 (1530; nothing above 102
+    was committed yet), and commits its own records; leader 2, back from a pause in epoch 2 (no event of 2 from 5066
+    to 7015 virtual ms), applies epoch 8's ISR [2, 3] (1663) and raises its HW from 102 to 135 (1664), the LEO broker
+    3 fetched to before the crash; as a follower of epoch 5 it then truncates to 132 (1744), below that HW.
+    (Event ids as of the KRaft reassignment epochs, which moved this run.)"""
     sc = power_reassigning_scenario(533949)
     _, events, stats = run(sc)
     errors = [v for v in check(events, stats).violations if v.severity == "error"]
     assert {(v.invariant, v.topic, v.partition) for v in errors} == {
         ("inconsistent_offsets", "t", 1), ("committed_prefix_agreement", "t", 1), ("truncation_safety", "t", 1)}
-    assert power_lossy(events)[("t", 1)] == 1876 == min(v.event_id for v in errors)
-    zombie = events[1876]
-    assert (zombie["broker_id"], zombie["leader_epoch"], zombie["old_hw"], zombie["hw"]) == (2, 2, 69, 111)
+    assert power_lossy(events)[("t", 1)] == 1664 == min(v.event_id for v in errors)
+    lost, elected = events[1376], events[1530]
+    assert (lost["event_type"], lost["broker_id"], lost["old_leo"], lost["truncate_offset"]) == (
+        "truncation", 3, 135, 132)
+    assert (elected["broker_id"], elected["action"], elected["leader_epoch"], elected["leo"], elected["hw"]) == (
+        3, "become_leader", 5, 132, 102)
+    zombie = events[1664]
+    assert (zombie["broker_id"], zombie["leader_epoch"], zombie["old_hw"], zombie["hw"]) == (2, 2, 102, 135)
     assert problems_in(sc, events, stats) == ([], [])
 
 
-def _lacking(events: list[dict[str, Any]], offset: int = 1815) -> Violation:
+def _lacking(events: list[dict[str, Any]], offset: int = 1805) -> Violation:
     """isr_holds_committed: ISR member 1 of t-0 lacks `offset`, detected at the last event."""
     return Violation("isr_holds_committed", "error", "run", "t", 0, 1, 0, len(events) - 1, offset, None, None,
                      (len(events) - 1,), "")
@@ -127,40 +134,48 @@ def _lacking(events: list[dict[str, Any]], offset: int = 1815) -> Violation:
 
 def _lost_member(*, crashed: bool = True, refilled: bool = False, truncated_again: bool = False,
                  readded: bool = False) -> list[dict[str, Any]]:
-    """Seed 597684's u-0, shortened: follower 1 loses 1725..1819 to a power failure, restarts, and its paused
-    leader 3 raises the HW to 1820 from the fetch 1 sent before the crash. `readded`: 1 was out of the ISR and
+    """Seed 597684's u-0, shortened: follower 1 loses 1700..1809 to a power failure, restarts, and its paused
+    leader 3 raises the HW to 1810 from the fetch 1 sent before the crash. `readded`: 1 was out of the ISR and
     a commit adds it back after the crash (seed 850794 without broker epochs: KIP-903's bug, reported)."""
-    events = [_lifecycle(1, "crash") if crashed else _ev("hw_change", 1, hw=1810),
-              _ev("truncation", 1, truncate_offset=1725, old_leo=1820), _lifecycle(1, "restart")]
+    events = [_lifecycle(1, "crash") if crashed else _ev("hw_change", 1, hw=1800),
+              _ev("truncation", 1, truncate_offset=1700, old_leo=1810), _lifecycle(1, "restart")]
     if readded:
         events.append(_ev("isr_change", 3, isr_state="committed", old_isr=[3], isr=[1, 3]))
     if refilled:
-        events.append(_ev("append", 1, base_offset=1815, last_offset=1819))
+        events.append(_ev("append", 1, base_offset=1805, last_offset=1809))
     if truncated_again:
-        events.append(_ev("truncation", 1, truncate_offset=1700, old_leo=1725))
-    return [*events, _ev("hw_change", 3, hw=1820)]
+        events.append(_ev("truncation", 1, truncate_offset=1690, old_leo=1700))
+    return [*events, _ev("hw_change", 3, hw=1810)]
 
 
 def test_an_isr_member_lacking_what_its_power_failure_took_is_explained() -> None:
     events = _lost_member()
     assert power_lost_member(_lacking(events), events)
-    assert not power_lost_member(_lacking(events, offset=1700), events)  # below what the crash took
+    assert not power_lost_member(_lacking(events, offset=1690), events)  # below what the crash took
     for other in (_lost_member(crashed=False), _lost_member(refilled=True), _lost_member(truncated_again=True),
                   _lost_member(readded=True)):
         assert not power_lost_member(_lacking(other), other)
 
 
 def test_the_power_seed_whose_paused_leader_counted_a_crashed_followers_old_fetch_is_explained() -> None:
-    """`--seeds 597684-597684 --power`: follower 1 of u-0 sends a fetch at 1820 (event 12970) and power-crashes
-    (13018), its recovery drops 1725..1819 (13019); leader 3 then processes that fetch from before the crash
-    (13217) and raises the HW to 1820 (13218), over records 1 no longer has."""
+    """`--seeds 597684-597684 --power`: follower 1 of u-0 sends a fetch at 1810 (event 12983) just as leader 3
+    pauses (no event of 3 from 19004 to 19794 virtual ms), then loses power (13026), and its recovery drops
+    1700..1809 (13027); leader 3, back, processes that fetch from before the crash (13180) and raises the HW from
+    1805 to 1810 (13181), over records 1 no longer has. (Event ids as of the KRaft reassignment epochs, which moved
+    this run.)"""
     sc = power_scenario(597684)
     _, events, stats = run(sc)
     errors = [v for v in check(events, stats).violations if v.severity == "error"]
     assert [(v.invariant, v.topic, v.partition, v.replica, v.event_id, v.offset) for v in errors] == [
-        ("isr_holds_committed", "u", 0, 1, 13218, 1815)]
-    fetched = events[13217]
-    assert (fetched["event_type"], fetched["follower_id"], fetched["fetch_offset"]) == ("follower_fetch_state", 1, 1820)
+        ("isr_holds_committed", "u", 0, 1, 13181, 1805)]
+    sent, crash, lost = events[12983], events[13026], events[13027]
+    assert (sent["event_type"], sent["broker_id"], sent["leader_id"], sent["fetch_offset"]) == ("fetch", 1, 3, 1810)
+    assert (crash["broker_id"], crash["action"]) == (1, "crash")
+    assert (lost["event_type"], lost["broker_id"], lost["old_leo"], lost["truncate_offset"]) == (
+        "truncation", 1, 1810, 1700)
+    fetched, raised = events[13180], events[13181]
+    assert (fetched["event_type"], fetched["follower_id"], fetched["fetch_offset"]) == ("follower_fetch_state", 1, 1810)
+    assert (raised["broker_id"], raised["old_hw"], raised["hw"]) == (3, 1805, 1810)
     assert power_lost_member(errors[0], events)
     assert problems_in(sc, events, stats) == ([], [])
 
