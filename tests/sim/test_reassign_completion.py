@@ -15,24 +15,10 @@ from typing import Any
 
 from replication_core.sim.scenario import parse_scenario_text
 from tests.sim.helpers import check, run
+from tests.sim.test_reassign_without_adding import BODY
 
-BODY = """
-name: {name}
-seed: 8
-duration_ms: 8000
-cluster: {{brokers: 4}}
-broker_config: {{replica.lag.time.max.ms: 1000}}
-topics:
-  - {{name: t, replication_factor: 3, assignment: [[1, 2, 3]]}}
-network:
-  latency_ms: {{dist: uniform, min: 1, max: 3}}
-workload:
-  producers:
-    - {{topic: t, rate_per_s: 40, acks: all, keys: 10}}
-faults:
-  - {{at_ms: 3000, action: reassign, topic: t, partition: 0, replicas: {target}}}
-"""
-"""Four brokers, t-0 on 1, 2, 3 led by broker 1 with acks=all writes; at 3 s it moves to `target`."""
+MOVE = "  - {{at_ms: 3000, action: reassign, topic: t, partition: 0, replicas: {target}}}\n"
+"""At 3 s, t-0 (on 1, 2, 3, led by broker 1, in `BODY` with four brokers) moves to `target`."""
 
 Row = tuple[int, int, str, str | None, int, int, list[int], list[int] | None, str | None, str | None]
 
@@ -40,7 +26,7 @@ Row = tuple[int, int, str, str | None, int, int, list[int], list[int] | None, st
 def _moves(target: str) -> list[Row]:
     """(virtual ms, broker, event type, action, leader epoch, partition epoch, isr, replicas, reason, error) of the
     elections, leadership changes and ISR changes from the move on, after asserting the checker finds nothing."""
-    sc = parse_scenario_text(BODY.format(name="move", target=target))
+    sc = parse_scenario_text(BODY.format(name="move", duration=8000, brokers=4) + MOVE.format(target=target))
     _, events, stats = run(sc)
     assert check(events, stats).violations == ()
 

@@ -22,7 +22,7 @@ BODY = """
 name: {name}
 seed: 8
 duration_ms: {duration}
-cluster: {{brokers: 3}}
+cluster: {{brokers: {brokers}}}
 broker_config: {{replica.lag.time.max.ms: 1000}}
 topics:
   - {{name: t, replication_factor: 3, assignment: [[1, 2, 3]]}}
@@ -33,13 +33,13 @@ workload:
     - {{topic: t, rate_per_s: 40, acks: all, keys: 10}}
 faults:
 """
-"""Three brokers, t-0 on all of them led by broker 1, acks=all writes, followers out of the ISR after 1 s behind;
-each test adds its name, duration and faults."""
+"""`brokers` brokers, t-0 on 1, 2, 3 led by broker 1, acks=all writes, followers out of the ISR after 1 s behind;
+each test adds its name, duration and faults (also `tests/sim/test_reassign_completion.py`)."""
 
 
 def _run(name: str, duration: int, faults: str) -> tuple[int, list[dict[str, Any]]]:
     """Run the scenario; its start time and events, after asserting the checker finds nothing."""
-    sc = parse_scenario_text(BODY.format(name=name, duration=duration) + faults)
+    sc = parse_scenario_text(BODY.format(name=name, duration=duration, brokers=3) + faults)
     _, events, stats = run(sc)
     assert check(events, stats).violations == ()
     return sc.start_ms, events
