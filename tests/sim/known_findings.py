@@ -19,10 +19,14 @@ A. `isr_expansion_race` (isr_holds_committed). The leader proposes adding follow
    the assignment (`--correlated` seed 561204, until session 48 moved its run). Or the leader does learn it, and
    a controlled shutdown of the leader moves leadership to F, the only other ISR member, before F catches up
    (`--reassigning` seed 627432, then `--power --before-kip903` seed 836215 until session 49's KRaft reassignment
-   epochs moved its run; no seed since, and a hand-built case keeps it).
+   epochs moved its run; no seed since, and a hand-built case keeps it). Or the commit itself elects F, with no
+   failure at all: when the ISR it commits holds the target of a reassignment that removes the leader, the
+   controller completes the reassignment in that same change (KRaft's `completeReassignmentIfNeeded`), answers the
+   leader NEW_LEADER_ELECTED and elects the first target replica in the new ISR, F, even if another one holds every
+   record (`--reassigning` seed 982174: u-0 moving from [1, 3] to [2, 4], 2 elected with LEO 38 below the HW 45).
    Those losses (`acked_write_lost`, and the followers' truncation of the committed records, `truncation_safety`,
-   which F then commits again, `inconsistent_offsets`) are recognised too (`isr_race_elected`): they lie between
-   F's LEO at its election from the ISR and the HW committed before it.
+   which F then commits again, `inconsistent_offsets`, `committed_prefix_agreement`) are recognised too
+   (`isr_race_elected`): they lie between F's LEO at its election from the ISR and the HW committed before it.
 B. `epoch_boundary_erased` (committed_prefix_agreement). Retention on the new leader moved its log start offset
    past the start of its first epoch; `truncateFromStart` moved that epoch's start up to the log start offset, so
    `endOffsetFor(older epoch)` answers the log start offset (KAFKA-7415's rule for an epoch below the cache).
@@ -147,7 +151,8 @@ def isr_race_elected(v: Violation, events: Sequence[Event]) -> bool:
     same-partition-epoch metadata update abandoned the proposal, and that leader's HW then rose past L
     (`--correlated` seed 561204 until session 48; `--reassigning` seed 627432, then 836215 of `--power
     --before-kip903` until session 49, through a controlled shutdown; `--correlated` seed 784244 with the old leader
-    a follower again before F's election)."""
+    a follower again before F's election; `--reassigning` seed 982174, elected by the reassignment its own commit
+    completed: a clean election, reason `reassignment`)."""
     if v.invariant not in LOSS_INVARIANTS or v.offset is None or v.topic is None or v.partition is None:
         return False
     topic, partition = v.topic, v.partition

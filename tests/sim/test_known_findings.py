@@ -23,6 +23,7 @@ from tests.sim.campaign import (
     power_scenario,
     problems,
     problems_in,
+    reassigning_scenario,
     with_elr,
 )
 from tests.sim.helpers import check, run
@@ -67,7 +68,8 @@ def _race(*, reset: bool = True, hw_before_reset: bool = False, reset_epoch: int
     to [1, 3], the HW rises, and the metadata commit at epoch 10 adds 2 (seed 200475's sequence, shortened).
     `retried`: after the reset the leader proposes 2 again, and the AlterPartition manager rejects it at once
     ("rejected", deep seed 3061's sequence until reassignment epochs followed KRaft; no `--deep --before-kip903` seed
-    of 950000-954999 whose only error is the race shows it) or it stays pending ("pending": then it is that proposal
+    of 950000-954999 whose only error is the race shows it; `--reassigning` seed 982174's t-0 does, its HW rising
+    after the turned-back proposal) or it stays pending ("pending": then it is that proposal
     the commit answers, with no reset after it). `answered`: the first proposal's (resent) AlterPartition is answered
     before the reset with INVALID_UPDATE_VERSION, which leaves it pending ("awaiting_metadata", reassigning seed
     520021's sequence before reassignments kept every throttled move's replicas throttled), or with
@@ -696,6 +698,55 @@ def test_the_campaign_reads_the_simulator_audits_loss_from_the_raced_election_as
     found, known = problems_in(sc, events, stats)
     assert found == []
     assert sum(k.startswith("isr_expansion_race: acked_write_lost t-6 replica 5") for k in known) == 2
+
+
+def test_the_reassigning_campaign_seed_elects_the_raced_follower_by_completing_the_reassignment() -> None:
+    """`--seeds 982174-982174 --reassigning`: finding A's loss with no failure at all, the raced commit itself
+    electing the follower. u-0 (min ISR 3) moves from [1, 3] to [2, 4] (partition epoch 5, event 2101); leader 1's
+    ISR is [1, 3, 4], committed at epoch 9 by the AlterPartition answer (3953), when it proposes adding 2, whose
+    LEO is 38 = the HW (3959, epoch 9). Epoch 9's metadata, arriving after that answer, resets its ISR to [1, 3, 4]
+    (3987), the HW rises from 38 to 45 over that ISR (3993), and the acks=all writes at 38..44 are acknowledged
+    (3994-4000). The controller commits the proposal at epoch 10: the ISR [1, 2, 3, 4] holds the target, so the same
+    change completes the reassignment, leader 1 leaves, and the first target replica in the ISR, 2, is elected
+    cleanly (4029, leader epoch 1) with LEO 38 (4038), although 4 held every record. 4 truncates 38..44 (4085) and 2
+    commits other records there; the acknowledged 38..44 are lost. On t-0 the same leader raced the same way at the
+    same time, its second proposal turned back at once while the first was in flight (4019, 4020), and the commit
+    put 2 in the ISR below the HW (4057), which is all."""
+    sc = reassigning_scenario(982174)
+    events, stats, errors = _errors(sc)
+    assert [(v.invariant, v.topic, v.partition, v.replica, v.event_id, v.offset) for v in errors[:2]] == [
+        ("isr_holds_committed", "t", 0, 2, 4057, 190), ("truncation_safety", "u", 0, 4, 4085, 38)]
+    assert [(v.replica, v.offset) for v in errors if v.invariant == "acked_write_lost"] == [
+        (2, offset) for offset in range(38, 45)]
+    assert {(v.invariant, v.topic, v.partition) for v in errors[2:]} == {
+        ("inconsistent_offsets", "u", 0), ("committed_prefix_agreement", "u", 0), ("acked_write_lost", "u", 0)}
+    assert len(errors) == 24 and all(v.offset is not None and 38 <= v.offset < 45 for v in errors[1:])
+    assert {known_finding(v, events) for v in errors} == {ISR_EXPANSION_RACE}
+    assert problems_in(sc, events, stats)[0] == []
+
+    moving = events[2101]
+    assert (moving["broker_id"], moving["partition_epoch"], moving["replicas"], moving["adding_replicas"],
+            moving["removing_replicas"]) == (1, 5, [2, 4, 1, 3], [2, 4], [1, 3])
+    answer, lagging, proposal, reset, hw = events[3953], events[3958], events[3959], events[3987], events[3993]
+    assert (answer["reason"], answer["partition_epoch"], answer["isr"]) == ("alter_partition", 9, [1, 3, 4])
+    assert (lagging["follower_id"], lagging["fetch_offset"]) == (2, 38)
+    assert (proposal["broker_id"], proposal["isr_state"], proposal["partition_epoch"], proposal["isr"]) == (
+        1, "proposed", 9, [1, 2, 3, 4])
+    assert (reset["reason"], reset["partition_epoch"], reset["isr"]) == ("leader_and_isr", 9, [1, 3, 4])
+    assert (hw["broker_id"], hw["old_hw"], hw["hw"]) == (1, 38, 45)
+    assert [(e["event_type"], e["acks"], e["error"], e["base_offset"]) for e in events[3994:4001]] == [
+        ("produce_ack", -1, "NONE", offset) for offset in range(38, 45)]
+    election, elected, truncation = events[4029], events[4038], events[4085]
+    assert (election["action"], election["reason"], election["leader_id"], election["leader_epoch"],
+            election["partition_epoch"], election["replicas"], election["isr"]) == (
+        "clean", "reassignment", 2, 1, 10, [2, 4], [2, 4])
+    assert (elected["broker_id"], elected["action"], elected["leo"]) == (2, "become_leader", 38)
+    assert (truncation["broker_id"], truncation["old_leo"], truncation["truncate_offset"], truncation["reason"]) == (
+        4, 45, 38, "leader_epoch")
+    assert not [e for e in events[3959:4038] if e["event_type"] == "broker_lifecycle"]  # no crash, no shutdown
+    turned_back = events[4020]
+    assert (turned_back["topic"], turned_back["isr_state"], turned_back["error"]) == (
+        "t", "rejected", "OPERATION_NOT_ATTEMPTED")
 
 
 def test_a_truncation_inside_a_divergent_batch_leaves_the_leo_at_the_target() -> None:
