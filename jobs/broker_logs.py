@@ -9,8 +9,10 @@ Every other line is not a replication event and is only counted.
 What a log line does not say is recovered where Kafka's logs allow it, and left null where they do not:
 * the broker: from the line's own prefix (`[Partition t-0 broker=1]`, `[Broker id=1]`, ...), else from the other
   lines of the same file when they all name one broker (a `server.log` belongs to one broker; a controller's
-  election lines belong to the controller); a partition line whose broker stays unknown is quarantined, since
-  every per-replica check needs it;
+  election lines belong to the controller), else, for a file whose lines name none, from the files rolled from the
+  same log (same folder and name: `server.log`, `server.log.2024-05-14-11`, `server.log.1.gz`), of this batch or an
+  earlier one, when they name one; a partition line whose broker stays unknown is quarantined, since every
+  per-replica check needs it;
 * the topic of a KRaft controller's line, which names it by topic id: from the lines that print a topic-partition
   with its id (3.3+ state-change lines), of the same files or of an earlier batch (the event keeps the id in
   `topic_id`); quarantined when none does;
@@ -68,7 +70,7 @@ from jobs.broker_log_patterns import (
     LinePattern,
     column_sql,
 )
-from jobs.landing import EVENT_SPARK_SCHEMA, numbered_lines
+from jobs.landing import EVENT_SPARK_SCHEMA, numbered_lines, rolled_log_of
 from jobs.validate import sql_str
 from schemas.events import EVENT_TYPES, KAFKA_LOG_SOURCE, SCHEMA_VERSION
 
@@ -186,7 +188,7 @@ def read_broker_logs(spark: SparkSession, paths: Sequence[str], options: BrokerL
     next_exception = F.when((after.pos == F.col("pos") + 1) & _any_starts(after.line, NEXT_LINE_EXCEPTIONS),
                             F.regexp_extract(after.line, r"^[\w.]+\.(\w+)(?::|\s|$)", 1))
     hits = (
-        relevant.withColumn("_file_broker", F.when(lo == hi, lo))
+        relevant.withColumn("_file_lo", lo).withColumn("_file_hi", hi).withColumn("_file_broker", F.when(lo == hi, lo))
         .withColumn("_next_exception", next_exception)
         .withColumn("_block", block)
         .withColumn("_cfg_block", F.when(F.col("_setting") & ~F.col("_hit") & in_kafka_block,
@@ -200,6 +202,7 @@ def read_broker_logs(spark: SparkSession, paths: Sequence[str], options: BrokerL
         .withColumn("_tp_prefix", F.coalesce(*[F.expr(f"nullif(regexp_extract(line, {sql_str(r)}, 1), '')")
                                                for r in TP_PREFIXES]))
     )
+    hits = _with_rolled_log_broker(hits, existing)
     event_type = F.expr("CASE _pattern " + " ".join(
         f"WHEN {sql_str(p.name)} THEN {sql_str(p.event_type)}" for p in PATTERNS) + " END")
     broker = F.expr("CASE _pattern " + " ".join(
@@ -245,6 +248,24 @@ def read_broker_logs(spark: SparkSession, paths: Sequence[str], options: BrokerL
         located = located.unionByName(context, allowMissingColumns=True)
     events = _unrepeated_elections(_from_earlier_lines(located)).where(~F.col("_context")).drop("_context")
     return _as_candidates(events, options, existing)
+
+
+def _with_rolled_log_broker(hits: DataFrame, existing: DataFrame | None) -> DataFrame:
+    """`hits` whose file names no broker take the broker of the log the file was rolled from (`rolled_log_of`), if
+    that log's files, here or in the run's earlier batches in bronze, name exactly one: an hour's `server.log` that
+    holds only retention lines is the broker's whose earlier hours name it."""
+    hits = hits.withColumn("_log", rolled_log_of("_path"))
+    by_log = Window.partitionBy("_log")
+    lo, hi = F.min("_file_lo").over(by_log), F.max("_file_hi").over(by_log)
+    if existing is not None:
+        held = (existing.where(F.col("_source_file").isNotNull() & F.col("broker_id").isNotNull())
+                .groupBy(rolled_log_of("_source_file").alias("_log"))
+                .agg(F.min("broker_id").alias("_held_lo"), F.max("broker_id").alias("_held_hi")))
+        hits = hits.join(F.broadcast(held), "_log", "left")
+        lo, hi = F.least(lo, F.col("_held_lo")), F.greatest(hi, F.col("_held_hi"))
+    # A file that names several brokers stays without one: its log names several too.
+    return hits.withColumn("_file_broker", F.when(F.col("_file_lo").isNull() & (lo == hi), lo)
+                           .otherwise(F.col("_file_broker")))
 
 
 def _topic_names(existing: DataFrame | None) -> DataFrame | None:
@@ -518,7 +539,7 @@ def _as_candidates(events: DataFrame, options: BrokerLogOptions, existing: DataF
         # hold no line that names it).
         .when(F.col("broker_id").isNull() & (F.col("event_type") != "leader_election"), F.lit(
             "the line does not name its broker (e.g. '[Partition orders-3 broker=2]') and the other lines of its "
-            "file name none or several"))
+            "file, and of the files rolled from its log, name none or several"))
     )
     per_ms = Window.partitionBy("ts_ms").orderBy("_path", "pos", "_entry_pos")
     seq = F.row_number().over(per_ms) - 1

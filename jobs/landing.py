@@ -97,6 +97,12 @@ def is_broker_log(name: str) -> bool:
     return _LOG_NAME.search(name) is not None and not stem.endswith(_ARCHIVE_SUFFIXES)
 
 
+def rolled_log_of(path: str | Column) -> Column:
+    """SQL: the log a Kafka log file was rolled from: its path without the date or index and compression suffix
+    (`/b3/server.log.2024-05-14-13.gz` and `/b3/server.log` -> `/b3/server.log`), one process's log in every file."""
+    return F.regexp_replace(path, "(?i)" + _LOG_NAME.pattern, ".log")
+
+
 def compression_suffix(name: str) -> str | None:
     """The suffix of `name` that says its data is compressed (one of `COMPRESSED_LOG_SUFFIXES`), or None."""
     lower = name.lower()

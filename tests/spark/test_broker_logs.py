@@ -25,7 +25,7 @@ import jobs.invariants as inv
 from jobs.broker_logs import ID_SEQUENCE_BITS, BrokerLogOptions, BrokerLogOptionsError, read_broker_logs
 from jobs.ingest import run_ingest
 from jobs.lake import EmbeddedLake
-from jobs.landing import discover, is_broker_log
+from jobs.landing import discover, is_broker_log, rolled_log_of
 from jobs.validate import classify
 from replication_core.checker.catalogue import CATALOGUE, KAFKA_LOG
 from replication_core.checker.checker import check_events
@@ -51,6 +51,7 @@ def write_logs(folder: Path, files: dict[str, str]) -> list[str]:
     """Write `files` (name -> text) under `folder`; their paths."""
     folder.mkdir(parents=True, exist_ok=True)
     for name, text in files.items():
+        (folder / name).parent.mkdir(parents=True, exist_ok=True)
         (folder / name).write_text(text)
     return [str(folder / name) for name in files]
 
@@ -904,26 +905,47 @@ def test_unusable_lines_are_quarantined_with_the_reason(spark: SparkSession, tmp
             "[2024-05-14 12:00:01,000] INFO Opening socket connection to server zk:2181 (org.apache.zookeeper.ClientCnxn)\n"
             "[2024-13-45 12:00:02,000] INFO [Partition t-0 broker=1] Expanding ISR from 1 to 1,2 (kafka.cluster.Partition)\n"
         ),
-        # Two brokers name themselves in this file: a line naming neither cannot be placed.
+        # Two brokers name themselves in this file: a line naming neither cannot be placed, whatever the files rolled
+        # from the same log say.
         "mixed.log": (
             "[2024-05-14 12:00:00,000] INFO [KafkaServer id=1] started (kafka.server.KafkaServer)\n"
             "[2024-05-14 12:00:00,000] INFO [KafkaServer id=2] started (kafka.server.KafkaServer)\n"
             "[2024-05-14 12:00:02,000] INFO [Log partition=t-0, dir=/d] Truncating to offset 4 (kafka.log.Log)\n"
         ),
+        "mixed.log.1": "[2024-05-14 11:00:00,000] INFO [KafkaServer id=1] started (kafka.server.KafkaServer)\n",
+        # An hour whose lines name no broker: the hours rolled before it from the same log do, one broker.
+        "b3/server.log.2024-05-14-11": "[2024-05-14 11:00:00,000] INFO [KafkaServer id=3] started (kafka.server.KafkaServer)\n",
+        "b3/server.log": "[2024-05-14 12:00:05,000] INFO [UnifiedLog partition=t-0, dir=/d] Incremented log start offset to 40 "
+                         "due to segment deletion (kafka.log.UnifiedLog)\n",
+        # Another folder's same name is another broker's log.
+        "b4/server.log": "[2024-05-14 12:00:06,000] INFO [UnifiedLog partition=t-0, dir=/d] Incremented log start offset to 41 "
+                         "due to segment deletion (kafka.log.UnifiedLog)\n",
     })
-    got = parse(spark, paths).where("_reason_code IS NOT NULL").orderBy("_source_file", "_source_line")
-    rows = [(Path(r["_source_file"]).name, r["_source_line"], r["_reason_code"], r["_reason"]) for r in
+    got = parse(spark, paths)
+    kept = got.where("_reason_code IS NULL AND event_type = 'log_start_offset_change'")
+    assert [(Path(r["_source_file"]).parent.name, r["broker_id"], r["log_start_offset"]) for r in kept.collect()] == [
+        ("b3", 3, 40)]
+    got = got.where("_reason_code IS NOT NULL").orderBy("_source_file", "_source_line")
+    rows = [(f"{Path(r['_source_file']).parent.name}/{Path(r['_source_file']).name}", r["_source_line"],
+             r["_reason_code"], r["_reason"]) for r in
             got.select("_source_file", "_source_line", "_reason_code", "_reason").collect()]
+    here = tmp_path.name
+    unnamed = ("unread_log_line", "the line does not name its broker (e.g. '[Partition orders-3 broker=2]') and the "
+               "other lines of its file, and of the files rolled from its log, name none or several")
     assert rows == [
-        ("mixed.log", 3, "unread_log_line", "the line does not name its broker (e.g. '[Partition orders-3 broker=2]') "
-         "and the other lines of its file name none or several"),
-        ("server.log", 1, "unread_log_line", "a Kafka log line holding 'Shrinking ISR ' in a form replog does not read "
-         "(jobs/broker_log_patterns.py lists the forms it reads)"),
-        ("server.log", 2, "unread_log_line", "no log4j timestamp and level at the start of the line, or an "
+        ("b4/server.log", 1, *unnamed),
+        (f"{here}/mixed.log", 3, *unnamed),
+        (f"{here}/server.log", 1, "unread_log_line", "a Kafka log line holding 'Shrinking ISR ' in a form replog does "
+         "not read (jobs/broker_log_patterns.py lists the forms it reads)"),
+        (f"{here}/server.log", 2, "unread_log_line", "no log4j timestamp and level at the start of the line, or an "
          "impossible date (expected e.g. '[2024-05-14 12:51:42,342] INFO ...')"),
-        ("server.log", 4, "unread_log_line", "no log4j timestamp and level at the start of the line, or an "
+        (f"{here}/server.log", 4, "unread_log_line", "no log4j timestamp and level at the start of the line, or an "
          "impossible date (expected e.g. '[2024-05-14 12:51:42,342] INFO ...')"),
     ]
+    names = ["/b3/server.log.2024-05-14-11", "/b3/server.log.1.GZ", "/b3/server.log.2024-05-14-11.bz2", "/b3/server.log",
+             "/b3/state-change.log.2024-05-14-11.zst", "/b3/controller.log"]
+    rolled = spark.createDataFrame([(n,) for n in names], "p string").select(rolled_log_of("p")).collect()
+    assert [r[0] for r in rolled] == ["/b3/server.log"] * 4 + ["/b3/state-change.log", "/b3/controller.log"]
 
 
 def test_timestamps_are_read_in_the_configured_zone(spark: SparkSession, tmp_path: Path) -> None:
@@ -1039,7 +1061,8 @@ def test_ingest_reconciles_is_exactly_once_and_ids_follow(spark: SparkSession, t
 
 def test_a_later_batch_continues_from_the_events_in_bronze(spark: SparkSession, tmp_path: Path) -> None:
     """An hour's rolled file whose ISR commit follows a leader line of the hour before: its epoch and the ISR
-    it replaces come from the run's events already in bronze."""
+    it replaces come from the run's events already in bronze; and the broker of a later file of the same log whose
+    lines name none."""
     landing = tmp_path / "landing"
     write_logs(landing, {"state-change.log.2024-05-14-11": (
         "[2024-05-14 11:59:00,000] INFO [Broker id=1] Leader t-0 starts at leader epoch 5 from offset 100 with high "
@@ -1059,6 +1082,14 @@ def test_a_later_batch_continues_from_the_events_in_bronze(spark: SparkSession, 
         "event_type", "leader_epoch", "action", "old_isr", "isr").collect()
     assert [tuple(r) for r in got] == [("isr_change", 5, "shrink", [1, 2, 3], [1, 2]),
                                        ("truncation", 5, None, None, None)]
+    # The current hour's file of the same log names no broker: bronze's events of that log name broker 1.
+    write_logs(landing, {"server.log": (
+        "[2024-05-14 13:00:01,000] INFO [UnifiedLog partition=t-0, dir=/data] Incremented log start offset to 40 due "
+        "to segment deletion (kafka.log.UnifiedLog)\n")})
+    current = run_ingest(spark, lake, str(landing), log=lambda _m: None, logs=options)
+    assert (current.read, current.kept) == (1, 1)
+    moved = lake.read(BRONZE_EVENTS).where("event_type = 'log_start_offset_change'").collect()
+    assert [(r["broker_id"], r["leader_epoch"], r["log_start_offset"]) for r in moved] == [(1, 5, 40)]
 
 
 # --- the audit and the reference checker on events read from logs --------------------------------------------
