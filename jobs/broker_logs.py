@@ -243,8 +243,8 @@ def read_broker_logs(spark: SparkSession, paths: Sequence[str], options: BrokerL
         informs = F.col("event_type").isin("leadership_change", "isr_change") | _logged_election()
         context = existing.where(informs).select(
             F.lit("").alias("_path"), F.col("event_id").alias("pos"), F.lit(0).alias("_entry_pos"), "ts_ms",
-            "event_type", "broker_id", "topic", "partition", "leader_epoch", "action", "isr", "old_isr", "isr_state",
-            "leader_id", "reason", "topic_id", F.lit(True).alias("_context"))
+            "event_type", "broker_id", "topic", "partition", "leader_epoch", "partition_epoch", "action", "isr",
+            "old_isr", "isr_state", "leader_id", "reason", "topic_id", F.lit(True).alias("_context"))
         located = located.unionByName(context, allowMissingColumns=True)
     events = _unrepeated_elections(_from_earlier_lines(located)).where(~F.col("_context")).drop("_context")
     return _as_candidates(events, options, existing)
@@ -411,7 +411,9 @@ def _unrepeated_elections(events: DataFrame) -> DataFrame:
       terms (Kafka prints it again until the leader's AlterPartition says RECOVERED);
     * a controller's line restates an earlier batch's event of the same leader on the same terms (the brokers'
       logs were ingested before the controller's), where one of them gives no epoch only if each is the other's
-      nearest match (the controllers' replay lines of one record counting as one line);
+      nearest match (the controllers' replay lines of one record counting as one line); but a builder's line never
+      restates an earlier builder's line (bronze's event told by a controller without the partition epoch), unless
+      it is that line landed again (the same stamp): the active controller prints one per election;
     * a controller's replay line (`REPLAY`) restates an earlier one of the same leader and epoch: each controller,
       active or standby, prints one per record; and one stamped more than `RESTATE_WINDOW_MS` after an election of
       a later epoch is a reprint (a restarted controller replays the log since its snapshot);
@@ -457,7 +459,8 @@ def _unrepeated_elections(events: DataFrame) -> DataFrame:
               .withColumn("_first_later", F.min(F.when(F.col("_kind") == 3, F.col("ts_ms")))
                           .over(Window.partitionBy("_key"))))
     row = F.struct(F.col("_ord").alias("ord"), F.col("ts_ms").alias("ts"), F.col("leader_id").alias("leader"),
-                   F.col("leader_epoch").alias("epoch"), F.col("_kind").alias("kind"), replay.alias("replay"))
+                   F.col("leader_epoch").alias("epoch"), F.col("_kind").alias("kind"), replay.alias("replay"),
+                   F.col("partition_epoch").alias("pepoch"), F.col("broker_id").alias("broker"))
     listed = listed.withColumn("_elections", F.collect_list(F.when(placed, row)).over(Window.partitionBy("_key")))
     w = RESTATE_WINDOW_MS
 
@@ -487,9 +490,12 @@ def _unrepeated_elections(events: DataFrame) -> DataFrame:
     # match: a second election of the leader within the window is its own (it would otherwise be lost).
     nearest_line = nearest("y.kind = 1 AND y.leader = x.leader AND (y.epoch IS NULL OR x.epoch IS NULL "
                            "OR y.epoch = x.epoch)", "x.ts")
+    nearest_held = nearest("y.kind = 0 AND y.leader = leader_id AND (y.epoch IS NULL OR leader_epoch IS NULL "
+                           "OR y.epoch = leader_epoch)", "ts_ms")
     # The controllers' replay lines of one record are one line here: any of them may be the nearest.
     controller_nearest = (f"({nearest_line} = _ord OR _pattern = {sql_str(REPLAY)} AND exists(_elections, z -> "
-                          f"z.replay AND z.leader = leader_id AND z.epoch = leader_epoch AND z.ord = {nearest_line}))")
+                          f"z.replay AND z.leader = leader_id AND z.epoch = leader_epoch AND z.ord = {nearest_line})) "
+                          f"AND {nearest_held} = x.ord")
     # A controller's replay line restates an earlier one of the same record (each controller replays the metadata
     # log), and one stamped well after an election of a later epoch is a late reprint (a restarted controller
     # replaying the log since its snapshot, or a standby catching up): its record is old. The builder's line
@@ -505,10 +511,16 @@ def _unrepeated_elections(events: DataFrame) -> DataFrame:
     # one stamped well after a leader line of a later epoch is a restarted controller's reprint.
     created_again = (F.expr("exists(_elections, x -> x.kind = 0 OR x.ord < _ord)")
                      | F.coalesce(F.col("_first_later") + w < F.col("ts_ms"), F.lit(False)))
+    # Bronze's event of a builder's line: told by a controller (not its leader), without the partition epoch, which
+    # a replay line always gives. The active controller prints one builder's line per election, so another one
+    # (with an epoch or without) is another election, unless it is the same line landed again (the same stamp).
+    builder_event = "(x.pepoch IS NULL AND NOT coalesce(x.broker = x.leader, false))"
+    other_builder = f"(_pattern <> {sql_str(REPLAY)} AND {builder_event} AND x.ts <> ts_ms)"
     restates = F.when(created, created_again).when(placed & recovering, F.expr(
         f"exists(_elections, x -> {same} AND (x.kind < 2 OR x.ord < _ord))")).when(
         placed & ~F.col("_context"), F.expr(
-            f"exists(_elections, x -> x.kind = 0 AND {same} AND (x.epoch = leader_epoch OR {controller_nearest})) "
+            f"exists(_elections, x -> x.kind = 0 AND {same} AND (x.epoch = leader_epoch OR {controller_nearest}) "
+            f"AND NOT {other_builder}) "
             f"OR CASE WHEN _pattern = {sql_str(REPLAY)} THEN {replayed} ELSE {built} END"))
     return (listed.where(~F.coalesce(restates, F.lit(False)))
             .drop("_key", "_kind", "_ord", "_elections", "_first_later"))

@@ -847,7 +847,8 @@ def test_a_second_election_of_a_leader_is_not_taken_for_the_one_an_earlier_batch
                                                                                       tmp_path: Path) -> None:
     """Broker 2's RECOVERING lines of one election in bronze; the controller's log, with that election and a second
     one of broker 2 30 s later (both without epochs), and broker 2's lines of the second, in a later batch: the
-    first controller line restates bronze's event, the second is an election of its own, with its leader's epoch."""
+    first controller line restates bronze's event, the second is an election of its own, with its leader's epoch;
+    and a third one in the next batch is not taken for the second, whose controller's line bronze holds."""
     landing = tmp_path / "landing"
     lake = EmbeddedLake(spark, str(tmp_path / "lake"))
     options = BrokerLogOptions("cluster-a")
@@ -867,6 +868,14 @@ def test_a_second_election_of_a_leader_is_not_taken_for_the_one_an_earlier_batch
         "ts_ms", "leader_id", "leader_epoch").collect()] == [(ms("2024-05-14 12:00:01,100"), 2, 6),
                                                              (ms("2024-05-14 12:00:31,000"), 2, 8)]
     assert inv.evaluate(bronze, ["leader_epoch_monotonic"]).count() == 0
+    # The next hour's controller log: a third election of broker 2, 14 s after the second, whose controller's line
+    # bronze holds. The active controller prints one such line per election: this one is no restatement of it.
+    write_logs(landing, {"controller.log.1": _controller_line("12:00:45,000", _ORDERS_ID, 3, 2)})
+    third = run_ingest(spark, lake, str(landing), log=lambda _m: None, logs=options)
+    assert (third.read, third.kept, third.quarantined) == (1, 1, 0)
+    bronze = lake.read(BRONZE_EVENTS)
+    assert [tuple(r) for r in bronze.where("event_type = 'leader_election'").orderBy("ts_ms").select(
+        "ts_ms", "leader_id", "leader_epoch").collect()][2:] == [(ms("2024-05-14 12:00:45,000"), 2, None)]
 
 
 def test_an_election_read_in_an_earlier_batch_is_not_read_again(spark: SparkSession, tmp_path: Path) -> None:
