@@ -170,39 +170,50 @@ def read_broker_logs(spark: SparkSession, paths: Sequence[str], options: BrokerL
                            | header | exception).select(
         "_path", "pos", "line", _first_group("line", BROKER_PREFIXES).alias("_broker_prefix"),
         _any_contains("line", triggers).alias("_hit"), setting.alias("_setting"), header.alias("_header"))
-    # The file's broker: the one broker its lines name, if they name exactly one; and the config block a setting
-    # line belongs to: the last block header before it. Windows over the file, not aggregates joined back, so the
-    # files are scanned once for all.
+    # The file's broker: the one broker its lines name (a prefix, or the broker.id of its KafkaConfig block), if they
+    # name exactly one; and the config block a setting line belongs to: the last block header before it. Windows
+    # over the file, not aggregates joined back, so the files are scanned once for all.
     # One ordering for both, so that Spark sorts the file's lines once for the two frames.
     in_order = Window.partitionBy("_path").orderBy("pos")
     whole_file = in_order.rowsBetween(Window.unboundedPreceding, Window.unboundedFollowing)
-    lo, hi = F.min("_broker_prefix").over(whole_file), F.max("_broker_prefix").over(whole_file)
     block = F.last(F.when(F.col("_header"), F.struct(
         F.col("pos").alias("pos"), F.col("line").contains("Kafka" + CONFIG_BLOCK).alias("kafka"))),
         ignorenulls=True).over(in_order.rowsBetween(Window.unboundedPreceding, 0))
     in_kafka_block = F.col("_block").getField("kafka")
+    # broker.id is -1 where ZooKeeper assigns it (as `_across_lines` reads the block).
+    setting_key = F.regexp_extract("line", CONFIG_ENTRY, 1)
+    setting_value = F.regexp_extract("line", CONFIG_ENTRY, 2)
+    names_broker = F.coalesce("_broker_prefix", F.when(
+        F.col("_setting") & in_kafka_block & setting_key.isin(*BROKER_ID_KEYS) & (setting_value != "-1"),
+        setting_value.try_cast("int").cast("string")))
+    lo, hi = F.min("_names_broker").over(whole_file), F.max("_names_broker").over(whole_file)
     stamped = F.col("line").rlike(_LINE_PREFIX)
     # The exception log4j prints on the line after a message logged with one ('Error for partition t-0 at offset 5'
     # names its error only there).
     after = F.lead(F.struct("pos", "line")).over(in_order)
     next_exception = F.when((after.pos == F.col("pos") + 1) & _any_starts(after.line, NEXT_LINE_EXCEPTIONS),
                             F.regexp_extract(after.line, r"^[\w.]+\.(\w+)(?::|\s|$)", 1))
+    # A file's first line stays until its log's broker is known (`_with_rolled_log_broker`): a rolled file whose
+    # lines name the broker but hold no event still names it for the log's other files.
     hits = (
-        relevant.withColumn("_file_lo", lo).withColumn("_file_hi", hi).withColumn("_file_broker", F.when(lo == hi, lo))
+        relevant.withColumn("_block", block).withColumn("_names_broker", names_broker)
+        .withColumn("_file_lo", lo).withColumn("_file_hi", hi).withColumn("_file_broker", F.when(lo == hi, lo))
         .withColumn("_next_exception", next_exception)
-        .withColumn("_block", block)
         .withColumn("_cfg_block", F.when(F.col("_setting") & ~F.col("_hit") & in_kafka_block,
                                          F.col("_block").getField("pos")))
-        .where(F.col("_hit") | F.col("_cfg_block").isNotNull())
+        .withColumn("_first", F.row_number().over(in_order) == 1)
+        .where(F.col("_hit") | F.col("_cfg_block").isNotNull() | F.col("_first"))
         .withColumn("_msg", F.when(stamped, F.expr(f"regexp_extract(line, {sql_str(_LINE_PREFIX)}, 10)"))
                     .otherwise(F.col("line")))
         .withColumn("_pattern", _pattern_case(PATTERNS))
         .withColumn("_unknown", F.when(F.col("_pattern").isNull(), _unknown_form(PATTERNS)))
-        .where(F.col("_pattern").isNotNull() | F.col("_unknown").isNotNull() | F.col("_cfg_block").isNotNull())
         .withColumn("_tp_prefix", F.coalesce(*[F.expr(f"nullif(regexp_extract(line, {sql_str(r)}, 1), '')")
                                                for r in TP_PREFIXES]))
     )
-    hits = _with_rolled_log_broker(hits, existing)
+    hits = (_with_rolled_log_broker(hits, existing)
+            .where((F.col("_hit") & (F.col("_pattern").isNotNull() | F.col("_unknown").isNotNull()))
+                   | F.col("_cfg_block").isNotNull())
+            .drop("_first", "_names_broker"))
     event_type = F.expr("CASE _pattern " + " ".join(
         f"WHEN {sql_str(p.name)} THEN {sql_str(p.event_type)}" for p in PATTERNS) + " END")
     broker = F.expr("CASE _pattern " + " ".join(
@@ -327,6 +338,8 @@ LEADER_AND_ISR_SKIP = "isr_leader_and_isr"
 """The pattern of a sitting leader's "Skipped the become-leader state change ... with leader epoch E" line."""
 REPLAY = "unclean_partition_change"
 """The pattern of a KRaft controller's line as it replays the election's record, which each controller prints."""
+ZK_ELECTION = "unclean_election_zk"
+"""The pattern of a ZooKeeper controller's (0.8-1.0) unclean election line."""
 RESTATE_WINDOW_MS = 60_000
 """How far apart in time two lines of one unclean election may be stamped when one of them gives no epoch: the
 controller's and the new leader's (the time the election takes to reach the leader, and the skew between the two
@@ -460,7 +473,8 @@ def _unrepeated_elections(events: DataFrame) -> DataFrame:
                           .over(Window.partitionBy("_key"))))
     row = F.struct(F.col("_ord").alias("ord"), F.col("ts_ms").alias("ts"), F.col("leader_id").alias("leader"),
                    F.col("leader_epoch").alias("epoch"), F.col("_kind").alias("kind"), replay.alias("replay"),
-                   F.col("partition_epoch").alias("pepoch"), F.col("broker_id").alias("broker"))
+                   F.col("partition_epoch").alias("pepoch"), F.col("broker_id").alias("broker"),
+                   F.col("action").alias("action"), F.col("topic_id").alias("topic_id"))
     listed = listed.withColumn("_elections", F.collect_list(F.when(placed, row)).over(Window.partitionBy("_key")))
     w = RESTATE_WINDOW_MS
 
@@ -480,18 +494,34 @@ def _unrepeated_elections(events: DataFrame) -> DataFrame:
     epoch = f"try_element_at({epochs}, 1)"
     lent = F.when(undated, F.expr(
         f"CASE WHEN size({epochs}) = 1 AND {epoch} IS NOT NULL "
-        f"AND forall({lines}, x -> {nearest('y.kind < 2 AND y.leader = leader_id', 'x.ts')} = _ord) "
+        f"AND forall({lines}, x -> {nearest('y.kind < 2 AND y.leader = leader_id AND y.action = action', 'x.ts')} "
+        f"= _ord) "
         f"AND NOT exists(_elections, y -> y.kind < 2 AND y.leader = leader_id AND y.epoch IS NOT NULL "
         f"AND y.epoch = {epoch}) THEN {epoch} END"))
     listed = listed.withColumn("leader_epoch", F.coalesce("leader_epoch", lent))
-    same = (f"x.leader = leader_id AND (x.epoch = leader_epoch OR (x.epoch IS NULL OR leader_epoch IS NULL) "
-            f"AND abs(x.ts - ts_ms) <= {w})")
+    # An unclean election's lines (the builder's, RECOVERING) never tell of one from the ELR, and the other way round.
+    same = (f"x.leader = leader_id AND x.action = action AND (x.epoch = leader_epoch OR (x.epoch IS NULL OR "
+            f"leader_epoch IS NULL) AND abs(x.ts - ts_ms) <= {w})")
+    def other_builder(v: str) -> str:
+        """Bronze's event `v` is another election told by a controller's line, which this line never restates.
+
+        A builder's line names the topic by id (a RECOVERING line does not) or was printed by a controller that is
+        not its leader, and lacks the partition epoch, which a replay line always gives; ZooKeeper's controller
+        line (0.8-1.0) comes from an era without RECOVERING lines. The active controller prints one such line per
+        election, so another one (with an epoch or without) is another election, unless it is the same line
+        landed again (the same stamp)."""
+        told = (f"({v}.pepoch IS NULL AND ({v}.topic_id IS NOT NULL OR NOT coalesce({v}.broker = {v}.leader, false)) "
+                f"OR _pattern = {sql_str(ZK_ELECTION)})")
+        return f"(_pattern <> {sql_str(REPLAY)} AND {told} AND {v}.ts <> ts_ms)"
     # Without an epoch on one side, a controller's line restates bronze's event only if each is the other's nearest
-    # match: a second election of the leader within the window is its own (it would otherwise be lost).
-    nearest_line = nearest("y.kind = 1 AND y.leader = x.leader AND (y.epoch IS NULL OR x.epoch IS NULL "
-                           "OR y.epoch = x.epoch)", "x.ts")
-    nearest_held = nearest("y.kind = 0 AND y.leader = leader_id AND (y.epoch IS NULL OR leader_epoch IS NULL "
-                           "OR y.epoch = leader_epoch)", "ts_ms")
+    # match: a second election of the leader within the window is its own (it would otherwise be lost). Bronze's
+    # events of other controller lines count as matches here though the line never restates them: one of those
+    # nearer than the broker's line it would restate is the election this line follows, or clocks skewed by half
+    # the time between the two, where keeping the line (an election too many, without an epoch) loses nothing.
+    nearest_line = nearest("y.kind = 1 AND y.leader = x.leader AND y.action = x.action AND (y.epoch IS NULL "
+                           "OR x.epoch IS NULL OR y.epoch = x.epoch)", "x.ts")
+    nearest_held = nearest("y.kind = 0 AND y.leader = leader_id AND y.action = action AND (y.epoch IS NULL "
+                           "OR leader_epoch IS NULL OR y.epoch = leader_epoch)", "ts_ms")
     # The controllers' replay lines of one record are one line here: any of them may be the nearest.
     controller_nearest = (f"({nearest_line} = _ord OR _pattern = {sql_str(REPLAY)} AND exists(_elections, z -> "
                           f"z.replay AND z.leader = leader_id AND z.epoch = leader_epoch AND z.ord = {nearest_line})) "
@@ -503,24 +533,20 @@ def _unrepeated_elections(events: DataFrame) -> DataFrame:
     # leader's within the window.
     replayed = (f"exists(_elections, x -> x.replay AND x.ord < _ord AND x.leader = leader_id "
                 f"AND x.epoch = leader_epoch OR x.epoch > leader_epoch AND x.ts + {w} < ts_ms)")
-    built = (f"exists(_elections, x -> x.replay AND x.leader = leader_id AND (x.epoch = leader_epoch OR "
-             f"leader_epoch IS NULL AND abs(x.ts - ts_ms) <= {w} "
-             f"AND {nearest('y.replay AND y.leader = leader_id', 'ts_ms')} = x.ord "
+    # Kafka logs the builder's line of an election from the ELR at TRACE only: no replay line of one is restated.
+    built = (f"exists(_elections, x -> x.replay AND x.leader = leader_id AND x.action = action AND (x.epoch = "
+             f"leader_epoch OR leader_epoch IS NULL AND abs(x.ts - ts_ms) <= {w} "
+             f"AND {nearest('y.replay AND y.leader = leader_id AND y.action = action', 'ts_ms')} = x.ord "
              f"AND {nearest('y.kind = 1 AND NOT y.replay AND y.leader = x.leader', 'x.ts')} = _ord))")
     # A creation line restates an earlier one of the partition (each controller replays the record) or bronze's;
     # one stamped well after a leader line of a later epoch is a restarted controller's reprint.
     created_again = (F.expr("exists(_elections, x -> x.kind = 0 OR x.ord < _ord)")
                      | F.coalesce(F.col("_first_later") + w < F.col("ts_ms"), F.lit(False)))
-    # Bronze's event of a builder's line: told by a controller (not its leader), without the partition epoch, which
-    # a replay line always gives. The active controller prints one builder's line per election, so another one
-    # (with an epoch or without) is another election, unless it is the same line landed again (the same stamp).
-    builder_event = "(x.pepoch IS NULL AND NOT coalesce(x.broker = x.leader, false))"
-    other_builder = f"(_pattern <> {sql_str(REPLAY)} AND {builder_event} AND x.ts <> ts_ms)"
     restates = F.when(created, created_again).when(placed & recovering, F.expr(
         f"exists(_elections, x -> {same} AND (x.kind < 2 OR x.ord < _ord))")).when(
         placed & ~F.col("_context"), F.expr(
             f"exists(_elections, x -> x.kind = 0 AND {same} AND (x.epoch = leader_epoch OR {controller_nearest}) "
-            f"AND NOT {other_builder}) "
+            f"AND NOT {other_builder('x')}) "
             f"OR CASE WHEN _pattern = {sql_str(REPLAY)} THEN {replayed} ELSE {built} END"))
     return (listed.where(~F.coalesce(restates, F.lit(False)))
             .drop("_key", "_kind", "_ord", "_elections", "_first_later"))

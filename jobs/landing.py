@@ -97,10 +97,19 @@ def is_broker_log(name: str) -> bool:
     return _LOG_NAME.search(name) is not None and not stem.endswith(_ARCHIVE_SUFFIXES)
 
 
+# What log4j adds to a log's name as it rolls it: a date or an index after `.log` (`server.log.2024-05-14-13`,
+# `server.log.1`, log4j2's `server.log.2024-05-14-13.1`) or before it (`server-2024-05-14-1.log`), and compression.
+_ROLLED = re.compile(r"(-\d{4}-\d{2}-\d{2}(?:[-_.]\d+)*)?\.log(?:\.\d[\d_-]*)*("
+                     + "|".join(map(re.escape, COMPRESSED_LOG_SUFFIXES)) + ")?$", re.IGNORECASE)
+
+
 def rolled_log_of(path: str | Column) -> Column:
     """SQL: the log a Kafka log file was rolled from: its path without the date or index and compression suffix
-    (`/b3/server.log.2024-05-14-13.gz` and `/b3/server.log` -> `/b3/server.log`), one process's log in every file."""
-    return F.regexp_replace(path, "(?i)" + _LOG_NAME.pattern, ".log")
+    (`/b3/server.log.2024-05-14-13.gz` and `/b3/server.log` -> `/b3/server.log`), one process's log in every file.
+    A name log4j would not give a rolled file (`server.log.broker1`) is a log of its own."""
+    log = F.regexp_replace(path, "(?i)" + _ROLLED.pattern, ".log")
+    # Kafka 4.0's log4j2.yaml rolls state-change.log as stage-change.log.<date>, a typo since fixed (KAFKA-19576).
+    return F.regexp_replace(log, r"(?i)(^|/)stage-change\.log$", "$1state-change.log")
 
 
 def compression_suffix(name: str) -> str | None:

@@ -732,6 +732,33 @@ def test_the_controllers_replay_lines_are_its_unclean_and_elr_elections(spark: S
         (3001, 3, 6), (3001, 3, 8), (3001, 4, 5), (3001, 5, 3), (3001, 6, 2), (3001, 7, 3)]
 
 
+def test_an_unclean_elections_lines_never_restate_an_election_from_the_elr(spark: SparkSession,
+                                                                         tmp_path: Path) -> None:
+    """Kafka prints the builder's line of an election from the ELR at TRACE only, and a RECOVERING line only after an
+    unclean one: broker 3 elected from the ELR, then 2 s later uncleanly (its replay line and the leader line after
+    its RECOVERING line in files not landed), is two elections, in one batch or in two."""
+    elr = _replay_line("12:00:02,000", 3000, "orders-4", "isr: [] -> [3], leader: -1 -> 3, leaderEpoch: 4 -> 5, "
+                       "elr: [1, 3] -> [1], partitionEpoch: 8 -> 9")
+    builder = _controller_line("12:00:04,000", _ORDERS_ID, 4, 3)
+    recovering = _RECOVERING_LINE.format(t="12:00:04,100", b=3, tp="orders-4")
+    # The builder's line names no controller: the other line of its file does.
+    expected = [(3000, 4, "elr", 3, [3], 5), (3000, 4, "unclean", 3, [3], None)]
+    assert _elections(parse(spark, write_logs(tmp_path / "builder", {"controller.log": elr + builder}))) == expected
+    got = parse(spark, write_logs(tmp_path / "recovering", {"controller.log": elr, "state-change-3.log": recovering}))
+    assert _elections(got) == [expected[0], (3, 4, "unclean", 3, [3], None)]
+    landing = tmp_path / "landing"
+    lake = EmbeddedLake(spark, str(tmp_path / "lake"))
+    options = BrokerLogOptions("cluster-a")
+    write_logs(landing, {"controller.log": elr})
+    assert run_ingest(spark, lake, str(landing), log=lambda _m: None, logs=options).kept == 1
+    write_logs(landing, {"controller.log.1": builder, "state-change-3.log": recovering})
+    later = run_ingest(spark, lake, str(landing), log=lambda _m: None, logs=options)
+    assert (later.read, later.kept, later.quarantined) == (1, 1, 0)  # the RECOVERING line restates the builder's
+    assert [tuple(r) for r in lake.read(BRONZE_EVENTS).orderBy("ts_ms").select(
+        "action", "leader_id", "leader_epoch", "ts_ms").collect()] == [
+        ("elr", 3, 5, ms("2024-05-14 12:00:02,000")), ("unclean", 3, None, ms("2024-05-14 12:00:04,000"))]
+
+
 def test_a_replay_line_restates_the_election_an_earlier_batch_read(spark: SparkSession, tmp_path: Path) -> None:
     """The new leader's RECOVERING and leader lines in bronze, the controller's builder and replay lines of the
     same election in a later batch: still one election, the one bronze holds; an ELR election read again from a
@@ -878,6 +905,37 @@ def test_a_second_election_of_a_leader_is_not_taken_for_the_one_an_earlier_batch
         "ts_ms", "leader_id", "leader_epoch").collect()][2:] == [(ms("2024-05-14 12:00:45,000"), 2, None)]
 
 
+def test_a_controller_that_elects_itself_is_still_told_apart_from_its_recovering_line(spark: SparkSession,
+                                                                                      tmp_path: Path) -> None:
+    """A controller's line in bronze is another election for a later batch's controller line, also where the
+    controller elected itself: a ZooKeeper controller (0.8-1.0) is a broker, and a KRaft node may be both (its quiet
+    hour's builder line takes the node's id from the hour rolled before it)."""
+    options = BrokerLogOptions("cluster-a")
+
+    def zk_line(t: str, controller: int, leader: int) -> str:
+        return (f"[2024-05-14 {t}] INFO [Controller {controller}]: Broker {controller} starting become controller state "
+                f"transition (kafka.controller.KafkaController)\n"
+                f"[2024-05-14 {t}] WARN [OfflinePartitionLeaderSelector]: No broker in ISR is alive for [orders,3]. "
+                f"Elect leader {leader} from live brokers {leader}. There's potential data loss. "
+                "(kafka.controller.OfflinePartitionLeaderSelector)\n")
+
+    def batches(name: str, *landed: dict[str, str]) -> list[tuple]:
+        lake = EmbeddedLake(spark, str(tmp_path / name / "lake"))
+        for files in landed:
+            write_logs(tmp_path / name / "landing", files)
+            run_ingest(spark, lake, str(tmp_path / name / "landing"), log=lambda _m: None, logs=options)
+        return [tuple(r) for r in lake.read(BRONZE_EVENTS).where("event_type = 'leader_election'").orderBy(
+            "ts_ms").select("broker_id", "leader_id").collect()]
+    for controller in (1, 2):
+        assert batches(f"zk-{controller}", {"controller.log.2024-05-14-11": zk_line("12:00:01,000", controller, 2)},
+                       {"controller.log": zk_line("12:00:31,000", controller, 2)}) == [(controller, 2)] * 2
+    created = ("[2024-05-14 10:00:00,000] INFO [QuorumController id=2] " + created_text(
+        "orders-3", _ORDERS_ID, [1, 2, 3], [1], 1) + " (org.apache.kafka.controller.ReplicationControlManager)\n")
+    assert batches("kraft", {"controller.log.2024-05-14-10": created,
+                             "controller.log.2024-05-14-11": _controller_line("11:59:50,000", _ORDERS_ID, 3, 2)},
+                   {"controller.log": _controller_line("12:00:05,000", _ORDERS_ID, 3, 2)}) == [(2, 1), (2, 2), (2, 2)]
+
+
 def test_an_election_read_in_an_earlier_batch_is_not_read_again(spark: SparkSession, tmp_path: Path) -> None:
     """Logs ingested batch by batch: the controller's lines (with an epoch or without) after the leaders' lines
     in bronze, and the leader's lines after that, leave one election each; the epoch checks find nothing."""
@@ -929,11 +987,26 @@ def test_unusable_lines_are_quarantined_with_the_reason(spark: SparkSession, tmp
         # Another folder's same name is another broker's log.
         "b4/server.log": "[2024-05-14 12:00:06,000] INFO [UnifiedLog partition=t-0, dir=/d] Incremented log start offset to 41 "
                          "due to segment deletion (kafka.log.UnifiedLog)\n",
+        # The hour before names broker 5 only in lines that are no events (log4j2's name, the date before '.log').
+        "b5/server-2024-05-14-1.log": (
+            "[2024-05-14 11:00:00,000] INFO [ReplicaFetcherManager on broker 5] Removed fetcher for partitions Set(t-0) "
+            "(kafka.server.ReplicaFetcherManager)\n"),
+        "b5/server.log": "[2024-05-14 12:00:07,000] INFO [UnifiedLog partition=t-0, dir=/d] Incremented log start offset to 42 "
+                         "due to segment deletion (kafka.log.UnifiedLog)\n",
+        # The hour before names broker 6 only by its startup config block.
+        "b6/server.log.2024-05-14-11": ("[2024-05-14 11:59:59,000] INFO KafkaConfig values: \n\tbroker.id = 6\n"
+                                        "\treplica.lag.time.max.ms = 10000\n (kafka.server.KafkaConfig)\n"),
+        "b6/server.log": "[2024-05-14 12:00:08,000] INFO [UnifiedLog partition=t-0, dir=/d] Incremented log start offset to 43 "
+                         "due to segment deletion (kafka.log.UnifiedLog)\n",
+        # A copy named by hand is no rolled file of server.log: it lends its broker to no other file.
+        "b7/server.log.broker1": "[2024-05-14 11:00:00,000] INFO [KafkaServer id=1] started (kafka.server.KafkaServer)\n",
+        "b7/server.log": "[2024-05-14 12:00:09,000] INFO [UnifiedLog partition=t-0, dir=/d] Incremented log start offset to 44 "
+                         "due to segment deletion (kafka.log.UnifiedLog)\n",
     })
     got = parse(spark, paths)
     kept = got.where("_reason_code IS NULL AND event_type = 'log_start_offset_change'")
-    assert [(Path(r["_source_file"]).parent.name, r["broker_id"], r["log_start_offset"]) for r in kept.collect()] == [
-        ("b3", 3, 40)]
+    assert sorted((Path(r["_source_file"]).parent.name, r["broker_id"], r["log_start_offset"]) for r in kept.collect()) == [
+        ("b3", 3, 40), ("b5", 5, 42), ("b6", 6, 43)]
     got = got.where("_reason_code IS NOT NULL").orderBy("_source_file", "_source_line")
     rows = [(f"{Path(r['_source_file']).parent.name}/{Path(r['_source_file']).name}", r["_source_line"],
              r["_reason_code"], r["_reason"]) for r in
@@ -943,6 +1016,7 @@ def test_unusable_lines_are_quarantined_with_the_reason(spark: SparkSession, tmp
                "other lines of its file, and of the files rolled from its log, name none or several")
     assert rows == [
         ("b4/server.log", 1, *unnamed),
+        ("b7/server.log", 1, *unnamed),
         (f"{here}/mixed.log", 3, *unnamed),
         (f"{here}/server.log", 1, "unread_log_line", "a Kafka log line holding 'Shrinking ISR ' in a form replog does "
          "not read (jobs/broker_log_patterns.py lists the forms it reads)"),
@@ -952,9 +1026,13 @@ def test_unusable_lines_are_quarantined_with_the_reason(spark: SparkSession, tmp
          "impossible date (expected e.g. '[2024-05-14 12:51:42,342] INFO ...')"),
     ]
     names = ["/b3/server.log.2024-05-14-11", "/b3/server.log.1.GZ", "/b3/server.log.2024-05-14-11.bz2", "/b3/server.log",
-             "/b3/state-change.log.2024-05-14-11.zst", "/b3/controller.log"]
+             "/b3/server.log.2024-05-14-11.2.gz", "/b3/server-2024-05-14-1.log.gz",
+             "/b3/state-change.log.2024-05-14-11.zst", "/b3/stage-change.log.2024-05-14-11", "/b3/controller.log",
+             "/b3/server.log.broker1"]
     rolled = spark.createDataFrame([(n,) for n in names], "p string").select(rolled_log_of("p")).collect()
-    assert [r[0] for r in rolled] == ["/b3/server.log"] * 4 + ["/b3/state-change.log", "/b3/controller.log"]
+    # Kafka 4.0 rolled state-change.log as stage-change.log.<date> (KAFKA-19576).
+    assert [r[0] for r in rolled] == ["/b3/server.log"] * 6 + ["/b3/state-change.log"] * 2 + [
+        "/b3/controller.log", "/b3/server.log.broker1"]
 
 
 def test_timestamps_are_read_in_the_configured_zone(spark: SparkSession, tmp_path: Path) -> None:
