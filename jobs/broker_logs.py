@@ -502,6 +502,7 @@ def _unrepeated_elections(events: DataFrame) -> DataFrame:
     # An unclean election's lines (the builder's, RECOVERING) never tell of one from the ELR, and the other way round.
     same = (f"x.leader = leader_id AND x.action = action AND (x.epoch = leader_epoch OR (x.epoch IS NULL OR "
             f"leader_epoch IS NULL) AND abs(x.ts - ts_ms) <= {w})")
+
     def other_builder(v: str) -> str:
         """Bronze's event `v` is another election told by a controller's line, which this line never restates.
 
