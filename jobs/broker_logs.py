@@ -180,12 +180,8 @@ def read_broker_logs(spark: SparkSession, paths: Sequence[str], options: BrokerL
         F.col("pos").alias("pos"), F.col("line").contains("Kafka" + CONFIG_BLOCK).alias("kafka"))),
         ignorenulls=True).over(in_order.rowsBetween(Window.unboundedPreceding, 0))
     in_kafka_block = F.col("_block").getField("kafka")
-    # broker.id is -1 where ZooKeeper assigns it (as `_across_lines` reads the block).
-    setting_key = F.regexp_extract("line", CONFIG_ENTRY, 1)
-    setting_value = F.regexp_extract("line", CONFIG_ENTRY, 2)
-    names_broker = F.coalesce("_broker_prefix", F.when(
-        F.col("_setting") & in_kafka_block & setting_key.isin(*BROKER_ID_KEYS) & (setting_value != "-1"),
-        setting_value.try_cast("int").cast("string")))
+    names_broker = F.coalesce("_broker_prefix", F.when(F.col("_setting") & in_kafka_block, _config_broker(
+        F.regexp_extract("line", CONFIG_ENTRY, 1), F.regexp_extract("line", CONFIG_ENTRY, 2)).cast("string")))
     lo, hi = F.min("_names_broker").over(whole_file), F.max("_names_broker").over(whole_file)
     stamped = F.col("line").rlike(_LINE_PREFIX)
     # The exception log4j prints on the line after a message logged with one ('Error for partition t-0 at offset 5'
@@ -279,6 +275,12 @@ def _with_rolled_log_broker(hits: DataFrame, existing: DataFrame | None) -> Data
                            .otherwise(F.col("_file_broker")))
 
 
+def _config_broker(key: Column, value: Column) -> Column:
+    """The broker a `KafkaConfig` setting names, if it is broker.id or node.id (KRaft); broker.id is -1 where
+    ZooKeeper assigns it, which names none."""
+    return F.when(key.isin(*BROKER_ID_KEYS) & (value != "-1"), value.try_cast("int"))
+
+
 def _topic_names(existing: DataFrame | None) -> DataFrame | None:
     """The topic ids the run's events in bronze name (one row per id and topic), for the controller lines of a later
     batch that give only the id."""
@@ -307,9 +309,7 @@ def _across_lines(located: DataFrame, names: DataFrame | None = None) -> DataFra
     values = [F.max(F.when(F.col("_cfg_key") == k, F.col("_cfg_value"))).over(w) for k in KAFKA_CONFIG_KEYS]
     pairs = F.map_filter(F.create_map(*[x for k, v in zip(KAFKA_CONFIG_KEYS, values, strict=True)
                                         for x in (F.lit(k), v)]), lambda _k, v: v.isNotNull())
-    # broker.id is -1 where ZooKeeper assigns it; node.id names a KRaft node.
-    broker = F.max(F.when(F.col("_cfg_key").isin(*BROKER_ID_KEYS) & (F.col("_cfg_value") != "-1"),
-                          F.col("_cfg_value").try_cast("int"))).over(w)
+    broker = F.max(_config_broker(F.col("_cfg_key"), F.col("_cfg_value"))).over(w)
     by_id = F.col("_topic_id").isNotNull()
     is_config = F.col("_pattern") == "broker_config"
     return (located
