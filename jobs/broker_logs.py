@@ -302,7 +302,10 @@ def _across_lines(located: DataFrame, names: DataFrame | None = None) -> DataFra
                      F.when(F.col("_cfg_block").isNotNull(), F.concat(F.lit("cfg:"), F.col("_path"), F.lit(":"),
                                                                         F.col("_cfg_block").cast("string"))),
                      F.concat(F.lit("#"), F.col("_path"), F.lit(":"), F.col("pos").cast("string")))
-    w = Window.partitionBy(key)
+    # A column, not the expression: each window over an expression is planned with its own alias of it, and so
+    # with its own shuffle (three here).
+    located = located.withColumn("_across", key)
+    w = Window.partitionBy("_across")
     named = F.max(F.when(F.col("_names_topic_id").isNotNull(), F.col("topic"))).over(w)
     # One max per setting rather than a list of all (collect_list is not code-generated, and this window runs
     # over every replication line, most of them alone in their key).
@@ -321,7 +324,7 @@ def _across_lines(located: DataFrame, names: DataFrame | None = None) -> DataFra
                         .otherwise(F.col("config")))
             .withColumn("broker_id", F.when(is_config, F.coalesce(broker, F.col("broker_id")))
                         .otherwise(F.col("broker_id")))
-            .drop("_settings")
+            .drop("_settings", "_across")
             # A setting line is no event: its block's header carries it now; nor is a name from bronze.
             .where(F.col("_pattern").isNotNull() | F.col("_unknown").isNotNull()))
 
