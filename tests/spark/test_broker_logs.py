@@ -57,16 +57,14 @@ def write_logs(folder: Path, files: dict[str, str]) -> list[str]:
 
 
 def parse(spark: SparkSession, paths: list[str], tz: str = "UTC") -> DataFrame:
-    """The candidate records of `paths`, validated (`_reason_code` null for a kept event)."""
-    return classify(read_broker_logs(spark, paths, BrokerLogOptions("cluster-a", tz)))
+    """The candidate records of `paths`, validated (`_reason_code` null for a kept event), computed once: a test
+    asks several questions of them, and each would otherwise plan and run the reader's deep plan again."""
+    return classify(read_broker_logs(spark, paths, BrokerLogOptions("cluster-a", tz))).localCheckpoint(eager=True)
 
 
 def kept_events(got: DataFrame) -> DataFrame:
-    """`parse`'s records as events: without the reader's own columns and the raw line, computed once.
-
-    Checkpointed: the reader's plan is deep, and the jobs' transforms name their input several times, so
-    leaving it lazy had Spark's optimizer work through it once per reference (a minute for a lag test)."""
-    return got.select(*[c for c in got.columns if not c.startswith("_") and c != "raw"]).localCheckpoint(eager=True)
+    """`parse`'s records as events: without the reader's own columns and the raw line."""
+    return got.select(*[c for c in got.columns if not c.startswith("_") and c != "raw"])
 
 
 def row(**values: Any) -> tuple:
