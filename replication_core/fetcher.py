@@ -99,6 +99,8 @@ from replication_core.quota import ReplicationQuotaManager, should_follower_thro
 from replication_core.truncation import FLAGS, TruncationProtocol, offset_truncation_state, truncation_protocol
 
 NONE = Errors.NONE.value
+NETWORK_EXCEPTION = Errors.NETWORK_EXCEPTION.value
+UNKNOWN_SERVER_ERROR = Errors.UNKNOWN_SERVER_ERROR.value
 FETCHING = ReplicaState.FETCHING
 TRUNCATING = ReplicaState.TRUNCATING
 
@@ -330,8 +332,11 @@ class ReplicaFetcherThread:
         response = yield from self._ask(request)
         assert isinstance(response, OffsetsForLeaderEpochResponse)
         if response.error != NONE:
-            # RemoteLeaderEndPoint.fetchEpochEndOffsets maps a send failure to every partition.
-            answers = {tp: EpochEndOffset(response.error) for tp in partitions}
+            # RemoteLeaderEndPoint.fetchEpochEndOffsets gives every partition `Errors.forException` of what the send
+            # threw: for the leader unreachable (the simulator's NETWORK_EXCEPTION) an IOException, which maps to
+            # UNKNOWN_SERVER_ERROR, as Kafka's "Retrying leaderEpoch request" lines then say.
+            error = UNKNOWN_SERVER_ERROR if response.error == NETWORK_EXCEPTION else response.error
+            answers = {tp: EpochEndOffset(error) for tp in partitions}
         else:
             answers = dict(response.partitions)
         kept: dict[TopicPartition, EpochEndOffset] = {}
@@ -375,7 +380,13 @@ class ReplicaFetcherThread:
                 if self._on_partition_fenced(tp, requested_epochs.get(tp)):
                     errors.append(tp)
             else:
-                errors.append(tp)  # "Retrying leaderEpoch request for partition ..."
+                # Kafka logs "Retrying leaderEpoch request for partition {tp} as the leader reported an error".
+                if self._emit is not None:
+                    self._emit(make_event("epoch_request_retry", self._now, self.broker_id, tp.topic, tp.partition,
+                                          requested_epochs.get(tp, state.current_leader_epoch),
+                                          leader_id=self.source_broker.id, fetcher_id=self.fetcher_id,
+                                          error=str(answer.error)))
+                errors.append(tp)
         return fetch_offsets, errors
 
     def _truncate_to_high_watermark(self, tps: Iterable[TopicPartition]) -> None:

@@ -16,9 +16,9 @@ from dataclasses import dataclass, field
 
 import pyarrow as pa
 
-SCHEMA_VERSION = "1.7"
+SCHEMA_VERSION = "1.8"
 SCHEMA_MAJOR = 1
-SCHEMA_MINOR = 7
+SCHEMA_MINOR = 8
 
 
 class SchemaVersionError(ValueError):
@@ -66,6 +66,7 @@ BROKER_LIFECYCLE = "broker_lifecycle"
 LEADER_ELECTION = "leader_election"
 PARTITION_CHANGE = "partition_change"
 BROKER_CONFIG = "broker_config"
+EPOCH_REQUEST_RETRY = "epoch_request_retry"
 
 ENGINE_SOURCE = "engine"
 KAFKA_LOG_SOURCE = "kafka-log"
@@ -121,6 +122,18 @@ EVENT_TYPES: dict[str, EventType] = {
             ("leader_id", "fetcher_id", "fetch_offset", "error"),
             # Kafka logs a partition's fetch errors only (never a NONE response), not always with the offset or
             # the thread (0.9 printed no prefix).
+            log_requires=("error",),
+        ),
+        EventType(
+            EPOCH_REQUEST_RETRY,
+            "The follower's OffsetsForLeaderEpoch request got an error for the partition other than "
+            "FENCED_LEADER_EPOCH: the partition backs off (replica.fetch.backoff.ms) and asks again "
+            "(AbstractFetcherThread.maybeTruncateToEpochEndOffsets: 'Retrying leaderEpoch request'). When the whole "
+            "request failed (the leader unreachable), each partition gets UNKNOWN_SERVER_ERROR, Kafka's error for "
+            "the IOException the send threw. "
+            "`leader_epoch` is the CurrentLeaderEpoch sent. Since 1.8.",
+            ("leader_id", "fetcher_id", "error"),
+            # The line names the partition and the error; the thread's prefix (0.11+) names the leader.
             log_requires=("error",),
         ),
         EventType(
@@ -284,7 +297,8 @@ PAYLOAD: tuple[Column, ...] = (
     Column("leader_id", pa.int32(), "The partition leader (fetch: the broker fetched from; fetcher_change: "
            "the fetcher's source broker; leader_election: the new leader, absent when offline; become_follower: -1 "
            "when the partition has no leader, as Kafka's LeaderAndIsr says it).",
-           used_by=(LEADERSHIP_CHANGE, FETCH, FETCH_RESPONSE, FETCHER_CHANGE, LEADER_ELECTION, PARTITION_CHANGE),
+           used_by=(LEADERSHIP_CHANGE, FETCH, FETCH_RESPONSE, FETCHER_CHANGE, LEADER_ELECTION, PARTITION_CHANGE,
+                    EPOCH_REQUEST_RETRY),
            minimum=-1),
     Column("partition_epoch", pa.int32(), "Partition epoch (KRaft) / zkVersion after the change.",
            used_by=(LEADERSHIP_CHANGE, ISR_CHANGE, LEADER_ELECTION, PARTITION_CHANGE), non_negative=True),
@@ -339,15 +353,17 @@ PAYLOAD: tuple[Column, ...] = (
     Column("old_log_start_offset", pa.int64(), "Log start offset before the change.", "offset",
            used_by=(LOG_START_OFFSET_CHANGE,), non_negative=True),
     Column("fetcher_id", pa.int32(), "Fetcher thread id (hash of topic and partition modulo "
-           "num.replica.fetchers).", used_by=(FETCH, FETCH_RESPONSE, FETCHER_CHANGE), non_negative=True),
+           "num.replica.fetchers).", used_by=(FETCH, FETCH_RESPONSE, FETCHER_CHANGE, EPOCH_REQUEST_RETRY),
+           non_negative=True),
     Column("fetch_offset", pa.int64(), "Offset fetched from; on the leader's follower_fetch_state it is the "
            "leader's notion of the follower's LEO.", "offset",
            used_by=(FETCH, FETCH_RESPONSE, FOLLOWER_FETCH_STATE), non_negative=True),
     Column("last_fetched_epoch", pa.int32(), "LastFetchedEpoch sent with the fetch (fetch v12+).",
            used_by=(FETCH,), non_negative=True),
     Column("error", pa.string(), "Kafka error name ('NONE' on success), e.g. OFFSET_OUT_OF_RANGE, "
-           "NOT_ENOUGH_REPLICAS; for a rejected isr_change the AlterPartition error.",
-           used_by=(FETCH_RESPONSE, PRODUCE_ACK, ISR_CHANGE)),
+           "NOT_ENOUGH_REPLICAS; for a rejected isr_change the AlterPartition error; for epoch_request_retry the "
+           "OffsetsForLeaderEpoch answer's.",
+           used_by=(FETCH_RESPONSE, PRODUCE_ACK, ISR_CHANGE, EPOCH_REQUEST_RETRY)),
     Column("leader_hw", pa.int64(), "HighWatermark in the fetch response (the leader's HW before this "
            "fetch's own update).", "offset", used_by=(FETCH_RESPONSE,), non_negative=True),
     Column("leader_log_start_offset", pa.int64(), "LogStartOffset in the fetch response.", "offset",

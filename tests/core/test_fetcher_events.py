@@ -162,3 +162,28 @@ def test_a_failed_request_for_a_partition_re_added_meanwhile(protocol: Truncatio
         work.send((FetchResponse({}, Errors.NETWORK_EXCEPTION), 100))
     assert [(e["fetch_offset"], e["leader_epoch"]) for e in h.events
             if e["event_type"] == "fetch_response"] == expected
+
+
+def test_an_epoch_request_error_is_recorded_per_partition_that_will_ask_again() -> None:
+    """`maybeTruncateToEpochEndOffsets`: an answer with an error other than FENCED_LEADER_EPOCH is logged ("Retrying
+    leaderEpoch request for partition ...") and backs the partition off; a failed request gives every partition it
+    asked for the error of what the send threw. A fenced answer, and a truncated one, record no retry."""
+    retried, fenced, answered = (TopicPartition("t", p) for p in range(3))
+    h = make_harness(TruncationProtocol.LEADER_EPOCH, ReplicationConfig(replica_fetch_backoff_ms=250))
+    for tp in (retried, fenced, answered):
+        h.add(tp, mk_log([mk_batch(0, 0), mk_batch(1, 2)], hw=0, tp=tp), fetch_offset=2, leader_epoch=4)
+        h.leader.set_leader(tp, seed(0, 3, 4), leader_epoch=4, hw=3)
+    h.leader.epoch_errors[retried] = Errors.NOT_LEADER_OR_FOLLOWER.value
+    h.leader.epoch_errors[fenced] = Errors.FENCED_LEADER_EPOCH.value
+    h.do_work(1000)
+
+    def retries() -> list[tuple]:
+        return [(e["ts_ms"], e["partition"], e["error"], e["leader_epoch"], e["leader_id"], e["fetcher_id"])
+                for e in h.events if e["event_type"] == "epoch_request_retry"]
+    assert retries() == [(1000, 0, "NOT_LEADER_OR_FOLLOWER", 4, 1, 0)]
+    assert h.state(retried).is_delayed(1000) and not h.state(retried).is_delayed(1250)
+    assert [e["partition"] for e in h.events if e["event_type"] == "truncation"] == [2]
+    # The leader unreachable: the send throws an IOException, which Errors.forException makes UNKNOWN_SERVER_ERROR.
+    h.leader.epoch_request_error = Errors.NETWORK_EXCEPTION.value
+    h.do_work(250)
+    assert retries()[1:] == [(1250, 0, "UNKNOWN_SERVER_ERROR", 4, 1, 0)]
