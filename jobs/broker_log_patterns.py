@@ -408,6 +408,16 @@ PATTERNS: tuple[LinePattern, ...] = (
         strict=False,
     ),
     LinePattern(
+        "epoch_request_retry", "epoch_request_retry",
+        "AbstractFetcherThread.maybeTruncateToEpochEndOffsets (0.11+, ReplicaFetcherThread.maybeTruncate before 2.0), "
+        "an OffsetsForLeaderEpoch answer with an error other than FENCED_LEADER_EPOCH: INFO 'Retrying leaderEpoch "
+        "request for partition {tp} as the leader reported an error: {error}' (UNKNOWN_SERVER_ERROR for every "
+        "partition of a request the leader never answered, after the WARN 'Error when sending leader epoch request')",
+        "Retrying leaderEpoch request for partition ",
+        r"Retrying leaderEpoch request for partition " + _TP + r" as the leader reported an error: ([A-Z_]+)",
+        fetcher_columns({"tp": "{1}", "error": "{2}"}),
+    ),
+    LinePattern(
         "unclean_election", "leader_election",
         "PartitionChangeBuilder.tryElection (KRaft controller; clean elections only at TRACE): 'Setting new leader "
         "for topicId {id}, partition {p} to {leader} using an unclean election' (3.x), with '. Previous partition: "

@@ -5,8 +5,8 @@
 
 Reads what the other jobs wrote — `gold/audit_runs`, `gold/invariant_violations`, `gold/lag_incidents`,
 `silver/replica_offsets`, `silver/partition_state` — and, from `bronze/replication_events`, the unclean
-elections and the fetch errors (counted per error name over the runs; per follower, leader and error for the
-plotted partitions), and writes
+elections and the fetch errors (a follower's fetch responses and retried OffsetsForLeaderEpoch answers with an
+error; counted per error name over the runs; per follower, leader and error for the plotted partitions), and writes
 `report.md`, `report.html` and the PNGs into one folder (default `<lake>/reports/<audit id>/`, else
 `report.out` of the config or `--out`).
 
@@ -84,7 +84,7 @@ from jobs.transforms.lag import run_bounds
 from jobs.transforms.timelines import PARTITION_KEY
 from replication_core.checker.catalogue import BY_NAME
 from schemas.audit import GOLD_AUDIT_RUNS, GOLD_INVARIANT_VIOLATIONS
-from schemas.events import BROKER_LIFECYCLE, FETCH_RESPONSE, KAFKA_LOG_SOURCE, LEADER_ELECTION
+from schemas.events import BROKER_LIFECYCLE, EPOCH_REQUEST_RETRY, FETCH_RESPONSE, KAFKA_LOG_SOURCE, LEADER_ELECTION
 from schemas.spark import to_spark_schema
 from schemas.tables import (
     BRONZE_EVENTS,
@@ -192,8 +192,9 @@ def unclean_elections(bronze: DataFrame) -> DataFrame:
 
 
 def failed_fetches(bronze: DataFrame) -> DataFrame:
-    """The fetch responses with an error that a follower (`broker_id`) logged for a partition."""
-    return bronze.where((F.col("event_type") == FETCH_RESPONSE) & F.col("error").isNotNull()
+    """The answers with an error that a follower (`broker_id`) logged for a partition: its fetch responses and the
+    OffsetsForLeaderEpoch answers it retries (a follower stuck on those fetches nothing either)."""
+    return bronze.where(F.col("event_type").isin(FETCH_RESPONSE, EPOCH_REQUEST_RETRY) & F.col("error").isNotNull()
                         & (F.col("error") != "NONE") & F.col("topic").isNotNull() & F.col("partition").isNotNull()
                         & F.col("broker_id").isNotNull())
 

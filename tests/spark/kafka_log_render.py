@@ -489,6 +489,12 @@ def render(events: Iterable[Mapping[str, Any]], style: str, controller_log: bool
             exp = Expected(**{**base, "leader_id": int(ev["leader_id"]), "fetcher_id": int(ev["fetcher_id"]),
                               "fetch_offset": int(ev["fetch_offset"]) if carries_offset else None,
                               "error": str(ev["error"])})
+        elif kind == "epoch_request_retry" and b not in down:
+            out.append(_line(ev, "kafka.server.ReplicaFetcherThread",
+                             f"{_fetcher_prefix(ev)} Retrying leaderEpoch request for partition {tp} as the leader "
+                             f"reported an error: {ev['error']}"))
+            exp = Expected(**{**base, "leader_id": int(ev["leader_id"]), "fetcher_id": int(ev["fetcher_id"]),
+                              "error": str(ev["error"])})
         if out and exp is not None:
             written.extend(out)
             expected.append(exp)

@@ -232,7 +232,8 @@ def test_a_followers_fetch_errors_become_fetch_responses(spark: SparkSession, tm
     """Every form of a fetcher's per-partition error is a fetch_response with Kafka's error name; the leader and
     fetcher come from the thread's prefix (or the line), the error of 'Error for partition .. at offset' from the
     exception log4j prints on the next line; a whole request's failure is one per partition its fetchData names,
-    none when it names none (an incremental fetch session's request), and the session handler's line is none."""
+    none when it names none (an incremental fetch session's request), and the session handler's line is none. An
+    OffsetsForLeaderEpoch answer's error is an epoch_request_retry."""
     fetcher = "[ReplicaFetcher replicaId=2, leaderId=1, fetcherId=0]"
     server = f"""\
 [2024-05-14 12:00:00,000] INFO [KafkaServer id=2] started (kafka.server.KafkaServer)
@@ -265,6 +266,10 @@ java.io.EOFException
 java.nio.channels.ClosedChannelException
 [2024-05-14 12:00:18,000] WARN [ReplicaAlterLogDirsThread-1]: Error in response for fetch request (type=FetchRequest, replicaId=-2, maxWait=500, minBytes=1, maxBytes=10485760, fetchData={{t-0=(fetchOffset=58, logStartOffset=0, maxBytes=1048576, currentLeaderEpoch=Optional[4])}}, isolationLevel=READ_UNCOMMITTED, toForget=, metadata=(sessionId=INVALID, epoch=INITIAL)) (kafka.server.ReplicaAlterLogDirsThread)
 org.apache.kafka.common.errors.KafkaStorageException: Disk error when trying to access log file on the disk.
+[2024-05-14 12:00:19,000] WARN {fetcher} Error when sending leader epoch request for Map(t-0 -> OffsetForLeaderPartition(partition=0, currentLeaderEpoch=4, leaderEpoch=3)) (kafka.server.ReplicaFetcherThread)
+java.io.IOException: Connection to 1 was disconnected before the response was read
+[2024-05-14 12:00:19,001] INFO {fetcher} Retrying leaderEpoch request for partition t-0 as the leader reported an error: UNKNOWN_SERVER_ERROR (kafka.server.ReplicaFetcherThread)
+[2024-05-14 12:00:20,000] INFO {fetcher} Retrying leaderEpoch request for partition t-1 as the leader reported an error: NOT_LEADER_OR_FOLLOWER (kafka.server.ReplicaFetcherThread)
 """
     old = """\
 [2017-05-24 09:39:34,000] INFO [KafkaServer id=5] started (kafka.server.KafkaServer)
@@ -314,9 +319,14 @@ org.apache.kafka.common.errors.KafkaStorageException: Disk error when trying to 
         # 29: the log-dir mover's own fetch (ReplicaAlterLogDirsThread, replicaId=-2) is no follower's: none.
     ]
     assert_df_equality(rows, spark.createDataFrame(expected, resp), ignore_nullable=True)
-    # The session handler's line (18), the request that names no partition (22) and the exception and stack lines
-    # are no events.
-    assert got.where("_source_line IN (18, 22, 29) OR raw RLIKE '^(java|org|\t)'").count() == 0
+    # The session handler's line (18), the request that names no partition (22), the failed OffsetsForLeaderEpoch
+    # request's (31) and the exception and stack lines are no events.
+    assert got.where("_source_line IN (18, 22, 29, 31) OR raw RLIKE '^(java|org|\t)'").count() == 0
+    # An OffsetsForLeaderEpoch answer's error, each partition's (UNKNOWN_SERVER_ERROR where the request failed).
+    retries = got.where("event_type = 'epoch_request_retry'").orderBy("_source_line").select(*columns)
+    assert_df_equality(retries, spark.createDataFrame([
+        (33, 2, "t", 0, 4, 1, 0, None, "UNKNOWN_SERVER_ERROR", None),
+        (34, 2, "t", 1, None, 1, 0, None, "NOT_LEADER_OR_FOLLOWER", None)], resp), ignore_nullable=True)
 
 
 def test_a_log_start_offset_increment_is_a_log_start_offset_change(spark: SparkSession, tmp_path: Path) -> None:

@@ -23,6 +23,7 @@ from replication_core.checker.catalogue import CATALOGUE, KAFKA_LOG
 from replication_core.checker.checker import check_events
 from replication_core.checker.reader import read_events
 from replication_core.sim.cli import load_scenario, simulate
+from replication_core.sim.scenario import TruncationMode
 from tests.sim.test_fault_campaign import varied_scenario
 from tests.spark.kafka_log_render import render
 
@@ -35,7 +36,10 @@ FIELDS = ("ts_ms", "event_type", "topic", "partition", "action", "leader_epoch",
 def _runs(tmp: Path) -> list[list[dict[str, Any]]]:
     crash = load_scenario(SCENARIOS / "leader-crash.yaml")
     # Size-based retention moves the log start offsets (leaders' and followers' own, followers' to the leader's).
-    crash = replace(crash, disk=replace(crash.disk, retention_bytes=3000, retention_check_interval_ms=5000))
+    # Truncating by OffsetsForLeaderEpoch (IBP before 2.7), a follower asks the new leader before it knows its epoch
+    # and retries (an epoch_request_retry).
+    crash = replace(crash, disk=replace(crash.disk, retention_bytes=3000, retention_check_interval_ms=5000)
+                    ).with_overrides(truncation_mode=TruncationMode.LEADER_EPOCH)
     scenarios = [crash, load_scenario(SCENARIOS / "slow-follower.yaml"),
                  load_scenario(SCENARIOS / "unclean-election.yaml"), *[varied_scenario(seed) for seed in (11, 12, 13)],
                  load_scenario(SCENARIOS / "kip-966-last-replica-standing.yaml")]
@@ -48,8 +52,9 @@ def _runs(tmp: Path) -> list[list[dict[str, Any]]]:
 
 @pytest.fixture(scope="module")
 def simulated(tmp_path_factory: pytest.TempPathFactory) -> list[list[dict[str, Any]]]:
-    """Seven runs: three shipped scenarios (one with an unclean election, one with size-based retention), three
-    seeded fault runs, and KIP-966's scenario with eligible leader replicas (an election from the ELR)."""
+    """Seven runs: three shipped scenarios (one with an unclean election, one with size-based retention and
+    truncation by OffsetsForLeaderEpoch), three seeded fault runs, and KIP-966's scenario with eligible leader
+    replicas (an election from the ELR)."""
     return _runs(tmp_path_factory.mktemp("roundtrip"))
 
 
@@ -145,6 +150,7 @@ def test_every_logged_event_reads_back_as_the_engine_emitted_it(spark: SparkSess
         assert checked["fetch_response"] > 0, checked  # the fetch errors Kafka logs at INFO and above
         assert checked["request_failed"] > 0, checked  # the partitions of requests that got no answer
         assert checked["log_start_offset_change"] > 0, checked
+        assert checked["epoch_request_retry"] > 0, checked  # the OffsetsForLeaderEpoch errors a follower retries
         if style == "3.6":  # the leaders' retention and the followers' increments to their leader's start
             assert checked["log_start_reason_segment_deletion"] > 0, checked
             assert checked["log_start_reason_leader_offset_increment"] > 0, checked

@@ -320,9 +320,11 @@ def test_an_incidents_failed_fetches_are_its_followers_since_it_was_last_caught_
         fetched(4, 9_600, 2, "NETWORK_EXCEPTION", partition=3),  # another partition
         fetched(5, 30_500, 2, "NETWORK_EXCEPTION"), fetched(6, 31_500, 2, "NETWORK_EXCEPTION"),  # after its end
         fetched(7, 6_000, 3, "FENCED_LEADER_EPOCH"), fetched(8, 5_999, 3, "NETWORK_EXCEPTION"),
+        # An OffsetsForLeaderEpoch answer the follower retries is a failure too.
+        dict(fetched(9, 9_800, 2, "UNKNOWN_LEADER_EPOCH"), event_type="epoch_request_retry", fetch_offset=None),
     ], run_id="r1")
     expected = spark.createDataFrame(
-        [("r1", "t", 2, 2, 1, 2, T0 + 8_000, 2, ["NETWORK_EXCEPTION", "OFFSET_OUT_OF_RANGE"]),
+        [("r1", "t", 2, 2, 1, 2, T0 + 8_000, 3, ["NETWORK_EXCEPTION", "OFFSET_OUT_OF_RANGE", "UNKNOWN_LEADER_EPOCH"]),
          ("r1", "t", 2, 2, 1, 2, T0 + 30_000, 1, ["NETWORK_EXCEPTION"]),
          ("r1", "t", 2, 3, 1, 2, T0 + 8_000, 1, ["FENCED_LEADER_EPOCH"])],
         "run_id string, topic string, partition int, follower_id int, leader_id int, leader_epoch int, start_ms long, "
@@ -339,7 +341,7 @@ def test_an_incidents_failed_fetches_are_its_followers_since_it_was_last_caught_
     both = frame(spark, GOLD_LAG_INCIDENTS, [dict(INCIDENT, end_ms=T0 + 10_000),
                                             dict(INCIDENT, end_ms=T0 + 10_000, leader_id=4, leader_epoch=None)])
     counted = with_fetch_failures(both, bronze).select("leader_id", "failed_fetches").collect()
-    assert sorted((r[0], r[1]) for r in counted) == [(1, 2), (4, 2)]
+    assert sorted((r[0], r[1]) for r in counted) == [(1, 3), (4, 3)]
 
 
 def test_offset_series_keeps_the_last_value_and_the_range_of_each_bucket(spark: SparkSession) -> None:
