@@ -266,26 +266,26 @@ def test_a_prefix_violation_without_a_stale_checkpoint_is_not_excused(events: li
 
 def test_the_overlapping_campaign_seed_reproduces_the_stale_checkpoint() -> None:
     """`python -m tests.sim.campaign --seeds 921359-921359 --overlapping --before-kip903`: broker 1 had checkpointed
-    HW 517 before it crashed; back as a follower of leader 5 (unclean, epoch 7) it truncated t-0 to 415 (event 7965)
+    HW 517 before it crashed; back as a follower of leader 5 (unclean, epoch 7) it truncated t-0 to 415 (event 7974)
     and fetched to LEO 431 while 5's HW stayed at 418; it crashed 261 ms after the truncation, before its next
-    checkpoint, and recovered HW min(517, 431) = 431 (event 8153), over records 418..430 nobody committed. 5 crashed
-    too, and 2 (LEO 421) was elected cleanly in epoch 8 (9201): 2's own records at 421.. then sit below 2's HW (9219)
-    and its follower 5's (9232), against 1's."""
+    checkpoint, and recovered HW min(517, 431) = 431 (event 8163), over records 418..430 nobody committed. 5 crashed
+    too, and 2 (LEO 421) was elected cleanly in epoch 8 (9211): 2's own records at 421.. then sit below 2's HW (9230)
+    and its follower 5's (9243), against 1's."""
     sc = before_kip903(overlapping_scenario(921359))
     events, _stats, errors = _errors(sc)
     assert [(v.invariant, v.topic, v.partition, v.replica, v.event_id, v.offset) for v in errors] == [
-        ("committed_prefix_agreement", "t", 0, 2, 9219, 421), ("committed_prefix_agreement", "t", 0, 5, 9232, 421)]
+        ("committed_prefix_agreement", "t", 0, 2, 9230, 421), ("committed_prefix_agreement", "t", 0, 5, 9243, 421)]
     assert {known_finding(v, events) for v in errors} == {STALE_HW_CHECKPOINT}
-    assert [v.evidence[2] for v in errors] == [8153, 8153]
-    trunc = events[7965]
+    assert [v.evidence[2] for v in errors] == [8163, 8163]
+    trunc = events[7974]
     assert (trunc["event_type"], trunc["broker_id"], trunc["old_leo"], trunc["truncate_offset"],
             trunc["leader_epoch"]) == ("truncation", 1, 517, 415, 7)
-    crash, recovered = events[8152], events[8153]
+    crash, recovered = events[8162], events[8163]
     assert (crash["event_type"], crash["broker_id"], crash["action"], crash["ts_ms"] - trunc["ts_ms"]) == (
         "broker_lifecycle", 1, "crash", 261)
     assert (recovered["event_type"], recovered["broker_id"], recovered["old_hw"], recovered["hw"]) == (
         "hw_change", 1, 418, 431)
-    election, elected = events[9201], events[9207]
+    election, elected = events[9211], events[9217]
     assert (election["action"], election["leader_id"], election["leader_epoch"]) == ("clean", 2, 8)
     assert (elected["broker_id"], elected["action"], elected["leo"]) == (2, "become_leader", 421)
 
@@ -670,16 +670,16 @@ def test_the_correlated_campaign_seed_elects_the_raced_follower_after_an_electio
     events, stats, errors = _errors(sc)
     assert [(v.invariant, v.topic, v.partition, v.replica, v.event_id, v.offset) for v in errors] == [
         ("isr_holds_committed", "t", 6, 5, 2765, 72),
-        ("truncation_safety", "t", 6, 4, 3105, 72), ("truncation_safety", "t", 6, 2, 3181, 72),
-        ("inconsistent_offsets", "t", 6, 5, 4515, 72), ("inconsistent_offsets", "t", 6, 5, 4651, 82),
+        ("truncation_safety", "t", 6, 4, 3106, 72), ("truncation_safety", "t", 6, 2, 3182, 72),
+        ("inconsistent_offsets", "t", 6, 5, 4521, 72), ("inconsistent_offsets", "t", 6, 5, 4657, 82),
         ("acked_write_lost", "t", 6, 5, -1, 72), ("acked_write_lost", "t", 6, 5, -1, 82)]
     assert {known_finding(v, events) for v in errors} == {ISR_EXPANSION_RACE}
     assert problems_in(sc, events, stats)[0] == []
-    reset, follows, election = events[2177], events[2904], events[3069]
+    reset, follows, election = events[2177], events[2904], events[3070]
     assert (reset["reason"], reset["isr"]) == ("leader_and_isr", [2, 4])
     assert (follows["broker_id"], follows["action"], follows["leader_id"]) == (2, "become_follower", 4)
     assert (election["action"], election["leader_id"], election["isr"]) == ("clean", 5, [5])
-    assert events[3100]["leo"] == 72
+    assert events[3101]["leo"] == 72
 
 
 def test_the_campaign_reads_the_simulator_audits_loss_from_the_raced_election_as_finding_a() -> None:

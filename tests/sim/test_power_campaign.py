@@ -182,14 +182,14 @@ def test_the_power_seed_whose_paused_leader_counted_a_crashed_followers_old_fetc
 
 def test_the_power_seed_whose_leader_trimmed_an_empty_epoch_truncates_its_follower_right() -> None:
     """`--seeds 597433-597433 --power` (leader-epoch mode): broker 1 led t-0's epoch 5 at its LEO 267 without
-    appending (event 7730), then followed epoch 6 (7732), where its fetcher's truncateTo(267) trimmed that entry
-    (no event) before it appended epoch-4 batches at 267 (7862); leading epoch 7 (7965), it answered follower 3
-    (latest epoch 3, LEO 243) with (3, 179), the start of its epoch 4, and 3 truncated to 179 (event 8092). The
+    appending (event 7739), then followed epoch 6 (7741), where its fetcher's truncateTo(267) trimmed that entry
+    (no event) before it appended epoch-4 batches at 267 (7871); leading epoch 7 (7974), it answered follower 3
+    (latest epoch 3, LEO 243) with (3, 179), the start of its epoch 4, and 3 truncated to 179 (event 8102). The
     checker, which kept (5, 267) and let `assign(4, 267)` drop (4, 179) with it, expected (3, 267): no
     truncation below the LEO 243."""
     sc = power_scenario(597433)
     _, events, stats = run(sc)
-    trunc = events[8092]
+    trunc = events[8102]
     assert (trunc["broker_id"], trunc["reason"], trunc["old_leo"], trunc["truncate_offset"]) == (
         3, "leader_epoch", 243, 179)
     assert [v for v in check(events, stats).violations if v.invariant == "truncation_point"] == []
