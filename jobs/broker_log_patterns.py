@@ -415,7 +415,9 @@ PATTERNS: tuple[LinePattern, ...] = (
         "partition of a request the leader never answered, after the WARN 'Error when sending leader epoch request')",
         "Retrying leaderEpoch request for partition ",
         r"Retrying leaderEpoch request for partition " + _TP + r" as the leader reported an error: ([A-Z_]+)",
-        fetcher_columns({"tp": "{1}", "error": "{2}"}),
+        # Before 2.7 NOT_LEADER_OR_FOLLOWER was NOT_LEADER_FOR_PARTITION (`EXCEPTION_ERRORS`).
+        fetcher_columns({"tp": "{1}", "error": "CASE WHEN {2} = 'NOT_LEADER_FOR_PARTITION' "
+                                               "THEN 'NOT_LEADER_OR_FOLLOWER' ELSE {2} END"}),
     ),
     LinePattern(
         "unclean_election", "leader_election",

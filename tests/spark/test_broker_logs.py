@@ -1098,6 +1098,8 @@ def test_real_excerpts(spark: SparkSession) -> None:
         ("36", 27, "leadership_change", "become_follower", 3, "test1", 0, None),
         ("36", 58, "leadership_change", "become_follower", 2, "test1", 0, None),
         ("36", 69, "leadership_change", "become_follower", 2, "test1", 0, None),
+        # 2.0: broker 2, following new leader 3, asks it for its epoch's end before 3 learned it leads: it retries.
+        ("36", 76, "epoch_request_retry", None, 2, "test1", 0, None),
         ("39", 2, "broker_lifecycle", "start", 0, None, None, None),
         ("39", 10, "leadership_change", "become_follower", 0, "byfn-sys-channel", 0, None),
         ("39", 15, "broker_lifecycle", "start", 1, None, None, None),
@@ -1120,6 +1122,9 @@ def test_real_excerpts(spark: SparkSession) -> None:
         # java.net.SocketTimeoutException: Failed to connect within 30000 ms
         ("18", 2, 0, 0, "NETWORK_EXCEPTION"), ("18", 2, 0, 86, "NETWORK_EXCEPTION"),
         ("18", 2, 0, 2002, "NETWORK_EXCEPTION")}
+    retries = [(r["leader_id"], r["fetcher_id"], r["leader_epoch"], r["error"])
+               for r in got.where("event_type = 'epoch_request_retry'").collect()]
+    assert retries == [(3, 0, None, "NOT_LEADER_OR_FOLLOWER")]  # NOT_LEADER_FOR_PARTITION before 2.7
     # The 0.10 whole-request failures of files 42 and 45 ('Error in fetch ...FetchRequest@5641fe72') name no
     # partition, nor do file 18's 'Error sending fetch request' lines, and the controllers' lines of 03, 15 and 24
     # are no replication event: none is read.
