@@ -31,8 +31,9 @@ What a log line does not say is recovered where Kafka's logs allow it, and left 
 * the epoch of an unclean election read from the new leader's RECOVERING line (KIP-704): that of the line the
   same makeLeader call prints next (the become-leader line, or "Skipped the become-leader ... with leader epoch E"
   when it already leads), none without it. An election is one event whichever of its lines the logs hold
-  (`_unrepeated_elections`): a RECOVERING line that restates the controller's line, an earlier RECOVERING line or an
-  event in bronze (same leader; same epoch, or, when a line gives none, stamped within `RESTATE_WINDOW_MS`) is no
+  (`_unrepeated_elections`): a RECOVERING line that restates an earlier RECOVERING line, the controller's line or
+  an event in bronze (same leader; same epoch, or, when a line gives none, stamped within `RESTATE_WINDOW_MS` and
+  paired with it in time order, so that a second election whose controller line did not land stays one) is no
   second event, nor is a controller's line whose election bronze already holds, nor a controller's replay line
   ("UNCLEAN partition change", which every controller prints) of a record another replay line told of, nor the
   builder's line ("Setting new leader ...") of an election its replay line tells of; a controller's line without the
@@ -421,10 +422,12 @@ def _unrepeated_elections(events: DataFrame) -> DataFrame:
     """Without the unclean elections that restate one already read, so that an election is one event whichever of
     its lines the logs hold (a row's `_context` marks an event of an earlier batch, in bronze):
 
-    * a new leader's RECOVERING line (`RECOVERING`) restates a controller's line or an earlier batch's event of
-      the same leader with the same epoch, or, when either gives no epoch, stamped within `RESTATE_WINDOW_MS` of
-      it, before or after (clocks of two hosts); and an earlier RECOVERING line of the same leader on the same
-      terms (Kafka prints it again until the leader's AlterPartition says RECOVERED);
+    * a new leader's RECOVERING line (`RECOVERING`) restates an earlier RECOVERING line of the same leader with
+      the same epoch, or, when either gives no epoch, stamped within `RESTATE_WINDOW_MS` of it (Kafka prints it
+      again until the leader's AlterPartition says RECOVERED); else an election a controller's line (one not
+      restating another) or an earlier batch's event tells of: the one of the same leader and epoch, or, when
+      either gives no epoch, the one time order pairs it with among those of the leader within the window,
+      before or after (clocks of two hosts; `_paired_in_time_order`);
     * a controller's line restates an earlier batch's event of the same leader on the same terms (the brokers'
       logs were ingested before the controller's), where one of them gives no epoch only if each is the other's
       nearest match (the controllers' replay lines of one record counting as one line); but a builder's line never
@@ -447,7 +450,7 @@ def _unrepeated_elections(events: DataFrame) -> DataFrame:
     leader close together, or clocks skewed by half the time between them, leave no line clearly its own). An
     earlier batch's event cannot be rewritten: a RECOVERING line read after its election went in lends it nothing.
 
-    One window per partition over the elections lines tell of (`_logged_election`), which it lists (they are few),
+    Windows per partition over the elections lines tell of (`_logged_election`), which they list (they are few),
     and one per partition and topic id over its creation lines, which it lists, and the leader lines naming that
     id, of which it keeps the earliest time of a later epoch; every other row is alone in its own key. A row without
     a time or partition (quarantined later) restates nothing and is kept."""
@@ -546,14 +549,58 @@ def _unrepeated_elections(events: DataFrame) -> DataFrame:
     # one stamped well after a leader line of a later epoch is a restarted controller's reprint.
     created_again = (F.expr("exists(_elections, x -> x.kind = 0 OR x.ord < _ord)")
                      | F.coalesce(F.col("_first_later") + w < F.col("ts_ms"), F.lit(False)))
-    restates = F.when(created, created_again).when(placed & recovering, F.expr(
-        f"exists(_elections, x -> {same} AND (x.kind < 2 OR x.ord < _ord))")).when(
-        placed & ~F.col("_context"), F.expr(
-            f"exists(_elections, x -> x.kind = 0 AND {same} AND (x.epoch = leader_epoch OR {controller_nearest}) "
-            f"AND NOT {other_builder('x')}) "
-            f"OR CASE WHEN _pattern = {sql_str(REPLAY)} THEN {replayed} ELSE {built} END"))
-    return (listed.where(~F.coalesce(restates, F.lit(False)))
-            .drop("_key", "_kind", "_ord", "_elections", "_first_later"))
+    restated = F.when(created, created_again).when(placed & ~recovering & ~F.col("_context"), F.expr(
+        f"exists(_elections, x -> x.kind = 0 AND {same} AND (x.epoch = leader_epoch OR {controller_nearest}) "
+        f"AND NOT {other_builder('x')}) "
+        f"OR CASE WHEN _pattern = {sql_str(REPLAY)} THEN {replayed} ELSE {built} END"))
+    # A RECOVERING line printed again (Kafka reprints it until the leader's AlterPartition says RECOVERED).
+    reprinted = placed & recovering & F.expr(f"exists(_elections, x -> x.kind = 2 AND x.ord < _ord AND {same})")
+    listed = (listed.withColumn("_restated", F.coalesce(restated, F.lit(False)) | F.coalesce(reprinted, F.lit(False)))
+              .withColumn("_standing", F.collect_list(F.when(placed & ~F.col("_restated"), row))
+                          .over(Window.partitionBy("_key"))))
+    # The other RECOVERING lines restate an election a controller's line or bronze tells of: the one of the same
+    # epoch, or else the one time order pairs them with (`_paired_in_time_order`).
+    heads = ("array_sort(filter(_standing, x -> x.kind = 2 AND x.leader = leader_id AND x.action = action AND NOT "
+             "exists(_standing, y -> y.kind < 2 AND y.leader = x.leader AND y.action = x.action "
+             "AND coalesce(y.epoch = x.epoch, false))))")
+    told = ("array_sort(filter(_standing, y -> y.kind < 2 AND y.leader = leader_id AND y.action = action AND NOT "
+            "exists(_standing, x -> x.kind = 2 AND x.leader = y.leader AND x.action = y.action "
+            "AND coalesce(x.epoch = y.epoch, false))))")
+    pending = placed & recovering & ~F.col("_restated")
+    listed = (listed.withColumn("_heads", F.when(pending, F.expr(heads)))
+              .withColumn("_told", F.when(pending, F.expr(told))))
+    paired = F.expr(
+        "exists(_standing, y -> y.kind < 2 AND y.leader = leader_id AND y.action = action "
+        "AND coalesce(y.epoch = leader_epoch, false)) "
+        f"OR size(_told) > 0 AND array_contains({_paired_in_time_order('_heads', '_told', w)}, _ord)")
+    restates = F.col("_restated") | F.coalesce(pending & paired, F.lit(False))
+    return (listed.where(~restates)
+            .drop("_key", "_kind", "_ord", "_elections", "_first_later", "_restated", "_standing", "_heads", "_told"))
+
+
+_PAIR_SCORE = 1_000_000_000
+"""What one more pair is worth in `_paired_in_time_order`, above any sum of the pairs' distances in ms."""
+
+
+def _paired_in_time_order(heads: str, told: str, window_ms: int) -> str:
+    """SQL: the `ord`s of the RECOVERING lines in array `heads` that pair with an election in array `told` (both in
+    time order; a pair is within `window_ms`, and one of the two gives no epoch), pairing in time order as many as
+    can be, and of those pairings the one of the least total distance.
+
+    Time order keeps two elections of one leader apart when a controller's clock is off by more than half the time
+    between them (nearest pairing would give the same line twice), and a leader's second election whose controller
+    line did not land stays an election (any pairing within the window would drop it). The pairing is a dynamic
+    programme over the two short lists: `prev[j]` is the best pairing of the heads so far with the first `j`
+    elections told, as (score, the heads it pairs)."""
+    c = f"{told}[j - 1]"
+    pair = (f"CASE WHEN abs(r.ts - {c}.ts) <= {window_ms} AND (r.epoch IS NULL OR {c}.epoch IS NULL) "
+            f"THEN named_struct('score', prev[j - 1].score + {_PAIR_SCORE} - abs(r.ts - {c}.ts), "
+            f"'matched', concat(prev[j - 1].matched, array(r.ord))) END")
+    step = (f"aggregate(sequence(1, size({told})), slice(prev, 1, 1), (acc, j) -> "
+            f"concat(acc, array(array_max(array(prev[j], acc[j - 1], {pair})))))")
+    none = (f"array_repeat(named_struct('score', CAST(0 AS BIGINT), 'matched', CAST(array() AS ARRAY<INT>)), "
+            f"size({told}) + 1)")
+    return f"element_at(aggregate({heads}, {none}, (prev, r) -> {step}), -1).matched"
 
 
 def _as_candidates(events: DataFrame, options: BrokerLogOptions, existing: DataFrame | None) -> DataFrame:

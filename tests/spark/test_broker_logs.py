@@ -669,6 +669,35 @@ def test_an_undated_controller_line_takes_the_epoch_of_its_own_leaders_line(spar
     assert inv.evaluate(kept_events(got), ["leader_epoch_monotonic"]).count() == 0
 
 
+
+def test_a_leaders_second_unclean_election_stands_when_one_controller_line_is_missing(spark: SparkSession,
+                                                                                      tmp_path: Path) -> None:
+    """Broker 2 is elected uncleanly twice within a minute, and the controller's log holds the line of only one of
+    the two: the leader's RECOVERING lines pair with the controller's lines in time order, so the one left over is
+    an election of its own (any line within the window would take both for restatements). orders-3: elections 50 s
+    apart, the second's controller line landed (pairing with the nearer keeps the first, with its epoch). orders-4:
+    one second apart with broker 3's election between them, only one of broker 2's controller lines."""
+    def stamp(ms: int) -> str:
+        return f"12:{ms // 60_000:02d}:{ms // 1000 % 60:02d},{ms % 1000:03d}"
+    controller = "".join(_controller_line(stamp(t), _ORDERS_ID, p, b) for t, p, b in (
+        (51_100, 3, 2), (301_450, 4, 2), (302_450, 4, 3)))
+    leaders: dict[str, str] = defaultdict(str)
+    for t, tp, b, e in ((1_000, "orders-3", 2, 6), (51_000, "orders-3", 2, 8),
+                        (300_000, "orders-4", 2, 6), (301_000, "orders-4", 3, 7), (302_000, "orders-4", 2, 8)):
+        leaders[f"state-change-{b}.log"] += (_RECOVERING_LINE.format(t=stamp(t), b=b, tp=tp)
+                                             + _LEADER_LINE.format(t=stamp(t), b=b, tp=tp, id=_ORDERS_ID, e=e,
+                                                                   prev=e - 1))
+    got = parse(spark, write_logs(tmp_path, {"controller.log": controller, **leaders}))
+    assert _elections(got) == [
+        (2, 3, "unclean", 2, [2], 6), (None, 3, "unclean", 2, [2], None),
+        (2, 4, "unclean", 2, [2], 6), (None, 4, "unclean", 2, [2], None), (None, 4, "unclean", 3, [3], 7)]
+    assert inv.evaluate(kept_events(got), ["leader_epoch_monotonic"]).count() == 0
+    # With both controller lines, each of broker 2's lines restates one: no election twice.
+    both = controller + _controller_line(stamp(1_050), _ORDERS_ID, 3, 2)
+    got = parse(spark, write_logs(tmp_path / "both", {"controller.log": both, **leaders}))
+    assert [e for e in _elections(got) if e[1] == 3] == [(None, 3, "unclean", 2, [2], None),
+                                                         (None, 3, "unclean", 2, [2], None)]
+
 def _replay_line(t: str, controller: int, tp: str, diff: str) -> str:
     """The line a KRaft controller prints as it replays a change whose new leader was not in the ISR."""
     return (f"[2024-05-14 {t}] INFO [QuorumController id={controller}] UNCLEAN partition change for {tp} with topic ID "
@@ -912,6 +941,26 @@ def test_a_second_election_of_a_leader_is_not_taken_for_the_one_an_earlier_batch
     assert [tuple(r) for r in bronze.where("event_type = 'leader_election'").orderBy("ts_ms").select(
         "ts_ms", "leader_id", "leader_epoch").collect()][2:] == [(ms("2024-05-14 12:00:45,000"), 2, None)]
 
+
+
+def test_a_leaders_lines_pair_with_the_one_controller_line_an_earlier_batch_read(spark: SparkSession,
+                                                                                 tmp_path: Path) -> None:
+    """Bronze holds the controller's line (without epochs) of the second of broker 2's two unclean elections 50 s
+    apart; broker 2's lines of both land later: the second's restate bronze's event, the first's is an election."""
+    landing = tmp_path / "landing"
+    lake = EmbeddedLake(spark, str(tmp_path / "lake"))
+    options = BrokerLogOptions("cluster-a")
+    write_logs(landing, {"controller.log": _controller_line("12:00:51,100", _ORDERS_ID, 3, 2)})
+    assert run_ingest(spark, lake, str(landing), log=lambda _m: None, logs=options).kept == 1
+    write_logs(landing, {"state-change-2.log": "".join(
+        _RECOVERING_LINE.format(t=t, b=2, tp="orders-3")
+        + _LEADER_LINE.format(t=t, b=2, tp="orders-3", id=_ORDERS_ID, e=e, prev=e - 1)
+        for t, e in (("12:00:01,000", 6), ("12:00:51,000", 8)))})
+    later = run_ingest(spark, lake, str(landing), log=lambda _m: None, logs=options)
+    assert (later.read, later.kept, later.quarantined) == (3, 3, 0)  # the first election and two leader lines
+    assert [tuple(r) for r in lake.read(BRONZE_EVENTS).where("event_type = 'leader_election'").orderBy(
+        "ts_ms").select("ts_ms", "leader_id", "leader_epoch").collect()] == [
+            (ms("2024-05-14 12:00:01,000"), 2, 6), (ms("2024-05-14 12:00:51,100"), 2, None)]
 
 def test_a_controller_that_elects_itself_is_still_told_apart_from_its_recovering_line(spark: SparkSession,
                                                                                       tmp_path: Path) -> None:
