@@ -943,25 +943,6 @@ def test_a_second_election_of_a_leader_is_not_taken_for_the_one_an_earlier_batch
 
 
 
-def test_a_leaders_lines_pair_with_the_one_controller_line_an_earlier_batch_read(spark: SparkSession,
-                                                                                 tmp_path: Path) -> None:
-    """Bronze holds the controller's line (without epochs) of the second of broker 2's two unclean elections 50 s
-    apart; broker 2's lines of both land later: the second's restate bronze's event, the first's is an election."""
-    landing = tmp_path / "landing"
-    lake = EmbeddedLake(spark, str(tmp_path / "lake"))
-    options = BrokerLogOptions("cluster-a")
-    write_logs(landing, {"controller.log": _controller_line("12:00:51,100", _ORDERS_ID, 3, 2)})
-    assert run_ingest(spark, lake, str(landing), log=lambda _m: None, logs=options).kept == 1
-    write_logs(landing, {"state-change-2.log": "".join(
-        _RECOVERING_LINE.format(t=t, b=2, tp="orders-3")
-        + _LEADER_LINE.format(t=t, b=2, tp="orders-3", id=_ORDERS_ID, e=e, prev=e - 1)
-        for t, e in (("12:00:01,000", 6), ("12:00:51,000", 8)))})
-    later = run_ingest(spark, lake, str(landing), log=lambda _m: None, logs=options)
-    assert (later.read, later.kept, later.quarantined) == (3, 3, 0)  # the first election and two leader lines
-    assert [tuple(r) for r in lake.read(BRONZE_EVENTS).where("event_type = 'leader_election'").orderBy(
-        "ts_ms").select("ts_ms", "leader_id", "leader_epoch").collect()] == [
-            (ms("2024-05-14 12:00:01,000"), 2, 6), (ms("2024-05-14 12:00:51,100"), 2, None)]
-
 def test_a_controller_that_elects_itself_is_still_told_apart_from_its_recovering_line(spark: SparkSession,
                                                                                       tmp_path: Path) -> None:
     """A controller's line in bronze is another election for a later batch's controller line, also where the
