@@ -641,6 +641,21 @@ def test_the_controllers_line_and_the_leaders_line_of_one_election_are_one_event
         (3000, 3, "unclean", 2, [2], None), (1, 3, "unclean", 1, [1], 7), (2, 3, "unclean", 2, [2], 9)]
 
 
+def stamp(ms: int) -> str:
+    """The log4j time of `ms` after 12:00 (the test logs' day)."""
+    return f"12:{ms // 60_000:02d}:{ms // 1000 % 60:02d},{ms % 1000:03d}"
+
+
+def _elected_leaders_lines(elections: tuple[tuple[int, str, int, int], ...]) -> dict[str, str]:
+    """Each new leader's RECOVERING line and leader line per (ms, partition, broker, epoch), by state-change file."""
+    leaders: dict[str, str] = defaultdict(str)
+    for t, tp, b, e in elections:
+        leaders[f"state-change-{b}.log"] += (_RECOVERING_LINE.format(t=stamp(t), b=b, tp=tp)
+                                             + _LEADER_LINE.format(t=stamp(t), b=b, tp=tp, id=_ORDERS_ID, e=e,
+                                                                   prev=e - 1))
+    return leaders
+
+
 def test_an_undated_controller_line_takes_the_epoch_of_its_own_leaders_line(spark: SparkSession,
                                                                            tmp_path: Path) -> None:
     """A controller's line without the epoch takes the one its leader's RECOVERING lines give, only where that is
@@ -648,20 +663,14 @@ def test_an_undated_controller_line_takes_the_epoch_of_its_own_leaders_line(spar
     same leader 30 s later printed nothing: its leader crashed first) take theirs; the third takes none. orders-4:
     leaders 2, 3 and 2 again one second apart, the controller's clock 1.5 s ahead: each of broker 2's lines is
     nearer to the other election of broker 2, so neither takes an epoch (nor gives a false epoch finding)."""
-    def stamp(ms: int) -> str:
-        return f"12:{ms // 60_000:02d}:{ms // 1000 % 60:02d},{ms % 1000:03d}"
     controller = "".join(_controller_line(stamp(t), _ORDERS_ID, p, b) for t, p, b in (
         (1_000, 3, 2), (120_000, 3, 2), (150_000, 3, 2),
         (300_000 - 50 + 1_500, 4, 2), (301_000 - 50 + 1_500, 4, 3), (302_000 - 50 + 1_500, 4, 2)))
-    leaders: dict[str, str] = defaultdict(str)
-    for t, tp, b, e in ((1_100, "orders-3", 2, 6), (120_100, "orders-3", 2, 8),
-                        (300_000, "orders-4", 2, 6), (301_000, "orders-4", 3, 7), (302_000, "orders-4", 2, 8)):
-        leaders[f"state-change-{b}.log"] += (_RECOVERING_LINE.format(t=stamp(t), b=b, tp=tp)
-                                             + _LEADER_LINE.format(t=stamp(t), b=b, tp=tp, id=_ORDERS_ID, e=e,
-                                                                   prev=e - 1))
-        if t == 1_100:  # Kafka prints it again, with the sitting leader's "Skipped" line
-            leaders["state-change-2.log"] += (_RECOVERING_LINE.format(t=stamp(1_400), b=2, tp=tp)
-                                              + _SKIPPED_LINE.format(t=stamp(1_400), b=2, tp=tp, id=_ORDERS_ID, e=6))
+    leaders = _elected_leaders_lines(((1_100, "orders-3", 2, 6), (120_100, "orders-3", 2, 8), (300_000, "orders-4", 2, 6),
+                                      (301_000, "orders-4", 3, 7), (302_000, "orders-4", 2, 8)))
+    # Kafka prints broker 2's first line again, with the sitting leader's "Skipped" line.
+    leaders["state-change-2.log"] += (_RECOVERING_LINE.format(t=stamp(1_400), b=2, tp="orders-3")
+                                      + _SKIPPED_LINE.format(t=stamp(1_400), b=2, tp="orders-3", id=_ORDERS_ID, e=6))
     got = parse(spark, write_logs(tmp_path, {"controller.log": controller, **leaders}))
     assert _elections(got) == [
         (None, 3, "unclean", 2, [2], 6), (None, 3, "unclean", 2, [2], 8), (None, 3, "unclean", 2, [2], None),
@@ -677,16 +686,10 @@ def test_a_leaders_second_unclean_election_stands_when_one_controller_line_is_mi
     an election of its own (any line within the window would take both for restatements). orders-3: elections 50 s
     apart, the second's controller line landed (pairing with the nearer keeps the first, with its epoch). orders-4:
     one second apart with broker 3's election between them, only one of broker 2's controller lines."""
-    def stamp(ms: int) -> str:
-        return f"12:{ms // 60_000:02d}:{ms // 1000 % 60:02d},{ms % 1000:03d}"
     controller = "".join(_controller_line(stamp(t), _ORDERS_ID, p, b) for t, p, b in (
         (51_100, 3, 2), (301_450, 4, 2), (302_450, 4, 3)))
-    leaders: dict[str, str] = defaultdict(str)
-    for t, tp, b, e in ((1_000, "orders-3", 2, 6), (51_000, "orders-3", 2, 8),
-                        (300_000, "orders-4", 2, 6), (301_000, "orders-4", 3, 7), (302_000, "orders-4", 2, 8)):
-        leaders[f"state-change-{b}.log"] += (_RECOVERING_LINE.format(t=stamp(t), b=b, tp=tp)
-                                             + _LEADER_LINE.format(t=stamp(t), b=b, tp=tp, id=_ORDERS_ID, e=e,
-                                                                   prev=e - 1))
+    leaders = _elected_leaders_lines(((1_000, "orders-3", 2, 6), (51_000, "orders-3", 2, 8), (300_000, "orders-4", 2, 6),
+                                      (301_000, "orders-4", 3, 7), (302_000, "orders-4", 2, 8)))
     got = parse(spark, write_logs(tmp_path, {"controller.log": controller, **leaders}))
     assert _elections(got) == [
         (2, 3, "unclean", 2, [2], 6), (None, 3, "unclean", 2, [2], None),
