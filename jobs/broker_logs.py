@@ -560,19 +560,18 @@ def _unrepeated_elections(events: DataFrame) -> DataFrame:
                           .over(Window.partitionBy("_key"))))
     # The other RECOVERING lines restate an election a controller's line or bronze tells of: the one of the same
     # epoch, or else the one time order pairs them with (`_paired_in_time_order`).
-    heads = ("array_sort(filter(_standing, x -> x.kind = 2 AND x.leader = leader_id AND x.action = action AND NOT "
-             "exists(_standing, y -> y.kind < 2 AND y.leader = x.leader AND y.action = x.action "
-             "AND coalesce(y.epoch = x.epoch, false))))")
-    told = ("array_sort(filter(_standing, y -> y.kind < 2 AND y.leader = leader_id AND y.action = action AND NOT "
-            "exists(_standing, x -> x.kind = 2 AND x.leader = y.leader AND x.action = y.action "
-            "AND coalesce(x.epoch = y.epoch, false))))")
+    def unmatched(kind: str, other: str) -> str:
+        """This leader's standing lines of `kind` that no standing line of `other` kind tells with the same epoch,
+        in time order."""
+        return (f"array_sort(filter(_standing, x -> x.kind {kind} AND x.leader = leader_id AND x.action = action "
+                f"AND NOT exists(_standing, y -> y.kind {other} AND y.leader = x.leader AND y.action = x.action "
+                "AND coalesce(y.epoch = x.epoch, false))))")
     pending = placed & recovering & ~F.col("_restated")
-    listed = (listed.withColumn("_heads", F.when(pending, F.expr(heads)))
-              .withColumn("_told", F.when(pending, F.expr(told))))
-    paired = F.expr(
-        "exists(_standing, y -> y.kind < 2 AND y.leader = leader_id AND y.action = action "
-        "AND coalesce(y.epoch = leader_epoch, false)) "
-        f"OR size(_told) > 0 AND array_contains({_paired_in_time_order('_heads', '_told', w)}, _ord)")
+    listed = (listed.withColumn("_heads", F.when(pending, F.expr(unmatched("= 2", "< 2"))))
+              .withColumn("_told", F.when(pending, F.expr(unmatched("< 2", "= 2")))))
+    # A pending line missing from `_heads` has an election of its epoch told.
+    paired = F.expr("NOT exists(_heads, x -> x.ord = _ord) "
+                    f"OR size(_told) > 0 AND array_contains({_paired_in_time_order('_heads', '_told', w)}, _ord)")
     restates = F.col("_restated") | F.coalesce(pending & paired, F.lit(False))
     return (listed.where(~restates)
             .drop("_key", "_kind", "_ord", "_elections", "_first_later", "_restated", "_standing", "_heads", "_told"))
