@@ -330,7 +330,9 @@ PATTERNS: tuple[LinePattern, ...] = (
         "'{tp}=(offset={o}, logStartOffset={s}, maxBytes={m})' 1.x-2.0), with the exception on the next line: one "
         "fetch_response per partition the request names, with that exception's error. A request of an incremental "
         "fetch session (1.1+) names only the partitions whose fetch state changed, often none ('fetchData={}'): no "
-        "event then. The FetchSessionHandler's INFO 'Error sending fetch request ...' before it is the same failure",
+        "event then; the error closes the session (FetchSessionHandler.handleError), so the thread's next request "
+        "is a full one that names every partition, and its failure is read. The FetchSessionHandler's INFO 'Error "
+        "sending fetch request ...' before it is the same failure",
         "Error in response for fetch request ",
         # A replica fetcher's only: ReplicaAlterLogDirsThread (replicaId=-2) prints the same for a move between a
         # broker's own log dirs, which is no follower's fetch.
