@@ -380,13 +380,15 @@ PATTERNS: tuple[LinePattern, ...] = (
     LinePattern(
         "fetch_fenced", "fetch_response",
         "AbstractFetcherThread.onPartitionFenced on FENCED_LEADER_EPOCH: INFO 'Partition {tp} has an older epoch ({e}) "
-        "than the current leader. Will await the new LeaderAndIsr state before resuming fetching.' (2.1+; {e} is "
-        "this broker's epoch); 'Partition {tp} has a newer epoch ({e}) than the current leader. Retry the partition "
-        "later.' (3.4+; 2.5-3.3 'has an new epoch'; {e} is the request's epoch, this broker has moved on)",
+        "than the current leader. Will await the new LeaderAndIsr state before resuming fetching.' (2.1+; the "
+        "request's epoch is this broker's); 'Partition {tp} has a newer epoch ({e}) than the current leader. Retry the "
+        "partition later.' (3.4+; 2.5-3.3 'has an new epoch'; this broker has moved past the request's epoch). Both "
+        "print the fetch state's currentLeaderEpoch: {e} is this broker's epoch now, never the request's. The same "
+        "lines follow a fenced OffsetsForLeaderEpoch answer (maybeTruncateToEpochEndOffsets), which they do not tell "
+        "apart: read as the fetch's",
         "than the current leader",
         r"Partition " + _TP + r" has an? (older|newer|new) epoch \((\d+)\) than the current leader",
-        fetcher_columns({"tp": "{1}", "error": "'FENCED_LEADER_EPOCH'",
-                         "leader_epoch": "CASE WHEN {2} = 'older' THEN int({3}) END"}),
+        fetcher_columns({"tp": "{1}", "error": "'FENCED_LEADER_EPOCH'", "leader_epoch": "int({3})"}),
         strict=False,
     ),
     LinePattern(

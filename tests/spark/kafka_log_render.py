@@ -119,12 +119,13 @@ def _fetch_error_lines(ev: Mapping[str, Any], tp: str, request_epoch: int | None
                                   f"typically implies a leader change. Reset fetch offset to "
                                   f"{offset if next_offset is None else next_offset}")]
     if error == "FENCED_LEADER_EPOCH":
-        # onPartitionFenced: the request's epoch is the fetcher's own (older) or one it has moved past (newer).
+        # onPartitionFenced: the request's epoch is the fetcher's own (older) or one it has moved past (newer);
+        # both lines print the fetch state's epoch, the broker's own.
         epoch = ev["leader_epoch"]
         if request_epoch is None or request_epoch == epoch:
             return [_line(ev, logger, f"{prefix} Partition {tp} has an older epoch ({epoch}) than the current leader. "
                                       "Will await the new LeaderAndIsr state before resuming fetching.")]
-        return [_line(ev, logger, f"{prefix} Partition {tp} has a newer epoch ({request_epoch}) than the current "
+        return [_line(ev, logger, f"{prefix} Partition {tp} has a newer epoch ({epoch}) than the current "
                                   "leader. Retry the partition later.")]
     return [_line(ev, logger, f"{prefix} Error for partition {tp} at offset {offset}", "ERROR"),
             f"{_exception(error)}: rendered by replog's tests"]

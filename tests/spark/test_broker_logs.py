@@ -246,7 +246,7 @@ org.apache.kafka.common.errors.KafkaStorageException: Disk error when trying to 
 org.apache.kafka.common.errors.CorruptRecordException: Record is corrupt (stored crc = 1, computed crc = 2)
 [2024-05-14 12:00:06,000] INFO {fetcher} Current offset 53 for partition t-0 is out of range, which typically implies a leader change. Reset fetch offset to 40 (kafka.server.ReplicaFetcherThread)
 [2024-05-14 12:00:07,000] INFO {fetcher} Partition t-0 has an older epoch (4) than the current leader. Will await the new LeaderAndIsr state before resuming fetching. (kafka.server.ReplicaFetcherThread)
-[2024-05-14 12:00:08,000] INFO {fetcher} Partition t-0 has an new epoch (3) than the current leader. retry the partition later (kafka.server.ReplicaFetcherThread)
+[2024-05-14 12:00:08,000] INFO {fetcher} Partition t-0 has an new epoch (5) than the current leader. retry the partition later (kafka.server.ReplicaFetcherThread)
 [2024-05-14 12:00:09,000] INFO {fetcher} Remote broker is not the leader for partition t-0, which could indicate that the partition is being moved (kafka.server.ReplicaFetcherThread)
 [2024-05-14 12:00:10,000] DEBUG {fetcher} Remote broker has a smaller leader epoch for partition t-0 than this replica's current leader epoch of 4. (kafka.server.ReplicaFetcherThread)
 [2024-05-14 12:00:11,000] FATAL {fetcher} Exiting because log truncation is not allowed for partition t-0, current leader's latest offset 30 is less than replica's latest offset 54 (kafka.server.ReplicaFetcherThread)
@@ -304,7 +304,8 @@ java.io.IOException: Connection to 1 was disconnected before the response was re
         (7, 2, "t", 0, 4, 1, 0, 52, "CORRUPT_MESSAGE", None),
         (9, 2, "t", 0, 4, 1, 0, 53, "OFFSET_OUT_OF_RANGE", None),
         (10, 2, "t", 0, 4, 1, 0, None, "FENCED_LEADER_EPOCH", None),
-        (11, 2, "t", 0, 4, 1, 0, None, "FENCED_LEADER_EPOCH", None),  # the request's epoch (3) is not the broker's
+        # Kafka prints the fetch state's epoch, here one the broker moved to after sending the request.
+        (11, 2, "t", 0, 5, 1, 0, None, "FENCED_LEADER_EPOCH", None),
         (12, 2, "t", 0, 4, 1, 0, None, "NOT_LEADER_OR_FOLLOWER", None),
         (13, 2, "t", 0, 4, 1, 0, None, "UNKNOWN_LEADER_EPOCH", None),
         (14, 2, "t", 0, 4, 1, 0, 54, "OFFSET_OUT_OF_RANGE", None),
