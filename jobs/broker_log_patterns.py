@@ -114,7 +114,8 @@ PATTERNS: tuple[LinePattern, ...] = (
         "isr_shrink", "isr_change",
         "Partition.maybeShrinkIsr: 'Shrinking ISR from {isr} to {newIsr}' (2.0-2.1); '. Leader: (highWatermark: "
         "{hw}, endOffset: {leo}). Out of sync replicas: (brokerId: {id}, endOffset: {leo}) ...' (2.2-3.5); with "
-        "', lastCaughtUpTimeMs: {t}' per replica (3.6+); 'Shrinking ISR for partition [t,p] from' (<= 0.11)",
+        "', lastCaughtUpTimeMs: {t}' per replica (3.6+); 'Partition [t,p] on broker {id}: Shrinking ISR from "
+        "{isr} to {newIsr}' (0.9-1.0, the partition in the prefix); 'Shrinking ISR for partition [t,p] from' (0.8)",
         "Shrinking ISR ",
         r"Shrinking ISR (?:for partition \[([^,\]]+),(\d+)\] )?from ([\d,]*) to ([\d,]*)",
         {"tp": "tp({1}, {2})", "action": "'shrink'", "isr_state": "'proposed'", "old_isr": "ids({3})",
@@ -123,7 +124,9 @@ PATTERNS: tuple[LinePattern, ...] = (
     LinePattern(
         "isr_expand", "isr_change",
         "Partition.maybeExpandIsr: 'Expanding ISR from {isr} to {newIsr}' (INFO up to 2.7; DEBUG since 2.8, "
-        "so newer logs show only the commit); 'Expanding ISR for partition [t,p] from' (<= 0.11)",
+        "so newer logs show only the commit; 2.7 prints it for ZooKeeper writes only, not with AlterIsr, the "
+        "inter-broker protocol 2.7's default); 'Partition [t,p] on broker {id}: Expanding ISR from' (0.9-1.0); "
+        "'Expanding ISR for partition [t,p] from' (0.8)",
         "Expanding ISR ",
         r"Expanding ISR (?:for partition \[([^,\]]+),(\d+)\] )?from ([\d,]*) to ([\d,]*)",
         {"tp": "tp({1}, {2})", "action": "'expand'", "isr_state": "'proposed'", "old_isr": "ids({3})",
@@ -171,10 +174,11 @@ PATTERNS: tuple[LinePattern, ...] = (
         "isr_rejected", "isr_change",
         "Partition.handleAlterPartitionError (3.3+): 'Failed to alter partition to {proposed} since the controller "
         "rejected the request with {error}. Partition state has been reset to the latest committed state "
-        "CommittedPartitionState(isr=Set(...), ...)'",
+        "CommittedPartitionState(isr=Set(...), ...)' ('CommittedPartitionState[isr=[...], ...]' where Kafka's "
+        "server module has it as a Java record)",
         "since the controller rejected the request with ",
         r"since the controller rejected the request with (\w+)\. Partition state has been reset to the latest "
-        r"committed state CommittedPartitionState\(isr=(?:Hash)?Set\(([\d, ]*)\)",
+        r"committed state CommittedPartitionState[(\[]isr=(?:(?:Hash)?Set\(|\[)([\d, ]*)[)\]]",
         {"isr_state": "'rejected'", "error": "{1}", "reason": "'reset_to_committed'", "isr": "ids({2})",
          "action": "CASE WHEN _msg LIKE '%to PendingExpandIsr%' THEN 'expand' "
                    "WHEN _msg LIKE '%to PendingShrinkIsr%' THEN 'shrink' END"},
@@ -209,7 +213,8 @@ PATTERNS: tuple[LinePattern, ...] = (
         "'[ReplicaFetcherManager on broker {id}] Added fetcher to broker {leader} for partitions Map({tp} -> "
         "InitialFetchState({topicId},BrokerEndPoint(id={leader}, host={h}:{p}),{epoch},{offset}), ...)' (2.8+); "
         "'... to broker BrokerEndPoint(id={leader}, host=...) for partitions Map({tp} -> (offset={o}, "
-        "leaderEpoch={e}), ...)' (2.4-2.7); 'Added fetcher for partitions List([{tp}, initOffset {o} to broker "
+        "leaderEpoch={e}), ...)' (2.4-2.7; the later of these builds print the leader's id alone, 'to broker {leader} "
+        "for partitions'); 'Added fetcher for partitions List([{tp}, initOffset {o} to broker "
         "BrokerEndPoint({leader},{host},{port})] , ...)' (<= 2.3). Versions before 2.6 print no follower line, so "
         "this is the only trace of the broker becoming a follower: one become_follower per partition listed",
         "] Added fetcher ",
@@ -281,21 +286,29 @@ PATTERNS: tuple[LinePattern, ...] = (
         "ReplicaFetcherThread, the line before the log layer's own: 'Truncating partition {tp} to local high "
         "watermark {hw}' (2.1-3.0); 'Truncating partition {tp} with TruncationState(offset={o}, completed={b}) due "
         "to local high watermark {hw}' / '... due to leader epoch and offset EpochEndOffset(...)' (3.1+, one line "
-        "for the OffsetsForLeaderEpoch and the DivergingEpoch paths alike: recorded as leader_epoch)",
+        "for the OffsetsForLeaderEpoch and the DivergingEpoch paths alike: recorded as leader_epoch); "
+        "AbstractFetcherThread.truncateOnFetchResponse: 'Truncating partition {tp} to offset {o} due to diverging "
+        "epoch {e}' (4.x, which has no OffsetsForLeaderEpoch path left: diverging_epoch)",
         "Truncating partition ",
         r"Truncating partition " + _TP + r" (?:to local high watermark (\d+)|with TruncationState\(offset=(\d+), "
-        r"completed=\w+\) due to (local high watermark|leader epoch and offset))",
-        {"tp": "{1}", "truncate_offset": "coalesce(long({2}), long({3}))",
+        r"completed=\w+\) due to (local high watermark|leader epoch and offset)|to offset (\d+) due to diverging "
+        r"epoch -?\d+)",
+        {"tp": "{1}", "truncate_offset": "coalesce(long({2}), long({3}), long({5}))",
          "reason": "CASE WHEN {2} IS NOT NULL OR {4} = 'local high watermark' THEN 'high_watermark' "
-                   "ELSE 'leader_epoch' END"},
+                   "WHEN {5} IS NOT NULL THEN 'diverging_epoch' ELSE 'leader_epoch' END"},
         strict=False, hint=True,
     ),
     LinePattern(
         "truncation_reason_unknown_offset", "truncation",
-        "ReplicaFetcherThread (<= 2.0, v0 OffsetsForLeaderEpoch): 'Based on follower's leader epoch, leader replied "
-        "with an unknown offset in {tp}. High watermark {hw} will be used for truncation.'",
+        "The leader answered OffsetsForLeaderEpoch with an undefined end offset: WARN 'Based on follower's leader "
+        "epoch, leader replied with an unknown offset in {tp}. High watermark {hw} will be used for truncation.' "
+        "(0.11-1.0); '... The initial fetch offset {o} will be used for truncation.' (1.1-2.0; 'Based on replica's "
+        "leader epoch' 2.1+, AbstractFetcherThread.getOffsetTruncationState): a follower's initial fetch offset is "
+        "its high watermark. In 3.1+ the 'Truncating partition ... due to leader epoch and offset' line comes after "
+        "it and explains the truncation instead",
         "will be used for truncation",
-        r"unknown offset in " + _TP + r"\. High watermark (\d+) will be used for truncation",
+        r"unknown offset in " + _TP + r"\. (?:High watermark|The initial fetch offset) (\d+) will be used for "
+        r"truncation",
         {"tp": "{1}", "truncate_offset": "long({2})", "reason": "'high_watermark'"},
         strict=False, hint=True,
     ),
@@ -327,7 +340,7 @@ PATTERNS: tuple[LinePattern, ...] = (
         "replicaId={id}, ..., fetchData={{tp}=PartitionData(topicId={id}, fetchOffset={o}, logStartOffset={s}, "
         "maxBytes={m}, currentLeaderEpoch=Optional[{e}], lastFetchedEpoch=...), ...}, ...)' (3.x; "
         "'{tp}=(fetchOffset={o}, logStartOffset={s}, maxBytes={m}, currentLeaderEpoch=Optional[{e}])' 2.1-2.x, "
-        "'{tp}=(offset={o}, logStartOffset={s}, maxBytes={m})' 1.x-2.0), with the exception on the next line: one "
+        "'{tp}=(offset={o}, logStartOffset={s}, maxBytes={m})' 1.1-2.0), with the exception on the next line: one "
         "fetch_response per partition the request names, with that exception's error. A request of an incremental "
         "fetch session (1.1+) names only the partitions whose fetch state changed, often none ('fetchData={}'): no "
         "event then; the error closes the session (FetchSessionHandler.handleError), so the thread's next request "
@@ -341,6 +354,20 @@ PATTERNS: tuple[LinePattern, ...] = (
         fetcher_columns({"tp": "_entry.tp", "fetch_offset": "_entry.fetch_offset",
                          "leader_epoch": "_entry.leader_epoch", "error": error_name_sql("_next_exception")}),
         strict=False,  # a request that names no partition is no event
+        entries="request_entries()",
+    ),
+    LinePattern(
+        "fetch_request_failed_to_broker", "fetch_response",
+        "AbstractFetcherThread.processFetchRequest when the fetch throws, before 'Error in response for fetch "
+        "request' (0.11-1.x): WARN '[ReplicaFetcherThread-{f}-{leader}]: Error in fetch to broker {leader}, request "
+        "(type=FetchRequest, ..., fetchData={{tp}=(offset={o}, logStartOffset={s}, maxBytes={m}), ...}, ...)' with "
+        "the exception on the next line: read as fetch_request_failed. 0.10's 'Error in fetch "
+        "kafka.server.ReplicaFetcherThread$FetchRequest@...' names no partition and is not read",
+        "Error in fetch to broker ",
+        r"^\[ReplicaFetcherThread-\d+-\d+\][,:]? Error in fetch to broker \d+, request .*fetchData=\{[^}]*-\d+=",
+        fetcher_columns({"tp": "_entry.tp", "fetch_offset": "_entry.fetch_offset",
+                         "leader_epoch": "_entry.leader_epoch", "error": error_name_sql("_next_exception")}),
+        strict=False,
         entries="request_entries()",
     ),
     LinePattern(
@@ -583,8 +610,20 @@ KRaft controller's partition change lines, 'with topic ID'): the id's name."""
 TP_PREFIXES: tuple[str, ...] = (
     r"\[Partition ([^\s\]]+-\d+) broker=\d+\]",
     r"\[(?:Log|UnifiedLog|MergedLog) partition=([^,\]]+-\d+), dir=",
+    r"Partition \[([^,\]]+),(\d+)\] on broker \d+: ",
 )
-"""Line prefixes that name the topic-partition a message is about."""
+"""Line prefixes that name the topic-partition a message is about: one group (`t-3`), or two (topic, partition)
+for 0.9-1.0's `Partition [t,3] on broker 2: ` (Partition's logIdent then)."""
+
+
+def tp_prefix_sql(line: str) -> str:
+    """SQL: the topic-partition the prefix of SQL `line` names (`TP_PREFIXES`), or null."""
+    forms = []
+    for regex in TP_PREFIXES:
+        parts = [f"regexp_extract({line}, {sql_str(regex)}, {g})" for g in range(1, re.compile(regex).groups + 1)]
+        joined = parts[0] if len(parts) == 1 else f"concat_ws('-', {', '.join(parts)})"
+        forms.append(f"nullif({joined}, '{'' if len(parts) == 1 else '-'}')")
+    return f"coalesce({', '.join(forms)})"
 
 _OUT_OF_SYNC = r"\(brokerId: (\d+), endOffset: (-?\d+|unknown)(?:, lastCaughtUpTimeMs: (-?\d+|unknown))?\)"
 
@@ -644,7 +683,7 @@ def _zipped(regex: str, fields: Mapping[str, tuple[str, int | str]]) -> str:
 def fetcher_entries_sql() -> str:
     """SQL: the partitions of an 'Added fetcher' line, as (tp, leader_id, leader_epoch, fetch_offset) structs (any
     form; the entries of every multi-partition line have one type, and this one reads no fetch offset)."""
-    leader_in_line = f"regexp_extract(_msg, {sql_str(r'to broker BrokerEndPoint[(]id=([0-9]+)')}, 1)"
+    leader_in_line = f"regexp_extract(_msg, {sql_str(r'to broker (?:BrokerEndPoint[(]id=)?([0-9]+)')}, 1)"
     forms = [
         _zipped(_FETCH_STATE, {"tp": ("STRING", 1), "leader_id": ("INT", 2), "leader_epoch": ("INT", 3),
                                "fetch_offset": ("BIGINT", "NULL")}),

@@ -67,9 +67,9 @@ from jobs.broker_log_patterns import (
     NEXT_LINE_EXCEPTIONS,
     PATTERNS,
     TOPIC_ID,
-    TP_PREFIXES,
     LinePattern,
     column_sql,
+    tp_prefix_sql,
 )
 from jobs.landing import EVENT_SPARK_SCHEMA, numbered_lines, rolled_log_of
 from jobs.validate import sql_str
@@ -204,8 +204,7 @@ def read_broker_logs(spark: SparkSession, paths: Sequence[str], options: BrokerL
                     .otherwise(F.col("line")))
         .withColumn("_pattern", _pattern_case(PATTERNS))
         .withColumn("_unknown", F.when(F.col("_pattern").isNull(), _unknown_form(PATTERNS)))
-        .withColumn("_tp_prefix", F.coalesce(*[F.expr(f"nullif(regexp_extract(line, {sql_str(r)}, 1), '')")
-                                               for r in TP_PREFIXES]))
+        .withColumn("_tp_prefix", F.expr(tp_prefix_sql("line")))
     )
     hits = (_with_rolled_log_broker(hits, existing)
             .where((F.col("_hit") & (F.col("_pattern").isNotNull() | F.col("_unknown").isNotNull()))

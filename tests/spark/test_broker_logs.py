@@ -228,6 +228,58 @@ def test_each_message_form_becomes_its_event(spark: SparkSession, tmp_path: Path
     assert {(r["source"], r["run_id"]) for r in ids} == {("kafka-log", "cluster-a")}
 
 
+def test_the_forms_of_older_and_newer_releases_become_their_events(spark: SparkSession, tmp_path: Path) -> None:
+    """Forms that other Kafka releases print of messages the table reads: 2.6-2.7's 'Added fetcher to broker {id}',
+    4.x's DivergingEpoch truncation line and its committed state as a Java record, 1.1+'s unknown-offset line,
+    0.9-1.0's 'Partition [t,p] on broker {id}: ' prefix and 0.11-1.x's 'Error in fetch to broker'."""
+    newer = """\
+[2024-05-14 12:00:00,000] INFO [KafkaServer id=3] started (kafka.server.KafkaServer)
+[2024-05-14 12:00:01,000] INFO [ReplicaFetcherManager on broker 3] Added fetcher to broker 2 for partitions Map(w-0 -> (offset=12, leaderEpoch=4), w-1 -> (offset=0, leaderEpoch=6)) (kafka.server.ReplicaFetcherManager)
+[2024-05-14 12:00:02,000] INFO [ReplicaFetcher replicaId=3, leaderId=2, fetcherId=0] Truncating partition w-0 to offset 10 due to diverging epoch 3 (kafka.server.ReplicaFetcherThread)
+[2024-05-14 12:00:02,001] INFO [UnifiedLog partition=w-0, dir=/data] Truncating to offset 10 (kafka.log.UnifiedLog)
+[2024-05-14 12:00:03,000] INFO [Partition x-0 broker=3] Failed to alter partition to PendingShrinkIsr[outOfSyncReplicaIds=[2], sentLeaderAndIsr=LeaderAndIsr(leader=3, leaderEpoch=2, isrWithBrokerEpoch=[], leaderRecoveryState=RECOVERED, partitionEpoch=5), lastCommittedState=CommittedPartitionState[isr=[3, 1, 2], leaderRecoveryState=RECOVERED]] since the controller rejected the request with INVALID_UPDATE_VERSION. Partition state has been reset to the latest committed state CommittedPartitionState[isr=[3, 1, 2], leaderRecoveryState=RECOVERED]. (kafka.cluster.Partition)
+[2024-05-14 12:00:04,000] WARN [ReplicaFetcher replicaId=3, leaderId=2, fetcherId=0] Based on replica's leader epoch, leader replied with an unknown offset in w-1. The initial fetch offset 8 will be used for truncation. (kafka.server.ReplicaFetcherThread)
+[2024-05-14 12:00:04,001] INFO [Log partition=w-1, dir=/data] Truncating to offset 8 (kafka.log.Log)
+"""
+    older = """\
+[2018-01-01 00:00:01,000] INFO Partition [y,2] on broker 5: Shrinking ISR from 5,1,2 to 5,1 (kafka.cluster.Partition)
+[2018-01-01 00:00:02,000] INFO Partition [y,2] on broker 5: Expanding ISR from 5,1 to 5,1,2 (kafka.cluster.Partition)
+[2018-01-01 00:00:03,000] WARN [ReplicaFetcherThread-0-1]: Error in fetch to broker 1, request (type=FetchRequest, replicaId=5, maxWait=500, minBytes=1, maxBytes=10485760, fetchData={y-0=(offset=40, logStartOffset=0, maxBytes=1048576), y-1=(offset=7, logStartOffset=0, maxBytes=1048576)}, isolationLevel=READ_UNCOMMITTED) (kafka.server.ReplicaFetcherThread)
+java.io.IOException: Connection to 1 was disconnected before the response was read
+"""
+    got = parse(spark, write_logs(tmp_path, {"server.log": newer, "old/server.log": older}))
+    assert got.where("_reason_code IS NOT NULL").count() == 0
+    lead, isr = "leadership_change", "isr_change"
+    expected = [
+        # The partition from the prefix of Partition's lines then; the fetcher's line takes the file's broker.
+        row(broker_id=5, event_type=isr, topic="y", partition=2, action="shrink", isr=[5, 1], old_isr=[5, 1, 2],
+            isr_state="proposed"),
+        row(broker_id=5, event_type=isr, topic="y", partition=2, action="expand", isr=[5, 1, 2], old_isr=[5, 1],
+            isr_state="proposed"),
+        # Each partition of the failed request, from the thread's leader, with the network client's exception.
+        row(broker_id=5, event_type="fetch_response", topic="y", partition=0, leader_id=1,
+            error="NETWORK_EXCEPTION"),
+        row(broker_id=5, event_type="fetch_response", topic="y", partition=1, leader_id=1,
+            error="NETWORK_EXCEPTION"),
+        row(broker_id=3, event_type="broker_lifecycle", action="start"),
+        # The leader's id alone after 'to broker'.
+        row(broker_id=3, event_type=lead, topic="w", partition=0, leader_epoch=4, action="become_follower",
+            leader_id=2),
+        row(broker_id=3, event_type=lead, topic="w", partition=1, leader_epoch=6, action="become_follower",
+            leader_id=2),
+        row(broker_id=3, event_type="truncation", topic="w", partition=0, leader_epoch=4, truncate_offset=10,
+            reason="diverging_epoch"),
+        row(broker_id=3, event_type=isr, topic="x", partition=0, action="shrink", isr=[3, 1, 2],
+            isr_state="rejected", error="INVALID_UPDATE_VERSION", reason="reset_to_committed"),
+        # The initial fetch offset is the follower's high watermark.
+        row(broker_id=3, event_type="truncation", topic="w", partition=1, leader_epoch=6, truncate_offset=8,
+            reason="high_watermark"),
+    ]
+    kept = got.orderBy("ts_ms", "partition").select(*COLUMNS)
+    assert_df_equality(kept, spark.createDataFrame(expected, SCHEMA), ignore_nullable=True)
+    fetches = got.where("event_type = 'fetch_response'").orderBy("partition").select("fetcher_id", "fetch_offset")
+    assert [tuple(r) for r in fetches.collect()] == [(0, 40), (0, 7)]
+
 def test_a_followers_fetch_errors_become_fetch_responses(spark: SparkSession, tmp_path: Path) -> None:
     """Every form of a fetcher's per-partition error is a fetch_response with Kafka's error name; the leader and
     fetcher come from the thread's prefix (or the line), the error of 'Error for partition .. at offset' from the
