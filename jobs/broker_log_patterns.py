@@ -81,7 +81,7 @@ _NEW_FETCHER = r"^\[ReplicaFetcher replicaId=\d+, leaderId=(\d+), fetcherId=(\d+
 _OLD_FETCHER = r"^\[ReplicaFetcherThread-(\d+)-(\d+)\]"
 FETCHER_LEADER = f"coalesce({_prefix_int(_NEW_FETCHER, 1)}, {_prefix_int(_OLD_FETCHER, 2)})"
 """SQL: the leader a fetcher thread fetches from, from its line's prefix: '[ReplicaFetcher replicaId=1, leaderId=2,
-fetcherId=0] ' (1.0+) or '[ReplicaFetcherThread-0-2], ' (<= 0.11: fetcher id, then leader id)."""
+fetcherId=0] ' (1.0+) or '[ReplicaFetcherThread-0-2], ' (<= 0.10; '...]: ' in 0.11: fetcher id, then leader id)."""
 FETCHER_ID = f"coalesce({_prefix_int(_NEW_FETCHER, 2)}, {_prefix_int(_OLD_FETCHER, 1)})"
 """SQL: the fetcher id of a fetcher thread's line, from the same prefixes."""
 
@@ -215,10 +215,13 @@ PATTERNS: tuple[LinePattern, ...] = (
         "'... to broker BrokerEndPoint(id={leader}, host=...) for partitions Map({tp} -> (offset={o}, "
         "leaderEpoch={e}), ...)' (2.4-2.7; the later of these builds print the leader's id alone, 'to broker {leader} "
         "for partitions'); 'Added fetcher for partitions List([{tp}, initOffset {o} to broker "
-        "BrokerEndPoint({leader},{host},{port})] , ...)' (<= 2.3). Versions before 2.6 print no follower line, so "
+        "BrokerEndPoint({leader},{host},{port})] , ...)' (0.10.1-2.3; '[[{t},{p}], initOffset {o} to broker "
+        "BrokerEndPoint({leader},...)] ' before, 'to broker id:{leader},host:...' in 0.8). Versions before 2.6 print "
+        "no follower line, so "
         "this is the only trace of the broker becoming a follower: one become_follower per partition listed",
         "] Added fetcher ",
-        r"^\[ReplicaFetcherManager on broker \d+\] Added fetcher .*(?:-\d+ -> |\[\S+-\d+, initOffset )",
+        r"^\[ReplicaFetcherManager on broker \d+\] Added fetcher .*(?:-\d+ -> |\[\S+-\d+, initOffset "
+        r"|\[\[[^,\]]+,\d+\], initOffset )",
         {"tp": "_entry.tp", "action": "'become_follower'", "leader_id": "_entry.leader_id",
          "leader_epoch": "_entry.leader_epoch"},
         strict=False,
@@ -395,9 +398,10 @@ PATTERNS: tuple[LinePattern, ...] = (
         "fetch_truncation_not_allowed", "fetch_response",
         "ReplicaFetcherThread.handleOffsetOutOfRange (0.9-2.0) with unclean.leader.election.enable=false and the "
         "leader behind the follower: FATAL 'Exiting because log truncation is not allowed for partition {tp}, "
-        "current leader's latest offset {le} is less than replica's latest offset {leo}' (2.0; 1.x names both "
-        "brokers, 'Current leader {id}'s ... replica {id}'s ...'), then the broker halts. The 0.9-0.10 form names "
-        "the topic only ('... for topic {t},'): no partition, quarantined",
+        "current leader's latest offset {le} is less than replica's latest offset {leo}' (1.0-2.0, naming neither "
+        "broker); 'Current leader {id}'s ... replica {id}'s ...' with the partition (0.10.1-0.11; 'current' in 0.11), "
+        "then the broker halts. The 0.9-0.10.0 form names the topic only ('... for topic {t},'): no partition, "
+        "quarantined",
         "because log truncation is not allowed for ",
         r"because log truncation is not allowed for (?:partition (?:" + _OLD_TP + "|" + _TP + r")|topic \S+), "
         r"[Cc]urrent leader(?: (\d+))?'s latest offset \d+ is less than replica(?: \d+)?'s latest offset (\d+)",
@@ -511,7 +515,9 @@ PATTERNS: tuple[LinePattern, ...] = (
     ),
     LinePattern(
         "unclean_election_zk", "leader_election",
-        "OfflinePartitionLeaderSelector.selectLeader (ZooKeeper controller, 0.8-1.0; 1.1+ print no line): 'No "
+        "OfflinePartitionLeaderSelector.selectLeader (ZooKeeper controller, 0.8.1-1.0; 1.1+ print no line; 0.8.0's "
+        "'No broker in ISR is alive, elected leader from the alive replicas is [{id}]' names no partition and is "
+        "quarantined): 'No "
         "broker in ISR is alive for [{topic},{p}]. Elect leader {leader} from live brokers {ids}. There's potential "
         "data loss.' ('{topic}-{p}' where the controller uses TopicPartition); the new ISR is [leader]",
         "There's potential data loss",
@@ -535,7 +541,8 @@ PATTERNS: tuple[LinePattern, ...] = (
     LinePattern(
         "broker_config", "broker_config",
         "AbstractConfig.logAll at the broker's start: '[..] INFO KafkaConfig values: ', then one line per setting, "
-        "'\t{name} = {value}', without a timestamp, then ' (kafka.server.KafkaConfig)' (every version). The "
+        "'\t{name} = {value}', without a timestamp, then ' (kafka.server.KafkaConfig)' (' (org.apache.kafka.common."
+        "config.AbstractConfig)' in recent KRaft builds; 0.8 logged no such block). The "
         "replication settings of the block (`KAFKA_CONFIG_KEYS`) become the event's config map, its broker.id "
         "(node.id in KRaft) its broker (`jobs.broker_logs`)",
         "KafkaConfig values:",
@@ -551,7 +558,9 @@ PATTERNS: tuple[LinePattern, ...] = (
     ),
     LinePattern(
         "broker_started_kraft", "broker_lifecycle",
-        "BrokerServer.startup (KRaft): '[BrokerServer id={id}] Transition from STARTING to STARTED'",
+        "BrokerServer.startup (KRaft): '[BrokerServer id={id}] Transition from STARTING to STARTED' (printed too when "
+        "the startup fails, just before its FATAL 'Fatal error during broker startup'; KRaft's controlled shutdown, "
+        "'[BrokerLifecycleManager id={id}] Beginning controlled shutdown.', is not read)",
         "Transition from STARTING to STARTED",
         r"\[BrokerServer id=(\d+)\] Transition from STARTING to STARTED",
         {"action": "'start'"}, strict=False, broker="int({1})",
@@ -570,6 +579,16 @@ PATTERNS: tuple[LinePattern, ...] = (
         r"\[KafkaServer id=(\d+)\] Starting controlled shutdown",
         {"action": "'controlled_shutdown'"}, strict=False, broker="int({1})",
     ),
+    LinePattern(
+        "broker_lifecycle_0_x", "broker_lifecycle",
+        "KafkaServer.startup / controlledShutdown / shutdown before 1.0, whose log prefix was '[Kafka Server {id}], ': "
+        "'[Kafka Server {id}], started', '... Starting controlled shutdown', '... shutting down' (0.8-0.11)",
+        "[Kafka Server ",
+        r"^\[Kafka Server (\d+)\], (started|Starting controlled shutdown|shutting down)(?=\s|$)",
+        {"action": "CASE {2} WHEN 'started' THEN 'start' WHEN 'shutting down' THEN 'shutdown' "
+                   "ELSE 'controlled_shutdown' END"},
+        strict=False, broker="int({1})",
+    ),
 )
 
 BROKER_PREFIXES: tuple[tuple[str, str], ...] = (
@@ -583,6 +602,7 @@ BROKER_PREFIXES: tuple[tuple[str, str], ...] = (
     ("[QuorumController id=", r"\[QuorumController id=(\d+)\]"),
     ("[Controller id=", r"\[Controller id=(\d+)[ \]]"),
     ("[Controller ", r"\[Controller (\d+)\]:"),
+    ("[Kafka Server ", r"\[Kafka Server (\d+)\], "),
     ("] on broker ", r"Partition \[[^,\]]+,\d+\] on broker (\d+):"),
 )
 """Line prefixes by which a broker names itself (reference §6), each with a literal its lines hold (the cheap
@@ -661,7 +681,9 @@ def column_sql(pattern: LinePattern, expr: str) -> str:
 _FETCH_STATE = (r"([^\s,\[\]()]+-\d+) -> InitialFetchState\((?:Some\([^)]*\)|None)?,?BrokerEndPoint\(id=(\d+),"
                 r"[^)]*\),(\d+),(\d+)\)")
 _OFFSET_AND_EPOCH = r"([^\s,\[\]()]+-\d+) -> \(offset=(\d+), leaderEpoch=(\d+)\)"
-_INIT_OFFSET = r"\[([^\s,\[\]]+-\d+), initOffset (-?\d+) to broker BrokerEndPoint\((\d+),"
+_INIT_OFFSET = r"\[\[?([^\s,\[\]]+[-,]\d+)\]?, initOffset (-?\d+) to broker (?:BrokerEndPoint\(|id:)(\d+),"
+"""`[t-0, initOffset 5 to broker BrokerEndPoint(1,...)]`; before 0.10.1 `[[t,0], ...`, whose `t,0` the entries turn
+into `t-0` (a topic name has no comma), and 0.8 prints the broker as `id:1,host:...`."""
 
 
 def _zipped(regex: str, fields: Mapping[str, tuple[str, int | str]]) -> str:
@@ -689,8 +711,10 @@ def fetcher_entries_sql() -> str:
                                "fetch_offset": ("BIGINT", "NULL")}),
         _zipped(_OFFSET_AND_EPOCH, {"tp": ("STRING", 1), "leader_id": ("INT", leader_in_line),
                                     "leader_epoch": ("INT", 3), "fetch_offset": ("BIGINT", "NULL")}),
-        _zipped(_INIT_OFFSET, {"tp": ("STRING", 1), "leader_id": ("INT", 3), "leader_epoch": ("INT", "NULL"),
-                               "fetch_offset": ("BIGINT", "NULL")}),
+        "transform(" + _zipped(_INIT_OFFSET, {"tp": ("STRING", 1), "leader_id": ("INT", 3),
+                                              "leader_epoch": ("INT", "NULL"), "fetch_offset": ("BIGINT", "NULL")})
+        + ", e -> named_struct('tp', replace(e.tp, ',', '-'), 'leader_id', e.leader_id, 'leader_epoch', "
+          "e.leader_epoch, 'fetch_offset', e.fetch_offset))",
     ]
     return f"concat({', '.join(forms)})"
 

@@ -231,7 +231,8 @@ def test_each_message_form_becomes_its_event(spark: SparkSession, tmp_path: Path
 def test_the_forms_of_older_and_newer_releases_become_their_events(spark: SparkSession, tmp_path: Path) -> None:
     """Forms that other Kafka releases print of messages the table reads: 2.6-2.7's 'Added fetcher to broker {id}',
     4.x's DivergingEpoch truncation line and its committed state as a Java record, 1.1+'s unknown-offset line,
-    0.9-1.0's 'Partition [t,p] on broker {id}: ' prefix and 0.11-1.x's 'Error in fetch to broker'."""
+    0.9-1.0's 'Partition [t,p] on broker {id}: ' prefix, 0.11-1.x's 'Error in fetch to broker', 0.8-0.11's
+    '[Kafka Server {id}], ' lifecycle lines and 0.8-0.10.0's '[[t,p], initOffset ...' fetcher lines."""
     newer = """\
 [2024-05-14 12:00:00,000] INFO [KafkaServer id=3] started (kafka.server.KafkaServer)
 [2024-05-14 12:00:01,000] INFO [ReplicaFetcherManager on broker 3] Added fetcher to broker 2 for partitions Map(w-0 -> (offset=12, leaderEpoch=4), w-1 -> (offset=0, leaderEpoch=6)) (kafka.server.ReplicaFetcherManager)
@@ -242,15 +243,26 @@ def test_the_forms_of_older_and_newer_releases_become_their_events(spark: SparkS
 [2024-05-14 12:00:04,001] INFO [Log partition=w-1, dir=/data] Truncating to offset 8 (kafka.log.Log)
 """
     older = """\
+[2018-01-01 00:00:00,000] INFO [Kafka Server 5], started (kafka.server.KafkaServer)
+[2018-01-01 00:00:00,500] INFO [ReplicaFetcherManager on broker 5] Added fetcher for partitions List([[y,3], initOffset 11 to broker BrokerEndPoint(1,kafka1,9092)] , [[y,4], initOffset 0 to broker BrokerEndPoint(2,kafka2,9092)] ) (kafka.server.ReplicaFetcherManager)
+[2018-01-01 00:00:00,700] INFO [ReplicaFetcherManager on broker 5] Added fetcher for partitions ArrayBuffer([[y,5], initOffset 3 to broker id:1,host:kafka1,port:9092] ) (kafka.server.ReplicaFetcherManager)
 [2018-01-01 00:00:01,000] INFO Partition [y,2] on broker 5: Shrinking ISR from 5,1,2 to 5,1 (kafka.cluster.Partition)
 [2018-01-01 00:00:02,000] INFO Partition [y,2] on broker 5: Expanding ISR from 5,1 to 5,1,2 (kafka.cluster.Partition)
 [2018-01-01 00:00:03,000] WARN [ReplicaFetcherThread-0-1]: Error in fetch to broker 1, request (type=FetchRequest, replicaId=5, maxWait=500, minBytes=1, maxBytes=10485760, fetchData={y-0=(offset=40, logStartOffset=0, maxBytes=1048576), y-1=(offset=7, logStartOffset=0, maxBytes=1048576)}, isolationLevel=READ_UNCOMMITTED) (kafka.server.ReplicaFetcherThread)
 java.io.IOException: Connection to 1 was disconnected before the response was read
+[2018-01-01 00:00:04,000] INFO [Kafka Server 5], Starting controlled shutdown (kafka.server.KafkaServer)
+[2018-01-01 00:00:05,000] INFO [Kafka Server 5], shutting down (kafka.server.KafkaServer)
 """
     got = parse(spark, write_logs(tmp_path, {"server.log": newer, "old/server.log": older}))
     assert got.where("_reason_code IS NOT NULL").count() == 0
     lead, isr = "leadership_change", "isr_change"
     expected = [
+        # Before 1.0 the server's prefix was '[Kafka Server 5], '.
+        row(broker_id=5, event_type="broker_lifecycle", action="start"),
+        # Before 0.10.1 the fetcher manager printed '[[t,p], initOffset ...' (0.8: the broker as 'id:1,...').
+        row(broker_id=5, event_type=lead, topic="y", partition=3, action="become_follower", leader_id=1),
+        row(broker_id=5, event_type=lead, topic="y", partition=4, action="become_follower", leader_id=2),
+        row(broker_id=5, event_type=lead, topic="y", partition=5, action="become_follower", leader_id=1),
         # The partition from the prefix of Partition's lines then; the fetcher's line takes the file's broker.
         row(broker_id=5, event_type=isr, topic="y", partition=2, action="shrink", isr=[5, 1], old_isr=[5, 1, 2],
             isr_state="proposed"),
@@ -261,6 +273,8 @@ java.io.IOException: Connection to 1 was disconnected before the response was re
             error="NETWORK_EXCEPTION"),
         row(broker_id=5, event_type="fetch_response", topic="y", partition=1, leader_id=1,
             error="NETWORK_EXCEPTION"),
+        row(broker_id=5, event_type="broker_lifecycle", action="controlled_shutdown"),
+        row(broker_id=5, event_type="broker_lifecycle", action="shutdown"),
         row(broker_id=3, event_type="broker_lifecycle", action="start"),
         # The leader's id alone after 'to broker'.
         row(broker_id=3, event_type=lead, topic="w", partition=0, leader_epoch=4, action="become_follower",
