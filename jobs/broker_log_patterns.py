@@ -109,6 +109,12 @@ NEXT_LINE_EXCEPTIONS: tuple[str, ...] = ("org.apache.kafka.common.errors.", "jav
 `jobs.broker_logs` hands it to the message as `_next_exception`, the class's simple name. Kafka's own errors, and
 the network client's IOException / SocketTimeoutException / ClosedChannelException ... of a request that failed."""
 
+_FAILED_REQUEST_COLUMNS = fetcher_columns({
+    "tp": "_entry.tp", "fetch_offset": "_entry.fetch_offset", "leader_epoch": "_entry.leader_epoch",
+    "error": error_name_sql("_next_exception")})
+"""A failed fetch request's line: one fetch_response per partition it names (`request_entries_sql`), with the
+exception of the next line."""
+
 PATTERNS: tuple[LinePattern, ...] = (
     LinePattern(
         "isr_shrink", "isr_change",
@@ -354,8 +360,7 @@ PATTERNS: tuple[LinePattern, ...] = (
         # broker's own log dirs, which is no follower's fetch.
         r"^\[ReplicaFetcher(?: replicaId=\d+, leaderId=\d+, fetcherId=\d+\]|Thread-\d+-\d+\],?) Error in response "
         r"for fetch request .*fetchData=\{[^}]*-\d+=",
-        fetcher_columns({"tp": "_entry.tp", "fetch_offset": "_entry.fetch_offset",
-                         "leader_epoch": "_entry.leader_epoch", "error": error_name_sql("_next_exception")}),
+        _FAILED_REQUEST_COLUMNS,
         strict=False,  # a request that names no partition is no event
         entries="request_entries()",
     ),
@@ -368,8 +373,7 @@ PATTERNS: tuple[LinePattern, ...] = (
         "kafka.server.ReplicaFetcherThread$FetchRequest@...' names no partition and is not read",
         "Error in fetch to broker ",
         r"^\[ReplicaFetcherThread-\d+-\d+\][,:]? Error in fetch to broker \d+, request .*fetchData=\{[^}]*-\d+=",
-        fetcher_columns({"tp": "_entry.tp", "fetch_offset": "_entry.fetch_offset",
-                         "leader_epoch": "_entry.leader_epoch", "error": error_name_sql("_next_exception")}),
+        _FAILED_REQUEST_COLUMNS,
         strict=False,
         entries="request_entries()",
     ),
