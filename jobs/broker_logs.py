@@ -238,10 +238,11 @@ def read_broker_logs(spark: SparkSession, paths: Sequence[str], options: BrokerL
         *[_by_pattern(PATTERNS, f.name).cast(f.dataType).alias(f.name) for f in payload],
     )
     topic_partition = r"^(.+)-([0-9]+)$"  # Kafka prints a TopicPartition as `orders-3`
-    located = parsed.withColumn(
-        "partition", F.expr(f"try_cast(nullif(regexp_extract(_tp, {sql_str(topic_partition)}, 2), '') AS INT)")
-    ).withColumn("topic", F.when(F.col("partition").isNotNull(), F.regexp_extract("_tp", topic_partition, 1))
-    ).withColumn("topic_id", F.coalesce("topic_id", "_names_topic_id"))
+    # Independent columns in one `withColumns`: PySpark analyses the whole plan at every call.
+    located = parsed.withColumns({
+        "partition": F.expr(f"try_cast(nullif(regexp_extract(_tp, {sql_str(topic_partition)}, 2), '') AS INT)"),
+        "topic_id": F.coalesce("topic_id", "_names_topic_id"),
+    }).withColumn("topic", F.when(F.col("partition").isNotNull(), F.regexp_extract("_tp", topic_partition, 1)))
     located = _across_lines(located, _topic_names(existing)).withColumn("_context", F.lit(False))
     if existing is not None:
         # The run's earlier batches stand in for the lines before these files: an hour's rolled server.log holds ISR
@@ -316,14 +317,14 @@ def _across_lines(located: DataFrame, names: DataFrame | None = None) -> DataFra
     by_id = F.col("_topic_id").isNotNull()
     is_config = F.col("_pattern") == "broker_config"
     return (located
-            .withColumn("topic", F.when(by_id, named).otherwise(F.col("topic")))
-            .withColumn("partition", F.when(by_id & F.col("topic").isNotNull(), F.col("_id_partition"))
-                        .otherwise(F.col("partition")))
-            .withColumn("_settings", F.when(is_config, pairs))
-            .withColumn("config", F.when(is_config & (F.size("_settings") > 0), F.col("_settings"))
-                        .otherwise(F.col("config")))
-            .withColumn("broker_id", F.when(is_config, F.coalesce(broker, F.col("broker_id")))
-                        .otherwise(F.col("broker_id")))
+            .withColumns({"topic": F.when(by_id, named).otherwise(F.col("topic")),
+                          "_settings": F.when(is_config, pairs),
+                          "broker_id": F.when(is_config, F.coalesce(broker, F.col("broker_id")))
+                          .otherwise(F.col("broker_id"))})
+            .withColumns({"partition": F.when(by_id & F.col("topic").isNotNull(), F.col("_id_partition"))
+                          .otherwise(F.col("partition")),
+                          "config": F.when(is_config & (F.size("_settings") > 0), F.col("_settings"))
+                          .otherwise(F.col("config"))})
             .drop("_settings", "_across")
             # A setting line is no event: its block's header carries it now; nor is a name from bronze.
             .where(F.col("_pattern").isNotNull() | F.col("_unknown").isNotNull()))
@@ -387,10 +388,10 @@ def _from_earlier_lines(events: DataFrame) -> DataFrame:
                  & (F.col("ts_ms") - last_hint.ts_ms <= HINT_WINDOW_MS))
     follow = F.col("isr_state").isin("committed", "rejected")
     derived = (events
-               .withColumn("reason", F.when(explained, last_hint.reason).otherwise(F.col("reason")))
-               .withColumn("_known_isr", F.when(follow, known))
-               .withColumn("_proposed_action", F.when(F.col("isr_state") == "rejected", proposed_action))
-               .withColumn("_reprinted", reprinted))
+               .withColumns({"reason": F.when(explained, last_hint.reason).otherwise(F.col("reason")),
+                             "_known_isr": F.when(follow, known),
+                             "_proposed_action": F.when(F.col("isr_state") == "rejected", proposed_action),
+                             "_reprinted": reprinted}))
     grew = F.expr("size(array_except(isr, _known_isr)) > 0")
     shrank = F.expr("size(array_except(_known_isr, isr)) > 0")
     committed_action = (F.when(F.col("_known_isr").isNull() | F.col("isr").isNull(), F.lit("update"))
@@ -398,14 +399,14 @@ def _from_earlier_lines(events: DataFrame) -> DataFrame:
                         .otherwise(F.lit("update")))
     return (derived
             # An election is the controller's line: the epoch it opens is its own (or unknown), not one it logged.
-            .withColumn("leader_epoch", F.when(F.col("_pattern") == RECOVERING, recovered_epoch)
-                        .when(F.col("event_type").isin("leadership_change", "leader_election"), F.col("leader_epoch"))
-                        .otherwise(F.coalesce("leader_epoch", epoch)))
-            .withColumn("old_isr", F.when(follow, F.coalesce("old_isr", "_known_isr")).otherwise(F.col("old_isr")))
-            .withColumn("action", F.when(F.col("isr_state") == "committed", F.coalesce("action", committed_action))
-                        .when(F.col("isr_state") == "rejected",
-                              F.coalesce("action", "_proposed_action", F.lit("update")))
-                        .otherwise(F.col("action")))
+            .withColumns({
+                "leader_epoch": F.when(F.col("_pattern") == RECOVERING, recovered_epoch)
+                .when(F.col("event_type").isin("leadership_change", "leader_election"), F.col("leader_epoch"))
+                .otherwise(F.coalesce("leader_epoch", epoch)),
+                "old_isr": F.when(follow, F.coalesce("old_isr", "_known_isr")).otherwise(F.col("old_isr")),
+                "action": F.when(F.col("isr_state") == "committed", F.coalesce("action", committed_action))
+                .when(F.col("isr_state") == "rejected", F.coalesce("action", "_proposed_action", F.lit("update")))
+                .otherwise(F.col("action"))})
             .where((~hint | F.col("_pattern").isNull()) & ~F.col("_reprinted"))
             .drop("_known_isr", "_proposed_action", "_reprinted"))
 
@@ -473,9 +474,9 @@ def _unrepeated_elections(events: DataFrame) -> DataFrame:
     kind = F.when(witness, 3).when(F.col("_context"), 0).when(~recovering, 1).otherwise(2)  # bronze, controller, leader
     order = Window.partitionBy("_key").orderBy("ts_ms", "_kind", "_path", "pos", "_entry_pos")
     listed = (events.select("*", key.alias("_key"), kind.alias("_kind"))
-              .withColumn("_ord", F.row_number().over(order))
-              .withColumn("_first_later", F.min(F.when(F.col("_kind") == 3, F.col("ts_ms")))
-                          .over(Window.partitionBy("_key"))))
+              .withColumns({"_ord": F.row_number().over(order),
+                            "_first_later": F.min(F.when(F.col("_kind") == 3, F.col("ts_ms")))
+                            .over(Window.partitionBy("_key"))}))
     row = F.struct(F.col("_ord").alias("ord"), F.col("ts_ms").alias("ts"), F.col("leader_id").alias("leader"),
                    F.col("leader_epoch").alias("epoch"), F.col("_kind").alias("kind"), replay.alias("replay"),
                    F.col("partition_epoch").alias("pepoch"), F.col("broker_id").alias("broker"),
@@ -566,8 +567,8 @@ def _unrepeated_elections(events: DataFrame) -> DataFrame:
                 f"AND NOT exists(_standing, y -> y.kind {other} AND y.leader = x.leader AND y.action = x.action "
                 "AND coalesce(y.epoch = x.epoch, false))))")
     pending = placed & recovering & ~F.col("_restated")
-    listed = (listed.withColumn("_heads", F.when(pending, F.expr(unmatched("= 2", "< 2"))))
-              .withColumn("_told", F.when(pending, F.expr(unmatched("< 2", "= 2")))))
+    listed = listed.withColumns({"_heads": F.when(pending, F.expr(unmatched("= 2", "< 2"))),
+                                 "_told": F.when(pending, F.expr(unmatched("< 2", "= 2")))})
     # A pending line missing from `_heads` has an election of its epoch told.
     paired = F.expr("NOT exists(_heads, x -> x.ord = _ord) "
                     f"OR size(_told) > 0 AND array_contains({_paired_in_time_order('_heads', '_told', w)}, _ord)")
