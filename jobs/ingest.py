@@ -363,12 +363,12 @@ def _ingest(spark: SparkSession, lake: Lake, landing: str, log: Callable[[str], 
     size_mb = sum(f.size for f in pending) / 1e6
     log(f"ingest {batch}: reading {len(pending)} files ({size_mb:.1f} MB) from {landing}")
 
-    read_logs = _log_reader(spark, lake, logs)
+    persisted: list[DataFrame] = []
+    read_logs = _log_reader(spark, lake, logs, persisted)
 
     def classified_of(some: Sequence[LandingFile]) -> DataFrame:
         return classify(read_candidates(spark, some, broken, read_logs)).withColumn("_ingest_batch", F.lit(batch))
 
-    persisted: list[DataFrame] = []
     staged: list[StagedWrite] = []  # written, commit not yet attempted: dropped if the run fails
     try:
         result.seconds["discover"] = time.perf_counter() - t0
@@ -494,12 +494,28 @@ def _ingest(spark: SparkSession, lake: Lake, landing: str, log: Callable[[str], 
     return result
 
 
-def _log_reader(spark: SparkSession, lake: Lake, logs: BrokerLogOptions | None) -> LogReader | None:
-    """The reader of this ingest's Kafka log files: their events' ids follow those bronze holds for the run."""
+def _log_reader(spark: SparkSession, lake: Lake, logs: BrokerLogOptions | None,
+                persisted: list[DataFrame]) -> LogReader | None:
+    """The reader of this ingest's Kafka log files: their events' ids follow those bronze holds for the run.
+
+    The records of one set of files are read once and kept (`event_cache_level`, appended to `persisted`): the
+    full pass, the exact duplicate check's keys and the quarantine pass all ask for them, and each would
+    otherwise plan and run the reader's windows over every line of the files again. What is kept is the
+    replication lines' records, a small part of a broker's log.
+    """
     if logs is None:
         return None
     existing = lake.read(BRONZE_EVENTS, [{"run_id": logs.run_id}]) if lake.exists(BRONZE_EVENTS) else None
-    return lambda paths: read_broker_logs(spark, paths, logs, existing)
+    read: dict[tuple[str, ...], DataFrame] = {}
+
+    def read_once(paths: Sequence[str]) -> DataFrame:
+        key = tuple(paths)
+        if key not in read:
+            read[key] = read_broker_logs(spark, paths, logs, existing).persist(event_cache_level(spark))
+            persisted.append(read[key])
+        return read[key]
+
+    return read_once
 
 
 def _bronze_holds_keys_of(lake: Lake, runs: Sequence[RunKeys], keys: Callable[[], DataFrame]) -> bool:
