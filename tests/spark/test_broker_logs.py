@@ -21,6 +21,7 @@ from chispa import assert_df_equality
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
+import jobs.ingest as ingest_module
 import jobs.invariants as inv
 from jobs.broker_logs import ID_SEQUENCE_BITS, BrokerLogOptions, BrokerLogOptionsError, read_broker_logs
 from jobs.ingest import run_ingest
@@ -563,9 +564,12 @@ _UNNAMED = ("topic id {} is named by no line of these files nor by the run's eve
             "the brokers' logs of Kafka 3.3+ with or before the controller's)")
 
 
-def test_a_controllers_topic_id_is_named_by_a_line_of_an_earlier_batch(spark: SparkSession, tmp_path: Path) -> None:
+def test_a_controllers_topic_id_is_named_by_a_line_of_an_earlier_batch(spark: SparkSession, tmp_path: Path,
+                                                                      monkeypatch: pytest.MonkeyPatch) -> None:
     """The brokers' logs ingested first, the controller's later (a scheduled ingest of each hour's rolled files):
-    bronze's events keep the topic ids their lines print, which name the topic of the controller's lines."""
+    bronze's events keep the topic ids their lines print, which name the topic of the controller's lines. The
+    later batch's records are made once, for its full pass and its quarantine pass alike (counted by a
+    pass-through Python function on each record's run id)."""
     landing = tmp_path / "landing"
     lake = EmbeddedLake(spark, str(tmp_path / "lake"))
     options = BrokerLogOptions("cluster-a")
@@ -573,8 +577,19 @@ def test_a_controllers_topic_id_is_named_by_a_line_of_an_earlier_batch(spark: Sp
     assert run_ingest(spark, lake, str(landing), log=lambda _m: None, logs=options).kept == 1
     write_logs(landing, {"controller.log": ELECTIONS["controller.log"]})
     said: list[str] = []
+    made = spark.sparkContext.accumulator(0)
+
+    def tally(run_id: str) -> str:
+        made.add(1)
+        return run_id
+
+    def counted(spark_: SparkSession, paths: list[str], *args: Any) -> DataFrame:
+        return read_broker_logs(spark_, paths, *args).withColumn("run_id", F.udf(tally, "string", useArrow=False)("run_id"))
+
+    monkeypatch.setattr(ingest_module, "read_broker_logs", counted)
     later = run_ingest(spark, lake, str(landing), log=said.append, logs=options)
     assert (later.read, later.kept, later.quarantined) == (3, 2, 1)
+    assert made.value == 3
     # Its ids lie among bronze's in time but share none: written once, not again behind the exact check.
     assert not any("writing again" in m for m in said), said
     bronze = lake.read(BRONZE_EVENTS)
