@@ -24,16 +24,39 @@ def spark() -> Iterator[SparkSession]:
     PySpark's call-site capture (conf/local.yaml says why) the same audit took ~25 % less again. The suite
     runs a dozen audits with the same plans: a generated-code cache of 2 000 classes instead of 100 keeps their
     compiled stages (warm audits of five hand-built cases, two JVMs each way: ~10 % less JVM CPU).
+
+    Code generation is off (`NO_CODEGEN`: expressions interpreted, no whole-stage code): on frames of a few
+    hundred rows the generated classes run a handful of times, and compiling them (Janino, then the JIT's
+    compiler threads, a quarter of each test JVM's CPU) costs more than they save. The jobs' own setting is on;
+    `generated_code` turns it back on for the tests that run every job end to end (benchmarks/README.md
+    "Test suite").
     """
     session = build_spark(
         SparkConfig(master="local[2]", app_name="replog-tests", shuffle_partitions=2, driver_memory="2g",
                     conf={"spark.ui.enabled": "false", "spark.sql.session.timeZone": "UTC",
                           "spark.default.parallelism": "2", "spark.driver.extraJavaOptions": "-XX:+UseParallelGC",
                           "spark.python.sql.dataFrameDebugging.enabled": "false",
-                          "spark.sql.codegen.cache.maxEntries": "2000"})
+                          "spark.sql.codegen.cache.maxEntries": "2000", **INTERPRETED})
     )
     yield session
     session.stop()
+
+
+INTERPRETED = {"spark.sql.codegen.wholeStage": "false", "spark.sql.codegen.factoryMode": "NO_CODEGEN"}
+GENERATED = {"spark.sql.codegen.wholeStage": "true", "spark.sql.codegen.factoryMode": "FALLBACK"}
+"""The tests' session evaluates expressions interpreted; the jobs (Spark's defaults) generate code."""
+
+
+@pytest.fixture
+def generated_code(spark: SparkSession) -> Iterator[SparkSession]:
+    """The session with the jobs' code generation (whole-stage code, generated expressions) for one test."""
+    for key, value in GENERATED.items():
+        spark.conf.set(key, value)
+    try:
+        yield spark
+    finally:
+        for key, value in INTERPRETED.items():
+            spark.conf.set(key, value)
 
 
 @pytest.fixture

@@ -11,7 +11,8 @@ from jobs.lake import EmbeddedLake
 from schemas.tables import BRONZE_EVENTS, BRONZE_QUARANTINE
 
 
-def test_demo_simulates_ingests_and_checks_a_clean_run(spark, tmp_path: Path) -> None:
+def test_demo_simulates_ingests_and_checks_a_clean_run(spark, generated_code, tmp_path: Path) -> None:
+    """The main command with the jobs' own code generation (the tests' session interprets: tests/conftest.py)."""
     scenario = yaml.safe_load(DEFAULT_SCENARIO.read_text(encoding="utf-8"))
     scenario["duration_ms"] = 3000  # the shipped scenario, shortened
     short = tmp_path / "steady.yaml"

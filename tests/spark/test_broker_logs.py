@@ -1418,12 +1418,12 @@ def test_cli_ingests_logs_as_a_run_named_after_the_folder(spark: SparkSession, t
     assert "--log-timezone 'Mars/Olympus': expected a time zone name" in capsys.readouterr().err
 
 
-def test_log_runs_go_through_every_job_to_the_report(spark: SparkSession, tmp_path: Path) -> None:
+def test_log_runs_go_through_every_job_to_the_report(spark: SparkSession, generated_code, tmp_path: Path) -> None:
     """ingest --source kafka-logs -> timelines -> lag -> audit -> report, for two runs of logs in one lake (one pass
     of each job over both, one report each). The incident: the audit exits 1 on its errors, lag judges nothing, and
     the report points at the log lines that prove each violation. The elections: without a violation to show (logs
     cannot prove a lost write), each partition an unclean election hit is still a section of the report, its
-    picture marking the election."""
+    picture marking the election. With the jobs' own code generation (`generated_code`)."""
     from jobs.audit import run_audit
     from jobs.incident_report import run_report
     from jobs.lag import run_lag
