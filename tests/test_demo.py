@@ -5,13 +5,14 @@ from __future__ import annotations
 from pathlib import Path
 
 import yaml
+from pyspark.sql import SparkSession
 
 from jobs.demo import DEFAULT_SCENARIO, run_demo
 from jobs.lake import EmbeddedLake
 from schemas.tables import BRONZE_EVENTS, BRONZE_QUARANTINE
 
 
-def test_demo_simulates_ingests_and_checks_a_clean_run(spark, generated_code, tmp_path: Path) -> None:
+def test_demo_simulates_ingests_and_checks_a_clean_run(spark, generated_code: SparkSession, tmp_path: Path) -> None:
     """The main command with the jobs' own code generation (the tests' session interprets: tests/conftest.py)."""
     scenario = yaml.safe_load(DEFAULT_SCENARIO.read_text(encoding="utf-8"))
     scenario["duration_ms"] = 3000  # the shipped scenario, shortened

@@ -1418,7 +1418,8 @@ def test_cli_ingests_logs_as_a_run_named_after_the_folder(spark: SparkSession, t
     assert "--log-timezone 'Mars/Olympus': expected a time zone name" in capsys.readouterr().err
 
 
-def test_log_runs_go_through_every_job_to_the_report(spark: SparkSession, generated_code, tmp_path: Path) -> None:
+def test_log_runs_go_through_every_job_to_the_report(spark: SparkSession, generated_code: SparkSession,
+                                                    tmp_path: Path) -> None:
     """ingest --source kafka-logs -> timelines -> lag -> audit -> report, for two runs of logs in one lake (one pass
     of each job over both, one report each). The incident: the audit exits 1 on its errors, lag judges nothing, and
     the report points at the log lines that prove each violation. The elections: without a violation to show (logs

@@ -12,12 +12,13 @@ def _executed_plan(df: DataFrame) -> str:
 
 
 def _query(spark: SparkSession) -> DataFrame:
+    """A projection with a regular expression and a filter: 17 rows, the first x = 6."""
     return spark.range(20).selectExpr("id * 2 AS x", "regexp_extract(cast(id AS string), '([0-9])$', 1) AS d") \
         .where("x > 4")
 
 
-def test_the_tests_session_interprets_and_the_fixture_generates_code(spark: SparkSession, generated_code) -> None:
-    """Whole-stage code (`*(1) Project`) only under `generated_code`; both give the same rows."""
+def test_generated_code_gives_the_jobs_whole_stage_code(spark: SparkSession, generated_code: SparkSession) -> None:
+    """Whole-stage code (`*(1) Project`) under `generated_code`, with the rows the interpreted session gives."""
     generated = _query(spark)
     assert "*(1) Project" in _executed_plan(generated)
     rows = sorted(generated.collect())
