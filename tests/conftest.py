@@ -14,6 +14,10 @@ from jobs.config import SparkConfig
 from jobs.lake import EmbeddedLake
 from jobs.session import build_spark
 
+INTERPRETED = {"spark.sql.codegen.wholeStage": "false", "spark.sql.codegen.factoryMode": "NO_CODEGEN"}
+GENERATED = {"spark.sql.codegen.wholeStage": "true", "spark.sql.codegen.factoryMode": "FALLBACK"}
+"""The tests' session evaluates expressions interpreted; the jobs (Spark's defaults) generate code."""
+
 
 @pytest.fixture(scope="session")
 def spark() -> Iterator[SparkSession]:
@@ -42,20 +46,17 @@ def spark() -> Iterator[SparkSession]:
     session.stop()
 
 
-INTERPRETED = {"spark.sql.codegen.wholeStage": "false", "spark.sql.codegen.factoryMode": "NO_CODEGEN"}
-GENERATED = {"spark.sql.codegen.wholeStage": "true", "spark.sql.codegen.factoryMode": "FALLBACK"}
-"""The tests' session evaluates expressions interpreted; the jobs (Spark's defaults) generate code."""
-
-
 @pytest.fixture
 def generated_code(spark: SparkSession) -> Iterator[SparkSession]:
-    """The session with the jobs' code generation (whole-stage code, generated expressions) for one test."""
+    """The session with the jobs' code generation (whole-stage code, generated expressions) for one test; the
+    settings in force before come back after it."""
+    before = {key: spark.conf.get(key) for key in GENERATED}
     for key, value in GENERATED.items():
         spark.conf.set(key, value)
     try:
         yield spark
     finally:
-        for key, value in INTERPRETED.items():
+        for key, value in before.items():
             spark.conf.set(key, value)
 
 
