@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 import pytest
-from pyspark.sql import SparkSession
+from pyspark.sql import DataFrame, SparkSession
 
 import jobs.invariants as inv
 from jobs.broker_logs import BrokerLogOptions, read_broker_logs
@@ -25,7 +25,7 @@ from replication_core.checker.reader import read_events
 from replication_core.sim.cli import load_scenario, simulate
 from replication_core.sim.scenario import TruncationMode
 from tests.sim.test_fault_campaign import varied_scenario
-from tests.spark.kafka_log_render import render
+from tests.spark.kafka_log_render import Expected, render
 
 SCENARIOS = Path(__file__).resolve().parents[2] / "conf" / "scenarios"
 FIELDS = ("ts_ms", "event_type", "topic", "partition", "action", "leader_epoch", "leader_id", "isr", "isr_state",
@@ -85,22 +85,55 @@ elections in the other form (with or without the epochs), Kafka 2.4, and Kafka 3
 standby controller print as they replay each unclean election's record."""
 
 
+class Read(NamedTuple):
+    """One run's logs in one form, read back: the rendered files, what each event must read back as, and the
+    classified records (computed once)."""
+
+    files: dict[str, str]
+    expected: list[Expected]
+    got: DataFrame
+
+
+class ReadBack:
+    """Each run's logs in each form, rendered and read back at most once for the module: the read-back tests and the
+    clean-runs audit ask for the same folders, and each read plans and runs the reader's deep plan."""
+
+    def __init__(self, spark: SparkSession, root: Path, simulated: list[list[dict[str, Any]]]) -> None:
+        self._spark, self._root, self._simulated = spark, root, simulated
+        self._reads: dict[tuple[int, int], Read] = {}
+
+    def read(self, i: int, form: Form) -> Read:
+        """Run `i` rendered in `form`, its records classified (run id `r<i>-<form index>`), computed once."""
+        k = FORMS.index(form)
+        if (i, k) not in self._reads:
+            files, expected = render(self._simulated[i], *form)
+            folder = self._root / f"logs-{i}-{k}"
+            folder.mkdir()
+            for name, text in files.items():
+                (folder / name).write_text(text, encoding="utf-8")
+            got = classify(read_broker_logs(self._spark, sorted(str(p) for p in folder.iterdir()),
+                                            BrokerLogOptions(f"r{i}-{k}")))
+            self._reads[(i, k)] = Read(files, expected, got.localCheckpoint(eager=True))
+        return self._reads[(i, k)]
+
+
+@pytest.fixture(scope="module")
+def read_back(spark: SparkSession, tmp_path_factory: pytest.TempPathFactory,
+              simulated: list[list[dict[str, Any]]]) -> ReadBack:
+    """The module's reads of the simulated runs' logs (`ReadBack`)."""
+    return ReadBack(spark, tmp_path_factory.mktemp("logs"), simulated)
+
+
 @pytest.mark.parametrize("form", FORMS, ids=lambda f: f"{f.style}-{f.controller_log}-{f.ahead_ms}-{f.elr_parity}"
                                                       + ("-replay" if f.replay else ""))
-def test_every_logged_event_reads_back_as_the_engine_emitted_it(spark: SparkSession, tmp_path: Path,
-                                                                simulated: list[list[dict[str, Any]]],
-                                                                form: Form) -> None:
+def test_every_logged_event_reads_back_as_the_engine_emitted_it(simulated: list[list[dict[str, Any]]],
+                                                                read_back: ReadBack, form: Form) -> None:
     style, controller_log = form.style, form.controller_log
     checked: dict[str, int] = defaultdict(int)
     for i, events in enumerate(simulated):
         if not form.renders(events):
             continue  # the same lines as with the controller's log, which holds only unclean elections
-        files, expected = render(events, *form)
-        folder = tmp_path / f"logs-{i}"
-        folder.mkdir()
-        for name, text in files.items():
-            (folder / name).write_text(text, encoding="utf-8")
-        got = classify(read_broker_logs(spark, sorted(str(p) for p in folder.iterdir()), BrokerLogOptions(f"r{i}")))
+        files, expected, got = read_back.read(i, form)
         rows = got.select("_source_file", "_source_line", "_reason", "broker_id", "reason", "replicas",
                           "adding_replicas", "removing_replicas", *FIELDS).collect()
         assert [r["_reason"] for r in rows if r["_reason"]] == []
@@ -159,8 +192,8 @@ def test_every_logged_event_reads_back_as_the_engine_emitted_it(spark: SparkSess
     assert (checked["leader_election"] > 0) == (style == "3.6"), checked
 
 
-def test_clean_runs_read_from_logs_stay_clean_and_the_audit_agrees(spark: SparkSession, tmp_path: Path,
-                                                                    simulated: list[list[dict[str, Any]]]) -> None:
+def test_clean_runs_read_from_logs_stay_clean_and_the_audit_agrees(simulated: list[list[dict[str, Any]]],
+                                                                    read_back: ReadBack) -> None:
     """Runs the checker finds clean stay clean read back from their logs (both forms): the invariants that
     apply to logs find nothing the engine's events did not show, in the Spark audit and the checker alike."""
     for_logs = sorted(i.name for i in CATALOGUE if KAFKA_LOG in i.sources and i.name in inv.IMPLEMENTED)
@@ -168,22 +201,15 @@ def test_clean_runs_read_from_logs_stay_clean_and_the_audit_agrees(spark: SparkS
     frames = []
     for i, events in enumerate(simulated):
         assert [v for v in check_events(events).violations if v.invariant in for_logs] == []
-        for k, form in enumerate(FORMS):
+        for form in FORMS:
             # The undated elections' form reads back exactly as the engine's events (above), so it would find what
             # the first form finds: left out to keep the suite short.
             if not form.renders(events) or form.elr_parity == 0:
                 continue
-            files, _ = render(events, *form)
-            folder = tmp_path / f"logs-{i}-{k}"
-            folder.mkdir()
-            for name, text in files.items():
-                (folder / name).write_text(text, encoding="utf-8")
-            got = classify(read_broker_logs(spark, sorted(str(p) for p in folder.iterdir()),
-                                            BrokerLogOptions(f"r{i}-{k}"))).where("_reason_code IS NULL")
-            # Read once, each folder alone: the collect below and each of the audit's scans would otherwise read
-            # the folders again, and one plan of all the readers' deep plans took Spark a third longer to run.
-            frames.append(got.select(*[c for c in got.columns if not c.startswith("_") and c != "raw"])
-                          .localCheckpoint(eager=True))
+            # The folders the read-back tests read (each alone: one plan of all the readers' deep plans took Spark a
+            # third longer to run), their kept events.
+            got = read_back.read(i, form).got.where("_reason_code IS NULL")
+            frames.append(got.select(*[c for c in got.columns if not c.startswith("_") and c != "raw"]))
     events_df = frames[0]
     for f in frames[1:]:
         events_df = events_df.unionByName(f)
