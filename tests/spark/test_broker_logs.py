@@ -27,10 +27,12 @@ from jobs.broker_logs import ID_SEQUENCE_BITS, BrokerLogOptions, BrokerLogOption
 from jobs.ingest import run_ingest
 from jobs.lake import EmbeddedLake
 from jobs.landing import discover, is_broker_log, rolled_log_of
+from jobs.session import sql_conf
 from jobs.validate import classify
 from replication_core.checker.catalogue import CATALOGUE, KAFKA_LOG
 from replication_core.checker.checker import check_events
 from schemas.tables import BRONZE_EVENTS, BRONZE_QUARANTINE
+from tests.conftest import GENERATED
 from tests.spark.kafka_log_render import created_text
 
 REAL = Path(__file__).resolve().parents[1] / "data" / "kafka-logs"
@@ -1418,13 +1420,14 @@ def test_cli_ingests_logs_as_a_run_named_after_the_folder(spark: SparkSession, t
     assert "--log-timezone 'Mars/Olympus': expected a time zone name" in capsys.readouterr().err
 
 
-def test_log_runs_go_through_every_job_to_the_report(spark: SparkSession, generated_code: SparkSession,
-                                                    tmp_path: Path) -> None:
+def test_log_runs_go_through_every_job_to_the_report(spark: SparkSession, tmp_path: Path) -> None:
     """ingest --source kafka-logs -> timelines -> lag -> audit -> report, for two runs of logs in one lake (one pass
     of each job over both, one report each). The incident: the audit exits 1 on its errors, lag judges nothing, and
     the report points at the log lines that prove each violation. The elections: without a violation to show (logs
     cannot prove a lost write), each partition an unclean election hit is still a section of the report, its
-    picture marking the election. With the jobs' own code generation (`generated_code`)."""
+    picture marking the election. The ingest of the logs runs with the jobs' own code generation (`GENERATED`);
+    the jobs after it run interpreted here, as `tests/test_demo.py` runs them generated (the same code on engine
+    events): generating their code again cost this test a third more CPU."""
     from jobs.audit import run_audit
     from jobs.incident_report import run_report
     from jobs.lag import run_lag
@@ -1439,8 +1442,9 @@ def test_log_runs_go_through_every_job_to_the_report(spark: SparkSession, genera
     write_logs(tmp_path / "elections", {**ELECTIONS, "controller.log": skewed})
     lake = EmbeddedLake(spark, str(tmp_path / "lake"))
     quiet = {"log": lambda _m: None}
-    for run in ("incident", "elections"):
-        run_ingest(spark, lake, str(tmp_path / run), logs=BrokerLogOptions(run), **quiet)
+    with sql_conf(spark, GENERATED):
+        for run in ("incident", "elections"):
+            run_ingest(spark, lake, str(tmp_path / run), logs=BrokerLogOptions(run), **quiet)
     run_timelines(spark, lake, **quiet)
     assert run_lag(spark, lake, **quiet).verdicts == {}
     audit = run_audit(spark, lake, **quiet)

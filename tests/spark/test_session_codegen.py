@@ -19,10 +19,12 @@ def test_generated_code_gives_the_jobs_whole_stage_code(generated_code: SparkSes
     plan, rows = _run(generated_code)
     assert "*(1) Project" in plan
     assert len(rows) == 17 and rows[0].x == 6
+    assert generated_code.conf.get("spark.sql.adaptive.enabled") == "true"  # the jobs' planning, too
 
 
 def test_the_tests_session_runs_without_generated_code(spark: SparkSession) -> None:
-    """The session default: no whole-stage code; the same rows as with it (checked above)."""
+    """The session default: no whole-stage code, no adaptive execution; the same rows as with both (above)."""
+    assert spark.conf.get("spark.sql.adaptive.enabled") == "false"
     plan, rows = _run(spark)
     assert "*(" not in plan and "Project" in plan
     assert len(rows) == 17 and rows[0].x == 6
