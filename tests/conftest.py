@@ -12,7 +12,7 @@ from pyspark.sql import SparkSession
 
 from jobs.config import SparkConfig
 from jobs.lake import EmbeddedLake
-from jobs.session import build_spark
+from jobs.session import build_spark, sql_conf
 
 INTERPRETED = {"spark.sql.codegen.wholeStage": "false", "spark.sql.codegen.factoryMode": "NO_CODEGEN",
                "spark.sql.adaptive.enabled": "false"}
@@ -35,8 +35,8 @@ def spark() -> Iterator[SparkSession]:
     Code generation is off (`NO_CODEGEN`: expressions interpreted, no whole-stage code): on frames of a few
     hundred rows the generated classes run a handful of times, and compiling them (Janino, then the JIT's
     compiler threads, a quarter of each test JVM's CPU) costs more than they save. The jobs' own setting is on;
-    `generated_code` turns it back on for the tests that run every job end to end (benchmarks/README.md
-    "Test suite").
+    `generated_code` turns it back on for the test that runs every job end to end (`tests/test_demo.py`; the log
+    runs' pipeline test takes it for its ingest; benchmarks/README.md "Test suite").
 
     Adaptive execution is off too: it makes each shuffle a job of its own and plans the rest of the query again
     after it, which on frames this small buys nothing. Seven Spark-heavy modules took 441 s instead of 556 s
@@ -57,14 +57,8 @@ def spark() -> Iterator[SparkSession]:
 def generated_code(spark: SparkSession) -> Iterator[SparkSession]:
     """The session with the jobs' code generation (whole-stage code, generated expressions) for one test; the
     settings in force before come back after it."""
-    before = {key: spark.conf.get(key) for key in GENERATED}
-    for key, value in GENERATED.items():
-        spark.conf.set(key, value)
-    try:
+    with sql_conf(spark, GENERATED):
         yield spark
-    finally:
-        for key, value in before.items():
-            spark.conf.set(key, value)
 
 
 @pytest.fixture
