@@ -41,6 +41,7 @@ COMPILED = [
     "replication_core/truncation.py",
     "replication_core/replica.py",
     "replication_core/leader_epoch_cache.py",
+    "replication_core/event_log.py",
     "replication_core/log.py",
     "replication_core/partition.py",
     "replication_core/partition_fetch_state.py",

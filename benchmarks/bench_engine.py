@@ -29,11 +29,11 @@ import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 from _meta import commit_measured  # benchmarks/ is on sys.path when a script runs from it
 
 from replication_core.config import ReplicationConfig
+from replication_core.event_log import EventLog
 from replication_core.leader_endpoint import FetchPartitionData, FetchRequest
 from replication_core.log import Log
 from replication_core.partition import Partition, PartitionRegistration
@@ -48,7 +48,7 @@ REG = PartitionRegistration(LEADER, 1, (LEADER, FOLLOWER), (LEADER, FOLLOWER), 1
 
 def partition_round_trips(rounds: int, with_events: bool) -> float:
     """Round trips per second through Partition (leader) and Log (follower)."""
-    events: list[Any] | None = [] if with_events else None
+    events = EventLog() if with_events else None
     cfg = ReplicationConfig()
     leader = Partition("bench", 0, LEADER, cfg, events=events)
     leader.make_leader(REG, 0)
@@ -68,7 +68,7 @@ def partition_round_trips(rounds: int, with_events: bool) -> float:
         f_append(info.batches, now)
         f_hw(info.high_watermark, now)
         if events is not None and len(events) > 100_000:
-            events.clear()  # a driver drains the list; keep memory flat
+            events.clear()  # a driver drains the log; keep memory flat
     elapsed = time.process_time() - start
     assert follower_log.log_end_offset == rounds and leader.log.high_watermark == rounds - 1
     return rounds / elapsed

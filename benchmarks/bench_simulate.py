@@ -82,7 +82,7 @@ def child(duration_ms: int, fmt: str, scenario: Path) -> dict[str, Any]:
     write_cpu = [0.0]
     plain_write = EventWriter.write
 
-    def timed_write(self: EventWriter, events: list[dict[str, Any]]) -> None:
+    def timed_write(self: EventWriter, events: Any) -> None:
         c0 = time.process_time()
         plain_write(self, events)
         write_cpu[0] += time.process_time() - c0
@@ -149,7 +149,7 @@ def lockstep_child(src: Path, duration_ms: int, slice_ms: int, scenario: Path, b
     if by_batch:
         plain_write = EventWriter.write
 
-        def turn_write(self: EventWriter, events: list[dict[str, Any]]) -> None:
+        def turn_write(self: EventWriter, events: Any) -> None:
             plain_write(self, events)
             print("slice", flush=True)
             sys.stdin.readline()  # wait for our next turn

@@ -45,7 +45,7 @@ The follower's own replicas are reached through `logs(tp) -> Log` (the `UnifiedL
 `log_start_offset_change` events itself) and `on_hw_updated(tps)` (Kafka's
 `completeDelayedFetchRequests`). The fetcher emits `fetch`, `fetch_response`, `quota_throttle` (a
 throttled partition left out of a fetch) and, when it marks a partition failed, `fetcher_change`
-(removed), all through the injected `emit` sink (None = build nothing: the hot path stays cheap).
+(removed), all into the injected `EventLog` (None = build nothing: the hot path stays cheap).
 
 `protocol` (`truncation.TruncationProtocol`, default from `ReplicationConfig.truncation_mode`)
 selects the Kafka generation replayed; see `truncation.py` for the table.
@@ -64,7 +64,8 @@ from replication_core.errors import (
     OffsetMismatchError,
     ReplogError,
 )
-from replication_core.events import Event, fetch_event, fetch_response_event, make_event
+from replication_core.event_log import EventLog
+from replication_core.events import make_event
 from replication_core.leader_endpoint import (
     EARLIEST,
     LATEST,
@@ -158,7 +159,7 @@ class ReplicaFetcherThread:
         protocol: TruncationProtocol | str | None = None,
         quota: ReplicationQuotaManager | None = None,
         on_hw_updated: Callable[[frozenset[TopicPartition]], None] | None = None,
-        emit: Callable[[Event], None] | None = None,
+        events: EventLog | None = None,
         broker_epoch: int = -1,
     ) -> None:
         self.broker_id = broker_id
@@ -174,7 +175,7 @@ class ReplicaFetcherThread:
         self._logs = logs
         self._quota = quota
         self._on_hw_updated = on_hw_updated
-        self._emit = emit
+        self._events = events
         self._now = 0
         self._hw_updated: set[TopicPartition] = set()
         self.partition_map_locked = False
@@ -381,11 +382,12 @@ class ReplicaFetcherThread:
                     errors.append(tp)
             else:
                 # Kafka logs "Retrying leaderEpoch request for partition {tp} as the leader reported an error".
-                if self._emit is not None:
-                    self._emit(make_event("epoch_request_retry", self._now, self.broker_id, tp.topic, tp.partition,
-                                          requested_epochs.get(tp, state.current_leader_epoch),
-                                          leader_id=self.source_broker.id, fetcher_id=self.fetcher_id,
-                                          error=str(answer.error)))
+                events = self._events
+                if events is not None:
+                    events.append(make_event("epoch_request_retry", self._now, self.broker_id, tp.topic, tp.partition,
+                                             requested_epochs.get(tp, state.current_leader_epoch),
+                                             leader_id=self.source_broker.id, fetcher_id=self.fetcher_id,
+                                             error=str(answer.error)))
                 errors.append(tp)
         return fetch_offsets, errors
 
@@ -432,7 +434,7 @@ class ReplicaFetcherThread:
         self._delay_partitions(errors)
         if request is None:
             return False
-        if self._emit is not None:
+        if self._events is not None:
             self._emit_fetches(request)
         response = yield from self._ask(request)
         assert isinstance(response, FetchResponse)
@@ -457,8 +459,8 @@ class ReplicaFetcherThread:
                 continue
             if quota is not None and should_follower_throttle(quota, tp.topic, tp.partition,
                                                               state.is_replica_in_sync, now):
-                if self._emit is not None:
-                    self._emit(quota.throttle_event(now, tp.topic, tp.partition, state.current_leader_epoch,
+                if self._events is not None:
+                    self._events.append(quota.throttle_event(now, tp.topic, tp.partition, state.current_leader_epoch,
                                                     self.broker_id, 0))
                 continue
             try:
@@ -490,12 +492,12 @@ class ReplicaFetcherThread:
             # leader.fetch threw ("Error in response for fetch request"): Kafka backs off every partition of the
             # thread. The partitions whose answer it would have processed record the request's error, so that a
             # follower cut off from its leader shows in its partitions' fetch history, not only as a gap in it.
-            if self._emit is not None:
+            if self._events is not None:
                 self._emit_request_error(request, response.error, received_ms)
             self._delay_partitions(list(states))
             return
         sent_partitions = request.partitions
-        emit = self._emit
+        events = self._events
         truncate_on_fetch = self.flags.truncate_on_fetch
         for tp, data in response.partitions.items():
             state = states.get(tp)
@@ -506,7 +508,7 @@ class ReplicaFetcherThread:
             delay = state.delay  # isReadyForFetch inlined, as in _build_fetch
             if state.state is not FETCHING or (delay is not None and delay.due_ms > self._now):
                 continue
-            if emit is not None:
+            if events is not None:
                 self._emit_fetch_response(tp, state, data, received_ms)
             error = data.error
             if error == NONE:
@@ -653,8 +655,8 @@ class ReplicaFetcherThread:
         """`markPartitionFailed`: add to the manager's failed set and stop fetching the partition."""
         self.failed_partitions.add(tp)
         state = self.partition_states.remove(tp)
-        if state is not None and self._emit is not None:
-            self._emit(make_event("fetcher_change", self._now, self.broker_id, action="removed",
+        if state is not None and self._events is not None:
+            self._events.append(make_event("fetcher_change", self._now, self.broker_id, action="removed",
                                   fetcher_id=self.fetcher_id, leader_id=self.source_broker.id,
                                   partitions=[{"topic": tp.topic, "partition": tp.partition,
                                                "fetch_offset": state.fetch_offset}]))
@@ -679,23 +681,23 @@ class ReplicaFetcherThread:
     # --- events ---------------------------------------------------------------------------------
 
     def _emit_fetches(self, request: FetchRequest) -> None:
-        emit = self._emit
-        assert emit is not None
+        events = self._events
+        assert events is not None
         leader, fetcher_id, broker_id, now = self.source_broker.id, self.fetcher_id, self.broker_id, self._now
         get_state = self.partition_states.get
         for tp, data in request.partitions.items():
             state = get_state(tp)
-            emit(fetch_event(now, broker_id, tp.topic, tp.partition,
+            events.add_fetch(now, broker_id, tp.topic, tp.partition,
                              state.current_leader_epoch if state is not None else None,
-                             leader, fetcher_id, data.fetch_offset, data.last_fetched_epoch))
+                             leader, fetcher_id, data.fetch_offset, data.last_fetched_epoch)
 
     def _emit_request_error(self, request: FetchRequest, error: str, received_ms: int) -> None:
         """A `fetch_response` with the request's error, at the offset and CurrentLeaderEpoch sent (the thread's epoch
         where none was sent), for each partition it carried whose answer the thread would have processed: still
         this thread's, at the offset sent, ready for fetch (a partition removed, re-added at another offset or
         truncating meanwhile gets none, though Kafka's WARN line names every partition of the request)."""
-        emit = self._emit
-        assert emit is not None
+        events = self._events
+        assert events is not None
         states = self.partition_states
         leader, fetcher = self.source_broker.id, self.fetcher_id
         for tp, sent in request.partitions.items():
@@ -703,22 +705,22 @@ class ReplicaFetcherThread:
             if state is None or sent.fetch_offset != state.fetch_offset or not state.is_ready_for_fetch(self._now):
                 continue
             epoch = sent.current_leader_epoch if sent.current_leader_epoch is not None else state.current_leader_epoch
-            emit(fetch_response_event(
+            events.add_fetch_response(
                 self._now, self.broker_id, tp.topic, tp.partition, epoch, leader, fetcher, sent.fetch_offset,
-                str(error), None, None, 0, 0, None, None, received_ms))
+                str(error), None, None, 0, 0, None, None, received_ms)
 
     def _emit_fetch_response(self, tp: TopicPartition, state: PartitionFetchState,
                              data: FetchPartitionResponse, received_ms: int) -> None:
-        emit = self._emit
-        assert emit is not None
+        events = self._events
+        assert events is not None
         div = data.diverging_epoch
         batches = data.batches
         # Most responses of a fetch round carry no batches: skip the two sums over nothing.
         size, records = (data.size_bytes, data.record_count) if batches else (0, 0)
         hw, lso = data.high_watermark, data.log_start_offset
-        emit(fetch_response_event(
+        events.add_fetch_response(
             self._now, self.broker_id, tp.topic, tp.partition, state.current_leader_epoch,
             self.source_broker.id, self.fetcher_id, state.fetch_offset, str(data.error),
             hw if hw >= 0 else None, lso if lso >= 0 else None, size, records,
             div.leader_epoch if div is not None and div.leader_epoch >= 0 else None,
-            div.end_offset if div is not None and div.end_offset >= 0 else None, received_ms))
+            div.end_offset if div is not None and div.end_offset >= 0 else None, received_ms)

@@ -14,6 +14,7 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import Protocol
 
 from replication_core.config import ReplicationConfig
+from replication_core.event_log import EventLog
 from replication_core.events import Event, make_event
 from replication_core.fetcher import ReplicaFetcherThread
 from replication_core.java_hash import fetcher_id as java_fetcher_id
@@ -88,13 +89,13 @@ def replica_fetcher_factory(broker_id: int, config: ReplicationConfig, logs: Cal
                             protocol: TruncationProtocol | str | None = None,
                             quota: ReplicationQuotaManager | None = None,
                             on_hw_updated: Callable[[frozenset[TopicPartition]], None] | None = None,
-                            emit: EventSink | None = None, broker_epoch: int = -1) -> FetcherFactory:
+                            events: EventLog | None = None, broker_epoch: int = -1) -> FetcherFactory:
     """`ReplicaFetcherManager.createFetcherThread`: build `ReplicaFetcherThread`s sharing these settings."""
 
     def create(fid: int, source: BrokerEndPoint, failed: FailedPartitions) -> FetcherThreadLike:
         """`createFetcherThread(fetcherId, sourceBroker)`."""
         return ReplicaFetcherThread(broker_id, fid, source, config, logs, failed, protocol=protocol, quota=quota,
-                                    on_hw_updated=on_hw_updated, emit=emit, broker_epoch=broker_epoch)
+                                    on_hw_updated=on_hw_updated, events=events, broker_epoch=broker_epoch)
 
     return create
 

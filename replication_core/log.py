@@ -19,9 +19,9 @@ Theory of operation
 * Durability: `flushed_offset` is the recovery point; `recover_to_flushed` models an unclean restart that
   loses everything after it (the simulator decides when to flush and when to crash).
 
-Events: when constructed with an `events` list, every state change appends one schema event built with
-`make_event` (`append`, `truncation`, `hw_change`, `log_start_offset_change`); with `events=None` nothing is
-built, which keeps the hot path cheap. Mutating methods take `now_ms` for the event timestamp; `role`
+Events: when constructed with an `EventLog` (`replication_core.event_log`), every state change adds one
+schema event to it (`append`, `truncation`, `hw_change`, `log_start_offset_change`); with `events=None`
+nothing is built, which keeps the hot path cheap. Mutating methods take `now_ms` for the event timestamp; `role`
 says which side the replica plays (`leader` / `follower`). `leader_epoch` (set by the owning Partition)
 fills the event envelope. The truncation event's `hw` is the HW *before* the truncation, so an audit can
 tell a truncation below the HW from one above it (reference §3.4).
@@ -42,7 +42,8 @@ from replication_core.errors import (
     OffsetOutOfRangeError,
     UnexpectedAppendOffsetError,
 )
-from replication_core.events import Event, append_event, hw_change_event, make_event
+from replication_core.event_log import EventLog
+from replication_core.events import make_event
 from replication_core.leader_epoch_cache import LeaderEpochCache
 
 UNKNOWN_OFFSET = -1
@@ -127,7 +128,7 @@ class Log:
         broker_id: int = 0,
         *,
         log_start_offset: int = 0,
-        events: list[Event] | None = None,
+        events: EventLog | None = None,
     ) -> None:
         self.topic = topic
         self.partition = partition
@@ -321,9 +322,9 @@ class Log:
         self._bases.append(base)
         self._leo = last + 1
         if self.events is not None:
-            self.events.append(append_event(
+            self.events.add_append(
                 now_ms, self.broker_id, self.topic, self.partition, self.leader_epoch, role, base, last,
-                record_count, size_bytes, epoch, checksum, last + 1))
+                record_count, size_bytes, epoch, checksum, last + 1)
 
     def maybe_assign_epoch_start_offset(self, epoch: int, start_offset: int) -> bool:
         """`maybeAssignEpochStartOffset`: cache entry for a new leader epoch even with no records."""
@@ -358,8 +359,8 @@ class Log:
         old = self._hw
         self._hw = new_hw
         if self.events is not None:
-            self.events.append(hw_change_event(now_ms, self.broker_id, self.topic, self.partition,
-                                               self.leader_epoch, role, old, new_hw))
+            self.events.add_hw_change(now_ms, self.broker_id, self.topic, self.partition,
+                                      self.leader_epoch, role, old, new_hw)
 
     # --- log start offset --------------------------------------------------------------------------
 

@@ -15,9 +15,9 @@ Theory of operation
   -> diverging-epoch check -> read -> update follower state -> maybe expand ISR -> maybe advance HW.
 * A follower keeps no remote replica state and no ISR; `make_follower` never truncates.
 
-Events: the `events` list given at construction receives schema events built with `make_event`
-(`leadership_change`, `isr_change`, `follower_fetch_state`, plus the log's `append` / `hw_change` /
-`truncation` / `log_start_offset_change`); `events=None` disables them. Callers drain the list.
+Events: the `EventLog` given at construction receives schema events (`leadership_change`, `isr_change`,
+`follower_fetch_state`, plus the log's `append` / `hw_change` / `truncation` / `log_start_offset_change`);
+`events=None` disables them. Callers drain the log.
 `isr_change` carries `isr_state` proposed / committed / rejected and a `reason`: `follower_caught_up`
 (expand proposed), `follower_lagging` (shrink proposed, with `out_of_sync_replicas`),
 `alter_partition` (committed by the controller), `leader_and_isr` (ISR replaced by a LeaderAndIsr with
@@ -42,7 +42,8 @@ from replication_core.errors import (
     OffsetOutOfRangeError,
     UnknownLeaderEpochError,
 )
-from replication_core.events import Event, follower_fetch_state_event, make_event
+from replication_core.event_log import EventLog
+from replication_core.events import make_event
 from replication_core.leader_epoch_cache import UNDEFINED_EPOCH, UNDEFINED_EPOCH_OFFSET
 from replication_core.log import LEADER, FetchIsolation, Log, LogAppendInfo, RecordBatch, new_tuple
 from replication_core.replica import Replica
@@ -281,7 +282,7 @@ class Partition:
         *,
         log: Log | None = None,
         metadata: BrokerMetadata | None = None,
-        events: list[Event] | None = None,
+        events: EventLog | None = None,
     ) -> None:
         self.topic = topic
         self.partition = partition
@@ -369,18 +370,17 @@ class Partition:
             self._emit("leadership_change", now_ms, action=action, leader_id=self.leader_replica_id,
                        partition_epoch=self.partition_epoch, replicas=list(self.replicas),
                        isr=sorted(self.partition_state.isr), leo=self.log.log_end_offset,
-                       hw=self.log.high_watermark)
-            self._note_reassignment()
+                       hw=self.log.high_watermark, **self._reassignment())
 
-    def _note_reassignment(self) -> None:
-        """Add the reassignment in progress to the event just emitted: most have neither list (the fields stay
+    def _reassignment(self) -> dict[str, object]:
+        """The reassignment in progress as event fields: most events have neither list (the fields stay
         absent)."""
-        if self.events is not None and (self.adding_replicas or self.removing_replicas):
-            ev = self.events[-1]
-            if self.adding_replicas:
-                ev["adding_replicas"] = list(self.adding_replicas)
-            if self.removing_replicas:
-                ev["removing_replicas"] = list(self.removing_replicas)
+        fields: dict[str, object] = {}
+        if self.adding_replicas:
+            fields["adding_replicas"] = list(self.adding_replicas)
+        if self.removing_replicas:
+            fields["removing_replicas"] = list(self.removing_replicas)
+        return fields
 
     # --- epoch checks ----------------------------------------------------------------------------------
 
@@ -477,8 +477,7 @@ class Partition:
             # leader's new followers show (Kafka's "Skipped the become-leader state change" line).
             self._emit("isr_change", now_ms, action="update", old_isr=sorted(old_isr), isr=sorted(isr),
                        isr_state="committed", partition_epoch=self.partition_epoch, reason="leader_and_isr",
-                       error="NONE", replicas=list(self.replicas))
-            self._note_reassignment()
+                       error="NONE", replicas=list(self.replicas), **self._reassignment())
         # The ISR may have shrunk to the leader alone: the HW may move now (callers compare HW before
         # and after to decide whether delayed operations need a re-check, as tryCompleteDelayedRequests).
         self.maybe_increment_leader_hw(now_ms)
@@ -705,9 +704,9 @@ class Partition:
         events = self.events
         if events is not None:
             epoch = self.leader_epoch
-            events.append(follower_fetch_state_event(
+            events.add_follower_fetch_state(
                 fetch_time_ms, self.broker_id, self.topic, self.partition, epoch if epoch >= 0 else None,
-                replica.broker_id, fetch_offset, replica.last_caught_up_time_ms, leader_end_offset))
+                replica.broker_id, fetch_offset, replica.last_caught_up_time_ms, leader_end_offset)
         alter = None
         state = self.partition_state
         if not state.is_inflight and replica.broker_id not in state.isr:

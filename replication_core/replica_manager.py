@@ -16,7 +16,7 @@ Collaborators are interfaces, not imports of their implementations:
 The fetch / OffsetsForLeaderEpoch / ListOffsets messages are the fetcher's value types
 (`replication_core.leader_endpoint`), so a follower's request can be handed to the leader unchanged.
 
-Events: the `events` list given at construction is shared with every Partition and Log created here;
+Events: the `EventLog` given at construction is shared with every Partition and Log created here;
 ReplicaManager itself adds `produce_ack` events.
 """
 
@@ -38,7 +38,8 @@ from replication_core.errors import (
     ReplogError,
     UnknownTopicOrPartitionError,
 )
-from replication_core.events import Event, follower_fetch_state_event, make_event
+from replication_core.event_log import EventLog
+from replication_core.events import make_event
 from replication_core.fetch_response_size import fetch_response_size, size_of_throttled_partitions
 from replication_core.leader_endpoint import (
     LATEST,
@@ -261,7 +262,7 @@ class ReplicaManager:
         config: ReplicationConfig,
         *,
         metadata: BrokerMetadata | None = None,
-        events: list[Event] | None = None,
+        events: EventLog | None = None,
         fetcher_control: FetcherControl | None = None,
         controller: AlterPartitionChannel | None = None,
         leader_quota: LeaderQuota | None = None,
@@ -605,9 +606,9 @@ class ReplicaManager:
                         events = p.events
                         if events is not None:
                             epoch = p.leader_epoch
-                            events.append(follower_fetch_state_event(
+                            events.add_follower_fetch_state(
                                 now_ms, p.broker_id, p.topic, p.partition, epoch if epoch >= 0 else None,
-                                follower_id, fetch_offset, replica.last_caught_up_time_ms, leo))
+                                follower_id, fetch_offset, replica.last_caught_up_time_ms, leo)
                         state = p.partition_state
                         if not state.is_inflight and follower_id not in state.isr:
                             alter = p.maybe_expand_isr(follower_id, now_ms)

@@ -32,7 +32,8 @@ from typing import TYPE_CHECKING, Any
 
 from replication_core.config import ReplicationConfig
 from replication_core.errors import Errors
-from replication_core.events import Event, make_event
+from replication_core.event_log import EventLog
+from replication_core.events import make_event
 from replication_core.fetcher import ReplicaFetcherThread, Work, WorkResult
 from replication_core.fetcher_manager import FetcherManager, replica_fetcher_factory
 from replication_core.leader_endpoint import (
@@ -69,7 +70,7 @@ class SimReplicaManager(ReplicaManager):
 
     def __init__(self, broker_id: int, config: ReplicationConfig, disk: Disk,
                  topic_configs: dict[str, ReplicationConfig], *,
-                 metadata: BrokerMetadata | None = None, events: list[Event] | None = None,
+                 metadata: BrokerMetadata | None = None, events: EventLog | None = None,
                  controller: AlterPartitionChannel | None = None,
                  leader_quota: LeaderQuota | None = None) -> None:
         # The keywords are spelled out rather than forwarded as **kwargs: mypyc-compiled, a
@@ -210,7 +211,7 @@ class Broker:
         self.leader_quota: ReplicationQuotaManager | None = None
         self.follower_quota: ReplicationQuotaManager | None = None
         self._tick_at: int | None = None
-        self._events: list[Event] | None = cluster.events
+        self._events: EventLog | None = cluster.events
         # Metadata updates waiting for a fetcher's partitionMapLock, oldest first, each with "its metadata
         # cache part is already applied".
         self._blocked_metadata: list[tuple[MetadataUpdate, bool]] = []
@@ -261,7 +262,7 @@ class Broker:
         # KRaft: fetches carry the broker epoch, which the controller takes from the registration of this
         # process (its incarnation); the leader stores it for the AlterPartition it may send (KIP-903).
         epoch = self.incarnation if self.cluster.scenario.cluster.checks_broker_epochs else -1
-        base = replica_fetcher_factory(self.broker_id, cfg, logs, quota=self.follower_quota, emit=emit,
+        base = replica_fetcher_factory(self.broker_id, cfg, logs, quota=self.follower_quota, events=events,
                                        broker_epoch=epoch)
 
         def create(fid: int, source: BrokerEndPoint, failed: FailedPartitions) -> ReplicaFetcherThread:

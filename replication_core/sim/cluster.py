@@ -5,7 +5,7 @@ the network, the producers and the nemesis; the event queue breaks ties by sched
 collection iterated to make a decision is ordered (sorted ids, insertion-ordered dicts of ints and
 tuples). The same scenario and seed therefore emit the same events in the same order.
 
-Events: every component appends to one shared list (`Cluster.events`), in emission order; `run`
+Events: every component appends to one shared `EventLog` (`Cluster.events`), in emission order; `run`
 hands it to an `EventSink` (the writer) in bounded batches, so memory does not grow with the run.
 """
 
@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from typing import Protocol
 
 from replication_core.config import ReplicationConfig
+from replication_core.event_log import EventBatch, EventLog
 from replication_core.events import Event, make_event
 from replication_core.sim.broker import Broker
 from replication_core.sim.clock import EventQueue
@@ -38,7 +39,7 @@ CONTROLLED_SHUTDOWN_TIMEOUT_MS = 300_000
 class EventSink(Protocol):
     """Where a run's events go (the writer, or a list in tests)."""
 
-    def write(self, events: list[Event]) -> None:
+    def write(self, events: EventBatch) -> None:
         """Take a batch of events in emission order."""
         ...
 
@@ -49,9 +50,9 @@ class ListSink:
 
     events: list[Event] = field(default_factory=list)
 
-    def write(self, events: list[Event]) -> None:
-        """See `EventSink`."""
-        self.events.extend(events)
+    def write(self, events: EventBatch) -> None:
+        """See `EventSink`: keeps the events as dicts."""
+        self.events.extend(events.to_dicts())
 
 
 @dataclass(frozen=True)
@@ -89,7 +90,7 @@ class Cluster:
         self.queue = EventQueue(scenario.start_ms)
         self.network = Network(scenario.network, self.rng)
         self.rpc = RpcLayer(self.queue, self.network)
-        self.events: list[Event] | None = [] if events_enabled else None
+        self.events: EventLog | None = EventLog() if events_enabled else None
         self.topic_configs: dict[str, ReplicationConfig] = {t.name: scenario.topic_config(t.name)
                                                             for t in scenario.topics}
         self.config_map = topic_config_map(scenario)
@@ -175,15 +176,13 @@ class Cluster:
 
         def step() -> None:
             if events is not None and sink is not None and len(events) >= batch_events:
-                sink.write(list(events))
-                events.clear()  # in place: every component holds this very list
+                sink.write(events.take())  # in place: every component holds this very log
             if on_progress is not None:
                 on_progress(self)
 
         self.queue.run_until(self.start_ms + sc.duration_ms, step, step_every=1024)
         if events is not None and sink is not None and events:
-            sink.write(list(events))
-            events.clear()
+            sink.write(events.take())
         producers = [*self.producers, self.script_producer]
         return RunStats(
             virtual_ms=sc.duration_ms,

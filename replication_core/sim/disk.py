@@ -10,7 +10,8 @@ log is recovered to its recovery point (`Log.recover_to_flushed`) and its HW loa
 
 from __future__ import annotations
 
-from replication_core.events import Event, make_event
+from replication_core.event_log import EventLog
+from replication_core.events import make_event
 from replication_core.log import FOLLOWER, Log
 from replication_core.partition_fetch_state import TopicPartition
 
@@ -41,7 +42,7 @@ class Disk:
         self.logs.pop(tp, None)
         self.hw_checkpoint.pop(tp, None)
 
-    def crash(self, now_ms: int, lose_unflushed: bool, events: list[Event] | None) -> int:
+    def crash(self, now_ms: int, lose_unflushed: bool, events: EventLog | None) -> int:
         """What survives a crash, computed at the crash instant (`LogLoader` recovery on the next start):
         after a power failure every log loses what follows its recovery point; in every case the HW is
         what the checkpoint file says (0 when never checkpointed), because the in-memory HW is gone.

@@ -24,7 +24,7 @@ import json
 import os
 import shutil
 from collections import Counter
-from collections.abc import Hashable, Iterator
+from collections.abc import Callable, Hashable, Iterable, Iterator
 from operator import itemgetter
 from pathlib import Path
 from typing import Any
@@ -33,6 +33,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from replication_core.event_log import HOT_TYPES, EventBatch
 from replication_core.events import Event
 from schemas.events import EVENT_SCHEMA, SCHEMA_VERSION
 
@@ -187,13 +188,52 @@ def _repeated(value: str, n: int) -> pa.Array:
     return pa.repeat(pa.scalar(value, pa.string()), n)
 
 
-def stamped_table(events: list[Event], run_id: str, first_event_id: int) -> pa.Table:
+def _batch_payload_arrays(batch: EventBatch) -> list[pa.Array]:
+    """The payload columns of `batch` in `_PAYLOAD_SCHEMA` order (missing fields null).
+
+    The batch's dict events go through `_payload_arrays`; each frequent type's columns are C-level
+    slices of its flat value list (`replication_core.event_log`). The parts are concatenated kind by
+    kind (dicts first), then put back in emission order by one `take`: a stable sort of the events'
+    kinds gives each event's row in the concatenation."""
+    n = len(batch.kinds)
+    if not n:
+        return [pa.nulls(0, f.type) for f in _PAYLOAD_SCHEMA]
+    # (row count, column arrays by name) of each kind present, dicts first.
+    segments: list[tuple[int, dict[str, pa.Array]]] = []
+    if batch.generic:
+        segments.append((len(batch.generic), dict(zip(_PAYLOAD_SCHEMA.names, _payload_arrays(batch.generic),
+                                                      strict=True))))
+    for (event_type, names), flat in zip(HOT_TYPES, batch.columns, strict=True):
+        stride = len(names)
+        rows = len(flat) // stride
+        if rows:
+            arrays = {name: _column(flat[j::stride], name, _PAYLOAD_SCHEMA.field(name).type)
+                      for j, name in enumerate(names)}
+            arrays["event_type"] = _repeated(event_type, rows)
+            segments.append((rows, arrays))
+    if len(segments) == 1:
+        only = segments[0][1]
+        return [only[f.name] if f.name in only else pa.nulls(n, f.type) for f in _PAYLOAD_SCHEMA]
+    order = pc.sort_indices(pa.array(batch.kinds, pa.int8()))  # stable: emission order within a kind
+    back = pc.sort_indices(order)
+    out: list[pa.Array] = []
+    for f in _PAYLOAD_SCHEMA:
+        if not any(f.name in arrays for _, arrays in segments):
+            out.append(pa.nulls(n, f.type))
+            continue
+        parts = [arrays[f.name] if f.name in arrays else pa.nulls(rows, f.type) for rows, arrays in segments]
+        out.append(pa.concat_arrays(parts).take(back))
+    return out
+
+
+def stamped_table(events: list[Event] | EventBatch, run_id: str, first_event_id: int) -> pa.Table:
     """Engine events (no envelope) as an `EVENT_SCHEMA` table with the run's envelope: the payload is
-    converted column by column (`_payload_arrays`) and the envelope added as whole columns built in
-    C++ (repeated strings, a cumulative sum for the ids), which is several times cheaper than
+    converted column by column (`_batch_payload_arrays`) and the envelope added as whole columns built
+    in C++ (repeated strings, a cumulative sum for the ids), which is several times cheaper than
     building one stamped dict per event."""
-    payload = dict(zip(_PAYLOAD_SCHEMA.names, _payload_arrays(events), strict=True))
-    n = len(events)
+    batch = events if isinstance(events, EventBatch) else EventBatch.of_dicts(events)
+    payload = dict(zip(_PAYLOAD_SCHEMA.names, _batch_payload_arrays(batch), strict=True))
+    n = len(batch)
     # event_id = first_event_id, first_event_id + 1, ...: a running sum of ones, with no Python int per row.
     ids = pc.add(pc.cumulative_sum(pa.repeat(pa.scalar(1, pa.int64()), n)), first_event_id - 1)
     envelope = {
@@ -249,54 +289,72 @@ class EventWriter:
             self._jsonl.close()
             self._jsonl = None
 
-    def write(self, events: list[Event]) -> None:
-        """Stamp the envelope and append `events` to the current file, rolling as needed."""
+    def write(self, events: list[Event] | EventBatch) -> None:
+        """Stamp the envelope and append `events` (dicts, or an `EventLog`'s batch) to the current file,
+        rolling as needed."""
+        if not len(events):
+            return
+        if self.fmt == "parquet":
+            # The whole batch converted at once; a file boundary inside it cuts the table (zero-copy).
+            table = stamped_table(events, self.run_id, self.next_event_id)
+            self._tally(table)
+            self._in_chunks(table.num_rows, lambda start, size: self._write_table(table.slice(start, size)))
+        else:
+            dicts = events.to_dicts() if isinstance(events, EventBatch) else events
+            self._tally_dicts(dicts)
+            self._in_chunks(len(dicts), lambda start, size: self._write_lines(dicts[start:start + size],
+                                                                              self.next_event_id))
+
+    def _in_chunks(self, n: int, write_chunk: Callable[[int, int], None]) -> None:
+        """Call `write_chunk(start, size)` for the pieces of `n` events that fill the current file and the
+        next ones, opening and closing files as they fill."""
         start = 0
-        while start < len(events):
+        while start < n:
             if self._parquet is None and self._jsonl is None:
                 self._open()
-            room = self.max_events_per_file - self._in_file
-            chunk = events[start:start + room]
-            start += len(chunk)
-            self._write_chunk(chunk, self.next_event_id)
-            self.next_event_id += len(chunk)
-            self._in_file += len(chunk)
+            size = min(self.max_events_per_file - self._in_file, n - start)
+            write_chunk(start, size)
+            start += size
+            self.next_event_id += size
+            self._in_file += size
             if self._in_file >= self.max_events_per_file:
                 self._close()
 
-    def _tally(self, events: list[Event], event_types: pa.ChunkedArray | None) -> None:
-        """Add `events` to `counts` (per event type) and `acked_records` (records of successful
-        produce acks, per acks setting). With the chunk's `event_type` column at hand (Parquet) the
-        types are counted in C++ and only the produce acks' rows are visited in Python; otherwise
-        (JSON Lines) a Counter over the events at C speed, then a pass over the events if any is an ack."""
-        if event_types is None:
-            batch_counts: dict[str, int] = Counter(map(_EVENT_TYPE, events))
-            acks: list[Event] = events if "produce_ack" in batch_counts else []
-        else:
-            tallied = pc.value_counts(event_types)
-            batch_counts = dict(zip(tallied.field("values").to_pylist(), tallied.field("counts").to_pylist(),
-                                    strict=True))
-            acks = []
-            if "produce_ack" in batch_counts:
-                rows = pc.indices_nonzero(pc.equal(event_types, "produce_ack")).to_pylist()
-                acks = [events[i] for i in rows]
-        counts = self.counts
-        for et, n in batch_counts.items():
-            counts[et] = counts.get(et, 0) + n
+    def _tally(self, table: pa.Table) -> None:
+        """Add a stamped table's events to `counts` (per event type) and `acked_records` (records of
+        successful produce acks, per acks setting), in C++."""
+        tallied = pc.value_counts(table.column("event_type"))
+        self._add_counts(zip(tallied.field("values").to_pylist(), tallied.field("counts").to_pylist(), strict=True))
+        acked = table.filter(pc.and_(pc.equal(table.column("event_type"), "produce_ack"),
+                                     pc.and_(pc.equal(table.column("error"), "NONE"),
+                                             pc.is_valid(table.column("base_offset")))))
+        if acked.num_rows:
+            records = pc.add(pc.subtract(acked.column("last_offset"), acked.column("base_offset")), 1)
+            sums = pa.table({"acks": acked.column("acks"), "records": records}).group_by("acks").aggregate(
+                [("records", "sum")])
+            for acks, n in zip(sums.column("acks").to_pylist(), sums.column("records_sum").to_pylist(), strict=True):
+                self.acked_records[str(acks)] = self.acked_records.get(str(acks), 0) + n
+
+    def _tally_dicts(self, events: list[Event]) -> None:
+        """`_tally` over events as dicts (JSON Lines)."""
+        self._add_counts(Counter(map(_EVENT_TYPE, events)).items())
         acked = self.acked_records
-        for ev in acks:
+        for ev in events:
             if (ev["event_type"] == "produce_ack" and ev.get("error") == "NONE"
                     and ev.get("base_offset") is not None):
                 key = str(ev["acks"])
                 acked[key] = acked.get(key, 0) + ev["last_offset"] - ev["base_offset"] + 1
 
-    def _write_chunk(self, chunk: list[Event], first_id: int) -> None:
-        if self._parquet is not None:
-            table = stamped_table(chunk, self.run_id, first_id)
-            self._tally(chunk, table.column("event_type"))
-            self._parquet.write_table(table, row_group_size=len(chunk))
-            return
-        self._tally(chunk, None)
+    def _add_counts(self, batch_counts: Iterable[tuple[str, int]]) -> None:
+        counts = self.counts
+        for et, n in batch_counts:
+            counts[et] = counts.get(et, 0) + n
+
+    def _write_table(self, table: pa.Table) -> None:
+        assert self._parquet is not None
+        self._parquet.write_table(table, row_group_size=table.num_rows)
+
+    def _write_lines(self, chunk: list[Event], first_id: int) -> None:
         dumps = json.dumps
         # The envelope first, then the event's own fields in emission order, nulls left out.
         head = dumps({"schema_version": SCHEMA_VERSION, "source": "engine", "run_id": self.run_id},

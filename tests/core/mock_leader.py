@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 
 from replication_core.config import ReplicationConfig
 from replication_core.errors import Errors, KafkaStorageError
-from replication_core.events import Event
+from replication_core.event_log import EventLog
 from replication_core.fetcher import ReplicaFetcherThread, WorkResult
 from replication_core.leader_endpoint import (
     LATEST,
@@ -66,7 +66,7 @@ class InstrumentedLog(Log):
     """A follower log counting truncations / appends, failing with `KafkaStorageError` on demand."""
 
     def __init__(self, topic: str = "t", partition: int = 0, broker_id: int = 0, *,
-                 log_start_offset: int = 0, events: list[Event] | None = None) -> None:
+                 log_start_offset: int = 0, events: EventLog | None = None) -> None:
         super().__init__(topic, partition, broker_id, log_start_offset=log_start_offset, events=events)
         self.failing_append = False
         self.failing_truncate = False
@@ -249,7 +249,7 @@ class FollowerHarness:
     fetcher: ReplicaFetcherThread
     logs: dict[TopicPartition, Log]
     leader: MockLeaderEndPoint
-    events: list[Event]
+    events: EventLog
     now_ms: int = 0
 
     def add(self, tp: TopicPartition, log: Log, fetch_offset: int, leader_epoch: int) -> None:
@@ -289,7 +289,7 @@ def make_harness(protocol: TruncationProtocol | str = TruncationProtocol.DIVERGI
                  on_hw_updated: Callable[[frozenset[TopicPartition]], None] | None = None) -> FollowerHarness:
     """A follower (broker 2) fetching from the mock leader (broker 1) with `protocol`."""
     logs: dict[TopicPartition, Log] = {}
-    events: list[Event] = []
+    events = EventLog()
 
     def log_for(tp: TopicPartition) -> Log:
         """`replicaMgr.localLogOrException(tp)`."""
@@ -298,6 +298,6 @@ def make_harness(protocol: TruncationProtocol | str = TruncationProtocol.DIVERGI
         return logs[tp]
 
     fetcher = ReplicaFetcherThread(FOLLOWER_ID, 0, BrokerEndPoint(LEADER_ID), config or ReplicationConfig(),
-                                   log_for, FailedPartitions(), protocol=protocol, emit=events.append,
+                                   log_for, FailedPartitions(), protocol=protocol, events=events,
                                    quota=quota, on_hw_updated=on_hw_updated)
     return FollowerHarness(fetcher, logs, leader or MockLeaderEndPoint(), events)

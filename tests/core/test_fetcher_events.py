@@ -7,6 +7,7 @@ import pytest
 
 from replication_core.config import ReplicationConfig
 from replication_core.errors import Errors
+from replication_core.event_log import EventLog
 from replication_core.events import Event
 from replication_core.fetcher import ReplicaFetcherThread
 from replication_core.fetcher_manager import FetcherManager, replica_fetcher_factory
@@ -21,7 +22,7 @@ from tests.core.mock_leader import MockLeaderEndPoint, make_harness, mk_batch, m
 
 def run_mixed_workload() -> list[Event]:
     """Fetch, diverge, truncate, fail, throttle and resize, collecting every event."""
-    events: list[Event] = []
+    events = EventLog()
     tps = [TopicPartition("t", p) for p in range(3)]
     logs: dict[TopicPartition, Log] = {
         tps[0]: mk_log([mk_batch(0, 0), mk_batch(1, 2)], hw=1, tp=tps[0]),   # will diverge
@@ -37,7 +38,7 @@ def run_mixed_workload() -> list[Event]:
     quota = ReplicationQuotaManager("follower", 2)
     quota.mark_throttled("t", [2])
     config = ReplicationConfig(num_replica_fetchers=2)
-    factory = replica_fetcher_factory(2, config, logs.__getitem__, quota=quota, emit=events.append)
+    factory = replica_fetcher_factory(2, config, logs.__getitem__, quota=quota, events=events)
     mgr = FetcherManager.from_config(2, config, factory, events.append)
     mgr.add_fetcher_for_partitions({tp: InitialFetchState(BrokerEndPoint(1), 3, logs[tp].log_end_offset)
                                     for tp in tps}, 0)

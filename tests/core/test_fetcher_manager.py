@@ -7,7 +7,7 @@ from collections.abc import Iterable, Mapping
 import pytest
 
 from replication_core.config import ReplicationConfig
-from replication_core.events import Event
+from replication_core.event_log import EventLog
 from replication_core.fetcher import ReplicaFetcherThread, initial_fetch_offset
 from replication_core.fetcher_manager import FetcherManager, replica_fetcher_factory
 from replication_core.java_hash import fetcher_id
@@ -66,7 +66,7 @@ class FakeFetcher:
         self.is_shutdown = True
 
 
-def make_manager(n: int, events: list[Event] | None = None) -> tuple[FetcherManager, list[FakeFetcher]]:
+def make_manager(n: int, events: EventLog | None = None) -> tuple[FetcherManager, list[FakeFetcher]]:
     """A manager over `FakeFetcher`s, plus the list of fetchers it created."""
     created: list[FakeFetcher] = []
 
@@ -82,7 +82,7 @@ def make_manager(n: int, events: list[Event] | None = None) -> tuple[FetcherMana
 
 def test_add_and_remove_partition() -> None:
     """AbstractFetcherManagerTest.testAddAndRemovePartition."""
-    events: list[Event] = []
+    events = EventLog()
     mgr, created = make_manager(1, events)
     tp = TopicPartition("topic", 0)
     leader = BrokerEndPoint(1, "localhost", 9092)
@@ -132,7 +132,7 @@ def test_partitions_grouped_by_leader_and_fetcher_id() -> None:
 
 def test_fetcher_reused_when_endpoint_unchanged_and_replaced_when_changed() -> None:
     """Same endpoint: reuse the thread; same broker id, new endpoint: replace it."""
-    events: list[Event] = []
+    events = EventLog()
     mgr, created = make_manager(1, events)
     a, b = TopicPartition("t", 0), TopicPartition("t", 1)
     mgr.add_fetcher_for_partitions({a: InitialFetchState(BrokerEndPoint(1, "h1", 9092), 0, 0)}, 0)
@@ -193,9 +193,9 @@ def test_resize_to_same_size_only_drops_idle_fetchers() -> None:
 
 
 def _real_manager(protocol: TruncationProtocol, n: int, logs: dict[TopicPartition, Log],
-                  events: list[Event]) -> FetcherManager:
+                  events: EventLog) -> FetcherManager:
     config = ReplicationConfig(num_replica_fetchers=n)
-    factory = replica_fetcher_factory(2, config, logs.__getitem__, protocol=protocol, emit=events.append)
+    factory = replica_fetcher_factory(2, config, logs.__getitem__, protocol=protocol, events=events)
     return FetcherManager.from_config(2, config, factory, events.append)
 
 
@@ -214,7 +214,7 @@ def test_resize_rehomes_real_fetch_states(protocol: TruncationProtocol, extra_ep
     OffsetsForLeaderEpoch (IBP < 2.7) a fresh thread starts it Truncating, so one more epoch round
     runs, truncating nothing.
     """
-    events: list[Event] = []
+    events = EventLog()
     logs: dict[TopicPartition, Log] = {}
     leaders = {1: MockLeaderEndPoint(), 3: MockLeaderEndPoint()}
     tps = [TopicPartition("t", p) for p in range(6)]
@@ -255,7 +255,7 @@ def test_resize_rehomes_real_fetch_states(protocol: TruncationProtocol, extra_ep
 
 def test_fenced_partition_is_failed_in_the_manager_until_re_added() -> None:
     """A FENCED_LEADER_EPOCH at the same epoch lands in the manager's failed set; a new epoch revives it."""
-    events: list[Event] = []
+    events = EventLog()
     tp = TopicPartition("t", 0)
     logs: dict[TopicPartition, Log] = {tp: mk_log([], tp=tp)}
     leader = MockLeaderEndPoint()
@@ -278,7 +278,7 @@ def test_fenced_partition_is_failed_in_the_manager_until_re_added() -> None:
 
 def test_consumer_lag_removed_with_partition() -> None:
     """AbstractFetcherThreadTest.testConsumerLagRemovedWithPartition: the lag goes with the partition."""
-    events: list[Event] = []
+    events = EventLog()
     tp = TopicPartition("topic", 0)
     logs: dict[TopicPartition, Log] = {tp: mk_log([], tp=tp)}
     leader = MockLeaderEndPoint()

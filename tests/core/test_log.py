@@ -13,7 +13,7 @@ from replication_core.errors import (
     OffsetOutOfRangeError,
     UnexpectedAppendOffsetError,
 )
-from replication_core.events import Event
+from replication_core.event_log import EventLog
 from replication_core.leader_epoch_cache import EpochEntry
 from replication_core.log import FetchIsolation, Log, RecordBatch
 
@@ -155,7 +155,7 @@ def test_flush_and_recover_loses_unflushed_batches() -> None:
 
 def test_events_emitted_with_role() -> None:
     """append / hw_change / truncation events carry the schema's required payload."""
-    events: list[Event] = []
+    events = EventLog()
     log = Log("tp", 3, 101, events=events)
     log.leader_epoch = 2
     log.append_as_leader(2, 10, 1, 2, now_ms=5)
@@ -172,7 +172,7 @@ def test_a_log_start_offset_change_records_what_moved_it() -> None:
     """The event of each log start move names its cause: maybeIncrementLogStartOffset's reason (retention, the
     leader's log start, DeleteRecords), or a truncation below the log start (truncateTo / truncateFullyAndStartAt,
     which Kafka does without that method)."""
-    events: list[Event] = []
+    events = EventLog()
     log = Log("tp", 3, 101, events=events)
     for epoch in (1, 1, 2):
         log.append_as_leader(2, 10, 1, epoch)

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 import pytest
 
 from replication_core.config import ReplicationConfig
@@ -13,6 +11,7 @@ from replication_core.errors import (
     NotLeaderOrFollowerError,
     ReplogError,
 )
+from replication_core.event_log import EventLog
 from replication_core.log import RecordBatch
 from replication_core.partition import (
     LeaderAndIsr,
@@ -30,7 +29,7 @@ def reg(epoch: int, isr: tuple[int, ...], replicas: tuple[int, ...], leader: int
 
 
 def leader_partition(epoch: int = 5, isr: tuple[int, ...] = (101, 102), replicas: tuple[int, ...] = (101, 102),
-                     min_isr: int = 1, events: list[Any] | None = None, seed: int = 0) -> Partition:
+                     min_isr: int = 1, events: EventLog | None = None, seed: int = 0) -> Partition:
     p = Partition("test-topic", 0, 101, ReplicationConfig(min_insync_replicas=min_isr), events=events)
     for _ in range(seed):
         p.log.append_as_leader(1, 10, 0, epoch - 1, T0)
@@ -218,7 +217,7 @@ def test_diverging_fetch_does_not_update_follower_state() -> None:
 
 def test_follower_high_watermark_and_log_start_offset() -> None:
     """processPartitionData: follower HW = min(leader HW, LEO) and may move back; LSO only increases."""
-    events: list[Any] = []
+    events = EventLog()
     p = Partition("test-topic", 0, 102, ReplicationConfig(), events=events)
     p.make_follower(reg(3, (101, 102), (101, 102), leader=101), T0)
     p.append_records_to_follower([RecordBatch(0, 4, 3, 5, 50, 9)], T0)
@@ -234,7 +233,7 @@ def test_follower_high_watermark_and_log_start_offset() -> None:
 
 def test_shrink_event_lists_out_of_sync_replicas() -> None:
     """isr_change shrink events carry out_of_sync_replicas [{replica_id, leo, last_caught_up_time_ms}]."""
-    events: list[Any] = []
+    events = EventLog()
     p = leader_partition(isr=(101, 102, 103), replicas=(101, 102, 103), events=events, seed=10)
     p.fetch_records(102, 10, 1000, T0)
     p.fetch_records(103, 3, 1000, T0)

@@ -31,6 +31,7 @@ import yaml
 
 from replication_core.config import ReplicationConfig
 from replication_core.errors import Errors, ReplogError
+from replication_core.event_log import EventLog
 from replication_core.log import RecordBatch
 from replication_core.partition import (
     AlterPartitionRequest,
@@ -94,7 +95,7 @@ class Runner:
         self.metadata = StaticBrokerMetadata()
         if setup.get("broker_epochs"):
             self.metadata.epochs = {b: default_broker_epoch(b) for b in setup["broker_epochs"]}
-        self.events: list[dict[str, Any]] = []
+        self.events = EventLog()
         self.partition = Partition("test-topic", 0, BROKER_ID, self.config, metadata=self.metadata,
                                    events=self.events)
         self.now = [T0]

@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 
 from replication_core.config import ReplicationConfig, TruncationMode
 from replication_core.errors import Errors
+from replication_core.event_log import EventLog
 from replication_core.fetcher import ReplicaFetcherThread
 from replication_core.leader_endpoint import (
     EARLIEST,
@@ -178,13 +179,13 @@ def test_caught_up_fetch_parks_without_try_complete_and_fused_read_matches_fetch
     """fetchMessages' shortcuts: a follower fetch caught up on every partition is watched without
     `tryComplete`, whose answer would have been false; and the fused leader read answers and updates
     follower state exactly as `Partition.fetch_records` does (epoch check on last fetched epoch too)."""
-    events: list[Any] = []
+    events = EventLog()
     rm = ReplicaManager(1, ReplicationConfig(), events=events)
     rm.become_leader_or_follower(lai({TP: reg(1, 1, (1, 2)), TP1: reg(1, 1, (1, 2))}), T0)
     for tp in (TP, TP1):
         rm.append_records(tp, 3, 30, 7, 1, T0)
     # A twin driven through Partition.fetch_records, the unfused path.
-    twin_events: list[Any] = []
+    twin_events = EventLog()
     twin = ReplicaManager(1, ReplicationConfig(), events=twin_events)
     twin.become_leader_or_follower(lai({TP: reg(1, 1, (1, 2)), TP1: reg(1, 1, (1, 2))}), T0)
     for tp in (TP, TP1):
@@ -204,7 +205,7 @@ def test_caught_up_fetch_parks_without_try_complete_and_fused_read_matches_fetch
             got = fused.partitions[tp]
             assert (got.batches, got.high_watermark, got.log_start_offset) == (
                 info.batches, info.high_watermark, info.log_start_offset)
-        assert events == twin_events
+        assert list(events) == list(twin_events)
         events.clear()
         twin_events.clear()
     parts = {tp: FetchPartitionData(3, 0, 1_000_000, 1, 1) for tp in (TP, TP1)}
@@ -282,7 +283,7 @@ def test_offsets_for_leader_epoch_and_list_offsets() -> None:
 def test_acks_all_completes_when_followers_catch_up() -> None:
     """appendRecords acks=-1: parked until HW >= last offset + 1 (DelayedProduce), acks=1 answered now;
     produce_ack events record both."""
-    events: list[Any] = []
+    events = EventLog()
     rm = leader_rm(isr=(1, 2), events=events)
     res = rm.append_records(TP, 1, 10, 5, 1, T0, request_id="a1")
     assert res is not None and (res.error, res.base_offset, res.last_offset) == (Errors.NONE, 0, 0)
@@ -389,7 +390,7 @@ def test_same_epoch_metadata_abandoning_a_pending_expansion_is_an_event() -> Non
     (isr_single_inflight)."""
     from replication_core.checker.checker import check_events
 
-    events: list[Any] = []
+    events = EventLog()
     rm = leader_rm(isr=(1, 2), events=events)
     p = rm.get_partition(TP)
     assert p is not None
@@ -413,13 +414,13 @@ def test_same_epoch_metadata_abandoning_a_pending_expansion_is_an_event() -> Non
     (second,) = rm.take_alter_partition_requests()
     assert second.leader_and_isr.partition_epoch == 3 and p.partition_state.is_inflight
 
-    for i, ev in enumerate(events):
-        ev.update(schema_version="1.1", source="engine", run_id="r", event_id=i)
-    result = check_events(events)
+    stamped = [{**ev, "schema_version": "1.1", "source": "engine", "run_id": "r", "event_id": i}
+               for i, ev in enumerate(events)]
+    result = check_events(stamped)
     assert [v for v in result.violations if v.invariant == "isr_single_inflight"] == []
 
 
-def _expanded_by_answer(events: list[Any]) -> tuple[ReplicaManager, Partition]:
+def _expanded_by_answer(events: EventLog) -> tuple[ReplicaManager, Partition]:
     """Leader 1 of replicas 1-4, ISR {1, 2} at partition epoch 1; follower 3 catches up and the answer to
     the expansion commits ISR {1, 2, 3} at partition epoch 2, before any metadata says so."""
     rm = ReplicaManager(1, ReplicationConfig(), events=events)
@@ -439,7 +440,7 @@ def test_metadata_with_the_answered_partition_epoch_abandons_a_later_proposal() 
     adding 4; then the metadata carrying the answered registration arrives. It is a change for this broker
     (its image has partition epoch 1), and `makeLeader` accepts a partition epoch equal to its own, so the
     committed ISR becomes the registration's and the pending proposal is abandoned."""
-    events: list[Any] = []
+    events = EventLog()
     rm, p = _expanded_by_answer(events)
     rm.fetch_messages(fetch_req(4, 0, max_wait_ms=0), T0 + 3)
     (expand4,) = rm.take_alter_partition_requests()
@@ -463,7 +464,7 @@ def test_unchanged_metadata_resend_leaves_a_pending_proposal_alone() -> None:
     reaches `makeLeader`: a registration equal to the last one this ReplicaManager received is refused
     (STALE_CONTROLLER_EPOCH, as for a same-epoch LeaderAndIsr) and a proposal started since stays in
     flight, with no event. (Accepting every equal partition epoch would abandon it.)"""
-    events: list[Any] = []
+    events = EventLog()
     rm, p = _expanded_by_answer(events)
     answered = {TP: reg(1, 1, (1, 2, 3), replicas=(1, 2, 3, 4), partition_epoch=2)}
     assert rm.become_leader_or_follower(lai(answered), T0 + 3).errors == {TP: Errors.NONE}
@@ -565,7 +566,7 @@ def test_leader_quota_blanks_out_of_isr_throttled_follower() -> None:
     from replication_core.quota import LEADER as QUOTA_LEADER
     from replication_core.quota import ReplicationQuotaManager
 
-    events: list[Any] = []
+    events = EventLog()
     quota = ReplicationQuotaManager(QUOTA_LEADER, 1, emit=events.append)
     quota.mark_throttled("orders")
     rm = ReplicaManager(1, ReplicationConfig(), leader_quota=quota, events=events)
@@ -624,7 +625,7 @@ def test_engine_events_conform_to_the_schema() -> None:
     from schemas.events import EVENT_SCHEMA, SCHEMA_VERSION
 
     clock = [T0]
-    events: list[Any] = []
+    events = EventLog()
     cfg = ReplicationConfig()
     rm1 = ReplicaManager(1, cfg, events=events)
     rm2 = ReplicaManager(2, cfg, events=events)
@@ -632,7 +633,7 @@ def test_engine_events_conform_to_the_schema() -> None:
     rm1.become_leader_or_follower(lai(states), clock[0])
     res = rm2.become_leader_or_follower(lai(states), clock[0])
     f2 = ReplicaFetcherThread(2, 0, BrokerEndPoint(1), cfg, lambda tp: rm2.get_partition(tp).log,  # type: ignore[union-attr]
-                              emit=events.append)
+                              events=events)
     f2.add_partitions(res.fetchers_to_add, clock[0])
     rm1.append_records(TP, 2, 20, 1, -1, clock[0], request_id="p")
     for _ in range(3):
