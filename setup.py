@@ -7,9 +7,10 @@ the checker, the CLI, scenario loading, the Parquet / JSON writer, `config.py` (
 strings where a field is typed `TruncationMode` and converts them after init, which a compiled class
 refuses), `errors.py` (exceptions with two builtin bases, which mypyc classes cannot have; raised only
 off the hot path), and `events.py`: a dict display of more than five keys compiled by mypyc is built
-presized with CPython's general key table instead of the str-only one, and the writer's per-column
-lookups in those event dicts then cost more than compiling the builders saves (writing alone went
-from ~290 k to ~174 k events per CPU second in a 10 virtual s run).
+presized with CPython's general key table instead of the str-only one, which makes every later lookup
+in those event dicts slower (when the frequent events were such dicts, writing alone went from ~290 k
+to ~174 k events per CPU second in a 10 virtual s run). `event_log.py`, which keeps the frequent events
+as columns, is compiled: the engine's calls into it are native.
 
 Set `REPLOG_PURE_PYTHON=1` when installing (`REPLOG_PURE_PYTHON=1 pip install -e .`) to build no
 extension: the same sources then run interpreted, and extensions of an earlier compiled build in the

@@ -127,7 +127,7 @@ what the previous ones kept), with the same peak memory."""
 def _fewer_gc_passes() -> Iterator[None]:
     """Run with a larger young-generation threshold, restoring the previous thresholds afterwards.
 
-    A run allocates millions of short-lived objects (event dicts, requests, responses) and keeps a
+    A run allocates millions of short-lived objects (requests, responses, batches) and keeps a
     batch of up to `batch_events` events alive between flushes, so with the default threshold the
     cyclic collector keeps re-scanning live objects (about a fifth of the CPU time of the benchmark
     scenario). The simulator's hot paths create no reference cycles, so collecting less often frees
