@@ -3,9 +3,9 @@
 Five event types are most of a run's events: one `fetch`, `follower_fetch_state` and `fetch_response` per
 partition per fetch round, one `append` and `hw_change` per batch replicated. Building a dict per event and
 then, in the writer, reading every dict back column by column cost more than everything else the writer
-does. So the log keeps each of these types as one flat list of its field values, row after row (a row is
-`STRIDE` values; column j of the type is `values[j::STRIDE]`, a C-level slice), and every other event as
-its dict (`make_event`). `kinds` records the type of each event in emission order (0 = a dict), so the
+does. So the log keeps each of these types as one flat list of its field values, row after row (with k
+fields per row, field j of every event is `values[j::k]`, a C-level slice), and every other event as its
+dict (`make_event`). `kinds` records the type of each event in emission order (0 = a dict), so the
 order, and with it the `event_id` the writer stamps, stays that of emission.
 
 `take()` hands the events gathered so far to the writer as an `EventBatch` and starts afresh (the
