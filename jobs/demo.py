@@ -42,11 +42,12 @@ def run_demo(
     from replication_core.checker.checker import check_events
     from replication_core.checker.cli import summary as check_summary
     from replication_core.checker.reader import read_events
-    from replication_core.sim.cli import load_scenario, simulate
+    from replication_core.sim.cli import read_scenario, simulate
 
+    loaded = read_scenario(scenario)  # a bad file fails here, naming itself, before any stage starts
     stages = 7
     log(f"[1/{stages}] simulate {scenario}  (replog simulate --scenario {scenario} --out {out})")
-    manifest, _ = simulate(load_scenario(scenario), out)
+    manifest, _ = simulate(loaded, out)
     log(f"      {manifest['events']:,} events of run {manifest['run_id']} in {len(manifest['files'])} file(s)")
 
     run = manifest["run_id"]

@@ -16,6 +16,16 @@ LONG_MAX = 2**63 - 1
 """Java `Long.MAX_VALUE`, the default (unbounded) replication throttle rate."""
 
 
+class ConfigValueError(ValueError):
+    """A config value of the wrong form; names the Kafka config, the form expected and the value given."""
+
+    def __init__(self, name: str, expected: str, got: object) -> None:
+        super().__init__(f"{name}: expected {expected}, got {got!r}")
+        self.name = name
+        self.expected = expected
+        self.got = got
+
+
 class TruncationMode(StrEnum):
     """How a follower finds its truncation point (reference §3.4-§3.6)."""
 
@@ -85,15 +95,17 @@ class ReplicationConfig:
     def __post_init__(self) -> None:
         # KafkaConfig's `require`s: a fetch that parks longer than the lag bound would flap the ISR.
         if self.replica_fetch_wait_max_ms > self.replica_lag_time_max_ms:
-            raise ValueError("replica.fetch.wait.max.ms should always be less than or equal to "
-                             "replica.lag.time.max.ms to prevent frequent changes in ISR")
+            raise ValueError(f"replica.fetch.wait.max.ms ({self.replica_fetch_wait_max_ms}) should always be less "
+                             f"than or equal to replica.lag.time.max.ms ({self.replica_lag_time_max_ms}) to prevent "
+                             "frequent changes in ISR")
         if self.replica_fetch_wait_max_ms > self.replica_socket_timeout_ms:
-            raise ValueError("replica.socket.timeout.ms should always be at least replica.fetch.wait.max.ms "
-                             "to prevent unnecessary socket timeouts")
+            raise ValueError(f"replica.socket.timeout.ms ({self.replica_socket_timeout_ms}) should always be at least "
+                             f"replica.fetch.wait.max.ms ({self.replica_fetch_wait_max_ms}) to prevent unnecessary "
+                             "socket timeouts")
         if self.min_insync_replicas < 1:
-            raise ValueError("min.insync.replicas must be at least 1")
+            raise ConfigValueError("min.insync.replicas", "an integer >= 1", self.min_insync_replicas)
         if self.num_replica_fetchers < 1:
-            raise ValueError("num.replica.fetchers must be at least 1")
+            raise ConfigValueError("num.replica.fetchers", "an integer >= 1", self.num_replica_fetchers)
         # Accept the plain string form too, so configs read from YAML need no conversion.
         object.__setattr__(self, "truncation_mode", TruncationMode(self.truncation_mode))
 
@@ -121,8 +133,9 @@ class ReplicationConfig:
         return out
 
     @classmethod
-    def from_kafka_map(cls, values: dict[str, Any]) -> ReplicationConfig:
-        """Build from Kafka config names (`replica.lag.time.max.ms` ...); unknown names raise KeyError."""
+    def from_kafka_map(cls, values: dict[str, Any], non_negative: bool = False) -> ReplicationConfig:
+        """Build from Kafka config names (`replica.lag.time.max.ms` ...); unknown names raise KeyError, a value
+        of the wrong form `ConfigValueError` (with `non_negative`, also a negative number: scenarios)."""
         by_kafka = {v: k for k, v in _KAFKA_NAMES.items()}
         kwargs: dict[str, Any] = {}
         for name, raw in values.items():
@@ -131,12 +144,30 @@ class ReplicationConfig:
             field_name = by_kafka[name]
             default = getattr(cls, field_name)
             if isinstance(default, bool):
-                kwargs[field_name] = raw if isinstance(raw, bool) else str(raw).lower() == "true"
+                # Kafka's BOOLEAN type takes "true" / "false" in any case and nothing else.
+                text = str(raw).strip().lower()
+                if not isinstance(raw, bool) and text not in ("true", "false"):
+                    raise ConfigValueError(name, "true or false", raw)
+                kwargs[field_name] = raw if isinstance(raw, bool) else text == "true"
             elif isinstance(default, tuple):
                 kwargs[field_name] = tuple(raw) if not isinstance(raw, str) else tuple(
                     p.strip() for p in raw.split(",") if p.strip())
             elif isinstance(default, int):
-                kwargs[field_name] = int(raw)
+                kwargs[field_name] = _int_value(name, raw, 0 if non_negative else None)
             else:
                 kwargs[field_name] = raw
         return cls(**kwargs)
+
+
+def _int_value(name: str, raw: object, lo: int | None) -> int:
+    """An INT / LONG config value: an integer or its decimal text (not a bool, not a fraction)."""
+    expected = "an integer" if lo is None else f"an integer >= {lo}"
+    if isinstance(raw, bool) or not isinstance(raw, (int, str)):
+        raise ConfigValueError(name, expected, raw)
+    try:
+        value = int(raw)
+    except ValueError:
+        raise ConfigValueError(name, expected, raw) from None
+    if lo is not None and value < lo:
+        raise ConfigValueError(name, expected, raw)
+    return value

@@ -37,3 +37,22 @@ def test_demo_simulates_ingests_and_checks_a_clean_run(spark, generated_code: Sp
     assert lake.read(BRONZE_QUARANTINE).count() == 0
     types = {r["event_type"] for r in events.select("event_type").distinct().collect()}
     assert {"append", "fetch", "hw_change", "leader_election", "produce_ack", "broker_config"} <= types
+
+
+def test_demo_with_a_bad_scenario_names_the_file_before_any_stage(tmp_path: Path, capsys) -> None:
+    """Exit 2, one line naming the file and the problem, as `replog simulate` says it; no stage started."""
+    from jobs import cli
+
+    wrong_key = tmp_path / "wrongkey.yaml"
+    wrong_key.write_text("name: w\nduration_ms: 1000\nclustr: {brokers: 3}\ntopics: [{name: t}]\n", encoding="utf-8")
+    cases = [(tmp_path / "nope.yaml", f"cannot read scenario {tmp_path / 'nope.yaml'}: No such file or directory"),
+             (wrong_key, f"{wrong_key}: clustr: expected no such key (did you mean 'cluster'?); known keys: "
+                         "broker_config, cluster, description, disk, duration_ms, faults, name, nemesis, network, "
+                         "output, seed, start_ms, topics, truncation_mode, workload")]
+    for scenario, message in cases:
+        argv = ["demo", "--scenario", str(scenario), "--out", str(tmp_path / "out"), "--lake", str(tmp_path / "lake")]
+        assert cli.main(argv) == 2
+        captured = capsys.readouterr()
+        assert captured.out == ""
+        assert captured.err == f"replog demo: failed: ScenarioFileError: {message}\n"
+    assert not (tmp_path / "out").exists() and not (tmp_path / "lake").exists()

@@ -46,6 +46,22 @@ def load_scenario(path: str | Path) -> Scenario:
     return parse_scenario_text(Path(path).read_text(encoding="utf-8"))
 
 
+class ScenarioFileError(ValueError):
+    """A scenario file that cannot be read or is no valid scenario; the message names the file."""
+
+
+def read_scenario(path: str | Path) -> Scenario:
+    """`load_scenario` with every failure a `ScenarioFileError` naming the file (what the commands print)."""
+    try:
+        return load_scenario(path)
+    except ScenarioError as exc:
+        raise ScenarioFileError(f"{path}: {exc}") from exc
+    except OSError as exc:
+        raise ScenarioFileError(f"cannot read scenario {path}: {exc.strerror or exc}") from exc
+    except UnicodeDecodeError as exc:
+        raise ScenarioFileError(f"cannot read scenario {path}: not UTF-8 text (byte {exc.start})") from exc
+
+
 def code_version() -> str:
     """Package version plus a digest of the engine and simulator sources (what produced the events)."""
     return provenance.code_version([("replication_core", None)])
@@ -65,26 +81,31 @@ def max_network_delay_ms(scenario: Scenario) -> int | None:
 def output_dir_problem(out: str | Path) -> str | None:
     """Why `out` cannot take a run's files (`events/` and `run.json`), or None when it can.
 
-    Checked before simulating so that a long run is not lost to a typo in `--out`. Creates `out/events`
-    (the writer would create it anyway): only the OS can tell for sure whether a folder can be made
-    (procfs, read-only mounts, permissions, which root bypasses for `os.access`)."""
+    Checked before simulating so that a long run is not lost to a typo in `--out`."""
+    return folder_problem(out, "the run's files", "events")
+
+
+def folder_problem(out: str | Path, what: str, inner: str | None = None) -> str | None:
+    """Why `out` (and its subfolder `inner`) cannot take `what`, or None when it can; both are created.
+
+    Creating them is the test: only the OS can tell for sure whether a folder can be made (procfs,
+    read-only mounts, permissions, which root bypasses for `os.access`)."""
     out = Path(out)
-    events = out / "events"
-    for path in (out, events):
+    folders = (out,) if inner is None else (out, out / inner)
+    for path in folders:
         if path.exists() and not path.is_dir():
-            return f"expected a directory for the run's files, but {path} is an existing file"
+            return f"expected a directory for {what}, but {path} is an existing file"
     # A file further up makes mkdir fail with a bare "Not a directory"; name the file instead.
     for parent in out.parents:
         if parent.exists():
             if not parent.is_dir():
-                return (f"expected a directory for the run's files, but {parent} is an existing file, "
-                        "not a directory")
+                return f"expected a directory for {what}, but {parent} is an existing file, not a directory"
             break
     try:
-        events.mkdir(parents=True, exist_ok=True)
+        folders[-1].mkdir(parents=True, exist_ok=True)
     except OSError as exc:
-        return f"cannot create the directory {exc.filename or events}: {exc.strerror or exc}"
-    for path in (out, events):
+        return f"cannot create the directory {exc.filename or folders[-1]}: {exc.strerror or exc}"
+    for path in folders:
         if not os.access(path, os.W_OK | os.X_OK):
             return f"expected a writable directory, but {path} is not writable"
     return None
@@ -226,24 +247,24 @@ def main(argv: Sequence[str] | None = None) -> int:
     except SystemExit as exc:
         return 0 if exc.code == 0 else 2
     if args.duration_ms is not None and args.duration_ms <= 0:
-        sys.stderr.write("error: --duration-ms: expected a positive integer\n")
+        sys.stderr.write(f"error: --duration-ms: expected a positive integer, got {args.duration_ms}\n")
         return 2
     if args.seed is not None and args.seed < 0:
-        sys.stderr.write("error: --seed: expected a non-negative integer\n")
+        sys.stderr.write(f"error: --seed: expected a non-negative integer, got {args.seed}\n")
         return 2
     try:
-        scenario = load_scenario(args.scenario)
+        scenario = read_scenario(args.scenario)
         scenario = scenario.with_overrides(
             seed=args.seed, duration_ms=args.duration_ms,
             truncation_mode=mode_from_text(args.truncation_mode) if args.truncation_mode else None,
             fmt=args.format,
             eligible_leader_replicas=None if args.eligible_leader_replicas is None
             else args.eligible_leader_replicas == "on")
-    except ScenarioError as exc:
-        sys.stderr.write(f"error: {args.scenario}: {exc}\n")
+    except ScenarioFileError as exc:
+        sys.stderr.write(f"error: {exc}\n")
         return 2
-    except OSError as exc:
-        sys.stderr.write(f"error: cannot read scenario {args.scenario}: {exc}\n")
+    except ScenarioError as exc:  # an override the scenario does not allow
+        sys.stderr.write(f"error: {args.scenario}: {exc}\n")
         return 2
     problem = output_dir_problem(args.out)
     if problem is not None:

@@ -17,7 +17,7 @@ import difflib
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 
-from replication_core.config import ReplicationConfig, TruncationMode
+from replication_core.config import ConfigValueError, ReplicationConfig, TruncationMode
 
 DEFAULT_START_MS = 1_700_000_000_000
 """Virtual epoch of every run (2023-11-14), far above any lag bound."""
@@ -296,7 +296,7 @@ def _apply_topic_config(base: ReplicationConfig, overrides: Mapping[str, str]) -
         return base
     merged = dict(base.as_kafka_map())
     merged.update(overrides)
-    return ReplicationConfig.from_kafka_map(merged)
+    return ReplicationConfig.from_kafka_map(merged, non_negative=True)
 
 
 # --- loading ---------------------------------------------------------------------------------------------
@@ -459,7 +459,9 @@ def _broker_config(data: object, mode: TruncationMode | None) -> ReplicationConf
             raise ScenarioError("broker_config", "Kafka replication config names (reference §1); "
                                 + _no_such_key(name, known, named=True))
     try:
-        cfg = ReplicationConfig.from_kafka_map(values)
+        cfg = ReplicationConfig.from_kafka_map(values, non_negative=True)
+    except ConfigValueError as exc:
+        raise ScenarioError(f"broker_config.{exc.name}", exc.expected, exc.got) from exc
     except (TypeError, ValueError) as exc:
         raise ScenarioError("broker_config", f"valid values ({exc})") from exc
     if mode is not None:
@@ -526,6 +528,8 @@ def parse_scenario(doc: object) -> Scenario:
         t.done()
         try:
             _apply_topic_config(cfg, tconf)
+        except ConfigValueError as exc:
+            raise ScenarioError(f"{t.key('config')}.{exc.name}", exc.expected, exc.got) from exc
         except (KeyError, ValueError) as exc:
             raise ScenarioError(t.key("config"), f"valid topic configs ({exc})") from exc
         topics.append(spec)
@@ -693,5 +697,17 @@ def parse_scenario_text(text: str) -> Scenario:
     try:
         doc = yaml.safe_load(text)
     except yaml.YAMLError as exc:
-        raise ScenarioError("<document>", f"valid YAML ({exc})") from exc
+        raise ScenarioError("<document>", f"valid YAML ({_yaml_problem(exc)})") from exc
+    if doc is None:
+        raise ScenarioError("<document>", "a mapping of scenario keys (name, duration_ms, cluster, topics, ...), "
+                                          "got an empty document")
     return parse_scenario(doc)
+
+
+def _yaml_problem(exc: Exception) -> str:
+    """PyYAML's error on one line: where (1-based line and column) and what, without its source excerpt."""
+    mark = getattr(exc, "problem_mark", None)
+    problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+    context = getattr(exc, "context", None)
+    what = f"{context}: {problem}" if context else problem
+    return f"line {mark.line + 1}, column {mark.column + 1}: {what}" if mark is not None else what

@@ -51,6 +51,28 @@ def test_bad_arguments_exit_2(argv: list[str], tmp_path: Path, monkeypatch: pyte
     assert main(argv) == 2
 
 
+@pytest.mark.parametrize(("argv", "message"), [
+    (["--seed", "-1"], "error: --seed: expected a non-negative integer, got -1"),
+    (["--duration-ms", "0"], "error: --duration-ms: expected a positive integer, got 0"),
+])
+def test_bad_values_are_named(argv: list[str], message: str, tmp_path: Path,
+                              capsys: pytest.CaptureFixture[str]) -> None:
+    """A refused option value is shown in the message."""
+    assert main(["--scenario", STEADY, "--out", str(tmp_path / "o"), *argv]) == 2
+    assert capsys.readouterr().err.strip() == message
+
+
+def test_unreadable_scenarios_name_the_file(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A missing file, a folder and a binary file each give one line naming the file and why."""
+    binary = tmp_path / "binary.yaml"
+    binary.write_bytes(b"name: \xff\xfe\n")
+    cases = [(tmp_path / "nope.yaml", "No such file or directory"), (tmp_path, "Is a directory"),
+             (binary, "not UTF-8 text (byte 6)")]
+    for path, why in cases:
+        assert main(["--scenario", str(path), "--out", str(tmp_path / "o")]) == 2
+        assert capsys.readouterr().err == f"error: cannot read scenario {path}: {why}\n"
+
+
 def test_invalid_scenario_exits_2_naming_the_key(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """A scenario error is reported with its key path."""
     bad = tmp_path / "bad.yaml"

@@ -61,6 +61,21 @@ def test_defaults_are_kafkas() -> None:
     (_with(nemesis={"faults": ["crash"], "throttle_rates": [500]}), "nemesis.throttle_rates",
      "only with 'reassign'"),
     (_with(colour="blue"), "colour", "no such key"),
+    (_with(broker_config={"replica.lag.time.max.ms": "abc"}), "broker_config.replica.lag.time.max.ms",
+     "expected an integer >= 0, got 'abc'"),
+    (_with(broker_config={"replica.lag.time.max.ms": -5}), "broker_config.replica.lag.time.max.ms",
+     "expected an integer >= 0, got -5"),
+    (_with(broker_config={"replica.fetch.wait.max.ms": 1.5}), "broker_config.replica.fetch.wait.max.ms",
+     "got 1.5"),
+    (_with(broker_config={"num.replica.fetchers": True}), "broker_config.num.replica.fetchers", "got True"),
+    (_with(broker_config={"num.replica.fetchers": 0}), "broker_config.num.replica.fetchers",
+     "expected an integer >= 1, got 0"),
+    (_with(broker_config={"unclean.leader.election.enable": "yes"}),
+     "broker_config.unclean.leader.election.enable", "expected true or false, got 'yes'"),
+    (_with(broker_config={"replica.lag.time.max.ms": 400}), "broker_config",
+     "replica.fetch.wait.max.ms (500) should always be less than or equal to replica.lag.time.max.ms (400)"),
+    (_with(topics=[{"name": "t", "config": {"min.insync.replicas": "two"}}]),
+     "topics[0].config.min.insync.replicas", "expected an integer >= 0, got 'two'"),
 ])
 def test_errors_name_the_key_and_the_expected_form(doc: dict[str, Any], key: str, form: str) -> None:
     """The message starts with the key path and says what was expected."""
@@ -91,3 +106,18 @@ def test_a_nemesis_may_throttle_the_reassignments_it_draws() -> None:
     doc = _with(nemesis={"faults": ["crash", "reassign"], "throttle_rates": [500, 30000]})
     assert parse_scenario(doc).nemesis.throttle_rates == (500, 30000)
     assert parse_scenario(_with(nemesis={"faults": ["reassign"]})).nemesis.throttle_rates == ()
+
+
+@pytest.mark.parametrize(("text", "message"), [
+    ("name: x\n  bad: : [\n",
+     "<document>: expected valid YAML (line 2, column 6: mapping values are not allowed here)"),
+    ("", "<document>: expected a mapping of scenario keys (name, duration_ms, cluster, topics, ...), got an empty "
+         "document"),
+])
+def test_yaml_that_is_no_scenario_is_named_in_one_line(text: str, message: str) -> None:
+    """A syntax error says where (line, column) and what on one line; an empty file says it is empty."""
+    from replication_core.sim.scenario import parse_scenario_text
+
+    with pytest.raises(ScenarioError) as err:
+        parse_scenario_text(text)
+    assert str(err.value) == message
