@@ -28,6 +28,17 @@ EXIT_OK = 0
 EXIT_FAILED = 2
 
 
+def _positive_ms(text: str) -> int:
+    """An argparse type: a duration in milliseconds, at least 1."""
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected an integer >= 1 (milliseconds), got {text!r}")
+    return value
+
+
 def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="replog", description="Kafka replication engine and its Spark audit.")
     sub = p.add_subparsers(dest="command", required=True)
@@ -54,7 +65,7 @@ def _parser() -> argparse.ArgumentParser:
 
     lag = sub.add_parser("lag", help="follower lag and gold/lag_incidents, gold/lag_summary")
     lag.add_argument("--run", action="append", dest="runs", help="only this run_id (repeatable)")
-    lag.add_argument("--lag-max-ms", type=int, default=None,
+    lag.add_argument("--lag-max-ms", type=_positive_ms, default=None,
                      help="replica.lag.time.max.ms when the events carry no broker_config (default 30000)")
     common(lag)
 
@@ -78,7 +89,7 @@ def _parser() -> argparse.ArgumentParser:
     demo = sub.add_parser("demo", help="end to end on the embedded default: simulate -> ingest -> check -> "
                           "timelines -> lag -> audit -> report")
     demo.add_argument("--scenario", default=None, help="scenario file (default conf/scenarios/steady-state.yaml)")
-    demo.add_argument("--out", default="./out/demo", help="where the simulated event files go")
+    demo.add_argument("--out", default="./out/demo", help="where the simulated event files go (default ./out/demo)")
     common(demo)
 
     smp = sub.add_parser("sample", help="write the sample landing files (JSON Lines + Parquet)")
@@ -161,7 +172,12 @@ def _cmd_audit(args: argparse.Namespace) -> int:
 
 def _cmd_sample(args: argparse.Namespace) -> int:
     from jobs.sample import write_sample
+    from replication_core.sim.cli import folder_problem
 
+    problem = folder_problem(args.out, "the sample landing files")
+    if problem is not None:
+        print(f"replog sample: failed: --out {args.out}: {problem}", file=sys.stderr)
+        return EXIT_FAILED
     files = write_sample(Path(args.out))
     print(f"wrote {len(files)} sample landing files to {args.out}")
     return EXIT_OK

@@ -54,6 +54,9 @@ from jobs.validate import DUPLICATE, classify, reason_codes
 from schemas.events import BRONZE_EVENTS_SCHEMA, SchemaVersionError
 from schemas.tables import BRONZE_EVENTS, BRONZE_QUARANTINE
 
+EVENT_FILES = "*.jsonl / *.parquet"
+LOG_FILES = "Kafka log (*.log, *.log.*, also .gz / .bz2 / .zst)"
+
 BROADCAST_DUPLICATES = 200_000
 """Up to this many duplicate records are broadcast to the join that marks them (a few MB)."""
 
@@ -81,6 +84,8 @@ class IngestResult:
     """Files the whole-file path (`jobs.arrow_ingest`) rewrote: no record in them broke a rule."""
     task_seconds: dict[str, float] = field(default_factory=dict)
     """The whole-file path's tasks: seconds reading, screening and writing, summed over files (in parallel)."""
+    wanted: str = EVENT_FILES
+    """The files this ingest looks for, as its messages name them."""
 
     @property
     def reconciles(self) -> bool:
@@ -90,7 +95,7 @@ class IngestResult:
     def summary(self) -> str:
         """The lines printed at the end of a run."""
         if not self.files_seen:
-            return (f"ingest: nothing to do: no *.jsonl or *.parquet files under {self.landing or 'the landing folder'}"
+            return (f"ingest: nothing to do: no {self.wanted} files under {self.landing or 'the landing folder'}"
                     + (f" ({len(self.ignored)} other file(s) ignored: {_some(self.ignored)})" if self.ignored else ""))
         if not self.files_ingested:
             return f"ingest: nothing new ({self.files_seen} landing files, all already ingested)"
@@ -350,11 +355,10 @@ def _ingest(spark: SparkSession, lake: Lake, landing: str, log: Callable[[str], 
     for_bronze = [f for f in files if f.key not in done_bronze]
     for_quarantine = [f for f in files if f.key not in done_quarantine]
     pending = [f for f in files if f.key not in done_bronze or f.key not in done_quarantine]
-    result = IngestResult(None, len(files), len(pending), landing=landing, ignored=ignored)
+    result = IngestResult(None, len(files), len(pending), landing=landing, ignored=ignored,
+                          wanted=EVENT_FILES if logs is None else LOG_FILES)
     if ignored:
-        kinds = ("Kafka log files (*.log, *.log.*, also .gz / .bz2 / .zst)" if logs is not None
-                 else "*.jsonl / *.parquet")
-        log(f"ingest: {len(ignored)} file(s) ignored, not {kinds}: {_some(ignored)}")
+        log(f"ingest: {len(ignored)} file(s) ignored, not {result.wanted} files: {_some(ignored)}")
     if not pending:
         return result
     batch = batch_id_for(pending)

@@ -27,6 +27,7 @@ from pyspark import StorageLevel
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
+from jobs.config import ConfigError
 from jobs.lake import IdempotencyKey, Lake
 from jobs.runs import require_table, timelined_runs
 from jobs.session import event_cache_level
@@ -79,6 +80,10 @@ def run_lag(
     log: Callable[[str], None] = print,
 ) -> LagResult:
     """Recompute the lag tables of the runs whose inputs changed; see the module docstring."""
+    if lag_max_ms is not None and lag_max_ms < 1:
+        # Checked before anything is read or written: a 0 or negative threshold would judge every follower
+        # lagging and replace the tables with that.
+        raise ConfigError(f"lag_max_ms (replica.lag.time.max.ms): expected an integer >= 1, got {lag_max_ms}")
     t0 = time.perf_counter()
     bronze_version = lake.version(BRONZE_EVENTS)
     result = LagResult(bronze_version)

@@ -234,9 +234,20 @@ def test_a_landing_folder_without_event_files_says_so_and_names_what_it_ignored(
     lines: list[str] = []
     result = run_ingest(spark, lake, str(landing), log=lines.append)
     assert (result.files_seen, result.read, lake.exists(BRONZE_EVENTS)) == (0, 0, False)
-    assert result.summary() == (f"ingest: nothing to do: no *.jsonl or *.parquet files under {landing} "
+    assert result.summary() == (f"ingest: nothing to do: no *.jsonl / *.parquet files under {landing} "
                                 f"(1 other file(s) ignored: {landing / 'events.json'})")
-    assert lines == [f"ingest: 1 file(s) ignored, not *.jsonl / *.parquet: {landing / 'events.json'}"]
+    assert lines == [f"ingest: 1 file(s) ignored, not *.jsonl / *.parquet files: {landing / 'events.json'}"]
+
+
+def test_a_landing_folder_without_broker_logs_names_the_log_files_it_looked_for(spark, lake, landing) -> None:
+    from jobs.broker_logs import BrokerLogOptions
+
+    (landing / "events.jsonl").write_text(json.dumps(event(1)) + "\n", encoding="utf-8")  # events, not logs
+    lines: list[str] = []
+    result = run_ingest(spark, lake, str(landing), log=lines.append, logs=BrokerLogOptions("incident", "UTC"))
+    assert (result.files_seen, result.read, lake.exists(BRONZE_EVENTS)) == (0, 0, False)
+    assert result.summary() == (f"ingest: nothing to do: no Kafka log (*.log, *.log.*, also .gz / .bz2 / .zst) "
+                                f"files under {landing} (1 other file(s) ignored: {landing / 'events.jsonl'})")
 
 
 def test_a_missing_landing_folder_fails_before_spark_starts(tmp_path: Path, capsys, monkeypatch) -> None:

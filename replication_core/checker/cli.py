@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -129,12 +130,30 @@ def summary(result: CheckResult) -> str:
             f"{sum(result.checked.values())} checks, {skipped} skipped")
 
 
+def _json_out_problem(path: str) -> str | None:
+    """Why the `--json` file cannot be written, when that can be told without writing it; else None."""
+    target = Path(path)
+    if target.is_dir():
+        return "expected a file path, but it is an existing folder"
+    parent = target.parent
+    if not parent.is_dir():
+        return f"expected an existing folder to write it in, but {parent} " + (
+            "is a file" if parent.exists() else "does not exist")
+    if not os.access(parent, os.W_OK | os.X_OK) or (target.exists() and not os.access(target, os.W_OK)):
+        return "not writable"
+    return None
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the checker; returns the exit code (0 clean, 1 violations, 2 could not run)."""
     try:
         args = _parser().parse_args(list(argv) if argv is not None else None)
     except SystemExit as exc:
         return EXIT_CLEAN if exc.code == 0 else EXIT_CANNOT_RUN
+    problem = _json_out_problem(args.json_out) if args.json_out else None
+    if problem is not None:  # found before a long check runs, not after it
+        print(f"replog check: cannot run: --json {args.json_out}: {problem}", file=sys.stderr)
+        return EXIT_CANNOT_RUN
     try:
         manifest = read_manifest(args.events) if Path(args.events).is_dir() else None
         try:

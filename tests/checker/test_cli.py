@@ -40,6 +40,23 @@ def test_clean_run_in_parquet_exits_0(tmp_path: Path, capsys: pytest.CaptureFixt
     assert doc["clean"] is True and doc["violations"] == [] and doc["runs"] == ["r"]
 
 
+def test_a_json_path_that_cannot_be_written_is_refused_before_the_check(tmp_path: Path,
+                                                                        capsys: pytest.CaptureFixture[str]) -> None:
+    """Exit 2 with one line naming the path and why, and no check output (a long check is not wasted)."""
+    write_parquet(tmp_path / "part-00000.parquet", healthy().events)
+    (tmp_path / "a-file").write_text("x")
+    cases = [(tmp_path, "expected a file path, but it is an existing folder"),
+             (tmp_path / "no" / "r.json", f"expected an existing folder to write it in, but {tmp_path / 'no'} "
+                                          "does not exist"),
+             (tmp_path / "a-file" / "r.json", f"expected an existing folder to write it in, but "
+                                              f"{tmp_path / 'a-file'} is a file")]
+    for path, why in cases:
+        assert main(["--events", str(tmp_path), "--json", str(path)]) == 2
+        captured = capsys.readouterr()
+        assert captured.out == ""
+        assert captured.err == f"replog check: cannot run: --json {path}: {why}\n"
+
+
 def test_lossy_run_in_jsonl_exits_1_with_one_line_per_violation(tmp_path: Path,
                                                                   capsys: pytest.CaptureFixture[str]) -> None:
     """The KIP-101 loss: exit 1, one line per violation naming invariant, partition, offsets, evidence."""

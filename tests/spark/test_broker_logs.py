@@ -1409,7 +1409,7 @@ def test_cli_ingests_logs_as_a_run_named_after_the_folder(spark: SparkSession, t
     assert cli.main(["ingest", "--source", "kafka-logs", "--landing", str(landing), "--lake", lake_dir]) == 0
     out = capsys.readouterr().out
     assert "records read 1 = kept 1 + quarantined 0" in out and "[reconciled]" in out
-    assert "1 file(s) ignored, not Kafka log files" in out
+    assert "1 file(s) ignored, not Kafka log (*.log, *.log.*, also .gz / .bz2 / .zst) files" in out
     lake = EmbeddedLake(spark, lake_dir)
     assert [(r["run_id"], r["source"], r["broker_id"]) for r in lake.read(BRONZE_EVENTS).collect()] == [
         ("prod-incident-7", "kafka-log", 4)]

@@ -58,3 +58,20 @@ def test_lag_before_timelines_names_the_job_to_run_first(spark: SparkSession, la
         run_lag(spark, lake, runs=["r9"], log=lambda _: None)
     assert not any(lake.exists(s) for s in OUTPUTS), "nothing was written"
 
+
+def test_a_threshold_below_one_ms_is_refused_before_anything_is_written(
+        spark: SparkSession, lake: EmbeddedLake, capsys: pytest.CaptureFixture[str]) -> None:
+    from jobs import cli
+    from jobs.config import ConfigError
+
+    # An empty lake: the threshold is refused before the job looks for its inputs (else MissingInputError).
+    for bad in (0, -1):
+        with pytest.raises(ConfigError, match=rf"lag_max_ms \(replica.lag.time.max.ms\): expected an integer >= 1, "
+                                              rf"got {bad}"):
+            run_lag(spark, lake, lag_max_ms=bad, log=lambda _: None)
+    for text in ("-1", "0", "abc"):
+        with pytest.raises(SystemExit) as exit_info:
+            cli.main(["lag", "--lake", str(lake.root), "--lag-max-ms", text])
+        assert exit_info.value.code == 2
+        assert f"--lag-max-ms: expected an integer >= 1 (milliseconds), got '{text}'" in capsys.readouterr().err
+    assert not any(lake.exists(s) for s in OUTPUTS), "nothing was written"
