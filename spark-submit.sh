@@ -32,6 +32,10 @@ master=${MASTER:-local[2]}
 # mode that JVM runs the tasks too, and the parallel collector suits it (conf/local.yaml says why).
 jvm_flags="-XX:-DontCompileHugeMethods"
 case "$master" in local*) jvm_flags+=" -XX:+UseParallelGC" ;; esac
+# Warnings and errors only (conf/log4j2.properties says why), unless SPARK_CONF_DIR configures logging.
+if [ ! -f "${SPARK_CONF_DIR:-$here/no-spark-conf-dir}/log4j2.properties" ]; then
+  jvm_flags+=" -Dlog4j2.configurationFile=file:$here/conf/log4j2.properties"
+fi
 args=(--master "$master" --py-files "$build/replog.zip" --conf spark.ui.showConsoleProgress=false
       --driver-java-options "$jvm_flags")
 if [ -n "${DELTA_PACKAGES:-}" ]; then
