@@ -282,7 +282,7 @@ def _draw_violations(ax, data: PartitionPlot) -> None:  # type: ignore[no-untype
         if v in chosen and labelled < MAX_VIOLATION_LABELS:
             where = [] if v.replica is None else [f"broker {v.replica}"]
             if v.offset is not None:
-                where.append(f"offset {v.offset:,}")
+                where.append(f"offset {v.offset}")  # as the report's tables print it: no separators
             text = f"{v.severity.upper()}: {v.invariant}" + (f"\n({', '.join(where)})" if where else "")
             right_half = v.time_s > 0.6 * data.end_s
             ax.annotate(text, xy=xy, xycoords=transform, xytext=(-12 if right_half else 12, -16 - 28 * (labelled % 3)),

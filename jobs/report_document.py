@@ -71,6 +71,7 @@ class ViolationRow:
     replica: int | None
     time_s: float
     event_id: int
+    """The detecting event; -1 for an end-of-run check (`acked_write_lost`), printed as a dash."""
     offset: int | None
     expected: int | None
     actual: int | None
@@ -210,7 +211,19 @@ class ReportDocument:
 
 
 def _num(v: int | None) -> str:
+    """A count or a duration, with thousands separators (`14,000`)."""
     return "–" if v is None else f"{v:,}"
+
+
+def _id(v: int | None) -> str:
+    """An identifier or a position — broker id, offset, checksum, epoch, version — as `replog check` and the
+    messages print it, without separators, so that it can be searched for and matched."""
+    return "–" if v is None else str(v)
+
+
+def _event(event_id: int) -> str:
+    """The detecting event; end-of-run checks have none (`gold/invariant_violations` stores -1)."""
+    return "–" if event_id < 0 else str(event_id)
 
 
 def _secs(v: float | None, open_text: str = "–") -> str:
@@ -230,7 +243,7 @@ def _where(v: ViolationRow) -> str:
 def _overview(doc: ReportDocument) -> list[str]:
     """Plain sentences (no markup) opening both renderings."""
     lines = [
-        f"Audit {doc.audit_id} (started {doc.audit_started_at}, bronze version {_num(doc.bronze_version)}) of "
+        f"Audit {doc.audit_id} (started {doc.audit_started_at}, bronze version {_id(doc.bronze_version)}) of "
         f"{len(doc.runs)} run(s): {', '.join(doc.runs) or 'none'}.",
         f"{doc.errors} error(s) and {doc.warnings} warning(s); lag incidents by verdict: {doc.verdict_line()}.",
         f"Fetch responses with an error: {doc.fetch_error_line()}.",
@@ -264,8 +277,8 @@ def _invariant_cells(c: InvariantCount) -> tuple[str, ...]:
 
 
 def _violation_cells(v: ViolationRow) -> tuple[str, ...]:
-    return (v.invariant, v.severity, _num(v.replica), _secs(v.time_s), str(v.event_id), _num(v.offset),
-            _num(v.expected), _num(v.actual), _evidence(v.evidence), v.message)
+    return (v.invariant, v.severity, _id(v.replica), _secs(v.time_s), _event(v.event_id), _id(v.offset),
+            _id(v.expected), _id(v.actual), _evidence(v.evidence), v.message)
 
 
 def _incident_cells(i: IncidentRow) -> tuple[str, ...]:
@@ -277,7 +290,7 @@ def _incident_cells(i: IncidentRow) -> tuple[str, ...]:
 
 
 def _fetch_error_cells(f: FetchErrorRow) -> tuple[str, ...]:
-    return (_num(f.follower), _num(f.leader), f.error, _num(f.responses), _secs(f.first_s), _secs(f.last_s))
+    return (_id(f.follower), _id(f.leader), f.error, _num(f.responses), _secs(f.first_s), _secs(f.last_s))
 
 
 def _listed(shown: int, total: int, what: str, order: str = "") -> str | None:
@@ -365,10 +378,14 @@ def _overview_legend(doc: ReportDocument) -> str:
     return ("Each run as a broker dashboard would have shown it, time in seconds since its first event: on top "
             "the partitions under-replicated, under min ISR and offline (no leader, as the controller saw it: until "
             "it fences a crashed leader, that broker still leads its partitions), and the followers lagging beyond "
-            "replica.lag.time.max.ms (the most at once in each time bucket); in the middle the committed ISR "
-            "shrinks (up) and expands (down) per bucket; below, one lane per broker, grey while it is down, with "
-            "its crashes, restarts and shutdowns and the elections that made it leader (red stars: unclean). "
-            "Faint red lines mark the crashes on the upper panels.")
+            "replica.lag.time.max.ms (the most at once in each time bucket); in the middle the ISR shrinks (up) "
+            "and expands (down) per bucket that the leaders committed (what IsrShrinksPerSec and IsrExpandsPerSec "
+            "count), and, hatched on top, the ISR changes by the controller that removed a replica (an election or "
+            "a LeaderAndIsr with a smaller ISR, which those metrics do not count); below, one lane per broker, grey "
+            "while it is down, with its crashes, restarts and shutdowns and the elections that made it leader (red "
+            "stars: unclean). Faint red lines mark the crashes on the upper panels. GC pauses, disk stalls and "
+            "network partitions leave no event in bronze (a simulated run lists them in its run.json, "
+            "faults_applied), so the lanes cannot show them.")
 
 
 def _overviews_left(doc: ReportDocument) -> str | None:
