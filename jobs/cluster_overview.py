@@ -8,7 +8,11 @@ row per bucket at most, so what reaches the driver is bounded by the bucket coun
   (open `gold/lag_incidents`, premature shrinks left out: those are not lag). Each interval adds one at
   its start and takes one away at its end; a running sum in time order gives the count after every
   change, and a bucket's most is the larger of the count it starts with and the counts reached in it;
-* `isr_churn`: committed ISR shrinks and expands per bucket (`silver/isr_changes`, at their commit);
+* `isr_churn`: the leaders' committed ISR shrinks and expands per bucket (`silver/isr_changes`, at their commit):
+  what Kafka's `IsrShrinksPerSec` / `IsrExpandsPerSec` count (`Partition.maybeShrinkIsr` / `maybeExpandIsr`);
+* `controller_isr_shrinks`: per bucket, the ISR changes that removed a replica without a leader proposing it —
+  the controller's elections and LeaderAndIsr / PartitionChangeRecord changes (`silver/partition_state`),
+  which those metrics do not count but which make partitions under-replicated all the same;
 * `elections`: per bucket and new leader, the clean and unclean elections (bronze `leader_election`);
 * `down_buckets`: per broker, the buckets in which it was down at some time: from a crash or shutdown to its
   next start or restart (bronze `broker_lifecycle`), or to the end of the run.
@@ -74,12 +78,36 @@ def partition_counts(partition_state: DataFrame, incidents: DataFrame, buckets: 
 
 
 def isr_churn(isr_changes: DataFrame, buckets: DataFrame) -> DataFrame:
-    """Per run and bucket with any: committed ISR `shrinks` and `expands`."""
+    """Per run and bucket with any: the leaders' committed ISR `shrinks` and `expands` (a controller's `update` is
+    neither: see `controller_isr_shrinks`)."""
     committed = isr_changes.where((F.col("outcome") == "committed") & F.col("action").isin("shrink", "expand"))
     placed = committed.join(F.broadcast(buckets), "run_id").select("run_id", _bucket(F.col("resolved_ms")), "action")
     return placed.groupBy("run_id", "bucket").agg(
         F.count(F.when(F.col("action") == "shrink", 1)).alias("shrinks"),
         F.count(F.when(F.col("action") == "expand", 1)).alias("expands"))
+
+
+def controller_isr_shrinks(partition_state: DataFrame, isr_changes: DataFrame, buckets: DataFrame) -> DataFrame:
+    """Per run and bucket with any: `shrinks`, the partitions' committed ISR changes that removed a replica and
+    were not a leader's own AlterPartition (a committed `shrink` of `silver/isr_changes`, whose commit opened the
+    state): the controller's, e.g. the clean election that leaves a dead leader out of the ISR (a ZooKeeper
+    controller's LeaderAndIsr, a KRaft controller's PartitionChangeRecord). Read from `silver/partition_state`:
+    each state is compared with the partition's one before it, and is attributed to the last event of its
+    millisecond (`cause`, `event_id`)."""
+    order = Window.partitionBy("run_id", "topic", "partition").orderBy("valid_from_ms", "event_id")
+    removed = F.array_except(F.lag("isr").over(order), F.col("isr"))
+    # An ISR no event stated (a log line without it) is unknown, not empty: it removes nobody.
+    shrunk = partition_state.select(
+        "run_id", "topic", "partition", "valid_from_ms", "event_id", "cause",
+        F.coalesce(F.size(removed) > 0, F.lit(False)).alias("_removes")).where(F.col("_removes"))
+    # A leader may learn its own commit from the metadata before the AlterPartition answer (a committed `update`,
+    # KRaft): `silver/isr_changes` groups that with the proposal, whose resolution is then the state's event.
+    own = isr_changes.where((F.col("outcome") == "committed") & F.col("action").isin("shrink", "expand")).select(
+        "run_id", "topic", "partition", F.col("resolved_event_id").alias("event_id"))
+    by_controller = shrunk.where(~F.coalesce(F.col("cause") == "isr_change:shrink", F.lit(False))).join(
+        own, ["run_id", "topic", "partition", "event_id"], "left_anti")
+    placed = by_controller.join(F.broadcast(buckets), "run_id").select("run_id", _bucket(F.col("valid_from_ms")))
+    return placed.groupBy("run_id", "bucket").agg(F.count(F.lit(1)).alias("shrinks"))
 
 
 def elections(bronze: DataFrame, buckets: DataFrame) -> DataFrame:

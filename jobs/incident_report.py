@@ -16,8 +16,8 @@ evaluate. A partition is *flagged* when it has a violation, a lag incident or an
 worst `report.max_partitions` are plotted (errors, then warnings, then unclean elections, then late /
 missing / premature incidents, then other incidents), and the report says how many more were flagged.
 Each run (up to `report.max_partitions` of them) also gets its cluster overview (`jobs.cluster_overview`,
-`jobs.overview_plot`): partitions under-replicated / under min ISR / offline, lagging followers, ISR churn,
-broker crashes and elections over time.
+`jobs.overview_plot`): partitions under-replicated / under min ISR / offline, lagging followers, ISR churn (the
+leaders' shrinks and expands, and the controller's removals), broker crashes and elections over time.
 
 Bounded on the driver whatever the size of the run: only aggregates (counts per invariant, per
 verdict, one row per run), at most `max_rows` violations / incidents per list, and per plotted
@@ -46,6 +46,7 @@ from pyspark.sql import types as T
 
 from jobs.cluster_overview import (
     bucket_bounds,
+    controller_isr_shrinks,
     down_buckets,
     elections,
     filled_counts,
@@ -54,7 +55,14 @@ from jobs.cluster_overview import (
 )
 from jobs.config import ReportConfig
 from jobs.lake import Lake
-from jobs.overview_plot import CHURN_COLUMNS, DOWN_COLUMNS, ELECTION_COLUMNS, ClusterOverview, plot_overview
+from jobs.overview_plot import (
+    CHURN_COLUMNS,
+    CONTROLLER_COLUMNS,
+    DOWN_COLUMNS,
+    ELECTION_COLUMNS,
+    ClusterOverview,
+    plot_overview,
+)
 from jobs.plots import (
     ISR_COLUMNS,
     OFFSET_COLUMNS,
@@ -83,6 +91,7 @@ from jobs.runs import bronze_runs
 from jobs.transforms.lag import run_bounds
 from jobs.transforms.timelines import PARTITION_KEY
 from replication_core.checker.catalogue import BY_NAME
+from replication_core.sim.cli import folder_problem
 from schemas.audit import GOLD_AUDIT_RUNS, GOLD_INVARIANT_VIOLATIONS
 from schemas.events import BROKER_LIFECYCLE, EPOCH_REQUEST_RETRY, FETCH_RESPONSE, KAFKA_LOG_SOURCE, LEADER_ELECTION
 from schemas.spark import to_spark_schema
@@ -460,6 +469,11 @@ def run_report(
     out_dir = _local_dir(str(out), "--out") if out else (
         _local_dir(cfg.out, "report.out") if cfg.out else
         _local_dir(lake.root, "the lake") / "reports" / _safe(audit["audit_id"]))
+    # Before any plot is drawn: a folder that cannot be made is named now, not as a raw OSError at the end.
+    problem = folder_problem(out_dir, "the report")
+    if problem is not None:
+        raise ReportError(f"{'--out' if out else 'report.out' if cfg.out else 'the report folder'} {out_dir}: "
+                          f"{problem}")
     result = ReportResult(out_dir, audit["audit_id"], list(runs))
     parts = [{"run_id": r} for r in runs]
     log(f"report: audit {audit['audit_id']}, {len(runs)} run(s) -> {out_dir}")
@@ -618,6 +632,7 @@ def plot_overviews(
     counts = by_run(partition_counts(state, incidents, buckets))
     down = by_run(down_buckets(bronze, buckets))
     churn = by_run(isr_churn(changes, buckets))
+    by_controller = by_run(controller_isr_shrinks(state, changes, buckets))
     elected = by_run(elections(bronze, buckets))
     life = by_run(lifecycle_events(bronze, cfg.max_rows))
     # One row per run: its partitions and brokers (a broker count, not an event count).
@@ -642,6 +657,7 @@ def plot_overviews(
             down=pd.DataFrame(down.get(run, []), columns=["run_id", *DOWN_COLUMNS]),
             churn=pd.DataFrame(churn.get(run, []), columns=["run_id", *CHURN_COLUMNS]),
             elections=pd.DataFrame(elected.get(run, []), columns=["run_id", *ELECTION_COLUMNS]),
+            controller_shrinks=pd.DataFrame(by_controller.get(run, []), columns=["run_id", *CONTROLLER_COLUMNS]),
             lifecycle=marks, lifecycle_total=max((int(r["total"]) for r in life.get(run, [])), default=0))
         name = f"overview-{len(listed) + 1:03d}-{_safe(run)}.png"
         listed.append((run, plot_overview(data, out_dir / name)))

@@ -6,7 +6,10 @@ per-bucket aggregates (`jobs.cluster_overview`), so its size does not depend on 
   * top — how many partitions were under-replicated, under min ISR and offline (Kafka's
     `UnderReplicatedPartitions`, `UnderMinIsrPartitionCount`, `OfflinePartitionsCount`), and how many
     followers were lagging beyond replica.lag.time.max.ms (open lag incidents): the most in each bucket;
-  * middle — committed ISR shrinks (up) and expands (down) per bucket (`IsrShrinksPerSec`, `IsrExpandsPerSec`);
+  * middle — the leaders' committed ISR shrinks (up) and expands (down) per bucket (`Partition.maybeShrinkIsr` /
+    `maybeExpandIsr`: what `IsrShrinksPerSec` and `IsrExpandsPerSec` count), and, hatched on top of the shrinks,
+    the ISR changes by the controller that removed a replica (an election or a LeaderAndIsr / PartitionChangeRecord
+    with a smaller ISR), which those metrics leave out although they raise `UnderReplicatedPartitions` too;
   * bottom — one lane per broker: grey in the buckets in which it was down (from a crash or shutdown to its
     restart), its crashes, restarts and shutdowns marked, and the elections that made it leader (unclean in red,
     from the eligible leader replicas as diamonds).
@@ -18,7 +21,7 @@ canvas directly, never `pyplot`, as `jobs.plots` does.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import pandas as pd
@@ -39,13 +42,19 @@ COUNT_SERIES: tuple[tuple[str, str, str, str], ...] = (
 """(column of `ClusterOverview.counts`, legend text, colour, line style) of the top panel's series."""
 COUNT_COLUMNS: tuple[str, ...] = ("bucket", *(c for c, *_ in COUNT_SERIES))
 CHURN_COLUMNS: tuple[str, ...] = ("bucket", "shrinks", "expands")
+CONTROLLER_COLUMNS: tuple[str, ...] = ("bucket", "shrinks")
 ELECTION_COLUMNS: tuple[str, ...] = ("bucket", "leader_id", "unclean", "from_elr", "elections")
 DOWN_COLUMNS: tuple[str, ...] = ("broker_id", "bucket")
 MAX_LANES = 40
 """Brokers drawn as lanes at most (the busiest, by crashes and elections); the subtitle counts the rest."""
+X_MARGIN = 0.012
+"""Room left of t = 0, as a share of the run's span."""
+ELECTION_TICK_SIZE = 160
+"""Marker area (points²) of a clean election's tick on a broker lane."""
 CLEAN_COLOUR = "#1f77b4"
 ELR_COLOUR = "#17becf"
 SHRINK_COLOUR = "#d62728"
+CONTROLLER_SHRINK_COLOUR = "#8c564b"
 DOWN_COLOUR = "#bbbbbb"
 EXPAND_COLOUR = "#2ca02c"
 
@@ -68,11 +77,14 @@ class ClusterOverview:
     lifecycle: tuple[LifecycleMark, ...] = ()
     lifecycle_total: int = 0
     """All the run's crashes, restarts and shutdowns, when `lifecycle` holds only the first ones."""
+    controller_shrinks: pd.DataFrame = field(default_factory=lambda: pd.DataFrame(columns=list(CONTROLLER_COLUMNS)))
+    """Per bucket with any, the ISR changes by the controller that removed a replica (`shrinks`)."""
 
     def __post_init__(self) -> None:
         for name, frame, cols in (("counts", self.counts, COUNT_COLUMNS), ("churn", self.churn, CHURN_COLUMNS),
                                   ("elections", self.elections, ELECTION_COLUMNS),
-                                  ("down", self.down, DOWN_COLUMNS)):
+                                  ("down", self.down, DOWN_COLUMNS),
+                                  ("controller_shrinks", self.controller_shrinks, CONTROLLER_COLUMNS)):
             missing = [c for c in cols if c not in frame.columns]
             if missing:
                 raise ValueError(f"ClusterOverview.{name} lacks columns {missing} (has {list(frame.columns)})")
@@ -131,14 +143,25 @@ def _draw_churn(ax, data: ClusterOverview) -> None:  # type: ignore[no-untyped-d
     t = _t(data.churn["bucket"], data.bucket_ms)
     ax.bar(t, data.churn["shrinks"], width=width, align="edge", color=SHRINK_COLOUR)
     ax.bar(t, -data.churn["expands"], width=width, align="edge", color=EXPAND_COLOUR)
+    # Stacked on the leaders' shrinks of the same bucket, so the bar's top is every ISR shrink it saw.
+    leaders = dict(zip(data.churn["bucket"].astype(int), data.churn["shrinks"].astype(int), strict=True))
+    by_controller = data.controller_shrinks
+    under = [leaders.get(int(b), 0) for b in by_controller["bucket"]]
+    ax.bar(_t(by_controller["bucket"], data.bucket_ms), by_controller["shrinks"], width=width, bottom=under,
+           align="edge", color=CONTROLLER_SHRINK_COLOUR, hatch="////", edgecolor="white", linewidth=0)
     ax.axhline(0, color="#555555", linewidth=0.6)
-    highest = max([1, *data.churn["shrinks"], *data.churn["expands"]])
+    tops = [u + int(n) for u, n in zip(under, by_controller["shrinks"], strict=True)]
+    highest = max([1, *data.churn["shrinks"], *data.churn["expands"], *tops])
     ax.set_ylim(-highest * 1.15, highest * 1.15)
     ax.set_ylabel(f"per {width:g} s")
     ax.yaxis.set_major_locator(MaxNLocator(integer=True, symmetric=True))
     ax.yaxis.set_major_formatter(lambda v, _pos: f"{abs(v):g}")
-    ax.legend(handles=[Patch(color=SHRINK_COLOUR, label="ISR shrinks (up)"),
-                       Patch(color=EXPAND_COLOUR, label="ISR expands (down)")],
+    # Kafka's IsrShrinksPerSec counts only a leader's shrink (maybeShrinkIsr); the controller's removals, at an
+    # election or a broker's fencing, are another bar, or a rise in under-replicated partitions reads unexplained.
+    ax.legend(handles=[Patch(color=SHRINK_COLOUR, label="ISR shrinks by the leader (IsrShrinksPerSec), up"),
+                       Patch(facecolor=CONTROLLER_SHRINK_COLOUR, hatch="////", edgecolor="white",
+                             label="ISR removals by the controller (election, LeaderAndIsr), up"),
+                       Patch(color=EXPAND_COLOUR, label="ISR expands by the leader (IsrExpandsPerSec), down")],
               loc="upper right", fontsize=7, framealpha=0.85)
 
 
@@ -151,12 +174,15 @@ def _draw_lanes(ax, data: ClusterOverview, lanes: list[int]) -> None:  # type: i
     elections = data.elections[data.elections["leader_id"].isin(lanes)]
     unclean, from_elr = elections["unclean"].astype(bool), elections["from_elr"].astype(bool)
     kinds = (~unclean & ~from_elr, from_elr, unclean)
-    for chosen_rows, colour, marker, size in zip(kinds, (CLEAN_COLOUR, ELR_COLOUR, UNCLEAN_COLOUR), ("|", "D", "*"),
-                                                 (40, 30, 90), strict=True):
+    # A clean election's tick is a line marker: only its width makes it visible, next to the axis at t = 0 most of all.
+    for chosen_rows, colour, marker, size, line in zip(kinds, (CLEAN_COLOUR, ELR_COLOUR, UNCLEAN_COLOUR),
+                                                       ("|", "D", "*"), (ELECTION_TICK_SIZE, 30, 90), (2.5, None, None),
+                                                       strict=True):
         chosen = elections[chosen_rows]
         if len(chosen):
             ax.scatter(_t(chosen["bucket"], data.bucket_ms) + data.bucket_ms / 2000.0,
-                       [row[int(b)] for b in chosen["leader_id"]], marker=marker, s=size, color=colour, zorder=3)
+                       [row[int(b)] for b in chosen["leader_id"]], marker=marker, s=size, color=colour, zorder=3,
+                       linewidths=line)
     for m in data.lifecycle:
         if m.broker in row:
             colour, marker = _LIFECYCLE_STYLE.get(m.action, ("#555555", "o"))
@@ -165,7 +191,8 @@ def _draw_lanes(ax, data: ClusterOverview, lanes: list[int]) -> None:  # type: i
     ax.set_ylim(-0.6, len(lanes) - 0.4)
     ax.invert_yaxis()
     handles = [Patch(color=DOWN_COLOUR, label="down"),
-               Line2D([], [], color=CLEAN_COLOUR, marker="|", linestyle="", label="elected leader"),
+               Line2D([], [], color=CLEAN_COLOUR, marker="|", markersize=9, markeredgewidth=2.5, linestyle="",
+                      label="elected leader"),
                *([Line2D([], [], color=ELR_COLOUR, marker="D", linestyle="", label="elected from the ELR")]
                  if data.elections["from_elr"].astype(bool).any() else []),
                Line2D([], [], color=UNCLEAN_COLOUR, marker="*", linestyle="", label="elected unclean"),
@@ -193,7 +220,9 @@ def render_overview(data: ClusterOverview) -> Figure:
             for ax in axes[:2]:
                 ax.axvline(m.time_s, color=_LIFECYCLE_STYLE["crash"][0], linewidth=0.6, alpha=0.35, zorder=0)
     axes[2].set_xlabel("time (s) since the run's first event")
-    axes[2].set_xlim(0, max(data.end_s, data.bucket_ms / 1000.0))
+    end = max(data.end_s, data.bucket_ms / 1000.0)
+    # A margin before 0: the elections and starts of the run's first bucket would sit on the axis line otherwise.
+    axes[2].set_xlim(-X_MARGIN * end, end)
     notes = [f"{_plural(data.partitions, 'partition')}, {_plural(len(data.brokers), 'broker')}; most per "
              f"{data.bucket_ms / 1000:g} s bucket"]
     if len(lanes) < len(data.brokers):

@@ -7,6 +7,7 @@ from pyspark.sql import SparkSession
 
 from jobs.cluster_overview import (
     bucket_bounds,
+    controller_isr_shrinks,
     down_buckets,
     elections,
     filled_counts,
@@ -75,6 +76,39 @@ def test_isr_churn_counts_committed_shrinks_and_expands_at_their_commit(spark: S
     expected = spark.createDataFrame([("r", 0, 1, 0), ("r", 2, 0, 1)],
                                      "run_id string, bucket long, shrinks long, expands long")
     assert_df_equality(isr_churn(changes, _buckets(spark)), expected, ignore_row_order=True, ignore_nullable=True)
+
+
+def test_controller_isr_shrinks_are_the_isr_removals_no_leader_proposed(spark: SparkSession) -> None:
+    # Partition 0: created with ISR [1, 2, 3]; the controller elects a leader without broker 3 at 1100 (KIP-101's
+    # shrink through an election), the leader shrinks the ISR to [1] at 1300 (its own, IsrShrinksPerSec), expands
+    # it at 1600 (no removal). Partition 1: the leader learns its own shrink from the metadata at 1400 (an
+    # `update` that silver/isr_changes groups with its proposal: not the controller's); the controller fences
+    # broker 2 at 1450 (a partition_change) and a new leader registers at 1800 without broker 3 (a LeaderAndIsr).
+    # Partition 2: the controller's LeaderAndIsr drops broker 1 at 1260 (an `update` of its own); a log line
+    # without the ISR at 1300 and the ISR stated again at 1350 remove nobody.
+    state = spark.createDataFrame([
+        ("r", "t", 0, 1000, 1, [1, 2, 3], "leader_election:clean"),
+        ("r", "t", 0, 1100, 2, [1, 2], "leader_election:clean"),
+        ("r", "t", 0, 1300, 3, [1], "isr_change:shrink"),
+        ("r", "t", 0, 1600, 4, [1, 2], "isr_change:expand"),
+        ("r", "t", 1, 1000, 10, [1, 2, 3, 4], "leader_election:clean"),
+        ("r", "t", 1, 1400, 11, [1, 2, 3], "isr_change:update"),
+        ("r", "t", 1, 1450, 12, [1, 3], "partition_change:session_timeout"),
+        ("r", "t", 1, 1800, 13, [1], "leadership_change:become_leader"),
+        ("r", "t", 2, 1000, 20, [1, 2], "leader_election:clean"),
+        ("r", "t", 2, 1260, 21, [2], "isr_change:update"),
+        ("r", "t", 2, 1300, 22, None, "leadership_change:become_leader"),
+        ("r", "t", 2, 1350, 23, [1, 2], "isr_change:expand"),
+    ], "run_id string, topic string, partition int, valid_from_ms long, event_id long, isr array<int>, cause string")
+    changes = spark.createDataFrame([
+        ("r", "t", 0, "shrink", "committed", 3), ("r", "t", 0, "expand", "committed", 4),
+        ("r", "t", 1, "shrink", "committed", 11), ("r", "t", 2, "update", "committed", 21),
+        ("r", "t", 2, "expand", "committed", 23),
+    ], "run_id string, topic string, partition int, action string, outcome string, resolved_event_id long")
+    expected = spark.createDataFrame([("r", 0, 1), ("r", 1, 2), ("r", 3, 1)],
+                                     "run_id string, bucket long, shrinks long")
+    assert_df_equality(controller_isr_shrinks(state, changes, _buckets(spark)), expected, ignore_row_order=True,
+                       ignore_nullable=True)
 
 
 def test_elections_per_bucket_and_new_leader(spark: SparkSession) -> None:

@@ -32,6 +32,7 @@ from jobs.incident_report import (
     with_fetch_failures,
 )
 from jobs.lake import EmbeddedLake
+from jobs.overview_plot import ClusterOverview
 from jobs.runs import UnknownRunError
 from schemas.audit import GOLD_AUDIT_RUNS, GOLD_INVARIANT_VIOLATIONS
 from schemas.events import BRONZE_EVENTS_SCHEMA
@@ -92,10 +93,11 @@ def _offsets(partition: int) -> list[dict[str, Any]]:
 
 def _state(partition: int) -> list[dict[str, Any]]:
     base = dict(run_id="r1", topic="t", partition=partition, replicas=[1, 2], replication_factor=2)
+    # At 6 s the controller elects broker 1 with ISR [1]: an ISR shrink no leader proposed.
     return [dict(base, valid_from_ms=T0, valid_to_ms=T0 + 6_000, leader_id=2, leader_epoch=1, isr=[1, 2], isr_size=2,
-                 event_id=20),
+                 event_id=20, cause="leader_election:clean"),
             dict(base, valid_from_ms=T0 + 6_000, valid_to_ms=None, leader_id=1, leader_epoch=2, isr=[1], isr_size=1,
-                 event_id=21)]
+                 event_id=21, cause="leader_election:clean")]
 
 
 def _violation(partition: int | None, invariant: str, severity: str, message: str, **over: Any) -> dict[str, Any]:
@@ -104,8 +106,11 @@ def _violation(partition: int | None, invariant: str, severity: str, message: st
                      evidence=[1, 3], message=message, audit_id="audit-test"), **over)
 
 
+CHECKSUM = 1682153688901572302
 VIOLATIONS = [
-    _violation(0, "acked_write_lost", "error", "write acknowledged at 3..4 by broker 2 is not on final leader 1"),
+    # An end-of-run check, as the audit writes it: no detecting event (-1); the final leader lacks offset 3 (-1).
+    _violation(0, "acked_write_lost", "error", "write acknowledged at 3..4 by broker 2 is not on final leader 1",
+               event_id=-1, expected=CHECKSUM, actual=-1),
     _violation(1, "hw_within_log", "warning", "HW 6 above LEO 5 on broker 1", offset=None),
     _violation(None, "event_stream_consistent", "warning", "a run-level finding"),
 ]
@@ -155,6 +160,8 @@ def test_report_plots_exactly_the_flagged_partitions_worst_first(flagged_lake: E
     for v in VIOLATIONS:
         assert v["message"] in md
     assert "| acked_write_lost | error | yes | 1 | 0 |" in md
+    # No detecting event: a dash, not -1; the checksum as the message and `replog check` print it.
+    assert f"| acked_write_lost | error | 1 | 20.000 | – | 3 | {CHECKSUM} | -1 | 1 (append" in md
     assert "| truncation_safety | error | no | – | – |" in md and "`truncation_safety`" in md
     assert "| missing | 1 |" in md and "| r1 | t-2 | 2 | 1 (2) | 8.000 | ongoing | 14,000 | 7 |" in md
     # What the follower's fetches met since it was last caught up: two requests without an answer.
@@ -250,6 +257,18 @@ def test_a_lake_without_violations_or_incidents_says_so(spark: SparkSession, tmp
     assert "nothing to plot" in result.html_path.read_text(encoding="utf-8")
 
 
+def test_the_overview_shows_the_isr_shrinks_by_the_controllers_elections(
+        flagged_lake: EmbeddedLake, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    drawn: list[ClusterOverview] = []
+    monkeypatch.setattr("jobs.incident_report.plot_overview", lambda data, path: drawn.append(data) or path)
+    plot_overviews(flagged_lake.spark, flagged_lake, ["r1"], tmp_path, **QUIET)
+    (data,) = drawn
+    # The four partitions' election at 6 s removed broker 2 from their ISR; no leader shrank one.
+    assert [(int(r.bucket) * data.bucket_ms <= 6_000 < (int(r.bucket) + 1) * data.bucket_ms, int(r.shrinks))
+            for r in data.controller_shrinks.itertuples()] == [(True, 4)]
+    assert data.churn.empty
+
+
 def test_a_run_with_no_state_election_or_crash_gets_no_overview(spark: SparkSession, tmp_path: Path) -> None:
     # A run read from logs that tell only of failed fetches: an empty dashboard would say nothing.
     lake = EmbeddedLake(spark, str(tmp_path / "lake"))
@@ -282,6 +301,17 @@ def test_no_audit_is_a_one_line_failure_with_exit_code_2(spark: SparkSession, tm
 def test_a_remote_lake_needs_a_local_output_folder(flagged_lake: EmbeddedLake) -> None:
     with pytest.raises(ReportError, match=r"'s3a://bucket/reports' is not a local folder"):
         run_report(flagged_lake.spark, flagged_lake, ReportConfig(out="s3a://bucket/reports"), **QUIET)
+
+
+def test_an_output_folder_that_cannot_be_made_is_named_before_any_plot(flagged_lake: EmbeddedLake,
+                                                                       tmp_path: Path) -> None:
+    (tmp_path / "a-file").write_text("x")
+    for out, why in [(tmp_path / "a-file", "is an existing file"),
+                     (tmp_path / "a-file" / "report", "is an existing file, not a directory")]:
+        with pytest.raises(ReportError, match=rf"^--out {out}: expected a directory for the report, but "
+                                              rf"{tmp_path / 'a-file'} {why}$"):
+            run_report(flagged_lake.spark, flagged_lake, ReportConfig(), out=str(out), **QUIET)
+    assert [p.name for p in tmp_path.iterdir()] == ["a-file"], "no plot was drawn"
 
 
 def test_flagged_partitions_counts_errors_warnings_and_bad_incidents(spark: SparkSession) -> None:
