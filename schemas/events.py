@@ -16,9 +16,9 @@ from dataclasses import dataclass, field
 
 import pyarrow as pa
 
-SCHEMA_VERSION = "1.8"
+SCHEMA_VERSION = "1.9"
 SCHEMA_MAJOR = 1
-SCHEMA_MINOR = 8
+SCHEMA_MINOR = 9
 
 
 class SchemaVersionError(ValueError):
@@ -67,6 +67,7 @@ LEADER_ELECTION = "leader_election"
 PARTITION_CHANGE = "partition_change"
 BROKER_CONFIG = "broker_config"
 EPOCH_REQUEST_RETRY = "epoch_request_retry"
+BROKER_FAULT = "broker_fault"
 
 ENGINE_SOURCE = "engine"
 KAFKA_LOG_SOURCE = "kafka-log"
@@ -217,6 +218,16 @@ EVENT_TYPES: dict[str, EventType] = {
             ("config",),
             partition_scoped=False,
         ),
+        EventType(
+            BROKER_FAULT,
+            "The simulator's fault injector applied a fault to this broker that Kafka itself records nowhere (its "
+            "logs show only the consequences): a stop-the-world GC pause or a stalled log disk for `duration_ms` "
+            "(only to a running broker: a restart ends both), or a network partition that cuts the broker's links "
+            "to `peers` in `direction`, and the heal that restores them. Crashes, restarts and controlled "
+            "shutdowns are broker_lifecycle events. Engine only. Since 1.9.",
+            ("action",),
+            partition_scoped=False,
+        ),
     )
 }
 
@@ -283,13 +294,14 @@ ENVELOPE: tuple[Column, ...] = (
 
 PAYLOAD: tuple[Column, ...] = (
     Column("action", pa.string(), "Sub-kind of the event.",
-           used_by=(LEADERSHIP_CHANGE, ISR_CHANGE, FETCHER_CHANGE, BROKER_LIFECYCLE, LEADER_ELECTION),
+           used_by=(LEADERSHIP_CHANGE, ISR_CHANGE, FETCHER_CHANGE, BROKER_LIFECYCLE, LEADER_ELECTION, BROKER_FAULT),
            allowed_by_type={
                LEADERSHIP_CHANGE: ("become_leader", "become_follower"),
                ISR_CHANGE: ("shrink", "expand", "update"),
                FETCHER_CHANGE: ("added", "removed"),
                BROKER_LIFECYCLE: ("start", "crash", "restart", "controlled_shutdown", "shutdown"),
                LEADER_ELECTION: ("clean", "unclean", "controlled_shutdown", "preferred", "offline", "elr"),
+               BROKER_FAULT: ("gc_pause", "disk_stall", "network_partition", "network_heal"),
            }),
     Column("role", pa.string(), "Role of the emitting replica (for quota_throttle: which side throttled).",
            used_by=(APPEND, HW_CHANGE, LOG_START_OFFSET_CHANGE, TRUNCATION, QUOTA_THROTTLE),
@@ -412,6 +424,15 @@ PAYLOAD: tuple[Column, ...] = (
            used_by=(QUOTA_THROTTLE,)),
     Column("config", pa.map_(pa.string(), pa.string()), "Replication configs in force (name -> value).",
            used_by=(BROKER_CONFIG,)),
+    Column("duration_ms", pa.int64(), "How long the fault lasts: a gc_pause or disk_stall, or a network_partition "
+           "scheduled with its heal (which is also an event); null for a partition that a later network_heal "
+           "ends. Since 1.9.", "ms", used_by=(BROKER_FAULT,), non_negative=True),
+    Column("peers", INT_LIST, "Nodes on the other side of a network_partition or network_heal: broker ids, and "
+           "the controller's node id (scenario cluster.controller_id, 1000 by default); null for a heal of every "
+           "link. Since 1.9.", used_by=(BROKER_FAULT,)),
+    Column("direction", pa.string(), "Which of the broker's links to `peers` the partition cuts (or the heal "
+           "restores): outbound (what it sends them is lost: a one-way partition from it), inbound (what they "
+           "send it is lost), both. Since 1.9.", used_by=(BROKER_FAULT,), allowed=("outbound", "inbound", "both")),
 )
 
 COLUMNS: tuple[Column, ...] = ENVELOPE + PAYLOAD

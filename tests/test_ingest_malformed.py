@@ -17,11 +17,13 @@ import pytest
 
 from jobs.ingest import IngestResult, run_ingest
 from jobs.lake import EmbeddedLake
-from schemas.events import EVENT_SCHEMA, SCHEMA_VERSION
+from schemas.events import EVENT_SCHEMA, SCHEMA_MAJOR, SCHEMA_MINOR, SCHEMA_VERSION
 from schemas.tables import BRONZE_EVENTS, BRONZE_QUARANTINE
 from tests.conftest import DROP, event, write_jsonl
 
 GOOD = json.dumps(event(1, run_id="trunc"))
+NEWER_MINOR = f"{SCHEMA_MAJOR}.{SCHEMA_MINOR + 1}"
+"""A minor version newer than this code's: its unknown fields are kept (a newer writer may add columns)."""
 
 
 def _parquet(path: Path, rows: list[dict], schema: pa.Schema) -> Path:
@@ -41,7 +43,7 @@ def write_cases(landing: Path) -> None:
         bytes=10, batch_leader_epoch=1, batch_checksum=3, leo=11)])
     write_jsonl(landing / "type-fields.jsonl", [event(1, run_id="tf", old_hw=DROP, topic=DROP)])
     write_jsonl(landing / "unknown-field.jsonl",
-                [event(1, run_id="uf", surprise=1), event(2, run_id="uf", schema_version="1.9", surprise=1)])
+                [event(1, run_id="uf", surprise=1), event(2, run_id="uf", schema_version=NEWER_MINOR, surprise=1)])
     (landing / "empty.jsonl").write_text("", encoding="utf-8")
     write_jsonl(landing / "blank-lines.jsonl", ["", "   "])
     body = "\n".join(json.dumps(event(i, run_id="bom")) for i in (1, 2)) + "\r\n"

@@ -271,12 +271,15 @@ CATALOGUE: tuple[Invariant, ...] = (
         "network delay (CheckOptions / run.json `max_network_delay_ms`) of its fetch; without a known "
         "network delay the bound is replica.socket.timeout.ms. Arrival is `response_received_ms` (schema 1.2; "
         "`ts_ms` before it): a ListOffsets for an earlier partition of the response delays processing, not "
-        "arrival.",
+        "arrival. The bound grows by the time GC pauses and disk stalls (`broker_fault`, schema 1.9) held the "
+        "answer between the fetch and its arrival: the follower's pauses and stalls, the leader's pauses (its "
+        "answers do not wait for its disk), each fault's overlap with the flight summed.",
         "expected = the bound (ms), actual = elapsed ms",
         ("fetch", "fetch_response"),
         cannot_check="Purgatory parking and completion are not events: the 'completes immediately when an "
-                     "early-completion condition becomes true' half cannot be checked; runs with GC pauses or "
-                     "disk stalls (not events) are skipped, as a stall delays processing by any amount.",
+                     "early-completion condition becomes true' half cannot be checked; runs written before "
+                     "schema 1.9 whose run.json lists GC pauses or disk stalls are skipped, as their stalls are "
+                     "not events and delay an answer by any amount.",
     ),
     Invariant(
         "event_stream_consistent", WARNING, "events contract (schemas/README.md)",

@@ -78,8 +78,8 @@ class CheckInputError(ValueError):
 class CheckOptions:
     """Knobs the events cannot supply. `max_network_delay_ms`: one-way delay bound of the simulated
     network (tightens `delayed_fetch_bound`); None = unknown. `processing_stalls`: the run had GC pauses
-    or disk stalls (simulator faults that are not events), which delay a response's processing by any
-    amount, so `delayed_fetch_bound` cannot be judged and is skipped."""
+    or disk stalls that are not events (written before schema 1.9's `broker_fault`), which delay a response
+    by any amount, so `delayed_fetch_bound` cannot be judged and is skipped."""
 
     max_network_delay_ms: int | None = None
     processing_stalls: bool = False
@@ -157,6 +157,12 @@ class Checker:
         return CheckResult(tuple(violations), tuple(self._runs), self._events, checked, skipped)
 
 
+def delayed_fetch_message(elapsed: int, bound: int, held: int) -> str:
+    """The delayed_fetch_bound message (the Spark audit builds the same text)."""
+    stalls = f" ({held} ms of it GC pauses and disk stalls)" if held else ""
+    return f"fetch answered after {elapsed} ms, more than the {bound} ms bound{stalls}"
+
+
 def _ints(values: Any) -> list[int]:
     return [int(v) for v in values] if values is not None else []
 
@@ -217,6 +223,7 @@ class _RunChecker:
             "fetcher_change": self._on_fetcher_change,
             "broker_lifecycle": self._on_broker_lifecycle,
             "broker_config": self._on_broker_config,
+            "broker_fault": self._on_broker_fault,
         }
 
     # --- plumbing --------------------------------------------------------------------------------
@@ -336,6 +343,27 @@ class _RunChecker:
             self._skip("event_stream_consistent", "unparsable broker_config (defaults kept)")
             return
         b.config_event = int(ev["event_id"])
+
+    def _on_broker_fault(self, ev: Event) -> None:
+        action, duration = ev.get("action"), ev.get("duration_ms")
+        if action in ("gc_pause", "disk_stall") and duration is not None:
+            start = int(ev["ts_ms"])
+            self._broker(int(ev["broker_id"])).holds.append((start, start + int(duration), str(action)))
+
+    def _held_ms(self, follower: int, leader: int | None, sent_ms: int, arrival_ms: int) -> int:
+        """How long, between a fetch and its answer's arrival, its leader was in a GC pause (which holds its
+        request handling and its purgatory) or its follower in a GC pause or disk stall (which holds the
+        answer's receipt: `response_received_ms` is when the thread resumes): the sum over those faults of
+        their overlap with [sent, arrival]. A sum, not a union, so overlapping faults count twice: it only
+        ever widens the bound."""
+        held = 0
+        for broker, kinds in ((follower, ("gc_pause", "disk_stall")), (leader, ("gc_pause",))):
+            if broker is None or broker not in self.brokers:
+                continue
+            for start, end, action in self.brokers[broker].holds:
+                if action in kinds:
+                    held += max(0, min(end, arrival_ms) - max(start, sent_ms))
+        return held
 
     def _on_broker_lifecycle(self, ev: Event) -> None:
         broker = int(ev["broker_id"])
@@ -1182,7 +1210,8 @@ class _RunChecker:
                            f"lead epoch {sent.epoch} meanwhile")
 
     def _check_delayed_fetch_bound(self, ev: Event, f: ReplicaState, sent: FetchSent) -> None:
-        """delayed_fetch_bound (§11.11, §5): a parked fetch is answered within maxWaitMs (+ network)."""
+        """delayed_fetch_bound (§11.11, §5): a parked fetch is answered within maxWaitMs (+ network), plus the
+        time its leader or follower was held by a GC pause or disk stall meanwhile (`_held_ms`)."""
         if self.options.processing_stalls:
             self._skip("delayed_fetch_bound", "the run has GC pauses / disk stalls, which are not events")
             return
@@ -1193,10 +1222,13 @@ class _RunChecker:
                  else cfg.replica_socket_timeout_ms)
         # Arrival, not processing: an earlier partition's ListOffsets may hold the rest of the response back.
         received = ev.get("response_received_ms")
-        elapsed = int(ev["ts_ms"] if received is None else received) - sent.ts_ms
-        if elapsed > bound:
-            self._flag("delayed_fetch_bound", ev, f.broker, expected=bound, actual=elapsed, evidence=[sent.event_id],
-                       message=f"fetch answered after {elapsed} ms, more than the {bound} ms bound")
+        arrival = int(ev["ts_ms"] if received is None else received)
+        elapsed = arrival - sent.ts_ms
+        leader = ev.get("leader_id")
+        held = self._held_ms(f.broker, None if leader is None else int(leader), sent.ts_ms, arrival)
+        if elapsed > bound + held:
+            self._flag("delayed_fetch_bound", ev, f.broker, expected=bound + held, actual=elapsed,
+                       evidence=[sent.event_id], message=delayed_fetch_message(elapsed, bound + held, held))
 
     def _check_quota_throttle_legal(self, ev: Event, p: PartitionState) -> None:
         """quota_throttle_legal (§11.10, §4): throttle only out-of-sync, throttled replicas over the bound."""

@@ -16,8 +16,9 @@ replay disagreements, which a caller may want to see without failing a pipeline.
 
 `--json FILE` writes {"runs", "events", "clean", "violations", "checked", "skipped", "manifest"}.
 `--max-network-delay-ms` tightens `delayed_fetch_bound`; by default it is taken from the run manifest
-(`run.json` key `max_network_delay_ms`) when present. When the manifest's `faults_applied` lists GC pauses
-or disk stalls, `delayed_fetch_bound` is skipped (the stalls are not events).
+(`run.json` key `max_network_delay_ms`) when present. The bound allows for the GC pauses and disk stalls
+the events record (`broker_fault`, schema 1.9); a run written before them whose manifest's `faults_applied`
+lists GC pauses or disk stalls skips `delayed_fetch_bound` (its stalls are not events).
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ from typing import Any
 from replication_core.checker.checker import CheckInputError, CheckOptions, CheckResult, check_events
 from replication_core.checker.reader import MANIFEST, ReaderError, read_events, read_manifest
 from replication_core.checker.violation import Violation
+from schemas.events import parse_version
 
 EXIT_CLEAN = 0
 EXIT_VIOLATIONS = 1
@@ -97,9 +99,23 @@ def _shown(value: object) -> str:
     return f"{value!r} ({type(value).__name__})"
 
 
+def _records_stalls(manifest: dict[str, Any]) -> bool:
+    """Whether the run's events record its GC pauses and disk stalls: schema 1.9+ (`broker_fault`)."""
+    version = manifest.get("schema_version")
+    if version is None:
+        return False
+    if isinstance(version, str):
+        try:
+            return parse_version(version) >= (1, 9)
+        except ValueError:
+            pass
+    raise ManifestError(f"field schema_version: expected 'MAJOR.MINOR' or null, got {_shown(version)}")
+
+
 def options_from(manifest: dict[str, Any] | None, max_network_delay_ms: int | None) -> CheckOptions:
     """CheckOptions from the flags and the run manifest: `max_network_delay_ms`, and whether
-    `faults_applied` lists GC pauses or disk stalls (then delayed_fetch_bound is skipped).
+    `faults_applied` lists GC pauses or disk stalls in a run written before schema 1.9, whose events do not
+    record them (then delayed_fetch_bound is skipped).
 
     Both fields are validated (null counts as absent): a hand-edited manifest must not crash the checker
     or be half-ignored, since a wrong delay bound or a missed stall changes the verdict. Raises
@@ -118,7 +134,7 @@ def options_from(manifest: dict[str, Any] | None, max_network_delay_ms: int | No
         # The simulator writes [virtual ms since the start, action name] (sim.cli `faults_applied`).
         if not isinstance(fault, list | tuple) or len(fault) < 2 or not isinstance(fault[1], str):
             raise ManifestError(f"field faults_applied[{i}]: expected an [at_ms, action] pair, got {_shown(fault)}")
-    stalls = any(f[1] in ("pause", "disk_stall") for f in faults)
+    stalls = any(f[1] in ("pause", "disk_stall") for f in faults) and not _records_stalls(manifest)
     return CheckOptions(max_network_delay_ms=delay, processing_stalls=stalls)
 
 

@@ -227,3 +227,5 @@ class BrokerState:
     # then fenced by its clean stop) until its process starts again; None when it is not.
     shutdown_since: int | None = None
     last_crash: int | None = None
+    # Its GC pauses and disk stalls (broker_fault, schema 1.9): (start ms, end ms, action), in event order.
+    holds: list[tuple[int, int, str]] = field(default_factory=list)

@@ -16,7 +16,8 @@ overlapping ones can lose every copy of a write, which replication does not prom
 page cache), a correlated crash of two brokers' processes (drawn only when a scenario lists
 `correlated_crash`), restart, network partition (one- or two-way) and heal, GC pause, disk stall,
 controlled shutdown, reassignment (scheduled, or drawn when a scenario lists `reassign`, throttled at one of
-`nemesis.throttle_rates` when it lists any), scripted produce, flush.
+`nemesis.throttle_rates` when it lists any), scripted produce, flush. The faults Kafka has no event for (GC
+pause, disk stall, partition, heal) it records as `broker_fault` events (`fault_events`).
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ import random
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
+from replication_core.events import Event, make_event
 from replication_core.partition_fetch_state import TopicPartition
 from replication_core.sim.scenario import Fault, NemesisSpec
 
@@ -91,6 +93,33 @@ def draw_faults(spec: NemesisSpec, brokers: tuple[int, ...], controller_id: int,
     return out
 
 
+def fault_events(f: Fault, now_ms: int, brokers: tuple[int, ...], alive: frozenset[int]) -> list[Event]:
+    """The `broker_fault` events of fault `f` applied at `now_ms` (none for faults with their own events).
+
+    A pause or disk stall of a broker that is down does nothing (a restart clears both), so it has no event.
+    A partition or heal is recorded on each broker it names on its `from` side, peers the `to` side; one
+    naming only the controller there is recorded on the brokers of the `to` side, seen from them. A heal of
+    every link is recorded on every broker, without peers."""
+    if f.action in ("pause", "disk_stall"):
+        assert f.broker is not None
+        if f.broker not in alive:
+            return []
+        kind = "gc_pause" if f.action == "pause" else "disk_stall"
+        return [make_event("broker_fault", now_ms, f.broker, action=kind, duration_ms=f.duration_ms)]
+    if f.action not in ("partition", "heal"):
+        return []
+    kind = "network_partition" if f.action == "partition" else "network_heal"
+    # A scheduled heal carries no duration: only the partition that schedules its own heal states one.
+    duration = f.duration_ms if f.action == "partition" and f.duration_ms else None
+    if not f.src and not f.dst:
+        return [make_event("broker_fault", now_ms, b, action=kind) for b in brokers]
+    sides = [(b, list(f.dst), "both" if f.two_way else "outbound") for b in f.src if b in brokers]
+    if not sides:
+        sides = [(b, list(f.src), "both" if f.two_way else "inbound") for b in f.dst if b in brokers]
+    return [make_event("broker_fault", now_ms, b, action=kind, duration_ms=duration, peers=peers,
+                       direction=direction) for b, peers, direction in sides]
+
+
 class FaultInjector:
     """Applies faults to the cluster at their virtual instant."""
 
@@ -122,6 +151,10 @@ class FaultInjector:
                 q.after(HEALTH_RETRY_MS, self.apply, f, True)
             return
         self.applied.append((q.now_ms - c.start_ms, f.action))
+        if c.events is not None:
+            alive = frozenset(b for b, broker in c.brokers.items() if broker.alive)
+            for ev in fault_events(f, q.now_ms, tuple(c.brokers), alive):
+                c.events.append(ev)
         a = f.action
         if a == "crash":
             assert f.broker is not None

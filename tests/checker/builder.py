@@ -128,6 +128,10 @@ class Run:
                         bytes=100 * records, diverging_epoch=None if diverging is None else diverging[0],
                         diverging_end_offset=None if diverging is None else diverging[1])
 
+    def fault(self, broker: int, action: str, duration_ms: int | None = None, ts: int | None = None) -> int:
+        """A broker_fault the simulator's fault injector records (gc_pause, disk_stall, ...)."""
+        return self.add("broker_fault", broker, scoped=False, ts=ts, action=action, duration_ms=duration_ms)
+
     def lifecycle(self, broker: int, action: str) -> int:
         """A broker start / crash / restart / shutdown."""
         return self.add("broker_lifecycle", broker, scoped=False, action=action)

@@ -178,6 +178,11 @@ def test_manifest_stalls_skip_the_fetch_bound(tmp_path: Path, capsys: pytest.Cap
     assert main(["--events", str(tmp_path), "--json", str(out)]) == 0
     skipped = json.loads(out.read_text())["skipped"]["delayed_fetch_bound"]
     assert skipped == {"the run has GC pauses / disk stalls, which are not events": 1}
+    # Written since schema 1.9, the run's events record its stalls (none here): the bound is judged again.
+    (tmp_path / "run.json").write_text(json.dumps({"schema_version": "1.9",
+                                                   "faults_applied": [[1000, "disk_stall"]]}))
+    assert main(["--events", str(tmp_path), "--json", str(out)]) == 1
+    assert "delayed_fetch_bound" not in json.loads(out.read_text())["skipped"]
 
 
 def test_repeated_violations_are_summarised_past_max_per_group(tmp_path: Path,
@@ -259,6 +264,8 @@ def test_negative_limits_are_rejected(flag: str, value: str, expected: str, tmp_
      "field faults_applied[1]: expected an [at_ms, action] pair, got 'pause' (str)"),
     ({"faults_applied": [[1000, 7]]},
      "field faults_applied[0]: expected an [at_ms, action] pair, got [1000, 7] (list)"),
+    ({"schema_version": 1.9, "faults_applied": [[1000, "pause"]]},
+     "field schema_version: expected 'MAJOR.MINOR' or null, got 1.9 (float)"),
     ({"max_network_delay_ms": "5"},
      "field max_network_delay_ms: expected an integer >= 0 or null, got '5' (str)"),
     ({"max_network_delay_ms": -1},

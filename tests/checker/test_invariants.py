@@ -629,6 +629,33 @@ def test_late_fetch_answer_is_flagged() -> None:
     assert run.check().violations == ()  # without a network bound only the socket timeout applies
 
 
+def test_fetch_bound_allows_for_the_pauses_and_stalls_that_held_the_answer() -> None:
+    """delayed_fetch_bound with a 5 ms network bound (510 ms) on an answer 900 ms after its fetch: a 300 ms
+    disk stall of the follower and a 200 ms GC pause of the leader inside the flight widen it to 1010 ms;
+    the leader's disk stall does not hold its answers and a pause before the fetch does not overlap it, so
+    those two add nothing. With only 50 ms of the pause inside the flight the bound is 860 ms: flagged."""
+    from replication_core.checker.checker import CheckOptions
+
+    options = CheckOptions(max_network_delay_ms=5)
+    for pause_start, flagged in ((2_000_100, None), (2_000_850, 860)):
+        run = healthy()
+        run.fault(2, "gc_pause", 1_000, ts=1_990_000)  # over before the fetch
+        fetch = run.fetch(2, 1, 0, 2, ts=2_000_000)
+        run.fault(2, "disk_stall", 300, ts=2_000_050)
+        run.fault(1, "disk_stall", 400, ts=2_000_060)
+        run.fault(1, "gc_pause", 200, ts=pause_start)
+        eid = run.response(2, 1, 0, 2, leader_hw=2, ts=2_000_900 if flagged is None else 2_000_950,
+                           received=2_000_900)
+        found = only(run.check(options), "delayed_fetch_bound")
+        if flagged is None:
+            assert found == []
+        else:
+            [v] = found
+            assert (v.replica, v.expected, v.actual, v.evidence) == (2, flagged, 900, (fetch, eid))
+            assert v.message == ("fetch answered after 900 ms, more than the 860 ms bound "
+                                 "(350 ms of it GC pauses and disk stalls)")
+
+
 def test_parked_fetch_answered_at_max_wait_is_clean() -> None:
     """An answer 505 ms after the fetch is within 500 + 2 x 5."""
     from replication_core.checker.checker import CheckOptions

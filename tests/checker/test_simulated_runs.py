@@ -19,6 +19,7 @@ from replication_core.checker.cli import main, options_from
 from replication_core.checker.reader import read_events
 from replication_core.config import TruncationMode
 from replication_core.sim.cli import simulate
+from schemas.events import SCHEMA_VERSION
 from tests.checker.builder import only
 from tests.sim.helpers import run_named, scenario
 
@@ -28,8 +29,9 @@ def checked(name: str, mode: TruncationMode | None = None) -> CheckResult:
     _, events, stats = run_named(name, mode)
     stamped: list[dict[str, Any]] = [dict(e, schema_version="1.0", source="engine", run_id=name, event_id=i)
                                      for i, e in enumerate(events)]
-    # The manifest's faults_applied, as the CLI reads it: stalls make delayed_fetch_bound unjudgeable.
-    return check_events(stamped, options_from({"faults_applied": [list(f) for f in stats.faults_applied]}, None))
+    # The manifest as the CLI reads it: its schema version says the events record the stalls.
+    manifest = {"schema_version": SCHEMA_VERSION, "faults_applied": [list(f) for f in stats.faults_applied]}
+    return check_events(stamped, options_from(manifest, None))
 
 
 def test_steady_state_files_check_clean_through_the_cli(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

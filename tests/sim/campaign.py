@@ -35,6 +35,7 @@ from dataclasses import replace
 from typing import Any
 
 from replication_core.checker.violation import Violation
+from replication_core.sim.cli import max_network_delay_ms
 from replication_core.sim.cluster import RunStats
 from replication_core.sim.scenario import NemesisSpec, Scenario
 from tests.sim.audit import audit
@@ -274,7 +275,7 @@ def problems_in(sc: Scenario, events: list[dict[str, Any]], stats: RunStats) -> 
     found, known = [], []
     known_losses: set[tuple[str | None, int | None, int | None]] = set()
     lossy = power_lossy(events) if _power_crashes(sc) else {}
-    for v in check(events, stats).violations:
+    for v in check(events, stats, max_network_delay_ms(sc)).violations:
         if v.severity != "error":
             continue
         start = lossy.get((v.topic, v.partition))

@@ -18,6 +18,7 @@ from dataclasses import replace
 import pytest
 
 from replication_core.config import TruncationMode
+from replication_core.sim.cli import max_network_delay_ms
 from replication_core.sim.scenario import Fault, NemesisSpec, Scenario
 from tests.sim.audit import audit
 from tests.sim.helpers import check, run, scenario
@@ -58,7 +59,7 @@ def test_random_fault_schedules_have_no_violations_in_the_default_mode(shard: in
         assert a.unclean_elections() == [], seed
         assert a.acked, seed
         if (seed // SHARDS) % CHECKER_EVERY == 0:
-            result = check(events, stats)
+            result = check(events, stats, max_network_delay_ms(campaign_scenario(seed)))
             assert result.violations == (), (seed, result.violations[:3])
         faults += len(stats.faults_applied)
     assert faults >= RUNS // SHARDS, "the nemesis should inject at least one fault per run on average"
@@ -99,7 +100,8 @@ def test_varied_shapes_have_no_violations_in_either_epoch_mode(shard: int) -> No
         assert a.lost_acked_writes() == [], (seed, a.lost_acked_writes()[:3], stats.faults_applied)
         assert a.divergences() == [], (seed, a.divergences()[:3], stats.faults_applied)
         assert a.acked, seed
-        result = check(events, stats)
+        # Judged as `replog check` judges the run's files: delayed_fetch_bound with the network's delay bound.
+        result = check(events, stats, max_network_delay_ms(sc))
         assert result.violations == (), (seed, result.violations[:3])
         shapes.add((sc.cluster.brokers, sc.topics[0].partitions, sc.broker_config.truncation_mode))
         moved += sum(1 for _, action in stats.faults_applied if action == "reassign")

@@ -266,26 +266,26 @@ def test_a_prefix_violation_without_a_stale_checkpoint_is_not_excused(events: li
 
 def test_the_overlapping_campaign_seed_reproduces_the_stale_checkpoint() -> None:
     """`python -m tests.sim.campaign --seeds 921359-921359 --overlapping --before-kip903`: broker 1 had checkpointed
-    HW 517 before it crashed; back as a follower of leader 5 (unclean, epoch 7) it truncated t-0 to 415 (event 7974)
+    HW 517 before it crashed; back as a follower of leader 5 (unclean, epoch 7) it truncated t-0 to 415 (event 7996)
     and fetched to LEO 431 while 5's HW stayed at 418; it crashed 261 ms after the truncation, before its next
-    checkpoint, and recovered HW min(517, 431) = 431 (event 8163), over records 418..430 nobody committed. 5 crashed
-    too, and 2 (LEO 421) was elected cleanly in epoch 8 (9211): 2's own records at 421.. then sit below 2's HW (9230)
-    and its follower 5's (9243), against 1's."""
+    checkpoint, and recovered HW min(517, 431) = 431 (event 8185), over records 418..430 nobody committed. 5 crashed
+    too, and 2 (LEO 421) was elected cleanly in epoch 8 (9233): 2's own records at 421.. then sit below 2's HW (9252)
+    and its follower 5's (9265), against 1's."""
     sc = before_kip903(overlapping_scenario(921359))
     events, _stats, errors = _errors(sc)
     assert [(v.invariant, v.topic, v.partition, v.replica, v.event_id, v.offset) for v in errors] == [
-        ("committed_prefix_agreement", "t", 0, 2, 9230, 421), ("committed_prefix_agreement", "t", 0, 5, 9243, 421)]
+        ("committed_prefix_agreement", "t", 0, 2, 9252, 421), ("committed_prefix_agreement", "t", 0, 5, 9265, 421)]
     assert {known_finding(v, events) for v in errors} == {STALE_HW_CHECKPOINT}
-    assert [v.evidence[2] for v in errors] == [8163, 8163]
-    trunc = events[7974]
+    assert [v.evidence[2] for v in errors] == [8185, 8185]
+    trunc = events[7996]
     assert (trunc["event_type"], trunc["broker_id"], trunc["old_leo"], trunc["truncate_offset"],
             trunc["leader_epoch"]) == ("truncation", 1, 517, 415, 7)
-    crash, recovered = events[8162], events[8163]
+    crash, recovered = events[8184], events[8185]
     assert (crash["event_type"], crash["broker_id"], crash["action"], crash["ts_ms"] - trunc["ts_ms"]) == (
         "broker_lifecycle", 1, "crash", 261)
     assert (recovered["event_type"], recovered["broker_id"], recovered["old_hw"], recovered["hw"]) == (
         "hw_change", 1, 418, 431)
-    election, elected = events[9211], events[9217]
+    election, elected = events[9233], events[9239]
     assert (election["action"], election["leader_id"], election["leader_epoch"]) == ("clean", 2, 8)
     assert (elected["broker_id"], elected["action"], elected["leo"]) == (2, "become_leader", 421)
 
@@ -331,23 +331,23 @@ def test_the_overlapping_campaign_seed_reproduces_the_readd_race() -> None:
 
 def test_a_restart_restating_the_recovered_hw_is_the_stale_checkpoint_too() -> None:
     """`--seeds 835883-835883 --overlapping --before-kip903`: broker 1 had checkpointed t-0's HW 92 when it crashed;
-    back, it truncated t-0 from 162 to 0 under the unclean leader 2 (event 2287) and copied epoch-1 records, and
+    back, it truncated t-0 from 162 to 0 under the unclean leader 2 (event 2294) and copied epoch-1 records, and
     crashed twice before its next checkpoint (one every 500 ms; it ran 471 and 280 ms). The second recovery set HW
-    min(92, 66) = 66 (3918), over records from 12 that leader 2 never committed, and its restart's become_follower of
-    the next leader, 3, restated it (4158), which is what the checker names as replica 1's HW event."""
+    min(92, 66) = 66 (3925), over records from 12 that leader 2 never committed, and its restart's become_follower of
+    the next leader, 3, restated it (4165), which is what the checker names as replica 1's HW event."""
     _, events, stats = run(before_kip903(overlapping_scenario(835883)))
     errors = [v for v in check(events, stats).violations if v.severity == "error"]
     restated = [v for v in errors if (v.topic, v.partition) == ("t", 0)]
     assert restated and {(v.invariant, v.replica, v.offset, v.evidence[2]) for v in restated} == {
-        ("committed_prefix_agreement", 3, 13, 4158), ("committed_prefix_agreement", 2, 13, 4158)}
+        ("committed_prefix_agreement", 3, 13, 4165), ("committed_prefix_agreement", 2, 13, 4165)}
     assert {known_finding(v, events) for v in restated} == {STALE_HW_CHECKPOINT}
     assert [known_finding(v, events) for v in errors if v not in restated] == []
-    assert (events[2287]["event_type"], events[2287]["broker_id"], events[2287]["old_leo"],
-            events[2287]["truncate_offset"]) == ("truncation", 1, 162, 0)
-    assert (events[3917]["event_type"], events[3917]["broker_id"], events[3917]["action"]) == (
+    assert (events[2294]["event_type"], events[2294]["broker_id"], events[2294]["old_leo"],
+            events[2294]["truncate_offset"]) == ("truncation", 1, 162, 0)
+    assert (events[3924]["event_type"], events[3924]["broker_id"], events[3924]["action"]) == (
         "broker_lifecycle", 1, "crash")
-    assert (events[3918]["event_type"], events[3918]["old_hw"], events[3918]["hw"]) == ("hw_change", 12, 66)
-    assert (events[4158]["event_type"], events[4158]["broker_id"], events[4158]["leader_id"], events[4158]["hw"]) == (
+    assert (events[3925]["event_type"], events[3925]["old_hw"], events[3925]["hw"]) == ("hw_change", 12, 66)
+    assert (events[4165]["event_type"], events[4165]["broker_id"], events[4165]["leader_id"], events[4165]["hw"]) == (
         "leadership_change", 1, 3, 66)
 
 
@@ -392,29 +392,29 @@ def test_a_truncation_without_an_elected_divergent_prefix_is_not_excused(events:
 
 
 def test_the_power_campaign_seed_reproduces_the_elected_divergent_prefix() -> None:
-    """`--seeds 833649-833649 --power --before-kip903`: leader 3's t-0 log start had reached 238 (event 1291), so it
-    answered broker 2 (back with epoch-3 records to 730) with DivergingEpoch (3, 238) (1535); broker 2 kept 157..237
-    of epoch 3. Leader 3 added it to the ISR on its next fetch (proposed 1557, committed 1561), whose response never
-    reached it; broker 2 was elected cleanly, alone in the ISR, in epoch 7 (1697), and leading again in epoch 11 it
+    """`--seeds 833649-833649 --power --before-kip903`: leader 3's t-0 log start had reached 238 (event 1297), so it
+    answered broker 2 (back with epoch-3 records to 730) with DivergingEpoch (3, 238) (1544); broker 2 kept 157..237
+    of epoch 3. Leader 3 added it to the ISR on its next fetch (proposed 1566, committed 1570), whose response never
+    reached it; broker 2 was elected cleanly, alone in the ISR, in epoch 7 (1707), and leading again in epoch 11 it
     answered broker 1 with the same (3, 238): broker 1, whose log started at 208 with epoch-5 records, truncated to
-    208 (2536), below the committed HW 238."""
+    208 (2551), below the committed HW 238."""
     sc = before_kip903(power_scenario(833649))
     events, _stats, errors = _errors(sc)
     assert [(v.invariant, v.topic, v.partition, v.replica, v.event_id, v.offset) for v in errors] == [
-        ("truncation_safety", "t", 0, 1, 2536, 208)]
+        ("truncation_safety", "t", 0, 1, 2551, 208)]
     assert known_finding(errors[0], events) == DIVERGENT_PREFIX_ELECTED
-    assert (events[1535]["broker_id"], events[1535]["leader_id"], events[1535]["diverging_epoch"]) == (2, 3, 3)
-    assert events[1535]["diverging_end_offset"] == events[1535]["leader_log_start_offset"] == 238
-    proposed, added = events[1557], events[1561]
+    assert (events[1544]["broker_id"], events[1544]["leader_id"], events[1544]["diverging_epoch"]) == (2, 3, 3)
+    assert events[1544]["diverging_end_offset"] == events[1544]["leader_log_start_offset"] == 238
+    proposed, added = events[1566], events[1570]
     assert (proposed["event_type"], proposed["isr_state"], proposed["isr"]) == ("isr_change", "proposed", [1, 2, 3])
     assert (added["event_type"], added["isr_state"], added["isr"]) == ("isr_change", "committed", [1, 2, 3])
-    answers = [e for e in events[1554:1638] if e["event_type"] == "fetch_response" and e["broker_id"] == 2
+    answers = [e for e in events[1563:1647] if e["event_type"] == "fetch_response" and e["broker_id"] == 2
                and (e["topic"], e["partition"]) == ("t", 0)]
-    fetch, follows = events[1554], events[1638]
+    fetch, follows = events[1563], events[1647]
     assert (fetch["event_type"], fetch["broker_id"], fetch["leader_id"], fetch["fetch_offset"]) == ("fetch", 2, 3, 238)
     assert (follows["broker_id"], follows["action"], follows["leader_id"]) == (2, "become_follower", 1)
     assert answers == []  # nothing answered the fetch leader 3 added it on before 2 left leader 3
-    election = events[1697]
+    election = events[1707]
     assert (election["action"], election["leader_id"], election["isr"], election["leader_epoch"]) == (
         "clean", 2, [2], 7)
     assert problems(sc)[0] == []
@@ -462,47 +462,47 @@ def test_errors_without_an_elected_divergent_prefix_are_not_excused(events: list
 
 def test_the_power_campaign_seed_commits_the_elected_divergent_prefix() -> None:
     """`--seeds 943902-943902 --power --before-kip903`: broker 1, t-2's leader in epoch 2, is back from a pause as
-    a follower of epoch 3's leader 3 (log start 286 since event 7361), which had committed its own records at
-    283..285 (HW 286, 7266). Leader 3 answered broker 1 (epoch-2 records to 379) with DivergingEpoch (2, 286)
-    (7699); broker 1 truncated to 286 (7700) and kept 283..285 of epoch 2. Leader 3 added it to the ISR on its next
-    fetch (7703; proposed 7710, committed 8430), whose response the network lost. 3's controlled shutdown moved
-    leadership to 4 (8567, ISR [1, 4]), down since its crash (7329); when 4's session expired the controller elected
-    broker 1, the only other ISR member (9225). Leading, broker 1 told the restarted 4, which held epoch 3's
-    283..285, to truncate to 283, below the committed HW 286 (9257), and committed its kept records over epoch 3's
-    once broker 3 (log start 286) rejoined (10079)."""
+    a follower of epoch 3's leader 3 (log start 286 since event 7376), which had committed its own records at
+    283..285 (HW 286, 7281). Leader 3 answered broker 1 (epoch-2 records to 379) with DivergingEpoch (2, 286)
+    (7714); broker 1 truncated to 286 (7715) and kept 283..285 of epoch 2. Leader 3 added it to the ISR on its next
+    fetch (7718; proposed 7725, committed 8445), whose response the network lost. 3's controlled shutdown moved
+    leadership to 4 (8582, ISR [1, 4]), down since its crash (7344); when 4's session expired the controller elected
+    broker 1, the only other ISR member (9241). Leading, broker 1 told the restarted 4, which held epoch 3's
+    283..285, to truncate to 283, below the committed HW 286 (9273), and committed its kept records over epoch 3's
+    once broker 3 (log start 286) rejoined (10096)."""
     sc = before_kip903(power_scenario(943902))
     events, _stats, errors = _errors(sc)
     assert [(v.invariant, v.topic, v.partition, v.replica, v.event_id, v.offset) for v in errors] == [
-        ("truncation_safety", "t", 2, 4, 9257, 283), ("inconsistent_offsets", "t", 2, 1, 10079, 283)]
+        ("truncation_safety", "t", 2, 4, 9273, 283), ("inconsistent_offsets", "t", 2, 1, 10096, 283)]
     assert {known_finding(v, events) for v in errors} == {DIVERGENT_PREFIX_ELECTED}
-    committed, log_start = events[7266], events[7361]
+    committed, log_start = events[7281], events[7376]
     assert (committed["broker_id"], committed["leader_epoch"], committed["hw"]) == (3, 3, 286)
     assert (log_start["broker_id"], log_start["log_start_offset"]) == (3, 286)
-    answer, truncation, fetch = events[7699], events[7700], events[7703]
+    answer, truncation, fetch = events[7714], events[7715], events[7718]
     assert (answer["broker_id"], answer["leader_id"], answer["diverging_epoch"]) == (1, 3, 2)
     assert answer["diverging_end_offset"] == answer["leader_log_start_offset"] == 286
     assert (truncation["broker_id"], truncation["reason"], truncation["old_leo"], truncation["truncate_offset"]) == (
         1, "diverging_epoch", 379, 286)
     assert (fetch["event_type"], fetch["broker_id"], fetch["leader_id"], fetch["fetch_offset"]) == ("fetch", 1, 3, 286)
-    proposed, added = events[7710], events[8430]
+    proposed, added = events[7725], events[8445]
     assert (proposed["isr_state"], proposed["isr"], added["isr_state"], added["isr"]) == (
         "proposed", [1, 3, 4], "committed", [1, 3, 4])
-    answers = [e for e in events[7701:9227] if e["event_type"] == "fetch_response" and e["broker_id"] == 1
+    answers = [e for e in events[7716:9243] if e["event_type"] == "fetch_response" and e["broker_id"] == 1
                and (e["topic"], e["partition"]) == ("t", 2)]
     assert answers == []  # no response raised its log start offset over the kept records before its election
-    crash, shutdown = events[7329], events[8567]
+    crash, shutdown = events[7344], events[8582]
     assert (crash["broker_id"], crash["action"]) == (4, "crash")
     assert (shutdown["action"], shutdown["leader_id"], shutdown["isr"]) == ("controlled_shutdown", 4, [1, 4])
-    assert [e["action"] for e in events[7330:9225] if e["event_type"] == "broker_lifecycle" and e["broker_id"] == 4
+    assert [e["action"] for e in events[7345:9241] if e["event_type"] == "broker_lifecycle" and e["broker_id"] == 4
             ] == []  # 4 is still down when the controlled shutdown picks it
-    election, elected = events[9225], events[9227]
+    election, elected = events[9241], events[9243]
     assert (election["action"], election["leader_id"], election["isr"]) == ("clean", 1, [1])
     assert (elected["broker_id"], elected["action"], elected["leo"]) == (1, "become_leader", 286)
-    told, truncated = events[9256], events[9257]
+    told, truncated = events[9272], events[9273]
     assert (told["broker_id"], told["leader_id"], told["diverging_epoch"], told["diverging_end_offset"]) == (
         4, 1, 2, 286)
     assert (truncated["broker_id"], truncated["old_leo"], truncated["truncate_offset"]) == (4, 286, 283)
-    assert (events[10079]["event_type"], events[10079]["old_hw"], events[10079]["hw"]) == ("hw_change", 283, 286)
+    assert (events[10096]["event_type"], events[10096]["old_hw"], events[10096]["hw"]) == ("hw_change", 283, 286)
     assert problems(sc)[0] == []
 
 
@@ -583,27 +583,27 @@ def test_an_untruncated_election_without_a_kept_prefix_is_not_excused(events: li
 
 
 def test_the_elr_overlapping_seed_elects_a_prefix_its_follower_never_truncated() -> None:
-    """`--seeds 894993-894993 --elr --overlapping`: broker 1 came back (event 16355) with epoch-10 records of t-8 to
-    530 and followed leader 2 (16390), whose retention then moved its log start to 530 (16770), and whose epoch
+    """`--seeds 894993-894993 --elr --overlapping`: broker 1 came back (event 16376) with epoch-10 records of t-8 to
+    530 and followed leader 2 (16411), whose retention then moved its log start to 530 (16793), and whose epoch
     11 had committed other records from 420. A one-way partition lost every answer to broker 1 (NETWORK_EXCEPTION
     each time); its fetch at 530 after the retention was one leader 2 answers without divergence, so 2 added it
-    to the ISR (17768). It was elected in epoch 13 (22877) with LEO 530 and HW 420, told broker 3 to truncate to
-    430, below the committed HW 530 (22963), and committed its own records over epoch 11's (23005).
-    (Event ids as of schema 1.6, whose partition_change events ELR runs emit.)"""
+    to the ISR (17792). It was elected in epoch 13 (22908) with LEO 530 and HW 420, told broker 3 to truncate to
+    430, below the committed HW 530 (22994), and committed its own records over epoch 11's (23036).
+    (Event ids as of schema 1.9, whose broker_fault events record the nemesis's pauses, stalls and partitions.)"""
     sc = with_elr(overlapping_scenario(894993))
     events, stats, errors = _errors(sc)
     assert [(v.invariant, v.topic, v.partition, v.replica, v.event_id, v.offset) for v in errors] == [
-        ("truncation_safety", "t", 8, 3, 22963, 430), ("inconsistent_offsets", "t", 8, 1, 23005, 420)]
+        ("truncation_safety", "t", 8, 3, 22994, 430), ("inconsistent_offsets", "t", 8, 1, 23036, 420)]
     assert {known_finding(v, events) for v in errors} == {DIVERGENT_PREFIX_ELECTED}
-    follows, retention, added = events[16390], events[16770], events[17768]
+    follows, retention, added = events[16411], events[16793], events[17792]
     assert (follows["broker_id"], follows["action"], follows["leader_id"], follows["leo"]) == (
         1, "become_follower", 2, 530)
     assert (retention["broker_id"], retention["log_start_offset"], retention["reason"]) == (2, 530, "segment_deletion")
     assert (added["broker_id"], added["isr_state"], added["old_isr"], added["isr"]) == (2, "committed", [2], [1, 2])
-    answers = {e["error"] for e in events[16390:22905] if e["event_type"] == "fetch_response"
+    answers = {e["error"] for e in events[16411:22936] if e["event_type"] == "fetch_response"
                and e["broker_id"] == 1 and (e["topic"], e["partition"]) == ("t", 8)}
     assert answers == {"NETWORK_EXCEPTION"}
-    election = events[22877]
+    election = events[22908]
     assert (election["action"], election["leader_id"], election["leader_epoch"]) == ("clean", 1, 13)
     assert problems_in(sc, events, stats)[0] == []
 
@@ -620,9 +620,9 @@ def test_deep_campaign_seeds_reproduce_each_finding_and_nothing_else(seed: int, 
                                                                       where: tuple[Any, ...]) -> None:
     """`python -m tests.sim.campaign --seeds SEED-SEED --deep --before-kip903` lists the run as known, not reported.
     Seed 950073 (for 3061, whose run changed when reassignment epochs followed KRaft): leader 5 of t-4, its ISR [3, 5]
-    committed at partition epoch 40 by an AlterPartition answer (event 9388), proposes adding 2 (9393); epoch 40's
-    metadata, arriving 100 ms after that answer, resets its ISR to [3, 5] (9530), the HW rises from 309 to 315
-    (10303), and the controller's commit of the proposal at epoch 41 puts 2, lacking 312..314, in the ISR (10318)."""
+    committed at partition epoch 40 by an AlterPartition answer (event 9390), proposes adding 2 (9395); epoch 40's
+    metadata, arriving 100 ms after that answer, resets its ISR to [3, 5] (9532), the HW rises from 309 to 315
+    (10305), and the controller's commit of the proposal at epoch 41 puts 2, lacking 312..314, in the ISR (10320)."""
     sc = before_kip903(deep_scenario(seed))
     events, _stats, errors = _errors(sc)
     assert [(v.invariant, v.topic, v.partition, v.replica, v.offset) for v in errors] == [where]
@@ -661,25 +661,25 @@ def test_the_isr_expansion_race_loses_acknowledged_writes_when_the_other_isr_mem
 
 def test_the_correlated_campaign_seed_elects_the_raced_follower_after_an_election_of_a_crashed_broker() -> None:
     """`--seeds 784244-784244 --correlated`: finding A, the old leader following again before the raced follower's
-    election. Leader 2 of t-6 proposed adding 5 (event 2108); the same-epoch metadata reset its ISR to [2, 4]
-    (2177), the HW rose to 92 past 5's LEO 72, and then it learned the committed [2, 4, 5] (2765). 4 and 2 crashed
+    election. Leader 2 of t-6 proposed adding 5 (event 2109); the same-epoch metadata reset its ISR to [2, 4]
+    (2178), the HW rose to 92 past 5's LEO 72, and then it learned the committed [2, 4, 5] (2766). 4 and 2 crashed
     together; 2 came back and became a follower of 4, whom the controller, not yet aware of 4's crash, elected in
     epoch 1; then it elected 5, alone in the ISR, cleanly (epoch 2): 4 and 2 truncate the committed 72..91 and 5
     commits other records there."""
     sc = correlated_scenario(784244)
     events, stats, errors = _errors(sc)
     assert [(v.invariant, v.topic, v.partition, v.replica, v.event_id, v.offset) for v in errors] == [
-        ("isr_holds_committed", "t", 6, 5, 2765, 72),
-        ("truncation_safety", "t", 6, 4, 3106, 72), ("truncation_safety", "t", 6, 2, 3182, 72),
-        ("inconsistent_offsets", "t", 6, 5, 4521, 72), ("inconsistent_offsets", "t", 6, 5, 4657, 82),
+        ("isr_holds_committed", "t", 6, 5, 2766, 72),
+        ("truncation_safety", "t", 6, 4, 3107, 72), ("truncation_safety", "t", 6, 2, 3183, 72),
+        ("inconsistent_offsets", "t", 6, 5, 4522, 72), ("inconsistent_offsets", "t", 6, 5, 4658, 82),
         ("acked_write_lost", "t", 6, 5, -1, 72), ("acked_write_lost", "t", 6, 5, -1, 82)]
     assert {known_finding(v, events) for v in errors} == {ISR_EXPANSION_RACE}
     assert problems_in(sc, events, stats)[0] == []
-    reset, follows, election = events[2177], events[2904], events[3070]
+    reset, follows, election = events[2178], events[2905], events[3071]
     assert (reset["reason"], reset["isr"]) == ("leader_and_isr", [2, 4])
     assert (follows["broker_id"], follows["action"], follows["leader_id"]) == (2, "become_follower", 4)
     assert (election["action"], election["leader_id"], election["isr"]) == ("clean", 5, [5])
-    assert events[3101]["leo"] == 72
+    assert events[3102]["leo"] == 72
 
 
 def test_the_campaign_reads_the_simulator_audits_loss_from_the_raced_election_as_finding_a() -> None:
@@ -702,20 +702,20 @@ def test_the_campaign_reads_the_simulator_audits_loss_from_the_raced_election_as
 
 def test_the_reassigning_campaign_seed_elects_the_raced_follower_by_completing_the_reassignment() -> None:
     """`--seeds 982174-982174 --reassigning`: finding A's loss with no failure at all, the raced commit itself
-    electing the follower. u-0 (min ISR 3) moves from [1, 3] to [2, 4] (partition epoch 5, event 2101); leader 1's
-    ISR is [1, 3, 4], committed at epoch 9 by the AlterPartition answer (3953), when it proposes adding 2, whose
-    LEO is 38 = the HW (3959, epoch 9). Epoch 9's metadata, arriving after that answer, resets its ISR to [1, 3, 4]
-    (3987), the HW rises from 38 to 45 over that ISR (3993), and the acks=all writes at 38..44 are acknowledged
-    (3994-4000). The controller commits the proposal at epoch 10: the ISR [1, 2, 3, 4] holds the target, so the same
+    electing the follower. u-0 (min ISR 3) moves from [1, 3] to [2, 4] (partition epoch 5, event 2102); leader 1's
+    ISR is [1, 3, 4], committed at epoch 9 by the AlterPartition answer (3956), when it proposes adding 2, whose
+    LEO is 38 = the HW (3962, epoch 9). Epoch 9's metadata, arriving after that answer, resets its ISR to [1, 3, 4]
+    (3990), the HW rises from 38 to 45 over that ISR (3996), and the acks=all writes at 38..44 are acknowledged
+    (3997-4003). The controller commits the proposal at epoch 10: the ISR [1, 2, 3, 4] holds the target, so the same
     change completes the reassignment, leader 1 leaves, and the first target replica in the ISR, 2, is elected
-    cleanly (4029, leader epoch 1) with LEO 38 (4038), although 4 held every record. 4 truncates 38..44 (4085) and 2
+    cleanly (4032, leader epoch 1) with LEO 38 (4041), although 4 held every record. 4 truncates 38..44 (4088) and 2
     commits other records there; the acknowledged 38..44 are lost. On t-0 the same leader raced the same way at the
-    same time, its second proposal turned back at once while the first was in flight (4019, 4020), and the commit
-    put 2 in the ISR below the HW (4057), which is all."""
+    same time, its second proposal turned back at once while the first was in flight (4022, 4023), and the commit
+    put 2 in the ISR below the HW (4060), which is all."""
     sc = reassigning_scenario(982174)
     events, stats, errors = _errors(sc)
     assert [(v.invariant, v.topic, v.partition, v.replica, v.event_id, v.offset) for v in errors[:2]] == [
-        ("isr_holds_committed", "t", 0, 2, 4057, 190), ("truncation_safety", "u", 0, 4, 4085, 38)]
+        ("isr_holds_committed", "t", 0, 2, 4060, 190), ("truncation_safety", "u", 0, 4, 4088, 38)]
     assert [(v.replica, v.offset) for v in errors if v.invariant == "acked_write_lost"] == [
         (2, offset) for offset in range(38, 45)]
     assert {(v.invariant, v.topic, v.partition) for v in errors[2:]} == {
@@ -724,35 +724,35 @@ def test_the_reassigning_campaign_seed_elects_the_raced_follower_by_completing_t
     assert {known_finding(v, events) for v in errors} == {ISR_EXPANSION_RACE}
     assert problems_in(sc, events, stats)[0] == []
 
-    moving = events[2101]
+    moving = events[2102]
     assert (moving["broker_id"], moving["partition_epoch"], moving["replicas"], moving["adding_replicas"],
             moving["removing_replicas"]) == (1, 5, [2, 4, 1, 3], [2, 4], [1, 3])
-    answer, lagging, proposal, reset, hw = events[3953], events[3958], events[3959], events[3987], events[3993]
+    answer, lagging, proposal, reset, hw = events[3956], events[3961], events[3962], events[3990], events[3996]
     assert (answer["reason"], answer["partition_epoch"], answer["isr"]) == ("alter_partition", 9, [1, 3, 4])
     assert (lagging["follower_id"], lagging["fetch_offset"]) == (2, 38)
     assert (proposal["broker_id"], proposal["isr_state"], proposal["partition_epoch"], proposal["isr"]) == (
         1, "proposed", 9, [1, 2, 3, 4])
     assert (reset["reason"], reset["partition_epoch"], reset["isr"]) == ("leader_and_isr", 9, [1, 3, 4])
     assert (hw["broker_id"], hw["old_hw"], hw["hw"]) == (1, 38, 45)
-    assert [(e["event_type"], e["acks"], e["error"], e["base_offset"]) for e in events[3994:4001]] == [
+    assert [(e["event_type"], e["acks"], e["error"], e["base_offset"]) for e in events[3997:4004]] == [
         ("produce_ack", -1, "NONE", offset) for offset in range(38, 45)]
-    election, elected, truncation = events[4029], events[4038], events[4085]
+    election, elected, truncation = events[4032], events[4041], events[4088]
     assert (election["action"], election["reason"], election["leader_id"], election["leader_epoch"],
             election["partition_epoch"], election["replicas"], election["isr"]) == (
         "clean", "reassignment", 2, 1, 10, [2, 4], [2, 4])
     assert (elected["broker_id"], elected["action"], elected["leo"]) == (2, "become_leader", 38)
     assert (truncation["broker_id"], truncation["old_leo"], truncation["truncate_offset"], truncation["reason"]) == (
         4, 45, 38, "leader_epoch")
-    assert not [e for e in events[3959:4038] if e["event_type"] == "broker_lifecycle"]  # no crash, no shutdown
-    turned_back = events[4020]
+    assert not [e for e in events[3962:4041] if e["event_type"] == "broker_lifecycle"]  # no crash, no shutdown
+    turned_back = events[4023]
     assert (turned_back["topic"], turned_back["isr_state"], turned_back["error"]) == (
         "t", "rejected", "OPERATION_NOT_ATTEMPTED")
 
 
 def test_a_truncation_inside_a_divergent_batch_leaves_the_leo_at_the_target() -> None:
     """`python -m tests.sim.campaign --seeds 830521-830521 --overlapping --before-kip903`. Retention has moved leader
-    2's t-0 log start to 10 (event 1492: finding B's erased boundary), so it answers follower 1, back with its own
-    epoch-0 records to 59, with DivergingEpoch (0, 10) (1518), inside 1's divergent batch 6..15 (437). Kafka's
+    2's t-0 log start to 10 (event 1496: finding B's erased boundary), so it answers follower 1, back with its own
+    epoch-0 records to 59, with DivergingEpoch (0, 10) (1522), inside 1's divergent batch 6..15 (439). Kafka's
     `truncateTo(10)` drops that batch whole (`LogSegment.truncateTo`) and sets the LEO to 10 (`LocalLog.truncateTo`);
     the follower fetches from 10, appends there, and raises its log start to the leader's, past its divergent
     records: finding B's one step, nothing more. The engine used to set the LEO to the batch's start: the next
@@ -760,16 +760,16 @@ def test_a_truncation_inside_a_divergent_batch_leaves_the_leo_at_the_target() ->
     could make them committed."""
     sc = before_kip903(overlapping_scenario(830521))
     _, events, _stats = run(sc)
-    batch, answer, trunc, fetch = events[437], events[1518], events[1519], events[1520]
+    batch, answer, trunc, fetch = events[439], events[1522], events[1523], events[1524]
     assert (batch["event_type"], batch["broker_id"], batch["base_offset"], batch["last_offset"],
             batch["batch_leader_epoch"]) == ("append", 1, 6, 15, 0)
-    assert (events[1492]["broker_id"], events[1492]["log_start_offset"]) == (2, 10)
+    assert (events[1496]["broker_id"], events[1496]["log_start_offset"]) == (2, 10)
     assert (answer["broker_id"], answer["leader_id"], answer["diverging_epoch"], answer["diverging_end_offset"],
             answer["leader_log_start_offset"]) == (1, 2, 0, 10, 10)
     assert (trunc["event_type"], trunc["broker_id"], trunc["truncate_offset"]) == ("truncation", 1, 10)
     assert (fetch["event_type"], fetch["broker_id"], fetch["fetch_offset"]) == ("fetch", 1, 10)
-    assert (events[1524]["event_type"], events[1524]["broker_id"], events[1524]["base_offset"]) == ("append", 1, 10)
-    assert (events[1538]["event_type"], events[1538]["broker_id"], events[1538]["log_start_offset"]) == (
+    assert (events[1528]["event_type"], events[1528]["broker_id"], events[1528]["base_offset"]) == ("append", 1, 10)
+    assert (events[1542]["event_type"], events[1542]["broker_id"], events[1542]["log_start_offset"]) == (
         "log_start_offset_change", 1, 10)
     found, known = problems(sc)
     assert found == []

@@ -111,12 +111,12 @@ def test_overlapping_faults_lose_no_acknowledged_write_beyond_the_known_findings
 
 
 def test_a_follower_that_crashes_as_the_leader_adds_it_may_be_committed() -> None:
-    """Seed 500074: leader 1 proposes adding broker 2 (event 407) at the millisecond broker 2 crashes (402),
+    """Seed 500074: leader 1 proposes adding broker 2 (event 409) at the millisecond broker 2 crashes (404),
     from a fetch that came before; the controller, which fences a broker only when its session expires,
-    commits it (411). Legal in Kafka; the checker used to flag the proposal (`isr_expand_legal`)."""
+    commits it (413). Legal in Kafka; the checker used to flag the proposal (`isr_expand_legal`)."""
     _, events, stats = run(overlapping_scenario(500074))
     crash = next(i for i, e in enumerate(events) if e["event_type"] == "broker_lifecycle"
-                 and e["broker_id"] == 2 and e["action"] == "crash" and i > 380)
+                 and e["broker_id"] == 2 and e["action"] == "crash" and i > 381)
     commits = [i for i, e in enumerate(events[crash:], crash) if e["event_type"] == "isr_change"
                and e["isr_state"] == "committed" and e.get("reason") == "alter_partition" and 2 in e["isr"]
                and 2 not in e["old_isr"]]
@@ -127,7 +127,7 @@ def test_a_follower_that_crashes_as_the_leader_adds_it_may_be_committed() -> Non
 def test_a_leader_that_has_not_heard_of_a_controlled_shutdown_may_propose_the_broker_again() -> None:
     """Seed 841372: broker 1's controlled shutdown (9515 virtual ms) reaches leader 2's metadata only at 9601
     (an update queued before it was lost once); meanwhile 2 proposes adding 1 to t-0, gets INELIGIBLE_REPLICA
-    (event 4182) and proposes again (rejected too, 4194), as Kafka's leader does until its metadata says
+    (event 4189) and proposes again (rejected too, 4201), as Kafka's leader does until its metadata says
     otherwise. No violation: the controller commits nothing ineligible."""
     _, events, stats = run(overlapping_scenario(841372))
     rejected = [e for e in events if e["event_type"] == "isr_change" and e.get("error") == "INELIGIBLE_REPLICA"]
@@ -138,40 +138,40 @@ def test_a_leader_that_has_not_heard_of_a_controlled_shutdown_may_propose_the_br
 def test_a_stale_leaders_commits_after_an_unclean_election_are_warnings() -> None:
     """`--seeds 950000-950000 --overlapping --before-kip903`: broker 3 leads u-0 (replicas [3, 4]) in epoch 0 and is
     paused from 949 to 2768 virtual ms; meanwhile 4 crashes and returns, out of the ISR, and when 3's session expires
-    the controller elects 4 uncleanly into epoch 1 (event 345) with LEO 0. Resumed, 3 applies an older ISR [3]
-    (partition epoch 1, 429), raises its HW over records 4 never had (430, from 0 to 12; on to 29 by 492), and
-    truncates them as 4's follower (507, to 0). Both are losses of the unclean election, by its epoch."""
+    the controller elects 4 uncleanly into epoch 1 (event 347) with LEO 0. Resumed, 3 applies an older ISR [3]
+    (partition epoch 1, 431), raises its HW over records 4 never had (432, from 0 to 12; on to 29 by 494), and
+    truncates them as 4's follower (509, to 0). Both are losses of the unclean election, by its epoch."""
     sc = before_kip903(overlapping_scenario(950000))
     _, events, stats = run(sc)
     violations = check(events, stats).violations
     assert [v for v in violations if v.severity == "error"] == []
-    election, elected = events[345], events[350]
+    election, elected = events[347], events[352]
     assert (election["action"], election["leader_id"], election["leader_epoch"], election["partition_epoch"]) == (
         "unclean", 4, 1, 2)
     assert (elected["broker_id"], elected["action"], elected["leo"]) == (4, "become_leader", 0)
-    older, rose, cut = events[429], events[430], events[507]
+    older, rose, cut = events[431], events[432], events[509]
     assert (older["event_type"], older["reason"], older["broker_id"], older["leader_epoch"], older["partition_epoch"],
             older["isr"]) == ("isr_change", "leader_and_isr", 3, 0, 1, [3])
     assert (rose["event_type"], rose["broker_id"], rose["leader_epoch"], rose["old_hw"], rose["hw"]) == (
         "hw_change", 3, 0, 0, 12)
-    follows = events[494]
+    follows = events[496]
     assert (follows["broker_id"], follows["action"], follows["leader_id"], follows["leo"]) == (
         3, "become_follower", 4, 29)
     assert (cut["event_type"], cut["broker_id"], cut["leader_epoch"], cut["old_leo"], cut["truncate_offset"]) == (
         "truncation", 3, 1, 29, 0)
-    excused = {(v.invariant, v.event_id) for v in violations if v.severity == "warning" and 345 in v.evidence}
-    assert {("inconsistent_offsets", 430), ("truncation_safety", 507)} <= excused, sorted(excused)
+    excused = {(v.invariant, v.event_id) for v in violations if v.severity == "warning" and 347 in v.evidence}
+    assert {("inconsistent_offsets", 432), ("truncation_safety", 509)} <= excused, sorted(excused)
 
 
 def test_a_leader_answer_from_before_retention_collapsed_its_floor_epoch_is_legal() -> None:
     """Seed 500448: leader 1 (cache (0, 0), (2, 15)) answers follower 4's fetch with LastFetchedEpoch 1 by
-    DivergingEpoch (0, 15), and its retention moves the log start to 30 (event 2115) before the follower reads
-    the answer (2157), collapsing the cache to (2, 30). The answer names the floor epoch the rise removed; the
+    DivergingEpoch (0, 15), and its retention moves the log start to 30 (event 2118) before the follower reads
+    the answer (2160), collapsing the cache to (2, 30). The answer names the floor epoch the rise removed; the
     checker used to accept only the asked epoch there (`truncation_point`)."""
     _, events, stats = run(overlapping_scenario(500448))
-    answer = events[2157]
+    answer = events[2160]
     assert (answer["diverging_epoch"], answer["diverging_end_offset"]) == (0, 15)
-    assert events[2115]["event_type"] == "log_start_offset_change" and events[2115]["log_start_offset"] == 30
+    assert events[2118]["event_type"] == "log_start_offset_change" and events[2118]["log_start_offset"] == 30
     assert [v for v in check(events, stats).violations if v.invariant == "truncation_point"] == []
 
 
@@ -197,24 +197,24 @@ def test_a_stopped_replicas_hw_set_after_an_unclean_election_is_excused_by_its_e
 
 def test_a_stale_follower_may_truncate_what_only_a_later_epoch_committed() -> None:
     """Seed 506027: follower 3 of t-9, paused in epoch 1, reads at 6051 epoch-1 leader 2's DivergingEpoch (0, 2)
-    and truncates 2..3 (event 5106), which epoch-3 leader 4 had committed (2796) with an ISR 3 was not in; then it
+    and truncates 2..3 (event 5113), which epoch-3 leader 4 had committed (2802) with an ISR 3 was not in; then it
     learns of epoch 3 and fetches them again. Kafka's follower does the same: the answer is its epoch's (see the
     hand-built `truncation_safety_judges_a_follower_by_the_commits_of_its_epoch` in tests/spark)."""
     sc = before_kip903(overlapping_scenario(506027))
     _, events, stats = run(sc)
-    cut = events[5106]
+    cut = events[5113]
     assert (cut["event_type"], cut["broker_id"], cut["leader_epoch"], cut["truncate_offset"], cut["old_leo"]) == \
         ("truncation", 3, 1, 2, 4)
-    assert (events[2796]["event_type"], events[2796]["leader_epoch"], events[2796]["hw"]) == ("hw_change", 3, 4)
+    assert (events[2802]["event_type"], events[2802]["leader_epoch"], events[2802]["hw"]) == ("hw_change", 3, 4)
     assert [v for v in check(events, stats).violations
             if v.invariant == "truncation_safety" and (v.topic, v.partition) == ("t", 9)] == []
     assert problems_in(sc, events, stats)[0] == []
 
 
 def test_a_follower_that_has_not_truncated_after_an_unclean_election_may_diverge() -> None:
-    """Seed 870432: unclean elections move t-0 between brokers 2 and 1 (epochs 1-3, events 652, 797, 1183);
-    broker 2 leads epoch 3 from LEO 40 (1230), and brokers 1, 2 and 3 end the run with its records from 40.
-    Broker 4, with LEO 60 and HW 50, becomes a follower of leader 1 in epoch 4 (1999) while a network partition
+    """Seed 870432: unclean elections move t-0 between brokers 2 and 1 (epochs 1-3, events 654, 799, 1186);
+    broker 2 leads epoch 3 from LEO 40 (1233), and brokers 1, 2 and 3 end the run with its records from 40.
+    Broker 4, with LEO 60 and HW 50, becomes a follower of leader 1 in epoch 4 (2003) while a network partition
     cuts it off from brokers 1-3 (6.07 to 7.0 s). In the leader-epoch mode it first asks OffsetsForLeaderEpoch,
     sent while cut off: each failed request is a retry (UNKNOWN_SERVER_ERROR, as Kafka logs it), it sends no fetch
     for t-0 and has truncated nothing when the run ends.
@@ -223,14 +223,14 @@ def test_a_follower_that_has_not_truncated_after_an_unclean_election_may_diverge
     simulator changed their runs.)"""
     sc = overlapping_scenario(870432)
     _, events, stats = run(sc)
-    election = events[652]
+    election = events[654]
     assert (election["action"], election["leader_id"], election["leader_epoch"]) == ("unclean", 2, 1)
-    follows = events[1999]
+    follows = events[2003]
     assert (follows["broker_id"], follows["action"], follows["leader_id"], follows["leo"]) == (
         4, "become_follower", 1, 60)
-    assert [e for e in events[2000:] if e.get("broker_id") == 4 and (e.get("topic"), e.get("partition")) == ("t", 0)
+    assert [e for e in events[2004:] if e.get("broker_id") == 4 and (e.get("topic"), e.get("partition")) == ("t", 0)
             and e["event_type"] in ("truncation", "fetch")] == []
-    assert [e["error"] for e in events[2000:] if e.get("broker_id") == 4 and e["event_type"] == "epoch_request_retry"
+    assert [e["error"] for e in events[2004:] if e.get("broker_id") == 4 and e["event_type"] == "epoch_request_retry"
             and (e.get("topic"), e.get("partition")) == ("t", 0)] == ["UNKNOWN_SERVER_ERROR"] * 2
     assert audit(events).divergences() == [
         ((1, "t", 0), (4, "t", 0), 40), ((2, "t", 0), (4, "t", 0), 40), ((3, "t", 0), (4, "t", 0), 40)]

@@ -83,8 +83,8 @@ def test_a_partition_is_power_lossy_from_an_older_epochs_hw_passing_an_elected_c
 
 
 def test_power_failures_really_lose_acknowledged_writes_and_only_those_errors_are_explained() -> None:
-    # Seed 850224: broker 4, alone in u-1's ISR (min.insync.replicas 1), acknowledges 620..634 (events 6289, 6322,
-    # 6328) and loses them to a power failure (6334); elected again with LEO 620 (6531), it writes other records
+    # Seed 850224: broker 4, alone in u-1's ISR (min.insync.replicas 1), acknowledges 620..634 (events 6302, 6335,
+    # 6341) and loses them to a power failure (6347); elected again with LEO 620 (6544), it writes other records
     # there, and the acknowledged writes are not on u-1's final leader 2. (Seed 900077 of the first `--power`
     # campaign showed this before the controller published leaderless partitions.)
     sc = power_scenario(850224)
@@ -104,24 +104,24 @@ def test_a_short_power_campaign_shows_no_problem_beyond_the_known_findings() -> 
 
 
 def test_the_reassigning_power_seed_whose_paused_leader_committed_lost_records_is_explained() -> None:
-    """`--seeds 533949-533949 --reassigning --power`: `_zombie_commit` as it ran (t-1, HW change 1664). Broker 3
-    loses 132..134 to a power failure (event 1376) and is elected in epoch 5 with LEO 132 (1530; nothing above 102
+    """`--seeds 533949-533949 --reassigning --power`: `_zombie_commit` as it ran (t-1, HW change 1668). Broker 3
+    loses 132..134 to a power failure (event 1380) and is elected in epoch 5 with LEO 132 (1534; nothing above 102
     was committed yet), and commits its own records; leader 2, back from a pause in epoch 2 (no event of 2 from 5066
-    to 7015 virtual ms), applies epoch 8's ISR [2, 3] (1663) and raises its HW from 102 to 135 (1664), the LEO broker
-    3 fetched to before the crash; as a follower of epoch 5 it then truncates to 132 (1744), below that HW.
-    (Event ids as of the KRaft reassignment epochs, which moved this run.)"""
+    to 7015 virtual ms), applies epoch 8's ISR [2, 3] (1667) and raises its HW from 102 to 135 (1668), the LEO broker
+    3 fetched to before the crash; as a follower of epoch 5 it then truncates to 132 (1748), below that HW.
+    (Event ids as of schema 1.9, whose broker_fault events record the nemesis's pauses, stalls and partitions.)"""
     sc = power_reassigning_scenario(533949)
     _, events, stats = run(sc)
     errors = [v for v in check(events, stats).violations if v.severity == "error"]
     assert {(v.invariant, v.topic, v.partition) for v in errors} == {
         ("inconsistent_offsets", "t", 1), ("committed_prefix_agreement", "t", 1), ("truncation_safety", "t", 1)}
-    assert power_lossy(events)[("t", 1)] == 1664 == min(v.event_id for v in errors)
-    lost, elected = events[1376], events[1530]
+    assert power_lossy(events)[("t", 1)] == 1668 == min(v.event_id for v in errors)
+    lost, elected = events[1380], events[1534]
     assert (lost["event_type"], lost["broker_id"], lost["old_leo"], lost["truncate_offset"]) == (
         "truncation", 3, 135, 132)
     assert (elected["broker_id"], elected["action"], elected["leader_epoch"], elected["leo"], elected["hw"]) == (
         3, "become_leader", 5, 132, 102)
-    zombie = events[1664]
+    zombie = events[1668]
     assert (zombie["broker_id"], zombie["leader_epoch"], zombie["old_hw"], zombie["hw"]) == (2, 2, 102, 135)
     assert problems_in(sc, events, stats) == ([], [])
 
@@ -158,22 +158,22 @@ def test_an_isr_member_lacking_what_its_power_failure_took_is_explained() -> Non
 
 
 def test_the_power_seed_whose_paused_leader_counted_a_crashed_followers_old_fetch_is_explained() -> None:
-    """`--seeds 597684-597684 --power`: follower 1 of u-0 sends a fetch at 1810 (event 12983) just as leader 3
-    pauses (no event of 3 from 19004 to 19794 virtual ms), then loses power (13026), and its recovery drops
-    1700..1809 (13027); leader 3, back, processes that fetch from before the crash (13180) and raises the HW from
-    1805 to 1810 (13181), over records 1 no longer has. (Event ids as of the KRaft reassignment epochs, which moved
-    this run.)"""
+    """`--seeds 597684-597684 --power`: follower 1 of u-0 sends a fetch at 1810 (event 12999) just as leader 3
+    pauses (no event of 3 from 19004 to 19794 virtual ms), then loses power (13042), and its recovery drops
+    1700..1809 (13043); leader 3, back, processes that fetch from before the crash (13196) and raises the HW from
+    1805 to 1810 (13197), over records 1 no longer has. (Event ids as of schema 1.9, whose broker_fault events
+    record the nemesis's pauses, stalls and partitions.)"""
     sc = power_scenario(597684)
     _, events, stats = run(sc)
     errors = [v for v in check(events, stats).violations if v.severity == "error"]
     assert [(v.invariant, v.topic, v.partition, v.replica, v.event_id, v.offset) for v in errors] == [
-        ("isr_holds_committed", "u", 0, 1, 13181, 1805)]
-    sent, crash, lost = events[12983], events[13026], events[13027]
+        ("isr_holds_committed", "u", 0, 1, 13197, 1805)]
+    sent, crash, lost = events[12999], events[13042], events[13043]
     assert (sent["event_type"], sent["broker_id"], sent["leader_id"], sent["fetch_offset"]) == ("fetch", 1, 3, 1810)
     assert (crash["broker_id"], crash["action"]) == (1, "crash")
     assert (lost["event_type"], lost["broker_id"], lost["old_leo"], lost["truncate_offset"]) == (
         "truncation", 1, 1810, 1700)
-    fetched, raised = events[13180], events[13181]
+    fetched, raised = events[13196], events[13197]
     assert (fetched["event_type"], fetched["follower_id"], fetched["fetch_offset"]) == ("follower_fetch_state", 1, 1810)
     assert (raised["broker_id"], raised["old_hw"], raised["hw"]) == (3, 1805, 1810)
     assert power_lost_member(errors[0], events)
@@ -182,14 +182,14 @@ def test_the_power_seed_whose_paused_leader_counted_a_crashed_followers_old_fetc
 
 def test_the_power_seed_whose_leader_trimmed_an_empty_epoch_truncates_its_follower_right() -> None:
     """`--seeds 597433-597433 --power` (leader-epoch mode): broker 1 led t-0's epoch 5 at its LEO 267 without
-    appending (event 7739), then followed epoch 6 (7741), where its fetcher's truncateTo(267) trimmed that entry
-    (no event) before it appended epoch-4 batches at 267 (7871); leading epoch 7 (7974), it answered follower 3
-    (latest epoch 3, LEO 243) with (3, 179), the start of its epoch 4, and 3 truncated to 179 (event 8102). The
+    appending (event 7769), then followed epoch 6 (7771), where its fetcher's truncateTo(267) trimmed that entry
+    (no event) before it appended epoch-4 batches at 267 (7901); leading epoch 7 (8004), it answered follower 3
+    (latest epoch 3, LEO 243) with (3, 179), the start of its epoch 4, and 3 truncated to 179 (event 8132). The
     checker, which kept (5, 267) and let `assign(4, 267)` drop (4, 179) with it, expected (3, 267): no
     truncation below the LEO 243."""
     sc = power_scenario(597433)
     _, events, stats = run(sc)
-    trunc = events[8102]
+    trunc = events[8132]
     assert (trunc["broker_id"], trunc["reason"], trunc["old_leo"], trunc["truncate_offset"]) == (
         3, "leader_epoch", 243, 179)
     assert [v for v in check(events, stats).violations if v.invariant == "truncation_point"] == []

@@ -218,7 +218,8 @@ def render(events: Iterable[Mapping[str, Any]], style: str, controller_log: bool
     """(file name -> log text, what each rendered event must read back as) for one run's events in `style`;
     without `controller_log`, as when only the brokers' logs were collected; with the controller's clock
     `controller_ahead_ms` ahead of the brokers' (its election lines may then be stamped after the new leader's);
-    the elections whose event id has the parity `elr_parity` in the ELR-era form, the others without the epochs.
+    every other unclean election in the ELR-era form, the others without the epochs: the first, third, ... when
+    `elr_parity` is 1, the second, fourth, ... when it is 0.
     With `replay`, each unclean election's builder line is followed by the line the controller prints as it
     replays the election's record ("UNCLEAN partition change for ..."), which a standby controller prints too, 3 ms
     later in its own log: the election reads back from the active controller's replay line, with its epochs. In 3.6
@@ -231,6 +232,7 @@ def render(events: Iterable[Mapping[str, Any]], style: str, controller_log: bool
     # -> (leader, epoch, election event id). Its become-leader line follows 3.6's RECOVERING line.
     recovering: dict[tuple[str, int], tuple[int, int, int]] = {}
     recovering_lines: list[tuple[str, int, int, int, int]] = []  # (topic, partition, ts, leader, epoch) as written
+    unclean_builder_lines = 0  # alternates their form (by count, not event id, which a new event type shifts)
     files: dict[str, list[str]] = {}
     expected: list[Expected] = []
     down: set[int] = set()
@@ -425,7 +427,8 @@ def render(events: Iterable[Mapping[str, Any]], style: str, controller_log: bool
         elif kind == "leader_election" and action == "unclean" and new:
             leader = int(ev["leader_id"])
             # Every other election in the ELR-era form, which prints the registration it replaces (the epochs).
-            elr = int(ev["event_id"]) % 2 == elr_parity
+            elr = (unclean_builder_lines + 1) % 2 == elr_parity
+            unclean_builder_lines += 1
             previous = (f". Previous partition: PartitionRegistration(replicas=[{', '.join(map(str, ev['replicas']))}]"
                         f", isr=[], removingReplicas=[], addingReplicas=[], elr=[], lastKnownElr=[], leader=-1, "
                         f"leaderRecoveryState=RECOVERED, leaderEpoch={ev['leader_epoch'] - 1}, partitionEpoch="

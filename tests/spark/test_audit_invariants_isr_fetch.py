@@ -8,6 +8,7 @@ checker, which must report exactly those rows.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 import pytest
@@ -24,8 +25,6 @@ from tests.spark.audit_cases import (
     same_rows,
     timed,
 )
-
-KEY_SCHEMA = key_schema(KEY_COLUMNS)
 
 AUDIT_CASES: list[Case] = []
 case = register(AUDIT_CASES)
@@ -126,6 +125,29 @@ def delayed_fetch_bound_ignores_errors_and_responses_to_another_fetch() -> Case:
           dict(fetch(0), ts_ms=80001), dropped, dict(response(0), ts_ms=120000)]
     return _case("delayed_fetch_bound", bad, ok,
            [("bad", "delayed_fetch_bound", "error", 2, 2, None, 30000, 40000, [1, 2])])
+
+
+def fault(broker: int, action: str, duration_ms: int) -> dict[str, Any]:
+    """A broker_fault the simulator's fault injector records (run-level event)."""
+    return dict(event_type="broker_fault", broker_id=broker, topic=None, partition=None, action=action,
+                duration_ms=duration_ms)
+
+
+@case
+def delayed_fetch_bound_allows_for_the_pauses_and_stalls_that_held_the_answer() -> Case:
+    # Bound 1000 ms. Inside the flight [2000, arrival]: the follower's 300 ms disk stall and the leader's 200 ms
+    # GC pause count (1500 ms); the leader's disk stall (its answers do not wait for the disk), broker 3's pause
+    # and the follower's pause that ended before the fetch do not. Arrival at 3500 is within, at 3600 over.
+    def run(arrival: int) -> Rows:
+        return [config(2, **{"replica.socket.timeout.ms": "1000"}), follower(),
+                dict(fault(2, "gc_pause", 500), ts_ms=1400), dict(fetch(0), ts_ms=2000),
+                dict(fault(2, "disk_stall", 300), ts_ms=2100), dict(fault(1, "disk_stall", 500), ts_ms=2200),
+                dict(fault(3, "gc_pause", 10000), ts_ms=2300), dict(fault(1, "gc_pause", 200), ts_ms=2500),
+                dict(response(0), ts_ms=arrival)]
+    message = "fetch answered after 1600 ms, more than the 1500 ms bound (500 ms of it GC pauses and disk stalls)"
+    return replace(_case("delayed_fetch_bound", run(3600), run(3500),
+                         [("bad", "delayed_fetch_bound", "error", 2, 8, None, 1500, 1600, [3, 8], message)]),
+                   columns=(*KEY_COLUMNS, "message"))
 
 
 @case
@@ -307,7 +329,7 @@ CHECKER_DIFFERS = {"quota_throttle_legal_survives_values_at_the_ends_of_long"}
 
 @pytest.mark.parametrize("case", AUDIT_CASES, ids=lambda c: c.name)
 def test_spark_finds_the_violations_worked_out_by_hand(case: Case, audited: DataFrame, expect) -> None:
-    expect(found(audited, case), case.expected, KEY_SCHEMA)
+    expect(found(audited, case), case.expected, key_schema(case.columns))
 
 
 @pytest.mark.parametrize("case", [c for c in AUDIT_CASES if c.name not in CHECKER_DIFFERS], ids=lambda c: c.name)
