@@ -15,23 +15,44 @@ row per bucket at most, so what reaches the driver is bounded by the bucket coun
   which those metrics do not count but which make partitions under-replicated all the same;
 * `elections`: per bucket and new leader, the clean and unclean elections (bronze `leader_election`);
 * `down_buckets`: per broker, the buckets in which it was down at some time: from a crash or shutdown to its
-  next start or restart (bronze `broker_lifecycle`), or to the end of the run.
+  next start or restart (bronze `broker_lifecycle`), or to the end of the run;
+* `fault_spans`: per broker, the faults the simulator's injector held it in (bronze `broker_fault`: GC pause, disk
+  stall, network partition) from start to end in ms, not bucketed but capped like the lifecycle marks: the first
+  `limit` of the run, with the run's `total`. `fault_marks` turns one run's rows into the plot's `FaultSpan`s.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 import pandas as pd
 from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
+from pyspark.sql import types as T
 
-from jobs.overview_plot import COUNT_SERIES
-from schemas.events import BROKER_LIFECYCLE, LEADER_ELECTION
+from jobs.overview_plot import COUNT_SERIES, FaultSpan
+from schemas.events import BROKER_FAULT, BROKER_LIFECYCLE, LEADER_ELECTION
 
 SERIES: tuple[str, ...] = tuple(c for c, *_ in COUNT_SERIES)
 DOWN_ACTIONS: tuple[str, ...] = ("crash", "shutdown", "controlled_shutdown")
 UP_ACTIONS: tuple[str, ...] = ("start", "restart")
+HELD_FAULTS: tuple[str, ...] = ("gc_pause", "disk_stall")
+"""broker_fault actions that hold the broker's own process or disk: a crash or restart ends them."""
+PARTITION, HEAL = "network_partition", "network_heal"
+FAULT_SPAN_SCHEMA = T.StructType([
+    T.StructField("run_id", T.StringType(), False),
+    T.StructField("broker_id", T.IntegerType(), False),
+    T.StructField("kind", T.StringType(), False),
+    T.StructField("start_ms", T.LongType(), False),
+    T.StructField("end_ms", T.LongType(), False),
+    T.StructField("open", T.BooleanType(), False),
+    T.StructField("peers", T.ArrayType(T.IntegerType()), True),
+    T.StructField("direction", T.StringType(), True),
+    T.StructField("event_id", T.LongType(), False),
+    T.StructField("total", T.LongType(), False),
+])
+"""Columns of `fault_spans` (`open`: nothing in the run ended it, so it is drawn to the run's last event)."""
 
 
 def bucket_bounds(bounds: DataFrame, buckets: int) -> DataFrame:
@@ -143,6 +164,69 @@ def down_buckets(bronze: DataFrame, buckets: DataFrame) -> DataFrame:
     spanned = placed.where(F.coalesce(F.col("up_ms"), F.col("end_ms") + 1) > F.col("ts_ms")).select(
         "run_id", "broker_id", F.explode(F.sequence(first, F.greatest(first, last.cast("long")))).alias("bucket"))
     return spanned.distinct()
+
+
+def fault_spans(bronze: DataFrame, buckets: DataFrame, limit: int) -> DataFrame:
+    """Per run, its first `limit` broker faults (by start, then event id) as spans, with the run's `total`; columns
+    `FAULT_SPAN_SCHEMA`, `buckets` is `bucket_bounds` (for the run's end).
+
+    A gc_pause or disk_stall lasts `duration_ms`, or until the broker's next crash, shutdown or (re)start if one
+    comes first (the process is gone; a start clears both). A network_partition lasts `duration_ms` when it
+    states one, and ends earlier at the broker's next network_heal naming the same peers (in any order) or
+    healing every link (no peers): such a heal restores those links whatever partition cut them. Without either,
+    it is open until the run's last event. A network_heal is no span of its own.
+    """
+    faults = bronze.where((F.col("event_type") == BROKER_FAULT) & F.col("broker_id").isNotNull()).select(
+        "run_id", "broker_id", "ts_ms", "event_id", "action", "duration_ms", "peers", "direction",
+        F.lit(False).alias("_life"))
+    # Lifecycle events go into the same per-broker order, so a pause finds the crash or restart that cut it short.
+    # A controlled shutdown's broker keeps running (and pausing) until its shutdown, which is an event of its own.
+    life = bronze.where((F.col("event_type") == BROKER_LIFECYCLE) & F.col("broker_id").isNotNull()
+                        & F.col("action").isin("crash", "shutdown", "restart", "start")).select(
+        "run_id", "broker_id", "ts_ms", "event_id", "action", F.lit(None).cast("long").alias("duration_ms"),
+        F.lit(None).cast("array<int>").alias("peers"), F.lit(None).cast("string").alias("direction"),
+        F.lit(True).alias("_life"))
+    rows = faults.unionByName(life).withColumn("_peers", F.array_sort("peers"))
+    order = ["ts_ms", "event_id"]
+    later = Window.partitionBy("run_id", "broker_id").orderBy(*order).rowsBetween(1, Window.unboundedFollowing)
+    # Partitioned by the sorted peers as well: the next heal of exactly these links (a null list is its own group,
+    # and a heal of every link is looked for across groups below).
+    later_same_peers = Window.partitionBy("run_id", "broker_id", "_peers").orderBy(*order).rowsBetween(
+        1, Window.unboundedFollowing)
+    is_heal = (F.col("action") == HEAL) & ~F.col("_life")
+    heal_all = F.min(F.when(is_heal & F.col("peers").isNull(), F.col("ts_ms"))).over(later)
+    heal_same = F.min(F.when(is_heal, F.col("ts_ms"))).over(later_same_peers)
+    life_next = F.min(F.when(F.col("_life"), F.col("ts_ms"))).over(later)
+    stated = F.col("ts_ms") + F.col("duration_ms")
+    # F.least skips nulls: a span ends at the first of its ends that exists; all null is a partition still open.
+    ends = (F.when(F.col("action") == PARTITION, F.least(stated, heal_same, heal_all))
+            .otherwise(F.least(stated, life_next)))
+    # The ends are computed over every row before the heals and lifecycle events are dropped: a filter first
+    # would leave the windows nothing to find.
+    spans = rows.select(
+        "run_id", "broker_id", F.col("action").alias("kind"), F.col("ts_ms").alias("start_ms"),
+        ends.alias("_end"), "peers", "direction", "event_id", "_life").where(
+        ~F.col("_life") & F.col("kind").isin(*HELD_FAULTS, PARTITION)).drop("_life")
+    ranked = spans.select(
+        "*", F.row_number().over(Window.partitionBy("run_id").orderBy("start_ms", "event_id")).alias("_n"),
+        F.count(F.lit(1)).over(Window.partitionBy("run_id")).alias("total"))
+    # The cap is applied in Spark: what reaches the driver is `limit` rows per run however many faults it had.
+    placed = ranked.where(F.col("_n") <= limit).join(F.broadcast(buckets.select("run_id", "end_ms")), "run_id")
+    out = placed.select(
+        "run_id", "broker_id", "kind", "start_ms",
+        F.coalesce("_end", F.greatest("end_ms", "start_ms")).alias("end_ms"), F.col("_end").isNull().alias("open"),
+        "peers", "direction", "event_id", "total")
+    return out.select(*[F.col(f.name).cast(f.dataType).alias(f.name) for f in FAULT_SPAN_SCHEMA.fields])
+
+
+def fault_marks(rows: Sequence[dict[str, Any]], start_ms: int) -> tuple[tuple[FaultSpan, ...], int]:
+    """One run's `fault_spans` rows as the overview's spans (seconds since `start_ms`, by start) and the run's
+    total of faults (more than the spans when the cap cut them)."""
+    ordered = sorted(rows, key=lambda r: (r["start_ms"], r["event_id"]))
+    marks = tuple(FaultSpan((r["start_ms"] - start_ms) / 1000.0, (r["end_ms"] - start_ms) / 1000.0,
+                            int(r["broker_id"]), str(r["kind"]), bool(r["open"]),
+                            tuple(int(p) for p in r["peers"] or ()), r["direction"]) for r in ordered)
+    return marks, max((int(r["total"]) for r in rows), default=0)
 
 
 def filled_counts(rows: list[dict[str, Any]], buckets: int) -> pd.DataFrame:

@@ -49,6 +49,8 @@ from jobs.cluster_overview import (
     controller_isr_shrinks,
     down_buckets,
     elections,
+    fault_marks,
+    fault_spans,
     filled_counts,
     isr_churn,
     partition_counts,
@@ -635,6 +637,7 @@ def plot_overviews(
     by_controller = by_run(controller_isr_shrinks(state, changes, buckets))
     elected = by_run(elections(bronze, buckets))
     life = by_run(lifecycle_events(bronze, cfg.max_rows))
+    faults = by_run(fault_spans(bronze, buckets, cfg.max_rows))
     # One row per run: its partitions and brokers (a broker count, not an event count).
     sizes = {r["run_id"]: r for r in state.groupBy("run_id").agg(
         F.count_distinct("topic", "partition").alias("partitions"),
@@ -645,11 +648,13 @@ def plot_overviews(
         marks = tuple(LifecycleMark((r["ts_ms"] - start_ms) / 1000.0, int(r["broker_id"]), r["action"])
                       for r in sorted(life.get(run, []), key=lambda r: (r["ts_ms"], r["event_id"]))
                       if r["broker_id"] is not None)
+        spans_f, faults_total = fault_marks(faults.get(run, []), start_ms)
         size = sizes.get(run)
-        if size is None and not marks and not elected.get(run) and not down.get(run):
-            log(f"report: no cluster overview of {run}: no partition state, election or broker crash to draw")
+        if size is None and not marks and not spans_f and not elected.get(run) and not down.get(run):
+            log(f"report: no cluster overview of {run}: no partition state, election, broker crash or fault to draw")
             continue
-        brokers = {int(b) for b in (size["brokers"] if size else [])} | {m.broker for m in marks}
+        brokers = ({int(b) for b in (size["brokers"] if size else [])} | {m.broker for m in marks}
+                   | {f.broker for f in spans_f})
         data = ClusterOverview(
             run_id=run, end_s=(end_ms - start_ms) / 1000.0, bucket_ms=widths[run], brokers=tuple(sorted(brokers)),
             partitions=int(size["partitions"]) if size else 0,
@@ -658,7 +663,8 @@ def plot_overviews(
             churn=pd.DataFrame(churn.get(run, []), columns=["run_id", *CHURN_COLUMNS]),
             elections=pd.DataFrame(elected.get(run, []), columns=["run_id", *ELECTION_COLUMNS]),
             controller_shrinks=pd.DataFrame(by_controller.get(run, []), columns=["run_id", *CONTROLLER_COLUMNS]),
-            lifecycle=marks, lifecycle_total=max((int(r["total"]) for r in life.get(run, [])), default=0))
+            lifecycle=marks, lifecycle_total=max((int(r["total"]) for r in life.get(run, [])), default=0),
+            faults=spans_f, faults_total=faults_total)
         name = f"overview-{len(listed) + 1:03d}-{_safe(run)}.png"
         listed.append((run, plot_overview(data, out_dir / name)))
         log(f"report: cluster overview of {run} -> {name}")

@@ -11,8 +11,11 @@ per-bucket aggregates (`jobs.cluster_overview`), so its size does not depend on 
     the ISR changes by the controller that removed a replica (an election or a LeaderAndIsr / PartitionChangeRecord
     with a smaller ISR), which those metrics leave out although they raise `UnderReplicatedPartitions` too;
   * bottom — one lane per broker: grey in the buckets in which it was down (from a crash or shutdown to its
-    restart), its crashes, restarts and shutdowns marked, and the elections that made it leader (unclean in red,
-    from the eligible leader replicas as diamonds).
+    restart), its crashes, restarts and shutdowns marked, the elections that made it leader (unclean in red,
+    from the eligible leader replicas as diamonds), and the faults the simulator held it in (`broker_fault`: GC
+    pause, disk stall, network partition) as thin bars of one colour per kind, at least `MIN_FAULT_WIDTH` of the
+    run wide: a partition along the lane's upper edge, a pause or stall along its lower edge, clear of the marks
+    in its middle.
 
 Crashes are also drawn as faint vertical lines across the upper panels, so a rise in under-replicated
 partitions can be read against the failure that caused it. Rendering goes through `Figure` and the Agg
@@ -23,12 +26,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import NamedTuple
 
 import pandas as pd
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
-from matplotlib.patches import Patch
+from matplotlib.patches import Patch, Rectangle
 from matplotlib.ticker import MaxNLocator
 
 from jobs.plots import _LIFECYCLE_STYLE, UNCLEAN_COLOUR, LifecycleMark
@@ -59,6 +63,51 @@ DOWN_COLOUR = "#bbbbbb"
 EXPAND_COLOUR = "#2ca02c"
 
 
+class FaultStyle(NamedTuple):
+    """How one kind of broker fault is drawn on a broker lane."""
+
+    colour: str
+    label: str
+    offset: float
+    """Centre of its bar relative to the lane's centre, in lanes (the y axis is inverted: negative is upper)."""
+    zorder: float
+
+
+FAULT_STYLE: dict[str, FaultStyle] = {
+    "network_partition": FaultStyle("#6a3d9a", "network partition (cut off from peers)", -0.22, 2.0),
+    # A pause and a stall both stop the broker's own progress and share the lower strip; a pause is usually the
+    # shorter, so it is drawn over a stall it overlaps and both stay visible.
+    "gc_pause": FaultStyle("#e377c2", "GC pause", 0.22, 2.2),
+    "disk_stall": FaultStyle("#d4a017", "disk stall", 0.22, 2.1),
+}
+"""broker_fault kind -> its style; legend order. The colours are none of the down grey, the crash and unclean reds,
+the election blues or the restart green. The lane's middle is left to the elections, crashes and restarts, which a
+bar there would hide or be hidden by."""
+FAULT_BAR_HEIGHT = 0.18
+"""Height of a fault's bar, in lanes (a lane is 1; the down grey fills 0.8): the two strips fit inside the grey."""
+LEGEND_ROW_IN = 0.17
+"""Height of one entry of a legend at font size 7, in inches (with its spacing), to size the lanes' panel."""
+MIN_FAULT_WIDTH = 0.004
+"""Narrowest a fault's bar is drawn, as a share of the run's span: a 300 ms GC pause in an hour-long run is
+otherwise thinner than a pixel."""
+
+
+@dataclass(frozen=True)
+class FaultSpan:
+    """A broker fault of the simulator's injector (`broker_fault`) from `start_s` to `end_s` (seconds since the
+    run's first event); `kind` is a key of `FAULT_STYLE`. `open`: nothing ended it, so it runs to the run's end.
+    `peers` and `direction` (a network partition's) are kept for the reader of the data; the bar does not show
+    them."""
+
+    start_s: float
+    end_s: float
+    broker: int
+    kind: str
+    open: bool = False
+    peers: tuple[int, ...] = ()
+    direction: str | None = None
+
+
 @dataclass(frozen=True)
 class ClusterOverview:
     """Everything one run's overview shows. Time buckets are `bucket_ms` wide from the run's first event;
@@ -79,6 +128,10 @@ class ClusterOverview:
     """All the run's crashes, restarts and shutdowns, when `lifecycle` holds only the first ones."""
     controller_shrinks: pd.DataFrame = field(default_factory=lambda: pd.DataFrame(columns=list(CONTROLLER_COLUMNS)))
     """Per bucket with any, the ISR changes by the controller that removed a replica (`shrinks`)."""
+    faults: tuple[FaultSpan, ...] = ()
+    """The run's broker faults (the first ones, by start, when `faults_total` is larger)."""
+    faults_total: int = 0
+    """All the run's broker faults, when `faults` holds only the first ones."""
 
     def __post_init__(self) -> None:
         for name, frame, cols in (("counts", self.counts, COUNT_COLUMNS), ("churn", self.churn, CHURN_COLUMNS),
@@ -103,6 +156,10 @@ def _lanes(data: ClusterOverview) -> list[int]:
     busy = {b: 0 for b in data.brokers}
     for m in data.lifecycle:
         busy[m.broker] = busy.get(m.broker, 0) + 1
+    # A broker that was paused or cut off is part of the story even when it never crashed.
+    for f in data.faults:
+        if f.broker in busy:
+            busy[f.broker] += 1
     for leader, n in zip(data.elections["leader_id"], data.elections["elections"], strict=True):
         if leader in busy:
             busy[int(leader)] += int(n)
@@ -165,12 +222,46 @@ def _draw_churn(ax, data: ClusterOverview) -> None:  # type: ignore[no-untyped-d
               loc="upper right", fontsize=7, framealpha=0.85)
 
 
+def _fault_kinds(data: ClusterOverview, lanes: list[int]) -> list[str]:
+    """The kinds of the faults drawn on `lanes` (those of `FAULT_STYLE`), in its order: the legend's entries."""
+    present = {f.kind for f in data.faults if f.broker in lanes}
+    return [k for k in FAULT_STYLE if k in present]
+
+
+def _draw_faults(ax, data: ClusterOverview, row: dict[int, int]) -> None:  # type: ignore[no-untyped-def]
+    """One bar (a `Rectangle` with gid `fault:<kind>`) per fault of a drawn broker on its kind's strip of the
+    broker's lane."""
+    least = MIN_FAULT_WIDTH * max(data.end_s, data.bucket_ms / 1000.0)
+    for f in data.faults:
+        if f.broker not in row or f.kind not in FAULT_STYLE:
+            continue
+        style = FAULT_STYLE[f.kind]
+        # Above the down grey (a partition outlives a crash) and under the crash and election marks (zorder 3, 4).
+        ax.add_patch(Rectangle((f.start_s, row[f.broker] + style.offset - FAULT_BAR_HEIGHT / 2),
+                               max(f.end_s - f.start_s, least), FAULT_BAR_HEIGHT, facecolor=style.colour,
+                               linewidth=0, zorder=style.zorder, gid=f"fault:{f.kind}"))
+
+
+def _lane_handles(data: ClusterOverview, lanes: list[int]) -> list[Patch | Line2D]:
+    """The broker lanes' legend entries: the marks always drawn, the ELR election and the fault kinds if present."""
+    return [Patch(color=DOWN_COLOUR, label="down"),
+            Line2D([], [], color=CLEAN_COLOUR, marker="|", markersize=9, markeredgewidth=2.5, linestyle="",
+                   label="elected leader"),
+            *([Line2D([], [], color=ELR_COLOUR, marker="D", linestyle="", label="elected from the ELR")]
+              if data.elections["from_elr"].astype(bool).any() else []),
+            Line2D([], [], color=UNCLEAN_COLOUR, marker="*", linestyle="", label="elected unclean"),
+            *(Line2D([], [], color=c, marker=mk, linestyle="", label=a)
+              for a, (c, mk) in _LIFECYCLE_STYLE.items() if a not in ("start", "controlled_shutdown")),
+            *(Patch(color=FAULT_STYLE[k].colour, label=FAULT_STYLE[k].label) for k in _fault_kinds(data, lanes))]
+
+
 def _draw_lanes(ax, data: ClusterOverview, lanes: list[int]) -> None:  # type: ignore[no-untyped-def]
     row = {b: i for i, b in enumerate(lanes)}
     for b, spans in _down_spans(data.down, data.bucket_ms).items():
         if b in row:
             ax.broken_barh([(start, end - start) for start, end in spans], (row[b] - 0.4, 0.8), color=DOWN_COLOUR,
                            linewidth=0)
+    _draw_faults(ax, data, row)
     elections = data.elections[data.elections["leader_id"].isin(lanes)]
     unclean, from_elr = elections["unclean"].astype(bool), elections["from_elr"].astype(bool)
     kinds = (~unclean & ~from_elr, from_elr, unclean)
@@ -190,15 +281,8 @@ def _draw_lanes(ax, data: ClusterOverview, lanes: list[int]) -> None:  # type: i
     ax.set_yticks(range(len(lanes)), [f"broker {b}" for b in lanes], fontsize=7 if len(lanes) > 12 else 8)
     ax.set_ylim(-0.6, len(lanes) - 0.4)
     ax.invert_yaxis()
-    handles = [Patch(color=DOWN_COLOUR, label="down"),
-               Line2D([], [], color=CLEAN_COLOUR, marker="|", markersize=9, markeredgewidth=2.5, linestyle="",
-                      label="elected leader"),
-               *([Line2D([], [], color=ELR_COLOUR, marker="D", linestyle="", label="elected from the ELR")]
-                 if data.elections["from_elr"].astype(bool).any() else []),
-               Line2D([], [], color=UNCLEAN_COLOUR, marker="*", linestyle="", label="elected unclean"),
-               *(Line2D([], [], color=c, marker=mk, linestyle="", label=a)
-                 for a, (c, mk) in _LIFECYCLE_STYLE.items() if a not in ("start", "controlled_shutdown"))]
-    ax.legend(handles=handles, loc="upper left", bbox_to_anchor=(1.0, 1.0), fontsize=7, framealpha=0.85)
+    ax.legend(handles=_lane_handles(data, lanes), loc="upper left", bbox_to_anchor=(1.0, 1.0), fontsize=7,
+              framealpha=0.85)
 
 
 def _plural(n: int, word: str) -> str:
@@ -208,7 +292,9 @@ def _plural(n: int, word: str) -> str:
 def render_overview(data: ClusterOverview) -> Figure:
     """The run's overview figure (not saved; see `plot_overview`)."""
     lanes = _lanes(data)
-    lane_height = 0.25 * max(len(lanes), 3) + 0.6
+    # Tall enough for the lanes and for their legend beside them, which the fault kinds lengthen: a few lanes
+    # with every kind of mark would otherwise push it past the figure's bottom edge.
+    lane_height = max(0.25 * max(len(lanes), 3) + 0.6, LEGEND_ROW_IN * len(_lane_handles(data, lanes)) + 0.3)
     fig = Figure(figsize=(12, 3.2 + 1.6 + lane_height), layout="constrained")
     FigureCanvasAgg(fig)
     axes = fig.subplots(3, 1, sharex=True, height_ratios=[3.2, 1.6, lane_height])
@@ -229,6 +315,8 @@ def render_overview(data: ClusterOverview) -> Figure:
         notes.append(f"{len(data.brokers) - len(lanes)} quieter brokers not drawn")
     if data.lifecycle_total > len(data.lifecycle):
         notes.append(f"first {len(data.lifecycle)} of {data.lifecycle_total} crashes / restarts marked")
+    if data.faults_total > len(data.faults):
+        notes.append(f"first {len(data.faults)} of {data.faults_total} broker faults drawn")
     fig.suptitle(f"Cluster overview: run {data.run_id}\n" + "; ".join(notes), fontsize=10)
     return fig
 

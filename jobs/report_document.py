@@ -383,9 +383,12 @@ def _overview_legend(doc: ReportDocument) -> str:
             "count), and, hatched on top, the ISR changes by the controller that removed a replica (an election or "
             "a LeaderAndIsr with a smaller ISR, which those metrics do not count); below, one lane per broker, grey "
             "while it is down, with its crashes, restarts and shutdowns and the elections that made it leader (red "
-            "stars: unclean). Faint red lines mark the crashes on the upper panels. GC pauses, disk stalls and "
-            "network partitions leave no event in bronze (a simulated run lists them in its run.json, "
-            "faults_applied), so the lanes cannot show them.")
+            "stars: unclean). Faint red lines mark the crashes on the upper panels. The faults the simulator "
+            "injected into a broker (broker_fault events) are thin bars on its lane from start to end: a network "
+            "partition (purple, along the lane's upper edge: the broker cut off from some of its peers, until the "
+            "heal or the run's end), a GC pause (pink) or a disk stall (amber) along its lower edge; a short one is "
+            "drawn a little wider than it lasted, so that it shows. Which peers a partition cut off, and in which "
+            "direction, is not drawn.")
 
 
 def _overviews_left(doc: ReportDocument) -> str | None:

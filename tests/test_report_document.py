@@ -93,3 +93,12 @@ def test_the_overview_counts_fetch_errors_per_error_the_most_frequent_first() ->
             "(8 partitions).")
     assert line in markdown(doc) and line in html_page(doc)
     assert "Fetch responses with an error: none." in markdown(_doc())
+
+
+def test_the_overview_caption_says_the_lanes_draw_the_broker_faults() -> None:
+    doc = _doc(overviews=(("run-1", "overview-001-run-1.png"),))
+    for text in (markdown(doc), html_page(doc)):
+        assert "The faults the simulator injected into a broker (broker_fault events) are thin bars on its lane" in text
+        assert "network partition" in text and "GC pause" in text and "disk stall" in text
+        assert "Which peers a partition cut off, and in which direction, is not drawn." in text
+        assert "cannot show them" not in text

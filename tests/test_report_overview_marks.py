@@ -1,7 +1,9 @@
-"""`jobs.overview_plot` on hand-made data, without Spark: the controller's ISR removals in the churn panel and the
-clean elections' ticks on the broker lanes, tested by what the figure draws."""
+"""`jobs.overview_plot` on hand-made data, without Spark: the controller's ISR removals in the churn panel, the
+clean elections' ticks and the broker faults' bars on the broker lanes, tested by what the figure draws."""
 
 from __future__ import annotations
+
+from dataclasses import replace
 
 import pandas as pd
 from matplotlib.colors import to_hex
@@ -15,7 +17,12 @@ from jobs.overview_plot import (
     DOWN_COLUMNS,
     ELECTION_COLUMNS,
     ELECTION_TICK_SIZE,
+    FAULT_BAR_HEIGHT,
+    FAULT_STYLE,
+    MAX_LANES,
+    MIN_FAULT_WIDTH,
     ClusterOverview,
+    FaultSpan,
     render_overview,
 )
 from jobs.plots import LifecycleMark
@@ -67,3 +74,79 @@ def test_clean_election_ticks_are_wide_and_clear_of_the_axis_at_the_runs_start()
     assert list(ticks.get_sizes()) == [ELECTION_TICK_SIZE] and list(ticks.get_linewidths()) == [2.5]
     left, right = lanes.get_xlim()
     assert left < 0 < right == 10.0, "a margin before t = 0, so a tick there is not drawn on the axis line"
+
+
+# Broker 1 cut off from broker 2 and the controller from 0.5 s until a heal at 2 s, and again from 9 s to the run's
+# end; broker 2 in a GC pause over 1..1.3 s (while it is up) and a 2 ms disk stall at 4 s (while it is down).
+FAULTS = (FaultSpan(0.5, 2.0, 1, "network_partition", False, (2, 1000), "both"), FaultSpan(1.0, 1.3, 2, "gc_pause"),
+          FaultSpan(4.0, 4.002, 2, "disk_stall"), FaultSpan(9.0, 10.0, 1, "network_partition", True, (2,), "both"))
+
+
+def _fault_bars(ax) -> list[tuple[str, float, float, float, float, str]]:  # type: ignore[no-untyped-def]
+    """(kind, x, y, width, height, colour) of every fault bar, by kind and time."""
+    return sorted((p.get_gid().removeprefix("fault:"), round(p.get_x(), 4), round(p.get_y(), 4),
+                   round(p.get_width(), 4), round(p.get_height(), 4), to_hex(p.get_facecolor()))
+                  for p in ax.patches if (p.get_gid() or "").startswith("fault:"))
+
+
+def test_each_broker_fault_is_one_bar_on_its_kinds_strip_of_the_brokers_lane() -> None:
+    lanes = render_overview(replace(failover(), faults=FAULTS, faults_total=len(FAULTS))).axes[2]
+    half = FAULT_BAR_HEIGHT / 2
+    stripe = {k: style.offset for k, style in FAULT_STYLE.items()}
+    colour = {k: style.colour for k, style in FAULT_STYLE.items()}
+    # Broker 1 is lane 0, broker 2 lane 1. The 2 ms stall is drawn MIN_FAULT_WIDTH of the 10 s run wide.
+    assert _fault_bars(lanes) == [
+        ("disk_stall", 4.0, round(1 + stripe["disk_stall"] - half, 4), round(MIN_FAULT_WIDTH * 10, 4),
+         FAULT_BAR_HEIGHT, colour["disk_stall"]),
+        ("gc_pause", 1.0, round(1 + stripe["gc_pause"] - half, 4), 0.3, FAULT_BAR_HEIGHT, colour["gc_pause"]),
+        ("network_partition", 0.5, round(stripe["network_partition"] - half, 4), 1.5, FAULT_BAR_HEIGHT,
+         colour["network_partition"]),
+        ("network_partition", 9.0, round(stripe["network_partition"] - half, 4), 1.0, FAULT_BAR_HEIGHT,
+         colour["network_partition"]),
+    ]
+    labels = [t.get_text() for t in lanes.get_legend().get_texts()]
+    assert labels[-3:] == ["network partition (cut off from peers)", "GC pause", "disk stall"]
+    # No colour of a fault is the down grey or a crash / unclean election's red; the bars leave the lane's middle,
+    # where the crash, restart and election marks are, free.
+    assert not set(colour.values()) & {"#bbbbbb", "#d62728", "#b2182b"}
+    assert len(set(colour.values())) == len(FAULT_STYLE)
+    assert all(abs(s) - half >= 0.1 and abs(s) + half <= 0.4 for s in stripe.values())
+
+
+def test_the_legend_names_only_the_fault_kinds_drawn_and_a_run_without_faults_draws_none() -> None:
+    partitions_only = replace(failover(), faults=FAULTS[:1], faults_total=1)
+    labels = [t.get_text() for t in render_overview(partitions_only).axes[2].get_legend().get_texts()]
+    assert "network partition (cut off from peers)" in labels
+    assert "GC pause" not in labels and "disk stall" not in labels
+    quiet = render_overview(failover()).axes[2]
+    assert _fault_bars(quiet) == []
+    assert not {t.get_text() for t in quiet.get_legend().get_texts()} & {v.label for v in FAULT_STYLE.values()}
+
+
+def test_the_lanes_panel_is_tall_enough_for_its_legend_with_every_kind() -> None:
+    """Two lanes, every kind of mark: the legend beside the lanes ends above the lanes' bottom edge, not below the
+    figure's (as it did with the lanes' height alone)."""
+    elections = pd.DataFrame([(0, 1, False, False, 1), (5, 2, False, True, 1)], columns=list(ELECTION_COLUMNS))
+    fig = render_overview(replace(failover(), elections=elections, faults=FAULTS, faults_total=len(FAULTS)))
+    fig.canvas.draw()
+    lanes = fig.axes[2]
+    assert len(lanes.get_legend().get_texts()) == 10
+    assert lanes.get_legend().get_window_extent().y0 >= lanes.get_window_extent().y0
+
+
+def test_faults_left_out_by_the_cap_are_counted_in_the_subtitle() -> None:
+    fig = render_overview(replace(failover(), faults=FAULTS[:2], faults_total=7))
+    assert len(_fault_bars(fig.axes[2])) == 2
+    assert "first 2 of 7 broker faults drawn" in fig.texts[0].get_text()
+    every = render_overview(replace(failover(), faults=FAULTS, faults_total=4))
+    assert "broker faults" not in every.texts[0].get_text()
+
+
+def test_with_more_brokers_than_lanes_a_faulted_broker_keeps_its_lane_and_its_bar() -> None:
+    """MAX_LANES + 5 quiet brokers but the last, which a GC pause held: the busiest lanes include it."""
+    brokers = tuple(range(1, MAX_LANES + 6))
+    pause = FaultSpan(3.0, 3.5, brokers[-1], "gc_pause")
+    lanes = render_overview(replace(failover(), brokers=brokers, faults=(pause,), faults_total=1)).axes[2]
+    shown = [t.get_text() for t in lanes.get_yticklabels()]
+    assert len(shown) == MAX_LANES and shown[-1] == f"broker {brokers[-1]}"
+    assert [(k, x) for k, x, *_ in _fault_bars(lanes)] == [("gc_pause", 3.0)]

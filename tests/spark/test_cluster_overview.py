@@ -6,14 +6,18 @@ from chispa import assert_df_equality
 from pyspark.sql import SparkSession
 
 from jobs.cluster_overview import (
+    FAULT_SPAN_SCHEMA,
     bucket_bounds,
     controller_isr_shrinks,
     down_buckets,
     elections,
+    fault_marks,
+    fault_spans,
     filled_counts,
     isr_churn,
     partition_counts,
 )
+from jobs.overview_plot import FaultSpan
 
 # Run r spans 1000..1999 ms: 4 buckets of 250 ms (b0 [1000, 1250), b1 [1250, 1500), b2 [1500, 1750), b3 [1750, 2000)).
 BOUNDS = [("r", 1000, 1999)]
@@ -147,3 +151,59 @@ def test_down_buckets_run_from_a_crash_or_shutdown_to_the_next_start(spark: Spar
     expected = spark.createDataFrame([("r", 1, 0), ("r", 1, 1), ("r", 1, 3), ("r", 2, 2)],
                                      "run_id string, broker_id int, bucket long")
     assert_df_equality(down_buckets(bronze, _buckets(spark)), expected, ignore_row_order=True, ignore_nullable=True)
+
+
+FAULT_EVENTS = "run_id string, broker_id int, ts_ms long, event_id long, event_type string, action string, " \
+               "duration_ms long, peers array<int>, direction string"
+# Run r (1000..1999). Broker 1: cut off from [3, 2] at 1100 until a heal naming [2, 3] (same peers, other order) at
+# 1300, a 20 ms GC pause meanwhile; cut off from [2, 3, 1000] at 1400, which a heal of [2, 3] alone at 1500 does not
+# end (open to the run's end). Broker 2: a GC pause its crash cuts short, a partition with its duration and its
+# scheduled heal. Broker 3: a partition ended by a heal of every link (no peers), one with a 500 ms duration that
+# such a heal ends earlier (that heal does not end broker 1's), and a disk stall past the run's end (kept as stated).
+FAULTS = [
+    ("r", None, 1000, 0, "leader_election", "clean", None, None, None),
+    ("r", 1, 1100, 1, "broker_fault", "network_partition", None, [3, 2], "both"),
+    ("r", 1, 1150, 2, "broker_fault", "gc_pause", 20, None, None),
+    ("r", 1, 1300, 3, "broker_fault", "network_heal", None, [2, 3], "both"),
+    ("r", 1, 1400, 4, "broker_fault", "network_partition", None, [2, 3, 1000], "both"),
+    ("r", 1, 1500, 5, "broker_fault", "network_heal", None, [2, 3], "both"),
+    ("r", 2, 1600, 7, "broker_fault", "gc_pause", 100, None, None),
+    ("r", 2, 1650, 8, "broker_lifecycle", "crash", None, None, None),
+    ("r", 2, 1700, 9, "broker_fault", "network_partition", 50, [1, 3], "outbound"),
+    ("r", 2, 1750, 10, "broker_fault", "network_heal", None, [1, 3], "outbound"),
+    ("r", 3, 1250, 11, "broker_fault", "network_partition", None, [1], "inbound"),
+    ("r", 3, 1350, 12, "broker_fault", "network_heal", None, None, None),
+    ("r", 3, 1400, 13, "broker_fault", "network_partition", 500, [1], "both"),
+    ("r", 3, 1450, 14, "broker_fault", "network_heal", None, None, None),
+    ("r", 3, 1500, 15, "broker_fault", "disk_stall", 2155, None, None),
+]
+SPANS = [
+    ("r", 1, "network_partition", 1100, 1300, False, [3, 2], "both", 1, 8),
+    ("r", 1, "gc_pause", 1150, 1170, False, None, None, 2, 8),
+    ("r", 1, "network_partition", 1400, 1999, True, [2, 3, 1000], "both", 4, 8),
+    ("r", 2, "gc_pause", 1600, 1650, False, None, None, 7, 8),
+    ("r", 2, "network_partition", 1700, 1750, False, [1, 3], "outbound", 9, 8),
+    ("r", 3, "network_partition", 1250, 1350, False, [1], "inbound", 11, 8),
+    ("r", 3, "network_partition", 1400, 1450, False, [1], "both", 13, 8),
+    ("r", 3, "disk_stall", 1500, 3655, False, None, None, 15, 8),
+]
+
+
+def test_fault_spans_end_at_their_duration_a_matching_heal_or_the_runs_end(spark: SparkSession) -> None:
+    bronze = spark.createDataFrame(FAULTS, FAULT_EVENTS)
+    expected = spark.createDataFrame(SPANS, FAULT_SPAN_SCHEMA)
+    assert_df_equality(fault_spans(bronze, _buckets(spark), 50), expected, ignore_row_order=True,
+                       ignore_nullable=True)
+
+
+def test_fault_spans_keep_the_first_ones_and_count_them_all(spark: SparkSession) -> None:
+    bronze = spark.createDataFrame(FAULTS, FAULT_EVENTS)
+    rows = [r.asDict() for r in fault_spans(bronze, _buckets(spark), 3).collect()]
+    assert sorted((r["broker_id"], r["kind"], r["start_ms"], r["total"]) for r in rows) == [
+        (1, "gc_pause", 1150, 8), (1, "network_partition", 1100, 8), (3, "network_partition", 1250, 8)]
+    marks, total = fault_marks(rows, 1000)
+    assert total == 8
+    assert marks == (FaultSpan(0.1, 0.3, 1, "network_partition", False, (3, 2), "both"),
+                     FaultSpan(0.15, 0.17, 1, "gc_pause"),
+                     FaultSpan(0.25, 0.35, 3, "network_partition", False, (1,), "inbound"))
+    assert fault_marks([], 1000) == ((), 0)

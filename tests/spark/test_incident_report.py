@@ -32,7 +32,7 @@ from jobs.incident_report import (
     with_fetch_failures,
 )
 from jobs.lake import EmbeddedLake
-from jobs.overview_plot import ClusterOverview
+from jobs.overview_plot import ClusterOverview, FaultSpan
 from jobs.runs import UnknownRunError
 from schemas.audit import GOLD_AUDIT_RUNS, GOLD_INVARIANT_VIOLATIONS
 from schemas.events import BRONZE_EVENTS_SCHEMA
@@ -281,7 +281,35 @@ def test_a_run_with_no_state_election_or_crash_gets_no_overview(spark: SparkSess
         replicas=[1], event_id=0)]))
     lines: list[str] = []
     assert plot_overviews(spark, lake, ["quiet"], tmp_path / "out", log=lines.append) == []
-    assert lines == ["report: no cluster overview of quiet: no partition state, election or broker crash to draw"]
+    assert lines == ["report: no cluster overview of quiet: no partition state, election, broker crash or fault "
+                     "to draw"]
+
+
+def test_the_overview_lanes_get_the_runs_broker_faults(spark: SparkSession, tmp_path: Path,
+                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    # Only faults to draw (no partition state, crash or election in this run): a pause of broker 2, a partition
+    # of broker 1 from broker 3 that nothing heals, and a last event at 10 s that ends the run.
+    lake = EmbeddedLake(spark, str(tmp_path / "lake"))
+    base = dict(run_id="faulty", schema_version="1.9", source="engine", topic=None, partition=None,
+                _source_file="events.jsonl", _ingest_batch="b")
+    lake.append(BRONZE_EVENTS, frame(spark, BRONZE_EVENTS, [
+        dict(base, event_id=0, ts_ms=T0, broker_id=1, event_type="broker_lifecycle", action="start", _source_line=1),
+        dict(base, event_id=1, ts_ms=T0 + 1_000, broker_id=2, event_type="broker_fault", action="gc_pause",
+             duration_ms=500, _source_line=2),
+        dict(base, event_id=2, ts_ms=T0 + 2_000, broker_id=1, event_type="broker_fault", action="network_partition",
+             peers=[3], direction="both", _source_line=3),
+        dict(base, event_id=3, ts_ms=T0 + 10_000, broker_id=3, event_type="broker_lifecycle", action="start",
+             _source_line=4)]))
+    lake.append(SILVER_PARTITION_STATE, frame(spark, SILVER_PARTITION_STATE, [dict(
+        run_id="other", topic="t", partition=0, valid_from_ms=T0, leader_id=1, leader_epoch=1, isr=[1],
+        replicas=[1], event_id=0)]))
+    drawn: list[ClusterOverview] = []
+    monkeypatch.setattr("jobs.incident_report.plot_overview", lambda data, path: drawn.append(data) or path)
+    assert [r for r, _ in plot_overviews(spark, lake, ["faulty"], tmp_path / "out", **QUIET)] == ["faulty"]
+    (data,) = drawn
+    assert data.faults == (FaultSpan(1.0, 1.5, 2, "gc_pause"),
+                           FaultSpan(2.0, 10.0, 1, "network_partition", open=True, peers=(3,), direction="both"))
+    assert data.faults_total == 2 and data.brokers == (1, 2)  # a start is no mark: broker 3 has nothing to draw
 
 
 def test_no_audit_is_a_one_line_failure_with_exit_code_2(spark: SparkSession, tmp_path: Path, capsys) -> None:
