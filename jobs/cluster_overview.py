@@ -32,13 +32,11 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from jobs.overview_plot import COUNT_SERIES, FaultSpan
-from schemas.events import BROKER_FAULT, BROKER_LIFECYCLE, LEADER_ELECTION
+from schemas.events import BROKER_FAULT, BROKER_LIFECYCLE, HOLDING_FAULTS, LEADER_ELECTION
 
 SERIES: tuple[str, ...] = tuple(c for c, *_ in COUNT_SERIES)
 DOWN_ACTIONS: tuple[str, ...] = ("crash", "shutdown", "controlled_shutdown")
 UP_ACTIONS: tuple[str, ...] = ("start", "restart")
-HELD_FAULTS: tuple[str, ...] = ("gc_pause", "disk_stall")
-"""broker_fault actions that hold the broker's own process or disk: a crash or restart ends them."""
 PARTITION, HEAL = "network_partition", "network_heal"
 FAULT_SPAN_SCHEMA = T.StructType([
     T.StructField("run_id", T.StringType(), False),
@@ -206,7 +204,7 @@ def fault_spans(bronze: DataFrame, buckets: DataFrame, limit: int) -> DataFrame:
     spans = rows.select(
         "run_id", "broker_id", F.col("action").alias("kind"), F.col("ts_ms").alias("start_ms"),
         ends.alias("_end"), "peers", "direction", "event_id", "_life").where(
-        ~F.col("_life") & F.col("kind").isin(*HELD_FAULTS, PARTITION)).drop("_life")
+        ~F.col("_life") & F.col("kind").isin(*HOLDING_FAULTS, PARTITION)).drop("_life")
     ranked = spans.select(
         "*", F.row_number().over(Window.partitionBy("run_id").orderBy("start_ms", "event_id")).alias("_n"),
         F.count(F.lit(1)).over(Window.partitionBy("run_id")).alias("total"))

@@ -69,6 +69,9 @@ BROKER_CONFIG = "broker_config"
 EPOCH_REQUEST_RETRY = "epoch_request_retry"
 BROKER_FAULT = "broker_fault"
 
+HOLDING_FAULTS: tuple[str, ...] = ("gc_pause", "disk_stall")
+"""broker_fault actions that hold a running broker's threads for their duration (a network partition holds none)."""
+
 ENGINE_SOURCE = "engine"
 KAFKA_LOG_SOURCE = "kafka-log"
 

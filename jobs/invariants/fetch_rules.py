@@ -40,6 +40,7 @@ from jobs.invariants.base import is_event as _is
 from jobs.invariants.replica_scan import CLOSING_ACTIONS, REPLICA
 from replication_core.config import LONG_MAX, ReplicationConfig
 from replication_core.truncation import FLAGS
+from schemas.events import HOLDING_FAULTS
 
 FETCH_EVENT_TYPES: tuple[str, ...] = ("fetch", "fetch_response", "quota_throttle", "leadership_change", "isr_change")
 """Partition-scoped event types of this scan (plus fetcher_change, lifecycle and config, broker-wide)."""
@@ -218,10 +219,6 @@ def _with_leader(rows: DataFrame, segments: DataFrame) -> DataFrame:
             & (with_s["_sent"]["epoch"] == t["_t_epoch"])
             & (t["_t_start"] < with_s["event_id"]) & (t["_t_next"].isNull() | (t["_t_next"] > with_s["event_id"])))
     return with_s.join(F.broadcast(t), on_t, "left")
-
-
-HOLDING_FAULTS: tuple[str, ...] = ("gc_pause", "disk_stall")
-"""broker_fault actions that hold a broker's threads (a follower's fetcher: both; a leader's answers: gc_pause)."""
 
 
 def broker_holds(bronze: DataFrame) -> DataFrame:

@@ -65,6 +65,7 @@ from replication_core.checker.state import (
 from replication_core.checker.violation import Violation
 from replication_core.config import ReplicationConfig
 from replication_core.truncation import FLAGS, TruncationProtocol, truncation_protocol
+from schemas.events import HOLDING_FAULTS
 
 Event = Mapping[str, Any]
 _KNOWN_CONFIGS = frozenset(ReplicationConfig().as_kafka_map())
@@ -346,7 +347,7 @@ class _RunChecker:
 
     def _on_broker_fault(self, ev: Event) -> None:
         action, duration = ev.get("action"), ev.get("duration_ms")
-        if action in ("gc_pause", "disk_stall") and duration is not None:
+        if action in HOLDING_FAULTS and duration is not None:
             start = int(ev["ts_ms"])
             self._broker(int(ev["broker_id"])).holds.append((start, start + int(duration), str(action)))
 
@@ -357,7 +358,7 @@ class _RunChecker:
         their overlap with [sent, arrival]. A sum, not a union, so overlapping faults count twice: it only
         ever widens the bound."""
         held = 0
-        for broker, kinds in ((follower, ("gc_pause", "disk_stall")), (leader, ("gc_pause",))):
+        for broker, kinds in ((follower, HOLDING_FAULTS), (leader, ("gc_pause",))):
             if broker is None or broker not in self.brokers:
                 continue
             for start, end, action in self.brokers[broker].holds:
