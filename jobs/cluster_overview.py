@@ -31,7 +31,8 @@ from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
-from jobs.overview_plot import COUNT_SERIES, FaultSpan
+from jobs.fault_plot import FaultSpan
+from jobs.overview_plot import COUNT_SERIES
 from schemas.events import BROKER_FAULT, BROKER_LIFECYCLE, HOLDING_FAULTS, LEADER_ELECTION
 
 SERIES: tuple[str, ...] = tuple(c for c, *_ in COUNT_SERIES)

@@ -56,6 +56,7 @@ from jobs.cluster_overview import (
     partition_counts,
 )
 from jobs.config import ReportConfig
+from jobs.fault_plot import peer_names
 from jobs.lake import Lake
 from jobs.overview_plot import (
     CHURN_COLUMNS,
@@ -80,6 +81,7 @@ from jobs.plots import (
 from jobs.report_document import (
     BAD_VERDICTS,
     Evidence,
+    FaultRow,
     FetchErrorRow,
     IncidentRow,
     InvariantCount,
@@ -355,6 +357,13 @@ def lifecycle_events(bronze: DataFrame, limit: int) -> DataFrame:
     life = life.withColumn("_earlier", earlier).where((F.col("action") != "start") | F.col("_earlier").isNotNull())
     life = life.drop("_earlier").withColumn("total", F.count(F.lit(1)).over(Window.partitionBy("run_id")))
     return first_rows(life, [F.col("ts_ms"), F.col("event_id")], limit, by=["run_id"])
+
+
+def election_controllers(bronze: DataFrame) -> DataFrame:
+    """Per run, the node ids that elected a leader (`run_id`, `broker_id`): its controllers, one row each (as
+    many as the run had controllers, not events)."""
+    return bronze.where((F.col("event_type") == LEADER_ELECTION) & F.col("broker_id").isNotNull()).select(
+        "run_id", "broker_id").distinct()
 
 
 def first_rows(df: DataFrame, order: Sequence[Column], limit: int, by: Sequence[str] = KEY) -> DataFrame:
@@ -729,6 +738,10 @@ def _sections(
     totals = grouped(violations.join(sel, KEY, "left_semi").groupBy(*KEY, "severity", "invariant").count())
     life: dict[str, list[dict[str, Any]]] = {}
     life.update(_rows_by(lifecycle_events(lake.read(BRONZE_EVENTS, parts), cfg.max_points), "run_id"))
+    ends = spark.createDataFrame([(r, bounds.get(r, (0, 0))[1]) for r in sorted({c["run_id"] for c in chosen})],
+                                 "run_id string, end_ms long")
+    faults = _rows_by(fault_spans(lake.read(BRONZE_EVENTS, parts), ends, cfg.max_points), "run_id")
+    controllers = _rows_by(election_controllers(lake.read(BRONZE_EVENTS, parts)), "run_id")
     # The listed violations' evidence events: at most max_partitions x max_rows x EVIDENCE_KEPT rows.
     wanted = sorted({(r["run_id"], int(e)) for rows in viols.values() for r in rows for e in (r["evidence"] or ())})
     looked_up: dict[tuple[str, int], dict[str, Any]] = {}
@@ -755,6 +768,7 @@ def _sections(
         if len(v_rows) < c["errors"] + c["warnings"]:
             notes.append(f"{len(v_rows)} of {c['errors'] + c['warnings']} violations marked, "
                          "each invariant's earliest first")
+        drawn_faults, faults_total = fault_marks(faults.get(run, []), start_ms)
         data = PartitionPlot(
             run_id=run, topic=topic, partition=partition, end_s=end_s,
             replicas=tuple(sorted({r["replica"] for r in isr.get(key, []) + offsets.get(key, [])})),
@@ -773,6 +787,8 @@ def _sections(
                             for i in i_rows),
             lifecycle=tuple(LifecycleMark((r["ts_ms"] - start_ms) / 1000.0, r["broker_id"], r["action"])
                             for r in life.get(run, []) if r["broker_id"] is not None),
+            faults=drawn_faults, faults_total=faults_total,
+            controllers=tuple(sorted(int(r["broker_id"]) for r in controllers.get(run, []))),
             fetch_errors=tuple(FetchErrorMark((r["ts_ms"] - start_ms) / 1000.0, r["follower"])
                                for r in sorted(fetch_marks.get(key, []), key=lambda r: (r["ts_ms"], r["follower"]))),
             bucket_ms=bucket, notes=tuple(notes),
@@ -787,13 +803,18 @@ def _sections(
         # A 0.9 line names no leader; broker 0 is a broker like any other.
         fails = sorted(fetch_failures.get(key, []), key=lambda r: (
             r["first_ms"], r["follower"], -1 if r["leader"] is None else r["leader"], r["error"]))
+        replica_faults = [f for f in drawn_faults if f.broker in data.replicas]
+        fault_rows = tuple(FaultRow(f.broker, f.kind, f.start_s, f.end_s, f.open,
+                                    peer_names(f.peers, data.controllers) if f.kind == "network_partition" else "",
+                                    f.direction) for f in replica_faults[:cfg.max_rows])
         sections.append(PartitionSection(run, topic, partition, int(c["errors"]), int(c["warnings"]),
                                          int(c["incidents"]), tuple(v_rows), tuple(i_rows), name, rules,
                                          int(c["unclean_elections"]),
                                          tuple(FetchErrorRow(r["follower"], r["leader"], r["error"],
                                                              int(r["responses"]), (r["first_ms"] - start_ms) / 1000.0,
                                                              (r["last_ms"] - start_ms) / 1000.0) for r in fails),
-                                         int(fails[0]["groups"]) if fails else 0))
+                                         int(fails[0]["groups"]) if fails else 0, fault_rows,
+                                         len(replica_faults)))
     return sections, pngs
 
 

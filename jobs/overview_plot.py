@@ -26,15 +26,15 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import NamedTuple
 
 import pandas as pd
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
-from matplotlib.patches import Patch, Rectangle
+from matplotlib.patches import Patch
 from matplotlib.ticker import MaxNLocator
 
+from jobs.fault_plot import MIN_FAULT_WIDTH, FaultSpan, draw_fault_bars, fault_handles, fault_kinds
 from jobs.plots import _LIFECYCLE_STYLE, UNCLEAN_COLOUR, LifecycleMark
 
 COUNT_SERIES: tuple[tuple[str, str, str, str], ...] = (
@@ -63,49 +63,8 @@ DOWN_COLOUR = "#bbbbbb"
 EXPAND_COLOUR = "#2ca02c"
 
 
-class FaultStyle(NamedTuple):
-    """How one kind of broker fault is drawn on a broker lane."""
-
-    colour: str
-    label: str
-    offset: float
-    """Centre of its bar relative to the lane's centre, in lanes (the y axis is inverted: negative is upper)."""
-    zorder: float
-
-
-FAULT_STYLE: dict[str, FaultStyle] = {
-    "network_partition": FaultStyle("#6a3d9a", "network partition (cut off from peers)", -0.22, 2.0),
-    # A pause and a stall both stop the broker's own progress and share the lower strip; a pause is usually the
-    # shorter, so it is drawn over a stall it overlaps and both stay visible.
-    "gc_pause": FaultStyle("#e377c2", "GC pause", 0.22, 2.2),
-    "disk_stall": FaultStyle("#d4a017", "disk stall", 0.22, 2.1),
-}
-"""broker_fault kind -> its style; legend order. The colours are none of the down grey, the crash and unclean reds,
-the election blues or the restart green. The lane's middle is left to the elections, crashes and restarts, which a
-bar there would hide or be hidden by."""
-FAULT_BAR_HEIGHT = 0.18
-"""Height of a fault's bar, in lanes (a lane is 1; the down grey fills 0.8): the two strips fit inside the grey."""
 LEGEND_ROW_IN = 0.17
 """Height of one entry of a legend at font size 7, in inches (with its spacing), to size the lanes' panel."""
-MIN_FAULT_WIDTH = 0.004
-"""Narrowest a fault's bar is drawn, as a share of the run's span: a 300 ms GC pause in an hour-long run is
-otherwise thinner than a pixel."""
-
-
-@dataclass(frozen=True)
-class FaultSpan:
-    """A broker fault of the simulator's injector (`broker_fault`) from `start_s` to `end_s` (seconds since the
-    run's first event); `kind` is a key of `FAULT_STYLE`. `open`: nothing ended it, so it runs to the run's end.
-    `peers` and `direction` (a network partition's) are kept for the reader of the data; the bar does not show
-    them."""
-
-    start_s: float
-    end_s: float
-    broker: int
-    kind: str
-    open: bool = False
-    peers: tuple[int, ...] = ()
-    direction: str | None = None
 
 
 @dataclass(frozen=True)
@@ -222,26 +181,6 @@ def _draw_churn(ax, data: ClusterOverview) -> None:  # type: ignore[no-untyped-d
               loc="upper right", fontsize=7, framealpha=0.85)
 
 
-def _fault_kinds(data: ClusterOverview, lanes: list[int]) -> list[str]:
-    """The kinds of the faults drawn on `lanes` (those of `FAULT_STYLE`), in its order: the legend's entries."""
-    present = {f.kind for f in data.faults if f.broker in lanes}
-    return [k for k in FAULT_STYLE if k in present]
-
-
-def _draw_faults(ax, data: ClusterOverview, row: dict[int, int]) -> None:  # type: ignore[no-untyped-def]
-    """One bar (a `Rectangle` with gid `fault:<kind>`) per fault of a drawn broker on its kind's strip of the
-    broker's lane."""
-    least = MIN_FAULT_WIDTH * max(data.end_s, data.bucket_ms / 1000.0)
-    for f in data.faults:
-        if f.broker not in row or f.kind not in FAULT_STYLE:
-            continue
-        style = FAULT_STYLE[f.kind]
-        # Above the down grey (a partition outlives a crash) and under the crash and election marks (zorder 3, 4).
-        ax.add_patch(Rectangle((f.start_s, row[f.broker] + style.offset - FAULT_BAR_HEIGHT / 2),
-                               max(f.end_s - f.start_s, least), FAULT_BAR_HEIGHT, facecolor=style.colour,
-                               linewidth=0, zorder=style.zorder, gid=f"fault:{f.kind}"))
-
-
 def _lane_handles(data: ClusterOverview, lanes: list[int]) -> list[Patch | Line2D]:
     """The broker lanes' legend entries: the marks always drawn, the ELR election and the fault kinds if present."""
     return [Patch(color=DOWN_COLOUR, label="down"),
@@ -252,7 +191,7 @@ def _lane_handles(data: ClusterOverview, lanes: list[int]) -> list[Patch | Line2
             Line2D([], [], color=UNCLEAN_COLOUR, marker="*", linestyle="", label="elected unclean"),
             *(Line2D([], [], color=c, marker=mk, linestyle="", label=a)
               for a, (c, mk) in _LIFECYCLE_STYLE.items() if a not in ("start", "controlled_shutdown")),
-            *(Patch(color=FAULT_STYLE[k].colour, label=FAULT_STYLE[k].label) for k in _fault_kinds(data, lanes))]
+            *fault_handles(fault_kinds(data.faults, lanes))]
 
 
 def _draw_lanes(ax, data: ClusterOverview, lanes: list[int]) -> None:  # type: ignore[no-untyped-def]
@@ -261,7 +200,7 @@ def _draw_lanes(ax, data: ClusterOverview, lanes: list[int]) -> None:  # type: i
         if b in row:
             ax.broken_barh([(start, end - start) for start, end in spans], (row[b] - 0.4, 0.8), color=DOWN_COLOUR,
                            linewidth=0)
-    _draw_faults(ax, data, row)
+    draw_fault_bars(ax, data.faults, row, MIN_FAULT_WIDTH * max(data.end_s, data.bucket_ms / 1000.0))
     elections = data.elections[data.elections["leader_id"].isin(lanes)]
     unclean, from_elr = elections["unclean"].astype(bool), elections["from_elr"].astype(bool)
     kinds = (~unclean & ~from_elr, from_elr, unclean)

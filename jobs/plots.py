@@ -9,8 +9,10 @@ One figure per partition, two panels sharing the time axis (seconds since the ru
     invariant name;
   * bottom — one lane per assigned replica: shaded while it is in the committed ISR (hatched when it
     left and rejoined inside one bucket), outlined and dotted while it is an eligible leader replica (KIP-966:
-    out of the ISR, yet electable), a dark strip while it leads, its crashes and restarts marked, and
-    orange ticks along its top edge where it got a fetch response with an error.
+    out of the ISR, yet electable), a dark strip while it leads, its crashes and restarts marked,
+    orange ticks along its top edge where it got a fetch response with an error, and the faults the simulator
+    held it in (`broker_fault`) as thin bars as on the run's overview (`jobs.fault_plot`): a network partition
+    in the upper half, labelled with the nodes it cut the broker off from, a GC pause or disk stall in the lower.
 
 Both panels carry the leader changes (vertical lines labelled with the new leader and epoch; an unclean
 election, which may lose acknowledged data, in red and dashed) and the lag incidents (shaded intervals labelled
@@ -35,6 +37,7 @@ from matplotlib.patches import Patch
 from matplotlib.ticker import FuncFormatter, MaxNLocator
 from matplotlib.transforms import Bbox, offset_copy
 
+from jobs.fault_plot import MIN_FAULT_WIDTH, FaultSpan, draw_fault_bars, fault_handles, fault_kinds, partition_label
 from jobs.report_document import BAD_VERDICTS
 
 OFFSET_COLUMNS: tuple[str, ...] = ("replica", "t_s", "hw", "leo", "hw_min", "hw_max", "leo_min", "leo_max")
@@ -57,6 +60,11 @@ EVIDENCE_LABEL_STEPS = 9
 """Heights an evidence label may climb to above its ring to stay clear of the labels before it."""
 DODGE_POINTS = 2.5
 """Vertical shift between replicas' lines, in points (so equal offsets do not hide each other)."""
+LANE_FAULT_OFFSETS = {"network_partition": -0.14, "gc_pause": 0.08, "disk_stall": 0.08}
+"""Centre of a fault kind's bar relative to a replica lane's centre (inverted axis: negative is upper), between
+the fetch-error ticks along the lane's top edge and the leader strip along its bottom."""
+MAX_FAULT_LABELS = 12
+"""Network partitions labelled with their peers at most (the bars are drawn for all)."""
 
 _PALETTE = ("#1f77b4", "#2ca02c", "#9467bd", "#8c564b", "#17becf", "#7f7f7f", "#bcbd22", "#e377c2")
 _LIFECYCLE_STYLE = {"crash": ("#d62728", "X"), "restart": ("#2ca02c", ">"), "start": ("#2ca02c", ">"),
@@ -151,6 +159,12 @@ class PartitionPlot:
     incidents: tuple[IncidentSpan, ...] = ()
     lifecycle: tuple[LifecycleMark, ...] = ()
     fetch_errors: tuple[FetchErrorMark, ...] = ()
+    faults: tuple[FaultSpan, ...] = ()
+    """The run's broker faults (the first ones, by start, when `faults_total` is larger); those of the replicas
+    are drawn."""
+    faults_total: int = 0
+    controllers: tuple[int, ...] = ()
+    """Node ids known to be the run's controllers: a network partition's label names them so."""
     bucket_ms: int = 1
     notes: tuple[str, ...] = field(default_factory=tuple)
     violation_totals: tuple[tuple[str, str, int], ...] = ()
@@ -448,6 +462,11 @@ def _draw_isr(ax, data: PartitionPlot) -> None:  # type: ignore[no-untyped-def]
         if failed:
             ax.plot(failed, [lane - 0.33] * len(failed), marker="|", markersize=7, markeredgewidth=1.4,
                     color=FETCH_ERROR_COLOUR, linestyle="none", zorder=5)
+    lanes = {r: i for i, r in enumerate(data.replicas)}
+    # Over the ISR shading and its hatching, under the leader strip; outlined, as the shading has broker colours.
+    for bar in draw_fault_bars(ax, data.faults, lanes, MIN_FAULT_WIDTH * max(data.end_s, 1e-3),
+                               LANE_FAULT_OFFSETS, edge="white"):
+        bar.set_zorder(3.5)
     ax.set_yticks(range(len(data.replicas)), [f"broker {r}" for r in data.replicas])
     ax.set_ylim(-0.6, len(data.replicas) - 0.4)
     ax.invert_yaxis()
@@ -473,9 +492,38 @@ def _draw_isr(ax, data: PartitionPlot) -> None:  # type: ignore[no-untyped-def]
                 text.remove()
             else:
                 taken.append(extent)
+    _label_partitions(ax, data, lanes, taken)
     ax.set_ylabel("ISR")
     ax.set_xlabel("time since the run's first event (s)")
     ax.grid(True, axis="x", alpha=0.3)
+
+
+def _label_partitions(ax, data: PartitionPlot, lanes: dict[int, int], taken: list[Bbox]) -> None:  # type: ignore[no-untyped-def]
+    """Label a replica's network partitions with the nodes they cut it off from, just after each bar's start;
+    a label that would cover the crash and restart labels (or an earlier one) is left out."""
+    renderer = ax.figure.canvas.get_renderer()
+    cuts = sorted((f for f in data.faults if f.kind == "network_partition" and f.broker in lanes),
+                  key=lambda f: (f.start_s, f.broker))
+    for f in cuts[:MAX_FAULT_LABELS]:
+        # After the bar's start, else before it (late in the run, or where the first place is taken).
+        sides = (-1, 1) if f.start_s > 0.7 * data.end_s else (1, -1)
+        for side in sides:
+            text = ax.annotate(partition_label(f, data.controllers),
+                               xy=(f.start_s, lanes[f.broker] + LANE_FAULT_OFFSETS["network_partition"]),
+                               xytext=(4 * side, 0), textcoords="offset points", fontsize=7, color="#3f2360",
+                               ha="left" if side > 0 else "right", va="center", zorder=7, gid="fault-label",
+                               bbox={"boxstyle": "round,pad=0.1", "fc": "white", "ec": "none", "alpha": 0.8})
+            extent = text.get_window_extent(renderer)
+            if not _clashes(extent, taken) and _inside(extent, ax):
+                taken.append(extent)
+                break
+            text.remove()
+
+
+def _inside(extent: Bbox, ax) -> bool:  # type: ignore[no-untyped-def]
+    """Whether a label's display `extent` lies within the axes' width."""
+    box = ax.get_window_extent()
+    return bool(extent.x0 >= box.x0 and extent.x1 <= box.x1)
 
 
 def _offset_limits(data: PartitionPlot) -> tuple[float, float]:
@@ -524,6 +572,7 @@ def render_partition(data: PartitionPlot) -> Figure:
     if data.isr["in_elr"].astype(bool).any():
         handles.append(Patch(facecolor="none", edgecolor="#888888", hatch="..", linestyle="--",
                              label=ELR_LABEL))
+    handles += fault_handles(fault_kinds(data.faults, data.replicas), wrap=True)
     if data.fetch_errors:
         handles.append(Line2D([], [], marker="|", markersize=7, markeredgewidth=1.4, color=FETCH_ERROR_COLOUR,
                               linestyle="none", label="fetch response with an error\n(on the follower's lane)"))
@@ -534,6 +583,8 @@ def render_partition(data: PartitionPlot) -> Figure:
     resolution = "exact changes" if data.bucket_ms <= 1 else f"one point per {data.bucket_ms:,} ms bucket"
     sub = f"{headline(data)}\nLEO wide line, HW dashed, one colour per broker; {resolution}"
     notes = list(data.notes)
+    if data.faults_total > len(data.faults):
+        notes.append(f"the run's first {len(data.faults)} of {data.faults_total} broker faults drawn")
     if unlabelled:
         n = len(data.incidents)
         notes.append(f"{n - unlabelled} of {n} lag incidents labelled (shading marks all)")

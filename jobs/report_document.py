@@ -115,6 +115,20 @@ class FetchErrorRow:
 
 
 @dataclass(frozen=True)
+class FaultRow:
+    """A fault the simulator held one of the partition's replicas in (`broker_fault`), from `start_s` to `end_s`;
+    `open`: nothing ended it before the run's end. `peers` names a network partition's other side."""
+
+    broker: int
+    kind: str
+    start_s: float
+    end_s: float
+    open: bool = False
+    peers: str = ""
+    direction: str | None = None
+
+
+@dataclass(frozen=True)
 class PartitionSection:
     """One flagged partition: its counts, the violations and incidents listed, and its picture."""
 
@@ -134,6 +148,9 @@ class PartitionSection:
     fetch_errors: tuple[FetchErrorRow, ...] = ()
     fetch_error_groups: int = 0
     """How many (follower, leader, error) groups the partition has (`fetch_errors` stops at max_rows)."""
+    faults: tuple[FaultRow, ...] = ()
+    fault_count: int = 0
+    """How many of the drawn faults were the replicas' (`faults` stops at max_rows)."""
 
     @property
     def counts(self) -> str:
@@ -262,6 +279,12 @@ _INVARIANT_HEAD = ("invariant", "severity", "evaluated", "errors", "warnings")
 _VIOLATION_HEAD = ("invariant", "severity", "replica", "time (s)", "event", "offset", "expected", "actual",
                    "evidence (event ids)", "message")
 _FETCH_ERROR_HEAD = ("follower", "leader", "error", "responses", "first (s)", "last (s)")
+_FAULT_HEAD = ("broker", "fault", "start (s)", "end (s)", "lasted (ms)", "cut off from", "direction")
+_FAULT_INTRO = ("Faults the simulator held the partition's replicas in (broker_fault events; a real broker log has "
+                "none): a GC pause or disk stall stops the broker's own work, so a follower falls behind and a "
+                "leader answers late; a network partition loses what crosses the cut (outbound: what the broker "
+                "sends its peers, inbound: what they send it), until the heal. A pause or stall ends early at the "
+                "broker's crash or restart:")
 _FETCH_ERROR_INTRO = ("Fetch responses with an error, as the followers saw them (NETWORK_EXCEPTION: the request got "
                       "no answer, the leader unreachable; a follower backs off and retries, and one that keeps "
                       "failing falls behind and out of the ISR):")
@@ -291,6 +314,12 @@ def _incident_cells(i: IncidentRow) -> tuple[str, ...]:
 
 def _fetch_error_cells(f: FetchErrorRow) -> tuple[str, ...]:
     return (_id(f.follower), _id(f.leader), f.error, _num(f.responses), _secs(f.first_s), _secs(f.last_s))
+
+
+def _fault_cells(f: FaultRow) -> tuple[str, ...]:
+    end = _secs(f.end_s) + (" (run's end)" if f.open else "")
+    return (_id(f.broker), f.kind.replace("_", " "), _secs(f.start_s), end, _num(round((f.end_s - f.start_s) * 1000)),
+            f.peers or "–", f.direction or "–")
 
 
 def _listed(shown: int, total: int, what: str, order: str = "") -> str | None:
@@ -366,6 +395,11 @@ def markdown(doc: ReportDocument) -> str:
             out += _md_table(_FETCH_ERROR_HEAD, [_fetch_error_cells(f) for f in s.fetch_errors])
             note = _listed(len(s.fetch_errors), s.fetch_error_groups, "fetch error groups", "; the earliest first")
             out += [note, ""] if note else []
+        if s.faults:
+            out += [_FAULT_INTRO, ""]
+            out += _md_table(_FAULT_HEAD, [_fault_cells(f) for f in s.faults])
+            note = _listed(len(s.faults), s.fault_count, "faults", "; the earliest first")
+            out += [note, ""] if note else []
         if s.png:
             out += [f"![{_md_cell(s.title)}]({s.png})", ""]
     if doc.not_plotted:
@@ -388,7 +422,7 @@ def _overview_legend(doc: ReportDocument) -> str:
             "partition (purple, along the lane's upper edge: the broker cut off from some of its peers, until the "
             "heal or the run's end), a GC pause (pink) or a disk stall (amber) along its lower edge; a short one is "
             "drawn a little wider than it lasted, so that it shows. Which peers a partition cut off, and in which "
-            "direction, is not drawn.")
+            "direction, is listed with each flagged partition whose replica it was.")
 
 
 def _overviews_left(doc: ReportDocument) -> str | None:
@@ -401,7 +435,10 @@ def _picture_legend(doc: ReportDocument) -> str:
     return ("Each picture: LEO (wide line) and HW (dashed) of every replica over time, one colour per broker; "
             "below, one lane per replica, shaded while it is in the ISR (outlined and dotted while it is an eligible "
             "leader replica, KIP-966: out of the ISR yet electable), with a black strip while it leads, its "
-            "crashes and restarts marked, and orange ticks where it got a fetch response with an error. Dotted "
+            "crashes and restarts marked, orange ticks where it got a fetch response with an error, and the faults "
+            "the simulator held it in as on the overview: a network partition (purple) in its upper half, labelled "
+            "with the nodes it cut the broker off from where there is room, a GC pause (pink) or disk stall "
+            "(amber) in its lower half. Dotted "
             "vertical lines are leader changes (new leader and epoch; red dashed: an unclean election, which may "
             "lose acknowledged data), shaded "
             "intervals are lag incidents (red: late / missing / premature), crosses and triangles are errors and "
@@ -504,6 +541,11 @@ def html_page(doc: ReportDocument) -> str:
             out.append(_p(_FETCH_ERROR_INTRO))
             out += _html_table(_FETCH_ERROR_HEAD, [("", _fetch_error_cells(f)) for f in s.fetch_errors])
             note = _listed(len(s.fetch_errors), s.fetch_error_groups, "fetch error groups", "; the earliest first")
+            out += [_p(note, "note")] if note else []
+        if s.faults:
+            out.append(_p(_FAULT_INTRO))
+            out += _html_table(_FAULT_HEAD, [("", _fault_cells(f)) for f in s.faults])
+            note = _listed(len(s.faults), s.fault_count, "faults", "; the earliest first")
             out += [_p(note, "note")] if note else []
         if s.png:
             out.append(f'<p><img src="{_h(s.png)}" alt="{_h(s.title)}"></p>')

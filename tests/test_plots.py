@@ -7,11 +7,14 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+from matplotlib.colors import to_hex
 
+from jobs.fault_plot import FAULT_BAR_HEIGHT, FAULT_STYLE, MIN_FAULT_WIDTH, FaultSpan
 from jobs.plots import (
     ELR_LABEL,
     FETCH_ERROR_COLOUR,
     ISR_COLUMNS,
+    LANE_FAULT_OFFSETS,
     OFFSET_COLUMNS,
     UNCLEAN_COLOUR,
     EvidencePoint,
@@ -241,3 +244,78 @@ def test_a_followers_fetch_errors_are_ticks_on_its_lane_with_a_legend_entry() ->
     legend = [t.get_text() for t in render_partition(data).legends[0].get_texts()]
     assert "fetch response with an error\n(on the follower's lane)" in legend
     assert not any("fetch response" in t.get_text() for t in render_partition(kip101_like()).legends[0].get_texts())
+
+
+# Broker 1 (lane 0) cut off from broker 2 and the controller at 10 s; broker 2 (lane 1) paused at 9 s and stalled
+# at 12 s for 1 ms; broker 7 is no replica of the partition; broker 2's partition opens at 22 s and nothing heals it.
+LANE_FAULTS = (FaultSpan(10.0, 12.5, 1, "network_partition", False, (1000, 2), "outbound"),
+               FaultSpan(9.0, 9.4, 2, "gc_pause"), FaultSpan(12.0, 12.001, 2, "disk_stall"),
+               FaultSpan(3.0, 8.0, 7, "gc_pause"),
+               FaultSpan(22.0, 25.0, 2, "network_partition", True, (1,), "both"))
+
+
+def _lane_fault_bars(ax) -> list[tuple[str, float, float, float, float, str]]:  # type: ignore[no-untyped-def]
+    return sorted((p.get_gid().removeprefix("fault:"), round(p.get_x(), 4), round(p.get_y(), 4),
+                   round(p.get_width(), 4), round(p.get_height(), 4), to_hex(p.get_facecolor()))
+                  for p in ax.patches if (p.get_gid() or "").startswith("fault:"))
+
+
+def test_the_replicas_broker_faults_are_bars_on_their_lanes_and_partitions_name_their_peers() -> None:
+    data = replace(kip101_like(), faults=LANE_FAULTS, faults_total=len(LANE_FAULTS), controllers=(1000,))
+    fig = render_partition(data)
+    lanes = fig.axes[1]
+    half = FAULT_BAR_HEIGHT / 2
+    up, down = LANE_FAULT_OFFSETS["network_partition"], LANE_FAULT_OFFSETS["gc_pause"]
+    colour = {k: s.colour for k, s in FAULT_STYLE.items()}
+    # The 1 ms stall is drawn MIN_FAULT_WIDTH of the 25 s run wide; broker 7's pause is not drawn.
+    assert _lane_fault_bars(lanes) == [
+        ("disk_stall", 12.0, round(1 + down - half, 4), round(MIN_FAULT_WIDTH * 25, 4), FAULT_BAR_HEIGHT,
+         colour["disk_stall"]),
+        ("gc_pause", 9.0, round(1 + down - half, 4), 0.4, FAULT_BAR_HEIGHT, colour["gc_pause"]),
+        ("network_partition", 10.0, round(up - half, 4), 2.5, FAULT_BAR_HEIGHT, colour["network_partition"]),
+        ("network_partition", 22.0, round(1 + up - half, 4), 3.0, FAULT_BAR_HEIGHT, colour["network_partition"]),
+    ]
+    # Between the fetch-error ticks (-0.33) and the leader strip (from +0.22), inside the lane's shading (+-0.4).
+    assert all(o - half > -0.33 and o + half <= 0.22 for o in LANE_FAULT_OFFSETS.values())
+    # The partitions say whom they cut off, brokers before the controller; the late one's label sits left of it.
+    texts = {t.get_text(): t for t in lanes.texts if t.get_gid() == "fault-label"}
+    assert set(texts) == {"cut off from 2, controller 1000 (outbound only)", "cut off from 1 (both ways)"}
+    assert texts["cut off from 1 (both ways)"].get_horizontalalignment() == "right"
+    legend = [t.get_text() for t in fig.legends[0].get_texts()]
+    assert [t for t in legend if t in ("network partition\n(cut off from peers)", "GC pause", "disk stall")] == [
+        "network partition\n(cut off from peers)", "GC pause", "disk stall"]
+    assert "broker faults drawn" not in _figure_text(fig)
+
+
+def test_a_partition_picture_without_faults_draws_no_bar_and_a_capped_run_says_so() -> None:
+    bare = render_partition(kip101_like())
+    assert _lane_fault_bars(bare.axes[1]) == []
+    assert not any("GC pause" in t.get_text() for t in bare.legends[0].get_texts())
+    # Only broker 7 (no replica) paused: no bar, no legend entry.
+    elsewhere = render_partition(replace(kip101_like(), faults=LANE_FAULTS[3:4], faults_total=1))
+    assert _lane_fault_bars(elsewhere.axes[1]) == []
+    assert not any("GC pause" in t.get_text() for t in elsewhere.legends[0].get_texts())
+    capped = render_partition(replace(kip101_like(), faults=LANE_FAULTS[:2], faults_total=40))
+    assert "the run's first 2 of 40 broker faults drawn" in _figure_text(capped)
+
+
+def test_a_partition_label_goes_where_it_covers_no_other_label_or_is_left_out() -> None:
+    def labels(*faults: FaultSpan) -> list[str]:
+        """The alignments of the partition labels placed (left: after the bar's start, right: before it)."""
+        lanes = render_partition(replace(kip101_like(), faults=faults)).axes[1]
+        renderer = lanes.figure.canvas.get_renderer()
+        placed = [t for t in lanes.texts if t.get_gid() == "fault-label"]
+        others = [t for t in lanes.texts if t.get_gid() != "fault-label"]
+        box = lanes.get_window_extent(renderer)
+        for t in placed:  # none covers a crash or restart label, and each stays inside the lanes' width
+            extent = t.get_window_extent(renderer)
+            assert not any(extent.overlaps(o.get_window_extent(renderer)) for o in others)
+            assert box.x0 <= extent.x0 and extent.x1 <= box.x1
+        return [t.get_horizontalalignment() for t in placed]
+
+    # Broker 1 crashes at 6.2 s, its label above the marker, where a partition's label would go: one from 5 s is
+    # labelled before its start; one from 3 s has no room on either side (the picture starts at 0 s) and keeps its
+    # bar only; broker 2, which has no crash, gets its label after the start.
+    assert labels(FaultSpan(5.0, 5.5, 1, "network_partition", False, (2,), "both")) == ["right"]
+    assert labels(FaultSpan(3.0, 3.5, 1, "network_partition", False, (2,), "both")) == []
+    assert labels(FaultSpan(2.0, 2.5, 2, "network_partition", False, (1,), "inbound")) == ["left"]

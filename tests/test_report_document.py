@@ -6,6 +6,7 @@ import re
 
 from jobs.report_document import (
     Evidence,
+    FaultRow,
     FetchErrorRow,
     IncidentRow,
     InvariantCount,
@@ -100,5 +101,20 @@ def test_the_overview_caption_says_the_lanes_draw_the_broker_faults() -> None:
     for text in (markdown(doc), html_page(doc)):
         assert "The faults the simulator injected into a broker (broker_fault events) are thin bars on its lane" in text
         assert "network partition" in text and "GC pause" in text and "disk stall" in text
-        assert "Which peers a partition cut off, and in which direction, is not drawn." in text
+        assert "Which peers a partition cut off, and in which direction, is listed with each flagged partition" in text
         assert "cannot show them" not in text
+
+
+def test_a_sections_faults_are_a_table_with_the_peers_and_a_note_when_capped() -> None:
+    faults = (FaultRow(2, "gc_pause", 3.0, 3.5), FaultRow(1, "network_partition", 4.0, 9.25, True,
+                                                           "2, controller 1000", "outbound"))
+    section = PartitionSection("run-1", "t", 0, 0, 0, 1, (), (), None, (), 0, (), 0, faults, 5)
+    doc = _doc(sections=(section,))
+    md, page = markdown(doc), html_page(doc)
+    assert "| broker | fault | start (s) | end (s) | lasted (ms) | cut off from | direction |" in md
+    assert "| 2 | gc pause | 3.000 | 3.500 | 500 | – | – |" in md
+    # Open: nothing healed it before the run's last event.
+    assert "| 1 | network partition | 4.000 | 9.250 (run's end) | 5,250 | 2, controller 1000 | outbound |" in md
+    assert "3 more faults not listed (cap report.max_rows; the earliest first)." in md
+    assert "<td>2, controller 1000</td>" in page and "3 more faults not listed" in page
+    assert "Faults the simulator held" not in markdown(_doc())

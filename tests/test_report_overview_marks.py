@@ -8,6 +8,7 @@ from dataclasses import replace
 import pandas as pd
 from matplotlib.colors import to_hex
 
+from jobs.fault_plot import FAULT_BAR_HEIGHT, FAULT_STYLE, MIN_FAULT_WIDTH, FaultSpan
 from jobs.overview_plot import (
     CHURN_COLUMNS,
     CLEAN_COLOUR,
@@ -17,12 +18,8 @@ from jobs.overview_plot import (
     DOWN_COLUMNS,
     ELECTION_COLUMNS,
     ELECTION_TICK_SIZE,
-    FAULT_BAR_HEIGHT,
-    FAULT_STYLE,
     MAX_LANES,
-    MIN_FAULT_WIDTH,
     ClusterOverview,
-    FaultSpan,
     render_overview,
 )
 from jobs.plots import LifecycleMark

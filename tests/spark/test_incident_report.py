@@ -18,6 +18,7 @@ from pyspark.sql import functions as F
 
 from jobs.cli import main as cli_main
 from jobs.config import ReportConfig
+from jobs.fault_plot import FaultSpan
 from jobs.incident_report import (
     FLAGGED_SCHEMA,
     ReportError,
@@ -32,7 +33,8 @@ from jobs.incident_report import (
     with_fetch_failures,
 )
 from jobs.lake import EmbeddedLake
-from jobs.overview_plot import ClusterOverview, FaultSpan
+from jobs.overview_plot import ClusterOverview
+from jobs.plots import PartitionPlot
 from jobs.runs import UnknownRunError
 from schemas.audit import GOLD_AUDIT_RUNS, GOLD_INVARIANT_VIOLATIONS
 from schemas.events import BRONZE_EVENTS_SCHEMA
@@ -310,6 +312,45 @@ def test_the_overview_lanes_get_the_runs_broker_faults(spark: SparkSession, tmp_
     assert data.faults == (FaultSpan(1.0, 1.5, 2, "gc_pause"),
                            FaultSpan(2.0, 10.0, 1, "network_partition", open=True, peers=(3,), direction="both"))
     assert data.faults_total == 2 and data.brokers == (1, 2)  # a start is no mark: broker 3 has nothing to draw
+
+
+def test_a_partitions_picture_and_section_get_its_replicas_broker_faults(spark: SparkSession, tmp_path: Path,
+                                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    # t-0's replicas are brokers 1 and 2. Controller 1000 elects broker 2 at 0 s; broker 2 pauses at 3 s for 500 ms;
+    # broker 1 is cut off from broker 2 and the controller at 4 s (what it sends is lost) until its heal at 5 s;
+    # broker 9, no replica of t-0, pauses at 3.5 s. The run ends at 20 s.
+    lake = EmbeddedLake(spark, str(tmp_path / "lake"))
+    faults = make_events(spark, [
+        dict(event_id=100, ts_ms=T0, broker_id=1000, event_type="leader_election", action="clean", topic="t",
+             partition=0, leader_id=2, leader_epoch=1),
+        dict(event_id=101, ts_ms=T0 + 3_000, broker_id=2, event_type="broker_fault", action="gc_pause",
+             duration_ms=500),
+        dict(event_id=102, ts_ms=T0 + 3_500, broker_id=9, event_type="broker_fault", action="gc_pause",
+             duration_ms=200),
+        dict(event_id=103, ts_ms=T0 + 4_000, broker_id=1, event_type="broker_fault", action="network_partition",
+             peers=[1000, 2], direction="outbound"),
+        dict(event_id=104, ts_ms=T0 + 5_000, broker_id=1, event_type="broker_fault", action="network_heal",
+             peers=[2, 1000], direction="outbound")], run_id="r1").select(
+        "*", F.lit("test.jsonl").alias("_source_file"), (F.col("event_id") + 1).alias("_source_line"),
+        F.lit("batch-1").alias("_ingest_batch")).select(*BRONZE_EVENTS_SCHEMA.names)
+    lake.append(BRONZE_EVENTS, _bronze(spark).unionByName(faults))
+    lake.append(SILVER_REPLICA_OFFSETS, frame(spark, SILVER_REPLICA_OFFSETS, _offsets(0)))
+    lake.append(SILVER_PARTITION_STATE, frame(spark, SILVER_PARTITION_STATE, _state(0)))
+    lake.append(GOLD_INVARIANT_VIOLATIONS, frame(spark, GOLD_INVARIANT_VIOLATIONS, VIOLATIONS[:1]))
+    lake.append(GOLD_AUDIT_RUNS, _audit_row(spark, errors=1, warnings=0))
+    drawn: list[PartitionPlot] = []
+    monkeypatch.setattr("jobs.incident_report.plot_partition", lambda data, path: drawn.append(data) or path)
+    result = run_report(spark, lake, ReportConfig(), out=tmp_path / "out", **QUIET)
+    (data,) = drawn
+    # The run's faults go to the picture (it draws its replicas'), the heal ending the partition; 1000 elected.
+    assert data.faults == (FaultSpan(3.0, 3.5, 2, "gc_pause"), FaultSpan(3.5, 3.7, 9, "gc_pause"),
+                           FaultSpan(4.0, 5.0, 1, "network_partition", peers=(1000, 2), direction="outbound"))
+    assert (data.faults_total, data.controllers) == (3, (1000,))
+    md = result.markdown_path.read_text(encoding="utf-8")
+    assert "| broker | fault | start (s) | end (s) | lasted (ms) | cut off from | direction |" in md
+    assert "| 2 | gc pause | 3.000 | 3.500 | 500 | – | – |" in md
+    assert "| 1 | network partition | 4.000 | 5.000 | 1,000 | 2, controller 1000 | outbound |" in md
+    assert "| 9 |" not in md
 
 
 def test_no_audit_is_a_one_line_failure_with_exit_code_2(spark: SparkSession, tmp_path: Path, capsys) -> None:
