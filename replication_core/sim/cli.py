@@ -225,8 +225,12 @@ def _simulate(scenario: Scenario, out: str | Path, progress: bool) -> tuple[dict
     return manifest, stats
 
 
+PROG = "replog simulate"
+"""How the command names itself: the prefix of its error lines, as argparse's own errors have it."""
+
+
 def _parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="replog simulate", description="Run a replication scenario on the "
+    p = argparse.ArgumentParser(prog=PROG, description="Run a replication scenario on the "
                                 "deterministic simulator and write its event files.")
     p.add_argument("--scenario", required=True, help="scenario YAML (conf/scenarios/*.yaml)")
     p.add_argument("--out", required=True, help="output folder (events/ and run.json)")
@@ -247,10 +251,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     except SystemExit as exc:
         return 0 if exc.code == 0 else 2
     if args.duration_ms is not None and args.duration_ms <= 0:
-        sys.stderr.write(f"error: --duration-ms: expected a positive integer, got {args.duration_ms}\n")
+        sys.stderr.write(f"{PROG}: error: --duration-ms: expected a positive integer, got {args.duration_ms}\n")
         return 2
     if args.seed is not None and args.seed < 0:
-        sys.stderr.write(f"error: --seed: expected a non-negative integer, got {args.seed}\n")
+        sys.stderr.write(f"{PROG}: error: --seed: expected a non-negative integer, got {args.seed}\n")
         return 2
     try:
         scenario = read_scenario(args.scenario)
@@ -261,20 +265,20 @@ def main(argv: Sequence[str] | None = None) -> int:
             eligible_leader_replicas=None if args.eligible_leader_replicas is None
             else args.eligible_leader_replicas == "on")
     except ScenarioFileError as exc:
-        sys.stderr.write(f"error: {exc}\n")
+        sys.stderr.write(f"{PROG}: error: {exc}\n")
         return 2
     except ScenarioError as exc:  # an override the scenario does not allow
-        sys.stderr.write(f"error: {args.scenario}: {exc}\n")
+        sys.stderr.write(f"{PROG}: error: {args.scenario}: {exc}\n")
         return 2
     problem = output_dir_problem(args.out)
     if problem is not None:
-        sys.stderr.write(f"error: --out {args.out}: {problem}\n")
+        sys.stderr.write(f"{PROG}: error: --out {args.out}: {problem}\n")
         return 2
     # Shortening a run is legitimate, so not an error; but a fault silently left out (the crash a
     # scenario is about) would make the run look like a pass.
     late = faults_after_end(scenario)
     if late:
-        sys.stderr.write(f"warning: {len(late)} scheduled fault(s) fall after the run's end (duration_ms "
+        sys.stderr.write(f"{PROG}: warning: {len(late)} scheduled fault(s) fall after the run's end (duration_ms "
                          f"{scenario.duration_ms}) and will not be applied: "
                          + ", ".join(describe_fault(i, f) for i, f in late) + "\n")
     progress = sys.stderr.isatty() and not os.environ.get("CI")
@@ -284,7 +288,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except OSError as exc:  # disk full, folder removed meanwhile: a user's problem, not a crash
         where = f"{exc.filename}: " if exc.filename else ""
         ends_bar = "\n" if progress else ""  # the progress bar's line has no newline yet
-        sys.stderr.write(f"{ends_bar}error: --out {args.out}: cannot write the run's files: "
+        sys.stderr.write(f"{ends_bar}{PROG}: error: --out {args.out}: cannot write the run's files: "
                          f"{where}{exc.strerror or exc}\n")
         return 2
     wall = time.monotonic() - started

@@ -52,8 +52,8 @@ def test_bad_arguments_exit_2(argv: list[str], tmp_path: Path, monkeypatch: pyte
 
 
 @pytest.mark.parametrize(("argv", "message"), [
-    (["--seed", "-1"], "error: --seed: expected a non-negative integer, got -1"),
-    (["--duration-ms", "0"], "error: --duration-ms: expected a positive integer, got 0"),
+    (["--seed", "-1"], "replog simulate: error: --seed: expected a non-negative integer, got -1"),
+    (["--duration-ms", "0"], "replog simulate: error: --duration-ms: expected a positive integer, got 0"),
 ])
 def test_bad_values_are_named(argv: list[str], message: str, tmp_path: Path,
                               capsys: pytest.CaptureFixture[str]) -> None:
@@ -70,7 +70,7 @@ def test_unreadable_scenarios_name_the_file(tmp_path: Path, capsys: pytest.Captu
              (binary, "not UTF-8 text (byte 6)")]
     for path, why in cases:
         assert main(["--scenario", str(path), "--out", str(tmp_path / "o")]) == 2
-        assert capsys.readouterr().err == f"error: cannot read scenario {path}: {why}\n"
+        assert capsys.readouterr().err == f"replog simulate: error: cannot read scenario {path}: {why}\n"
 
 
 def test_invalid_scenario_exits_2_naming_the_key(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

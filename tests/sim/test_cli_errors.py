@@ -20,7 +20,7 @@ LEADER_CRASH = str(SCENARIOS / "leader-crash.yaml")
 
 
 def _error_lines(err: str) -> list[str]:
-    return [line for line in err.splitlines() if line.startswith("error:")]
+    return [line for line in err.splitlines() if line.startswith("replog simulate: error:")]
 
 
 def test_out_is_an_existing_file_exits_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -29,7 +29,7 @@ def test_out_is_an_existing_file_exits_2(tmp_path: Path, capsys: pytest.CaptureF
     afile.write_text("keep me\n")
     assert main(["--scenario", STEADY, "--out", str(afile), "--duration-ms", "500"]) == 2
     err = capsys.readouterr().err
-    assert _error_lines(err) == [f"error: --out {afile}: expected a directory for the run's files, "
+    assert _error_lines(err) == [f"replog simulate: error: --out {afile}: expected a directory for the run's files, "
                                  f"but {afile} is an existing file"]
     assert "simulated" not in err and afile.read_text() == "keep me\n"
 
@@ -40,8 +40,8 @@ def test_out_below_a_file_exits_2(tmp_path: Path, capsys: pytest.CaptureFixture[
     afile.write_text("")
     assert main(["--scenario", STEADY, "--out", str(afile / "sub"), "--duration-ms", "500"]) == 2
     assert _error_lines(capsys.readouterr().err) == [
-        f"error: --out {afile / 'sub'}: expected a directory for the run's files, but {afile} is an existing "
-        "file, not a directory"]
+        f"replog simulate: error: --out {afile / 'sub'}: expected a directory for the run's files, but {afile} is "
+        "an existing file, not a directory"]
 
 
 def test_events_subfolder_is_a_file_exits_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -50,7 +50,7 @@ def test_events_subfolder_is_a_file_exits_2(tmp_path: Path, capsys: pytest.Captu
     (tmp_path / "out" / "events").write_text("")
     assert main(["--scenario", STEADY, "--out", str(tmp_path / "out"), "--duration-ms", "500"]) == 2
     assert _error_lines(capsys.readouterr().err) == [
-        f"error: --out {tmp_path / 'out'}: expected a directory for the run's files, but "
+        f"replog simulate: error: --out {tmp_path / 'out'}: expected a directory for the run's files, but "
         f"{tmp_path / 'out' / 'events'} is an existing file"]
 
 
@@ -66,7 +66,7 @@ def test_out_that_cannot_be_created_exits_2(tmp_path: Path, monkeypatch: pytest.
     monkeypatch.setattr(Path, "mkdir", refuse)
     assert main(["--scenario", STEADY, "--out", str(out), "--duration-ms", "500"]) == 2
     assert _error_lines(capsys.readouterr().err) == [
-        f"error: --out {out}: cannot create the directory {out / 'events'}: Read-only file system"]
+        f"replog simulate: error: --out {out}: cannot create the directory {out / 'events'}: Read-only file system"]
 
 
 def test_write_failure_during_the_run_exits_2(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
@@ -80,7 +80,7 @@ def test_write_failure_during_the_run_exits_2(tmp_path: Path, monkeypatch: pytes
     out = tmp_path / "out"
     assert main(["--scenario", STEADY, "--out", str(out), "--duration-ms", "500", "--format", "jsonl"]) == 2
     assert _error_lines(capsys.readouterr().err) == [
-        f"error: --out {out}: cannot write the run's files: {out / 'events' / 'part-00000.jsonl'}: "
+        f"replog simulate: error: --out {out}: cannot write the run's files: {out / 'events' / 'part-00000.jsonl'}: "
         "No space left on device"]
 
 
@@ -90,8 +90,8 @@ def test_faults_after_the_end_are_named_in_a_warning(tmp_path: Path, capsys: pyt
     assert main(["--scenario", LEADER_CRASH, "--out", str(tmp_path / "o"), "--duration-ms", "3000",
                  "--format", "jsonl"]) == 0
     err = capsys.readouterr().err
-    assert ("warning: 2 scheduled fault(s) fall after the run's end (duration_ms 3000) and will not be applied: "
-            "faults[0] crash broker 1 at_ms 10000, faults[1] restart broker 1 at_ms 22000\n") in err
+    assert ("replog simulate: warning: 2 scheduled fault(s) fall after the run's end (duration_ms 3000) and will not "
+            "be applied: faults[0] crash broker 1 at_ms 10000, faults[1] restart broker 1 at_ms 22000\n") in err
     assert "faults 0 (2 scheduled after the run's end, not applied)" in err
 
 
@@ -104,7 +104,7 @@ def test_no_warning_when_every_fault_is_within_the_run(tmp_path: Path, capsys: p
     assert main(["--scenario", str(scenario), "--out", str(tmp_path / "o"), "--duration-ms", "2000",
                  "--format", "jsonl"]) == 0
     err = capsys.readouterr().err
-    assert not any(line.startswith("warning:") for line in err.splitlines()) and "; faults 1\n" in err
+    assert not any(line.startswith("replog simulate: warning:") for line in err.splitlines()) and "; faults 1\n" in err
 
 
 @pytest.mark.skipif(not Path("/proc/self").is_dir(), reason="needs procfs")
@@ -112,4 +112,5 @@ def test_out_under_proc_exits_2(capsys: pytest.CaptureFixture[str]) -> None:
     """The review's case: procfs refuses new folders (even to root)."""
     assert main(["--scenario", STEADY, "--out", "/proc/nope", "--duration-ms", "500"]) == 2
     lines = _error_lines(capsys.readouterr().err)
-    assert len(lines) == 1 and lines[0].startswith("error: --out /proc/nope: cannot create the directory /proc/nope")
+    assert len(lines) == 1 and lines[0].startswith(
+        "replog simulate: error: --out /proc/nope: cannot create the directory /proc/nope")

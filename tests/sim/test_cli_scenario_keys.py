@@ -65,8 +65,9 @@ def test_invalid_scenario_message_reaches_the_cli(tmp_path: Path, capsys: pytest
     bad = tmp_path / "typo.yaml"
     bad.write_text(Path(STEADY).read_text().replace("duration_ms:", "duraton_ms:"))
     assert main(["--scenario", str(bad), "--out", str(tmp_path / "o")]) == 2
-    lines = [line for line in capsys.readouterr().err.splitlines() if line.startswith("error:")]
-    assert len(lines) == 1 and lines[0].startswith(f"error: {bad}: duraton_ms: expected no such key (did you mean")
+    lines = [line for line in capsys.readouterr().err.splitlines() if line.startswith("replog simulate: error:")]
+    assert len(lines) == 1 and lines[0].startswith(
+        f"replog simulate: error: {bad}: duraton_ms: expected no such key (did you mean")
 
 
 def test_the_known_top_level_keys_are_exactly_the_ones_the_parser_reads(monkeypatch) -> None:
