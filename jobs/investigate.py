@@ -2,7 +2,8 @@
 
 `partition_moments` lists the moments that change a partition's replication — the controller's leader
 elections and its other partition changes (runs with eligible leader replicas: the ISR and ELR it committed), the
-committed ISR changes, and the crashes, restarts and shutdowns of its replicas' brokers — and
+committed ISR changes, the crashes, restarts and shutdowns of its replicas' brokers and the faults the simulator
+held them in (`broker_fault`: a GC pause, a disk stall, a network partition and its heal) — and
 `offsets_at_moments` gives every replica's role, epoch, HW and LEO in force at each of them, from
 `silver/replica_offsets`. Read down the table to see, for instance, how far the new leader's LEO was behind
 the old leader's HW when an unclean election made it leader.
@@ -13,7 +14,7 @@ from __future__ import annotations
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
-from schemas.events import BROKER_LIFECYCLE, ISR_CHANGE, LEADER_ELECTION, PARTITION_CHANGE
+from schemas.events import BROKER_FAULT, BROKER_LIFECYCLE, ISR_CHANGE, LEADER_ELECTION, PARTITION_CHANGE
 
 MOMENT_COLUMNS: tuple[str, ...] = ("ts_ms", "event_id", "broker_id", "kind", "moment")
 """`partition_moments`: time, bronze event id, the broker it concerns, kind, and a one-line description."""
@@ -32,11 +33,34 @@ def _reason() -> Column:
     return F.when(F.col("reason").isNotNull(), F.concat(F.lit(" ("), F.col("reason"), F.lit(")"))).otherwise(F.lit(""))
 
 
+BROKER_KINDS: tuple[str, ...] = ("broker", "fault")
+"""The kinds of moment that concern a broker rather than the partition: `offsets_at_moments` keeps those of the
+partition's own replicas."""
+
+
+def _fault() -> Column:
+    """A broker_fault as a moment: `broker 1 cut off from [2, 1000] (outbound) for 2426 ms`, `broker 2 GC pause
+    for 500 ms`, `broker 1 network heal of [2, 1000]` (`of every link` when it names no peers)."""
+    broker = F.concat(F.lit("broker "), F.col("broker_id").cast("string"))
+    lasting = F.when(F.col("duration_ms").isNotNull(),
+                     F.concat(F.lit(" for "), F.col("duration_ms").cast("string"), F.lit(" ms"))).otherwise(F.lit(""))
+    peers = F.when(F.col("peers").isNotNull(), _ids("peers")).otherwise(F.lit("every link"))
+    direction = F.when(F.col("direction").isNotNull(),
+                       F.concat(F.lit(" ("), F.col("direction"), F.lit(")"))).otherwise(F.lit(""))
+    action = F.col("action")
+    return (F.when(action == "network_partition",
+                   F.concat(broker, F.lit(" cut off from "), peers, direction,
+                            F.when(F.col("duration_ms").isNotNull(), lasting).otherwise(F.lit(" until a heal"))))
+            .when(action == "network_heal", F.concat(broker, F.lit(" network heal of "), peers, direction))
+            .otherwise(F.concat(broker, F.lit(" "), F.regexp_replace(F.regexp_replace(action, "^gc_", "GC "), "_", " "),
+                                lasting)))
+
+
 def partition_moments(bronze: DataFrame, run_id: str, topic: str, partition: int) -> DataFrame:
     """The partition's leader elections, the controller's other changes of it (`partition_change`, runs with
-    eligible leader replicas) and its committed ISR changes, and every crash, restart and shutdown of the run's
-    brokers (columns `MOMENT_COLUMNS`, in event order); `offsets_at_moments` keeps the lifecycle moments of the
-    partition's own replicas."""
+    eligible leader replicas) and its committed ISR changes, and every crash, restart, shutdown and simulated fault
+    of the run's brokers (columns `MOMENT_COLUMNS`, in event order); `offsets_at_moments` keeps the broker moments
+    (`BROKER_KINDS`) of the partition's own replicas."""
     run = bronze.where(F.col("run_id") == run_id)
     mine = (F.col("topic") == topic) & (F.col("partition") == partition)
     election = run.where(mine & (F.col("event_type") == LEADER_ELECTION)).select(
@@ -58,7 +82,10 @@ def partition_moments(bronze: DataFrame, run_id: str, topic: str, partition: int
                      & F.col("broker_id").isNotNull()).select(
         "ts_ms", "event_id", "broker_id", F.lit("broker").alias("kind"),
         F.concat(F.lit("broker "), F.col("broker_id").cast("string"), F.lit(" "), F.col("action")).alias("moment"))
-    return election.unionByName(change).unionByName(isr).unionByName(life).select(*MOMENT_COLUMNS)
+    fault = run.where((F.col("event_type") == BROKER_FAULT) & F.col("broker_id").isNotNull()).select(
+        "ts_ms", "event_id", "broker_id", F.lit("fault").alias("kind"), _fault().alias("moment"))
+    return (election.unionByName(change).unionByName(isr).unionByName(life).unionByName(fault)
+            .select(*MOMENT_COLUMNS))
 
 
 def offsets_at_moments(bronze: DataFrame, replica_offsets: DataFrame, run_id: str, topic: str,
@@ -71,9 +98,9 @@ def offsets_at_moments(bronze: DataFrame, replica_offsets: DataFrame, run_id: st
                                     & (F.col("partition") == partition))
     replicas = offsets.select(F.col("replica_id").alias("broker_id")).distinct()
     moments = partition_moments(bronze, run_id, topic, partition)
-    # A broker's crash matters here only if it holds a replica of the partition.
-    moments = moments.where(F.col("kind") != "broker").unionByName(
-        moments.where(F.col("kind") == "broker").join(replicas, "broker_id", "left_semi"))
+    # A broker's crash or fault matters here only if it holds a replica of the partition.
+    ours = F.col("kind").isin(*BROKER_KINDS)
+    moments = moments.where(~ours).unionByName(moments.where(ours).join(replicas, "broker_id", "left_semi"))
     m, o = moments.alias("m"), offsets.alias("o")
     in_force = (F.col("o.valid_from_ms") <= F.col("m.ts_ms")) & (
         F.col("o.valid_to_ms").isNull() | (F.col("m.ts_ms") < F.col("o.valid_to_ms")))

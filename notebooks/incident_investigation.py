@@ -66,7 +66,8 @@ incidents = lake.read(GOLD_LAG_INCIDENTS, parts)
 # MAGIC ## The cluster through the incident
 # MAGIC Each run as a broker dashboard would have shown it (the incident report's overview): partitions
 # MAGIC under-replicated, under min ISR and offline, followers lagging beyond `replica.lag.time.max.ms`, ISR shrinks
-# MAGIC and expands, and one lane per broker with its crashes, restarts and the elections that made it leader.
+# MAGIC and expands, and one lane per broker with its crashes, restarts and the elections that made it leader (and,
+# MAGIC in a simulated run, its GC pauses, disk stalls and network partitions as thin bars).
 
 # COMMAND ----------
 
@@ -166,7 +167,8 @@ show(brokers, 100)
 # MAGIC ## 3. How did HW and LEO move?
 # MAGIC The partition at the centre of the incident (the worst flagged one unless `REPLOG_TOPIC` and
 # MAGIC `REPLOG_PARTITION` name another): every replica's role, HW and LEO at each moment that changed the
-# MAGIC partition's replication (leader elections, committed ISR changes, crashes and restarts of its brokers), the
+# MAGIC partition's replication (leader elections, committed ISR changes, crashes and restarts of its brokers, and in
+# MAGIC a simulated run the GC pauses, disk stalls and network partitions the simulator held them in), the
 # MAGIC ISR changes with their proposals and outcomes, and the picture the incident report draws — HW and LEO per
 # MAGIC replica over time, ISR membership bands, leader changes, violations and lag incidents marked. The interval
 # MAGIC tables behind them are `silver/replica_offsets` and `silver/partition_state`.
@@ -185,7 +187,7 @@ print("partition:", "none flagged (set REPLOG_TOPIC and REPLOG_PARTITION)" if fo
 if focus is not None:
     run, topic, partition = focus
     in_focus = (F.col("run_id") == run) & (F.col("topic") == topic) & (F.col("partition") == partition)
-    # Every replica's HW and LEO at each election, committed ISR change and crash / restart of its broker.
+    # Every replica's HW and LEO at each election, committed ISR change, crash / restart and fault of its broker.
     story = offsets_at_moments(bronze, lake.read(SILVER_REPLICA_OFFSETS, [{"run_id": run}]), run, topic, partition)
     show(story, 100)
     isr_history = (lake.read(SILVER_ISR_CHANGES, [{"run_id": run}]).where(in_focus)

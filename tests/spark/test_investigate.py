@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from chispa import assert_df_equality
 from pyspark.sql import SparkSession
+from pyspark.sql import functions as F
 
 from jobs.investigate import offsets_at_moments, partition_moments
 from jobs.transforms.timelines import replica_offsets
@@ -96,3 +97,44 @@ def test_the_moments_of_a_cluster_with_eligible_leader_replicas_show_the_elr(spa
 def test_offsets_at_moments_of_a_partition_without_moments_is_empty(spark: SparkSession) -> None:
     bronze = _story(spark)
     assert offsets_at_moments(bronze, replica_offsets(bronze), "r", "t", 7).count() == 0
+
+
+def test_the_simulated_faults_of_the_partitions_replicas_are_moments(spark: SparkSession) -> None:
+    """Broker 2 (follower of t-0) pauses, is cut off from the leader and the controller until a heal, then its disk
+    stalls; broker 3, no replica of t-0, is cut off too: a moment of the run, not of the partition's story."""
+    faults = make_events(spark, [
+        dict(event_type="broker_fault", ts_ms=13, broker_id=2, topic=None, partition=None, action="gc_pause",
+             duration_ms=400),                                                                           # 14
+        dict(event_type="broker_fault", ts_ms=16, broker_id=2, topic=None, partition=None,
+             action="network_partition", peers=[1, CONTROLLER], direction="both"),                      # 15
+        dict(event_type="broker_fault", ts_ms=17, broker_id=3, topic=None, partition=None,
+             action="network_partition", peers=[1], direction="outbound", duration_ms=5),               # 16
+        dict(event_type="broker_fault", ts_ms=18, broker_id=2, topic=None, partition=None, action="network_heal",
+             peers=[1, CONTROLLER], direction="both"),                                                   # 17
+        dict(event_type="broker_fault", ts_ms=19, broker_id=2, topic=None, partition=None, action="network_heal"),  # 18
+        dict(event_type="broker_fault", ts_ms=21, broker_id=2, topic=None, partition=None, action="disk_stall",
+             duration_ms=30),                                                                            # 19
+    ], run_id="r").withColumn("event_id", F.col("event_id") + 14)
+    bronze = _story(spark).unionByName(faults)
+    moments = partition_moments(bronze, "r", "t", 0).where(F.col("kind") == "fault").orderBy("event_id")
+    assert_df_equality(moments, spark.createDataFrame([
+        (13, 14, 2, "fault", "broker 2 GC pause for 400 ms"),
+        (16, 15, 2, "fault", "broker 2 cut off from [1, 1000] (both) until a heal"),
+        (17, 16, 3, "fault", "broker 3 cut off from [1] (outbound) for 5 ms"),
+        (18, 17, 2, "fault", "broker 2 network heal of [1, 1000] (both)"),
+        (19, 18, 2, "fault", "broker 2 network heal of every link"),
+        (21, 19, 2, "fault", "broker 2 disk stall for 30 ms"),
+    ], "ts_ms long, event_id long, broker_id int, kind string, moment string"),
+        ignore_nullable=True, ignore_metadata=True)
+    # In the story: broker 2's faults with both replicas' offsets then (broker 1 leads; the follower has fetched to
+    # 10 by 12 ms and hears HW 10 only later), broker 3's left out.
+    story = offsets_at_moments(bronze, replica_offsets(bronze), "r", "t", 0).where(
+        F.col("ts_ms").between(13, 21))
+    rows = [(t, m, r, role, 1, hw, leo) for t, m in (
+        (13, "broker 2 GC pause for 400 ms"), (16, "broker 2 cut off from [1, 1000] (both) until a heal"),
+        (18, "broker 2 network heal of [1, 1000] (both)"), (19, "broker 2 network heal of every link"),
+        (21, "broker 2 disk stall for 30 ms")) for r, role, hw, leo in (
+        (1, L, 0 if t < 15 else 10, 10), (2, F_, 0, 10))]
+    assert_df_equality(story, spark.createDataFrame(rows, "ts_ms long, moment string, replica_id int, role string, "
+                                                          "leader_epoch int, high_watermark long, log_end_offset long"),
+                       ignore_nullable=True, ignore_metadata=True)
