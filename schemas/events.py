@@ -226,8 +226,9 @@ EVENT_TYPES: dict[str, EventType] = {
             "The simulator's fault injector applied a fault to this broker that Kafka itself records nowhere (its "
             "logs show only the consequences): a stop-the-world GC pause or a stalled log disk for `duration_ms` "
             "(only to a running broker: a restart ends both), or a network partition that cuts the broker's links "
-            "to `peers` in `direction`, and the heal that restores them. Crashes, restarts and controlled "
-            "shutdowns are broker_lifecycle events. Engine only. Since 1.9.",
+            "to `peers` in `direction`, and the heal that restores them (one event on every broker on either "
+            "side of the cut, each seen from that broker; the controller is a peer only). Crashes, restarts and "
+            "controlled shutdowns are broker_lifecycle events. Engine only. Since 1.9.",
             ("action",),
             partition_scoped=False,
         ),

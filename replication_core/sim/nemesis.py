@@ -97,9 +97,10 @@ def fault_events(f: Fault, now_ms: int, brokers: tuple[int, ...], alive: frozens
     """The `broker_fault` events of fault `f` applied at `now_ms` (none for faults with their own events).
 
     A pause or disk stall of a broker that is down does nothing (a restart clears both), so it has no event.
-    A partition or heal is recorded on each broker it names on its `from` side, peers the `to` side; one
-    naming only the controller there is recorded on the brokers of the `to` side, seen from them. A heal of
-    every link is recorded on every broker, without peers."""
+    A partition or heal is recorded on every broker whose links it cuts or restores, seen from that broker:
+    on each broker of its `from` side with the `to` side as peers (outbound, or both when two-way), then on
+    each broker of its `to` side with the `from` side as peers (inbound, or both). The controller is a peer,
+    never a broker with an event of its own. A heal of every link is recorded on every broker, without peers."""
     if f.action in ("pause", "disk_stall"):
         assert f.broker is not None
         if f.broker not in alive:
@@ -113,9 +114,8 @@ def fault_events(f: Fault, now_ms: int, brokers: tuple[int, ...], alive: frozens
     duration = f.duration_ms if f.action == "partition" and f.duration_ms else None
     if not f.src and not f.dst:
         return [make_event("broker_fault", now_ms, b, action=kind) for b in brokers]
-    sides = [(b, list(f.dst), "both" if f.two_way else "outbound") for b in f.src if b in brokers]
-    if not sides:
-        sides = [(b, list(f.src), "both" if f.two_way else "inbound") for b in f.dst if b in brokers]
+    sides = ([(b, list(f.dst), "both" if f.two_way else "outbound") for b in f.src if b in brokers]
+             + [(b, list(f.src), "both" if f.two_way else "inbound") for b in f.dst if b in brokers])
     return [make_event("broker_fault", now_ms, b, action=kind, duration_ms=duration, peers=peers,
                        direction=direction) for b, peers, direction in sides]
 

@@ -266,26 +266,26 @@ def test_a_prefix_violation_without_a_stale_checkpoint_is_not_excused(events: li
 
 def test_the_overlapping_campaign_seed_reproduces_the_stale_checkpoint() -> None:
     """`python -m tests.sim.campaign --seeds 921359-921359 --overlapping --before-kip903`: broker 1 had checkpointed
-    HW 517 before it crashed; back as a follower of leader 5 (unclean, epoch 7) it truncated t-0 to 415 (event 7996)
+    HW 517 before it crashed; back as a follower of leader 5 (unclean, epoch 7) it truncated t-0 to 415 (event 8052)
     and fetched to LEO 431 while 5's HW stayed at 418; it crashed 261 ms after the truncation, before its next
-    checkpoint, and recovered HW min(517, 431) = 431 (event 8185), over records 418..430 nobody committed. 5 crashed
-    too, and 2 (LEO 421) was elected cleanly in epoch 8 (9233): 2's own records at 421.. then sit below 2's HW (9252)
-    and its follower 5's (9265), against 1's."""
+    checkpoint, and recovered HW min(517, 431) = 431 (event 8241), over records 418..430 nobody committed. 5 crashed
+    too, and 2 (LEO 421) was elected cleanly in epoch 8 (9289): 2's own records at 421.. then sit below 2's HW (9308)
+    and its follower 5's (9321), against 1's."""
     sc = before_kip903(overlapping_scenario(921359))
     events, _stats, errors = _errors(sc)
     assert [(v.invariant, v.topic, v.partition, v.replica, v.event_id, v.offset) for v in errors] == [
-        ("committed_prefix_agreement", "t", 0, 2, 9252, 421), ("committed_prefix_agreement", "t", 0, 5, 9265, 421)]
+        ("committed_prefix_agreement", "t", 0, 2, 9308, 421), ("committed_prefix_agreement", "t", 0, 5, 9321, 421)]
     assert {known_finding(v, events) for v in errors} == {STALE_HW_CHECKPOINT}
-    assert [v.evidence[2] for v in errors] == [8185, 8185]
-    trunc = events[7996]
+    assert [v.evidence[2] for v in errors] == [8241, 8241]
+    trunc = events[8052]
     assert (trunc["event_type"], trunc["broker_id"], trunc["old_leo"], trunc["truncate_offset"],
             trunc["leader_epoch"]) == ("truncation", 1, 517, 415, 7)
-    crash, recovered = events[8184], events[8185]
+    crash, recovered = events[8240], events[8241]
     assert (crash["event_type"], crash["broker_id"], crash["action"], crash["ts_ms"] - trunc["ts_ms"]) == (
         "broker_lifecycle", 1, "crash", 261)
     assert (recovered["event_type"], recovered["broker_id"], recovered["old_hw"], recovered["hw"]) == (
         "hw_change", 1, 418, 431)
-    election, elected = events[9233], events[9239]
+    election, elected = events[9289], events[9295]
     assert (election["action"], election["leader_id"], election["leader_epoch"]) == ("clean", 2, 8)
     assert (elected["broker_id"], elected["action"], elected["leo"]) == (2, "become_leader", 421)
 
@@ -331,23 +331,23 @@ def test_the_overlapping_campaign_seed_reproduces_the_readd_race() -> None:
 
 def test_a_restart_restating_the_recovered_hw_is_the_stale_checkpoint_too() -> None:
     """`--seeds 835883-835883 --overlapping --before-kip903`: broker 1 had checkpointed t-0's HW 92 when it crashed;
-    back, it truncated t-0 from 162 to 0 under the unclean leader 2 (event 2294) and copied epoch-1 records, and
+    back, it truncated t-0 from 162 to 0 under the unclean leader 2 (event 2306) and copied epoch-1 records, and
     crashed twice before its next checkpoint (one every 500 ms; it ran 471 and 280 ms). The second recovery set HW
-    min(92, 66) = 66 (3925), over records from 12 that leader 2 never committed, and its restart's become_follower of
-    the next leader, 3, restated it (4165), which is what the checker names as replica 1's HW event."""
+    min(92, 66) = 66 (3937), over records from 12 that leader 2 never committed, and its restart's become_follower of
+    the next leader, 3, restated it (4177), which is what the checker names as replica 1's HW event."""
     _, events, stats = run(before_kip903(overlapping_scenario(835883)))
     errors = [v for v in check(events, stats).violations if v.severity == "error"]
     restated = [v for v in errors if (v.topic, v.partition) == ("t", 0)]
     assert restated and {(v.invariant, v.replica, v.offset, v.evidence[2]) for v in restated} == {
-        ("committed_prefix_agreement", 3, 13, 4165), ("committed_prefix_agreement", 2, 13, 4165)}
+        ("committed_prefix_agreement", 3, 13, 4177), ("committed_prefix_agreement", 2, 13, 4177)}
     assert {known_finding(v, events) for v in restated} == {STALE_HW_CHECKPOINT}
     assert [known_finding(v, events) for v in errors if v not in restated] == []
-    assert (events[2294]["event_type"], events[2294]["broker_id"], events[2294]["old_leo"],
-            events[2294]["truncate_offset"]) == ("truncation", 1, 162, 0)
-    assert (events[3924]["event_type"], events[3924]["broker_id"], events[3924]["action"]) == (
+    assert (events[2306]["event_type"], events[2306]["broker_id"], events[2306]["old_leo"],
+            events[2306]["truncate_offset"]) == ("truncation", 1, 162, 0)
+    assert (events[3936]["event_type"], events[3936]["broker_id"], events[3936]["action"]) == (
         "broker_lifecycle", 1, "crash")
-    assert (events[3925]["event_type"], events[3925]["old_hw"], events[3925]["hw"]) == ("hw_change", 12, 66)
-    assert (events[4165]["event_type"], events[4165]["broker_id"], events[4165]["leader_id"], events[4165]["hw"]) == (
+    assert (events[3937]["event_type"], events[3937]["old_hw"], events[3937]["hw"]) == ("hw_change", 12, 66)
+    assert (events[4177]["event_type"], events[4177]["broker_id"], events[4177]["leader_id"], events[4177]["hw"]) == (
         "leadership_change", 1, 3, 66)
 
 
@@ -392,29 +392,29 @@ def test_a_truncation_without_an_elected_divergent_prefix_is_not_excused(events:
 
 
 def test_the_power_campaign_seed_reproduces_the_elected_divergent_prefix() -> None:
-    """`--seeds 833649-833649 --power --before-kip903`: leader 3's t-0 log start had reached 238 (event 1297), so it
-    answered broker 2 (back with epoch-3 records to 730) with DivergingEpoch (3, 238) (1544); broker 2 kept 157..237
-    of epoch 3. Leader 3 added it to the ISR on its next fetch (proposed 1566, committed 1570), whose response never
-    reached it; broker 2 was elected cleanly, alone in the ISR, in epoch 7 (1707), and leading again in epoch 11 it
+    """`--seeds 833649-833649 --power --before-kip903`: leader 3's t-0 log start had reached 238 (event 1303), so it
+    answered broker 2 (back with epoch-3 records to 730) with DivergingEpoch (3, 238) (1554); broker 2 kept 157..237
+    of epoch 3. Leader 3 added it to the ISR on its next fetch (proposed 1576, committed 1580), whose response never
+    reached it; broker 2 was elected cleanly, alone in the ISR, in epoch 7 (1719), and leading again in epoch 11 it
     answered broker 1 with the same (3, 238): broker 1, whose log started at 208 with epoch-5 records, truncated to
-    208 (2551), below the committed HW 238."""
+    208 (2571), below the committed HW 238."""
     sc = before_kip903(power_scenario(833649))
     events, _stats, errors = _errors(sc)
     assert [(v.invariant, v.topic, v.partition, v.replica, v.event_id, v.offset) for v in errors] == [
-        ("truncation_safety", "t", 0, 1, 2551, 208)]
+        ("truncation_safety", "t", 0, 1, 2571, 208)]
     assert known_finding(errors[0], events) == DIVERGENT_PREFIX_ELECTED
-    assert (events[1544]["broker_id"], events[1544]["leader_id"], events[1544]["diverging_epoch"]) == (2, 3, 3)
-    assert events[1544]["diverging_end_offset"] == events[1544]["leader_log_start_offset"] == 238
-    proposed, added = events[1566], events[1570]
+    assert (events[1554]["broker_id"], events[1554]["leader_id"], events[1554]["diverging_epoch"]) == (2, 3, 3)
+    assert events[1554]["diverging_end_offset"] == events[1554]["leader_log_start_offset"] == 238
+    proposed, added = events[1576], events[1580]
     assert (proposed["event_type"], proposed["isr_state"], proposed["isr"]) == ("isr_change", "proposed", [1, 2, 3])
     assert (added["event_type"], added["isr_state"], added["isr"]) == ("isr_change", "committed", [1, 2, 3])
-    answers = [e for e in events[1563:1647] if e["event_type"] == "fetch_response" and e["broker_id"] == 2
+    answers = [e for e in events[1573:1657] if e["event_type"] == "fetch_response" and e["broker_id"] == 2
                and (e["topic"], e["partition"]) == ("t", 0)]
-    fetch, follows = events[1563], events[1647]
+    fetch, follows = events[1573], events[1657]
     assert (fetch["event_type"], fetch["broker_id"], fetch["leader_id"], fetch["fetch_offset"]) == ("fetch", 2, 3, 238)
     assert (follows["broker_id"], follows["action"], follows["leader_id"]) == (2, "become_follower", 1)
     assert answers == []  # nothing answered the fetch leader 3 added it on before 2 left leader 3
-    election = events[1707]
+    election = events[1719]
     assert (election["action"], election["leader_id"], election["isr"], election["leader_epoch"]) == (
         "clean", 2, [2], 7)
     assert problems(sc)[0] == []
@@ -462,47 +462,47 @@ def test_errors_without_an_elected_divergent_prefix_are_not_excused(events: list
 
 def test_the_power_campaign_seed_commits_the_elected_divergent_prefix() -> None:
     """`--seeds 943902-943902 --power --before-kip903`: broker 1, t-2's leader in epoch 2, is back from a pause as
-    a follower of epoch 3's leader 3 (log start 286 since event 7376), which had committed its own records at
-    283..285 (HW 286, 7281). Leader 3 answered broker 1 (epoch-2 records to 379) with DivergingEpoch (2, 286)
-    (7714); broker 1 truncated to 286 (7715) and kept 283..285 of epoch 2. Leader 3 added it to the ISR on its next
-    fetch (7718; proposed 7725, committed 8445), whose response the network lost. 3's controlled shutdown moved
-    leadership to 4 (8582, ISR [1, 4]), down since its crash (7344); when 4's session expired the controller elected
-    broker 1, the only other ISR member (9241). Leading, broker 1 told the restarted 4, which held epoch 3's
-    283..285, to truncate to 283, below the committed HW 286 (9273), and committed its kept records over epoch 3's
-    once broker 3 (log start 286) rejoined (10096)."""
+    a follower of epoch 3's leader 3 (log start 286 since event 7394), which had committed its own records at
+    283..285 (HW 286, 7299). Leader 3 answered broker 1 (epoch-2 records to 379) with DivergingEpoch (2, 286)
+    (7732); broker 1 truncated to 286 (7733) and kept 283..285 of epoch 2. Leader 3 added it to the ISR on its next
+    fetch (7736; proposed 7743, committed 8463), whose response the network lost. 3's controlled shutdown moved
+    leadership to 4 (8600, ISR [1, 4]), down since its crash (7362); when 4's session expired the controller elected
+    broker 1, the only other ISR member (9259). Leading, broker 1 told the restarted 4, which held epoch 3's
+    283..285, to truncate to 283, below the committed HW 286 (9291), and committed its kept records over epoch 3's
+    once broker 3 (log start 286) rejoined (10114)."""
     sc = before_kip903(power_scenario(943902))
     events, _stats, errors = _errors(sc)
     assert [(v.invariant, v.topic, v.partition, v.replica, v.event_id, v.offset) for v in errors] == [
-        ("truncation_safety", "t", 2, 4, 9273, 283), ("inconsistent_offsets", "t", 2, 1, 10096, 283)]
+        ("truncation_safety", "t", 2, 4, 9291, 283), ("inconsistent_offsets", "t", 2, 1, 10114, 283)]
     assert {known_finding(v, events) for v in errors} == {DIVERGENT_PREFIX_ELECTED}
-    committed, log_start = events[7281], events[7376]
+    committed, log_start = events[7299], events[7394]
     assert (committed["broker_id"], committed["leader_epoch"], committed["hw"]) == (3, 3, 286)
     assert (log_start["broker_id"], log_start["log_start_offset"]) == (3, 286)
-    answer, truncation, fetch = events[7714], events[7715], events[7718]
+    answer, truncation, fetch = events[7732], events[7733], events[7736]
     assert (answer["broker_id"], answer["leader_id"], answer["diverging_epoch"]) == (1, 3, 2)
     assert answer["diverging_end_offset"] == answer["leader_log_start_offset"] == 286
     assert (truncation["broker_id"], truncation["reason"], truncation["old_leo"], truncation["truncate_offset"]) == (
         1, "diverging_epoch", 379, 286)
     assert (fetch["event_type"], fetch["broker_id"], fetch["leader_id"], fetch["fetch_offset"]) == ("fetch", 1, 3, 286)
-    proposed, added = events[7725], events[8445]
+    proposed, added = events[7743], events[8463]
     assert (proposed["isr_state"], proposed["isr"], added["isr_state"], added["isr"]) == (
         "proposed", [1, 3, 4], "committed", [1, 3, 4])
-    answers = [e for e in events[7716:9243] if e["event_type"] == "fetch_response" and e["broker_id"] == 1
+    answers = [e for e in events[7734:9261] if e["event_type"] == "fetch_response" and e["broker_id"] == 1
                and (e["topic"], e["partition"]) == ("t", 2)]
     assert answers == []  # no response raised its log start offset over the kept records before its election
-    crash, shutdown = events[7344], events[8582]
+    crash, shutdown = events[7362], events[8600]
     assert (crash["broker_id"], crash["action"]) == (4, "crash")
     assert (shutdown["action"], shutdown["leader_id"], shutdown["isr"]) == ("controlled_shutdown", 4, [1, 4])
-    assert [e["action"] for e in events[7345:9241] if e["event_type"] == "broker_lifecycle" and e["broker_id"] == 4
+    assert [e["action"] for e in events[7363:9259] if e["event_type"] == "broker_lifecycle" and e["broker_id"] == 4
             ] == []  # 4 is still down when the controlled shutdown picks it
-    election, elected = events[9241], events[9243]
+    election, elected = events[9259], events[9261]
     assert (election["action"], election["leader_id"], election["isr"]) == ("clean", 1, [1])
     assert (elected["broker_id"], elected["action"], elected["leo"]) == (1, "become_leader", 286)
-    told, truncated = events[9272], events[9273]
+    told, truncated = events[9290], events[9291]
     assert (told["broker_id"], told["leader_id"], told["diverging_epoch"], told["diverging_end_offset"]) == (
         4, 1, 2, 286)
     assert (truncated["broker_id"], truncated["old_leo"], truncated["truncate_offset"]) == (4, 286, 283)
-    assert (events[10096]["event_type"], events[10096]["old_hw"], events[10096]["hw"]) == ("hw_change", 283, 286)
+    assert (events[10114]["event_type"], events[10114]["old_hw"], events[10114]["hw"]) == ("hw_change", 283, 286)
     assert problems(sc)[0] == []
 
 
@@ -583,27 +583,27 @@ def test_an_untruncated_election_without_a_kept_prefix_is_not_excused(events: li
 
 
 def test_the_elr_overlapping_seed_elects_a_prefix_its_follower_never_truncated() -> None:
-    """`--seeds 894993-894993 --elr --overlapping`: broker 1 came back (event 16376) with epoch-10 records of t-8 to
-    530 and followed leader 2 (16411), whose retention then moved its log start to 530 (16793), and whose epoch
+    """`--seeds 894993-894993 --elr --overlapping`: broker 1 came back (event 16412) with epoch-10 records of t-8 to
+    530 and followed leader 2 (16447), whose retention then moved its log start to 530 (16833), and whose epoch
     11 had committed other records from 420. A one-way partition lost every answer to broker 1 (NETWORK_EXCEPTION
     each time); its fetch at 530 after the retention was one leader 2 answers without divergence, so 2 added it
-    to the ISR (17792). It was elected in epoch 13 (22908) with LEO 530 and HW 420, told broker 3 to truncate to
-    430, below the committed HW 530 (22994), and committed its own records over epoch 11's (23036).
+    to the ISR (17836). It was elected in epoch 13 (22972) with LEO 530 and HW 420, told broker 3 to truncate to
+    430, below the committed HW 530 (23058), and committed its own records over epoch 11's (23100).
     (Event ids as of schema 1.9, whose broker_fault events record the nemesis's pauses, stalls and partitions.)"""
     sc = with_elr(overlapping_scenario(894993))
     events, stats, errors = _errors(sc)
     assert [(v.invariant, v.topic, v.partition, v.replica, v.event_id, v.offset) for v in errors] == [
-        ("truncation_safety", "t", 8, 3, 22994, 430), ("inconsistent_offsets", "t", 8, 1, 23036, 420)]
+        ("truncation_safety", "t", 8, 3, 23058, 430), ("inconsistent_offsets", "t", 8, 1, 23100, 420)]
     assert {known_finding(v, events) for v in errors} == {DIVERGENT_PREFIX_ELECTED}
-    follows, retention, added = events[16411], events[16793], events[17792]
+    follows, retention, added = events[16447], events[16833], events[17836]
     assert (follows["broker_id"], follows["action"], follows["leader_id"], follows["leo"]) == (
         1, "become_follower", 2, 530)
     assert (retention["broker_id"], retention["log_start_offset"], retention["reason"]) == (2, 530, "segment_deletion")
     assert (added["broker_id"], added["isr_state"], added["old_isr"], added["isr"]) == (2, "committed", [2], [1, 2])
-    answers = {e["error"] for e in events[16411:22936] if e["event_type"] == "fetch_response"
+    answers = {e["error"] for e in events[16447:23000] if e["event_type"] == "fetch_response"
                and e["broker_id"] == 1 and (e["topic"], e["partition"]) == ("t", 8)}
     assert answers == {"NETWORK_EXCEPTION"}
-    election = events[22908]
+    election = events[22972]
     assert (election["action"], election["leader_id"], election["leader_epoch"]) == ("clean", 1, 13)
     assert problems_in(sc, events, stats)[0] == []
 
@@ -703,19 +703,19 @@ def test_the_campaign_reads_the_simulator_audits_loss_from_the_raced_election_as
 def test_the_reassigning_campaign_seed_elects_the_raced_follower_by_completing_the_reassignment() -> None:
     """`--seeds 982174-982174 --reassigning`: finding A's loss with no failure at all, the raced commit itself
     electing the follower. u-0 (min ISR 3) moves from [1, 3] to [2, 4] (partition epoch 5, event 2102); leader 1's
-    ISR is [1, 3, 4], committed at epoch 9 by the AlterPartition answer (3956), when it proposes adding 2, whose
-    LEO is 38 = the HW (3962, epoch 9). Epoch 9's metadata, arriving after that answer, resets its ISR to [1, 3, 4]
-    (3990), the HW rises from 38 to 45 over that ISR (3996), and the acks=all writes at 38..44 are acknowledged
-    (3997-4003). The controller commits the proposal at epoch 10: the ISR [1, 2, 3, 4] holds the target, so the same
+    ISR is [1, 3, 4], committed at epoch 9 by the AlterPartition answer (3962), when it proposes adding 2, whose
+    LEO is 38 = the HW (3968, epoch 9). Epoch 9's metadata, arriving after that answer, resets its ISR to [1, 3, 4]
+    (3996), the HW rises from 38 to 45 over that ISR (4002), and the acks=all writes at 38..44 are acknowledged
+    (4003-4009). The controller commits the proposal at epoch 10: the ISR [1, 2, 3, 4] holds the target, so the same
     change completes the reassignment, leader 1 leaves, and the first target replica in the ISR, 2, is elected
-    cleanly (4032, leader epoch 1) with LEO 38 (4041), although 4 held every record. 4 truncates 38..44 (4088) and 2
+    cleanly (4038, leader epoch 1) with LEO 38 (4047), although 4 held every record. 4 truncates 38..44 (4094) and 2
     commits other records there; the acknowledged 38..44 are lost. On t-0 the same leader raced the same way at the
-    same time, its second proposal turned back at once while the first was in flight (4022, 4023), and the commit
-    put 2 in the ISR below the HW (4060), which is all."""
+    same time, its second proposal turned back at once while the first was in flight (4028, 4029), and the commit
+    put 2 in the ISR below the HW (4066), which is all."""
     sc = reassigning_scenario(982174)
     events, stats, errors = _errors(sc)
     assert [(v.invariant, v.topic, v.partition, v.replica, v.event_id, v.offset) for v in errors[:2]] == [
-        ("isr_holds_committed", "t", 0, 2, 4060, 190), ("truncation_safety", "u", 0, 4, 4088, 38)]
+        ("isr_holds_committed", "t", 0, 2, 4066, 190), ("truncation_safety", "u", 0, 4, 4094, 38)]
     assert [(v.replica, v.offset) for v in errors if v.invariant == "acked_write_lost"] == [
         (2, offset) for offset in range(38, 45)]
     assert {(v.invariant, v.topic, v.partition) for v in errors[2:]} == {
@@ -727,24 +727,24 @@ def test_the_reassigning_campaign_seed_elects_the_raced_follower_by_completing_t
     moving = events[2102]
     assert (moving["broker_id"], moving["partition_epoch"], moving["replicas"], moving["adding_replicas"],
             moving["removing_replicas"]) == (1, 5, [2, 4, 1, 3], [2, 4], [1, 3])
-    answer, lagging, proposal, reset, hw = events[3956], events[3961], events[3962], events[3990], events[3996]
+    answer, lagging, proposal, reset, hw = events[3962], events[3967], events[3968], events[3996], events[4002]
     assert (answer["reason"], answer["partition_epoch"], answer["isr"]) == ("alter_partition", 9, [1, 3, 4])
     assert (lagging["follower_id"], lagging["fetch_offset"]) == (2, 38)
     assert (proposal["broker_id"], proposal["isr_state"], proposal["partition_epoch"], proposal["isr"]) == (
         1, "proposed", 9, [1, 2, 3, 4])
     assert (reset["reason"], reset["partition_epoch"], reset["isr"]) == ("leader_and_isr", 9, [1, 3, 4])
     assert (hw["broker_id"], hw["old_hw"], hw["hw"]) == (1, 38, 45)
-    assert [(e["event_type"], e["acks"], e["error"], e["base_offset"]) for e in events[3997:4004]] == [
+    assert [(e["event_type"], e["acks"], e["error"], e["base_offset"]) for e in events[4003:4010]] == [
         ("produce_ack", -1, "NONE", offset) for offset in range(38, 45)]
-    election, elected, truncation = events[4032], events[4041], events[4088]
+    election, elected, truncation = events[4038], events[4047], events[4094]
     assert (election["action"], election["reason"], election["leader_id"], election["leader_epoch"],
             election["partition_epoch"], election["replicas"], election["isr"]) == (
         "clean", "reassignment", 2, 1, 10, [2, 4], [2, 4])
     assert (elected["broker_id"], elected["action"], elected["leo"]) == (2, "become_leader", 38)
     assert (truncation["broker_id"], truncation["old_leo"], truncation["truncate_offset"], truncation["reason"]) == (
         4, 45, 38, "leader_epoch")
-    assert not [e for e in events[3962:4041] if e["event_type"] == "broker_lifecycle"]  # no crash, no shutdown
-    turned_back = events[4023]
+    assert not [e for e in events[3968:4047] if e["event_type"] == "broker_lifecycle"]  # no crash, no shutdown
+    turned_back = events[4029]
     assert (turned_back["topic"], turned_back["isr_state"], turned_back["error"]) == (
         "t", "rejected", "OPERATION_NOT_ATTEMPTED")
 

@@ -165,13 +165,13 @@ def test_a_stale_leaders_commits_after_an_unclean_election_are_warnings() -> Non
 
 def test_a_leader_answer_from_before_retention_collapsed_its_floor_epoch_is_legal() -> None:
     """Seed 500448: leader 1 (cache (0, 0), (2, 15)) answers follower 4's fetch with LastFetchedEpoch 1 by
-    DivergingEpoch (0, 15), and its retention moves the log start to 30 (event 2118) before the follower reads
-    the answer (2160), collapsing the cache to (2, 30). The answer names the floor epoch the rise removed; the
+    DivergingEpoch (0, 15), and its retention moves the log start to 30 (event 2124) before the follower reads
+    the answer (2166), collapsing the cache to (2, 30). The answer names the floor epoch the rise removed; the
     checker used to accept only the asked epoch there (`truncation_point`)."""
     _, events, stats = run(overlapping_scenario(500448))
-    answer = events[2160]
+    answer = events[2166]
     assert (answer["diverging_epoch"], answer["diverging_end_offset"]) == (0, 15)
-    assert events[2118]["event_type"] == "log_start_offset_change" and events[2118]["log_start_offset"] == 30
+    assert events[2124]["event_type"] == "log_start_offset_change" and events[2124]["log_start_offset"] == 30
     assert [v for v in check(events, stats).violations if v.invariant == "truncation_point"] == []
 
 
@@ -214,7 +214,7 @@ def test_a_stale_follower_may_truncate_what_only_a_later_epoch_committed() -> No
 def test_a_follower_that_has_not_truncated_after_an_unclean_election_may_diverge() -> None:
     """Seed 870432: unclean elections move t-0 between brokers 2 and 1 (epochs 1-3, events 654, 799, 1186);
     broker 2 leads epoch 3 from LEO 40 (1233), and brokers 1, 2 and 3 end the run with its records from 40.
-    Broker 4, with LEO 60 and HW 50, becomes a follower of leader 1 in epoch 4 (2003) while a network partition
+    Broker 4, with LEO 60 and HW 50, becomes a follower of leader 1 in epoch 4 (2006) while a network partition
     cuts it off from brokers 1-3 (6.07 to 7.0 s). In the leader-epoch mode it first asks OffsetsForLeaderEpoch,
     sent while cut off: each failed request is a retry (UNKNOWN_SERVER_ERROR, as Kafka logs it), it sends no fetch
     for t-0 and has truncated nothing when the run ends.
@@ -225,12 +225,12 @@ def test_a_follower_that_has_not_truncated_after_an_unclean_election_may_diverge
     _, events, stats = run(sc)
     election = events[654]
     assert (election["action"], election["leader_id"], election["leader_epoch"]) == ("unclean", 2, 1)
-    follows = events[2003]
+    follows = events[2006]
     assert (follows["broker_id"], follows["action"], follows["leader_id"], follows["leo"]) == (
         4, "become_follower", 1, 60)
-    assert [e for e in events[2004:] if e.get("broker_id") == 4 and (e.get("topic"), e.get("partition")) == ("t", 0)
+    assert [e for e in events[2007:] if e.get("broker_id") == 4 and (e.get("topic"), e.get("partition")) == ("t", 0)
             and e["event_type"] in ("truncation", "fetch")] == []
-    assert [e["error"] for e in events[2004:] if e.get("broker_id") == 4 and e["event_type"] == "epoch_request_retry"
+    assert [e["error"] for e in events[2007:] if e.get("broker_id") == 4 and e["event_type"] == "epoch_request_retry"
             and (e.get("topic"), e.get("partition")) == ("t", 0)] == ["UNKNOWN_SERVER_ERROR"] * 2
     assert audit(events).divergences() == [
         ((1, "t", 0), (4, "t", 0), 40), ((2, "t", 0), (4, "t", 0), 40), ((3, "t", 0), (4, "t", 0), 40)]

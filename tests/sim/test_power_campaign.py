@@ -158,22 +158,22 @@ def test_an_isr_member_lacking_what_its_power_failure_took_is_explained() -> Non
 
 
 def test_the_power_seed_whose_paused_leader_counted_a_crashed_followers_old_fetch_is_explained() -> None:
-    """`--seeds 597684-597684 --power`: follower 1 of u-0 sends a fetch at 1810 (event 12999) just as leader 3
-    pauses (no event of 3 from 19004 to 19794 virtual ms), then loses power (13042), and its recovery drops
-    1700..1809 (13043); leader 3, back, processes that fetch from before the crash (13196) and raises the HW from
-    1805 to 1810 (13197), over records 1 no longer has. (Event ids as of schema 1.9, whose broker_fault events
+    """`--seeds 597684-597684 --power`: follower 1 of u-0 sends a fetch at 1810 (event 13005) just as leader 3
+    pauses (no event of 3 from 19004 to 19794 virtual ms), then loses power (13048), and its recovery drops
+    1700..1809 (13049); leader 3, back, processes that fetch from before the crash (13202) and raises the HW from
+    1805 to 1810 (13203), over records 1 no longer has. (Event ids as of schema 1.9, whose broker_fault events
     record the nemesis's pauses, stalls and partitions.)"""
     sc = power_scenario(597684)
     _, events, stats = run(sc)
     errors = [v for v in check(events, stats).violations if v.severity == "error"]
     assert [(v.invariant, v.topic, v.partition, v.replica, v.event_id, v.offset) for v in errors] == [
-        ("isr_holds_committed", "u", 0, 1, 13197, 1805)]
-    sent, crash, lost = events[12999], events[13042], events[13043]
+        ("isr_holds_committed", "u", 0, 1, 13203, 1805)]
+    sent, crash, lost = events[13005], events[13048], events[13049]
     assert (sent["event_type"], sent["broker_id"], sent["leader_id"], sent["fetch_offset"]) == ("fetch", 1, 3, 1810)
     assert (crash["broker_id"], crash["action"]) == (1, "crash")
     assert (lost["event_type"], lost["broker_id"], lost["old_leo"], lost["truncate_offset"]) == (
         "truncation", 1, 1810, 1700)
-    fetched, raised = events[13196], events[13197]
+    fetched, raised = events[13202], events[13203]
     assert (fetched["event_type"], fetched["follower_id"], fetched["fetch_offset"]) == ("follower_fetch_state", 1, 1810)
     assert (raised["broker_id"], raised["old_hw"], raised["hw"]) == (3, 1805, 1810)
     assert power_lost_member(errors[0], events)
@@ -182,14 +182,14 @@ def test_the_power_seed_whose_paused_leader_counted_a_crashed_followers_old_fetc
 
 def test_the_power_seed_whose_leader_trimmed_an_empty_epoch_truncates_its_follower_right() -> None:
     """`--seeds 597433-597433 --power` (leader-epoch mode): broker 1 led t-0's epoch 5 at its LEO 267 without
-    appending (event 7769), then followed epoch 6 (7771), where its fetcher's truncateTo(267) trimmed that entry
-    (no event) before it appended epoch-4 batches at 267 (7901); leading epoch 7 (8004), it answered follower 3
-    (latest epoch 3, LEO 243) with (3, 179), the start of its epoch 4, and 3 truncated to 179 (event 8132). The
+    appending (event 7805), then followed epoch 6 (7807), where its fetcher's truncateTo(267) trimmed that entry
+    (no event) before it appended epoch-4 batches at 267 (7937); leading epoch 7 (8040), it answered follower 3
+    (latest epoch 3, LEO 243) with (3, 179), the start of its epoch 4, and 3 truncated to 179 (event 8168). The
     checker, which kept (5, 267) and let `assign(4, 267)` drop (4, 179) with it, expected (3, 267): no
     truncation below the LEO 243."""
     sc = power_scenario(597433)
     _, events, stats = run(sc)
-    trunc = events[8132]
+    trunc = events[8168]
     assert (trunc["broker_id"], trunc["reason"], trunc["old_leo"], trunc["truncate_offset"]) == (
         3, "leader_epoch", 243, 179)
     assert [v for v in check(events, stats).violations if v.invariant == "truncation_point"] == []
