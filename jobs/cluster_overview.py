@@ -17,8 +17,9 @@ row per bucket at most, so what reaches the driver is bounded by the bucket coun
 * `down_buckets`: per broker, the buckets in which it was down at some time: from a crash or shutdown to its
   next start or restart (bronze `broker_lifecycle`), or to the end of the run;
 * `fault_spans`: per broker, the faults the simulator's injector held it in (bronze `broker_fault`: GC pause, disk
-  stall, network partition) from start to end in ms, not bucketed but capped like the lifecycle marks: the first
-  `limit` of the run, with the run's `total`. `fault_marks` turns one run's rows into the plot's `FaultSpan`s.
+  stall, network partition) from start to end in ms (`jobs.transforms.faults`), not bucketed but capped like the
+  lifecycle marks: the first `limit` of the run, with the run's `total`. `fault_marks` turns one run's rows into
+  the plot's `FaultSpan`s.
 """
 
 from __future__ import annotations
@@ -33,12 +34,12 @@ from pyspark.sql import types as T
 
 from jobs.fault_plot import FaultSpan
 from jobs.overview_plot import COUNT_SERIES
-from schemas.events import BROKER_FAULT, BROKER_LIFECYCLE, HOLDING_FAULTS, LEADER_ELECTION
+from jobs.transforms.faults import fault_ends
+from schemas.events import BROKER_LIFECYCLE, LEADER_ELECTION
 
 SERIES: tuple[str, ...] = tuple(c for c, *_ in COUNT_SERIES)
 DOWN_ACTIONS: tuple[str, ...] = ("crash", "shutdown", "controlled_shutdown")
 UP_ACTIONS: tuple[str, ...] = ("start", "restart")
-PARTITION, HEAL = "network_partition", "network_heal"
 FAULT_SPAN_SCHEMA = T.StructType([
     T.StructField("run_id", T.StringType(), False),
     T.StructField("broker_id", T.IntegerType(), False),
@@ -165,56 +166,23 @@ def down_buckets(bronze: DataFrame, buckets: DataFrame) -> DataFrame:
     return spanned.distinct()
 
 
-def fault_spans(bronze: DataFrame, buckets: DataFrame, limit: int) -> DataFrame:
-    """Per run, its first `limit` broker faults (by start, then event id) as spans, with the run's `total`; columns
-    `FAULT_SPAN_SCHEMA`, `buckets` is `bucket_bounds` (for the run's end).
-
-    A gc_pause or disk_stall lasts `duration_ms`, or until the broker's next crash, shutdown or (re)start if one
-    comes first (the process is gone; a start clears both). A network_partition lasts `duration_ms` when it
-    states one, and ends earlier at the broker's next network_heal naming the same peers (in any order) or
-    healing every link (no peers): such a heal restores those links whatever partition cut them. Without either,
-    it is open until the run's last event. A network_heal is no span of its own.
-    """
-    faults = bronze.where((F.col("event_type") == BROKER_FAULT) & F.col("broker_id").isNotNull()).select(
-        "run_id", "broker_id", "ts_ms", "event_id", "action", "duration_ms", "peers", "direction",
-        F.lit(False).alias("_life"))
-    # Lifecycle events go into the same per-broker order, so a pause finds the crash or restart that cut it short.
-    # A controlled shutdown's broker keeps running (and pausing) until its shutdown, which is an event of its own.
-    life = bronze.where((F.col("event_type") == BROKER_LIFECYCLE) & F.col("broker_id").isNotNull()
-                        & F.col("action").isin("crash", "shutdown", "restart", "start")).select(
-        "run_id", "broker_id", "ts_ms", "event_id", "action", F.lit(None).cast("long").alias("duration_ms"),
-        F.lit(None).cast("array<int>").alias("peers"), F.lit(None).cast("string").alias("direction"),
-        F.lit(True).alias("_life"))
-    rows = faults.unionByName(life).withColumn("_peers", F.array_sort("peers"))
-    order = ["ts_ms", "event_id"]
-    later = Window.partitionBy("run_id", "broker_id").orderBy(*order).rowsBetween(1, Window.unboundedFollowing)
-    # Partitioned by the sorted peers as well: the next heal of exactly these links (a null list is its own group,
-    # and a heal of every link is looked for across groups below).
-    later_same_peers = Window.partitionBy("run_id", "broker_id", "_peers").orderBy(*order).rowsBetween(
-        1, Window.unboundedFollowing)
-    is_heal = (F.col("action") == HEAL) & ~F.col("_life")
-    heal_all = F.min(F.when(is_heal & F.col("peers").isNull(), F.col("ts_ms"))).over(later)
-    heal_same = F.min(F.when(is_heal, F.col("ts_ms"))).over(later_same_peers)
-    life_next = F.min(F.when(F.col("_life"), F.col("ts_ms"))).over(later)
-    stated = F.col("ts_ms") + F.col("duration_ms")
-    # F.least skips nulls: a span ends at the first of its ends that exists; all null is a partition still open.
-    ends = (F.when(F.col("action") == PARTITION, F.least(stated, heal_same, heal_all))
-            .otherwise(F.least(stated, life_next)))
-    # The ends are computed over every row before the heals and lifecycle events are dropped: a filter first
-    # would leave the windows nothing to find.
-    spans = rows.select(
-        "run_id", "broker_id", F.col("action").alias("kind"), F.col("ts_ms").alias("start_ms"),
-        ends.alias("_end"), "peers", "direction", "event_id", "_life").where(
-        ~F.col("_life") & F.col("kind").isin(*HOLDING_FAULTS, PARTITION)).drop("_life")
+def fault_spans(bronze: DataFrame, buckets: DataFrame, limit: int, per: Sequence[str] = ("run_id",)) -> DataFrame:
+    """Per run (or per group of `per`, e.g. run and broker), its first `limit` broker faults (by start, then event
+    id) as spans, with the group's `total`; columns `FAULT_SPAN_SCHEMA`, `buckets` is `bucket_bounds` (for the run's
+    end). When each ended is `jobs.transforms.faults.fault_ends`, as the audit reads it; one nothing ended is open
+    to the run's last event."""
+    spans = fault_ends(bronze)
+    group = Window.partitionBy(*per)
     ranked = spans.select(
-        "*", F.row_number().over(Window.partitionBy("run_id").orderBy("start_ms", "event_id")).alias("_n"),
-        F.count(F.lit(1)).over(Window.partitionBy("run_id")).alias("total"))
-    # The cap is applied in Spark: what reaches the driver is `limit` rows per run however many faults it had.
-    placed = ranked.where(F.col("_n") <= limit).join(F.broadcast(buckets.select("run_id", "end_ms")), "run_id")
+        "*", F.row_number().over(group.orderBy("start_ms", "event_id")).alias("_n"),
+        F.count(F.lit(1)).over(group).alias("total"))
+    # The cap is applied in Spark: what reaches the driver is `limit` rows per group however many faults it had.
+    placed = ranked.where(F.col("_n") <= limit).join(F.broadcast(buckets.select("run_id", F.col("end_ms").alias(
+        "_run_end"))), "run_id")
     out = placed.select(
         "run_id", "broker_id", "kind", "start_ms",
-        F.coalesce("_end", F.greatest("end_ms", "start_ms")).alias("end_ms"), F.col("_end").isNull().alias("open"),
-        "peers", "direction", "event_id", "total")
+        F.coalesce("end_ms", F.greatest("_run_end", "start_ms")).alias("end_ms"),
+        F.col("end_ms").isNull().alias("open"), "peers", "direction", "event_id", "total")
     return out.select(*[F.col(f.name).cast(f.dataType).alias(f.name) for f in FAULT_SPAN_SCHEMA.fields])
 
 

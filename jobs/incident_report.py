@@ -740,7 +740,12 @@ def _sections(
     life.update(_rows_by(lifecycle_events(lake.read(BRONZE_EVENTS, parts), cfg.max_points), "run_id"))
     ends = spark.createDataFrame([(r, bounds.get(r, (0, 0))[1]) for r in sorted({c["run_id"] for c in chosen})],
                                  "run_id string, end_ms long")
-    faults = _rows_by(fault_spans(lake.read(BRONZE_EVENTS, parts), ends, cfg.max_points), "run_id")
+    # The plotted partitions' replicas' faults, the first max_points of each broker: a busy run's other brokers
+    # cannot push a replica's faults past the cap.
+    brokers = F.broadcast(ps.join(sel, KEY, "left_semi").select(
+        "run_id", F.explode("replicas").alias("broker_id")).distinct())
+    faults = _rows_by(fault_spans(lake.read(BRONZE_EVENTS, parts).join(brokers, ["run_id", "broker_id"], "left_semi"),
+                                  ends, cfg.max_points, per=("run_id", "broker_id")), "run_id")
     controllers = _rows_by(election_controllers(lake.read(BRONZE_EVENTS, parts)), "run_id")
     # The listed violations' evidence events: at most max_partitions x max_rows x EVIDENCE_KEPT rows.
     wanted = sorted({(r["run_id"], int(e)) for rows in viols.values() for r in rows for e in (r["evidence"] or ())})
@@ -768,10 +773,15 @@ def _sections(
         if len(v_rows) < c["errors"] + c["warnings"]:
             notes.append(f"{len(v_rows)} of {c['errors'] + c['warnings']} violations marked, "
                          "each invariant's earliest first")
-        drawn_faults, faults_total = fault_marks(faults.get(run, []), start_ms)
+        drawn_faults = fault_marks(faults.get(run, []), start_ms)[0]
+        replicas = tuple(sorted({r["replica"] for r in isr.get(key, []) + offsets.get(key, [])}))
+        # Each broker's row carries its own total (the rows stop at max_points per broker).
+        totals = {int(r["broker_id"]): int(r["total"]) for r in faults.get(run, [])}
+        replica_faults = [f for f in drawn_faults if f.broker in replicas]
+        replica_total = sum(totals.get(b, 0) for b in replicas)
         data = PartitionPlot(
             run_id=run, topic=topic, partition=partition, end_s=end_s,
-            replicas=tuple(sorted({r["replica"] for r in isr.get(key, []) + offsets.get(key, [])})),
+            replicas=replicas,
             offsets=_frame(offsets.get(key, []), OFFSET_COLUMNS, start_ms),
             isr=_frame(isr.get(key, []), ISR_COLUMNS, start_ms),
             leaders=tuple(LeaderChange((r["ts_ms"] - start_ms) / 1000.0, r["leader_id"], r["leader_epoch"],
@@ -787,7 +797,7 @@ def _sections(
                             for i in i_rows),
             lifecycle=tuple(LifecycleMark((r["ts_ms"] - start_ms) / 1000.0, r["broker_id"], r["action"])
                             for r in life.get(run, []) if r["broker_id"] is not None),
-            faults=drawn_faults, faults_total=faults_total,
+            faults=drawn_faults, faults_total=replica_total,
             controllers=tuple(sorted(int(r["broker_id"]) for r in controllers.get(run, []))),
             fetch_errors=tuple(FetchErrorMark((r["ts_ms"] - start_ms) / 1000.0, r["follower"])
                                for r in sorted(fetch_marks.get(key, []), key=lambda r: (r["ts_ms"], r["follower"]))),
@@ -803,7 +813,6 @@ def _sections(
         # A 0.9 line names no leader; broker 0 is a broker like any other.
         fails = sorted(fetch_failures.get(key, []), key=lambda r: (
             r["first_ms"], r["follower"], -1 if r["leader"] is None else r["leader"], r["error"]))
-        replica_faults = [f for f in drawn_faults if f.broker in data.replicas]
         fault_rows = tuple(FaultRow(f.broker, f.kind, f.start_s, f.end_s, f.open,
                                     peer_names(f.peers, data.controllers) if f.kind == "network_partition" else "",
                                     f.direction) for f in replica_faults[:cfg.max_rows])
@@ -813,8 +822,7 @@ def _sections(
                                          tuple(FetchErrorRow(r["follower"], r["leader"], r["error"],
                                                              int(r["responses"]), (r["first_ms"] - start_ms) / 1000.0,
                                                              (r["last_ms"] - start_ms) / 1000.0) for r in fails),
-                                         int(fails[0]["groups"]) if fails else 0, fault_rows,
-                                         len(replica_faults)))
+                                         int(fails[0]["groups"]) if fails else 0, fault_rows, replica_total))
     return sections, pngs
 
 

@@ -160,9 +160,10 @@ class PartitionPlot:
     lifecycle: tuple[LifecycleMark, ...] = ()
     fetch_errors: tuple[FetchErrorMark, ...] = ()
     faults: tuple[FaultSpan, ...] = ()
-    """The run's broker faults (the first ones, by start, when `faults_total` is larger); those of the replicas
-    are drawn."""
+    """Broker faults of the run (the report gives the replicas' first ones, when `faults_total` is larger); those
+    of the replicas are drawn."""
     faults_total: int = 0
+    """All the replicas' faults, when `faults` holds only the first ones."""
     controllers: tuple[int, ...] = ()
     """Node ids known to be the run's controllers: a network partition's label names them so."""
     bucket_ms: int = 1
@@ -466,7 +467,7 @@ def _draw_isr(ax, data: PartitionPlot) -> None:  # type: ignore[no-untyped-def]
     # Over the ISR shading and its hatching, under the leader strip; outlined, as the shading has broker colours.
     for bar in draw_fault_bars(ax, data.faults, lanes, MIN_FAULT_WIDTH * max(data.end_s, 1e-3),
                                LANE_FAULT_OFFSETS, edge="white"):
-        bar.set_zorder(3.5)
+        bar.set_zorder(bar.get_zorder() + 1.5)  # keeps FAULT_STYLE's order: a pause over a stall it overlaps
     ax.set_yticks(range(len(data.replicas)), [f"broker {r}" for r in data.replicas])
     ax.set_ylim(-0.6, len(data.replicas) - 0.4)
     ax.invert_yaxis()
@@ -583,8 +584,9 @@ def render_partition(data: PartitionPlot) -> Figure:
     resolution = "exact changes" if data.bucket_ms <= 1 else f"one point per {data.bucket_ms:,} ms bucket"
     sub = f"{headline(data)}\nLEO wide line, HW dashed, one colour per broker; {resolution}"
     notes = list(data.notes)
-    if data.faults_total > len(data.faults):
-        notes.append(f"the run's first {len(data.faults)} of {data.faults_total} broker faults drawn")
+    drawn = sum(1 for f in data.faults if f.broker in data.replicas)
+    if data.faults_total > drawn:
+        notes.append(f"first {drawn} of the replicas' {data.faults_total} broker faults drawn")
     if unlabelled:
         n = len(data.incidents)
         notes.append(f"{n - unlabelled} of {n} lag incidents labelled (shading marks all)")

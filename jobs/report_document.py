@@ -281,10 +281,11 @@ _VIOLATION_HEAD = ("invariant", "severity", "replica", "time (s)", "event", "off
 _FETCH_ERROR_HEAD = ("follower", "leader", "error", "responses", "first (s)", "last (s)")
 _FAULT_HEAD = ("broker", "fault", "start (s)", "end (s)", "lasted (ms)", "cut off from", "direction")
 _FAULT_INTRO = ("Faults the simulator held the partition's replicas in (broker_fault events; a real broker log has "
-                "none): a GC pause or disk stall stops the broker's own work, so a follower falls behind and a "
-                "leader answers late; a network partition loses what crosses the cut (outbound: what the broker "
-                "sends its peers, inbound: what they send it), until the heal. A pause or stall ends early at the "
-                "broker's crash or restart:")
+                "none): a GC pause stops the broker (a paused follower falls behind, a paused leader answers late); "
+                "a disk stall blocks its log appends (a stalled follower falls behind, a stalled leader takes no "
+                "produce); a network partition loses what crosses the cut (outbound: what the broker sends its "
+                "peers, inbound: what they send it) until the heal. A pause or stall ends early at the broker's "
+                "crash or restart:")
 _FETCH_ERROR_INTRO = ("Fetch responses with an error, as the followers saw them (NETWORK_EXCEPTION: the request got "
                       "no answer, the leader unreachable; a follower backs off and retries, and one that keeps "
                       "failing falls behind and out of the ISR):")

@@ -261,7 +261,7 @@ def _lane_fault_bars(ax) -> list[tuple[str, float, float, float, float, str]]:  
 
 
 def test_the_replicas_broker_faults_are_bars_on_their_lanes_and_partitions_name_their_peers() -> None:
-    data = replace(kip101_like(), faults=LANE_FAULTS, faults_total=len(LANE_FAULTS), controllers=(1000,))
+    data = replace(kip101_like(), faults=LANE_FAULTS, faults_total=4, controllers=(1000,))  # the replicas' 4
     fig = render_partition(data)
     lanes = fig.axes[1]
     half = FAULT_BAR_HEIGHT / 2
@@ -296,7 +296,7 @@ def test_a_partition_picture_without_faults_draws_no_bar_and_a_capped_run_says_s
     assert _lane_fault_bars(elsewhere.axes[1]) == []
     assert not any("GC pause" in t.get_text() for t in elsewhere.legends[0].get_texts())
     capped = render_partition(replace(kip101_like(), faults=LANE_FAULTS[:2], faults_total=40))
-    assert "the run's first 2 of 40 broker faults drawn" in _figure_text(capped)
+    assert "first 2 of the replicas' 40 broker faults drawn" in _figure_text(capped)
 
 
 def test_a_partition_label_goes_where_it_covers_no_other_label_or_is_left_out() -> None:

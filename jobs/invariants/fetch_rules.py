@@ -38,6 +38,7 @@ from pyspark.sql import functions as F
 from jobs.invariants.base import Scan, ScanInputs, text, violation
 from jobs.invariants.base import is_event as _is
 from jobs.invariants.replica_scan import CLOSING_ACTIONS, REPLICA
+from jobs.transforms.faults import fault_ends
 from replication_core.config import LONG_MAX, ReplicationConfig
 from replication_core.truncation import FLAGS
 from schemas.events import HOLDING_FAULTS
@@ -223,11 +224,10 @@ def _with_leader(rows: DataFrame, segments: DataFrame) -> DataFrame:
 
 def broker_holds(bronze: DataFrame) -> DataFrame:
     """One row per (run, broker) with GC pauses or disk stalls (`broker_fault`, schema 1.9): `_h_holds`, their
-    (start, end, action) — the checker's `BrokerState.holds`. Small: a handful of faults per run."""
-    faults = bronze.where(_is("broker_fault") & F.col("action").isin(*HOLDING_FAULTS)
-                          & F.col("duration_ms").isNotNull() & F.col("broker_id").isNotNull())
-    hold = F.struct(F.col("ts_ms").alias("start"), (F.col("ts_ms") + F.col("duration_ms")).alias("end"),
-                    F.col("action").alias("action"))
+    (start, end, action), each ended by the broker's next crash or restart if one came first
+    (`jobs.transforms.faults.fault_ends`) — the checker's `BrokerState.holds`. Small: a handful of faults per run."""
+    faults = fault_ends(bronze).where(F.col("kind").isin(*HOLDING_FAULTS) & F.col("duration_ms").isNotNull())
+    hold = F.struct(F.col("start_ms").alias("start"), F.col("end_ms").alias("end"), F.col("kind").alias("action"))
     return faults.groupBy(F.col("run_id").alias("_h_run_id"), F.col("broker_id").alias("_h_broker_id")).agg(
         F.collect_list(hold).alias("_h_holds"))
 
@@ -243,8 +243,8 @@ def _elapsed() -> Column:
 
 def _with_holds(rows: DataFrame, holds: DataFrame) -> DataFrame:
     """Add `_held`: for a response over the socket timeout, how long between its fetch and its arrival the
-    follower was in a GC pause or disk stall and the leader it names in a GC pause (the checker's
-    `_held_ms`: a sum of overlaps); null on every other row, which does not probe (null join keys)."""
+    follower was in a GC pause or disk stall or the leader it names in a GC pause (the checker's `_held_ms`: the
+    length of their union); null on every other row, which does not probe (null join keys)."""
     over = _judged(_sent_matches()) & (_elapsed() > F.col("_socket_timeout"))
     probed = rows.select("*", F.when(over, F.col("broker_id")).alias("_probe_follower"),
                          F.when(over, F.col("leader_id")).alias("_probe_fetched"))
@@ -258,14 +258,18 @@ def _with_holds(rows: DataFrame, holds: DataFrame) -> DataFrame:
               .join(F.broadcast(theirs), (F.col("run_id") == F.col("_hl_run_id"))
                     & (F.col("_probe_fetched") == F.col("_hl_broker_id")), "left"))
     sent, arrival = F.col("_sent.ts"), _arrival()
-
-    def overlap(holds: str) -> Column:
-        summed = F.aggregate(F.col(holds), F.lit(0).cast("long"),
-                             lambda acc, h: acc + F.greatest(F.lit(0).cast("long"),
-                                                             F.least(h["end"], arrival) - F.greatest(h["start"], sent)))
-        return F.coalesce(summed, F.lit(0).cast("long"))
-
-    return joined.withColumn("_held", F.when(over, overlap("_hf_holds") + overlap("_hl_holds")))
+    # Both brokers' holds clipped to [sent, arrival], by start; the fold keeps how far the union reaches so far
+    # and adds only what a hold covers beyond it.
+    both = F.concat(F.coalesce(F.col("_hf_holds"), F.array()), F.coalesce(F.col("_hl_holds"), F.array()))
+    clipped = F.array_sort(F.transform(both, lambda h: F.struct(F.greatest(h["start"], sent).alias("start"),
+                                                                F.least(h["end"], arrival).alias("end"))))
+    union = F.aggregate(
+        clipped, F.struct(sent.alias("reach"), F.lit(0).cast("long").alias("held")),
+        lambda acc, h: F.struct(F.greatest(acc["reach"], h["end"]).alias("reach"),
+                                (acc["held"] + F.greatest(F.lit(0).cast("long"),
+                                                          h["end"] - F.greatest(h["start"], acc["reach"])))
+                                .alias("held")))
+    return joined.withColumn("_held", F.when(over, union["held"]))
 
 
 def build(inputs: ScanInputs) -> DataFrame:

@@ -273,7 +273,8 @@ CATALOGUE: tuple[Invariant, ...] = (
         "`ts_ms` before it): a ListOffsets for an earlier partition of the response delays processing, not "
         "arrival. The bound grows by the time GC pauses and disk stalls (`broker_fault`, schema 1.9) held the "
         "answer between the fetch and its arrival: the follower's pauses and stalls, the leader's pauses (its "
-        "answers do not wait for its disk), each fault's overlap with the flight summed.",
+        "answers do not wait for its disk), the length of their union within the flight; a pause or stall ends "
+        "early at its broker's crash, shutdown or (re)start.",
         "expected = the bound (ms), actual = elapsed ms",
         ("fetch", "fetch_response"),
         cannot_check="Purgatory parking and completion are not events: the 'completes immediately when an "

@@ -354,23 +354,33 @@ class _RunChecker:
     def _held_ms(self, follower: int, leader: int | None, sent_ms: int, arrival_ms: int) -> int:
         """How long, between a fetch and its answer's arrival, its leader was in a GC pause (which holds its
         request handling and its purgatory) or its follower in a GC pause or disk stall (which holds the
-        answer's receipt: `response_received_ms` is when the thread resumes): the sum over those faults of
-        their overlap with [sent, arrival]. A sum, not a union, so overlapping faults count twice: it only
-        ever widens the bound."""
-        held = 0
+        answer's receipt: `response_received_ms` is when the thread resumes): the length of the union of
+        those faults within [sent, arrival]. A union, as the simulator's holds overlap: a pause and a stall
+        at once, or the leader and the follower paused together, hold the answer once."""
+        spans = []
         for broker, kinds in ((follower, HOLDING_FAULTS), (leader, ("gc_pause",))):
             if broker is None or broker not in self.brokers:
                 continue
-            for start, end, action in self.brokers[broker].holds:
-                if action in kinds:
-                    held += max(0, min(end, arrival_ms) - max(start, sent_ms))
+            spans += [(max(start, sent_ms), min(end, arrival_ms)) for start, end, action in self.brokers[broker].holds
+                      if action in kinds]
+        held, reach = 0, sent_ms
+        for start, end in sorted(spans):
+            held += max(0, end - max(start, reach))
+            reach = max(reach, end)
         return held
+
+    def _end_holds(self, b: BrokerState, at_ms: int) -> None:
+        """A crash, shutdown or (re)start ends the broker's pause and stall in force (the simulator's
+        `Broker.start` clears both; a stopped process holds nothing)."""
+        b.holds = [(start, min(end, at_ms), action) for start, end, action in b.holds]
 
     def _on_broker_lifecycle(self, ev: Event) -> None:
         broker = int(ev["broker_id"])
         action = ev.get("action")
         b = self._broker(broker)
         eid = int(ev["event_id"])
+        if action in ("crash", "shutdown", "restart", "start"):
+            self._end_holds(b, int(ev["ts_ms"]))
         if action in ("crash", "shutdown", "restart"):
             if action in ("crash", "restart"):
                 b.last_crash = eid

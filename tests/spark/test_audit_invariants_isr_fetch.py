@@ -151,6 +151,25 @@ def delayed_fetch_bound_allows_for_the_pauses_and_stalls_that_held_the_answer() 
 
 
 @case
+def delayed_fetch_bound_counts_overlapping_holds_once_and_ends_a_pause_at_a_crash() -> Case:
+    # Bound 1000 ms. Leader 1's 5 s GC pause from 1500 ends at its crash at 1700 (a restart follows at 1800), so it
+    # holds nothing of the flight [2000, arrival]. Inside it the follower's disk stall (2100-2400) and GC pause
+    # (2200-2500) overlap, and the leader's GC pause (2300-2500) lies within them: held 400 ms, not 800. Arrival
+    # at 3400 is within 1400 ms, at 3500 over.
+    def run(arrival: int) -> Rows:
+        life = dict(event_type="broker_lifecycle", broker_id=1, topic=None, partition=None)
+        return [config(2, **{"replica.socket.timeout.ms": "1000"}), follower(),
+                dict(fault(1, "gc_pause", 5000), ts_ms=1500), dict(life, action="crash", ts_ms=1700),
+                dict(life, action="restart", ts_ms=1800), dict(fetch(0), ts_ms=2000),
+                dict(fault(2, "disk_stall", 300), ts_ms=2100), dict(fault(2, "gc_pause", 300), ts_ms=2200),
+                dict(fault(1, "gc_pause", 200), ts_ms=2300), dict(response(0), ts_ms=arrival)]
+    message = "fetch answered after 1500 ms, more than the 1400 ms bound (400 ms of it GC pauses and disk stalls)"
+    return replace(_case("delayed_fetch_bound", run(3500), run(3400),
+                         [("bad", "delayed_fetch_bound", "error", 2, 9, None, 1400, 1500, [5, 9], message)]),
+                   columns=(*KEY_COLUMNS, "message"))
+
+
+@case
 def fetch_epoch_fenced_flags_an_answer_from_a_broker_that_never_led_the_epoch() -> Case:
     # Broker 1 leads epoch 1 throughout; a fetch in epoch 2 answered NONE by it was not fenced.
     bad = [leader(), follower(epoch=2), fetch(0, epoch=2), response(0)]

@@ -1,0 +1,53 @@
+"""`jobs.transforms.faults.fault_ends` on hand-built broker faults: when each pause, stall and partition ended."""
+
+from __future__ import annotations
+
+from chispa import assert_df_equality
+from pyspark.sql import SparkSession
+
+from jobs.transforms.faults import FAULT_END_COLUMNS, fault_ends
+from replication_core.config import LONG_MAX
+
+EVENTS = "run_id string, broker_id int, ts_ms long, event_id long, event_type string, action string, " \
+         "duration_ms long, peers array<int>, direction string"
+ENDS = "run_id string, broker_id int, kind string, start_ms long, end_ms long, duration_ms long, peers array<int>, " \
+       "direction string, event_id long"
+HUGE = LONG_MAX - 10
+
+# Broker 1: two partitions of the same links, each with its duration, overlapping; each ends at its own heal (the
+# simulator counts the cuts of a link), not at the first heal of those peers. Broker 2: a two-way partition without
+# a duration outlives a heal of its outbound links only and ends at the two-way heal; a one-way partition ends at
+# a two-way heal of its peers. Broker 3: a pause whose duration overflows ends at the broker's next start; another
+# after it lasts to Long.MAX (the job does not fail). Broker 4: a pause outlives a controlled shutdown (the process
+# keeps running until its shutdown).
+FAULTS = [
+    ("r", 1, 100, 0, "broker_fault", "network_partition", 50, [2, 3], "both"),
+    ("r", 1, 120, 1, "broker_fault", "network_partition", 100, [3, 2], "both"),
+    ("r", 1, 150, 2, "broker_fault", "network_heal", None, [2, 3], "both"),
+    ("r", 1, 220, 3, "broker_fault", "network_heal", None, [3, 2], "both"),
+    ("r", 2, 100, 4, "broker_fault", "network_partition", None, [1], "both"),
+    ("r", 2, 150, 5, "broker_fault", "network_heal", None, [1], "outbound"),
+    ("r", 2, 200, 6, "broker_fault", "network_heal", None, [1], "both"),
+    ("r", 2, 300, 7, "broker_fault", "network_partition", None, [3], "outbound"),
+    ("r", 2, 350, 8, "broker_fault", "network_heal", None, [3], "both"),
+    ("r", 3, 100, 9, "broker_fault", "gc_pause", HUGE, None, None),
+    ("r", 3, 500, 10, "broker_lifecycle", "start", None, None, None),
+    ("r", 3, 600, 11, "broker_fault", "gc_pause", HUGE, None, None),
+    ("r", 4, 100, 12, "broker_fault", "gc_pause", 100, None, None),
+    ("r", 4, 150, 13, "broker_lifecycle", "controlled_shutdown", None, None, None),
+]
+
+
+def test_each_fault_ends_at_its_own_heal_duration_or_the_process_end(spark: SparkSession) -> None:
+    expected = spark.createDataFrame([
+        ("r", 1, "network_partition", 100, 150, 50, [2, 3], "both", 0),
+        ("r", 1, "network_partition", 120, 220, 100, [3, 2], "both", 1),
+        ("r", 2, "network_partition", 100, 200, None, [1], "both", 4),
+        ("r", 2, "network_partition", 300, 350, None, [3], "outbound", 7),
+        ("r", 3, "gc_pause", 100, 500, HUGE, None, None, 9),
+        ("r", 3, "gc_pause", 600, LONG_MAX, HUGE, None, None, 11),
+        ("r", 4, "gc_pause", 100, 200, 100, None, None, 12),
+    ], ENDS)
+    actual = fault_ends(spark.createDataFrame(FAULTS, EVENTS))
+    assert tuple(actual.columns) == FAULT_END_COLUMNS
+    assert_df_equality(actual, expected, ignore_row_order=True, ignore_nullable=True)
