@@ -41,6 +41,9 @@ FAULT_BAR_HEIGHT = 0.18
 MIN_FAULT_WIDTH = 0.004
 """Narrowest a fault's bar is drawn, as a share of the run's span: a 300 ms GC pause in an hour-long run is
 otherwise thinner than a pixel."""
+FAULT_SHADE_ALPHA = 0.12
+"""Opacity of a fault's band across the overview's upper panels: faint, so that overlapping faults darken it and the
+counts stay readable over it."""
 DIRECTION_TEXT = {"both": "both ways", "outbound": "outbound only", "inbound": "inbound only"}
 """A network partition's `direction` as its label says it (outbound only: what the broker sends them is lost,
 what they send it arrives)."""
@@ -91,6 +94,22 @@ def draw_fault_bars(ax, faults: Iterable[FaultSpan], row: Mapping[int, int], lea
         ax.add_patch(bar)
         bars.append(bar)
     return bars
+
+
+def shade_fault_times(ax, faults: Iterable[FaultSpan], least_s: float) -> list[Patch]:  # type: ignore[no-untyped-def]
+    """A faint band of its kind's colour (gid `fault-time:<kind>`) across `ax` over each fault's time, at least
+    `least_s` wide, behind everything else: a panel's counts read against the faults that may explain them. One
+    band per kind and time: a network partition is a fault of every broker on either side of its cut, and one cut
+    drawn three times would read as three."""
+    bands = []
+    seen: set[tuple[str, float, float]] = set()
+    for f in faults:
+        if f.kind in FAULT_STYLE and (f.kind, f.start_s, f.end_s) not in seen:
+            seen.add((f.kind, f.start_s, f.end_s))
+            band = ax.axvspan(f.start_s, max(f.end_s, f.start_s + least_s), color=FAULT_STYLE[f.kind].colour,
+                              alpha=FAULT_SHADE_ALPHA, linewidth=0, zorder=0, gid=f"fault-time:{f.kind}")
+            bands.append(band)
+    return bands
 
 
 def peer_names(peers: Iterable[int], controllers: Iterable[int] = ()) -> str:

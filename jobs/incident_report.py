@@ -37,7 +37,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path, PurePath
-from typing import Any
+from typing import Any, NamedTuple
 
 import pandas as pd
 from pyspark.sql import Column, DataFrame, SparkSession, Window
@@ -56,7 +56,7 @@ from jobs.cluster_overview import (
     partition_counts,
 )
 from jobs.config import ReportConfig
-from jobs.fault_plot import peer_names
+from jobs.fault_plot import FaultSpan, peer_names
 from jobs.lake import Lake
 from jobs.overview_plot import (
     CHURN_COLUMNS,
@@ -85,6 +85,7 @@ from jobs.report_document import (
     FetchErrorRow,
     IncidentRow,
     InvariantCount,
+    OverviewSection,
     PartitionSection,
     ReportDocument,
     ViolationRow,
@@ -533,7 +534,8 @@ def run_report(
         flagged.unpersist()
     sections, pngs = _sections(spark, lake, cfg, chosen, violations, incidents, bounds, out_dir, log)
     drawn = plot_overviews(spark, lake, runs, out_dir, cfg, log, bounds=bounds, clear=True)
-    overviews, overview_pngs = [(run, path.name) for run, path in drawn], [path for _, path in drawn]
+    overviews = [OverviewSection(o.run_id, o.path.name, o.faults, o.faults_total) for o in drawn]
+    overview_pngs = [o.path for o in drawn]
 
     doc = ReportDocument(
         generated_at=_iso(int(time.time() * 1000)), lake=lake.root, audit_id=audit["audit_id"],
@@ -602,6 +604,24 @@ def _run_bounds(lake: Lake, parts: Sequence[dict[str, str]]) -> dict[str, tuple[
     return {r["run_id"]: (r["start_ms"], r["end_ms"]) for r in run_bounds(lake.read(BRONZE_EVENTS, parts)).collect()}
 
 
+class DrawnOverview(NamedTuple):
+    """A run's cluster overview as `plot_overviews` drew it: the PNG, and the faults on its lanes as the report
+    lists them (the run's first max_rows; `faults_total` counts them all)."""
+
+    run_id: str
+    path: Path
+    faults: tuple[FaultRow, ...] = ()
+    faults_total: int = 0
+
+
+def fault_rows(spans: Sequence[FaultSpan], controllers: Sequence[int]) -> tuple[FaultRow, ...]:
+    """Drawn faults as the report's table rows, a network partition's peers named (`controller 1000` for the
+    node ids in `controllers`)."""
+    return tuple(FaultRow(f.broker, f.kind, f.start_s, f.end_s, f.open,
+                          peer_names(f.peers, controllers) if f.kind == "network_partition" else "", f.direction)
+                 for f in spans)
+
+
 def plot_overviews(
     spark: SparkSession,
     lake: Lake,
@@ -611,9 +631,9 @@ def plot_overviews(
     log: Callable[[str], None] = print,
     bounds: dict[str, tuple[int, int]] | None = None,
     clear: bool = False,
-) -> list[tuple[str, Path]]:
-    """The report's cluster overview of each of `runs` (the first `max_partitions`) as a PNG in `out_dir`:
-    (run, path) pairs; none before `replog timelines` has run. Every frame collected is per time bucket (at most
+) -> list[DrawnOverview]:
+    """The report's cluster overview of each of `runs` (the first `max_partitions`) as a PNG in `out_dir`, in
+    that order; none before `replog timelines` has run. Every frame collected is per time bucket (at most
     `max_points` rows per run and series); `bounds` are the runs' (first, last) event times when known, and
     `clear` removes the folder's earlier overviews first (a report written again)."""
     cfg = cfg or ReportConfig()
@@ -647,11 +667,12 @@ def plot_overviews(
     elected = by_run(elections(bronze, buckets))
     life = by_run(lifecycle_events(bronze, cfg.max_rows))
     faults = by_run(fault_spans(bronze, buckets, cfg.max_rows))
+    controllers = by_run(election_controllers(bronze))
     # One row per run: its partitions and brokers (a broker count, not an event count).
     sizes = {r["run_id"]: r for r in state.groupBy("run_id").agg(
         F.count_distinct("topic", "partition").alias("partitions"),
         F.array_sort(F.array_distinct(F.flatten(F.collect_set("replicas")))).alias("brokers")).collect()}
-    listed: list[tuple[str, Path]] = []
+    listed: list[DrawnOverview] = []
     for run in drawn:
         start_ms, end_ms = bounds[run]
         marks = tuple(LifecycleMark((r["ts_ms"] - start_ms) / 1000.0, int(r["broker_id"]), r["action"])
@@ -675,7 +696,8 @@ def plot_overviews(
             lifecycle=marks, lifecycle_total=max((int(r["total"]) for r in life.get(run, [])), default=0),
             faults=spans_f, faults_total=faults_total)
         name = f"overview-{len(listed) + 1:03d}-{_safe(run)}.png"
-        listed.append((run, plot_overview(data, out_dir / name)))
+        rows = fault_rows(spans_f, sorted(int(r["broker_id"]) for r in controllers.get(run, [])))
+        listed.append(DrawnOverview(run, plot_overview(data, out_dir / name), rows, faults_total))
         log(f"report: cluster overview of {run} -> {name}")
     return listed
 
@@ -813,16 +835,14 @@ def _sections(
         # A 0.9 line names no leader; broker 0 is a broker like any other.
         fails = sorted(fetch_failures.get(key, []), key=lambda r: (
             r["first_ms"], r["follower"], -1 if r["leader"] is None else r["leader"], r["error"]))
-        fault_rows = tuple(FaultRow(f.broker, f.kind, f.start_s, f.end_s, f.open,
-                                    peer_names(f.peers, data.controllers) if f.kind == "network_partition" else "",
-                                    f.direction) for f in replica_faults[:cfg.max_rows])
+        listed_faults = fault_rows(replica_faults[:cfg.max_rows], data.controllers)
         sections.append(PartitionSection(run, topic, partition, int(c["errors"]), int(c["warnings"]),
                                          int(c["incidents"]), tuple(v_rows), tuple(i_rows), name, rules,
                                          int(c["unclean_elections"]),
                                          tuple(FetchErrorRow(r["follower"], r["leader"], r["error"],
                                                              int(r["responses"]), (r["first_ms"] - start_ms) / 1000.0,
                                                              (r["last_ms"] - start_ms) / 1000.0) for r in fails),
-                                         int(fails[0]["groups"]) if fails else 0, fault_rows, replica_total))
+                                         int(fails[0]["groups"]) if fails else 0, listed_faults, replica_total))
     return sections, pngs
 
 

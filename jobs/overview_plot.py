@@ -17,9 +17,9 @@ per-bucket aggregates (`jobs.cluster_overview`), so its size does not depend on 
     run wide: a partition along the lane's upper edge, a pause or stall along its lower edge, clear of the marks
     in its middle.
 
-Crashes are also drawn as faint vertical lines across the upper panels, so a rise in under-replicated
-partitions can be read against the failure that caused it. Rendering goes through `Figure` and the Agg
-canvas directly, never `pyplot`, as `jobs.plots` does.
+Crashes are also drawn as faint vertical lines across the upper panels, and the lanes' faults as faint bands of
+their colours, so a rise in under-replicated partitions can be read against the failure that caused it.
+Rendering goes through `Figure` and the Agg canvas directly, never `pyplot`, as `jobs.plots` does.
 """
 
 from __future__ import annotations
@@ -34,7 +34,14 @@ from matplotlib.lines import Line2D
 from matplotlib.patches import Patch
 from matplotlib.ticker import MaxNLocator
 
-from jobs.fault_plot import MIN_FAULT_WIDTH, FaultSpan, draw_fault_bars, fault_handles, fault_kinds
+from jobs.fault_plot import (
+    MIN_FAULT_WIDTH,
+    FaultSpan,
+    draw_fault_bars,
+    fault_handles,
+    fault_kinds,
+    shade_fault_times,
+)
 from jobs.plots import _LIFECYCLE_STYLE, UNCLEAN_COLOUR, LifecycleMark
 
 COUNT_SERIES: tuple[tuple[str, str, str, str], ...] = (
@@ -200,7 +207,7 @@ def _draw_lanes(ax, data: ClusterOverview, lanes: list[int]) -> None:  # type: i
         if b in row:
             ax.broken_barh([(start, end - start) for start, end in spans], (row[b] - 0.4, 0.8), color=DOWN_COLOUR,
                            linewidth=0)
-    draw_fault_bars(ax, data.faults, row, MIN_FAULT_WIDTH * max(data.end_s, data.bucket_ms / 1000.0))
+    draw_fault_bars(ax, data.faults, row, _least_fault_s(data))
     elections = data.elections[data.elections["leader_id"].isin(lanes)]
     unclean, from_elr = elections["unclean"].astype(bool), elections["from_elr"].astype(bool)
     kinds = (~unclean & ~from_elr, from_elr, unclean)
@@ -224,6 +231,11 @@ def _draw_lanes(ax, data: ClusterOverview, lanes: list[int]) -> None:  # type: i
               framealpha=0.85)
 
 
+def _least_fault_s(data: ClusterOverview) -> float:
+    """The narrowest a fault is drawn, in seconds (`MIN_FAULT_WIDTH` of the run)."""
+    return MIN_FAULT_WIDTH * max(data.end_s, data.bucket_ms / 1000.0)
+
+
 def _plural(n: int, word: str) -> str:
     return f"{n} {word}{'' if n == 1 else 's'}"
 
@@ -240,6 +252,11 @@ def render_overview(data: ClusterOverview) -> Figure:
     _draw_counts(axes[0], data)
     _draw_churn(axes[1], data)
     _draw_lanes(axes[2], data, lanes)
+    # Only the drawn lanes' faults: a band whose bar is on no lane would explain nothing.
+    drawn = set(lanes)
+    lane_faults = [f for f in data.faults if f.broker in drawn]
+    for ax in axes[:2]:
+        shade_fault_times(ax, lane_faults, _least_fault_s(data))
     for m in data.lifecycle:
         if m.action == "crash":
             for ax in axes[:2]:

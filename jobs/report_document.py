@@ -129,6 +129,18 @@ class FaultRow:
 
 
 @dataclass(frozen=True)
+class OverviewSection:
+    """One run's cluster overview (`jobs.overview_plot`): its PNG and the broker faults drawn on its lanes."""
+
+    run_id: str
+    png: str
+    """The PNG's file name, relative to the report."""
+    faults: tuple[FaultRow, ...] = ()
+    fault_count: int = 0
+    """How many faults the run had (`faults` stops at max_rows)."""
+
+
+@dataclass(frozen=True)
 class PartitionSection:
     """One flagged partition: its counts, the violations and incidents listed, and its picture."""
 
@@ -194,8 +206,8 @@ class ReportDocument:
     bucket_note: str = ""
     fetch_errors: dict[str, tuple[int, int]] = field(default_factory=dict)
     """Per error name: the fetch responses with it over the reported runs, and the partitions they concern."""
-    overviews: tuple[tuple[str, str], ...] = ()
-    """(run, PNG file name) of the runs whose cluster overview is drawn (`jobs.overview_plot`)."""
+    overviews: tuple[OverviewSection, ...] = ()
+    """The runs whose cluster overview is drawn."""
     overviews_capped: int = 0
     """Runs left without an overview by the `max_partitions` cap (runs with nothing to draw are not counted)."""
 
@@ -286,6 +298,8 @@ _FAULT_INTRO = ("Faults the simulator held the partition's replicas in (broker_f
                 "produce); a network partition loses what crosses the cut (outbound: what the broker sends its "
                 "peers, inbound: what they send it) until the heal. A pause or stall ends early at the broker's "
                 "crash or restart:")
+_OVERVIEW_FAULT_INTRO = ("Faults the simulator held the run's brokers in, as the overview's lanes draw them (a network "
+                         "partition is a fault of every broker on either side of its cut):")
 _FETCH_ERROR_INTRO = ("Fetch responses with an error, as the followers saw them (NETWORK_EXCEPTION: the request got "
                       "no answer, the leader unreachable; a follower backs off and retries, and one that keeps "
                       "failing falls behind and out of the ISR):")
@@ -351,7 +365,13 @@ def markdown(doc: ReportDocument) -> str:
     out += [*_overview(doc), ""]
     if doc.overviews:
         out += ["## Cluster overview", "", _overview_legend(doc), ""]
-        out += [f"![Cluster overview of run {_md_cell(run)}]({png})\n" for run, png in doc.overviews]
+        for o in doc.overviews:
+            out += [f"![Cluster overview of run {_md_cell(o.run_id)}]({o.png})", ""]
+            if o.faults:
+                out += [_OVERVIEW_FAULT_INTRO, ""]
+                out += _md_table(_FAULT_HEAD, [_fault_cells(f) for f in o.faults])
+                left = _listed(len(o.faults), o.fault_count, "faults", "; the earliest first")
+                out += [left, ""] if left else []
         note = _overviews_left(doc)
         out += [note, ""] if note else []
     out += ["## Audit summary", ""]
@@ -418,12 +438,13 @@ def _overview_legend(doc: ReportDocument) -> str:
             "count), and, hatched on top, the ISR changes by the controller that removed a replica (an election or "
             "a LeaderAndIsr with a smaller ISR, which those metrics do not count); below, one lane per broker, grey "
             "while it is down, with its crashes, restarts and shutdowns and the elections that made it leader (red "
-            "stars: unclean). Faint red lines mark the crashes on the upper panels. The faults the simulator "
+            "stars: unclean). The faults the simulator "
             "injected into a broker (broker_fault events) are thin bars on its lane from start to end: a network "
             "partition (purple, along the lane's upper edge: the broker cut off from some of its peers, until the "
             "heal or the run's end), a GC pause (pink) or a disk stall (amber) along its lower edge; a short one is "
-            "drawn a little wider than it lasted, so that it shows. Which peers a partition cut off, and in which "
-            "direction, is listed with each flagged partition whose replica it was.")
+            "drawn a little wider than it lasted, so that it shows. On the upper panels, faint red lines mark the "
+            "crashes and faint bands of the same colours the faults' times. Which peers a partition cut off, and in "
+            "which direction, is listed below each overview and with each flagged partition whose replica it was.")
 
 
 def _overviews_left(doc: ReportDocument) -> str | None:
@@ -489,8 +510,13 @@ def html_page(doc: ReportDocument) -> str:
     out += [_p(line) for line in _overview(doc)]
     if doc.overviews:
         out += ["<h2>Cluster overview</h2>", _p(_overview_legend(doc))]
-        out += [f'<p><img src="{_h(png)}" alt="{_h("Cluster overview of run " + run)}"></p>'
-                for run, png in doc.overviews]
+        for o in doc.overviews:
+            out.append(f'<p><img src="{_h(o.png)}" alt="{_h("Cluster overview of run " + o.run_id)}"></p>')
+            if o.faults:
+                out.append(_p(_OVERVIEW_FAULT_INTRO))
+                out += _html_table(_FAULT_HEAD, [("", _fault_cells(f)) for f in o.faults])
+                left = _listed(len(o.faults), o.fault_count, "faults", "; the earliest first")
+                out += [_p(left, "note")] if left else []
         note = _overviews_left(doc)
         out += [_p(note, "note")] if note else []
     out += ["<h2>Audit summary</h2>"]

@@ -86,7 +86,7 @@ def show_picture(path: Path) -> None:
         show_image(Image(filename=str(path)))
 
 
-overviews = [path for _, path in plot_overviews(spark, lake, runs, out_dir, log=lambda _: None)]
+overviews = [o.path for o in plot_overviews(spark, lake, runs, out_dir, log=lambda _: None)]
 for path in overviews:
     print("cluster overview:", path)
     show_picture(path)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import html
 import re
 
 from jobs.report_document import (
@@ -10,6 +11,7 @@ from jobs.report_document import (
     FetchErrorRow,
     IncidentRow,
     InvariantCount,
+    OverviewSection,
     PartitionSection,
     ReportDocument,
     ViolationRow,
@@ -97,12 +99,33 @@ def test_the_overview_counts_fetch_errors_per_error_the_most_frequent_first() ->
 
 
 def test_the_overview_caption_says_the_lanes_draw_the_broker_faults() -> None:
-    doc = _doc(overviews=(("run-1", "overview-001-run-1.png"),))
-    for text in (markdown(doc), html_page(doc)):
+    doc = _doc(overviews=(OverviewSection("run-1", "overview-001-run-1.png"),))
+    for text in (markdown(doc), html.unescape(html_page(doc))):
         assert "The faults the simulator injected into a broker (broker_fault events) are thin bars on its lane" in text
         assert "network partition" in text and "GC pause" in text and "disk stall" in text
-        assert "Which peers a partition cut off, and in which direction, is listed with each flagged partition" in text
+        assert "faint bands of the same colours the faults' times" in text
+        assert ("Which peers a partition cut off, and in which direction, is listed below each overview and with "
+                "each flagged partition") in text
         assert "cannot show them" not in text
+    # A run without faults has no table under its picture.
+    assert "Faults the simulator held the run's brokers in" not in markdown(doc)
+
+
+def test_an_overviews_faults_are_a_table_under_its_picture_with_a_note_when_capped() -> None:
+    faults = (FaultRow(1, "network_partition", 0.5, 2.0, False, "2, controller 1000", "both"),
+              FaultRow(2, "network_partition", 0.5, 2.0, False, "1", "both"))
+    doc = _doc(overviews=(OverviewSection("run-1", "overview-001-run-1.png", faults, 2),
+                          OverviewSection("run-2", "overview-002-run-2.png", faults[:1], 4)))
+    md, page = markdown(doc), html_page(doc)
+    first, second = md.index("![Cluster overview of run run-1]"), md.index("![Cluster overview of run run-2]")
+    table = md.index("| broker | fault | start (s) | end (s) | lasted (ms) | cut off from | direction |", first)
+    assert first < table < second  # under its own picture
+    assert "| 1 | network partition | 0.500 | 2.000 | 1,500 | 2, controller 1000 | both |" in md[first:second]
+    assert "| 2 | network partition | 0.500 | 2.000 | 1,500 | 1 | both |" in md[first:second]
+    assert "not listed" not in md[first:second]
+    assert "3 more faults not listed (cap report.max_rows; the earliest first)." in md[second:]
+    assert html.unescape(page).count("Faults the simulator held the run's brokers in") == 2
+    assert "<td>2, controller 1000</td>" in page and "3 more faults not listed" in page
 
 
 def test_a_sections_faults_are_a_table_with_the_peers_and_a_note_when_capped() -> None:

@@ -147,3 +147,35 @@ def test_with_more_brokers_than_lanes_a_faulted_broker_keeps_its_lane_and_its_ba
     shown = [t.get_text() for t in lanes.get_yticklabels()]
     assert len(shown) == MAX_LANES and shown[-1] == f"broker {brokers[-1]}"
     assert [(k, x) for k, x, *_ in _fault_bars(lanes)] == [("gc_pause", 3.0)]
+
+
+def _fault_bands(ax) -> list[tuple[str, float, float, str]]:  # type: ignore[no-untyped-def]
+    """(kind, start, end, colour) of every fault's band across a panel (a `Rectangle` since matplotlib 3.9)."""
+    return sorted((p.get_gid().removeprefix("fault-time:"), round(p.get_x(), 4), round(p.get_x() + p.get_width(), 4),
+                   to_hex(p.get_facecolor())) for p in ax.patches if (p.get_gid() or "").startswith("fault-time:"))
+
+
+def test_the_upper_panels_shade_each_faults_time_once_in_its_kinds_colour() -> None:
+    # The first partition is recorded on both sides of its cut: broker 2's copy of it is one band, not two.
+    both_sides = (*FAULTS, FaultSpan(0.5, 2.0, 2, "network_partition", False, (1,), "both"))
+    fig = render_overview(replace(failover(), faults=both_sides, faults_total=len(both_sides)))
+    colour = {k: style.colour for k, style in FAULT_STYLE.items()}
+    expected = [("disk_stall", 4.0, round(4.0 + MIN_FAULT_WIDTH * 10, 4), colour["disk_stall"]),
+                ("gc_pause", 1.0, 1.3, colour["gc_pause"]),
+                ("network_partition", 0.5, 2.0, colour["network_partition"]),
+                ("network_partition", 9.0, 10.0, colour["network_partition"])]
+    counts, churn, lanes = fig.axes
+    assert _fault_bands(counts) == expected and _fault_bands(churn) == expected
+    assert _fault_bands(lanes) == []  # the lanes have their bars
+    # Faint, behind the counts: the under-replicated line drawn over them stays readable.
+    assert {round(p.get_alpha(), 2) for p in counts.patches if (p.get_gid() or "").startswith("fault-time:")} == {0.12}
+    assert _fault_bands(render_overview(failover()).axes[0]) == []
+
+
+def test_the_upper_panels_shade_only_the_faults_of_the_brokers_drawn_as_lanes() -> None:
+    brokers = tuple(range(1, MAX_LANES + 2))
+    # Broker MAX_LANES + 1 has nothing but a pause: the busier brokers take every lane, so its pause is not shaded.
+    quiet = FaultSpan(3.0, 3.5, MAX_LANES + 1, "gc_pause")
+    elections = pd.DataFrame([(0, b, False, False, 2) for b in brokers[:-1]], columns=list(ELECTION_COLUMNS))
+    fig = render_overview(replace(failover(), brokers=brokers, elections=elections, faults=(quiet,), faults_total=1))
+    assert _fault_bands(fig.axes[0]) == []

@@ -35,6 +35,7 @@ from jobs.incident_report import (
 from jobs.lake import EmbeddedLake
 from jobs.overview_plot import ClusterOverview
 from jobs.plots import PartitionPlot
+from jobs.report_document import FaultRow
 from jobs.runs import UnknownRunError
 from schemas.audit import GOLD_AUDIT_RUNS, GOLD_INVARIANT_VIOLATIONS
 from schemas.events import BRONZE_EVENTS_SCHEMA
@@ -307,11 +308,16 @@ def test_the_overview_lanes_get_the_runs_broker_faults(spark: SparkSession, tmp_
         replicas=[1], event_id=0)]))
     drawn: list[ClusterOverview] = []
     monkeypatch.setattr("jobs.incident_report.plot_overview", lambda data, path: drawn.append(data) or path)
-    assert [r for r, _ in plot_overviews(spark, lake, ["faulty"], tmp_path / "out", **QUIET)] == ["faulty"]
+    (overview,) = plot_overviews(spark, lake, ["faulty"], tmp_path / "out", **QUIET)
     (data,) = drawn
     assert data.faults == (FaultSpan(1.0, 1.5, 2, "gc_pause"),
                            FaultSpan(2.0, 10.0, 1, "network_partition", open=True, peers=(3,), direction="both"))
     assert data.faults_total == 2 and data.brokers == (1, 2)  # a start is no mark: broker 3 has nothing to draw
+    # The report lists them under the picture, with the partition's peers (no election: no node is known to be a
+    # controller).
+    assert overview.run_id == "faulty" and overview.faults_total == 2
+    assert overview.faults == (FaultRow(2, "gc_pause", 1.0, 1.5),
+                               FaultRow(1, "network_partition", 2.0, 10.0, True, "3", "both"))
 
 
 def test_a_partitions_picture_and_section_get_its_replicas_broker_faults(spark: SparkSession, tmp_path: Path,
@@ -347,10 +353,14 @@ def test_a_partitions_picture_and_section_get_its_replicas_broker_faults(spark: 
                            FaultSpan(4.0, 5.0, 1, "network_partition", peers=(1000, 2), direction="outbound"))
     assert (data.faults_total, data.controllers) == (2, (1000,))
     md = result.markdown_path.read_text(encoding="utf-8")
-    assert "| broker | fault | start (s) | end (s) | lasted (ms) | cut off from | direction |" in md
-    assert "| 2 | gc pause | 3.000 | 3.500 | 500 | – | – |" in md
-    assert "| 1 | network partition | 4.000 | 5.000 | 1,000 | 2, controller 1000 | outbound |" in md
-    assert "| 9 |" not in md
+    overview, section = md.split("\n### t-0 (run ")
+    assert "| broker | fault | start (s) | end (s) | lasted (ms) | cut off from | direction |" in section
+    assert "| 2 | gc pause | 3.000 | 3.500 | 500 | – | – |" in section
+    assert "| 1 | network partition | 4.000 | 5.000 | 1,000 | 2, controller 1000 | outbound |" in section
+    assert "| 9 |" not in section
+    # The cluster overview lists every broker's faults, broker 9's too.
+    assert "| 9 | gc pause | 3.500 | 3.700 | 200 | – | – |" in overview
+    assert "| 1 | network partition | 4.000 | 5.000 | 1,000 | 2, controller 1000 | outbound |" in overview
 
 
 def test_no_audit_is_a_one_line_failure_with_exit_code_2(spark: SparkSession, tmp_path: Path, capsys) -> None:
