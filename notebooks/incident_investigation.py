@@ -16,8 +16,10 @@
 # COMMAND ----------
 
 import os
+from dataclasses import asdict
 from pathlib import Path
 
+import pandas as pd
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
@@ -67,7 +69,8 @@ incidents = lake.read(GOLD_LAG_INCIDENTS, parts)
 # MAGIC Each run as a broker dashboard would have shown it (the incident report's overview): partitions
 # MAGIC under-replicated, under min ISR and offline, followers lagging beyond `replica.lag.time.max.ms`, ISR shrinks
 # MAGIC and expands, and one lane per broker with its crashes, restarts and the elections that made it leader (and,
-# MAGIC in a simulated run, its GC pauses, disk stalls and network partitions as thin bars).
+# MAGIC in a simulated run, its GC pauses, disk stalls and network partitions as thin bars, listed below it with the
+# MAGIC peers each partition cut the broker off from).
 
 # COMMAND ----------
 
@@ -86,10 +89,15 @@ def show_picture(path: Path) -> None:
         show_image(Image(filename=str(path)))
 
 
-overviews = [o.path for o in plot_overviews(spark, lake, runs, out_dir, log=lambda _: None)]
-for path in overviews:
-    print("cluster overview:", path)
-    show_picture(path)
+drawn = plot_overviews(spark, lake, runs, out_dir, log=lambda _: None)
+overviews = [o.path for o in drawn]
+for o in drawn:
+    print("cluster overview:", o.path)
+    show_picture(o.path)
+    # The faults on its lanes, with the peers each network partition cut the broker off from (the first max_rows).
+    if o.faults:
+        print(f"broker faults of {o.run_id} ({len(o.faults)} of {o.faults_total}):")
+        print(pd.DataFrame([asdict(f) for f in o.faults]).to_string(index=False))
 
 # COMMAND ----------
 

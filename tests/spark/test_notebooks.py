@@ -72,6 +72,10 @@ def test_incident_notebook_answers_the_three_questions(incident: dict[str, Any],
     (overview,) = ns["overviews"]
     assert overview.parent == out and overview.name.startswith("overview-001-")
     assert overview.read_bytes()[:8] == PNG_MAGIC
+    # Its lanes' faults, listed under it: the scenario's 30 s disk stall of broker 2 from 5 s.
+    (drawn,) = ns["drawn"]
+    assert [(f.broker, f.kind, f.start_s, f.end_s, f.open) for f in drawn.faults] == [(2, "disk_stall", 5.0, 35.0,
+                                                                                        False)]
 
     # 1. Lost acknowledged writes: exactly the checker's, one row per offset, and the election behind them.
     lost = {(r["topic"], r["partition"], r["offset"]) for r in ns["lost"].collect()}
