@@ -40,6 +40,7 @@ def run_demo(
     from jobs.lag import run_lag
     from jobs.timelines import run_timelines
     from replication_core.checker.checker import check_events
+    from replication_core.checker.cli import DEFAULT_MAX_PER_GROUP, printed_lines
     from replication_core.checker.cli import summary as check_summary
     from replication_core.checker.reader import read_events
     from replication_core.sim.cli import read_scenario, simulate
@@ -61,8 +62,9 @@ def run_demo(
 
     log(f"[3/{stages}] reference check  (replog check --events {out})")
     checked = check_events(read_events(out))
-    for v in checked.violations:
-        log("      " + v.line())
+    # As `replog check` prints them: one root cause can repeat at every HW step, so a group stops at 20 lines.
+    for line in printed_lines(checked.violations, DEFAULT_MAX_PER_GROUP):
+        log("      " + line)
     log("      " + check_summary(checked))
 
     def indent(message: str) -> None:

@@ -36,6 +36,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from functools import reduce
 from pathlib import Path, PurePath
 from typing import Any, NamedTuple
 
@@ -85,6 +86,7 @@ from jobs.report_document import (
     FetchErrorRow,
     IncidentRow,
     InvariantCount,
+    InvariantSpread,
     OverviewSection,
     PartitionSection,
     ReportDocument,
@@ -254,6 +256,20 @@ def with_fetch_failures(incidents: DataFrame, bronze: DataFrame) -> DataFrame:
     return listed.join(counts, same, "left").drop(*[f"_k_{c}" for c in INCIDENT_KEY]).withColumns({
         "failed_fetches": F.coalesce("failed_fetches", F.lit(0).cast("long")),
         "fetch_errors": F.coalesce("fetch_errors", F.array().cast("array<string>"))})
+
+
+def with_leader_deposed(incidents: DataFrame, partition_state: DataFrame) -> DataFrame:
+    """`incidents` (a short list) with `leader_deposed_ms`: when the controller's state of the partition first named
+    a leader epoch newer than the incident's (null: not in the data). A leader cut off from the controller learns
+    of it only later, and until then judges its followers in the old epoch (`jobs.transforms.lag`)."""
+    firsts = partition_state.where(F.col("leader_epoch").isNotNull()).groupBy(*PARTITION_KEY, "leader_epoch").agg(
+        F.min("valid_from_ms").alias("_d_from")).select(
+        *[F.col(c).alias(f"_d_{c}") for c in PARTITION_KEY], F.col("leader_epoch").alias("_d_epoch"), "_d_from")
+    newer = reduce(lambda a, b: a & b, [incidents[c] == firsts[f"_d_{c}"] for c in PARTITION_KEY],
+                   firsts["_d_epoch"] > incidents["leader_epoch"])
+    # One row per incident again: the list is short, and its rows are distinct incidents.
+    return incidents.join(F.broadcast(firsts), newer, "left").groupBy(*incidents.columns).agg(
+        F.min("_d_from").alias("leader_deposed_ms"))
 
 
 def fetch_error_times(bronze: DataFrame, selected: DataFrame, limit: int) -> DataFrame:
@@ -448,7 +464,8 @@ def _incident_row(r: dict[str, Any], start_ms: int) -> IncidentRow:
                        _seconds(r["start_ms"], start_ms) or 0.0, _seconds(r["end_ms"], start_ms),
                        r["peak_time_lag_ms"], r["peak_message_lag"], r["lag_max_ms"],
                        _seconds(r["shrink_ms"], start_ms), r["verdict"], int(r.get("failed_fetches") or 0),
-                       tuple(r.get("fetch_errors") or ()))
+                       tuple(r.get("fetch_errors") or ()), r.get("shrink_outcome"),
+                       _seconds(r.get("leader_deposed_ms"), start_ms))
 
 
 def _violation_cols(evidence: int = EVIDENCE_KEPT) -> list[Column]:
@@ -512,12 +529,15 @@ def run_report(
                         for n, c in sorted(counts.items()) if n not in known)
 
     unscoped = violations.where(F.col("topic").isNull() | F.col("partition").isNull())
-    run_level = [r.asDict() for r in unscoped.select(*_violation_cols()).orderBy("run_id", "ts_ms", "event_id")
+    run_level = [r.asDict() for r in unscoped.select(*_violation_cols()).orderBy("run_id", "ts_ms", "event_id",
+                                                                           F.col("offset").asc_nulls_first())
                  .limit(cfg.max_rows).collect()]
     run_level_total = unscoped.count() if len(run_level) >= cfg.max_rows else len(run_level)
     listed = incidents.orderBy(*_incident_order(), *KEY).limit(cfg.max_rows)
     if parts:
         listed = with_fetch_failures(listed, lake.read(BRONZE_EVENTS, parts))
+        if lake.exists(SILVER_PARTITION_STATE):
+            listed = with_leader_deposed(listed, lake.read(SILVER_PARTITION_STATE, parts))
     incident_list = [r.asDict() for r in listed.orderBy(*_incident_order(), *KEY).collect()]
 
     fetch_error_counts = {} if not parts else {
@@ -744,20 +764,23 @@ def _sections(
                                   [F.col("ts_ms")], cfg.max_points))
     # Errors first; then the invariants take turns (each one's earliest, then each one's second, ...), so a
     # flood of one invariant does not hide the first violation of another behind the max_rows cap.
-    nth = F.row_number().over(Window.partitionBy(*KEY, "invariant").orderBy("ts_ms", "event_id"))
+    # Offsets break ties: an end-of-run check's violations share one time and event, and would come in any order.
+    nth = F.row_number().over(Window.partitionBy(*KEY, "invariant").orderBy("ts_ms", "event_id",
+                                                                            F.col("offset").asc_nulls_first()))
     viols = grouped(first_rows(violations.join(sel, KEY, "left_semi").select(*_violation_cols()).withColumn(
         "_nth", nth), [F.when(F.col("severity") == "error", 0).otherwise(1), F.col("_nth"), F.col("ts_ms"),
-                       F.col("event_id"), F.col("invariant")], cfg.max_rows))
-    incs = grouped(with_fetch_failures(first_rows(incidents.join(sel, KEY, "left_semi"),
-                                                  [F.col("start_ms"), F.col("follower_id")], cfg.max_rows),
-                                       lake.read(BRONZE_EVENTS, parts)))
+                       F.col("event_id"), F.col("invariant"), F.col("offset").asc_nulls_first()], cfg.max_rows))
+    incs = grouped(with_leader_deposed(with_fetch_failures(first_rows(
+        incidents.join(sel, KEY, "left_semi"), [F.col("start_ms"), F.col("follower_id")], cfg.max_rows),
+        lake.read(BRONZE_EVENTS, parts)), ps))
     failed = fetch_errors(lake.read(BRONZE_EVENTS, parts)).join(sel, KEY, "left_semi").withColumn(
         "groups", F.count(F.lit(1)).over(Window.partitionBy(*KEY)))
     fetch_failures = grouped(first_rows(failed, [F.col("first_ms"), F.col("follower"), F.col("leader"),
                                                  F.col("error")], cfg.max_rows))
     fetch_marks = grouped(fetch_error_times(lake.read(BRONZE_EVENTS, parts), selected, cfg.max_points))
     # Per plotted partition and invariant: how many in all (the marks above stop at max_rows).
-    totals = grouped(violations.join(sel, KEY, "left_semi").groupBy(*KEY, "severity", "invariant").count())
+    totals = grouped(violations.join(sel, KEY, "left_semi").groupBy(*KEY, "severity", "invariant").agg(
+        F.count(F.lit(1)).alias("count"), F.min("offset").alias("first_offset"), F.max("offset").alias("last_offset")))
     life: dict[str, list[dict[str, Any]]] = {}
     life.update(_rows_by(lifecycle_events(lake.read(BRONZE_EVENTS, parts), cfg.max_points), "run_id"))
     ends = spark.createDataFrame([(r, bounds.get(r, (0, 0))[1]) for r in sorted({c["run_id"] for c in chosen})],
@@ -785,7 +808,8 @@ def _sections(
         key = (run, topic, partition)
         end_s = max(0.0, (bounds.get(run, (0, 0))[1] - start_ms) / 1000.0)
         v_rows = [_violation_row(r, start_ms, looked_up) for r in sorted(viols.get(key, []), key=lambda r: (
-            r["severity"] != "error", r["ts_ms"], r["event_id"], r["invariant"]))]
+            r["severity"] != "error", r["ts_ms"], r["event_id"], r["invariant"],
+            -1 if r["offset"] is None else r["offset"]))]
         i_rows = [_incident_row(r, start_ms) for r in sorted(incs.get(key, []), key=lambda r: (
             r["start_ms"], r["follower_id"]))]
         lead = sorted(leaders.get(key, []), key=lambda r: r["ts_ms"])
@@ -798,9 +822,9 @@ def _sections(
         drawn_faults = fault_marks(faults.get(run, []), start_ms)[0]
         replicas = tuple(sorted({r["replica"] for r in isr.get(key, []) + offsets.get(key, [])}))
         # Each broker's row carries its own total (the rows stop at max_points per broker).
-        totals = {int(r["broker_id"]): int(r["total"]) for r in faults.get(run, [])}
+        fault_totals = {int(r["broker_id"]): int(r["total"]) for r in faults.get(run, [])}
         replica_faults = [f for f in drawn_faults if f.broker in replicas]
-        replica_total = sum(totals.get(b, 0) for b in replicas)
+        replica_total = sum(fault_totals.get(b, 0) for b in replicas)
         data = PartitionPlot(
             run_id=run, topic=topic, partition=partition, end_s=end_s,
             replicas=replicas,
@@ -815,8 +839,8 @@ def _sections(
             violations=tuple(ViolationMark(v.time_s, v.invariant, v.severity, v.replica, v.offset, tuple(
                 EvidencePoint(e.time_s, e.what) for e in v.evidence if e.time_s is not None and e.what))
                 for v in v_rows),
-            incidents=tuple(IncidentSpan(i.start_s, i.end_s, i.follower, i.verdict, i.leader, i.lag_max_ms)
-                            for i in i_rows),
+            incidents=tuple(IncidentSpan(i.start_s, i.end_s, i.follower, i.verdict, i.leader, i.lag_max_ms,
+                                         i.shrink_outcome, i.zombie) for i in i_rows),
             lifecycle=tuple(LifecycleMark((r["ts_ms"] - start_ms) / 1000.0, r["broker_id"], r["action"])
                             for r in life.get(run, []) if r["broker_id"] is not None),
             faults=drawn_faults, faults_total=replica_total,
@@ -842,7 +866,11 @@ def _sections(
                                          tuple(FetchErrorRow(r["follower"], r["leader"], r["error"],
                                                              int(r["responses"]), (r["first_ms"] - start_ms) / 1000.0,
                                                              (r["last_ms"] - start_ms) / 1000.0) for r in fails),
-                                         int(fails[0]["groups"]) if fails else 0, listed_faults, replica_total))
+                                         int(fails[0]["groups"]) if fails else 0, listed_faults, replica_total,
+                                         tuple(InvariantSpread(t["invariant"], t["severity"], int(t["count"]),
+                                                               t["first_offset"], t["last_offset"])
+                                               for t in sorted(totals.get(key, []), key=lambda t: (
+                                                   t["severity"] != "error", t["invariant"])))))
     return sections, pngs
 
 

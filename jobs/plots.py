@@ -141,6 +141,17 @@ class IncidentSpan:
     verdict: str
     leader: int | None = None
     lag_max_ms: int | None = None
+    shrink_outcome: str | None = None
+    """What became of the leader's shrink: committed, rejected or pending (never answered)."""
+    zombie: bool = False
+    """The controller had deposed the leader before the incident began (`IncidentRow.zombie`)."""
+
+    @property
+    def meaning(self) -> str | None:
+        """The verdict in words, as the label says it: a shrink the controller never committed says so."""
+        if self.verdict in ("on_time", "late") and self.shrink_outcome in ("pending", "rejected"):
+            return "shrink never committed" if self.shrink_outcome == "pending" else "shrink rejected"
+        return _VERDICT_SHORT.get(self.verdict)
 
 
 @dataclass(frozen=True)
@@ -384,9 +395,11 @@ def _draw_incidents(axes, data: PartitionPlot) -> int:  # type: ignore[no-untype
     for inc in sorted(data.incidents, key=lambda i: (i.verdict not in BAD_VERDICTS, i.start_s)):
         bound = "" if inc.lag_max_ms is None else f" > {inc.lag_max_ms / 1000:g} s"
         still = " (until the end of the data)" if inc.end_s is None and inc.verdict != "ongoing" else ""
-        meaning = _VERDICT_SHORT.get(inc.verdict)
+        meaning = inc.meaning
+        behind = f" behind deposed leader {inc.leader}" if inc.zombie and inc.leader is not None else ""
         label = top.text(inc.start_s, 0.0,
-                         f" broker {inc.follower} lagging{bound}: {inc.verdict}{f' ({meaning})' if meaning else ''}"
+                         f" broker {inc.follower} lagging{bound}{behind}: {inc.verdict}"
+                         f"{f' ({meaning})' if meaning else ''}"
                          f"{still}", transform=top.get_xaxis_transform(), fontsize=8.5, color="#8b0000",
                          va="bottom", ha="left", zorder=7,
                          bbox={"boxstyle": "square,pad=0.05", "fc": "white", "ec": "none", "alpha": 0.6})

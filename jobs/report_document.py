@@ -19,8 +19,9 @@ EVIDENCE_SHOWN = 10
 """Evidence event ids printed per violation; the rest are counted."""
 
 VERDICT_MEANING: dict[str, str] = {
-    "on_time": "the leader shrank the ISR by the deadline",
-    "late": "the leader shrank the ISR after the deadline (1.5 x replica.lag.time.max.ms)",
+    "on_time": "the leader proposed the ISR shrink by the deadline (the shrink column says whether the controller "
+               "committed it)",
+    "late": "the leader proposed the ISR shrink after the deadline (1.5 x replica.lag.time.max.ms)",
     "missing": "the follower stayed behind past the deadline and was never removed from the ISR",
     "recovered": "the follower caught up again before the deadline",
     "leader_lost": "the leader or its epoch ended before the deadline",
@@ -100,6 +101,16 @@ class IncidentRow:
     """The follower's fetch responses with an error for the partition from its last caught-up instant to the end."""
     fetch_errors: tuple[str, ...] = ()
     """Their error names."""
+    shrink_outcome: str | None = None
+    """What became of the shrink's AlterPartition: committed, rejected or pending (no answer in the data)."""
+    deposed_s: float | None = None
+    """When the controller's state first named a newer leader epoch than the incident's (None: not in the data)."""
+
+    @property
+    def zombie(self) -> bool:
+        """The leader had been deposed before the incident began: it judged the follower on a view the cluster had
+        moved past (it learns of its deposition only when the controller's LeaderAndIsr reaches it)."""
+        return self.deposed_s is not None and self.deposed_s <= self.start_s
 
 
 @dataclass(frozen=True)
@@ -126,6 +137,28 @@ class FaultRow:
     open: bool = False
     peers: str = ""
     direction: str | None = None
+
+
+@dataclass(frozen=True)
+class InvariantSpread:
+    """How many violations of one invariant a partition has, and the lowest and highest offset they name."""
+
+    invariant: str
+    severity: str
+    count: int
+    first_offset: int | None = None
+    last_offset: int | None = None
+
+    @property
+    def text(self) -> str:
+        """`acked_write_lost (warning): 560 at offsets 212..771`."""
+        where = ("" if self.first_offset is None else f" at offset {self.first_offset}"
+                 if self.first_offset == self.last_offset else f" at offsets {self.first_offset}..{self.last_offset}")
+        return f"{self.invariant} ({self.severity}): {self.count:,}{where}"
+
+
+def _spread_line(spreads: Sequence[InvariantSpread]) -> str | None:
+    return None if not spreads else "All of them, per invariant: " + "; ".join(x.text for x in spreads) + "."
 
 
 @dataclass(frozen=True)
@@ -163,6 +196,8 @@ class PartitionSection:
     faults: tuple[FaultRow, ...] = ()
     fault_count: int = 0
     """How many of the drawn faults were the replicas' (`faults` stops at max_rows)."""
+    per_invariant: tuple[InvariantSpread, ...] = ()
+    """Every violated invariant's count and offsets here, however many the table lists."""
 
     @property
     def counts(self) -> str:
@@ -300,6 +335,17 @@ _FAULT_INTRO = ("Faults the simulator held the partition's replicas in (broker_f
                 "crash or restart:")
 _OVERVIEW_FAULT_INTRO = ("Faults the simulator held the run's brokers in, as the overview's lanes draw them (a network "
                          "partition is a fault of every broker on either side of its cut):")
+_ZOMBIE_NOTE = ("A leader \"deposed at\" a time before its incident began was a zombie: the controller had elected "
+                "a newer leader, but this broker, not yet told (a LeaderAndIsr reaches it only once it can hear the "
+                "controller again), kept leading in its old epoch and judged its followers by its own view, as "
+                "Kafka's leader does. Its shrink is a proposal the controller could not commit (pending) or "
+                "rejected; the followers it saw lagging may have been following the new leader all along.")
+
+
+def _zombie_note(incidents: Sequence[IncidentRow]) -> str | None:
+    return _ZOMBIE_NOTE if any(i.zombie for i in incidents) else None
+
+
 _FETCH_ERROR_INTRO = ("Fetch responses with an error, as the followers saw them (NETWORK_EXCEPTION: the request got "
                       "no answer, the leader unreachable; a follower backs off and retries, and one that keeps "
                       "failing falls behind and out of the ISR):")
@@ -321,9 +367,13 @@ def _violation_cells(v: ViolationRow) -> tuple[str, ...]:
 
 def _incident_cells(i: IncidentRow) -> tuple[str, ...]:
     epoch = "" if i.epoch is None else f" ({i.epoch})"
-    return (i.run_id, f"{i.topic}-{i.partition}", str(i.follower), f"{i.leader}{epoch}", _secs(i.start_s),
+    # A deposition before the incident's end is part of the story: before its start, the leader was a zombie.
+    ends = i.end_s if i.end_s is not None else float("inf")
+    deposed = f", deposed at {_secs(i.deposed_s)}" if i.deposed_s is not None and i.deposed_s < ends else ""
+    shrink = _secs(i.shrink_s) + (f" ({i.shrink_outcome})" if i.shrink_s is not None and i.shrink_outcome else "")
+    return (i.run_id, f"{i.topic}-{i.partition}", str(i.follower), f"{i.leader}{epoch}{deposed}", _secs(i.start_s),
             _secs(i.end_s, "ongoing"), _num(i.peak_time_lag_ms), _num(i.peak_message_lag), _num(i.lag_max_ms),
-            _secs(i.shrink_s), i.verdict,
+            shrink, i.verdict,
             f"{i.failed_fetches} ({', '.join(i.fetch_errors)})" if i.failed_fetches else "0")
 
 
@@ -391,8 +441,8 @@ def markdown(doc: ReportDocument) -> str:
         out += _md_table(("verdict", "incidents", "meaning"),
                          [(k, str(v), VERDICT_MEANING.get(k, "")) for k, v in sorted(doc.verdicts.items())])
         out += _md_table(_INCIDENT_HEAD, [_incident_cells(i) for i in doc.incidents])
-        note = _listed(len(doc.incidents), doc.incidents_total, "incidents")
-        out += [note, ""] if note else []
+        out += [n for note in (_listed(len(doc.incidents), doc.incidents_total, "incidents"),
+                               _zombie_note(doc.incidents)) if note for n in (note, "")]
     out += ["## Partitions", ""]
     if not doc.sections:
         out += ["No violations and no lag incidents in any partition.", ""]
@@ -404,13 +454,13 @@ def markdown(doc: ReportDocument) -> str:
         if s.violations:
             out += _md_table(_VIOLATION_HEAD, [_violation_cells(v) for v in s.violations])
             note = _listed(len(s.violations), s.errors + s.warnings, "violations", _TAKE_TURNS)
-            out += [note, ""] if note else []
+            out += [n for line in (note, _spread_line(s.per_invariant) if note else None) if line for n in (line, "")]
             out += [f"- `{name}`: {_md_cell(rule)} ({_md_cell(offsets)})" for name, rule, offsets in s.rules]
             out += [""] if s.rules else []
         if s.incidents:
             out += _md_table(_INCIDENT_HEAD, [_incident_cells(i) for i in s.incidents])
-            note = _listed(len(s.incidents), s.incident_count, "incidents")
-            out += [note, ""] if note else []
+            out += [n for note in (_listed(len(s.incidents), s.incident_count, "incidents"), _zombie_note(s.incidents))
+                    if note for n in (note, "")]
         if s.fetch_errors:
             out += [_FETCH_ERROR_INTRO, ""]
             out += _md_table(_FETCH_ERROR_HEAD, [_fetch_error_cells(f) for f in s.fetch_errors])
@@ -454,7 +504,9 @@ def _overviews_left(doc: ReportDocument) -> str | None:
 
 
 def _picture_legend(doc: ReportDocument) -> str:
-    return ("Each picture: LEO (wide line) and HW (dashed) of every replica over time, one colour per broker; "
+    return ("Each picture: LEO (wide line) and HW (dashed) of every replica over time, one colour per broker, "
+            "each broker's lines drawn a few points above or below the true value so that equal lines stay visible "
+            "(a leader's HW drawn just under a follower's LEO may be equal to it); "
             "below, one lane per replica, shaded while it is in the ISR (outlined and dotted while it is an eligible "
             "leader replica, KIP-966: out of the ISR yet electable), with a black strip while it leads, its "
             "crashes and restarts marked, orange ticks where it got a fetch response with an error, and the faults "
@@ -540,8 +592,8 @@ def html_page(doc: ReportDocument) -> str:
                             for k, v in sorted(doc.verdicts.items())])
         out += _html_table(_INCIDENT_HEAD, [("bad" if i.verdict in BAD_VERDICTS else "", _incident_cells(i))
                                             for i in doc.incidents])
-        note = _listed(len(doc.incidents), doc.incidents_total, "incidents")
-        out += [_p(note, "note")] if note else []
+        out += [_p(note, "note") for note in (_listed(len(doc.incidents), doc.incidents_total, "incidents"),
+                                              _zombie_note(doc.incidents)) if note]
     out.append("<h2>Partitions</h2>")
     if not doc.sections:
         out.append(_p("No violations and no lag incidents in any partition."))
@@ -555,15 +607,15 @@ def html_page(doc: ReportDocument) -> str:
         if s.violations:
             out += _html_table(_VIOLATION_HEAD, [(v.severity, _violation_cells(v)) for v in s.violations])
             note = _listed(len(s.violations), s.errors + s.warnings, "violations", _TAKE_TURNS)
-            out += [_p(note, "note")] if note else []
+            out += [_p(line, "note") for line in (note, _spread_line(s.per_invariant) if note else None) if line]
             if s.rules:
                 out.append("<ul>" + "".join(f"<li><code>{_h(name)}</code>: {_h(rule)} ({_h(offsets)})</li>"
                                             for name, rule, offsets in s.rules) + "</ul>")
         if s.incidents:
             out += _html_table(_INCIDENT_HEAD, [("bad" if i.verdict in BAD_VERDICTS else "", _incident_cells(i))
                                                 for i in s.incidents])
-            note = _listed(len(s.incidents), s.incident_count, "incidents")
-            out += [_p(note, "note")] if note else []
+            out += [_p(note, "note") for note in (_listed(len(s.incidents), s.incident_count, "incidents"),
+                                                  _zombie_note(s.incidents)) if note]
         if s.fetch_errors:
             out.append(_p(_FETCH_ERROR_INTRO))
             out += _html_table(_FETCH_ERROR_HEAD, [("", _fetch_error_cells(f)) for f in s.fetch_errors])

@@ -319,3 +319,16 @@ def test_a_partition_label_goes_where_it_covers_no_other_label_or_is_left_out() 
     assert labels(FaultSpan(5.0, 5.5, 1, "network_partition", False, (2,), "both")) == ["right"]
     assert labels(FaultSpan(3.0, 3.5, 1, "network_partition", False, (2,), "both")) == []
     assert labels(FaultSpan(2.0, 2.5, 2, "network_partition", False, (1,), "inbound")) == ["left"]
+
+
+def test_a_zombie_leaders_incident_is_labelled_so_and_an_uncommitted_shrink_says_it() -> None:
+    """Leader 1, deposed before the incident began, proposed the shrink in time but the controller never answered
+    (pending); a later incident's shrink was rejected; a committed one reads as before."""
+    incidents = (IncidentSpan(5.0, 9.0, 2, "on_time", 1, 10_000, "pending", zombie=True),
+                 IncidentSpan(12.0, 16.0, 3, "late", 1, 10_000, "rejected"),
+                 IncidentSpan(20.0, 24.0, 2, "on_time", 1, 10_000, "committed"))
+    fig = render_partition(replace(kip101_like(), incidents=incidents, end_s=60.0))
+    labels = sorted(t.get_text().strip() for t in fig.axes[0].texts if "lagging" in t.get_text())
+    assert labels == ["broker 2 lagging > 10 s behind deposed leader 1: on_time (shrink never committed)",
+                      "broker 2 lagging > 10 s: on_time (removed from the ISR in time)",
+                      "broker 3 lagging > 10 s: late (shrink rejected)"]

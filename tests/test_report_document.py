@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import html
 import re
+from dataclasses import replace
 
 from jobs.report_document import (
     Evidence,
@@ -11,6 +12,7 @@ from jobs.report_document import (
     FetchErrorRow,
     IncidentRow,
     InvariantCount,
+    InvariantSpread,
     OverviewSection,
     PartitionSection,
     ReportDocument,
@@ -141,3 +143,34 @@ def test_a_sections_faults_are_a_table_with_the_peers_and_a_note_when_capped() -
     assert "3 more faults not listed (cap report.max_rows; the earliest first)." in md
     assert "<td>2, controller 1000</td>" in page and "3 more faults not listed" in page
     assert "Faults the simulator held" not in markdown(_doc())
+
+
+def test_an_incident_shows_its_shrinks_outcome_and_a_zombie_leaders_deposition_with_a_note() -> None:
+    # Leader 1 of epoch 0 was deposed at 51 s, before the incident began at 54.972 s: a zombie's view.
+    zombie = IncidentRow("run-1", "t", 0, 2, 1, 0, 54.972, 60.002, 15_030, 179, 10_000, 55.0, "on_time", 1,
+                         ("NETWORK_EXCEPTION",), "pending", 51.0)
+    # The same epoch's earlier incident ended before the deposition: nothing to say of it.
+    earlier = IncidentRow("run-1", "t", 0, 3, 1, 0, 19.97, 33.975, 24_005, 537, 10_000, 20.0, "on_time", 4,
+                          ("NETWORK_EXCEPTION",), "committed", 51.0)
+    doc = _doc(incidents=(zombie, earlier), incidents_total=2, verdicts={"on_time": 2})
+    md, page = markdown(doc), html.unescape(html_page(doc))
+    assert ("| run-1 | t-0 | 2 | 1 (0), deposed at 51.000 | 54.972 | 60.002 | 15,030 | 179 | 10,000 | "
+            "55.000 (pending) | on_time |") in md
+    assert "| run-1 | t-0 | 3 | 1 (0) | 19.970 | 33.975 | 24,005 | 537 | 10,000 | 20.000 (committed) | on_time |" in md
+    for text in (md, page):
+        assert 'A leader "deposed at" a time before its incident began was a zombie' in text
+    assert zombie.zombie and not earlier.zombie
+    assert "was a zombie" not in markdown(_doc(incidents=(earlier,), incidents_total=1, verdicts={"on_time": 1}))
+
+
+def test_a_capped_violation_list_is_followed_by_every_invariants_count_and_offsets() -> None:
+    spreads = (InvariantSpread("acked_write_lost", "warning", 560, 212, 771),
+               InvariantSpread("committed_prefix_agreement", "warning", 1, 40, 40),
+               InvariantSpread("isr_transition", "error", 2))
+    capped = PartitionSection("run-1", "t", 0, 2, 561, 0, (_violation(),), (), None, per_invariant=spreads)
+    line = ("All of them, per invariant: acked_write_lost (warning): 560 at offsets 212..771; "
+            "committed_prefix_agreement (warning): 1 at offset 40; isr_transition (error): 2.")
+    assert line in markdown(_doc(sections=(capped,))) and line in html.unescape(html_page(_doc(sections=(capped,))))
+    # Every violation listed: the table says it all.
+    whole = replace(capped, errors=1, warnings=0)
+    assert "All of them, per invariant" not in markdown(_doc(sections=(whole,)))

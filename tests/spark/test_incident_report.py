@@ -31,6 +31,7 @@ from jobs.incident_report import (
     plot_partitions,
     run_report,
     with_fetch_failures,
+    with_leader_deposed,
 )
 from jobs.lake import EmbeddedLake
 from jobs.overview_plot import ClusterOverview
@@ -495,3 +496,49 @@ def test_isr_series_and_leader_changes_of_a_selected_partition(spark: SparkSessi
     assert_df_equality(actual, expected, ignore_row_order=True, ignore_nullable=True, ignore_metadata=True)
     capped = leader_changes(ps, selected, limit=1).collect()
     assert [(r["ts_ms"], r["changes"]) for r in capped] == [(T0, 2)], "the earliest, and the total it was cut from"
+
+
+def test_an_incident_learns_when_the_controller_deposed_its_leaders_epoch(spark: SparkSession) -> None:
+    # t-0: leader 1 in epoch 0 from 0 s (two state intervals), leader 2 in epoch 1 from 51 s, leader 3 in epoch 3
+    # from 70 s (epoch 2 never reached the controller's state). t-1 stays in epoch 0.
+    state = spark.createDataFrame(
+        [("r", "t", 0, 0, 0), ("r", "t", 0, 0, 20_000), ("r", "t", 0, 1, 51_000), ("r", "t", 0, 3, 70_000),
+         ("r", "t", 1, 0, 0)],
+        "run_id string, topic string, partition int, leader_epoch int, valid_from_ms long")
+    incidents = spark.createDataFrame(
+        [("r", "t", 0, 2, 0), ("r", "t", 0, 3, 1), ("r", "t", 0, 2, 2), ("r", "t", 0, 1, 3), ("r", "t", 1, 2, 0),
+         ("r", "t", 0, 2, None)],
+        "run_id string, topic string, partition int, follower_id int, leader_epoch int")
+    expected = spark.createDataFrame(
+        [("r", "t", 0, 2, 0, 51_000), ("r", "t", 0, 3, 1, 70_000), ("r", "t", 0, 2, 2, 70_000),
+         ("r", "t", 0, 1, 3, None), ("r", "t", 1, 2, 0, None), ("r", "t", 0, 2, None, None)],
+        "run_id string, topic string, partition int, follower_id int, leader_epoch int, leader_deposed_ms long")
+    # Epoch 2, absent from the controller's state, was deposed by epoch 3; the newest epoch, never.
+    assert_df_equality(with_leader_deposed(incidents, state), expected, ignore_row_order=True,
+                       ignore_nullable=True)
+
+
+def test_an_end_of_run_checks_violations_are_listed_lowest_offset_first_with_their_spread(
+        spark: SparkSession, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Twelve acknowledged writes lost, found at one instant by one end-of-run check (one time, event -1): the
+    report's three rows are the lowest offsets, not any three, a line gives all twelve's offsets, and the picture
+    counts all twelve."""
+    lake = EmbeddedLake(spark, str(tmp_path / "lake"))
+    lake.append(BRONZE_EVENTS, _bronze(spark))
+    lake.append(SILVER_REPLICA_OFFSETS, frame(spark, SILVER_REPLICA_OFFSETS, _offsets(0)))
+    lake.append(SILVER_PARTITION_STATE, frame(spark, SILVER_PARTITION_STATE, _state(0)))
+    # Written in an order of their own, over several files, as a shuffle would leave them.
+    lost = [_violation(0, "acked_write_lost", "warning", f"offset {o} lost", event_id=-1, offset=o, expected=o,
+                       actual=-1) for o in (17, 5, 11, 9, 20, 8, 13, 6, 19, 7, 15, 10)]
+    for chunk in (lost[:4], lost[4:8], lost[8:]):
+        lake.append(GOLD_INVARIANT_VIOLATIONS, frame(spark, GOLD_INVARIANT_VIOLATIONS, chunk))
+    lake.append(GOLD_AUDIT_RUNS, _audit_row(spark, errors=0, warnings=12))
+    drawn: list[PartitionPlot] = []
+    monkeypatch.setattr("jobs.incident_report.plot_partition", lambda data, path: drawn.append(data) or path)
+    result = run_report(spark, lake, ReportConfig(max_rows=3), out=tmp_path / "out", **QUIET)
+    (data,) = drawn
+    assert data.violation_totals == (("warning", "acked_write_lost", 12),)
+    md = result.markdown_path.read_text(encoding="utf-8")
+    section = md.split("\n### t-0 (run ")[1]
+    assert re.findall(r"\| offset (\d+) lost \|", section) == ["5", "6", "7"]
+    assert "All of them, per invariant: acked_write_lost (warning): 12 at offsets 5..20." in section
