@@ -105,7 +105,9 @@ for o in drawn:
 # MAGIC ## 1. Did it lose acknowledged data?
 # MAGIC Produce acknowledgements per `acks` setting and outcome: only `acks=all` writes acknowledged `NONE` are
 # MAGIC promised to survive the failure of any ISR member but the last. The audit's `acked_write_lost` lists each
-# MAGIC such write that is missing from the partition's final leader log, offset by offset.
+# MAGIC such write that is missing from the partition's final leader log, offset by offset. An `acks=1` write is
+# MAGIC acknowledged by the leader alone and may be lost when it fails or is deposed (Kafka promises it nothing
+# MAGIC more): the table below counts them, but no check says how many of them survived.
 
 # COMMAND ----------
 
@@ -219,7 +221,8 @@ unclean = bronze.where((F.col("event_type") == "leader_election") & (F.col("acti
 partitions_lost = lost_by_partition.count()
 bad_incidents = attention.count()
 conclusion = [
-    f"Acknowledged writes lost: {lost_total} on {partitions_lost} partition(s); unclean elections: {unclean}.",
+    f"acks=all writes acknowledged and lost: {lost_total} on {partitions_lost} partition(s) (acks=1 and acks=0 "
+    f"writes are not checked); unclean elections: {unclean}.",
     f"Lag incidents: {incidents.count()}, of which late, missing or premature: {bad_incidents}.",
 ]
 if focus is not None:

@@ -100,7 +100,8 @@ def test_incident_notebook_answers_the_three_questions(incident: dict[str, Any],
 
     # In short.
     assert ns["conclusion"] == [
-        f"Acknowledged writes lost: {len(lost)} on 1 partition(s); unclean elections: 1.",
+        f"acks=all writes acknowledged and lost: {len(lost)} on 1 partition(s) (acks=1 and acks=0 writes are not "
+        "checked); unclean elections: 1.",
         "Lag incidents: 1, of which late, missing or premature: 0.",
         f"Partition risky-0 of run {run}: {picture}",
     ]
