@@ -29,6 +29,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
@@ -261,6 +262,44 @@ def _dodge(ax, data: PartitionPlot, replica: int):  # type: ignore[no-untyped-de
     return offset_copy(ax.transData, fig=ax.figure, y=shift, units="points")
 
 
+DOWN_ACTIONS = ("crash", "shutdown")
+"""broker_lifecycle actions after which a broker is down until its next start or restart."""
+
+
+def down_spans(lifecycle: Sequence[LifecycleMark], broker: int, end_s: float) -> list[tuple[float, float]]:
+    """(from, to) of the stretches in which `broker` was down: from a crash or shutdown to its next start or
+    restart, or to `end_s`."""
+    spans: list[tuple[float, float]] = []
+    down_from: float | None = None
+    for m in sorted((m for m in lifecycle if m.broker == broker), key=lambda m: m.time_s):
+        if m.action in DOWN_ACTIONS and down_from is None:
+            down_from = m.time_s
+        elif m.action in ("start", "restart") and down_from is not None:
+            spans.append((down_from, m.time_s))
+            down_from = None
+    if down_from is not None and down_from < end_s:
+        spans.append((down_from, end_s))
+    return spans
+
+
+def broken_at(t: np.ndarray, y: np.ndarray, spans: Sequence[tuple[float, float]]) -> tuple[np.ndarray, np.ndarray]:
+    """A step series (value y[i] from t[i]) with no value inside `spans`: a NaN at each span's start, and at its
+    end the value then in force, so a line drawn through it stops at the start and resumes at the end."""
+    if not spans or not len(t):
+        return t, y
+    times, values = list(t), list(y)
+    for start, stop in spans:
+        before = [i for i, ti in enumerate(times) if ti <= stop]
+        resumed = values[before[-1]] if before and stop < times[-1] else None
+        keep = [(ti, v) for ti, v in zip(times, values, strict=True) if not start <= ti < stop]
+        keep.append((start, float("nan")))
+        if resumed is not None:
+            keep.append((stop, resumed))
+        keep.sort(key=lambda p: p[0])
+        times, values = [p[0] for p in keep], [p[1] for p in keep]
+    return np.asarray(times, dtype=float), np.asarray(values, dtype=float)
+
+
 def _draw_offsets(ax, data: PartitionPlot) -> None:  # type: ignore[no-untyped-def]
     for replica in data.replicas:
         series = data.offsets[data.offsets["replica"] == replica]
@@ -269,11 +308,13 @@ def _draw_offsets(ax, data: PartitionPlot) -> None:  # type: ignore[no-untyped-d
         s = _extended(series, data.end_s)
         colour = _colour(data, replica)
         transform = _dodge(ax, data, replica)
-        t = s["t_s"].to_numpy(dtype=float)
+        # A down broker holds no offsets that anyone reads: its lines stop at the crash and resume at the restart
+        # (at what recovery left), instead of running on flat as if it were alive.
+        down = down_spans(data.lifecycle, replica, data.end_s)
         # LEO as a wide light line, HW as a thin dark dashed one on top: where they are equal the dashes
         # run inside the band, so both stay visible.
         for col, style, width, alpha in (("leo", "-", 4.0, 0.45), ("hw", "--", 1.6, 1.0)):
-            y = s[col].to_numpy(dtype=float)
+            t, y = broken_at(s["t_s"].to_numpy(dtype=float), s[col].to_numpy(dtype=float), down)
             ax.step(t, y, where="post", color=colour, linestyle=style, linewidth=width, alpha=alpha,
                     label=f"broker {replica} {col.upper()}", transform=transform)
             # Only aggregated buckets have a range: a bar over the bucket's own width (not up to the next

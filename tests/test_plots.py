@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import replace
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 import pytest
 from matplotlib.colors import to_hex
@@ -24,6 +25,8 @@ from jobs.plots import (
     LifecycleMark,
     PartitionPlot,
     ViolationMark,
+    broken_at,
+    down_spans,
     headline,
     plot_partition,
     render_partition,
@@ -332,3 +335,33 @@ def test_a_zombie_leaders_incident_is_labelled_so_and_an_uncommitted_shrink_says
     assert labels == ["broker 2 lagging > 10 s behind deposed leader 1: on_time (shrink never committed)",
                       "broker 2 lagging > 10 s: on_time (removed from the ISR in time)",
                       "broker 3 lagging > 10 s: late (shrink rejected)"]
+
+
+def test_a_down_brokers_lines_stop_at_its_crash_and_resume_at_its_restart() -> None:
+    """kip101_like: broker 1 crashes at 6.2 s and restarts at 7.0 s (recovery leaves LEO 1); broker 2 is never down.
+    A crash without a restart stops the lines for good."""
+    assert down_spans(kip101_like().lifecycle, 1, 25.0) == [(6.2, 7.0)]
+    assert down_spans(kip101_like().lifecycle, 2, 25.0) == []
+    forever = (LifecycleMark(3.0, 2, "start"), LifecycleMark(9.0, 2, "crash"), LifecycleMark(12.0, 2, "shutdown"))
+    assert down_spans(forever, 2, 25.0) == [(9.0, 25.0)]
+
+    top = render_partition(kip101_like()).axes[0]
+    leo = {line.get_label(): line for line in top.lines}["broker 1 LEO"]
+    xs, ys = (np.asarray(v, dtype=float) for v in leo.get_data())
+    # Nothing is drawn between the crash and the restart; the line holds LEO 2 up to the crash and 1 from 7 s.
+    inside = (xs > 6.2) & (xs < 7.0)
+    assert not np.isfinite(ys[inside]).any()
+    assert ys[xs == 6.0][0] == 2 and np.isnan(ys[xs == 6.2]).all() and ys[xs == 7.0][0] == 1
+    hw = {line.get_label(): line for line in top.lines}["broker 2 HW"]
+    assert np.isfinite(np.asarray(hw.get_data()[1], dtype=float)).all()  # never down: unbroken
+
+
+def test_broken_at_puts_a_gap_over_each_span_and_resumes_with_the_value_in_force() -> None:
+    t, y = np.array([0.0, 2.0, 5.0, 10.0]), np.array([1.0, 2.0, 3.0, 3.0])
+    bt, by = broken_at(t, y, [(1.0, 4.0)])
+    assert bt.tolist() == [0.0, 1.0, 4.0, 5.0, 10.0]
+    assert by[0] == 1.0 and np.isnan(by[1]) and by[2:].tolist() == [2.0, 3.0, 3.0]
+    # To the end: no resumption.
+    bt, by = broken_at(t, y, [(6.0, 10.0)])
+    assert bt.tolist() == [0.0, 2.0, 5.0, 6.0, 10.0] and np.isnan(by[3])
+    assert broken_at(t, y, []) == (t, y)
