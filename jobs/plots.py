@@ -35,6 +35,7 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 from matplotlib.patches import Patch
+from matplotlib.text import Text
 from matplotlib.ticker import FuncFormatter, MaxNLocator
 from matplotlib.transforms import Bbox, offset_copy
 
@@ -332,32 +333,56 @@ def _draw_offsets(ax, data: PartitionPlot) -> None:  # type: ignore[no-untyped-d
     ax.grid(True, alpha=0.3)
 
 
-def _draw_violations(ax, data: PartitionPlot) -> None:  # type: ignore[no-untyped-def]
+VIOLATION_LABEL_ROWS = 6
+"""Heights below its mark (28 points apart) that a violation's label may take before it is left out."""
+
+
+def _draw_violations(ax, data: PartitionPlot) -> int:  # type: ignore[no-untyped-def]
+    """Mark every violation and label the chosen ones (`_labelled`), each at the first of `VIOLATION_LABEL_ROWS`
+    heights where its drawn extent stays inside the panel and overlaps no other label; returns how many chosen ones
+    found none."""
     top = ax.get_xaxis_transform()  # x in data, y in axes fraction: for marks without an offset
-    chosen = _labelled(data)
-    labelled = 0
-    for v in sorted(data.violations, key=lambda v: v.time_s):
+
+    def anchor(v: ViolationMark):  # type: ignore[no-untyped-def]
+        return ((v.time_s, v.offset), ax.transData) if v.offset is not None else ((v.time_s, 0.96), top)
+
+    for v in data.violations:
         colour, marker = _SEVERITY_STYLE.get(v.severity, ("#d62728", "X"))
+        (x, y), transform = anchor(v)
+        ax.plot([x], [y], marker=marker, color=colour, markersize=13, markeredgecolor="black", linestyle="none",
+                transform=transform, zorder=6, clip_on=v.offset is not None)
+    # Labels in `_labelled`'s order, so that each invariant's first gets a place before any invariant's second.
+    renderer = ax.figure.canvas.get_renderer()
+    panel = ax.get_window_extent(renderer)
+    taken: list[Bbox] = []
+    left_out = 0
+    for v in _labelled(data):
+        colour = _SEVERITY_STYLE.get(v.severity, ("#d62728", "X"))[0]
+        where = [] if v.replica is None else [f"broker {v.replica}"]
         if v.offset is not None:
-            ax.plot([v.time_s], [v.offset], marker=marker, color=colour, markersize=13, markeredgecolor="black",
-                    linestyle="none", zorder=6)
-            xy, transform = (v.time_s, v.offset), ax.transData
+            where.append(f"offset {v.offset}")  # as the report's tables print it: no separators
+        text = f"{v.severity.upper()}: {v.invariant}" + (f"\n({', '.join(where)})" if where else "")
+        right_half = v.time_s > 0.6 * data.end_s
+        xy, transform = anchor(v)
+        label = ax.annotate(text, xy=xy, xycoords=transform, xytext=(-12 if right_half else 12, -16),
+                            textcoords="offset points", fontsize=8.5, color=colour, fontweight="bold",
+                            ha="right" if right_half else "left", va="top",
+                            bbox={"boxstyle": "round,pad=0.25", "fc": "white", "ec": colour, "alpha": 0.9},
+                            arrowprops={"arrowstyle": "-", "color": colour, "lw": 0.8}, zorder=7)
+        for row in range(VIOLATION_LABEL_ROWS):
+            label.xyann = (-12 if right_half else 12, -16 - 28 * row)
+            # The text's own box: the annotation's extent includes its leader line, which runs across the labels
+            # placed above it.
+            label.update_positions(renderer)
+            extent = Text.get_window_extent(label, renderer).padded(3)
+            inside = panel.y0 <= extent.y0 and panel.x0 <= extent.x0 and extent.x1 <= panel.x1
+            if inside and not any(extent.overlaps(b) for b in taken):
+                taken.append(extent)
+                break
         else:
-            ax.plot([v.time_s], [0.96], marker=marker, color=colour, markersize=13, markeredgecolor="black",
-                    linestyle="none", transform=top, zorder=6, clip_on=False)
-            xy, transform = (v.time_s, 0.96), top
-        if v in chosen and labelled < MAX_VIOLATION_LABELS:
-            where = [] if v.replica is None else [f"broker {v.replica}"]
-            if v.offset is not None:
-                where.append(f"offset {v.offset}")  # as the report's tables print it: no separators
-            text = f"{v.severity.upper()}: {v.invariant}" + (f"\n({', '.join(where)})" if where else "")
-            right_half = v.time_s > 0.6 * data.end_s
-            ax.annotate(text, xy=xy, xycoords=transform, xytext=(-12 if right_half else 12, -16 - 28 * (labelled % 3)),
-                        textcoords="offset points", fontsize=8.5, color=colour, fontweight="bold",
-                        ha="right" if right_half else "left", va="top",
-                        bbox={"boxstyle": "round,pad=0.25", "fc": "white", "ec": colour, "alpha": 0.9},
-                        arrowprops={"arrowstyle": "-", "color": colour, "lw": 0.8}, zorder=7)
-            labelled += 1
+            label.remove()
+            left_out += 1
+    return left_out
 
 
 def _draw_evidence(ax, data: PartitionPlot) -> None:  # type: ignore[no-untyped-def]
@@ -408,9 +433,17 @@ def _clashes(extent: Bbox, taken: Sequence[Bbox]) -> int:
 
 
 def _labelled(data: PartitionPlot) -> list[ViolationMark]:
-    """The violations that get a text label (and their evidence drawn): errors first, then by time."""
-    ordered = sorted(data.violations, key=lambda v: (v.severity != "error", v.time_s))
-    return ordered[:MAX_VIOLATION_LABELS]
+    """The violations that get a text label (and their evidence drawn): errors first, the invariants taking turns
+    (each one's earliest, then each one's second, ...), then by time: a flood of one invariant at one instant
+    (an end-of-run check) does not take every label."""
+    nth: dict[tuple[str, str], int] = {}
+    ranked = []
+    for v in sorted(data.violations, key=lambda v: (v.time_s, v.invariant)):
+        key = (v.severity, v.invariant)
+        ranked.append((v.severity != "error", nth.get(key, 0), v.time_s, v.invariant, v))
+        nth[key] = nth.get(key, 0) + 1
+    ranked.sort(key=lambda r: r[:4])
+    return [r[-1] for r in ranked[:MAX_VIOLATION_LABELS]]
 
 
 INCIDENT_LABEL_ROWS = 3
@@ -609,7 +642,7 @@ def render_partition(data: PartitionPlot) -> Figure:
     unlabelled = _draw_incidents((top, lanes), data)
     _draw_leaders((top, lanes), data)
     _draw_evidence(top, data)
-    _draw_violations(top, data)
+    crowded = _draw_violations(top, data)
 
     handles, labels = top.get_legend_handles_labels()
     handles += [Patch(facecolor="#888888", alpha=0.55, label="in ISR (broker colour)"),
@@ -641,6 +674,8 @@ def render_partition(data: PartitionPlot) -> Figure:
     drawn = sum(1 for f in data.faults if f.broker in data.replicas)
     if data.faults_total > drawn:
         notes.append(f"first {drawn} of the replicas' {data.faults_total} broker faults drawn")
+    if crowded:
+        notes.append(f"{crowded} violation labels left out (crowded)")
     if unlabelled:
         n = len(data.incidents)
         notes.append(f"{n - unlabelled} of {n} lag incidents labelled (shading marks all)")

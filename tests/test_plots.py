@@ -9,6 +9,7 @@ import numpy as np
 import pandas as pd
 import pytest
 from matplotlib.colors import to_hex
+from matplotlib.text import Text
 
 from jobs.fault_plot import FAULT_BAR_HEIGHT, FAULT_STYLE, MIN_FAULT_WIDTH, FaultSpan
 from jobs.plots import (
@@ -365,3 +366,23 @@ def test_broken_at_puts_a_gap_over_each_span_and_resumes_with_the_value_in_force
     bt, by = broken_at(t, y, [(6.0, 10.0)])
     assert bt.tolist() == [0.0, 2.0, 5.0, 6.0, 10.0] and np.isnan(by[3])
     assert broken_at(t, y, []) == (t, y)
+
+
+def test_crowded_violation_labels_never_overlap_or_leave_the_panel_and_the_rest_are_counted() -> None:
+    """Eight warnings of three invariants at one instant and offset (an end-of-run check after an unclean
+    election): each invariant gets a label before any gets a second, no two labels overlap, none leaves the offset
+    panel, and the subtitle counts the ones left out."""
+    crowd = tuple(ViolationMark(20.0, inv, "warning", 1, 1) for inv in
+                  ("acked_write_lost",) * 4 + ("inconsistent_offsets",) * 2 + ("committed_prefix_agreement",) * 2)
+    fig = render_partition(replace(kip101_like(), violations=crowd))
+    top = fig.axes[0]
+    renderer = fig.canvas.get_renderer()
+    labels = [t for t in top.texts if t.get_text().startswith("WARNING:")]
+    extents = [Text.get_window_extent(t, renderer) for t in labels]  # the boxes, not their leader lines
+    panel = top.get_window_extent(renderer)
+    assert labels and not any(a.overlaps(b) for k, a in enumerate(extents) for b in extents[k + 1:])
+    assert all(panel.y0 <= e.y0 and e.y1 <= panel.y1 and panel.x0 <= e.x0 and e.x1 <= panel.x1 for e in extents)
+    named = [t.get_text().split(":")[1].split("\n")[0].strip() for t in labels]
+    assert len(set(named)) == min(len(labels), 3)  # the invariants take turns
+    left_out = len(crowd) - len(labels)
+    assert left_out > 0 and f"{left_out} violation labels left out (crowded)" in _figure_text(fig)
