@@ -34,12 +34,14 @@ from pyspark.sql import types as T
 
 from jobs.fault_plot import FaultSpan
 from jobs.overview_plot import COUNT_SERIES
+from jobs.plots import DOWN_ACTIONS as STOPPED_ACTIONS
+from jobs.plots import UP_ACTIONS
 from jobs.transforms.faults import fault_ends
 from schemas.events import BROKER_LIFECYCLE, LEADER_ELECTION
 
 SERIES: tuple[str, ...] = tuple(c for c, *_ in COUNT_SERIES)
-DOWN_ACTIONS: tuple[str, ...] = ("crash", "shutdown", "controlled_shutdown")
-UP_ACTIONS: tuple[str, ...] = ("start", "restart")
+# The overview's buckets count a broker down from its controlled shutdown on: it is moving its leaderships away.
+DOWN_ACTIONS: tuple[str, ...] = (*STOPPED_ACTIONS, "controlled_shutdown")
 FAULT_SPAN_SCHEMA = T.StructType([
     T.StructField("run_id", T.StringType(), False),
     T.StructField("broker_id", T.IntegerType(), False),

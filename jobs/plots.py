@@ -263,8 +263,10 @@ def _dodge(ax, data: PartitionPlot, replica: int):  # type: ignore[no-untyped-de
     return offset_copy(ax.transData, fig=ax.figure, y=shift, units="points")
 
 
-DOWN_ACTIONS = ("crash", "shutdown")
-"""broker_lifecycle actions after which a broker is down until its next start or restart."""
+DOWN_ACTIONS: tuple[str, ...] = ("crash", "shutdown")
+"""broker_lifecycle actions after which a broker is down until its next `UP_ACTIONS` one."""
+UP_ACTIONS: tuple[str, ...] = ("start", "restart")
+"""broker_lifecycle actions that bring a broker up."""
 
 
 def down_spans(lifecycle: Sequence[LifecycleMark], broker: int, end_s: float) -> list[tuple[float, float]]:
@@ -275,7 +277,7 @@ def down_spans(lifecycle: Sequence[LifecycleMark], broker: int, end_s: float) ->
     for m in sorted((m for m in lifecycle if m.broker == broker), key=lambda m: m.time_s):
         if m.action in DOWN_ACTIONS and down_from is None:
             down_from = m.time_s
-        elif m.action in ("start", "restart") and down_from is not None:
+        elif m.action in UP_ACTIONS and down_from is not None:
             spans.append((down_from, m.time_s))
             down_from = None
     if down_from is not None and down_from < end_s:
