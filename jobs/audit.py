@@ -21,8 +21,9 @@ are audited; the others keep their violations, and their counts are not in this 
 changed the audit writes nothing and exits 0.
 
 Exit codes a scheduler can act on (`AuditResult.exit_code`): 0 clean for `fail_on`, 1 violations at or
-above `fail_on` in the runs audited (`error`: errors only; `warning`: any violation; `never`: always 0), 2
-the job failed.
+above `fail_on` in the runs audited (`error`: errors only; `warning`: errors and warnings; `never`: always 0),
+2 the job failed. Info findings (`acks1_write_lost`: acks=1 writes lost, which Kafka's contract allows) are
+written and counted, and never fail an audit.
 Only aggregates (counts per invariant, one row per run id) and a `limit`ed sample are collected.
 """
 
@@ -53,7 +54,7 @@ from jobs.invariants import IMPLEMENTED, NOT_IMPLEMENTED, evaluate
 from jobs.lake import Lake
 from jobs.runs import bronze_runs
 from jobs.session import releasing_persisted
-from replication_core.checker.catalogue import CATALOGUE, WARNING
+from replication_core.checker.catalogue import BY_NAME, CATALOGUE, INFO, SEVERITIES, WARNING
 from schemas.audit import (
     GOLD_AUDIT_RUNS,
     GOLD_INVARIANT_VIOLATIONS,
@@ -97,6 +98,11 @@ class AuditResult:
         return sum(c.get(WARNING, 0) for c in self.counts.values())
 
     @property
+    def infos(self) -> int:
+        """Findings of severity info (acks=1 writes lost): counted, never a failure."""
+        return sum(c.get(INFO, 0) for c in self.counts.values())
+
+    @property
     def reason(self) -> str | None:
         """The failure's one-line reason (the first line of `error`), None when the audit did not fail."""
         return None if self.error is None else (self.error.strip().splitlines() or [""])[0]
@@ -111,12 +117,14 @@ class AuditResult:
         left_out = f" ({len(self.unchanged)} unchanged runs not audited again)" if self.unchanged else ""
         lines = [
             f"audit {self.audit_id}: {len(self.runs)} runs{left_out}, bronze version {self.bronze_version}, "
-            f"{self.errors} errors, {self.warnings} warnings, exit {self.exit_code} (fail-on {self.fail_on}), "
+            f"{self.errors} errors, {self.warnings} warnings, {self.infos} info, exit {self.exit_code} "
+            f"(fail-on {self.fail_on}), "
             f"{self.duration_ms} ms",
         ]
         for name in IMPLEMENTED:
             c = self.counts.get(name, {})
-            lines.append(f"  {name:28s} errors={c.get('error', 0)} warnings={c.get(WARNING, 0)}")
+            info = f" info={c.get(INFO, 0)}" if BY_NAME[name].severity == INFO else ""
+            lines.append(f"  {name:28s} errors={c.get('error', 0)} warnings={c.get(WARNING, 0)}{info}")
         if self.not_evaluated:
             lines.append(f"  not evaluated ({len(self.not_evaluated)}): {', '.join(self.not_evaluated)}")
         lines.extend(f"  {s}" for s in self.sample)
@@ -231,7 +239,9 @@ def _judge(spark: SparkSession, lake: Lake, bronze: DataFrame, result: AuditResu
         StorageLevel.MEMORY_AND_DISK)
     for r in found.groupBy("invariant", "severity").count().collect():
         result.counts.setdefault(r["invariant"], {})[r["severity"]] = int(r["count"])
-    first = found.orderBy("run_id", "topic", "partition", "event_id", "invariant").limit(sample)
+    # The gravest first: info findings (allowed losses) must not crowd errors out of the sample.
+    rank = F.array_position(F.array(*[F.lit(s) for s in SEVERITIES]), F.col("severity"))
+    first = found.orderBy(rank, "run_id", "topic", "partition", "event_id", "invariant").limit(sample)
     result.sample = [_sample_line(r.asDict()) for r in first.collect()]
     if result.runs:
         columns = [f.name for f in INVARIANT_VIOLATIONS_SCHEMA]
@@ -249,13 +259,23 @@ def _audit_row(spark: SparkSession, result: AuditResult, started: float) -> Data
     invariants = [
         (inv.name, inv.severity, inv.name in IMPLEMENTED,
          result.counts.get(inv.name, {}).get("error", 0), result.counts.get(inv.name, {}).get(WARNING, 0),
-         None if inv.name in IMPLEMENTED else NOT_EVALUATED_NOTE)
+         _note(inv.name, inv.severity, result.counts.get(inv.name, {}).get(INFO, 0)))
         for inv in CATALOGUE
     ]
     row = (result.audit_id, int(started * 1000), result.duration_ms, result.bronze_version, result.runs,
            result.fail_on, result.exit_code, result.errors, result.warnings, invariants,
-           list(result.not_evaluated))
+           list(result.not_evaluated), result.infos)
     return spark.createDataFrame([row], to_spark_schema(GOLD_AUDIT_RUNS.schema))
+
+
+def _note(name: str, severity: str, infos: int) -> str | None:
+    """An invariant's `gold/audit_runs` note: why it was not evaluated, or an info invariant's count (the
+    count struct has error and warning fields only; `infos` is the audit's total)."""
+    if name not in IMPLEMENTED:
+        return NOT_EVALUATED_NOTE
+    if severity == INFO:
+        return f"info={infos} (allowed loss: counted, never a failure)"
+    return None
 
 
 def main(argv: Sequence[str] | None = None) -> int:

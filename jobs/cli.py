@@ -75,7 +75,8 @@ def _parser() -> argparse.ArgumentParser:
                        help="only the runs whose events changed since an audit of this code judged them "
                             "(scheduled audits of a growing lake); nothing changed: nothing written, exit 0")
     audit.add_argument("--fail-on", choices=("warning", "error", "never"), default="error",
-                       help="exit 1 on violations of this severity or worse (default error)")
+                       help="exit 1 on violations of this severity or worse (default error); info findings "
+                            "(acks=1 writes lost, which Kafka allows) never fail")
     common(audit)
 
     rep = sub.add_parser("report", help="Markdown + HTML incident report: a cluster overview per run and a PNG "

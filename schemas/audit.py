@@ -24,8 +24,8 @@ def _f(name: str, t: pa.DataType, doc: str, nullable: bool = True) -> pa.Field:
 VIOLATION_FIELDS: tuple[pa.Field, ...] = (
     _f("run_id", pa.string(), "Run the violation belongs to.", nullable=False),
     _f("invariant", pa.string(), "Catalogue invariant name (replication_core.checker.catalogue).", nullable=False),
-    _f("severity", pa.string(), "error or warning (an excusable violation after an unclean election / crash "
-       "loss is a warning).", nullable=False),
+    _f("severity", pa.string(), "error, warning (an excusable violation after an unclean election / crash "
+       "loss is a warning) or info (a loss Kafka's contract allows: acks1_write_lost).", nullable=False),
     _f("topic", pa.string(), "Topic; null for violations that are not partition-scoped."),
     _f("partition", pa.int32(), "Partition; null for violations that are not partition-scoped."),
     _f("replica", pa.int32(), "Broker id of the replica concerned; null when no single replica is."),
@@ -79,6 +79,9 @@ AUDIT_RUNS_SCHEMA: pa.Schema = pa.schema(
            "Spark audit evaluated it, and its error / warning counts; never-evaluated ones say why in note."),
         _f("not_evaluated", pa.list_(pa.field("element", pa.string())), "Catalogue invariants this audit did not "
            "evaluate (not implemented in Spark yet): absent from the counts, never passed silently."),
+        _f("infos", pa.int64(), "Findings of severity info (acks=1 writes lost, which Kafka allows), all "
+           "invariants; each info invariant's count is in its note. Null in rows written before the info "
+           "severity existed."),
     ]
 )
 """`gold/audit_runs`: one row per `replog audit` run."""

@@ -126,6 +126,11 @@ def acked_write_lost(bronze: DataFrame) -> DataFrame:
     return evaluate(bronze, ["acked_write_lost"])
 
 
+def acks1_write_lost(bronze: DataFrame) -> DataFrame:
+    """acks1_write_lost (info): the acks=1 writes acknowledged NONE that are not on the final leader's log."""
+    return evaluate(bronze, ["acks1_write_lost"])
+
+
 def epoch_cache_monotonic(bronze: DataFrame) -> DataFrame:
     """epoch_cache_monotonic (§11.8, §2.7): batch epochs never decrease with offset; a leader stamps its own
     epoch on the batches it appends."""

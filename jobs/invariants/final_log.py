@@ -1,4 +1,5 @@
-"""acked_write_lost (§11.4, Jepsen lost-write): every acks=all write acknowledged NONE is on the final leader.
+"""acked_write_lost (§11.4, Jepsen lost-write): every acks=all write acknowledged NONE is on the final leader;
+acks1_write_lost: the acks=1 writes that are not (info: Kafka allows their loss), from the same replay.
 
 Mirrors `Checker._check_acked_write_lost` (end of run): the final leader of a partition is the broker of
 its last `become_leader` of the highest leader epoch (a broker whose metadata was held up can apply an older
@@ -34,8 +35,10 @@ from pyspark.sql import functions as F
 
 from jobs.invariants import log_content, replica_scan
 from jobs.invariants.base import PARTITION, Scan, ScanInputs, text, violation
+from replication_core.checker.catalogue import ERROR, INFO, WARNING
 
 INVARIANT = "acked_write_lost"
+ACKS1 = "acks1_write_lost"
 
 
 def _final_replica_rows(rows: DataFrame) -> DataFrame:
@@ -105,7 +108,8 @@ def _final_records(final_rows: DataFrame) -> DataFrame:
 
 
 def build(inputs: ScanInputs) -> DataFrame:
-    """One row per acknowledged acks=all write of a partition with a final leader, with what was lost."""
+    """One row per acknowledged acks=all or acks=1 write (`ack_acks`) of a partition with a final leader, with
+    what was lost: both invariants read one replay and one explode of the acknowledged offsets."""
     bronze = inputs.bronze
     # Materialised once: the final leaders' rows feed three joins below, the violating acknowledgements
     # (a handful) three more; recomputing the window replay for each costs far more than keeping them.
@@ -119,9 +123,10 @@ def build(inputs: ScanInputs) -> DataFrame:
         *PARTITION, "offset", "final_append", F.col("_checksum").alias("final_checksum"))
     leader = final_rows.select(*PARTITION, F.col("broker_id").alias("final_leader"),
                                F.col("_final_lso").alias("final_lso"), "_final_epoch").distinct()
-    acks = bronze.where((F.col("event_type") == "produce_ack") & (F.col("acks") == -1) & (F.col("error") == "NONE")
-                        & F.col("base_offset").isNotNull()).select(
-        *PARTITION, F.col("event_id").alias("ack_id"), F.col("broker_id").alias("ack_leader"),
+    acks = bronze.where((F.col("event_type") == "produce_ack") & F.col("acks").isin(-1, 1)
+                        & (F.col("error") == "NONE") & F.col("base_offset").isNotNull()).select(
+        *PARTITION, F.col("event_id").alias("ack_id"), F.col("acks").alias("ack_acks"),
+        F.col("broker_id").alias("ack_leader"),
         F.col("base_offset").alias("ack_base"), F.col("last_offset").alias("ack_last"),
         F.col("batch_checksum").alias("ack_checksum"), F.col("leader_epoch").alias("ack_epoch"))
     per_offset = acks.join(leader, list(PARTITION)).select(
@@ -129,7 +134,7 @@ def build(inputs: ScanInputs) -> DataFrame:
         records, [*PARTITION, "offset"], "left")
     lost = (F.col("offset") >= F.col("final_lso")) & (
         F.coalesce(F.col("final_checksum"), F.lit(-1)) != F.col("ack_checksum"))
-    per_ack = per_offset.groupBy(*PARTITION, "ack_id", "ack_leader", "ack_base", "ack_last", "ack_checksum",
+    per_ack = per_offset.groupBy(*PARTITION, "ack_id", "ack_acks", "ack_leader", "ack_base", "ack_last", "ack_checksum",
                                  "ack_epoch", "final_leader", "_final_epoch").agg(
         F.count(F.when(lost, 1)).alias("lost_count"),
         F.min_by(F.struct("offset", "final_checksum", "final_append"),
@@ -191,17 +196,28 @@ def acked_write_lost_check() -> Column:
                     text(" (crash recovery event ", crash, " lost the committed record on that replica: "
                          "durability loss Kafka does not promise to survive)"))
               .otherwise(F.lit("")))
+    return _lost(INVARIANT, "write", F.lit(-1), excuse, suffix,
+                 F.when(excuse.isNotNull(), F.lit(WARNING)).otherwise(F.lit(ERROR)))
+
+
+def acks1_write_lost_check() -> Column:
+    """acks1_write_lost: an acknowledged acks=1 write missing from the final leader's log (info, never excused)."""
+    return _lost(ACKS1, "acks=1 write", F.lit(1), F.lit(None), F.lit(""), F.lit(INFO))
+
+
+def _lost(invariant: str, what: str, acks: Column, excuse: Column, suffix: Column, severity: Column) -> Column:
+    """The violation of `invariant` for a lost acknowledgement of `acks`, as `Checker._check_acked_write_lost`."""
     return violation(
-        INVARIANT, F.col("lost_count") > 0, replica=F.col("final_leader"), event_id=F.lit(-1),
-        ts_ms=F.col("_last_ts"), offset=F.col("lost_offset"), expected=F.col("ack_checksum"),
+        invariant, (F.col("lost_count") > 0) & (F.col("ack_acks") == acks), replica=F.col("final_leader"),
+        event_id=F.lit(-1), ts_ms=F.col("_last_ts"), offset=F.col("lost_offset"), expected=F.col("ack_checksum"),
         actual=F.coalesce(F.col("first_lost.final_checksum"), F.lit(-1)),
         evidence=[excuse, F.col("ack_append"), F.col("ack_id"), F.col("removed_by"), F.col("first_lost.final_append")],
-        severity=F.when(excuse.isNotNull(), F.lit("warning")).otherwise(F.lit("error")),
-        message=F.concat(text("write acknowledged at ", F.col("ack_base"), "..", F.col("ack_last"), " by broker ",
+        severity=severity,
+        message=F.concat(text(f"{what} acknowledged at ", F.col("ack_base"), "..", F.col("ack_last"), " by broker ",
                               F.col("ack_leader"), " is not on final leader ", F.col("final_leader"), " at ",
                               F.col("lost_offset"), " (", F.col("lost_count"), " offsets)"), suffix),
     )
 
 
-SCAN = Scan("acked_write_lost", build, {INVARIANT: (acked_write_lost_check,)})
+SCAN = Scan("acked_write_lost", build, {INVARIANT: (acked_write_lost_check,), ACKS1: (acks1_write_lost_check,)})
 """The end-of-run replay of the final leaders' logs and the acknowledged writes checked against them."""

@@ -5,7 +5,9 @@ One `Invariant` per check, tied to the rule of `/work/shared/docs/kafka-replicat
 (issue 5) can share it without pulling in pyarrow or the engine.
 
 Fields the audit must honour:
-* `severity` — `error` fails `replog check`; `warning` is reported but does not (unless `--strict`).
+* `severity` — `error` fails `replog check`; `warning` is reported but does not (unless `--strict`);
+  `info` is a finding Kafka's contract allows (an acks=1 write lost in a failover): reported and
+  counted, never a failure, whatever `--strict` / `--fail-on` say.
 * `excusable` — a violation that an unclean leader election explains (an `unclean` `leader_election`
   event for the partition between the moment the record was committed / acknowledged and the detection),
   or a crash recovery that removed the committed record from the very replica involved (power failure
@@ -24,6 +26,9 @@ from dataclasses import dataclass
 
 ERROR = "error"
 WARNING = "warning"
+INFO = "info"
+SEVERITIES: tuple[str, ...] = (ERROR, WARNING, INFO)
+"""Every severity, gravest first."""
 ENGINE = "engine"
 KAFKA_LOG = "kafka-log"
 
@@ -110,6 +115,17 @@ CATALOGUE: tuple[Invariant, ...] = (
         "last_offset]; offsets the final leader deleted by retention (below its log start offset) are skipped.",
         "offset = first lost offset, expected = acknowledged checksum, actual = final checksum or -1",
         ("produce_ack", "append", "leadership_change"), excusable=True,
+    ),
+    Invariant(
+        "acks1_write_lost", INFO, "§11.4 (its acks=1 complement; §2.3 acks completion)",
+        "An acks=1 write is acknowledged once the leader has appended it, before any follower has it, so "
+        "Kafka does not promise that it survives a change of leader: losing it is allowed, but it is "
+        "acknowledged data the producer believes written.",
+        "As acked_write_lost, for every produce_ack with acks=1 and error NONE: at the end of the run the final "
+        "leader holds the acknowledged checksum at each offset in [base_offset, last_offset] at or above its "
+        "log start offset. Never excused and never a failure: severity info.",
+        "offset = first lost offset, expected = acknowledged checksum, actual = final checksum or -1",
+        ("produce_ack", "append", "leadership_change"),
     ),
     Invariant(
         "inconsistent_offsets", ERROR, "§11.5 (Jepsen inconsistent-offsets)",

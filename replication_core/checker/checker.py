@@ -40,7 +40,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from replication_core.checker.catalogue import BY_NAME, WARNING
+from replication_core.checker.catalogue import BY_NAME, ERROR, INFO, WARNING
 from replication_core.checker.epochs import (
     assign,
     end_offset_for,
@@ -99,12 +99,23 @@ class CheckResult:
     @property
     def errors(self) -> tuple[Violation, ...]:
         """Violations of severity error."""
-        return tuple(v for v in self.violations if v.severity != WARNING)
+        return tuple(v for v in self.violations if v.severity == ERROR)
 
     @property
     def warnings(self) -> tuple[Violation, ...]:
         """Violations of severity warning."""
         return tuple(v for v in self.violations if v.severity == WARNING)
+
+    @property
+    def infos(self) -> tuple[Violation, ...]:
+        """Findings of severity info: losses Kafka's contract allows (acks=1 writes), never a failure."""
+        return tuple(v for v in self.violations if v.severity == INFO)
+
+    @property
+    def problems(self) -> tuple[Violation, ...]:
+        """Violations of severity error or warning: a run without them is clean (info findings are losses
+        Kafka's contract allows)."""
+        return tuple(v for v in self.violations if v.severity != INFO)
 
 
 def check_events(events: Iterable[Event], options: CheckOptions | None = None) -> CheckResult:
@@ -166,6 +177,11 @@ def delayed_fetch_message(elapsed: int, bound: int, held: int) -> str:
 
 def _ints(values: Any) -> list[int]:
     return [int(v) for v in values] if values is not None else []
+
+
+def _ack_invariant(ack: Ack) -> str:
+    """The invariant an acknowledgement's loss breaks: acked_write_lost for acks=all, else acks1_write_lost."""
+    return "acked_write_lost" if ack.acks == -1 else "acks1_write_lost"
 
 
 def _crash_after(r: ReplicaState, offset: int, since_id: int) -> int | None:
@@ -656,20 +672,19 @@ class _RunChecker:
                                                 int(ev["event_id"]))
 
     def _on_produce_ack(self, ev: Event) -> None:
-        if ev.get("acks") is None or int(ev["acks"]) != -1 or ev.get("error") != "NONE":
-            return
-        if ev.get("base_offset") is None:
+        acks = None if ev.get("acks") is None else int(ev["acks"])
+        if acks not in (-1, 1) or ev.get("error") != "NONE" or ev.get("base_offset") is None:
             return
         p = self._partition(ev)
         r = p.replica(int(ev["broker_id"]))
         base, last, checksum = int(ev["base_offset"]), int(ev["last_offset"]), int(ev["batch_checksum"])
         slot = r.records.get(base)
-        if slot is None or slot.rec.checksum != checksum:
+        if acks == -1 and (slot is None or slot.rec.checksum != checksum):
             self._check_consistent(ev, r.broker, checksum, _checksum(slot),
                                    f"acknowledged write at {base} is not in the acking leader's log")
         p.acks.append(Ack(int(ev["event_id"]), r.broker, base, last, checksum,
                           None if slot is None else slot.append_id,
-                          None if ev.get("leader_epoch") is None else int(ev["leader_epoch"])))
+                          None if ev.get("leader_epoch") is None else int(ev["leader_epoch"]), acks))
 
     def _on_fetch(self, ev: Event) -> None:
         p = self._partition(ev)
@@ -1272,26 +1287,30 @@ class _RunChecker:
                                f"{list(entries)}")
 
     def _check_acked_write_lost(self, topic: str, partition: int, p: PartitionState) -> None:
-        """acked_write_lost (§11.4): every acks=all write is on the final leader at its offsets."""
+        """acked_write_lost (§11.4): every acks=all write is on the final leader at its offsets; an acks=1
+        write that is not is an `acks1_write_lost` finding (info: Kafka allows it)."""
         if not p.acks:
             return
         if p.last_leader is None:
-            self._skip("acked_write_lost", "no leader ever seen")
+            for name in dict.fromkeys(_ack_invariant(a) for a in p.acks):
+                self._skip(name, "no leader ever seen")
             return
         final = p.replicas[p.last_leader]
         for ack in p.acks:
-            self._count("acked_write_lost")
+            name = _ack_invariant(ack)
+            self._count(name)
             lost = [o for o in range(ack.base, ack.last + 1)
                     if o >= final.lso and _checksum(final.records.get(o)) != ack.checksum]
             if not lost:
                 continue
             o = lost[0]
             now = final.records.get(o)
-            self._flag("acked_write_lost", None, final.broker, topic=topic, partition=partition, offset=o,
+            what = "write" if ack.acks == -1 else "acks=1 write"
+            self._flag(name, None, final.broker, topic=topic, partition=partition, offset=o,
                        expected=ack.checksum, actual=_checksum(now),
                        evidence=[ack.append_id, ack.event_id, final.removed_by.get(o),
                                  None if now is None else now.append_id],
                        excused_by=p.unclean_excuse(ack.event_id, ack.epoch, p.last_leader_epoch),
                        crash_excuse=_crash_after(final, o, ack.event_id),
-                       message=f"write acknowledged at {ack.base}..{ack.last} by broker {ack.leader} is not on "
+                       message=f"{what} acknowledged at {ack.base}..{ack.last} by broker {ack.leader} is not on "
                                f"final leader {final.broker} at {o} ({len(lost)} offsets)")

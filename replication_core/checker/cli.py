@@ -6,8 +6,9 @@ repeat at every HW step (e.g. after an unclean election), so past `--max-per-gro
 (invariant, severity, partition, replica) group the rest is summarised in one "... N more" line; the
 JSON output always lists every violation.
 
-Exit codes: 0 — no violation of severity error (warnings are printed; `--strict` makes them fail too);
-1 — at least one error (or, with `--strict`, any violation); 2 — the check could not run (missing folder,
+Exit codes: 0 — no violation of severity error (warnings are printed; `--strict` makes them fail too;
+info findings, acks=1 writes lost, are printed and never fail); 1 — at least one error (or, with
+`--strict`, any error or warning); 2 — the check could not run (missing folder,
 no event files, an unreadable or malformed file, events out of order or duplicated, a newer schema major,
 an event missing a field its type requires, a `run.json` field the checker reads of the wrong type, bad
 arguments such as a negative `--max-network-delay-ms` or `--max-per-group`). Warnings exit 0 by design:
@@ -143,6 +144,7 @@ def summary(result: CheckResult) -> str:
     skipped = sum(n for reasons in result.skipped.values() for n in reasons.values())
     return (f"checked {result.events} events of {len(result.runs)} run(s) "
             f"{','.join(result.runs) or '-'}: {len(result.errors)} error(s), {len(result.warnings)} warning(s), "
+            f"{len(result.infos)} info, "
             f"{sum(result.checked.values())} checks, {skipped} skipped")
 
 
@@ -183,7 +185,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     for line in printed_lines(result.violations, args.max_per_group):
         print(line)
     print(summary(result))
-    failed = bool(result.violations) if args.strict else bool(result.errors)
+    failed = bool(result.errors or (args.strict and result.warnings))
     if args.json_out:
         doc = {
             "runs": list(result.runs), "events": result.events, "clean": not failed,

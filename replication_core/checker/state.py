@@ -101,7 +101,7 @@ class Commit(NamedTuple):
 
 
 class Ack(NamedTuple):
-    """An acknowledged acks=all write."""
+    """An acknowledged write (acks=all, or acks=1 with `acks` 1)."""
 
     event_id: int
     leader: int
@@ -110,6 +110,7 @@ class Ack(NamedTuple):
     checksum: int
     append_id: int | None
     epoch: int | None = None  # the acking leader's epoch
+    acks: int = -1
 
 
 @dataclass

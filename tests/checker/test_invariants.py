@@ -730,6 +730,46 @@ def test_acked_write_truncated_by_running_brokers_is_an_error() -> None:
     assert {v.invariant for v in run.check().errors} >= {"truncation_safety", "acked_write_lost"}
 
 
+def _acks1_write_then_failover(replicated: bool) -> tuple[Run, int, int]:
+    """Leader 1 appends 3000@2 and acknowledges it with acks=1 (replicated to 2 and 3 or not); broker 2 then
+    leads epoch 1 with ISR {2, 3} and writes 2001@2. Returns (run, the acks=1 append, its ack)."""
+    run = healthy()
+    if replicated:
+        append_id, ack_id = run.produce(1, [2, 3], 1, 0, 3000, acks=1)
+    else:
+        append_id = run.append(1, 1, 0, 3000, role="leader")
+        ack_id = run.ack(1, 2, 2, 3000, 0, acks=1)
+    run.election(2, 1, [2, 3])
+    run.become_leader(2, 1, [2, 3])
+    run.become_follower(3, 1, 2)
+    run.become_follower(1, 1, 2)
+    if not replicated:
+        run.truncate(1, 2, "diverging_epoch", 1)
+    run.produce(2, [3], 1, 1, 2001)
+    return run, append_id, ack_id
+
+
+def test_acks1_write_lost_in_a_failover_is_an_info_finding() -> None:
+    """acks1_write_lost: the acks=1 write 3000@2 only its leader had is not on final leader 2 (2001 is there):
+    an info finding naming the offset, both checksums and the append and ack; the run stays clean."""
+    run, append_id, ack_id = _acks1_write_then_failover(replicated=False)
+    result = run.check()
+    [lost] = only(result, "acks1_write_lost")
+    assert (lost.severity, lost.replica, lost.offset, lost.expected, lost.actual, lost.event_id) == (
+        "info", 2, 2, 3000, 2001, -1)
+    assert lost.evidence[:2] == (append_id, ack_id)
+    assert lost.message.startswith("acks=1 write acknowledged at 2..2 by broker 1 is not on final leader 2")
+    assert result.problems == () and result.infos == (lost,)
+    assert result.checked["acks1_write_lost"] == 1 and result.checked["acked_write_lost"] == 3
+
+
+def test_acks1_write_replicated_before_the_failover_is_not_flagged() -> None:
+    """The twin: the acks=1 write reached the new leader before the election, so nothing was lost."""
+    run, _, _ = _acks1_write_then_failover(replicated=True)
+    result = run.check()
+    assert result.violations == () and result.checked["acks1_write_lost"] == 1
+
+
 def test_in_memory_events_must_be_in_event_id_order() -> None:
     """check_events refuses a stream whose event_ids go backwards within a run (never a silent replay)."""
     import pytest

@@ -125,7 +125,7 @@ def test_triaged_run_no_longer_abandons_a_proposal_with_its_isr_unchanged() -> N
     assert [e for e in changes if e["action"] == "update" and e["old_isr"] == e["isr"]] == []
     assert any(e["action"] == "update" and e["reason"] == "leader_and_isr" and e["old_isr"] != e["isr"]
                for e in changes)
-    assert check(events, stats).violations == ()
+    assert check(events, stats).problems == ()
 
 
 def test_metadata_held_by_a_gc_pause_is_applied_in_order_when_a_second_pause_extends_it() -> None:

@@ -60,7 +60,7 @@ def test_random_fault_schedules_have_no_violations_in_the_default_mode(shard: in
         assert a.acked, seed
         if (seed // SHARDS) % CHECKER_EVERY == 0:
             result = check(events, stats, max_network_delay_ms(campaign_scenario(seed)))
-            assert result.violations == (), (seed, result.violations[:3])
+            assert result.problems == (), (seed, result.problems[:3])
         faults += len(stats.faults_applied)
     assert faults >= RUNS // SHARDS, "the nemesis should inject at least one fault per run on average"
 
@@ -102,7 +102,7 @@ def test_varied_shapes_have_no_violations_in_either_epoch_mode(shard: int) -> No
         assert a.acked, seed
         # Judged as `replog check` judges the run's files: delayed_fetch_bound with the network's delay bound.
         result = check(events, stats, max_network_delay_ms(sc))
-        assert result.violations == (), (seed, result.violations[:3])
+        assert result.problems == (), (seed, result.problems[:3])
         shapes.add((sc.cluster.brokers, sc.topics[0].partitions, sc.broker_config.truncation_mode))
         moved += sum(1 for _, action in stats.faults_applied if action == "reassign")
     assert len(shapes) >= 10, shapes  # the draw does vary the shape

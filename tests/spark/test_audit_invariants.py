@@ -152,6 +152,16 @@ AUDIT_CASES: list[Case] = [
            append(0, 1, broker=2, checksum=11, role="follower"), append(2, 3, broker=2, checksum=13, role="follower"),
            dict(_TRUNC_PARTIAL, broker_id=2, old_leo=4), leader(broker=2, epoch=2, leo=2)],
           [("bad", "acked_write_lost", "error", 2, -1, 0, 11, -1, [1, 2, 5])]),
+    # An acks=1 write lost in a failover is an info finding, never excused (no unclean-election id leads its
+    # evidence, unlike acked_write_lost's warning above); ok: the acks=1 write reached the next leader, and an
+    # acks=all write lost there is acked_write_lost's, not this invariant's.
+    _case("acks1_write_lost_is_an_info_finding_even_after_an_unclean_election", "acks1_write_lost",
+          [leader(), append(0, 1, checksum=11), dict(_ACK, acks=1), _UNCLEAN, leader(broker=2, epoch=2, isr=[2])],
+          [leader(), append(0, 1, checksum=11), dict(_ACK, acks=1), append(0, 1, broker=2, checksum=11,
+                                                                            role="follower"),
+           append(2, 2, checksum=12), dict(_ACK, base_offset=2, last_offset=2, batch_checksum=12),
+           dict(leader(broker=2, epoch=2), leo=2)],
+          [("bad", "acks1_write_lost", "info", 2, -1, 0, 11, -1, [1, 2])]),
     _case("epoch_cache_monotonic_flags_a_batch_epoch_below_the_previous_record", "epoch_cache_monotonic",
           [dict(_FOLLOWER, leader_epoch=2), append(0, 1, epoch=2, role="follower"),
            append(2, 3, epoch=1, role="follower")],

@@ -29,6 +29,8 @@ LOST = [leader(), append(0, 1, checksum=11), ACK, leader(broker=2, epoch=2)]
 """An acknowledged write the final leader does not hold: an acked_write_lost error."""
 EXCUSED = [leader(), append(0, 1, checksum=11), ACK, UNCLEAN, leader(broker=2, epoch=2, isr=[2])]
 """The same loss after an unclean election: a warning."""
+ACKS1_LOST = [leader(), append(0, 1, checksum=11), dict(ACK, acks=1), leader(broker=2, epoch=2)]
+"""The same loss of an acks=1 write: an acks1_write_lost info finding, which Kafka allows."""
 
 
 def _bronze(events: Callable[..., DataFrame], runs: dict[str, list[dict[str, Any]]]) -> DataFrame:
@@ -185,6 +187,26 @@ def test_the_audit_signs_every_module_the_invariants_take_a_rule_from() -> None:
     assert ours, "the walk found the invariants' imports"
     unsigned = {m for m in ours if not any(m == s or m.startswith(s + ".") for s in signed)}
     assert unsigned == set(watermarks.UNSIGNED_IMPORTS), unsigned
+
+
+def test_an_acks1_loss_is_written_and_counted_as_info_and_never_fails(events, lake: EmbeddedLake) -> None:
+    """Even with fail-on warning the audit of a run whose only finding is an acks=1 loss exits 0; the finding
+    is in gold/invariant_violations with severity info, and gold/audit_runs counts it (`infos`, the note)."""
+    lake.append(BRONZE_EVENTS, _bronze(events, {"acks1": ACKS1_LOST}))
+    lines: list[str] = []
+    result = run_audit(lake.spark, lake, fail_on="warning", log=lines.append)
+    assert (result.error, result.exit_code, result.errors, result.warnings, result.infos) == (None, 0, 0, 0, 1)
+    assert "0 errors, 0 warnings, 1 info, exit 0" in lines[-1].splitlines()[0]
+    assert any(line.split()[:2] == ["acks1_write_lost", "errors=0"] and line.endswith("info=1")
+               for line in lines[-1].splitlines()), lines[-1]
+    [v] = lake.read(GOLD_INVARIANT_VIOLATIONS).collect()
+    assert (v["invariant"], v["severity"], v["replica"], v["offset"], v["expected"], v["actual"]) == (
+        "acks1_write_lost", "info", 2, 0, 11, -1)
+    [row] = lake.read(GOLD_AUDIT_RUNS).collect()
+    assert (row["exit_code"], row["errors"], row["warnings"], row["infos"]) == (0, 0, 0, 1)
+    per = {c["invariant"]: c for c in row["invariants"]}
+    assert per["acks1_write_lost"]["note"].startswith("info=1 ")
+    assert per["acked_write_lost"]["note"] is None
 
 
 def test_exit_code_for_counts_warnings_only_when_told() -> None:

@@ -222,6 +222,14 @@ def test_old_protocol_generations_lose_data_so_the_comparison_is_not_vacuous(out
     assert any(outcome.checker[r] for r in old), "no compared invariant fires in any old-mode run"
 
 
+def test_acks1_losses_are_compared_so_that_comparison_is_not_vacuous(outcome: Outcome) -> None:
+    """Scenarios and seeded runs with an acks=1 producer lose acks=1 writes in failovers: the checker's
+    acks1_write_lost info findings are among the compared ones, in several runs."""
+    found = {r: n for r, keys in outcome.checker.items()
+             if (n := sum(1 for k in keys if k[:2] == ("acks1_write_lost", "info")))}
+    assert len(found) >= 3, found
+
+
 def _answers_past(events: list[dict], bound_ms: int) -> int:
     """NONE fetch answers that arrived more than `bound_ms` after the fetch they answer."""
     sent: dict[tuple, int] = {}
