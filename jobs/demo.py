@@ -68,7 +68,8 @@ def run_demo(
     log("      " + check_summary(checked))
 
     def indent(message: str) -> None:
-        log("      " + message)
+        # Every line under its stage's header: the audit's summary has one line per invariant.
+        log("      " + message.replace("\n", "\n      "))
 
     # This run only: a lake an earlier demo left runs in must not decide this demo's exit code.
     log(f"[4/{stages}] timelines  (replog timelines{only})")

@@ -12,9 +12,10 @@ error; counted per error name over the runs; per follower, leader and error for 
 
 Which runs: `--run` (repeatable), else the runs of the latest audit. The audit summary counts the
 violations of those runs per invariant and severity, and names the invariants the audit did not
-evaluate. A partition is *flagged* when it has a violation, a lag incident or an unclean election; the
-worst `report.max_partitions` are plotted (errors, then warnings, then unclean elections, then late /
-missing / premature incidents, then other incidents), and the report says how many more were flagged.
+evaluate. A partition is *flagged* when it has a violation (an info finding too: an acks=1 write lost, which
+Kafka allows, is still acknowledged data the producer believes written), a lag incident or an unclean election;
+the worst `report.max_partitions` are plotted (errors, then warnings, then unclean elections, then late / missing /
+premature incidents, then info findings, then other incidents), and the report says how many more were flagged.
 Each run (up to `report.max_partitions` of them) also gets its cluster overview (`jobs.cluster_overview`,
 `jobs.overview_plot`): partitions under-replicated / under min ISR / offline, lagging followers, ISR churn (the
 leaders' shrinks and expands, and the controller's removals), broker crashes and elections over time.
@@ -78,6 +79,7 @@ from jobs.plots import (
     PartitionPlot,
     ViolationMark,
     plot_partition,
+    severity_rank,
 )
 from jobs.report_document import (
     BAD_VERDICTS,
@@ -97,7 +99,7 @@ from jobs.report_document import (
 from jobs.runs import bronze_runs
 from jobs.transforms.lag import run_bounds
 from jobs.transforms.timelines import PARTITION_KEY
-from replication_core.checker.catalogue import BY_NAME
+from replication_core.checker.catalogue import BY_NAME, ERROR, INFO, SEVERITIES, WARNING
 from replication_core.sim.cli import folder_problem
 from schemas.audit import GOLD_AUDIT_RUNS, GOLD_INVARIANT_VIOLATIONS
 from schemas.events import BROKER_LIFECYCLE, EPOCH_REQUEST_RETRY, FETCH_RESPONSE, KAFKA_LOG_SOURCE, LEADER_ELECTION
@@ -120,12 +122,15 @@ FLAGGED_SCHEMA = T.StructType([
     T.StructField("partition", T.IntegerType(), False),
     T.StructField("errors", T.LongType(), False),
     T.StructField("warnings", T.LongType(), False),
+    T.StructField("infos", T.LongType(), False),
     T.StructField("incidents", T.LongType(), False),
     T.StructField("bad_incidents", T.LongType(), False),
     T.StructField("unclean_elections", T.LongType(), False),
 ])
 """`flagged_partitions`: per partition with a violation, a lag incident or an unclean election, the counts that
 rank it."""
+COUNTS: tuple[str, ...] = tuple(f.name for f in FLAGGED_SCHEMA.fields[len(KEY):])
+"""`FLAGGED_SCHEMA`'s counts."""
 
 
 class ReportError(RuntimeError):
@@ -143,6 +148,7 @@ class ReportResult:
     plotted: int = 0
     errors: int = 0
     warnings: int = 0
+    infos: int = 0
     incidents: int = 0
     pngs: list[Path] = field(default_factory=list)
     seconds: float = 0.0
@@ -162,7 +168,8 @@ class ReportResult:
         more = self.flagged - self.plotted
         return (
             f"report: audit {self.audit_id}, {len(self.runs)} run(s): {self.errors} errors, {self.warnings} warnings, "
-            f"{self.incidents} lag incidents; {self.flagged} partitions flagged, {self.plotted} plotted"
+            f"{self.infos} info, {self.incidents} lag incidents; {self.flagged} partitions flagged, "
+            f"{self.plotted} plotted"
             + (f" ({more} more not plotted)" if more else "") + f" in {self.seconds:.1f}s\n"
             f"  {self.html_path}\n  {self.markdown_path}"
         )
@@ -173,13 +180,17 @@ class ReportResult:
 
 def flagged_partitions(violations: DataFrame, incidents: DataFrame, elections: DataFrame | None = None) -> DataFrame:
     """Per (run, topic, partition) with a partition-scoped violation, a lag incident or an unclean election (a row
-    of `elections` per election: run, topic, partition): error, warning, incident, bad-verdict (late / missing /
-    premature) and unclean-election counts (schema `FLAGGED_SCHEMA`). An unclean election flags its partition on
-    its own: it may have lost acknowledged data where no invariant can tell (a run read from broker logs)."""
+    of `elections` per election: run, topic, partition): error, warning, info, incident, bad-verdict (late /
+    missing / premature) and unclean-election counts (schema `FLAGGED_SCHEMA`). An unclean election flags its
+    partition on its own: it may have lost acknowledged data where no invariant can tell (a run read from broker
+    logs); so does an info finding (an acks=1 write lost: allowed, but data the producer believes written). A
+    severity the catalogue does not know counts as an error, so that it is not ranked out of sight."""
     scoped = violations.where(F.col("topic").isNotNull() & F.col("partition").isNotNull())
+    known = F.col("severity").isin(WARNING, INFO)
     v = scoped.groupBy(*KEY).agg(
-        F.count(F.when(F.col("severity") == "error", 1)).alias("errors"),
-        F.count(F.when(F.col("severity") == "warning", 1)).alias("warnings"),
+        F.count(F.when(~known, 1)).alias("errors"),
+        F.count(F.when(F.col("severity") == WARNING, 1)).alias("warnings"),
+        F.count(F.when(F.col("severity") == INFO, 1)).alias("infos"),
     )
     i = incidents.groupBy(*KEY).agg(
         F.count(F.lit(1)).alias("incidents"),
@@ -193,8 +204,7 @@ def flagged_partitions(violations: DataFrame, incidents: DataFrame, elections: D
         joined = joined.withColumn("unclean_elections", F.lit(0))
     return joined.select(
         *[F.col(c) for c in KEY],
-        *[F.coalesce(F.col(c), F.lit(0)).cast("long").alias(c) for c in ("errors", "warnings", "incidents",
-                                                                            "bad_incidents", "unclean_elections")],
+        *[F.coalesce(F.col(c), F.lit(0)).cast("long").alias(c) for c in COUNTS],
     )
 
 
@@ -281,10 +291,18 @@ def fetch_error_times(bronze: DataFrame, selected: DataFrame, limit: int) -> Dat
 
 
 def worst_first() -> list[Column]:
-    """The ranking of flagged partitions: errors, warnings, unclean elections, bad incidents, incidents, then
-    the key."""
+    """The ranking of flagged partitions: errors, warnings, unclean elections, bad incidents, info findings (acks=1
+    writes lost: allowed, so below everything the leader or the controller did wrong, but acknowledged data gone,
+    so above a follower that lagged and was handled as it should), incidents, then the key."""
     return [F.col("errors").desc(), F.col("warnings").desc(), F.col("unclean_elections").desc(),
-            F.col("bad_incidents").desc(), F.col("incidents").desc(), *[F.col(c).asc() for c in KEY]]
+            F.col("bad_incidents").desc(), F.col("infos").desc(), F.col("incidents").desc(),
+            *[F.col(c).asc() for c in KEY]]
+
+
+def severity_order() -> Column:
+    """`plots.severity_rank` of the `severity` column: 0 error, 1 warning, 2 info, an unknown severity 0."""
+    ranks = F.create_map(*[F.lit(x) for rank, severity in enumerate(SEVERITIES) for x in (severity, rank)])
+    return F.coalesce(ranks[F.col("severity")], F.lit(0))
 
 
 def bucketed(df: DataFrame, ts: str, selected: DataFrame) -> DataFrame:
@@ -474,6 +492,22 @@ def _violation_cols(evidence: int = EVIDENCE_KEPT) -> list[Column]:
         F.slice(F.coalesce("evidence", F.array().cast("array<bigint>")), 1, evidence).alias("evidence")]
 
 
+def _invariant_count(name: str, severity: str, evaluated: bool, found: dict[str, int],
+                     note: str | None = None) -> InvariantCount:
+    """An audit summary row from the invariant's violations per severity (`found`); a severity the catalogue does
+    not know is counted with the errors, as `flagged_partitions` ranks it."""
+    unknown = sum(n for s, n in found.items() if s not in SEVERITIES)
+    return InvariantCount(name, severity, evaluated, found.get(ERROR, 0) + unknown, found.get(WARNING, 0), note,
+                          found.get(INFO, 0))
+
+
+def _fallback_severity(name: str, found: dict[str, int]) -> str:
+    """The severity of an invariant the audit row does not list: the catalogue's, else the gravest one found."""
+    if name in BY_NAME:
+        return BY_NAME[name].severity
+    return min(found, key=severity_rank, default=ERROR)
+
+
 def _incident_order() -> list[Column]:
     """Incidents listed bad verdicts first, then by time (built per call: a Column needs a running Spark)."""
     return [F.when(F.col("verdict").isin(*sorted(BAD_VERDICTS)), 0).otherwise(1), F.col("start_ms"),
@@ -521,11 +555,10 @@ def run_report(
     verdicts = {r["verdict"]: int(r["count"]) for r in incidents.groupBy("verdict").count().collect()}
     catalogue = audit["invariants"] or []
     known = {c["invariant"] for c in catalogue}
-    invariants = tuple(InvariantCount(c["invariant"], c["severity"], bool(c["evaluated"]),
-                                      counts.get(c["invariant"], {}).get("error", 0),
-                                      counts.get(c["invariant"], {}).get("warning", 0), c["note"]) for c in catalogue)
+    invariants = tuple(_invariant_count(c["invariant"], c["severity"], bool(c["evaluated"]),
+                                        counts.get(c["invariant"], {}), c["note"]) for c in catalogue)
     # Violations of an invariant the audit row does not list (an older catalogue) are still counted.
-    invariants += tuple(InvariantCount(n, "error", True, c.get("error", 0), c.get("warning", 0))
+    invariants += tuple(_invariant_count(n, _fallback_severity(n, c), True, c)
                         for n, c in sorted(counts.items()) if n not in known)
 
     unscoped = violations.where(F.col("topic").isNull() | F.col("partition").isNull())
@@ -573,7 +606,8 @@ def run_report(
     result.markdown_path.write_text(markdown(doc), encoding="utf-8")
     result.html_path.write_text(html_page(doc), encoding="utf-8")
     result.flagged, result.plotted, result.pngs = flagged_total, len(sections), [*overview_pngs, *pngs]
-    result.errors, result.warnings, result.incidents = doc.errors, doc.warnings, doc.incidents_total
+    result.errors, result.warnings, result.infos = doc.errors, doc.warnings, doc.infos
+    result.incidents = doc.incidents_total
     result.seconds = time.perf_counter() - t0
     return result
 
@@ -609,7 +643,7 @@ def plot_partitions(
                              for s in (GOLD_INVARIANT_VIOLATIONS, GOLD_LAG_INCIDENTS))
     elections = unclean_elections(lake.read(BRONZE_EVENTS, parts))
     counted = keys.join(flagged_partitions(violations, incidents, elections), KEY, "left").na.fill(
-        0, ["errors", "warnings", "incidents", "bad_incidents", "unclean_elections"])
+        0, list(COUNTS))
     found = {(r["run_id"], r["topic"], r["partition"]): r for r in counted.collect()}  # one row per partition
     chosen = [found[w] for w in wanted]
     _, pngs = _sections(spark, lake, cfg, chosen, violations, incidents, _run_bounds(lake, parts),
@@ -762,13 +796,14 @@ def _sections(
     leaders = grouped(leader_changes(ps, selected, cfg.max_points))
     uncleans = grouped(first_rows(unclean_elections(lake.read(BRONZE_EVENTS, parts)).join(sel, KEY, "left_semi"),
                                   [F.col("ts_ms")], cfg.max_points))
-    # Errors first; then the invariants take turns (each one's earliest, then each one's second, ...), so a
+    # Errors first, then warnings, then info findings (an acks=1 loss never takes an error's place); within a
+    # severity the invariants take turns (each one's earliest, then each one's second, ...), so a
     # flood of one invariant does not hide the first violation of another behind the max_rows cap.
     # Offsets break ties: an end-of-run check's violations share one time and event, and would come in any order.
     nth = F.row_number().over(Window.partitionBy(*KEY, "invariant").orderBy("ts_ms", "event_id",
                                                                             F.col("offset").asc_nulls_first()))
     viols = grouped(first_rows(violations.join(sel, KEY, "left_semi").select(*_violation_cols()).withColumn(
-        "_nth", nth), [F.when(F.col("severity") == "error", 0).otherwise(1), F.col("_nth"), F.col("ts_ms"),
+        "_nth", nth), [severity_order(), F.col("_nth"), F.col("ts_ms"),
                        F.col("event_id"), F.col("invariant"), F.col("offset").asc_nulls_first()], cfg.max_rows))
     incs = grouped(with_leader_deposed(with_fetch_failures(first_rows(
         incidents.join(sel, KEY, "left_semi"), [F.col("start_ms"), F.col("follower_id")], cfg.max_rows),
@@ -808,7 +843,7 @@ def _sections(
         key = (run, topic, partition)
         end_s = max(0.0, (bounds.get(run, (0, 0))[1] - start_ms) / 1000.0)
         v_rows = [_violation_row(r, start_ms, looked_up) for r in sorted(viols.get(key, []), key=lambda r: (
-            r["severity"] != "error", r["ts_ms"], r["event_id"], r["invariant"],
+            severity_rank(r["severity"]), r["ts_ms"], r["event_id"], r["invariant"],
             -1 if r["offset"] is None else r["offset"]))]
         i_rows = [_incident_row(r, start_ms) for r in sorted(incs.get(key, []), key=lambda r: (
             r["start_ms"], r["follower_id"]))]
@@ -816,9 +851,9 @@ def _sections(
         notes = []
         if lead and lead[0]["changes"] > len(lead):
             notes.append(f"first {len(lead)} of {lead[0]['changes']} leader changes drawn")
-        if len(v_rows) < c["errors"] + c["warnings"]:
-            notes.append(f"{len(v_rows)} of {c['errors'] + c['warnings']} violations marked, "
-                         "each invariant's earliest first")
+        found = c["errors"] + c["warnings"] + c["infos"]
+        if len(v_rows) < found:
+            notes.append(f"{len(v_rows)} of {found} violations marked, each invariant's earliest first")
         drawn_faults = fault_marks(faults.get(run, []), start_ms)[0]
         replicas = tuple(sorted({r["replica"] for r in isr.get(key, []) + offsets.get(key, [])}))
         # Each broker's row carries its own total (the rows stop at max_points per broker).
@@ -870,7 +905,8 @@ def _sections(
                                          tuple(InvariantSpread(t["invariant"], t["severity"], int(t["count"]),
                                                                t["first_offset"], t["last_offset"])
                                                for t in sorted(totals.get(key, []), key=lambda t: (
-                                                   t["severity"] != "error", t["invariant"])))))
+                                                   severity_rank(t["severity"]), t["invariant"]))),
+                                         infos=int(c["infos"])))
     return sections, pngs
 
 

@@ -6,7 +6,9 @@ committed ISR changes, the crashes, restarts and shutdowns of its replicas' brok
 held them in (`broker_fault`: a GC pause, a disk stall, a network partition and its heal) — and
 `offsets_at_moments` gives every replica's role, epoch, HW and LEO in force at each of them, from
 `silver/replica_offsets`. Read down the table to see, for instance, how far the new leader's LEO was behind
-the old leader's HW when an unclean election made it leader.
+the old leader's HW when an unclean election made it leader. `lost_writes` and `lost_per_partition` answer the
+notebook's first question: which acknowledged writes are gone, acks=all (Kafka promised to keep them) and acks=1
+(it did not) apart.
 """
 
 from __future__ import annotations
@@ -15,6 +17,11 @@ from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
 from schemas.events import BROKER_FAULT, BROKER_LIFECYCLE, ISR_CHANGE, LEADER_ELECTION, PARTITION_CHANGE
+
+LOST_WRITE_INVARIANTS: dict[str, str] = {"acked_write_lost": "all", "acks1_write_lost": "1"}
+"""The invariants that find an acknowledged write missing from its partition's final leader log, by the producer's
+`acks`: acks=all writes, which Kafka promises to keep (an error; a warning where an unclean election or a crash
+explains the loss), and acks=1 writes, which it does not (info: counted, never a failure)."""
 
 MOMENT_COLUMNS: tuple[str, ...] = ("ts_ms", "event_id", "broker_id", "kind", "moment")
 """`partition_moments`: time, bronze event id, the broker it concerns, kind, and a one-line description."""
@@ -113,3 +120,20 @@ def offsets_at_moments(bronze: DataFrame, replica_offsets: DataFrame, run_id: st
         "ts_ms", "event_id", "moment", *[F.lit(None).cast(offsets.schema[c].dataType).alias(c) for c in state])
     return (matched.unionByName(unmatched).orderBy("ts_ms", "event_id", F.col("replica_id").asc_nulls_first())
             .drop("event_id"))
+
+
+def lost_writes(violations: DataFrame) -> DataFrame:
+    """The acknowledged writes missing from their partition's final leader log at the end of a run: the rows of
+    `LOST_WRITE_INVARIANTS` in `gold/invariant_violations`, one per lost acknowledgement, with `acks` (`all` or
+    `1`), the first lost offset, the severity, when the end-of-run check found it and its message."""
+    acks = F.create_map(*[F.lit(x) for item in LOST_WRITE_INVARIANTS.items() for x in item])[F.col("invariant")]
+    return violations.where(F.col("invariant").isin(*LOST_WRITE_INVARIANTS)).select(
+        "run_id", "topic", "partition", acks.alias("acks"), "offset", "severity", "ts_ms", "message")
+
+
+def lost_per_partition(lost: DataFrame) -> DataFrame:
+    """Per run, topic, partition and `acks` of `lost_writes`: how many acknowledged writes are gone (`writes_lost`)
+    and the lowest and highest first lost offset."""
+    return lost.groupBy("run_id", "topic", "partition", "acks").agg(
+        F.count(F.lit(1)).alias("writes_lost"), F.min("offset").alias("first_offset"),
+        F.max("offset").alias("last_offset"))

@@ -41,6 +41,7 @@ from matplotlib.transforms import Bbox, offset_copy
 
 from jobs.fault_plot import MIN_FAULT_WIDTH, FaultSpan, draw_fault_bars, fault_handles, fault_kinds, partition_label
 from jobs.report_document import BAD_VERDICTS
+from replication_core.checker.catalogue import ERROR, INFO, SEVERITIES, WARNING
 
 OFFSET_COLUMNS: tuple[str, ...] = ("replica", "t_s", "hw", "leo", "hw_min", "hw_max", "leo_min", "leo_max")
 """Columns of `PartitionPlot.offsets`: one row per replica and time bucket; `hw` / `leo` are the values at
@@ -57,6 +58,9 @@ MAX_LEADER_LABELS = 12
 """Beyond this many leader changes the lines are drawn without text (labels would overlap)."""
 MAX_VIOLATION_LABELS = 8
 """Violation markers beyond this many are drawn without text."""
+MAX_INFO_LABELS = 1
+"""Labels per info invariant: its findings tell one story many times (the acks=1 writes an isolated leader took,
+lost at the failover), so its first is labelled with the count of the others, and its evidence drawn once."""
 
 EVIDENCE_LABEL_STEPS = 9
 """Heights an evidence label may climb to above its ring to stay clear of the labels before it."""
@@ -75,7 +79,14 @@ _VERDICT_SHORT = {"on_time": "removed from the ISR in time", "late": "removed fr
                   "missing": "never removed from the ISR", "recovered": "caught up in time",
                   "leader_lost": "the leader changed first", "ongoing": "too early to judge",
                   "not_in_isr": "out of the ISR by another route", "premature": "removed while not lagging"}
-_SEVERITY_STYLE = {"error": ("#d62728", "X"), "warning": ("#ff7f0e", "^")}
+INFO_COLOUR = "#5b7c99"
+"""Findings of severity info (an acks=1 write lost, which Kafka allows): a calm blue-grey, apart from the red and
+orange of errors and warnings and from the brokers' colours."""
+_SEVERITY_STYLE = {ERROR: ("#d62728", "X"), WARNING: ("#ff7f0e", "^"), INFO: (INFO_COLOUR, "D")}
+_MARK_SIZE = {INFO: 8.0}
+"""Marker size per severity where not 13: an info diamond stays smaller than an error's cross."""
+SEVERITY_LEGEND = {ERROR: "error", WARNING: "warning", INFO: "info: acks=1 write lost\n(Kafka allows it)"}
+"""The legend's entry for the marks of each severity present."""
 UNCLEAN_COLOUR = "#b2182b"
 FETCH_ERROR_COLOUR = "#e6550d"
 
@@ -195,14 +206,16 @@ class PartitionPlot:
 
 
 def headline(data: PartitionPlot) -> str:
-    """One line saying what went wrong in the partition, e.g. `1 error (acked_write_lost) · 1 lag incident`."""
+    """One line saying what went wrong in the partition, e.g. `1 error (acked_write_lost) · 3 info
+    (acks1_write_lost) · 1 lag incident`: the severities gravest first, then unclean elections and incidents."""
     totals = data.violation_totals or tuple((v.severity, v.invariant, 1) for v in data.violations)
     parts = []
-    for severity in ("error", "warning"):
+    for severity in SEVERITIES:
         names = sorted({name for sev, name, _ in totals if sev == severity})
         n = sum(count for sev, _, count in totals if sev == severity)
         if n:
-            parts.append(f"{n} {severity}{'s' if n > 1 else ''} ({', '.join(names)})")
+            plural = "s" if n > 1 and severity != INFO else ""  # "3 info", as the audit and the check say it
+            parts.append(f"{n} {severity}{plural} ({', '.join(names)})")
     unclean = sum(1 for c in data.leaders if c.unclean)
     if unclean:
         parts.append(f"{unclean} unclean election{'s' if unclean > 1 else ''}")
@@ -351,23 +364,35 @@ def _draw_violations(ax, data: PartitionPlot) -> int:  # type: ignore[no-untyped
     for v in data.violations:
         colour, marker = _SEVERITY_STYLE.get(v.severity, ("#d62728", "X"))
         (x, y), transform = anchor(v)
-        ax.plot([x], [y], marker=marker, color=colour, markersize=13, markeredgecolor="black", linestyle="none",
-                transform=transform, zorder=6, clip_on=v.offset is not None)
+        # An info mark is small, edged in its own colour (a white edge would blank out the next one in a column of
+        # consecutive lost offsets) and drawn under the others: an allowed loss must not cover an error.
+        info = v.severity == INFO
+        ax.plot([x], [y], marker=marker, color=colour, markersize=_MARK_SIZE.get(v.severity, 13.0),
+                markeredgecolor=colour if info else "black", linestyle="none", transform=transform,
+                zorder=5.5 if info else 6, clip_on=v.offset is not None)
     # Labels in `_labelled`'s order, so that each invariant's first gets a place before any invariant's second.
     renderer = ax.figure.canvas.get_renderer()
     panel = ax.get_window_extent(renderer)
     taken: list[Bbox] = []
     left_out = 0
+    totals: dict[tuple[str, str], int] = {}
+    for severity, invariant, count in data.violation_totals or tuple((v.severity, v.invariant, 1)
+                                                                       for v in data.violations):
+        totals[(severity, invariant)] = totals.get((severity, invariant), 0) + count
     for v in _labelled(data):
         colour = _SEVERITY_STYLE.get(v.severity, ("#d62728", "X"))[0]
         where = [] if v.replica is None else [f"broker {v.replica}"]
         if v.offset is not None:
             where.append(f"offset {v.offset}")  # as the report's tables print it: no separators
-        text = f"{v.severity.upper()}: {v.invariant}" + (f"\n({', '.join(where)})" if where else "")
+        # An info invariant has one label (MAX_INFO_LABELS): it says how many marks it stands for.
+        more = totals.get((v.severity, v.invariant), 1) - MAX_INFO_LABELS if v.severity == INFO else 0
+        text = (f"{v.severity.upper()}: {v.invariant}" + (f" (+{more:,} more)" if more > 0 else "")
+                + (f"\n({', '.join(where)})" if where else ""))
         right_half = v.time_s > 0.6 * data.end_s
         xy, transform = anchor(v)
         label = ax.annotate(text, xy=xy, xycoords=transform, xytext=(-12 if right_half else 12, -16),
-                            textcoords="offset points", fontsize=8.5, color=colour, fontweight="bold",
+                            textcoords="offset points", fontsize=8.5, color=colour,
+                            fontweight="normal" if v.severity == INFO else "bold",
                             ha="right" if right_half else "left", va="top",
                             bbox={"boxstyle": "round,pad=0.25", "fc": "white", "ec": colour, "alpha": 0.9},
                             arrowprops={"arrowstyle": "-", "color": colour, "lw": 0.8}, zorder=7)
@@ -434,15 +459,24 @@ def _clashes(extent: Bbox, taken: Sequence[Bbox]) -> int:
     return sum(extent.overlaps(other) for other in taken)
 
 
+def severity_rank(severity: str) -> int:
+    """0 for an error, 1 a warning, 2 an info finding (`SEVERITIES`' order); an unknown severity ranks with errors,
+    so that nothing unforeseen is ranked out of sight."""
+    return SEVERITIES.index(severity) if severity in SEVERITIES else 0
+
+
 def _labelled(data: PartitionPlot) -> list[ViolationMark]:
-    """The violations that get a text label (and their evidence drawn): errors first, the invariants taking turns
-    (each one's earliest, then each one's second, ...), then by time: a flood of one invariant at one instant
-    (an end-of-run check) does not take every label."""
+    """The violations that get a text label (and their evidence drawn): errors first, then warnings, then info
+    findings, the invariants of a severity taking turns (each one's earliest, then each one's second, ...), then by
+    time: a flood of one invariant at one instant (an end-of-run check) does not take every label, and acks=1
+    losses never take an error's or a warning's. An info invariant gets `MAX_INFO_LABELS` (its earliest; at one
+    instant, the first given: the report gives an end-of-run check's lowest offset first)."""
     nth: dict[tuple[str, str], int] = {}
     ranked = []
     for v in sorted(data.violations, key=lambda v: (v.time_s, v.invariant)):
         key = (v.severity, v.invariant)
-        ranked.append((v.severity != "error", nth.get(key, 0), v.time_s, v.invariant, v))
+        if v.severity != INFO or nth.get(key, 0) < MAX_INFO_LABELS:
+            ranked.append((severity_rank(v.severity), nth.get(key, 0), v.time_s, v.invariant, v))
         nth[key] = nth.get(key, 0) + 1
     ranked.sort(key=lambda r: r[:4])
     return [r[-1] for r in ranked[:MAX_VIOLATION_LABELS]]
@@ -651,6 +685,9 @@ def render_partition(data: PartitionPlot) -> Figure:
                 Patch(facecolor="white", edgecolor="#888888", hatch="///",
                       label="left and rejoined ISR\nwithin a bucket"),
                 Patch(facecolor="black", label="leader"),
+                *[Line2D([], [], marker=_SEVERITY_STYLE[s][1], color=_SEVERITY_STYLE[s][0], linestyle="none",
+                         markeredgecolor=_SEVERITY_STYLE[s][0] if s == INFO else "black", label=SEVERITY_LEGEND[s])
+                  for s in SEVERITIES if any(v.severity == s for v in data.violations)],
                 Line2D([], [], marker="o", markerfacecolor="white", markeredgecolor="#d62728", linestyle="none",
                        label="evidence event\n(numbered in time order)"),
                 Line2D([], [], marker="X", color="#d62728", linestyle="none", label="broker crash"),
@@ -671,7 +708,7 @@ def render_partition(data: PartitionPlot) -> Figure:
     fig.suptitle(f"{data.topic}-{data.partition}   (run {data.run_id})", x=0.08, ha="left", fontsize=14,
                  fontweight="bold")
     resolution = "exact changes" if data.bucket_ms <= 1 else f"one point per {data.bucket_ms:,} ms bucket"
-    sub = f"{headline(data)}\nLEO wide line, HW dashed, one colour per broker; {resolution}"
+    parts = ["LEO wide line, HW dashed, one colour per broker", resolution]
     notes = list(data.notes)
     drawn = sum(1 for f in data.faults if f.broker in data.replicas)
     if data.faults_total > drawn:
@@ -681,10 +718,27 @@ def render_partition(data: PartitionPlot) -> Figure:
     if unlabelled:
         n = len(data.incidents)
         notes.append(f"{n - unlabelled} of {n} lag incidents labelled (shading marks all)")
-    if notes:
-        sub += "; " + "; ".join(notes)
+    sub = headline(data) + "\n" + "\n".join(_wrapped([*parts, *notes]))
     fig.text(0.08, 0.935, sub, fontsize=9.5, ha="left", va="top")
     return fig
+
+
+SUBTITLE_CHARS = 150
+"""Characters per subtitle line (the figure's width at its font size): the notes go on as many lines as they need."""
+
+
+def _wrapped(parts: Sequence[str], width: int = SUBTITLE_CHARS) -> list[str]:
+    """`parts` joined by "; " into lines of at most `width` characters, breaking only between parts (a note stays
+    whole, so that it can be read and searched for); a part longer than `width` is a line of its own."""
+    lines: list[str] = []
+    for part in parts:
+        if lines and len(lines[-1]) + 2 + len(part) <= width:
+            lines[-1] += "; " + part
+        else:
+            if lines:
+                lines[-1] += ";"
+            lines.append(part)
+    return lines
 
 
 def plot_partition(data: PartitionPlot, path: Path) -> Path:

@@ -12,6 +12,8 @@ import html
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+from replication_core.checker.catalogue import INFO
+
 BAD_VERDICTS: frozenset[str] = frozenset({"late", "missing", "premature"})
 """Lag-incident verdicts where the leader did the wrong thing (see `jobs.transforms.lag`)."""
 
@@ -41,6 +43,8 @@ class InvariantCount:
     errors: int
     warnings: int
     note: str | None = None
+    infos: int = 0
+    """Findings of severity info (acks1_write_lost: an acks=1 write lost, which Kafka allows)."""
 
 
 @dataclass(frozen=True)
@@ -198,12 +202,21 @@ class PartitionSection:
     """How many of the drawn faults were the replicas' (`faults` stops at max_rows)."""
     per_invariant: tuple[InvariantSpread, ...] = ()
     """Every violated invariant's count and offsets here, however many the table lists."""
+    infos: int = 0
+    """Findings of severity info here (acks=1 writes lost)."""
+
+    @property
+    def violation_count(self) -> int:
+        """Every violation of the partition, whatever its severity (the table lists the first max_rows)."""
+        return self.errors + self.warnings + self.infos
 
     @property
     def counts(self) -> str:
-        """`1 error(s), 0 warning(s), 2 lag incident(s)[, 1 unclean election(s)].`"""
+        """`1 error(s), 0 warning(s)[, 3 info], 2 lag incident(s)[, 1 unclean election(s)].`: info and unclean
+        elections only where there are some (errors, warnings and incidents are what every reader looks for)."""
+        info = f", {self.infos} info" if self.infos else ""
         unclean = f", {self.unclean_elections} unclean election(s)" if self.unclean_elections else ""
-        return (f"{self.errors} error(s), {self.warnings} warning(s), {self.incident_count} lag incident(s)"
+        return (f"{self.errors} error(s), {self.warnings} warning(s){info}, {self.incident_count} lag incident(s)"
                 f"{unclean}.")
 
     @property
@@ -255,6 +268,11 @@ class ReportDocument:
     def warnings(self) -> int:
         """Violations of severity warning over the reported runs."""
         return sum(c.warnings for c in self.invariants)
+
+    @property
+    def infos(self) -> int:
+        """Findings of severity info over the reported runs: acks=1 writes lost (counted, never a failure)."""
+        return sum(c.infos for c in self.invariants)
 
     @property
     def not_plotted(self) -> int:
@@ -309,7 +327,8 @@ def _overview(doc: ReportDocument) -> list[str]:
     lines = [
         f"Audit {doc.audit_id} (started {doc.audit_started_at}, bronze version {_id(doc.bronze_version)}) of "
         f"{len(doc.runs)} run(s): {', '.join(doc.runs) or 'none'}.",
-        f"{doc.errors} error(s) and {doc.warnings} warning(s); lag incidents by verdict: {doc.verdict_line()}.",
+        f"{doc.errors} error(s), {doc.warnings} warning(s) and {doc.infos} info ({INFO_MEANING}); lag incidents "
+        f"by verdict: {doc.verdict_line()}.",
         f"Fetch responses with an error: {doc.fetch_error_line()}.",
     ]
     if doc.flagged_total == 0:
@@ -322,7 +341,10 @@ def _overview(doc: ReportDocument) -> list[str]:
     return lines
 
 
-_INVARIANT_HEAD = ("invariant", "severity", "evaluated", "errors", "warnings")
+INFO_MEANING = "acks=1 writes lost, which Kafka allows: counted, never a failure"
+"""What a finding of severity info is, as the overview says it (acks1_write_lost is the catalogue's only one)."""
+
+_INVARIANT_HEAD = ("invariant", "severity", "evaluated", "errors", "warnings", "info")
 _VIOLATION_HEAD = ("invariant", "severity", "replica", "time (s)", "event", "offset", "expected", "actual",
                    "evidence (event ids)", "message")
 _FETCH_ERROR_HEAD = ("follower", "leader", "error", "responses", "first (s)", "last (s)")
@@ -356,8 +378,8 @@ _INCIDENT_HEAD = ("run", "partition", "follower", "leader (epoch)", "start (s)",
 def _invariant_cells(c: InvariantCount) -> tuple[str, ...]:
     # A check that did not run has no count: a 0 there would read as "passed".
     if not c.evaluated:
-        return (c.invariant, c.severity, "no", "–", "–")
-    return (c.invariant, c.severity, "yes", str(c.errors), str(c.warnings))
+        return (c.invariant, c.severity, "no", "–", "–", "–")
+    return (c.invariant, c.severity, "yes", str(c.errors), str(c.warnings), str(c.infos))
 
 
 def _violation_cells(v: ViolationRow) -> tuple[str, ...]:
@@ -453,7 +475,7 @@ def markdown(doc: ReportDocument) -> str:
                 s.counts, ""]
         if s.violations:
             out += _md_table(_VIOLATION_HEAD, [_violation_cells(v) for v in s.violations])
-            note = _listed(len(s.violations), s.errors + s.warnings, "violations", _TAKE_TURNS)
+            note = _listed(len(s.violations), s.violation_count, "violations", _TAKE_TURNS)
             out += [n for line in (note, _spread_line(s.per_invariant) if note else None) if line for n in (line, "")]
             out += [f"- `{name}`: {_md_cell(rule)} ({_md_cell(offsets)})" for name, rule, offsets in s.rules]
             out += [""] if s.rules else []
@@ -517,7 +539,8 @@ def _picture_legend(doc: ReportDocument) -> str:
             "vertical lines are leader changes (new leader and epoch; red dashed: an unclean election, which may "
             "lose acknowledged data), shaded "
             "intervals are lag incidents (red: late / missing / premature), crosses and triangles are errors and "
-            "warnings with the invariant name, numbered rings their evidence events in order. "
+            "warnings with the invariant name, small blue-grey diamonds info findings (an acks=1 write lost, which "
+            "Kafka allows), numbered rings their evidence events in order. "
             f"Time is seconds since the run's first event. {doc.bucket_note}").strip()
 
 
@@ -530,6 +553,7 @@ table { border-collapse: collapse; margin: 0.6em 0 1.2em; font-size: 0.9em; }
 th, td { border: 1px solid #ccc; padding: 0.25em 0.5em; text-align: left; vertical-align: top; }
 th { background: #f3f3f3; }
 tr.error td { background: #fde8e8; } tr.warning td { background: #fff4e0; } tr.bad td { background: #fde8e8; }
+tr.info td { background: #eef2f6; }
 img { max-width: 100%; border: 1px solid #ddd; }
 code { background: #f3f3f3; padding: 0 0.2em; }
 .note { color: #555; }
@@ -547,6 +571,11 @@ def _html_table(head: Sequence[str], rows: Sequence[tuple[str, Sequence[str]]]) 
         attr = f' class="{_h(cls)}"' if cls else ""
         out.append(f"<tr{attr}>" + "".join(f"<td>{_h(c)}</td>" for c in cells) + "</tr>")
     return [*out, "</table>"]
+
+
+def _row_class(c: InvariantCount) -> str:
+    """An audit summary row's class: its gravest severity found (none: no colour)."""
+    return "error" if c.errors else "warning" if c.warnings else INFO if c.infos else ""
 
 
 def _p(text: str, cls: str = "") -> str:
@@ -573,8 +602,7 @@ def html_page(doc: ReportDocument) -> str:
         note = _overviews_left(doc)
         out += [_p(note, "note")] if note else []
     out += ["<h2>Audit summary</h2>"]
-    out += _html_table(_INVARIANT_HEAD, [("error" if c.errors else "warning" if c.warnings else "",
-                                          _invariant_cells(c)) for c in doc.invariants])
+    out += _html_table(_INVARIANT_HEAD, [(_row_class(c), _invariant_cells(c)) for c in doc.invariants])
     if doc.not_evaluated:
         out.append(_p(f"Not evaluated by the Spark audit ({len(doc.not_evaluated)}; run `replog check` for them): "
                       + ", ".join(doc.not_evaluated) + "."))
@@ -607,7 +635,7 @@ def html_page(doc: ReportDocument) -> str:
                 _p(s.counts)]
         if s.violations:
             out += _html_table(_VIOLATION_HEAD, [(v.severity, _violation_cells(v)) for v in s.violations])
-            note = _listed(len(s.violations), s.errors + s.warnings, "violations", _TAKE_TURNS)
+            note = _listed(len(s.violations), s.violation_count, "violations", _TAKE_TURNS)
             out += [_p(line, "note") for line in (note, _spread_line(s.per_invariant) if note else None) if line]
             if s.rules:
                 out.append("<ul>" + "".join(f"<li><code>{_h(name)}</code>: {_h(rule)} ({_h(offsets)})</li>"

@@ -2,7 +2,8 @@
 # MAGIC %md
 # MAGIC # replog — investigate an incident
 # MAGIC Three questions an operator asks after a broker failure, answered from the lake's tables:
-# MAGIC 1. **Did it lose acknowledged data?** Which acknowledged writes are gone, and which election lost them.
+# MAGIC 1. **Did it lose acknowledged data?** Which acknowledged writes are gone (acks=all and acks=1 apart), and
+# MAGIC    which election lost them.
 # MAGIC 2. **Which followers fell behind beyond `replica.lag.time.max.ms`**, and did the leader shrink the ISR
 # MAGIC    when (and only when) it should?
 # MAGIC 3. **How did HW and LEO move** on the partition at the centre of it?
@@ -25,7 +26,7 @@ from pyspark.sql import functions as F
 
 from jobs.config import JobConfig
 from jobs.incident_report import flagged_partitions, latest_audit, plot_overviews, plot_partitions, worst_first
-from jobs.investigate import offsets_at_moments
+from jobs.investigate import lost_per_partition, lost_writes, offsets_at_moments
 from jobs.lake import open_lake
 from jobs.report_document import BAD_VERDICTS
 from jobs.runs import bronze_runs
@@ -107,7 +108,10 @@ for o in drawn:
 # MAGIC promised to survive the failure of any ISR member but the last. The audit's `acked_write_lost` lists each
 # MAGIC such write that is missing from the partition's final leader log, offset by offset. An `acks=1` write is
 # MAGIC acknowledged by the leader alone and may be lost when it fails or is deposed (Kafka promises it nothing
-# MAGIC more): the table below counts them, but no check says how many of them survived.
+# MAGIC more): the audit's `acks1_write_lost` lists those missing from the final leader log as findings of
+# MAGIC severity `info` — counted, never a failure, but data the producer believes written. The tables below
+# MAGIC count both, per `acks` setting (`all` or `1`; an `acks=0` producer reads no answer: its writes are not
+# MAGIC checked).
 
 # COMMAND ----------
 
@@ -119,21 +123,24 @@ acked = (bronze.where(F.col("event_type") == "produce_ack")
          .orderBy("run_id", "topic", "acks", "error"))
 show(acked, 100)
 
-lost = (violations.where(F.col("invariant") == "acked_write_lost")
-        .select("run_id", "topic", "partition", "offset", "ts_ms", "message")
-        .orderBy("run_id", "topic", "partition", "offset"))
-lost_by_partition = (lost.groupBy("run_id", "topic", "partition")
-                     .agg(F.count(F.lit(1)).alias("lost_records"), F.min("offset").alias("first_offset"),
-                          F.max("offset").alias("last_offset"))
-                     .orderBy(F.col("lost_records").desc(), "run_id", "topic", "partition"))
-lost_total = lost.count()
-print(f"acknowledged writes lost: {lost_total}")
+# Every acknowledged write missing from its partition's final leader log, with the producer's acks.
+lost_any = lost_writes(violations)
+lost = lost_any.where(F.col("acks") == "all").orderBy("run_id", "topic", "partition", "offset")
+lost_by_partition = lost_per_partition(lost_any).orderBy(F.col("acks") != "all", F.col("writes_lost").desc(),
+                                                         "run_id", "topic", "partition")
+# At most two rows: per acks setting, the writes lost and the partitions they were lost on.
+lost_counts = {r["acks"]: (int(r["writes"]), int(r["partitions"])) for r in lost_by_partition.groupBy("acks").agg(
+    F.sum("writes_lost").alias("writes"), F.count(F.lit(1)).alias("partitions")).collect()}
+lost_total, partitions_lost = lost_counts.get("all", (0, 0))
+acks1_total, acks1_partitions = lost_counts.get("1", (0, 0))
+print(f"acknowledged writes lost: acks=all {lost_total}; acks=1 {acks1_total} (allowed by Kafka: info)")
 show(lost_by_partition)
 
-# The elections of the partitions that lost writes: an unclean one is the usual cause.
+# The elections of the partitions that lost writes: an unclean one is the usual cause of a lost acks=all write, a
+# clean failover away from an isolated leader enough to lose acks=1 ones.
 elections = (bronze.where(F.col("event_type") == "leader_election")
-             .join(lost_by_partition.select("run_id", "topic", "partition"), ["run_id", "topic", "partition"],
-                   "left_semi")
+             .join(lost_by_partition.select("run_id", "topic", "partition").distinct(),
+                   ["run_id", "topic", "partition"], "left_semi")
              .select("run_id", "topic", "partition", "ts_ms", F.col("action").alias("election"), "leader_id",
                      "leader_epoch", "isr", "reason")
              .orderBy("run_id", "topic", "partition", "ts_ms"))
@@ -188,7 +195,8 @@ show(brokers, 100)
 if os.environ.get("REPLOG_TOPIC") and os.environ.get("REPLOG_PARTITION"):
     focus = (os.environ.get("REPLOG_RUN") or runs[0], os.environ["REPLOG_TOPIC"], int(os.environ["REPLOG_PARTITION"]))
 else:
-    # One row: the partition with the most errors, then warnings, then late / missing / premature incidents.
+    # One row: the partition with the most errors, then warnings, unclean elections, late / missing / premature
+    # incidents, then acks=1 writes lost (info).
     worst = flagged_partitions(violations, incidents).orderBy(*worst_first()).limit(1).collect()
     focus = (worst[0]["run_id"], worst[0]["topic"], worst[0]["partition"]) if worst else None
 print("partition:", "none flagged (set REPLOG_TOPIC and REPLOG_PARTITION)" if focus is None
@@ -218,11 +226,11 @@ if focus is not None:
 
 # One row each: the counts behind the answers above.
 unclean = bronze.where((F.col("event_type") == "leader_election") & (F.col("action") == "unclean")).count()
-partitions_lost = lost_by_partition.count()
 bad_incidents = attention.count()
 conclusion = [
-    f"acks=all writes acknowledged and lost: {lost_total} on {partitions_lost} partition(s) (acks=1 and acks=0 "
-    f"writes are not checked); unclean elections: {unclean}.",
+    f"acks=all writes acknowledged and lost: {lost_total} on {partitions_lost} partition(s); acks=1: {acks1_total} "
+    f"on {acks1_partitions} partition(s) (Kafka allows it: severity info, never a failure; acks=0 writes are not "
+    f"checked); unclean elections: {unclean}.",
     f"Lag incidents: {incidents.count()}, of which late, missing or premature: {bad_incidents}.",
 ]
 if focus is not None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import yaml
@@ -23,9 +24,12 @@ def test_demo_simulates_ingests_and_checks_a_clean_run(spark, generated_code: Sp
     assert run_demo(lambda: (spark, lake), short, tmp_path / "out", log=lines.append) == 0
     text = "\n".join(lines)
     assert "[reconciled]" in text and "quarantined 0" in text
-    assert ": 0 error(s), 0 warning(s)" in text  # the reference checker
-    assert "0 errors, 0 warnings, exit 0" in text  # the Spark audit
-    assert "[7/7] report" in text and "0 partitions flagged, 0 plotted" in text
+    assert ": 0 error(s), 0 warning(s), 0 info," in text  # the reference checker
+    assert "0 errors, 0 warnings, 0 info, exit 0" in text  # the Spark audit
+    assert "[7/7] report" in text
+    assert "0 errors, 0 warnings, 0 info, 0 lag incidents; 0 partitions flagged, 0 plotted" in text
+    # The audit's per-invariant lines stay under its stage's header, acks1_write_lost (info) among them.
+    assert re.search(r"^ {8}acks1_write_lost +errors=0 warnings=0 info=0$", text, re.M)
     # Each stage names the command that repeats it, for this lake and this run.
     run = next(line.split(" of run ")[1].split()[0] for line in lines if " of run " in line)
     assert f"[6/7] audit  (replog audit --lake {lake.root} --run {run})" in lines

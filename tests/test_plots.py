@@ -15,6 +15,7 @@ from jobs.fault_plot import FAULT_BAR_HEIGHT, FAULT_STYLE, MIN_FAULT_WIDTH, Faul
 from jobs.plots import (
     ELR_LABEL,
     FETCH_ERROR_COLOUR,
+    INFO_COLOUR,
     ISR_COLUMNS,
     LANE_FAULT_OFFSETS,
     OFFSET_COLUMNS,
@@ -79,6 +80,62 @@ def test_headline_counts_every_violation_when_only_the_first_are_marked() -> Non
                                                     ("warning", "inconsistent_offsets", 189)))
     assert headline(data) == ("538 errors (acked_write_lost) · 1189 warnings (committed_prefix_agreement, "
                               "inconsistent_offsets) · 2 lag incidents (missing, ongoing)")
+
+
+INFO_LEGEND = "info: acks=1 write lost\n(Kafka allows it)"
+
+
+def _acks1_lost() -> tuple[ViolationMark, ...]:
+    """Three acks=1 writes at offsets 3..5 lost at the end of the run (24.9 s), each with its append's evidence."""
+    return tuple(ViolationMark(24.9, "acks1_write_lost", "info", 1, o, (EvidencePoint(o - 1.0, "append by broker 2"),))
+                 for o in (3, 4, 5))
+
+
+def test_the_headline_counts_acks1_losses_as_info_after_errors_and_warnings() -> None:
+    data = replace(kip101_like(), violations=kip101_like().violations + _acks1_lost())
+    assert headline(data) == ("1 error (acked_write_lost) · 1 warning (committed_prefix_agreement) · "
+                              "3 info (acks1_write_lost) · 2 lag incidents (missing, ongoing)")
+    only = replace(kip101_like(), violations=(), incidents=(), violation_totals=(("info", "acks1_write_lost", 1),))
+    assert headline(only) == "1 info (acks1_write_lost)"
+
+
+def test_acks1_losses_are_small_calm_diamonds_under_the_errors_with_one_label_and_a_legend_entry() -> None:
+    data = replace(kip101_like(), violations=kip101_like().violations + _acks1_lost())
+    fig = render_partition(data)
+    top = fig.axes[0]
+    diamonds = [line for line in top.get_lines() if line.get_marker() == "D"]
+    assert sorted(float(line.get_ydata()[0]) for line in diamonds) == [3.0, 4.0, 5.0]
+    # Edged in their own colour: a white edge would blank out the next mark in a column of lost offsets.
+    assert {(to_hex(line.get_color()), to_hex(line.get_markeredgecolor())) for line in diamonds} == {
+        (INFO_COLOUR, INFO_COLOUR)}
+    (cross,) = [line for line in top.get_lines() if line.get_marker() == "X"]  # the acked_write_lost error
+    assert all(d.get_markersize() < cross.get_markersize() and d.get_zorder() < cross.get_zorder() for d in diamonds)
+    texts = [t.get_text() for t in top.texts]
+    # One label for the invariant, counting the marks it stands for; the error and the warning keep theirs.
+    assert [t for t in texts if t.startswith("INFO:")] == ["INFO: acks1_write_lost (+2 more)\n(broker 1, offset 3)"]
+    assert any(t.startswith("ERROR: acked_write_lost") for t in texts)
+    assert any(t.startswith("WARNING: committed_prefix_agreement") for t in texts)
+    # Only the labelled finding's evidence is drawn: one ring for three findings.
+    assert sum(t.strip().endswith(". append by broker 2") for t in texts) == 2, "the error's append, and one info's"
+    legend = [t.get_text() for t in fig.legends[0].get_texts()]
+    assert {"error", "warning", INFO_LEGEND} <= set(legend)
+    assert INFO_LEGEND not in [t.get_text() for t in render_partition(kip101_like()).legends[0].get_texts()]
+    # The report marks the first max_rows: the label counts every finding of the partition.
+    totals = (("error", "acked_write_lost", 1), ("warning", "committed_prefix_agreement", 1),
+              ("info", "acks1_write_lost", 60))
+    capped = render_partition(replace(data, violation_totals=totals))
+    assert "INFO: acks1_write_lost (+59 more)\n(broker 1, offset 3)" in [t.get_text() for t in capped.axes[0].texts]
+
+
+def test_a_long_subtitle_goes_on_as_many_lines_as_it_needs_breaking_between_notes() -> None:
+    notes = ("first 5 of 9 leader changes drawn", "50 of 60 violations marked, each invariant's earliest first",
+             "first 2 of the replicas' 40 broker faults drawn")
+    sub = _figure_text(render_partition(replace(kip101_like(), notes=notes, bucket_ms=200))).splitlines()
+    assert sub[1:] == [
+        "1 error (acked_write_lost) · 1 warning (committed_prefix_agreement) · 2 lag incidents (missing, ongoing)",
+        "LEO wide line, HW dashed, one colour per broker; one point per 200 ms bucket; first 5 of 9 leader changes "
+        "drawn;",
+        "50 of 60 violations marked, each invariant's earliest first; first 2 of the replicas' 40 broker faults drawn"]
 
 
 def test_figure_shows_hw_and_leo_per_replica_the_isr_lanes_leaders_and_the_incident(tmp_path: Path) -> None:

@@ -47,8 +47,8 @@ def _doc(**over) -> ReportDocument:  # type: ignore[no-untyped-def]
 
 def test_markdown_has_the_summary_the_sections_and_the_cap() -> None:
     md = markdown(_doc())
-    assert "| acked_write_lost | error | yes | 1 | 0 |" in md
-    assert "| truncation_safety | error | no | – | – |" in md
+    assert "| acked_write_lost | error | yes | 1 | 0 | 0 |" in md
+    assert "| truncation_safety | error | no | – | – | – |" in md
     assert "Not evaluated by the Spark audit (1; run `replog check` for them): `truncation_safety`." in md
     assert "| missing | 1 |" in md
     assert re.findall(r"^### (.*)$", md, re.M) == ["t-0 (run run-1)"]
@@ -77,7 +77,7 @@ def test_a_clean_lake_says_so() -> None:
     for text in (md, page):
         assert "No violations, lag incidents or unclean elections in a partition: nothing to plot." in text
         assert "No lag incidents." in text
-    assert "0 error(s) and 0 warning(s)" in md and "###" not in md and "<img" not in page
+    assert "0 error(s), 0 warning(s) and 0 info (acks=1 writes lost" in md and "###" not in md and "<img" not in page
 
 
 def test_a_sections_fetch_errors_are_one_row_per_follower_leader_and_error_with_the_cap() -> None:
@@ -174,3 +174,31 @@ def test_a_capped_violation_list_is_followed_by_every_invariants_count_and_offse
     # Every violation listed: the table says it all.
     whole = replace(capped, errors=1, warnings=0)
     assert "All of them, per invariant" not in markdown(_doc(sections=(whole,)))
+
+
+def test_acks1_losses_are_counted_as_info_in_the_summary_the_overview_and_the_section() -> None:
+    lost = ViolationRow("run-1", "acks1_write_lost", "info", "t", 0, 2, 79.974, -1, 1138, 7, 9, (Evidence(11473),),
+                        "acks=1 write acknowledged at 1138..1138 by broker 1 is not on final leader 2 at 1138 "
+                        "(1 offsets)")
+    section = PartitionSection("run-1", "t", 0, 0, 0, 4, (lost,), (), None, infos=3)
+    doc = _doc(invariants=(InvariantCount("acked_write_lost", "error", True, 0, 0),
+                           InvariantCount("acks1_write_lost", "info", True, 0, 0, "info=3 (allowed loss)", 3)),
+               sections=(section,))
+    md, page = markdown(doc), html_page(doc)
+    assert doc.infos == 3 and (doc.errors, doc.warnings) == (0, 0)
+    assert "| invariant | severity | evaluated | errors | warnings | info |" in md
+    assert "| acks1_write_lost | info | yes | 0 | 0 | 3 |" in md
+    assert "| acked_write_lost | error | yes | 0 | 0 | 0 |" in md
+    overview = ("0 error(s), 0 warning(s) and 3 info (acks=1 writes lost, which Kafka allows: counted, never a "
+                "failure); lag incidents by verdict: missing 1.")
+    assert overview in md and overview in page
+    # The section names its info findings; a partition without any does not mention them.
+    assert "0 error(s), 0 warning(s), 3 info, 4 lag incident(s)." in md
+    assert "2 more violations not listed" in md, "one listed of three: the info findings are violations too"
+    assert "info" not in PartitionSection("run-1", "t", 1, 1, 0, 0).counts
+    # HTML: the summary row and the violation row take the info class, styled calmer than a warning.
+    assert ('<tr class="info"><td>acks1_write_lost</td><td>info</td><td>yes</td><td>0</td><td>0</td><td>3</td></tr>'
+            in page)
+    assert '<tr class="info"><td>acks1_write_lost</td><td>info</td><td>2</td>' in page
+    assert "tr.info td { background:" in page
+    assert '<tr class=""' not in page and '<tr class="info"><td>acked_write_lost' not in page

@@ -32,10 +32,11 @@ from jobs.incident_report import (
     run_report,
     with_fetch_failures,
     with_leader_deposed,
+    worst_first,
 )
 from jobs.lake import EmbeddedLake
 from jobs.overview_plot import ClusterOverview
-from jobs.plots import PartitionPlot
+from jobs.plots import PartitionPlot, headline
 from jobs.report_document import FaultRow
 from jobs.runs import UnknownRunError
 from schemas.audit import GOLD_AUDIT_RUNS, GOLD_INVARIANT_VIOLATIONS
@@ -158,15 +159,16 @@ def _sections(md: str) -> list[str]:
 def test_report_plots_exactly_the_flagged_partitions_worst_first(flagged_lake: EmbeddedLake) -> None:
     result = run_report(flagged_lake.spark, flagged_lake, ReportConfig(), **QUIET)
     assert result.out_dir == Path(flagged_lake.root) / "reports" / "audit-test"
-    assert (result.flagged, result.plotted, result.errors, result.warnings, result.incidents) == (3, 3, 1, 2, 1)
+    assert (result.flagged, result.plotted, result.errors, result.warnings, result.infos, result.incidents) == (
+        3, 3, 1, 2, 0, 1)
     md = result.markdown_path.read_text(encoding="utf-8")
     assert _sections(md) == ["t-0 (run r1)", "t-1 (run r1)", "t-2 (run r1)"], "errors, then warnings, then lag"
     for v in VIOLATIONS:
         assert v["message"] in md
-    assert "| acked_write_lost | error | yes | 1 | 0 |" in md
+    assert "| acked_write_lost | error | yes | 1 | 0 | 0 |" in md
     # No detecting event: a dash, not -1; the checksum as the message and `replog check` print it.
     assert f"| acked_write_lost | error | 1 | 20.000 | – | 3 | {CHECKSUM} | -1 | 1 (append" in md
-    assert "| truncation_safety | error | no | – | – |" in md and "`truncation_safety`" in md
+    assert "| truncation_safety | error | no | – | – | – |" in md and "`truncation_safety`" in md
     assert "| missing | 1 |" in md and "| r1 | t-2 | 2 | 1 (2) | 8.000 | ongoing | 14,000 | 7 |" in md
     # What the follower's fetches met since it was last caught up: two requests without an answer.
     assert md.count("| missing | 2 (NETWORK_EXCEPTION) |") == 2, "in the run's list and in t-2's section"
@@ -394,20 +396,45 @@ def test_an_output_folder_that_cannot_be_made_is_named_before_any_plot(flagged_l
     assert [p.name for p in tmp_path.iterdir()] == ["a-file"], "no plot was drawn"
 
 
-def test_flagged_partitions_counts_errors_warnings_and_bad_incidents(spark: SparkSession) -> None:
-    violations = frame(spark, GOLD_INVARIANT_VIOLATIONS, [*VIOLATIONS, _violation(0, "hw_within_log", "error", "m")])
+def _acks1_lost(partition: int, offset: int) -> dict[str, Any]:
+    """An acks=1 write lost at `offset`, as the audit's end-of-run check writes it (severity info)."""
+    return _violation(partition, "acks1_write_lost", "info", f"acks=1 write acknowledged at {offset}..{offset} by "
+                      f"broker 2 is not on final leader 1 at {offset} (1 offsets)", event_id=-1, offset=offset,
+                      expected=CHECKSUM, actual=-1)
+
+
+def test_flagged_partitions_counts_errors_warnings_infos_and_bad_incidents(spark: SparkSession) -> None:
+    violations = frame(spark, GOLD_INVARIANT_VIOLATIONS, [*VIOLATIONS, _violation(0, "hw_within_log", "error", "m"),
+                                                          _acks1_lost(0, 3)])
     incidents = frame(spark, GOLD_LAG_INCIDENTS, [INCIDENT, dict(INCIDENT, partition=0, verdict="recovered")])
-    expected = spark.createDataFrame([("r1", "t", 0, 2, 0, 1, 0, 0), ("r1", "t", 1, 0, 1, 0, 0, 0),
-                                      ("r1", "t", 2, 0, 0, 1, 1, 0)], FLAGGED_SCHEMA)
+    # (errors, warnings, infos, incidents, bad incidents, unclean elections)
+    expected = spark.createDataFrame([("r1", "t", 0, 2, 0, 1, 1, 0, 0), ("r1", "t", 1, 0, 1, 0, 0, 0, 0),
+                                      ("r1", "t", 2, 0, 0, 0, 1, 1, 0)], FLAGGED_SCHEMA)
     assert_df_equality(flagged_partitions(violations, incidents), expected, ignore_row_order=True,
                        ignore_nullable=True)
     # An unclean election flags its partition on its own (t-3), and counts where there is more (t-0, twice).
     elections = spark.createDataFrame([("r1", "t", 0), ("r1", "t", 0), ("r1", "t", 3)],
                                       "run_id string, topic string, partition int")
-    expected = spark.createDataFrame([("r1", "t", 0, 2, 0, 1, 0, 2), ("r1", "t", 1, 0, 1, 0, 0, 0),
-                                      ("r1", "t", 2, 0, 0, 1, 1, 0), ("r1", "t", 3, 0, 0, 0, 0, 1)], FLAGGED_SCHEMA)
+    expected = spark.createDataFrame([("r1", "t", 0, 2, 0, 1, 1, 0, 2), ("r1", "t", 1, 0, 1, 0, 0, 0, 0),
+                                      ("r1", "t", 2, 0, 0, 0, 1, 1, 0), ("r1", "t", 3, 0, 0, 0, 0, 0, 1)],
+                                     FLAGGED_SCHEMA)
     assert_df_equality(flagged_partitions(violations, incidents, elections), expected, ignore_row_order=True,
                        ignore_nullable=True)
+
+
+def test_an_acks1_loss_flags_its_partition_below_bad_incidents_and_above_other_incidents(
+        spark: SparkSession) -> None:
+    # t-0: one acks=1 write lost (info); t-1: a follower that lagged and caught up (recovered); t-2: a missing
+    # shrink (bad); t-3: a severity this code does not know, counted as an error so that it is not ranked away.
+    violations = frame(spark, GOLD_INVARIANT_VIOLATIONS, [_acks1_lost(0, 3), _violation(3, "future_check", "notice",
+                                                                                         "m")])
+    incidents = frame(spark, GOLD_LAG_INCIDENTS, [dict(INCIDENT, partition=1, verdict="recovered"), INCIDENT])
+    flagged = flagged_partitions(violations, incidents)
+    expected = spark.createDataFrame([("r1", "t", 0, 0, 0, 1, 0, 0, 0), ("r1", "t", 1, 0, 0, 0, 1, 0, 0),
+                                      ("r1", "t", 2, 0, 0, 0, 1, 1, 0), ("r1", "t", 3, 1, 0, 0, 0, 0, 0)],
+                                     FLAGGED_SCHEMA)
+    assert_df_equality(flagged, expected, ignore_row_order=True, ignore_nullable=True)
+    assert [r["partition"] for r in flagged.orderBy(*worst_first()).collect()] == [3, 2, 0, 1]
 
 
 def test_an_incidents_failed_fetches_are_its_followers_since_it_was_last_caught_up(spark: SparkSession) -> None:
@@ -542,3 +569,35 @@ def test_an_end_of_run_checks_violations_are_listed_lowest_offset_first_with_the
     section = md.split("\n### t-0 (run ")[1]
     assert re.findall(r"\| offset (\d+) lost \|", section) == ["5", "6", "7"]
     assert "All of them, per invariant: acked_write_lost (warning): 12 at offsets 5..20." in section
+
+
+def test_acks1_losses_are_reported_as_info_counted_and_plotted_never_as_errors(
+        spark: SparkSession, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """t-0 lost two acks=1 writes (info), t-2 has a missing shrink: both flagged, the bad incident first. The audit
+    row predates acks1_write_lost (it lists two invariants): its count still shows, with the catalogue's severity."""
+    lake = EmbeddedLake(spark, str(tmp_path / "lake"))
+    lake.append(BRONZE_EVENTS, _bronze(spark))
+    lake.append(SILVER_REPLICA_OFFSETS, frame(spark, SILVER_REPLICA_OFFSETS, [*_offsets(0), *_offsets(2)]))
+    lake.append(SILVER_PARTITION_STATE, frame(spark, SILVER_PARTITION_STATE, [*_state(0), *_state(2)]))
+    lake.append(GOLD_INVARIANT_VIOLATIONS, frame(spark, GOLD_INVARIANT_VIOLATIONS, [_acks1_lost(0, 4),
+                                                                                    _acks1_lost(0, 3)]))
+    lake.append(GOLD_LAG_INCIDENTS, frame(spark, GOLD_LAG_INCIDENTS, [INCIDENT]))
+    lake.append(GOLD_AUDIT_RUNS, _audit_row(spark, errors=0, warnings=0))
+    drawn: list[PartitionPlot] = []
+    monkeypatch.setattr("jobs.incident_report.plot_partition", lambda data, path: drawn.append(data) or path)
+    result = run_report(spark, lake, ReportConfig(), out=tmp_path / "out", **QUIET)
+    assert (result.flagged, result.errors, result.warnings, result.infos, result.incidents) == (2, 0, 0, 2, 1)
+    assert "0 errors, 0 warnings, 2 info, 1 lag incidents; 2 partitions flagged" in result.summary()
+    md = result.markdown_path.read_text(encoding="utf-8")
+    assert _sections(md) == ["t-2 (run r1)", "t-0 (run r1)"], "a missing shrink ranks above an allowed loss"
+    assert "0 error(s), 0 warning(s) and 2 info (acks=1 writes lost, which Kafka allows" in md
+    assert "| acks1_write_lost | info | yes | 0 | 0 | 2 |" in md, "the catalogue's severity, not error"
+    section = md.split("\n### t-0 (run ")[1]
+    assert "0 error(s), 0 warning(s), 2 info, 0 lag incident(s)." in section
+    assert re.findall(r"\| acks=1 write acknowledged at (\d+)\.\.", section) == ["3", "4"], "lowest offset first"
+    t0 = next(d for d in drawn if d.partition == 0)
+    assert t0.violation_totals == (("info", "acks1_write_lost", 2),)
+    assert [(v.severity, v.offset) for v in t0.violations] == [("info", 3), ("info", 4)]
+    assert headline(t0) == "2 info (acks1_write_lost)"
+    page = result.html_path.read_text(encoding="utf-8")
+    assert '<tr class="info"><td>acks1_write_lost</td><td>info</td><td>yes</td>' in page

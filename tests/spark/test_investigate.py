@@ -6,7 +6,7 @@ from chispa import assert_df_equality
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
-from jobs.investigate import offsets_at_moments, partition_moments
+from jobs.investigate import lost_per_partition, lost_writes, offsets_at_moments, partition_moments
 from jobs.transforms.timelines import replica_offsets
 from tests.spark.conftest import make_events
 
@@ -138,3 +138,27 @@ def test_the_simulated_faults_of_the_partitions_replicas_are_moments(spark: Spar
     assert_df_equality(story, spark.createDataFrame(rows, "ts_ms long, moment string, replica_id int, role string, "
                                                           "leader_epoch int, high_watermark long, log_end_offset long"),
                        ignore_nullable=True, ignore_metadata=True)
+
+
+def test_lost_writes_tell_acks_all_from_acks1_and_count_them_per_partition(spark: SparkSession) -> None:
+    """Two acks=all writes lost on t-0 (one excused: a warning), three acks=1 ones on t-0 and t-1 (info); another
+    invariant's violation is no lost write."""
+    schema = ("run_id string, invariant string, severity string, topic string, partition int, offset long, "
+              "ts_ms long, message string")
+    violations = spark.createDataFrame([
+        ("r", "acked_write_lost", "error", "t", 0, 5, 90, "write lost"),
+        ("r", "acked_write_lost", "warning", "t", 0, 9, 90, "write lost (after unclean election 4)"),
+        ("r", "acks1_write_lost", "info", "t", 0, 7, 90, "acks=1 write lost"),
+        ("r", "acks1_write_lost", "info", "t", 1, 3, 90, "acks=1 write lost"),
+        ("r", "acks1_write_lost", "info", "t", 1, 4, 90, "acks=1 write lost"),
+        ("r", "hw_within_log", "error", "t", 0, 2, 50, "HW above LEO"),
+    ], schema)
+    lost = lost_writes(violations)
+    assert sorted((r["acks"], r["partition"], r["offset"], r["severity"]) for r in lost.collect()) == [
+        ("1", 0, 7, "info"), ("1", 1, 3, "info"), ("1", 1, 4, "info"), ("all", 0, 5, "error"),
+        ("all", 0, 9, "warning")]
+    expected = spark.createDataFrame([("r", "t", 0, "all", 2, 5, 9), ("r", "t", 0, "1", 1, 7, 7),
+                                      ("r", "t", 1, "1", 2, 3, 4)],
+                                     "run_id string, topic string, partition int, acks string, writes_lost long, "
+                                     "first_offset long, last_offset long")
+    assert_df_equality(lost_per_partition(lost), expected, ignore_row_order=True, ignore_nullable=True)

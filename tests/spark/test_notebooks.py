@@ -4,6 +4,7 @@ unclean election: each answers its questions, and the answers agree with the ref
 from __future__ import annotations
 
 import runpy
+import shutil
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +20,8 @@ from jobs.timelines import run_timelines
 from replication_core.checker.checker import check_events
 from replication_core.checker.reader import read_events
 from replication_core.sim.cli import load_scenario, run_id_for, simulate
+from schemas.audit import GOLD_INVARIANT_VIOLATIONS
+from schemas.spark import to_spark_schema
 
 NOTEBOOKS = Path(__file__).resolve().parents[2] / "notebooks"
 SCENARIO = Path(__file__).resolve().parents[2] / "conf" / "scenarios" / "unclean-election.yaml"
@@ -98,10 +101,10 @@ def test_incident_notebook_answers_the_three_questions(incident: dict[str, Any],
     picture = ns["pictures"][0]
     assert picture.parent == out and picture.read_bytes()[:8] == PNG_MAGIC
 
-    # In short.
+    # In short. The scenario has no acks=1 producer: none of its writes to lose.
     assert ns["conclusion"] == [
-        f"acks=all writes acknowledged and lost: {len(lost)} on 1 partition(s) (acks=1 and acks=0 writes are not "
-        "checked); unclean elections: 1.",
+        f"acks=all writes acknowledged and lost: {len(lost)} on 1 partition(s); acks=1: 0 on 0 partition(s) (Kafka "
+        "allows it: severity info, never a failure; acks=0 writes are not checked); unclean elections: 1.",
         "Lag incidents: 1, of which late, missing or premature: 0.",
         f"Partition risky-0 of run {run}: {picture}",
     ]
@@ -113,3 +116,30 @@ def test_incident_notebook_plots_the_partition_it_is_given(incident: dict[str, A
               REPLOG_RUN=incident["run_id"], REPLOG_TOPIC="risky", REPLOG_PARTITION="0")
     assert ns["focus"] == (incident["run_id"], "risky", 0)
     assert ns["pictures"][0].name.endswith("-risky-0.png")
+
+
+def test_incident_notebook_counts_acks1_losses_apart(spark: SparkSession, incident: dict[str, Any],
+                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    """A copy of the lake with three acks=1 writes lost on risky-0, as the audit's acks1_write_lost writes them
+    (severity info; the scenario has no acks=1 producer): the notebook counts them apart from the acks=all ones."""
+    root = incident["root"] / "acks1"
+    shutil.copytree(incident["lake"], root / "lake")
+    lake = EmbeddedLake(spark, str(root / "lake"))
+    fields = to_spark_schema(GOLD_INVARIANT_VIOLATIONS.schema)
+    rows = [dict(run_id=incident["run_id"], invariant="acks1_write_lost", severity="info", topic="risky",
+                 partition=partition, replica=2, ts_ms=0, event_id=-1, offset=offset, expected=1, actual=-1,
+                 evidence=[], message=f"acks=1 write acknowledged at {offset}..{offset} by broker 1 is not on final "
+                                      f"leader 2 at {offset} (1 offsets)", audit_id="audit-acks1")
+            for partition, offset in ((0, 900), (0, 901), (0, 902))]
+    lake.append(GOLD_INVARIANT_VIOLATIONS, spark.createDataFrame([{f.name: r.get(f.name) for f in fields}
+                                                                  for r in rows], fields))
+    ns = _run("incident_investigation.py", dict(incident, lake=root / "lake"), monkeypatch,
+              REPLOG_OUT=str(root / "pictures"))
+    lost = {(r["topic"], r["partition"], r["offset"]) for r in ns["lost"].collect()}
+    assert lost == incident["lost"], "acks=all losses only"
+    per_partition = {(r["partition"], r["acks"]): r["writes_lost"] for r in ns["lost_by_partition"].collect()}
+    assert per_partition == {(0, "all"): len(lost), (0, "1"): 3}
+    assert ns["focus"] == (incident["run_id"], "risky", 0)
+    assert ns["conclusion"][0] == (
+        f"acks=all writes acknowledged and lost: {len(lost)} on 1 partition(s); acks=1: 3 on 1 partition(s) (Kafka "
+        "allows it: severity info, never a failure; acks=0 writes are not checked); unclean elections: 1.")
