@@ -35,7 +35,8 @@ others read. The replay, without collecting anything:
 * Excuses (excusable invariants, warning instead of error): the first `unclean` leader_election after the
   record's append / commit, and crash losses — `crash_removed` of the checker: a truncation while the
   broker is down marks the offsets it removed with its own id, a leadership_change that reports a LEO below
-  the replay after a crash / restart marks them with that crash's id; the latest marking wins. Both are
+  the replay after a crash / restart marks them with that crash's id, among the offsets where the replica held
+  a record (a hole left by a truncation inside a batch loses nothing); the latest marking wins. Both are
   joined onto the (few) violating rows only.
 """
 
@@ -274,14 +275,30 @@ def crash_removals(rows: DataFrame) -> DataFrame:
     return trunc.unionByName(lc)
 
 
-def with_crash(df: DataFrame, cr: DataFrame, broker: str, at: str, offset: str, alias: str) -> DataFrame:
-    """Add `alias`: the crash id of replica `broker`'s latest crash loss of `offset` at or before `at`."""
+def with_crash(df: DataFrame, cr: DataFrame, cw: DataFrame, broker: str, at: str, offset: str,
+               alias: str) -> DataFrame:
+    """Add `alias`: the crash id of replica `broker`'s latest crash loss of `offset` at or before `at`.
+
+    A crash removal covering the offset lost a record there only when the replica held one just before it
+    (`crash_removed` marks the offsets of `r.records`): a truncation inside a batch earlier can have left a hole
+    in [LSO, LEO), and a crash recovery cutting through the hole removes nothing. `offset` is an island offset
+    (two different records were there), so `cw` (`contested_writes`) knows what the replica held."""
+    k = {c: f"_k_{c}" for c in PARTITION}
+    keys = df.select(*[F.col(c).alias(k[c]) for c in PARTITION], F.col(broker).alias("_k_b"),
+                     F.col(at).alias("_k_at"), F.col(offset).alias("_k_o")).distinct()
     c = _renamed(cr, "c", {"broker_id": "_c_b", "_removal": "_c_removal", "_crash": "_c_crash", "_c_lo": "_c_lo",
                            "_c_hi": "_c_hi"})
-    cond = _on("c", F.col(broker) == F.col("_c_b"), F.col("_c_removal") <= F.col(at),
-                    F.col("_c_lo") <= F.col(offset), F.col(offset) < F.col("_c_hi"))
-    return df.join(c, cond, "left").groupBy(*df.columns).agg(
-        F.max_by("_c_crash", "_c_removal").alias(alias))
+    same = reduce(lambda x, y: x & y, [F.col(k[p]) == F.col(f"_c_{p}") for p in PARTITION])
+    covering = keys.join(c, same & (F.col("_k_b") == F.col("_c_b")) & (F.col("_c_removal") <= F.col("_k_at"))
+                         & (F.col("_c_lo") <= F.col("_k_o")) & (F.col("_k_o") < F.col("_c_hi"))).select(
+        *[F.col(k[p]).alias(p) for p in PARTITION], "_k_b", "_k_at", F.col("_k_o").alias("offset"), "_c_removal",
+        "_c_crash")
+    held = lookup(covering, cw, "_k_b", "_c_removal", "_held").where(F.col("_held").isNotNull())
+    lost = held.groupBy(*[F.col(p).alias(k[p]) for p in PARTITION], "_k_b", "_k_at", F.col("offset").alias("_k_o")) \
+        .agg(F.max_by("_c_crash", "_c_removal").alias(alias))
+    on = reduce(lambda x, y: x & y, [F.col(p) == F.col(k[p]) for p in PARTITION]) & (
+        F.col(broker) == F.col("_k_b")) & (F.col(at) == F.col("_k_at")) & (F.col(offset) == F.col("_k_o"))
+    return df.join(lost, on, "left").drop(*k.values(), "_k_b", "_k_at", "_k_o")
 
 
 def epoch_of(event: bool = True) -> Column:
@@ -417,8 +434,8 @@ def _cpa(rows: DataFrame, isl: DataFrame, cw: DataFrame, cr: DataFrame, unclean:
     found = with_unclean(found, unclean, "_first_append", "_unclean_id",
                          (F.col("_f.sa.rec.epoch"), F.col("_f.sb.rec.epoch"), F.col("_a_epoch"), F.col("_b_epoch"),
                           F.col("_b_hw_epoch")))
-    found = with_crash(found, cr, "_a", "event_id", "_o", "_crash_a")
-    found = with_crash(found, cr, "_b", "event_id", "_o", "_crash_b")
+    found = with_crash(found, cr, cw, "_a", "event_id", "_o", "_crash_a")
+    found = with_crash(found, cr, cw, "_b", "event_id", "_o", "_crash_b")
     return found.select(
         F.lit(CPA).alias("_kind"), *PARTITION, F.col("_a").alias("broker_id"), "event_id", "ts_ms",
         F.col("_o").alias("_offset"), F.col("_f.sb.rec.checksum").alias("_expected"),
@@ -486,12 +503,12 @@ def _exposure_checks(rows: DataFrame, isl: DataFrame, cw: DataFrame, cr: DataFra
     in_run = Window.partitionBy(*PARTITION, "offset", F.col("_run.commit_id")).orderBy("event_id") \
         .rowsBetween(Window.unboundedPreceding, -1)
     marks = marks.withColumn("_known_from", F.min(F.when(F.col("_x"), _epoch_or_any("_x_epoch"))).over(in_run))
-    inconsistent = _inconsistent(marks.where(F.col("_x")), cr, unclean)
+    inconsistent = _inconsistent(marks.where(F.col("_x")), cr, cw, unclean)
     safety = _truncation_safety(rows, exp, trunc, isl, marks.where(~F.col("_x")), unclean, appends)
     return [inconsistent, safety]
 
 
-def _inconsistent(marks: DataFrame, cr: DataFrame, unclean: DataFrame) -> DataFrame:
+def _inconsistent(marks: DataFrame, cr: DataFrame, cw: DataFrame, unclean: DataFrame) -> DataFrame:
     """inconsistent_offsets candidates (`_check_inconsistent_offsets`): an exposure of a record different from
     the committed one at the offset."""
     bad = F.col("_prior").isNotNull() & (F.col("_prior.rec") != F.col("_s.rec"))
@@ -502,7 +519,7 @@ def _inconsistent(marks: DataFrame, cr: DataFrame, unclean: DataFrame) -> DataFr
     found = with_unclean(found, unclean, "_commit_id", "_unclean_id",
                          (F.col("_f.prior.rec.epoch"), F.col("_f.prior.epoch"), F.col("_f.s.rec.epoch"),
                           F.col("_x_epoch")))
-    found = with_crash(found, cr, "broker_id", "event_id", "_o", "_crash")
+    found = with_crash(found, cr, cw, "broker_id", "event_id", "_o", "_crash")
     prior, s = F.col("_f.prior"), F.col("_f.s")
     return found.select(
         F.lit(INCONSISTENT).alias("_kind"), *PARTITION, "broker_id", "event_id", "ts_ms",
