@@ -349,7 +349,8 @@ def _draw_offsets(ax, data: PartitionPlot) -> None:  # type: ignore[no-untyped-d
 
 
 VIOLATION_LABEL_ROWS = 6
-"""Heights below its mark (28 points apart) that a violation's label may take before it is left out."""
+"""Heights below its mark (28 points apart), then as many above it, that a violation's label may take before it
+is left out."""
 
 
 def _draw_violations(ax, data: PartitionPlot) -> int:  # type: ignore[no-untyped-def]
@@ -396,13 +397,18 @@ def _draw_violations(ax, data: PartitionPlot) -> int:  # type: ignore[no-untyped
                             ha="right" if right_half else "left", va="top",
                             bbox={"boxstyle": "round,pad=0.25", "fc": "white", "ec": colour, "alpha": 0.9},
                             arrowprops={"arrowstyle": "-", "color": colour, "lw": 0.8}, zorder=7)
-        for row in range(VIOLATION_LABEL_ROWS):
-            label.xyann = (-12 if right_half else 12, -16 - 28 * row)
+        # Below the mark first (the lines mostly rise, so the space under a mark is the freer); a mark near the
+        # bottom of the panel, or under a crowd, gets a height above it.
+        heights = [(-16 - 28 * row, "top") for row in range(VIOLATION_LABEL_ROWS)] + [
+            (16 + 28 * row, "bottom") for row in range(VIOLATION_LABEL_ROWS)]
+        for dy, va in heights:
+            label.xyann = (-12 if right_half else 12, dy)
+            label.set_va(va)
             # The text's own box: the annotation's extent includes its leader line, which runs across the labels
             # placed above it.
             label.update_positions(renderer)
             extent = Text.get_window_extent(label, renderer).padded(3)
-            inside = panel.y0 <= extent.y0 and panel.x0 <= extent.x0 and extent.x1 <= panel.x1
+            inside = panel.y0 <= extent.y0 and extent.y1 <= panel.y1 and panel.x0 <= extent.x0 and extent.x1 <= panel.x1
             if inside and not any(extent.overlaps(b) for b in taken):
                 taken.append(extent)
                 break

@@ -427,9 +427,9 @@ def test_broken_at_puts_a_gap_over_each_span_and_resumes_with_the_value_in_force
 
 def test_crowded_violation_labels_never_overlap_or_leave_the_panel_and_the_rest_are_counted() -> None:
     """Eight warnings of three invariants at one instant and offset (an end-of-run check after an unclean
-    election): each invariant gets a label before any gets a second, no two labels overlap, none leaves the offset
-    panel, and the subtitle counts the ones left out."""
-    crowd = tuple(ViolationMark(20.0, inv, "warning", 1, 1) for inv in
+    election), at the top of the panel: each invariant gets a label before any gets a second, no two labels
+    overlap, none leaves the offset panel, and the subtitle counts the ones left out."""
+    crowd = tuple(ViolationMark(20.0, inv, "warning", 1, 2) for inv in
                   ("acked_write_lost",) * 4 + ("inconsistent_offsets",) * 2 + ("committed_prefix_agreement",) * 2)
     fig = render_partition(replace(kip101_like(), violations=crowd))
     top = fig.axes[0]
@@ -443,3 +443,20 @@ def test_crowded_violation_labels_never_overlap_or_leave_the_panel_and_the_rest_
     assert len(set(named)) == min(len(labels), 3)  # the invariants take turns
     left_out = len(crowd) - len(labels)
     assert left_out > 0 and f"{left_out} violation labels left out (crowded)" in _figure_text(fig)
+
+
+def test_a_violation_at_the_bottom_of_the_panel_is_labelled_above_its_mark() -> None:
+    """Below its mark there is no room at offset 0: the label goes above it, inside the panel; one mid-panel
+    keeps its label below."""
+    for offset, above in ((0, True), (1, False)):
+        fig = render_partition(replace(kip101_like(), violations=(ViolationMark(20.0, "acked_write_lost", "error", 1,
+                                                                                offset),)))
+        top = fig.axes[0]
+        renderer = fig.canvas.get_renderer()
+        [label] = [t for t in top.texts if t.get_text().startswith("ERROR:")]
+        box = Text.get_window_extent(label, renderer)
+        mark_y = top.transData.transform((20.0, offset))[1]
+        panel = top.get_window_extent(renderer)
+        assert bool(box.y0 > mark_y) is above and bool(box.y1 < mark_y) is not above, offset
+        assert panel.y0 <= box.y0 and box.y1 <= panel.y1
+        assert "left out" not in _figure_text(fig)
