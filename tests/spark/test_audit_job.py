@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+import pyarrow as pa
 import pytest
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
@@ -17,7 +18,8 @@ from jobs.invariants import IMPLEMENTED, NOT_IMPLEMENTED, SCANS
 from jobs.lake import EmbeddedLake
 from schemas.audit import GOLD_AUDIT_RUNS, GOLD_AUDIT_WATERMARKS, GOLD_INVARIANT_VIOLATIONS
 from schemas.events import BRONZE_EVENTS_SCHEMA
-from schemas.tables import BRONZE_EVENTS
+from schemas.spark import to_spark_schema
+from schemas.tables import BRONZE_EVENTS, TableSpec
 from tests.spark.audit_cases import timed
 from tests.spark.test_audit_invariants import append, leader
 
@@ -191,8 +193,12 @@ def test_the_audit_signs_every_module_the_invariants_take_a_rule_from() -> None:
 
 def test_an_acks1_loss_is_written_and_counted_as_info_and_never_fails(events, lake: EmbeddedLake) -> None:
     """Even with fail-on warning the audit of a run whose only finding is an acks=1 loss exits 0; the finding
-    is in gold/invariant_violations with severity info, and gold/audit_runs counts it (`infos`, the note)."""
+    is in gold/invariant_violations with severity info, and gold/audit_runs counts it (`infos`, the note). The lake's
+    gold/audit_runs was written before `infos` existed: the audit's row adds the column, the older row reads null."""
     lake.append(BRONZE_EVENTS, _bronze(events, {"acks1": ACKS1_LOST}))
+    old = TableSpec(GOLD_AUDIT_RUNS.name, pa.schema([f for f in GOLD_AUDIT_RUNS.schema if f.name != "infos"]))
+    lake.append(old, lake.spark.createDataFrame(
+        [("before", 1, 2, 0, ["r"], "error", 0, 0, 0, [], [])], to_spark_schema(old.schema)))
     lines: list[str] = []
     result = run_audit(lake.spark, lake, fail_on="warning", log=lines.append)
     assert (result.error, result.exit_code, result.errors, result.warnings, result.infos) == (None, 0, 0, 0, 1)
@@ -202,7 +208,9 @@ def test_an_acks1_loss_is_written_and_counted_as_info_and_never_fails(events, la
     [v] = lake.read(GOLD_INVARIANT_VIOLATIONS).collect()
     assert (v["invariant"], v["severity"], v["replica"], v["offset"], v["expected"], v["actual"]) == (
         "acks1_write_lost", "info", 2, 0, 11, -1)
-    [row] = lake.read(GOLD_AUDIT_RUNS).collect()
+    rows = {r["audit_id"]: r for r in lake.read(GOLD_AUDIT_RUNS).collect()}
+    assert set(rows) == {"before", result.audit_id} and rows["before"]["infos"] is None
+    row = rows[result.audit_id]
     assert (row["exit_code"], row["errors"], row["warnings"], row["infos"]) == (0, 0, 0, 1)
     per = {c["invariant"]: c for c in row["invariants"]}
     assert per["acks1_write_lost"]["note"].startswith("info=1 ")
