@@ -46,7 +46,9 @@ D. `hw_truncation_after_readd` (truncation_safety; found by `--overlapping`). Le
    `truncateToHighWatermark` for the second, reading each partition's fetch state *then*. A partition whose log was
    empty at the split, filled through another fetcher while the round was in flight, and was added back to this
    fetcher (its initial fetch offset the HW, `ReplicaManager.makeFollowers`), is truncated to that HW: records
-   committed above it, which it holds, are removed, while it may be in the ISR.
+   committed above it, which it holds, are removed, while it may be in the ISR. When it is then elected from the
+   ISR, the others truncate to its shorter log and a later leader commits other records there
+   (`hw_truncation_elected`, `--throttled` seed 1070113).
 E. `divergent_prefix_elected` (truncation_safety; found by `--power`, seed 901773). B's rule again, with a
    fetch response that never arrives. Leader L's log start offset S has passed the older epoch's end, so it
    answers a returning follower F's DivergingEpoch with (that epoch, S). F truncates to S and keeps its own
@@ -273,6 +275,52 @@ def hw_truncation_after_readd(v: Violation, events: Sequence[Event]) -> bool:
     return False
 
 
+def hw_truncation_elected(v: Violation, events: Sequence[Event]) -> bool:
+    """Finding D's loss: an election from the ISR made R leader with LEO L, where R's last truncation before it was
+    D's (`hw_truncation_after_readd`) and removed `v.offset`, and L <= `v.offset` < H, the HW committed before the
+    election. The other replicas then truncate to R's shorter log (OffsetsForLeaderEpoch answers R's epoch end),
+    and a later leader commits other records there (`--throttled` seed 1070113, leader-epoch mode: broker 3 lost
+    offset 5 to D, was elected cleanly, brokers 2 and 1 truncated to 5 and broker 2, leader of the next epoch,
+    committed a new record at 5). Like `isr_race_elected`, it holds for every later violation at those offsets."""
+    if v.invariant not in LOSS_INVARIANTS or v.offset is None or v.topic is None or v.partition is None:
+        return False
+    topic, partition = v.topic, v.partition
+    end = len(events) if v.event_id < 0 else v.event_id
+    committed = 0
+    from_isr: dict[int | None, bool] = {}
+    for i in range(end):
+        e = events[i]
+        if e.get("topic") != topic or e.get("partition") != partition:
+            continue
+        kind = e["event_type"]
+        if kind == "hw_change" and e["hw"] is not None:
+            committed = max(committed, e["hw"])
+        elif kind == "leader_election":
+            from_isr[e.get("leader_epoch")] = e.get("action") in ELECTIONS_FROM_ISR
+        elif kind == "leadership_change" and e.get("action") == "become_leader":
+            leo = e.get("leo")
+            if (from_isr.get(e.get("leader_epoch"), False) and leo is not None and leo <= v.offset < committed
+                    and _removed_by_finding_d(events, e["broker_id"], topic, partition, i, v.offset)):
+                return True
+    return False
+
+
+def _removed_by_finding_d(events: Sequence[Event], broker: int, topic: str, partition: int, before: int,
+                          offset: int) -> bool:
+    """Whether `broker`'s last truncation of the partition before event `before` is finding D's and removed
+    `offset`."""
+    last = next((i for i in range(before - 1, -1, -1) if events[i]["event_type"] == "truncation"
+                 and _same_replica(events[i], broker, topic, partition)), None)
+    if last is None:
+        return False
+    t = events[last]
+    if not t["truncate_offset"] <= offset < t["old_leo"]:
+        return False
+    as_violation = Violation("truncation_safety", "error", str(t.get("run_id") or ""), topic, partition, broker,
+                             t["ts_ms"], last, t["truncate_offset"], None, None, (), "")
+    return hw_truncation_after_readd(as_violation, events)
+
+
 def divergent_prefix_elected(v: Violation, events: Sequence[Event]) -> bool:
     """Finding E: leader L of `v`'s partition was elected holding records kept below its old leader's log start
     offset S (`_kept_prefix_end`), `v.offset` < S, and `v` is
@@ -419,7 +467,7 @@ def known_finding(v: Violation, events: Sequence[Event]) -> str | None:
         return EPOCH_BOUNDARY_ERASED
     if stale_hw_checkpoint(v, events):
         return STALE_HW_CHECKPOINT
-    if hw_truncation_after_readd(v, events):
+    if hw_truncation_after_readd(v, events) or hw_truncation_elected(v, events):
         return HW_TRUNCATION_AFTER_READD
     if divergent_prefix_elected(v, events):
         return DIVERGENT_PREFIX_ELECTED

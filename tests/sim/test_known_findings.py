@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 
 from replication_core.checker.violation import Violation
+from replication_core.sim.cli import max_network_delay_ms
 from replication_core.sim.cluster import RunStats
 from replication_core.sim.scenario import Fault, Scenario
 from tests.sim.audit import audit
@@ -24,6 +25,7 @@ from tests.sim.campaign import (
     problems,
     problems_in,
     reassigning_scenario,
+    throttled_scenario,
     with_elr,
 )
 from tests.sim.helpers import check, run
@@ -327,6 +329,25 @@ def test_the_overlapping_campaign_seed_reproduces_the_readd_race() -> None:
         ("truncation_safety", "t", 2, 2, 520, 70)]
     assert known_finding(errors[0], events) == HW_TRUNCATION_AFTER_READD
     assert events[452]["event_type"] == "fetcher_change" and events[452]["partitions"][0]["fetch_offset"] == 70
+
+
+def test_the_losses_of_electing_a_replica_finding_d_truncated_are_finding_d() -> None:
+    """`--seeds 1070113-1070113 --throttled` (leader-epoch mode): broker 3's fetcher split its partitions while u-0's
+    log was empty and its OffsetsForLeaderEpoch round to the dead leader 2 timed out; by then u-0 held 0..5 and had
+    been added back at its HW 5, so `truncateToHighWatermark` removed the committed offset 5 (event 463: D). Broker
+    3 was then elected from the ISR with LEO 5 (487), brokers 2 and 1 truncated to its epoch-1 end 5 (502, 504), and
+    broker 2, leader of epoch 4, committed another record at 5 (1803). Every error is D's; an offset below 3's LEO at
+    its election is not."""
+    sc = throttled_scenario(1070113)
+    _, events, stats = run(sc)
+    errors = [v for v in check(events, stats, max_network_delay_ms(sc)).violations if v.severity == "error"]
+    assert [(v.invariant, v.topic, v.partition, v.replica, v.event_id, v.offset) for v in errors] == [
+        ("truncation_safety", "u", 0, 3, 463, 5), ("truncation_safety", "u", 0, 2, 502, 5),
+        ("truncation_safety", "u", 0, 1, 504, 5), ("inconsistent_offsets", "u", 0, 2, 1803, 5)]
+    assert {known_finding(v, events) for v in errors} == {HW_TRUNCATION_AFTER_READD}
+    assert (events[487]["event_type"], events[487]["broker_id"], events[487]["leo"]) == ("leadership_change", 3, 5)
+    assert known_finding(replace(errors[1], offset=4), events) is None
+    assert problems_in(sc, events, stats)[0] == []
 
 
 def test_a_restart_restating_the_recovered_hw_is_the_stale_checkpoint_too() -> None:
