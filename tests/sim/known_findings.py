@@ -27,6 +27,10 @@ A. `isr_expansion_race` (isr_holds_committed). The leader proposes adding follow
    Those losses (`acked_write_lost`, and the followers' truncation of the committed records, `truncation_safety`,
    which F then commits again, `inconsistent_offsets`, `committed_prefix_agreement`) are recognised too
    (`isr_race_elected`): they lie between F's LEO at its election from the ISR and the HW committed before it.
+   The race can also run on the old leader after F's election: the commit that completes a reassignment elects F
+   and answers the leader NEW_LEADER_ELECTED, which leaves its proposal pending; an older metadata update at the
+   same partition epoch then resets its ISR without F, and it raises its HW above F's LEO before it learns it was
+   removed (`isr_race_after_election`, `--throttled` seed 1070007).
 B. `epoch_boundary_erased` (committed_prefix_agreement). Retention on the new leader moved its log start offset
    past the start of its first epoch; `truncateFromStart` moved that epoch's start up to the log start offset, so
    `endOffsetFor(older epoch)` answers the log start offset (KAFKA-7415's rule for an epoch below the cache).
@@ -185,6 +189,48 @@ def isr_race_elected(v: Violation, events: Sequence[Event]) -> bool:
         elif kind == "leadership_change" and e["broker_id"] == leader and leader_end is None:
             leader_end = i
     return False
+
+
+def isr_race_after_election(v: Violation, events: Sequence[Event]) -> bool:
+    """Finding A's loss with the race run on the deposed leader after F's election: an election from the ISR made F
+    leader with LEO L; its previous leader O, still in its older epoch (not yet told), had proposed adding F and
+    then applied a same-partition-epoch update without F (the race), and its HW rose to H > L; `v.offset` is in
+    [L, H). `--throttled` seed 1070007: O = 1 proposed adding 5 at partition epoch 29; the controller's commit held
+    the reassignment's target [5, 4] and completed it, electing 5 with LEO 372 and answering 1 NEW_LEADER_ELECTED
+    (which leaves the proposal pending); a resent, older metadata update at epoch 29 (ISR [1, 4]) then reached 1,
+    which raised its HW to 393 over [1, 4] before it learnt it was removed; 5's follower 4 truncated 372..392."""
+    if v.invariant not in LOSS_INVARIANTS or v.offset is None or v.topic is None or v.partition is None:
+        return False
+    topic, partition = v.topic, v.partition
+    end = len(events) if v.event_id < 0 else v.event_id
+    from_isr: dict[int | None, bool] = {}
+    leader = None
+    for i in range(end):
+        e = events[i]
+        if e.get("topic") != topic or e.get("partition") != partition:
+            continue
+        if e["event_type"] == "leader_election":
+            from_isr[e.get("leader_epoch")] = e.get("action") in ELECTIONS_FROM_ISR
+        elif e["event_type"] == "leadership_change" and e.get("action") == "become_leader":
+            elected, leo, epoch = e["broker_id"], e.get("leo"), e.get("leader_epoch")
+            if (from_isr.get(epoch, False) and leader is not None and leader != elected and leo is not None
+                    and epoch is not None and leo <= v.offset
+                    and _old_leader_raced_past(events, leader, topic, partition, elected, i, end, epoch, v.offset)):
+                return True
+            leader = elected
+    return False
+
+
+def _old_leader_raced_past(events: Sequence[Event], old: int, topic: str, partition: int, elected: int, at: int,
+                           end: int, epoch: int, offset: int) -> bool:
+    """Whether `old`, after `elected`'s election at event `at` into `epoch` and before its own next leadership
+    change (or `end`), raised its HW in an older epoch above `offset`, after A's race over `elected`."""
+    tenure_end = next((k for k in range(at + 1, end) if events[k]["event_type"] == "leadership_change"
+                       and _same_replica(events[k], old, topic, partition)), end)
+    high = max((e["hw"] for e in events[at + 1:tenure_end] if _same_replica(e, old, topic, partition)
+                and e["event_type"] == "hw_change" and e["hw"] is not None
+                and e.get("leader_epoch") is not None and e["leader_epoch"] < epoch), default=-1)
+    return offset < high and _raced_into_isr(events, old, topic, partition, elected, tenure_end, offset)
 
 
 def _raced_into_isr(events: Sequence[Event], leader: int, topic: str, partition: int, replica: int, before: int,
@@ -461,7 +507,7 @@ def _untruncated_prefix_end(events: Sequence[Event], leader: int, topic: str, pa
 def known_finding(v: Violation, events: Sequence[Event]) -> str | None:
     """The name of the known finding `v` is an instance of (`ISR_EXPANSION_RACE`, `EPOCH_BOUNDARY_ERASED`,
     `STALE_HW_CHECKPOINT`, `HW_TRUNCATION_AFTER_READD`, `DIVERGENT_PREFIX_ELECTED`), or None."""
-    if isr_expansion_race(v, events) or isr_race_elected(v, events):
+    if isr_expansion_race(v, events) or isr_race_elected(v, events) or isr_race_after_election(v, events):
         return ISR_EXPANSION_RACE
     if epoch_boundary_erased(v, events):
         return EPOCH_BOUNDARY_ERASED

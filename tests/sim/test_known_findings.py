@@ -331,6 +331,25 @@ def test_the_overlapping_campaign_seed_reproduces_the_readd_race() -> None:
     assert events[452]["event_type"] == "fetcher_change" and events[452]["partitions"][0]["fetch_offset"] == 70
 
 
+def test_the_race_run_on_the_deposed_leader_after_the_election_is_finding_a() -> None:
+    """`--seeds 1070007-1070007 --throttled` (diverging-epoch mode): the commit of leader 1's proposal adding 5 (epoch
+    29) completed t-4's reassignment to [5, 4] and elected 5 with LEO 372 (15460, 15485), answering 1
+    NEW_LEADER_ELECTED; a resent, older epoch-29 update (ISR [1, 4]) then reached 1 (15678), whose HW rose to 393
+    (15679) before it learnt it was removed; 5's follower 4 truncated 372..392 (15700) and 5 committed other records
+    there. Every error is A's; an offset below 5's LEO at its election is not."""
+    sc = throttled_scenario(1070007)
+    _, events, stats = run(sc)
+    errors = [v for v in check(events, stats, max_network_delay_ms(sc)).violations if v.severity == "error"]
+    assert len(errors) == 22 and {(v.topic, v.partition) for v in errors} == {("t", 4)}
+    assert (errors[0].invariant, errors[0].replica, errors[0].event_id, errors[0].offset) == (
+        "truncation_safety", 4, 15700, 372)
+    assert {known_finding(v, events) for v in errors} == {ISR_EXPANSION_RACE}
+    assert (events[15678]["reason"], events[15678]["partition_epoch"], events[15679]["hw"]) == (
+        "leader_and_isr", 29, 393)
+    assert known_finding(replace(errors[0], offset=371), events) is None
+    assert problems_in(sc, events, stats)[0] == []
+
+
 def test_the_losses_of_electing_a_replica_finding_d_truncated_are_finding_d() -> None:
     """`--seeds 1070113-1070113 --throttled` (leader-epoch mode): broker 3's fetcher split its partitions while u-0's
     log was empty and its OffsetsForLeaderEpoch round to the dead leader 2 timed out; by then u-0 held 0..5 and had
