@@ -224,13 +224,50 @@ def isr_race_after_election(v: Violation, events: Sequence[Event]) -> bool:
 def _old_leader_raced_past(events: Sequence[Event], old: int, topic: str, partition: int, elected: int, at: int,
                            end: int, epoch: int, offset: int) -> bool:
     """Whether `old`, after `elected`'s election at event `at` into `epoch` and before its own next leadership
-    change (or `end`), raised its HW in an older epoch above `offset`, after A's race over `elected`."""
+    change (or `end`), ran A's race over `elected`: it applied a committed same-partition-epoch update without
+    `elected` after the election, having proposed adding `elected` at that epoch, and then, while its ISR still
+    lacked `elected`, raised its HW as leader of an older epoch above `offset`."""
     tenure_end = next((k for k in range(at + 1, end) if events[k]["event_type"] == "leadership_change"
                        and _same_replica(events[k], old, topic, partition)), end)
-    high = max((e["hw"] for e in events[at + 1:tenure_end] if _same_replica(e, old, topic, partition)
-                and e["event_type"] == "hw_change" and e["hw"] is not None
-                and e.get("leader_epoch") is not None and e["leader_epoch"] < epoch), default=-1)
-    return offset < high and _raced_into_isr(events, old, topic, partition, elected, tenure_end, offset)
+    for r in range(at + 1, tenure_end):
+        e = events[r]
+        if not (_same_replica(e, old, topic, partition) and e["event_type"] == "isr_change"
+                and e.get("reason") == "leader_and_isr" and e.get("isr_state") == "committed"
+                and elected not in (e.get("isr") or ())
+                and _proposed_adding(events, old, topic, partition, elected, e.get("partition_epoch"), r)):
+            continue
+        for x in events[r + 1:tenure_end]:
+            if not _same_replica(x, old, topic, partition):
+                continue
+            back = x["event_type"] == "isr_change" and x.get("isr_state") == "committed"
+            if back and elected in (x.get("isr") or ()):
+                break  # back in the ISR: a later rise is not the race's
+            if (x["event_type"] == "hw_change" and x.get("role") == "leader" and x["hw"] is not None
+                    and x["hw"] > offset and x.get("leader_epoch") is not None and x["leader_epoch"] < epoch):
+                return True
+    return False
+
+
+def _proposed_adding(events: Sequence[Event], leader: int, topic: str, partition: int, replica: int,
+                     epoch: int | None, before: int) -> bool:
+    """Whether `leader`, before event `before` and since its last leadership change, proposed adding `replica` at
+    partition epoch `epoch` in a proposal not rejected at once (`_abandoned_then_rose`'s rule)."""
+    rejected = False
+    for e in reversed(events[:before]):
+        if not _same_replica(e, leader, topic, partition):
+            continue
+        if e["event_type"] == "leadership_change":
+            return False
+        if e["event_type"] != "isr_change" or e.get("partition_epoch") != epoch:
+            continue
+        if e.get("action") == "expand" and replica in (e.get("isr") or ()):
+            if e.get("isr_state") == "rejected" and e.get("reason") == "reset_to_committed":
+                rejected = True
+            elif e.get("isr_state") == "proposed":
+                if not rejected:
+                    return True
+                rejected = False
+    return False
 
 
 def _raced_into_isr(events: Sequence[Event], leader: int, topic: str, partition: int, replica: int, before: int,
@@ -362,8 +399,13 @@ def _removed_by_finding_d(events: Sequence[Event], broker: int, topic: str, part
     t = events[last]
     if not t["truncate_offset"] <= offset < t["old_leo"]:
         return False
+    # D's truncation removed a committed record there: the partition's HW had passed the offset before it.
+    committed = max((e["hw"] for e in events[:last] if e["event_type"] == "hw_change" and e["hw"] is not None
+                     and e.get("topic") == topic and e.get("partition") == partition), default=0)
+    if offset >= committed:
+        return False
     as_violation = Violation("truncation_safety", "error", str(t.get("run_id") or ""), topic, partition, broker,
-                             t["ts_ms"], last, t["truncate_offset"], None, None, (), "")
+                             int(t.get("ts_ms") or 0), last, t["truncate_offset"], None, None, (), "")
     return hw_truncation_after_readd(as_violation, events)
 
 

@@ -350,6 +350,34 @@ def test_the_race_run_on_the_deposed_leader_after_the_election_is_finding_a() ->
     assert problems_in(sc, events, stats)[0] == []
 
 
+def _settled_race_then_zombie_rise(settled: bool) -> list[Event]:
+    """Leader 1 proposes adding 2 at partition epoch 5 and a same-epoch update resets its ISR to [1]; with `settled`,
+    2 is committed into its ISR at epoch 6 before 2's clean election with LEO 10, else the reset comes after it (A's
+    race run on the deposed leader). Leader 1, still in epoch 1, then raises its HW to 15 and follower 3 of 2
+    truncates 10..14."""
+    reset = _ev("isr_change", 1, "t", 0, isr=[1], isr_state="committed", partition_epoch=5, reason="leader_and_isr")
+    election = [_ev("leader_election", 1000, "t", 0, action="clean", leader_epoch=2),
+                _ev("leadership_change", 2, "t", 0, action="become_leader", leader_epoch=2, leo=10)]
+    race = ([reset, _ev("isr_change", 1, "t", 0, action="expand", isr=[1, 2], isr_state="committed",
+                        partition_epoch=6, reason="alter_partition"), *election] if settled else [*election, reset])
+    return [_ev("leader_election", 1000, "t", 0, action="clean", leader_epoch=1),
+            _ev("leadership_change", 1, "t", 0, action="become_leader", leader_epoch=1, leo=0),
+            _ev("isr_change", 1, "t", 0, action="expand", isr=[1, 2], isr_state="proposed", partition_epoch=5,
+                reason="follower_caught_up"),
+            *race,
+            _ev("hw_change", 1, "t", 0, leader_epoch=1, old_hw=8, hw=15, role="leader"),
+            _ev("truncation", 3, "t", 0, leader_epoch=2, truncate_offset=10, old_leo=15, reason="diverging_epoch")]
+
+
+@pytest.mark.parametrize("settled", [False, True])
+def test_the_race_after_the_election_needs_the_reset_after_it(settled: bool) -> None:
+    """A's race on the deposed leader is recognised only when its reset comes after the new leader's election: a
+    race settled before it (2 committed into the ISR) does not explain the deposed leader's later HW rise."""
+    events = _settled_race_then_zombie_rise(settled)
+    v = _violation("truncation_safety", "t", 0, 3, len(events) - 1, 12)
+    assert known_finding(v, events) == (None if settled else ISR_EXPANSION_RACE)
+
+
 def test_the_losses_of_electing_a_replica_finding_d_truncated_are_finding_d() -> None:
     """`--seeds 1070113-1070113 --throttled` (leader-epoch mode): broker 3's fetcher split its partitions while u-0's
     log was empty and its OffsetsForLeaderEpoch round to the dead leader 2 timed out; by then u-0 held 0..5 and had
@@ -367,6 +395,27 @@ def test_the_losses_of_electing_a_replica_finding_d_truncated_are_finding_d() ->
     assert (events[487]["event_type"], events[487]["broker_id"], events[487]["leo"]) == ("leadership_change", 3, 5)
     assert known_finding(replace(errors[1], offset=4), events) is None
     assert problems_in(sc, events, stats)[0] == []
+
+
+@pytest.mark.parametrize("committed_first", [True, False])
+def test_d_s_loss_needs_its_truncation_to_remove_a_committed_record(committed_first: bool) -> None:
+    """Broker 3's HW truncation after a re-add (D's shape) removes 3..5, and broker 3 is elected from the ISR with
+    LEO 3 after the partition's HW reached 6. Only when the HW was 6 before the truncation did D remove committed
+    records; when it reached 6 afterwards (another cause), the loss at 4 is not D's."""
+    hw_rise = _ev("hw_change", 1, "u", 0, leader_epoch=1, old_hw=3, hw=6, role="leader")
+    events = [{"event_type": "broker_config", "broker_id": 3, "config": {"replog.truncation.mode": "leader_epoch"}},
+              _ev("hw_change", 1, "u", 0, leader_epoch=1, old_hw=0, hw=3, role="leader"),
+              *([hw_rise] if committed_first else []),
+              _ev("append", 3, "u", 0, leader_epoch=1, base_offset=0, last_offset=5, role="follower"),
+              {"event_type": "fetcher_change", "broker_id": 3, "action": "added",
+               "partitions": [{"topic": "u", "partition": 0}]},
+              _ev("truncation", 3, "u", 0, leader_epoch=1, truncate_offset=3, old_leo=6, reason="high_watermark"),
+              *([] if committed_first else [hw_rise]),
+              _ev("leader_election", 1000, "u", 0, action="clean", leader_epoch=2),
+              _ev("leadership_change", 3, "u", 0, action="become_leader", leader_epoch=2, leo=3),
+              _ev("truncation", 2, "u", 0, leader_epoch=2, truncate_offset=3, old_leo=6, reason="diverging_epoch")]
+    v = _violation("truncation_safety", "u", 0, 2, len(events) - 1, 4)
+    assert known_finding(v, events) == (HW_TRUNCATION_AFTER_READD if committed_first else None)
 
 
 def test_a_restart_restating_the_recovered_hw_is_the_stale_checkpoint_too() -> None:
