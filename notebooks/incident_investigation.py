@@ -25,7 +25,14 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from jobs.config import JobConfig
-from jobs.incident_report import flagged_partitions, latest_audit, plot_overviews, plot_partitions, worst_first
+from jobs.incident_report import (
+    flagged_partitions,
+    latest_audit,
+    plot_overviews,
+    plot_partitions,
+    unclean_elections,
+    worst_first,
+)
 from jobs.investigate import lost_per_partition, lost_writes, offsets_at_moments
 from jobs.lake import open_lake
 from jobs.report_document import BAD_VERDICTS
@@ -197,7 +204,8 @@ if os.environ.get("REPLOG_TOPIC") and os.environ.get("REPLOG_PARTITION"):
 else:
     # One row: the partition with the most errors, then warnings, unclean elections, late / missing / premature
     # incidents, then acks=1 writes lost (info).
-    worst = flagged_partitions(violations, incidents).orderBy(*worst_first()).limit(1).collect()
+    worst = flagged_partitions(violations, incidents, unclean_elections(bronze)).orderBy(*worst_first()).limit(
+        1).collect()
     focus = (worst[0]["run_id"], worst[0]["topic"], worst[0]["partition"]) if worst else None
 print("partition:", "none flagged (set REPLOG_TOPIC and REPLOG_PARTITION)" if focus is None
       else f"{focus[1]}-{focus[2]} of run {focus[0]}")
