@@ -79,7 +79,7 @@ E. `divergent_prefix_elected` (truncation_safety; found by `--power`, seed 90177
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 from replication_core.checker.violation import Violation
@@ -150,6 +150,37 @@ LOSS_INVARIANTS = ("acked_write_lost", "truncation_safety", "inconsistent_offset
 ELECTIONS_FROM_ISR = ("clean", "controlled_shutdown")
 
 
+def _isr_elections(v: Violation, events: Sequence[Event]) -> Iterator[tuple[int, Event, int | None, int, int | None]]:
+    """For a loss violation `v` (`LOSS_INVARIANTS`, with an offset and a partition), each become_leader of its
+    partition, up to its detecting event (the run's end for an end-of-run check), whose epoch the controller
+    elected from the ISR: (its index, the event, the previous leader, the HW committed before it, where the
+    previous leader's tenure ended, None while it still led). Nothing for any other violation."""
+    if v.invariant not in LOSS_INVARIANTS or v.offset is None or v.topic is None or v.partition is None:
+        return
+    end = len(events) if v.event_id < 0 else v.event_id
+    # `leader_end`: where the last leader's tenure ended (it became a follower, back from a crash, say, before the
+    # election): a race of its lies before that (`--correlated` seed 784244).
+    committed, leader, leader_end = 0, None, None
+    # The election of each leader epoch: a later one (an offline partition's) may come before the elected
+    # leader's metadata does.
+    from_isr: dict[int | None, bool] = {}
+    for i in range(end):
+        e = events[i]
+        if e.get("topic") != v.topic or e.get("partition") != v.partition:
+            continue
+        kind = e["event_type"]
+        if kind == "hw_change" and e["hw"] is not None:
+            committed = max(committed, e["hw"])
+        elif kind == "leader_election":
+            from_isr[e.get("leader_epoch")] = e.get("action") in ELECTIONS_FROM_ISR
+        elif kind == "leadership_change" and e.get("action") == "become_leader":
+            if from_isr.get(e.get("leader_epoch"), False):
+                yield i, e, leader, committed, leader_end
+            leader, leader_end = e["broker_id"], None
+        elif kind == "leadership_change" and e["broker_id"] == leader and leader_end is None:
+            leader_end = i
+
+
 def isr_race_elected(v: Violation, events: Sequence[Event]) -> bool:
     """Finding A's loss: an election from the ISR (clean, or a controlled shutdown's) made F leader with LEO L
     below H, the HW committed before it, and L <= `v.offset` < H (records committed, then lost or rewritten, from
@@ -159,35 +190,12 @@ def isr_race_elected(v: Violation, events: Sequence[Event]) -> bool:
     --before-kip903` until session 49, through a controlled shutdown; `--correlated` seed 784244 with the old leader
     a follower again before F's election; `--reassigning` seed 982174, elected by the reassignment its own commit
     completed: a clean election, reason `reassignment`)."""
-    if v.invariant not in LOSS_INVARIANTS or v.offset is None or v.topic is None or v.partition is None:
-        return False
-    topic, partition = v.topic, v.partition
-    end = len(events) if v.event_id < 0 else v.event_id
-    # `leader_end`: where the last leader's tenure ended (it became a follower, back from a crash, say, before F's
-    # election): its race lies before that (`--correlated` seed 784244).
-    committed, leader, leader_end = 0, None, None
-    # The election of each leader epoch: a later one (an offline partition's) may come before the elected
-    # leader's metadata does.
-    from_isr: dict[int | None, bool] = {}
-    for i in range(end):
-        e = events[i]
-        if e.get("topic") != topic or e.get("partition") != partition:
-            continue
-        kind = e["event_type"]
-        if kind == "hw_change" and e["hw"] is not None:
-            committed = max(committed, e["hw"])
-        elif kind == "leader_election":
-            from_isr[e.get("leader_epoch")] = e.get("action") in ELECTIONS_FROM_ISR
-        elif kind == "leadership_change" and e.get("action") == "become_leader":
-            elected, leo = e["broker_id"], e.get("leo")
-            if (from_isr.get(e.get("leader_epoch"), False) and leader is not None and elected != leader
-                    and leo is not None and leo <= v.offset < committed
-                    and _raced_into_isr(events, leader, topic, partition, elected,
-                                        i if leader_end is None else leader_end, leo)):
-                return True
-            leader, leader_end = elected, None
-        elif kind == "leadership_change" and e["broker_id"] == leader and leader_end is None:
-            leader_end = i
+    for i, e, leader, committed, leader_end in _isr_elections(v, events):
+        elected, leo = e["broker_id"], e.get("leo")
+        if (leader is not None and elected != leader and leo is not None and leo <= v.offset < committed
+                and _raced_into_isr(events, leader, e["topic"], e["partition"], elected,
+                                    i if leader_end is None else leader_end, leo)):
+            return True
     return False
 
 
@@ -199,25 +207,12 @@ def isr_race_after_election(v: Violation, events: Sequence[Event]) -> bool:
     the reassignment's target [5, 4] and completed it, electing 5 with LEO 372 and answering 1 NEW_LEADER_ELECTED
     (which leaves the proposal pending); a resent, older metadata update at epoch 29 (ISR [1, 4]) then reached 1,
     which raised its HW to 393 over [1, 4] before it learnt it was removed; 5's follower 4 truncated 372..392."""
-    if v.invariant not in LOSS_INVARIANTS or v.offset is None or v.topic is None or v.partition is None:
-        return False
-    topic, partition = v.topic, v.partition
-    end = len(events) if v.event_id < 0 else v.event_id
-    from_isr: dict[int | None, bool] = {}
-    leader = None
-    for i in range(end):
-        e = events[i]
-        if e.get("topic") != topic or e.get("partition") != partition:
-            continue
-        if e["event_type"] == "leader_election":
-            from_isr[e.get("leader_epoch")] = e.get("action") in ELECTIONS_FROM_ISR
-        elif e["event_type"] == "leadership_change" and e.get("action") == "become_leader":
-            elected, leo, epoch = e["broker_id"], e.get("leo"), e.get("leader_epoch")
-            if (from_isr.get(epoch, False) and leader is not None and leader != elected and leo is not None
-                    and epoch is not None and leo <= v.offset
-                    and _old_leader_raced_past(events, leader, topic, partition, elected, i, end, epoch, v.offset)):
-                return True
-            leader = elected
+    for i, e, leader, _, _ in _isr_elections(v, events):
+        elected, leo, epoch = e["broker_id"], e.get("leo"), e.get("leader_epoch")
+        if (leader is not None and leader != elected and leo is not None and epoch is not None and leo <= v.offset
+                and _old_leader_raced_past(events, leader, e["topic"], e["partition"], elected, i,
+                                           len(events) if v.event_id < 0 else v.event_id, epoch, v.offset)):
+            return True
     return False
 
 
@@ -365,26 +360,11 @@ def hw_truncation_elected(v: Violation, events: Sequence[Event]) -> bool:
     and a later leader commits other records there (`--throttled` seed 1070113, leader-epoch mode: broker 3 lost
     offset 5 to D, was elected cleanly, brokers 2 and 1 truncated to 5 and broker 2, leader of the next epoch,
     committed a new record at 5). Like `isr_race_elected`, it holds for every later violation at those offsets."""
-    if v.invariant not in LOSS_INVARIANTS or v.offset is None or v.topic is None or v.partition is None:
-        return False
-    topic, partition = v.topic, v.partition
-    end = len(events) if v.event_id < 0 else v.event_id
-    committed = 0
-    from_isr: dict[int | None, bool] = {}
-    for i in range(end):
-        e = events[i]
-        if e.get("topic") != topic or e.get("partition") != partition:
-            continue
-        kind = e["event_type"]
-        if kind == "hw_change" and e["hw"] is not None:
-            committed = max(committed, e["hw"])
-        elif kind == "leader_election":
-            from_isr[e.get("leader_epoch")] = e.get("action") in ELECTIONS_FROM_ISR
-        elif kind == "leadership_change" and e.get("action") == "become_leader":
-            leo = e.get("leo")
-            if (from_isr.get(e.get("leader_epoch"), False) and leo is not None and leo <= v.offset < committed
-                    and _removed_by_finding_d(events, e["broker_id"], topic, partition, i, v.offset)):
-                return True
+    for i, e, _, committed, _ in _isr_elections(v, events):
+        leo = e.get("leo")
+        if (leo is not None and leo <= v.offset < committed
+                and _removed_by_finding_d(events, e["broker_id"], e["topic"], e["partition"], i, v.offset)):
+            return True
     return False
 
 
