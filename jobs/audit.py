@@ -51,10 +51,11 @@ from jobs.audit_watermarks import (
     run_marks,
 )
 from jobs.invariants import IMPLEMENTED, NOT_IMPLEMENTED, evaluate
+from jobs.invariants.base import severity_order
 from jobs.lake import Lake
 from jobs.runs import bronze_runs
 from jobs.session import releasing_persisted
-from replication_core.checker.catalogue import BY_NAME, CATALOGUE, INFO, SEVERITIES, WARNING
+from replication_core.checker.catalogue import BY_NAME, CATALOGUE, INFO, WARNING
 from schemas.audit import (
     GOLD_AUDIT_RUNS,
     GOLD_INVARIANT_VIOLATIONS,
@@ -240,8 +241,7 @@ def _judge(spark: SparkSession, lake: Lake, bronze: DataFrame, result: AuditResu
     for r in found.groupBy("invariant", "severity").count().collect():
         result.counts.setdefault(r["invariant"], {})[r["severity"]] = int(r["count"])
     # The gravest first: info findings (allowed losses) must not crowd errors out of the sample.
-    rank = F.array_position(F.array(*[F.lit(s) for s in SEVERITIES]), F.col("severity"))
-    first = found.orderBy(rank, "run_id", "topic", "partition", "event_id", "invariant").limit(sample)
+    first = found.orderBy(severity_order(), "run_id", "topic", "partition", "event_id", "invariant").limit(sample)
     result.sample = [_sample_line(r.asDict()) for r in first.collect()]
     if result.runs:
         columns = [f.name for f in INVARIANT_VIOLATIONS_SCHEMA]

@@ -59,6 +59,7 @@ from jobs.cluster_overview import (
 )
 from jobs.config import ReportConfig
 from jobs.fault_plot import FaultSpan, peer_names
+from jobs.invariants.base import severity_order
 from jobs.lake import Lake
 from jobs.overview_plot import (
     CHURN_COLUMNS,
@@ -297,12 +298,6 @@ def worst_first() -> list[Column]:
     return [F.col("errors").desc(), F.col("warnings").desc(), F.col("unclean_elections").desc(),
             F.col("bad_incidents").desc(), F.col("infos").desc(), F.col("incidents").desc(),
             *[F.col(c).asc() for c in KEY]]
-
-
-def severity_order() -> Column:
-    """`plots.severity_rank` of the `severity` column: 0 error, 1 warning, 2 info, an unknown severity 0."""
-    ranks = F.create_map(*[F.lit(x) for rank, severity in enumerate(SEVERITIES) for x in (severity, rank)])
-    return F.coalesce(ranks[F.col("severity")], F.lit(0))
 
 
 def bucketed(df: DataFrame, ts: str, selected: DataFrame) -> DataFrame:

@@ -196,6 +196,11 @@ class PartitionPlot:
     """(severity, invariant, count) of all the partition's violations, when `violations` marks only the first
     ones; the headline counts these."""
 
+    @property
+    def totals(self) -> tuple[tuple[str, str, int], ...]:
+        """(severity, invariant, count) of all the partition's violations: `violation_totals`, else the marked ones."""
+        return self.violation_totals or tuple((v.severity, v.invariant, 1) for v in self.violations)
+
     def __post_init__(self) -> None:
         for name, frame, cols in (("offsets", self.offsets, OFFSET_COLUMNS), ("isr", self.isr, ISR_COLUMNS)):
             missing = [c for c in cols if c not in frame.columns]
@@ -208,7 +213,7 @@ class PartitionPlot:
 def headline(data: PartitionPlot) -> str:
     """One line saying what went wrong in the partition, e.g. `1 error (acked_write_lost) · 3 info
     (acks1_write_lost) · 1 lag incident`: the severities gravest first, then unclean elections and incidents."""
-    totals = data.violation_totals or tuple((v.severity, v.invariant, 1) for v in data.violations)
+    totals = data.totals
     parts = []
     for severity in SEVERITIES:
         names = sorted({name for sev, name, _ in totals if sev == severity})
@@ -377,8 +382,7 @@ def _draw_violations(ax, data: PartitionPlot) -> int:  # type: ignore[no-untyped
     taken: list[Bbox] = []
     left_out = 0
     totals: dict[tuple[str, str], int] = {}
-    for severity, invariant, count in data.violation_totals or tuple((v.severity, v.invariant, 1)
-                                                                       for v in data.violations):
+    for severity, invariant, count in data.totals:
         totals[(severity, invariant)] = totals.get((severity, invariant), 0) + count
     for v in _labelled(data):
         colour = _SEVERITY_STYLE.get(v.severity, ("#d62728", "X"))[0]

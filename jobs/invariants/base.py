@@ -21,7 +21,7 @@ from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from jobs.session import event_cache_level
-from replication_core.checker.catalogue import BY_NAME
+from replication_core.checker.catalogue import BY_NAME, SEVERITIES
 from schemas.audit import SPARK_VIOLATION_SCHEMA, VIOLATION_COLUMNS
 
 Check = Callable[[], Column]
@@ -150,6 +150,13 @@ class Scan:
         hit = reduce(lambda a, b: a | b, [F.col(n).isNotNull() for n in names])
         found = F.filter(F.array(*[F.col(n) for n in names]), lambda v: v.isNotNull())
         return checked.where(hit).select(F.explode(found).alias("v")).select("v.*")
+
+
+def severity_order() -> Column:
+    """The `severity` column's rank, gravest first: 0 error, 1 warning, 2 info; a severity the catalogue does not
+    know ranks with the errors, so that nothing unforeseen is ranked out of sight (`jobs.plots.severity_rank`)."""
+    ranks = F.create_map(*[F.lit(x) for rank, severity in enumerate(SEVERITIES) for x in (severity, rank)])
+    return F.coalesce(ranks[F.col("severity")], F.lit(0))
 
 
 def empty_violations(spark: SparkSession) -> DataFrame:
