@@ -26,10 +26,17 @@ controller node that never fails:
   committed ISR, and followers their new partition epoch;
 * metadata reaches each broker through an ordered channel with network delay (KRaft brokers replay
   the metadata log in order): a cut link delays it, it is never reordered, and a broker that
-  restarts is sent the full state of its partitions. A partition left without a leader is published
-  too: each replica that gets it, its last leader included, becomes a follower of nobody
-  (`ReplicaManager.applyLocalFollowersDelta`; ZooKeeper's `removeReplicasFromIsr` sends the same
-  LeaderAndIsr with leader -1), so it stops serving produce and fetch requests for it at once;
+  restarts is sent the full state of its partitions. In KRaft each delivery carries everything
+  committed for the broker when it was sent, applied as one delta (`coalesce`): a broker fetches the
+  metadata log from its offset, and `MetadataLoader.handleCommit` publishes one delta per read of
+  committed batches, so after a lost fetch it never applies a partition state that a later record
+  had already replaced. The ZooKeeper-era mode (`cluster.fence_on_reregistration: false`) sends one
+  LeaderAndIsr at a time, as `ControllerChannelManager`'s `RequestSendThread` does, retrying the same
+  request after a failed send (`cluster.metadata_deltas: false` does the same in KRaft mode).
+  A partition left without a leader is published too: each replica that gets it, its last leader
+  included, becomes a follower of nobody (`ReplicaManager.applyLocalFollowersDelta`; ZooKeeper's
+  `removeReplicasFromIsr` sends the same LeaderAndIsr with leader -1), so it stops serving produce and
+  fetch requests for it at once;
 * controlled shutdown moves leadership away first and removes the broker from ISRs;
 * reassignment adds the target replicas (throttled through the topics' `*.replication.throttled.replicas`,
   which cover every move in progress as `kafka-reassign-partitions --execute --additional --throttle` sets
@@ -97,6 +104,35 @@ class MetadataUpdate:
     full_state: bool = False
 
 
+def coalesce(updates: list[MetadataUpdate]) -> MetadataUpdate:
+    """The one delta a KRaft broker applies for several metadata updates read together, oldest first
+    (`MetadataBatchLoader` replays every record into one `MetadataDelta`): per partition the last
+    registration or StopReplica wins, the broker sets (fenced, shutting down, epochs) are the newest, and
+    throttle changes keep their order. All of `updates` must be addressed to the same incarnation."""
+    if len(updates) == 1:
+        return updates[0]
+    last = updates[-1]
+    states: dict[TopicPartition, PartitionRegistration] = {}
+    stops: dict[TopicPartition, int] = {}
+    throttles: list[tuple[str, tuple[str, ...], tuple[str, ...], int | None]] = []
+    full_state = False
+    for u in updates:
+        if u.incarnation != last.incarnation:
+            raise ValueError(f"coalesce: updates for incarnations {u.incarnation} and {last.incarnation}; "
+                             "expected one incarnation")
+        for tp, reg in u.states.items():
+            stops.pop(tp, None)
+            states[tp] = reg
+        for tp, epoch in u.stop:
+            # A replica removed after a registration: the delta shows the partition without this broker.
+            states.pop(tp, None)
+            stops[tp] = epoch
+        throttles.extend(u.throttles)
+        full_state = full_state or u.full_state
+    return MetadataUpdate(states, last.fenced, last.shutting_down, tuple(stops.items()), tuple(throttles),
+                          last.incarnation, last.broker_epochs, full_state)
+
+
 @dataclass
 class PartitionInfo:
     """The controller's record of one partition (`PartitionRegistration`)."""
@@ -129,6 +165,7 @@ class Controller:
         self.session_timeout_ms = spec.broker_session_timeout_ms
         self.retry_ms = spec.controller_retry_ms
         self.fence_on_reregistration = spec.fence_on_reregistration
+        self.coalesces_metadata = spec.coalesces_metadata
         self.broker_epochs = spec.checks_broker_epochs
         self.elr_enabled = spec.eligible_leader_replicas
         self.partitions: dict[TopicPartition, PartitionInfo] = {}
@@ -669,16 +706,27 @@ class Controller:
             self.queue.after(self.retry_ms, self._retry, broker_id)
             return
         self._inflight.add(broker_id)
-        self.queue.after(delay, self._deliver, broker_id)
+        self.queue.after(delay, self._deliver, broker_id, self._batch_size(channel))
+
+    def _batch_size(self, channel: deque[MetadataUpdate]) -> int:
+        # What this send carries: KRaft, everything committed for the broker so far that one delta can hold
+        # (updates addressed to one incarnation); the ZooKeeper-era channel, one LeaderAndIsr.
+        if not self.coalesces_metadata:
+            return 1
+        incarnation = channel[0].incarnation
+        n = 1
+        while n < len(channel) and channel[n].incarnation == incarnation:
+            n += 1
+        return n
 
     def _retry(self, broker_id: int) -> None:
         self._inflight.discard(broker_id)
         self._pump(broker_id)
 
-    def _deliver(self, broker_id: int) -> None:
+    def _deliver(self, broker_id: int, count: int) -> None:
         self._inflight.discard(broker_id)
         channel = self._channels[broker_id]
-        update = channel.popleft()
+        update = coalesce([channel.popleft() for _ in range(count)])
         self.cluster.brokers[broker_id].apply_metadata(update)
         self._pump(broker_id)
 

@@ -203,6 +203,13 @@ class ClusterSpec:
     false = no broker epochs (as Kafka 3.3-3.4), and the controller checks only the ISR members a proposal adds
     for fencing, as replog did before it modelled KIP-903 (tests pin seeds found then). No effect with
     `fence_on_reregistration: false` (ZooKeeper mode sends no epochs)."""
+    metadata_deltas: bool = True
+    """KRaft: each metadata delivery to a broker carries everything committed for it when it was sent, applied
+    as one delta (a broker reads the metadata log from its offset; `MetadataLoader.handleCommit` publishes one
+    delta per read). false = one update per delivery, in order, the head again alone after a lost one (as the
+    ZooKeeper-era controller's LeaderAndIsr requests go, and as replog's KRaft mode did before session 66:
+    tests pin seeds found then). No effect with `fence_on_reregistration: false`, which always sends one at a
+    time."""
     eligible_leader_replicas: bool = False
     """KRaft, KIP-966 (`eligible.leader.replicas.version=1`: Kafka 4.0 opt-in, on for new clusters from 4.1):
     replicas that leave an ISR below min ISR become eligible leader replicas, the ISR may become empty, a leader
@@ -214,6 +221,11 @@ class ClusterSpec:
     def checks_broker_epochs(self) -> bool:
         """Whether broker epochs are sent and checked (KRaft with KIP-903)."""
         return self.fence_on_reregistration and self.broker_epochs
+
+    @property
+    def coalesces_metadata(self) -> bool:
+        """Whether a metadata delivery carries every queued update as one delta (KRaft's metadata log)."""
+        return self.fence_on_reregistration and self.metadata_deltas
 
 
 @dataclass(frozen=True)
@@ -492,6 +504,7 @@ def parse_scenario(doc: object) -> Scenario:
         controller_retry_ms=c.int("controller_retry_ms", 100, lo=1),
         fence_on_reregistration=c.bool("fence_on_reregistration", True),
         broker_epochs=c.bool("broker_epochs", True),
+        metadata_deltas=c.bool("metadata_deltas", True),
         eligible_leader_replicas=c.bool("eligible_leader_replicas", False),
     )
     if cluster.eligible_leader_replicas and not cluster.checks_broker_epochs:

@@ -98,14 +98,14 @@ def test_kip279_fast_failover_diverges_only_with_v0_answers() -> None:
 
 
 def test_a_leader_epoch_answer_older_than_the_leaders_cache_is_not_rebuilt() -> None:
-    """`tests.sim.campaign --deep` seed 203531 (leader_epoch mode): follower 2, deposed leader of epoch 1, asks the
-    new leader for epoch 1's end; the answer (computed before the new leader's retention moved its log start
-    offset from 970 to 1060, 3 ms before the truncation) was 1030, the start of its epoch 2 then. Rebuilt from the
-    cache at the truncation it would read 1060, a false truncation_point error: such answers are skipped."""
-    from tests.sim.campaign import deep_scenario
+    """`tests.sim.campaign --deep --before-metadata-deltas` seed 203531 (leader_epoch mode): follower 2, deposed leader
+    of epoch 1, asks the new leader for epoch 1's end; the answer (computed before the new leader's retention moved its
+    log start offset from 970 to 1060, 3 ms before the truncation) was 1030, the start of its epoch 2 then. Rebuilt from
+    the cache at the truncation it would read 1060, a false truncation_point error: such answers are skipped."""
+    from tests.sim.campaign import before_metadata_deltas, deep_scenario
     from tests.sim.helpers import check, run
 
-    _, events, stats = run(deep_scenario(203531))
+    _, events, stats = run(before_metadata_deltas(deep_scenario(203531)))
     result = check(events, stats)
     assert only(result, "truncation_point") == []
     truncations = [e for e in events if e["event_type"] == "truncation" and e["broker_id"] == 2

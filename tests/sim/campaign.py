@@ -164,6 +164,13 @@ def before_kip903(sc: Scenario) -> Scenario:
     return replace(sc, cluster=replace(sc.cluster, broker_epochs=False))
 
 
+def before_metadata_deltas(sc: Scenario) -> Scenario:
+    """`sc` with `cluster.metadata_deltas: false`: the controller delivers one metadata update at a time, the
+    head again alone after a lost delivery, as replog's KRaft mode did before session 66 made each delivery one
+    delta of everything queued. The seeds tests pinned before then reproduce their runs with it."""
+    return replace(sc, cluster=replace(sc.cluster, metadata_deltas=False))
+
+
 def with_elr(sc: Scenario) -> Scenario:
     """`sc` with eligible leader replicas (KIP-966, `cluster.eligible_leader_replicas: true`), as a new Kafka 4.1
     cluster runs."""
@@ -320,8 +327,8 @@ def seed_range(text: str) -> range:
 
 
 def add_shape_arguments(parser: argparse.ArgumentParser) -> None:
-    """`--seeds`, the shapes (`--wide` ... `--reassigning`) and `--before-kip903`, shared by the campaigns (this
-    one and `tests.spark.lag_campaign`)."""
+    """`--seeds`, the shapes (`--wide` ... `--reassigning`), `--before-kip903` and `--before-metadata-deltas`, shared by
+    the campaigns (this one and `tests.spark.lag_campaign`)."""
     parser.add_argument("--seeds", type=seed_range, required=True, help="FIRST-LAST, inclusive")
     parser.add_argument("--wide", action="store_true", help="also draw retention, unclean, min ISR 1, larger clusters")
     parser.add_argument("--deep", action="store_true",
@@ -338,14 +345,17 @@ def add_shape_arguments(parser: argparse.ArgumentParser) -> None:
                         help="--reassigning with the drawn reassignments throttled (replication quotas)")
     parser.add_argument("--before-kip903", action="store_true",
                         help="without broker epochs, as seeds found before session 30 ran (`before_kip903`)")
+    parser.add_argument("--before-metadata-deltas", action="store_true",
+                        help="one metadata update per delivery, as seeds found before session 66 ran "
+                             "(`before_metadata_deltas`)")
     parser.add_argument("--elr", action="store_true",
                         help="with eligible leader replicas (KIP-966, `with_elr`)")
 
 
 def scenario_maker(args: argparse.Namespace) -> Callable[[int], Scenario]:
     """The seed -> scenario function `--wide` / `--deep` / `--correlated` / `--overlapping` / `--power` /
-    `--reassigning` / `--throttled` chose, wrapped in `before_kip903` with `--before-kip903` and in `with_elr`
-    with `--elr`."""
+    `--reassigning` / `--throttled` chose, wrapped in `before_kip903` with `--before-kip903`, in `with_elr`
+    with `--elr` and in `before_metadata_deltas` with `--before-metadata-deltas`."""
     if args.throttled:
         make = power_throttled_scenario if args.power else throttled_scenario
     elif args.reassigning and args.power:
@@ -360,7 +370,8 @@ def scenario_maker(args: argparse.Namespace) -> Callable[[int], Scenario]:
         make = correlated_scenario
     else:
         make = deep_scenario if args.deep else wide_scenario if args.wide else varied_scenario
-    wraps = [wrap for wrap, on in ((before_kip903, args.before_kip903), (with_elr, args.elr)) if on]
+    wraps = [wrap for wrap, on in ((before_kip903, args.before_kip903), (with_elr, args.elr),
+                                   (before_metadata_deltas, args.before_metadata_deltas)) if on]
     if not wraps:
         return make
 

@@ -30,7 +30,8 @@ A. `isr_expansion_race` (isr_holds_committed). The leader proposes adding follow
    The race can also run on the old leader after F's election: the commit that completes a reassignment elects F
    and answers the leader NEW_LEADER_ELECTED, which leaves its proposal pending; an older metadata update at the
    same partition epoch then resets its ISR without F, and it raises its HW above F's LEO before it learns it was
-   removed (`isr_race_after_election`, `--throttled` seed 1070007).
+   removed (`isr_race_after_election`, `--throttled --before-metadata-deltas` seed 1070007: the older update was a
+   resend after a lost delivery, which KRaft's metadata deltas merge with the election's).
 B. `epoch_boundary_erased` (committed_prefix_agreement). Retention on the new leader moved its log start offset
    past the start of its first epoch; `truncateFromStart` moved that epoch's start up to the log start offset, so
    `endOffsetFor(older epoch)` answers the log start offset (KAFKA-7415's rule for an epoch below the cache).
@@ -203,10 +204,11 @@ def isr_race_after_election(v: Violation, events: Sequence[Event]) -> bool:
     """Finding A's loss with the race run on the deposed leader after F's election: an election from the ISR made F
     leader with LEO L; its previous leader O, still in its older epoch (not yet told), had proposed adding F and
     then applied a same-partition-epoch update without F (the race), and its HW rose to H > L; `v.offset` is in
-    [L, H). `--throttled` seed 1070007: O = 1 proposed adding 5 at partition epoch 29; the controller's commit held
-    the reassignment's target [5, 4] and completed it, electing 5 with LEO 372 and answering 1 NEW_LEADER_ELECTED
-    (which leaves the proposal pending); a resent, older metadata update at epoch 29 (ISR [1, 4]) then reached 1,
-    which raised its HW to 393 over [1, 4] before it learnt it was removed; 5's follower 4 truncated 372..392."""
+    [L, H). `--throttled --before-metadata-deltas` seed 1070007: O = 1 proposed adding 5 at partition epoch 29; the
+    controller's commit held the reassignment's target [5, 4] and completed it, electing 5 with LEO 372 and answering 1
+    NEW_LEADER_ELECTED (which leaves the proposal pending); a resent, older metadata update at epoch 29 (ISR [1, 4])
+    then reached 1, which raised its HW to 393 over [1, 4] before it learnt it was removed; 5's follower 4 truncated
+    372..392."""
     for i, e, leader, _, _ in _isr_elections(v, events):
         elected, leo, epoch = e["broker_id"], e.get("leo"), e.get("leader_epoch")
         if (leader is not None and leader != elected and leo is not None and epoch is not None and leo <= v.offset

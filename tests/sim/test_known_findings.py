@@ -18,6 +18,7 @@ from replication_core.sim.scenario import Fault, Scenario
 from tests.sim.audit import audit
 from tests.sim.campaign import (
     before_kip903,
+    before_metadata_deltas,
     correlated_scenario,
     deep_scenario,
     overlapping_scenario,
@@ -267,13 +268,13 @@ def test_a_prefix_violation_without_a_stale_checkpoint_is_not_excused(events: li
 
 
 def test_the_overlapping_campaign_seed_reproduces_the_stale_checkpoint() -> None:
-    """`python -m tests.sim.campaign --seeds 921359-921359 --overlapping --before-kip903`: broker 1 had checkpointed
-    HW 517 before it crashed; back as a follower of leader 5 (unclean, epoch 7) it truncated t-0 to 415 (event 8052)
-    and fetched to LEO 431 while 5's HW stayed at 418; it crashed 261 ms after the truncation, before its next
-    checkpoint, and recovered HW min(517, 431) = 431 (event 8241), over records 418..430 nobody committed. 5 crashed
-    too, and 2 (LEO 421) was elected cleanly in epoch 8 (9289): 2's own records at 421.. then sit below 2's HW (9308)
-    and its follower 5's (9321), against 1's."""
-    sc = before_kip903(overlapping_scenario(921359))
+    """`python -m tests.sim.campaign --seeds 921359-921359 --overlapping --before-kip903 --before-metadata-deltas`:
+    broker 1 had checkpointed HW 517 before it crashed; back as a follower of leader 5 (unclean, epoch 7) it truncated
+    t-0 to 415 (event 8052) and fetched to LEO 431 while 5's HW stayed at 418; it crashed 261 ms after the truncation,
+    before its next checkpoint, and recovered HW min(517, 431) = 431 (event 8241), over records 418..430 nobody
+    committed. 5 crashed too, and 2 (LEO 421) was elected cleanly in epoch 8 (9289): 2's own records at 421.. then sit
+    below 2's HW (9308) and its follower 5's (9321), against 1's."""
+    sc = before_metadata_deltas(before_kip903(overlapping_scenario(921359)))
     events, _stats, errors = _errors(sc)
     assert [(v.invariant, v.topic, v.partition, v.replica, v.event_id, v.offset) for v in errors] == [
         ("committed_prefix_agreement", "t", 0, 2, 9308, 421), ("committed_prefix_agreement", "t", 0, 5, 9321, 421)]
@@ -332,12 +333,12 @@ def test_the_overlapping_campaign_seed_reproduces_the_readd_race() -> None:
 
 
 def test_the_race_run_on_the_deposed_leader_after_the_election_is_finding_a() -> None:
-    """`--seeds 1070007-1070007 --throttled` (diverging-epoch mode): the commit of leader 1's proposal adding 5 (epoch
-    29) completed t-4's reassignment to [5, 4] and elected 5 with LEO 372 (15460, 15485), answering 1
-    NEW_LEADER_ELECTED; a resent, older epoch-29 update (ISR [1, 4]) then reached 1 (15678), whose HW rose to 393
-    (15679) before it learnt it was removed; 5's follower 4 truncated 372..392 (15700) and 5 committed other records
-    there. Every error is A's; an offset below 5's LEO at its election is not."""
-    sc = throttled_scenario(1070007)
+    """`--seeds 1070007-1070007 --throttled --before-metadata-deltas` (diverging-epoch mode): the commit of leader 1's
+    proposal adding 5 (epoch 29) completed t-4's reassignment to [5, 4] and elected 5 with LEO 372 (15460, 15485),
+    answering 1 NEW_LEADER_ELECTED; a resent, older epoch-29 update (ISR [1, 4]) then reached 1 (15678), whose HW rose
+    to 393 (15679) before it learnt it was removed; 5's follower 4 truncated 372..392 (15700) and 5 committed other
+    records there. Every error is A's; an offset below 5's LEO at its election is not."""
+    sc = before_metadata_deltas(throttled_scenario(1070007))
     _, events, stats = run(sc)
     errors = [v for v in check(events, stats, max_network_delay_ms(sc)).violations if v.severity == "error"]
     assert len(errors) == 22 and {(v.topic, v.partition) for v in errors} == {("t", 4)}
@@ -419,12 +420,13 @@ def test_d_s_loss_needs_its_truncation_to_remove_a_committed_record(committed_fi
 
 
 def test_a_restart_restating_the_recovered_hw_is_the_stale_checkpoint_too() -> None:
-    """`--seeds 835883-835883 --overlapping --before-kip903`: broker 1 had checkpointed t-0's HW 92 when it crashed;
-    back, it truncated t-0 from 162 to 0 under the unclean leader 2 (event 2306) and copied epoch-1 records, and
-    crashed twice before its next checkpoint (one every 500 ms; it ran 471 and 280 ms). The second recovery set HW
-    min(92, 66) = 66 (3937), over records from 12 that leader 2 never committed, and its restart's become_follower of
-    the next leader, 3, restated it (4177), which is what the checker names as replica 1's HW event."""
-    _, events, stats = run(before_kip903(overlapping_scenario(835883)))
+    """`--seeds 835883-835883 --overlapping --before-kip903 --before-metadata-deltas`: broker 1 had checkpointed t-0's
+    HW 92 when it crashed; back, it truncated t-0 from 162 to 0 under the unclean leader 2 (event 2306) and copied
+    epoch-1 records, and crashed twice before its next checkpoint (one every 500 ms; it ran 471 and 280 ms). The second
+    recovery set HW min(92, 66) = 66 (3937), over records from 12 that leader 2 never committed, and its restart's
+    become_follower of the next leader, 3, restated it (4177), which is what the checker names as replica 1's HW
+    event."""
+    _, events, stats = run(before_metadata_deltas(before_kip903(overlapping_scenario(835883))))
     errors = [v for v in check(events, stats).violations if v.severity == "error"]
     restated = [v for v in errors if (v.topic, v.partition) == ("t", 0)]
     assert restated and {(v.invariant, v.replica, v.offset, v.evidence[2]) for v in restated} == {
@@ -481,13 +483,13 @@ def test_a_truncation_without_an_elected_divergent_prefix_is_not_excused(events:
 
 
 def test_the_power_campaign_seed_reproduces_the_elected_divergent_prefix() -> None:
-    """`--seeds 833649-833649 --power --before-kip903`: leader 3's t-0 log start had reached 238 (event 1303), so it
-    answered broker 2 (back with epoch-3 records to 730) with DivergingEpoch (3, 238) (1554); broker 2 kept 157..237
-    of epoch 3. Leader 3 added it to the ISR on its next fetch (proposed 1576, committed 1580), whose response never
-    reached it; broker 2 was elected cleanly, alone in the ISR, in epoch 7 (1719), and leading again in epoch 11 it
-    answered broker 1 with the same (3, 238): broker 1, whose log started at 208 with epoch-5 records, truncated to
-    208 (2571), below the committed HW 238."""
-    sc = before_kip903(power_scenario(833649))
+    """`--seeds 833649-833649 --power --before-kip903 --before-metadata-deltas`: leader 3's t-0 log start had reached
+    238 (event 1303), so it answered broker 2 (back with epoch-3 records to 730) with DivergingEpoch (3, 238) (1554);
+    broker 2 kept 157..237 of epoch 3. Leader 3 added it to the ISR on its next fetch (proposed 1576, committed 1580),
+    whose response never reached it; broker 2 was elected cleanly, alone in the ISR, in epoch 7 (1719), and leading
+    again in epoch 11 it answered broker 1 with the same (3, 238): broker 1, whose log started at 208 with epoch-5
+    records, truncated to 208 (2571), below the committed HW 238."""
+    sc = before_metadata_deltas(before_kip903(power_scenario(833649)))
     events, _stats, errors = _errors(sc)
     assert [(v.invariant, v.topic, v.partition, v.replica, v.event_id, v.offset) for v in errors] == [
         ("truncation_safety", "t", 0, 1, 2571, 208)]
@@ -550,16 +552,16 @@ def test_errors_without_an_elected_divergent_prefix_are_not_excused(events: list
 
 
 def test_the_power_campaign_seed_commits_the_elected_divergent_prefix() -> None:
-    """`--seeds 943902-943902 --power --before-kip903`: broker 1, t-2's leader in epoch 2, is back from a pause as
-    a follower of epoch 3's leader 3 (log start 286 since event 7394), which had committed its own records at
-    283..285 (HW 286, 7299). Leader 3 answered broker 1 (epoch-2 records to 379) with DivergingEpoch (2, 286)
+    """`--seeds 943902-943902 --power --before-kip903 --before-metadata-deltas`: broker 1, t-2's leader in epoch 2, is
+    back from a pause as a follower of epoch 3's leader 3 (log start 286 since event 7394), which had committed its own
+    records at 283..285 (HW 286, 7299). Leader 3 answered broker 1 (epoch-2 records to 379) with DivergingEpoch (2, 286)
     (7732); broker 1 truncated to 286 (7733) and kept 283..285 of epoch 2. Leader 3 added it to the ISR on its next
     fetch (7736; proposed 7743, committed 8463), whose response the network lost. 3's controlled shutdown moved
     leadership to 4 (8600, ISR [1, 4]), down since its crash (7362); when 4's session expired the controller elected
-    broker 1, the only other ISR member (9259). Leading, broker 1 told the restarted 4, which held epoch 3's
-    283..285, to truncate to 283, below the committed HW 286 (9291), and committed its kept records over epoch 3's
-    once broker 3 (log start 286) rejoined (10114)."""
-    sc = before_kip903(power_scenario(943902))
+    broker 1, the only other ISR member (9259). Leading, broker 1 told the restarted 4, which held epoch 3's 283..285,
+    to truncate to 283, below the committed HW 286 (9291), and committed its kept records over epoch 3's once broker 3
+    (log start 286) rejoined (10114)."""
+    sc = before_metadata_deltas(before_kip903(power_scenario(943902)))
     events, _stats, errors = _errors(sc)
     assert [(v.invariant, v.topic, v.partition, v.replica, v.event_id, v.offset) for v in errors] == [
         ("truncation_safety", "t", 2, 4, 9291, 283), ("inconsistent_offsets", "t", 2, 1, 10114, 283)]
@@ -672,14 +674,14 @@ def test_an_untruncated_election_without_a_kept_prefix_is_not_excused(events: li
 
 
 def test_the_elr_overlapping_seed_elects_a_prefix_its_follower_never_truncated() -> None:
-    """`--seeds 894993-894993 --elr --overlapping`: broker 1 came back (event 16412) with epoch-10 records of t-8 to
-    530 and followed leader 2 (16447), whose retention then moved its log start to 530 (16833), and whose epoch
-    11 had committed other records from 420. A one-way partition lost every answer to broker 1 (NETWORK_EXCEPTION
-    each time); its fetch at 530 after the retention was one leader 2 answers without divergence, so 2 added it
-    to the ISR (17836). It was elected in epoch 13 (22972) with LEO 530 and HW 420, told broker 3 to truncate to
-    430, below the committed HW 530 (23058), and committed its own records over epoch 11's (23100).
-    (Event ids as of schema 1.9, whose broker_fault events record the nemesis's pauses, stalls and partitions.)"""
-    sc = with_elr(overlapping_scenario(894993))
+    """`--seeds 894993-894993 --elr --overlapping --before-metadata-deltas`: broker 1 came back (event 16412) with
+    epoch-10 records of t-8 to 530 and followed leader 2 (16447), whose retention then moved its log start to 530
+    (16833), and whose epoch 11 had committed other records from 420. A one-way partition lost every answer to broker 1
+    (NETWORK_EXCEPTION each time); its fetch at 530 after the retention was one leader 2 answers without divergence, so
+    2 added it to the ISR (17836). It was elected in epoch 13 (22972) with LEO 530 and HW 420, told broker 3 to truncate
+    to 430, below the committed HW 530 (23058), and committed its own records over epoch 11's (23100). (Event ids as of
+    schema 1.9, whose broker_fault events record the nemesis's pauses, stalls and partitions.)"""
+    sc = before_metadata_deltas(with_elr(overlapping_scenario(894993)))
     events, stats, errors = _errors(sc)
     assert [(v.invariant, v.topic, v.partition, v.replica, v.event_id, v.offset) for v in errors] == [
         ("truncation_safety", "t", 8, 3, 23058, 430), ("inconsistent_offsets", "t", 8, 1, 23100, 420)]
@@ -707,12 +709,13 @@ def test_the_elr_overlapping_seed_elects_a_prefix_its_follower_never_truncated()
 ])
 def test_deep_campaign_seeds_reproduce_each_finding_and_nothing_else(seed: int, finding: str,
                                                                       where: tuple[Any, ...]) -> None:
-    """`python -m tests.sim.campaign --seeds SEED-SEED --deep --before-kip903` lists the run as known, not reported.
-    Seed 950073 (for 3061, whose run changed when reassignment epochs followed KRaft): leader 5 of t-4, its ISR [3, 5]
-    committed at partition epoch 40 by an AlterPartition answer (event 9390), proposes adding 2 (9395); epoch 40's
-    metadata, arriving 100 ms after that answer, resets its ISR to [3, 5] (9532), the HW rises from 309 to 315
-    (10305), and the controller's commit of the proposal at epoch 41 puts 2, lacking 312..314, in the ISR (10320)."""
-    sc = before_kip903(deep_scenario(seed))
+    """`python -m tests.sim.campaign --seeds SEED-SEED --deep --before-kip903 --before-metadata-deltas` lists the run as
+    known, not reported. Seed 950073 (for 3061, whose run changed when reassignment epochs followed KRaft): leader 5 of
+    t-4, its ISR [3, 5] committed at partition epoch 40 by an AlterPartition answer (event 9390), proposes adding 2
+    (9395); epoch 40's metadata, arriving 100 ms after that answer, resets its ISR to [3, 5] (9532), the HW rises from
+    309 to 315 (10305), and the controller's commit of the proposal at epoch 41 puts 2, lacking 312..314, in the ISR
+    (10320)."""
+    sc = before_metadata_deltas(before_kip903(deep_scenario(seed)))
     events, _stats, errors = _errors(sc)
     assert [(v.invariant, v.topic, v.partition, v.replica, v.offset) for v in errors] == [where]
     assert known_finding(errors[0], events) == finding
@@ -721,12 +724,12 @@ def test_deep_campaign_seeds_reproduce_each_finding_and_nothing_else(seed: int, 
 
 
 def test_the_isr_expansion_race_loses_acknowledged_writes_when_the_other_isr_members_fail() -> None:
-    """Finding A is more than a state the checker flags. Deep seed 201577 has it on t-9: leader 5's ISR is {3, 5}
-    (partition epoch 14) while the controller has committed its proposal to add 2 (epoch 15), and 5 raises the HW
-    to 60 over {3, 5} and acknowledges the acks=all writes at 54..59 with 2 below them. Crashing brokers 3 and 5
-    right then (13 923 ms, where the run applies the commit) leaves 2 the only live member of the controller's
-    ISR: it is elected cleanly, and those acknowledged writes are gone, without any unclean election."""
-    base = deep_scenario(201577)
+    """Finding A is more than a state the checker flags. Deep seed 201577 (`--before-metadata-deltas`) has it on t-9:
+    leader 5's ISR is {3, 5} (partition epoch 14) while the controller has committed its proposal to add 2 (epoch 15),
+    and 5 raises the HW to 60 over {3, 5} and acknowledges the acks=all writes at 54..59 with 2 below them. Crashing
+    brokers 3 and 5 right then (13 923 ms, where the run applies the commit) leaves 2 the only live member of the
+    controller's ISR: it is elected cleanly, and those acknowledged writes are gone, without any unclean election."""
+    base = before_metadata_deltas(deep_scenario(201577))
     _, events, stats = run(base)
     race = [v for v in check(events, stats).violations if known_finding(v, events) == ISR_EXPANSION_RACE]
     assert ("t", 9, 2) in [(v.topic, v.partition, v.replica) for v in race]  # (and u-1, not used here)
@@ -749,13 +752,13 @@ def test_the_isr_expansion_race_loses_acknowledged_writes_when_the_other_isr_mem
 
 
 def test_the_correlated_campaign_seed_elects_the_raced_follower_after_an_election_of_a_crashed_broker() -> None:
-    """`--seeds 784244-784244 --correlated`: finding A, the old leader following again before the raced follower's
-    election. Leader 2 of t-6 proposed adding 5 (event 2109); the same-epoch metadata reset its ISR to [2, 4]
-    (2178), the HW rose to 92 past 5's LEO 72, and then it learned the committed [2, 4, 5] (2766). 4 and 2 crashed
-    together; 2 came back and became a follower of 4, whom the controller, not yet aware of 4's crash, elected in
-    epoch 1; then it elected 5, alone in the ISR, cleanly (epoch 2): 4 and 2 truncate the committed 72..91 and 5
+    """`--seeds 784244-784244 --correlated --before-metadata-deltas`: finding A, the old leader following again before
+    the raced follower's election. Leader 2 of t-6 proposed adding 5 (event 2109); the same-epoch metadata reset its ISR
+    to [2, 4] (2178), the HW rose to 92 past 5's LEO 72, and then it learned the committed [2, 4, 5] (2766). 4 and 2
+    crashed together; 2 came back and became a follower of 4, whom the controller, not yet aware of 4's crash, elected
+    in epoch 1; then it elected 5, alone in the ISR, cleanly (epoch 2): 4 and 2 truncate the committed 72..91 and 5
     commits other records there."""
-    sc = correlated_scenario(784244)
+    sc = before_metadata_deltas(correlated_scenario(784244))
     events, stats, errors = _errors(sc)
     assert [(v.invariant, v.topic, v.partition, v.replica, v.event_id, v.offset) for v in errors] == [
         ("isr_holds_committed", "t", 6, 5, 2766, 72),
@@ -776,7 +779,7 @@ def test_the_campaign_reads_the_simulator_audits_loss_from_the_raced_election_as
     same race and the same loss, on a topic that does not allow it, so the campaign judges the simulator audit's
     losses too, and lists them under the checker's finding A rather than reporting the run. (Seed 561204 showed it
     with one crash before a reassignment that adds no replica completed at once.)"""
-    base = correlated_scenario(784244)
+    base = before_metadata_deltas(correlated_scenario(784244))
     assert base.nemesis is not None
     topics = tuple(replace(t, config={k: v for k, v in t.config.items() if k != "unclean.leader.election.enable"})
                    if t.name == "t" else t for t in base.topics)

@@ -24,7 +24,14 @@ from replication_core.sim.nemesis import draw_faults
 from replication_core.sim.network import Network
 from replication_core.sim.scenario import Fault, NemesisSpec, NetworkSpec, ScenarioError, parse_scenario
 from tests.sim.audit import audit
-from tests.sim.campaign import before_kip903, judged_runs, overlapping_scenario, problems, problems_in
+from tests.sim.campaign import (
+    before_kip903,
+    before_metadata_deltas,
+    judged_runs,
+    overlapping_scenario,
+    problems,
+    problems_in,
+)
 from tests.sim.helpers import check, run, scenario
 from tests.sim.test_scenario_validation import _with
 
@@ -125,11 +132,11 @@ def test_a_follower_that_crashes_as_the_leader_adds_it_may_be_committed() -> Non
 
 
 def test_a_leader_that_has_not_heard_of_a_controlled_shutdown_may_propose_the_broker_again() -> None:
-    """Seed 841372: broker 1's controlled shutdown (9515 virtual ms) reaches leader 2's metadata only at 9601
-    (an update queued before it was lost once); meanwhile 2 proposes adding 1 to t-0, gets INELIGIBLE_REPLICA
-    (event 4189) and proposes again (rejected too, 4201), as Kafka's leader does until its metadata says
-    otherwise. No violation: the controller commits nothing ineligible."""
-    _, events, stats = run(overlapping_scenario(841372))
+    """Seed 841372 (`--before-metadata-deltas`): broker 1's controlled shutdown (9515 virtual ms) reaches leader 2's
+    metadata only at 9601 (an update queued before it was lost once); meanwhile 2 proposes adding 1 to t-0, gets
+    INELIGIBLE_REPLICA (event 4189) and proposes again (rejected too, 4201), as Kafka's leader does until its metadata
+    says otherwise. No violation: the controller commits nothing ineligible."""
+    _, events, stats = run(before_metadata_deltas(overlapping_scenario(841372)))
     rejected = [e for e in events if e["event_type"] == "isr_change" and e.get("error") == "INELIGIBLE_REPLICA"]
     assert rejected, "the run should show a rejected expansion of a shutting-down broker"
     assert [v for v in check(events, stats).violations if v.invariant == "isr_expand_legal"] == []
@@ -196,11 +203,12 @@ def test_a_stopped_replicas_hw_set_after_an_unclean_election_is_excused_by_its_e
 
 
 def test_a_stale_follower_may_truncate_what_only_a_later_epoch_committed() -> None:
-    """Seed 506027: follower 3 of t-9, paused in epoch 1, reads at 6051 epoch-1 leader 2's DivergingEpoch (0, 2)
-    and truncates 2..3 (event 5113), which epoch-3 leader 4 had committed (2802) with an ISR 3 was not in; then it
-    learns of epoch 3 and fetches them again. Kafka's follower does the same: the answer is its epoch's (see the
-    hand-built `truncation_safety_judges_a_follower_by_the_commits_of_its_epoch` in tests/spark)."""
-    sc = before_kip903(overlapping_scenario(506027))
+    """Seed 506027 (`--before-kip903 --before-metadata-deltas`): follower 3 of t-9, paused in epoch 1, reads at 6051
+    epoch-1 leader 2's DivergingEpoch (0, 2) and truncates 2..3 (event 5113), which epoch-3 leader 4 had committed
+    (2802) with an ISR 3 was not in; then it learns of epoch 3 and fetches them again. Kafka's follower does the same:
+    the answer is its epoch's (see the hand-built `truncation_safety_judges_a_follower_by_the_commits_of_its_epoch` in
+    tests/spark)."""
+    sc = before_metadata_deltas(before_kip903(overlapping_scenario(506027)))
     _, events, stats = run(sc)
     cut = events[5113]
     assert (cut["event_type"], cut["broker_id"], cut["leader_epoch"], cut["truncate_offset"], cut["old_leo"]) == \
@@ -212,16 +220,15 @@ def test_a_stale_follower_may_truncate_what_only_a_later_epoch_committed() -> No
 
 
 def test_a_follower_that_has_not_truncated_after_an_unclean_election_may_diverge() -> None:
-    """Seed 870432: unclean elections move t-0 between brokers 2 and 1 (epochs 1-3, events 654, 799, 1186);
-    broker 2 leads epoch 3 from LEO 40 (1233), and brokers 1, 2 and 3 end the run with its records from 40.
-    Broker 4, with LEO 60 and HW 50, becomes a follower of leader 1 in epoch 4 (2006) while a network partition
-    cuts it off from brokers 1-3 (6.07 to 7.0 s). In the leader-epoch mode it first asks OffsetsForLeaderEpoch,
-    sent while cut off: each failed request is a retry (UNKNOWN_SERVER_ERROR, as Kafka logs it), it sends no fetch
-    for t-0 and has truncated nothing when the run ends.
-    Replica 4 differs from the others from offset 40: the loss the unclean elections allowed, which the campaign
-    does not report. (Seeds 507493, then 770724, showed it before changes to the
+    """Seed 870432 (`--before-metadata-deltas`): unclean elections move t-0 between brokers 2 and 1 (epochs 1-3, events
+    654, 799, 1186); broker 2 leads epoch 3 from LEO 40 (1233), and brokers 1, 2 and 3 end the run with its records from
+    40. Broker 4, with LEO 60 and HW 50, becomes a follower of leader 1 in epoch 4 (2006) while a network partition cuts
+    it off from brokers 1-3 (6.07 to 7.0 s). In the leader-epoch mode it first asks OffsetsForLeaderEpoch, sent while
+    cut off: each failed request is a retry (UNKNOWN_SERVER_ERROR, as Kafka logs it), it sends no fetch for t-0 and has
+    truncated nothing when the run ends. Replica 4 differs from the others from offset 40: the loss the unclean
+    elections allowed, which the campaign does not report. (Seeds 507493, then 770724, showed it before changes to the
     simulator changed their runs.)"""
-    sc = overlapping_scenario(870432)
+    sc = before_metadata_deltas(overlapping_scenario(870432))
     _, events, stats = run(sc)
     election = events[654]
     assert (election["action"], election["leader_id"], election["leader_epoch"]) == ("unclean", 2, 1)

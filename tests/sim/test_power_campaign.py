@@ -13,6 +13,7 @@ from typing import Any
 
 from replication_core.checker.violation import Violation
 from tests.sim.campaign import (
+    before_metadata_deltas,
     power_lossy,
     power_lost_member,
     power_reassigning_scenario,
@@ -83,11 +84,11 @@ def test_a_partition_is_power_lossy_from_an_older_epochs_hw_passing_an_elected_c
 
 
 def test_power_failures_really_lose_acknowledged_writes_and_only_those_errors_are_explained() -> None:
-    # Seed 850224: broker 4, alone in u-1's ISR (min.insync.replicas 1), acknowledges 620..634 (events 6302, 6335,
-    # 6341) and loses them to a power failure (6347); elected again with LEO 620 (6544), it writes other records
-    # there, and the acknowledged writes are not on u-1's final leader 2. (Seed 900077 of the first `--power`
-    # campaign showed this before the controller published leaderless partitions.)
-    sc = power_scenario(850224)
+    # Seed 850224 (`--before-metadata-deltas`): broker 4, alone in u-1's ISR (min.insync.replicas 1), acknowledges
+    # 620..634 (events 6302, 6335, 6341) and loses them to a power failure (6347); elected again with LEO 620 (6544), it
+    # writes other records there, and the acknowledged writes are not on u-1's final leader 2. (Seed 900077 of the first
+    # `--power` campaign showed this before the controller published leaderless partitions.)
+    sc = before_metadata_deltas(power_scenario(850224))
     assert sc.nemesis is not None and "power" in sc.nemesis.crash_modes
     _, events, stats = run(sc)
     errors = [v for v in check(events, stats).violations if v.severity == "error"]
@@ -181,13 +182,13 @@ def test_the_power_seed_whose_paused_leader_counted_a_crashed_followers_old_fetc
 
 
 def test_the_power_seed_whose_leader_trimmed_an_empty_epoch_truncates_its_follower_right() -> None:
-    """`--seeds 597433-597433 --power` (leader-epoch mode): broker 1 led t-0's epoch 5 at its LEO 267 without
-    appending (event 7805), then followed epoch 6 (7807), where its fetcher's truncateTo(267) trimmed that entry
-    (no event) before it appended epoch-4 batches at 267 (7937); leading epoch 7 (8040), it answered follower 3
-    (latest epoch 3, LEO 243) with (3, 179), the start of its epoch 4, and 3 truncated to 179 (event 8168). The
-    checker, which kept (5, 267) and let `assign(4, 267)` drop (4, 179) with it, expected (3, 267): no
-    truncation below the LEO 243."""
-    sc = power_scenario(597433)
+    """`--seeds 597433-597433 --power --before-metadata-deltas` (leader-epoch mode): broker 1 led t-0's epoch 5 at its
+    LEO 267 without appending (event 7805), then followed epoch 6 (7807), where its fetcher's truncateTo(267) trimmed
+    that entry (no event) before it appended epoch-4 batches at 267 (7937); leading epoch 7 (8040), it answered follower
+    3 (latest epoch 3, LEO 243) with (3, 179), the start of its epoch 4, and 3 truncated to 179 (event 8168). The
+    checker, which kept (5, 267) and let `assign(4, 267)` drop (4, 179) with it, expected (3, 267): no truncation below
+    the LEO 243."""
+    sc = before_metadata_deltas(power_scenario(597433))
     _, events, stats = run(sc)
     trunc = events[8168]
     assert (trunc["broker_id"], trunc["reason"], trunc["old_leo"], trunc["truncate_offset"]) == (

@@ -27,7 +27,7 @@ from typing import Any
 import pytest
 
 from replication_core.sim.scenario import Scenario, parse_scenario_text
-from tests.sim.campaign import before_kip903, main, power_scenario, problems
+from tests.sim.campaign import before_kip903, before_metadata_deltas, main, power_scenario, problems
 from tests.sim.helpers import check, run
 
 SCENARIO = """
@@ -104,22 +104,22 @@ def test_without_broker_epochs_the_stale_expansion_commits_a_member_that_lacks_c
 
 
 def test_the_power_campaign_seed_is_clean_with_broker_epochs() -> None:
-    """Seed 850794 reports its `isr_holds_committed` error only without broker epochs. Leader 2 proposes adding
-    broker 1 to t-0's ISR from its fetch at the HW 250 (event 13494); broker 1 loses power (13535), its recovery
-    drops 167..290 (13536), and it restarts and registers again (13617). Without broker epochs the controller then
-    commits the expansion (13653), when broker 1's log ends at 178 again; with them it rejects the proposal
-    (INELIGIBLE_REPLICA, 13654)."""
-    assert problems(power_scenario(850794))[0] == []
-    assert problems(before_kip903(power_scenario(850794)))[0] == [
+    """Seed 850794 (`--before-metadata-deltas`) reports its `isr_holds_committed` error only without broker epochs.
+    Leader 2 proposes adding broker 1 to t-0's ISR from its fetch at the HW 250 (event 13494); broker 1 loses power
+    (13535), its recovery drops 167..290 (13536), and it restarts and registers again (13617). Without broker epochs the
+    controller then commits the expansion (13653), when broker 1's log ends at 178 again; with them it rejects the
+    proposal (INELIGIBLE_REPLICA, 13654)."""
+    assert problems(before_metadata_deltas(power_scenario(850794)))[0] == []
+    assert problems(before_metadata_deltas(before_kip903(power_scenario(850794))))[0] == [
         "isr_holds_committed t-0 replica 1 event 13653: ISR member 1 lacks the leader's record at 178 below HW 250 "
         "(72 offsets)"]
 
 
 def test_the_campaign_reruns_a_seed_without_broker_epochs(capsys: pytest.CaptureFixture[str]) -> None:
-    """`python -m tests.sim.campaign --seeds 850794-850794 --power [--before-kip903]`: exit 1 and the seed's line
-    only without broker epochs."""
+    """`python -m tests.sim.campaign --seeds 850794-850794 --power --before-metadata-deltas [--before-kip903]`: exit 1
+    and the seed's line only without broker epochs."""
     line = "seed 850794: isr_holds_committed t-0 replica 1 event 13653"
-    assert main(["--seeds", "850794-850794", "--power"]) == 0
+    assert main(["--seeds", "850794-850794", "--power", "--before-metadata-deltas"]) == 0
     assert line not in capsys.readouterr().out
-    assert main(["--seeds", "850794-850794", "--power", "--before-kip903"]) == 1
+    assert main(["--seeds", "850794-850794", "--power", "--before-kip903", "--before-metadata-deltas"]) == 1
     assert line in capsys.readouterr().out
