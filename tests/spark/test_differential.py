@@ -28,6 +28,8 @@ REPLOG_DIFF_CAMPAIGN_MODE=1 keeps each seed's own
 truncation mode, as the campaign runs it, instead of `high_watermark` for odd seeds (to compare a campaign
 seed as found); REPLOG_DIFF_BEFORE_KIP903=1 runs the seeds without broker epochs
 (`tests.sim.campaign.before_kip903`, to compare a seed found before the simulator modelled KIP-903 as found);
+REPLOG_DIFF_BEFORE_METADATA_DELTAS=1 delivers metadata one update at a time
+(`tests.sim.campaign.before_metadata_deltas`, to compare a seed found before session 66 as found);
 REPLOG_DIFF_ELR=1 runs the seeds with eligible leader replicas (`tests.sim.campaign.with_elr`, KIP-966);
 REPLOG_DIFF_LARGE=1 adds the heavy `large-30-brokers` scenario. The seeded runs' 1 s replica.socket.timeout.ms
 is short enough that GC pauses and disk stalls push fetch answers past the audit's bound (it knows no network
@@ -56,6 +58,7 @@ from replication_core.sim.scenario import Scenario
 from schemas.audit import GOLD_INVARIANT_VIOLATIONS
 from tests.sim.campaign import (
     before_kip903,
+    before_metadata_deltas,
     correlated_scenario,
     deep_scenario,
     overlapping_scenario,
@@ -92,6 +95,7 @@ LARGE = os.environ.get("REPLOG_DIFF_LARGE") == "1"
 CAMPAIGN_MODE = os.environ.get("REPLOG_DIFF_CAMPAIGN_MODE") == "1"
 BEFORE_KIP903 = os.environ.get("REPLOG_DIFF_BEFORE_KIP903") == "1"
 ELR = os.environ.get("REPLOG_DIFF_ELR") == "1"
+BEFORE_METADATA_DELTAS = os.environ.get("REPLOG_DIFF_BEFORE_METADATA_DELTAS") == "1"
 if ELR and BEFORE_KIP903:
     raise ValueError("REPLOG_DIFF_ELR=1 needs broker epochs (Kafka 4 has them): unset REPLOG_DIFF_BEFORE_KIP903")
 
@@ -149,6 +153,8 @@ def _cases() -> list[Case]:
             sc = before_kip903(sc)
         if ELR:
             sc = with_elr(sc)
+        if BEFORE_METADATA_DELTAS:
+            sc = before_metadata_deltas(sc)
         out.append(Case(f"nemesis-s{seed}{'@high_watermark' if mode else ''}", sc.with_overrides(truncation_mode=mode)))
     return out
 
