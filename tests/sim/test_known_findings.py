@@ -723,6 +723,29 @@ def test_deep_campaign_seeds_reproduce_each_finding_and_nothing_else(seed: int, 
     assert found == [] and len(known) == 1 and known[0].startswith(f"{finding}: {where[0]}")
 
 
+def test_finding_a_needs_no_resend_the_metadata_deltas_still_race_the_answer() -> None:
+    """`--seeds 1072647-1072647 --throttled` (leader-epoch mode), with KRaft's metadata deltas: leader 3 of t-3 (epoch
+    7) has its expansion to [3, 4] committed at partition epoch 8 by the AlterPartition answer (event 2940, HW 250) and
+    proposes adding 2 (2945). The metadata delta of epoch 8 arrives after that answer and resets its ISR to [3, 4]
+    (2957), abandoning the proposal; the HW rises to 260 and 270 over [3, 4] (2958, 2987), and the controller's commit
+    of the proposal at epoch 9 puts 2, lacking 250..269, in the ISR (3007). One delivery, no resend: the race is
+    between the answer and the metadata log, which Kafka's broker receives on two channels."""
+    sc = throttled_scenario(1072647)
+    assert sc.cluster.coalesces_metadata
+    events, _stats, errors = _errors(sc)
+    assert [(v.invariant, v.topic, v.partition, v.replica, v.event_id, v.offset) for v in errors] == [
+        ("isr_holds_committed", "t", 3, 2, 3007, 250)]
+    assert known_finding(errors[0], events) == ISR_EXPANSION_RACE
+    answer, proposal, reset = events[2940], events[2945], events[2957]
+    assert (answer["reason"], answer["isr_state"], answer["isr"], answer["partition_epoch"]) == (
+        "alter_partition", "committed", [3, 4], 8)
+    assert (proposal["action"], proposal["isr_state"], proposal["isr"]) == ("expand", "proposed", [2, 3, 4])
+    assert (reset["reason"], reset["isr"], reset["partition_epoch"]) == ("leader_and_isr", [3, 4], 8)
+    assert [events[i]["hw"] for i in (2958, 2987)] == [260, 270]
+    found, known = problems(sc)
+    assert found == [] and len(known) == 1 and known[0].startswith("isr_expansion_race: isr_holds_committed t-3")
+
+
 def test_the_isr_expansion_race_loses_acknowledged_writes_when_the_other_isr_members_fail() -> None:
     """Finding A is more than a state the checker flags. Deep seed 201577 (`--before-metadata-deltas`) has it on t-9:
     leader 5's ISR is {3, 5} (partition epoch 14) while the controller has committed its proposal to add 2 (epoch 15),
