@@ -49,6 +49,7 @@ from replication_core.partition import AlterPartitionRequest, BrokerMetadata, Pa
 from replication_core.partition_fetch_state import BrokerEndPoint, FailedPartitions, TopicPartition
 from replication_core.quota import FOLLOWER, LEADER, ReplicationQuotaManager
 from replication_core.replica_manager import AlterPartitionChannel, LeaderAndIsrRequest, LeaderQuota, ReplicaManager
+from replication_core.sim.controller import coalesce
 from replication_core.sim.disk import Disk
 from replication_core.sim.rpc import Call
 
@@ -216,7 +217,8 @@ class Broker:
         # cache part is already applied".
         self._blocked_metadata: list[tuple[MetadataUpdate, bool]] = []
         # Metadata updates that came during a GC pause, oldest first (`_apply_paused_metadata`). Not reset at a
-        # restart: one held call per update is queued, and each call takes one update.
+        # restart: one held call per update is queued; each call takes one update, or with KRaft's metadata deltas
+        # every held update of one incarnation (the later calls then find theirs taken).
         self._paused_metadata: list[MetadataUpdate] = []
         # No metadata published yet by this process (KRaft's `_firstPublish`): its first full state deletes the
         # stray logs on its disk (`_delete_stray_logs`).
@@ -500,7 +502,19 @@ class Broker:
         # deleted, power seed 900428). Without an extension the calls come in order and each applies its own.
         if self._held(self._apply_paused_metadata):
             return
-        self.apply_metadata(self._paused_metadata.pop(0))
+        held = self._paused_metadata
+        if not held:
+            return  # an earlier call took this one's update into its delta
+        if not self.cluster.scenario.cluster.coalesces_metadata:
+            self.apply_metadata(held.pop(0))
+            return
+        # KRaft: a paused JVM fetches nothing; once it runs again, the responses waiting for it and its next read of
+        # the metadata log bring everything committed meanwhile, published as one delta (`MetadataLoader`).
+        n = 1
+        while n < len(held) and held[n].incarnation == held[0].incarnation:
+            n += 1
+        taken, self._paused_metadata = held[:n], held[n:]
+        self.apply_metadata(coalesce(taken))
 
     def partition_map_lock_released(self) -> None:
         """A fetcher thread left its `partitionMapLock` section: the blocked metadata thread may go on."""

@@ -206,7 +206,8 @@ class ClusterSpec:
     metadata_deltas: bool = True
     """KRaft: each metadata delivery to a broker carries everything committed for it when it was sent, applied
     as one delta (a broker reads the metadata log from its offset; `MetadataLoader.handleCommit` publishes one
-    delta per read). false = one update per delivery, in order, the head again alone after a lost one (as the
+    delta per read), and a broker back from a GC pause applies what reached it during the pause as one delta too.
+    false = one update per delivery, in order, the head again alone after a lost one (as the
     ZooKeeper-era controller's LeaderAndIsr requests go, and as replog's KRaft mode did before session 66:
     tests pin seeds found then). No effect with `fence_on_reregistration: false`, which always sends one at a
     time."""

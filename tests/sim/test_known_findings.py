@@ -725,23 +725,23 @@ def test_deep_campaign_seeds_reproduce_each_finding_and_nothing_else(seed: int, 
 
 def test_finding_a_needs_no_resend_the_metadata_deltas_still_race_the_answer() -> None:
     """`--seeds 1072647-1072647 --throttled` (leader-epoch mode), with KRaft's metadata deltas: leader 3 of t-3 (epoch
-    7) has its expansion to [3, 4] committed at partition epoch 8 by the AlterPartition answer (event 2940, HW 250) and
-    proposes adding 2 (2945). The metadata delta of epoch 8 arrives after that answer and resets its ISR to [3, 4]
-    (2957), abandoning the proposal; the HW rises to 260 and 270 over [3, 4] (2958, 2987), and the controller's commit
-    of the proposal at epoch 9 puts 2, lacking 250..269, in the ISR (3007). One delivery, no resend: the race is
+    7) has its expansion to [3, 4] committed at partition epoch 8 by the AlterPartition answer (event 2931, HW 250) and
+    proposes adding 2 (2936). The metadata delta of epoch 8 arrives after that answer and resets its ISR to [3, 4]
+    (2948), abandoning the proposal; the HW rises to 260 and 270 over [3, 4] (2949, 2978), and the controller's commit
+    of the proposal at epoch 9 puts 2, lacking 250..269, in the ISR (2998). One delivery, no resend: the race is
     between the answer and the metadata log, which Kafka's broker receives on two channels."""
     sc = throttled_scenario(1072647)
     assert sc.cluster.coalesces_metadata
     events, _stats, errors = _errors(sc)
     assert [(v.invariant, v.topic, v.partition, v.replica, v.event_id, v.offset) for v in errors] == [
-        ("isr_holds_committed", "t", 3, 2, 3007, 250)]
+        ("isr_holds_committed", "t", 3, 2, 2998, 250)]
     assert known_finding(errors[0], events) == ISR_EXPANSION_RACE
-    answer, proposal, reset = events[2940], events[2945], events[2957]
+    answer, proposal, reset = events[2931], events[2936], events[2948]
     assert (answer["reason"], answer["isr_state"], answer["isr"], answer["partition_epoch"]) == (
         "alter_partition", "committed", [3, 4], 8)
     assert (proposal["action"], proposal["isr_state"], proposal["isr"]) == ("expand", "proposed", [2, 3, 4])
     assert (reset["reason"], reset["isr"], reset["partition_epoch"]) == ("leader_and_isr", [3, 4], 8)
-    assert [events[i]["hw"] for i in (2958, 2987)] == [260, 270]
+    assert [events[i]["hw"] for i in (2949, 2978)] == [260, 270]
     found, known = problems(sc)
     assert found == [] and len(known) == 1 and known[0].startswith("isr_expansion_race: isr_holds_committed t-3")
 
@@ -816,18 +816,18 @@ def test_the_campaign_reads_the_simulator_audits_loss_from_the_raced_election_as
 
 
 def test_the_reassigning_campaign_seed_elects_the_raced_follower_by_completing_the_reassignment() -> None:
-    """`--seeds 982174-982174 --reassigning`: finding A's loss with no failure at all, the raced commit itself
-    electing the follower. u-0 (min ISR 3) moves from [1, 3] to [2, 4] (partition epoch 5, event 2102); leader 1's
-    ISR is [1, 3, 4], committed at epoch 9 by the AlterPartition answer (3962), when it proposes adding 2, whose
-    LEO is 38 = the HW (3968, epoch 9). Epoch 9's metadata, arriving after that answer, resets its ISR to [1, 3, 4]
-    (3996), the HW rises from 38 to 45 over that ISR (4002), and the acks=all writes at 38..44 are acknowledged
-    (4003-4009). The controller commits the proposal at epoch 10: the ISR [1, 2, 3, 4] holds the target, so the same
-    change completes the reassignment, leader 1 leaves, and the first target replica in the ISR, 2, is elected
+    """`--seeds 982174-982174 --reassigning --before-metadata-deltas`: finding A's loss with no failure at all, the
+    raced commit itself electing the follower. u-0 (min ISR 3) moves from [1, 3] to [2, 4] (partition epoch 5, event
+    2102); leader 1's ISR is [1, 3, 4], committed at epoch 9 by the AlterPartition answer (3962), when it proposes
+    adding 2, whose LEO is 38 = the HW (3968, epoch 9). Epoch 9's metadata, arriving after that answer, resets its ISR
+    to [1, 3, 4] (3996), the HW rises from 38 to 45 over that ISR (4002), and the acks=all writes at 38..44 are
+    acknowledged (4003-4009). The controller commits the proposal at epoch 10: the ISR [1, 2, 3, 4] holds the target, so
+    the same change completes the reassignment, leader 1 leaves, and the first target replica in the ISR, 2, is elected
     cleanly (4038, leader epoch 1) with LEO 38 (4047), although 4 held every record. 4 truncates 38..44 (4094) and 2
-    commits other records there; the acknowledged 38..44 are lost. On t-0 the same leader raced the same way at the
-    same time, its second proposal turned back at once while the first was in flight (4028, 4029), and the commit
-    put 2 in the ISR below the HW (4066), which is all."""
-    sc = reassigning_scenario(982174)
+    commits other records there; the acknowledged 38..44 are lost. On t-0 the same leader raced the same way at the same
+    time, its second proposal turned back at once while the first was in flight (4028, 4029), and the commit put 2 in
+    the ISR below the HW (4066), which is all."""
+    sc = before_metadata_deltas(reassigning_scenario(982174))
     events, stats, errors = _errors(sc)
     assert [(v.invariant, v.topic, v.partition, v.replica, v.event_id, v.offset) for v in errors[:2]] == [
         ("isr_holds_committed", "t", 0, 2, 4066, 190), ("truncation_safety", "u", 0, 4, 4094, 38)]
@@ -865,15 +865,15 @@ def test_the_reassigning_campaign_seed_elects_the_raced_follower_by_completing_t
 
 
 def test_a_truncation_inside_a_divergent_batch_leaves_the_leo_at_the_target() -> None:
-    """`python -m tests.sim.campaign --seeds 830521-830521 --overlapping --before-kip903`. Retention has moved leader
-    2's t-0 log start to 10 (event 1496: finding B's erased boundary), so it answers follower 1, back with its own
-    epoch-0 records to 59, with DivergingEpoch (0, 10) (1522), inside 1's divergent batch 6..15 (439). Kafka's
-    `truncateTo(10)` drops that batch whole (`LogSegment.truncateTo`) and sets the LEO to 10 (`LocalLog.truncateTo`);
-    the follower fetches from 10, appends there, and raises its log start to the leader's, past its divergent
-    records: finding B's one step, nothing more. The engine used to set the LEO to the batch's start: the next
-    response then failed the "Offset mismatch" check, the follower kept its divergent records, and a clean election
+    """`python -m tests.sim.campaign --seeds 830521-830521 --overlapping --before-kip903 --before-metadata-deltas`.
+    Retention has moved leader 2's t-0 log start to 10 (event 1496: finding B's erased boundary), so it answers follower
+    1, back with its own epoch-0 records to 59, with DivergingEpoch (0, 10) (1522), inside 1's divergent batch 6..15
+    (439). Kafka's `truncateTo(10)` drops that batch whole (`LogSegment.truncateTo`) and sets the LEO to 10
+    (`LocalLog.truncateTo`); the follower fetches from 10, appends there, and raises its log start to the leader's, past
+    its divergent records: finding B's one step, nothing more. The engine used to set the LEO to the batch's start: the
+    next response then failed the "Offset mismatch" check, the follower kept its divergent records, and a clean election
     could make them committed."""
-    sc = before_kip903(overlapping_scenario(830521))
+    sc = before_metadata_deltas(before_kip903(overlapping_scenario(830521)))
     _, events, _stats = run(sc)
     batch, answer, trunc, fetch = events[439], events[1522], events[1523], events[1524]
     assert (batch["event_type"], batch["broker_id"], batch["base_offset"], batch["last_offset"],

@@ -143,12 +143,12 @@ def test_a_leader_that_has_not_heard_of_a_controlled_shutdown_may_propose_the_br
 
 
 def test_a_stale_leaders_commits_after_an_unclean_election_are_warnings() -> None:
-    """`--seeds 950000-950000 --overlapping --before-kip903`: broker 3 leads u-0 (replicas [3, 4]) in epoch 0 and is
-    paused from 949 to 2768 virtual ms; meanwhile 4 crashes and returns, out of the ISR, and when 3's session expires
-    the controller elects 4 uncleanly into epoch 1 (event 347) with LEO 0. Resumed, 3 applies an older ISR [3]
-    (partition epoch 1, 431), raises its HW over records 4 never had (432, from 0 to 12; on to 29 by 494), and
-    truncates them as 4's follower (509, to 0). Both are losses of the unclean election, by its epoch."""
-    sc = before_kip903(overlapping_scenario(950000))
+    """`--seeds 950000-950000 --overlapping --before-kip903 --before-metadata-deltas`: broker 3 leads u-0 (replicas [3,
+    4]) in epoch 0 and is paused from 949 to 2768 virtual ms; meanwhile 4 crashes and returns, out of the ISR, and when
+    3's session expires the controller elects 4 uncleanly into epoch 1 (event 347) with LEO 0. Resumed, 3 applies an
+    older ISR [3] (partition epoch 1, 431), raises its HW over records 4 never had (432, from 0 to 12; on to 29 by 494),
+    and truncates them as 4's follower (509, to 0). Both are losses of the unclean election, by its epoch."""
+    sc = before_metadata_deltas(before_kip903(overlapping_scenario(950000)))
     _, events, stats = run(sc)
     violations = check(events, stats).violations
     assert [v for v in violations if v.severity == "error"] == []

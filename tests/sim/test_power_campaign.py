@@ -105,13 +105,13 @@ def test_a_short_power_campaign_shows_no_problem_beyond_the_known_findings() -> 
 
 
 def test_the_reassigning_power_seed_whose_paused_leader_committed_lost_records_is_explained() -> None:
-    """`--seeds 533949-533949 --reassigning --power`: `_zombie_commit` as it ran (t-1, HW change 1668). Broker 3
-    loses 132..134 to a power failure (event 1380) and is elected in epoch 5 with LEO 132 (1534; nothing above 102
-    was committed yet), and commits its own records; leader 2, back from a pause in epoch 2 (no event of 2 from 5066
-    to 7015 virtual ms), applies epoch 8's ISR [2, 3] (1667) and raises its HW from 102 to 135 (1668), the LEO broker
-    3 fetched to before the crash; as a follower of epoch 5 it then truncates to 132 (1748), below that HW.
-    (Event ids as of schema 1.9, whose broker_fault events record the nemesis's pauses, stalls and partitions.)"""
-    sc = power_reassigning_scenario(533949)
+    """`--seeds 533949-533949 --reassigning --power --before-metadata-deltas`: `_zombie_commit` as it ran (t-1, HW
+    change 1668). Broker 3 loses 132..134 to a power failure (event 1380) and is elected in epoch 5 with LEO 132 (1534;
+    nothing above 102 was committed yet), and commits its own records; leader 2, back from a pause in epoch 2 (no event
+    of 2 from 5066 to 7015 virtual ms), applies epoch 8's ISR [2, 3] (1667) and raises its HW from 102 to 135 (1668),
+    the LEO broker 3 fetched to before the crash; as a follower of epoch 5 it then truncates to 132 (1748), below that
+    HW. (Event ids as of schema 1.9, whose broker_fault events record the nemesis's pauses, stalls and partitions.)"""
+    sc = before_metadata_deltas(power_reassigning_scenario(533949))
     _, events, stats = run(sc)
     errors = [v for v in check(events, stats).violations if v.severity == "error"]
     assert {(v.invariant, v.topic, v.partition) for v in errors} == {
@@ -159,12 +159,12 @@ def test_an_isr_member_lacking_what_its_power_failure_took_is_explained() -> Non
 
 
 def test_the_power_seed_whose_paused_leader_counted_a_crashed_followers_old_fetch_is_explained() -> None:
-    """`--seeds 597684-597684 --power`: follower 1 of u-0 sends a fetch at 1810 (event 13005) just as leader 3
-    pauses (no event of 3 from 19004 to 19794 virtual ms), then loses power (13048), and its recovery drops
-    1700..1809 (13049); leader 3, back, processes that fetch from before the crash (13202) and raises the HW from
-    1805 to 1810 (13203), over records 1 no longer has. (Event ids as of schema 1.9, whose broker_fault events
-    record the nemesis's pauses, stalls and partitions.)"""
-    sc = power_scenario(597684)
+    """`--seeds 597684-597684 --power --before-metadata-deltas`: follower 1 of u-0 sends a fetch at 1810 (event 13005)
+    just as leader 3 pauses (no event of 3 from 19004 to 19794 virtual ms), then loses power (13048), and its recovery
+    drops 1700..1809 (13049); leader 3, back, processes that fetch from before the crash (13202) and raises the HW from
+    1805 to 1810 (13203), over records 1 no longer has. (Event ids as of schema 1.9, whose broker_fault events record
+    the nemesis's pauses, stalls and partitions.)"""
+    sc = before_metadata_deltas(power_scenario(597684))
     _, events, stats = run(sc)
     errors = [v for v in check(events, stats).violations if v.severity == "error"]
     assert [(v.invariant, v.topic, v.partition, v.replica, v.event_id, v.offset) for v in errors] == [
