@@ -49,7 +49,7 @@ from replication_core.partition import AlterPartitionRequest, BrokerMetadata, Pa
 from replication_core.partition_fetch_state import BrokerEndPoint, FailedPartitions, TopicPartition
 from replication_core.quota import FOLLOWER, LEADER, ReplicationQuotaManager
 from replication_core.replica_manager import AlterPartitionChannel, LeaderAndIsrRequest, LeaderQuota, ReplicaManager
-from replication_core.sim.controller import coalesce
+from replication_core.sim.controller import coalesce, one_delta
 from replication_core.sim.disk import Disk
 from replication_core.sim.rpc import Call
 
@@ -510,9 +510,7 @@ class Broker:
             return
         # KRaft: a paused JVM fetches nothing; once it runs again, the responses waiting for it and its next read of
         # the metadata log bring everything committed meanwhile, published as one delta (`MetadataLoader`).
-        n = 1
-        while n < len(held) and held[n].incarnation == held[0].incarnation:
-            n += 1
+        n = one_delta(held)
         taken, self._paused_metadata = held[:n], held[n:]
         self.apply_metadata(coalesce(taken))
 

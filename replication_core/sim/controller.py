@@ -51,7 +51,7 @@ controller node that never fails:
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -102,6 +102,14 @@ class MetadataUpdate:
     # the first one a process applies is KRaft's first metadata publish, after which a broker deletes the
     # logs on its disk that the image does not assign to it (`BrokerMetadataPublisher`'s stray logs).
     full_state: bool = False
+
+
+def one_delta(updates: Sequence[MetadataUpdate]) -> int:
+    """How many updates from the head of `updates` one delta can hold: those addressed to the head's incarnation."""
+    n = 1
+    while n < len(updates) and updates[n].incarnation == updates[0].incarnation:
+        n += 1
+    return n
 
 
 def coalesce(updates: list[MetadataUpdate]) -> MetadataUpdate:
@@ -711,13 +719,7 @@ class Controller:
     def _batch_size(self, channel: deque[MetadataUpdate]) -> int:
         # What this send carries: KRaft, everything committed for the broker so far that one delta can hold
         # (updates addressed to one incarnation); the ZooKeeper-era channel, one LeaderAndIsr.
-        if not self.coalesces_metadata:
-            return 1
-        incarnation = channel[0].incarnation
-        n = 1
-        while n < len(channel) and channel[n].incarnation == incarnation:
-            n += 1
-        return n
+        return one_delta(channel) if self.coalesces_metadata else 1
 
     def _retry(self, broker_id: int) -> None:
         self._inflight.discard(broker_id)
