@@ -216,9 +216,10 @@ class Broker:
         # Metadata updates waiting for a fetcher's partitionMapLock, oldest first, each with "its metadata
         # cache part is already applied".
         self._blocked_metadata: list[tuple[MetadataUpdate, bool]] = []
-        # Metadata updates that came during a GC pause, oldest first (`_apply_paused_metadata`). Not reset at a
-        # restart: one held call per update is queued; each call takes one update, or with KRaft's metadata deltas
-        # every held update of one incarnation (the later calls then find theirs taken).
+        # Metadata updates that came during a GC pause, oldest first (`_apply_paused_metadata`): one held call per
+        # update is queued; each call takes one update, or with KRaft's metadata deltas every held update of one
+        # incarnation (the later calls then find theirs taken). A restart empties it: what the old JVM held is
+        # gone with it, and its calls, still queued, find nothing or take the new process's updates in order.
         self._paused_metadata: list[MetadataUpdate] = []
         # No metadata published yet by this process (KRaft's `_firstPublish`): its first full state deletes the
         # stray logs on its disk (`_delete_stray_logs`).
@@ -237,6 +238,7 @@ class Broker:
         self.actors = {}
         self._tick_at = None
         self._blocked_metadata = []
+        self._paused_metadata = []
         self._first_publish = True
         events = self._events
         cfg = self.config
@@ -508,8 +510,9 @@ class Broker:
         if not self.cluster.scenario.cluster.coalesces_metadata:
             self.apply_metadata(held.pop(0))
             return
-        # KRaft: a paused JVM fetches nothing; once it runs again, the responses waiting for it and its next read of
-        # the metadata log bring everything committed meanwhile, published as one delta (`MetadataLoader`).
+        # KRaft: a paused JVM fetches nothing; what reached it meanwhile is applied as one delta. (A simplification:
+        # Kafka's raft client would publish the fetch response already waiting on its own, then the rest of the log
+        # from its next read; both happen at the pause's end.)
         n = one_delta(held)
         taken, self._paused_metadata = held[:n], held[n:]
         self.apply_metadata(coalesce(taken))

@@ -29,10 +29,11 @@ controller node that never fails:
   restarts is sent the full state of its partitions. In KRaft each delivery carries everything
   committed for the broker when it was sent, applied as one delta (`coalesce`): a broker fetches the
   metadata log from its offset, and `MetadataLoader.handleCommit` publishes one delta per read of
-  committed batches, so after a lost fetch it never applies a partition state that a later record
-  had already replaced. The ZooKeeper-era mode (`cluster.fence_on_reregistration: false`) sends one
-  LeaderAndIsr at a time, as `ControllerChannelManager`'s `RequestSendThread` does, retrying the same
-  request after a failed send (`cluster.metadata_deltas: false` does the same in KRaft mode).
+  committed batches, so after a lost fetch it does not apply a partition state that a record already
+  committed when the read was sent had replaced. The ZooKeeper-era mode
+  (`cluster.fence_on_reregistration: false`) sends one LeaderAndIsr at a time, as
+  `ControllerChannelManager`'s `RequestSendThread` does, retrying the same request after a failed send
+  (`cluster.metadata_deltas: false` does the same in KRaft mode).
   A partition left without a leader is published too: each replica that gets it, its last leader
   included, becomes a follower of nobody (`ReplicaManager.applyLocalFollowersDelta`; ZooKeeper's
   `removeReplicasFromIsr` sends the same LeaderAndIsr with leader -1), so it stops serving produce and

@@ -175,3 +175,48 @@ def test_metadata_held_by_a_gc_pause_is_applied_in_order_when_a_second_pause_ext
                if e["event_type"] == "leadership_change" and e["broker_id"] == 2 and e["topic"] == "risky"
                and e["ts_ms"] > start]
     assert changes == ([epoch + 2] if deltas else [epoch + 1, epoch + 2])
+
+
+@pytest.mark.parametrize("deltas", [True, False])
+def test_a_restart_drops_the_metadata_a_gc_pause_held_for_the_old_process(deltas: bool) -> None:
+    """A process that restarts holds nothing its predecessor's GC pause held: that JVM is gone. The old process's
+    held call still fires at its pause's old end; it used to take the new process's held update there, after a
+    newer StopReplica had been applied, and recreated the deleted replica (as power seed 900428 did). A throttle the
+    old process held was applied after the restart too, over the newer removal."""
+    from dataclasses import replace
+
+    from replication_core.partition import PartitionRegistration
+    from replication_core.sim.controller import MetadataUpdate
+    from tests.sim.helpers import run, scenario
+
+    sc = scenario("unclean-election", duration_ms=3000)
+    cluster, _, _ = run(replace(sc, cluster=replace(sc.cluster, metadata_deltas=deltas)))
+    q, broker = cluster.queue, cluster.brokers[2]
+    tp = TopicPartition("risky", 0)
+    start = q.now_ms
+
+    def update(states: dict[TopicPartition, PartitionRegistration] | None = None,
+               stop: tuple[tuple[TopicPartition, int], ...] = (),
+               throttles: tuple[tuple[str, tuple[str, ...], tuple[str, ...], int | None], ...] = ()) -> MetadataUpdate:
+        return MetadataUpdate(states or {}, frozenset(broker.metadata.fenced), frozenset(), stop, throttles,
+                              broker.incarnation, tuple(sorted(broker.metadata.epochs.items())))
+
+    broker.pause(1000)
+    broker.apply_metadata(update(throttles=(("risky", ("0:1",), ("0:2",), 1000),)))  # held to start + 1000
+    q.run_until(start + 10)
+    broker.crash(False)
+    q.run_until(start + 20)
+    broker.start("restart")
+    q.run_until(start + 300)
+    assert broker.rm is not None
+    p = broker.rm.partitions[tp]
+    epoch, partition_epoch = p.leader_epoch, p.partition_epoch
+    broker.pause(100)
+    broker.apply_metadata(update({tp: PartitionRegistration(1, epoch + 1, (1, 2), (1, 2, 3), partition_epoch + 1)}))
+    q.run_until(start + 450)
+    assert broker.rm.partitions[tp].leader_epoch == epoch + 1  # applied at its own pause's end
+    broker.apply_metadata(update(stop=((tp, epoch + 2),)))
+    assert tp not in broker.rm.partitions
+    q.run_until(start + 1100)  # past the old process's pause end
+    assert tp not in broker.rm.partitions
+    assert broker.follower_quota is not None and not broker.follower_quota.is_throttled("risky", 0)
