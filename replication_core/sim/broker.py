@@ -507,13 +507,10 @@ class Broker:
         held = self._paused_metadata
         if not held:
             return  # an earlier call took this one's update into its delta
-        if not self.cluster.scenario.cluster.coalesces_metadata:
-            self.apply_metadata(held.pop(0))
-            return
         # KRaft: a paused JVM fetches nothing; what reached it meanwhile is applied as one delta. (A simplification:
         # Kafka's raft client would publish the fetch response already waiting on its own, then the rest of the log
-        # from its next read; both happen at the pause's end.)
-        n = one_delta(held)
+        # from its next read; both happen at the pause's end.) ZooKeeper-era LeaderAndIsr requests: one at a time.
+        n = one_delta(held, self.cluster.scenario.cluster.coalesces_metadata)
         taken, self._paused_metadata = held[:n], held[n:]
         self.apply_metadata(coalesce(taken))
 

@@ -105,8 +105,11 @@ class MetadataUpdate:
     full_state: bool = False
 
 
-def one_delta(updates: Sequence[MetadataUpdate]) -> int:
-    """How many updates from the head of `updates` one delta can hold: those addressed to the head's incarnation."""
+def one_delta(updates: Sequence[MetadataUpdate], coalescing: bool) -> int:
+    """How many updates from the head of `updates` one application takes: with KRaft's metadata deltas
+    (`coalescing`) those addressed to the head's incarnation, else one (a LeaderAndIsr at a time)."""
+    if not coalescing:
+        return 1
     n = 1
     while n < len(updates) and updates[n].incarnation == updates[0].incarnation:
         n += 1
@@ -715,12 +718,8 @@ class Controller:
             self.queue.after(self.retry_ms, self._retry, broker_id)
             return
         self._inflight.add(broker_id)
-        self.queue.after(delay, self._deliver, broker_id, self._batch_size(channel))
-
-    def _batch_size(self, channel: deque[MetadataUpdate]) -> int:
-        # What this send carries: KRaft, everything committed for the broker so far that one delta can hold
-        # (updates addressed to one incarnation); the ZooKeeper-era channel, one LeaderAndIsr.
-        return one_delta(channel) if self.coalesces_metadata else 1
+        # What this send carries: KRaft, everything committed for the broker so far; ZooKeeper, one LeaderAndIsr.
+        self.queue.after(delay, self._deliver, broker_id, one_delta(channel, self.coalesces_metadata))
 
     def _retry(self, broker_id: int) -> None:
         self._inflight.discard(broker_id)
