@@ -486,13 +486,22 @@ class Broker:
             for topic, leader_entries, follower_entries, rate in update.throttles:
                 self.apply_throttle(topic, leader_entries, follower_entries, rate)
             return
-        if self._blocked_metadata:
-            # The metadata thread is still blocked on an earlier update: this one queues behind it.
-            self._blocked_metadata.append((update, False))
-            return
         if self.held_until() > self.queue.now_ms:
             self._paused_metadata.append(update)
             self._held(self._apply_paused_metadata)
+            return
+        if self._paused_metadata:
+            # The pause ended this millisecond and its held calls have not all run yet: the metadata thread
+            # resumes with that backlog, so this update queues behind it (one more call, as during the pause).
+            self._paused_metadata.append(update)
+            self.queue.at(self.queue.now_ms, self._apply_paused_metadata)
+            return
+        self._apply_unpaused(update)
+
+    def _apply_unpaused(self, update: MetadataUpdate) -> None:
+        if self._blocked_metadata:
+            # The metadata thread is still blocked on an earlier update: this one queues behind it.
+            self._blocked_metadata.append((update, False))
             return
         self._apply_metadata(update, False)
 
@@ -502,7 +511,7 @@ class Broker:
         # the calls of the updates that came during the extension, and applying its own update would apply
         # an older LeaderAndIsr after newer ones (a stale state then recreated a partition its StopReplica had
         # deleted, power seed 900428). Without an extension the calls come in order and each applies its own.
-        if self._held(self._apply_paused_metadata):
+        if self._held(self._apply_paused_metadata) or not self.alive or self.rm is None:
             return
         held = self._paused_metadata
         if not held:
@@ -512,7 +521,9 @@ class Broker:
         # from its next read; both happen at the pause's end.) ZooKeeper-era LeaderAndIsr requests: one at a time.
         n = one_delta(held, self.cluster.scenario.cluster.coalesces_metadata)
         taken, self._paused_metadata = held[:n], held[n:]
-        self.apply_metadata(coalesce(taken))
+        # Straight on, past `apply_metadata`'s backlog check, which this very backlog would fail. Held updates are
+        # this process's (`start` empties the list, and one for another incarnation is never held).
+        self._apply_unpaused(coalesce(taken))
 
     def partition_map_lock_released(self) -> None:
         """A fetcher thread left its `partitionMapLock` section: the blocked metadata thread may go on."""

@@ -220,3 +220,49 @@ def test_a_restart_drops_the_metadata_a_gc_pause_held_for_the_old_process(deltas
     q.run_until(start + 1100)  # past the old process's pause end
     assert tp not in broker.rm.partitions
     assert broker.follower_quota is not None and not broker.follower_quota.is_throttled("risky", 0)
+
+
+@pytest.mark.parametrize("deltas", [True, False])
+def test_a_delivery_at_the_end_of_a_gc_pause_waits_for_the_updates_the_pause_held(deltas: bool) -> None:
+    """An update that reaches the broker in the very millisecond its GC pause ends comes after every update the
+    pause held: the metadata thread resumes with its backlog first. The held call of an extended pause is queued
+    again at the extension's end, behind a delivery the controller had already scheduled for that millisecond;
+    that delivery used to be applied at once and the older held LeaderAndIsr after it, which here recreated the
+    replica the delivered StopReplica had just deleted."""
+    from dataclasses import replace
+
+    from replication_core.partition import PartitionRegistration
+    from replication_core.sim.controller import MetadataUpdate
+    from tests.sim.helpers import run, scenario
+
+    sc = scenario("unclean-election", duration_ms=3000)
+    cluster, _, _ = run(replace(sc, cluster=replace(sc.cluster, metadata_deltas=deltas)))
+    q, follower = cluster.queue, cluster.brokers[2]
+    assert follower.rm is not None
+    tp = TopicPartition("risky", 0)
+    p = follower.rm.partitions[tp]
+    epoch, partition_epoch = p.leader_epoch, p.partition_epoch
+    start = q.now_ms
+
+    def update(states: dict[TopicPartition, PartitionRegistration] | None = None,
+               stop: tuple[tuple[TopicPartition, int], ...] = ()) -> MetadataUpdate:
+        return MetadataUpdate(states or {}, frozenset(follower.metadata.fenced), frozenset(), stop, (),
+                              follower.incarnation, tuple(sorted(follower.metadata.epochs.items())))
+
+    follower.pause(100)
+    q.run_until(start + 10)
+    follower.apply_metadata(update({tp: PartitionRegistration(1, epoch + 1, (1, 2), (1, 2), partition_epoch + 1)}))
+    q.run_until(start + 50)
+    follower.pause(150)  # stopped until start + 200; the held call is queued again there at start + 100
+    q.run_until(start + 60)
+    # The next delivery, in flight, lands at start + 200: scheduled before the held call is queued again there.
+    q.at(start + 200, follower.apply_metadata, update(stop=((tp, epoch + 2),)))
+    q.run_until(start + 199)
+    assert follower.rm.partitions[tp].leader_epoch == epoch  # nothing applied during the pauses
+    q.run_until(start + 300)
+    assert tp not in follower.rm.partitions
+    changes = [e["leader_epoch"] for e in cluster.events[-400:]
+               if e["event_type"] == "leadership_change" and e["broker_id"] == 2 and e["topic"] == "risky"
+               and e["ts_ms"] > start]
+    # With the deltas the held registration and the StopReplica are one delta, in which the stop wins.
+    assert changes == ([] if deltas else [epoch + 1])
