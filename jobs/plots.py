@@ -633,8 +633,9 @@ def _draw_isr(ax, data: PartitionPlot) -> None:  # type: ignore[no-untyped-def]
 
 
 def _label_partitions(ax, data: PartitionPlot, lanes: dict[int, int], taken: list[Bbox]) -> None:  # type: ignore[no-untyped-def]
-    """Label a replica's network partitions with the nodes they cut it off from, just after each bar's start;
-    a label that would cover the crash and restart labels (or an earlier one) is left out."""
+    """Label a replica's network partitions with the nodes they cut it off from, just after each bar's start (or
+    just before it, with a mark pointing at the bar); a label that would cover the crash and restart labels (or an
+    earlier one) is left out."""
     renderer = ax.figure.canvas.get_renderer()
     cuts = sorted((f for f in data.faults if f.kind == "network_partition" and f.broker in lanes),
                   key=lambda f: (f.start_s, f.broker))
@@ -642,7 +643,9 @@ def _label_partitions(ax, data: PartitionPlot, lanes: dict[int, int], taken: lis
         # After the bar's start, else before it (late in the run, or where the first place is taken).
         sides = (-1, 1) if f.start_s > 0.7 * data.end_s else (1, -1)
         for side in sides:
-            text = ax.annotate(partition_label(f, data.controllers),
+            # Before the start, the label points at its bar: it lies over time the partition did not span.
+            label = partition_label(f, data.controllers) + ("" if side > 0 else " \u25b8")
+            text = ax.annotate(label,
                                xy=(f.start_s, lanes[f.broker] + LANE_FAULT_OFFSETS["network_partition"]),
                                xytext=(4 * side, 0), textcoords="offset points", fontsize=7, color="#3f2360",
                                ha="left" if side > 0 else "right", va="center", zorder=7, gid="fault-label",

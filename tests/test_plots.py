@@ -338,10 +338,11 @@ def test_the_replicas_broker_faults_are_bars_on_their_lanes_and_partitions_name_
     ]
     # Between the fetch-error ticks (-0.33) and the leader strip (from +0.22), inside the lane's shading (+-0.4).
     assert all(o - half > -0.33 and o + half <= 0.22 for o in LANE_FAULT_OFFSETS.values())
-    # The partitions say whom they cut off, brokers before the controller; the late one's label sits left of it.
+    # The partitions say whom they cut off, brokers before the controller; the late one's label sits left of it and
+    # points at its bar, since it lies over time before the partition.
     texts = {t.get_text(): t for t in lanes.texts if t.get_gid() == "fault-label"}
-    assert set(texts) == {"cut off from 2, controller 1000 (outbound only)", "cut off from 1 (both ways)"}
-    assert texts["cut off from 1 (both ways)"].get_horizontalalignment() == "right"
+    assert set(texts) == {"cut off from 2, controller 1000 (outbound only)", "cut off from 1 (both ways) \u25b8"}
+    assert texts["cut off from 1 (both ways) \u25b8"].get_horizontalalignment() == "right"
     legend = [t.get_text() for t in fig.legends[0].get_texts()]
     assert [t for t in legend if t in ("network partition\n(cut off from peers)", "GC pause", "disk stall")] == [
         "network partition\n(cut off from peers)", "GC pause", "disk stall"]
