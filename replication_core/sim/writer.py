@@ -222,6 +222,11 @@ def _batch_payload_arrays(batch: EventBatch) -> list[pa.Array]:
             out.append(pa.nulls(n, f.type))
             continue
         parts = [arrays[f.name] if f.name in arrays else pa.nulls(rows, f.type) for rows, arrays in segments]
+        if all(part.null_count == len(part) for part in parts):
+            # Nothing to put in order (most columns only rarer events fill, absent from most batches): the
+            # same nulls without a concatenation and a take.
+            out.append(pa.nulls(n, f.type))
+            continue
         out.append(pa.concat_arrays(parts).take(back))
     return out
 
