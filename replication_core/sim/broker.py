@@ -436,7 +436,14 @@ class Broker:
         """A follower's Fetch / OffsetsForLeaderEpoch / ListOffsets arrived."""
         if not self.alive or self.rm is None:
             return  # nobody listening: the caller times out
-        if self._held(self.handle_replica_request, call):
+        self._replica_request(call, self.incarnation)
+
+    def _replica_request(self, call: Call, inc: int) -> None:
+        # A request a GC pause holds belongs to the process that received it: a crash closes its connections, so a
+        # restarted process never answers it and the caller times out, as for a crashed broker's parked fetch.
+        if inc != self.incarnation or not self.alive or self.rm is None:
+            return
+        if self._held(self._replica_request, call, inc):
             return
         rm = self.rm
         now = self.queue.now_ms

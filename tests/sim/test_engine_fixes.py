@@ -266,3 +266,34 @@ def test_a_delivery_at_the_end_of_a_gc_pause_waits_for_the_updates_the_pause_hel
                and e["ts_ms"] > start]
     # With the deltas the held registration and the StopReplica are one delta, in which the stop wins.
     assert changes == ([] if deltas else [epoch + 1])
+
+
+def test_a_request_a_gc_pause_held_is_lost_with_the_process_that_received_it() -> None:
+    """A follower's request that a leader's GC pause held dies with that process: a crash closes its connections,
+    so a restarted process never answers it (it used to, at the old pause's end) and the caller's timeout fires, as
+    for a request held by a crashed broker. `_produce` already kept its incarnation this way."""
+    from replication_core.leader_endpoint import ListOffsetsRequest
+    from replication_core.sim.rpc import Call
+    from tests.sim.helpers import run, scenario
+
+    cluster, _, _ = run(scenario("unclean-election", duration_ms=3000))
+    q, leader = cluster.queue, cluster.brokers[1]
+    start = q.now_ms
+    answers: list[object] = []
+
+    def list_offsets() -> Call:
+        return Call(2, 1, ListOffsetsRequest(2, TopicPartition("risky", 0), None, "LATEST"),
+                    lambda response, at: answers.append(response), "TIMEOUT", q.now_ms + 30_000)
+
+    leader.pause(500)
+    leader.handle_replica_request(list_offsets())  # held to start + 500
+    q.run_until(start + 100)
+    leader.crash(False)
+    q.run_until(start + 200)
+    leader.start("restart")
+    q.run_until(start + 1000)  # past the old pause's end
+    assert answers == []
+    # The same request to the running process is answered (the link works).
+    leader.handle_replica_request(list_offsets())
+    q.run_until(start + 1100)
+    assert len(answers) == 1 and answers[0] != "TIMEOUT"
