@@ -221,6 +221,8 @@ class Broker:
         # incarnation (the later calls then find theirs taken). A restart empties it: what the old JVM held is
         # gone with it, and its calls, still queued, find nothing or take the new process's updates in order.
         self._paused_metadata: list[MetadataUpdate] = []
+        # The controller's throttle changes this process has applied (`MetadataUpdate.throttle_version`).
+        self._throttle_version = 0
         # No metadata published yet by this process (KRaft's `_firstPublish`): its first full state deletes the
         # stray logs on its disk (`_delete_stray_logs`).
         self._first_publish = True
@@ -249,8 +251,10 @@ class Broker:
         self.metadata = StaticBrokerMetadata()
         self.leader_quota = ReplicationQuotaManager.from_config(LEADER, self.broker_id, cfg, emit)
         self.follower_quota = ReplicationQuotaManager.from_config(FOLLOWER, self.broker_id, cfg, emit)
-        for topic, (leader_entries, follower_entries, rate) in self.cluster.controller.throttles.items():
+        controller = self.cluster.controller
+        for topic, (leader_entries, follower_entries, rate) in controller.throttles.items():
             self.apply_throttle(topic, leader_entries, follower_entries, rate)
+        self._throttle_version = controller.throttle_version
         rm = SimReplicaManager(self.broker_id, cfg, self.disk, self.cluster.topic_configs,
                                metadata=self.metadata, events=events, controller=self,
                                leader_quota=self.leader_quota)
@@ -490,8 +494,7 @@ class Broker:
             # has registered and caught up (`BrokerLifecycleManager`); acting on it would let a process
             # that just lost its unflushed log lead in the ISR it was elected from. The full state
             # follows the registration; the dynamic throttle configs apply at once, as at start.
-            for topic, leader_entries, follower_entries, rate in update.throttles:
-                self.apply_throttle(topic, leader_entries, follower_entries, rate)
+            self._apply_throttles(update)
             return
         if self.held_until() > self.queue.now_ms:
             self._paused_metadata.append(update)
@@ -561,8 +564,7 @@ class Broker:
             self.metadata.fenced = set(update.fenced)
             self.metadata.shutting_down = set(update.shutting_down)
             self.metadata.epochs = dict(update.broker_epochs)
-            for topic, leader_entries, follower_entries, rate in update.throttles:
-                self.apply_throttle(topic, leader_entries, follower_entries, rate)
+            self._apply_throttles(update)
         if (update.states or update.stop) and self._partition_map_locked():
             # removeFetcherForPartitions / addFetcherForPartitions / shutdownIdleFetcherThreads take every
             # fetcher's partitionMapLock (`removePartitions`, `addPartitions`, `partitionCount`): wait.
@@ -604,6 +606,14 @@ class Broker:
                   if tp not in states or self.broker_id not in states[tp].replicas]
         for tp in rm.delete_stray_replicas(strays, now_ms):
             self.disk.forget(tp)
+
+    def _apply_throttles(self, update: MetadataUpdate) -> None:
+        # The process read every throttle change up to `_throttle_version` at start: an update sent before that
+        # (still in the channel across a restart) would put an older config back until the next one came.
+        if update.throttles and update.throttle_version > self._throttle_version:
+            for topic, leader_entries, follower_entries, rate in update.throttles:
+                self.apply_throttle(topic, leader_entries, follower_entries, rate)
+            self._throttle_version = update.throttle_version
 
     def apply_throttle(self, topic: str, leader_entries: tuple[str, ...], follower_entries: tuple[str, ...],
                        rate: int | None) -> None:

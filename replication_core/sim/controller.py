@@ -103,6 +103,9 @@ class MetadataUpdate:
     # the first one a process applies is KRaft's first metadata publish, after which a broker deletes the
     # logs on its disk that the image does not assign to it (`BrokerMetadataPublisher`'s stray logs).
     full_state: bool = False
+    # How many throttle changes the controller had made when it sent this (`Controller.throttle_version`): a process
+    # that started after them read them at start, and applies only newer ones (`Broker._apply_throttles`).
+    throttle_version: int = 0
 
 
 def one_delta(updates: Sequence[MetadataUpdate], coalescing: bool) -> int:
@@ -142,7 +145,7 @@ def coalesce(updates: list[MetadataUpdate]) -> MetadataUpdate:
         throttles.extend(u.throttles)
         full_state = full_state or u.full_state
     return MetadataUpdate(states, last.fenced, last.shutting_down, tuple(stops.items()), tuple(throttles),
-                          last.incarnation, last.broker_epochs, full_state)
+                          last.incarnation, last.broker_epochs, full_state, max(u.throttle_version for u in updates))
 
 
 @dataclass
@@ -192,6 +195,8 @@ class Controller:
         self._dirty: dict[int, dict[TopicPartition, PartitionRegistration]] = {}
         self._dirty_stop: dict[int, list[tuple[TopicPartition, int]]] = {}
         self._dirty_throttles: list[tuple[str, tuple[str, ...], tuple[str, ...], int | None]] = []
+        # Throttle changes made so far (each one is in `throttles` at once, and in the next flush's updates).
+        self.throttle_version = 0
         self._full_state: set[int] = set()
         self._flush_scheduled = False
         self.elections = {"clean": 0, "unclean": 0, "offline": 0, "controlled_shutdown": 0}
@@ -660,6 +665,7 @@ class Controller:
         else:
             self.throttles.pop(topic, None)
         self._dirty_throttles.append((topic, leader_entries, follower_entries, rate))
+        self.throttle_version += 1
         self._schedule_flush()
 
     # --- metadata propagation ----------------------------------------------------------------------------
@@ -700,7 +706,7 @@ class Controller:
         for b in targets:
             update = MetadataUpdate(self._dirty.get(b, {}), fenced, shutting, tuple(self._dirty_stop.get(b, ())),
                                     throttles, self.incarnations.get(b) if self.fence_on_reregistration else None,
-                                    epochs, b in self._full_state)
+                                    epochs, b in self._full_state, self.throttle_version)
             self._channels.setdefault(b, deque()).append(update)
             self._pump(b)
         self._dirty = {}

@@ -297,3 +297,46 @@ def test_a_request_a_gc_pause_held_is_lost_with_the_process_that_received_it() -
     leader.handle_replica_request(list_offsets())
     q.run_until(start + 1100)
     assert len(answers) == 1 and answers[0] != "TIMEOUT"
+
+
+@pytest.mark.parametrize(("deltas", "zookeeper"), [(True, False), (False, False), (False, True)])
+def test_a_restarted_process_never_goes_back_to_a_throttle_its_start_already_saw_replaced(deltas: bool,
+                                                                                           zookeeper: bool) -> None:
+    """A process takes the controller's throttle configs as they stand when it starts. Updates sent to its predecessor
+    and still in the channel carry older throttle changes: applied on top (at once for one addressed to the previous
+    incarnation, or in the ZooKeeper-era mode, which addresses none), they throttled the follower again until the
+    next update arrived (found by a review helper). Each update now says how many changes the controller had made;
+    the process applies only those newer than what it started with."""
+    from dataclasses import replace
+
+    from tests.sim.helpers import run, scenario
+
+    sc = scenario("unclean-election", duration_ms=3000)
+    cluster, _, _ = run(replace(sc, faults=(), cluster=replace(sc.cluster, metadata_deltas=deltas,
+                                                               fence_on_reregistration=not zookeeper)))
+    q, controller, broker, network = cluster.queue, cluster.controller, cluster.brokers[2], cluster.network
+    start = q.now_ms
+    network.partition([controller.node_id], [2], two_way=False)  # the controller's channel to broker 2 queues
+    controller._set_throttle("risky", ("0:1",), ("0:2",), 1000)
+    q.run_until(start + 5)
+    controller._set_throttle("risky", (), (), None)  # removed again: the controller throttles nothing
+    q.run_until(start + 10)
+    broker.crash(False)
+    q.run_until(start + 20)
+    broker.start("restart")
+    q.run_until(start + 100)
+    network.heal([controller.node_id], [2], two_way=False)
+    throttled_at: list[int] = []
+
+    def sample() -> None:
+        quota = broker.follower_quota
+        if quota is not None and quota.is_throttled("risky", 0):
+            throttled_at.append(q.now_ms - start)
+
+    q.run_until(start + 2000, sample, step_every=1)
+    assert controller.throttles == {}
+    assert throttled_at == []
+    # A change made after the restart still reaches the process.
+    controller._set_throttle("risky", ("0:1",), ("0:2",), 1000)
+    q.run_until(start + 2500)
+    assert broker.follower_quota is not None and broker.follower_quota.is_throttled("risky", 0)
