@@ -198,8 +198,10 @@ def test_a_restart_drops_the_metadata_a_gc_pause_held_for_the_old_process(deltas
     def update(states: dict[TopicPartition, PartitionRegistration] | None = None,
                stop: tuple[tuple[TopicPartition, int], ...] = (),
                throttles: tuple[tuple[str, tuple[str, ...], tuple[str, ...], int | None], ...] = ()) -> MetadataUpdate:
+        # A throttle change newer than any the controller has made: a restarted process would not skip it as read.
         return MetadataUpdate(states or {}, frozenset(broker.metadata.fenced), frozenset(), stop, throttles,
-                              broker.incarnation, tuple(sorted(broker.metadata.epochs.items())))
+                              broker.incarnation, tuple(sorted(broker.metadata.epochs.items())),
+                              throttle_version=cluster.controller.throttle_version + 1)
 
     broker.pause(1000)
     broker.apply_metadata(update(throttles=(("risky", ("0:1",), ("0:2",), 1000),)))  # held to start + 1000

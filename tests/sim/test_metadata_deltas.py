@@ -30,19 +30,21 @@ def _reg(leader: int, leader_epoch: int, isr: tuple[int, ...], partition_epoch: 
 def _update(states: dict[TopicPartition, PartitionRegistration], *, fenced: frozenset[int] = frozenset(),
             stop: tuple[tuple[TopicPartition, int], ...] = (), incarnation: int | None = 1,
             throttles: tuple[tuple[str, tuple[str, ...], tuple[str, ...], int | None], ...] = (),
-            full_state: bool = False) -> MetadataUpdate:
-    return MetadataUpdate(states, fenced, frozenset(), stop, throttles, incarnation, ((1, 1),), full_state)
+            full_state: bool = False, throttle_version: int = 0) -> MetadataUpdate:
+    return MetadataUpdate(states, fenced, frozenset(), stop, throttles, incarnation, ((1, 1),), full_state,
+                          throttle_version)
 
 
 def test_one_delta_keeps_the_newest_registration_of_each_partition_and_the_newest_broker_sets() -> None:
     older = _update({A: _reg(1, 0, (1, 2, 3), 0), B: _reg(2, 0, (1, 2, 3), 0)}, fenced=frozenset({3}),
-                    throttles=(("t", ("0:1",), (), 100),))
-    newer = _update({A: _reg(1, 0, (1, 2), 1)}, throttles=(("t", (), (), None),), full_state=True)
+                    throttles=(("t", ("0:1",), (), 100),), throttle_version=4)
+    newer = _update({A: _reg(1, 0, (1, 2), 1)}, throttles=(("t", (), (), None),), full_state=True, throttle_version=5)
     delta = coalesce([older, newer])
     assert dict(delta.states) == {A: _reg(1, 0, (1, 2), 1), B: _reg(2, 0, (1, 2, 3), 0)}
     assert delta.fenced == frozenset() and delta.broker_epochs == ((1, 1),)
     assert delta.throttles == (("t", ("0:1",), (), 100), ("t", (), (), None))  # in order: the newest applies last
     assert delta.full_state and delta.incarnation == 1 and delta.stop == ()
+    assert delta.throttle_version == 5  # the newest change it carries
 
 
 def test_a_removal_after_a_registration_is_a_removal_and_a_registration_after_a_removal_is_a_registration() -> None:
