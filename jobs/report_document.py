@@ -23,12 +23,13 @@ EVIDENCE_SHOWN = 10
 VERDICT_MEANING: dict[str, str] = {
     "on_time": "the leader proposed the ISR shrink by the deadline (the shrink column says whether the controller "
                "committed it)",
-    "late": "the leader proposed the ISR shrink after the deadline (1.5 x replica.lag.time.max.ms)",
+    "late": "the leader proposed the ISR shrink after the deadline (1.5 x replica.lag.time.max.ms after the follower "
+            "last caught up; later if it was back in the ISR only then, or an ISR change of the leader was in flight)",
     "missing": "the follower stayed behind past the deadline and was never removed from the ISR",
     "recovered": "the follower caught up again before the deadline",
     "leader_lost": "the leader or its epoch ended before the deadline",
     "ongoing": "still lagging at the end of the data, too early to judge",
-    "not_in_isr": "the follower was out of the ISR already, or the controller removed it before the deadline",
+    "not_in_isr": "the follower was out of the ISR throughout, or the controller removed it before the deadline",
     "premature": "the follower was removed from the ISR although it was not lagging",
 }
 

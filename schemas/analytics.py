@@ -164,7 +164,9 @@ LAG_INCIDENTS_SCHEMA = pa.schema(
         _f("last_caught_up_time_ms", pa.int64(), "lastCaughtUpTimeMs at the start."),
         _f("lag_max_ms", pa.int64(), "replica.lag.time.max.ms in force.", nullable=False),
         _f("deadline_ms", pa.int64(), "start_ms + lag_max_ms / 2: the last isr-expiration run that must have "
-           "seen it (removal is due by 1.5 x lag_max_ms after the last caught-up instant)."),
+           "seen it (removal is due by 1.5 x lag_max_ms after the last caught-up instant); from the follower's "
+           "return to the ISR if it was out at the start, a period after the answer to an ISR change of the leader "
+           "in flight then; null while one is still pending at the end of the data."),
         _f("peak_time_lag_ms", pa.int64(), "Largest time lag (now - lastCaughtUpTimeMs) during the incident."),
         _f("peak_message_lag", pa.int64(), "Largest leader LEO - follower LEO seen during the incident."),
         _f("in_isr_at_start", pa.bool_(), "The follower was in the committed ISR when the incident started."),

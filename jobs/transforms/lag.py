@@ -34,14 +34,24 @@ there falls behind at the leader's next append past it; unknown message lag coun
 Consecutive lagging intervals with no gap form one incident: `start_ms` = that instant in the first,
 `end_ms` = end of the last (null if open), peak time lag = largest time lag, peak message lag =
 largest message lag. `deadline_ms` = start_ms + lag_max_ms / 2: `isr-expiration` runs every
-lag_max_ms / 2, so the leader must have proposed the shrink by then (1.5 x lag_max_ms after lcu).
+lag_max_ms / 2, so the leader must have proposed the shrink by then (1.5 x lag_max_ms after lcu). Later in two
+cases, as Kafka's `maybeShrinkIsr` only shrinks the committed ISR and nothing while an ISR change is in flight:
+  * a follower outside the committed ISR at start_ms is owed a shrink from its return to it (a follower whose
+    LEO reaches the HW is expanded however old its lcu): from that return, for a shrink the last one before it;
+  * an AlterPartition of the leader in that epoch in flight when the follower became due (or an expansion
+    proposed before the deadline so far, as the task may not have run yet) moves the deadline to a period after
+    its answer; one still pending at the end of the data leaves no deadline (null: nothing was due yet). A shrink
+    proposal of another follower made after that is itself a run of the task and moves nothing.
 The shrink is the first `shrink` proposal by the incident's leader removing the follower with
 proposal <= end_ms, strictly after the threshold (lcu + lag max: Kafka's test is `now - lcu > lag max`) and
 no earlier than the interval or the leader append that put the follower behind (the same millisecond counts:
 a leader back from a pause appends, then runs isr-expiration). Verdicts:
-  * on_time — shrink proposed by the deadline; late — after it;
-  * not_in_isr — no shrink, and the follower was not in the committed ISR at start_ms, or left it by
-    another route (a controller's update) by the deadline (nothing left to shrink);
+  * on_time — shrink proposed by the deadline; late — after it (by the clock: a GC pause or disk stall of the
+    leader, which holds back its `isr-expiration` task as in Kafka, makes a shrink late too; the report draws
+    the pause on the leader's lane);
+  * not_in_isr — no shrink, and the follower was not in the committed ISR at start_ms and did not return to it
+    before the incident ended, or left it by another route (a controller's update) by the deadline (nothing left
+    to shrink);
   * recovered — no shrink, and the follower caught up (a fetch ended it) by the deadline;
   * leader_lost — no shrink, and the leader's epoch or the leader itself ended by the deadline;
   * ongoing — no shrink, and the data ends before the deadline: too early to judge;
@@ -162,9 +172,15 @@ def follower_lag(events: DataFrame, lag_max_ms_default: int | None = None) -> Da
     epoch_ends = _epoch_ends(events)
     election_ends = _election_ends(events)
     deposed_acts = _deposed_acts(events, election_ends)
-    leader_last_leo = events.where((et == APPEND) & (F.col("role") == "leader") & scoped).groupBy(
+    # The leader's last LEO per epoch and process: a leader that restarts into the same epoch (no fencing on
+    # re-registration) appends again after its crash, which must not count as ahead of a follower before it.
+    downs = brokers.select(F.col("_b_run").alias("_x_run"), F.col("_b_broker").alias("_x_broker"), "_downs")
+    leader_last_leo = events.where((et == APPEND) & (F.col("role") == "leader") & scoped).join(
+        F.broadcast(downs), (F.col("run_id") == F.col("_x_run")) & (F.col("broker_id") == F.col("_x_broker")), "left",
+    ).groupBy(
         *[F.col(c).alias(f"_l_{c}") for c in PARTITION_KEY], F.col("broker_id").alias("_l_leader"),
         F.col("leader_epoch").alias("_l_epoch"),
+        F.array_min(F.filter("_downs", lambda d: d >= F.col("ts_ms"))).alias("_l_down"),
     ).agg(F.max("leo").alias("_last_leo"))
     iv = (
         iv.join(F.broadcast(brokers), (F.col("run_id") == F.col("_b_run")) & (F.col("leader_id") == F.col("_b_broker")),
@@ -173,8 +189,6 @@ def follower_lag(events: DataFrame, lag_max_ms_default: int | None = None) -> Da
               & (F.col("leader_epoch") == F.col("_o_epoch")), "left")
         .join(F.broadcast(election_ends), _same_partition("_n_") & (F.col("leader_epoch") == F.col("_n_epoch")),
               "left")
-        .join(F.broadcast(leader_last_leo), _same_partition("_l_") & (F.col("leader_id") == F.col("_l_leader"))
-              & (F.col("leader_epoch") == F.col("_l_epoch")), "left")
         .join(F.broadcast(deposed_acts), _same_partition("_d_") & (F.col("leader_id") == F.col("_d_leader"))
               & (F.col("leader_epoch") == F.col("_d_epoch")), "left")
     )
@@ -189,7 +203,9 @@ def follower_lag(events: DataFrame, lag_max_ms_default: int | None = None) -> Da
     leaders_cfg = setting_in_force("_b_cfgs", "ts_ms")
     runs_cfg = F.col("_run_cfg")
     default = F.lit(lag_max_ms_default if lag_max_ms_default is not None else KAFKA_DEFAULT_LAG_MAX_MS).cast("long")
-    iv = iv.select("*", epoch_end.alias("_epoch_end"), down.alias("_down"))
+    iv = iv.select("*", epoch_end.alias("_epoch_end"), down.alias("_down")).join(
+        F.broadcast(leader_last_leo), _same_partition("_l_") & (F.col("leader_id") == F.col("_l_leader"))
+        & (F.col("leader_epoch") == F.col("_l_epoch")) & F.col("_down").eqNullSafe(F.col("_l_down")), "left")
 
     # A crash ends the interval even when the leader resumes the same epoch after its restart (the next fetch
     # state then opens a new one); on a tie the fetch, then the epoch's end, is the cause.
@@ -368,7 +384,7 @@ def lag_incidents(
         F.max("lag_max_ms").alias("lag_max_ms"),
         F.max("time_lag_end_ms").alias("peak_time_lag_ms"),
         F.max(_peak_message_lag()).alias("peak_message_lag"),
-    ).withColumn("deadline_ms", F.col("start_ms") + F.floor(F.col("lag_max_ms") / 2).cast("long"))
+    )
 
     # Small per-follower / per-partition lists, looked up with higher-order functions.
     fkey = [*PARTITION_KEY, "follower_id", "leader_id"]
@@ -377,10 +393,20 @@ def lag_incidents(
         F.collect_list(F.struct("shrink_ms", "shrink_committed_ms", "shrink_outcome")).alias("_shrinks"))
     isr_lists = partition_state.groupBy(*[F.col(c).alias(f"_i_{c}") for c in PARTITION_KEY]).agg(
         F.collect_list(F.struct("valid_from_ms", "valid_to_ms", "isr")).alias("_isrs"))
+    # Every ISR change the leader proposed in its epoch, in order: while one is in flight, isr-expiration shrinks
+    # nothing (`maybeShrinkIsr` tests `partitionState.isInflight`).
+    pkey = [*PARTITION_KEY, "leader_id", "leader_epoch"]
+    proposal_lists = isr_changes.where(F.col("proposed_ms").isNotNull() & F.col("action").isin("shrink", "expand")
+                                       ).groupBy(
+        *[F.col(c).alias(f"_p_{c}") for c in pkey]).agg(
+        F.array_sort(F.collect_list(F.struct("proposed_ms", "resolved_ms", (F.col("action") == "shrink").alias(
+            "shrink")))).alias("_proposals"))
     same_follower = reduce(lambda a, b: a & b, [F.col(c) == F.col(f"_s_{c}") for c in fkey])
+    same_leader_epoch = reduce(lambda a, b: a & b, [F.col(c) == F.col(f"_p_{c}") for c in pkey])
     judged = (
         inc.join(F.broadcast(shrink_lists), same_follower, "left")
         .join(F.broadcast(isr_lists), _same_partition("_i_"), "left")
+        .join(F.broadcast(proposal_lists), same_leader_epoch, "left")
     )
     start, end = F.col("start_ms"), F.col("end_ms")
     first_shrink = F.array_min(F.filter(
@@ -390,20 +416,37 @@ def lag_incidents(
             "_isrs", lambda i: (i["valid_from_ms"] <= t) & (i["valid_to_ms"].isNull() | (t < i["valid_to_ms"]))),
             F.lit(1)).getField("isr")
     isr_at_start = isr_at(start)
+    over = F.coalesce("end_ms", "_obs_end")
+    # When the follower (re)entered the committed ISR: the start of each stretch of the partition's ISR intervals
+    # that holds it (an interval holding it that no other such interval ends at).
+    holding = F.filter("_isrs", lambda i: F.array_contains(i["isr"], F.col("follower_id")))
     judged = judged.select(
         "*",
         first_shrink.getField("shrink_ms").alias("shrink_ms"),
         first_shrink.getField("shrink_committed_ms").alias("shrink_committed_ms"),
         first_shrink.getField("shrink_outcome").alias("shrink_outcome"),
         F.array_contains(isr_at_start, F.col("follower_id")).alias("in_isr_at_start"),
-        F.array_contains(isr_at(F.col("deadline_ms")), F.col("follower_id")).alias("_in_isr_at_deadline"),
-    )
-    over = F.coalesce("end_ms", "_obs_end")
+        holding.alias("_holding"),
+    ).withColumn("_entries", F.transform(
+        F.filter("_holding", lambda i: ~F.exists(
+            "_holding", lambda j: F.coalesce(j["valid_to_ms"] == i["valid_from_ms"], F.lit(False)))),
+        lambda i: i["valid_from_ms"]))
+    # The leader owes the shrink from the later of the incident's start and the follower's return to the ISR: for a
+    # shrink, the return before it; else the follower's place at the start, or its first return before the end.
+    shrink_ms = F.col("shrink_ms")
+    returned = F.when(shrink_ms.isNotNull(), F.array_max(F.filter("_entries", lambda t: t <= shrink_ms))).when(
+        ~F.coalesce("in_isr_at_start", F.lit(True)),
+        F.array_min(F.filter("_entries", lambda t: (t > start) & (t < over))))
+    judged = judged.withColumn("_returned", returned).withColumn(
+        "deadline_ms", _shrink_due(F.greatest(start, "_returned"), F.floor(F.col("lag_max_ms") / 2).cast("long")))
+    judged = judged.withColumn(
+        "_in_isr_at_deadline", F.array_contains(isr_at(F.col("deadline_ms")), F.col("follower_id")))
+    # A proposal still in flight at the end of the data leaves no deadline: nothing was due yet.
+    due = F.coalesce("deadline_ms", F.lit(LONG_MAX))
     verdict = (
-        F.when(F.col("shrink_ms").isNotNull(),
-               F.when(F.col("shrink_ms") <= F.col("deadline_ms"), "on_time").otherwise("late"))
-        .when(~F.coalesce("in_isr_at_start", F.lit(True)), "not_in_isr")
-        .when(over <= F.col("deadline_ms"),
+        F.when(shrink_ms.isNotNull(), F.when(shrink_ms <= due, "on_time").otherwise("late"))
+        .when(~F.coalesce("in_isr_at_start", F.lit(True)) & F.col("_returned").isNull(), "not_in_isr")
+        .when(over <= due,
               F.when(F.col("_closed_by") == "fetch", "recovered")
               .when(F.col("end_ms").isNull(), "ongoing")
               .otherwise("leader_lost"))
@@ -442,6 +485,25 @@ def lag_incidents(
     schema = to_spark_schema(LAG_INCIDENTS_SCHEMA)
     return (conform(incidents, schema).unionByName(conform(premature, schema))
             .unionByName(conform(_premature_by_report(sh, observed, events, lag_max_ms_default), schema)))
+
+
+def _shrink_due(owed_from: Column, period: Column) -> Column:
+    """The last instant an `isr-expiration` run (every `period` = lag_max_ms / 2) must have proposed a shrink owed
+    from `owed_from`: `owed_from + period`, unless an ISR change of the leader was in flight then (`_proposals`,
+    in proposal order): the task skips the partition until the answer, and the shrink is due a period after it.
+    What blocks: a proposal made before the partition was free to shrink and answered after, or an expansion (a
+    fetch makes those) made before the deadline so far, as the task may not have run yet. A shrink proposed later is
+    itself a run of the task, which should have taken the follower too: it moves nothing. A blocking proposal still
+    pending at the end of the data leaves no deadline (null)."""
+    never = F.lit(LONG_MAX)
+    free = F.aggregate(
+        F.coalesce("_proposals", F.array().cast("array<struct<proposed_ms:bigint,resolved_ms:bigint,shrink:boolean>>")),
+        owed_from,
+        lambda acc, p: F.when(
+            ((p["proposed_ms"] < acc)
+             | (~p["shrink"] & (p["proposed_ms"] <= F.coalesce(F.try_add(acc, period), never))))
+            & (F.coalesce(p["resolved_ms"], never) > acc), F.coalesce(p["resolved_ms"], never)).otherwise(acc))
+    return F.when(free < never, F.try_add(free, period))
 
 
 def _premature_by_report(sh: DataFrame, observed: DataFrame, events: DataFrame,

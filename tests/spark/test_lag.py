@@ -475,3 +475,94 @@ def test_a_leader_back_from_a_pause_appends_and_shrinks_in_the_same_millisecond(
         ("r", "t", 0, 3, 1, 1, 1900, None, 900, 1000, 2400, 2100, 1, True, None, None, None, "not_in_isr"),
         ("r", "t", 0, 3, 1, 1, 1900, 1900, 900, 1000, None, 1000, None, True, 1900, 1950, "committed", "premature"),
     ], LAG_INCIDENTS_SCHEMA)
+
+
+def _isr_change(ts: int, action: str, state: str, old: list[int], new: list[int], **kw: object) -> dict:
+    """An isr_change of broker 1's partition."""
+    return dict(event_type="isr_change", ts_ms=ts, action=action, isr_state=state, old_isr=old, isr=new, **LEADER, **kw)
+
+
+def _append(ts: int, leo: int) -> dict:
+    return dict(event_type="append", ts_ms=ts, role="leader", base_offset=leo - 1, last_offset=leo - 1, leo=leo,
+                **LEADER)
+
+
+def _back_in_the_isr(then: list[dict]) -> list[dict]:
+    """Follower 4 caught up at 100 (LEO 10), behind from the leader's append at 200, removed by the controller at 300
+    (before its threshold, 1100), expanded back at 3000 (committed 3010) with its old lcu: Kafka expands a follower
+    whose LEO reaches the HW (here stuck at 10), however old its lcu."""
+    return [
+        become_leader([1, 4], [1, 4]), _append(5, 10), ffs(100, 4, 10, 10, 100), _append(200, 30),
+        _isr_change(300, "update", "committed", [1, 4], [1], partition_epoch=2, reason="leader_and_isr"),
+        _append(2900, 40), ffs(3000, 4, 10, 40, 100),
+        _isr_change(3000, "expand", "proposed", [1], [1, 4], reason="follower_caught_up"),
+        _isr_change(3010, "expand", "committed", [1], [1, 4], partition_epoch=3, reason="alter_partition"),
+        *then,
+        dict(event_type="fetch", ts_ms=5000, broker_id=9, leader_epoch=1, leader_id=1, fetcher_id=0, fetch_offset=0),
+    ]
+
+
+@pytest.mark.parametrize(("then", "shrink_ms", "verdict"), [
+    ([shrink(3200, "proposed", [1, 4], [1], reason="follower_lagging",
+             out_of_sync_replicas=[{"replica_id": 4, "leo": 10, "last_caught_up_time_ms": 100}]),
+      shrink(3210, "committed", [1, 4], [1], partition_epoch=4, reason="alter_partition")], 3200, "on_time"),
+    ([], None, "missing"),
+])
+def test_a_follower_back_in_the_isr_is_due_a_shrink_from_its_return(spark: SparkSession, then: list[dict],
+                                                                      shrink_ms: int | None, verdict: str) -> None:
+    """Kafka's `maybeShrinkIsr` looks at the committed ISR: a lagging follower outside it is nobody's to shrink, and
+    one that comes back is due at the leader's next `isr-expiration` run after its return (3010 + 500), not after
+    the incident's start (1100 + 500): a shrink at 3200 is on time, none by the end of the run (5000) is missing.
+    Both used to be judged against the start: late, and not_in_isr."""
+    inc = incidents_of(make_events(spark, _back_in_the_isr(then)))
+    expected = spark.createDataFrame([(1100, 3510, False, shrink_ms, verdict)],
+                                     "start_ms long, deadline_ms long, in_isr_at_start boolean, shrink_ms long, "
+                                     "verdict string")
+    assert_df_equality(inc.select("start_ms", "deadline_ms", "in_isr_at_start", "shrink_ms", "verdict"), expected,
+                       ignore_nullable=True)
+
+
+@pytest.mark.parametrize(("expansion", "deadline_ms", "verdict"), [
+    ([_isr_change(900, "expand", "proposed", [1, 2], [1, 2, 4], reason="follower_caught_up"),
+      _isr_change(2500, "expand", "committed", [1, 2], [1, 2, 4], partition_epoch=2, reason="alter_partition")],
+     3000, "on_time"),
+    # Still in flight at the end of the data: no shrink can be due; the one at 2700 is not late.
+    ([_isr_change(900, "expand", "proposed", [1, 2], [1, 2, 4], reason="follower_caught_up")], None, "on_time"),
+    ([], 1600, "late"),
+])
+def test_no_shrink_is_due_while_an_alter_partition_of_the_leader_is_in_flight(
+        spark: SparkSession, expansion: list[dict], deadline_ms: int | None, verdict: str) -> None:
+    """Kafka's `maybeShrinkIsr` skips a partition whose ISR change is in flight (`partitionState.isInflight`): with
+    follower 4's expansion pending from 900 to 2500, follower 2 (over its threshold at 1100) is due at the first
+    `isr-expiration` run after the answer (2500 + 500), so its shrink at 2700 is on time; without the expansion
+    it is late (due by 1600)."""
+    ev = make_events(spark, [
+        become_leader([1, 2], [1, 2, 4]), _append(5, 10), ffs(100, 2, 10, 10, 100), _append(200, 20),
+        ffs(900, 4, 20, 20, 900), *expansion, ffs(2600, 4, 20, 20, 2600),
+        shrink(2700, "proposed", [1, 2], [1], reason="follower_lagging",
+               out_of_sync_replicas=[{"replica_id": 2, "leo": 10, "last_caught_up_time_ms": 100}]),
+        ffs(3000, 4, 20, 20, 3000),
+        dict(event_type="fetch", ts_ms=3500, broker_id=9, leader_epoch=1, leader_id=1, fetcher_id=0, fetch_offset=0),
+    ])
+    inc = incidents_of(ev).where("follower_id = 2")
+    expected = spark.createDataFrame([(1100, deadline_ms, 2700, verdict)],
+                                     "start_ms long, deadline_ms long, shrink_ms long, verdict string")
+    assert_df_equality(inc.select("start_ms", "deadline_ms", "shrink_ms", "verdict"), expected, ignore_nullable=True)
+
+
+def test_a_follower_at_the_leaders_leo_until_the_leader_crashed_did_not_lag(spark: SparkSession) -> None:
+    """A leader that restarts into the same epoch (no fencing on re-registration) and appends after its restart:
+    the follower sat at the leader's LEO until the crash, so `isCaughtUp` held throughout the interval the crash
+    ends. Its end LEO used to be the epoch's last (20, appended after the restart): a false incident, missing."""
+    ev = make_events(spark, [
+        become_leader([1, 2], [1, 2]), _append(5, 10), ffs(100, 2, 10, 10, 100),
+        dict(event_type="broker_lifecycle", ts_ms=5000, broker_id=1, topic=None, partition=None, action="crash"),
+        become_leader([1, 2], [1, 2], ts=5050), _append(5100, 20), ffs(5200, 2, 20, 20, 5200),
+        dict(event_type="fetch", ts_ms=6000, broker_id=2, leader_epoch=1, leader_id=1, fetcher_id=0, fetch_offset=20),
+    ])
+    lag = follower_lag(ev, lag_max_ms_default=1000)
+    got = lag.where("valid_from_ms = 100").select("valid_to_ms", "closed_by", "message_lag_end")
+    assert_df_equality(got, spark.createDataFrame([(5000, "leader_down", 0)],
+                                                  "valid_to_ms long, closed_by string, message_lag_end long"),
+                       ignore_nullable=True)
+    assert incidents_of(ev).count() == 0
