@@ -479,9 +479,10 @@ def lag_incidents(
         .join(F.broadcast(observed), "run_id", "left_semi")
         .join(stretches, inside, "left_anti")
         .join(F.broadcast(lag_max_of), same_follower, "left")
-        .select(*_premature_columns(F.coalesce(
-            "_lag_max", F.lit(lag_max_ms_default or KAFKA_DEFAULT_LAG_MAX_MS).cast("long"))))
     )
+    # The setting of the pair's lag rows, else (a follower its leader never reported) the leader's in force then.
+    premature = _leaders_setting(premature, events, lag_max_ms_default).select(
+        *_premature_columns(F.coalesce("_lag_max", "lag_max_ms")))
     schema = to_spark_schema(LAG_INCIDENTS_SCHEMA)
     return (conform(incidents, schema).unionByName(conform(premature, schema))
             .unionByName(conform(_premature_by_report(sh, observed, events, lag_max_ms_default), schema)))
@@ -517,13 +518,19 @@ def _premature_by_report(sh: DataFrame, observed: DataFrame, events: DataFrame,
     do not show), nor can a lag below 0 (the log's time zone is not the leader's clock)."""
     lcu = F.col("reported_lcu")
     reported = sh.join(F.broadcast(observed), "run_id", "left_anti").where(lcu.isNotNull() & (lcu != 0))
+    judged = _leaders_setting(reported, events, lag_max_ms_default)
+    lag = F.col("shrink_ms") - lcu
+    return judged.where((lag >= 0) & (lag <= F.col("lag_max_ms"))).select(*_premature_columns(F.col("lag_max_ms")))
+
+
+def _leaders_setting(shrink_rows: DataFrame, events: DataFrame, lag_max_ms_default: int | None) -> DataFrame:
+    """`shrink_rows` with `lag_max_ms`: replica.lag.time.max.ms of the shrinking leader in force at the shrink (its
+    logged config), else the run's, else the job's, else Kafka's default."""
     lag_cfg = F.col("config").getItem(LAG_MAX_KEY).try_cast("long")
     settings = events.where((F.col("event_type") == BROKER_CONFIG) & lag_cfg.isNotNull()).select(
         "run_id", "broker_id", "ts_ms", "event_id", lag_cfg.alias("lag_max_ms"))
     default = F.lit(lag_max_ms_default if lag_max_ms_default is not None else KAFKA_DEFAULT_LAG_MAX_MS).cast("long")
-    judged = with_setting(reported, settings, "leader_id", "lag_max_ms", default, at="shrink_ms")
-    lag = F.col("shrink_ms") - lcu
-    return judged.where((lag >= 0) & (lag <= F.col("lag_max_ms"))).select(*_premature_columns(F.col("lag_max_ms")))
+    return with_setting(shrink_rows, settings, "leader_id", "lag_max_ms", default, at="shrink_ms")
 
 
 def _premature_columns(lag_max: Column) -> list[Column]:

@@ -566,3 +566,22 @@ def test_a_follower_at_the_leaders_leo_until_the_leader_crashed_did_not_lag(spar
                                                   "valid_to_ms long, closed_by string, message_lag_end long"),
                        ignore_nullable=True)
     assert incidents_of(ev).count() == 0
+
+
+def test_a_premature_shrink_of_a_follower_the_leader_never_reported_carries_the_leaders_setting(
+        spark: SparkSession) -> None:
+    """A premature row whose follower has no lag rows under that leader takes the leader's replica.lag.time.max.ms
+    in force at the shrink (2000 here), not the job's default (1000)."""
+    ev = make_events(spark, [
+        dict(event_type="broker_config", ts_ms=0, broker_id=1, topic=None, partition=None,
+             config={"replica.lag.time.max.ms": "2000"}),
+        # Follower 3 joins the ISR (a fetch this data lacks) and is removed: no lag row of it under leader 1.
+        become_leader([1, 2], [1, 2, 3]), ffs(100, 2, 0, 0, 100),
+        _isr_change(500, "expand", "committed", [1, 2], [1, 2, 3], partition_epoch=2, reason="alter_partition"),
+        shrink(1000, "proposed", [1, 2, 3], [1, 2], reason="follower_lagging",
+               out_of_sync_replicas=[{"replica_id": 3, "leo": 0, "last_caught_up_time_ms": 500}]),
+        run_end(1500, 0),
+    ])
+    got = incidents_of(ev).where("follower_id = 3").select("verdict", "lag_max_ms")
+    assert_df_equality(got, spark.createDataFrame([("premature", 2000)], "verdict string, lag_max_ms long"),
+                       ignore_nullable=True)
