@@ -478,7 +478,8 @@ def _incident_row(r: dict[str, Any], start_ms: int) -> IncidentRow:
                        r["peak_time_lag_ms"], r["peak_message_lag"], r["lag_max_ms"],
                        _seconds(r["shrink_ms"], start_ms), r["verdict"], int(r.get("failed_fetches") or 0),
                        tuple(r.get("fetch_errors") or ()), r.get("shrink_outcome"),
-                       _seconds(r.get("leader_deposed_ms"), start_ms))
+                       _seconds(r.get("leader_deposed_ms"), start_ms),
+                       _seconds(r.get("last_caught_up_time_ms"), start_ms), _seconds(r.get("deadline_ms"), start_ms))
 
 
 def _violation_cols(evidence: int = EVIDENCE_KEPT) -> list[Column]:
@@ -594,6 +595,7 @@ def run_report(
         incidents_total=sum(verdicts.values()), flagged_total=flagged_total, sections=tuple(sections),
         max_partitions=cfg.max_partitions, max_rows=cfg.max_rows, fetch_errors=fetch_error_counts,
         overviews=tuple(overviews), overviews_capped=max(0, len(runs) - cfg.max_partitions),
+        run_starts={r: _iso(bounds[r][0]) for r in runs if r in bounds},
         bucket_note=f"Series with more than {cfg.max_points} changes are aggregated into {cfg.max_points} time "
                     "buckets per run (last value, with the bucket's min..max range shaded).",
     )

@@ -110,6 +110,10 @@ class IncidentRow:
     """What became of the shrink's AlterPartition: committed, rejected or pending (no answer in the data)."""
     deposed_s: float | None = None
     """When the controller's state first named a newer leader epoch than the incident's (None: not in the data)."""
+    caught_up_s: float | None = None
+    """The follower's last caught-up instant as the leader saw it (its time lag counts from there)."""
+    deadline_s: float | None = None
+    """When the shrink was due (None: no deadline, an ISR change of the leader still in flight at the end)."""
 
     @property
     def zombie(self) -> bool:
@@ -256,6 +260,8 @@ class ReportDocument:
     fetch_errors: dict[str, tuple[int, int]] = field(default_factory=dict)
     """Per error name: the fetch responses with it over the reported runs, and the partitions they concern."""
     overviews: tuple[OverviewSection, ...] = ()
+    run_starts: dict[str, str] = field(default_factory=dict)
+    """Per run: its first event's time (UTC), from which the report's times in seconds count."""
     """The runs whose cluster overview is drawn."""
     overviews_capped: int = 0
     """Runs left without an overview by the `max_partitions` cap (runs with nothing to draw are not counted)."""
@@ -332,6 +338,11 @@ def _overview(doc: ReportDocument) -> list[str]:
         f"by verdict: {doc.verdict_line()}.",
         f"Fetch responses with an error: {doc.fetch_error_line()}.",
     ]
+    if doc.run_starts:
+        starts = [f"{run} at {at}" for run, at in doc.run_starts.items()]
+        more = f"; {len(starts) - RUN_STARTS_SHOWN} more run(s)" if len(starts) > RUN_STARTS_SHOWN else ""
+        lines.append("Times are seconds since each run's first event: "
+                     + "; ".join(starts[:RUN_STARTS_SHOWN]) + more + ".")
     if doc.flagged_total == 0:
         lines.append("No violations, lag incidents or unclean elections in a partition: nothing to plot.")
     else:
@@ -341,6 +352,9 @@ def _overview(doc: ReportDocument) -> list[str]:
                      + (f", {doc.not_plotted} more not plotted." if doc.not_plotted else "."))
     return lines
 
+
+RUN_STARTS_SHOWN = 5
+"""Runs whose first event's time the overview names (the rest are counted)."""
 
 INFO_MEANING = "acks=1 writes lost, which Kafka allows: counted, never a failure"
 """What a finding of severity info is, as the overview says it (acks1_write_lost is the catalogue's only one)."""
@@ -372,8 +386,9 @@ def _zombie_note(incidents: Sequence[IncidentRow]) -> str | None:
 _FETCH_ERROR_INTRO = ("Fetch responses with an error, as the followers saw them (NETWORK_EXCEPTION: the request got "
                       "no answer, the leader unreachable; a follower backs off and retries, and one that keeps "
                       "failing falls behind and out of the ISR):")
-_INCIDENT_HEAD = ("run", "partition", "follower", "leader (epoch)", "start (s)", "end (s)", "peak time lag (ms)",
-                  "peak message lag", "lag.max (ms)", "shrink (s)", "verdict", "failed fetches")
+_INCIDENT_HEAD = ("run", "partition", "follower", "leader (epoch)", "last caught up (s)", "start (s)", "end (s)",
+                  "peak time lag (ms)", "peak message lag", "lag.max (ms)", "shrink due (s)", "shrink (s)", "verdict",
+                  "failed fetches")
 
 
 def _invariant_cells(c: InvariantCount) -> tuple[str, ...]:
@@ -394,9 +409,9 @@ def _incident_cells(i: IncidentRow) -> tuple[str, ...]:
     ends = i.end_s if i.end_s is not None else float("inf")
     deposed = f", deposed at {_secs(i.deposed_s)}" if i.deposed_s is not None and i.deposed_s < ends else ""
     shrink = _secs(i.shrink_s) + (f" ({i.shrink_outcome})" if i.shrink_s is not None and i.shrink_outcome else "")
-    return (i.run_id, f"{i.topic}-{i.partition}", str(i.follower), f"{i.leader}{epoch}{deposed}", _secs(i.start_s),
-            _secs(i.end_s, "ongoing"), _num(i.peak_time_lag_ms), _num(i.peak_message_lag), _num(i.lag_max_ms),
-            shrink, i.verdict,
+    return (i.run_id, f"{i.topic}-{i.partition}", str(i.follower), f"{i.leader}{epoch}{deposed}",
+            _secs(i.caught_up_s), _secs(i.start_s), _secs(i.end_s, "ongoing"), _num(i.peak_time_lag_ms),
+            _num(i.peak_message_lag), _num(i.lag_max_ms), _secs(i.deadline_s), shrink, i.verdict,
             f"{i.failed_fetches} ({', '.join(i.fetch_errors)})" if i.failed_fetches else "0")
 
 
@@ -538,7 +553,8 @@ def _picture_legend(doc: ReportDocument) -> str:
             "with the nodes it cut the broker off from where there is room, a GC pause (pink) or disk stall "
             "(amber) in its lower half. Dotted "
             "vertical lines are leader changes (new leader and epoch; red dashed: an unclean election, which may "
-            "lose acknowledged data), shaded "
+            "lose acknowledged data; in the old truncation modes of KIP-101 and KIP-279 a clean one can too), "
+            "shaded "
             "intervals are lag incidents (red: late / missing / premature), crosses and triangles are errors and "
             "warnings with the invariant name, small blue-grey diamonds info findings (an acks=1 write lost, which "
             "Kafka allows), numbered rings their evidence events in order. "

@@ -148,15 +148,17 @@ def test_a_sections_faults_are_a_table_with_the_peers_and_a_note_when_capped() -
 def test_an_incident_shows_its_shrinks_outcome_and_a_zombie_leaders_deposition_with_a_note() -> None:
     # Leader 1 of epoch 0 was deposed at 51 s, before the incident began at 54.972 s: a zombie's view.
     zombie = IncidentRow("run-1", "t", 0, 2, 1, 0, 54.972, 60.002, 15_030, 179, 10_000, 55.0, "on_time", 1,
-                         ("NETWORK_EXCEPTION",), "pending", 51.0)
+                         ("NETWORK_EXCEPTION",), "pending", 51.0, caught_up_s=44.972, deadline_s=59.972)
     # The same epoch's earlier incident ended before the deposition: nothing to say of it.
     earlier = IncidentRow("run-1", "t", 0, 3, 1, 0, 19.97, 33.975, 24_005, 537, 10_000, 20.0, "on_time", 4,
                           ("NETWORK_EXCEPTION",), "committed", 51.0)
     doc = _doc(incidents=(zombie, earlier), incidents_total=2, verdicts={"on_time": 2})
     md, page = markdown(doc), html.unescape(html_page(doc))
-    assert ("| run-1 | t-0 | 2 | 1 (0), deposed at 51.000 | 54.972 | 60.002 | 15,030 | 179 | 10,000 | "
-            "55.000 (pending) | on_time |") in md
-    assert "| run-1 | t-0 | 3 | 1 (0) | 19.970 | 33.975 | 24,005 | 537 | 10,000 | 20.000 (committed) | on_time |" in md
+    # When the follower last caught up and when the shrink was due, beside the incident's start and the shrink.
+    assert ("| run-1 | t-0 | 2 | 1 (0), deposed at 51.000 | 44.972 | 54.972 | 60.002 | 15,030 | 179 | 10,000 | "
+            "59.972 | 55.000 (pending) | on_time |") in md
+    assert ("| run-1 | t-0 | 3 | 1 (0) | – | 19.970 | 33.975 | 24,005 | 537 | 10,000 | – | 20.000 (committed) | "
+            "on_time |") in md
     for text in (md, page):
         assert 'A leader "deposed at" a time before its incident began was a zombie' in text
     assert zombie.zombie and not earlier.zombie
@@ -202,3 +204,16 @@ def test_acks1_losses_are_counted_as_info_in_the_summary_the_overview_and_the_se
     assert '<tr class="info"><td>acks1_write_lost</td><td>info</td><td>2</td>' in page
     assert "tr.info td { background:" in page
     assert '<tr class=""' not in page and '<tr class="info"><td>acked_write_lost' not in page
+
+
+def test_the_overview_says_when_each_run_began_and_counts_the_runs_past_the_first_five() -> None:
+    """The report's times are seconds since a run's first event; the overview names that instant (UTC), so an
+    operator can match them with broker logs, for the first `RUN_STARTS_SHOWN` runs."""
+    from jobs.report_document import RUN_STARTS_SHOWN
+
+    one = _doc(run_starts={"run-1": "2023-11-14 22:13:20 UTC"})
+    for text in (markdown(one), html.unescape(html_page(one))):
+        assert "Times are seconds since each run's first event: run-1 at 2023-11-14 22:13:20 UTC." in text
+    many = _doc(run_starts={f"run-{i}": f"2023-11-14 22:13:{i:02d} UTC" for i in range(RUN_STARTS_SHOWN + 2)})
+    assert "run-4 at 2023-11-14 22:13:04 UTC; 2 more run(s)." in markdown(many)
+    assert "Times are seconds since" not in markdown(_doc())

@@ -44,7 +44,7 @@ def test_identifiers_print_without_separators_and_an_end_of_run_event_as_a_dash(
     assert f"| inconsistent_offsets | error | 1001 | 18.003 | 2097152 | 1234567 | {ACKED} | {FINAL} |" in md
     assert "; 1048576 |" in md, "an evidence id not looked up"
     assert "| 1002 | 1001 | NOT_LEADER_OR_FOLLOWER | 1,250 | 4.500 | 5.250 |" in md, "a count keeps its separators"
-    assert "| run-1 | t-0 | 1002 | 1001 (12345) | 8.000 | ongoing | 40,000 | 12,000 | 30,000 |" in md
+    assert "| run-1 | t-0 | 1002 | 1001 (12345) | – | 8.000 | ongoing | 40,000 | 12,000 | 30,000 |" in md
     assert "bronze version 12345)" in md
     assert "| -1 |" not in md and "1,682" not in md and "1,234,567" not in md
 

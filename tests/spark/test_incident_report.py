@@ -169,7 +169,10 @@ def test_report_plots_exactly_the_flagged_partitions_worst_first(flagged_lake: E
     # No detecting event: a dash, not -1; the checksum as the message and `replog check` print it.
     assert f"| acked_write_lost | error | 1 | 20.000 | – | 3 | {CHECKSUM} | -1 | 1 (append" in md
     assert "| truncation_safety | error | no | – | – | – |" in md and "`truncation_safety`" in md
-    assert "| missing | 1 |" in md and "| r1 | t-2 | 2 | 1 (2) | 8.000 | ongoing | 14,000 | 7 |" in md
+    # The follower's last caught-up instant and the shrink's deadline beside the incident; the run's origin in UTC.
+    assert "| missing | 1 |" in md
+    assert "| r1 | t-2 | 2 | 1 (2) | 6.000 | 8.000 | ongoing | 14,000 | 7 | 2,000 | 9.000 | – | missing |" in md
+    assert "Times are seconds since each run's first event: r1 at 2023-11-14 22:13:20 UTC." in md
     # What the follower's fetches met since it was last caught up: two requests without an answer.
     assert md.count("| missing | 2 (NETWORK_EXCEPTION) |") == 2, "in the run's list and in t-2's section"
     # Evidence looked up in bronze, with times relative to the run's first event.
