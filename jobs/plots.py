@@ -9,8 +9,8 @@ One figure per partition, two panels sharing the time axis (seconds since the ru
     invariant name;
   * bottom — one lane per assigned replica: shaded while it is in the committed ISR (hatched when it
     left and rejoined inside one bucket), outlined and dotted while it is an eligible leader replica (KIP-966:
-    out of the ISR, yet electable), a dark strip while it leads, its crashes and restarts marked,
-    orange ticks along its top edge where it got a fetch response with an error, and the faults the simulator
+    out of the ISR, yet electable), a dark strip while it leads, its crashes and restarts marked (veiled while
+    down), orange ticks along its top edge where it got a fetch response with an error, and the faults the simulator
     held it in (`broker_fault`) as thin bars as on the run's overview (`jobs.fault_plot`): a network partition
     in the upper half, labelled with the nodes it cut the broker off from, a GC pause or disk stall in the lower.
 
@@ -281,6 +281,8 @@ def _dodge(ax, data: PartitionPlot, replica: int):  # type: ignore[no-untyped-de
     return offset_copy(ax.transData, fig=ax.figure, y=shift, units="points")
 
 
+DOWN_FACE, DOWN_EDGE = (1.0, 1.0, 1.0, 0.55), "#777777"
+"""A down broker's lane: a translucent white veil hatched grey over its ISR shading and leader strip."""
 DOWN_ACTIONS: tuple[str, ...] = ("crash", "shutdown")
 """broker_lifecycle actions after which a broker is down until its next `UP_ACTIONS` one."""
 UP_ACTIONS: tuple[str, ...] = ("start", "restart")
@@ -591,6 +593,13 @@ def _draw_isr(ax, data: PartitionPlot) -> None:  # type: ignore[no-untyped-def]
         ax.broken_barh(_runs(t, eligible, data.end_s), (lane - 0.4, 0.8), facecolors="none", edgecolors=colour,
                        hatch="..", linestyles="--", linewidth=1.2, zorder=3)
         ax.broken_barh(leading.get(replica, []), (lane + 0.22, 0.18), facecolors="black", zorder=4)
+        # Crashed or shut down: the ISR and leadership above are the controller's view, which keeps a dead broker
+        # as leader until its session times out; the process itself is gone.
+        down = down_spans(data.lifecycle, replica, data.end_s)
+        if down:
+            bars = ax.broken_barh([(a, b - a) for a, b in down], (lane - 0.4, 0.8), facecolors=DOWN_FACE,
+                                  edgecolors=DOWN_EDGE, hatch="xx", linewidth=0, zorder=4.5)
+            bars.set_gid(f"down:{replica}")
         # A follower's failed fetches: ticks along the top edge of its lane, where nothing else is drawn.
         failed = sorted(m.time_s for m in data.fetch_errors if m.follower == replica)
         if failed:
@@ -705,6 +714,9 @@ def render_partition(data: PartitionPlot) -> Figure:
                        label="evidence event\n(numbered in time order)"),
                 Line2D([], [], marker="X", color="#d62728", linestyle="none", label="broker crash"),
                 Line2D([], [], marker=">", color="#2ca02c", linestyle="none", label="broker (re)start"),
+                *([Patch(facecolor=DOWN_FACE, edgecolor=DOWN_EDGE, hatch="xx", linewidth=0,
+                         label="broker down (crash or\nshutdown to restart)")]
+                  if any(down_spans(data.lifecycle, r, data.end_s) for r in data.replicas) else []),
                 Patch(facecolor="#d62728", alpha=0.25, label="lag incident\n(late / missing / premature)"),
                 Patch(facecolor="#ffbf00", alpha=0.35, label="lag incident (other verdicts)")]
     if any(c.unclean for c in data.leaders):

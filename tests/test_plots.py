@@ -461,3 +461,20 @@ def test_a_violation_at_the_bottom_of_the_panel_is_labelled_above_its_mark() -> 
         assert bool(box.y0 > mark_y) is above and bool(box.y1 < mark_y) is not above, offset
         assert panel.y0 <= box.y0 and box.y1 <= panel.y1
         assert "left out" not in _figure_text(fig)
+
+
+def test_a_down_broker_is_veiled_on_its_lane_from_its_crash_to_its_restart() -> None:
+    """The lanes' ISR and leader strip are the controller's view, which keeps a crashed leader until its session
+    times out: the broker's own down time (crash at 6.2 s, restart at 7.0 s) is drawn over them, and named in the
+    legend; a broker that never went down has no veil and a picture without any no legend entry."""
+    fig = render_partition(kip101_like())
+    lanes = fig.axes[1]
+    veils = {c.get_gid(): c for c in lanes.collections if (c.get_gid() or "").startswith("down:")}
+    assert set(veils) == {"down:1"}
+    (path,) = veils["down:1"].get_paths()
+    box = path.get_extents()
+    assert (round(box.x0, 3), round(box.x1, 3)) == (6.2, 7.0)
+    assert "broker down (crash or\nshutdown to restart)" in [t.get_text() for t in fig.legends[0].get_texts()]
+    calm = render_partition(replace(kip101_like(), lifecycle=()))
+    assert not any((c.get_gid() or "").startswith("down:") for c in calm.axes[1].collections)
+    assert "broker down (crash or\nshutdown to restart)" not in [t.get_text() for t in calm.legends[0].get_texts()]
