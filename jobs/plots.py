@@ -703,22 +703,34 @@ def render_partition(data: PartitionPlot) -> Figure:
     crowded = _draw_violations(top, data)
 
     handles, labels = top.get_legend_handles_labels()
-    handles += [Patch(facecolor="#888888", alpha=0.55, label="in ISR (broker colour)"),
-                Patch(facecolor="white", edgecolor="#888888", hatch="///",
-                      label="left and rejoined ISR\nwithin a bucket"),
-                Patch(facecolor="black", label="leader"),
-                *[Line2D([], [], marker=_SEVERITY_STYLE[s][1], color=_SEVERITY_STYLE[s][0], linestyle="none",
-                         markeredgecolor=_SEVERITY_STYLE[s][0] if s == INFO else "black", label=SEVERITY_LEGEND[s])
-                  for s in SEVERITIES if any(v.severity == s for v in data.violations)],
-                Line2D([], [], marker="o", markerfacecolor="white", markeredgecolor="#d62728", linestyle="none",
-                       label="evidence event\n(numbered in time order)"),
-                Line2D([], [], marker="X", color="#d62728", linestyle="none", label="broker crash"),
-                Line2D([], [], marker=">", color="#2ca02c", linestyle="none", label="broker (re)start"),
-                *([Patch(facecolor=DOWN_FACE, edgecolor=DOWN_EDGE, hatch="xx", linewidth=0,
-                         label="broker down (crash or\nshutdown to restart)")]
-                  if any(down_spans(data.lifecycle, r, data.end_s) for r in data.replicas) else []),
-                Patch(facecolor="#d62728", alpha=0.25, label="lag incident\n(late / missing / premature)"),
-                Patch(facecolor="#ffbf00", alpha=0.35, label="lag incident (other verdicts)")]
+    # Only the marks this picture draws: a legend of things absent sends the reader looking for them.
+    actions = {m.action for m in data.lifecycle if m.broker in data.replicas}
+    flickered = bool((data.isr["in_isr"].astype(bool) & ~data.isr["in_isr_whole"].astype(bool)).any())
+    bad = [i.verdict in BAD_VERDICTS for i in data.incidents]
+    shown = [
+        (True, Patch(facecolor="#888888", alpha=0.55, label="in ISR (broker colour)")),
+        (flickered, Patch(facecolor="white", edgecolor="#888888", hatch="///",
+                          label="left and rejoined ISR\nwithin a bucket")),
+        (True, Patch(facecolor="black", label="leader")),
+        *[(any(v.severity == s for v in data.violations),
+           Line2D([], [], marker=_SEVERITY_STYLE[s][1], color=_SEVERITY_STYLE[s][0], linestyle="none",
+                  markeredgecolor=_SEVERITY_STYLE[s][0] if s == INFO else "black", label=SEVERITY_LEGEND[s]))
+          for s in SEVERITIES],
+        (any(v.evidence for v in _labelled(data)),
+         Line2D([], [], marker="o", markerfacecolor="white", markeredgecolor="#d62728", linestyle="none",
+                label="evidence event\n(numbered in time order)")),
+        ("crash" in actions, Line2D([], [], marker="X", color="#d62728", linestyle="none", label="broker crash")),
+        (bool(actions & {"start", "restart"}),
+         Line2D([], [], marker=">", color="#2ca02c", linestyle="none", label="broker (re)start")),
+        (bool(actions & {"shutdown", "controlled_shutdown"}),
+         Line2D([], [], marker="s", color="#555555", linestyle="none", label="broker shutdown")),
+        (any(down_spans(data.lifecycle, r, data.end_s) for r in data.replicas),
+         Patch(facecolor=DOWN_FACE, edgecolor=DOWN_EDGE, hatch="xx", linewidth=0,
+               label="broker down (crash or\nshutdown to restart)")),
+        (any(bad), Patch(facecolor="#d62728", alpha=0.25, label="lag incident\n(late / missing / premature)")),
+        (not all(bad), Patch(facecolor="#ffbf00", alpha=0.35, label="lag incident (other verdicts)")),
+    ]
+    handles += [h for drawn, h in shown if drawn]
     if any(c.unclean for c in data.leaders):
         handles.append(Line2D([], [], color=UNCLEAN_COLOUR, linestyle="--", label="unclean election"))
     if data.isr["in_elr"].astype(bool).any():

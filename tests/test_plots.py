@@ -478,3 +478,19 @@ def test_a_down_broker_is_veiled_on_its_lane_from_its_crash_to_its_restart() -> 
     calm = render_partition(replace(kip101_like(), lifecycle=()))
     assert not any((c.get_gid() or "").startswith("down:") for c in calm.axes[1].collections)
     assert "broker down (crash or\nshutdown to restart)" not in [t.get_text() for t in calm.legends[0].get_texts()]
+
+
+def test_the_legend_names_only_the_marks_the_picture_draws() -> None:
+    """A legend entry for a mark the picture lacks sends the reader looking for it: crashes, restarts, shutdowns,
+    evidence rings, each kind of incident shading and a rejoin within a bucket appear only when drawn."""
+    def legend(data: PartitionPlot) -> set[str]:
+        return {t.get_text() for t in render_partition(data).legends[0].get_texts()}
+
+    optional = {"broker crash", "broker (re)start", "broker shutdown", "evidence event\n(numbered in time order)",
+                "lag incident\n(late / missing / premature)", "lag incident (other verdicts)",
+                "left and rejoined ISR\nwithin a bucket"}
+    full = kip101_like()
+    assert legend(full) & optional == optional - {"broker shutdown", "left and rejoined ISR\nwithin a bucket"}
+    bare = replace(full, lifecycle=(), incidents=(), violations=())
+    assert legend(bare) & optional == set()
+    assert {"in ISR (broker colour)", "leader"} <= legend(bare)
