@@ -399,7 +399,9 @@ def _invariant_cells(c: InvariantCount) -> tuple[str, ...]:
 
 
 def _violation_cells(v: ViolationRow) -> tuple[str, ...]:
-    return (v.invariant, v.severity, _id(v.replica), _secs(v.time_s), _event(v.event_id), _id(v.offset),
+    # No detecting event: an end-of-run check (the final logs) found it then; when it happened is in the evidence.
+    when = _secs(v.time_s) + (" (end of run)" if v.event_id < 0 else "")
+    return (v.invariant, v.severity, _id(v.replica), when, _event(v.event_id), _id(v.offset),
             _id(v.expected), _id(v.actual), _evidence(v.evidence), v.message)
 
 
