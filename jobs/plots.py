@@ -281,6 +281,8 @@ def _dodge(ax, data: PartitionPlot, replica: int):  # type: ignore[no-untyped-de
     return offset_copy(ax.transData, fig=ax.figure, y=shift, units="points")
 
 
+INCIDENT_LABEL_BAD, INCIDENT_LABEL_OTHER = "#8b0000", "#6b4e00"
+"""Incident label colours: late / missing / premature, and every other verdict (dark amber, as its shading)."""
 DOWN_FACE, DOWN_EDGE = (1.0, 1.0, 1.0, 0.55), "#777777"
 """A down broker's lane: a translucent white veil hatched grey over its ISR shading and leader strip."""
 DOWN_ACTIONS: tuple[str, ...] = ("crash", "shutdown")
@@ -522,7 +524,9 @@ def _draw_incidents(axes, data: PartitionPlot) -> int:  # type: ignore[no-untype
         label = top.text(inc.start_s, 0.0,
                          f" broker {inc.follower} lagging{bound}{behind}: {inc.verdict}"
                          f"{f' ({meaning})' if meaning else ''}"
-                         f"{still}", transform=top.get_xaxis_transform(), fontsize=8.5, color="#8b0000",
+                         f"{still}", transform=top.get_xaxis_transform(), fontsize=8.5,
+                         # Dark red for the leader's failings only: an on-time shrink is no alarm.
+                         color=INCIDENT_LABEL_BAD if inc.verdict in BAD_VERDICTS else INCIDENT_LABEL_OTHER,
                          va="bottom", ha="left", zorder=7,
                          bbox={"boxstyle": "square,pad=0.05", "fc": "white", "ec": "none", "alpha": 0.6})
         for row, extents in enumerate(taken):

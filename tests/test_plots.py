@@ -494,3 +494,16 @@ def test_the_legend_names_only_the_marks_the_picture_draws() -> None:
     bare = replace(full, lifecycle=(), incidents=(), violations=())
     assert legend(bare) & optional == set()
     assert {"in ISR (broker colour)", "leader"} <= legend(bare)
+
+
+def test_an_incident_label_is_dark_red_only_for_the_leaders_failings() -> None:
+    """Late, missing and premature labels are dark red; others (an on-time shrink, a follower still lagging at the
+    end) dark amber, as their shading: an on-time shrink is no alarm."""
+    from matplotlib.colors import to_hex
+
+    from jobs.plots import INCIDENT_LABEL_BAD, INCIDENT_LABEL_OTHER
+
+    top = render_partition(kip101_like()).axes[0]
+    colours = {t.get_text().split(":")[1].split()[0]: to_hex(t.get_color()) for t in top.texts
+               if " lagging" in t.get_text()}
+    assert colours == {"missing": INCIDENT_LABEL_BAD, "ongoing": INCIDENT_LABEL_OTHER}
