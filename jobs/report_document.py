@@ -12,6 +12,7 @@ import html
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+from jobs.violation_chains import linked_groups
 from replication_core.checker.catalogue import INFO
 
 BAD_VERDICTS: frozenset[str] = frozenset({"late", "missing", "premature"})
@@ -225,6 +226,14 @@ class PartitionSection:
                 f"{unclean}.")
 
     @property
+    def chains(self) -> tuple[tuple[ViolationRow, ...], ...]:
+        """The listed violations that share a detecting or evidence event with another, as chains
+        (`jobs.violation_chains`): each in time order (end-of-run checks last), the chains by their first."""
+        groups = linked_groups([_event_ids(v) for v in self.violations])
+        return tuple(sorted((tuple(sorted((self.violations[i] for i in g), key=_found_order)) for g in groups),
+                            key=lambda chain: _found_order(chain[0])))
+
+    @property
     def title(self) -> str:
         """`topic-partition (run …)`."""
         return f"{self.topic}-{self.partition} (run {self.run_id})"
@@ -323,6 +332,65 @@ def _evidence(items: Sequence[Evidence]) -> str:
     shown = "; ".join(e.text() for e in items[:EVIDENCE_SHOWN])
     more = len(items) - EVIDENCE_SHOWN
     return shown + (f" (+{more} more)" if more > 0 else "") if items else "–"
+
+
+def _event_ids(v: ViolationRow) -> set[int]:
+    """The events a violation names: its detecting event (none for an end-of-run check) and its evidence."""
+    return {e.event_id for e in v.evidence} | ({v.event_id} if v.event_id >= 0 else set())
+
+
+def _found_order(v: ViolationRow) -> tuple[float, bool, int]:
+    """When a violation was found: by time, an end-of-run check after any event of the same instant."""
+    return (v.time_s, v.event_id < 0, v.event_id)
+
+
+CHAIN_NAMED = 6
+"""Violations a chain's line names one by one; the rest are counted."""
+
+_CHAIN_INTRO = ("Violations of one chain share an event (the one that found them or their evidence), so they are "
+                "most likely knock-on findings of one fault, the first found nearest to its cause:")
+
+
+def _chain_numbers(s: PartitionSection) -> dict[int, int]:
+    """Chain number (from 1) of each chained violation of `s`, by `id` of its row."""
+    return {id(v): n for n, chain in enumerate(s.chains, 1) for v in chain}
+
+
+def _chain_line(n: int, chain: Sequence[ViolationRow]) -> str:
+    """`chain 1 (4 errors): truncation_safety on broker 1 at 7.002 s, then ... and acked_write_lost (broker 1, end
+    of run).`"""
+    by_severity: dict[str, int] = {}
+    for v in chain:
+        by_severity[v.severity] = by_severity.get(v.severity, 0) + 1
+    counts = ", ".join(f"{k} {'info' if sev == INFO else sev + 's' if k > 1 else sev}"
+                       for sev, k in by_severity.items())
+
+    def when(v: ViolationRow) -> str:
+        return "end of run" if v.event_id < 0 else f"{_secs(v.time_s)} s"
+
+    def where(v: ViolationRow) -> str:
+        return "" if v.replica is None else f"broker {v.replica}, "
+
+    first, rest = chain[0], chain[1:CHAIN_NAMED]
+    text = f"chain {n} ({counts}): first {first.invariant} ({where(first)}{when(first)})"
+    named = [f"{v.invariant} ({where(v)}{when(v)})" for v in rest]
+    more = len(chain) - CHAIN_NAMED
+    if more > 0:
+        named.append(f"{more} more")
+    if named:
+        text += ", then " + (", ".join(named[:-1]) + " and " + named[-1] if len(named) > 1 else named[0])
+    return text + "."
+
+
+def _section_violation_table(s: PartitionSection) -> tuple[tuple[str, ...], list[tuple[str, tuple[str, ...]]]]:
+    """The head and the (severity, cells) rows of a section's violation table: with a chain column first when
+    some of its violations are chained."""
+    numbers = _chain_numbers(s)
+    if not numbers:
+        return _VIOLATION_HEAD, [(v.severity, _violation_cells(v)) for v in s.violations]
+    return (("chain", *_VIOLATION_HEAD),
+            [(v.severity, (str(numbers[id(v)]) if id(v) in numbers else "–", *_violation_cells(v)))
+             for v in s.violations])
 
 
 def _where(v: ViolationRow) -> str:
@@ -492,9 +560,12 @@ def markdown(doc: ReportDocument) -> str:
         out += [f"### {s.title}", "",
                 s.counts, ""]
         if s.violations:
-            out += _md_table(_VIOLATION_HEAD, [_violation_cells(v) for v in s.violations])
+            head, rows = _section_violation_table(s)
+            out += _md_table(head, [cells for _, cells in rows])
             note = _listed(len(s.violations), s.violation_count, "violations", _TAKE_TURNS)
             out += [n for line in (note, _spread_line(s.per_invariant) if note else None) if line for n in (line, "")]
+            if s.chains:
+                out += [_CHAIN_INTRO, "", *(f"- {_md_cell(_chain_line(n, c))}" for n, c in enumerate(s.chains, 1)), ""]
             out += [f"- `{name}`: {_md_cell(rule)} ({_md_cell(offsets)})" for name, rule, offsets in s.rules]
             out += [""] if s.rules else []
         if s.incidents:
@@ -655,9 +726,12 @@ def html_page(doc: ReportDocument) -> str:
         out += [f'<h3 id="{_h(s.anchor)}">{_h(s.title)}</h3>',
                 _p(s.counts)]
         if s.violations:
-            out += _html_table(_VIOLATION_HEAD, [(v.severity, _violation_cells(v)) for v in s.violations])
+            out += _html_table(*_section_violation_table(s))
             note = _listed(len(s.violations), s.violation_count, "violations", _TAKE_TURNS)
             out += [_p(line, "note") for line in (note, _spread_line(s.per_invariant) if note else None) if line]
+            if s.chains:
+                out += [_p(_CHAIN_INTRO), "<ul>" + "".join(f"<li>{_h(_chain_line(n, c))}</li>"
+                                                           for n, c in enumerate(s.chains, 1)) + "</ul>"]
             if s.rules:
                 out.append("<ul>" + "".join(f"<li><code>{_h(name)}</code>: {_h(rule)} ({_h(offsets)})</li>"
                                             for name, rule, offsets in s.rules) + "</ul>")

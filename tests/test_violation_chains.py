@@ -1,0 +1,83 @@
+"""Violations linked by shared events (`jobs.violation_chains`) and how a report section shows them."""
+
+from __future__ import annotations
+
+import html
+
+from jobs.report_document import (
+    Evidence,
+    PartitionSection,
+    ReportDocument,
+    ViolationRow,
+    html_page,
+    markdown,
+)
+from jobs.violation_chains import linked_groups
+
+
+def test_groups_join_items_sharing_an_id_transitively_and_drop_singletons() -> None:
+    # 0-2 share 7, 2-4 share 9 (so 0, 2, 4 are one group though 0 and 4 share nothing); 1-3 share 5; 5 alone.
+    events = [{7, 1}, {5}, {7, 9}, {5, 30}, {9}, {100}]
+    assert linked_groups(events) == [[0, 2, 4], [1, 3]]
+
+
+def test_groups_are_ordered_by_their_first_index_even_when_a_later_link_joins_two() -> None:
+    # 3 links group {1, 2} (via 4) with group {0} (via 8): one group, its members in input order.
+    assert linked_groups([{8}, {4}, {4, 6}, {6, 8}]) == [[0, 1, 2, 3]]
+    assert linked_groups([]) == [] and linked_groups([{1}, {2}]) == []
+
+
+def _row(invariant: str, replica: int, time_s: float, event_id: int, evidence: tuple[int, ...],
+         severity: str = "error") -> ViolationRow:
+    return ViolationRow("run-1", invariant, severity, "t", 0, replica, time_s, event_id, 1, 2, 1,
+                        tuple(Evidence(e) for e in evidence), f"{invariant} <b>at</b> {time_s}")
+
+
+# KIP-101's four errors as the report lists them (severity, then time), and an unrelated warning.
+KIP101 = (
+    _row("truncation_safety", 1, 7.002, 62, (50, 53, 62)),
+    _row("truncation_safety", 2, 16.002, 75, (48, 53, 75)),
+    _row("inconsistent_offsets", 1, 18.003, 94, (48, 53, 89, 94)),
+    _row("acked_write_lost", 1, 24.529, -1, (48, 54, 62, 89)),
+    _row("hw_monotonic_leader", 3, 3.5, 20, (11,), severity="warning"),
+)
+
+
+def _doc(*violations: ViolationRow) -> ReportDocument:
+    section = PartitionSection("run-1", "t", 0, 4, 1, 0, violations)
+    return ReportDocument(generated_at="x", lake="/lake", audit_id="a", audit_started_at="x", bronze_version=1,
+                          runs=("run-1",), invariants=(), not_evaluated=(), verdicts={}, incidents=(),
+                          incidents_total=0, flagged_total=1, max_partitions=20, sections=(section,))
+
+
+def test_a_sections_linked_violations_are_one_chain_in_time_order_with_a_line_naming_them() -> None:
+    # The end-of-run check (event -1) sorts last although listed before the warning; the warning is alone.
+    section = _doc(*KIP101).sections[0]
+    assert [v.invariant for chain in section.chains for v in chain] == [
+        "truncation_safety", "truncation_safety", "inconsistent_offsets", "acked_write_lost"]
+    md = markdown(_doc(*KIP101))
+    assert "| chain | invariant | severity |" in md
+    assert "| 1 | truncation_safety | error | 1 | 7.002 | 62 |" in md
+    assert "| – | hw_monotonic_leader | warning | 3 | 3.500 | 20 |" in md
+    line = ("chain 1 (4 errors): first truncation_safety (broker 1, 7.002 s), then truncation_safety (broker 2, "
+            "16.002 s), inconsistent_offsets (broker 1, 18.003 s) and acked_write_lost (broker 1, end of run).")
+    assert f"- {line}" in md
+    page = html_page(_doc(*KIP101))
+    assert f"<li>{html.escape(line)}</li>" in page and "<th>chain</th>" in page
+
+
+def test_no_chain_column_or_line_when_no_two_violations_share_an_event() -> None:
+    alone = (KIP101[0], KIP101[4])
+    md, page = markdown(_doc(*alone)), html_page(_doc(*alone))
+    assert "| invariant | severity |" in md and "chain" not in md
+    assert "chain" not in page
+
+
+def test_a_long_chain_names_its_first_six_and_counts_the_rest_by_severity() -> None:
+    rows = (*(_row("acked_write_lost", 1, 24.5, -1, (48, 1000 + i)) for i in range(8)),
+            _row("acks1_write_lost", 1, 24.5, -1, (48,), severity="info"),
+            _row("truncation_safety", 2, 7.0, 62, (48, 62)))
+    line = next(x for x in markdown(_doc(*rows)).splitlines() if x.startswith("- chain 1"))
+    assert line.startswith("- chain 1 (9 errors, 1 info): first truncation_safety (broker 2, 7.000 s), then "
+                           "acked_write_lost (broker 1, end of run), ")
+    assert line.endswith(" and 4 more.")
