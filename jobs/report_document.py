@@ -344,11 +344,9 @@ def _found_order(v: ViolationRow) -> tuple[float, bool, int]:
     return (v.time_s, v.event_id < 0, v.event_id)
 
 
-CHAIN_NAMED = 6
-"""Violations a chain's line names one by one; the rest are counted."""
-
-_CHAIN_INTRO = ("Violations of one chain share an event (the one that found them or their evidence), so they are "
-                "most likely knock-on findings of one fault, the first found nearest to its cause:")
+_CHAIN_INTRO = ("Violations of one chain name a common event (the one that found them or their evidence), so they "
+                "are most likely knock-on findings of one fault. Each chain's line names the event most of them "
+                "name, then its violations per invariant in the order they were found:")
 
 
 def _chain_numbers(s: PartitionSection) -> dict[int, int]:
@@ -356,30 +354,41 @@ def _chain_numbers(s: PartitionSection) -> dict[int, int]:
     return {id(v): n for n, chain in enumerate(s.chains, 1) for v in chain}
 
 
+def _hub(chain: Sequence[ViolationRow]) -> tuple[str, int]:
+    """The event most violations of `chain` name (the lowest id among equals), as text, and how many name it."""
+    named: dict[int, int] = {}
+    for v in chain:
+        for event_id in _event_ids(v):
+            named[event_id] = named.get(event_id, 0) + 1
+    hub = min(named, key=lambda e: (-named[e], e))
+    described = next((e for v in chain for e in v.evidence if e.event_id == hub and e.what is not None), None)
+    return (described.text() if described else str(hub)), named[hub]
+
+
 def _chain_line(n: int, chain: Sequence[ViolationRow]) -> str:
-    """`chain 1 (4 errors): truncation_safety on broker 1 at 7.002 s, then ... and acked_write_lost (broker 1, end
+    """`chain 1 (4 errors) through event 48 (append by broker 2 at 6.001 s), named by 3: truncation_safety x2
+    (brokers 1, 2; 7.002-16.002 s), inconsistent_offsets (broker 1; 18.003 s), acked_write_lost (broker 1; end
     of run).`"""
     by_severity: dict[str, int] = {}
+    by_invariant: dict[str, list[ViolationRow]] = {}
     for v in chain:
         by_severity[v.severity] = by_severity.get(v.severity, 0) + 1
+        by_invariant.setdefault(v.invariant, []).append(v)
     counts = ", ".join(f"{k} {'info' if sev == INFO else sev + 's' if k > 1 else sev}"
                        for sev, k in by_severity.items())
+    hub, sharing = _hub(chain)
 
-    def when(v: ViolationRow) -> str:
-        return "end of run" if v.event_id < 0 else f"{_secs(v.time_s)} s"
+    def group(name: str, rows: list[ViolationRow]) -> str:
+        brokers = sorted({v.replica for v in rows if v.replica is not None})
+        who = f"broker{'s' if len(brokers) > 1 else ''} {', '.join(map(str, brokers))}; " if brokers else ""
+        times = sorted(v.time_s for v in rows if v.event_id >= 0)
+        when = [] if not times else [f"{_secs(times[0])} s" if times[0] == times[-1]
+                                     else f"{_secs(times[0])}-{_secs(times[-1])} s"]
+        when += ["end of run"] if len(times) < len(rows) else []
+        return f"{name}{f' x{len(rows)}' if len(rows) > 1 else ''} ({who}{' and '.join(when)})"
 
-    def where(v: ViolationRow) -> str:
-        return "" if v.replica is None else f"broker {v.replica}, "
-
-    first, rest = chain[0], chain[1:CHAIN_NAMED]
-    text = f"chain {n} ({counts}): first {first.invariant} ({where(first)}{when(first)})"
-    named = [f"{v.invariant} ({where(v)}{when(v)})" for v in rest]
-    more = len(chain) - CHAIN_NAMED
-    if more > 0:
-        named.append(f"{more} more")
-    if named:
-        text += ", then " + (", ".join(named[:-1]) + " and " + named[-1] if len(named) > 1 else named[0])
-    return text + "."
+    return (f"chain {n} ({counts}) through event {hub}, named by {sharing}: "
+            + ", ".join(group(name, rows) for name, rows in by_invariant.items()) + ".")
 
 
 def _section_violation_table(s: PartitionSection) -> tuple[tuple[str, ...], list[tuple[str, tuple[str, ...]]]]:
