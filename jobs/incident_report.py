@@ -92,6 +92,7 @@ from jobs.report_document import (
     InvariantSpread,
     OverviewSection,
     PartitionSection,
+    ProduceRow,
     ReportDocument,
     ViolationRow,
     html_page,
@@ -103,7 +104,15 @@ from jobs.transforms.timelines import PARTITION_KEY
 from replication_core.checker.catalogue import BY_NAME, ERROR, INFO, SEVERITIES, WARNING
 from replication_core.sim.cli import folder_problem
 from schemas.audit import GOLD_AUDIT_RUNS, GOLD_INVARIANT_VIOLATIONS
-from schemas.events import BROKER_LIFECYCLE, EPOCH_REQUEST_RETRY, FETCH_RESPONSE, KAFKA_LOG_SOURCE, LEADER_ELECTION
+from schemas.events import (
+    APPEND,
+    BROKER_LIFECYCLE,
+    EPOCH_REQUEST_RETRY,
+    FETCH_RESPONSE,
+    KAFKA_LOG_SOURCE,
+    LEADER_ELECTION,
+    PRODUCE_ACK,
+)
 from schemas.spark import to_spark_schema
 from schemas.tables import (
     BRONZE_EVENTS,
@@ -234,6 +243,35 @@ def fetch_errors(bronze: DataFrame) -> DataFrame:
                                             F.col("leader_id").alias("leader"), "error")
     return groups.agg(F.count(F.lit(1)).alias("responses"), F.min("ts_ms").alias("first_ms"),
                       F.max("ts_ms").alias("last_ms"))
+
+
+def produce_outcomes(bronze: DataFrame, selected: DataFrame) -> DataFrame:
+    """Per selected partition (`selected`: its KEY columns, a short list), acks setting and error: the produce
+    answers its leaders gave (`answers`), and for the acks=all writes acknowledged with NONE how long each waited
+    from its leader's append to the acknowledgement (Kafka's DelayedProduce: until the HW covers the batch) as
+    `wait_p50_ms` / `wait_p99_ms` (approximate percentiles), `wait_max_ms` and when that write was acknowledged
+    (`wait_max_ms_at`). The append is the acknowledging broker's latest leader append of the same batch (offsets
+    and checksum) up to the acknowledgement. One row per group: bounded by the partitions, not the events."""
+    sel = F.broadcast(selected.select(*KEY))
+    acks = bronze.where(F.col("event_type") == PRODUCE_ACK).join(sel, KEY, "left_semi").select(
+        *KEY, "event_id", "ts_ms", "broker_id", "acks", "error", "base_offset", "batch_checksum")
+    batch = [*KEY, "broker_id", "base_offset", "batch_checksum"]
+    appends = bronze.where((F.col("event_type") == APPEND) & (F.col("role") == "leader")).join(
+        sel, KEY, "left_semi").select(*batch, F.col("ts_ms").alias("_appended"))
+    # An equi-join on the batch's columns (an answer with an error has no offsets and matches nothing), the
+    # appends after the answer (the same batch written again after a truncation) dropped in the aggregate.
+    waiting = (F.col("acks") == -1) & (F.col("error") == "NONE")
+    per_ack = acks.join(appends, batch, "left").groupBy(*KEY, "event_id", "ts_ms", "acks", "error").agg(
+        F.when(waiting, F.col("ts_ms") - F.max(F.when(F.col("_appended") <= F.col("ts_ms"), F.col("_appended"))))
+        .alias("_wait"))
+    return per_ack.groupBy(*KEY, "acks", "error").agg(
+        F.count(F.lit(1)).alias("answers"),
+        F.percentile_approx("_wait", F.array(F.lit(0.5), F.lit(0.99))).alias("_pct"),
+        F.max("_wait").alias("wait_max_ms"),
+        F.max_by("ts_ms", F.struct("_wait", F.col("ts_ms"))).alias("wait_max_ms_at"),
+    ).select(*KEY, "acks", "error", "answers", F.col("_pct")[0].alias("wait_p50_ms"),
+             F.col("_pct")[1].alias("wait_p99_ms"), "wait_max_ms",
+             F.when(F.col("wait_max_ms").isNotNull(), F.col("wait_max_ms_at")).alias("wait_max_ms_at"))
 
 
 INCIDENT_KEY: list[str] = [*KEY, "follower_id", "leader_id", "leader_epoch", "start_ms"]
@@ -810,6 +848,7 @@ def _sections(
     fetch_failures = grouped(first_rows(failed, [F.col("first_ms"), F.col("follower"), F.col("leader"),
                                                  F.col("error")], cfg.max_rows))
     fetch_marks = grouped(fetch_error_times(lake.read(BRONZE_EVENTS, parts), selected, cfg.max_points))
+    produce = grouped(produce_outcomes(lake.read(BRONZE_EVENTS, parts), selected))
     # Per plotted partition and invariant: how many in all (the marks above stop at max_rows).
     totals = grouped(violations.join(sel, KEY, "left_semi").groupBy(*KEY, "severity", "invariant").agg(
         F.count(F.lit(1)).alias("count"), F.min("offset").alias("first_offset"), F.max("offset").alias("last_offset")))
@@ -903,8 +942,15 @@ def _sections(
                                                                t["first_offset"], t["last_offset"])
                                                for t in sorted(totals.get(key, []), key=lambda t: (
                                                    severity_rank(t["severity"]), t["invariant"]))),
-                                         infos=int(c["infos"])))
+                                         infos=int(c["infos"]),
+                                         produce=tuple(_produce_row(r, start_ms) for r in produce.get(key, []))))
     return sections, pngs
+
+
+def _produce_row(r: dict[str, Any], start_ms: int) -> ProduceRow:
+    """A `produce_outcomes` row for the report (times in seconds since the run's first event)."""
+    return ProduceRow(int(r["acks"]), str(r["error"]), int(r["answers"]), r["wait_p50_ms"], r["wait_p99_ms"],
+                      r["wait_max_ms"], _seconds(r["wait_max_ms_at"], start_ms))
 
 
 def _frame(rows: list[dict[str, Any]], columns: Sequence[str], start_ms: int) -> pd.DataFrame:

@@ -15,6 +15,7 @@ from jobs.report_document import (
     InvariantSpread,
     OverviewSection,
     PartitionSection,
+    ProduceRow,
     ReportDocument,
     ViolationRow,
     html_page,
@@ -217,3 +218,19 @@ def test_the_overview_says_when_each_run_began_and_counts_the_runs_past_the_firs
     many = _doc(run_starts={f"run-{i}": f"2023-11-14 22:13:{i:02d} UTC" for i in range(RUN_STARTS_SHOWN + 2)})
     assert "run-4 at 2023-11-14 22:13:04 UTC; 2 more run(s)." in markdown(many)
     assert "Times are seconds since" not in markdown(_doc())
+
+
+def test_a_section_says_what_its_producers_were_answered_per_acks_setting() -> None:
+    section = replace(_doc().sections[0], produce=(
+        ProduceRow(1, "NOT_LEADER_OR_FOLLOWER", 5), ProduceRow(1, "NONE", 300),
+        ProduceRow(-1, "REQUEST_TIMED_OUT", 3), ProduceRow(-1, "NOT_ENOUGH_REPLICAS", 12),
+        ProduceRow(-1, "NONE", 1204, 2, 9, 15_002, 31.25)))
+    doc = _doc(sections=(section,))
+    lines = ["acks=all: 1,204 acknowledged (waited 2 ms median, 9 ms p99, 15,002 ms at most, acknowledged at "
+             "31.250 s); 12 NOT_ENOUGH_REPLICAS; 3 REQUEST_TIMED_OUT.",
+             "acks=1: 300 acknowledged; 5 NOT_LEADER_OR_FOLLOWER."]
+    md = markdown(doc)
+    assert "\n".join(f"- {line}" for line in lines) in md
+    assert "<ul>" + "".join(f"<li>{line}</li>" for line in lines) + "</ul>" in html_page(doc)
+    # A run read from broker logs has no produce answers: no such lines.
+    assert "What the producers were answered" not in markdown(_doc())

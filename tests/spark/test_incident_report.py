@@ -29,6 +29,7 @@ from jobs.incident_report import (
     offset_series,
     plot_overviews,
     plot_partitions,
+    produce_outcomes,
     run_report,
     with_fetch_failures,
     with_leader_deposed,
@@ -482,6 +483,48 @@ def test_an_incidents_failed_fetches_are_its_followers_since_it_was_last_caught_
                                             dict(INCIDENT, end_ms=T0 + 10_000, leader_id=4, leader_epoch=None)])
     counted = with_fetch_failures(both, bronze).select("leader_id", "failed_fetches").collect()
     assert sorted((r[0], r[1]) for r in counted) == [(1, 3), (4, 3)]
+
+
+def test_produce_outcomes_count_the_answers_and_time_the_acks_all_writes_from_their_leaders_append(
+        spark: SparkSession) -> None:
+    # t-2, leader 1: acks=all batches at 10 and 11 appended at 1.000 s and acknowledged at 1.004 s and 6.000 s
+    # (waits 4 and 5,000 ms); one timed out; acks=1 acknowledged at once. Offset 12 was written twice by leader 1
+    # (a truncation between): the ack at 9.000 s waited from the second append, 8.500 s (500 ms), not the first.
+    # The append of another broker or partition with the same offsets and checksum does not count.
+    def append(event_id: int, t: int, base: int, checksum: int, broker: int = 1, partition: int = 2,
+               role: str = "leader") -> dict[str, Any]:
+        return dict(event_id=event_id, ts_ms=T0 + t, broker_id=broker, event_type="append", topic="t",
+                    partition=partition, leader_epoch=3, role=role, base_offset=base, last_offset=base,
+                    record_count=1, bytes=100, batch_leader_epoch=3, batch_checksum=checksum, leo=base + 1)
+
+    def ack(event_id: int, t: int, acks: int, error: str, base: int | None = None, checksum: int = 7,
+            partition: int = 2) -> dict[str, Any]:
+        offsets = {} if base is None else dict(base_offset=base, last_offset=base)
+        return dict(event_id=event_id, ts_ms=T0 + t, broker_id=1, event_type="produce_ack", topic="t",
+                    partition=partition, leader_epoch=3, acks=acks, error=error, batch_checksum=checksum, **offsets)
+
+    bronze = make_events(spark, [
+        append(0, 1_000, 10, 70), append(1, 1_000, 11, 71), append(2, 1_000, 13, 73),
+        append(3, 900, 10, 70, broker=2), append(4, 1_000, 11, 71, role="follower", broker=3),
+        ack(5, 1_004, -1, "NONE", 10, 70), ack(6, 6_000, -1, "NONE", 11, 71),
+        ack(7, 31_000, -1, "REQUEST_TIMED_OUT", 13, 73), ack(8, 1_001, 1, "NONE", 13, 73),
+        append(9, 2_000, 12, 72), append(10, 8_500, 12, 72), append(11, 9_500, 12, 72),
+        ack(12, 9_000, -1, "NONE", 12, 72),
+        ack(13, 9_100, -1, "NOT_ENOUGH_REPLICAS"),
+        append(14, 1_000, 10, 70, partition=3), ack(15, 1_010, -1, "NONE", 10, 70, partition=3),
+        ack(16, 1_020, -1, "NONE", 10, 70, partition=4),  # a partition not selected
+    ], run_id="r1")
+    selected = spark.createDataFrame([("r1", "t", 2), ("r1", "t", 3)], "run_id string, topic string, partition int")
+    expected = spark.createDataFrame([
+        ("r1", "t", 2, -1, "NONE", 3, 500, 5_000, 5_000, T0 + 6_000),
+        ("r1", "t", 2, -1, "REQUEST_TIMED_OUT", 1, None, None, None, None),
+        ("r1", "t", 2, -1, "NOT_ENOUGH_REPLICAS", 1, None, None, None, None),
+        ("r1", "t", 2, 1, "NONE", 1, None, None, None, None),
+        ("r1", "t", 3, -1, "NONE", 1, 10, 10, 10, T0 + 1_010),
+    ], "run_id string, topic string, partition int, acks byte, error string, answers long, wait_p50_ms long, "
+       "wait_p99_ms long, wait_max_ms long, wait_max_ms_at long")
+    assert_df_equality(produce_outcomes(bronze, selected), expected, ignore_row_order=True, ignore_nullable=True,
+                       ignore_metadata=True, ignore_column_order=True)
 
 
 def test_offset_series_keeps_the_last_value_and_the_range_of_each_bucket(spark: SparkSession) -> None:
