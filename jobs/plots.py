@@ -325,7 +325,34 @@ def broken_at(t: np.ndarray, y: np.ndarray, spans: Sequence[tuple[float, float]]
     return np.asarray(times, dtype=float), np.asarray(values, dtype=float)
 
 
+def merged(spans: Sequence[tuple[float, float]]) -> list[tuple[float, float]]:
+    """(from, to) spans with the overlapping and touching ones joined, in time order."""
+    out: list[tuple[float, float]] = []
+    for start, stop in sorted(spans):
+        if out and start <= out[-1][1]:
+            out[-1] = (out[-1][0], max(out[-1][1], stop))
+        else:
+            out.append((start, stop))
+    return out
+
+
+def outside(spans: Sequence[tuple[float, float]], end_s: float) -> list[tuple[float, float]]:
+    """The stretches of [0, `end_s`] that no span of `spans` covers."""
+    gaps: list[tuple[float, float]] = []
+    at = 0.0
+    for start, stop in merged(spans):
+        if start > at:
+            gaps.append((at, start))
+        at = max(at, stop)
+    return [*gaps, (at, end_s)] if at < end_s else gaps
+
+
+LEADER_LINE_ZORDER = 2.5
+"""The lines of a replica while it leads, over the followers' (2, matplotlib's default for lines)."""
+
+
 def _draw_offsets(ax, data: PartitionPlot) -> None:  # type: ignore[no-untyped-def]
+    leading = _leader_spans(data)
     for replica in data.replicas:
         series = data.offsets[data.offsets["replica"] == replica]
         if series.empty:
@@ -336,12 +363,19 @@ def _draw_offsets(ax, data: PartitionPlot) -> None:  # type: ignore[no-untyped-d
         # A down broker holds no offsets that anyone reads: its lines stop at the crash and resume at the restart
         # (at what recovery left), instead of running on flat as if it were alive.
         down = down_spans(data.lifecycle, replica, data.end_s)
+        # While it leads, a replica's lines are drawn over the others' (followers in step draw the same lines a
+        # few points apart, and the last drawn would hide the leader's, whose HW is the partition's).
+        led = [(start, start + width) for start, width in leading.get(replica, [])]
+        passes = [(merged([*down, *led]), 2.0)] + ([(merged([*down, *outside(led, data.end_s)]), LEADER_LINE_ZORDER)]
+                                                   if led else [])
         # LEO as a wide light line, HW as a thin dark dashed one on top: where they are equal the dashes
         # run inside the band, so both stay visible.
         for col, style, width, alpha in (("leo", "-", 4.0, 0.45), ("hw", "--", 1.6, 1.0)):
-            t, y = broken_at(s["t_s"].to_numpy(dtype=float), s[col].to_numpy(dtype=float), down)
-            ax.step(t, y, where="post", color=colour, linestyle=style, linewidth=width, alpha=alpha,
-                    label=f"broker {replica} {col.upper()}", transform=transform)
+            for n, (gaps, zorder) in enumerate(passes):
+                t, y = broken_at(s["t_s"].to_numpy(dtype=float), s[col].to_numpy(dtype=float), gaps)
+                ax.step(t, y, where="post", color=colour, linestyle=style, linewidth=width, alpha=alpha,
+                        label=f"broker {replica} {col.upper()}" if n == 0 else "_nolegend_", transform=transform,
+                        zorder=zorder, gid=f"broker {replica} {col.upper()}{' leading' if n else ''}")
             # Only aggregated buckets have a range: a bar over the bucket's own width (not up to the next
             # point), so a dip inside one bucket is not smeared over a quiet stretch.
             ranged = s[s[f"{col}_max"] > s[f"{col}_min"]]

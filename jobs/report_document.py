@@ -672,8 +672,8 @@ def _overviews_left(doc: ReportDocument) -> str | None:
 def _picture_legend(doc: ReportDocument) -> str:
     return ("Each picture: LEO (wide line) and HW (dashed) of every replica over time, one colour per broker, "
             "each broker's lines drawn a few points above or below the true value so that equal lines stay visible "
-            "(a leader's HW drawn just under a follower's LEO may be equal to it), and broken while the broker is "
-            "down; "
+            "(a leader's HW drawn just under a follower's LEO may be equal to it), the leader's over the others while "
+            "it leads, and broken while the broker is down; "
             "below, one lane per replica, shaded while it is in the ISR (outlined and dotted while it is an eligible "
             "leader replica, KIP-966: out of the ISR yet electable), with a black strip while it leads (both as the "
             "controller saw them: it keeps a crashed leader until its session times out), its crashes and restarts "

@@ -30,6 +30,8 @@ from jobs.plots import (
     broken_at,
     down_spans,
     headline,
+    merged,
+    outside,
     plot_partition,
     render_partition,
 )
@@ -411,8 +413,31 @@ def test_a_down_brokers_lines_stop_at_its_crash_and_resume_at_its_restart() -> N
     inside = (xs > 6.2) & (xs < 7.0)
     assert not np.isfinite(ys[inside]).any()
     assert ys[xs == 6.0][0] == 2 and np.isnan(ys[xs == 6.2]).all() and ys[xs == 7.0][0] == 1
-    hw = {line.get_label(): line for line in top.lines}["broker 2 HW"]
-    assert np.isfinite(np.asarray(hw.get_data()[1], dtype=float)).all()  # never down: unbroken
+    # Never down: unbroken, drawn over the others while it leads (to 7.6 s), with the others after.
+    lines = {line.get_gid(): line for line in top.lines}
+    led_x, led_y = (np.asarray(v, dtype=float) for v in lines["broker 2 HW leading"].get_data())
+    rest_x, rest_y = (np.asarray(v, dtype=float) for v in lines["broker 2 HW"].get_data())
+    assert np.isfinite(led_y[led_x < 7.6]).all() and np.isfinite(rest_y[rest_x >= 7.6]).all()
+    # (A lone point at the run's end draws nothing.)
+    assert not np.isfinite(led_y[(led_x >= 7.6) & (led_x < 25.0)]).any() and not np.isfinite(rest_y[rest_x < 7.6]).any()
+
+
+def test_a_leaders_lines_are_drawn_over_the_followers_while_it_leads() -> None:
+    """kip101_like: broker 2 leads to 7.6 s, broker 1 from then on; each one's leading stretch is a line of its own
+    above every follower line, and only the whole-series lines are in the legend."""
+    top = render_partition(kip101_like()).axes[0]
+    lines = {line.get_gid(): line for line in top.lines if line.get_gid()}
+    for broker, (start, stop) in ((2, (0.0, 7.6)), (1, (7.6, 25.0))):
+        for col in ("LEO", "HW"):
+            leading, rest = lines[f"broker {broker} {col} leading"], lines[f"broker {broker} {col}"]
+            assert leading.get_zorder() > max(line.get_zorder() for gid, line in lines.items()
+                                              if not gid.endswith("leading"))
+            x, y = (np.asarray(v, dtype=float) for v in leading.get_data())
+            assert np.isfinite(y[(x >= start) & (x < stop)]).all(), (broker, col)
+            assert leading.get_label() == "_nolegend_" and rest.get_label() == f"broker {broker} {col}"
+    assert outside([(2.0, 4.0), (3.0, 5.0), (8.0, 10.0)], 12.0) == [(0.0, 2.0), (5.0, 8.0), (10.0, 12.0)]
+    assert outside([(0.0, 12.0)], 12.0) == [] and merged([(5.0, 6.0), (1.0, 2.0), (2.0, 3.0)]) == [(1.0, 3.0),
+                                                                                                    (5.0, 6.0)]
 
 
 def test_broken_at_puts_a_gap_over_each_span_and_resumes_with_the_value_in_force() -> None:
