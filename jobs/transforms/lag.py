@@ -51,7 +51,8 @@ a leader back from a pause appends, then runs isr-expiration). Verdicts:
     the pause on the leader's lane);
   * not_in_isr — no shrink, and the follower was not in the committed ISR at start_ms and did not return to it
     before the incident ended, or left it by another route (a controller's update) by the deadline (nothing left
-    to shrink);
+    to shrink) and did not return to it before the incident ended (a return owes a shrink a period after it, and
+    the verdict is judged against that deadline);
   * recovered — no shrink, and the follower caught up (a fetch ended it) by the deadline;
   * leader_lost — no shrink, and the leader's epoch or the leader itself ended by the deadline;
   * ongoing — no shrink, and the data ends before the deadline: too early to judge;
@@ -437,10 +438,23 @@ def lag_incidents(
     returned = F.when(shrink_ms.isNotNull(), F.array_max(F.filter("_entries", lambda t: t <= shrink_ms))).when(
         ~F.coalesce("in_isr_at_start", F.lit(True)),
         F.array_min(F.filter("_entries", lambda t: (t > start) & (t < over))))
+    period = F.floor(F.col("lag_max_ms") / 2).cast("long")
     judged = judged.withColumn("_returned", returned).withColumn(
-        "deadline_ms", _shrink_due(F.greatest(start, "_returned"), F.floor(F.col("lag_max_ms") / 2).cast("long")))
+        "deadline_ms", _shrink_due(F.greatest(start, "_returned"), period))
     judged = judged.withColumn(
         "_in_isr_at_deadline", F.array_contains(isr_at(F.col("deadline_ms")), F.col("follower_id")))
+    # In the ISR at the start, out of it at the deadline by the controller's hand (nothing left to shrink then), and
+    # back in it while still lagging: owed a shrink from that return, as a follower back in the ISR is above.
+    back = F.array_min(F.filter("_entries", lambda t: (t > F.col("deadline_ms")) & (t < over)))
+    rejudged = (shrink_ms.isNull() & F.coalesce("in_isr_at_start", F.lit(True))
+                & ~F.coalesce("_in_isr_at_deadline", F.lit(True)) & back.isNotNull())
+    judged = judged.withColumn("_back", F.when(rejudged, back)).withColumn(
+        "_returned", F.coalesce("_back", "_returned")).withColumn(
+        "deadline_ms", F.when(F.col("_back").isNotNull(), _shrink_due(F.col("_back"), period)).otherwise(
+            F.col("deadline_ms")))
+    judged = judged.withColumn("_in_isr_at_deadline", F.when(
+        F.col("_back").isNotNull(), F.array_contains(isr_at(F.col("deadline_ms")), F.col("follower_id"))).otherwise(
+        F.col("_in_isr_at_deadline"))).drop("_back")
     # A proposal still in flight at the end of the data leaves no deadline: nothing was due yet.
     due = F.coalesce("deadline_ms", F.lit(LONG_MAX))
     verdict = (

@@ -487,16 +487,19 @@ def _append(ts: int, leo: int) -> dict:
                 **LEADER)
 
 
-def _back_in_the_isr(then: list[dict]) -> list[dict]:
-    """Follower 4 caught up at 100 (LEO 10), behind from the leader's append at 200, removed by the controller at 300
-    (before its threshold, 1100), expanded back at 3000 (committed 3010) with its old lcu: Kafka expands a follower
-    whose LEO reaches the HW (here stuck at 10), however old its lcu."""
-    return [
-        become_leader([1, 4], [1, 4]), _append(5, 10), ffs(100, 4, 10, 10, 100), _append(200, 30),
-        _isr_change(300, "update", "committed", [1, 4], [1], partition_epoch=2, reason="leader_and_isr"),
-        _append(2900, 40), ffs(3000, 4, 10, 40, 100),
+def _back_in_the_isr(then: list[dict], removed_ms: int = 300, back: bool = True) -> list[dict]:
+    """Follower 4 caught up at 100 (LEO 10), behind from the leader's append at 200, removed by the controller at
+    `removed_ms` (300: before its threshold, 1100), expanded back at 3000 (committed 3010) with its old lcu: Kafka
+    expands a follower whose LEO reaches the HW (here stuck at 10), however old its lcu."""
+    returning = [
         _isr_change(3000, "expand", "proposed", [1], [1, 4], reason="follower_caught_up"),
         _isr_change(3010, "expand", "committed", [1], [1, 4], partition_epoch=3, reason="alter_partition"),
+    ] if back else []
+    return [
+        become_leader([1, 4], [1, 4]), _append(5, 10), ffs(100, 4, 10, 10, 100), _append(200, 30),
+        _isr_change(removed_ms, "update", "committed", [1, 4], [1], partition_epoch=2, reason="leader_and_isr"),
+        _append(2900, 40), ffs(3000, 4, 10, 40, 100),
+        *returning,
         *then,
         dict(event_type="fetch", ts_ms=5000, broker_id=9, leader_epoch=1, leader_id=1, fetcher_id=0, fetch_offset=0),
     ]
@@ -516,6 +519,27 @@ def test_a_follower_back_in_the_isr_is_due_a_shrink_from_its_return(spark: Spark
     Both used to be judged against the start: late, and not_in_isr."""
     inc = incidents_of(make_events(spark, _back_in_the_isr(then)))
     expected = spark.createDataFrame([(1100, 3510, False, shrink_ms, verdict)],
+                                     "start_ms long, deadline_ms long, in_isr_at_start boolean, shrink_ms long, "
+                                     "verdict string")
+    assert_df_equality(inc.select("start_ms", "deadline_ms", "in_isr_at_start", "shrink_ms", "verdict"), expected,
+                       ignore_nullable=True)
+
+
+@pytest.mark.parametrize(("then", "back", "deadline_ms", "verdict"), [
+    ([], True, 3510, "missing"),
+    ([shrink(3200, "proposed", [1, 4], [1], reason="follower_lagging",
+             out_of_sync_replicas=[{"replica_id": 4, "leo": 10, "last_caught_up_time_ms": 100}]),
+      shrink(3210, "committed", [1, 4], [1], partition_epoch=4, reason="alter_partition")], True, 3510, "on_time"),
+    ([], False, 1600, "not_in_isr"),
+])
+def test_a_follower_the_controller_removed_before_its_deadline_is_due_a_shrink_from_its_return(
+        spark: SparkSession, then: list[dict], back: bool, deadline_ms: int, verdict: str) -> None:
+    """Follower 4, in the ISR when its incident starts (1100), is removed by the controller at 1300, before its
+    deadline (1600): nothing is left to shrink then. Back in the ISR at 3010 and still lagging, it is due a shrink a
+    period later (3510), as one back in the ISR after being out at the start is: none by the end of the run is
+    missing (was not_in_isr), one at 3200 on time; a follower that never returns stays not_in_isr."""
+    inc = incidents_of(make_events(spark, _back_in_the_isr(then, removed_ms=1300, back=back)))
+    expected = spark.createDataFrame([(1100, deadline_ms, True, 3200 if then else None, verdict)],
                                      "start_ms long, deadline_ms long, in_isr_at_start boolean, shrink_ms long, "
                                      "verdict string")
     assert_df_equality(inc.select("start_ms", "deadline_ms", "in_isr_at_start", "shrink_ms", "verdict"), expected,
