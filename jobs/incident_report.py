@@ -250,26 +250,28 @@ def produce_outcomes(bronze: DataFrame, selected: DataFrame) -> DataFrame:
     answers its leaders gave (`answers`), and for the acks=all writes acknowledged with NONE how long each waited
     from its leader's append to the acknowledgement (Kafka's DelayedProduce: until the HW covers the batch) as
     `wait_p50_ms` / `wait_p99_ms` (approximate percentiles), `wait_max_ms` and when that write was acknowledged
-    (`wait_max_ms_at`). The append is the acknowledging broker's latest leader append of the same batch (offsets
-    and checksum) up to the acknowledgement. One row per group: bounded by the partitions, not the events."""
+    (`wait_max_ms_at`), over the `timed` ones whose append is in the data. The append is the acknowledging
+    broker's latest leader append of the same batch (offsets and checksum) up to the acknowledgement. One row per
+    group: bounded by the partitions, not the events."""
     sel = F.broadcast(selected.select(*KEY))
     acks = bronze.where(F.col("event_type") == PRODUCE_ACK).join(sel, KEY, "left_semi").select(
         *KEY, "event_id", "ts_ms", "broker_id", "acks", "error", "base_offset", "batch_checksum")
     batch = [*KEY, "broker_id", "base_offset", "batch_checksum"]
     appends = bronze.where((F.col("event_type") == APPEND) & (F.col("role") == "leader")).join(
         sel, KEY, "left_semi").select(*batch, F.col("ts_ms").alias("_appended"))
-    # An equi-join on the batch's columns (an answer with an error has no offsets and matches nothing), the
-    # appends after the answer (the same batch written again after a truncation) dropped in the aggregate.
+    # An equi-join on the batch's columns (only answers with NONE get a wait), the appends after the answer (the
+    # same batch written again after a truncation) dropped in the aggregate.
     waiting = (F.col("acks") == -1) & (F.col("error") == "NONE")
     per_ack = acks.join(appends, batch, "left").groupBy(*KEY, "event_id", "ts_ms", "acks", "error").agg(
         F.when(waiting, F.col("ts_ms") - F.max(F.when(F.col("_appended") <= F.col("ts_ms"), F.col("_appended"))))
         .alias("_wait"))
     return per_ack.groupBy(*KEY, "acks", "error").agg(
         F.count(F.lit(1)).alias("answers"),
+        F.count("_wait").alias("timed"),
         F.percentile_approx("_wait", F.array(F.lit(0.5), F.lit(0.99))).alias("_pct"),
         F.max("_wait").alias("wait_max_ms"),
         F.max_by("ts_ms", F.struct("_wait", F.col("ts_ms"))).alias("wait_max_ms_at"),
-    ).select(*KEY, "acks", "error", "answers", F.col("_pct")[0].alias("wait_p50_ms"),
+    ).select(*KEY, "acks", "error", "answers", "timed", F.col("_pct")[0].alias("wait_p50_ms"),
              F.col("_pct")[1].alias("wait_p99_ms"), "wait_max_ms",
              F.when(F.col("wait_max_ms").isNotNull(), F.col("wait_max_ms_at")).alias("wait_max_ms_at"))
 
@@ -503,7 +505,7 @@ def _violation_row(r: dict[str, Any], start_ms: int,
     found = looked_up or {}
     evidence = tuple(
         Evidence(int(i), _seconds(found[(r["run_id"], i)]["ts_ms"], start_ms), _what(found[(r["run_id"], i)]),
-                 _log_line(found[(r["run_id"], i)]))
+                 _log_line(found[(r["run_id"], i)]), found[(r["run_id"], i)]["event_type"])
         if (r["run_id"], i) in found else Evidence(int(i)) for i in (r["evidence"] or ()))
     return ViolationRow(r["run_id"], r["invariant"], r["severity"], r["topic"], r["partition"], r["replica"],
                         _seconds(r["ts_ms"], start_ms) or 0.0, r["event_id"], r["offset"], r["expected"],
@@ -950,7 +952,7 @@ def _sections(
 def _produce_row(r: dict[str, Any], start_ms: int) -> ProduceRow:
     """A `produce_outcomes` row for the report (times in seconds since the run's first event)."""
     return ProduceRow(int(r["acks"]), str(r["error"]), int(r["answers"]), r["wait_p50_ms"], r["wait_p99_ms"],
-                      r["wait_max_ms"], _seconds(r["wait_max_ms_at"], start_ms))
+                      r["wait_max_ms"], _seconds(r["wait_max_ms_at"], start_ms), int(r["timed"]))
 
 
 def _frame(rows: list[dict[str, Any]], columns: Sequence[str], start_ms: int) -> pd.DataFrame:

@@ -58,6 +58,8 @@ class Evidence:
     what: str | None = None
     where: str | None = None
     """The log line it was read from (`server.log:812`), for events of real broker logs."""
+    event_type: str | None = None
+    """Its event type, where it was looked up."""
 
     def text(self) -> str:
         """`48 (append by broker 2 at 6.001 s)`, `... s, server.log:812)` for a log line, or just `48`."""
@@ -148,6 +150,8 @@ class ProduceRow:
     wait_max_ms: int | None = None
     wait_max_s: float | None = None
     """When the longest-waiting write was acknowledged."""
+    timed: int | None = None
+    """How many of them the waits cover (those whose leader append is in the data); None: all."""
 
 
 @dataclass(frozen=True)
@@ -351,9 +355,17 @@ def _evidence(items: Sequence[Evidence]) -> str:
     return shown + (f" (+{more} more)" if more > 0 else "") if items else "–"
 
 
+CONTEXT_EVENT_TYPES: frozenset[str] = frozenset({"broker_config", "leadership_change", "broker_lifecycle"})
+"""Evidence that sets the scene rather than records a step of a fault: a broker's settings, the start of a leader's
+tenure, a start or crash. Many unrelated violations name one (every HW finding of a tenure names its start), so
+they link no chain."""
+
+
 def _event_ids(v: ViolationRow) -> set[int]:
-    """The events a violation names: its detecting event (none for an end-of-run check) and its evidence."""
-    return {e.event_id for e in v.evidence} | ({v.event_id} if v.event_id >= 0 else set())
+    """The events that link a violation to others: its detecting event (none for an end-of-run check) and its
+    evidence, but for `CONTEXT_EVENT_TYPES`."""
+    return ({e.event_id for e in v.evidence if e.event_type not in CONTEXT_EVENT_TYPES}
+            | ({v.event_id} if v.event_id >= 0 else set()))
 
 
 def _found_order(v: ViolationRow) -> tuple[float, bool, int]:
@@ -361,9 +373,10 @@ def _found_order(v: ViolationRow) -> tuple[float, bool, int]:
     return (v.time_s, v.event_id < 0, v.event_id)
 
 
-_CHAIN_INTRO = ("Violations of one chain name a common event (the one that found them or their evidence), so they "
-                "are most likely knock-on findings of one fault. Each chain's line names the event most of them "
-                "name, then its violations per invariant in the order they were found:")
+_CHAIN_INTRO = ("Violations of one chain name a common event (the one that found them or their evidence, other than "
+                "a broker's settings, a leader's start or a broker's start or crash), so they are most likely "
+                "knock-on findings of one fault. Each chain's line names the event most of them name, then its "
+                "violations per invariant in the order they were found:")
 
 
 def _chain_numbers(s: PartitionSection) -> dict[int, int]:
@@ -539,12 +552,16 @@ def _produce_lines(rows: Sequence[ProduceRow]) -> list[str]:
         for r in ok:
             waited = ""
             if r.wait_max_ms is not None:
+                of = (f" of the {_num(r.timed)} whose append is in the data"
+                      if r.timed is not None and r.timed < r.answers else "")
                 waited = (f" (waited {_num(r.wait_p50_ms)} ms median, {_num(r.wait_p99_ms)} ms p99, "
-                          f"{_num(r.wait_max_ms)} ms at most, acknowledged at {_secs(r.wait_max_s)} s)")
-            parts.append(f"{_num(r.answers)} acknowledged{waited}")
+                          f"{_num(r.wait_max_ms)} ms at most{of}, acknowledged at {_secs(r.wait_max_s)} s)")
+            # Kafka sends an acks=0 producer no answer: its writes are appended, never acknowledged.
+            parts.append(f"{_num(r.answers)} {'appended' if acks == 0 else 'acknowledged'}{waited}")
         parts += [f"{_num(r.answers)} {r.error}" for r in sorted((r for r in mine if r.error != "NONE"),
                                                                  key=lambda r: (-r.answers, r.error))]
-        lines.append(f"{ACKS_NAME.get(acks, f'acks={acks}')}: " + "; ".join(parts) + ".")
+        name = ACKS_NAME.get(acks, f"acks={acks}") + (" (no answer sent)" if acks == 0 else "")
+        lines.append(f"{name}: " + "; ".join(parts) + ".")
     return lines
 
 

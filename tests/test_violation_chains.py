@@ -86,3 +86,22 @@ def test_a_long_chain_counts_its_violations_per_invariant_and_by_severity() -> N
     line = next(x for x in markdown(_doc(*rows)).splitlines() if x.startswith("- chain 1"))
     assert line == ("- chain 1 (9 errors, 1 info) through event 48, named by 10: truncation_safety (broker 2; "
                     "7.000 s), acked_write_lost x8 (broker 1; end of run), acks1_write_lost (broker 1; end of run).")
+
+
+def test_a_brokers_settings_or_a_leaders_start_links_no_chain() -> None:
+    """Two hw_frozen_under_min_isr episodes 40 s apart name only their broker's broker_config event, and two HW
+    findings of one tenure its become_leader: context, not a step of one fault. A shared truncation still links."""
+    config, tenure = Evidence(3, 0.0, "broker_config by broker 1", None, "broker_config"), Evidence(
+        4, 0.1, "leadership_change become_leader by broker 1", None, "leadership_change")
+    truncation = Evidence(9, 7.0, "truncation by broker 2", None, "truncation")
+    rows = (
+        ViolationRow("run-1", "hw_frozen_under_min_isr", "error", "t", 0, 1, 5.0, 50, 3, 2, 3, (config,), "a"),
+        ViolationRow("run-1", "hw_frozen_under_min_isr", "error", "t", 0, 1, 45.0, 450, 3, 2, 3, (config,), "b"),
+        ViolationRow("run-1", "hw_monotonic_leader", "error", "t", 0, 1, 8.0, 80, 3, 5, 4, (tenure, truncation), "c"),
+        ViolationRow("run-1", "hw_monotonic_leader", "error", "t", 0, 1, 9.0, 90, 3, 5, 4, (tenure,), "d"),
+        ViolationRow("run-1", "truncation_safety", "error", "t", 0, 2, 7.0, 9, 1, 3, 1, (truncation,), "e"),
+    )
+    section = _doc(*rows).sections[0]
+    assert [[v.message for v in chain] for chain in section.chains] == [["e", "c"]]
+    line = next(x for x in markdown(_doc(*rows)).splitlines() if x.startswith("- chain"))
+    assert line.startswith("- chain 1 (2 errors) through event 9 (truncation by broker 2 at 7.000 s), named by 2:")

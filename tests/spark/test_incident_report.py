@@ -516,13 +516,13 @@ def test_produce_outcomes_count_the_answers_and_time_the_acks_all_writes_from_th
     ], run_id="r1")
     selected = spark.createDataFrame([("r1", "t", 2), ("r1", "t", 3)], "run_id string, topic string, partition int")
     expected = spark.createDataFrame([
-        ("r1", "t", 2, -1, "NONE", 3, 500, 5_000, 5_000, T0 + 6_000),
-        ("r1", "t", 2, -1, "REQUEST_TIMED_OUT", 1, None, None, None, None),
-        ("r1", "t", 2, -1, "NOT_ENOUGH_REPLICAS", 1, None, None, None, None),
-        ("r1", "t", 2, 1, "NONE", 1, None, None, None, None),
-        ("r1", "t", 3, -1, "NONE", 1, 10, 10, 10, T0 + 1_010),
-    ], "run_id string, topic string, partition int, acks byte, error string, answers long, wait_p50_ms long, "
-       "wait_p99_ms long, wait_max_ms long, wait_max_ms_at long")
+        ("r1", "t", 2, -1, "NONE", 3, 3, 500, 5_000, 5_000, T0 + 6_000),
+        ("r1", "t", 2, -1, "REQUEST_TIMED_OUT", 1, 0, None, None, None, None),
+        ("r1", "t", 2, -1, "NOT_ENOUGH_REPLICAS", 1, 0, None, None, None, None),
+        ("r1", "t", 2, 1, "NONE", 1, 0, None, None, None, None),
+        ("r1", "t", 3, -1, "NONE", 1, 1, 10, 10, 10, T0 + 1_010),
+    ], "run_id string, topic string, partition int, acks byte, error string, answers long, timed long, "
+       "wait_p50_ms long, wait_p99_ms long, wait_max_ms long, wait_max_ms_at long")
     assert_df_equality(produce_outcomes(bronze, selected), expected, ignore_row_order=True, ignore_nullable=True,
                        ignore_metadata=True, ignore_column_order=True)
 
