@@ -36,8 +36,12 @@ Consecutive lagging intervals with no gap form one incident: `start_ms` = that i
 largest message lag. `deadline_ms` = start_ms + lag_max_ms / 2: `isr-expiration` runs every
 lag_max_ms / 2, so the leader must have proposed the shrink by then (1.5 x lag_max_ms after lcu). Later in two
 cases, as Kafka's `maybeShrinkIsr` only shrinks the committed ISR and nothing while an ISR change is in flight:
-  * a follower outside the committed ISR at start_ms is owed a shrink from its return to it (a follower whose
-    LEO reaches the HW is expanded however old its lcu): from that return, for a shrink the last one before it;
+  * a follower outside the committed ISR is owed nothing, and is owed a shrink again from its return to it (a
+    follower whose LEO reaches the HW is expanded however old its lcu): with a shrink, from the last return
+    before it; without one, each stretch of the follower in the ISR during the incident owes a shrink a period
+    after the later of start_ms and its return, and `deadline_ms` is that of the first stretch the follower is
+    still in at its deadline with the incident still on (the leader's miss), else of the last stretch (the time
+    before the partition's first known ISR, in a log that starts mid-run, counts as a stretch in it);
   * an AlterPartition of the leader in that epoch in flight when the follower became due (or an expansion
     proposed before the deadline so far, as the task may not have run yet) moves the deadline to a period after
     its answer; one still pending at the end of the data leaves no deadline (null: nothing was due yet). A shrink
@@ -49,10 +53,9 @@ a leader back from a pause appends, then runs isr-expiration). Verdicts:
   * on_time — shrink proposed by the deadline; late — after it (by the clock: a GC pause or disk stall of the
     leader, which holds back its `isr-expiration` task as in Kafka, makes a shrink late too; the report draws
     the pause on the leader's lane);
-  * not_in_isr — no shrink, and the follower was not in the committed ISR at start_ms and did not return to it
-    before the incident ended, or left it by another route (a controller's update) by the deadline (nothing left
-    to shrink) and did not return to it before the incident ended (a return owes a shrink a period after it, and
-    the verdict is judged against that deadline);
+  * not_in_isr — no shrink, and the follower was not in the committed ISR during the incident, or left it by
+    another route (a controller's update) before each deadline it owed and was not back in it at the end
+    (nothing left to shrink);
   * recovered — no shrink, and the follower caught up (a fetch ended it) by the deadline;
   * leader_lost — no shrink, and the leader's epoch or the leader itself ended by the deadline;
   * ongoing — no shrink, and the data ends before the deadline: too early to judge;
@@ -101,6 +104,9 @@ from schemas.events import (
     LEADERSHIP_CHANGE,
 )
 from schemas.spark import to_spark_schema
+
+LONG_MIN = -(2**63)
+"""The smallest long: the start of an interval open to the past."""
 
 KAFKA_DEFAULT_LAG_MAX_MS = 30000
 """replica.lag.time.max.ms default since Kafka 2.5 (KIP-537)."""
@@ -428,44 +434,50 @@ def lag_incidents(
         first_shrink.getField("shrink_outcome").alias("shrink_outcome"),
         F.array_contains(isr_at_start, F.col("follower_id")).alias("in_isr_at_start"),
         holding.alias("_holding"),
-    ).withColumn("_entries", F.transform(
-        F.filter("_holding", lambda i: ~F.exists(
-            "_holding", lambda j: F.coalesce(j["valid_to_ms"] == i["valid_from_ms"], F.lit(False)))),
-        lambda i: i["valid_from_ms"]))
-    # The leader owes the shrink from the later of the incident's start and the follower's return to the ISR: for a
-    # shrink, the return before it; else the follower's place at the start, or its first return before the end.
+    ).withColumn("_entries", _stretch_starts(F.col("_holding")))
+    # For the judgement without a shrink, the time before the partition's first known ISR (a log that starts
+    # mid-run) counts as the follower in it: an interval holding it up to then, joining a first one that holds it.
+    first_known = F.array_min(F.transform("_isrs", lambda i: i["valid_from_ms"]))
+    assumed = F.concat(F.array(F.struct(F.lit(LONG_MIN).alias("valid_from_ms"), first_known.alias("valid_to_ms"),
+                                        F.array(F.col("follower_id")).alias("isr"))), F.col("_holding"))
+    judged = judged.withColumn("_assumed", assumed).withColumn("_stretches", F.arrays_zip(
+        _stretch_starts(F.col("_assumed")).alias("entry"), _stretch_ends(F.col("_assumed")).alias("exit")))
     shrink_ms = F.col("shrink_ms")
-    returned = F.when(shrink_ms.isNotNull(), F.array_max(F.filter("_entries", lambda t: t <= shrink_ms))).when(
-        ~F.coalesce("in_isr_at_start", F.lit(True)),
-        F.array_min(F.filter("_entries", lambda t: (t > start) & (t < over))))
     period = F.floor(F.col("lag_max_ms") / 2).cast("long")
-    judged = judged.withColumn("_returned", returned).withColumn(
-        "deadline_ms", _shrink_due(F.greatest(start, "_returned"), period))
-    judged = judged.withColumn(
-        "_in_isr_at_deadline", F.array_contains(isr_at(F.col("deadline_ms")), F.col("follower_id")))
-    # In the ISR at the start, out of it at the deadline by the controller's hand (nothing left to shrink then), and
-    # back in it while still lagging: owed a shrink from that return, as a follower back in the ISR is above.
-    back = F.array_min(F.filter("_entries", lambda t: (t > F.col("deadline_ms")) & (t < over)))
-    rejudged = (shrink_ms.isNull() & F.coalesce("in_isr_at_start", F.lit(True))
-                & ~F.coalesce("_in_isr_at_deadline", F.lit(True)) & back.isNotNull())
-    judged = judged.withColumn("_back", F.when(rejudged, back)).withColumn(
-        "_returned", F.coalesce("_back", "_returned")).withColumn(
-        "deadline_ms", F.when(F.col("_back").isNotNull(), _shrink_due(F.col("_back"), period)).otherwise(
-            F.col("deadline_ms")))
-    judged = judged.withColumn("_in_isr_at_deadline", F.when(
-        F.col("_back").isNotNull(), F.array_contains(isr_at(F.col("deadline_ms")), F.col("follower_id"))).otherwise(
-        F.col("_in_isr_at_deadline"))).drop("_back")
+    # With a shrink, the leader owed it from the later of the incident's start and the follower's last return to
+    # the ISR before the shrink.
+    returned = F.array_max(F.filter("_entries", lambda t: t <= shrink_ms))
+    # Without one, each stretch of the follower in the committed ISR during the incident owed a shrink a period after
+    # the later of the start and its entry (`maybeShrinkIsr` sees only the committed ISR, and a follower whose LEO
+    # reaches the HW is expanded back however old its lcu): the first stretch still holding the follower at its
+    # deadline, with the incident still on, is the one the leader missed; else the last stretch decides (in the ISR
+    # to the end: judged against its deadline; left it before then by the controller's hand: nothing to shrink).
+    stretches = F.transform("_stretches", lambda st: F.struct(
+        st["entry"].alias("entry"), st["exit"].alias("exit"), _shrink_due(F.greatest(start, st["entry"]), period)
+        .alias("due")))
+    during = F.filter(stretches, lambda st: (st["entry"] < over) & (st["exit"].isNull() | (st["exit"] > start)))
+    missed = F.array_min(F.filter(during, lambda st: st["due"].isNotNull() & (st["due"] < over)
+                                  & (st["exit"].isNull() | (st["exit"] > st["due"]))))
+    judged = judged.withColumn("_missed", missed).withColumn("_last", F.array_max(during)).withColumn(
+        "deadline_ms",
+        F.when(shrink_ms.isNotNull(), _shrink_due(F.greatest(start, returned), period))
+        .when(F.col("_missed").isNotNull(), F.col("_missed")["due"])
+        .when(F.col("_last").isNotNull(), F.col("_last")["due"])
+        .otherwise(_shrink_due(start, period)))
     # A proposal still in flight at the end of the data leaves no deadline: nothing was due yet.
     due = F.coalesce("deadline_ms", F.lit(LONG_MAX))
+    last_exit = F.col("_last")["exit"]
     verdict = (
         F.when(shrink_ms.isNotNull(), F.when(shrink_ms <= due, "on_time").otherwise("late"))
-        .when(~F.coalesce("in_isr_at_start", F.lit(True)) & F.col("_returned").isNull(), "not_in_isr")
+        .when(F.col("_missed").isNotNull(), "missing")
+        .when(F.col("_last").isNull(), "not_in_isr")  # never in the committed ISR during the incident
         .when(over <= due,
               F.when(F.col("_closed_by") == "fetch", "recovered")
               .when(F.col("end_ms").isNull(), "ongoing")
               .otherwise("leader_lost"))
-        # Out of the ISR by the deadline by another route (the controller's update): nothing left to shrink.
-        .when(~F.coalesce("_in_isr_at_deadline", F.lit(True)), "not_in_isr")
+        # Out of the ISR before its deadline by another route (the controller's update) and not back: nothing left
+        # to shrink.
+        .when(last_exit.isNotNull() & (last_exit < over), "not_in_isr")
         .otherwise("missing")
     )
     incidents = judged.withColumn("verdict", verdict)
@@ -500,6 +512,21 @@ def lag_incidents(
     schema = to_spark_schema(LAG_INCIDENTS_SCHEMA)
     return (conform(incidents, schema).unionByName(conform(premature, schema))
             .unionByName(conform(_premature_by_report(sh, observed, events, lag_max_ms_default), schema)))
+
+
+def _stretch_starts(holding: Column) -> Column:
+    """When the follower (re)entered the committed ISR, in order: the start of each stretch of `holding` (the
+    partition's ISR intervals that hold it), i.e. of each such interval that no other one ends at."""
+    return F.array_sort(F.transform(F.filter(holding, lambda i: ~F.exists(
+        holding, lambda j: F.coalesce(j["valid_to_ms"] == i["valid_from_ms"], F.lit(False)))),
+        lambda i: i["valid_from_ms"]))
+
+
+def _stretch_ends(holding: Column) -> Column:
+    """When it left, in order: the end of each stretch of `holding` (null, sorted last: still in at the end)."""
+    return F.array_sort(F.transform(F.filter(holding, lambda i: ~F.exists(
+        holding, lambda j: F.coalesce(j["valid_from_ms"] == i["valid_to_ms"], F.lit(False)))),
+        lambda i: i["valid_to_ms"]))
 
 
 def _shrink_due(owed_from: Column, period: Column) -> Column:

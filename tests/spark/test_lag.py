@@ -546,6 +546,37 @@ def test_a_follower_the_controller_removed_before_its_deadline_is_due_a_shrink_f
                        ignore_nullable=True)
 
 
+def _removed(ts: int, epoch: int) -> dict:
+    """The controller takes follower 4 out of broker 1's ISR (a LeaderAndIsr of the same leader)."""
+    return _isr_change(ts, "update", "committed", [1, 4], [1], partition_epoch=epoch, reason="leader_and_isr")
+
+
+def _expanded(ts: int, epoch: int) -> list[dict]:
+    """Follower 4's LEO reaches the HW (10; its lcu stays 100) and the leader expands it back, committed at `ts`."""
+    return [ffs(ts - 10, 4, 10, 30, 100),
+            _isr_change(ts - 10, "expand", "proposed", [1], [1, 4], reason="follower_caught_up"),
+            _isr_change(ts, "expand", "committed", [1], [1, 4], partition_epoch=epoch, reason="alter_partition")]
+
+
+@pytest.mark.parametrize(("first_removal", "in_isr_at_start"), [(1300, True), (300, False)])
+def test_each_return_to_the_isr_owes_a_shrink_until_one_is_missed(spark: SparkSession, first_removal: int,
+                                                                   in_isr_at_start: bool) -> None:
+    """Follower 4 lags from 1100 (deadline 1600) to the end of the run (5000), no shrink ever. The controller takes
+    it out of the ISR (at 1300, or before the start at 300), it is back at 1700 (due 2200), out again at 2000 before
+    that, back at 2400: due by 2900, and missed. Each stretch in the ISR owes a shrink a period after it begins; the
+    first one the follower is still in at its deadline is the leader's miss (was not_in_isr: one return was
+    followed, or none when it was out at the start)."""
+    rows = [become_leader([1, 4], [1, 4]), _append(5, 10), ffs(100, 4, 10, 10, 100), _append(200, 30),
+            _removed(first_removal, 2), *_expanded(1700, 3), _removed(2000, 4), *_expanded(2400, 5),
+            dict(event_type="fetch", ts_ms=5000, broker_id=9, leader_epoch=1, leader_id=1, fetcher_id=0,
+                 fetch_offset=0)]
+    inc = incidents_of(make_events(spark, rows))
+    expected = spark.createDataFrame([(1100, 2900, in_isr_at_start, "missing")],
+                                     "start_ms long, deadline_ms long, in_isr_at_start boolean, verdict string")
+    assert_df_equality(inc.select("start_ms", "deadline_ms", "in_isr_at_start", "verdict"), expected,
+                       ignore_nullable=True)
+
+
 @pytest.mark.parametrize(("expansion", "deadline_ms", "verdict"), [
     ([_isr_change(900, "expand", "proposed", [1, 2], [1, 2, 4], reason="follower_caught_up"),
       _isr_change(2500, "expand", "committed", [1, 2], [1, 2, 4], partition_epoch=2, reason="alter_partition")],
