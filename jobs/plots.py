@@ -307,21 +307,26 @@ def down_spans(lifecycle: Sequence[LifecycleMark], broker: int, end_s: float) ->
     return spans
 
 
-def broken_at(t: np.ndarray, y: np.ndarray, spans: Sequence[tuple[float, float]]) -> tuple[np.ndarray, np.ndarray]:
+def broken_at(t: np.ndarray, y: np.ndarray, spans: Sequence[tuple[float, float]],
+              step_in: bool = False) -> tuple[np.ndarray, np.ndarray]:
     """A step series (value y[i] from t[i]) with no value inside `spans`: a NaN at each span's start, and at its
-    end the value then in force, so a line drawn through it stops at the start and resumes at the end."""
+    end the value then in force, so a line drawn through it stops at the start and resumes at the end.
+    `step_in`: resume with the value in force just before the end instead, so that a change at that instant is
+    drawn as a step of the resumed line (for spans another drawing of the same series covers)."""
     if not spans or not len(t):
         return t, y
     times, values = list(t), list(y)
     for start, stop in spans:
-        before = [i for i, ti in enumerate(times) if ti <= stop]
+        before = [i for i, ti in enumerate(times) if ti < stop or (ti == stop and not step_in)]
         resumed = values[before[-1]] if before and stop < times[-1] else None
-        keep = [(ti, v) for ti, v in zip(times, values, strict=True) if not start <= ti < stop]
-        keep.append((start, float("nan")))
+        # (time, 1, value) for the series' points, (time, 0, value) for the gap's: a resumed value goes before a
+        # point of the same instant, which then steps from it.
+        keep = [(ti, 1, v) for ti, v in zip(times, values, strict=True) if not start <= ti < stop]
+        keep.append((start, 0, float("nan")))
         if resumed is not None:
-            keep.append((stop, resumed))
-        keep.sort(key=lambda p: p[0])
-        times, values = [p[0] for p in keep], [p[1] for p in keep]
+            keep.append((stop, 0, resumed))
+        keep.sort(key=lambda p: (p[0], p[1]))
+        times, values = [p[0] for p in keep], [p[2] for p in keep]
     return np.asarray(times, dtype=float), np.asarray(values, dtype=float)
 
 
@@ -366,13 +371,15 @@ def _draw_offsets(ax, data: PartitionPlot) -> None:  # type: ignore[no-untyped-d
         # While it leads, a replica's lines are drawn over the others' (followers in step draw the same lines a
         # few points apart, and the last drawn would hide the leader's, whose HW is the partition's).
         led = [(start, start + width) for start, width in leading.get(replica, [])]
-        passes = [(merged([*down, *led]), 2.0)] + ([(merged([*down, *outside(led, data.end_s)]), LEADER_LINE_ZORDER)]
-                                                   if led else [])
+        # (handed over, down, zorder): the stretches the other pass draws (a change as one starts is the resuming
+        # pass's step) and those the broker is down.
+        passes = [(merged(led), down, 2.0)] + ([(outside(led, data.end_s), down, LEADER_LINE_ZORDER)] if led else [])
         # LEO as a wide light line, HW as a thin dark dashed one on top: where they are equal the dashes
         # run inside the band, so both stay visible.
         for col, style, width, alpha in (("leo", "-", 4.0, 0.45), ("hw", "--", 1.6, 1.0)):
-            for n, (gaps, zorder) in enumerate(passes):
-                t, y = broken_at(s["t_s"].to_numpy(dtype=float), s[col].to_numpy(dtype=float), gaps)
+            for n, (other, gaps, zorder) in enumerate(passes):
+                t, y = broken_at(*broken_at(s["t_s"].to_numpy(dtype=float), s[col].to_numpy(dtype=float), other,
+                                            step_in=True), gaps)
                 ax.step(t, y, where="post", color=colour, linestyle=style, linewidth=width, alpha=alpha,
                         label=f"broker {replica} {col.upper()}" if n == 0 else "_nolegend_", transform=transform,
                         zorder=zorder, gid=f"broker {replica} {col.upper()}{' leading' if n else ''}")

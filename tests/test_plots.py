@@ -449,6 +449,12 @@ def test_broken_at_puts_a_gap_over_each_span_and_resumes_with_the_value_in_force
     bt, by = broken_at(t, y, [(6.0, 10.0)])
     assert bt.tolist() == [0.0, 2.0, 5.0, 6.0, 10.0] and np.isnan(by[3])
     assert broken_at(t, y, []) == (t, y)
+    # A change at the span's end: by default the line resumes at the new value; stepping in, it resumes at the value
+    # before and steps up (a leader's line taking over from its follower line at a leader change).
+    bt, by = broken_at(t, y, [(1.0, 5.0)])
+    assert bt.tolist() == [0.0, 1.0, 5.0, 5.0, 10.0] and by[2:].tolist() == [3.0, 3.0, 3.0]
+    bt, by = broken_at(t, y, [(1.0, 5.0)], step_in=True)
+    assert bt.tolist() == [0.0, 1.0, 5.0, 5.0, 10.0] and by[2:].tolist() == [2.0, 3.0, 3.0]
 
 
 def test_crowded_violation_labels_never_overlap_or_leave_the_panel_and_the_rest_are_counted() -> None:
