@@ -398,6 +398,11 @@ def _draw_offsets(ax, data: PartitionPlot) -> None:  # type: ignore[no-untyped-d
     ax.grid(True, alpha=0.3)
 
 
+LABEL_BOX_ALPHA, EVIDENCE_BOX_ALPHA = 0.7, 0.5
+"""Opacity of the white boxes behind violation and evidence labels: enough to read the text over the lines, little
+enough that a LEO or HW line under a label still shows (the labels sit where things happen: over the leader's
+lines)."""
+
 VIOLATION_LABEL_ROWS = 6
 """Heights below its mark (28 points apart), then as many above it, that a violation's label may take before it
 is left out."""
@@ -444,7 +449,8 @@ def _draw_violations(ax, data: PartitionPlot) -> int:  # type: ignore[no-untyped
                             textcoords="offset points", fontsize=8.5, color=colour,
                             fontweight="normal" if v.severity == INFO else "bold",
                             ha="right" if right_half else "left", va="top",
-                            bbox={"boxstyle": "round,pad=0.25", "fc": "white", "ec": colour, "alpha": 0.9},
+                            bbox={"boxstyle": "round,pad=0.25", "fc": "white", "ec": colour,
+                                  "alpha": LABEL_BOX_ALPHA},
                             arrowprops={"arrowstyle": "-", "color": colour, "lw": 0.8}, zorder=7)
         # Below the mark first (the lines mostly rise, so the space under a mark is the freer); a mark near the
         # bottom of the panel, or under a crowd, gets a height above it.
@@ -488,11 +494,13 @@ def _draw_evidence(ax, data: PartitionPlot) -> None:  # type: ignore[no-untyped-
     taken: list[Bbox] = []
     for k, ((t, label), (y, on_top, colour)) in enumerate(sorted(placed.items())):
         transform = top if on_top else ax.transData
+        # Over the labels' boxes: a ring under another event's label would leave its number pointing at nothing.
         ax.plot([t], [y], linestyle="none", marker="o", markersize=7, markerfacecolor="white", markeredgecolor=colour,
-                markeredgewidth=1.6, transform=transform, zorder=6)
+                markeredgewidth=1.6, transform=transform, zorder=7.5)
         text = ax.annotate(f"{k + 1}. {label}", xy=(t, y), xycoords=transform, xytext=(-4, 9),
                            textcoords="offset points", fontsize=7.5, color=colour, ha="left", va="bottom", zorder=7,
-                           bbox={"boxstyle": "square,pad=0.05", "fc": "white", "ec": "none", "alpha": 0.75})
+                           bbox={"boxstyle": "square,pad=0.05", "fc": "white", "ec": "none",
+                                 "alpha": EVIDENCE_BOX_ALPHA})
         # Labels of events close together climb in steps, to the lowest step where they overlap no earlier
         # label (measured extents; the axes' limits are final), or the step with the fewest overlaps.
         best: tuple[int, int, Bbox] | None = None
