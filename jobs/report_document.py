@@ -483,7 +483,7 @@ _ZOMBIE_NOTE = ("A leader \"deposed at\" a time before its incident began was a 
                 "a newer leader, but this broker, not yet told (a LeaderAndIsr reaches it only once it can hear the "
                 "controller again), kept leading in its old epoch and judged its followers by its own view, as "
                 "Kafka's leader does. Its shrink is a proposal the controller could not commit (pending) or "
-                "rejected; the followers it saw lagging may have been following the new leader all along.")
+                "rejected; the followers it saw lagging may have been following the new leader all along, or been it.")
 
 
 def _zombie_note(incidents: Sequence[IncidentRow]) -> str | None:
@@ -536,9 +536,12 @@ def _fault_cells(f: FaultRow) -> tuple[str, ...]:
 
 ACKS_NAME: dict[int, str] = {-1: "acks=all", 0: "acks=0", 1: "acks=1"}
 
-_PRODUCE_INTRO = ("What the producers were answered, per acks setting (the wait of an acks=all write is from the "
-                  "leader's append to its acknowledgement: the time the HW took to cover it, which a follower "
-                  "that lags but stays in the ISR stretches):")
+_PRODUCE_INTRO = ("What the producers were answered, per acks setting. The wait of an acks=all write is from the "
+                  "leader's append to its acknowledgement: the time the HW took to cover it, which a follower that "
+                  "lags but stays in the ISR stretches. The errors count answers, not writes: a producer retries a "
+                  "write refused (NOT_ENOUGH_REPLICAS: the ISR below min.insync.replicas, nothing appended) or timed "
+                  "out (REQUEST_TIMED_OUT: appended, the HW did not cover it within the request's timeout), so one "
+                  "write can get several, and a stalled HW shows in them rather than in the waits:")
 
 
 def _produce_lines(rows: Sequence[ProduceRow]) -> list[str]:
@@ -558,8 +561,9 @@ def _produce_lines(rows: Sequence[ProduceRow]) -> list[str]:
                           f"{_num(r.wait_max_ms)} ms at most{of}, acknowledged at {_secs(r.wait_max_s)} s)")
             # Kafka sends an acks=0 producer no answer: its writes are appended, never acknowledged.
             parts.append(f"{_num(r.answers)} {'appended' if acks == 0 else 'acknowledged'}{waited}")
-        parts += [f"{_num(r.answers)} {r.error}" for r in sorted((r for r in mine if r.error != "NONE"),
-                                                                 key=lambda r: (-r.answers, r.error))]
+        failed = sorted((r for r in mine if r.error != "NONE"), key=lambda r: (-r.answers, r.error))
+        if failed:
+            parts.append("answers with an error: " + ", ".join(f"{_num(r.answers)} {r.error}" for r in failed))
         name = ACKS_NAME.get(acks, f"acks={acks}") + (" (no answer sent)" if acks == 0 else "")
         lines.append(f"{name}: " + "; ".join(parts) + ".")
     return lines
@@ -689,7 +693,8 @@ def _overviews_left(doc: ReportDocument) -> str | None:
 def _picture_legend(doc: ReportDocument) -> str:
     return ("Each picture: LEO (wide line) and HW (dashed) of every replica over time, one colour per broker, "
             "each broker's lines drawn a few points above or below the true value so that equal lines stay visible "
-            "(a leader's HW drawn just under a follower's LEO may be equal to it), the leader's over the others while "
+            "(two lines drawn a little apart, one just above or under the other, may be equal), the leader's over "
+            "the others while "
             "it leads, and broken while the broker is down; "
             "below, one lane per replica, shaded while it is in the ISR (outlined and dotted while it is an eligible "
             "leader replica, KIP-966: out of the ISR yet electable), with a black strip while it leads (both as the "

@@ -228,8 +228,9 @@ def test_a_section_says_what_its_producers_were_answered_per_acks_setting() -> N
     doc = _doc(sections=(section,))
     # 4 acks=all writes' appends are not in the data (quarantined, say): the waits say over how many.
     lines = ["acks=all: 1,204 acknowledged (waited 2 ms median, 9 ms p99, 15,002 ms at most of the 1,200 whose "
-             "append is in the data, acknowledged at 31.250 s); 12 NOT_ENOUGH_REPLICAS; 3 REQUEST_TIMED_OUT.",
-             "acks=1: 300 acknowledged; 5 NOT_LEADER_OR_FOLLOWER.",
+             "append is in the data, acknowledged at 31.250 s); answers with an error: 12 NOT_ENOUGH_REPLICAS, "
+             "3 REQUEST_TIMED_OUT.",
+             "acks=1: 300 acknowledged; answers with an error: 5 NOT_LEADER_OR_FOLLOWER.",
              "acks=0 (no answer sent): 40 appended."]
     md = markdown(doc)
     assert "\n".join(f"- {line}" for line in lines) in md
