@@ -35,7 +35,7 @@ import re
 import sys
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from functools import reduce
 from pathlib import Path, PurePath
@@ -95,6 +95,7 @@ from jobs.report_document import (
     ProduceRow,
     ReportDocument,
     ViolationRow,
+    chain_hub,
     html_page,
     markdown,
 )
@@ -946,7 +947,30 @@ def _sections(
                                                    severity_rank(t["severity"]), t["invariant"]))),
                                          infos=int(c["infos"]),
                                          produce=tuple(_produce_row(r, start_ms) for r in produce.get(key, []))))
-    return sections, pngs
+    return _with_naming(spark, sections, violations), pngs
+
+
+def violations_naming(violations: DataFrame, wanted: DataFrame) -> DataFrame:
+    """Per (run_id, topic, partition, event_id) of `wanted` (a short list): how many of the partition's violations
+    name that event, as detecting event or evidence (`naming`), whether the report lists them or not."""
+    named = violations.select(*KEY, F.explode(F.array_distinct(F.concat(
+        F.coalesce("evidence", F.array().cast("array<bigint>")), F.array("event_id")))).alias("event_id"))
+    return named.join(F.broadcast(wanted), [*KEY, "event_id"]).groupBy(*KEY, "event_id").agg(
+        F.count(F.lit(1)).alias("naming"))
+
+
+def _with_naming(spark: SparkSession, sections: list[PartitionSection],
+                 violations: DataFrame) -> list[PartitionSection]:
+    """`sections` with, for each chain's event, how many of its partition's violations name it (one small query)."""
+    wanted = sorted({(s.run_id, s.topic, s.partition, chain_hub(c)[0]) for s in sections for c in s.chains})
+    if not wanted:
+        return sections
+    hubs = spark.createDataFrame(wanted, "run_id string, topic string, partition int, event_id long")
+    counts: dict[tuple[str, str, int], list[tuple[int, int]]] = {}
+    for r in violations_naming(violations, hubs).collect():
+        counts.setdefault((r["run_id"], r["topic"], r["partition"]), []).append((int(r["event_id"]), int(r["naming"])))
+    return [replace(s, naming=tuple(sorted(counts.get((s.run_id, s.topic, s.partition), []))))
+            if s.chains else s for s in sections]
 
 
 def _produce_row(r: dict[str, Any], start_ms: int) -> ProduceRow:

@@ -231,6 +231,8 @@ class PartitionSection:
     """Findings of severity info here (acks=1 writes lost)."""
     produce: tuple[ProduceRow, ...] = ()
     """What the producers of the partition were answered (none for a run read from broker logs)."""
+    naming: tuple[tuple[int, int], ...] = ()
+    """(event id, how many of the partition's violations name it, listed or not) for its chains' events."""
 
     @property
     def violation_count(self) -> int:
@@ -384,21 +386,20 @@ def _chain_numbers(s: PartitionSection) -> dict[int, int]:
     return {id(v): n for n, chain in enumerate(s.chains, 1) for v in chain}
 
 
-def _hub(chain: Sequence[ViolationRow]) -> tuple[str, int]:
-    """The event most violations of `chain` name (the lowest id among equals), as text, and how many name it."""
+def chain_hub(chain: Sequence[ViolationRow]) -> tuple[int, int]:
+    """The event most violations of `chain` name (the lowest id among equals) and how many of them name it."""
     named: dict[int, int] = {}
     for v in chain:
         for event_id in _event_ids(v):
             named[event_id] = named.get(event_id, 0) + 1
     hub = min(named, key=lambda e: (-named[e], e))
-    described = next((e for v in chain for e in v.evidence if e.event_id == hub and e.what is not None), None)
-    return (described.text() if described else str(hub)), named[hub]
+    return hub, named[hub]
 
 
-def _chain_line(n: int, chain: Sequence[ViolationRow]) -> str:
+def _chain_line(n: int, chain: Sequence[ViolationRow], naming: dict[int, int]) -> str:
     """`chain 1 (4 errors) through event 48 (append by broker 2 at 6.001 s), named by 3: truncation_safety x2
     (brokers 1, 2; 7.002-16.002 s), inconsistent_offsets (broker 1; 18.003 s), acked_write_lost (broker 1; end
-    of run).`"""
+    of run).` `naming`: per event, how many of the partition's violations name it, listed or not."""
     by_severity: dict[str, int] = {}
     by_invariant: dict[str, list[ViolationRow]] = {}
     for v in chain:
@@ -406,7 +407,15 @@ def _chain_line(n: int, chain: Sequence[ViolationRow]) -> str:
         by_invariant.setdefault(v.invariant, []).append(v)
     counts = ", ".join(f"{k} {'info' if sev == INFO else sev + 's' if k > 1 else sev}"
                        for sev, k in by_severity.items())
-    hub, sharing = _hub(chain)
+    hub_id, sharing = chain_hub(chain)
+    described = next((e for v in chain for e in v.evidence if e.event_id == hub_id and e.what is not None), None)
+    hub = described.text() if described else str(hub_id)
+    # The chain is made of the listed violations; more may name its event beyond report.max_rows.
+    all_naming = naming.get(hub_id, 0)
+    if all_naming > sharing:
+        sharing_text = f"{sharing} listed ({_num(all_naming)} of all the partition's violations name it)"
+    else:
+        sharing_text = str(sharing)
 
     def group(name: str, rows: list[ViolationRow]) -> str:
         brokers = sorted({v.replica for v in rows if v.replica is not None})
@@ -417,7 +426,7 @@ def _chain_line(n: int, chain: Sequence[ViolationRow]) -> str:
         when += ["end of run"] if len(times) < len(rows) else []
         return f"{name}{f' x{len(rows)}' if len(rows) > 1 else ''} ({who}{' and '.join(when)})"
 
-    return (f"chain {n} ({counts}) through event {hub}, named by {sharing}: "
+    return (f"chain {n} ({counts}) through event {hub}, named by {sharing_text}: "
             + ", ".join(group(name, rows) for name, rows in by_invariant.items()) + ".")
 
 
@@ -639,7 +648,8 @@ def markdown(doc: ReportDocument) -> str:
             note = _listed(len(s.violations), s.violation_count, "violations", _TAKE_TURNS)
             out += [n for line in (note, _spread_line(s.per_invariant) if note else None) if line for n in (line, "")]
             if s.chains:
-                out += [_CHAIN_INTRO, "", *(f"- {_md_cell(_chain_line(n, c))}" for n, c in enumerate(s.chains, 1)), ""]
+                out += [_CHAIN_INTRO, "", *(f"- {_md_cell(_chain_line(n, c, dict(s.naming)))}"
+                                        for n, c in enumerate(s.chains, 1)), ""]
             out += [f"- `{name}`: {_md_cell(rule)} ({_md_cell(offsets)})" for name, rule, offsets in s.rules]
             out += [""] if s.rules else []
         if s.incidents:
@@ -807,7 +817,7 @@ def html_page(doc: ReportDocument) -> str:
             note = _listed(len(s.violations), s.violation_count, "violations", _TAKE_TURNS)
             out += [_p(line, "note") for line in (note, _spread_line(s.per_invariant) if note else None) if line]
             if s.chains:
-                out += [_p(_CHAIN_INTRO), "<ul>" + "".join(f"<li>{_h(_chain_line(n, c))}</li>"
+                out += [_p(_CHAIN_INTRO), "<ul>" + "".join(f"<li>{_h(_chain_line(n, c, dict(s.naming)))}</li>"
                                                            for n, c in enumerate(s.chains, 1)) + "</ul>"]
             if s.rules:
                 out.append("<ul>" + "".join(f"<li><code>{_h(name)}</code>: {_h(rule)} ({_h(offsets)})</li>"

@@ -45,8 +45,8 @@ KIP101 = (
 )
 
 
-def _doc(*violations: ViolationRow) -> ReportDocument:
-    section = PartitionSection("run-1", "t", 0, 4, 1, 0, violations)
+def _doc(*violations: ViolationRow, naming: tuple[tuple[int, int], ...] = ()) -> ReportDocument:
+    section = PartitionSection("run-1", "t", 0, 4, 1, 0, violations, naming=naming)
     return ReportDocument(generated_at="x", lake="/lake", audit_id="a", audit_started_at="x", bronze_version=1,
                           runs=("run-1",), invariants=(), not_evaluated=(), verdicts={}, incidents=(),
                           incidents_total=0, flagged_total=1, max_partitions=20, sections=(section,))
@@ -105,3 +105,11 @@ def test_a_brokers_settings_or_a_leaders_start_links_no_chain() -> None:
     assert [[v.message for v in chain] for chain in section.chains] == [["e", "c"]]
     line = next(x for x in markdown(_doc(*rows)).splitlines() if x.startswith("- chain"))
     assert line.startswith("- chain 1 (2 errors) through event 9 (truncation by broker 2 at 7.000 s), named by 2:")
+
+
+def test_a_chain_says_how_many_of_all_the_partitions_violations_name_its_event_when_more_than_the_listed() -> None:
+    # Of KIP101's four errors, three name event 48; the audit found 1,200 violations naming it in all.
+    md = markdown(_doc(*KIP101, naming=((48, 1200), (53, 3))))
+    assert "through event 48 (append by broker 2 at 6.001 s), named by 3 listed (1,200 of all the partition's " \
+           "violations name it): " in md
+    assert "named by 3: " in markdown(_doc(*KIP101, naming=((48, 3),)))

@@ -31,6 +31,7 @@ from jobs.incident_report import (
     plot_partitions,
     produce_outcomes,
     run_report,
+    violations_naming,
     with_fetch_failures,
     with_leader_deposed,
     worst_first,
@@ -525,6 +526,23 @@ def test_produce_outcomes_count_the_answers_and_time_the_acks_all_writes_from_th
        "wait_p50_ms long, wait_p99_ms long, wait_max_ms long, wait_max_ms_at long")
     assert_df_equality(produce_outcomes(bronze, selected), expected, ignore_row_order=True, ignore_nullable=True,
                        ignore_metadata=True, ignore_column_order=True)
+
+
+def test_violations_naming_counts_each_wanted_event_over_all_the_partitions_violations(spark: SparkSession) -> None:
+    # t-0: event 7 is the evidence of two violations and the detecting event of a third (which names it twice);
+    # event 9 of one; t-1's violation names 7 too, but t-1 is not asked about; event 8 is named by none.
+    violations = frame(spark, GOLD_INVARIANT_VIOLATIONS, [
+        _violation(0, "acked_write_lost", "warning", "a", event_id=-1, evidence=[7, 2]),
+        _violation(0, "acked_write_lost", "warning", "b", event_id=-1, evidence=[7, 9]),
+        _violation(0, "inconsistent_offsets", "warning", "c", event_id=7, evidence=[7, 4]),
+        _violation(1, "inconsistent_offsets", "warning", "d", event_id=5, evidence=[7]),
+    ])
+    wanted = spark.createDataFrame([("r1", "t", 0, 7), ("r1", "t", 0, 9), ("r1", "t", 0, 8)],
+                                   "run_id string, topic string, partition int, event_id long")
+    expected = spark.createDataFrame([("r1", "t", 0, 7, 3), ("r1", "t", 0, 9, 1)],
+                                     "run_id string, topic string, partition int, event_id long, naming long")
+    assert_df_equality(violations_naming(violations, wanted), expected, ignore_row_order=True, ignore_nullable=True,
+                       ignore_metadata=True)
 
 
 def test_offset_series_keeps_the_last_value_and_the_range_of_each_bucket(spark: SparkSession) -> None:
