@@ -364,8 +364,10 @@ def offset_series(replica_offsets: DataFrame, selected: DataFrame) -> DataFrame:
 
 def isr_series(partition_state: DataFrame, selected: DataFrame) -> DataFrame:
     """Per selected partition, replica (every replica it was ever assigned) and time bucket: the first
-    change's time, ISR membership at the end of the bucket (`in_isr`) and in every state that began in it
-    (`in_isr_whole`), and ELR membership at the end of the bucket (`in_elr`)."""
+    change's time, ISR membership at the end of the bucket (`in_isr`), whether the replica stayed in the ISR
+    through the bucket, i.e. no state that began in it took out a member (`in_isr_whole`: with `in_isr`, false
+    means it left and rejoined within the bucket; a replica out before the bucket that rejoins in it did not leave
+    in it), and ELR membership at the end of the bucket (`in_elr`)."""
     ps = partition_state.join(F.broadcast(selected.select(*KEY)), KEY, "left_semi")
     everyone = ps.groupBy(*KEY).agg(F.array_distinct(F.flatten(F.collect_list(
         F.coalesce("replicas", F.array().cast("array<int>"))))).alias("_all"))
@@ -374,11 +376,15 @@ def isr_series(partition_state: DataFrame, selected: DataFrame) -> DataFrame:
     eligible = F.coalesce(F.array_contains("elr", F.col("replica")), F.lit(False))
     exploded = (b.select("*", F.explode("_all").alias("replica")).withColumn("_member", member)
                 .withColumn("_eligible", eligible))
+    # A state that takes out a member: the replica was in the state before it (the partition's states of the
+    # selected partitions: a short list per replica).
+    before = F.lag("_member").over(Window.partitionBy(*KEY, "replica").orderBy("valid_from_ms", "event_id"))
+    exploded = exploded.withColumn("_left", ~F.col("_member") & F.coalesce(before, F.lit(False)))
     last = F.struct("valid_from_ms", "event_id")
     return exploded.groupBy(*KEY, "replica", "_bucket").agg(
         F.min("valid_from_ms").alias("ts_ms"),
         F.max_by("_member", last).alias("in_isr"),
-        F.min(F.col("_member").cast("int")).cast("boolean").alias("in_isr_whole"),
+        (~F.max(F.col("_left").cast("int")).cast("boolean")).alias("in_isr_whole"),
         F.max_by("_eligible", last).alias("in_elr"),
     ).drop("_bucket")
 

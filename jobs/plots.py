@@ -49,7 +49,7 @@ the end of the bucket, the `_min` / `_max` columns their range inside it."""
 
 ISR_COLUMNS: tuple[str, ...] = ("replica", "t_s", "in_isr", "in_isr_whole", "in_elr")
 """Columns of `PartitionPlot.isr`: one row per assigned replica and time bucket; `in_isr` is the membership
-at the end of the bucket, `in_isr_whole` whether it was a member in every state that began in the bucket, `in_elr`
+at the end of the bucket, `in_isr_whole` whether no state that began in the bucket took it out of the ISR, `in_elr`
 whether it was an eligible leader replica (KIP-966) at the end of the bucket."""
 
 ELR_LABEL = "eligible leader replica\n(out of the ISR, electable)"

@@ -564,17 +564,21 @@ def test_offset_series_keeps_the_last_value_and_the_range_of_each_bucket(spark: 
 def test_isr_series_and_leader_changes_of_a_selected_partition(spark: SparkSession) -> None:
     # t-0: broker 2 leads with ISR [1, 2]; at 6 s broker 1 takes over and the ISR shrinks to [1]; at 6.5 s
     # (same 1 s bucket) broker 2 rejoins; at 8 s it leaves again, below min ISR, so it is an eligible leader replica
-    # (KIP-966). t-1 is not selected.
+    # (KIP-966). At 9 s a change keeps it out (the partition epoch moves) and at 9.5 s it rejoins: in that bucket it
+    # did not leave, so it was in the ISR "whole" (no left-and-rejoined hatching). t-1 is not selected.
     states = [*_state(0), *_state(1),
               dict(_state(0)[1], valid_from_ms=T0 + 6_500, isr=[1, 2], isr_size=2, elr=[], event_id=22),
-              dict(_state(0)[1], valid_from_ms=T0 + 8_000, isr=[1], isr_size=1, elr=[2], event_id=23)]
+              dict(_state(0)[1], valid_from_ms=T0 + 8_000, isr=[1], isr_size=1, elr=[2], event_id=23),
+              dict(_state(0)[1], valid_from_ms=T0 + 9_000, isr=[1], isr_size=1, elr=[2], event_id=24),
+              dict(_state(0)[1], valid_from_ms=T0 + 9_500, isr=[1, 2], isr_size=2, elr=[], event_id=25)]
     ps = frame(spark, SILVER_PARTITION_STATE, states)
     selected = spark.createDataFrame([("r1", "t", 0, T0, 1_000)],
                                      "run_id string, topic string, partition int, start_ms long, bucket_ms long")
     expected = spark.createDataFrame(
         [("r1", "t", 0, 1, T0, True, True, False), ("r1", "t", 0, 2, T0, True, True, False),
          ("r1", "t", 0, 1, T0 + 6_000, True, True, False), ("r1", "t", 0, 2, T0 + 6_000, True, False, False),
-         ("r1", "t", 0, 1, T0 + 8_000, True, True, False), ("r1", "t", 0, 2, T0 + 8_000, False, False, True)],
+         ("r1", "t", 0, 1, T0 + 8_000, True, True, False), ("r1", "t", 0, 2, T0 + 8_000, False, False, True),
+         ("r1", "t", 0, 1, T0 + 9_000, True, True, False), ("r1", "t", 0, 2, T0 + 9_000, True, True, False)],
         "run_id string, topic string, partition int, replica int, ts_ms long, in_isr boolean, in_isr_whole boolean, "
         "in_elr boolean")
     actual = isr_series(ps, selected).select(*expected.columns)
