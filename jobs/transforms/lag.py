@@ -438,8 +438,10 @@ def lag_incidents(
     # For the judgement without a shrink, the time before the partition's first known ISR (a log that starts
     # mid-run) counts as the follower in it: an interval holding it up to then, joining a first one that holds it.
     first_known = F.array_min(F.transform("_isrs", lambda i: i["valid_from_ms"]))
-    assumed = F.concat(F.array(F.struct(F.lit(LONG_MIN).alias("valid_from_ms"), first_known.alias("valid_to_ms"),
-                                        F.array(F.col("follower_id")).alias("isr"))), F.col("_holding"))
+    before_known = F.array(F.struct(F.lit(LONG_MIN).alias("valid_from_ms"), first_known.alias("valid_to_ms"),
+                                    F.array(F.col("follower_id")).alias("isr")))
+    # No known ISR at all (no state of the partition): the follower counts as in it throughout.
+    assumed = F.when(F.col("_holding").isNull(), before_known).otherwise(F.concat(before_known, F.col("_holding")))
     judged = judged.withColumn("_assumed", assumed).withColumn("_stretches", F.arrays_zip(
         _stretch_starts(F.col("_assumed")).alias("entry"), _stretch_ends(F.col("_assumed")).alias("exit")))
     shrink_ms = F.col("shrink_ms")

@@ -197,6 +197,10 @@ def test_an_incident_before_the_first_known_isr_is_judged_without_it(spark: Spar
                                      "follower_id int, start_ms long, in_isr_at_start boolean, verdict string")
     assert_df_equality(inc.select("follower_id", "start_ms", "in_isr_at_start", "verdict"), expected,
                        ignore_nullable=True)
+    # Without any state of the partition, likewise: the follower counts as in the ISR throughout.
+    none = lag_incidents(lag, isr_changes(ev), partition_state(ev).limit(0), ev, lag_max_ms_default=1000)
+    assert_df_equality(none.select("follower_id", "start_ms", "in_isr_at_start", "verdict"), expected,
+                       ignore_nullable=True)
 
 
 def test_incident_verdicts_on_time_missing_not_in_isr(scenario_a, expect) -> None:
