@@ -843,7 +843,8 @@ def _sections(
     # Errors first, then warnings, then info findings (an acks=1 loss never takes an error's place); within a
     # severity the invariants take turns (each one's earliest, then each one's second, ...), so a
     # flood of one invariant does not hide the first violation of another behind the max_rows cap.
-    # Offsets break ties: an end-of-run check's violations share one time and event, and would come in any order.
+    # Offsets break ties: an end-of-run check's violations share event -1 and often one time (the writes one
+    # truncation lost), and would come in any order.
     nth = F.row_number().over(Window.partitionBy(*KEY, "invariant").orderBy("ts_ms", "event_id",
                                                                             F.col("offset").asc_nulls_first()))
     viols = grouped(first_rows(violations.join(sel, KEY, "left_semi").select(*_violation_cols()).withColumn(

@@ -80,7 +80,8 @@ class ViolationRow:
     replica: int | None
     time_s: float
     event_id: int
-    """The detecting event; -1 for an end-of-run check (`acked_write_lost`), printed as a dash."""
+    """The detecting event; -1 for an end-of-run check (`acked_write_lost`: `time_s` is then when the final leader
+    lost the write), printed as a dash."""
     offset: int | None
     expected: int | None
     actual: int | None
@@ -251,7 +252,8 @@ class PartitionSection:
     @property
     def chains(self) -> tuple[tuple[ViolationRow, ...], ...]:
         """The listed violations that share a detecting or evidence event with another, as chains
-        (`jobs.violation_chains`): each in time order (end-of-run checks last), the chains by their first."""
+        (`jobs.violation_chains`): each in time order (an end-of-run check at the loss it found), the chains by
+        their first."""
         groups = linked_groups([_event_ids(v) for v in self.violations])
         return tuple(sorted((tuple(sorted((self.violations[i] for i in g), key=_found_order)) for g in groups),
                             key=lambda chain: _found_order(chain[0])))
@@ -420,11 +422,11 @@ def _chain_line(n: int, chain: Sequence[ViolationRow], naming: dict[int, int]) -
     def group(name: str, rows: list[ViolationRow]) -> str:
         brokers = sorted({v.replica for v in rows if v.replica is not None})
         who = f"broker{'s' if len(brokers) > 1 else ''} {', '.join(map(str, brokers))}; " if brokers else ""
-        times = sorted(v.time_s for v in rows if v.event_id >= 0)
-        when = [] if not times else [f"{_secs(times[0])} s" if times[0] == times[-1]
-                                     else f"{_secs(times[0])}-{_secs(times[-1])} s"]
-        when += ["end of run"] if len(times) < len(rows) else []
-        return f"{name}{f' x{len(rows)}' if len(rows) > 1 else ''} ({who}{' and '.join(when)})"
+        times = sorted(v.time_s for v in rows)
+        when = f"{_secs(times[0])} s" if times[0] == times[-1] else f"{_secs(times[0])}-{_secs(times[-1])} s"
+        # An end-of-run check is dated at the loss it found: say when it was found too.
+        found = ", found at the end of the run" if any(v.event_id < 0 for v in rows) else ""
+        return f"{name}{f' x{len(rows)}' if len(rows) > 1 else ''} ({who}{when}{found})"
 
     return (f"chain {n} ({counts}) through event {hub}, named by {sharing_text}: "
             + ", ".join(group(name, rows) for name, rows in by_invariant.items()) + ".")
@@ -515,8 +517,8 @@ def _invariant_cells(c: InvariantCount) -> tuple[str, ...]:
 
 
 def _violation_cells(v: ViolationRow) -> tuple[str, ...]:
-    # No detecting event: an end-of-run check (the final logs) found it then; when it happened is in the evidence.
-    when = _secs(v.time_s) + (" (end of run)" if v.event_id < 0 else "")
+    # No detecting event: an end-of-run check (the final logs) found it then, dated at the loss it found.
+    when = _secs(v.time_s) + (" (found at the end of the run)" if v.event_id < 0 else "")
     return (v.invariant, v.severity, _id(v.replica), when, _event(v.event_id), _id(v.offset),
             _id(v.expected), _id(v.actual), _evidence(v.evidence), v.message)
 

@@ -39,8 +39,8 @@ def _doc() -> ReportDocument:
 
 def test_identifiers_print_without_separators_and_an_end_of_run_event_as_a_dash() -> None:
     md = markdown(_doc())
-    row = (f"| acked_write_lost | error | 1001 | 24.529 (end of run) | – | 1234567 | {ACKED} | {FINAL} | "
-           "48 (append by broker 2 at ")
+    row = (f"| acked_write_lost | error | 1001 | 24.529 (found at the end of the run) | – | 1234567 | {ACKED} "
+           f"| {FINAL} | 48 (append by broker 2 at ")
     assert md.count(row) == 2 and md.count("| run-1 " + row) == 1, "the partition's table and the run-level one"
     assert f"| inconsistent_offsets | error | 1001 | 18.003 | 2097152 | 1234567 | {ACKED} | {FINAL} |" in md
     assert "; 1048576 |" in md, "an evidence id not looked up"
@@ -52,7 +52,8 @@ def test_identifiers_print_without_separators_and_an_end_of_run_event_as_a_dash(
 
 def test_the_html_prints_them_the_same_way() -> None:
     page = html_page(_doc())
-    cells = f"<td>1001</td><td>24.529 (end of run)</td><td>–</td><td>1234567</td><td>{ACKED}</td><td>{FINAL}</td>"
+    cells = (f"<td>1001</td><td>24.529 (found at the end of the run)</td><td>–</td><td>1234567</td><td>{ACKED}</td>"
+             f"<td>{FINAL}</td>")
     assert page.count(cells) == 2
     assert "<td>1002</td><td>1001</td><td>NOT_LEADER_OR_FOLLOWER</td><td>1,250</td>" in page
     assert "1,682" not in page and "<td>-1</td>" not in page

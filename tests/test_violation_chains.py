@@ -40,7 +40,8 @@ KIP101 = (
     _row("truncation_safety", 1, 7.002, 62, (50, 53, 62)),
     _row("truncation_safety", 2, 16.002, 75, (48, 53, 75), described={48: (6.001, "append by broker 2")}),
     _row("inconsistent_offsets", 1, 18.003, 94, (48, 53, 89, 94)),
-    _row("acked_write_lost", 1, 24.529, -1, (48, 54, 62, 89)),
+    # Found at the end of the run, dated at the loss: the append of another record at its offset (event 89).
+    _row("acked_write_lost", 1, 18.003, -1, (48, 54, 62, 89)),
     _row("hw_monotonic_leader", 3, 3.5, 20, (11,), severity="warning"),
 )
 
@@ -53,7 +54,8 @@ def _doc(*violations: ViolationRow, naming: tuple[tuple[int, int], ...] = ()) ->
 
 
 def test_a_sections_linked_violations_are_one_chain_in_time_order_with_a_line_naming_them() -> None:
-    # The end-of-run check (event -1) sorts last although listed before the warning; the warning is alone.
+    # The end-of-run check (event -1) sorts after the event found at its instant although listed before it; the
+    # warning is alone.
     section = _doc(*KIP101).sections[0]
     assert [v.invariant for chain in section.chains for v in chain] == [
         "truncation_safety", "truncation_safety", "inconsistent_offsets", "acked_write_lost"]
@@ -65,7 +67,7 @@ def test_a_sections_linked_violations_are_one_chain_in_time_order_with_a_line_na
     # lower id, with what it was where the evidence says.
     line = ("chain 1 (4 errors) through event 48 (append by broker 2 at 6.001 s), named by 3: truncation_safety x2 "
             "(brokers 1, 2; 7.002-16.002 s), inconsistent_offsets (broker 1; 18.003 s), acked_write_lost (broker 1; "
-            "end of run).")
+            "18.003 s, found at the end of the run).")
     assert f"- {line}" in md
     page = html_page(_doc(*KIP101))
     assert f"<li>{html.escape(line)}</li>" in page and "<th>chain</th>" in page
@@ -80,12 +82,13 @@ def test_no_chain_column_or_line_when_no_two_violations_share_an_event() -> None
 
 def test_a_long_chain_counts_its_violations_per_invariant_and_by_severity() -> None:
     # Ten violations, all naming event 48 (an unclean election's, say); only the first names 62 as well.
-    rows = (*(_row("acked_write_lost", 1, 24.5, -1, (48, 1000 + i)) for i in range(8)),
+    rows = (*(_row("acked_write_lost", 1, 20.0 + i, -1, (48, 1000 + i)) for i in range(8)),
             _row("acks1_write_lost", 1, 24.5, -1, (48,), severity="info"),
             _row("truncation_safety", 2, 7.0, 62, (48, 62)))
     line = next(x for x in markdown(_doc(*rows)).splitlines() if x.startswith("- chain 1"))
     assert line == ("- chain 1 (9 errors, 1 info) through event 48, named by 10: truncation_safety (broker 2; "
-                    "7.000 s), acked_write_lost x8 (broker 1; end of run), acks1_write_lost (broker 1; end of run).")
+                    "7.000 s), acked_write_lost x8 (broker 1; 20.000-27.000 s, found at the end of the run), "
+                    "acks1_write_lost (broker 1; 24.500 s, found at the end of the run).")
 
 
 def test_a_brokers_settings_or_a_leaders_start_links_no_chain() -> None:

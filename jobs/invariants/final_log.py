@@ -14,8 +14,8 @@ epoch's LeaderAndIsr after the partition moved on); its final log is replayed fr
   replica's window (a running frame over the reversed order), so no range join touches event-sized data;
 * an acknowledged offset is lost when it is at or above the final leader's LSO and the final record there
   is absent (-1) or has another checksum. One violation per acknowledgement: the first lost offset, the
-  count of lost offsets in the message; `event_id` is -1 and `ts_ms` the run's last event's, as the
-  checker reports end-of-run checks.
+  count of lost offsets in the message; `event_id` is -1 (an end-of-run check) and `ts_ms` when the final
+  leader lost it, as the checker dates it (`_lost_at`).
 
 Severity (excusable invariant): warning when an `unclean` leader_election of the partition follows the
 acknowledgement, or was elected into an epoch after the acknowledging leader's and at or before the final
@@ -53,8 +53,9 @@ def _final_replica_rows(rows: DataFrame) -> DataFrame:
     is_lc = F.col("event_type") == "leadership_change"
     # `crashed_since_leadership`: the last crash / restart of the broker after the replica's last
     # leadership_change; a leadership_change that then reports a shorter log is the crash's loss.
-    crash_mark = F.when(is_lc, F.lit(-1)).when(
-        (F.col("event_type") == "broker_lifecycle") & F.col("action").isin("crash", "restart"), F.col("event_id"))
+    crash_mark = F.when(is_lc, F.struct(F.lit(-1).cast("long").alias("id"), F.lit(None).cast("long").alias("ts"))).when(
+        (F.col("event_type") == "broker_lifecycle") & F.col("action").isin("crash", "restart"),
+        F.struct(F.col("event_id").alias("id"), F.col("ts_ms").alias("ts")))
     # "Every later row" as a running frame over the reversed order: Spark evaluates a frame ending at
     # unboundedFollowing afresh for every row (quadratic), a frame starting at unboundedPreceding once.
     after = Window.partitionBy(*replica_scan.REPLICA).orderBy(F.desc("event_id")).rowsBetween(
@@ -75,16 +76,18 @@ def _final_replica_rows(rows: DataFrame) -> DataFrame:
           .when((F.col("event_type") == "append") & (F.col("base_offset") < F.col("_leo")), F.col("base_offset")))
     lo = F.when(F.col("event_type") == "log_start_offset_change", F.col("log_start_offset"))
     mine = mine.withColumn("_crashed", F.last(crash_mark, True).over(before))
-    crashed = F.when(F.col("_crashed") >= 0, F.col("_crashed"))
+    crashed = F.when(F.col("_crashed.id") >= 0, F.col("_crashed.id"))
     # A removal's "by" (ReplicaState.removed_by) and, when it is a crash loss, its crash_removed id: a
     # truncation while the broker is down, or a leadership_change reconciling a crashed replica's log
     # (both the crash event's id there).
     by = F.when(is_lc & crashed.isNotNull(), crashed).otherwise(F.col("event_id"))
+    by_ts = F.when(is_lc & crashed.isNotNull(), F.col("_crashed.ts")).otherwise(F.col("ts_ms"))
     crash_by = (F.when(is_trunc & F.col("_down"), F.col("event_id"))
                 .when(is_lc & (F.col("leo") < F.col("_leo")), crashed))
     return mine.select(
         "*",
         by.alias("_by"),
+        by_ts.alias("_by_ts"),
         crash_by.alias("_crash_by"),
         hi.cast("long").alias("_drop_from"),
         lo.cast("long").alias("_drop_below"),
@@ -95,16 +98,18 @@ def _final_replica_rows(rows: DataFrame) -> DataFrame:
 
 
 def _final_records(final_rows: DataFrame) -> DataFrame:
-    """(partition, offset) -> the final leader's record there at the end of the run, if any."""
+    """(partition, offset) -> the final leader's record there at the end of the run, if any, and when it was
+    appended."""
     writes = final_rows.where(F.col("event_type") == "append").select(
-        *PARTITION, "event_id", "_later_drop_from", "_later_drop_below",
+        *PARTITION, "event_id", "ts_ms", "_later_drop_from", "_later_drop_below",
         F.explode(F.sequence(F.col("base_offset"), F.col("last_offset"))).alias("offset"))
     latest = writes.groupBy(*PARTITION, "offset").agg(
-        F.max_by(F.struct("event_id", "_later_drop_from", "_later_drop_below"), "event_id").alias("w"))
+        F.max_by(F.struct("event_id", "ts_ms", "_later_drop_from", "_later_drop_below"), "event_id").alias("w"))
     o = F.col("offset")
     alive = (F.col("w._later_drop_from").isNull() | (o < F.col("w._later_drop_from"))) & (
         F.col("w._later_drop_below").isNull() | (o >= F.col("w._later_drop_below")))
-    return latest.where(alive).select(*PARTITION, "offset", F.col("w.event_id").alias("final_append"))
+    return latest.where(alive).select(*PARTITION, "offset", F.col("w.event_id").alias("final_append"),
+                                      F.col("w.ts_ms").alias("final_append_ts"))
 
 
 def build(inputs: ScanInputs) -> DataFrame:
@@ -120,7 +125,7 @@ def build(inputs: ScanInputs) -> DataFrame:
         F.col("batch_checksum").alias("_checksum"))
     records = _final_records(final_rows).join(
         appends.withColumnRenamed("_append", "final_append"), [*PARTITION, "final_append"]).select(
-        *PARTITION, "offset", "final_append", F.col("_checksum").alias("final_checksum"))
+        *PARTITION, "offset", "final_append", "final_append_ts", F.col("_checksum").alias("final_checksum"))
     leader = final_rows.select(*PARTITION, F.col("broker_id").alias("final_leader"),
                                F.col("_final_lso").alias("final_lso"), "_final_epoch").distinct()
     acks = bronze.where((F.col("event_type") == "produce_ack") & F.col("acks").isin(-1, 1)
@@ -128,16 +133,17 @@ def build(inputs: ScanInputs) -> DataFrame:
         *PARTITION, F.col("event_id").alias("ack_id"), F.col("acks").alias("ack_acks"),
         F.col("broker_id").alias("ack_leader"),
         F.col("base_offset").alias("ack_base"), F.col("last_offset").alias("ack_last"),
-        F.col("batch_checksum").alias("ack_checksum"), F.col("leader_epoch").alias("ack_epoch"))
+        F.col("batch_checksum").alias("ack_checksum"), F.col("leader_epoch").alias("ack_epoch"),
+        F.col("ts_ms").alias("ack_ts"))
     per_offset = acks.join(leader, list(PARTITION)).select(
         "*", F.explode(F.sequence("ack_base", "ack_last")).alias("offset")).join(
         records, [*PARTITION, "offset"], "left")
     lost = (F.col("offset") >= F.col("final_lso")) & (
         F.coalesce(F.col("final_checksum"), F.lit(-1)) != F.col("ack_checksum"))
     per_ack = per_offset.groupBy(*PARTITION, "ack_id", "ack_acks", "ack_leader", "ack_base", "ack_last", "ack_checksum",
-                                 "ack_epoch", "final_leader", "_final_epoch").agg(
+                                 "ack_epoch", "ack_ts", "final_leader", "_final_epoch").agg(
         F.count(F.when(lost, 1)).alias("lost_count"),
-        F.min_by(F.struct("offset", "final_checksum", "final_append"),
+        F.min_by(F.struct("offset", "final_checksum", "final_append", "final_append_ts"),
                  F.when(lost, F.col("offset"))).alias("first_lost"))
     bad = per_ack.where(F.col("lost_count") > 0).select(
         "*", F.col("first_lost.offset").alias("lost_offset")).localCheckpoint(eager=True)
@@ -154,7 +160,7 @@ def _excuses_and_evidence(bronze: DataFrame, bad: DataFrame, final_rows: DataFra
     # exploded so that the join is on equality, not a comparison of every append with every violation.
     removals = final_rows.where(F.col("_drop_from").isNotNull() | F.col("_drop_below").isNotNull()).select(
         *PARTITION, F.col("event_id").alias("_removal"), "event_type", "base_offset", "last_offset", "_drop_from",
-        "_drop_below", "_by", "_crash_by")
+        "_drop_below", "_by", "_by_ts", "_crash_by")
     plain_writes = final_rows.where((F.col("event_type") == "append") & F.col("_drop_from").isNull()).select(
         *PARTITION, F.col("event_id").alias("_removal"),
         F.explode(F.sequence("base_offset", "last_offset")).alias("lost_offset"))
@@ -169,13 +175,14 @@ def _excuses_and_evidence(bronze: DataFrame, bad: DataFrame, final_rows: DataFra
     # truncation inside a batch cuts below its target, so a record can be gone below the replayed LEO.
     lost = bad.select(*keys, "lost_offset")
     at_o = lost.join(removals, list(PARTITION)).where(covers).select(
-        *keys, "_removal", "_by", "_crash_by", writes.alias("_writes"), drops.alias("_drops")).unionByName(
+        *keys, "_removal", "_by", "_by_ts", "_crash_by", writes.alias("_writes"), drops.alias("_drops")).unionByName(
         lost.join(plain_writes, [*PARTITION, "lost_offset"]).select(
-            *keys, "_removal", F.lit(None).cast("long").alias("_by"), F.lit(None).cast("long").alias("_crash_by"),
+            *keys, "_removal", F.lit(None).cast("long").alias("_by"), F.lit(None).cast("long").alias("_by_ts"),
+            F.lit(None).cast("long").alias("_crash_by"),
             F.lit(True).alias("_writes"), F.lit(False).alias("_drops")))
     held = F.coalesce(F.lag("_writes").over(Window.partitionBy(*keys).orderBy("_removal")), F.lit(False))
     removed = at_o.withColumn("_held", held).where(F.col("_held") & F.col("_drops")).groupBy(
-        *keys).agg(F.max_by("_by", "_removal").alias("removed_by"),
+        *keys).agg(F.max_by("_by", "_removal").alias("removed_by"), F.max_by("_by_ts", "_removal").alias("removed_at"),
                    # crash_removed[o] holds the id the latest crash loss of o wrote (processing order).
                    F.max_by("_crash_by", F.when(F.col("_crash_by").isNotNull(), F.col("_removal"))).alias("crash_id"))
     acked_append = bad.select(*keys, "ack_leader", "ack_base").join(
@@ -209,7 +216,7 @@ def _lost(invariant: str, what: str, acks: Column, excuse: Column, suffix: Colum
     """The violation of `invariant` for a lost acknowledgement of `acks`, as `Checker._check_acked_write_lost`."""
     return violation(
         invariant, (F.col("lost_count") > 0) & (F.col("ack_acks") == acks), replica=F.col("final_leader"),
-        event_id=F.lit(-1), ts_ms=F.col("_last_ts"), offset=F.col("lost_offset"), expected=F.col("ack_checksum"),
+        event_id=F.lit(-1), ts_ms=_lost_at(), offset=F.col("lost_offset"), expected=F.col("ack_checksum"),
         actual=F.coalesce(F.col("first_lost.final_checksum"), F.lit(-1)),
         evidence=[excuse, F.col("ack_append"), F.col("ack_id"), F.col("removed_by"), F.col("first_lost.final_append")],
         severity=severity,
@@ -217,6 +224,14 @@ def _lost(invariant: str, what: str, acks: Column, excuse: Column, suffix: Colum
                               F.col("ack_leader"), " is not on final leader ", F.col("final_leader"), " at ",
                               F.col("lost_offset"), " (", F.col("lost_count"), " offsets)"), suffix),
     )
+
+
+def _lost_at() -> Column:
+    """When the final leader lost the write (as the checker dates it): the last change of the lost offset on it
+    (the append of the record it holds there, else the removal of the one it held; a crash loss at the crash),
+    not before the acknowledgement; the run's last event's time when it never held a record there."""
+    changed = F.coalesce(F.col("first_lost.final_append_ts"), F.col("removed_at"))
+    return F.when(changed.isNotNull(), F.greatest(changed, F.col("ack_ts"))).otherwise(F.col("_last_ts"))
 
 
 SCAN = Scan("acked_write_lost", build, {INVARIANT: (acked_write_lost_check,), ACKS1: (acks1_write_lost_check,)})

@@ -275,9 +275,10 @@ class _RunChecker:
     def _flag(self, invariant: str, ev: Event | None, replica: int | None, *, offset: int | None = None,
               expected: int | None = None, actual: int | None = None, evidence: Iterable[int | None] = (),
               message: str, excused_by: int | None = None, crash_excuse: int | None = None,
-              topic: str | None = None, partition: int | None = None) -> None:
+              topic: str | None = None, partition: int | None = None, ts_ms: int | None = None) -> None:
         """Record a violation; `excused_by` (an unclean election) or `crash_excuse` (a crash recovery that
-        lost the committed record on the replica concerned) downgrades an `excusable` one to a warning."""
+        lost the committed record on the replica concerned) downgrades an `excusable` one to a warning.
+        Without a detecting event `ev` (an end-of-run check) it is dated `ts_ms`, else at the last event."""
         inv = BY_NAME[invariant]
         if self.source not in inv.sources:
             # e.g. real broker logs carry no append events: a replay-based finding would be an artefact.
@@ -301,7 +302,7 @@ class _RunChecker:
             topic = ev.get("topic", topic)
             partition = ev.get("partition", partition)
         else:
-            event_id, ts = -1, self.last_ts
+            event_id, ts = -1, self.last_ts if ts_ms is None else ts_ms
         ordered = tuple(dict.fromkeys(ids))
         self.violations.append(Violation(invariant, severity, self.run_id, topic, partition, replica, ts,
                                          event_id, offset, expected, actual, ordered, message))
@@ -319,11 +320,12 @@ class _RunChecker:
     # --- replay helpers ---------------------------------------------------------------------------
 
     @staticmethod
-    def _drop_from(r: ReplicaState, offset: int, by: int) -> None:
-        """Remove records at or above `offset` (truncation / crash loss)."""
+    def _drop_from(r: ReplicaState, offset: int, by: int, at_ms: int) -> None:
+        """Remove records at or above `offset` (truncation / crash loss) by event `by` at `at_ms`."""
         for o in [o for o in r.records if o >= offset]:
             del r.records[o]
             r.removed_by[o] = by
+            r.removed_at[o] = at_ms
 
     @staticmethod
     def _cut_from(r: ReplicaState, target: int) -> int:
@@ -418,6 +420,7 @@ class _RunChecker:
                     r.expected_truncation = None
                     if action in ("crash", "restart"):
                         r.crashed_since_leadership = eid
+                        r.crashed_at = self.last_ts
         elif action == "controlled_shutdown":
             b.shutdown_since = eid
         elif action == "start":
@@ -485,14 +488,14 @@ class _RunChecker:
                     for o in r.records:
                         if o >= leo:
                             r.crash_removed[o] = r.crashed_since_leadership
-                    self._drop_from(r, leo, r.crashed_since_leadership)
+                    self._drop_from(r, leo, r.crashed_since_leadership, r.crashed_at)
                 else:
                     # A broker being added back by a reassignment hosts a new log: its earlier replica was
                     # deleted when it was removed (StopReplica with delete, which emits no event).
                     if r.broker not in _ints(ev.get("adding_replicas")):
                         self._check_consistent(ev, r.broker, r.leo, leo,
                                                "leadership_change reports a LEO below the replayed log without a crash")
-                    self._drop_from(r, leo, int(ev["event_id"]))
+                    self._drop_from(r, leo, int(ev["event_id"]), self.last_ts)
                 r.cache = truncate_from_end(r.cache, leo)
                 r.leo = leo
                 # A log never starts past its end: a new log (a broker added back) starts at 0, not at the
@@ -539,9 +542,11 @@ class _RunChecker:
         if ev.get("role") == "follower":
             self._check_follower_log_matching(ev, p, r, rec)
         if rec.base < r.leo:
-            self._drop_from(r, rec.base, eid)  # (already reported) a log has no tail beyond its last append
+            # (already reported) a log has no tail beyond its last append
+            self._drop_from(r, rec.base, eid, self.last_ts)
+        slot = Slot(rec, eid, self.last_ts)
         for o in range(rec.base, rec.last + 1):
-            r.records[o] = Slot(rec, eid)
+            r.records[o] = slot
         if ev.get("role") == "follower":
             # Before a follower fetches, its fetcher truncates (OffsetsForLeaderEpoch, DivergingEpoch or the HW),
             # and `UnifiedLog.truncateTo` at the LEO changes no record and emits no event but trims the epoch
@@ -603,7 +608,7 @@ class _RunChecker:
             self._check_leader_no_truncation(ev, r, t, None if logged_leo is None else old_leo)
             self._check_truncation_safety(ev, p, r, t, cut, old_leo)
             self._check_truncation_point(ev, p, r, t, old_leo)
-        self._drop_from(r, removed_from, eid)
+        self._drop_from(r, removed_from, eid, self.last_ts)
         r.cache = () if full else truncate_from_end(r.cache, t)
         r.leo = t
         if full or t < r.lso:
@@ -684,7 +689,8 @@ class _RunChecker:
                                    f"acknowledged write at {base} is not in the acking leader's log")
         p.acks.append(Ack(int(ev["event_id"]), r.broker, base, last, checksum,
                           None if slot is None else slot.append_id,
-                          None if ev.get("leader_epoch") is None else int(ev["leader_epoch"]), acks))
+                          None if ev.get("leader_epoch") is None else int(ev["leader_epoch"]), acks,
+                          self.last_ts))
 
     def _on_fetch(self, ev: Event) -> None:
         p = self._partition(ev)
@@ -1306,7 +1312,12 @@ class _RunChecker:
             o = lost[0]
             now = final.records.get(o)
             what = "write" if ack.acks == -1 else "acks=1 write"
+            # Found at the end, dated at the loss: the last change of offset o on the final leader (the append
+            # of what it holds there, else the removal of what it held), not before the acknowledgement (the
+            # final leader may have held another record there all along); the run's end if it never held one.
+            changed = now.ts_ms if now is not None else final.removed_at.get(o)
             self._flag(name, None, final.broker, topic=topic, partition=partition, offset=o,
+                       ts_ms=None if changed is None else max(changed, ack.ts_ms),
                        expected=ack.checksum, actual=_checksum(now),
                        evidence=[ack.append_id, ack.event_id, final.removed_by.get(o),
                                  None if now is None else now.append_id],

@@ -42,6 +42,7 @@ class Slot(NamedTuple):
 
     rec: Rec
     append_id: int
+    ts_ms: int = 0  # the append's time: when an acknowledged write it replaced was lost
 
 
 class View(NamedTuple):
@@ -111,6 +112,7 @@ class Ack(NamedTuple):
     append_id: int | None
     epoch: int | None = None  # the acking leader's epoch
     acks: int = -1
+    ts_ms: int = 0
 
 
 @dataclass
@@ -127,6 +129,7 @@ class ReplicaState:
     hw_epoch: int | None = None  # the `leader_epoch` of the event that set `hw` (one of `unclean_between`'s epochs)
     cache: EpochCache = ()
     removed_by: dict[int, int] = field(default_factory=dict)
+    removed_at: dict[int, int] = field(default_factory=dict)  # ts_ms of the removal in removed_by (a crash's own)
     crash_removed: dict[int, int] = field(default_factory=dict)
     role: str | None = None
     epoch: int = -1
@@ -135,6 +138,7 @@ class ReplicaState:
     tenures: list[Tenure] = field(default_factory=list)
     replicas: tuple[int, ...] = ()
     crashed_since_leadership: int | None = None
+    crashed_at: int = 0  # ts_ms of the crash / restart in crashed_since_leadership
     # leader side
     isr: frozenset[int] = frozenset()
     pending: int | None = None

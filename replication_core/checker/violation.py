@@ -1,8 +1,9 @@
 """`Violation`: one broken invariant, with the events that prove it.
 
 Output order is detection order: the checker emits a violation while it processes the event that
-completes the proof (or at the end of the stream for end-of-run checks), so sorting is never needed and
-two runs over the same events print the same lines.
+completes the proof (or at the end of the stream for end-of-run checks, which are dated at the loss they
+found, so their times can be earlier), so sorting is never needed and two runs over the same events print
+the same lines.
 """
 
 from __future__ import annotations
@@ -17,7 +18,8 @@ class Violation:
 
     `offset` / `expected` / `actual` are the invariant's three numbers (see `Invariant.offsets`);
     `evidence` lists the event_ids that prove the violation, the detecting event last; `event_id` is
-    the detecting event (-1 for end-of-run checks, then `ts_ms` is the last event's time).
+    the detecting event (-1 for end-of-run checks: `acked_write_lost` / `acks1_write_lost`, whose `ts_ms` is when
+    the final leader lost the write, or the last event's time if it never held a record at that offset).
     """
 
     invariant: str

@@ -99,7 +99,7 @@ BEFORE_METADATA_DELTAS = os.environ.get("REPLOG_DIFF_BEFORE_METADATA_DELTAS") ==
 if ELR and BEFORE_KIP903:
     raise ValueError("REPLOG_DIFF_ELR=1 needs broker epochs (Kafka 4 has them): unset REPLOG_DIFF_BEFORE_KIP903")
 
-Key = tuple[str, str, str | None, int | None, int | None, int, int | None, int | None, int | None]
+Key = tuple[str, str, str | None, int | None, int | None, int, int, int | None, int | None, int | None]
 
 
 @dataclass(frozen=True)
@@ -188,7 +188,8 @@ def outcome(spark: SparkSession, tmp_path_factory: pytest.TempPathFactory) -> Ou
         run_id = run_id_for(case.scenario)
         out.late_answers[run_id] = _answers_past(events, case.scenario.broker_config.replica_socket_timeout_ms)
         out.checker[run_id] = {
-            (v.invariant, v.severity, v.topic, v.partition, v.replica, v.event_id, v.offset, v.expected, v.actual)
+            (v.invariant, v.severity, v.topic, v.partition, v.replica, v.event_id, v.ts_ms, v.offset, v.expected,
+             v.actual)
             for v in result.violations if v.invariant in IMPLEMENTED
         }
         out.checker_all[run_id] = Counter(v.invariant for v in result.violations)
@@ -199,8 +200,8 @@ def outcome(spark: SparkSession, tmp_path_factory: pytest.TempPathFactory) -> Ou
     # The violations only (a handful per run), not events: small enough to compare in the driver.
     for r in lake.read(GOLD_INVARIANT_VIOLATIONS).collect():
         out.spark.setdefault(r["run_id"], set()).add(
-            (r["invariant"], r["severity"], r["topic"], r["partition"], r["replica"], r["event_id"], r["offset"],
-             r["expected"], r["actual"]))
+            (r["invariant"], r["severity"], r["topic"], r["partition"], r["replica"], r["event_id"], r["ts_ms"],
+             r["offset"], r["expected"], r["actual"]))
     return out
 
 
@@ -213,7 +214,8 @@ def test_the_audit_of_every_run_succeeds(outcome: Outcome) -> None:
 
 @pytest.mark.parametrize("case", CASES, ids=[c.label for c in CASES])
 def test_spark_audit_agrees_with_the_reference_checker(outcome: Outcome, case: Case) -> None:
-    """Same (invariant, severity, partition, replica, event, offsets) on both sides for this run."""
+    """Same (invariant, severity, partition, replica, event, time, offsets) on both sides for this run (the time
+    matters for the end-of-run checks, which have no event: both date a lost write at its loss)."""
     run_id = run_id_for(case.scenario)
     checker, spark = outcome.checker[run_id], outcome.spark.get(run_id, set())
     assert spark == checker, {"only_checker": sorted(checker - spark, key=repr),

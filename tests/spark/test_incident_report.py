@@ -169,7 +169,8 @@ def test_report_plots_exactly_the_flagged_partitions_worst_first(flagged_lake: E
         assert v["message"] in md
     assert "| acked_write_lost | error | yes | 1 | 0 | 0 |" in md
     # No detecting event: a dash, not -1; the checksum as the message and `replog check` print it.
-    assert f"| acked_write_lost | error | 1 | 20.000 (end of run) | – | 3 | {CHECKSUM} | -1 | 1 (append" in md
+    assert (f"| acked_write_lost | error | 1 | 20.000 (found at the end of the run) | – | 3 | {CHECKSUM} | -1 "
+            "| 1 (append") in md
     assert "| truncation_safety | error | no | – | – | – |" in md and "`truncation_safety`" in md
     # The follower's last caught-up instant and the shrink's deadline beside the incident; the run's origin in UTC.
     assert "| missing | 1 |" in md
