@@ -112,7 +112,10 @@ CATALOGUE: tuple[Invariant, ...] = (
         "Every acks=all write acknowledged with NONE is in the final leader's log at its acknowledged offsets.",
         "At the end of the run, for every such produce_ack, the final leader (the last become_leader of the "
         "highest leader epoch) holds a record with the acknowledged checksum at each offset in [base_offset, "
-        "last_offset]; offsets the final leader deleted by retention (below its log start offset) are skipped.",
+        "last_offset]; offsets the final leader deleted by retention (below its log start offset) are skipped. Found "
+        "at the end, each is dated when the final leader lost the write: the last change of the first lost offset on "
+        "it (the append of what it holds there, else the removal of what it held, a crash loss at the crash), not "
+        "before the acknowledgement; the run's end if it never held a record there.",
         "offset = first lost offset, expected = acknowledged checksum, actual = final checksum or -1",
         ("produce_ack", "append", "leadership_change"), excusable=True,
     ),
@@ -123,7 +126,8 @@ CATALOGUE: tuple[Invariant, ...] = (
         "acknowledged data the producer believes written.",
         "As acked_write_lost, for every produce_ack with acks=1 and error NONE: at the end of the run the final "
         "leader holds the acknowledged checksum at each offset in [base_offset, last_offset] at or above its "
-        "log start offset. Never excused and never a failure: severity info.",
+        "log start offset, dated as acked_write_lost dates its losses. Never excused and never a failure: severity "
+        "info.",
         "offset = first lost offset, expected = acknowledged checksum, actual = final checksum or -1",
         ("produce_ack", "append", "leadership_change"),
     ),
