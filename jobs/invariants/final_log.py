@@ -22,6 +22,8 @@ acknowledgement, or was elected into an epoch after the acknowledging leader's a
 leader's (its id leads the evidence; `log_content.with_unclean`), else when the final leader's latest crash
 loss of the lost offset (`crash_removed`: a truncation while its broker is down, or a leadership_change
 reconciling the log after a crash / restart, which records the crash's id) is after the acknowledgement.
+The evidence also names the election that ended the acknowledging leader's epoch (the first into a later
+one, `PartitionState.ended_epoch`), what the losses of one failover have in common.
 Which removal removed a record still there is decided, for the few violating acknowledgements only, from
 the final leader's events that write or remove the lost offset, in order: a removal counts when the event
 before it wrote the offset (a truncation inside a batch removes records below its target, so the replayed
@@ -189,7 +191,12 @@ def _excuses_and_evidence(bronze: DataFrame, bad: DataFrame, final_rows: DataFra
         appends.withColumnRenamed("_b", "ack_leader"), [*PARTITION, "ack_leader"]).where(
         (F.col("_ab") <= F.col("ack_base")) & (F.col("ack_base") <= F.col("_al")) & (F.col("_append") < F.col("ack_id"))
     ).groupBy(*keys).agg(F.max("_append").alias("ack_append"))
-    return (with_unclean.join(removed, keys, "left").join(acked_append, keys, "left")
+    # `PartitionState.ended_epoch`: the first election (event order) into an epoch after the acknowledging leader's.
+    elections = bronze.where((F.col("event_type") == "leader_election") & F.col("leader_epoch").isNotNull()).select(
+        *PARTITION, F.col("event_id").alias("_election"), F.col("leader_epoch").alias("_elected"))
+    ended = bad.select(*keys, "ack_epoch").join(elections, list(PARTITION)).where(
+        F.col("_elected") > F.col("ack_epoch")).groupBy(*keys).agg(F.min("_election").alias("ended_by"))
+    return (with_unclean.join(removed, keys, "left").join(acked_append, keys, "left").join(ended, keys, "left")
             .join(last_ts, ["run_id"], "left"))
 
 
@@ -218,7 +225,8 @@ def _lost(invariant: str, what: str, acks: Column, excuse: Column, suffix: Colum
         invariant, (F.col("lost_count") > 0) & (F.col("ack_acks") == acks), replica=F.col("final_leader"),
         event_id=F.lit(-1), ts_ms=_lost_at(), offset=F.col("lost_offset"), expected=F.col("ack_checksum"),
         actual=F.coalesce(F.col("first_lost.final_checksum"), F.lit(-1)),
-        evidence=[excuse, F.col("ack_append"), F.col("ack_id"), F.col("removed_by"), F.col("first_lost.final_append")],
+        evidence=[excuse, F.col("ack_append"), F.col("ack_id"), F.col("ended_by"), F.col("removed_by"),
+                  F.col("first_lost.final_append")],
         severity=severity,
         message=F.concat(text(f"{what} acknowledged at ", F.col("ack_base"), "..", F.col("ack_last"), " by broker ",
                               F.col("ack_leader"), " is not on final leader ", F.col("final_leader"), " at ",

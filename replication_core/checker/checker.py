@@ -517,6 +517,8 @@ class _RunChecker:
             p.unclean_elections.append(eid)
             if ev.get("leader_epoch") is not None:
                 p.unclean_epochs.append((eid, int(ev["leader_epoch"])))
+        if ev.get("leader_epoch") is not None:
+            p.election_epochs.append((eid, int(ev["leader_epoch"])))
         leader = ev.get("leader_id")
         epoch = ev.get("leader_epoch")
         if epoch is not None:
@@ -1319,7 +1321,9 @@ class _RunChecker:
             self._flag(name, None, final.broker, topic=topic, partition=partition, offset=o,
                        ts_ms=None if changed is None else max(changed, ack.ts_ms),
                        expected=ack.checksum, actual=_checksum(now),
-                       evidence=[ack.append_id, ack.event_id, final.removed_by.get(o),
+                       # The election that ended the acknowledging leader's epoch: what the losses of one
+                       # failover have in common (each names its own append, ack and overwrite).
+                       evidence=[ack.append_id, ack.event_id, p.ended_epoch(ack.epoch), final.removed_by.get(o),
                                  None if now is None else now.append_id],
                        excused_by=p.unclean_excuse(ack.event_id, ack.epoch, p.last_leader_epoch),
                        crash_excuse=_crash_after(final, o, ack.event_id),

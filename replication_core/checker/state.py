@@ -175,6 +175,7 @@ class PartitionState:
     committed_hw: int = 0
     unclean_elections: list[int] = field(default_factory=list)
     unclean_epochs: list[tuple[int, int]] = field(default_factory=list)  # (event, leader epoch) of each
+    election_epochs: list[tuple[int, int]] = field(default_factory=list)  # (event, leader epoch) of every election
     election_epoch: int | None = None
     election_event: int | None = None
     epoch_leader: dict[int, tuple[int, int]] = field(default_factory=dict)
@@ -211,6 +212,13 @@ class PartitionState:
             if lo < epoch <= hi:
                 return e
         return None
+
+    def ended_epoch(self, epoch: int | None) -> int | None:
+        """The election that ended leader epoch `epoch`: the first (in event order) into a later epoch, or None. A
+        leader the controller replaced while paused or cut off acknowledges on in its epoch after that election."""
+        if epoch is None:
+            return None
+        return next((e for e, elected in self.election_epochs if elected > epoch), None)
 
     def unclean_excuse(self, after: int | None, *epochs: int | None) -> int | None:
         """The unclean election that excuses a loss: the first after event `after` (`unclean_after`), else the

@@ -35,7 +35,7 @@ def kip101_hw_truncation(truncate_to_hw: bool) -> tuple[Run, dict[str, int]]:
     if truncate_to_hw:
         ids["truncation"] = run.truncate(1, 1, "high_watermark", 0)
     run.lifecycle(2, "crash")
-    run.election(1, 1, [1], replicas=AB)
+    ids["election"] = run.election(1, 1, [1], replicas=AB)
     run.become_leader(1, 1, [1], replicas=AB)
     ids["m3_append"], _ = run.produce(1, [], 1, 1, 103)
     return run, ids
@@ -53,7 +53,8 @@ def test_kip101_acknowledged_write_lost_after_hw_truncation() -> None:
         1, 1, 2, 1, ids["truncation"])
     [lost] = only(result, "acked_write_lost")
     assert (lost.replica, lost.offset, lost.expected, lost.actual) == (1, 1, 102, 103)
-    assert lost.evidence == (ids["m2_append"], ids["m2_ack"], ids["truncation"], ids["m3_append"])
+    # The election that ended B's epoch 0 is what B's acknowledgement and its loss have in common.
+    assert lost.evidence == (ids["m2_append"], ids["m2_ack"], ids["election"], ids["truncation"], ids["m3_append"])
     [twice] = only(result, "inconsistent_offsets")
     assert (twice.replica, twice.offset, twice.expected, twice.actual) == (1, 1, 102, 103)
 

@@ -129,7 +129,7 @@ AUDIT_CASES: list[Case] = [
           [leader(), append(0, 1, checksum=11), _ACK, dict(_UNCLEAN, action="clean"),
            leader(broker=2, epoch=2, isr=[2])],
           [("bad", "acked_write_lost", "warning", 2, -1, 0, 11, -1, [3, 1, 2]),
-           ("ok", "acked_write_lost", "error", 2, -1, 0, 11, -1, [1, 2])]),
+           ("ok", "acked_write_lost", "error", 2, -1, 0, 11, -1, [1, 2, 3])]),
     # The final leader is the last become_leader of the highest epoch, not the last one: a broker whose
     # metadata was held up can apply an older epoch's LeaderAndIsr after the partition moved on. bad: the
     # epoch-3 leader (2) lacks the write, a stale epoch-2 become_leader of broker 1, which has it, comes last.
@@ -161,7 +161,7 @@ AUDIT_CASES: list[Case] = [
                                                                             role="follower"),
            append(2, 2, checksum=12), dict(_ACK, base_offset=2, last_offset=2, batch_checksum=12),
            dict(leader(broker=2, epoch=2), leo=2)],
-          [("bad", "acks1_write_lost", "info", 2, -1, 0, 11, -1, [1, 2])]),
+          [("bad", "acks1_write_lost", "info", 2, -1, 0, 11, -1, [1, 2, 3])]),
     _case("epoch_cache_monotonic_flags_a_batch_epoch_below_the_previous_record", "epoch_cache_monotonic",
           [dict(_FOLLOWER, leader_epoch=2), append(0, 1, epoch=2, role="follower"),
            append(2, 3, epoch=1, role="follower")],
@@ -201,6 +201,18 @@ AUDIT_CASES: list[Case] = [
         ("held_before", "error", 1040, -1, 0, 21, [3, 4, 1]),
         ("never_held", "error", 1040, -1, 0, -1, [1, 2])],
         columns=("run_id", "severity", "ts_ms", "event_id", "offset", "actual", "evidence")),
+    # The evidence names the election that ended the acknowledging leader's epoch, the first into a later one,
+    # even when it came before the ack: broker 1, replaced by the epoch-2 election (event 1), acknowledges two
+    # acks=1 writes on as a zombie; both losses name event 1 (not the epoch-3 election, event 8).
+    Case("acks1_write_lost_names_the_election_that_ended_the_acking_leaders_epoch", "acks1_write_lost", {
+        "zombie": timed([leader(), dict(_ELECTION, leader_id=2, leader_epoch=2, partition_epoch=2, isr=[2]),
+                         append(0, 0, checksum=11), dict(_ACK, acks=1, last_offset=0),
+                         append(1, 1, checksum=12), dict(_ACK, acks=1, base_offset=1, batch_checksum=12),
+                         leader(broker=2, epoch=2, isr=[2]), append(0, 1, broker=2, epoch=2, checksum=21),
+                         dict(_ELECTION, leader_id=2, leader_epoch=3, partition_epoch=3, isr=[2]),
+                         leader(broker=2, epoch=3, isr=[2], leo=2)]),
+    }, [("zombie", 1070, 0, 21, [2, 3, 1, 7]), ("zombie", 1070, 1, 21, [4, 5, 1, 7])],
+        columns=("run_id", "ts_ms", "offset", "actual", "evidence")),
 ]
 
 

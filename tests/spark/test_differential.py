@@ -8,8 +8,8 @@ data; most in the fault campaign's varied shapes, some with reassignments, a thi
 are simulated; the checker reads their
 files, and the same files go through ONE ingest and ONE audit (runs are partitioned by run_id, so the
 Spark overhead is paid once). For each run, the violations of the invariants the Spark audit implements
-must be the same set: (invariant, severity, topic, partition, replica, detecting event, offset, expected,
-actual) as `replication_core.checker.violation.Violation` defines them. Any disagreement is a bug in
+must be the same set: (invariant, severity, topic, partition, replica, detecting event, time, offset, expected,
+actual, evidence) as `replication_core.checker.violation.Violation` defines them. Any disagreement is a bug in
 one of the two.
 
 Opt-ins: REPLOG_DIFF_SEEDS=N (default 30) random fault runs; REPLOG_DIFF_FIRST_SEED=K (default 0) starts
@@ -99,7 +99,8 @@ BEFORE_METADATA_DELTAS = os.environ.get("REPLOG_DIFF_BEFORE_METADATA_DELTAS") ==
 if ELR and BEFORE_KIP903:
     raise ValueError("REPLOG_DIFF_ELR=1 needs broker epochs (Kafka 4 has them): unset REPLOG_DIFF_BEFORE_KIP903")
 
-Key = tuple[str, str, str | None, int | None, int | None, int, int, int | None, int | None, int | None]
+Key = tuple[str, str, str | None, int | None, int | None, int, int, int | None, int | None, int | None,
+            tuple[int, ...]]
 
 
 @dataclass(frozen=True)
@@ -189,7 +190,7 @@ def outcome(spark: SparkSession, tmp_path_factory: pytest.TempPathFactory) -> Ou
         out.late_answers[run_id] = _answers_past(events, case.scenario.broker_config.replica_socket_timeout_ms)
         out.checker[run_id] = {
             (v.invariant, v.severity, v.topic, v.partition, v.replica, v.event_id, v.ts_ms, v.offset, v.expected,
-             v.actual)
+             v.actual, tuple(v.evidence))
             for v in result.violations if v.invariant in IMPLEMENTED
         }
         out.checker_all[run_id] = Counter(v.invariant for v in result.violations)
@@ -201,7 +202,7 @@ def outcome(spark: SparkSession, tmp_path_factory: pytest.TempPathFactory) -> Ou
     for r in lake.read(GOLD_INVARIANT_VIOLATIONS).collect():
         out.spark.setdefault(r["run_id"], set()).add(
             (r["invariant"], r["severity"], r["topic"], r["partition"], r["replica"], r["event_id"], r["ts_ms"],
-             r["offset"], r["expected"], r["actual"]))
+             r["offset"], r["expected"], r["actual"], tuple(r["evidence"])))
     return out
 
 
@@ -214,8 +215,9 @@ def test_the_audit_of_every_run_succeeds(outcome: Outcome) -> None:
 
 @pytest.mark.parametrize("case", CASES, ids=[c.label for c in CASES])
 def test_spark_audit_agrees_with_the_reference_checker(outcome: Outcome, case: Case) -> None:
-    """Same (invariant, severity, partition, replica, event, time, offsets) on both sides for this run (the time
-    matters for the end-of-run checks, which have no event: both date a lost write at its loss)."""
+    """Same (invariant, severity, partition, replica, event, time, offsets, evidence) on both sides for this run
+    (the time matters for the end-of-run checks, which have no event: both date a lost write at its loss; the
+    evidence, the proving event ids in the checker's order, is what the report links and draws)."""
     run_id = run_id_for(case.scenario)
     checker, spark = outcome.checker[run_id], outcome.spark.get(run_id, set())
     assert spark == checker, {"only_checker": sorted(checker - spark, key=repr),
