@@ -531,9 +531,9 @@ def severity_rank(severity: str) -> int:
 def _labelled(data: PartitionPlot) -> list[ViolationMark]:
     """The violations that get a text label (and their evidence drawn): errors first, then warnings, then info
     findings, the invariants of a severity taking turns (each one's earliest, then each one's second, ...), then by
-    time: a flood of one invariant at one instant (the writes one truncation lost) does not take every label, and acks=1
-    losses never take an error's or a warning's. An info invariant gets `MAX_INFO_LABELS` (its earliest; at one
-    instant, the first given: the report gives the lowest offset first)."""
+    time: a flood of one invariant at one instant (the writes one crash or failover lost) does not take every label,
+    and acks=1 losses never take an error's or a warning's. An info invariant gets `MAX_INFO_LABELS` (its earliest;
+    at one instant, the first given: the report gives the lowest offset first)."""
     nth: dict[tuple[str, str], int] = {}
     ranked = []
     for v in sorted(data.violations, key=lambda v: (v.time_s, v.invariant)):

@@ -373,14 +373,15 @@ def _event_ids(v: ViolationRow) -> set[int]:
 
 
 def _found_order(v: ViolationRow) -> tuple[float, bool, int]:
-    """When a violation was found: by time, an end-of-run check after any event of the same instant."""
+    """A violation's place in time: its time (an end-of-run check's is the loss it found), an end-of-run check after
+    any event of the same instant."""
     return (v.time_s, v.event_id < 0, v.event_id)
 
 
 _CHAIN_INTRO = ("Violations of one chain name a common event (the one that found them or their evidence, other than "
                 "a broker's settings, a leader's start or a broker's start or crash), so they are most likely "
                 "knock-on findings of one fault. Each chain's line names the event most of them name, then its "
-                "violations per invariant in the order they were found:")
+                "violations per invariant in time order (a write found lost at the end of the run at its loss):")
 
 
 def _chain_numbers(s: PartitionSection) -> dict[int, int]:

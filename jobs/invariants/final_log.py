@@ -15,15 +15,17 @@ epoch's LeaderAndIsr after the partition moved on); its final log is replayed fr
 * an acknowledged offset is lost when it is at or above the final leader's LSO and the final record there
   is absent (-1) or has another checksum. One violation per acknowledgement: the first lost offset, the
   count of lost offsets in the message; `event_id` is -1 (an end-of-run check) and `ts_ms` when the final
-  leader lost it, as the checker dates it (`_lost_at`).
+  leader lost it, as the checker dates it (`_lost_at`): the last removal of the acknowledged record from it
+  when it held it (a crash loss at the crash), else its takeover (its first election into an epoch after the
+  ack's), not before the ack; the run's last event's time when neither is known.
 
 Severity (excusable invariant): warning when an `unclean` leader_election of the partition follows the
 acknowledgement, or was elected into an epoch after the acknowledging leader's and at or before the final
 leader's (its id leads the evidence; `log_content.with_unclean`), else when the final leader's latest crash
 loss of the lost offset (`crash_removed`: a truncation while its broker is down, or a leadership_change
 reconciling the log after a crash / restart, which records the crash's id) is after the acknowledgement.
-The evidence also names the election that ended the acknowledging leader's epoch (the first into a later
-one, `PartitionState.ended_epoch`), what the losses of one failover have in common.
+The evidence names that loss after the ack (the removal, or the takeover election: what the losses of one
+truncation, crash or failover have in common).
 Which removal removed a record still there is decided, for the few violating acknowledgements only, from
 the final leader's events that write or remove the lost offset, in order: a removal counts when the event
 before it wrote the offset (a truncation inside a batch removes records below its target, so the replayed
@@ -100,18 +102,16 @@ def _final_replica_rows(rows: DataFrame) -> DataFrame:
 
 
 def _final_records(final_rows: DataFrame) -> DataFrame:
-    """(partition, offset) -> the final leader's record there at the end of the run, if any, and when it was
-    appended."""
+    """(partition, offset) -> the final leader's record there at the end of the run, if any."""
     writes = final_rows.where(F.col("event_type") == "append").select(
-        *PARTITION, "event_id", "ts_ms", "_later_drop_from", "_later_drop_below",
+        *PARTITION, "event_id", "_later_drop_from", "_later_drop_below",
         F.explode(F.sequence(F.col("base_offset"), F.col("last_offset"))).alias("offset"))
     latest = writes.groupBy(*PARTITION, "offset").agg(
-        F.max_by(F.struct("event_id", "ts_ms", "_later_drop_from", "_later_drop_below"), "event_id").alias("w"))
+        F.max_by(F.struct("event_id", "_later_drop_from", "_later_drop_below"), "event_id").alias("w"))
     o = F.col("offset")
     alive = (F.col("w._later_drop_from").isNull() | (o < F.col("w._later_drop_from"))) & (
         F.col("w._later_drop_below").isNull() | (o >= F.col("w._later_drop_below")))
-    return latest.where(alive).select(*PARTITION, "offset", F.col("w.event_id").alias("final_append"),
-                                      F.col("w.ts_ms").alias("final_append_ts"))
+    return latest.where(alive).select(*PARTITION, "offset", F.col("w.event_id").alias("final_append"))
 
 
 def build(inputs: ScanInputs) -> DataFrame:
@@ -127,7 +127,7 @@ def build(inputs: ScanInputs) -> DataFrame:
         F.col("batch_checksum").alias("_checksum"))
     records = _final_records(final_rows).join(
         appends.withColumnRenamed("_append", "final_append"), [*PARTITION, "final_append"]).select(
-        *PARTITION, "offset", "final_append", "final_append_ts", F.col("_checksum").alias("final_checksum"))
+        *PARTITION, "offset", "final_append", F.col("_checksum").alias("final_checksum"))
     leader = final_rows.select(*PARTITION, F.col("broker_id").alias("final_leader"),
                                F.col("_final_lso").alias("final_lso"), "_final_epoch").distinct()
     acks = bronze.where((F.col("event_type") == "produce_ack") & F.col("acks").isin(-1, 1)
@@ -145,7 +145,7 @@ def build(inputs: ScanInputs) -> DataFrame:
     per_ack = per_offset.groupBy(*PARTITION, "ack_id", "ack_acks", "ack_leader", "ack_base", "ack_last", "ack_checksum",
                                  "ack_epoch", "ack_ts", "final_leader", "_final_epoch").agg(
         F.count(F.when(lost, 1)).alias("lost_count"),
-        F.min_by(F.struct("offset", "final_checksum", "final_append", "final_append_ts"),
+        F.min_by(F.struct("offset", "final_checksum", "final_append"),
                  F.when(lost, F.col("offset"))).alias("first_lost"))
     bad = per_ack.where(F.col("lost_count") > 0).select(
         "*", F.col("first_lost.offset").alias("lost_offset")).localCheckpoint(eager=True)
@@ -175,28 +175,41 @@ def _excuses_and_evidence(bronze: DataFrame, bad: DataFrame, final_rows: DataFra
     # The events that write or remove the lost offset on the final leader, in order: a removal took a record
     # away (`ReplicaState.removed_by`, `crash_removed`) only when the event before it wrote one there. A
     # truncation inside a batch cuts below its target, so a record can be gone below the replayed LEO.
-    lost = bad.select(*keys, "lost_offset")
+    lost = bad.select(*keys, "lost_offset", "ack_checksum")
     at_o = lost.join(removals, list(PARTITION)).where(covers).select(
-        *keys, "_removal", "_by", "_by_ts", "_crash_by", writes.alias("_writes"), drops.alias("_drops")).unionByName(
+        *keys, "ack_checksum", "_removal", "_by", "_by_ts", "_crash_by", writes.alias("_writes"),
+        drops.alias("_drops")).unionByName(
         lost.join(plain_writes, [*PARTITION, "lost_offset"]).select(
-            *keys, "_removal", F.lit(None).cast("long").alias("_by"), F.lit(None).cast("long").alias("_by_ts"),
-            F.lit(None).cast("long").alias("_crash_by"),
+            *keys, "ack_checksum", "_removal", F.lit(None).cast("long").alias("_by"),
+            F.lit(None).cast("long").alias("_by_ts"), F.lit(None).cast("long").alias("_crash_by"),
             F.lit(True).alias("_writes"), F.lit(False).alias("_drops")))
-    held = F.coalesce(F.lag("_writes").over(Window.partitionBy(*keys).orderBy("_removal")), F.lit(False))
-    removed = at_o.withColumn("_held", held).where(F.col("_held") & F.col("_drops")).groupBy(
-        *keys).agg(F.max_by("_by", "_removal").alias("removed_by"), F.max_by("_by_ts", "_removal").alias("removed_at"),
-                   # crash_removed[o] holds the id the latest crash loss of o wrote (processing order).
-                   F.max_by("_crash_by", F.when(F.col("_crash_by").isNotNull(), F.col("_removal"))).alias("crash_id"))
+    # What each write put there (`ReplicaState.removed_record` keys a removal by the checksum it took away).
+    at_o = at_o.join(appends.select(*PARTITION, F.col("_append").alias("_removal"), F.col("_checksum").alias("_ck")),
+                     [*PARTITION, "_removal"], "left")
+    order = Window.partitionBy(*keys).orderBy("_removal")
+    held = F.coalesce(F.lag("_writes").over(order), F.lit(False))
+    held_ack = F.lag(F.when(F.col("_writes"), F.col("_ck"))).over(order) == F.col("ack_checksum")
+    removed = at_o.select("*", held.alias("_held"), held_ack.alias("_held_ack")).where(
+        F.col("_held") & F.col("_drops")).groupBy(*keys).agg(
+        F.max_by("_by", "_removal").alias("removed_by"),
+        # `removed_record[(offset, acknowledged checksum)]`: the last removal of the acknowledged record itself.
+        F.max_by(F.struct(F.col("_by").alias("id"), F.col("_by_ts").alias("ts")),
+                 F.when(F.col("_held_ack"), F.col("_removal"))).alias("_lost_record"),
+        # crash_removed[o] holds the id the latest crash loss of o wrote (processing order).
+        F.max_by("_crash_by", F.when(F.col("_crash_by").isNotNull(), F.col("_removal"))).alias("crash_id"))
     acked_append = bad.select(*keys, "ack_leader", "ack_base").join(
         appends.withColumnRenamed("_b", "ack_leader"), [*PARTITION, "ack_leader"]).where(
         (F.col("_ab") <= F.col("ack_base")) & (F.col("ack_base") <= F.col("_al")) & (F.col("_append") < F.col("ack_id"))
     ).groupBy(*keys).agg(F.max("_append").alias("ack_append"))
-    # `PartitionState.ended_epoch`: the first election (event order) into an epoch after the acknowledging leader's.
+    # `PartitionState.takeover`: the first election (event order) of the final leader into an epoch after the ack's.
     elections = bronze.where((F.col("event_type") == "leader_election") & F.col("leader_epoch").isNotNull()).select(
-        *PARTITION, F.col("event_id").alias("_election"), F.col("leader_epoch").alias("_elected"))
-    ended = bad.select(*keys, "ack_epoch").join(elections, list(PARTITION)).where(
-        F.col("_elected") > F.col("ack_epoch")).groupBy(*keys).agg(F.min("_election").alias("ended_by"))
-    return (with_unclean.join(removed, keys, "left").join(acked_append, keys, "left").join(ended, keys, "left")
+        *PARTITION, F.col("event_id").alias("_election"), F.col("leader_epoch").alias("_elected"),
+        F.col("leader_id").alias("_elected_leader"), F.col("ts_ms").alias("_election_ts"))
+    takeover = bad.select(*keys, "ack_epoch", "final_leader").join(elections, list(PARTITION)).where(
+        (F.col("_elected") > F.col("ack_epoch")) & (F.col("_elected_leader") == F.col("final_leader"))).groupBy(
+        *keys).agg(F.min_by(F.struct(F.col("_election").alias("id"), F.col("_election_ts").alias("ts")),
+                            "_election").alias("_takeover"))
+    return (with_unclean.join(removed, keys, "left").join(acked_append, keys, "left").join(takeover, keys, "left")
             .join(last_ts, ["run_id"], "left"))
 
 
@@ -225,7 +238,7 @@ def _lost(invariant: str, what: str, acks: Column, excuse: Column, suffix: Colum
         invariant, (F.col("lost_count") > 0) & (F.col("ack_acks") == acks), replica=F.col("final_leader"),
         event_id=F.lit(-1), ts_ms=_lost_at(), offset=F.col("lost_offset"), expected=F.col("ack_checksum"),
         actual=F.coalesce(F.col("first_lost.final_checksum"), F.lit(-1)),
-        evidence=[excuse, F.col("ack_append"), F.col("ack_id"), F.col("ended_by"), F.col("removed_by"),
+        evidence=[excuse, F.col("ack_append"), F.col("ack_id"), _loss("id"), F.col("removed_by"),
                   F.col("first_lost.final_append")],
         severity=severity,
         message=F.concat(text(f"{what} acknowledged at ", F.col("ack_base"), "..", F.col("ack_last"), " by broker ",
@@ -234,12 +247,16 @@ def _lost(invariant: str, what: str, acks: Column, excuse: Column, suffix: Colum
     )
 
 
+def _loss(field: str) -> Column:
+    """`field` (`id` or `ts`) of the loss (`checker._loss`): the last removal of the acknowledged record from the
+    final leader when it held it, else the final leader's takeover; null when neither is known."""
+    return F.coalesce(F.col(f"_lost_record.{field}"), F.col(f"_takeover.{field}"))
+
+
 def _lost_at() -> Column:
-    """When the final leader lost the write (as the checker dates it): the last change of the lost offset on it
-    (the append of the record it holds there, else the removal of the one it held; a crash loss at the crash),
-    not before the acknowledgement; the run's last event's time when it never held a record there."""
-    changed = F.coalesce(F.col("first_lost.final_append_ts"), F.col("removed_at"))
-    return F.when(changed.isNotNull(), F.greatest(changed, F.col("ack_ts"))).otherwise(F.col("_last_ts"))
+    """When the final leader lost the write (as the checker dates it): `_loss`, not before the acknowledgement; the
+    run's last event's time when no loss is known."""
+    return F.when(_loss("ts").isNotNull(), F.greatest(_loss("ts"), F.col("ack_ts"))).otherwise(F.col("_last_ts"))
 
 
 SCAN = Scan("acked_write_lost", build, {INVARIANT: (acked_write_lost_check,), ACKS1: (acks1_write_lost_check,)})

@@ -113,9 +113,10 @@ CATALOGUE: tuple[Invariant, ...] = (
         "At the end of the run, for every such produce_ack, the final leader (the last become_leader of the "
         "highest leader epoch) holds a record with the acknowledged checksum at each offset in [base_offset, "
         "last_offset]; offsets the final leader deleted by retention (below its log start offset) are skipped. Found "
-        "at the end, each is dated when the final leader lost the write: the last change of the first lost offset on "
-        "it (the append of what it holds there, else the removal of what it held, a crash loss at the crash), not "
-        "before the acknowledgement; the run's end if it never held a record there.",
+        "at the end, each is dated when the final leader lost the write, and its evidence names that event: the last "
+        "removal of the acknowledged record from it when it held it (a truncation, an overwrite, a crash loss dated "
+        "at the crash), else its takeover (its first election into an epoch after the acknowledgement's); not "
+        "before the acknowledgement, and at the run's end when neither is known.",
         "offset = first lost offset, expected = acknowledged checksum, actual = final checksum or -1",
         ("produce_ack", "append", "leadership_change"), excusable=True,
     ),

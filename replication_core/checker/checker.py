@@ -179,6 +179,15 @@ def _ints(values: Any) -> list[int]:
     return [int(v) for v in values] if values is not None else []
 
 
+def _loss(p: PartitionState, final: ReplicaState, offset: int, ack: Ack) -> tuple[int | None, int | None]:
+    """(event, ts_ms) of the loss of acknowledged write `ack` at `offset` from final leader `final`: the last removal
+    of the acknowledged record from it (truncation, overwrite, or crash, dated at the crash) when it held it, else its
+    takeover (`PartitionState.takeover`: what the losses of one failover have in common), not before the ack;
+    (None, None) when neither is known (the violation is then dated at the run's end)."""
+    found = final.removed_record.get((offset, ack.checksum)) or p.takeover(final.broker, ack.epoch)
+    return (None, None) if found is None else (found[0], max(found[1], ack.ts_ms))
+
+
 def _ack_invariant(ack: Ack) -> str:
     """The invariant an acknowledgement's loss breaks: acked_write_lost for acks=all, else acks1_write_lost."""
     return "acked_write_lost" if ack.acks == -1 else "acks1_write_lost"
@@ -323,9 +332,8 @@ class _RunChecker:
     def _drop_from(r: ReplicaState, offset: int, by: int, at_ms: int) -> None:
         """Remove records at or above `offset` (truncation / crash loss) by event `by` at `at_ms`."""
         for o in [o for o in r.records if o >= offset]:
-            del r.records[o]
+            r.removed_record[(o, r.records.pop(o).rec.checksum)] = (by, at_ms)
             r.removed_by[o] = by
-            r.removed_at[o] = at_ms
 
     @staticmethod
     def _cut_from(r: ReplicaState, target: int) -> int:
@@ -518,7 +526,8 @@ class _RunChecker:
             if ev.get("leader_epoch") is not None:
                 p.unclean_epochs.append((eid, int(ev["leader_epoch"])))
         if ev.get("leader_epoch") is not None:
-            p.election_epochs.append((eid, int(ev["leader_epoch"])))
+            p.elections.append((eid, int(ev["leader_epoch"]), None if ev.get("leader_id") is None
+                                else int(ev["leader_id"]), self.last_ts))
         leader = ev.get("leader_id")
         epoch = ev.get("leader_epoch")
         if epoch is not None:
@@ -546,7 +555,7 @@ class _RunChecker:
         if rec.base < r.leo:
             # (already reported) a log has no tail beyond its last append
             self._drop_from(r, rec.base, eid, self.last_ts)
-        slot = Slot(rec, eid, self.last_ts)
+        slot = Slot(rec, eid)
         for o in range(rec.base, rec.last + 1):
             r.records[o] = slot
         if ev.get("role") == "follower":
@@ -1314,16 +1323,11 @@ class _RunChecker:
             o = lost[0]
             now = final.records.get(o)
             what = "write" if ack.acks == -1 else "acks=1 write"
-            # Found at the end, dated at the loss: the last change of offset o on the final leader (the append
-            # of what it holds there, else the removal of what it held), not before the acknowledgement (the
-            # final leader may have held another record there all along); the run's end if it never held one.
-            changed = now.ts_ms if now is not None else final.removed_at.get(o)
-            self._flag(name, None, final.broker, topic=topic, partition=partition, offset=o,
-                       ts_ms=None if changed is None else max(changed, ack.ts_ms),
+            # Found at the end, dated at the loss (`_loss`), which the evidence names after the ack.
+            lost_by, lost_at = _loss(p, final, o, ack)
+            self._flag(name, None, final.broker, topic=topic, partition=partition, offset=o, ts_ms=lost_at,
                        expected=ack.checksum, actual=_checksum(now),
-                       # The election that ended the acknowledging leader's epoch: what the losses of one
-                       # failover have in common (each names its own append, ack and overwrite).
-                       evidence=[ack.append_id, ack.event_id, p.ended_epoch(ack.epoch), final.removed_by.get(o),
+                       evidence=[ack.append_id, ack.event_id, lost_by, final.removed_by.get(o),
                                  None if now is None else now.append_id],
                        excused_by=p.unclean_excuse(ack.event_id, ack.epoch, p.last_leader_epoch),
                        crash_excuse=_crash_after(final, o, ack.event_id),

@@ -42,7 +42,6 @@ class Slot(NamedTuple):
 
     rec: Rec
     append_id: int
-    ts_ms: int = 0  # the append's time: when an acknowledged write it replaced was lost
 
 
 class View(NamedTuple):
@@ -129,7 +128,8 @@ class ReplicaState:
     hw_epoch: int | None = None  # the `leader_epoch` of the event that set `hw` (one of `unclean_between`'s epochs)
     cache: EpochCache = ()
     removed_by: dict[int, int] = field(default_factory=dict)
-    removed_at: dict[int, int] = field(default_factory=dict)  # ts_ms of the removal in removed_by (a crash's own)
+    # (offset, checksum) of each record removed -> (the removal's event, its ts_ms): a crash loss the crash's
+    removed_record: dict[tuple[int, int], tuple[int, int]] = field(default_factory=dict)
     crash_removed: dict[int, int] = field(default_factory=dict)
     role: str | None = None
     epoch: int = -1
@@ -175,7 +175,8 @@ class PartitionState:
     committed_hw: int = 0
     unclean_elections: list[int] = field(default_factory=list)
     unclean_epochs: list[tuple[int, int]] = field(default_factory=list)  # (event, leader epoch) of each
-    election_epochs: list[tuple[int, int]] = field(default_factory=list)  # (event, leader epoch) of every election
+    # (event, leader epoch, leader or None, ts_ms) of every election with an epoch
+    elections: list[tuple[int, int, int | None, int]] = field(default_factory=list)
     election_epoch: int | None = None
     election_event: int | None = None
     epoch_leader: dict[int, tuple[int, int]] = field(default_factory=dict)
@@ -213,12 +214,14 @@ class PartitionState:
                 return e
         return None
 
-    def ended_epoch(self, epoch: int | None) -> int | None:
-        """The election that ended leader epoch `epoch`: the first (in event order) into a later epoch, or None. A
-        leader the controller replaced while paused or cut off acknowledges on in its epoch after that election."""
+    def takeover(self, broker: int, epoch: int | None) -> tuple[int, int] | None:
+        """(event, ts_ms) of the first election (in event order) of `broker` into an epoch after `epoch`, or None: for
+        a write acknowledged in `epoch` that `broker` never held, the failover that lost it. It can come before the
+        acknowledgement: a leader the controller replaced while paused or cut off acknowledges on in its epoch."""
         if epoch is None:
             return None
-        return next((e for e, elected in self.election_epochs if elected > epoch), None)
+        return next(((e, ts) for e, elected, leader, ts in self.elections if leader == broker and elected > epoch),
+                    None)
 
     def unclean_excuse(self, after: int | None, *epochs: int | None) -> int | None:
         """The unclean election that excuses a loss: the first after event `after` (`unclean_after`), else the

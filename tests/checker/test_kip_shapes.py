@@ -53,8 +53,10 @@ def test_kip101_acknowledged_write_lost_after_hw_truncation() -> None:
         1, 1, 2, 1, ids["truncation"])
     [lost] = only(result, "acked_write_lost")
     assert (lost.replica, lost.offset, lost.expected, lost.actual) == (1, 1, 102, 103)
-    # The election that ended B's epoch 0 is what B's acknowledgement and its loss have in common.
-    assert lost.evidence == (ids["m2_append"], ids["m2_ack"], ids["election"], ids["truncation"], ids["m3_append"])
+    # A held m2 and lost it by its truncation to the HW: the loss the evidence names, and its time (not A's election
+    # or its append of m3).
+    assert lost.evidence == (ids["m2_append"], ids["m2_ack"], ids["truncation"], ids["m3_append"])
+    assert lost.ts_ms == run.events[ids["truncation"]]["ts_ms"] < run.events[ids["election"]]["ts_ms"]
     [twice] = only(result, "inconsistent_offsets")
     assert (twice.replica, twice.offset, twice.expected, twice.actual) == (1, 1, 102, 103)
 

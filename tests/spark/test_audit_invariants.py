@@ -175,43 +175,49 @@ AUDIT_CASES: list[Case] = [
           [_MIN_ISR, leader(isr=[1, 2], replicas=[1, 2, 3]), append(0, 1), hw(0, 2)],
           [_MIN_ISR, leader(isr=[1, 2, 3], replicas=[1, 2, 3]), append(0, 1), hw(0, 2)],
           [("bad", "hw_frozen_under_min_isr", "error", 1, 3, None, 3, 2, [0, 3])]),
-    # Found at the end, dated at the loss (rows 10 ms apart from 1000): the last change of the lost offset on the
-    # final leader 2. overwritten: its own append of 21 there (1040); truncated: the truncation that cut the
-    # batch holding it (1050); crashed: the restart whose recovery lost it (1050; a crash loss, so a warning);
-    # held_before: the 21 it held there since 1010, before the ack (1040), which dates it; never_held: nothing
-    # there ever, so the run's last event (1040).
+    # Found at the end, dated at the loss (rows 10 ms apart from 1000), and naming it after the ack. truncated: final
+    # leader 2 held the write and its truncation removed it (event 5, 1050), not the election that followed;
+    # crashed: it held it and its restart lost it (event 5, 1050; a crash loss, so a warning); taken_over: it never
+    # held it and was elected (event 3, 1030) before appending 21 there; held_before: it held another record there
+    # from before the ack and was elected after it (event 5, 1050); no_election: it never held it and no election of
+    # it is known, so the run's last event (1040).
     Case("acked_write_lost_is_dated_when_the_final_leader_lost_the_write", "acked_write_lost", {
-        "overwritten": timed([leader(), append(0, 1, checksum=11), _ACK, leader(broker=2, epoch=2),
-                              append(0, 0, broker=2, epoch=2, checksum=21), hw(0, 1, broker=2, epoch=2)]),
         "truncated": timed([leader(), append(0, 1, checksum=11), _ACK, dict(_FOLLOWER, broker_id=2, leader_id=1),
-                            append(0, 3, broker=2, checksum=13, role="follower"),
-                            dict(_TRUNC_PARTIAL, broker_id=2, old_leo=4, truncate_offset=1),
-                            leader(broker=2, epoch=2, leo=1)]),
+                            append(0, 1, broker=2, checksum=11, role="follower"),
+                            dict(_TRUNC_PARTIAL, broker_id=2, old_leo=2, truncate_offset=0),
+                            dict(_ELECTION, leader_id=2, leader_epoch=2, partition_epoch=2, isr=[2]),
+                            leader(broker=2, epoch=2, leo=0, isr=[2])]),
         "crashed": timed([leader(), append(0, 1, checksum=11), _ACK, dict(_FOLLOWER, broker_id=2, leader_id=1),
                           append(0, 1, broker=2, checksum=11, role="follower"), dict(_RESTART, broker_id=2),
                           leader(broker=2, epoch=2, leo=0), hw(0, 0, broker=2, epoch=2)]),
+        "taken_over": timed([leader(), append(0, 1, checksum=11), _ACK,
+                             dict(_ELECTION, leader_id=2, leader_epoch=2, partition_epoch=2, isr=[2]),
+                             leader(broker=2, epoch=2, isr=[2]), append(0, 0, broker=2, epoch=2, checksum=21),
+                             hw(0, 1, broker=2, epoch=2)]),
         "held_before": timed([leader(broker=2), append(0, 0, broker=2, checksum=21), leader(epoch=2),
                               append(0, 1, epoch=2, checksum=11), dict(_ACK, leader_epoch=2),
+                              dict(_ELECTION, leader_id=2, leader_epoch=3, partition_epoch=3, isr=[2]),
                               leader(broker=2, epoch=3, leo=1), hw(0, 1, broker=2, epoch=3)]),
-        "never_held": timed([leader(), append(0, 1, checksum=11), _ACK, leader(broker=2, epoch=2),
-                             hw(0, 0, broker=2, epoch=2)]),
-    }, [("overwritten", "error", 1040, -1, 0, 21, [1, 2, 4]),
-        ("truncated", "error", 1050, -1, 0, -1, [1, 2, 5]),
+        "no_election": timed([leader(), append(0, 1, checksum=11), _ACK, leader(broker=2, epoch=2),
+                              hw(0, 0, broker=2, epoch=2)]),
+    }, [("truncated", "error", 1050, -1, 0, -1, [1, 2, 5]),
         ("crashed", "warning", 1050, -1, 0, -1, [5, 1, 2]),
-        ("held_before", "error", 1040, -1, 0, 21, [3, 4, 1]),
-        ("never_held", "error", 1040, -1, 0, -1, [1, 2])],
+        ("taken_over", "error", 1030, -1, 0, 21, [1, 2, 3, 5]),
+        ("held_before", "error", 1050, -1, 0, 21, [3, 4, 5, 1]),
+        ("no_election", "error", 1040, -1, 0, -1, [1, 2])],
         columns=("run_id", "severity", "ts_ms", "event_id", "offset", "actual", "evidence")),
-    # The evidence names the election that ended the acknowledging leader's epoch, the first into a later one,
-    # even when it came before the ack: broker 1, replaced by the epoch-2 election (event 1), acknowledges two
-    # acks=1 writes on as a zombie; both losses name event 1 (not the epoch-3 election, event 8).
-    Case("acks1_write_lost_names_the_election_that_ended_the_acking_leaders_epoch", "acks1_write_lost", {
+    # A write the final leader never held is lost at its takeover, the first election of it into an epoch after the
+    # ack's, or at the ack when that came first: broker 1, replaced by the election of broker 2 into epoch 2 (event
+    # 1), acknowledges two acks=1 writes on as a zombie (1030, 1050); both losses name event 1 (not broker 2's
+    # election into epoch 3, event 8) and are dated at their acks.
+    Case("acks1_write_lost_of_a_zombie_leader_is_lost_when_acknowledged", "acks1_write_lost", {
         "zombie": timed([leader(), dict(_ELECTION, leader_id=2, leader_epoch=2, partition_epoch=2, isr=[2]),
                          append(0, 0, checksum=11), dict(_ACK, acks=1, last_offset=0),
                          append(1, 1, checksum=12), dict(_ACK, acks=1, base_offset=1, batch_checksum=12),
                          leader(broker=2, epoch=2, isr=[2]), append(0, 1, broker=2, epoch=2, checksum=21),
                          dict(_ELECTION, leader_id=2, leader_epoch=3, partition_epoch=3, isr=[2]),
                          leader(broker=2, epoch=3, isr=[2], leo=2)]),
-    }, [("zombie", 1070, 0, 21, [2, 3, 1, 7]), ("zombie", 1070, 1, 21, [4, 5, 1, 7])],
+    }, [("zombie", 1030, 0, 21, [2, 3, 1, 7]), ("zombie", 1050, 1, 21, [4, 5, 1, 7])],
         columns=("run_id", "ts_ms", "offset", "actual", "evidence")),
 ]
 
