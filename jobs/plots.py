@@ -213,6 +213,11 @@ class PartitionPlot:
 def headline(data: PartitionPlot) -> str:
     """One line saying what went wrong in the partition, e.g. `1 error (acked_write_lost) · 3 info
     (acks1_write_lost) · 1 lag incident`: the severities gravest first, then unclean elections and incidents."""
+    return " · ".join(headline_parts(data)) or "no violation or lag incident"
+
+
+def headline_parts(data: PartitionPlot) -> list[str]:
+    """The parts of `headline`, one per severity, unclean elections and lag incidents."""
     totals = data.totals
     parts = []
     for severity in SEVERITIES:
@@ -228,7 +233,7 @@ def headline(data: PartitionPlot) -> str:
         verdicts = sorted({i.verdict for i in data.incidents})
         n = len(data.incidents)
         parts.append(f"{n} lag incident{'s' if n > 1 else ''} ({', '.join(verdicts)})")
-    return " · ".join(parts) or "no violation or lag incident"
+    return parts
 
 
 def _colour(data: PartitionPlot, replica: int | None) -> str:
@@ -807,7 +812,9 @@ def render_partition(data: PartitionPlot) -> Figure:
     if unlabelled:
         n = len(data.incidents)
         notes.append(f"{n - unlabelled} of {n} lag incidents labelled (shading marks all)")
-    sub = headline(data) + "\n" + "\n".join(_wrapped([*parts, *notes]))
+    # The headline on as many lines as it needs too (it names every invariant broken), breaking between its parts.
+    said = _wrapped(headline_parts(data), sep=" · ") or [headline(data)]
+    sub = "\n".join(said) + "\n" + "\n".join(_wrapped([*parts, *notes]))
     fig.text(0.08, 0.935, sub, fontsize=9.5, ha="left", va="top")
     return fig
 
@@ -816,16 +823,17 @@ SUBTITLE_CHARS = 150
 """Characters per subtitle line (the figure's width at its font size): the notes go on as many lines as they need."""
 
 
-def _wrapped(parts: Sequence[str], width: int = SUBTITLE_CHARS) -> list[str]:
-    """`parts` joined by "; " into lines of at most `width` characters, breaking only between parts (a note stays
-    whole, so that it can be read and searched for); a part longer than `width` is a line of its own."""
+def _wrapped(parts: Sequence[str], width: int = SUBTITLE_CHARS, sep: str = "; ") -> list[str]:
+    """`parts` joined by `sep` into lines of at most `width` characters, breaking only between parts (a note stays
+    whole, so that it can be read and searched for; a line that goes on ends with `sep` stripped); a part longer
+    than `width` is a line of its own."""
     lines: list[str] = []
     for part in parts:
-        if lines and len(lines[-1]) + 2 + len(part) <= width:
-            lines[-1] += "; " + part
+        if lines and len(lines[-1]) + len(sep) + len(part) <= width:
+            lines[-1] += sep + part
         else:
             if lines:
-                lines[-1] += ";"
+                lines[-1] += sep.rstrip()
             lines.append(part)
     return lines
 

@@ -19,6 +19,7 @@ from jobs.plots import (
     ISR_COLUMNS,
     LANE_FAULT_OFFSETS,
     OFFSET_COLUMNS,
+    SUBTITLE_CHARS,
     UNCLEAN_COLOUR,
     EvidencePoint,
     FetchErrorMark,
@@ -82,6 +83,21 @@ def test_headline_counts_every_violation_when_only_the_first_are_marked() -> Non
                                                     ("warning", "inconsistent_offsets", 189)))
     assert headline(data) == ("538 errors (acked_write_lost) · 1189 warnings (committed_prefix_agreement, "
                               "inconsistent_offsets) · 2 lag incidents (missing, ongoing)")
+
+
+def test_a_long_headline_goes_on_several_subtitle_lines_broken_between_its_parts() -> None:
+    # Five invariants broken in one partition (kip-279 in its old mode): the headline, longer than a subtitle line,
+    # is broken between its parts rather than running off the figure.
+    data = replace(kip101_like(), violation_totals=(
+        ("error", "epoch_cache_monotonic", 1), ("error", "follower_log_matching", 1),
+        ("warning", "committed_prefix_agreement", 1), ("warning", "inconsistent_offsets", 1),
+        ("warning", "isr_holds_committed", 1), ("info", "acks1_write_lost", 5)))
+    assert len(headline(data)) > SUBTITLE_CHARS
+    lines = _figure_text(render_partition(data)).splitlines()
+    assert lines[1:3] == ["2 errors (epoch_cache_monotonic, follower_log_matching) · 3 warnings "
+                          "(committed_prefix_agreement, inconsistent_offsets, isr_holds_committed) ·",
+                          "5 info (acks1_write_lost) · 2 lag incidents (missing, ongoing)"]
+    assert all(len(line) <= SUBTITLE_CHARS for line in lines[1:])
 
 
 INFO_LEGEND = "info: acks=1 write lost\n(Kafka allows it)"
