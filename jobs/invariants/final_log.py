@@ -16,8 +16,8 @@ epoch's LeaderAndIsr after the partition moved on); its final log is replayed fr
   is absent (-1) or has another checksum. One violation per acknowledgement: the first lost offset, the
   count of lost offsets in the message; `event_id` is -1 (an end-of-run check) and `ts_ms` when the final
   leader lost it, as the checker dates it (`_lost_at`): the last removal of the acknowledged record from it
-  when it held it (a crash loss at the crash), else its takeover (its first election into an epoch after the
-  ack's), not before the ack; the run's last event's time when neither is known.
+  when it held it and that removal came after the ack (a crash loss at the crash), else its takeover (its first
+  election into an epoch after the ack's), not before the ack; the run's last event's time when neither is known.
 
 Severity (excusable invariant): warning when an `unclean` leader_election of the partition follows the
 acknowledgement, or was elected into an epoch after the acknowledging leader's and at or before the final
@@ -249,8 +249,10 @@ def _lost(invariant: str, what: str, acks: Column, excuse: Column, suffix: Colum
 
 def _loss(field: str) -> Column:
     """`field` (`id` or `ts`) of the loss (`checker._loss`): the last removal of the acknowledged record from the
-    final leader when it held it, else the final leader's takeover; null when neither is known."""
-    return F.coalesce(F.col(f"_lost_record.{field}"), F.col(f"_takeover.{field}"))
+    final leader when it held it and that removal came after the ack, else the final leader's takeover; null when
+    neither is known."""
+    after_ack = F.when(F.col("_lost_record.id") > F.col("ack_id"), F.col(f"_lost_record.{field}"))
+    return F.coalesce(after_ack, F.col(f"_takeover.{field}"))
 
 
 def _lost_at() -> Column:

@@ -114,9 +114,10 @@ CATALOGUE: tuple[Invariant, ...] = (
         "highest leader epoch) holds a record with the acknowledged checksum at each offset in [base_offset, "
         "last_offset]; offsets the final leader deleted by retention (below its log start offset) are skipped. Found "
         "at the end, each is dated when the final leader lost the write, and its evidence names that event: the last "
-        "removal of the acknowledged record from it when it held it (a truncation, an overwrite, a crash loss dated "
-        "at the crash), else its takeover (its first election into an epoch after the acknowledgement's); not "
-        "before the acknowledgement, and at the run's end when neither is known.",
+        "removal of the acknowledged record from it when it held it and that removal came after the acknowledgement "
+        "(a truncation, an overwrite, a crash loss dated at the crash), else its takeover (its first election into "
+        "an epoch after the acknowledgement's); not before the acknowledgement, and at the run's end when neither is "
+        "known.",
         "offset = first lost offset, expected = acknowledged checksum, actual = final checksum or -1",
         ("produce_ack", "append", "leadership_change"), excusable=True,
     ),

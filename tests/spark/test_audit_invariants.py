@@ -200,7 +200,16 @@ AUDIT_CASES: list[Case] = [
                               leader(broker=2, epoch=3, leo=1), hw(0, 1, broker=2, epoch=3)]),
         "no_election": timed([leader(), append(0, 1, checksum=11), _ACK, leader(broker=2, epoch=2),
                               hw(0, 0, broker=2, epoch=2)]),
-    }, [("truncated", "error", 1050, -1, 0, -1, [1, 2, 5]),
+        # It held the record but lost it (event 4) before the ack (5): not the loss of the acknowledged write, which
+        # is its election (6).
+        "removed_before_ack": timed([leader(), dict(_FOLLOWER, broker_id=2, leader_id=1), append(0, 0, checksum=11),
+                                     append(0, 0, broker=2, checksum=11, role="follower"),
+                                     dict(_TRUNC_PARTIAL, broker_id=2, old_leo=1, truncate_offset=0),
+                                     dict(_ACK, last_offset=0),
+                                     dict(_ELECTION, leader_id=2, leader_epoch=2, partition_epoch=2, isr=[2]),
+                                     leader(broker=2, epoch=2, leo=0, isr=[2])]),
+    }, [("removed_before_ack", "error", 1060, -1, 0, -1, [2, 5, 6, 4]),
+        ("truncated", "error", 1050, -1, 0, -1, [1, 2, 5]),
         ("crashed", "warning", 1050, -1, 0, -1, [5, 1, 2]),
         ("taken_over", "error", 1030, -1, 0, 21, [1, 2, 3, 5]),
         ("held_before", "error", 1050, -1, 0, 21, [3, 4, 5, 1]),
