@@ -182,15 +182,14 @@ def _ints(values: Any) -> list[int]:
 def _loss(p: PartitionState, final: ReplicaState, offset: int, ack: Ack) -> tuple[int | None, int | None]:
     """(event, ts_ms) of the loss of acknowledged write `ack` at `offset` from final leader `final`: the last removal
     of the acknowledged record from it (truncation, overwrite, or crash, dated at the crash) when it held it and that
-    removal came after the ack, else its
-    takeover (`PartitionState.takeover`: what the losses of one failover have in common), not before the ack;
-    (None, None) when neither is known (the violation is then dated at the run's end)."""
+    removal came after the ack, else its takeover (`PartitionState.takeover`: what the losses of one failover have in
+    common); never before the ack. (None, None) when neither is known: the violation is then dated at the run's end."""
     removal = final.removed_record.get((offset, ack.checksum))
     # Only a removal after the ack: an earlier one took another copy (a retried batch has the same checksum, as
     # Kafka's CRC covers no epoch) or the record before it was acknowledged.
-    found = (removal if removal is not None and removal[0] > ack.event_id else None) or p.takeover(final.broker,
-                                                                                                   ack.epoch)
-    return (None, None) if found is None else (found[0], max(found[1], ack.ts_ms))
+    if removal is None or removal[0] < ack.event_id:
+        removal = p.takeover(final.broker, ack.epoch)
+    return (None, None) if removal is None else (removal[0], max(removal[1], ack.ts_ms))
 
 
 def _ack_invariant(ack: Ack) -> str:
