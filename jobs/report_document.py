@@ -80,8 +80,8 @@ class ViolationRow:
     replica: int | None
     time_s: float
     event_id: int
-    """The detecting event; -1 for an end-of-run check (`acked_write_lost`: `time_s` is then when the final leader
-    lost the write), printed as a dash."""
+    """The detecting event; -1 for an end-of-run check (`acked_write_lost`: `time_s` is then when the write last
+    left the leader in office), printed as a dash."""
     offset: int | None
     expected: int | None
     actual: int | None

@@ -29,8 +29,8 @@ VIOLATION_FIELDS: tuple[pa.Field, ...] = (
     _f("topic", pa.string(), "Topic; null for violations that are not partition-scoped."),
     _f("partition", pa.int32(), "Partition; null for violations that are not partition-scoped."),
     _f("replica", pa.int32(), "Broker id of the replica concerned; null when no single replica is."),
-    _f("ts_ms", pa.int64(), "ts_ms of the detecting event (for an end-of-run check, when the final leader lost "
-       "the write).", nullable=False),
+    _f("ts_ms", pa.int64(), "ts_ms of the detecting event (for an end-of-run check, when the write last left the "
+       "partition's leader in office).", nullable=False),
     _f("event_id", pa.int64(), "The detecting event; -1 for end-of-run checks.", nullable=False),
     _f("offset", pa.int64(), "The offset concerned (see the invariant's `offsets`)."),
     _f("expected", pa.int64(), "What the rule requires (see the invariant's `offsets`)."),

@@ -14,18 +14,20 @@ epoch's LeaderAndIsr after the partition moved on); its final log is replayed fr
   replica's window (a running frame over the reversed order), so no range join touches event-sized data;
 * an acknowledged offset is lost when it is at or above the final leader's LSO and the final record there
   is absent (-1) or has another checksum. One violation per acknowledgement: the first lost offset, the
-  count of lost offsets in the message; `event_id` is -1 (an end-of-run check) and `ts_ms` when the final
-  leader lost it, as the checker dates it (`_lost_at`): the last removal of the acknowledged record from it
-  when it held it and that removal came after the ack (a crash loss at the crash), else its takeover (its first
-  election into an epoch after the ack's), not before the ack; the run's last event's time when neither is known.
+  count of lost offsets in the message; `event_id` is -1 (an end-of-run check) and `ts_ms` when the write
+  last left the leader in office after the ack, as the checker dates it (`_lost_at`, `_office_loss`): a leader
+  without it taking office (the latest become_leader of the highest epoch so far), or its removal from the leader
+  in office (a truncation, an overwrite, retention, a crash loss dated at the crash); when it was never on the
+  leader in office from the ack on (a replaced leader acknowledged it), at the ack, naming the become_leader that
+  put the leader in office; the run's last event's time when no leader is known.
 
 Severity (excusable invariant): warning when an `unclean` leader_election of the partition follows the
 acknowledgement, or was elected into an epoch after the acknowledging leader's and at or before the final
 leader's (its id leads the evidence; `log_content.with_unclean`), else when the final leader's latest crash
 loss of the lost offset (`crash_removed`: a truncation while its broker is down, or a leadership_change
 reconciling the log after a crash / restart, which records the crash's id) is after the acknowledgement.
-The evidence names that loss after the ack (the removal, or the takeover election: what the losses of one
-truncation, crash or failover have in common).
+The evidence names that loss after the ack (the removal, or the become_leader: what the losses of one
+crash or failover have in common).
 Which removal removed a record still there is decided, for the few violating acknowledgements only, from
 the final leader's events that write or remove the lost offset, in order: a removal counts when the event
 before it wrote the offset (a truncation inside a batch removes records below its target, so the replayed
@@ -45,13 +47,32 @@ INVARIANT = "acked_write_lost"
 ACKS1 = "acks1_write_lost"
 
 
+def _become_leader() -> Column:
+    return (F.col("event_type") == "leadership_change") & (F.col("action") == "become_leader")
+
+
 def _final_replica_rows(rows: DataFrame) -> DataFrame:
     """The final leader's rows among the replica replay `rows`, with the suffix removal bounds after each row."""
-    leaders = rows.where((F.col("event_type") == "leadership_change") & (F.col("action") == "become_leader"))
-    final = leaders.groupBy(*PARTITION).agg(
+    final = rows.where(_become_leader()).groupBy(*PARTITION).agg(
         F.max_by("broker_id", F.struct("leader_epoch", "event_id")).alias("broker_id"),
         F.max("leader_epoch").alias("_final_epoch"))
-    mine = rows.join(final, [*PARTITION, "broker_id"])
+    mine = _with_removals(rows.join(final, [*PARTITION, "broker_id"]))
+    # "Every later row" as a running frame over the reversed order: Spark evaluates a frame ending at
+    # unboundedFollowing afresh for every row (quadratic), a frame starting at unboundedPreceding once.
+    after = Window.partitionBy(*replica_scan.REPLICA).orderBy(F.desc("event_id")).rowsBetween(
+        Window.unboundedPreceding, -1)
+    return mine.select(
+        "*",
+        F.min("_drop_from").over(after).alias("_later_drop_from"),
+        F.max("_drop_below").over(after).alias("_later_drop_below"),
+        F.first("_lso").over(after.rowsBetween(Window.unboundedPreceding, Window.currentRow)).alias("_final_lso"),
+    )
+
+
+def _with_removals(rows: DataFrame) -> DataFrame:
+    """Replica replay `rows` with what each removes from its replica's log (`Checker._drop_from` and the log start
+    offset's deletion): records from `_drop_from` up, below `_drop_below`; `_by` / `_by_ts` the removal's event and
+    time as the checker records them (a crash loss: the crash's), `_crash_by` its `crash_removed` id."""
     w = Window.partitionBy(*replica_scan.REPLICA).orderBy("event_id")
     before = w.rowsBetween(Window.unboundedPreceding, -1)
     is_lc = F.col("event_type") == "leadership_change"
@@ -60,26 +81,22 @@ def _final_replica_rows(rows: DataFrame) -> DataFrame:
     crash_mark = F.when(is_lc, F.struct(F.lit(-1).cast("long").alias("id"), F.lit(None).cast("long").alias("ts"))).when(
         (F.col("event_type") == "broker_lifecycle") & F.col("action").isin("crash", "restart"),
         F.struct(F.col("event_id").alias("id"), F.col("ts_ms").alias("ts")))
-    # "Every later row" as a running frame over the reversed order: Spark evaluates a frame ending at
-    # unboundedFollowing afresh for every row (quadratic), a frame starting at unboundedPreceding once.
-    after = Window.partitionBy(*replica_scan.REPLICA).orderBy(F.desc("event_id")).rowsBetween(
-        Window.unboundedPreceding, -1)
     is_trunc = F.col("event_type") == "truncation"
     # A truncation inside a batch removes that batch whole (`Checker._cut_from`): from the batch's base.
-    truncations = mine.where(is_trunc).select(*PARTITION, "broker_id", "event_id", "truncate_offset",
+    truncations = rows.where(is_trunc).select(*PARTITION, "broker_id", "event_id", "truncate_offset",
                                               F.col("_full").alias("full"))
     cuts = log_content.cuts_within(
         truncations.where(~F.col("full")).drop("full"),
-        mine.where(F.col("event_type") == "append").select(
+        rows.where(F.col("event_type") == "append").select(
             *PARTITION, "broker_id", "event_id", "base_offset", "last_offset"),
         truncations)
-    mine = mine.join(cuts.select(*PARTITION, "broker_id", "event_id", F.col("lo").alias("_cut")),
+    rows = rows.join(cuts.select(*PARTITION, "broker_id", "event_id", F.col("lo").alias("_cut")),
                      [*PARTITION, "broker_id", "event_id"], "left")
     hi = (F.when(is_trunc, F.when(F.col("_full"), F.lit(0)).otherwise(F.coalesce("_cut", "truncate_offset")))
           .when(is_lc & (F.col("leo") < F.col("_leo")), F.col("leo"))
           .when((F.col("event_type") == "append") & (F.col("base_offset") < F.col("_leo")), F.col("base_offset")))
     lo = F.when(F.col("event_type") == "log_start_offset_change", F.col("log_start_offset"))
-    mine = mine.withColumn("_crashed", F.last(crash_mark, True).over(before))
+    rows = rows.withColumn("_crashed", F.last(crash_mark, True).over(before))
     crashed = F.when(F.col("_crashed.id") >= 0, F.col("_crashed.id"))
     # A removal's "by" (ReplicaState.removed_by) and, when it is a crash loss, its crash_removed id: a
     # truncation while the broker is down, or a leadership_change reconciling a crashed replica's log
@@ -88,16 +105,13 @@ def _final_replica_rows(rows: DataFrame) -> DataFrame:
     by_ts = F.when(is_lc & crashed.isNotNull(), F.col("_crashed.ts")).otherwise(F.col("ts_ms"))
     crash_by = (F.when(is_trunc & F.col("_down"), F.col("event_id"))
                 .when(is_lc & (F.col("leo") < F.col("_leo")), crashed))
-    return mine.select(
+    return rows.select(
         "*",
         by.alias("_by"),
         by_ts.alias("_by_ts"),
         crash_by.alias("_crash_by"),
         hi.cast("long").alias("_drop_from"),
         lo.cast("long").alias("_drop_below"),
-        F.min(hi).over(after).cast("long").alias("_later_drop_from"),
-        F.max(lo).over(after).cast("long").alias("_later_drop_below"),
-        F.first("_lso").over(after.rowsBetween(Window.unboundedPreceding, Window.currentRow)).alias("_final_lso"),
     )
 
 
@@ -120,7 +134,8 @@ def build(inputs: ScanInputs) -> DataFrame:
     bronze = inputs.bronze
     # Materialised once: the final leaders' rows feed three joins below, the violating acknowledgements
     # (a handful) three more; recomputing the window replay for each costs far more than keeping them.
-    final_rows = _final_replica_rows(inputs.shared(replica_scan.replica_replay)).localCheckpoint(eager=True)
+    replay = inputs.shared(replica_scan.replica_replay)
+    final_rows = _final_replica_rows(replay).localCheckpoint(eager=True)
     appends = bronze.where(F.col("event_type") == "append").select(
         *PARTITION, F.col("broker_id").alias("_b"), F.col("event_id").alias("_append"),
         F.col("base_offset").alias("_ab"), F.col("last_offset").alias("_al"),
@@ -149,7 +164,8 @@ def build(inputs: ScanInputs) -> DataFrame:
                  F.when(lost, F.col("offset"))).alias("first_lost"))
     bad = per_ack.where(F.col("lost_count") > 0).select(
         "*", F.col("first_lost.offset").alias("lost_offset")).localCheckpoint(eager=True)
-    return _excuses_and_evidence(bronze, bad, final_rows, appends)
+    return _excuses_and_evidence(bronze, bad, final_rows, appends).join(
+        _office_loss(bad, replay, appends), [*PARTITION, "ack_id"], "left")
 
 
 def _excuses_and_evidence(bronze: DataFrame, bad: DataFrame, final_rows: DataFrame, appends: DataFrame) -> DataFrame:
@@ -184,33 +200,77 @@ def _excuses_and_evidence(bronze: DataFrame, bad: DataFrame, final_rows: DataFra
             F.lit(None).cast("long").alias("_by_ts"), F.lit(None).cast("long").alias("_crash_by"),
             F.lit(True).alias("_writes"), F.lit(False).alias("_drops")))
     # What each write put there (`ReplicaState.removed_record` keys a removal by the checksum it took away).
-    at_o = at_o.join(appends.select(*PARTITION, F.col("_append").alias("_removal"), F.col("_checksum").alias("_ck")),
-                     [*PARTITION, "_removal"], "left")
     order = Window.partitionBy(*keys).orderBy("_removal")
     held = F.coalesce(F.lag("_writes").over(order), F.lit(False))
-    held_ack = F.lag(F.when(F.col("_writes"), F.col("_ck"))).over(order) == F.col("ack_checksum")
-    removed = at_o.select("*", held.alias("_held"), held_ack.alias("_held_ack")).where(
-        F.col("_held") & F.col("_drops")).groupBy(*keys).agg(
+    removed = at_o.select("*", held.alias("_held")).where(F.col("_held") & F.col("_drops")).groupBy(*keys).agg(
         F.max_by("_by", "_removal").alias("removed_by"),
-        # `removed_record[(offset, acknowledged checksum)]`: the last removal of the acknowledged record itself.
-        F.max_by(F.struct(F.col("_by").alias("id"), F.col("_by_ts").alias("ts")),
-                 F.when(F.col("_held_ack"), F.col("_removal"))).alias("_lost_record"),
         # crash_removed[o] holds the id the latest crash loss of o wrote (processing order).
         F.max_by("_crash_by", F.when(F.col("_crash_by").isNotNull(), F.col("_removal"))).alias("crash_id"))
     acked_append = bad.select(*keys, "ack_leader", "ack_base").join(
         appends.withColumnRenamed("_b", "ack_leader"), [*PARTITION, "ack_leader"]).where(
         (F.col("_ab") <= F.col("ack_base")) & (F.col("ack_base") <= F.col("_al")) & (F.col("_append") < F.col("ack_id"))
     ).groupBy(*keys).agg(F.max("_append").alias("ack_append"))
-    # `PartitionState.takeover`: the first election (event order) of the final leader into an epoch after the ack's.
-    elections = bronze.where((F.col("event_type") == "leader_election") & F.col("leader_epoch").isNotNull()).select(
-        *PARTITION, F.col("event_id").alias("_election"), F.col("leader_epoch").alias("_elected"),
-        F.col("leader_id").alias("_elected_leader"), F.col("ts_ms").alias("_election_ts"))
-    takeover = bad.select(*keys, "ack_epoch", "final_leader").join(elections, list(PARTITION)).where(
-        (F.col("_elected") > F.col("ack_epoch")) & (F.col("_elected_leader") == F.col("final_leader"))).groupBy(
-        *keys).agg(F.min_by(F.struct(F.col("_election").alias("id"), F.col("_election_ts").alias("ts")),
-                            "_election").alias("_takeover"))
-    return (with_unclean.join(removed, keys, "left").join(acked_append, keys, "left").join(takeover, keys, "left")
-            .join(last_ts, ["run_id"], "left"))
+    return with_unclean.join(removed, keys, "left").join(acked_append, keys, "left").join(last_ts, ["run_id"], "left")
+
+
+def _office_loss(bad: DataFrame, replay: DataFrame, appends: DataFrame) -> DataFrame:
+    """Per violating acknowledgement, when its record at the lost offset last left the leader in office after the ack
+    (`_left`, `Watch.left`) and the become_leader that put the leader in office at the ack (`_office_since`), both
+    (id, ts) structs, as the checker follows them.
+
+    The leader in office after an event is the broker of the latest become_leader of the highest epoch so far
+    (`PartitionState.last_leader`); it holds the record after an event when its latest write or removal at the
+    offset up to that event wrote the acknowledged checksum. The record left it at an event when it was there before
+    and is not after: dated by the removal (`_by`, `_by_ts`: a crash loss at the crash) when the event removed it
+    from the leader in office, else by the event (a leader without it taking office). Few rows: the violating
+    acknowledgements' partitions, the events at their lost offsets."""
+    keys = [*PARTITION, "ack_id"]
+    lost = bad.select(*keys, "lost_offset", "ack_checksum")
+    rows = replay.join(F.broadcast(bad.select(*PARTITION).distinct()), list(PARTITION), "left_semi")
+    # The become_leaders that put a leader in office: at or above every earlier one's epoch.
+    earlier = Window.partitionBy(*PARTITION).orderBy("event_id").rowsBetween(Window.unboundedPreceding, -1)
+    office = rows.where(_become_leader()).select(
+        *PARTITION, "event_id", "broker_id", "ts_ms", "leader_epoch",
+        F.max("leader_epoch").over(earlier).alias("_top")).where(
+        F.col("_top").isNull() | (F.col("leader_epoch") >= F.col("_top"))).select(
+        *PARTITION, F.col("event_id").alias("_at"), F.col("broker_id").alias("_leader"),
+        F.col("ts_ms").alias("_since_ts"))
+    o = F.col("lost_offset")
+    writes = (F.col("event_type") == "append") & (F.col("base_offset") <= o) & (o <= F.col("last_offset"))
+    removes = (F.col("_drop_from") <= o) | (F.col("_drop_below") > o)
+    touches = lost.join(_with_removals(rows), list(PARTITION)).where(writes | removes).join(
+        appends.select(*PARTITION, F.col("_append").alias("event_id"), "_checksum"), [*PARTITION, "event_id"], "left"
+    ).select(*keys, F.col("event_id").alias("_at"), F.col("broker_id").alias("_on"),
+             F.coalesce(writes & (F.col("_checksum") == F.col("ack_checksum")), F.lit(False)).alias("_holds"),
+             F.when(writes, F.struct(F.col("event_id").alias("id"), F.col("ts_ms").alias("ts"))).otherwise(
+                 F.struct(F.col("_by").alias("id"), F.col("_by_ts").alias("ts"))).alias("_removal"))
+    # The points where the write can leave the leader in office: the ack, then every office or touch after it.
+    office_at = lost.join(office, list(PARTITION))
+    points = bad.select(*keys, F.col("ack_id").alias("_at")).unionByName(
+        office_at.select(*keys, "_at").unionByName(touches.select(*keys, "_at")).where(
+            F.col("_at") > F.col("ack_id"))).distinct()
+    # As of each point: the leader in office, then whether it holds the record.
+    in_office = points.join(office_at.withColumnRenamed("_at", "_o"), keys).where(F.col("_o") <= F.col("_at")).groupBy(
+        *keys, "_at").agg(F.max_by(F.struct("_leader", F.col("_o").alias("id"), F.col("_since_ts").alias("ts")),
+                                   "_o").alias("_office"))
+    points = points.join(in_office, [*keys, "_at"], "left")
+    held = points.join(touches.withColumnRenamed("_at", "_t").drop("_removal"), keys).where(
+        (F.col("_on") == F.col("_office._leader")) & (F.col("_t") <= F.col("_at"))).groupBy(*keys, "_at").agg(
+        F.max_by("_holds", "_t").alias("_held"))
+    points = points.join(held, [*keys, "_at"], "left").join(
+        touches.select(*keys, "_at", "_on", "_removal"), [*keys, "_at"], "left")
+    order = Window.partitionBy(*keys).orderBy("_at")
+    was_held = F.coalesce(F.lag("_held").over(order), F.lit(False))
+    was_leader = F.lag("_office._leader").over(order)
+    # Removed from the leader in office by the event, or a leader without it took office there.
+    why = F.when(F.col("_on") == was_leader, F.col("_removal")).otherwise(
+        F.struct(F.col("_at").alias("id"), F.col("_office.ts").alias("ts")))
+    left = was_held & ~F.coalesce(F.col("_held"), F.lit(False))
+    steps = points.select(*keys, "_at", "_office", left.alias("_left"), why.alias("_why"))
+    return steps.groupBy(*keys).agg(
+        F.max_by("_why", F.when(F.col("_left"), F.col("_at"))).alias("_left"),
+        F.max_by(F.struct(F.col("_office.id").alias("id"), F.col("_office.ts").alias("ts")),
+                 F.when(F.col("_at") == F.col("ack_id"), F.lit(1))).alias("_office_since"))
 
 
 def acked_write_lost_check() -> Column:
@@ -248,16 +308,14 @@ def _lost(invariant: str, what: str, acks: Column, excuse: Column, suffix: Colum
 
 
 def _loss(field: str) -> Column:
-    """`field` (`id` or `ts`) of the loss (`checker._loss`): the last removal of the acknowledged record from the
-    final leader when it held it and that removal came after the ack, else the final leader's takeover; null when
-    neither is known."""
-    after_ack = F.when(F.col("_lost_record.id") > F.col("ack_id"), F.col(f"_lost_record.{field}"))
-    return F.coalesce(after_ack, F.col(f"_takeover.{field}"))
+    """`field` (`id` or `ts`) of the loss (`checker._loss`): when the record last left the leader in office after the
+    ack, else the become_leader of the leader in office at the ack; null when neither is known."""
+    return F.coalesce(F.col(f"_left.{field}"), F.col(f"_office_since.{field}"))
 
 
 def _lost_at() -> Column:
-    """When the final leader lost the write (as the checker dates it): `_loss`, not before the acknowledgement; the
-    run's last event's time when no loss is known."""
+    """When the write was lost (as the checker dates it): `_loss`, not before the acknowledgement; the run's last
+    event's time when no loss is known."""
     return F.when(_loss("ts").isNotNull(), F.greatest(_loss("ts"), F.col("ack_ts"))).otherwise(F.col("_last_ts"))
 
 

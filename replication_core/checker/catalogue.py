@@ -113,10 +113,12 @@ CATALOGUE: tuple[Invariant, ...] = (
         "At the end of the run, for every such produce_ack, the final leader (the last become_leader of the "
         "highest leader epoch) holds a record with the acknowledged checksum at each offset in [base_offset, "
         "last_offset]; offsets the final leader deleted by retention (below its log start offset) are skipped. Found "
-        "at the end, each is dated when the final leader lost the write, and its evidence names that event: the last "
-        "removal of the acknowledged record from it when it held it and that removal came after the acknowledgement "
-        "(a truncation, an overwrite, a crash loss dated at the crash), else its takeover (its first election into "
-        "an epoch after the acknowledgement's); not before the acknowledgement, and at the run's end when neither is "
+        "at the end, each is dated when the write last left the partition's leader in office after the "
+        "acknowledgement (the broker of the latest become_leader of the highest leader epoch so far), and its "
+        "evidence names that event: a leader without the acknowledged record taking office, or the record's removal "
+        "from the leader in office (a truncation, an overwrite, retention, a crash loss dated at the crash); when it "
+        "was never on the leader in office from the acknowledgement on (a replaced leader acknowledged it), at the "
+        "acknowledgement, naming the become_leader that put the leader in office; at the run's end when no leader is "
         "known.",
         "offset = first lost offset, expected = acknowledged checksum, actual = final checksum or -1",
         ("produce_ack", "append", "leadership_change"), excusable=True,

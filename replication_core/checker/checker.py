@@ -60,6 +60,7 @@ from replication_core.checker.state import (
     Slot,
     Tenure,
     View,
+    Watch,
     fetcher_key,
 )
 from replication_core.checker.violation import Violation
@@ -179,17 +180,15 @@ def _ints(values: Any) -> list[int]:
     return [int(v) for v in values] if values is not None else []
 
 
-def _loss(p: PartitionState, final: ReplicaState, offset: int, ack: Ack) -> tuple[int | None, int | None]:
-    """(event, ts_ms) of the loss of acknowledged write `ack` at `offset` from final leader `final`: the last removal
-    of the acknowledged record from it (truncation, overwrite, or crash, dated at the crash) when it held it and that
-    removal came after the ack, else its takeover (`PartitionState.takeover`: what the losses of one failover have in
-    common); never before the ack. (None, None) when neither is known: the violation is then dated at the run's end."""
-    removal = final.removed_record.get((offset, ack.checksum))
-    # Only a removal after the ack: an earlier one took another copy (a retried batch has the same checksum, as
-    # Kafka's CRC covers no epoch) or the record before it was acknowledged.
-    if removal is None or removal[0] < ack.event_id:
-        removal = p.takeover(final.broker, ack.epoch)
-    return (None, None) if removal is None else (removal[0], max(removal[1], ack.ts_ms))
+def _loss(p: PartitionState, offset: int, ack: Ack) -> tuple[int | None, int | None]:
+    """(event, ts_ms) of the loss of acknowledged write `ack` at `offset`: the last time after the ack that its record
+    stopped being on the partition's leader in office (`Watch.left`: a leader without it taking office, or its
+    removal from the leader in office, a crash loss dated at the crash); when it was never on it from the ack on (a
+    replaced leader acknowledged it), the become_leader of the leader in office at the ack; never before the ack.
+    (None, None) when neither is known: the violation is then dated at the run's end."""
+    w = p.watches.get((ack.event_id, offset))
+    loss = None if w is None else (w.left or w.office_since)
+    return (None, None) if loss is None else (loss[0], max(loss[1], ack.ts_ms))
 
 
 def _ack_invariant(ack: Ack) -> str:
@@ -333,11 +332,20 @@ class _RunChecker:
     # --- replay helpers ---------------------------------------------------------------------------
 
     @staticmethod
-    def _drop_from(r: ReplicaState, offset: int, by: int, at_ms: int) -> None:
-        """Remove records at or above `offset` (truncation / crash loss) by event `by` at `at_ms`."""
-        for o in [o for o in r.records if o >= offset]:
-            r.removed_record[(o, r.records.pop(o).rec.checksum)] = (by, at_ms)
+    def _drop_from(r: ReplicaState, offset: int, by: int) -> list[int]:
+        """Remove records at or above `offset` (truncation / crash loss) by event `by`; the offsets removed."""
+        removed = [o for o in r.records if o >= offset]
+        for o in removed:
+            del r.records[o]
             r.removed_by[o] = by
+        return removed
+
+    @staticmethod
+    def _changed(p: PartitionState, r: ReplicaState, offsets: Iterable[int], by: int, at_ms: int) -> None:
+        """Records at `offsets` of `r` changed by event `by` (at `at_ms`): re-read the watches there when `r` is the
+        leader in office (`PartitionState.rewatch`)."""
+        if r.broker == p.last_leader and p.watched:
+            p.rewatch(offsets, by, at_ms)
 
     @staticmethod
     def _cut_from(r: ReplicaState, target: int) -> int:
@@ -478,7 +486,8 @@ class _RunChecker:
             # The final leader is the latest become_leader of the highest epoch: a broker whose metadata was
             # held up can still apply an older epoch's LeaderAndIsr after the partition moved on.
             if epoch >= p.last_leader_epoch:
-                p.last_leader, p.last_leader_epoch = r.broker, epoch
+                p.last_leader, p.last_leader_epoch, p.last_leader_since = r.broker, epoch, (eid, self.last_ts)
+                p.rewatch(p.watched, eid, self.last_ts)
         else:
             r.role = "follower"
             r.leader_id = int(ev["leader_id"]) if ev.get("leader_id") is not None else None
@@ -492,6 +501,7 @@ class _RunChecker:
 
     def _reconcile_log(self, ev: Event, r: ReplicaState) -> None:
         """Align the replay with the LEO / HW a leadership_change reports (crash recovery emits no event)."""
+        p = self._partition(ev)
         leo = ev.get("leo")
         if leo is not None:
             leo = int(leo)
@@ -500,14 +510,16 @@ class _RunChecker:
                     for o in r.records:
                         if o >= leo:
                             r.crash_removed[o] = r.crashed_since_leadership
-                    self._drop_from(r, leo, r.crashed_since_leadership, r.crashed_at)
+                    removed = self._drop_from(r, leo, r.crashed_since_leadership)
+                    self._changed(p, r, removed, r.crashed_since_leadership, r.crashed_at)
                 else:
                     # A broker being added back by a reassignment hosts a new log: its earlier replica was
                     # deleted when it was removed (StopReplica with delete, which emits no event).
                     if r.broker not in _ints(ev.get("adding_replicas")):
                         self._check_consistent(ev, r.broker, r.leo, leo,
                                                "leadership_change reports a LEO below the replayed log without a crash")
-                    self._drop_from(r, leo, int(ev["event_id"]), self.last_ts)
+                    removed = self._drop_from(r, leo, int(ev["event_id"]))
+                    self._changed(p, r, removed, int(ev["event_id"]), self.last_ts)
                 r.cache = truncate_from_end(r.cache, leo)
                 r.leo = leo
                 # A log never starts past its end: a new log (a broker added back) starts at 0, not at the
@@ -558,10 +570,12 @@ class _RunChecker:
             self._check_follower_log_matching(ev, p, r, rec)
         if rec.base < r.leo:
             # (already reported) a log has no tail beyond its last append
-            self._drop_from(r, rec.base, eid, self.last_ts)
+            self._drop_from(r, rec.base, eid)
         slot = Slot(rec, eid)
         for o in range(rec.base, rec.last + 1):
             r.records[o] = slot
+        # What the append changed: the batch's offsets, and any tail above it that it overwrote.
+        self._changed(p, r, range(rec.base, max(rec.last + 1, r.leo)), eid, self.last_ts)
         if ev.get("role") == "follower":
             # Before a follower fetches, its fetcher truncates (OffsetsForLeaderEpoch, DivergingEpoch or the HW),
             # and `UnifiedLog.truncateTo` at the LEO changes no record and emits no event but trims the epoch
@@ -623,7 +637,7 @@ class _RunChecker:
             self._check_leader_no_truncation(ev, r, t, None if logged_leo is None else old_leo)
             self._check_truncation_safety(ev, p, r, t, cut, old_leo)
             self._check_truncation_point(ev, p, r, t, old_leo)
-        self._drop_from(r, removed_from, eid, self.last_ts)
+        self._changed(p, r, self._drop_from(r, removed_from, eid), eid, self.last_ts)
         r.cache = () if full else truncate_from_end(r.cache, t)
         r.leo = t
         if full or t < r.lso:
@@ -636,8 +650,10 @@ class _RunChecker:
         r = p.replica(int(ev["broker_id"]))
         new = int(ev["log_start_offset"])
         if new > r.lso:
-            for o in [o for o in r.records if o < new]:
+            deleted = [o for o in r.records if o < new]
+            for o in deleted:
                 del r.records[o]
+            self._changed(p, r, deleted, int(ev["event_id"]), self.last_ts)
             r.cache = truncate_from_start(r.cache, new)
         old = ev.get("old_log_start_offset")
         if old is None or new > int(old):
@@ -702,10 +718,14 @@ class _RunChecker:
         if acks == -1 and (slot is None or slot.rec.checksum != checksum):
             self._check_consistent(ev, r.broker, checksum, _checksum(slot),
                                    f"acknowledged write at {base} is not in the acking leader's log")
-        p.acks.append(Ack(int(ev["event_id"]), r.broker, base, last, checksum,
-                          None if slot is None else slot.append_id,
-                          None if ev.get("leader_epoch") is None else int(ev["leader_epoch"]), acks,
-                          self.last_ts))
+        eid = int(ev["event_id"])
+        p.acks.append(Ack(eid, r.broker, base, last, checksum, None if slot is None else slot.append_id,
+                          None if ev.get("leader_epoch") is None else int(ev["leader_epoch"]), acks, self.last_ts))
+        # Followed from here for `_loss` (a replaced leader's acknowledgement is not on the leader in office).
+        for o in range(base, last + 1):
+            w = Watch(eid, checksum, p.on_leader(o, checksum), office_since=p.last_leader_since)
+            p.watched.setdefault(o, []).append(w)
+            p.watches[(eid, o)] = w
 
     def _on_fetch(self, ev: Event) -> None:
         p = self._partition(ev)
@@ -1328,7 +1348,7 @@ class _RunChecker:
             now = final.records.get(o)
             what = "write" if ack.acks == -1 else "acks=1 write"
             # Found at the end, dated at the loss (`_loss`), which the evidence names after the ack.
-            lost_by, lost_at = _loss(p, final, o, ack)
+            lost_by, lost_at = _loss(p, o, ack)
             self._flag(name, None, final.broker, topic=topic, partition=partition, offset=o, ts_ms=lost_at,
                        expected=ack.checksum, actual=_checksum(now),
                        evidence=[ack.append_id, ack.event_id, lost_by, final.removed_by.get(o),

@@ -20,7 +20,7 @@ Replay rules (the Spark audit must build the same state):
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
@@ -114,6 +114,23 @@ class Ack(NamedTuple):
     ts_ms: int = 0
 
 
+@dataclass(slots=True)
+class Watch:
+    """One offset of an acknowledged write, followed from its acknowledgement: is its record (`checksum`) on the
+    partition's leader in office (`PartitionState.last_leader` as the replay stands), and when did it last stop
+    being there."""
+
+    ack_id: int
+    checksum: int
+    on_leader: bool
+    # (event, ts_ms) of the last time the record stopped being on the leader in office after the ack: a leader
+    # without it taking office, or its removal from the leader in office (a crash loss: the crash's event and time).
+    left: tuple[int, int] | None = None
+    # (event, ts_ms) of the become_leader that put the leader in office at the acknowledgement: a replaced leader's
+    # acknowledgement was never on the leader in office.
+    office_since: tuple[int, int] | None = None
+
+
 @dataclass
 class ReplicaState:
     """One replica's replayed log and its leadership / fetch state."""
@@ -128,8 +145,6 @@ class ReplicaState:
     hw_epoch: int | None = None  # the `leader_epoch` of the event that set `hw` (one of `unclean_between`'s epochs)
     cache: EpochCache = ()
     removed_by: dict[int, int] = field(default_factory=dict)
-    # (offset, checksum) of each record removed -> (the removal's event, its ts_ms): a crash loss the crash's
-    removed_record: dict[tuple[int, int], tuple[int, int]] = field(default_factory=dict)
     crash_removed: dict[int, int] = field(default_factory=dict)
     role: str | None = None
     epoch: int = -1
@@ -181,8 +196,12 @@ class PartitionState:
     election_event: int | None = None
     epoch_leader: dict[int, tuple[int, int]] = field(default_factory=dict)
     acks: list[Ack] = field(default_factory=list)
+    # offset -> the acknowledged writes' watches there; (ack event, offset) -> its watch
+    watched: dict[int, list[Watch]] = field(default_factory=dict)
+    watches: dict[tuple[int, int], Watch] = field(default_factory=dict)
     last_leader: int | None = None
     last_leader_epoch: int = -1
+    last_leader_since: tuple[int, int] | None = None  # (event, ts_ms) of its become_leader
 
     def replica(self, broker: int) -> ReplicaState:
         """The replica on `broker`, created on first sight."""
@@ -214,14 +233,22 @@ class PartitionState:
                 return e
         return None
 
-    def takeover(self, broker: int, epoch: int | None) -> tuple[int, int] | None:
-        """(event, ts_ms) of the first election (in event order) of `broker` into an epoch after `epoch`, or None: for
-        a write acknowledged in `epoch` that `broker` never held, the failover that lost it. It can come before the
-        acknowledgement: a leader the controller replaced while paused or cut off acknowledges on in its epoch."""
-        if epoch is None:
-            return None
-        return next(((e, ts) for e, elected, leader, ts in self.elections if leader == broker and elected > epoch),
-                    None)
+    def on_leader(self, offset: int, checksum: int) -> bool:
+        """Whether the leader in office (`last_leader`: the latest become_leader of the highest epoch so far) holds
+        the record with `checksum` at `offset` in its replayed log."""
+        r = None if self.last_leader is None else self.replicas.get(self.last_leader)
+        slot = None if r is None else r.records.get(offset)
+        return slot is not None and slot.rec.checksum == checksum
+
+    def rewatch(self, offsets: Iterable[int], event: int, ts_ms: int) -> None:
+        """Re-read, after `event` (at `ts_ms`), whether the watched writes at `offsets` are on the leader in office;
+        one that was and no longer is left it at that event."""
+        for o in offsets:
+            for w in self.watched.get(o, ()):
+                on = self.on_leader(o, w.checksum)
+                if w.on_leader and not on:
+                    w.left = (event, ts_ms)
+                w.on_leader = on
 
     def unclean_excuse(self, after: int | None, *epochs: int | None) -> int | None:
         """The unclean election that excuses a loss: the first after event `after` (`unclean_after`), else the

@@ -19,7 +19,7 @@ class Violation:
     `offset` / `expected` / `actual` are the invariant's three numbers (see `Invariant.offsets`);
     `evidence` lists the event_ids that prove the violation, the detecting event last; `event_id` is
     the detecting event (-1 for end-of-run checks: `acked_write_lost` / `acks1_write_lost`, whose `ts_ms` is when
-    the final leader lost the write, or the last event's time if it never held a record at that offset).
+    the write last left the partition's leader in office, or the last event's time if no leader is known).
     """
 
     invariant: str

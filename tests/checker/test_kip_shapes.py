@@ -36,7 +36,7 @@ def kip101_hw_truncation(truncate_to_hw: bool) -> tuple[Run, dict[str, int]]:
         ids["truncation"] = run.truncate(1, 1, "high_watermark", 0)
     run.lifecycle(2, "crash")
     ids["election"] = run.election(1, 1, [1], replicas=AB)
-    run.become_leader(1, 1, [1], replicas=AB)
+    ids["takes_office"] = run.become_leader(1, 1, [1], replicas=AB)
     ids["m3_append"], _ = run.produce(1, [], 1, 1, 103)
     return run, ids
 
@@ -53,10 +53,12 @@ def test_kip101_acknowledged_write_lost_after_hw_truncation() -> None:
         1, 1, 2, 1, ids["truncation"])
     [lost] = only(result, "acked_write_lost")
     assert (lost.replica, lost.offset, lost.expected, lost.actual) == (1, 1, 102, 103)
-    # A held m2 and lost it by its truncation to the HW: the loss the evidence names, and its time (not A's election
-    # or its append of m3).
-    assert lost.evidence == (ids["m2_append"], ids["m2_ack"], ids["truncation"], ids["m3_append"])
-    assert lost.ts_ms == run.events[ids["truncation"]]["ts_ms"] < run.events[ids["election"]]["ts_ms"]
+    # A truncated m2 to the HW while B, the leader in office, still held it: m2 was lost when A took office without
+    # it (its become_leader after the election). The evidence names that, then the truncation that removed m2 from A,
+    # then A's append of m3.
+    assert lost.evidence == (ids["m2_append"], ids["m2_ack"], ids["takes_office"], ids["truncation"],
+                             ids["m3_append"])
+    assert lost.ts_ms == run.events[ids["takes_office"]]["ts_ms"] > run.events[ids["truncation"]]["ts_ms"]
     [twice] = only(result, "inconsistent_offsets")
     assert (twice.replica, twice.offset, twice.expected, twice.actual) == (1, 1, 102, 103)
 

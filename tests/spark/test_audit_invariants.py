@@ -123,13 +123,13 @@ AUDIT_CASES: list[Case] = [
           [leader(), append(0, 1, checksum=11), _ACK, leader(broker=2, epoch=2)],
           [leader(), append(0, 1, checksum=11), _ACK, append(0, 1, broker=2, checksum=11, role="follower"),
            dict(leader(broker=2, epoch=2), leo=2)],
-          [("bad", "acked_write_lost", "error", 2, -1, 0, 11, -1, [1, 2])]),
+          [("bad", "acked_write_lost", "error", 2, -1, 0, 11, -1, [1, 2, 3])]),
     _case("acked_write_lost_after_an_unclean_election_is_a_warning", "acked_write_lost",
           [leader(), append(0, 1, checksum=11), _ACK, _UNCLEAN, leader(broker=2, epoch=2, isr=[2])],
           [leader(), append(0, 1, checksum=11), _ACK, dict(_UNCLEAN, action="clean"),
            leader(broker=2, epoch=2, isr=[2])],
-          [("bad", "acked_write_lost", "warning", 2, -1, 0, 11, -1, [3, 1, 2]),
-           ("ok", "acked_write_lost", "error", 2, -1, 0, 11, -1, [1, 2, 3])]),
+          [("bad", "acked_write_lost", "warning", 2, -1, 0, 11, -1, [3, 1, 2, 4]),
+           ("ok", "acked_write_lost", "error", 2, -1, 0, 11, -1, [1, 2, 4])]),
     # The final leader is the last become_leader of the highest epoch, not the last one: a broker whose
     # metadata was held up can apply an older epoch's LeaderAndIsr after the partition moved on. bad: the
     # epoch-3 leader (2) lacks the write, a stale epoch-2 become_leader of broker 1, which has it, comes last.
@@ -138,7 +138,7 @@ AUDIT_CASES: list[Case] = [
           [leader(), append(0, 1, checksum=11), _ACK, leader(broker=2, epoch=3), leader(epoch=2, leo=2)],
           [leader(), append(0, 1, checksum=11), _ACK, append(0, 1, broker=2, checksum=11, role="follower"),
            leader(broker=2, epoch=3, leo=2), leader(broker=3, epoch=2)],
-          [("bad", "acked_write_lost", "error", 2, -1, 0, 11, -1, [1, 2])]),
+          [("bad", "acked_write_lost", "error", 2, -1, 0, 11, -1, [1, 2, 3])]),
     # A truncation inside a batch removes the batch whole (LogSegment.truncateTo cuts at a batch boundary): the
     # final leader 2 holds no record at 0 after truncating its batch 0..3 to 1, so the ack is lost at 0 with
     # nothing there (-1), removed by the truncation (event 5). ok: the truncation falls on a batch boundary.
@@ -151,7 +151,7 @@ AUDIT_CASES: list[Case] = [
           [leader(), append(0, 1, checksum=11), _ACK, dict(_FOLLOWER, broker_id=2, leader_id=1),
            append(0, 1, broker=2, checksum=11, role="follower"), append(2, 3, broker=2, checksum=13, role="follower"),
            dict(_TRUNC_PARTIAL, broker_id=2, old_leo=4), leader(broker=2, epoch=2, leo=2)],
-          [("bad", "acked_write_lost", "error", 2, -1, 0, 11, -1, [1, 2, 5])]),
+          [("bad", "acked_write_lost", "error", 2, -1, 0, 11, -1, [1, 2, 6, 5])]),
     # An acks=1 write lost in a failover is an info finding, never excused (no unclean-election id leads its
     # evidence, unlike acked_write_lost's warning above); ok: the acks=1 write reached the next leader, and an
     # acks=all write lost there is acked_write_lost's, not this invariant's.
@@ -161,7 +161,7 @@ AUDIT_CASES: list[Case] = [
                                                                             role="follower"),
            append(2, 2, checksum=12), dict(_ACK, base_offset=2, last_offset=2, batch_checksum=12),
            dict(leader(broker=2, epoch=2), leo=2)],
-          [("bad", "acks1_write_lost", "info", 2, -1, 0, 11, -1, [1, 2, 3])]),
+          [("bad", "acks1_write_lost", "info", 2, -1, 0, 11, -1, [1, 2, 4])]),
     _case("epoch_cache_monotonic_flags_a_batch_epoch_below_the_previous_record", "epoch_cache_monotonic",
           [dict(_FOLLOWER, leader_epoch=2), append(0, 1, epoch=2, role="follower"),
            append(2, 3, epoch=1, role="follower")],
@@ -175,13 +175,18 @@ AUDIT_CASES: list[Case] = [
           [_MIN_ISR, leader(isr=[1, 2], replicas=[1, 2, 3]), append(0, 1), hw(0, 2)],
           [_MIN_ISR, leader(isr=[1, 2, 3], replicas=[1, 2, 3]), append(0, 1), hw(0, 2)],
           [("bad", "hw_frozen_under_min_isr", "error", 1, 3, None, 3, 2, [0, 3])]),
-    # Found at the end, dated at the loss (rows 10 ms apart from 1000), and naming it after the ack. truncated: final
-    # leader 2 held the write and its truncation removed it (event 5, 1050), not the election that followed;
-    # crashed: it held it and its restart lost it (event 5, 1050; a crash loss, so a warning); taken_over: it never
-    # held it and was elected (event 3, 1030) before appending 21 there; held_before: it held another record there
-    # from before the ack and was elected after it (event 5, 1050); no_election: it never held it and no election of
-    # it is known, so the run's last event (1040).
-    Case("acked_write_lost_is_dated_when_the_final_leader_lost_the_write", "acked_write_lost", {
+    # Found at the end, dated when the write last left the leader in office (the latest become_leader of the highest
+    # epoch; rows 10 ms apart from 1000), and naming that event after the ack. truncated: broker 2 truncated the write
+    # while broker 1, in office, held it; it left with broker 2 taking office (event 7, 1070); crashed: the same through
+    # broker 2's restart (event 6, 1060; a crash loss, so a warning); taken_over: broker 2 took office without it
+    # (event 4, 1040); held_before: broker 2 held another record there from before the ack and took office after it
+    # (event 6, 1060); no_election: no election is needed for a leader to take office (event 3, 1030);
+    # removed_before_ack: broker 2 lost its copy before the ack (event 4) and took office after it (event 7, 1070).
+    # left_before_the_final_leader: broker 2 took office without it (event 4, 1040), broker 3 after (event 6): the
+    # first; back_on_the_leader: broker 1 took office again with it (event 5) and broker 2 without it after (event 6,
+    # 1060): the last; leader_crash: broker 1, in office, lost it in its own crash (event 3, 1030), then took office
+    # again without it (event 4).
+    Case("acked_write_lost_is_dated_when_the_write_last_left_the_leader_in_office", "acked_write_lost", {
         "truncated": timed([leader(), append(0, 1, checksum=11), _ACK, dict(_FOLLOWER, broker_id=2, leader_id=1),
                             append(0, 1, broker=2, checksum=11, role="follower"),
                             dict(_TRUNC_PARTIAL, broker_id=2, old_leo=2, truncate_offset=0),
@@ -208,25 +213,39 @@ AUDIT_CASES: list[Case] = [
                                      dict(_ACK, last_offset=0),
                                      dict(_ELECTION, leader_id=2, leader_epoch=2, partition_epoch=2, isr=[2]),
                                      leader(broker=2, epoch=2, leo=0, isr=[2])]),
-    }, [("removed_before_ack", "error", 1060, -1, 0, -1, [2, 5, 6, 4]),
-        ("truncated", "error", 1050, -1, 0, -1, [1, 2, 5]),
-        ("crashed", "warning", 1050, -1, 0, -1, [5, 1, 2]),
-        ("taken_over", "error", 1030, -1, 0, 21, [1, 2, 3, 5]),
-        ("held_before", "error", 1050, -1, 0, 21, [3, 4, 5, 1]),
-        ("no_election", "error", 1040, -1, 0, -1, [1, 2])],
+        "left_before_the_final_leader": timed([
+            leader(), append(0, 1, checksum=11), _ACK,
+            dict(_ELECTION, leader_id=2, leader_epoch=2, partition_epoch=2, isr=[2]), leader(broker=2, epoch=2, isr=[2]), dict(_ELECTION, leader_id=3, leader_epoch=3, partition_epoch=3, isr=[3]),
+            leader(broker=3, epoch=3, isr=[3])]),
+        "back_on_the_leader": timed([
+            leader(), append(0, 1, checksum=11), _ACK, leader(broker=2, epoch=2, isr=[2]), append(0, 0, broker=2, epoch=2, checksum=21), leader(epoch=3, leo=2),
+            leader(broker=2, epoch=4, isr=[2], leo=1)]),
+        "leader_crash": timed([leader(), append(0, 1, checksum=11), _ACK, _RESTART, leader(epoch=2, leo=0)]),
+    }, [("removed_before_ack", "error", 1070, -1, 0, -1, [2, 5, 7, 4]),
+        ("truncated", "error", 1070, -1, 0, -1, [1, 2, 7, 5]),
+        ("crashed", "warning", 1060, -1, 0, -1, [5, 1, 2, 6]),
+        ("taken_over", "error", 1040, -1, 0, 21, [1, 2, 4, 5]),
+        ("held_before", "error", 1060, -1, 0, 21, [3, 4, 6, 1]),
+        ("no_election", "error", 1030, -1, 0, -1, [1, 2, 3]),
+        ("left_before_the_final_leader", "error", 1040, -1, 0, -1, [1, 2, 4]),
+        ("back_on_the_leader", "error", 1060, -1, 0, 21, [1, 2, 6, 4]),
+        ("leader_crash", "warning", 1030, -1, 0, -1, [3, 1, 2])],
         columns=("run_id", "severity", "ts_ms", "event_id", "offset", "actual", "evidence")),
-    # A write the final leader never held is lost at its takeover, the first election of it into an epoch after the
-    # ack's, or at the ack when that came first: broker 1, replaced by the election of broker 2 into epoch 2 (event
-    # 1), acknowledges two acks=1 writes on as a zombie (1030, 1050); both losses name event 1 (not broker 2's
-    # election into epoch 3, event 8) and are dated at their acks.
-    Case("acks1_write_lost_of_a_zombie_leader_is_lost_when_acknowledged", "acks1_write_lost", {
+    # A zombie leader's acknowledgement: broker 1, replaced by the election of broker 2 into epoch 2 (event 1),
+    # acknowledges two acks=1 writes (1030, 1050) before broker 2 takes office (event 6, 1060) and one after it (1090):
+    # the first two leave the leader in office when broker 2 takes it (1060), the third was never on it and is lost
+    # when acknowledged (1090), naming the become_leader that put broker 2 in office (event 6).
+    Case("acks1_write_lost_of_a_zombie_leader_leaves_the_leader_in_office_when_replaced", "acks1_write_lost", {
         "zombie": timed([leader(), dict(_ELECTION, leader_id=2, leader_epoch=2, partition_epoch=2, isr=[2]),
                          append(0, 0, checksum=11), dict(_ACK, acks=1, last_offset=0),
                          append(1, 1, checksum=12), dict(_ACK, acks=1, base_offset=1, batch_checksum=12),
                          leader(broker=2, epoch=2, isr=[2]), append(0, 1, broker=2, epoch=2, checksum=21),
+                         append(2, 2, checksum=13), dict(_ACK, acks=1, base_offset=2, last_offset=2,
+                                                         batch_checksum=13),
                          dict(_ELECTION, leader_id=2, leader_epoch=3, partition_epoch=3, isr=[2]),
                          leader(broker=2, epoch=3, isr=[2], leo=2)]),
-    }, [("zombie", 1030, 0, 21, [2, 3, 1, 7]), ("zombie", 1050, 1, 21, [4, 5, 1, 7])],
+    }, [("zombie", 1060, 0, 21, [2, 3, 6, 7]), ("zombie", 1060, 1, 21, [4, 5, 6, 7]),
+        ("zombie", 1090, 2, -1, [8, 9, 6])],
         columns=("run_id", "ts_ms", "offset", "actual", "evidence")),
 ]
 
