@@ -200,11 +200,12 @@ def truncating_a_stale_leaders_commit_is_excused_by_the_epoch_it_truncates_in() 
 @case
 def a_stale_leaders_acknowledgement_is_excused_by_the_final_leaders_epoch() -> Case:
     # The stale leader's acks=all acknowledgement of 0..1 (8, epoch 1) is not on final leader 2 (epoch 2): end of
-    # run (-1), expected 7, actual 9; evidence = the acknowledged append, the ack, the election that ended epoch 1
-    # (2: the excuse, which leads, in the unclean run), the final record's append.
+    # run (-1), expected 7, actual 9; evidence = the acknowledged append, the ack, broker 2's taking office before
+    # it (3: the write was never on the leader in office), the final record's append; the unclean election that
+    # ended epoch 1 (2, the excuse) leads in the unclean run.
     return Case("", "acked_write_lost", STALE_LEADER_RUNS,
-                [("unclean", "acked_write_lost", "warning", 2, -1, 0, 7, 9, [2, 6, 8, 4]),
-                 ("clean", "acked_write_lost", "error", 2, -1, 0, 7, 9, [6, 8, 2, 4])])
+                [("unclean", "acked_write_lost", "warning", 2, -1, 0, 7, 9, [2, 6, 8, 3, 4]),
+                 ("clean", "acked_write_lost", "error", 2, -1, 0, 7, 9, [6, 8, 3, 4])])
 
 
 def _crash_after_a_cut(cut: int) -> Rows:
@@ -220,13 +221,14 @@ def _crash_after_a_cut(cut: int) -> Rows:
 def a_crash_recovery_through_a_hole_left_by_a_cut_excuses_no_loss() -> Case:
     # cut: the truncation inside the batch (5) removed the acknowledged 0..1 from broker 2, leaving a hole below
     # its LEO 1; the crash recovery's cut to 0 (7) removes nothing, so the loss is an error removed by 5:
-    # end of run (-1), offset 0, expected 7, actual -1; evidence = the append, the ack, the truncation.
+    # end of run (-1), offset 0, expected 7, actual -1; evidence = the append, the ack, broker 2's taking office
+    # without it (8: leader 1 held it until then), the truncation.
     # kept: the records were still there at the crash, whose recovery removed them: a warning, 7 first.
     # (Reassigning differential seed 692027@high_watermark: Spark excused a loss by a crash through the hole.)
     runs = _runs(cut=_crash_after_a_cut(1), kept=_crash_after_a_cut(2))
     return Case("", "acked_write_lost", runs,
-                [("cut", "acked_write_lost", "error", 2, -1, 0, 7, -1, [2, 3, 5]),
-                 ("kept", "acked_write_lost", "warning", 2, -1, 0, 7, -1, [7, 2, 3])])
+                [("cut", "acked_write_lost", "error", 2, -1, 0, 7, -1, [2, 3, 8, 5]),
+                 ("kept", "acked_write_lost", "warning", 2, -1, 0, 7, -1, [7, 2, 3, 8])])
 
 
 def _committed_then_crash_after_a_cut(cut: int) -> Rows:
@@ -259,7 +261,8 @@ def a_truncation_inside_a_hole_cuts_nothing_below_its_target() -> Case:
     # at 5), then appends 3..4 above its LEO 1 (6: 1..2 hold nothing) and truncates to 1 (7). Nothing is held at
     # 1, so the truncation cuts from 1 (`Checker._cut_from`), not from the base of the long-gone batch 0..1: 2
     # leads with 0 kept, the acknowledgement holds. kept: 0..1 still held at the truncation to 1 (4), which cuts
-    # the batch from 0: the acknowledgement (3) is lost at 0, removed by 4.
+    # the batch from 0: the acknowledgement (3) is lost at 0, removed by 4; leader 1 never held it (a hand-built
+    # shortcut), so it was never on the leader in office, which took office at 0.
     # (A review of the cut rule found the hole case; the Spark side cut from 0.)
     ack = dict(ACK, last_offset=0)
     hole = [leader(), follower(), append(0, 1, broker=2, role="follower", checksum=5), truncation(0, 2),
@@ -268,7 +271,7 @@ def a_truncation_inside_a_hole_cuts_nothing_below_its_target() -> Case:
     kept = [leader(), follower(), append(0, 1, broker=2, role="follower"), ack, truncation(1, 2),
             leader(broker=2, epoch=2, leo=1)]
     return Case("", "acked_write_lost", _runs(hole=hole, kept=kept),
-                [("kept", "acked_write_lost", "error", 2, -1, 0, 7, -1, [3, 4])])
+                [("kept", "acked_write_lost", "error", 2, -1, 0, 7, -1, [3, 0, 4])])
 
 
 def _stopped_replica_hw(election: dict[str, Any]) -> Rows:
