@@ -17,9 +17,10 @@ epoch's LeaderAndIsr after the partition moved on); its final log is replayed fr
   count of lost offsets in the message; `event_id` is -1 (an end-of-run check) and `ts_ms` when the write
   last left the leader in office after the ack, as the checker dates it (`_lost_at`, `_office_loss`): a leader
   without it taking office (the latest become_leader of the highest epoch so far), or its removal from the leader
-  in office (a truncation, an overwrite, retention, a crash loss dated at the crash); when it was never on the
-  leader in office from the ack on (a replaced leader acknowledged it), at the ack, naming the become_leader that
-  put the leader in office; the run's last event's time when no leader is known.
+  in office (a truncation, an overwrite, a crash loss dated at the crash; an offset below the leader's log start
+  counts as kept, so retention is no loss); when it was never on the leader in office from the ack on (a replaced
+  leader acknowledged it), at the ack, naming the become_leader that put the leader in office; the run's last
+  event's time when no leader was in office at the ack.
 
 Severity (excusable invariant): warning when an `unclean` leader_election of the partition follows the
 acknowledgement, or was elected into an epoch after the acknowledging leader's and at or before the final
@@ -219,11 +220,13 @@ def _office_loss(bad: DataFrame, replay: DataFrame, appends: DataFrame) -> DataF
     (id, ts) structs, as the checker follows them.
 
     The leader in office after an event is the broker of the latest become_leader of the highest epoch so far
-    (`PartitionState.last_leader`); it holds the record after an event when its latest write or removal at the
-    offset up to that event wrote the acknowledged checksum. The record left it at an event when it was there before
-    and is not after: dated by the removal (`_by`, `_by_ts`: a crash loss at the crash) when the event removed it
-    from the leader in office, else by the event (a leader without it taking office). Few rows: the violating
-    acknowledgements' partitions, the events at their lost offsets."""
+    (`PartitionState.last_leader`); the write is on it after an event when its latest write or removal at the
+    offset up to that event wrote the acknowledged checksum, or its log start offset (`_lso` after its latest row
+    that moved it) is above the offset: retention deletes nothing that counts as lost (`PartitionState.on_leader`).
+    The record left it at an event when it was there before and is not after: dated by the removal (`_by`,
+    `_by_ts`: a crash loss at the crash) when the event removed it from the leader in office (every move of a log
+    start across the offset is such an event), else by the event (a leader without it taking office). Few rows:
+    the violating acknowledgements' partitions, the events at their lost offsets and the log start moves."""
     keys = [*PARTITION, "ack_id"]
     lost = bad.select(*keys, "lost_offset", "ack_checksum")
     rows = replay.join(F.broadcast(bad.select(*PARTITION).distinct()), list(PARTITION), "left_semi")
@@ -244,11 +247,22 @@ def _office_loss(bad: DataFrame, replay: DataFrame, appends: DataFrame) -> DataF
              F.coalesce(writes & (F.col("_checksum") == F.col("ack_checksum")), F.lit(False)).alias("_holds"),
              F.when(writes, F.struct(F.col("event_id").alias("id"), F.col("ts_ms").alias("ts"))).otherwise(
                  F.struct(F.col("_by").alias("id"), F.col("_by_ts").alias("ts"))).alias("_removal"))
-    # The points where the write can leave the leader in office: the ack, then every office or touch after it.
+    # Every row that moved a replica's log start offset (`_lso` after it), 0 before any.
+    replica = Window.partitionBy(*replica_scan.REPLICA).orderBy("event_id")
+    moves = rows.select(*PARTITION, "broker_id", "event_id", "ts_ms", "_lso",
+                        F.coalesce(F.lag("_lso").over(replica), F.lit(0)).alias("_was")).where(
+        F.col("_lso") != F.col("_was")).select(
+        *PARTITION, F.col("broker_id").alias("_mover"), F.col("event_id").alias("_t"), "_lso", "_was",
+        F.struct(F.col("event_id").alias("id"), F.col("ts_ms").alias("ts")).alias("_move"))
+    # The moves across a lost offset (most are also removals there; one that lowers a log start is not).
+    across = lost.join(moves, list(PARTITION)).where(
+        (F.least("_lso", "_was") <= o) & (o < F.greatest("_lso", "_was"))).select(
+        *keys, F.col("_t").alias("_at"), "_mover", "_move")
+    # The points where the write can leave the leader in office: the ack, then every office, touch or move after it.
     office_at = lost.join(office, list(PARTITION))
     points = bad.select(*keys, F.col("ack_id").alias("_at")).unionByName(
-        office_at.select(*keys, "_at").unionByName(touches.select(*keys, "_at")).where(
-            F.col("_at") > F.col("ack_id"))).distinct()
+        office_at.select(*keys, "_at").unionByName(touches.select(*keys, "_at")).unionByName(
+            across.select(*keys, "_at")).where(F.col("_at") > F.col("ack_id"))).distinct()
     # As of each point: the leader in office, then whether it holds the record.
     in_office = points.join(office_at.withColumnRenamed("_at", "_o"), keys).where(F.col("_o") <= F.col("_at")).groupBy(
         *keys, "_at").agg(F.max_by(F.struct("_leader", F.col("_o").alias("id"), F.col("_since_ts").alias("ts")),
@@ -257,15 +271,24 @@ def _office_loss(bad: DataFrame, replay: DataFrame, appends: DataFrame) -> DataF
     held = points.join(touches.withColumnRenamed("_at", "_t").drop("_removal"), keys).where(
         (F.col("_on") == F.col("_office._leader")) & (F.col("_t") <= F.col("_at"))).groupBy(*keys, "_at").agg(
         F.max_by("_holds", "_t").alias("_held"))
-    points = points.join(held, [*keys, "_at"], "left").join(
-        touches.select(*keys, "_at", "_on", "_removal"), [*keys, "_at"], "left")
+    # The leader in office's log start offset as of each point.
+    starts = points.join(moves, list(PARTITION)).where(
+        (F.col("_mover") == F.col("_office._leader")) & (F.col("_t") <= F.col("_at"))).groupBy(*keys, "_at").agg(
+        F.max_by("_lso", "_t").alias("_start"))
+    points = points.join(held, [*keys, "_at"], "left").join(starts, [*keys, "_at"], "left").join(
+        lost.select(*keys, "lost_offset"), keys).select(
+        *keys, "_at", "_office", (F.coalesce(F.col("_held"), F.lit(False))
+                                  | (F.col("lost_offset") < F.coalesce(F.col("_start"), F.lit(0)))).alias("_held")
+    ).join(touches.select(*keys, "_at", "_on", "_removal"), [*keys, "_at"], "left").join(
+        across, [*keys, "_at"], "left")
     order = Window.partitionBy(*keys).orderBy("_at")
     was_held = F.coalesce(F.lag("_held").over(order), F.lit(False))
     was_leader = F.lag("_office._leader").over(order)
-    # Removed from the leader in office by the event, or a leader without it took office there.
-    why = F.when(F.col("_on") == was_leader, F.col("_removal")).otherwise(
-        F.struct(F.col("_at").alias("id"), F.col("_office.ts").alias("ts")))
-    left = was_held & ~F.coalesce(F.col("_held"), F.lit(False))
+    # Removed from the leader in office by the event (or its log start lowered past it), or a leader without it
+    # took office there.
+    why = (F.when(F.col("_on") == was_leader, F.col("_removal")).when(F.col("_mover") == was_leader, F.col("_move"))
+           .otherwise(F.struct(F.col("_at").alias("id"), F.col("_office.ts").alias("ts"))))
+    left = was_held & ~F.col("_held")
     steps = points.select(*keys, "_at", "_office", left.alias("_left"), why.alias("_why"))
     return steps.groupBy(*keys).agg(
         F.max_by("_why", F.when(F.col("_left"), F.col("_at"))).alias("_left"),

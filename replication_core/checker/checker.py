@@ -341,11 +341,17 @@ class _RunChecker:
         return removed
 
     @staticmethod
-    def _changed(p: PartitionState, r: ReplicaState, offsets: Iterable[int], by: int, at_ms: int) -> None:
-        """Records at `offsets` of `r` changed by event `by` (at `at_ms`): re-read the watches there when `r` is the
-        leader in office (`PartitionState.rewatch`)."""
-        if r.broker == p.last_leader and p.watched:
-            p.rewatch(offsets, by, at_ms)
+    def _changed(p: PartitionState, r: ReplicaState, offsets: Iterable[int], by: int, at_ms: int,
+                 old_lso: int | None = None) -> None:
+        """Records at `offsets` of `r` changed by event `by` (at `at_ms`), and its log start offset moved from
+        `old_lso` (None: it did not): re-read the watches there when `r` is the leader in office
+        (`PartitionState.rewatch`; an offset below the leader's log start is not lost)."""
+        if r.broker != p.last_leader or not p.watched:
+            return
+        p.rewatch(offsets, by, at_ms)
+        if old_lso is not None and old_lso != r.lso:
+            lo, hi = sorted((old_lso, r.lso))
+            p.rewatch([o for o in p.watched if lo <= o < hi], by, at_ms)
 
     @staticmethod
     def _cut_from(r: ReplicaState, target: int) -> int:
@@ -511,7 +517,7 @@ class _RunChecker:
                         if o >= leo:
                             r.crash_removed[o] = r.crashed_since_leadership
                     removed = self._drop_from(r, leo, r.crashed_since_leadership)
-                    self._changed(p, r, removed, r.crashed_since_leadership, r.crashed_at)
+                    by, at_ms = r.crashed_since_leadership, r.crashed_at
                 else:
                     # A broker being added back by a reassignment hosts a new log: its earlier replica was
                     # deleted when it was removed (StopReplica with delete, which emits no event).
@@ -519,12 +525,13 @@ class _RunChecker:
                         self._check_consistent(ev, r.broker, r.leo, leo,
                                                "leadership_change reports a LEO below the replayed log without a crash")
                     removed = self._drop_from(r, leo, int(ev["event_id"]))
-                    self._changed(p, r, removed, int(ev["event_id"]), self.last_ts)
+                    by, at_ms = int(ev["event_id"]), self.last_ts
                 r.cache = truncate_from_end(r.cache, leo)
                 r.leo = leo
                 # A log never starts past its end: a new log (a broker added back) starts at 0, not at the
                 # deleted replica's log start offset, and a later retention must trim its epoch cache.
-                r.lso = min(r.lso, leo)
+                old_lso, r.lso = r.lso, min(r.lso, leo)
+                self._changed(p, r, removed, by, at_ms, old_lso)
             elif leo > r.leo:
                 self._check_consistent(ev, r.broker, r.leo, leo,
                                        "leadership_change reports a LEO above the replayed log (appends missing)")
@@ -637,11 +644,13 @@ class _RunChecker:
             self._check_leader_no_truncation(ev, r, t, None if logged_leo is None else old_leo)
             self._check_truncation_safety(ev, p, r, t, cut, old_leo)
             self._check_truncation_point(ev, p, r, t, old_leo)
-        self._changed(p, r, self._drop_from(r, removed_from, eid), eid, self.last_ts)
+        removed = self._drop_from(r, removed_from, eid)
         r.cache = () if full else truncate_from_end(r.cache, t)
         r.leo = t
+        old_lso = r.lso
         if full or t < r.lso:
             r.lso = t
+        self._changed(p, r, removed, eid, self.last_ts, old_lso)
         r.last_truncation = eid
         r.expected_truncation = None
 
@@ -649,16 +658,17 @@ class _RunChecker:
         p = self._partition(ev)
         r = p.replica(int(ev["broker_id"]))
         new = int(ev["log_start_offset"])
+        deleted: list[int] = []
         if new > r.lso:
             deleted = [o for o in r.records if o < new]
             for o in deleted:
                 del r.records[o]
-            self._changed(p, r, deleted, int(ev["event_id"]), self.last_ts)
             r.cache = truncate_from_start(r.cache, new)
         old = ev.get("old_log_start_offset")
         if old is None or new > int(old):
             r.lso_raised_by = int(ev["event_id"])
-        r.lso = new
+        old_lso, r.lso = r.lso, new
+        self._changed(p, r, deleted, int(ev["event_id"]), self.last_ts, old_lso)
 
     def _on_isr_change(self, ev: Event) -> None:
         p = self._partition(ev)

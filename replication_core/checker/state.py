@@ -124,7 +124,8 @@ class Watch:
     checksum: int
     on_leader: bool
     # (event, ts_ms) of the last time the record stopped being on the leader in office after the ack: a leader
-    # without it taking office, or its removal from the leader in office (a crash loss: the crash's event and time).
+    # without it taking office, or its removal from the leader in office (a crash loss: the crash's event and time;
+    # retention is none, as an offset below the leader's log start counts as kept).
     left: tuple[int, int] | None = None
     # (event, ts_ms) of the become_leader that put the leader in office at the acknowledgement: a replaced leader's
     # acknowledgement was never on the leader in office.
@@ -235,10 +236,13 @@ class PartitionState:
 
     def on_leader(self, offset: int, checksum: int) -> bool:
         """Whether the leader in office (`last_leader`: the latest become_leader of the highest epoch so far) holds
-        the record with `checksum` at `offset` in its replayed log."""
+        the record with `checksum` at `offset` in its replayed log, or its log starts above `offset`: what retention
+        deleted is not lost (the end-of-run check skips offsets below the final leader's log start)."""
         r = None if self.last_leader is None else self.replicas.get(self.last_leader)
-        slot = None if r is None else r.records.get(offset)
-        return slot is not None and slot.rec.checksum == checksum
+        if r is None:
+            return False
+        slot = r.records.get(offset)
+        return offset < r.lso or (slot is not None and slot.rec.checksum == checksum)
 
     def rewatch(self, offsets: Iterable[int], event: int, ts_ms: int) -> None:
         """Re-read, after `event` (at `ts_ms`), whether the watched writes at `offsets` are on the leader in office;
