@@ -125,8 +125,8 @@ def offsets_at_moments(bronze: DataFrame, replica_offsets: DataFrame, run_id: st
 def lost_writes(violations: DataFrame) -> DataFrame:
     """The acknowledged writes missing from their partition's final leader log at the end of a run: the rows of
     `LOST_WRITE_INVARIANTS` in `gold/invariant_violations`, one per lost acknowledgement, with `acks` (`all` or
-    `1`), the first lost offset, the severity, when it was lost (`ts_ms`: when the write last left the leader in office, as the end-of-run
-    check dates each loss, `jobs.invariants.final_log`) and its message."""
+    `1`), the first lost offset, the severity, when it was lost (`ts_ms`: when the write last left the leader in
+    office, as the end-of-run check dates each loss, `jobs.invariants.final_log`) and its message."""
     acks = F.create_map(*[F.lit(x) for item in LOST_WRITE_INVARIANTS.items() for x in item])[F.col("invariant")]
     return violations.where(F.col("invariant").isin(*LOST_WRITE_INVARIANTS)).select(
         "run_id", "topic", "partition", acks.alias("acks"), "offset", "severity", "ts_ms", "message")
