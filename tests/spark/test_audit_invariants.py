@@ -217,11 +217,14 @@ AUDIT_CASES: list[Case] = [
                                      leader(broker=2, epoch=2, leo=0, isr=[2])]),
         "left_before_the_final_leader": timed([
             leader(), append(0, 1, checksum=11), _ACK,
-            dict(_ELECTION, leader_id=2, leader_epoch=2, partition_epoch=2, isr=[2]), leader(broker=2, epoch=2, isr=[2]),
-            dict(_ELECTION, leader_id=3, leader_epoch=3, partition_epoch=3, isr=[3]), leader(broker=3, epoch=3, isr=[3])]),
+            dict(_ELECTION, leader_id=2, leader_epoch=2, partition_epoch=2, isr=[2]),
+            leader(broker=2, epoch=2, isr=[2]),
+            dict(_ELECTION, leader_id=3, leader_epoch=3, partition_epoch=3, isr=[3]),
+            leader(broker=3, epoch=3, isr=[3])]),
         "back_on_the_leader": timed([
             leader(), append(0, 1, checksum=11), _ACK, leader(broker=2, epoch=2, isr=[2]),
-            append(0, 0, broker=2, epoch=2, checksum=21), leader(epoch=3, leo=2), leader(broker=2, epoch=4, isr=[2], leo=1)]),
+            append(0, 0, broker=2, epoch=2, checksum=21), leader(epoch=3, leo=2),
+            leader(broker=2, epoch=4, isr=[2], leo=1)]),
         "leader_crash": timed([leader(), append(0, 1, checksum=11), _ACK, _RESTART, leader(epoch=2, leo=0)]),
         "retained": timed([leader(), append(0, 1, checksum=11), _ACK, dict(_lso(0, 2), role="leader"),
                            leader(broker=2, epoch=2, isr=[2]), append(0, 0, broker=2, epoch=2, checksum=21)]),
