@@ -17,8 +17,9 @@ epoch's LeaderAndIsr after the partition moved on); its final log is replayed fr
   count of lost offsets in the message; `event_id` is -1 (an end-of-run check) and `ts_ms` when the write
   last left the leader in office after the ack, as the checker dates it (`_lost_at`, `_office_loss`): a leader
   without it taking office (the latest become_leader of the highest epoch so far), or its removal from the leader
-  in office (a truncation, an overwrite, a crash loss dated at the crash; an offset below the leader's log start
-  counts as kept, so retention is no loss); when it was never on the leader in office from the ack on (a replaced
+  in office (a truncation, an overwrite, a crash loss dated at the crash; retention is no loss: a write on the
+  leader stays on while the leader's log starts above its offset, but only the record itself brings back one that
+  left); when it was never on the leader in office from the ack on (a replaced
   leader acknowledged it), at the ack, naming the become_leader that put the leader in office; the run's last
   event's time when no leader was in office at the ack.
 
@@ -275,13 +276,20 @@ def _office_loss(bad: DataFrame, replay: DataFrame, appends: DataFrame) -> DataF
     starts = points.join(moves, list(PARTITION)).where(
         (F.col("_mover") == F.col("_office._leader")) & (F.col("_t") <= F.col("_at"))).groupBy(*keys, "_at").agg(
         F.max_by("_lso", "_t").alias("_start"))
+    order = Window.partitionBy(*keys).orderBy("_at")
+    upto = order.rowsBetween(Window.unboundedPreceding, Window.currentRow)
+    holds = F.coalesce(F.col("_held"), F.lit(False))
+    below_start = F.col("lost_offset") < F.coalesce(F.col("_start"), F.lit(0))
+    # On after a point (`PartitionState.rewatch`): the leader held the record at the latest point where it did, and at
+    # every point since its log start was above the offset (what retention deleted is kept, but only the record
+    # itself brings a write that left back). The ack's point is on when the leader holds the record.
+    last_held = F.max(F.when(holds, F.col("_at"))).over(upto)
+    last_out = F.max(F.when(~holds & ~below_start, F.col("_at"))).over(upto)
     points = points.join(held, [*keys, "_at"], "left").join(starts, [*keys, "_at"], "left").join(
         lost.select(*keys, "lost_offset"), keys).select(
-        *keys, "_at", "_office", (F.coalesce(F.col("_held"), F.lit(False))
-                                  | (F.col("lost_offset") < F.coalesce(F.col("_start"), F.lit(0)))).alias("_held")
+        *keys, "_at", "_office", (last_held.isNotNull() & (last_out.isNull() | (last_held > last_out))).alias("_held")
     ).join(touches.select(*keys, "_at", "_on", "_removal"), [*keys, "_at"], "left").join(
         across, [*keys, "_at"], "left")
-    order = Window.partitionBy(*keys).orderBy("_at")
     was_held = F.coalesce(F.lag("_held").over(order), F.lit(False))
     was_leader = F.lag("_office._leader").over(order)
     # Removed from the leader in office by the event (or its log start lowered past it), or a leader without it

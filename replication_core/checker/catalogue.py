@@ -116,10 +116,11 @@ CATALOGUE: tuple[Invariant, ...] = (
         "at the end, each is dated when the write last left the partition's leader in office after the "
         "acknowledgement (the broker of the latest become_leader of the highest leader epoch so far), and its "
         "evidence names that event: a leader without the acknowledged record taking office, or the record's removal "
-        "from the leader in office (a truncation, an overwrite, a crash loss dated at the crash; not retention: an "
-        "offset below the leader's log start offset counts as kept, as at the end); when it was never on the leader "
-        "in office from the acknowledgement on (a replaced leader acknowledged it), at the acknowledgement, naming "
-        "the become_leader that put the leader in office; at the run's end when no leader was in office at the "
+        "from the leader in office (a truncation, an overwrite, a crash loss dated at the crash; not retention: a "
+        "write on the leader stays on while the leader's log starts above its offset, as the end of the run skips "
+        "those, though only the record itself brings back one that left); when it was never on the leader in office "
+        "from the acknowledgement on (a replaced leader acknowledged it), at the acknowledgement, naming the "
+        "become_leader that put the leader in office; at the run's end when no leader was in office at the "
         "acknowledgement.",
         "offset = first lost offset, expected = acknowledged checksum, actual = final checksum or -1",
         ("produce_ack", "append", "leadership_change"), excusable=True,

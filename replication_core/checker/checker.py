@@ -733,7 +733,7 @@ class _RunChecker:
                           None if ev.get("leader_epoch") is None else int(ev["leader_epoch"]), acks, self.last_ts))
         # Followed from here for `_loss` (a replaced leader's acknowledgement is not on the leader in office).
         for o in range(base, last + 1):
-            w = Watch(eid, checksum, p.on_leader(o, checksum), office_since=p.last_leader_since)
+            w = Watch(eid, checksum, p.on_leader(o, checksum)[0], office_since=p.last_leader_since)
             p.watched.setdefault(o, []).append(w)
             p.watches[(eid, o)] = w
 

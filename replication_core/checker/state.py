@@ -234,22 +234,24 @@ class PartitionState:
                 return e
         return None
 
-    def on_leader(self, offset: int, checksum: int) -> bool:
+    def on_leader(self, offset: int, checksum: int) -> tuple[bool, bool]:
         """Whether the leader in office (`last_leader`: the latest become_leader of the highest epoch so far) holds
-        the record with `checksum` at `offset` in its replayed log, or its log starts above `offset`: what retention
-        deleted is not lost (the end-of-run check skips offsets below the final leader's log start)."""
+        the record with `checksum` at `offset` in its replayed log, and whether its log starts above `offset`."""
         r = None if self.last_leader is None else self.replicas.get(self.last_leader)
         if r is None:
-            return False
+            return False, False
         slot = r.records.get(offset)
-        return offset < r.lso or (slot is not None and slot.rec.checksum == checksum)
+        return slot is not None and slot.rec.checksum == checksum, offset < r.lso
 
     def rewatch(self, offsets: Iterable[int], event: int, ts_ms: int) -> None:
         """Re-read, after `event` (at `ts_ms`), whether the watched writes at `offsets` are on the leader in office;
-        one that was and no longer is left it at that event."""
+        one that was and no longer is left it at that event. A write on it stays on while the leader's log starts
+        above its offset (what retention deleted is not lost, as the end-of-run check skips offsets below the final
+        leader's log start), but only the record itself brings back one that left."""
         for o in offsets:
             for w in self.watched.get(o, ()):
-                on = self.on_leader(o, w.checksum)
+                held, below_start = self.on_leader(o, w.checksum)
+                on = held or (w.on_leader and below_start)
                 if w.on_leader and not on:
                     w.left = (event, ts_ms)
                 w.on_leader = on

@@ -187,7 +187,8 @@ AUDIT_CASES: list[Case] = [
     # 1060): the last; leader_crash: broker 1, in office, lost it in its own crash (event 3, 1030), then took office
     # again without it (event 4); retained: retention on broker 1, in office, deleted it (event 3), which loses
     # nothing (the end-of-run check skips offsets below the final leader's log start); broker 2, its log empty, took
-    # office without it (event 4, 1040).
+    # office without it (event 4, 1040); not_revived: broker 2 took office without it (event 3, 1030); its retention
+    # past the offset (5) does not bring the write back: broker 3 taking office with an empty log (6) is not the loss.
     Case("acked_write_lost_is_dated_when_the_write_last_left_the_leader_in_office", "acked_write_lost", {
         "truncated": timed([leader(), append(0, 1, checksum=11), _ACK, dict(_FOLLOWER, broker_id=2, leader_id=1),
                             append(0, 1, broker=2, checksum=11, role="follower"),
@@ -228,6 +229,9 @@ AUDIT_CASES: list[Case] = [
         "leader_crash": timed([leader(), append(0, 1, checksum=11), _ACK, _RESTART, leader(epoch=2, leo=0)]),
         "retained": timed([leader(), append(0, 1, checksum=11), _ACK, dict(_lso(0, 2), role="leader"),
                            leader(broker=2, epoch=2, isr=[2]), append(0, 0, broker=2, epoch=2, checksum=21)]),
+        "not_revived": timed([leader(), append(0, 1, checksum=11), _ACK, leader(broker=2, epoch=2, isr=[2]),
+                              append(0, 2, broker=2, epoch=2, checksum=21),
+                              dict(_lso(0, 3), broker_id=2, role="leader"), leader(broker=3, epoch=3, isr=[3])]),
     }, [("removed_before_ack", "error", 1070, -1, 0, -1, [2, 5, 7, 4]),
         ("truncated", "error", 1070, -1, 0, -1, [1, 2, 7, 5]),
         ("crashed", "warning", 1060, -1, 0, -1, [5, 1, 2, 6]),
@@ -237,7 +241,8 @@ AUDIT_CASES: list[Case] = [
         ("left_before_the_final_leader", "error", 1040, -1, 0, -1, [1, 2, 4]),
         ("back_on_the_leader", "error", 1060, -1, 0, 21, [1, 2, 6, 4]),
         ("leader_crash", "warning", 1030, -1, 0, -1, [3, 1, 2]),
-        ("retained", "error", 1040, -1, 0, 21, [1, 2, 4, 5])],
+        ("retained", "error", 1040, -1, 0, 21, [1, 2, 4, 5]),
+        ("not_revived", "error", 1030, -1, 0, -1, [1, 2, 3])],
         columns=("run_id", "severity", "ts_ms", "event_id", "offset", "actual", "evidence")),
     # A zombie leader's acknowledgement: broker 1, replaced by the election of broker 2 into epoch 2 (event 1),
     # acknowledges two acks=1 writes (1030, 1050) before broker 2 takes office (event 6, 1060) and one after it (1090):
