@@ -344,8 +344,8 @@ class _RunChecker:
     def _changed(p: PartitionState, r: ReplicaState, offsets: Iterable[int], by: int, at_ms: int,
                  old_lso: int | None = None) -> None:
         """Records at `offsets` of `r` changed by event `by` (at `at_ms`), and its log start offset moved from
-        `old_lso` (None: it did not): re-read the watches there when `r` is the leader in office
-        (`PartitionState.rewatch`; an offset below the leader's log start is not lost)."""
+        `old_lso` (None: it did not): re-read the watches there, and between the two log starts, when `r` is the
+        leader in office (`PartitionState.rewatch`)."""
         if r.broker != p.last_leader or not p.watched:
             return
         p.rewatch(offsets, by, at_ms)
@@ -548,9 +548,6 @@ class _RunChecker:
             p.unclean_elections.append(eid)
             if ev.get("leader_epoch") is not None:
                 p.unclean_epochs.append((eid, int(ev["leader_epoch"])))
-        if ev.get("leader_epoch") is not None:
-            p.elections.append((eid, int(ev["leader_epoch"]), None if ev.get("leader_id") is None
-                                else int(ev["leader_id"]), self.last_ts))
         leader = ev.get("leader_id")
         epoch = ev.get("leader_epoch")
         if epoch is not None:

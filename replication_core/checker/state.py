@@ -125,7 +125,7 @@ class Watch:
     on_leader: bool
     # (event, ts_ms) of the last time the record stopped being on the leader in office after the ack: a leader
     # without it taking office, or its removal from the leader in office (a crash loss: the crash's event and time;
-    # retention is none, as an offset below the leader's log start counts as kept).
+    # retention is none, see `PartitionState.rewatch`).
     left: tuple[int, int] | None = None
     # (event, ts_ms) of the become_leader that put the leader in office at the acknowledgement: a replaced leader's
     # acknowledgement was never on the leader in office.
@@ -191,8 +191,6 @@ class PartitionState:
     committed_hw: int = 0
     unclean_elections: list[int] = field(default_factory=list)
     unclean_epochs: list[tuple[int, int]] = field(default_factory=list)  # (event, leader epoch) of each
-    # (event, leader epoch, leader or None, ts_ms) of every election with an epoch
-    elections: list[tuple[int, int, int | None, int]] = field(default_factory=list)
     election_epoch: int | None = None
     election_event: int | None = None
     epoch_leader: dict[int, tuple[int, int]] = field(default_factory=dict)
