@@ -351,7 +351,9 @@ class _RunChecker:
         p.rewatch(offsets, by, at_ms)
         if old_lso is not None and old_lso != r.lso:
             lo, hi = sorted((old_lso, r.lso))
-            p.rewatch([o for o in p.watched if lo <= o < hi], by, at_ms)
+            # A retention moves a log start by a segment, while the watches grow with the run: walk the shorter.
+            p.rewatch(range(lo, hi) if hi - lo <= len(p.watched) else [o for o in p.watched if lo <= o < hi],
+                      by, at_ms)
 
     @staticmethod
     def _cut_from(r: ReplicaState, target: int) -> int:
