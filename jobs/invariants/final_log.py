@@ -19,9 +19,9 @@ epoch's LeaderAndIsr after the partition moved on); its final log is replayed fr
   without it taking office (the latest become_leader of the highest epoch so far), or its removal from the leader
   in office (a truncation, an overwrite, a crash loss dated at the crash; retention is no loss: a write on the
   leader stays on while the leader's log starts above its offset, but only the record itself brings back one that
-  left); when it was never on the leader in office from the ack on (a replaced
-  leader acknowledged it), at the ack, naming the become_leader that put the leader in office; the run's last
-  event's time when no leader was in office at the ack.
+  left); when it was never on the leader in office from the ack on (a replaced leader acknowledged it), at the ack,
+  naming the become_leader that put the leader in office; the run's last event's time when no leader was in office
+  at the ack.
 
 Severity (excusable invariant): warning when an `unclean` leader_election of the partition follows the
 acknowledgement, or was elected into an epoch after the acknowledging leader's and at or before the final
@@ -222,8 +222,9 @@ def _office_loss(bad: DataFrame, replay: DataFrame, appends: DataFrame) -> DataF
 
     The leader in office after an event is the broker of the latest become_leader of the highest epoch so far
     (`PartitionState.last_leader`); the write is on it after an event when its latest write or removal at the
-    offset up to that event wrote the acknowledged checksum, or its log start offset (`_lso` after its latest row
-    that moved it) is above the offset: retention deletes nothing that counts as lost (`PartitionState.on_leader`).
+    offset up to that event wrote the acknowledged checksum, or when the write was on it before and its log start
+    offset (`_lso` after its latest row that moved it) is above the offset: retention deletes nothing that counts
+    as lost, but only the record itself brings back a write that left (`PartitionState.rewatch`).
     The record left it at an event when it was there before and is not after: dated by the removal (`_by`,
     `_by_ts`: a crash loss at the crash) when the event removed it from the leader in office (every move of a log
     start across the offset is such an event), else by the event (a leader without it taking office). Few rows:
