@@ -113,6 +113,7 @@ class DelayedFetch:
         accumulated = 0
         is_follower = self.replica_id >= 0
         is_throttled = self.is_throttled
+        min_bytes = self.min_bytes
         for key, st in self.statuses.items():
             current_epoch = st.current_leader_epoch
             try:
@@ -134,8 +135,15 @@ class DelayedFetch:
             end = leo if is_follower else hw
             if end < fetch_offset:
                 return True  # case F: the leader truncated below the fetch position
-            if end > fetch_offset and (is_throttled is None or not is_throttled(key, now_ms)):
-                accumulated += log.bytes_between(fetch_offset, end, st.max_bytes)
+            if end > fetch_offset:
+                if is_throttled is None:
+                    accumulated += log.bytes_between(fetch_offset, end, st.max_bytes)
+                    if accumulated >= min_bytes:
+                        # Every later case returns True too, so the answer is known: stop here rather
+                        # than walk the rest of the fetch (most parked fetches wake on one partition).
+                        return True
+                elif not is_throttled(key, now_ms):
+                    accumulated += log.bytes_between(fetch_offset, end, st.max_bytes)
             last_fetched = st.last_fetched_epoch
             if last_fetched is not None and last_fetched != UNDEFINED_EPOCH:
                 # lastOffsetForLeaderEpoch(current, lastFetched, fetchOnlyFromLeader=false): its epoch check
@@ -144,7 +152,7 @@ class DelayedFetch:
                 if (eo_end == UNDEFINED_EPOCH_OFFSET or eo_epoch == UNDEFINED_EPOCH
                         or eo_epoch < last_fetched or eo_end < fetch_offset):
                     return True  # case H: the follower's log now diverges
-        return accumulated >= self.min_bytes  # case G
+        return accumulated >= min_bytes  # case G
 
 
 class DelayedFetchPurgatory:

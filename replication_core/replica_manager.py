@@ -857,6 +857,8 @@ class ReplicaManager:
         heap = self._produce_deadlines
         while heap and heap[0][2].completed:
             heapq.heappop(heap)
-        candidates = [d for d in (self.fetch_purgatory.next_deadline(), heap[0][0] if heap else None)
-                      if d is not None]
-        return min(candidates) if candidates else None
+        fetch = self.fetch_purgatory.next_deadline()
+        if not heap:
+            return fetch
+        produce = heap[0][0]
+        return produce if fetch is None or produce < fetch else fetch

@@ -118,3 +118,22 @@ def test_try_complete_else_watch_completes_immediately() -> None:
     purgatory = DelayedFetchPurgatory()
     assert purgatory.try_complete_else_watch(follower_fetch(), lookup_for(p))
     assert len(purgatory) == 0 and purgatory.watched(TP) == 0
+
+
+def test_try_complete_answers_at_the_first_partition_that_fills_min_bytes() -> None:
+    """tryComplete is true once min_bytes are readable: every later case would be true as well, so the
+    partitions after the one that filled it are not looked up; below min_bytes every partition is."""
+    ready, idle = leader(), leader()
+    ready.append_records_to_leader(1, 100, 0, 1, 0)
+    seen: list[object] = []
+
+    def lookup(key):  # type: ignore[no-untyped-def]
+        seen.append(key)
+        return ready if key == ("topic", 1) else idle
+
+    statuses = {("topic", p): FetchPartitionStatus(500, 1000, 10, None) for p in range(4)}
+    assert DelayedFetch("req", 2, 1, 500, statuses).try_complete(lookup)
+    assert seen == [("topic", 0), ("topic", 1)]
+    seen.clear()
+    assert not DelayedFetch("req", 2, 10**6, 500, statuses).try_complete(lookup)
+    assert seen == [("topic", p) for p in range(4)]
