@@ -42,7 +42,7 @@ from jobs.fault_plot import (
     fault_kinds,
     shade_fault_times,
 )
-from jobs.plots import _LIFECYCLE_STYLE, UNCLEAN_COLOUR, LifecycleMark
+from jobs.plots import _LIFECYCLE_STYLE, UNCLEAN_COLOUR, LifecycleMark, plural
 
 COUNT_SERIES: tuple[tuple[str, str, str, str], ...] = (
     ("under_replicated", "under-replicated partitions", "#ff7f0e", "-"),
@@ -236,10 +236,6 @@ def _least_fault_s(data: ClusterOverview) -> float:
     return MIN_FAULT_WIDTH * max(data.end_s, data.bucket_ms / 1000.0)
 
 
-def _plural(n: int, word: str) -> str:
-    return f"{n} {word}{'' if n == 1 else 's'}"
-
-
 def render_overview(data: ClusterOverview) -> Figure:
     """The run's overview figure (not saved; see `plot_overview`)."""
     lanes = _lanes(data)
@@ -265,7 +261,7 @@ def render_overview(data: ClusterOverview) -> Figure:
     end = max(data.end_s, data.bucket_ms / 1000.0)
     # A margin before 0: the elections and starts of the run's first bucket would sit on the axis line otherwise.
     axes[2].set_xlim(-X_MARGIN * end, end)
-    notes = [f"{_plural(data.partitions, 'partition')}, {_plural(len(data.brokers), 'broker')}; most per "
+    notes = [f"{plural(data.partitions, 'partition')}, {plural(len(data.brokers), 'broker')}; most per "
              f"{data.bucket_ms / 1000:g} s bucket"]
     if len(lanes) < len(data.brokers):
         notes.append(f"{len(data.brokers) - len(lanes)} quieter brokers not drawn")

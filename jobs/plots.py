@@ -224,8 +224,9 @@ def headline_parts(data: PartitionPlot) -> list[str]:
         names = sorted({name for sev, name, _ in totals if sev == severity})
         n = sum(count for sev, _, count in totals if sev == severity)
         if n:
-            plural = "s" if n > 1 and severity != INFO else ""  # "3 info", as the audit and the check say it
-            parts.append(f"{n} {severity}{plural} ({', '.join(names)})")
+            # "3 info", as the audit and the check say it
+            said = f"{n} {severity}" if severity == INFO else plural(n, severity)
+            parts.append(f"{said} ({', '.join(names)})")
     unclean = sum(1 for c in data.leaders if c.unclean)
     if unclean:
         parts.append(f"{unclean} unclean election{'s' if unclean > 1 else ''}")
@@ -808,7 +809,7 @@ def render_partition(data: PartitionPlot) -> Figure:
     if data.faults_total > drawn:
         notes.append(f"first {drawn} of the replicas' {data.faults_total} broker faults drawn")
     if crowded:
-        notes.append(f"{crowded} violation labels left out (crowded)")
+        notes.append(f"{plural(crowded, 'violation label')} left out (crowded)")
     if unlabelled:
         n = len(data.incidents)
         notes.append(f"{n - unlabelled} of {n} lag incidents labelled (shading marks all)")
@@ -817,6 +818,11 @@ def render_partition(data: PartitionPlot) -> Figure:
     sub = "\n".join(said) + "\n" + "\n".join(_wrapped([*parts, *notes]))
     fig.text(0.08, 0.935, sub, fontsize=9.5, ha="left", va="top")
     return fig
+
+
+def plural(n: int, word: str) -> str:
+    """`n` and `word`, with an s unless `n` is 1 ("1 violation label", "2 violation labels")."""
+    return f"{n} {word}{'' if n == 1 else 's'}"
 
 
 SUBTITLE_CHARS = 150

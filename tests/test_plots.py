@@ -34,6 +34,7 @@ from jobs.plots import (
     merged,
     outside,
     plot_partition,
+    plural,
     render_partition,
 )
 
@@ -490,7 +491,13 @@ def test_crowded_violation_labels_never_overlap_or_leave_the_panel_and_the_rest_
     named = [t.get_text().split(":")[1].split("\n")[0].strip() for t in labels]
     assert len(set(named)) == min(len(labels), 3)  # the invariants take turns
     left_out = len(crowd) - len(labels)
-    assert left_out > 0 and f"{left_out} violation labels left out (crowded)" in _figure_text(fig)
+    assert left_out > 0 and f"{plural(left_out, 'violation label')} left out (crowded)" in _figure_text(fig)
+
+
+def test_plural_says_one_thing_in_the_singular() -> None:
+    """The figures' counts: "1 violation label", "2 violation labels", "0 partitions"."""
+    assert [plural(n, "violation label") for n in (1, 2)] == ["1 violation label", "2 violation labels"]
+    assert plural(0, "partition") == "0 partitions"
 
 
 def test_a_violation_at_the_bottom_of_the_panel_is_labelled_above_its_mark() -> None:
