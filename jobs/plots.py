@@ -414,10 +414,10 @@ VIOLATION_LABEL_ROWS = 6
 is left out."""
 
 
-def _draw_violations(ax, data: PartitionPlot) -> int:  # type: ignore[no-untyped-def]
+def _draw_violations(ax, data: PartitionPlot, taken: list[Bbox]) -> int:  # type: ignore[no-untyped-def]
     """Mark every violation and label the chosen ones (`_labelled`), each at the first of `VIOLATION_LABEL_ROWS`
     heights where its drawn extent stays inside the panel and overlaps no other label; returns how many chosen ones
-    found none."""
+    found none. The labels' extents are added to `taken` (display coordinates), for the evidence labels to avoid."""
     top = ax.get_xaxis_transform()  # x in data, y in axes fraction: for marks without an offset
 
     def anchor(v: ViolationMark):  # type: ignore[no-untyped-def]
@@ -435,7 +435,6 @@ def _draw_violations(ax, data: PartitionPlot) -> int:  # type: ignore[no-untyped
     # Labels in `_labelled`'s order, so that each invariant's first gets a place before any invariant's second.
     renderer = ax.figure.canvas.get_renderer()
     panel = ax.get_window_extent(renderer)
-    taken: list[Bbox] = []
     left_out = 0
     totals: dict[tuple[str, str], int] = {}
     for severity, invariant, count in data.totals:
@@ -479,10 +478,12 @@ def _draw_violations(ax, data: PartitionPlot) -> int:  # type: ignore[no-untyped
     return left_out
 
 
-def _draw_evidence(ax, data: PartitionPlot) -> None:  # type: ignore[no-untyped-def]
+def _draw_evidence(ax, data: PartitionPlot, violation_labels: Sequence[Bbox] = ()) -> None:  # type: ignore[no-untyped-def]
     """The evidence events of the labelled violations as one numbered sequence of rings, each on the level of
     the first violation citing it and joined to its violations by dotted lines: the picture reads left to right
-    as what happened first, then what broke. An event cited by several violations is drawn once."""
+    as what happened first, then what broke. An event cited by several violations is drawn once. Its numbered
+    label avoids the other evidence labels and `violation_labels` (display extents: a number under a violation's
+    box cannot be read)."""
     top = ax.get_xaxis_transform()
     placed: dict[tuple[float, str], tuple[float, bool, str]] = {}  # event -> (y, on the top band, colour)
     for v in _labelled(data):
@@ -507,20 +508,29 @@ def _draw_evidence(ax, data: PartitionPlot) -> None:  # type: ignore[no-untyped-
                            textcoords="offset points", fontsize=7.5, color=colour, ha="left", va="bottom", zorder=7,
                            bbox={"boxstyle": "square,pad=0.05", "fc": "white", "ec": "none",
                                  "alpha": EVIDENCE_BOX_ALPHA})
-        # Labels of events close together climb in steps, to the lowest step where they overlap no earlier
-        # label (measured extents; the axes' limits are final), or the step with the fewest overlaps.
-        best: tuple[int, int, Bbox] | None = None
+        # Labels of events close together climb in steps, to the lowest step where they overlap no earlier label
+        # (measured extents; the axes' limits are final), starting right of the ring and else ending at it; or
+        # the place with the fewest overlaps, then under the violations' boxes (what broke stays readable).
+        best: tuple[int, int, float, str, Bbox] | None = None
         for level in range(EVIDENCE_LABEL_STEPS):
-            text.set_position((-4, 9 + 11 * level))
-            extent = text.get_window_extent(renderer)
-            clashes = _clashes(extent, taken)
-            if best is None or clashes < best[0]:
-                best = (clashes, level, extent)
-            if not clashes:
+            for dx, ha in ((-4.0, "left"), (4.0, "right")):
+                text.set_position((dx, 9 + 11 * level))
+                text.set_horizontalalignment(ha)
+                extent = text.get_window_extent(renderer)
+                clashes = _clashes(extent, taken) + _clashes(extent, violation_labels)
+                if best is None or clashes < best[0]:
+                    best = (clashes, level, dx, ha, extent)
+                if not clashes:
+                    break
+            if best is not None and not best[0]:
                 break
         assert best is not None
-        text.set_position((-4, 9 + 11 * best[1]))
-        taken.append(best[2])
+        clashes, level, dx, ha, extent = best
+        text.set_position((dx, 9 + 11 * level))
+        text.set_horizontalalignment(ha)
+        if _clashes(extent, violation_labels):
+            text.set_zorder(6.9)
+        taken.append(extent)
 
 
 def _clashes(extent: Bbox, taken: Sequence[Bbox]) -> int:
@@ -758,8 +768,10 @@ def render_partition(data: PartitionPlot) -> Figure:
     _draw_isr(lanes, data)
     unlabelled = _draw_incidents((top, lanes), data)
     _draw_leaders((top, lanes), data)
-    _draw_evidence(top, data)
-    crowded = _draw_violations(top, data)
+    # The violations' labels first (they say what broke), then the evidence numbers around them.
+    violation_labels: list[Bbox] = []
+    crowded = _draw_violations(top, data, violation_labels)
+    _draw_evidence(top, data, violation_labels)
 
     handles, labels = top.get_legend_handles_labels()
     # Only the marks this picture draws: a legend of things absent sends the reader looking for them.

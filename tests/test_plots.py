@@ -561,3 +561,18 @@ def test_an_incident_label_is_dark_red_only_for_the_leaders_failings() -> None:
     colours = {t.get_text().split(":")[1].split()[0]: to_hex(t.get_color()) for t in top.texts
                if " lagging" in t.get_text()}
     assert colours == {"missing": INCIDENT_LABEL_BAD, "ongoing": INCIDENT_LABEL_OTHER}
+
+
+def test_evidence_numbers_are_not_hidden_under_violation_labels() -> None:
+    """A crowd of warnings at one instant (an end-of-run check after an unclean election) citing events just
+    before it: the violations' boxes are placed first, and no numbered evidence label sits under one of them."""
+    cited = (EvidencePoint(19.6, "truncation by broker 1"), EvidencePoint(19.8, "leader_election by broker 1000"))
+    crowd = tuple(ViolationMark(20.0, inv, "warning", 2, 1, cited) for inv in
+                  ("acked_write_lost",) * 3 + ("inconsistent_offsets", "committed_prefix_agreement") * 2)
+    fig = render_partition(replace(kip101_like(), violations=crowd))
+    renderer = fig.canvas.get_renderer()
+    texts = fig.axes[0].texts
+    boxes = [Text.get_window_extent(t, renderer) for t in texts if t.get_text().startswith("WARNING:")]
+    numbers = [t.get_window_extent(renderer) for t in texts if t.get_text()[:3] in {"1. ", "2. "}]
+    assert len(boxes) >= 3 and len(numbers) == 2
+    assert not any(n.overlaps(b) for n in numbers for b in boxes)
