@@ -478,12 +478,13 @@ def _draw_violations(ax, data: PartitionPlot, taken: list[Bbox]) -> int:  # type
     return left_out
 
 
-def _draw_evidence(ax, data: PartitionPlot, violation_labels: Sequence[Bbox] = ()) -> None:  # type: ignore[no-untyped-def]
+def _draw_evidence(ax, data: PartitionPlot, violation_labels: Sequence[Bbox] = (),  # type: ignore[no-untyped-def]
+                   leader_labels: Sequence[Bbox] = ()) -> None:
     """The evidence events of the labelled violations as one numbered sequence of rings, each on the level of
     the first violation citing it and joined to its violations by dotted lines: the picture reads left to right
     as what happened first, then what broke. An event cited by several violations is drawn once. Its numbered
-    label avoids the other evidence labels and `violation_labels` (display extents: a number under a violation's
-    box cannot be read)."""
+    label avoids the other evidence labels, `violation_labels` and `leader_labels` (display extents: a number under
+    a box cannot be read)."""
     top = ax.get_xaxis_transform()
     placed: dict[tuple[float, str], tuple[float, bool, str]] = {}  # event -> (y, on the top band, colour)
     for v in _labelled(data):
@@ -517,7 +518,8 @@ def _draw_evidence(ax, data: PartitionPlot, violation_labels: Sequence[Bbox] = (
                 text.set_position((dx, 9 + 11 * level))
                 text.set_horizontalalignment(ha)
                 extent = text.get_window_extent(renderer)
-                clashes = _clashes(extent, taken) + _clashes(extent, violation_labels)
+                clashes = (_clashes(extent, taken) + _clashes(extent, violation_labels)
+                           + _clashes(extent, leader_labels))
                 if best is None or clashes < best[0]:
                     best = (clashes, level, dx, ha, extent)
                 if not clashes:
@@ -612,8 +614,12 @@ def _draw_incidents(axes, data: PartitionPlot) -> int:  # type: ignore[no-untype
     return unlabelled
 
 
-def _draw_leaders(axes, data: PartitionPlot) -> None:  # type: ignore[no-untyped-def]
+def _draw_leaders(axes, data: PartitionPlot) -> list[Bbox]:  # type: ignore[no-untyped-def]
+    """Leader changes as vertical lines on both panels, labelled at the top of the offsets panel; returns the labels'
+    display extents."""
     changes = sorted(data.leaders, key=lambda c: c.time_s)
+    renderer = axes[0].figure.canvas.get_renderer()
+    extents: list[Bbox] = []
     for ax in axes:
         for c in changes:
             if c.unclean:
@@ -631,12 +637,15 @@ def _draw_leaders(axes, data: PartitionPlot) -> None:  # type: ignore[no-untyped
         # Alternate two heights so that changes close in time do not print over each other; a change in the last
         # quarter of the run is labelled to the left of its line, so that the label stays inside the axes.
         left = c.time_s > 0.75 * axes[0].get_xlim()[1]
-        axes[0].text(c.time_s, 0.985 - 0.065 * (k % 2), f"{who}{epoch}{how} ←" if left else f" → {who}{epoch}{how}",
-                     transform=axes[0].get_xaxis_transform(), fontsize=8.5, ha="right" if left else "left",
-                     va="top", zorder=8,
-                     color=UNCLEAN_COLOUR if c.unclean else "black",
-                     bbox={"boxstyle": "round,pad=0.2", "fc": "white",
-                           "ec": UNCLEAN_COLOUR if c.unclean else "#555555", "alpha": 0.85})
+        label = axes[0].text(c.time_s, 0.985 - 0.065 * (k % 2),
+                             f"{who}{epoch}{how} ←" if left else f" → {who}{epoch}{how}",
+                             transform=axes[0].get_xaxis_transform(), fontsize=8.5, ha="right" if left else "left",
+                             va="top", zorder=8,
+                             color=UNCLEAN_COLOUR if c.unclean else "black",
+                             bbox={"boxstyle": "round,pad=0.2", "fc": "white",
+                                   "ec": UNCLEAN_COLOUR if c.unclean else "#555555", "alpha": 0.85})
+        extents.append(label.get_window_extent(renderer))
+    return extents
 
 
 def _draw_isr(ax, data: PartitionPlot) -> None:  # type: ignore[no-untyped-def]
@@ -767,11 +776,11 @@ def render_partition(data: PartitionPlot) -> Figure:
     top.set_ylim(*_offset_limits(data))
     _draw_isr(lanes, data)
     unlabelled = _draw_incidents((top, lanes), data)
-    _draw_leaders((top, lanes), data)
-    # The violations' labels first (they say what broke), then the evidence numbers around them.
+    leader_labels = _draw_leaders((top, lanes), data)
+    # The violations' labels first (they say what broke), then the evidence numbers around them and the leaders'.
     violation_labels: list[Bbox] = []
     crowded = _draw_violations(top, data, violation_labels)
-    _draw_evidence(top, data, violation_labels)
+    _draw_evidence(top, data, violation_labels, leader_labels)
 
     handles, labels = top.get_legend_handles_labels()
     # Only the marks this picture draws: a legend of things absent sends the reader looking for them.

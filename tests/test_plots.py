@@ -576,3 +576,17 @@ def test_evidence_numbers_are_not_hidden_under_violation_labels() -> None:
     numbers = [t.get_window_extent(renderer) for t in texts if t.get_text()[:3] in {"1. ", "2. "}]
     assert len(boxes) >= 3 and len(numbers) == 2
     assert not any(n.overlaps(b) for n in numbers for b in boxes)
+
+
+def test_evidence_numbers_are_not_hidden_under_a_leader_change_label() -> None:
+    """Events just after a leader change, near the top of the panel: their numbers climb and find room beside the
+    change's label (`→ leader 1, epoch 1`), not under it."""
+    cited = tuple(EvidencePoint(7.7 + 0.1 * k, f"append by broker {k}") for k in range(3))
+    fig = render_partition(replace(kip101_like(), violations=(ViolationMark(12.0, "acked_write_lost", "error", 1, 2,
+                                                                            cited),)))
+    renderer = fig.canvas.get_renderer()
+    texts = fig.axes[0].texts
+    leader = [t.get_window_extent(renderer) for t in texts if "leader 1, epoch 1" in t.get_text()]
+    numbers = [t.get_window_extent(renderer) for t in texts if t.get_text()[:3] in {"1. ", "2. ", "3. "}]
+    assert len(leader) == 1 and len(numbers) == 3
+    assert not any(n.overlaps(leader[0]) for n in numbers)
