@@ -64,6 +64,10 @@ lost at the failover), so its first is labelled with the count of the others, an
 
 EVIDENCE_LABEL_STEPS = 9
 """Heights an evidence label may climb to above its ring to stay clear of the labels before it."""
+EVIDENCE_LABEL_SIDES: tuple[tuple[float, str], ...] = ((-4.0, "left"), (4.0, "right"), (7.0, "left"))
+"""Where an evidence number may sit at each step, in order (x offset in points, alignment): starting just left of
+its ring's centre, ending just right of it, or starting clear of the ring (beside a violation's box that ends at the
+ring)."""
 DODGE_POINTS = 2.5
 """Vertical shift between replicas' lines, in points (so equal offsets do not hide each other)."""
 LANE_FAULT_OFFSETS = {"network_partition": -0.14, "gc_pause": 0.08, "disk_stall": 0.08}
@@ -416,8 +420,8 @@ is left out."""
 
 def _draw_violations(ax, data: PartitionPlot, taken: list[Bbox]) -> int:  # type: ignore[no-untyped-def]
     """Mark every violation and label the chosen ones (`_labelled`), each at the first of `VIOLATION_LABEL_ROWS`
-    heights where its drawn extent stays inside the panel and overlaps no other label; returns how many chosen ones
-    found none. The labels' extents are added to `taken` (display coordinates), for the evidence labels to avoid."""
+    heights where its drawn extent stays inside the panel and overlaps no label in `taken` (display extents: the
+    incidents' labels, then each violation label placed); returns how many chosen ones found none."""
     top = ax.get_xaxis_transform()  # x in data, y in axes fraction: for marks without an offset
 
     def anchor(v: ViolationMark):  # type: ignore[no-untyped-def]
@@ -483,8 +487,8 @@ def _draw_evidence(ax, data: PartitionPlot, violation_labels: Sequence[Bbox] = (
     """The evidence events of the labelled violations as one numbered sequence of rings, each on the level of
     the first violation citing it and joined to its violations by dotted lines: the picture reads left to right
     as what happened first, then what broke. An event cited by several violations is drawn once. Its numbered
-    label avoids the other evidence labels, `violation_labels` and `leader_labels` (display extents: a number under
-    a box cannot be read)."""
+    label avoids the other evidence labels, `violation_labels` (with the incidents') and `leader_labels` (display
+    extents: a number under a box cannot be read)."""
     top = ax.get_xaxis_transform()
     placed: dict[tuple[float, str], tuple[float, bool, str]] = {}  # event -> (y, on the top band, colour)
     for v in _labelled(data):
@@ -510,11 +514,11 @@ def _draw_evidence(ax, data: PartitionPlot, violation_labels: Sequence[Bbox] = (
                            bbox={"boxstyle": "square,pad=0.05", "fc": "white", "ec": "none",
                                  "alpha": EVIDENCE_BOX_ALPHA})
         # Labels of events close together climb in steps, to the lowest step where they overlap no earlier label
-        # (measured extents; the axes' limits are final), starting right of the ring and else ending at it; or
-        # the place with the fewest overlaps, then under the violations' boxes (what broke stays readable).
+        # (measured extents; the axes' limits are final), on one of `EVIDENCE_LABEL_SIDES`; or the place with the
+        # fewest overlaps, then under the violations' boxes (what broke stays readable).
         best: tuple[int, int, float, str, Bbox] | None = None
         for level in range(EVIDENCE_LABEL_STEPS):
-            for dx, ha in ((-4.0, "left"), (4.0, "right")):
+            for dx, ha in EVIDENCE_LABEL_SIDES:
                 text.set_position((dx, 9 + 11 * level))
                 text.set_horizontalalignment(ha)
                 extent = text.get_window_extent(renderer)
@@ -567,12 +571,12 @@ INCIDENT_LABEL_ROWS = 3
 """Heights (from the bottom of the offset panel) that incident labels may take before one is left out."""
 
 
-def _draw_incidents(axes, data: PartitionPlot) -> int:  # type: ignore[no-untyped-def]
+def _draw_incidents(axes, data: PartitionPlot, placed: list[Bbox]) -> int:  # type: ignore[no-untyped-def]
     """Shade every lag incident on both panels and label as many as fit without overlap; returns how many
-    were left unlabelled. Labels are placed late / missing / premature first, then in time order, each in the
-    lowest of `INCIDENT_LABEL_ROWS` rows where its drawn extent overlaps no other label (measured with the
-    renderer, so the axes' limits and position must be final); one that would run past the panel's right edge
-    ends there instead."""
+    were left unlabelled, and adds the labels' display extents to `placed`. Labels are placed late / missing /
+    premature first, then in time order, each in the lowest of `INCIDENT_LABEL_ROWS` rows where its drawn extent
+    overlaps no other label (measured with the renderer, so the axes' limits and position must be final); one that
+    would run past the panel's right edge ends there instead."""
     top = axes[0]
     for inc in data.incidents:
         end = data.end_s if inc.end_s is None else inc.end_s
@@ -607,6 +611,7 @@ def _draw_incidents(axes, data: PartitionPlot) -> int:  # type: ignore[no-untype
                 extent = label.get_window_extent(renderer)
             if not _clashes(extent, extents):
                 extents.append(extent)
+                placed.append(extent)
                 break
         else:
             label.remove()
@@ -775,12 +780,13 @@ def render_partition(data: PartitionPlot) -> Figure:
     _draw_offsets(top, data)
     top.set_ylim(*_offset_limits(data))
     _draw_isr(lanes, data)
-    unlabelled = _draw_incidents((top, lanes), data)
+    # The incidents' labels, along the bottom of the panel; then the violations' labels around them (they say what
+    # broke), then the evidence numbers around both and around the leader changes' labels.
+    labels: list[Bbox] = []
+    unlabelled = _draw_incidents((top, lanes), data, labels)
     leader_labels = _draw_leaders((top, lanes), data)
-    # The violations' labels first (they say what broke), then the evidence numbers around them and the leaders'.
-    violation_labels: list[Bbox] = []
-    crowded = _draw_violations(top, data, violation_labels)
-    _draw_evidence(top, data, violation_labels, leader_labels)
+    crowded = _draw_violations(top, data, labels)
+    _draw_evidence(top, data, labels, leader_labels)
 
     handles, labels = top.get_legend_handles_labels()
     # Only the marks this picture draws: a legend of things absent sends the reader looking for them.

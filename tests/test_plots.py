@@ -590,3 +590,17 @@ def test_evidence_numbers_are_not_hidden_under_a_leader_change_label() -> None:
     numbers = [t.get_window_extent(renderer) for t in texts if t.get_text()[:3] in {"1. ", "2. ", "3. "}]
     assert len(leader) == 1 and len(numbers) == 3
     assert not any(n.overlaps(leader[0]) for n in numbers)
+
+
+def test_violation_labels_do_not_cover_the_lag_incidents_labels() -> None:
+    """A violation low in the panel, inside the last lag incident: its label finds a height clear of the incident's
+    label along the bottom of the panel instead of covering it (both are text a reader needs)."""
+    data = replace(kip101_like(), offsets=_offsets([(2, 0.0, 0, 0), (2, 5.0, 10, 10), (1, 0.0, 0, 0), (1, 5.0, 10, 10)]),
+                   violations=(ViolationMark(22.0, "committed_prefix_agreement", "error", 1, 1),))
+    fig = render_partition(data)
+    renderer = fig.canvas.get_renderer()
+    texts = fig.axes[0].texts
+    boxes = [Text.get_window_extent(t, renderer) for t in texts if t.get_text().startswith("ERROR:")]
+    incidents = [t.get_window_extent(renderer) for t in texts if "lagging" in t.get_text()]
+    assert len(boxes) == 1 and len(incidents) == 2
+    assert not any(boxes[0].overlaps(i) for i in incidents)
