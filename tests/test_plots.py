@@ -595,7 +595,8 @@ def test_evidence_numbers_are_not_hidden_under_a_leader_change_label() -> None:
 def test_violation_labels_do_not_cover_the_lag_incidents_labels() -> None:
     """A violation low in the panel, inside the last lag incident: its label finds a height clear of the incident's
     label along the bottom of the panel instead of covering it (both are text a reader needs)."""
-    data = replace(kip101_like(), offsets=_offsets([(2, 0.0, 0, 0), (2, 5.0, 10, 10), (1, 0.0, 0, 0), (1, 5.0, 10, 10)]),
+    offsets = _offsets([(2, 0.0, 0, 0), (2, 5.0, 10, 10), (1, 0.0, 0, 0), (1, 5.0, 10, 10)])
+    data = replace(kip101_like(), offsets=offsets,
                    violations=(ViolationMark(22.0, "committed_prefix_agreement", "error", 1, 1),))
     fig = render_partition(data)
     renderer = fig.canvas.get_renderer()
