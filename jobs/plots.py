@@ -56,6 +56,8 @@ ELR_LABEL = "eligible leader replica\n(out of the ISR, electable)"
 """The legend's entry for the ELR bands (shown only where a replica was one)."""
 MAX_LEADER_LABELS = 12
 """Beyond this many leader changes the lines are drawn without text (labels would overlap)."""
+LEADER_LABEL_ROWS = 3
+"""Heights at the top of the offsets panel that leader change labels take turns at, each the highest free one."""
 MAX_VIOLATION_LABELS = 8
 """Violation markers beyond this many are drawn without text."""
 MAX_INFO_LABELS = 1
@@ -631,25 +633,38 @@ def _draw_leaders(axes, data: PartitionPlot) -> list[Bbox]:  # type: ignore[no-u
                 ax.axvline(c.time_s, color=UNCLEAN_COLOUR, linestyle="--", linewidth=1.6, alpha=0.9, zorder=3)
             else:
                 ax.axvline(c.time_s, color="black", linestyle=":", linewidth=1.1, alpha=0.8, zorder=3)
-    # Unclean elections keep their label however many changes there are: they are what may have lost data.
+    # Unclean elections keep their label however many changes there are: they are what may have lost data. They
+    # are placed first, so that they get the top rows; then the others in time order.
     many = len(changes) > MAX_LEADER_LABELS
-    for k, c in enumerate(changes):
+    for c in sorted(changes, key=lambda c: not c.unclean):
         if many and not c.unclean:
             continue
         who = "offline" if c.leader is None else f"leader {c.leader}"
         epoch = "" if c.epoch is None else f", epoch {c.epoch}"
         how = " (unclean)" if c.unclean else " (from ELR)" if c.from_elr else ""
-        # Alternate two heights so that changes close in time do not print over each other; a change in the last
-        # quarter of the run is labelled to the left of its line, so that the label stays inside the axes.
+        # A change in the last quarter of the run is labelled to the left of its line, so that the label stays
+        # inside the axes.
         left = c.time_s > 0.75 * axes[0].get_xlim()[1]
-        label = axes[0].text(c.time_s, 0.985 - 0.065 * (k % 2),
-                             f"{who}{epoch}{how} ←" if left else f" → {who}{epoch}{how}",
+        label = axes[0].text(c.time_s, 0.985, f"{who}{epoch}{how} ←" if left else f" → {who}{epoch}{how}",
                              transform=axes[0].get_xaxis_transform(), fontsize=8.5, ha="right" if left else "left",
                              va="top", zorder=8,
                              color=UNCLEAN_COLOUR if c.unclean else "black",
                              bbox={"boxstyle": "round,pad=0.2", "fc": "white",
                                    "ec": UNCLEAN_COLOUR if c.unclean else "#555555", "alpha": 0.85})
-        extents.append(label.get_window_extent(renderer))
+        # The highest of `LEADER_LABEL_ROWS` rows where it covers no other change's label (changes close in time),
+        # else the row where it covers the fewest.
+        best: tuple[int, float, Bbox] | None = None
+        for row in range(LEADER_LABEL_ROWS):
+            label.set_y(0.985 - 0.065 * row)
+            extent = label.get_window_extent(renderer)
+            clashes = _clashes(extent, extents)
+            if best is None or clashes < best[0]:
+                best = (clashes, label.get_position()[1], extent)
+            if not clashes:
+                break
+        assert best is not None
+        label.set_y(best[1])
+        extents.append(best[2])
     return extents
 
 

@@ -605,3 +605,17 @@ def test_violation_labels_do_not_cover_the_lag_incidents_labels() -> None:
     incidents = [t.get_window_extent(renderer) for t in texts if "lagging" in t.get_text()]
     assert len(boxes) == 1 and len(incidents) == 2
     assert not any(boxes[0].overlaps(i) for i in incidents)
+
+
+def test_leader_change_labels_close_in_time_do_not_cover_each_other_and_unclean_ones_go_on_top() -> None:
+    """Two unclean elections and a clean change between them, their labels reaching into each other's time: each
+    label takes the highest row where it covers no other, the unclean elections first."""
+    leaders = (LeaderChange(1.0, 2, 0), LeaderChange(12.0, 1, 4), LeaderChange(14.0, 3, 5, unclean=True),
+               LeaderChange(19.5, 2, 6, unclean=True))
+    fig = render_partition(replace(kip101_like(), leaders=leaders))
+    renderer = fig.canvas.get_renderer()
+    labels = {t.get_text(): t for t in fig.axes[0].texts if "epoch" in t.get_text()}
+    assert len(labels) == 4
+    extents = [t.get_window_extent(renderer) for t in labels.values()]
+    assert not any(a.overlaps(b) for k, a in enumerate(extents) for b in extents[k + 1:])
+    assert labels[" → leader 3, epoch 5 (unclean)"].get_position()[1] == pytest.approx(0.985)
