@@ -79,6 +79,7 @@ from jobs.plots import (
     LifecycleMark,
     PartitionPlot,
     ViolationMark,
+    evidence_key,
     plot_partition,
     severity_rank,
 )
@@ -918,7 +919,7 @@ def _sections(
             + tuple(LeaderChange((r["ts_ms"] - start_ms) / 1000.0, r["leader_id"], r["leader_epoch"], True)
                     for r in sorted(uncleans.get(key, []), key=lambda r: r["ts_ms"])),
             violations=tuple(ViolationMark(v.time_s, v.invariant, v.severity, v.replica, v.offset, tuple(
-                EvidencePoint(e.time_s, e.what) for e in v.evidence if e.time_s is not None and e.what))
+                EvidencePoint(e.time_s, e.what, e.event_id) for e in v.evidence if e.time_s is not None and e.what))
                 for v in v_rows),
             incidents=tuple(IncidentSpan(i.start_s, i.end_s, i.follower, i.verdict, i.leader, i.lag_max_ms,
                                          i.shrink_outcome, i.zombie) for i in i_rows),
@@ -953,7 +954,8 @@ def _sections(
                                                for t in sorted(totals.get(key, []), key=lambda t: (
                                                    severity_rank(t["severity"]), t["invariant"]))),
                                          infos=int(c["infos"]),
-                                         produce=tuple(_produce_row(r, start_ms) for r in produce.get(key, []))))
+                                         produce=tuple(_produce_row(r, start_ms) for r in produce.get(key, [])),
+                                         evidence_key=evidence_key(data)))
     return _with_naming(spark, sections, violations), pngs
 
 

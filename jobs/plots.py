@@ -40,7 +40,7 @@ from matplotlib.ticker import FuncFormatter, MaxNLocator
 from matplotlib.transforms import Bbox, offset_copy
 
 from jobs.fault_plot import MIN_FAULT_WIDTH, FaultSpan, draw_fault_bars, fault_handles, fault_kinds, partition_label
-from jobs.report_document import BAD_VERDICTS
+from jobs.report_document import BAD_VERDICTS, NumberedEvidence
 from replication_core.checker.catalogue import ERROR, INFO, SEVERITIES, WARNING
 
 OFFSET_COLUMNS: tuple[str, ...] = ("replica", "t_s", "hw", "leo", "hw_min", "hw_max", "leo_min", "leo_max")
@@ -117,6 +117,8 @@ class EvidencePoint:
 
     time_s: float
     label: str
+    event_id: int | None = None
+    """The event's id, for the picture's key (`evidence_key`); None where not known."""
 
 
 @dataclass(frozen=True)
@@ -485,39 +487,29 @@ def _draw_violations(ax, data: PartitionPlot, taken: list[Bbox]) -> int:  # type
 
 
 def _draw_evidence(ax, data: PartitionPlot, violation_labels: Sequence[Bbox] = (),  # type: ignore[no-untyped-def]
-                   leader_labels: Sequence[Bbox] = ()) -> None:
+                   leader_labels: Sequence[Bbox] = ()) -> int:
     """The evidence events of the labelled violations as one numbered sequence of rings, each on the level of
     the first violation citing it and joined to its violations by dotted lines: the picture reads left to right
     as what happened first, then what broke. An event cited by several violations is drawn once. Its numbered
     label avoids the other evidence labels, `violation_labels` (with the incidents') and `leader_labels` (display
-    extents: a number under a box cannot be read)."""
+    extents: a number under a box cannot be read); where it finds no room, its number alone does. Returns how many
+    labels are numbers alone."""
     top = ax.get_xaxis_transform()
-    placed: dict[tuple[float, str], tuple[float, bool, str]] = {}  # event -> (y, on the top band, colour)
     for v in _labelled(data):
         colour = _SEVERITY_STYLE.get(v.severity, ("#d62728", "X"))[0]
         on_top = v.offset is None
         y = 0.96 if on_top else float(v.offset)
-        xs = []
-        for e in v.evidence:
-            placed.setdefault((e.time_s, e.label), (y, on_top, colour))
-            xs.append(e.time_s)
-        if xs:
-            ax.plot([min(xs), v.time_s], [y, y], linestyle=":", color=colour, linewidth=1.2,
+        if v.evidence:
+            ax.plot([min(e.time_s for e in v.evidence), v.time_s], [y, y], linestyle=":", color=colour, linewidth=1.2,
                     transform=top if on_top else ax.transData, zorder=5)
     renderer = ax.figure.canvas.get_renderer()
     taken: list[Bbox] = []
-    for k, ((t, label), (y, on_top, colour)) in enumerate(sorted(placed.items())):
-        transform = top if on_top else ax.transData
-        # Over the labels' boxes: a ring under another event's label would leave its number pointing at nothing.
-        ax.plot([t], [y], linestyle="none", marker="o", markersize=7, markerfacecolor="white", markeredgecolor=colour,
-                markeredgewidth=1.6, transform=transform, zorder=7.5)
-        text = ax.annotate(f"{k + 1}. {label}", xy=(t, y), xycoords=transform, xytext=(-4, 9),
-                           textcoords="offset points", fontsize=7.5, color=colour, ha="left", va="bottom", zorder=7,
-                           bbox={"boxstyle": "square,pad=0.05", "fc": "white", "ec": "none",
-                                 "alpha": EVIDENCE_BOX_ALPHA})
+    numbers_only = 0
+
+    def place(text: Text) -> tuple[int, int, float, str, Bbox]:
         # Labels of events close together climb in steps, to the lowest step where they overlap no earlier label
-        # (measured extents; the axes' limits are final), on one of `EVIDENCE_LABEL_SIDES`; or the place with the
-        # fewest overlaps, then under the violations' boxes (what broke stays readable).
+        # (measured extents; the axes' limits are final), on one of `EVIDENCE_LABEL_SIDES`; or the place with
+        # the fewest overlaps.
         best: tuple[int, int, float, str, Bbox] | None = None
         for level in range(EVIDENCE_LABEL_STEPS):
             for dx, ha in EVIDENCE_LABEL_SIDES:
@@ -529,16 +521,59 @@ def _draw_evidence(ax, data: PartitionPlot, violation_labels: Sequence[Bbox] = (
                 if best is None or clashes < best[0]:
                     best = (clashes, level, dx, ha, extent)
                 if not clashes:
-                    break
-            if best is not None and not best[0]:
-                break
+                    return best
         assert best is not None
-        clashes, level, dx, ha, extent = best
+        return best
+
+    for ring, (y, on_top, colour) in _evidence_rings(data):
+        t = ring.time_s
+        transform = top if on_top else ax.transData
+        # Over the labels' boxes: a ring under another event's label would leave its number pointing at nothing.
+        ax.plot([t], [y], linestyle="none", marker="o", markersize=7, markerfacecolor="white", markeredgecolor=colour,
+                markeredgewidth=1.6, transform=transform, zorder=7.5)
+        text = ax.annotate(f"{ring.number}. {ring.label}", xy=(t, y), xycoords=transform, xytext=(-4, 9),
+                           textcoords="offset points", fontsize=7.5, color=colour, ha="left", va="bottom", zorder=7,
+                           bbox={"boxstyle": "square,pad=0.05", "fc": "white", "ec": "none",
+                                 "alpha": EVIDENCE_BOX_ALPHA})
+        best = place(text)
+        if best[0]:
+            # No room for the label: its number alone (the report lists every number under the picture,
+            # `evidence_key`), where it fits; still crowded, under the violations' boxes (what broke stays readable).
+            text.set_text(f"{ring.number}.")
+            best = place(text)
+            numbers_only += 1
+        _, level, dx, ha, extent = best
         text.set_position((dx, 9 + 11 * level))
         text.set_horizontalalignment(ha)
         if _clashes(extent, violation_labels):
             text.set_zorder(6.9)
         taken.append(extent)
+    return numbers_only
+
+
+def _evidence_rings(data: PartitionPlot) -> list[tuple[NumberedEvidence, tuple[float, bool, str]]]:
+    """The evidence rings of the labelled violations in number order (time, then label), each with (its level: the
+    offset, or the top band's height; whether on the top band; its colour), from the first violation citing it."""
+    rings: dict[tuple[float, str], tuple[float, bool, str]] = {}
+    events: dict[tuple[float, str], list[int]] = {}
+    for v in _labelled(data):
+        colour = _SEVERITY_STYLE.get(v.severity, ("#d62728", "X"))[0]
+        on_top = v.offset is None
+        y = 0.96 if on_top else float(v.offset)
+        for e in v.evidence:
+            key = (e.time_s, e.label)
+            rings.setdefault(key, (y, on_top, colour))
+            ids = events.setdefault(key, [])
+            if e.event_id is not None and e.event_id not in ids:
+                ids.append(e.event_id)
+    return [(NumberedEvidence(k + 1, t, label, tuple(sorted(events[(t, label)]))), where)
+            for k, ((t, label), where) in enumerate(sorted(rings.items()))]
+
+
+def evidence_key(data: PartitionPlot) -> tuple[NumberedEvidence, ...]:
+    """The numbered evidence rings of the picture of `data`, in number order: the key the report prints under it (in a
+    crowded picture a ring's label may be its number alone)."""
+    return tuple(ring for ring, _ in _evidence_rings(data))
 
 
 def _clashes(extent: Bbox, taken: Sequence[Bbox]) -> int:
@@ -801,7 +836,7 @@ def render_partition(data: PartitionPlot) -> Figure:
     unlabelled = _draw_incidents((top, lanes), data, labels)
     leader_labels = _draw_leaders((top, lanes), data)
     crowded = _draw_violations(top, data, labels)
-    _draw_evidence(top, data, labels, leader_labels)
+    numbers_only = _draw_evidence(top, data, labels, leader_labels)
 
     handles, labels = top.get_legend_handles_labels()
     # Only the marks this picture draws: a legend of things absent sends the reader looking for them.
@@ -852,6 +887,8 @@ def render_partition(data: PartitionPlot) -> Figure:
         notes.append(f"first {drawn} of the replicas' {data.faults_total} broker faults drawn")
     if crowded:
         notes.append(f"{plural(crowded, 'violation label')} left out (crowded)")
+    if numbers_only:
+        notes.append(f"{plural(numbers_only, 'evidence label')} shortened to the number (the report lists them)")
     if unlabelled:
         n = len(data.incidents)
         notes.append(f"{n - unlabelled} of {n} lag incidents labelled (shading marks all)")

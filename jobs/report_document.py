@@ -90,6 +90,17 @@ class ViolationRow:
 
 
 @dataclass(frozen=True)
+class NumberedEvidence:
+    """One numbered ring of a partition's picture: its number, time and label, and the events it stands for (events
+    of one time and label share a ring)."""
+
+    number: int
+    time_s: float
+    label: str
+    event_ids: tuple[int, ...] = ()
+
+
+@dataclass(frozen=True)
 class IncidentRow:
     """One lag incident as the report lists it (times in seconds since its run's first event)."""
 
@@ -234,6 +245,8 @@ class PartitionSection:
     """What the producers of the partition were answered (none for a run read from broker logs)."""
     naming: tuple[tuple[int, int], ...] = ()
     """(event id, how many of the partition's violations name it, listed or not) for its chains' events."""
+    evidence_key: tuple[NumberedEvidence, ...] = ()
+    """The numbered evidence rings of its picture (`jobs.plots.evidence_key`), listed under it."""
 
     @property
     def violation_count(self) -> int:
@@ -351,6 +364,19 @@ def _event(event_id: int) -> str:
 
 def _secs(v: float | None, open_text: str = "–") -> str:
     return open_text if v is None else f"{v:,.3f}"
+
+
+def evidence_key_text(key: Sequence[NumberedEvidence]) -> str | None:
+    """The picture's numbered rings as one line under it (`1. append by broker 2 at 6.001 s, event 48; 2. ...`):
+    in a crowded picture a ring's label may be its number alone. None when the picture has none."""
+    if not key:
+        return None
+
+    def events(ids: tuple[int, ...]) -> str:
+        return "" if not ids else f", event{'s' if len(ids) > 1 else ''} {', '.join(map(str, ids))}"
+
+    return "Numbered evidence in the picture: " + "; ".join(
+        f"{r.number}. {r.label} at {_secs(r.time_s)} s{events(r.event_ids)}" for r in key) + "."
 
 
 def _evidence(items: Sequence[Evidence]) -> str:
@@ -673,6 +699,8 @@ def markdown(doc: ReportDocument) -> str:
             out += [note, ""] if note else []
         if s.png:
             out += [f"![{_md_cell(s.title)}]({s.png})", ""]
+            key = evidence_key_text(s.evidence_key)
+            out += [_md_cell(key), ""] if key else []
     if doc.not_plotted:
         out += [f"{doc.not_plotted} more flagged partition(s) not plotted (cap report.max_partitions = "
                 f"{doc.max_partitions}); `replog report --run RUN_ID` narrows the report to one run.", ""]
@@ -722,7 +750,8 @@ def _picture_legend(doc: ReportDocument) -> str:
             "shaded "
             "intervals are lag incidents (red: late / missing / premature), crosses and triangles are errors and "
             "warnings with the invariant name, small blue-grey diamonds info findings (an acks=1 write lost, which "
-            "Kafka allows), numbered rings their evidence events in order. "
+            "Kafka allows), numbered rings their evidence events in order (listed under the picture; where a "
+            "picture is crowded, a ring's label is its number alone). "
             f"Time is seconds since the run's first event. {doc.bucket_note}").strip()
 
 
@@ -845,6 +874,8 @@ def html_page(doc: ReportDocument) -> str:
             out += [_p(note, "note")] if note else []
         if s.png:
             out.append(f'<p><img src="{_h(s.png)}" alt="{_h(s.title)}"></p>')
+            key = evidence_key_text(s.evidence_key)
+            out += [_p(key, "note")] if key else []
     if doc.not_plotted:
         out.append(_p(f"{doc.not_plotted} more flagged partition(s) not plotted (cap report.max_partitions = "
                       f"{doc.max_partitions}); `replog report --run RUN_ID` narrows the report to one run.", "note"))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import replace
 from pathlib import Path
 
@@ -30,6 +31,7 @@ from jobs.plots import (
     ViolationMark,
     broken_at,
     down_spans,
+    evidence_key,
     headline,
     merged,
     outside,
@@ -619,3 +621,24 @@ def test_leader_change_labels_close_in_time_do_not_cover_each_other_and_unclean_
     extents = [t.get_window_extent(renderer) for t in labels.values()]
     assert not any(a.overlaps(b) for k, a in enumerate(extents) for b in extents[k + 1:])
     assert labels[" → leader 3, epoch 5 (unclean)"].get_position()[1] == pytest.approx(0.985)
+
+
+def test_crowded_evidence_labels_fall_back_to_their_numbers_and_the_key_lists_every_ring() -> None:
+    """Sixteen events within 1.5 s at one offset: every number is drawn once, those without room for their label as
+    the number alone, which the subtitle counts; `evidence_key` lists every ring in number order with its events'
+    ids (two events of one time and label share a ring)."""
+    events = tuple(EvidencePoint(6.0 + 0.1 * k, f"append by broker {1 + k % 2}", 100 + k) for k in range(16))
+    twin = EvidencePoint(6.0, "append by broker 1", 99)
+    violations = (ViolationMark(18.0, "acked_write_lost", "error", 1, 1, (twin, *events[:9])),
+                  ViolationMark(19.0, "inconsistent_offsets", "error", 1, 1, events[7:]))
+    data = replace(kip101_like(), violations=violations)
+    fig = render_partition(data)
+    numbered = [t.get_text() for t in fig.axes[0].texts if re.match(r"^\d+\.", t.get_text())]
+    assert sorted(int(t.split(".")[0]) for t in numbered) == list(range(1, 17))
+    short = [t for t in numbered if re.fullmatch(r"\d+\.", t)]
+    assert short, "sixteen full labels within 1.5 s cannot all find room"
+    assert f"{plural(len(short), 'evidence label')} shortened to the number (the report lists them)" in _figure_text(
+        fig)
+    key = evidence_key(data)
+    assert [(r.number, r.label) for r in key] == [(k + 1, e.label) for k, e in enumerate(events)]
+    assert key[0].event_ids == (99, 100) and key[15].event_ids == (115,) and key[3].time_s == pytest.approx(6.3)

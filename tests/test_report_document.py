@@ -13,11 +13,13 @@ from jobs.report_document import (
     IncidentRow,
     InvariantCount,
     InvariantSpread,
+    NumberedEvidence,
     OverviewSection,
     PartitionSection,
     ProduceRow,
     ReportDocument,
     ViolationRow,
+    evidence_key_text,
     html_page,
     markdown,
 )
@@ -237,3 +239,20 @@ def test_a_section_says_what_its_producers_were_answered_per_acks_setting() -> N
     assert "<ul>" + "".join(f"<li>{line}</li>" for line in lines) + "</ul>" in html_page(doc)
     # A run read from broker logs has no produce answers: no such lines.
     assert "What the producers were answered" not in markdown(_doc())
+
+
+def test_a_pictures_numbered_evidence_is_listed_under_it_with_the_event_ids() -> None:
+    """The picture's numbered rings (a crowded one may show a ring's number alone) as one line under the picture,
+    escaped in HTML; none without rings."""
+    key = (NumberedEvidence(1, 6.001, "append by broker 2", (48,)),
+           NumberedEvidence(2, 7.5, "truncation by broker <1>", (54, 55)), NumberedEvidence(3, 9.0, "crash", ()))
+    line = ("Numbered evidence in the picture: 1. append by broker 2 at 6.001 s, event 48; 2. truncation by broker <1> "
+            "at 7.500 s, events 54, 55; 3. crash at 9.000 s.")
+    assert evidence_key_text(key) == line and evidence_key_text(()) is None
+    doc = _doc()
+    doc = replace(doc, sections=(replace(doc.sections[0], evidence_key=key),))
+    md = markdown(doc).splitlines()
+    picture = md.index("![t-0 (run run-1)](p001-run-1-t-0.png)")
+    assert md[picture + 2] == line
+    assert f'<p class="note">{html.escape(line)}</p>' in html_page(doc)
+    assert "Numbered evidence" not in markdown(_doc()) + html_page(_doc())

@@ -180,6 +180,9 @@ def test_report_plots_exactly_the_flagged_partitions_worst_first(flagged_lake: E
     assert md.count("| missing | 2 (NETWORK_EXCEPTION) |") == 2, "in the run's list and in t-2's section"
     # Evidence looked up in bronze, with times relative to the run's first event.
     assert "1 (append by broker 2 at 1.000 s); 3 (hw_change by broker 1 at 20.000 s)" in md
+    # Under the pictures of t-0 and t-1, the key to their numbered evidence rings.
+    assert md.count("Numbered evidence in the picture: 1. append by broker 2 at 1.000 s, event 1; 2. hw_change by "
+                    "broker 1 at 20.000 s, event 3.") == 2
     assert "No violations" not in md
     # The run's cluster overview first, then one picture per flagged partition.
     assert [p.name for p in result.pngs] == ["overview-001-r1.png", "p001-r1-t-0.png", "p002-r1-t-1.png",
