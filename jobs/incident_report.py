@@ -91,12 +91,14 @@ from jobs.report_document import (
     IncidentRow,
     InvariantCount,
     InvariantSpread,
+    NumberedEvidence,
     OverviewSection,
     PartitionSection,
     ProduceRow,
     ReportDocument,
     ViolationRow,
     chain_hub,
+    evidence_key_text,
     html_page,
     markdown,
 )
@@ -657,6 +659,18 @@ def run_report(
     return result
 
 
+@dataclass(frozen=True)
+class PartitionPicture:
+    """One partition's picture and the key to its numbered evidence rings (what the report prints under it)."""
+
+    png: Path
+    evidence_key: tuple[NumberedEvidence, ...] = ()
+
+    def key_text(self) -> str | None:
+        """The key as the report prints it (`evidence_key_text`), None when the picture has no numbered ring."""
+        return evidence_key_text(self.evidence_key)
+
+
 def plot_partitions(
     spark: SparkSession,
     lake: Lake,
@@ -668,6 +682,19 @@ def plot_partitions(
     """The report's picture of any partitions, flagged or not: one PNG per (run, topic, partition), in the
     order given, with HW and LEO per replica, ISR bands, leader changes, and the partition's violations and
     lag incidents marked when the audit and lag jobs have run. Bounded like the report (`cfg`'s caps)."""
+    return [p.png for p in partition_pictures(spark, lake, partitions, out_dir, cfg, log)]
+
+
+def partition_pictures(
+    spark: SparkSession,
+    lake: Lake,
+    partitions: Sequence[tuple[str, str, int]],
+    out_dir: str | Path,
+    cfg: ReportConfig | None = None,
+    log: Callable[[str], None] = print,
+) -> list[PartitionPicture]:
+    """`plot_partitions` with each picture's key to its numbered evidence rings (a notebook prints it under the
+    picture, as the report does)."""
     cfg = cfg or ReportConfig()
     wanted = list(dict.fromkeys((str(r), str(t), int(p)) for r, t, p in partitions))
     if not wanted:
@@ -691,9 +718,9 @@ def plot_partitions(
         0, list(COUNTS))
     found = {(r["run_id"], r["topic"], r["partition"]): r for r in counted.collect()}  # one row per partition
     chosen = [found[w] for w in wanted]
-    _, pngs = _sections(spark, lake, cfg, chosen, violations, incidents, _run_bounds(lake, parts),
-                        Path(out_dir), log, clear=False)
-    return pngs
+    sections, pngs = _sections(spark, lake, cfg, chosen, violations, incidents, _run_bounds(lake, parts),
+                               Path(out_dir), log, clear=False)
+    return [PartitionPicture(png, s.evidence_key) for png, s in zip(pngs, sections, strict=True)]
 
 
 def _run_bounds(lake: Lake, parts: Sequence[dict[str, str]]) -> dict[str, tuple[int, int]]:

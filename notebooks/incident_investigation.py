@@ -28,8 +28,8 @@ from jobs.config import JobConfig
 from jobs.incident_report import (
     flagged_partitions,
     latest_audit,
+    partition_pictures,
     plot_overviews,
-    plot_partitions,
     unclean_elections,
     worst_first,
 )
@@ -221,9 +221,12 @@ if focus is not None:
                            "outcome", "committed_isr", "latency_ms")
                    .orderBy("proposed_ms"))
     show(isr_history, 50)
-    pictures = plot_partitions(spark, lake, [focus], out_dir)
+    (partition_picture,) = partition_pictures(spark, lake, [focus], out_dir)
+    pictures = [partition_picture.png]
     print("picture:", pictures[0])
     show_picture(pictures[0])
+    # The key to the picture's numbered evidence rings (a crowded picture shows some as their number alone).
+    print(partition_picture.key_text() or "no numbered evidence in the picture")
 
 # COMMAND ----------
 

@@ -27,6 +27,7 @@ from jobs.incident_report import (
     isr_series,
     leader_changes,
     offset_series,
+    partition_pictures,
     plot_overviews,
     plot_partitions,
     produce_outcomes,
@@ -237,6 +238,12 @@ def test_plot_partitions_draws_any_partition_in_the_order_given(flagged_lake: Em
     assert [p.name for p in pngs] == ["p001-r1-t-3.png", "p002-r1-t-0.png"]
     assert all(p.parent == out and p.read_bytes()[:8] == PNG_MAGIC for p in pngs)
     assert plot_partitions(flagged_lake.spark, flagged_lake, [], out, **QUIET) == []
+    # With the keys to their numbered evidence: none on clean t-3; t-0's violation cites events 1 and 3.
+    clean, flagged = partition_pictures(flagged_lake.spark, flagged_lake, [("r1", "t", 3), ("r1", "t", 0)], out,
+                                        **QUIET)
+    assert (clean.png.name, clean.evidence_key, clean.key_text()) == ("p001-r1-t-3.png", (), None)
+    assert [(r.number, r.label, r.event_ids) for r in flagged.evidence_key] == [
+        (1, "append by broker 2", (1,)), (2, "hw_change by broker 1", (3,))]
 
 
 def test_a_run_bronze_does_not_hold_is_an_error(flagged_lake: EmbeddedLake, tmp_path: Path) -> None:

@@ -100,6 +100,9 @@ def test_incident_notebook_answers_the_three_questions(incident: dict[str, Any],
     assert at_election[2]["log_end_offset"] <= min(offset for _, _, offset in lost) < at_election[1]["log_end_offset"]
     picture = ns["pictures"][0]
     assert picture.parent == out and picture.read_bytes()[:8] == PNG_MAGIC
+    # Printed under it, the key to its numbered evidence rings, as the report prints it.
+    key = ns["partition_picture"].key_text()
+    assert key.startswith("Numbered evidence in the picture: 1. ") and ", event " in key
 
     # In short. The scenario has no acks=1 producer: none of its writes to lose.
     assert ns["conclusion"] == [
