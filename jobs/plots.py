@@ -56,8 +56,14 @@ ELR_LABEL = "eligible leader replica\n(out of the ISR, electable)"
 """The legend's entry for the ELR bands (shown only where a replica was one)."""
 MAX_LEADER_LABELS = 12
 """Beyond this many leader changes the lines are drawn without text (labels would overlap)."""
-LEADER_LABEL_ROWS = 3
-"""Heights at the top of the offsets panel that leader change labels take turns at, each the highest free one."""
+LEADER_LABEL_ROWS = 2
+"""Heights at the top of the offsets panel that leader change labels may take, each the highest free one (two fit in
+the headroom `_offset_limits` leaves above the highest line)."""
+TOP_BAND = 0.96
+"""Height (axes fraction) of the marks and evidence rings of violations without an offset."""
+EVIDENCE_LABEL_HEADROOM = 14
+"""Points an evidence label may reach above the offsets panel (the top band's labels start above it), short of the
+subtitle."""
 MAX_VIOLATION_LABELS = 8
 """Violation markers beyond this many are drawn without text."""
 MAX_INFO_LABELS = 1
@@ -429,7 +435,7 @@ def _draw_violations(ax, data: PartitionPlot, taken: list[Bbox]) -> int:  # type
     top = ax.get_xaxis_transform()  # x in data, y in axes fraction: for marks without an offset
 
     def anchor(v: ViolationMark):  # type: ignore[no-untyped-def]
-        return ((v.time_s, v.offset), ax.transData) if v.offset is not None else ((v.time_s, 0.96), top)
+        return ((v.time_s, v.offset), ax.transData) if v.offset is not None else ((v.time_s, TOP_BAND), top)
 
     for v in data.violations:
         colour, marker = _SEVERITY_STYLE.get(v.severity, ("#d62728", "X"))
@@ -498,30 +504,39 @@ def _draw_evidence(ax, data: PartitionPlot, violation_labels: Sequence[Bbox] = (
     for v in _labelled(data):
         colour = _SEVERITY_STYLE.get(v.severity, ("#d62728", "X"))[0]
         on_top = v.offset is None
-        y = 0.96 if on_top else float(v.offset)
+        y = TOP_BAND if on_top else float(v.offset)
         if v.evidence:
             ax.plot([min(e.time_s for e in v.evidence), v.time_s], [y, y], linestyle=":", color=colour, linewidth=1.2,
                     transform=top if on_top else ax.transData, zorder=5)
     renderer = ax.figure.canvas.get_renderer()
     taken: list[Bbox] = []
     numbers_only = 0
+    panel = ax.get_window_extent(renderer)
+    ceiling = panel.y1 + EVIDENCE_LABEL_HEADROOM * ax.figure.dpi / 72.0
 
-    def place(text: Text) -> tuple[int, int, float, str, Bbox]:
+    def place(text: Text) -> tuple[int, float, float, str, str, Bbox]:
         # Labels of events close together climb in steps, to the lowest step where they overlap no earlier label
-        # (measured extents; the axes' limits are final), on one of `EVIDENCE_LABEL_SIDES`; or the place with
-        # the fewest overlaps.
-        best: tuple[int, int, float, str, Bbox] | None = None
-        for level in range(EVIDENCE_LABEL_STEPS):
-            for dx, ha in EVIDENCE_LABEL_SIDES:
-                text.set_position((dx, 9 + 11 * level))
-                text.set_horizontalalignment(ha)
-                extent = text.get_window_extent(renderer)
-                clashes = (_clashes(extent, taken) + _clashes(extent, violation_labels)
-                           + _clashes(extent, leader_labels))
-                if best is None or clashes < best[0]:
-                    best = (clashes, level, dx, ha, extent)
-                if not clashes:
-                    return best
+        # (measured extents; the axes' limits are final), on one of `EVIDENCE_LABEL_SIDES`; then, where the climb
+        # found no room (the top band has little above it), they hang below their ring in steps; else the place
+        # with the fewest overlaps.
+        best: tuple[int, float, float, str, str, Bbox] | None = None
+        for va, sign in (("bottom", 1), ("top", -1)):
+            text.set_verticalalignment(va)
+            for level in range(EVIDENCE_LABEL_STEPS):
+                for dx, ha in EVIDENCE_LABEL_SIDES:
+                    dy = sign * (9 + 11 * level)
+                    text.set_position((dx, dy))
+                    text.set_horizontalalignment(ha)
+                    extent = text.get_window_extent(renderer)
+                    # Off the panel's sides (into the legend), below it or into the subtitle counts as a clash too.
+                    outside = (extent.x0 < panel.x0 or extent.x1 > panel.x1 or extent.y1 > ceiling
+                               or extent.y0 < panel.y0)
+                    clashes = (_clashes(extent, taken) + _clashes(extent, violation_labels)
+                               + _clashes(extent, leader_labels) + outside)
+                    if best is None or clashes < best[0]:
+                        best = (clashes, dx, dy, ha, va, extent)
+                    if not clashes:
+                        return best
         assert best is not None
         return best
 
@@ -542,9 +557,10 @@ def _draw_evidence(ax, data: PartitionPlot, violation_labels: Sequence[Bbox] = (
             text.set_text(f"{ring.number}.")
             best = place(text)
             numbers_only += 1
-        _, level, dx, ha, extent = best
-        text.set_position((dx, 9 + 11 * level))
+        _, dx, dy, ha, va, extent = best
+        text.set_position((dx, dy))
         text.set_horizontalalignment(ha)
+        text.set_verticalalignment(va)
         if _clashes(extent, violation_labels):
             text.set_zorder(6.9)
         taken.append(extent)
@@ -559,7 +575,7 @@ def _evidence_rings(data: PartitionPlot) -> list[tuple[NumberedEvidence, tuple[f
     for v in _labelled(data):
         colour = _SEVERITY_STYLE.get(v.severity, ("#d62728", "X"))[0]
         on_top = v.offset is None
-        y = 0.96 if on_top else float(v.offset)
+        y = TOP_BAND if on_top else float(v.offset)
         for e in v.evidence:
             key = (e.time_s, e.label)
             rings.setdefault(key, (y, on_top, colour))
@@ -574,6 +590,20 @@ def evidence_key(data: PartitionPlot) -> tuple[NumberedEvidence, ...]:
     """The numbered evidence rings of the picture of `data`, in number order: the key the report prints under it (in a
     crowded picture a ring's label may be its number alone)."""
     return tuple(ring for ring, _ in _evidence_rings(data))
+
+
+def _top_band_marks(ax, data: PartitionPlot) -> list[Bbox]:  # type: ignore[no-untyped-def]
+    """Display extents of the marks of violations without an offset and of the evidence rings drawn with them, on
+    the top band (`TOP_BAND`): what a leader change's label must not cover."""
+    band = ax.get_xaxis_transform()
+    half = 7.0 * ax.figure.dpi / 72.0  # half the largest mark (13 points) and then some
+    times = [v.time_s for v in data.violations if v.offset is None]
+    times += [ring.time_s for ring, (_, on_top, _) in _evidence_rings(data) if on_top]
+    out = []
+    for t in times:
+        x, y = band.transform((t, TOP_BAND))
+        out.append(Bbox.from_extents(x - half, y - half, x + half, y + half))
+    return out
 
 
 def _clashes(extent: Bbox, taken: Sequence[Bbox]) -> int:
@@ -657,11 +687,12 @@ def _draw_incidents(axes, data: PartitionPlot, placed: list[Bbox]) -> int:  # ty
 
 
 def _draw_leaders(axes, data: PartitionPlot) -> list[Bbox]:  # type: ignore[no-untyped-def]
-    """Leader changes as vertical lines on both panels, labelled at the top of the offsets panel; returns the labels'
-    display extents."""
+    """Leader changes as vertical lines on both panels, labelled at the top of the offsets panel clear of each other
+    and of the top band's marks and rings; returns the labels' display extents."""
     changes = sorted(data.leaders, key=lambda c: c.time_s)
     renderer = axes[0].figure.canvas.get_renderer()
     extents: list[Bbox] = []
+    marks = _top_band_marks(axes[0], data)
     for ax in axes:
         for c in changes:
             if c.unclean:
@@ -686,13 +717,13 @@ def _draw_leaders(axes, data: PartitionPlot) -> list[Bbox]:  # type: ignore[no-u
                              color=UNCLEAN_COLOUR if c.unclean else "black",
                              bbox={"boxstyle": "round,pad=0.2", "fc": "white",
                                    "ec": UNCLEAN_COLOUR if c.unclean else "#555555", "alpha": 0.85})
-        # The highest of `LEADER_LABEL_ROWS` rows where it covers no other change's label (changes close in time),
-        # else the row where it covers the fewest.
+        # The highest of `LEADER_LABEL_ROWS` rows where it covers no other change's label (changes close in time)
+        # and no mark or ring of the top band, else the row where it covers the fewest.
         best: tuple[int, float, Bbox] | None = None
         for row in range(LEADER_LABEL_ROWS):
             label.set_y(0.985 - 0.065 * row)
             extent = label.get_window_extent(renderer)
-            clashes = _clashes(extent, extents)
+            clashes = _clashes(extent, extents) + _clashes(extent, marks)
             if best is None or clashes < best[0]:
                 best = (clashes, label.get_position()[1], extent)
             if not clashes:
