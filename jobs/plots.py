@@ -71,7 +71,8 @@ MAX_INFO_LABELS = 1
 lost at the failover), so its first is labelled with the count of the others, and its evidence drawn once."""
 
 EVIDENCE_LABEL_STEPS = 9
-"""Heights an evidence label may climb to above its ring to stay clear of the labels before it."""
+"""Heights an evidence label may climb to above its ring (then hang down to below it) to stay clear of the labels
+before it."""
 EVIDENCE_LABEL_SIDES: tuple[tuple[float, str], ...] = ((-4.0, "left"), (4.0, "right"), (7.0, "left"))
 """Where an evidence number may sit at each step, in order (x offset in points, alignment): starting just left of
 its ring's centre, ending just right of it, or starting clear of the ring (beside a violation's box that ends at the
