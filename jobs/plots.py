@@ -693,6 +693,7 @@ def _draw_leaders(axes, data: PartitionPlot) -> list[Bbox]:  # type: ignore[no-u
     changes = sorted(data.leaders, key=lambda c: c.time_s)
     renderer = axes[0].figure.canvas.get_renderer()
     extents: list[Bbox] = []
+    unclean_extents: list[Bbox] = []
     marks = _top_band_marks(axes[0], data)
     for ax in axes:
         for c in changes:
@@ -714,17 +715,18 @@ def _draw_leaders(axes, data: PartitionPlot) -> list[Bbox]:  # type: ignore[no-u
         left = c.time_s > 0.75 * axes[0].get_xlim()[1]
         label = axes[0].text(c.time_s, 0.985, f"{who}{epoch}{how} ←" if left else f" → {who}{epoch}{how}",
                              transform=axes[0].get_xaxis_transform(), fontsize=8.5, ha="right" if left else "left",
-                             va="top", zorder=8,
+                             va="top", zorder=8.5 if c.unclean else 8,
                              color=UNCLEAN_COLOUR if c.unclean else "black",
                              bbox={"boxstyle": "round,pad=0.2", "fc": "white",
                                    "ec": UNCLEAN_COLOUR if c.unclean else "#555555", "alpha": 0.85})
         # The highest of `LEADER_LABEL_ROWS` rows where it covers no other change's label (changes close in time)
-        # and no mark or ring of the top band, else the row where it covers the fewest.
+        # and no mark or ring of the top band, else the row where it covers the fewest, an unclean election's label
+        # counting twice (drawn over the others, it stays readable).
         best: tuple[int, float, Bbox] | None = None
         for row in range(LEADER_LABEL_ROWS):
             label.set_y(0.985 - 0.065 * row)
             extent = label.get_window_extent(renderer)
-            clashes = _clashes(extent, extents) + _clashes(extent, marks)
+            clashes = _clashes(extent, extents) + _clashes(extent, unclean_extents) + _clashes(extent, marks)
             if best is None or clashes < best[0]:
                 best = (clashes, label.get_position()[1], extent)
             if not clashes:
@@ -732,6 +734,8 @@ def _draw_leaders(axes, data: PartitionPlot) -> list[Bbox]:  # type: ignore[no-u
         assert best is not None
         label.set_y(best[1])
         extents.append(best[2])
+        if c.unclean:
+            unclean_extents.append(best[2])
     return extents
 
 

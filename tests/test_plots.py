@@ -675,3 +675,16 @@ def test_crowded_evidence_labels_fall_back_to_their_numbers_and_the_key_lists_ev
     key = evidence_key(data)
     assert [(r.number, r.label) for r in key] == [(k + 1, e.label) for k, e in enumerate(events)]
     assert key[0].event_ids == (99, 100) and key[23].event_ids == (123,) and key[3].time_s == pytest.approx(6.15)
+
+
+def test_a_clean_changes_label_with_no_free_row_goes_under_an_unclean_elections() -> None:
+    """Two unclean elections filling both rows over a clean change's time: its label has to cover one, and is drawn
+    under it (what may have lost data stays readable)."""
+    leaders = (LeaderChange(5.0, 3, 5, unclean=True), LeaderChange(9.0, 2, 6, unclean=True), LeaderChange(8.0, 1, 7))
+    fig = render_partition(replace(kip101_like(), leaders=leaders))
+    renderer = fig.canvas.get_renderer()
+    labels = [t for t in fig.axes[0].texts if "epoch" in t.get_text()]
+    (clean,) = [t for t in labels if "unclean" not in t.get_text()]
+    covered = [t for t in labels if "unclean" in t.get_text()
+               and t.get_window_extent(renderer).overlaps(clean.get_window_extent(renderer))]
+    assert covered and all(t.get_zorder() > clean.get_zorder() for t in covered)
