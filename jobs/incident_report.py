@@ -671,20 +671,6 @@ class PartitionPicture:
         return evidence_key_text(self.evidence_key)
 
 
-def plot_partitions(
-    spark: SparkSession,
-    lake: Lake,
-    partitions: Sequence[tuple[str, str, int]],
-    out_dir: str | Path,
-    cfg: ReportConfig | None = None,
-    log: Callable[[str], None] = print,
-) -> list[Path]:
-    """The report's picture of any partitions, flagged or not: one PNG per (run, topic, partition), in the
-    order given, with HW and LEO per replica, ISR bands, leader changes, and the partition's violations and
-    lag incidents marked when the audit and lag jobs have run. Bounded like the report (`cfg`'s caps)."""
-    return [p.png for p in partition_pictures(spark, lake, partitions, out_dir, cfg, log)]
-
-
 def partition_pictures(
     spark: SparkSession,
     lake: Lake,
@@ -693,8 +679,10 @@ def partition_pictures(
     cfg: ReportConfig | None = None,
     log: Callable[[str], None] = print,
 ) -> list[PartitionPicture]:
-    """`plot_partitions` with each picture's key to its numbered evidence rings (a notebook prints it under the
-    picture, as the report does)."""
+    """The report's picture of any partitions, flagged or not: one PNG per (run, topic, partition), in the
+    order given, with HW and LEO per replica, ISR bands, leader changes, and the partition's violations and
+    lag incidents marked when the audit and lag jobs have run, each with the key to its numbered evidence rings (a
+    notebook prints it under the picture, as the report does). Bounded like the report (`cfg`'s caps)."""
     cfg = cfg or ReportConfig()
     wanted = list(dict.fromkeys((str(r), str(t), int(p)) for r, t, p in partitions))
     if not wanted:

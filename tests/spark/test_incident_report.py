@@ -29,7 +29,6 @@ from jobs.incident_report import (
     offset_series,
     partition_pictures,
     plot_overviews,
-    plot_partitions,
     produce_outcomes,
     run_report,
     violations_naming,
@@ -230,14 +229,14 @@ def test_a_flood_of_one_invariant_does_not_hide_another_behind_the_cap(spark: Sp
     assert "2 more violations not listed (cap report.max_rows; each invariant's earliest are listed first)." in md
 
 
-def test_plot_partitions_draws_any_partition_in_the_order_given(flagged_lake: EmbeddedLake, tmp_path: Path) -> None:
+def test_partition_pictures_draws_any_partition_in_the_order_given(flagged_lake: EmbeddedLake, tmp_path: Path) -> None:
     out = tmp_path / "chosen"
-    pngs = plot_partitions(flagged_lake.spark, flagged_lake, [("r1", "t", 3), ("r1", "t", 0), ("r1", "t", 3)], out,
-                           **QUIET)
+    pngs = [p.png for p in partition_pictures(flagged_lake.spark, flagged_lake,
+                                              [("r1", "t", 3), ("r1", "t", 0), ("r1", "t", 3)], out, **QUIET)]
     # t-3 has no violation and no incident, and is drawn all the same; the repeated key is drawn once.
     assert [p.name for p in pngs] == ["p001-r1-t-3.png", "p002-r1-t-0.png"]
     assert all(p.parent == out and p.read_bytes()[:8] == PNG_MAGIC for p in pngs)
-    assert plot_partitions(flagged_lake.spark, flagged_lake, [], out, **QUIET) == []
+    assert partition_pictures(flagged_lake.spark, flagged_lake, [], out, **QUIET) == []
     # With the keys to their numbered evidence: none on clean t-3; t-0's violation cites events 1 and 3.
     clean, flagged = partition_pictures(flagged_lake.spark, flagged_lake, [("r1", "t", 3), ("r1", "t", 0)], out,
                                         **QUIET)
@@ -251,20 +250,21 @@ def test_a_run_bronze_does_not_hold_is_an_error(flagged_lake: EmbeddedLake, tmp_
         run_report(flagged_lake.spark, flagged_lake, ReportConfig(), runs=["r1", "r2"], out=tmp_path / "x", **QUIET)
 
 
-def test_plot_partitions_of_an_unknown_run_or_partition_is_an_error(flagged_lake: EmbeddedLake, tmp_path: Path) -> None:
+def test_partition_pictures_of_an_unknown_run_or_partition_is_an_error(flagged_lake: EmbeddedLake,
+                                                                       tmp_path: Path) -> None:
     with pytest.raises(UnknownRunError, match=r"no run 'r9'"):
-        plot_partitions(flagged_lake.spark, flagged_lake, [("r9", "t", 0)], tmp_path, **QUIET)
+        partition_pictures(flagged_lake.spark, flagged_lake, [("r9", "t", 0)], tmp_path, **QUIET)
     with pytest.raises(ReportError, match=r"no timeline for t-9 of run r1 in silver/replica_offsets of lake "):
-        plot_partitions(flagged_lake.spark, flagged_lake, [("r1", "t", 0), ("r1", "t", 9)], tmp_path, **QUIET)
+        partition_pictures(flagged_lake.spark, flagged_lake, [("r1", "t", 0), ("r1", "t", 9)], tmp_path, **QUIET)
     assert not list(tmp_path.glob("*.png"))
 
 
-def test_plot_partitions_needs_the_timelines(spark: SparkSession, tmp_path: Path) -> None:
+def test_partition_pictures_needs_the_timelines(spark: SparkSession, tmp_path: Path) -> None:
     lake = EmbeddedLake(spark, str(tmp_path / "lake"))
     lake.append(BRONZE_EVENTS, _bronze(spark))
     with pytest.raises(ReportError, match=r"no silver/replica_offsets or silver/partition_state in lake .*: "
                                           r"run `replog timelines` first"):
-        plot_partitions(spark, lake, [("r1", "t", 0)], tmp_path / "out", **QUIET)
+        partition_pictures(spark, lake, [("r1", "t", 0)], tmp_path / "out", **QUIET)
 
 
 def test_a_lake_without_violations_or_incidents_says_so(spark: SparkSession, tmp_path: Path) -> None:
