@@ -515,7 +515,7 @@ def _draw_evidence(ax, data: PartitionPlot, violation_labels: Sequence[Bbox] = (
     panel = ax.get_window_extent(renderer)
     ceiling = panel.y1 + EVIDENCE_LABEL_HEADROOM * ax.figure.dpi / 72.0
 
-    def place(text: Text) -> tuple[int, float, float, str, str, Bbox]:
+    def place(text: Text, steps: int) -> tuple[int, float, float, str, str, Bbox]:
         # Labels of events close together climb in steps, to the lowest step where they overlap no earlier label
         # (measured extents; the axes' limits are final), on one of `EVIDENCE_LABEL_SIDES`; then, where the climb
         # found no room (the top band has little above it), they hang below their ring in steps; else the place
@@ -523,7 +523,7 @@ def _draw_evidence(ax, data: PartitionPlot, violation_labels: Sequence[Bbox] = (
         best: tuple[int, float, float, str, str, Bbox] | None = None
         for va, sign in (("bottom", 1), ("top", -1)):
             text.set_verticalalignment(va)
-            for level in range(EVIDENCE_LABEL_STEPS):
+            for level in range(steps):
                 for dx, ha in EVIDENCE_LABEL_SIDES:
                     dy = sign * (9 + 11 * level)
                     text.set_position((dx, dy))
@@ -551,12 +551,13 @@ def _draw_evidence(ax, data: PartitionPlot, violation_labels: Sequence[Bbox] = (
                            textcoords="offset points", fontsize=7.5, color=colour, ha="left", va="bottom", zorder=7,
                            bbox={"boxstyle": "square,pad=0.05", "fc": "white", "ec": "none",
                                  "alpha": EVIDENCE_BOX_ALPHA})
-        best = place(text)
+        best = place(text, EVIDENCE_LABEL_STEPS)
         if best[0]:
             # No room for the label: its number alone (the report lists every number under the picture,
-            # `evidence_key`), where it fits; still crowded, under the violations' boxes (what broke stays readable).
+            # `evidence_key`), which may go twice as far up or down its ring's line to find a free place (a number
+            # hidden under a box is no use); still crowded, under the violations' boxes (what broke stays readable).
             text.set_text(f"{ring.number}.")
-            best = place(text)
+            best = place(text, 2 * EVIDENCE_LABEL_STEPS)
             numbers_only += 1
         _, dx, dy, ha, va, extent = best
         text.set_position((dx, dy))

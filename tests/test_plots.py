@@ -688,3 +688,18 @@ def test_a_clean_changes_label_with_no_free_row_goes_under_an_unclean_elections(
     covered = [t for t in labels if "unclean" in t.get_text()
                and t.get_window_extent(renderer).overlaps(clean.get_window_extent(renderer))]
     assert covered and all(t.get_zorder() > clean.get_zorder() for t in covered)
+
+
+def test_a_number_alone_finds_a_place_clear_of_the_violations_boxes() -> None:
+    """A crowd of warnings at one instant citing eight events in the second before it: the numbers that have no room
+    for their label go further up or down their ring's line rather than under a violation's box."""
+    cited = tuple(EvidencePoint(19.0 + 0.1 * k, f"append by broker {1 + k % 2}") for k in range(8))
+    crowd = tuple(ViolationMark(20.0, inv, "warning", 2, 1, cited) for inv in
+                  ("acked_write_lost",) * 3 + ("inconsistent_offsets", "committed_prefix_agreement") * 2)
+    fig = render_partition(replace(kip101_like(), violations=crowd))
+    renderer = fig.canvas.get_renderer()
+    texts = fig.axes[0].texts
+    boxes = [Text.get_window_extent(t, renderer) for t in texts if t.get_text().startswith("WARNING:")]
+    numbers = [t.get_window_extent(renderer) for t in texts if re.fullmatch(r"\d+\.", t.get_text())]
+    assert numbers, "the crowd leaves some rings no room for their label"
+    assert not any(n.overlaps(b) for n in numbers for b in boxes)
