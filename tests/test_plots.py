@@ -565,16 +565,22 @@ def test_an_incident_label_is_dark_red_only_for_the_leaders_failings() -> None:
     assert colours == {"missing": INCIDENT_LABEL_BAD, "ongoing": INCIDENT_LABEL_OTHER}
 
 
-def test_evidence_numbers_are_not_hidden_under_violation_labels() -> None:
-    """A crowd of warnings at one instant (an end-of-run check after an unclean election) citing events just
-    before it: the violations' boxes are placed first, and no numbered evidence label sits under one of them."""
-    cited = (EvidencePoint(19.6, "truncation by broker 1"), EvidencePoint(19.8, "leader_election by broker 1000"))
+def _warning_crowd(cited: tuple[EvidencePoint, ...]):  # type: ignore[no-untyped-def]
+    """Seven warnings of three invariants at 20 s, offset 1, each citing `cited`, drawn: (the warning labels' boxes,
+    the offset panel's texts, the renderer)."""
     crowd = tuple(ViolationMark(20.0, inv, "warning", 2, 1, cited) for inv in
                   ("acked_write_lost",) * 3 + ("inconsistent_offsets", "committed_prefix_agreement") * 2)
     fig = render_partition(replace(kip101_like(), violations=crowd))
     renderer = fig.canvas.get_renderer()
     texts = fig.axes[0].texts
-    boxes = [Text.get_window_extent(t, renderer) for t in texts if t.get_text().startswith("WARNING:")]
+    return [Text.get_window_extent(t, renderer) for t in texts if t.get_text().startswith("WARNING:")], texts, renderer
+
+
+def test_evidence_numbers_are_not_hidden_under_violation_labels() -> None:
+    """A crowd of warnings at one instant (an end-of-run check after an unclean election) citing events just
+    before it: the violations' boxes are placed first, and no numbered evidence label sits under one of them."""
+    cited = (EvidencePoint(19.6, "truncation by broker 1"), EvidencePoint(19.8, "leader_election by broker 1000"))
+    boxes, texts, renderer = _warning_crowd(cited)
     numbers = [t.get_window_extent(renderer) for t in texts if t.get_text()[:3] in {"1. ", "2. "}]
     assert len(boxes) >= 3 and len(numbers) == 2
     assert not any(n.overlaps(b) for n in numbers for b in boxes)
@@ -694,12 +700,7 @@ def test_a_number_alone_finds_a_place_clear_of_the_violations_boxes() -> None:
     """A crowd of warnings at one instant citing eight events in the second before it: the numbers that have no room
     for their label go further up or down their ring's line rather than under a violation's box."""
     cited = tuple(EvidencePoint(19.0 + 0.1 * k, f"append by broker {1 + k % 2}") for k in range(8))
-    crowd = tuple(ViolationMark(20.0, inv, "warning", 2, 1, cited) for inv in
-                  ("acked_write_lost",) * 3 + ("inconsistent_offsets", "committed_prefix_agreement") * 2)
-    fig = render_partition(replace(kip101_like(), violations=crowd))
-    renderer = fig.canvas.get_renderer()
-    texts = fig.axes[0].texts
-    boxes = [Text.get_window_extent(t, renderer) for t in texts if t.get_text().startswith("WARNING:")]
+    boxes, texts, renderer = _warning_crowd(cited)
     numbers = [t.get_window_extent(renderer) for t in texts if re.fullmatch(r"\d+\.", t.get_text())]
     assert numbers, "the crowd leaves some rings no room for their label"
     assert not any(n.overlaps(b) for n in numbers for b in boxes)
