@@ -244,11 +244,11 @@ def headline_parts(data: PartitionPlot) -> list[str]:
             parts.append(f"{said} ({', '.join(names)})")
     unclean = sum(1 for c in data.leaders if c.unclean)
     if unclean:
-        parts.append(f"{unclean} unclean election{'s' if unclean > 1 else ''}")
+        parts.append(plural(unclean, "unclean election"))
     if data.incidents:
         verdicts = sorted({i.verdict for i in data.incidents})
         n = len(data.incidents)
-        parts.append(f"{n} lag incident{'s' if n > 1 else ''} ({', '.join(verdicts)})")
+        parts.append(f"{plural(n, 'lag incident')} ({', '.join(verdicts)})")
     return parts
 
 
@@ -503,9 +503,7 @@ def _draw_evidence(ax, data: PartitionPlot, violation_labels: Sequence[Bbox] = (
     labels are numbers alone."""
     top = ax.get_xaxis_transform()
     for v in _labelled(data):
-        colour = _SEVERITY_STYLE.get(v.severity, ("#d62728", "X"))[0]
-        on_top = v.offset is None
-        y = TOP_BAND if on_top else float(v.offset)
+        y, on_top, colour = _ring_level(v)
         if v.evidence:
             ax.plot([min(e.time_s for e in v.evidence), v.time_s], [y, y], linestyle=":", color=colour, linewidth=1.2,
                     transform=top if on_top else ax.transData, zorder=5)
@@ -575,17 +573,22 @@ def _evidence_rings(data: PartitionPlot) -> list[tuple[NumberedEvidence, tuple[f
     rings: dict[tuple[float, str], tuple[float, bool, str]] = {}
     events: dict[tuple[float, str], list[int]] = {}
     for v in _labelled(data):
-        colour = _SEVERITY_STYLE.get(v.severity, ("#d62728", "X"))[0]
-        on_top = v.offset is None
-        y = TOP_BAND if on_top else float(v.offset)
+        level = _ring_level(v)
         for e in v.evidence:
             key = (e.time_s, e.label)
-            rings.setdefault(key, (y, on_top, colour))
+            rings.setdefault(key, level)
             ids = events.setdefault(key, [])
             if e.event_id is not None and e.event_id not in ids:
                 ids.append(e.event_id)
     return [(NumberedEvidence(k + 1, t, label, tuple(sorted(events[(t, label)]))), where)
             for k, ((t, label), where) in enumerate(sorted(rings.items()))]
+
+
+def _ring_level(v: ViolationMark) -> tuple[float, bool, str]:
+    """Where a labelled violation's evidence rings and dotted line go: (its offset, or the top band's height; whether on
+    the top band; its severity's colour)."""
+    colour = _SEVERITY_STYLE.get(v.severity, ("#d62728", "X"))[0]
+    return (TOP_BAND, True, colour) if v.offset is None else (float(v.offset), False, colour)
 
 
 def evidence_key(data: PartitionPlot) -> tuple[NumberedEvidence, ...]:
@@ -869,11 +872,11 @@ def render_partition(data: PartitionPlot) -> Figure:
     _draw_isr(lanes, data)
     # The incidents' labels, along the bottom of the panel; then the violations' labels around them (they say what
     # broke), then the evidence numbers around both and around the leader changes' labels.
-    labels: list[Bbox] = []
-    unlabelled = _draw_incidents((top, lanes), data, labels)
+    placed: list[Bbox] = []
+    unlabelled = _draw_incidents((top, lanes), data, placed)
     leader_labels = _draw_leaders((top, lanes), data)
-    crowded = _draw_violations(top, data, labels)
-    numbers_only = _draw_evidence(top, data, labels, leader_labels)
+    crowded = _draw_violations(top, data, placed)
+    numbers_only = _draw_evidence(top, data, placed, leader_labels)
 
     handles, labels = top.get_legend_handles_labels()
     # Only the marks this picture draws: a legend of things absent sends the reader looking for them.
