@@ -9,10 +9,12 @@ picture shows is what the audit allowed for. The reference checker keeps the sam
   comes first: the process is gone, and the simulator's `Broker.start` clears both. A controlled shutdown keeps
   the process (and its pause) until its shutdown, which is an event of its own.
 * A network_partition that states `duration_ms` scheduled its own heal then; a heal of every link (no peers) ends
-  it earlier. One that states none lasts until the broker's next network_heal of the same peers (in any order)
-  whose direction covers its own (the same, or both), or the next heal of every link. The simulator counts
-  the cuts of each link, so a link two partitions cut stays cut until both heal; two partitions of the same links
-  without durations are both taken to end at the first such heal (the shipped scenarios have none).
+  it earlier. One that states none lasts until the links it cut are all restored, as the simulator's `Network`
+  counts them: per broker and set of peers (in any order), each direction a partition covers (both is outbound and
+  inbound) counts one cut more, each heal covering it one less, never below zero; it ends at the first later heal
+  of those peers after which every direction it covers counts none, or at the next heal of every link. So two
+  partitions of the same links without durations both last until the second heal, as the links do, and a heal of
+  the outbound links alone does not end a two-way partition. A heal of other peers (a subset, say) ends nothing.
 * A network_heal is no span of its own.
 """
 
@@ -25,6 +27,8 @@ from replication_core.config import LONG_MAX
 from schemas.events import BROKER_FAULT, BROKER_LIFECYCLE, HOLDING_FAULTS
 
 PARTITION, HEAL = "network_partition", "network_heal"
+DIRECTIONS: tuple[str, ...] = ("outbound", "inbound")
+"""The two directions a partition's cuts are counted in; `both` covers the two."""
 ENDING_ACTIONS: tuple[str, ...] = ("crash", "shutdown", "restart", "start")
 """broker_lifecycle actions that end a broker's pause or stall."""
 FAULT_END_COLUMNS: tuple[str, ...] = ("run_id", "broker_id", "kind", "start_ms", "end_ms", "duration_ms", "peers",
@@ -51,18 +55,29 @@ def fault_ends(bronze: DataFrame) -> DataFrame:
     rows = faults.unionByName(life).withColumn("_peers", F.array_sort("peers"))
     order = ["ts_ms", "event_id"]
     later = Window.partitionBy("run_id", "broker_id").orderBy(*order).rowsBetween(1, Window.unboundedFollowing)
-    # Partitioned by the sorted peers as well: the next heal of exactly these links (a null list is its own group;
-    # a heal of every link is looked for across groups). Which direction it heals is checked per row below.
-    later_same_peers = Window.partitionBy("run_id", "broker_id", "_peers").orderBy(*order).rowsBetween(
-        1, Window.unboundedFollowing)
+    # The cuts are counted per set of sorted peers (a null list is its own group), afresh after each heal of every
+    # link (the era), which ends every partition before it and is looked for across groups.
     is_heal = (F.col("action") == HEAL) & ~F.col("_life")
-    heal_all = F.min(F.when(is_heal & F.col("peers").isNull(), F.col("ts_ms"))).over(later)
-    # The first later heal of these peers per direction it restores; a partition takes the one that covers it.
+    is_heal_all = is_heal & F.col("peers").isNull()
+    rows = rows.withColumn("_era", F.sum(is_heal_all.cast("int")).over(
+        Window.partitionBy("run_id", "broker_id").orderBy(*order).rowsBetween(Window.unboundedPreceding, 0)))
+    same_links = Window.partitionBy("run_id", "broker_id", "_peers", "_era").orderBy(*order)
+    so_far = same_links.rowsBetween(Window.unboundedPreceding, 0)
     own_dir = F.coalesce(F.col("direction"), F.lit("both"))
-    heal_dir = {d: F.min(F.when(is_heal & (own_dir == d), F.col("ts_ms"))).over(later_same_peers)
-                for d in ("both", "outbound", "inbound")}
-    heal_same = F.least(heal_dir["both"], F.when(own_dir == "outbound", heal_dir["outbound"]),
-                        F.when(own_dir == "inbound", heal_dir["inbound"]))
+    step = F.when(F.col("action") == PARTITION, 1).when(is_heal, -1).otherwise(0)
+    for d in DIRECTIONS:
+        # A heal of an uncut link does nothing: the running sum less its lowest point so far (when below zero) is
+        # the count held at zero from below.
+        rows = rows.withColumn(f"_sum_{d}", F.sum(F.when(own_dir.isin("both", d), step).otherwise(0)).over(so_far))
+        rows = rows.withColumn(f"_cuts_{d}", F.col(f"_sum_{d}")
+                               - F.least(F.lit(0), F.min(f"_sum_{d}").over(so_far)))
+    # The first later heal of these peers after which each direction the partition covers counts no cut.
+    after = same_links.rowsBetween(1, Window.unboundedFollowing)
+    healed = {d: is_heal & (F.col(f"_cuts_{d}") == 0) for d in DIRECTIONS}
+    heal_same = (F.when(own_dir == "outbound", F.min(F.when(healed["outbound"], F.col("ts_ms"))).over(after))
+                 .when(own_dir == "inbound", F.min(F.when(healed["inbound"], F.col("ts_ms"))).over(after))
+                 .otherwise(F.min(F.when(healed["outbound"] & healed["inbound"], F.col("ts_ms"))).over(after)))
+    heal_all = F.min(F.when(is_heal_all, F.col("ts_ms"))).over(later)
     life_next = F.min(F.when(F.col("_life"), F.col("ts_ms"))).over(later)
     stated = F.when(F.col("duration_ms").isNotNull(), stated_end())
     # F.least skips nulls: a span ends at the first of its ends that exists; all null is a partition still open.

@@ -19,7 +19,11 @@ HUGE = LONG_MAX - 10
 # a duration outlives a heal of its outbound links only and ends at the two-way heal; a one-way partition ends at
 # a two-way heal of its peers. Broker 3: a pause whose duration overflows ends at the broker's next start; another
 # after it lasts to Long.MAX (the job does not fail). Broker 4: a pause outlives a controlled shutdown (the process
-# keeps running until its shutdown).
+# keeps running until its shutdown). Broker 5: two partitions of the same links without durations both last until
+# the second heal, when the simulator's link is restored (not the first). Broker 6: a partition without a duration
+# outlives the scheduled heal of a shorter one nested in it. Broker 7: a heal of links nobody cut counts nothing, so
+# the partition after it ends at its own heal. Broker 8: a heal of every link ends the partition before it and
+# starts the count afresh; a heal of a subset of the peers ends nothing.
 FAULTS = [
     ("r", 1, 100, 0, "broker_fault", "network_partition", 50, [2, 3], "both"),
     ("r", 1, 120, 1, "broker_fault", "network_partition", 100, [3, 2], "both"),
@@ -35,6 +39,23 @@ FAULTS = [
     ("r", 3, 600, 11, "broker_fault", "gc_pause", HUGE, None, None),
     ("r", 4, 100, 12, "broker_fault", "gc_pause", 100, None, None),
     ("r", 4, 150, 13, "broker_lifecycle", "controlled_shutdown", None, None, None),
+    ("r", 5, 100, 14, "broker_fault", "network_partition", None, [2], "both"),
+    ("r", 5, 110, 15, "broker_fault", "network_partition", None, [2], "both"),
+    ("r", 5, 200, 16, "broker_fault", "network_heal", None, [2], "both"),
+    ("r", 5, 300, 17, "broker_fault", "network_heal", None, [2], "both"),
+    ("r", 6, 100, 18, "broker_fault", "network_partition", None, [3, 4], "inbound"),
+    ("r", 6, 120, 19, "broker_fault", "network_partition", 50, [4, 3], "inbound"),
+    ("r", 6, 170, 20, "broker_fault", "network_heal", None, [4, 3], "inbound"),
+    ("r", 6, 250, 21, "broker_fault", "network_heal", None, [3, 4], "inbound"),
+    ("r", 7, 50, 22, "broker_fault", "network_heal", None, [1], "both"),
+    ("r", 7, 100, 23, "broker_fault", "network_partition", None, [1], "both"),
+    ("r", 7, 200, 24, "broker_fault", "network_heal", None, [1], "both"),
+    ("r", 8, 100, 25, "broker_fault", "network_partition", None, [1, 2], "both"),
+    ("r", 8, 140, 26, "broker_fault", "network_heal", None, [1], "both"),
+    ("r", 8, 150, 27, "broker_fault", "network_heal", None, None, None),
+    ("r", 8, 200, 28, "broker_fault", "network_partition", None, [2, 1], "both"),
+    ("r", 8, 250, 29, "broker_fault", "network_heal", None, [1, 2], "both"),
+    ("r", 8, 260, 30, "broker_fault", "network_heal", None, [1, 2], "both"),
 ]
 
 
@@ -47,6 +68,13 @@ def test_each_fault_ends_at_its_own_heal_duration_or_the_process_end(spark: Spar
         ("r", 3, "gc_pause", 100, 500, HUGE, None, None, 9),
         ("r", 3, "gc_pause", 600, LONG_MAX, HUGE, None, None, 11),
         ("r", 4, "gc_pause", 100, 200, 100, None, None, 12),
+        ("r", 5, "network_partition", 100, 300, None, [2], "both", 14),
+        ("r", 5, "network_partition", 110, 300, None, [2], "both", 15),
+        ("r", 6, "network_partition", 100, 250, None, [3, 4], "inbound", 18),
+        ("r", 6, "network_partition", 120, 170, 50, [4, 3], "inbound", 19),
+        ("r", 7, "network_partition", 100, 200, None, [1], "both", 23),
+        ("r", 8, "network_partition", 100, 150, None, [1, 2], "both", 25),
+        ("r", 8, "network_partition", 200, 250, None, [2, 1], "both", 28),
     ], ENDS)
     actual = fault_ends(spark.createDataFrame(FAULTS, EVENTS))
     assert tuple(actual.columns) == FAULT_END_COLUMNS
