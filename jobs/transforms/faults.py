@@ -9,12 +9,12 @@ picture shows is what the audit allowed for. The reference checker keeps the sam
   comes first: the process is gone, and the simulator's `Broker.start` clears both. A controlled shutdown keeps
   the process (and its pause) until its shutdown, which is an event of its own.
 * A network_partition that states `duration_ms` scheduled its own heal then; a heal of every link (no peers) ends
-  it earlier. One that states none lasts until the links it cut are all restored, as the simulator's `Network`
-  counts them: per broker and set of peers (in any order), each direction a partition covers (both is outbound and
-  inbound) counts one cut more, each heal covering it one less, never below zero; it ends at the first later heal
-  of those peers after which every direction it covers counts none, or at the next heal of every link. So two
-  partitions of the same links without durations both last until the second heal, as the links do, and a heal of
-  the outbound links alone does not end a two-way partition. A heal of other peers (a subset, say) ends nothing.
+  it earlier. One that states none lasts until every link it cut is restored, as the simulator's `Network` counts
+  them: per broker, peer and direction (a two-way partition or heal covers outbound and inbound), a partition counts
+  one cut more, a heal one less, never below zero, and a heal of every link starts every count afresh; it ends when
+  the last of its links counts none again, or at the next heal of every link. So two partitions of the same links
+  without durations both last until the second heal, as the links do; a heal of the outbound links alone does not
+  end a two-way partition; heals of its peers one by one end it at the last.
 * A network_heal is no span of its own.
 """
 
@@ -52,42 +52,55 @@ def fault_ends(bronze: DataFrame) -> DataFrame:
         "run_id", "broker_id", "ts_ms", "event_id", "action", F.lit(None).cast("long").alias("duration_ms"),
         F.lit(None).cast("array<int>").alias("peers"), F.lit(None).cast("string").alias("direction"),
         F.lit(True).alias("_life"))
-    rows = faults.unionByName(life).withColumn("_peers", F.array_sort("peers"))
-    order = ["ts_ms", "event_id"]
-    later = Window.partitionBy("run_id", "broker_id").orderBy(*order).rowsBetween(1, Window.unboundedFollowing)
-    # The cuts are counted per set of sorted peers (a null list is its own group), afresh after each heal of every
-    # link (the era), which ends every partition before it and is looked for across groups.
+    rows = faults.unionByName(life)
+    broker = Window.partitionBy("run_id", "broker_id").orderBy("ts_ms", "event_id")
+    later = broker.rowsBetween(1, Window.unboundedFollowing)
     is_heal = (F.col("action") == HEAL) & ~F.col("_life")
     is_heal_all = is_heal & F.col("peers").isNull()
-    rows = rows.withColumn("_era", F.sum(is_heal_all.cast("int")).over(
-        Window.partitionBy("run_id", "broker_id").orderBy(*order).rowsBetween(Window.unboundedPreceding, 0)))
-    same_links = Window.partitionBy("run_id", "broker_id", "_peers", "_era").orderBy(*order)
-    so_far = same_links.rowsBetween(Window.unboundedPreceding, 0)
-    own_dir = F.coalesce(F.col("direction"), F.lit("both"))
-    step = F.when(F.col("action") == PARTITION, 1).when(is_heal, -1).otherwise(0)
-    for d in DIRECTIONS:
-        # A heal of an uncut link does nothing: the running sum less its lowest point so far (when below zero) is
-        # the count held at zero from below.
-        rows = rows.withColumn(f"_sum_{d}", F.sum(F.when(own_dir.isin("both", d), step).otherwise(0)).over(so_far))
-        rows = rows.withColumn(f"_cuts_{d}", F.col(f"_sum_{d}")
-                               - F.least(F.lit(0), F.min(f"_sum_{d}").over(so_far)))
-    # The first later heal of these peers after which each direction the partition covers counts no cut.
-    after = same_links.rowsBetween(1, Window.unboundedFollowing)
-    healed = {d: is_heal & (F.col(f"_cuts_{d}") == 0) for d in DIRECTIONS}
-    heal_same = (F.when(own_dir == "outbound", F.min(F.when(healed["outbound"], F.col("ts_ms"))).over(after))
-                 .when(own_dir == "inbound", F.min(F.when(healed["inbound"], F.col("ts_ms"))).over(after))
-                 .otherwise(F.min(F.when(healed["outbound"] & healed["inbound"], F.col("ts_ms"))).over(after)))
-    heal_all = F.min(F.when(is_heal_all, F.col("ts_ms"))).over(later)
-    life_next = F.min(F.when(F.col("_life"), F.col("ts_ms"))).over(later)
     stated = F.when(F.col("duration_ms").isNotNull(), stated_end())
     # F.least skips nulls: a span ends at the first of its ends that exists; all null is a partition still open.
-    ends = (F.when(F.col("action") == PARTITION,
-                   F.when(F.col("duration_ms").isNotNull(), F.least(stated, heal_all))
-                   .otherwise(F.least(heal_same, heal_all)))
-            .otherwise(F.least(stated, life_next)))
     # The ends are computed over every row before the heals and lifecycle events are dropped: a filter first
     # would leave the windows nothing to find.
+    heal_all = F.min(F.when(is_heal_all, F.col("ts_ms"))).over(later)
+    rows = rows.select(
+        "*",
+        F.when(F.col("action") == PARTITION, F.least(stated, heal_all))
+        .otherwise(F.least(stated, F.min(F.when(F.col("_life"), F.col("ts_ms"))).over(later))).alias("_end"),
+        # A heal of every link starts the count of every link afresh (an era) and ends every partition before it.
+        F.sum(is_heal_all.cast("int")).over(broker.rowsBetween(Window.unboundedPreceding, 0)).alias("_era"))
+    rows = _with_links_restored(rows)
+    ends = F.when((F.col("action") == PARTITION) & F.col("duration_ms").isNull(),
+                  F.least(F.when(F.col("_restored") < LONG_MAX, F.col("_restored")), F.col("_end"))
+                  ).otherwise(F.col("_end"))
     return rows.select(
         "run_id", "broker_id", F.col("action").alias("kind"), F.col("ts_ms").alias("start_ms"),
         ends.alias("end_ms"), "duration_ms", "peers", "direction", "event_id", "_life").where(
         ~F.col("_life") & F.col("kind").isin(*HOLDING_FAULTS, PARTITION)).select(*FAULT_END_COLUMNS)
+
+
+def _with_links_restored(rows: DataFrame) -> DataFrame:
+    """`rows` (one per event) with `_restored`: for a network_partition with peers, the ms its last link was restored
+    (Long.MAX: some link never was within its era), else null. Each partition and heal is spread over the links
+    (peer) and directions it covers (both is outbound and inbound), counted as the simulator's `Network` counts its
+    cuts, and gathered back by event: one lineage of the few fault rows, no join."""
+    own_dir = F.coalesce(F.col("direction"), F.lit("both"))
+    on_links = F.col("action").isin(PARTITION, HEAL) & ~F.col("_life") & F.col("peers").isNotNull()
+    links = rows.select(
+        "*", F.explode_outer(F.when(on_links, F.array_distinct("peers"))).alias("_peer"),
+        F.when(on_links, F.when(own_dir == "both", F.array(*(F.lit(d) for d in DIRECTIONS)))
+               .otherwise(F.array(own_dir))).alias("_dirs"),
+    ).select("*", F.explode_outer("_dirs").alias("_dir"))
+    link = Window.partitionBy("run_id", "broker_id", "_era", "_peer", "_dir").orderBy("ts_ms", "event_id")
+    so_far = link.rowsBetween(Window.unboundedPreceding, 0)
+    linked = F.col("_peer").isNotNull() & F.col("_dir").isNotNull()
+    cut = linked & (F.col("action") == PARTITION)
+    links = links.withColumn("_sum", F.sum(F.when(cut, 1).when(linked, -1).otherwise(0)).over(so_far))
+    # A heal of an uncut link does nothing: the running sum less its lowest point so far (when below zero) is the
+    # count held at zero from below.
+    links = links.withColumn("_cuts", F.col("_sum") - F.least(F.lit(0), F.min("_sum").over(so_far)))
+    healed = F.min(F.when(linked & ~cut & (F.col("_cuts") == 0), F.col("ts_ms"))).over(
+        link.rowsBetween(1, Window.unboundedFollowing))
+    kept = [c for c in rows.columns if c not in ("run_id", "broker_id", "event_id")]
+    return links.withColumn("_healed", healed).groupBy("run_id", "broker_id", "event_id").agg(
+        *(F.any_value(c).alias(c) for c in kept),
+        F.max(F.when(cut, F.coalesce("_healed", F.lit(LONG_MAX)))).alias("_restored"))

@@ -23,7 +23,8 @@ HUGE = LONG_MAX - 10
 # the second heal, when the simulator's link is restored (not the first). Broker 6: a partition without a duration
 # outlives the scheduled heal of a shorter one nested in it. Broker 7: a heal of links nobody cut counts nothing, so
 # the partition after it ends at its own heal. Broker 8: a heal of every link ends the partition before it and
-# starts the count afresh; a heal of a subset of the peers ends nothing.
+# starts the count afresh. Broker 9: heals of a partition's peers one by one end it at the last; a partition one
+# of those heals found uncut ends at its own heal.
 FAULTS = [
     ("r", 1, 100, 0, "broker_fault", "network_partition", 50, [2, 3], "both"),
     ("r", 1, 120, 1, "broker_fault", "network_partition", 100, [3, 2], "both"),
@@ -56,6 +57,12 @@ FAULTS = [
     ("r", 8, 200, 28, "broker_fault", "network_partition", None, [2, 1], "both"),
     ("r", 8, 250, 29, "broker_fault", "network_heal", None, [1, 2], "both"),
     ("r", 8, 260, 30, "broker_fault", "network_heal", None, [1, 2], "both"),
+    ("r", 9, 100, 31, "broker_fault", "network_partition", None, [1, 2], "both"),
+    ("r", 9, 150, 32, "broker_fault", "network_heal", None, [1], "both"),
+    ("r", 9, 170, 33, "broker_fault", "network_heal", None, [3], "both"),
+    ("r", 9, 180, 34, "broker_fault", "network_partition", None, [3], "inbound"),
+    ("r", 9, 200, 35, "broker_fault", "network_heal", None, [2], "both"),
+    ("r", 9, 210, 36, "broker_fault", "network_heal", None, [3], "inbound"),
 ]
 
 
@@ -75,6 +82,8 @@ def test_each_fault_ends_at_its_own_heal_duration_or_the_process_end(spark: Spar
         ("r", 7, "network_partition", 100, 200, None, [1], "both", 23),
         ("r", 8, "network_partition", 100, 150, None, [1, 2], "both", 25),
         ("r", 8, "network_partition", 200, 250, None, [2, 1], "both", 28),
+        ("r", 9, "network_partition", 100, 200, None, [1, 2], "both", 31),
+        ("r", 9, "network_partition", 180, 210, None, [3], "inbound", 34),
     ], ENDS)
     actual = fault_ends(spark.createDataFrame(FAULTS, EVENTS))
     assert tuple(actual.columns) == FAULT_END_COLUMNS
