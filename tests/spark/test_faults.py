@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import random
+
 from chispa import assert_df_equality
 from pyspark.sql import SparkSession
 
 from jobs.transforms.faults import FAULT_END_COLUMNS, fault_ends
 from replication_core.config import LONG_MAX
+from replication_core.sim.network import Network
+from replication_core.sim.scenario import NetworkSpec
 
 EVENTS = "run_id string, broker_id int, ts_ms long, event_id long, event_type string, action string, " \
          "duration_ms long, peers array<int>, direction string"
@@ -88,3 +92,60 @@ def test_each_fault_ends_at_its_own_heal_duration_or_the_process_end(spark: Spar
     actual = fault_ends(spark.createDataFrame(FAULTS, EVENTS))
     assert tuple(actual.columns) == FAULT_END_COLUMNS
     assert_df_equality(actual, expected, ignore_row_order=True, ignore_nullable=True)
+
+
+def _network_oracle(events: list[tuple[int, int, str, list[int] | None, str | None]]
+                    ) -> dict[int, int | None]:
+    """When the simulator's own `Network` has restored every link of each partition of one broker (id 0): its event
+    id -> the ts of the first later event by which each of its links was uncut at least once (None: never)."""
+    net = Network(NetworkSpec(), random.Random(0))
+    cuts: dict[int, list[tuple[int, int]]] = {}
+    ends: dict[int, int | None] = {}
+    for ts, eid, action, peers, direction in events:
+        if action == "network_heal" and peers is None:
+            net.heal()
+        else:
+            assert peers is not None and direction is not None
+            src, dst = ([0], peers) if direction != "inbound" else (peers, [0])
+            (net.partition if action == "network_partition" else net.heal)(src, dst, direction == "both")
+        if action == "network_partition":
+            links = [(0, p) for p in peers if direction != "inbound"] + [(p, 0) for p in peers
+                                                                         if direction != "outbound"]
+            cuts[eid], ends[eid] = links, None
+            continue
+        # Each link counts once it was restored after the partition, though a later partition may cut it again.
+        for open_id, links in list(cuts.items()):
+            cuts[open_id] = [(a, b) for a, b in links if net.is_blocked(a, b)]
+            if not cuts[open_id]:
+                ends[open_id] = ts
+                del cuts[open_id]
+    return ends
+
+
+def test_partitions_without_durations_end_when_the_simulators_network_restores_their_links(
+        spark: SparkSession) -> None:
+    # Random partitions and heals of one broker's links to peers 1-3 (one-way, two-way, overlapping, heals of
+    # uncut links, heals of every link), many runs: fault_ends agrees with the simulator's Network on every end.
+    rng = random.Random(7)
+    rows, expected = [], []
+    for run in range(40):
+        events: list[tuple[int, int, str, list[int] | None, str | None]] = []
+        for i in range(12):
+            roll = rng.random()
+            peers = rng.sample([1, 2, 3], rng.randint(1, 3))
+            direction = rng.choice(["both", "outbound", "inbound"])
+            if roll < 0.45:
+                events.append((10 * i, i, "network_partition", peers, direction))
+            elif roll < 0.93:
+                events.append((10 * i, i, "network_heal", peers, direction))
+            else:
+                events.append((10 * i, i, "network_heal", None, None))
+        for ts, eid, action, peers, direction in events:
+            rows.append((f"r{run}", 0, ts, eid, "broker_fault", action, None, peers, direction))
+        for eid, end in _network_oracle(events).items():
+            _, _, _, peers, direction = events[eid]
+            expected.append((f"r{run}", 0, "network_partition", 10 * eid, end, None, peers, direction, eid))
+    ends = [row[4] for row in expected]
+    assert None in ends and len(set(ends)) > 5  # open partitions and many different ends
+    actual = fault_ends(spark.createDataFrame(rows, EVENTS))
+    assert_df_equality(actual, spark.createDataFrame(expected, ENDS), ignore_row_order=True, ignore_nullable=True)
