@@ -14,7 +14,8 @@ picture shows is what the audit allowed for. The reference checker keeps the sam
   one cut more, a heal one less, never below zero, and a heal of every link starts every count afresh; it ends when
   the last of its links counts none again, or at the next heal of every link. So two partitions of the same links
   without durations both last until the second heal, as the links do; a heal of the outbound links alone does not
-  end a two-way partition; heals of its peers one by one end it at the last.
+  end a two-way partition; heals of its peers one by one end it at the last; a peer named twice is cut twice, and
+  the broker itself among its peers is no link (a partition that cuts no link ends where it starts).
 * A network_heal is no span of its own.
 """
 
@@ -69,8 +70,10 @@ def fault_ends(bronze: DataFrame) -> DataFrame:
         # A heal of every link starts the count of every link afresh (an era) and ends every partition before it.
         F.sum(is_heal_all.cast("int")).over(broker.rowsBetween(Window.unboundedPreceding, 0)).alias("_era"))
     rows = _with_links_restored(rows)
-    ends = F.when((F.col("action") == PARTITION) & F.col("duration_ms").isNull(),
-                  F.least(F.when(F.col("_restored") < LONG_MAX, F.col("_restored")), F.col("_end"))
+    # A partition of peers that cuts no link (only the broker itself, or none named) ends where it starts.
+    restored = F.when(F.col("_restored").isNull() & F.col("peers").isNotNull(), F.col("ts_ms")).when(
+        F.col("_restored") < LONG_MAX, F.col("_restored"))
+    ends = F.when((F.col("action") == PARTITION) & F.col("duration_ms").isNull(), F.least(restored, F.col("_end"))
                   ).otherwise(F.col("_end"))
     return rows.select(
         "run_id", "broker_id", F.col("action").alias("kind"), F.col("ts_ms").alias("start_ms"),
@@ -82,11 +85,14 @@ def _with_links_restored(rows: DataFrame) -> DataFrame:
     """`rows` (one per event) with `_restored`: for a network_partition with peers, the ms its last link was restored
     (Long.MAX: some link never was within its era), else null. Each partition and heal is spread over the links
     (peer) and directions it covers (both is outbound and inbound), counted as the simulator's `Network` counts its
-    cuts, and gathered back by event: one lineage of the few fault rows, no join."""
+    cuts, and gathered back by event (event ids are unique within a run in bronze): one lineage of the few fault
+    rows, no join."""
     own_dir = F.coalesce(F.col("direction"), F.lit("both"))
     on_links = F.col("action").isin(PARTITION, HEAL) & ~F.col("_life") & F.col("peers").isNotNull()
     links = rows.select(
-        "*", F.explode_outer(F.when(on_links, F.array_distinct("peers"))).alias("_peer"),
+        # Each peer as often as it is named (`Network` cuts a link once per mention) and never the broker itself
+        # (a link to itself is never cut).
+        "*", F.explode_outer(F.when(on_links, F.filter("peers", lambda p: p != F.col("broker_id")))).alias("_peer"),
         F.when(on_links, F.when(own_dir == "both", F.array(*(F.lit(d) for d in DIRECTIONS)))
                .otherwise(F.array(own_dir))).alias("_dirs"),
     ).select("*", F.explode_outer("_dirs").alias("_dir"))

@@ -27,8 +27,9 @@ HUGE = LONG_MAX - 10
 # the second heal, when the simulator's link is restored (not the first). Broker 6: a partition without a duration
 # outlives the scheduled heal of a shorter one nested in it. Broker 7: a heal of links nobody cut counts nothing, so
 # the partition after it ends at its own heal. Broker 8: a heal of every link ends the partition before it and
-# starts the count afresh. Broker 9: heals of a partition's peers one by one end it at the last; a partition one
-# of those heals found uncut ends at its own heal.
+# starts the count afresh. Broker 9: heals of a partition's peers one by one end it at the last; a later partition
+# of a peer an earlier heal found uncut ends at its own heal. Broker 10: a partition of itself cuts nothing and ends
+# where it starts; a peer named twice is cut twice and needs two heals.
 FAULTS = [
     ("r", 1, 100, 0, "broker_fault", "network_partition", 50, [2, 3], "both"),
     ("r", 1, 120, 1, "broker_fault", "network_partition", 100, [3, 2], "both"),
@@ -67,6 +68,10 @@ FAULTS = [
     ("r", 9, 180, 34, "broker_fault", "network_partition", None, [3], "inbound"),
     ("r", 9, 200, 35, "broker_fault", "network_heal", None, [2], "both"),
     ("r", 9, 210, 36, "broker_fault", "network_heal", None, [3], "inbound"),
+    ("r", 10, 100, 37, "broker_fault", "network_partition", None, [10], "both"),
+    ("r", 10, 120, 38, "broker_fault", "network_partition", None, [2, 2, 10], "outbound"),
+    ("r", 10, 150, 39, "broker_fault", "network_heal", None, [2], "outbound"),
+    ("r", 10, 180, 40, "broker_fault", "network_heal", None, [2], "both"),
 ]
 
 
@@ -88,6 +93,8 @@ def test_each_fault_ends_at_its_own_heal_duration_or_the_process_end(spark: Spar
         ("r", 8, "network_partition", 200, 250, None, [2, 1], "both", 28),
         ("r", 9, "network_partition", 100, 200, None, [1, 2], "both", 31),
         ("r", 9, "network_partition", 180, 210, None, [3], "inbound", 34),
+        ("r", 10, "network_partition", 100, 100, None, [10], "both", 37),
+        ("r", 10, "network_partition", 120, 180, None, [2, 2, 10], "outbound", 38),
     ], ENDS)
     actual = fault_ends(spark.createDataFrame(FAULTS, EVENTS))
     assert tuple(actual.columns) == FAULT_END_COLUMNS
@@ -111,8 +118,8 @@ def _network_oracle(events: list[tuple[int, int, str, list[int] | None, str | No
         if action == "network_partition":
             links = [(0, p) for p in peers if direction != "inbound"] + [(p, 0) for p in peers
                                                                          if direction != "outbound"]
-            cuts[eid], ends[eid] = links, None
-            continue
+            # The links it cut are blocked now: a link to the broker itself never is.
+            cuts[eid], ends[eid] = [(a, b) for a, b in links if net.is_blocked(a, b)], None
         # Each link counts once it was restored after the partition, though a later partition may cut it again.
         for open_id, links in list(cuts.items()):
             cuts[open_id] = [(a, b) for a, b in links if net.is_blocked(a, b)]
@@ -125,7 +132,8 @@ def _network_oracle(events: list[tuple[int, int, str, list[int] | None, str | No
 def test_partitions_without_durations_end_when_the_simulators_network_restores_their_links(
         spark: SparkSession) -> None:
     # Random partitions and heals of one broker's links to peers 1-3 (one-way, two-way, overlapping, heals of
-    # uncut links, heals of every link), many runs: fault_ends agrees with the simulator's Network on every end.
+    # uncut links, heals of every link, a peer named twice, the broker itself among the peers), many runs:
+    # fault_ends agrees with the simulator's Network on every end.
     rng = random.Random(7)
     rows, expected = [], []
     for run in range(40):
@@ -133,6 +141,8 @@ def test_partitions_without_durations_end_when_the_simulators_network_restores_t
         for i in range(12):
             roll = rng.random()
             peers = rng.sample([1, 2, 3], rng.randint(1, 3))
+            if rng.random() < 0.2:  # a peer named twice, or the broker itself among its peers
+                peers.append(rng.choice([0, 1, 2, 3]))
             direction = rng.choice(["both", "outbound", "inbound"])
             if roll < 0.45:
                 events.append((10 * i, i, "network_partition", peers, direction))
