@@ -8,14 +8,15 @@ picture shows is what the audit allowed for. The reference checker keeps the sam
 * A gc_pause or disk_stall lasts `duration_ms`, or until the broker's next crash, shutdown, restart or start if one
   comes first: the process is gone, and the simulator's `Broker.start` clears both. A controlled shutdown keeps
   the process (and its pause) until its shutdown, which is an event of its own.
-* A network_partition that states `duration_ms` scheduled its own heal then; a heal of every link (no peers) ends
-  it earlier. One that states none lasts until every link it cut is restored, as the simulator's `Network` counts
-  them: per broker, peer and direction (a two-way partition or heal covers outbound and inbound), a partition counts
-  one cut more, a heal one less, never below zero, and a heal of every link starts every count afresh; it ends when
-  the last of its links counts none again, or at the next heal of every link. So two partitions of the same links
-  without durations both last until the second heal, as the links do; a heal of the outbound links alone does not
-  end a two-way partition; heals of its peers one by one end it at the last; a peer named twice is cut twice, and
-  the broker itself among its peers is no link (a partition that cuts no link ends where it starts).
+* A network_partition that states `duration_ms` scheduled its own heal then; a heal of every link (no peers), or
+  heals that restore all its links sooner, end it earlier. One that states none lasts until every link it cut is
+  restored, as the simulator's `Network` counts them: per broker, peer and direction (a two-way partition or heal
+  covers outbound and inbound), a partition counts one cut more, a heal one less, never below zero, and a heal of
+  every link starts every count afresh; it ends when the last of its links counts none again, or at the next heal of
+  every link. So two partitions of the same links without durations both last until the second heal, as the links
+  do; a heal of the outbound links alone does not end a two-way partition; heals of its peers one by one end it at
+  the last; a peer named twice is cut twice, and the broker itself among its peers is no link (a partition that cuts
+  no link ends where it starts).
 * A network_heal is no span of its own.
 """
 
@@ -73,8 +74,7 @@ def fault_ends(bronze: DataFrame) -> DataFrame:
     # A partition of peers that cuts no link (only the broker itself, or none named) ends where it starts.
     restored = F.when(F.col("_restored").isNull() & F.col("peers").isNotNull(), F.col("ts_ms")).when(
         F.col("_restored") < LONG_MAX, F.col("_restored"))
-    ends = F.when((F.col("action") == PARTITION) & F.col("duration_ms").isNull(), F.least(restored, F.col("_end"))
-                  ).otherwise(F.col("_end"))
+    ends = F.when(F.col("action") == PARTITION, F.least(restored, F.col("_end"))).otherwise(F.col("_end"))
     return rows.select(
         "run_id", "broker_id", F.col("action").alias("kind"), F.col("ts_ms").alias("start_ms"),
         ends.alias("end_ms"), "duration_ms", "peers", "direction", "event_id", "_life").where(

@@ -29,7 +29,8 @@ HUGE = LONG_MAX - 10
 # the partition after it ends at its own heal. Broker 8: a heal of every link ends the partition before it and
 # starts the count afresh. Broker 9: heals of a partition's peers one by one end it at the last; a later partition
 # of a peer an earlier heal found uncut ends at its own heal. Broker 10: a partition of itself cuts nothing and ends
-# where it starts; a peer named twice is cut twice and needs two heals.
+# where it starts; a peer named twice is cut twice and needs two heals. Broker 11: a heal of its links before its
+# stated end ends a partition with a duration (its scheduled heal then finds them uncut).
 FAULTS = [
     ("r", 1, 100, 0, "broker_fault", "network_partition", 50, [2, 3], "both"),
     ("r", 1, 120, 1, "broker_fault", "network_partition", 100, [3, 2], "both"),
@@ -72,6 +73,9 @@ FAULTS = [
     ("r", 10, 120, 38, "broker_fault", "network_partition", None, [2, 2, 10], "outbound"),
     ("r", 10, 150, 39, "broker_fault", "network_heal", None, [2], "outbound"),
     ("r", 10, 180, 40, "broker_fault", "network_heal", None, [2], "both"),
+    ("r", 11, 100, 41, "broker_fault", "network_partition", 100, [1], "both"),
+    ("r", 11, 130, 42, "broker_fault", "network_heal", None, [1], "both"),
+    ("r", 11, 200, 43, "broker_fault", "network_heal", None, [1], "both"),
 ]
 
 
@@ -95,6 +99,7 @@ def test_each_fault_ends_at_its_own_heal_duration_or_the_process_end(spark: Spar
         ("r", 9, "network_partition", 180, 210, None, [3], "inbound", 34),
         ("r", 10, "network_partition", 100, 100, None, [10], "both", 37),
         ("r", 10, "network_partition", 120, 180, None, [2, 2, 10], "outbound", 38),
+        ("r", 11, "network_partition", 100, 130, 100, [1], "both", 41),
     ], ENDS)
     actual = fault_ends(spark.createDataFrame(FAULTS, EVENTS))
     assert tuple(actual.columns) == FAULT_END_COLUMNS
