@@ -49,6 +49,7 @@ from pyspark.sql import functions as F
 from jobs.invariants import isr_rules
 from jobs.invariants.base import PARTITION, Scan, ScanInputs, text, violation
 from jobs.invariants.base import is_event as _is
+from jobs.transforms.timelines import lowest_in_segment
 from replication_core.config import ReplicationConfig
 
 REPLICA: tuple[str, ...] = (*PARTITION, "broker_id")
@@ -146,14 +147,11 @@ def lso(frame: Window, segment: Column) -> Column:
     """The replayed LSO after the last row of `frame` (a replica window ordered by `event_id`), whose LSO
     segment is `segment`; rows carry `_lso_set`, `_lso_min` and `_lso_seg` (see `_replay`).
 
-    The segment's opening "set" (0 in the first segment) lowered by the partial truncations since. The
-    largest (segment, -offset) over the partial truncations of the frame is the smallest offset of the latest
-    segment that has one; it lowers the LSO only when that segment is `segment`. So the LSO needs no window
-    per segment, and no sort of its own: it reads the replica window the rest of the replay reads."""
-    latest = F.max(F.when(F.col("_lso_min").isNotNull(), F.struct(
-        F.col("_lso_seg").alias("seg"), (-F.col("_lso_min")).alias("neg")))).over(frame)
+    The segment's opening "set" (0 in the first segment) lowered by the partial truncations since
+    (`lowest_in_segment`): no window per segment and no sort of its own, only the replica window the rest of
+    the replay reads."""
     opened = F.coalesce(F.last("_lso_set", True).over(frame), F.lit(0))
-    lowered = F.when(latest["seg"] == segment, -latest["neg"])
+    lowered = lowest_in_segment(F.col("_lso_min"), segment, frame)
     return F.least(opened, F.coalesce(lowered, F.lit(_NO_LSO_LIMIT))).cast("long")
 
 

@@ -8,7 +8,8 @@ log_end_offset). Sources, all emitted by the replica's own log / partition:
   * LEO: `append.leo`, `truncation.truncate_offset`, `leadership_change.leo`;
   * HW: `hw_change.hw`, `leadership_change.hw` (a truncation's `hw` is the HW *before* it, so it is not
     a source; the engine emits the following `hw_change` itself);
-  * LSO: `log_start_offset_change.log_start_offset`;
+  * LSO: `log_start_offset_change.log_start_offset`, lowered to a later `leadership_change.leo` below it (the
+    new, empty log of a replica deleted and added back, or a crash's loss: Kafka keeps log start <= LEO);
   * role: `leadership_change.action` (become_leader / become_follower); `offline` from its broker's
     crash or shutdown (`broker_lifecycle`, a run-level event; replicas with a leadership change before
     it) until its next leadership change: a broker that is down leads nothing, whatever its last
@@ -59,7 +60,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from functools import reduce
 
-from pyspark.sql import Column, DataFrame, Window
+from pyspark.sql import Column, DataFrame, Window, WindowSpec
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
@@ -100,6 +101,16 @@ def _scoped(events: DataFrame) -> Column:
 def _running(col: str | Column, w: Window) -> Column:
     """The last non-null value up to and including this row: a forward fill."""
     return F.last(col, ignorenulls=True).over(w.rowsBetween(*_UNBOUNDED))
+
+
+def lowest_in_segment(low: Column, segment: Column, frame: WindowSpec) -> Column:
+    """The smallest non-null `low` over the rows of `frame` whose `segment` (a running count along the frame's
+    order, already a column) is the current row's; null when that segment has none so far.
+
+    The largest (segment, -low) over the frame is the smallest value of the latest segment that has one, so a
+    value "since the last set" needs no window per segment and no sort of its own."""
+    latest = F.max(F.when(low.isNotNull(), F.struct(segment.alias("seg"), (-low).alias("neg")))).over(frame)
+    return F.when(latest["seg"] == segment, -latest["neg"])
 
 
 def _initial(before: str, sets: str, w: Window) -> Column:
@@ -223,6 +234,7 @@ def replica_offsets(events: DataFrame) -> DataFrame:
         F.when(et == HW_CHANGE, F.col("old_hw")).alias("_hw0"),
         F.when(et == LOG_START_OFFSET_CHANGE, F.col("log_start_offset")).alias("_lso"),
         F.when(et == LOG_START_OFFSET_CHANGE, F.col("old_log_start_offset")).alias("_lso0"),
+        F.when(et == LEADERSHIP_CHANGE, F.col("leo")).alias("_lso_low"),
     )
     keys = [*PARTITION_KEY, "replica_id"]
     # A crash or shutdown of a broker marks each replica it hosted by then: one whose leadership it had been
@@ -236,10 +248,13 @@ def replica_offsets(events: DataFrame) -> DataFrame:
     offline = down.join(hosted, ["run_id", "replica_id"]).where(F.col("_first_ts") < F.col("ts_ms")).select(
         *keys, "ts_ms", "event_id", F.lit("offline").alias("_role"),
         *[F.lit(None).cast(ev.schema[c].dataType).alias(c)
-          for c in ("_event_role", "_epoch", "_leo", "_leo0", "_hw", "_hw0", "_lso", "_lso0")],
+          for c in ("_event_role", "_epoch", "_leo", "_leo0", "_hw", "_hw0", "_lso", "_lso0", "_lso_low")],
     )
-    ev = ev.unionByName(offline)
     w = Window.partitionBy(*keys).orderBy("ts_ms", "event_id")
+    upto = w.rowsBetween(*_UNBOUNDED)
+    # The LSO's segments: each log_start_offset_change opens one (the same window: no sort of its own).
+    ev = ev.unionByName(offline).withColumn("_lso_seg", F.count("_lso").over(upto))
+    lso = F.coalesce(_running("_lso", w), _initial("_lso0", "_lso", w))
     running = ev.select(
         *keys,
         "ts_ms",
@@ -248,7 +263,11 @@ def replica_offsets(events: DataFrame) -> DataFrame:
         # recovery truncation a crashed broker's disk reports is not the replica coming back as a follower.
         F.coalesce(_running("_role", w), _running("_event_role", w)).alias("role"),
         _running("_epoch", w).alias("leader_epoch"),
-        F.coalesce(_running("_lso", w), _initial("_lso0", "_lso", w)).alias("log_start_offset"),
+        # A leadership change reporting a log that ends below the LSO (a new, empty log of a replica added
+        # back after its deletion; a crash's loss) lowers it, as `jobs.invariants.replica_scan` replays it:
+        # Kafka keeps log start <= LEO. `least` skips the null of a segment with no such change.
+        F.when(lso.isNotNull(), F.least(lso, lowest_in_segment(F.col("_lso_low"), F.col("_lso_seg"), upto)))
+        .alias("log_start_offset"),
         F.coalesce(_running("_hw", w), _initial("_hw0", "_hw", w)).alias("high_watermark"),
         F.coalesce(_running("_leo", w), _initial("_leo0", "_leo", w)).alias("log_end_offset"),
         F.lead("ts_ms").over(w).alias("_next_ts"),

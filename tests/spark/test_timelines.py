@@ -101,6 +101,36 @@ def test_replica_offsets_the_log_a_power_failure_leaves_is_offline_not_a_followe
     ], REPLICA_OFFSETS_SCHEMA)
 
 
+def test_replica_offsets_a_replica_added_back_starts_its_new_log_at_its_leo(events, expect) -> None:
+    # A review's shape (nemesis-small seed 8503, t-5 replica 1): retention moved the follower's log start to 53;
+    # a reassignment removed the replica (its log deleted, no event of its own) and another added it back
+    # with a new, empty log. The new log starts at 0 (Kafka keeps log start <= HW <= LEO), not at the old
+    # log's 53; its first log_start_offset_change then reports 0 as the value before it.
+    ev = events([
+        dict(event_type="leadership_change", ts_ms=10, broker_id=1, leader_epoch=1, action="become_follower",
+             leader_id=2, partition_epoch=1, replicas=[1, 2], leo=60, hw=60),                  # 0
+        dict(event_type="log_start_offset_change", ts_ms=20, broker_id=1, leader_epoch=1, role=F_,
+             old_log_start_offset=0, log_start_offset=53),                                      # 1
+        dict(event_type="leadership_change", ts_ms=100, broker_id=1, leader_epoch=3, action="become_follower",
+             leader_id=2, partition_epoch=5, replicas=[2, 1], leo=0, hw=0),                    # 2
+        dict(event_type="append", ts_ms=110, broker_id=1, leader_epoch=3, role=F_, base_offset=0,
+             last_offset=69, leo=70),                                                           # 3
+        dict(event_type="log_start_offset_change", ts_ms=120, broker_id=1, leader_epoch=3, role=F_,
+             old_log_start_offset=0, log_start_offset=62),                                      # 4
+        # a leadership change that reports a log ending above the LSO lowers nothing
+        dict(event_type="leadership_change", ts_ms=130, broker_id=1, leader_epoch=4, action="become_leader",
+             leader_id=1, partition_epoch=6, replicas=[2, 1], leo=70, hw=70),                  # 5
+    ])
+    expect(replica_offsets(ev), [
+        ("r", "t", 0, 1, 10, 20, F_, 1, 0, 60, 60, 0),
+        ("r", "t", 0, 1, 20, 100, F_, 1, 53, 60, 60, 1),
+        ("r", "t", 0, 1, 100, 110, F_, 3, 0, 0, 0, 2),        # was 53: the deleted log's
+        ("r", "t", 0, 1, 110, 120, F_, 3, 0, 0, 70, 3),
+        ("r", "t", 0, 1, 120, 130, F_, 3, 62, 0, 70, 4),
+        ("r", "t", 0, 1, 130, None, L, 4, 62, 70, 70, 5),
+    ], REPLICA_OFFSETS_SCHEMA)
+
+
 def test_replica_offsets_event_that_changes_nothing_opens_no_interval(events, expect) -> None:
     ev = events([
         dict(event_type="leadership_change", ts_ms=10, broker_id=1, leader_epoch=3, action="become_leader",
