@@ -9,7 +9,8 @@ row per bucket at most, so what reaches the driver is bounded by the bucket coun
   its start and takes one away at its end; a running sum in time order gives the count after every
   change, and a bucket's most is the larger of the count it starts with and the counts reached in it;
 * `isr_churn`: the leaders' committed ISR shrinks and expands per bucket (`silver/isr_changes`, at their commit):
-  what Kafka's `IsrShrinksPerSec` / `IsrExpandsPerSec` count (`Partition.maybeShrinkIsr` / `maybeExpandIsr`);
+  what Kafka's `IsrShrinksPerSec` / `IsrExpandsPerSec` count (`Partition.maybeShrinkIsr` / `maybeExpandIsr`), plus
+  the commits a leader learnt from the metadata before the AlterPartition answer (the meters mark only on the answer);
 * `controller_isr_shrinks`: per bucket, the ISR changes that removed a replica without a leader proposing it —
   the controller's elections and LeaderAndIsr / PartitionChangeRecord changes (`silver/partition_state`),
   which those metrics do not count but which make partitions under-replicated all the same;

@@ -189,15 +189,22 @@ LAG_SUMMARY_SCHEMA = pa.schema(
         _f("partition", pa.int32(), "Partition (partition scope)."),
         _f("broker_id", pa.int32(), "Broker (broker scope)."),
         _f("observed_ms", pa.int64(), "The run's span: last - first event ts_ms."),
-        _f("urp_minutes", pa.float64(), "Minutes under-replicated (broker: summed over the partitions it led)."),
+        _f("urp_minutes", pa.float64(), "Minutes under-replicated (broker: summed over the partitions it led, as "
+           "the controller's records name the leader: a crashed leader keeps them until the controller moves "
+           "its leaderships, though its own UnderReplicatedPartitions gauge is gone meanwhile)."),
         _f("under_min_isr_minutes", pa.float64(), "Minutes under min ISR (same attribution)."),
         _f("offline_minutes", pa.float64(), "Minutes without a leader (partition scope; broker: 0)."),
-        _f("isr_shrinks", pa.int64(), "Committed ISR shrinks (broker: as leader; IsrShrinksPerSec)."),
-        _f("isr_expands", pa.int64(), "Committed ISR expansions (broker: as leader; IsrExpandsPerSec)."),
+        _f("isr_shrinks", pa.int64(), "Committed ISR shrinks (broker: as leader). At most what "
+           "IsrShrinksPerSec counts: Kafka marks the meter only when the AlterPartition answer commits the "
+           "change, not when the metadata delivered the commit first (KRaft), which this counts too."),
+        _f("isr_expands", pa.int64(), "Committed ISR expansions (broker: as leader); IsrExpandsPerSec as for "
+           "isr_shrinks."),
         _f("isr_shrinks_per_hour", pa.float64(), "isr_shrinks per hour of observed_ms."),
         _f("isr_expands_per_hour", pa.float64(), "isr_expands per hour of observed_ms."),
         _f("max_time_lag_ms", pa.int64(), "Largest follower time lag (broker: as follower)."),
-        _f("max_message_lag", pa.int64(), "Largest follower message lag (broker: as follower; MaxLag)."),
+        _f("max_message_lag", pa.int64(), "Largest follower message lag, leader LEO - follower LEO (broker: as "
+           "follower). Not the fetcher's MaxLag gauge, which is the leader's HW in a response - the follower's "
+           "next offset, so it leaves out what the ISR has not committed yet."),
         _f("lag_incidents", pa.int64(), "Incidents (premature shrinks excluded)."),
         _f("incidents_late", pa.int64(), "Incidents with verdict late."),
         _f("incidents_missing", pa.int64(), "Incidents with verdict missing."),

@@ -74,7 +74,11 @@ span `observed_ms` (first to last event): URP / under-min-ISR / offline minutes 
 expands (and per hour) from `silver/isr_changes`, the largest time and message lag, and incident
 counts. Broker rows attribute partition state and ISR changes to the broker as leader (where Kafka
 reports UnderReplicatedPartitions and IsrShrinksPerSec) and lag and incidents to it as follower
-(where Kafka reports the fetcher's MaxLag).
+(where Kafka reports the fetcher's MaxLag). Three differences from those metrics: a crashed leader keeps
+its partitions' minutes until the controller moves them (its gauges are gone meanwhile); a commit the leader
+learnt from the metadata before the AlterPartition answer counts here, not in Kafka's meters (which mark only
+on the answer); and the message lag is leader LEO - follower LEO, where MaxLag is the response's HW - the
+follower's next offset.
 """
 
 from __future__ import annotations
