@@ -46,7 +46,8 @@ REPLICA_OFFSETS_SCHEMA = pa.schema(
         *_keys(replica="replica_id"),
         *_interval(),
         _f("role", pa.string(), "leader / follower, from the last leadership_change or role-carrying event; "
-           "offline from the broker's crash or shutdown until the next."),
+           "offline from the broker's crash or shutdown until the next; removed (offsets null: the log is "
+           "deleted) from a state of the partition that no longer assigns the replica until the next."),
         _f("leader_epoch", pa.int32(), "Leader epoch the replica had (envelope leader_epoch of its events)."),
         _f("log_start_offset", pa.int64(), "Log start offset; null = no event has told it yet."),
         _f("high_watermark", pa.int64(), "High watermark (exclusive)."),

@@ -13,7 +13,10 @@ log_end_offset). Sources, all emitted by the replica's own log / partition:
   * role: `leadership_change.action` (become_leader / become_follower); `offline` from its broker's
     crash or shutdown (`broker_lifecycle`, a run-level event; replicas with a leadership change before
     it) until its next leadership change: a broker that is down leads nothing, whatever its last
-    leadership change said, and the truncation its disk reports at a crash does not bring it back.
+    leadership change said, and the truncation its disk reports at a crash does not bring it back;
+    `removed` (with null offsets: its broker deletes the log) from the first state that assigns the partition
+    without it (see `partition_state`: an election, a partition change, a leader's registration; a reassignment's
+    completion, after which no event of its own shows it) until its next leadership change (added back);
     Before any of those (a log cut mid-run), the role the replica's events carry;
   * leader_epoch: the envelope `leader_epoch` of the replica's events.
   Before the first event that sets a value, the value is taken from the "before" field of that first
@@ -86,6 +89,9 @@ LAG_MAX_KEY = "replica.lag.time.max.ms"
 MIN_ISR_KEY = "min.insync.replicas"
 
 _UNBOUNDED = (Window.unboundedPreceding, Window.currentRow)
+
+REMOVED = "removed"
+"""`silver/replica_offsets` role of a replica its partition's assignment no longer names (log deleted)."""
 
 
 def conform(df: DataFrame, schema: T.StructType) -> DataFrame:
@@ -235,6 +241,7 @@ def replica_offsets(events: DataFrame) -> DataFrame:
         F.when(et == LOG_START_OFFSET_CHANGE, F.col("log_start_offset")).alias("_lso"),
         F.when(et == LOG_START_OFFSET_CHANGE, F.col("old_log_start_offset")).alias("_lso0"),
         F.when(et == LEADERSHIP_CHANGE, F.col("leo")).alias("_lso_low"),
+        F.when(et == LEADERSHIP_CHANGE, F.lit(False)).alias("_gone"),
     )
     keys = [*PARTITION_KEY, "replica_id"]
     # A crash or shutdown of a broker marks each replica it hosted by then: one whose leadership it had been
@@ -245,15 +252,23 @@ def replica_offsets(events: DataFrame) -> DataFrame:
         "run_id", F.col("broker_id").alias("replica_id"), "ts_ms", "event_id")
     hosted = events.where((et == LEADERSHIP_CHANGE) & _scoped(events) & F.col("broker_id").isNotNull()).groupBy(
         *PARTITION_KEY, F.col("broker_id").alias("replica_id")).agg(F.min("ts_ms").alias("_first_ts"))
+    nothing = [F.lit(None).cast(ev.schema[c].dataType).alias(c)
+               for c in ("_event_role", "_epoch", "_leo", "_leo0", "_hw", "_hw0", "_lso", "_lso0", "_lso_low")]
     offline = down.join(hosted, ["run_id", "replica_id"]).where(F.col("_first_ts") < F.col("ts_ms")).select(
-        *keys, "ts_ms", "event_id", F.lit("offline").alias("_role"),
-        *[F.lit(None).cast(ev.schema[c].dataType).alias(c)
-          for c in ("_event_role", "_epoch", "_leo", "_leo0", "_hw", "_hw0", "_lso", "_lso0", "_lso_low")],
-    )
+        *keys, "ts_ms", "event_id", F.lit("offline").alias("_role"), *nothing,
+        F.lit(None).cast("boolean").alias("_gone"))
+    # A replica hosted before a state that assigns the partition without it (a reassignment's completion, as the
+    # controller or the new leader records it) is removed: its broker deletes the log when it learns the change.
+    # Those states are a few rows per partition, joined with its few replicas.
+    assigned = _partition_state_events(events).where(F.col("_replicas").isNotNull()).select(
+        *PARTITION_KEY, "ts_ms", "event_id", "_replicas")
+    removed = assigned.join(hosted, list(PARTITION_KEY)).where(
+        (F.col("_first_ts") < F.col("ts_ms")) & ~F.array_contains("_replicas", F.col("replica_id"))).select(
+        *keys, "ts_ms", "event_id", F.lit(None).cast("string").alias("_role"), *nothing, F.lit(True).alias("_gone"))
     w = Window.partitionBy(*keys).orderBy("ts_ms", "event_id")
     upto = w.rowsBetween(*_UNBOUNDED)
     # The LSO's segments: each log_start_offset_change opens one (the same window: no sort of its own).
-    ev = ev.unionByName(offline).withColumn("_lso_seg", F.count("_lso").over(upto))
+    ev = ev.unionByName(offline).unionByName(removed).withColumn("_lso_seg", F.count("_lso").over(upto))
     lso = F.coalesce(_running("_lso", w), _initial("_lso0", "_lso", w))
     running = ev.select(
         *keys,
@@ -261,7 +276,9 @@ def replica_offsets(events: DataFrame) -> DataFrame:
         "event_id",
         # The role a leadership change or an outage states wins over the role an event carries: the
         # recovery truncation a crashed broker's disk reports is not the replica coming back as a follower.
-        F.coalesce(_running("_role", w), _running("_event_role", w)).alias("role"),
+        # Removed stays removed through its broker's crashes and restarts: the log is gone.
+        F.when(F.coalesce(_running("_gone", w), F.lit(False)), F.lit(REMOVED))
+        .otherwise(F.coalesce(_running("_role", w), _running("_event_role", w))).alias("role"),
         _running("_epoch", w).alias("leader_epoch"),
         # A leadership change reporting a log that ends below the LSO (a new, empty log of a replica added
         # back after its deletion; a crash's loss) lowers it, as `jobs.invariants.replica_scan` replays it:
@@ -272,6 +289,10 @@ def replica_offsets(events: DataFrame) -> DataFrame:
         F.coalesce(_running("_leo", w), _initial("_leo0", "_leo", w)).alias("log_end_offset"),
         F.lead("ts_ms").over(w).alias("_next_ts"),
     )
+    # A removed replica's log is gone: no offsets until it is assigned again (with a new log).
+    kept = F.col("role") != REMOVED
+    running = running.select(*keys, "ts_ms", "event_id", "role", "leader_epoch", "_next_ts", *[
+        F.when(kept, F.col(c)).alias(c) for c in ("log_start_offset", "high_watermark", "log_end_offset")])
     out = _intervals(running, keys, ["role", "leader_epoch", "log_start_offset", "high_watermark", "log_end_offset"])
     return conform(out, to_spark_schema(REPLICA_OFFSETS_SCHEMA))
 
@@ -279,8 +300,9 @@ def replica_offsets(events: DataFrame) -> DataFrame:
 # --- silver/partition_state --------------------------------------------------------------------------
 
 
-def partition_state(events: DataFrame, min_isr_default: int = 1) -> DataFrame:
-    """Bronze events -> `silver/partition_state` (see the module docstring for the definition)."""
+def _partition_state_events(events: DataFrame) -> DataFrame:
+    """The events that state a partition's leader, ISR, ELR or assignment, as `partition_state` marks, stale
+    ones dropped; `_replicas` is the assignment an event states (null where it states none)."""
     et, action = F.col("event_type"), F.col("action")
     election = et == LEADER_ELECTION
     became_leader = (et == LEADERSHIP_CHANGE) & (action == "become_leader")
@@ -314,7 +336,14 @@ def partition_state(events: DataFrame, min_isr_default: int = 1) -> DataFrame:
     # Kafka fences it by the partition epoch, and a leader's registration by the leader epoch as well.
     before = w.rowsBetween(Window.unboundedPreceding, -1)
     stale = (F.col("_pepoch") < F.max("_pepoch").over(before)) | (F.col("_epoch") < F.max("_epoch").over(before))
-    ev = ev.withColumn("_stale", F.coalesce(stale, F.lit(False))).where(~F.col("_stale"))
+    return ev.withColumn("_stale", F.coalesce(stale, F.lit(False))).where(~F.col("_stale"))
+
+
+def partition_state(events: DataFrame, min_isr_default: int = 1) -> DataFrame:
+    """Bronze events -> `silver/partition_state` (see the module docstring for the definition)."""
+    ev = _partition_state_events(events)
+    w = Window.partitionBy(*PARTITION_KEY).orderBy("ts_ms", "event_id")
+    before = w.rowsBetween(Window.unboundedPreceding, -1)
     # An ISR that the controller's records did not state (a leader's commit or registration read from logs, which
     # print the ELR only at an election) leaves the ELR unknown: Kafka moves the ELR with the ISR. One that repeats
     # the ISR in force (the leader learning the controller's change) leaves it as it was.

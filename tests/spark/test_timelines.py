@@ -131,6 +131,35 @@ def test_replica_offsets_a_replica_added_back_starts_its_new_log_at_its_leo(even
     ], REPLICA_OFFSETS_SCHEMA)
 
 
+def test_replica_offsets_a_replica_the_assignment_drops_is_removed_until_added_back(events, expect) -> None:
+    # A review's shape (nemesis-small seed 101, t-0): a reassignment moved the partition off broker 1, its leader.
+    # The controller's election of broker 2 assigns [2, 3]; broker 1 deletes its log when it learns that (no event
+    # of its own), so it is no longer "leader, epoch 1" to the end of the data. A stale registration stating the
+    # old assignment (an older partition epoch) changes nothing; the broker's crash and restart while removed
+    # leave it removed; a later reassignment adds it back with a new log.
+    ev = events([
+        dict(event_type="leadership_change", ts_ms=10, broker_id=1, leader_epoch=1, action="become_leader",
+             leader_id=1, partition_epoch=1, isr=[1, 2], replicas=[1, 2], leo=5, hw=5),         # 0
+        dict(event_type="leadership_change", ts_ms=10, broker_id=2, leader_epoch=1, action="become_follower",
+             leader_id=1, partition_epoch=1, replicas=[1, 2], leo=5, hw=5),                    # 1
+        dict(event_type="leader_election", ts_ms=100, broker_id=3000, leader_epoch=2, action="clean", leader_id=2,
+             partition_epoch=3, isr=[2, 3], replicas=[2, 3]),                                  # 2
+        dict(event_type="isr_change", ts_ms=105, broker_id=1, leader_epoch=1, action="shrink", isr_state="committed",
+             old_isr=[1, 2], isr=[1], replicas=[1, 2], partition_epoch=2),                     # 3: stale
+        dict(event_type="broker_lifecycle", ts_ms=150, broker_id=1, topic=None, partition=None, action="crash"),  # 4
+        dict(event_type="broker_lifecycle", ts_ms=160, broker_id=1, topic=None, partition=None,
+             action="restart"),                                                                 # 5
+        dict(event_type="leadership_change", ts_ms=200, broker_id=1, leader_epoch=3, action="become_follower",
+             leader_id=2, partition_epoch=4, replicas=[2, 3, 1], leo=0, hw=0),                 # 6
+    ])
+    expect(replica_offsets(ev), [
+        ("r", "t", 0, 1, 10, 100, L, 1, None, 5, 5, 0),
+        ("r", "t", 0, 1, 100, 200, "removed", 1, None, None, None, 2),    # was leader, epoch 1, to the end
+        ("r", "t", 0, 1, 200, None, F_, 3, None, 0, 0, 6),
+        ("r", "t", 0, 2, 10, None, F_, 1, None, 5, 5, 1),
+    ], REPLICA_OFFSETS_SCHEMA)
+
+
 def test_replica_offsets_event_that_changes_nothing_opens_no_interval(events, expect) -> None:
     ev = events([
         dict(event_type="leadership_change", ts_ms=10, broker_id=1, leader_epoch=3, action="become_leader",
