@@ -28,11 +28,13 @@ SIGNED_SOURCES: tuple[tuple[str, str | None], ...] = (
     ("replication_core", "truncation.py"),
     ("schemas", "events.py"),
     ("jobs.transforms", "faults.py"),
+    ("jobs.transforms", "segments.py"),
 )
 """The sources that decide a verdict (`replication_core.provenance.source_digest` pairs): every invariant
 function, the catalogue's severities and rules, the engine modules they take Kafka's defaults and the
 truncation generations from, the event schema (which faults hold a broker's answers; a new schema version
-is a reason to judge again anyway) and when a fault ended (`jobs.transforms.faults`). A test keeps this in step
+is a reason to judge again anyway), when a fault ended (`jobs.transforms.faults`) and the replay's LSO
+(`jobs.transforms.segments`). A test keeps this in step
 with what `jobs.invariants` imports."""
 UNSIGNED_IMPORTS: frozenset[str] = frozenset({"jobs.session", "schemas.audit"})
 """Modules `jobs.invariants` imports that decide no verdict: a storage level, the violation columns."""

@@ -49,7 +49,7 @@ from pyspark.sql import functions as F
 from jobs.invariants import isr_rules
 from jobs.invariants.base import PARTITION, Scan, ScanInputs, text, violation
 from jobs.invariants.base import is_event as _is
-from jobs.transforms.timelines import lowest_in_segment
+from jobs.transforms.segments import lowest_in_segment
 from replication_core.config import ReplicationConfig
 
 REPLICA: tuple[str, ...] = (*PARTITION, "broker_id")

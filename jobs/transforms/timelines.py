@@ -63,10 +63,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 from functools import reduce
 
-from pyspark.sql import Column, DataFrame, Window, WindowSpec
+from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
+from jobs.transforms.segments import lowest_in_segment
 from schemas.analytics import ISR_CHANGES_SCHEMA, PARTITION_STATE_SCHEMA, REPLICA_OFFSETS_SCHEMA
 from schemas.events import (
     APPEND,
@@ -107,16 +108,6 @@ def _scoped(events: DataFrame) -> Column:
 def _running(col: str | Column, w: Window) -> Column:
     """The last non-null value up to and including this row: a forward fill."""
     return F.last(col, ignorenulls=True).over(w.rowsBetween(*_UNBOUNDED))
-
-
-def lowest_in_segment(low: Column, segment: Column, frame: WindowSpec) -> Column:
-    """The smallest non-null `low` over the rows of `frame` whose `segment` (a running count along the frame's
-    order, already a column) is the current row's; null when that segment has none so far.
-
-    The largest (segment, -low) over the frame is the smallest value of the latest segment that has one, so a
-    value "since the last set" needs no window per segment and no sort of its own."""
-    latest = F.max(F.when(low.isNotNull(), F.struct(segment.alias("seg"), (-low).alias("neg")))).over(frame)
-    return F.when(latest["seg"] == segment, -latest["neg"])
 
 
 def _initial(before: str, sets: str, w: Window) -> Column:
