@@ -170,15 +170,15 @@ class IncidentSpan:
     leader: int | None = None
     lag_max_ms: int | None = None
     shrink_outcome: str | None = None
-    """What became of the leader's shrink: committed, rejected or pending (never answered)."""
+    """What became of the leader's shrink: committed, rejected, superseded or pending (never answered)."""
     zombie: bool = False
     """The controller had deposed the leader before the incident began (`IncidentRow.zombie`)."""
 
     @property
     def meaning(self) -> str | None:
         """The verdict in words, as the label says it: a shrink the controller never committed says so."""
-        if self.verdict in ("on_time", "late") and self.shrink_outcome in ("pending", "rejected"):
-            return "shrink never committed" if self.shrink_outcome == "pending" else "shrink rejected"
+        if self.verdict in ("on_time", "late") and self.shrink_outcome in ("pending", "superseded", "rejected"):
+            return "shrink rejected" if self.shrink_outcome == "rejected" else "shrink never committed"
         return _VERDICT_SHORT.get(self.verdict)
 
 

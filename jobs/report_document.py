@@ -122,7 +122,8 @@ class IncidentRow:
     fetch_errors: tuple[str, ...] = ()
     """Their error names."""
     shrink_outcome: str | None = None
-    """What became of the shrink's AlterPartition: committed, rejected or pending (no answer in the data)."""
+    """What became of the shrink's AlterPartition: committed, rejected, superseded (no answer before the leader's state
+    moved on) or pending (no answer in the data)."""
     deposed_s: float | None = None
     """When the controller's state first named a newer leader epoch than the incident's (None: not in the data)."""
     caught_up_s: float | None = None
@@ -520,8 +521,9 @@ _OVERVIEW_FAULT_INTRO = ("Faults the simulator held the run's brokers in, as the
 _ZOMBIE_NOTE = ("A leader \"deposed at\" a time before its incident began was a zombie: the controller had elected "
                 "a newer leader, but this broker, not yet told (a LeaderAndIsr reaches it only once it can hear the "
                 "controller again), kept leading in its old epoch and judged its followers by its own view, as "
-                "Kafka's leader does. Its shrink is a proposal the controller could not commit (pending) or "
-                "rejected; the followers it saw lagging may have been following the new leader all along, or been it.")
+                "Kafka's leader does. Its shrink is a proposal the controller could not commit (pending or "
+                "superseded) or rejected; the followers it saw lagging may have been following the new leader all "
+                "along, or been it.")
 
 
 def _zombie_note(incidents: Sequence[IncidentRow]) -> str | None:

@@ -100,9 +100,11 @@ ISR_CHANGES_SCHEMA = pa.schema(
            "For a shrink: the removed replicas with LEO and lastCaughtUpTimeMs as the leader saw them."),
         _f("proposed_ms", pa.int64(), "When the leader proposed (null if only the outcome was seen)."),
         _f("proposed_event_id", pa.int64(), "Bronze event of the proposal."),
-        _f("outcome", pa.string(), "committed / rejected (rejected and never committed) / pending (no answer).",
-           nullable=False),
-        _f("resolved_ms", pa.int64(), "When it was committed, else when last rejected; null if pending."),
+        _f("outcome", pa.string(), "committed / rejected (rejected and never committed) / superseded (no answer "
+           "before the leader's state moved on: its next ISR change, leadership change or restart) / pending (no "
+           "answer, nothing after it).", nullable=False),
+        _f("resolved_ms", pa.int64(), "When it was committed, else when last rejected, else superseded; null if "
+           "pending."),
         _f("resolved_event_id", pa.int64(), "Bronze event of that resolution."),
         _f("committed_isr", INT_LIST, "ISR the controller committed (null unless committed)."),
         _f("partition_epoch", pa.int32(), "Partition epoch after the commit."),
@@ -113,7 +115,7 @@ ISR_CHANGES_SCHEMA = pa.schema(
         _f("latency_ms", pa.int64(), "resolved_ms - proposed_ms."),
     ]
 )
-"""`silver/isr_changes`: one row per ISR change, its proposal joined with its commit / rejections."""
+"""`silver/isr_changes`: one row per ISR change a leader proposed or applied, its proposal joined with its outcome."""
 
 TIMELINE_WATERMARKS_SCHEMA = pa.schema(
     [

@@ -44,7 +44,8 @@ cases, as Kafka's `maybeShrinkIsr` only shrinks the committed ISR and nothing wh
     before the partition's first known ISR, in a log that starts mid-run, counts as a stretch in it);
   * an AlterPartition of the leader in that epoch in flight when the follower became due (or an expansion
     proposed before the deadline so far, as the task may not have run yet) moves the deadline to a period after
-    its answer; one still pending at the end of the data leaves no deadline (null: nothing was due yet). A shrink
+    its answer (or the event that superseded it: `silver/isr_changes`' resolved_ms); one still pending at the end of
+    the data leaves no deadline (null: nothing was due yet). A shrink
     proposal of another follower made after that is itself a run of the task and moves nothing.
 The shrink is the first `shrink` proposal by the incident's leader removing the follower with
 proposal <= end_ms, strictly after the threshold (lcu + lag max: Kafka's test is `now - lcu > lag max`) and

@@ -45,12 +45,16 @@ and is not a source. Derived flags follow Kafka's partition metrics, for a parti
   * offline: no leader; null while no event has named the leader yet (a log cut mid-run).
   The ISR flags are null while no event has stated the ISR (a log line that does not print it).
 
-`silver/isr_changes` — one row per ISR change: a leader's proposal (`isr_state = proposed`) grouped
-with the outcomes that follow it from the same leader until its next proposal — the commit, or the
-rejections (AlterPartition errors; `retry` rejections are re-sent and may still commit). A committed
-`update` to exactly the ISR of the leader's open proposal is that proposal's commit, learnt from the
-metadata log before (or instead of) the AlterPartition answer, as KRaft brokers do; any other ISR
-replaced by the controller (`action = update`, committed without a proposal) is its own change.
+`silver/isr_changes` — one row per ISR change a leader proposed or applied (the controller's own changes at
+elections, registrations and partition changes are `silver/partition_state`'s): a leader's proposal
+(`isr_state = proposed`) grouped with the outcomes that follow it from the same leader until its next proposal —
+the commit, or the rejections (AlterPartition errors; `retry` and `awaiting_metadata` rejections leave it in flight,
+and it may still commit). A committed `update` to exactly the ISR of the leader's open proposal is that proposal's
+commit, learnt from the metadata log before (or instead of) the AlterPartition answer, as KRaft brokers do; any
+other ISR the leader applied from the controller (`action = update`, committed without a proposal) is its own
+change. A proposal without an answer is `superseded` at the first event after it where the leader's state moved on
+without it — its next change, its next leadership change of the partition, its broker's crash, shutdown or restart:
+Kafka discards the pending state there and ignores a later answer; `pending` only where nothing followed.
 
 Shared conventions: events are ordered by (ts_ms, event_id). Several events at the same ms yield one
 interval — the state after the last of them — so intervals never have zero length; an event that
@@ -419,9 +423,12 @@ def isr_changes(events: DataFrame) -> DataFrame:
         # Outcomes seen before any proposal (data cut mid-change) still form a change of their own.
         F.min_by(row, F.col("event_id")).alias("first"),
     )
+    g = _with_superseded(g, events)
     old_isr = F.array_sort(F.coalesce("p.old_isr", "first.old_isr"))
     proposed_isr = F.array_sort("p.isr")
-    resolved = F.coalesce("c", "r")
+    answer = F.coalesce("c", "r")
+    resolved = F.struct(F.coalesce(answer.getField("ts_ms"), F.col("_superseded.ts_ms")).alias("ts_ms"),
+                        F.coalesce(answer.getField("event_id"), F.col("_superseded.event_id")).alias("event_id"))
     out = g.select(
         *PARTITION_KEY,
         F.col("broker_id").alias("leader_id"),
@@ -436,7 +443,7 @@ def isr_changes(events: DataFrame) -> DataFrame:
         F.col("p.ts_ms").alias("proposed_ms"),
         F.col("p.event_id").alias("proposed_event_id"),
         F.when(F.col("c").isNotNull(), "committed").when(F.col("r").isNotNull(), "rejected")
-        .otherwise("pending").alias("outcome"),
+        .when(F.col("_superseded").isNotNull(), "superseded").otherwise("pending").alias("outcome"),
         resolved.getField("ts_ms").alias("resolved_ms"),
         resolved.getField("event_id").alias("resolved_event_id"),
         F.array_sort("c.isr").alias("committed_isr"),
@@ -447,3 +454,30 @@ def isr_changes(events: DataFrame) -> DataFrame:
         (resolved.getField("ts_ms") - F.col("p.ts_ms")).alias("latency_ms"),
     )
     return conform(out, to_spark_schema(ISR_CHANGES_SCHEMA))
+
+
+def _with_superseded(groups: DataFrame, events: DataFrame) -> DataFrame:
+    """`_superseded` on each ISR change group of `isr_changes`: the first event after its start at which the
+    leader's state moved on without an answer to it: its next change (a new proposal, an ISR update it applied),
+    its next leadership change of the partition, or its broker's crash, shutdown or restart. Kafka discards a
+    pending proposal there (`partitionState` replaced) and ignores any later answer. Null where none follows."""
+    et = F.col("event_type")
+    at = F.struct("ts_ms", "event_id")
+    key = [*PARTITION_KEY, "broker_id", "_grp"]
+    start = F.coalesce("p", "first")
+    groups = groups.withColumn("_start", F.struct(start.getField("ts_ms").alias("ts_ms"),
+                                                  start.getField("event_id").alias("event_id")))
+    groups = groups.withColumn("_next", F.lead("_start").over(
+        Window.partitionBy(*PARTITION_KEY, "broker_id").orderBy("_grp")))
+    # Leadership changes and lifecycle events are few; so are the groups they are matched with.
+    moves = events.where((et == LEADERSHIP_CHANGE) & _scoped(events) & F.col("broker_id").isNotNull()).select(
+        *PARTITION_KEY, "broker_id", at.alias("_at"))
+    ends = events.where((et == BROKER_LIFECYCLE) & F.col("action").isin("crash", "shutdown", "restart")
+                        & F.col("broker_id").isNotNull()).select("run_id", "broker_id", at.alias("_at"))
+    starts = groups.select(*key, "_start")
+    firsts = [starts.join(other, on).where(F.col("_at") > F.col("_start")).groupBy(*key).agg(F.min("_at").alias(name))
+              for other, on, name in ((moves, [*PARTITION_KEY, "broker_id"], "_moved"),
+                                      (ends, ["run_id", "broker_id"], "_ended"))]
+    joined = reduce(lambda df, f: df.join(f, key, "left"), firsts, groups)
+    return joined.withColumn("_superseded", F.least("_next", "_moved", "_ended")).drop(
+        "_start", "_next", "_moved", "_ended")

@@ -487,9 +487,9 @@ def test_isr_changes_a_commit_learnt_from_metadata_closes_the_proposal(events, e
     expect(isr_changes(ev), [
         ("r", "t", 0, 1, 1, "shrink", "follower_lagging", [1, 2, 3], [1, 2], [3], [], None,
          100, 0, "committed", 104, 1, [1, 2], 2, 0, None, None, 4),
-        # abandoned: the controller removed 2 instead; that update is its own change
+        # abandoned: the controller removed 2 instead; that update is its own change, and supersedes it
         ("r", "t", 0, 1, 1, "expand", "follower_caught_up", [1, 2], [1, 2, 3], [], [3], None,
-         200, 2, "pending", None, None, None, None, 0, None, None, None),
+         200, 2, "superseded", 205, 3, None, None, 0, None, None, 5),
         ("r", "t", 0, 1, 1, "update", "leader_and_isr", [1, 2], [1], [2], [], None,
          205, 3, "committed", 205, 3, [1], 3, 0, None, None, 0),
     ], ISR_CHANGES_SCHEMA)
@@ -506,10 +506,39 @@ def test_isr_changes_an_update_in_a_later_epoch_is_not_an_old_proposals_commit(e
              error="NONE"),                                                                             # 1
     ])
     expect(isr_changes(ev), [
+        # superseded by the next change the leader applied (its leadership changes are not in this stream)
         ("r", "t", 0, 1, 1, "shrink", "follower_lagging", [1, 2, 3], [1, 2], [3], [], None,
-         100, 0, "pending", None, None, None, None, 0, None, None, None),
+         100, 0, "superseded", 9000, 1, None, None, 0, None, None, 8900),
         ("r", "t", 0, 1, 3, "update", "leader_and_isr", [1, 2, 3], [1, 2], [3], [], None,
          9000, 1, "committed", 9000, 1, [1, 2], 6, 0, None, None, 0),
+    ], ISR_CHANGES_SCHEMA)
+
+
+def test_isr_changes_a_proposal_without_answer_is_superseded_where_the_leader_moves_on(events, expect) -> None:
+    # A review's shape (seed 8204 t-0: proposal 8091, then become_leader 8092): Kafka discards a pending proposal
+    # when the leader's state is replaced, and ignores a later answer. Only a proposal nothing followed is pending.
+    ev = events([
+        dict(event_type="isr_change", ts_ms=100, broker_id=1, leader_epoch=1, action="shrink", isr_state="proposed",
+             old_isr=[1, 2, 3], isr=[1, 2], reason="follower_lagging", error="NONE"),                 # 0
+        # neither another partition's leadership change nor another broker's crash moves broker 1's state
+        dict(event_type="leadership_change", ts_ms=120, broker_id=1, partition=1, leader_epoch=4,
+             action="become_follower", leader_id=2, partition_epoch=4, replicas=[1, 2], leo=0, hw=0),  # 1
+        dict(event_type="broker_lifecycle", ts_ms=130, broker_id=3, topic=None, partition=None, action="crash"),  # 2
+        dict(event_type="leadership_change", ts_ms=150, broker_id=1, leader_epoch=2, action="become_follower",
+             leader_id=2, partition_epoch=3, replicas=[1, 2, 3], leo=9, hw=9),                # 3: supersedes 0
+        dict(event_type="isr_change", ts_ms=300, broker_id=2, leader_epoch=2, action="shrink", isr_state="proposed",
+             old_isr=[1, 2, 3], isr=[1, 2], reason="follower_lagging", error="NONE"),                 # 4
+        dict(event_type="broker_lifecycle", ts_ms=350, broker_id=2, topic=None, partition=None, action="crash"),  # 5
+        dict(event_type="isr_change", ts_ms=500, broker_id=2, leader_epoch=3, action="expand", isr_state="proposed",
+             old_isr=[1, 2], isr=[1, 2, 3], reason="follower_caught_up", error="NONE"),               # 6
+    ])
+    expect(isr_changes(ev), [
+        ("r", "t", 0, 1, 1, "shrink", "follower_lagging", [1, 2, 3], [1, 2], [3], [], None,
+         100, 0, "superseded", 150, 3, None, None, 0, None, None, 50),
+        ("r", "t", 0, 2, 2, "shrink", "follower_lagging", [1, 2, 3], [1, 2], [3], [], None,
+         300, 4, "superseded", 350, 5, None, None, 0, None, None, 50),
+        ("r", "t", 0, 2, 3, "expand", "follower_caught_up", [1, 2], [1, 2, 3], [], [3], None,
+         500, 6, "pending", None, None, None, None, 0, None, None, None),
     ], ISR_CHANGES_SCHEMA)
 
 
