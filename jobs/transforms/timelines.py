@@ -212,8 +212,9 @@ def with_setting(df: DataFrame, settings: DataFrame, broker_col: str, name: str,
 # --- silver/replica_offsets --------------------------------------------------------------------------
 
 
-def replica_offsets(events: DataFrame) -> DataFrame:
-    """Bronze events -> `silver/replica_offsets` (see the module docstring for the definition)."""
+def replica_offsets(events: DataFrame, state_events: DataFrame | None = None) -> DataFrame:
+    """Bronze events -> `silver/replica_offsets` (see the module docstring for the definition); `state_events`:
+    `partition_state_events(events)`, if the caller has them (the job computes them once for two tables)."""
     et = F.col("event_type")
     ev = events.where(
         et.isin(APPEND, TRUNCATION, HW_CHANGE, LOG_START_OFFSET_CHANGE, LEADERSHIP_CHANGE)
@@ -255,9 +256,10 @@ def replica_offsets(events: DataFrame) -> DataFrame:
     # A replica hosted before a state that assigns the partition without it (a reassignment's completion, as the
     # controller or the new leader records it) is removed: its broker deletes the log when it learns the change.
     # Those states are a few rows per partition, joined with its few replicas.
-    assigned = _partition_state_events(events).where(F.col("_replicas").isNotNull()).select(
+    states = partition_state_events(events) if state_events is None else state_events
+    assigned = states.where(F.col("_replicas").isNotNull()).select(
         *PARTITION_KEY, "ts_ms", "event_id", "_replicas")
-    removed = assigned.join(hosted, list(PARTITION_KEY)).where(
+    removed = assigned.join(F.broadcast(hosted), list(PARTITION_KEY)).where(
         (F.col("_first_ts") < F.col("ts_ms")) & ~F.array_contains("_replicas", F.col("replica_id"))).select(
         *keys, "ts_ms", "event_id", F.lit(None).cast("string").alias("_role"), *nothing, F.lit(True).alias("_gone"))
     w = Window.partitionBy(*keys).orderBy("ts_ms", "event_id")
@@ -295,7 +297,7 @@ def replica_offsets(events: DataFrame) -> DataFrame:
 # --- silver/partition_state --------------------------------------------------------------------------
 
 
-def _partition_state_events(events: DataFrame) -> DataFrame:
+def partition_state_events(events: DataFrame) -> DataFrame:
     """The events that state a partition's leader, ISR, ELR or assignment, as `partition_state` marks, stale
     ones dropped; `_replicas` is the assignment an event states (null where it states none)."""
     et, action = F.col("event_type"), F.col("action")
@@ -334,9 +336,10 @@ def _partition_state_events(events: DataFrame) -> DataFrame:
     return ev.withColumn("_stale", F.coalesce(stale, F.lit(False))).where(~F.col("_stale"))
 
 
-def partition_state(events: DataFrame, min_isr_default: int = 1) -> DataFrame:
-    """Bronze events -> `silver/partition_state` (see the module docstring for the definition)."""
-    ev = _partition_state_events(events)
+def partition_state(events: DataFrame, min_isr_default: int = 1, state_events: DataFrame | None = None) -> DataFrame:
+    """Bronze events -> `silver/partition_state` (see the module docstring for the definition); `state_events` as
+    for `replica_offsets`."""
+    ev = partition_state_events(events) if state_events is None else state_events
     w = Window.partitionBy(*PARTITION_KEY).orderBy("ts_ms", "event_id")
     before = w.rowsBetween(Window.unboundedPreceding, -1)
     # An ISR that the controller's records did not state (a leader's commit or registration read from logs, which
@@ -392,9 +395,15 @@ def partition_state(events: DataFrame, min_isr_default: int = 1) -> DataFrame:
 def isr_changes(events: DataFrame) -> DataFrame:
     """Bronze events -> `silver/isr_changes` (see the module docstring for the definition)."""
     state = F.col("isr_state")
-    ic = events.where((F.col("event_type") == ISR_CHANGE) & _scoped(events) & F.col("broker_id").isNotNull())
+    # The leader's own leadership changes of the partition ride along in the same window (one scan, one sort): each
+    # row learns the first one after it (`_moved`, see `_with_superseded`); they form no change themselves.
+    is_lc = F.col("event_type") == LEADERSHIP_CHANGE
+    rows = events.where(F.col("event_type").isin(ISR_CHANGE, LEADERSHIP_CHANGE) & _scoped(events)
+                        & F.col("broker_id").isNotNull())
     order = Window.partitionBy(*PARTITION_KEY, "broker_id").orderBy("ts_ms", "event_id")
     w = order.rowsBetween(*_UNBOUNDED)
+    moved = F.min(F.when(is_lc, F.struct("ts_ms", "event_id"))).over(order.rowsBetween(1, Window.unboundedFollowing))
+    ic = rows.withColumn("_moved_after", moved).where(~is_lc)
     # The leader's proposal still open before this event (a commit or a final rejection closes it). In KRaft
     # the leader may learn its commit from the metadata log (an `update`, committed, in the proposal's leader
     # epoch) before, or instead of, the AlterPartition answer: an update to exactly the open proposal's ISR
@@ -422,6 +431,8 @@ def isr_changes(events: DataFrame) -> DataFrame:
         F.count(F.when(rejected, 1)).alias("rejections"),
         # Outcomes seen before any proposal (data cut mid-change) still form a change of their own.
         F.min_by(row, F.col("event_id")).alias("first"),
+        # The first leadership change after the group's first row (the earliest of its rows' firsts after them).
+        F.min("_moved_after").alias("_moved"),
     )
     g = _with_superseded(g, events)
     old_isr = F.array_sort(F.coalesce("p.old_isr", "first.old_isr"))
@@ -459,25 +470,21 @@ def isr_changes(events: DataFrame) -> DataFrame:
 def _with_superseded(groups: DataFrame, events: DataFrame) -> DataFrame:
     """`_superseded` on each ISR change group of `isr_changes`: the first event after its start at which the
     leader's state moved on without an answer to it: its next change (a new proposal, an ISR update it applied),
-    its next leadership change of the partition, or its broker's crash, shutdown or restart. Kafka discards a
-    pending proposal there (`partitionState` replaced) and ignores any later answer. Null where none follows."""
+    its next leadership change of the partition (`_moved`, from the groups' window), or its broker's crash,
+    shutdown or restart. Kafka discards a pending proposal there (`partitionState` replaced) and ignores any later
+    answer. Null where none follows."""
     et = F.col("event_type")
-    at = F.struct("ts_ms", "event_id")
     key = [*PARTITION_KEY, "broker_id", "_grp"]
     start = F.coalesce("p", "first")
     groups = groups.withColumn("_start", F.struct(start.getField("ts_ms").alias("ts_ms"),
                                                   start.getField("event_id").alias("event_id")))
     groups = groups.withColumn("_next", F.lead("_start").over(
         Window.partitionBy(*PARTITION_KEY, "broker_id").orderBy("_grp")))
-    # Leadership changes and lifecycle events are few; so are the groups they are matched with.
-    moves = events.where((et == LEADERSHIP_CHANGE) & _scoped(events) & F.col("broker_id").isNotNull()).select(
-        *PARTITION_KEY, "broker_id", at.alias("_at"))
+    # A broker's crashes, shutdowns and restarts are few: broadcast onto the groups of its partitions.
     ends = events.where((et == BROKER_LIFECYCLE) & F.col("action").isin("crash", "shutdown", "restart")
-                        & F.col("broker_id").isNotNull()).select("run_id", "broker_id", at.alias("_at"))
-    starts = groups.select(*key, "_start")
-    firsts = [starts.join(other, on).where(F.col("_at") > F.col("_start")).groupBy(*key).agg(F.min("_at").alias(name))
-              for other, on, name in ((moves, [*PARTITION_KEY, "broker_id"], "_moved"),
-                                      (ends, ["run_id", "broker_id"], "_ended"))]
-    joined = reduce(lambda df, f: df.join(f, key, "left"), firsts, groups)
-    return joined.withColumn("_superseded", F.least("_next", "_moved", "_ended")).drop(
+                        & F.col("broker_id").isNotNull()).select("run_id", "broker_id",
+                                                                 F.struct("ts_ms", "event_id").alias("_at"))
+    ended = groups.select(*key, "_start").join(F.broadcast(ends), ["run_id", "broker_id"]).where(
+        F.col("_at") > F.col("_start")).groupBy(*key).agg(F.min("_at").alias("_ended"))
+    return groups.join(ended, key, "left").withColumn("_superseded", F.least("_next", "_moved", "_ended")).drop(
         "_start", "_next", "_moved", "_ended")
