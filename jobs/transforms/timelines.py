@@ -23,17 +23,21 @@ log_end_offset). Sources, all emitted by the replica's own log / partition:
   event (`old_hw`, `old_log_start_offset`, `old_leo`, or an append's `base_offset`), so a replica whose
   LSO never moves still shows the LSO it had; null means no event ever told it.
 
-`silver/partition_state` — per (run, topic, partition), intervals of constant (leader, leader epoch,
-partition epoch, committed ISR, eligible leader replicas, assigned replicas), as the controller and the leader
-state it: `leader_election` (controller; leader_id null = offline election), `leadership_change` become_leader
-(the new leader's registration), committed `isr_change` events (ISR and partition epoch, and the assignment
-where the event states it: the leader's registration in its epoch; the leader is unchanged), and
-`partition_change` (the controller's change without an election, in runs with eligible leader replicas: ISR,
-ELR, assignment and partition epoch). The ELR is null where no event states it:
-a cluster without ELR, or, from logs, after an ISR change that no controller line shows (Kafka's INFO lines print
-the ELR only at an election from it). An event stating an older partition epoch (or leader epoch) than one already in
-force is stale and changes nothing, as Kafka fences it. A follower's become_follower carries no ISR
-and is not a source. Derived flags follow Kafka's partition metrics, for a partition that has a leader:
+`silver/partition_state` — per (run, topic, partition), intervals of constant (leader, leader epoch, partition
+epoch, committed ISR, eligible leader replicas, assigned replicas), as the controller and the leader state it:
+`leader_election` (controller; leader_id null = offline election), `leadership_change` become_leader (the new
+leader's registration), committed `isr_change` events (ISR and partition epoch, and the assignment where the event
+states it: the leader's registration in its epoch; the leader is unchanged), `partition_change` (the controller's
+change without an election, in runs with eligible leader replicas: ISR, ELR, assignment and partition epoch), and a
+follower's `leadership_change` become_follower for the assignment alone, where it states a newer partition epoch
+than any before and another assignment (a reassignment's new followers may learn it before the leader registers it;
+the controller's record of it is no event in a run without eligible leader replicas). The ELR is null where no event
+states it: a cluster without ELR, or, from logs, after an ISR change that no controller line shows (Kafka's INFO
+lines print the ELR only at an election from it). An event stating an older partition epoch (or leader epoch) than
+one already in force is stale and changes nothing, as Kafka fences it; an assignment older than one any replica
+already stated changes nothing either, but a follower's registration fences nothing else (the leader's later commit
+of the change before it still states the ISR). Derived flags follow Kafka's partition metrics, for a partition that
+has a leader:
   * under_replicated: isr_size < replication_factor = the assigned replicas less those a reassignment is
     adding (`adding_replicas` of the leader's registration or the election; Kafka's
     `OngoingReassignmentState.replicationFactor`);
@@ -299,17 +303,21 @@ def replica_offsets(events: DataFrame, state_events: DataFrame | None = None) ->
 
 def partition_state_events(events: DataFrame) -> DataFrame:
     """The events that state a partition's leader, ISR, ELR or assignment, as `partition_state` marks, stale
-    ones dropped; `_replicas` is the assignment an event states (null where it states none)."""
+    ones dropped; `_replicas` is the assignment an event states (null where it states none or an older one)."""
     et, action = F.col("event_type"), F.col("action")
     election = et == LEADER_ELECTION
     became_leader = (et == LEADERSHIP_CHANGE) & (action == "become_leader")
+    # A follower's registration states the assignment (and partition epoch) the controller sent it, nothing else:
+    # where a reassignment's new followers learn it before the leader does, they are the first to show it.
+    became_follower = (et == LEADERSHIP_CHANGE) & (action == "become_follower") & F.col("replicas").isNotNull()
     committed = (et == ISR_CHANGE) & (F.col("isr_state") == "committed")
     change = et == PARTITION_CHANGE
     sets_leader = election | became_leader
     # The controller's records state the assignment and the ELR; a leader's registration the assignment, in a new
     # epoch or in its own (a committed update that states it: KRaft keeps the epoch when replicas are added).
     registers = sets_leader | change | (committed & F.col("replicas").isNotNull())
-    ev = events.where((election | became_leader | committed | change) & _scoped(events)).select(
+    assigns = registers | became_follower
+    ev = events.where((election | became_leader | committed | change | became_follower) & _scoped(events)).select(
         *PARTITION_KEY,
         "ts_ms",
         "event_id",
@@ -319,21 +327,38 @@ def partition_state_events(events: DataFrame) -> DataFrame:
             F.when(election, F.col("leader_id")).otherwise(F.coalesce("leader_id", "broker_id")).alias("v")
         )).alias("_leader"),
         F.when(sets_leader, F.col("leader_epoch")).alias("_epoch"),
-        F.col("partition_epoch").alias("_pepoch"),
-        F.when(F.col("isr").isNotNull(), F.array_sort("isr")).alias("_isr"),
-        F.when(registers, F.col("replicas")).alias("_replicas"),
+        F.when(~became_follower, F.col("partition_epoch")).alias("_pepoch"),
+        F.col("partition_epoch").alias("_any_pepoch"),
+        F.when(assigns, F.col("partition_epoch")).alias("_assign_epoch"),
+        F.when(~became_follower & F.col("isr").isNotNull(), F.array_sort("isr")).alias("_isr"),
+        F.when(assigns, F.col("replicas")).alias("_replicas"),
         # Absent (data before schema 1.1, or no reassignment): none being added.
-        F.when(registers, F.coalesce("adding_replicas", F.array().cast("array<int>"))).alias("_adding"),
+        F.when(assigns, F.coalesce("adding_replicas", F.array().cast("array<int>"))).alias("_adding"),
         # In a struct, like the leader: an election that does not state the ELR makes it unknown.
         F.when(election | change, F.struct(F.array_sort("elr").alias("v"))).alias("_elr_said"),
         F.concat_ws(":", et, action).alias("_cause"),
+        became_follower.alias("_follower"),
     )
     w = Window.partitionBy(*PARTITION_KEY).orderBy("ts_ms", "event_id")
     # A state older than the one in force changes nothing (a deposed leader's late commit or registration):
-    # Kafka fences it by the partition epoch, and a leader's registration by the leader epoch as well.
+    # Kafka fences it by the partition epoch, and a leader's registration by the leader epoch as well. An
+    # assignment older than one already stated (by anyone) is stale too.
     before = w.rowsBetween(Window.unboundedPreceding, -1)
     stale = (F.col("_pepoch") < F.max("_pepoch").over(before)) | (F.col("_epoch") < F.max("_epoch").over(before))
-    return ev.withColumn("_stale", F.coalesce(stale, F.lit(False))).where(~F.col("_stale"))
+    old_assignment = F.coalesce(F.col("_assign_epoch") < F.max("_assign_epoch").over(before), F.lit(False))
+    # A follower's registration counts only where it is news: a partition epoch above every one stated before, with
+    # an assignment other than the last stated (most repeat what the leader registered first; a restarted follower
+    # learns a later epoch whose ISR it does not state, and says nothing of it).
+    assignment = F.struct("_replicas", "_adding")
+    news = (F.coalesce(F.col("_any_pepoch") > F.max("_any_pepoch").over(before), F.lit(True))
+            & ~assignment.eqNullSafe(F.last(F.when(F.col("_replicas").isNotNull(), assignment), ignorenulls=True)
+                                     .over(before)))
+    ev = ev.withColumn("_old_assignment", old_assignment).withColumn(
+        "_stale", F.coalesce(stale, F.lit(False)) | (F.col("_follower") & ~news))
+    return ev.where(~F.col("_stale")).select(
+        *PARTITION_KEY, "ts_ms", "event_id", "_leader", "_epoch", "_pepoch", "_isr",
+        *[F.when(~F.col("_old_assignment"), F.col(c)).alias(c) for c in ("_replicas", "_adding")],
+        "_elr_said", "_cause")
 
 
 def partition_state(events: DataFrame, min_isr_default: int = 1, state_events: DataFrame | None = None) -> DataFrame:

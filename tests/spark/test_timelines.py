@@ -351,6 +351,47 @@ def test_partition_state_takes_the_assignment_a_sitting_leader_applies_in_its_ep
     ], PARTITION_STATE_SCHEMA)
 
 
+def test_partition_state_takes_the_assignment_a_new_follower_learns_first(events, expect) -> None:
+    # Without ELR the controller's record of a reassignment step is no event: replica 4, being added at partition
+    # epoch 3, registers as a follower before the leader learns it. Its registration states the assignment, nothing
+    # else (the partition epoch in force stays the one whose ISR is known): the leader's later commit of the shrink
+    # before it (epoch 2) still sets the ISR, the leader's own registration of epoch 3 states the epoch, and a late
+    # follower registration of epoch 1 changes nothing; nor does one repeating the assignment known.
+    ev = events([
+        dict(event_type="leader_election", ts_ms=0, broker_id=0, leader_epoch=1, action="clean", leader_id=1,
+             partition_epoch=1, isr=[1, 2, 3], replicas=[1, 2, 3]),                                     # 0
+        dict(event_type="leadership_change", ts_ms=100, broker_id=4, leader_epoch=1, action="become_follower",
+             leader_id=1, partition_epoch=3, isr=[], replicas=[1, 2, 4, 3], adding_replicas=[4],
+             removing_replicas=[3], leo=0, hw=0),                                                        # 1
+        dict(event_type="isr_change", ts_ms=120, broker_id=1, leader_epoch=1, action="shrink",
+             isr_state="committed", old_isr=[1, 2, 3], isr=[1, 2], partition_epoch=2,
+             reason="alter_partition"),                                                                  # 2
+        dict(event_type="isr_change", ts_ms=150, broker_id=1, leader_epoch=1, action="update",
+             isr_state="committed", old_isr=[1, 2], isr=[1, 2], partition_epoch=3, reason="leader_and_isr",
+             replicas=[1, 2, 4, 3], adding_replicas=[4], removing_replicas=[3]),                         # 3
+        dict(event_type="leadership_change", ts_ms=160, broker_id=2, leader_epoch=1, action="become_follower",
+             leader_id=1, partition_epoch=1, isr=[], replicas=[1, 2, 3], leo=0, hw=0),                   # 4: stale
+        # the other new follower's registration, at the ms of the shrink: no news, so not the interval's cause
+        dict(event_type="leadership_change", ts_ms=120, broker_id=3, leader_epoch=1, action="become_follower",
+             leader_id=1, partition_epoch=3, isr=[], replicas=[1, 2, 4, 3], adding_replicas=[4],
+             removing_replicas=[3], leo=0, hw=0),                                                        # 5
+        # a restarted follower learning a later epoch (4) of the same assignment: its ISR unknown, so no news
+        dict(event_type="leadership_change", ts_ms=150, broker_id=2, leader_epoch=1, action="become_follower",
+             leader_id=1, partition_epoch=4, isr=[], replicas=[1, 2, 4, 3], adding_replicas=[4],
+             removing_replicas=[3], leo=0, hw=0),                                                        # 6
+    ])
+    expect(partition_state(ev), [
+        ("r", "t", 0, 0, 100, 1, 1, 1, [1, 2, 3], None, [1, 2, 3], 3, 3, 1, False, False, False, False,
+         "leader_election:clean", 0),
+        ("r", "t", 0, 100, 120, 1, 1, 1, [1, 2, 3], None, [1, 2, 4, 3], 3, 3, 1, False, False, False, False,
+         "leadership_change:become_follower", 1),
+        ("r", "t", 0, 120, 150, 1, 1, 2, [1, 2], None, [1, 2, 4, 3], 2, 3, 1, True, False, False, False,
+         "isr_change:shrink", 2),
+        ("r", "t", 0, 150, None, 1, 1, 3, [1, 2], None, [1, 2, 4, 3], 2, 3, 1, True, False, False, False,
+         "isr_change:update", 3),
+    ], PARTITION_STATE_SCHEMA)
+
+
 def test_partition_state_follows_the_eligible_leader_replicas(events, expect) -> None:
     # A cluster with ELR (KIP-966), min ISR 2: the controller's partition changes state the ISR and the ELR between
     # elections; the leader's own commit of a change the controller already stated opens no interval, and its late
