@@ -50,9 +50,10 @@ from jobs.audit_watermarks import (
     record_judged,
     run_marks,
 )
-from jobs.invariants import IMPLEMENTED, NOT_IMPLEMENTED, evaluate
+from jobs.invariants import IMPLEMENTED, NOT_IMPLEMENTED, evaluate, not_applicable, run_sources
 from jobs.invariants.base import severity_order
 from jobs.lake import Lake
+from jobs.report_document import NOT_APPLICABLE_NOTE
 from jobs.runs import bronze_runs
 from jobs.session import releasing_persisted
 from replication_core.checker.catalogue import BY_NAME, CATALOGUE, INFO, WARNING
@@ -87,6 +88,25 @@ class AuditResult:
     duration_ms: int = 0
     sample: list[str] = field(default_factory=list)
     error: str | None = None
+    sources: dict[str, str] = field(default_factory=dict)
+    """The audited runs' sources (engine, kafka-log)."""
+    not_applicable: dict[str, list[str]] = field(default_factory=dict)
+    """Per invariant, the audited runs it does not apply to (their source's events cannot show it)."""
+
+    def judged_nowhere(self, name: str) -> bool:
+        """True when `name` applies to none of the audited runs: a count of 0 would read as "passed"."""
+        return bool(self.runs) and len(self.not_applicable.get(name, ())) == len(self.runs)
+
+    def applicability(self, name: str) -> str | None:
+        """Why `name` was not judged on some or all audited runs, or None where it was judged on all."""
+        left_out = self.not_applicable.get(name, [])
+        if not left_out:
+            return None
+        srcs = ", ".join(sorted({self.sources.get(r, "?") for r in left_out}))
+        if self.judged_nowhere(name):
+            return f"{NOT_APPLICABLE_NOTE} to the audited runs ({srcs}: their events cannot show it)"
+        return (f"{NOT_APPLICABLE_NOTE} to {len(left_out)} of the {len(self.runs)} audited runs ({srcs}: their "
+                f"events cannot show it); judged on the others")
 
     @property
     def errors(self) -> int:
@@ -124,8 +144,14 @@ class AuditResult:
         ]
         for name in IMPLEMENTED:
             c = self.counts.get(name, {})
+            if self.judged_nowhere(name):
+                srcs = ", ".join(sorted(set(self.sources.values())))
+                lines.append(f"  {name:28s} n/a ({srcs} runs cannot show it)")
+                continue
             info = f" info={c.get(INFO, 0)}" if BY_NAME[name].severity == INFO else ""
-            lines.append(f"  {name:28s} errors={c.get('error', 0)} warnings={c.get(WARNING, 0)}{info}")
+            partly = self.not_applicable.get(name, [])
+            left_out = f" (not judged on {len(partly)} {self.sources.get(partly[0], '?')} run(s))" if partly else ""
+            lines.append(f"  {name:28s} errors={c.get('error', 0)} warnings={c.get(WARNING, 0)}{info}{left_out}")
         if self.not_evaluated:
             lines.append(f"  not evaluated ({len(self.not_evaluated)}): {', '.join(self.not_evaluated)}")
         lines.extend(f"  {s}" for s in self.sample)
@@ -232,11 +258,17 @@ def _judge(spark: SparkSession, lake: Lake, bronze: DataFrame, result: AuditResu
            sample: int, log: Callable[[str], None]) -> DataFrame:
     """Evaluate the catalogue on `bronze` (the runs of `result`), write the gold tables, fill `result`; returns
     the persisted violations (the caller unpersists them)."""
+    result.sources = {r["run_id"]: r["source"] for r in run_sources(bronze).collect()}
+    result.not_applicable = {n: runs for n, runs in not_applicable(result.sources).items() if runs}
+    nowhere = sum(result.judged_nowhere(n) for n in IMPLEMENTED)
     log(f"audit {result.audit_id}: {len(result.runs)} runs, bronze version {result.bronze_version}, "
-        f"{len(IMPLEMENTED)} invariants evaluated, {len(NOT_IMPLEMENTED)} not evaluated"
+        f"{len(IMPLEMENTED) - nowhere} invariants evaluated, {len(NOT_IMPLEMENTED)} not evaluated"
+        + (f", {nowhere} not applicable to these runs' sources" if nowhere else "")
         + (f"; {len(result.unchanged)} unchanged runs left out" if result.unchanged else ""))
     forget_judged(lake, result.runs, result.audit_id)
-    found = audit_violations(bronze, log=log).withColumn("audit_id", F.lit(result.audit_id)).persist(
+    # The scans of invariants no audited run can show are not run at all.
+    judged = [n for n in IMPLEMENTED if not result.judged_nowhere(n)]
+    found = audit_violations(bronze, judged, log=log).withColumn("audit_id", F.lit(result.audit_id)).persist(
         StorageLevel.MEMORY_AND_DISK)
     for r in found.groupBy("invariant", "severity").count().collect():
         result.counts.setdefault(r["invariant"], {})[r["severity"]] = int(r["count"])
@@ -257,9 +289,9 @@ def _judge(spark: SparkSession, lake: Lake, bronze: DataFrame, result: AuditResu
 def _audit_row(spark: SparkSession, result: AuditResult, started: float) -> DataFrame:
     """The one `gold/audit_runs` row of this audit."""
     invariants = [
-        (inv.name, inv.severity, inv.name in IMPLEMENTED,
+        (inv.name, inv.severity, inv.name in IMPLEMENTED and not result.judged_nowhere(inv.name),
          result.counts.get(inv.name, {}).get("error", 0), result.counts.get(inv.name, {}).get(WARNING, 0),
-         _note(inv.name, inv.severity, result.counts.get(inv.name, {}).get(INFO, 0)))
+         _note(inv.name, inv.severity, result.counts.get(inv.name, {}).get(INFO, 0), result.applicability(inv.name)))
         for inv in CATALOGUE
     ]
     row = (result.audit_id, int(started * 1000), result.duration_ms, result.bronze_version, result.runs,
@@ -268,14 +300,15 @@ def _audit_row(spark: SparkSession, result: AuditResult, started: float) -> Data
     return spark.createDataFrame([row], to_spark_schema(GOLD_AUDIT_RUNS.schema))
 
 
-def _note(name: str, severity: str, infos: int) -> str | None:
-    """An invariant's `gold/audit_runs` note: why it was not evaluated, or an info invariant's count (the
-    count struct has error and warning fields only; `infos` is the audit's total)."""
+def _note(name: str, severity: str, infos: int, applicability: str | None = None) -> str | None:
+    """An invariant's `gold/audit_runs` note: why it was not evaluated (or not on some runs: `applicability`), or
+    an info invariant's count (the count struct has error and warning fields only; `infos` is the audit's total)."""
     if name not in IMPLEMENTED:
         return NOT_EVALUATED_NOTE
-    if severity == INFO:
-        return f"info={infos} (allowed loss: counted, never a failure)"
-    return None
+    notes = [f"info={infos} (allowed loss: counted, never a failure)"] if severity == INFO else []
+    if applicability is not None:
+        notes.insert(0, applicability)
+    return "; ".join(notes) or None
 
 
 def main(argv: Sequence[str] | None = None) -> int:

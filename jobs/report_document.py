@@ -538,11 +538,31 @@ _INCIDENT_HEAD = ("run", "partition", "follower", "leader (epoch)", "last caught
                   "failed fetches")
 
 
+NOT_APPLICABLE_NOTE = "not applicable"
+"""How an invariant's audit note starts when some audited runs come from a source whose events cannot show it
+(record-level invariants on broker logs): nothing was judged on those runs."""
+
+
+def _not_applicable(c: InvariantCount) -> bool:
+    return (c.note or "").startswith(NOT_APPLICABLE_NOTE)
+
+
 def _invariant_cells(c: InvariantCount) -> tuple[str, ...]:
     # A check that did not run has no count: a 0 there would read as "passed".
     if not c.evaluated:
-        return (c.invariant, c.severity, "no", "–", "–", "–")
-    return (c.invariant, c.severity, "yes", str(c.errors), str(c.warnings), str(c.infos))
+        return (c.invariant, c.severity, "n/a" if _not_applicable(c) else "no", "–", "–", "–")
+    return (c.invariant, c.severity, "partly" if _not_applicable(c) else "yes", str(c.errors), str(c.warnings),
+            str(c.infos))
+
+
+def _applicability_lines(doc: ReportDocument) -> list[str]:
+    """What the summary's n/a and partly mean, once per distinct note (the invariants named)."""
+    by_note: dict[tuple[str, str], list[str]] = {}
+    for c in doc.invariants:
+        if _not_applicable(c):
+            label = "partly" if c.evaluated else "n/a"
+            by_note.setdefault((label, (c.note or "").split(";")[0]), []).append(c.invariant)
+    return [f"{label}: {note} — {', '.join(names)}." for (label, note), names in by_note.items()]
 
 
 def _violation_cells(v: ViolationRow) -> tuple[str, ...]:
@@ -648,6 +668,7 @@ def markdown(doc: ReportDocument) -> str:
         out += [note, ""] if note else []
     out += ["## Audit summary", ""]
     out += _md_table(_INVARIANT_HEAD, [_invariant_cells(c) for c in doc.invariants])
+    out += [n for line in _applicability_lines(doc) for n in (line, "")]
     if doc.not_evaluated:
         out += [f"Not evaluated by the Spark audit ({len(doc.not_evaluated)}; run `replog check` for them): "
                 + ", ".join(f"`{n}`" for n in doc.not_evaluated) + ".", ""]
@@ -817,6 +838,7 @@ def html_page(doc: ReportDocument) -> str:
         out += [_p(note, "note")] if note else []
     out += ["<h2>Audit summary</h2>"]
     out += _html_table(_INVARIANT_HEAD, [(_row_class(c), _invariant_cells(c)) for c in doc.invariants])
+    out += [_p(line, "note") for line in _applicability_lines(doc)]
     if doc.not_evaluated:
         out.append(_p(f"Not evaluated by the Spark audit ({len(doc.not_evaluated)}; run `replog check` for them): "
                       + ", ".join(doc.not_evaluated) + "."))

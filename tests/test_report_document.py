@@ -209,6 +209,24 @@ def test_acks1_losses_are_counted_as_info_in_the_summary_the_overview_and_the_se
     assert '<tr class=""' not in page and '<tr class="info"><td>acked_write_lost' not in page
 
 
+def test_an_invariant_the_runs_source_cannot_show_reads_n_a_or_partly_never_a_clean_zero() -> None:
+    na = "not applicable to the audited runs (kafka-log: their events cannot show it)"
+    partly = "not applicable to 1 of the 2 audited runs (kafka-log: their events cannot show it); judged on the others"
+    doc = _doc(invariants=(InvariantCount("acked_write_lost", "error", False, 0, 0, na),
+                           InvariantCount("truncation_safety", "error", False, 0, 0, na),
+                           InvariantCount("hw_within_log", "error", True, 2, 0, partly),
+                           InvariantCount("isr_nonempty", "error", True, 0, 0)))
+    md, page = markdown(doc), html.unescape(html_page(doc))
+    assert "| acked_write_lost | error | n/a | – | – | – |" in md
+    assert "| hw_within_log | error | partly | 2 | 0 | 0 |" in md
+    assert "| isr_nonempty | error | yes | 0 | 0 | 0 |" in md
+    for text in (md, page):
+        assert f"n/a: {na} — acked_write_lost, truncation_safety." in text
+        assert "partly: not applicable to 1 of the 2 audited runs (kafka-log: their events cannot show it) — " \
+               "hw_within_log." in text
+    assert "<td>acked_write_lost</td><td>error</td><td>n/a</td>" in page
+
+
 def test_the_overview_says_when_each_run_began_and_counts_the_runs_past_the_first_five() -> None:
     """The report's times are seconds since a run's first event; the overview names that instant (UTC), so an
     operator can match them with broker logs, for the first `RUN_STARTS_SHOWN` runs."""

@@ -84,10 +84,21 @@ def applicable(bronze: DataFrame, violations: DataFrame) -> DataFrame:
     spark = bronze.sparkSession
     allowed = spark.createDataFrame([(inv.name, src) for inv in CATALOGUE for src in inv.sources],
                                     "invariant string, _source string")
-    # One small row per run.
-    sources = bronze.groupBy("run_id").agg(F.min_by("source", "event_id").alias("_source"))
+    sources = run_sources(bronze).withColumnRenamed("source", "_source")
     return violations.join(sources, "run_id").join(allowed, ["invariant", "_source"], "left_semi").select(
         *violations.columns)
+
+
+def run_sources(bronze: DataFrame) -> DataFrame:
+    """(run_id, source): each run's source, that of its first event, as the checker takes it (one small row per
+    run)."""
+    return bronze.groupBy("run_id").agg(F.min_by("source", "event_id").alias("source"))
+
+
+def not_applicable(sources: dict[str, str]) -> dict[str, list[str]]:
+    """Per implemented invariant, the runs of `sources` (run id -> source) it does not apply to: their source's
+    events cannot show it (record-level invariants on broker logs), so nothing is judged there."""
+    return {name: sorted(r for r, src in sources.items() if src not in BY_NAME[name].sources) for name in IMPLEMENTED}
 
 
 def hw_monotonic_leader(bronze: DataFrame) -> DataFrame:

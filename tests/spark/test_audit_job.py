@@ -217,6 +217,39 @@ def test_an_acks1_loss_is_written_and_counted_as_info_and_never_fails(events, la
     assert per["acked_write_lost"]["note"] is None
 
 
+def test_invariants_a_runs_source_cannot_show_are_not_applicable_there_not_passed(events, lake: EmbeddedLake) -> None:
+    """A broker log has no appends or acks: acked_write_lost cannot be judged on a `kafka-log` run. Audited with an
+    engine run, it is judged on that one only (counted, said so); audited alone, it is n/a, not a clean 0, in the
+    printout and in gold/audit_runs. An invariant that applies to broker logs stays judged."""
+    bronze = _bronze(events, {"engine": LOST, "logs": LOST})
+    lake.append(BRONZE_EVENTS, bronze.withColumn(
+        "source", F.when(F.col("run_id") == "logs", F.lit("kafka-log")).otherwise(F.col("source"))))
+    lines: list[str] = []
+    both = run_audit(lake.spark, lake, fail_on="never", log=lines.append)
+    assert both.sources == {"engine": "engine", "logs": "kafka-log"} and both.errors == 1
+    assert both.not_applicable["acked_write_lost"] == ["logs"] and "hw_monotonic_leader" not in both.not_applicable
+    summary = lines[-1].splitlines()
+    assert any(line.split()[:2] == ["acked_write_lost", "errors=1"]
+               and line.endswith("(not judged on 1 kafka-log run(s))") for line in summary), lines[-1]
+    alone = run_audit(lake.spark, lake, runs=["logs"], fail_on="never", log=lines.append)
+    assert alone.errors == 0 and alone.judged_nowhere("acked_write_lost")
+    assert not alone.judged_nowhere("hw_monotonic_leader")
+    start, summary = [line for line in lines if "invariants evaluated" in line][-1], lines[-1].splitlines()
+    nowhere = sum(alone.judged_nowhere(n) for n in IMPLEMENTED)
+    assert f"{len(IMPLEMENTED) - nowhere} invariants evaluated" in start
+    assert f"{nowhere} not applicable to these runs' sources" in start
+    assert any(line.split() == ["acked_write_lost", "n/a", "(kafka-log", "runs", "cannot", "show", "it)"]
+               for line in summary), summary
+    assert any(line.split()[:2] == ["hw_monotonic_leader", "errors=0"] for line in summary)
+    rows = {r["audit_id"]: {c["invariant"]: c for c in r["invariants"]} for r in lake.read(GOLD_AUDIT_RUNS).collect()}
+    partly, na = rows[both.audit_id]["acked_write_lost"], rows[alone.audit_id]["acked_write_lost"]
+    assert partly["evaluated"] and partly["errors"] == 1
+    assert partly["note"].startswith("not applicable to 1 of the 2 audited runs (kafka-log")
+    assert not na["evaluated"] and na["note"].startswith("not applicable to the audited runs (kafka-log")
+    assert rows[alone.audit_id]["hw_monotonic_leader"]["evaluated"]
+    assert rows[alone.audit_id]["hw_monotonic_leader"]["note"] is None
+
+
 def test_exit_code_for_counts_warnings_only_when_told() -> None:
     assert [exit_code_for(0, 1, f) for f in ("error", "warning", "never")] == [0, 1, 0]
     assert [exit_code_for(1, 0, f) for f in ("error", "warning", "never")] == [1, 1, 0]
