@@ -115,6 +115,7 @@ from schemas.events import (
     FETCH_RESPONSE,
     KAFKA_LOG_SOURCE,
     LEADER_ELECTION,
+    PARTITION_CHANGE,
     PRODUCE_ACK,
 )
 from schemas.spark import to_spark_schema
@@ -782,10 +783,16 @@ def plot_overviews(
     life = by_run(lifecycle_events(bronze, cfg.max_rows))
     faults = by_run(fault_spans(bronze, buckets, cfg.max_rows))
     controllers = by_run(election_controllers(bronze))
-    # One row per run: its partitions and brokers (a broker count, not an event count).
-    sizes = {r["run_id"]: r for r in state.groupBy("run_id").agg(
+    # One row per run: its partitions and brokers (a broker count, not an event count): those its events name
+    # (the controller's elections and partition changes name the controller, no broker), and those the assignment
+    # names (a broker that logged nothing; broker logs often state no assignment).
+    controller = F.col("event_type").isin(LEADER_ELECTION, PARTITION_CHANGE)
+    named = {r["run_id"]: r for r in bronze.groupBy("run_id").agg(
         F.count_distinct("topic", "partition").alias("partitions"),
-        F.array_sort(F.array_distinct(F.flatten(F.collect_set("replicas")))).alias("brokers")).collect()}
+        F.collect_set(F.when(~controller, F.col("broker_id"))).alias("brokers")).collect()}
+    assigned = {r["run_id"]: r["brokers"] for r in state.groupBy("run_id").agg(
+        F.array_distinct(F.flatten(F.collect_set("replicas"))).alias("brokers")).collect()}
+    sizes = {run: {"partitions": row["partitions"], "named": row["brokers"]} for run, row in named.items()}
     listed: list[DrawnOverview] = []
     for run in drawn:
         start_ms, end_ms = bounds[run]
@@ -794,11 +801,13 @@ def plot_overviews(
                       if r["broker_id"] is not None)
         spans_f, faults_total = fault_marks(faults.get(run, []), start_ms)
         size = sizes.get(run)
-        if size is None and not marks and not spans_f and not elected.get(run) and not down.get(run):
+        if run not in assigned and not marks and not spans_f and not elected.get(run) and not down.get(run):
             log(f"report: no cluster overview of {run}: no partition state, election, broker crash or fault to draw")
             continue
-        brokers = ({int(b) for b in (size["brokers"] if size else [])} | {m.broker for m in marks}
+        # The lanes: brokers of the assignment and those with a crash, restart or fault to draw.
+        brokers = ({int(b) for b in (assigned.get(run) or [])} | {m.broker for m in marks}
                    | {f.broker for f in spans_f})
+        named_brokers = brokers | {int(b) for b in (size["named"] if size else [])}
         data = ClusterOverview(
             run_id=run, end_s=(end_ms - start_ms) / 1000.0, bucket_ms=widths[run], brokers=tuple(sorted(brokers)),
             partitions=int(size["partitions"]) if size else 0,
@@ -808,7 +817,7 @@ def plot_overviews(
             elections=pd.DataFrame(elected.get(run, []), columns=["run_id", *ELECTION_COLUMNS]),
             controller_shrinks=pd.DataFrame(by_controller.get(run, []), columns=["run_id", *CONTROLLER_COLUMNS]),
             lifecycle=marks, lifecycle_total=max((int(r["total"]) for r in life.get(run, [])), default=0),
-            faults=spans_f, faults_total=faults_total)
+            faults=spans_f, faults_total=faults_total, broker_count=len(named_brokers))
         name = f"overview-{len(listed) + 1:03d}-{_safe(run)}.png"
         rows = fault_rows(spans_f, sorted(int(r["broker_id"]) for r in controllers.get(run, [])))
         listed.append(DrawnOverview(run, plot_overview(data, out_dir / name), rows, faults_total))

@@ -98,6 +98,8 @@ class ClusterOverview:
     """The run's broker faults (the first ones, by start, when `faults_total` is larger)."""
     faults_total: int = 0
     """All the run's broker faults, when `faults` holds only the first ones."""
+    broker_count: int | None = None
+    """The brokers the run's events or assignment name, lanes or not (None: those of `brokers`)."""
 
     def __post_init__(self) -> None:
         for name, frame, cols in (("counts", self.counts, COUNT_COLUMNS), ("churn", self.churn, CHURN_COLUMNS),
@@ -261,7 +263,8 @@ def render_overview(data: ClusterOverview) -> Figure:
     end = max(data.end_s, data.bucket_ms / 1000.0)
     # A margin before 0: the elections and starts of the run's first bucket would sit on the axis line otherwise.
     axes[2].set_xlim(-X_MARGIN * end, end)
-    notes = [f"{plural(data.partitions, 'partition')}, {plural(len(data.brokers), 'broker')}; most per "
+    brokers = len(data.brokers) if data.broker_count is None else max(data.broker_count, len(data.brokers))
+    notes = [f"{plural(data.partitions, 'partition')}, {plural(brokers, 'broker')}; most per "
              f"{data.bucket_ms / 1000:g} s bucket"]
     if len(lanes) < len(data.brokers):
         notes.append(f"{len(data.brokers) - len(lanes)} quieter brokers not drawn")

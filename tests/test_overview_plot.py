@@ -56,6 +56,9 @@ def test_the_figure_shows_the_counts_the_churn_and_a_lane_per_broker() -> None:
     unclean = [c for c in lanes.collections if to_hex(c.get_facecolor()[0]) == UNCLEAN_COLOUR]
     assert [tuple(o) for c in unclean for o in c.get_offsets()] == [(7.5, 1.0)], "broker 2's unclean election"
     assert "4 partitions, 3 brokers; most per 1 s bucket" in fig.texts[0].get_text()
+    # Brokers the run names without a lane (a broker log's brokers, whose assignment no line states) count too.
+    named = render_overview(replace(incident(), broker_count=5))
+    assert "4 partitions, 5 brokers; most per 1 s bucket" in named.texts[0].get_text()
 
 
 def test_an_election_from_the_eligible_leader_replicas_has_its_own_mark() -> None:

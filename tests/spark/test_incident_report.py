@@ -332,6 +332,7 @@ def test_the_overview_lanes_get_the_runs_broker_faults(spark: SparkSession, tmp_
     assert data.faults == (FaultSpan(1.0, 1.5, 2, "gc_pause"),
                            FaultSpan(2.0, 10.0, 1, "network_partition", open=True, peers=(3,), direction="both"))
     assert data.faults_total == 2 and data.brokers == (1, 2)  # a start is no mark: broker 3 has nothing to draw
+    assert data.broker_count == 3, "but the run names it: the title counts it"
     # The report lists them under the picture, with the partition's peers (no election: no node is known to be a
     # controller).
     assert overview.run_id == "faulty" and overview.faults_total == 2
