@@ -43,12 +43,19 @@ def run_demo(
     from replication_core.checker.cli import DEFAULT_MAX_PER_GROUP, printed_lines
     from replication_core.checker.cli import summary as check_summary
     from replication_core.checker.reader import read_events
-    from replication_core.sim.cli import read_scenario, simulate
+    from replication_core.sim.cli import read_scenario, reusable_run, simulate
 
     loaded = read_scenario(scenario)  # a bad file fails here, naming itself, before any stage starts
     stages = 7
     log(f"[1/{stages}] simulate {scenario}  (replog simulate --scenario {scenario} --out {out})")
-    manifest, _ = simulate(loaded, out)
+    # A demo run again keeps its files: simulated anew they would be the same events in new files, which ingest
+    # would read and quarantine as duplicates.
+    manifest = reusable_run(loaded, out)
+    if manifest is None:
+        manifest, _ = simulate(loaded, out)
+    else:
+        log(f"      {out} already holds this run, simulated by this code: not simulated again "
+            "(remove the folder to simulate it anew)")
     log(f"      {manifest['events']:,} events of run {manifest['run_id']} in {len(manifest['files'])} file(s)")
 
     run = manifest["run_id"]

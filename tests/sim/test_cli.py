@@ -79,3 +79,27 @@ def test_invalid_scenario_exits_2_naming_the_key(tmp_path: Path, capsys: pytest.
     bad.write_text("name: b\nduration_ms: 10\ncluster: {brokers: 2}\ntopics: [{name: t, replication_factor: 4}]\n")
     assert main(["--scenario", str(bad), "--out", str(tmp_path / "o")]) == 2
     assert "topics[0].replication_factor: expected an integer in 1..2" in capsys.readouterr().err
+
+
+def test_a_run_already_in_its_folder_is_reusable_only_as_this_code_and_scenario_wrote_it(tmp_path: Path) -> None:
+    """The demo run again keeps the files `reusable_run` vouches for: the same run id, code version and scenario
+    digest, every event file in place; another seed, a changed setting, a missing file or an unreadable run.json
+    means simulating again."""
+    from dataclasses import replace
+
+    from replication_core.sim.cli import load_scenario, reusable_run, simulate
+
+    scenario = load_scenario(Path(STEADY)).with_overrides(duration_ms=500)
+    out = tmp_path / "out"
+    assert reusable_run(scenario, out) is None, "nothing there yet"
+    manifest, _ = simulate(scenario, out)
+    assert reusable_run(scenario, out) == json.loads((out / "run.json").read_text())
+    assert manifest["scenario_digest"] == reusable_run(scenario, out)["scenario_digest"]
+    assert reusable_run(scenario.with_overrides(seed=2), out) is None
+    changed = replace(scenario, broker_config=replace(scenario.broker_config, replica_lag_time_max_ms=12345))
+    assert reusable_run(changed, out) is None, "same run id, another scenario"
+    (out / manifest["files"][0]).unlink()
+    assert reusable_run(scenario, out) is None
+    simulate(scenario, out)
+    (out / "run.json").write_text("{not json")
+    assert reusable_run(scenario, out) is None
