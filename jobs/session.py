@@ -11,6 +11,7 @@ import os
 import sys
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
+from pathlib import Path
 
 from pyspark import StorageLevel
 from pyspark.sql import SparkSession
@@ -19,6 +20,8 @@ from jobs.config import JobConfig, SparkConfig
 from jobs.py4j_lookups import remember_hot_classes
 
 DELTA_CATALOG_CLASS = "org.apache.spark.sql.delta.catalog.DeltaCatalog"
+LOG4J_CONF = Path(__file__).resolve().parent.parent / "conf" / "log4j2.properties"
+"""The driver's logging when `replog` starts its own JVM, as `spark-submit.sh` uses it (warnings only)."""
 
 
 def build_spark(cfg: SparkConfig) -> SparkSession:
@@ -36,6 +39,12 @@ def build_spark(cfg: SparkConfig) -> SparkSession:
         os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     if cfg.driver_memory and not submitted:
         builder = builder.config("spark.driver.memory", cfg.driver_memory)
+    # The JVM `replog` launches logs as spark-submit.sh's does, from its first line, unless the config or a
+    # SPARK_CONF_DIR sets the driver's logging (a JVM already running keeps its own).
+    own_logging = "spark.driver.extraJavaOptions" in cfg.conf or (
+        Path(os.environ.get("SPARK_CONF_DIR", "/nonexistent")) / "log4j2.properties").is_file()
+    if not submitted and not own_logging and LOG4J_CONF.is_file():
+        builder = builder.config("spark.driver.extraJavaOptions", f"-Dlog4j2.configurationFile=file:{LOG4J_CONF}")
     builder = builder.config("spark.sql.shuffle.partitions", str(cfg.shuffle_partitions))
     builder = builder.config("spark.ui.showConsoleProgress", "false")
     for k, v in cfg.conf.items():
