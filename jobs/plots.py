@@ -35,6 +35,7 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 from matplotlib.patches import Patch
+from matplotlib.path import Path as MplPath
 from matplotlib.text import Text
 from matplotlib.ticker import FuncFormatter, MaxNLocator
 from matplotlib.transforms import Bbox, offset_copy
@@ -451,6 +452,8 @@ def _draw_violations(ax, data: PartitionPlot, taken: list[Bbox]) -> int:  # type
     renderer = ax.figure.canvas.get_renderer()
     panel = ax.get_window_extent(renderer)
     left_out = 0
+    leaders: list[MplPath] = []
+    """The placed labels' leader lines (display points), which a later label and its own line keep clear of."""
     totals: dict[tuple[str, str], int] = {}
     for severity, invariant, count in data.totals:
         totals[(severity, invariant)] = totals.get((severity, invariant), 0) + count
@@ -476,21 +479,54 @@ def _draw_violations(ax, data: PartitionPlot, taken: list[Bbox]) -> int:  # type
         # bottom of the panel, or under a crowd, gets a height above it.
         heights = [(-16 - 28 * row, "top") for row in range(VIOLATION_LABEL_ROWS)] + [
             (16 + 28 * row, "bottom") for row in range(VIOLATION_LABEL_ROWS)]
-        for dy, va in heights:
-            label.xyann = (-12 if right_half else 12, dy)
-            label.set_va(va)
-            # The text's own box: the annotation's extent includes its leader line, which runs across the labels
-            # placed above it.
-            label.update_positions(renderer)
-            extent = Text.get_window_extent(label, renderer).padded(3)
-            inside = panel.y0 <= extent.y0 and extent.y1 <= panel.y1 and panel.x0 <= extent.x0 and extent.x1 <= panel.x1
-            if inside and not any(extent.overlaps(b) for b in taken):
+        mark = transform.transform(xy)
+        # A place whose leader line crosses no other label or line first (crossed lines leave the reader guessing
+        # which label is whose mark), each height on the mark's usual side, then on the other; failing that, the
+        # first height on its usual side free of the other labels.
+        usual = (-12, "right") if right_half else (12, "left")
+        other = (12, "left") if right_half else (-12, "right")
+        for clear_lines in (True, False):
+            sides = (usual, other) if clear_lines else (usual,)
+            for (dy, va), (dx, ha) in ((h, side) for h in heights for side in sides):
+                label.xyann = (dx, dy)
+                label.set_ha(ha)
+                label.set_va(va)
+                # The text's own box: the annotation's extent includes its leader line, which runs across the labels
+                # placed above it.
+                label.update_positions(renderer)
+                extent = Text.get_window_extent(label, renderer).padded(3)
+                inside = (panel.y0 <= extent.y0 and extent.y1 <= panel.y1 and panel.x0 <= extent.x0
+                          and extent.x1 <= panel.x1)
+                if not inside or any(extent.overlaps(b) for b in taken):
+                    continue
+                line = _leader_line(mark, extent)
+                if clear_lines and not _clear(line, extent, taken, leaders):
+                    continue
                 taken.append(extent)
+                leaders.append(line)
                 break
+            else:
+                continue
+            break
         else:
             label.remove()
             left_out += 1
     return left_out
+
+
+def _leader_line(mark: Sequence[float], box: Bbox) -> MplPath:
+    """The line from a mark to the nearest point of its label's box (display points), as the annotation draws it."""
+    near = (min(max(mark[0], box.x0), box.x1), min(max(mark[1], box.y0), box.y1))
+    return MplPath([tuple(mark), near])
+
+
+def _clear(line: MplPath, box: Bbox, boxes: Sequence[Bbox], lines: Sequence[MplPath]) -> bool:
+    """True when `line` crosses none of `boxes` and none of `lines`, and `box` covers none of `lines` (display
+    points; a line ending on a box's edge does not cross it)."""
+    inner = [b.padded(-4) for b in boxes]
+    return (not any(line.intersects_bbox(b, filled=True) for b in inner)
+            and not any(line.intersects_path(other, filled=False) for other in lines)
+            and not any(other.intersects_bbox(box.padded(-4), filled=True) for other in lines))
 
 
 def _draw_evidence(ax, data: PartitionPlot, violation_labels: Sequence[Bbox] = (),  # type: ignore[no-untyped-def]

@@ -496,6 +496,36 @@ def test_crowded_violation_labels_never_overlap_or_leave_the_panel_and_the_rest_
     assert left_out > 0 and f"{plural(left_out, 'violation label')} left out (crowded)" in _figure_text(fig)
 
 
+def test_a_violation_label_takes_a_place_whose_leader_line_crosses_no_other_label_or_line() -> None:
+    """KIP-101's four errors along one offset (a truncation at 7 s, the loss at 13.5 s, the divergence at 18 s, the
+    second truncation at 16 s, labelled in that order): the divergence's label, whose usual place below-left of its
+    mark would send its line across the loss's label, goes where its line crosses no other label or line. The last
+    one, at 16 s, has the loss's label under its mark and the divergence's above it: no place without a crossing is
+    left, and it takes the first free height, as before."""
+    from matplotlib.path import Path as MplPath
+
+    marks = {("truncation_safety", 1): 7.0, ("acked_write_lost", 1): 13.5, ("truncation_safety", 2): 16.0,
+             ("inconsistent_offsets", 1): 18.0}
+    fig = render_partition(replace(kip101_like(), end_s=24.5, incidents=(), violations=tuple(
+        ViolationMark(t, inv, "error", replica, 1) for (inv, replica), t in marks.items())))
+    top = fig.axes[0]
+    renderer = fig.canvas.get_renderer()
+    placed = {}
+    for text in (t for t in top.texts if t.get_text().startswith("ERROR:")):
+        key = (text.get_text().split(":")[1].split("\n")[0].strip(), int(text.get_text().split("(broker ")[1][0]))
+        box = Text.get_window_extent(text, renderer)
+        x, y = top.transData.transform((marks[key], 1))
+        placed[key] = (box, MplPath([(x, y), (min(max(x, box.x0), box.x1), min(max(y, box.y0), box.y1))]))
+    assert set(placed) == set(marks), "every error labelled"
+    for key in (("truncation_safety", 1), ("acked_write_lost", 1), ("inconsistent_offsets", 1)):
+        box, line = placed[key]
+        for other, (other_box, other_line) in placed.items():
+            if other != key and other != ("truncation_safety", 2):
+                assert not line.intersects_path(other_line, filled=False), (key, other)
+                assert not line.intersects_bbox(other_box.padded(-4), filled=True), (key, other)
+                assert not other_line.intersects_bbox(box.padded(-4), filled=True), (key, other)
+
+
 def test_plural_says_one_thing_in_the_singular() -> None:
     """The figures' counts: "1 violation label", "2 violation labels", "0 partitions"."""
     assert [plural(n, "violation label") for n in (1, 2)] == ["1 violation label", "2 violation labels"]
