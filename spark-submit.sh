@@ -2,7 +2,7 @@
 # Package replog and submit one of its commands to Spark:
 #
 #   ./spark-submit.sh demo
-#   ./spark-submit.sh ingest --landing ./out/demo --lake ./lake
+#   ./spark-submit.sh ingest --landing ./out/demo/steady-state --lake ./lake
 #   MASTER=spark://host:7077 ./spark-submit.sh ingest --landing s3a://bucket/landing --config conf/cluster.example.yaml
 #   DELTA_PACKAGES=io.delta:delta-spark_2.13:4.4.1 ./spark-submit.sh ...   # native delta-spark backend
 #

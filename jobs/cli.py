@@ -90,13 +90,19 @@ def _parser() -> argparse.ArgumentParser:
     demo = sub.add_parser("demo", help="end to end on the embedded default: simulate -> ingest -> check -> "
                           "timelines -> lag -> audit -> report")
     demo.add_argument("--scenario", default=None, help="scenario file (default conf/scenarios/steady-state.yaml)")
-    demo.add_argument("--out", default="./out/demo", help="where the simulated event files go (default ./out/demo)")
+    demo.add_argument("--out", default=None, help="where the simulated event files go (default ./out/demo/ and the "
+                      "scenario file's name: each scenario's run in its own folder)")
     common(demo)
 
     smp = sub.add_parser("sample", help="write the sample landing files (JSON Lines + Parquet)")
     smp.add_argument("--out", required=True, help="folder the sample landing files are written to")
     for name, (_, help_text) in PASSTHROUGH.items():
         sub.add_parser(name, help=help_text + f" (see: replog {name} --help)", add_help=False)
+    # `replog <command> --help` opens with what the command does, as `replog --help` lists it.
+    for action in sub._choices_actions:
+        parser = sub.choices[action.dest]
+        if parser.description is None:
+            parser.description = action.help
     return p
 
 
@@ -191,7 +197,8 @@ def _cmd_demo(args: argparse.Namespace) -> int:
     from jobs.config import load_config
 
     cfg = load_config(args.config, lake=args.lake)
-    return run_demo(lambda: _session_and_lake(args), scenario, Path(args.out), report=cfg.report, ingest=cfg.ingest)
+    out = Path(args.out) if args.out else Path("out") / "demo" / scenario.stem
+    return run_demo(lambda: _session_and_lake(args), scenario, out, report=cfg.report, ingest=cfg.ingest)
 
 
 COMMANDS = {
