@@ -39,16 +39,18 @@ def build_spark(cfg: SparkConfig) -> SparkSession:
         os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     if cfg.driver_memory and not submitted:
         builder = builder.config("spark.driver.memory", cfg.driver_memory)
-    # The JVM `replog` launches logs as spark-submit.sh's does, from its first line, unless the config or a
-    # SPARK_CONF_DIR sets the driver's logging (a JVM already running keeps its own).
-    own_logging = "spark.driver.extraJavaOptions" in cfg.conf or (
-        Path(os.environ.get("SPARK_CONF_DIR", "/nonexistent")) / "log4j2.properties").is_file()
-    if not submitted and not own_logging and LOG4J_CONF.is_file():
-        builder = builder.config("spark.driver.extraJavaOptions", f"-Dlog4j2.configurationFile=file:{LOG4J_CONF}")
     builder = builder.config("spark.sql.shuffle.partitions", str(cfg.shuffle_partitions))
     builder = builder.config("spark.ui.showConsoleProgress", "false")
     for k, v in cfg.conf.items():
         builder = builder.config(k, v)
+    # The JVM `replog` launches logs as spark-submit.sh's does, from its first line, unless the config's Java
+    # options or a SPARK_CONF_DIR set the driver's logging (a JVM already running keeps its own).
+    java_options = str(cfg.conf.get("spark.driver.extraJavaOptions", ""))
+    own_logging = "log4j2.configurationFile" in java_options or (
+        Path(os.environ.get("SPARK_CONF_DIR", "/nonexistent")) / "log4j2.properties").is_file()
+    if not submitted and not own_logging and LOG4J_CONF.is_file():
+        builder = builder.config("spark.driver.extraJavaOptions",
+                                 f"{java_options} -Dlog4j2.configurationFile=file:{LOG4J_CONF}".strip())
     spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("WARN")
     remember_hot_classes(spark.sparkContext._jvm)
