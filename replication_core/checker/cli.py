@@ -142,10 +142,13 @@ def options_from(manifest: dict[str, Any] | None, max_network_delay_ms: int | No
 def summary(result: CheckResult) -> str:
     """The summary line."""
     skipped = sum(n for reasons in result.skipped.values() for n in reasons.values())
+    # What was skipped most, so that a count does not leave the reader guessing (`--json` has every reason).
+    most = max(((n, inv, why) for inv, reasons in result.skipped.items() for why, n in reasons.items()), default=None)
+    why = "" if most is None else f" (most: {most[0]} {most[1]}, {most[2]}; every reason in --json)"
     return (f"checked {result.events} events of {len(result.runs)} run(s) "
             f"{','.join(result.runs) or '-'}: {len(result.errors)} error(s), {len(result.warnings)} warning(s), "
             f"{len(result.infos)} info, "
-            f"{sum(result.checked.values())} checks, {skipped} skipped")
+            f"{sum(result.checked.values())} checks, {skipped} skipped{why}")
 
 
 def _json_out_problem(path: str) -> str | None:

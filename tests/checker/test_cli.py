@@ -69,7 +69,7 @@ def test_lossy_run_in_jsonl_exits_1_with_one_line_per_violation(tmp_path: Path,
     assert len(lost) == 1
     assert lost[0].startswith("acked_write_lost error t-0 replica=1 ts=")
     assert " offset=1 expected=102 actual=103 evidence=[" in lost[0]
-    assert lines[-1].endswith("skipped") and "4 error(s)" in lines[-1]
+    assert lines[-1].endswith("0 skipped") and "4 error(s)" in lines[-1]
     doc = json.loads(out.read_text())
     assert doc["clean"] is False
     assert [v["invariant"] for v in doc["violations"]] == [line.split()[0] for line in lines[:-1]]
@@ -289,3 +289,16 @@ def test_manifest_nulls_are_absent_values(tmp_path: Path) -> None:
     write_jsonl(tmp_path / "events.jsonl", healthy().events)
     (tmp_path / "run.json").write_text(json.dumps({"faults_applied": None, "max_network_delay_ms": None}))
     assert main(["--events", str(tmp_path)]) == 0
+
+
+def test_the_summary_says_what_was_skipped_most() -> None:
+    """A count of skipped checks names its largest reason (a KIP-101 run in the high-watermark mode: the follower
+    sends no last fetched epoch, so each fetch's fencing check is skipped); `--json` has them all."""
+    from replication_core.checker.checker import CheckResult
+    from replication_core.checker.cli import summary
+
+    result = CheckResult((), ("r",), 136, {"acked_write_lost": 9},
+                         {"fetch_epoch_fenced": {"follower protocol predates KIP-320": 29}, "quota": {"other": 2}})
+    assert summary(result).endswith(", 9 checks, 31 skipped (most: 29 fetch_epoch_fenced, follower protocol "
+                                    "predates KIP-320; every reason in --json)")
+    assert summary(CheckResult((), ("r",), 1, {}, {})).endswith(", 0 checks, 0 skipped")
