@@ -12,12 +12,15 @@ import os
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
-from jobs.config import JobConfig
+from jobs.config import JobConfig, load_config
 from jobs.lake import open_lake
+from jobs.session import build_spark
 from schemas.tables import BRONZE_EVENTS, BRONZE_QUARANTINE
 
 lake_root = os.environ.get("REPLOG_LAKE", "./lake")
-spark = SparkSession.builder.getOrCreate()
+# The running session where there is one (Databricks, a test); run as a script, one built as the jobs build theirs
+# (conf/local.yaml: UTC times, no progress bars between the tables, warnings only).
+spark = SparkSession.getActiveSession() or build_spark(load_config(lake=lake_root).spark)
 lake = open_lake(spark, JobConfig(lake=lake_root))
 
 # COMMAND ----------

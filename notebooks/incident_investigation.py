@@ -24,7 +24,7 @@ import pandas as pd
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from jobs.config import JobConfig
+from jobs.config import JobConfig, load_config
 from jobs.incident_report import (
     flagged_partitions,
     latest_audit,
@@ -37,6 +37,7 @@ from jobs.investigate import lost_per_partition, lost_writes, offsets_at_moments
 from jobs.lake import open_lake
 from jobs.report_document import BAD_VERDICTS
 from jobs.runs import bronze_runs
+from jobs.session import build_spark
 from schemas.audit import GOLD_INVARIANT_VIOLATIONS
 from schemas.tables import (
     BRONZE_EVENTS,
@@ -47,7 +48,9 @@ from schemas.tables import (
 )
 
 lake_root = os.environ.get("REPLOG_LAKE", "./lake")
-spark = SparkSession.builder.getOrCreate()
+# The running session where there is one (Databricks, a test); run as a script, one built as the jobs build theirs
+# (conf/local.yaml: UTC times, no progress bars between the tables, warnings only).
+spark = SparkSession.getActiveSession() or build_spark(load_config(lake=lake_root).spark)
 lake = open_lake(spark, JobConfig(lake=lake_root))
 ROWS = 20  # rows shown per table
 
