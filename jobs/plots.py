@@ -939,7 +939,9 @@ def render_partition(data: PartitionPlot) -> Figure:
          Patch(facecolor=DOWN_FACE, edgecolor=DOWN_EDGE, hatch="xx", linewidth=0,
                label="broker down (crash or\nshutdown to restart)")),
         (any(bad), Patch(facecolor="#d62728", alpha=0.25, label="lag incident\n(late / missing / premature)")),
-        (not all(bad), Patch(facecolor="#ffbf00", alpha=0.35, label="lag incident (other verdicts)")),
+        # Named by the verdicts drawn: "other verdicts" read as "not on time" to an operator.
+        (not all(bad), Patch(facecolor="#ffbf00", alpha=0.35, label="lag incident\n(" + " / ".join(
+            sorted({i.verdict.replace("_", " ") for i in data.incidents if i.verdict not in BAD_VERDICTS})) + ")")),
     ]
     handles += [h for drawn, h in shown if drawn]
     if any(c.unclean for c in data.leaders):

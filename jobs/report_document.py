@@ -475,6 +475,25 @@ def _where(v: ViolationRow) -> str:
     return "–" if v.topic is None else f"{v.topic}-{v.partition}"
 
 
+def _data_loss_line(doc: ReportDocument) -> str | None:
+    """The first question after a failure, answered in one sentence: how many acknowledged writes are gone (one per
+    produce acknowledgement whose records the final leader lacks), acks=all and acks=1 apart. None where the audit's
+    catalogue has neither invariant (an older audit row)."""
+    by_name = {c.invariant: c for c in doc.invariants}
+    acked, acks1 = by_name.get("acked_write_lost"), by_name.get("acks1_write_lost")
+    if acked is None:
+        return None
+    if not acked.evaluated:
+        return "Acknowledged writes lost: not judged (" + (acked.note or "not evaluated") + ")."
+    n = acked.errors + acked.warnings
+    parts = [f"{n} acks=all write(s)" + (
+        "" if n == 0 else f" (acked_write_lost: {acked.errors} error(s), {acked.warnings} warning(s): a warning where "
+                          "an unclean election or a crash that lost unflushed data explains it)")]
+    if acks1 is not None and acks1.evaluated:
+        parts.append(f"{acks1.infos} acks=1 write(s) (which Kafka allows)")
+    return "Acknowledged writes lost: " + " and ".join(parts) + ", per produce acknowledgement."
+
+
 def _overview(doc: ReportDocument) -> list[str]:
     """Plain sentences (no markup) opening both renderings."""
     lines = [
@@ -484,6 +503,9 @@ def _overview(doc: ReportDocument) -> list[str]:
         f"by verdict: {doc.verdict_line()}.",
         f"Fetch responses with an error: {doc.fetch_error_line()}.",
     ]
+    lost = _data_loss_line(doc)
+    if lost:
+        lines.insert(2, lost)
     if doc.run_starts:
         starts = [f"{run} at {at}" for run, at in doc.run_starts.items()]
         more = f"; {len(starts) - RUN_STARTS_SHOWN} more run(s)" if len(starts) > RUN_STARTS_SHOWN else ""
@@ -606,7 +628,8 @@ _PRODUCE_INTRO = ("What the producers were answered, per acks setting. The wait 
 
 def _produce_lines(rows: Sequence[ProduceRow]) -> list[str]:
     """One line per acks setting: `acks=all: 1,204 acknowledged (waited 2 ms median, 9 ms p99, 15,002 ms at most,
-    acknowledged at 31.250 s); 3 REQUEST_TIMED_OUT.`, the acknowledged first, then each error, the most first."""
+    that one acknowledged at 31.250 s); 3 REQUEST_TIMED_OUT.`, the acknowledged first, then each error, the most
+    first."""
     lines = []
     for acks in sorted({r.acks for r in rows}, key=lambda a: (a != -1, -a)):
         mine = [r for r in rows if r.acks == acks]
@@ -618,7 +641,7 @@ def _produce_lines(rows: Sequence[ProduceRow]) -> list[str]:
                 of = (f" of the {_num(r.timed)} whose append is in the data"
                       if r.timed is not None and r.timed < r.answers else "")
                 waited = (f" (waited {_num(r.wait_p50_ms)} ms median, {_num(r.wait_p99_ms)} ms p99, "
-                          f"{_num(r.wait_max_ms)} ms at most{of}, acknowledged at {_secs(r.wait_max_s)} s)")
+                          f"{_num(r.wait_max_ms)} ms at most{of}, that one acknowledged at {_secs(r.wait_max_s)} s)")
             # Kafka sends an acks=0 producer no answer: its writes are appended, never acknowledged.
             parts.append(f"{_num(r.answers)} {'appended' if acks == 0 else 'acknowledged'}{waited}")
         failed = sorted((r for r in mine if r.error != "NONE"), key=lambda r: (-r.answers, r.error))

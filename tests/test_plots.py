@@ -573,12 +573,16 @@ def test_the_legend_names_only_the_marks_the_picture_draws() -> None:
         return {t.get_text() for t in render_partition(data).legends[0].get_texts()}
 
     optional = {"broker crash", "broker (re)start", "broker shutdown", "evidence event\n(numbered in time order)",
-                "lag incident\n(late / missing / premature)", "lag incident (other verdicts)",
+                "lag incident\n(late / missing / premature)", "lag incident\n(ongoing)",
                 "left and rejoined ISR\nwithin a bucket"}
     full = kip101_like()
     assert legend(full) & optional == optional - {"broker shutdown", "left and rejoined ISR\nwithin a bucket"}
     bare = replace(full, lifecycle=(), incidents=(), violations=())
     assert legend(bare) & optional == set()
+    # The other incidents' entry names the verdicts drawn: "other verdicts" read as "not on time".
+    calm = replace(bare, incidents=(IncidentSpan(8.0, 16.0, 2, "on_time", 1, 30_000),
+                                    IncidentSpan(20.0, 24.0, 2, "recovered", 1, 30_000)))
+    assert "lag incident\n(on time / recovered)" in legend(calm)
     assert {"in ISR (broker colour)", "leader"} <= legend(bare)
 
 

@@ -248,8 +248,8 @@ def test_a_section_says_what_its_producers_were_answered_per_acks_setting() -> N
     doc = _doc(sections=(section,))
     # 4 acks=all writes' appends are not in the data (quarantined, say): the waits say over how many.
     lines = ["acks=all: 1,204 acknowledged (waited 2 ms median, 9 ms p99, 15,002 ms at most of the 1,200 whose "
-             "append is in the data, acknowledged at 31.250 s); answers with an error: 12 NOT_ENOUGH_REPLICAS, "
-             "3 REQUEST_TIMED_OUT.",
+             "append is in the data, that one acknowledged at 31.250 s); answers with an error: "
+             "12 NOT_ENOUGH_REPLICAS, 3 REQUEST_TIMED_OUT.",
              "acks=1: 300 acknowledged; answers with an error: 5 NOT_LEADER_OR_FOLLOWER.",
              "acks=0 (no answer sent): 40 appended."]
     md = markdown(doc)
@@ -274,3 +274,24 @@ def test_a_pictures_numbered_evidence_is_listed_under_it_with_the_event_ids() ->
     assert md[picture + 2] == line
     assert f'<p class="note">{html.escape(line)}</p>' in html_page(doc)
     assert "Numbered evidence" not in markdown(_doc()) + html_page(_doc())
+
+
+def test_the_overview_says_how_many_acknowledged_writes_were_lost() -> None:
+    """The first question after a failure, in one sentence under the counts: the acks=all writes lost (the three
+    excusable invariants' warnings are not all losses) and the acks=1 ones apart; not judged where the runs' events
+    cannot show it."""
+    lost = _doc(invariants=(InvariantCount("acked_write_lost", "error", True, 1, 560),
+                            InvariantCount("inconsistent_offsets", "error", True, 0, 656),
+                            InvariantCount("acks1_write_lost", "info", True, 0, 0, "info=3", 3)))
+    line = ("Acknowledged writes lost: 561 acks=all write(s) (acked_write_lost: 1 error(s), 560 warning(s): a warning "
+            "where an unclean election or a crash that lost unflushed data explains it) and 3 acks=1 write(s) (which "
+            "Kafka allows), per produce acknowledgement.")
+    assert line in markdown(lost) and line in html.unescape(html_page(lost))
+    clean = _doc(invariants=(InvariantCount("acked_write_lost", "error", True, 0, 0),
+                             InvariantCount("acks1_write_lost", "info", True, 0, 0)))
+    assert ("Acknowledged writes lost: 0 acks=all write(s) and 0 acks=1 write(s) (which Kafka allows), per produce "
+            "acknowledgement.") in markdown(clean)
+    logs = _doc(invariants=(InvariantCount("acked_write_lost", "error", False, 0, 0, "not applicable to the audited "
+                                           "runs (kafka-log: their events cannot show it)"),))
+    assert ("Acknowledged writes lost: not judged (not applicable to the audited runs (kafka-log: their events cannot "
+            "show it)).") in markdown(logs)
