@@ -958,7 +958,9 @@ def render_partition(data: PartitionPlot) -> Figure:
     fig.suptitle(f"{data.topic}-{data.partition}   (run {data.run_id})", x=0.08, ha="left", fontsize=14,
                  fontweight="bold")
     resolution = "exact changes" if data.bucket_ms <= 1 else f"one point per {data.bucket_ms:,} ms bucket"
-    parts = ["LEO wide line, HW dashed, one colour per broker", resolution]
+    # The dodge keeps equal lines apart; said, so that nobody reads the gap as offsets.
+    parts = ["LEO wide line, HW dashed, one colour per broker" + (
+        f" (equal offsets drawn {DODGE_POINTS:g} points apart)" if len(data.replicas) > 1 else ""), resolution]
     notes = list(data.notes)
     drawn = sum(1 for f in data.faults if f.broker in data.replicas)
     if data.faults_total > drawn:

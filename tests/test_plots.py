@@ -154,8 +154,8 @@ def test_a_long_subtitle_goes_on_as_many_lines_as_it_needs_breaking_between_note
     sub = _figure_text(render_partition(replace(kip101_like(), notes=notes, bucket_ms=200))).splitlines()
     assert sub[1:] == [
         "1 error (acked_write_lost) · 1 warning (committed_prefix_agreement) · 2 lag incidents (missing, ongoing)",
-        "LEO wide line, HW dashed, one colour per broker; one point per 200 ms bucket; first 5 of 9 leader changes "
-        "drawn;",
+        "LEO wide line, HW dashed, one colour per broker (equal offsets drawn 2.5 points apart); one point per 200 ms "
+        "bucket; first 5 of 9 leader changes drawn;",
         "50 of 60 violations marked, each invariant's earliest first; first 2 of the replicas' 40 broker faults drawn"]
 
 
