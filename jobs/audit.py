@@ -34,7 +34,7 @@ import sys
 import time
 import traceback
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from pyspark import StorageLevel
@@ -167,10 +167,10 @@ def exit_code_for(errors: int, warnings: int, fail_on: str) -> int:
 
 
 def audit_violations(bronze: DataFrame, invariants: Sequence[str] | None = None,
-                     log: Callable[[str], None] | None = None) -> DataFrame:
+                     log: Callable[[str], None] | None = None, sources: Mapping[str, str] | None = None) -> DataFrame:
     """The pure transform: bronze events -> violations (schema `schemas.audit.VIOLATION_SCHEMA`);
-    `log` gets a progress line per scan."""
-    return evaluate(bronze, invariants, log)
+    `log` gets a progress line per scan; `sources` as for `evaluate`."""
+    return evaluate(bronze, invariants, log, sources)
 
 
 def _sample_line(r: dict) -> str:
@@ -268,7 +268,8 @@ def _judge(spark: SparkSession, lake: Lake, bronze: DataFrame, result: AuditResu
     forget_judged(lake, result.runs, result.audit_id)
     # The scans of invariants no audited run can show are not run at all.
     judged = [n for n in IMPLEMENTED if not result.judged_nowhere(n)]
-    found = audit_violations(bronze, judged, log=log).withColumn("audit_id", F.lit(result.audit_id)).persist(
+    found = audit_violations(bronze, judged, log=log, sources=result.sources).withColumn(
+        "audit_id", F.lit(result.audit_id)).persist(
         StorageLevel.MEMORY_AND_DISK)
     for r in found.groupBy("invariant", "severity").count().collect():
         result.counts.setdefault(r["invariant"], {})[r["severity"]] = int(r["count"])

@@ -12,7 +12,7 @@ Every invariant is also a function `bronze_df -> violations_df` (the violation s
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from functools import reduce
 
 from pyspark.sql import DataFrame
@@ -53,10 +53,11 @@ _check_registry()
 
 
 def evaluate(bronze: DataFrame, invariants: Sequence[str] | None = None,
-             log: Callable[[str], None] | None = None) -> DataFrame:
+             log: Callable[[str], None] | None = None, sources: Mapping[str, str] | None = None) -> DataFrame:
     """Violations of `invariants` (default: all implemented) in `bronze`, each scan run once.
 
-    `log`, if given, gets one line as each scan finishes (at 10 M events the scans take minutes)."""
+    `log`, if given, gets one line as each scan finishes (at 10 M events the scans take minutes); `sources`, the
+    runs' sources (`run_sources`) where the caller has them already."""
     wanted = list(IMPLEMENTED if invariants is None else invariants)
     missing = [n for n in wanted if n not in IMPLEMENTED]
     if missing:
@@ -74,19 +75,20 @@ def evaluate(bronze: DataFrame, invariants: Sequence[str] | None = None,
             log(f"  scan {i}/{len(scans)} {scan.name}: {time.perf_counter() - t0:.1f}s")
     if not parts:
         return empty_violations(bronze.sparkSession)
-    return applicable(bronze, reduce(DataFrame.unionByName, parts))
+    return applicable(bronze, reduce(DataFrame.unionByName, parts), sources)
 
 
-def applicable(bronze: DataFrame, violations: DataFrame) -> DataFrame:
+def applicable(bronze: DataFrame, violations: DataFrame, sources: Mapping[str, str] | None = None) -> DataFrame:
     """Keep the violations of invariants whose catalogue `sources` include the run's source (that of its
     first event), as the checker does: a replay finding on a `kafka-log` run (no append events) is an
-    artefact of the missing events, not a violation."""
+    artefact of the missing events, not a violation. `sources`: the runs' sources, if known (else aggregated)."""
     spark = bronze.sparkSession
     allowed = spark.createDataFrame([(inv.name, src) for inv in CATALOGUE for src in inv.sources],
                                     "invariant string, _source string")
-    sources = run_sources(bronze).withColumnRenamed("source", "_source")
-    return violations.join(sources, "run_id").join(allowed, ["invariant", "_source"], "left_semi").select(
-        *violations.columns)
+    runs = (run_sources(bronze) if sources is None
+            else spark.createDataFrame(sorted(sources.items()), "run_id string, source string"))
+    return violations.join(runs.withColumnRenamed("source", "_source"), "run_id").join(
+        allowed, ["invariant", "_source"], "left_semi").select(*violations.columns)
 
 
 def run_sources(bronze: DataFrame) -> DataFrame:
@@ -95,7 +97,7 @@ def run_sources(bronze: DataFrame) -> DataFrame:
     return bronze.groupBy("run_id").agg(F.min_by("source", "event_id").alias("source"))
 
 
-def not_applicable(sources: dict[str, str]) -> dict[str, list[str]]:
+def not_applicable(sources: Mapping[str, str]) -> dict[str, list[str]]:
     """Per implemented invariant, the runs of `sources` (run id -> source) it does not apply to: their source's
     events cannot show it (record-level invariants on broker logs), so nothing is judged there."""
     return {name: sorted(r for r, src in sources.items() if src not in BY_NAME[name].sources) for name in IMPLEMENTED}
