@@ -792,7 +792,6 @@ def plot_overviews(
         F.collect_set(F.when(~controller, F.col("broker_id"))).alias("brokers")).collect()}
     assigned = {r["run_id"]: r["brokers"] for r in state.groupBy("run_id").agg(
         F.array_distinct(F.flatten(F.collect_set("replicas"))).alias("brokers")).collect()}
-    sizes = {run: {"partitions": row["partitions"], "named": row["brokers"]} for run, row in named.items()}
     listed: list[DrawnOverview] = []
     for run in drawn:
         start_ms, end_ms = bounds[run]
@@ -800,14 +799,14 @@ def plot_overviews(
                       for r in sorted(life.get(run, []), key=lambda r: (r["ts_ms"], r["event_id"]))
                       if r["broker_id"] is not None)
         spans_f, faults_total = fault_marks(faults.get(run, []), start_ms)
-        size = sizes.get(run)
+        size = named.get(run)
         if run not in assigned and not marks and not spans_f and not elected.get(run) and not down.get(run):
             log(f"report: no cluster overview of {run}: no partition state, election, broker crash or fault to draw")
             continue
         # The lanes: brokers of the assignment and those with a crash, restart or fault to draw.
         brokers = ({int(b) for b in (assigned.get(run) or [])} | {m.broker for m in marks}
                    | {f.broker for f in spans_f})
-        named_brokers = brokers | {int(b) for b in (size["named"] if size else [])}
+        named_brokers = brokers | {int(b) for b in (size["brokers"] if size else [])}
         data = ClusterOverview(
             run_id=run, end_s=(end_ms - start_ms) / 1000.0, bucket_ms=widths[run], brokers=tuple(sorted(brokers)),
             partitions=int(size["partitions"]) if size else 0,
