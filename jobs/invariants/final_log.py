@@ -215,6 +215,13 @@ def _excuses_and_evidence(bronze: DataFrame, bad: DataFrame, final_rows: DataFra
     return with_unclean.join(removed, keys, "left").join(acked_append, keys, "left").join(last_ts, ["run_id"], "left")
 
 
+def _loss_struct(event: Column, ts: Column, crash: Column | None = None) -> Column:
+    """(id, ts, crash) of an event that can take a write from the leader in office; `crash`: a crash loss
+    (`Watch.left_in_crash`)."""
+    return F.struct(event.alias("id"), ts.alias("ts"),
+                    (F.lit(False) if crash is None else crash).alias("crash"))
+
+
 def _office_loss(bad: DataFrame, replay: DataFrame, appends: DataFrame) -> DataFrame:
     """Per violating acknowledgement, when its record at the lost offset last left the leader in office after the ack
     (`_left`, `Watch.left`) and the become_leader that put the leader in office at the ack (`_office_since`), both
@@ -247,15 +254,15 @@ def _office_loss(bad: DataFrame, replay: DataFrame, appends: DataFrame) -> DataF
         appends.select(*PARTITION, F.col("_append").alias("event_id"), "_checksum"), [*PARTITION, "event_id"], "left"
     ).select(*keys, F.col("event_id").alias("_at"), F.col("broker_id").alias("_on"),
              F.coalesce(writes & (F.col("_checksum") == F.col("ack_checksum")), F.lit(False)).alias("_holds"),
-             F.when(writes, F.struct(F.col("event_id").alias("id"), F.col("ts_ms").alias("ts"))).otherwise(
-                 F.struct(F.col("_by").alias("id"), F.col("_by_ts").alias("ts"))).alias("_removal"))
+             F.when(writes, _loss_struct(F.col("event_id"), F.col("ts_ms"))).otherwise(
+                 _loss_struct(F.col("_by"), F.col("_by_ts"), F.col("_crash_by").isNotNull())).alias("_removal"))
     # Every row that moved a replica's log start offset (`_lso` after it), 0 before any.
     replica = Window.partitionBy(*replica_scan.REPLICA).orderBy("event_id")
     moves = rows.select(*PARTITION, "broker_id", "event_id", "ts_ms", "_lso",
                         F.coalesce(F.lag("_lso").over(replica), F.lit(0)).alias("_was")).where(
         F.col("_lso") != F.col("_was")).select(
         *PARTITION, F.col("broker_id").alias("_mover"), F.col("event_id").alias("_t"), "_lso", "_was",
-        F.struct(F.col("event_id").alias("id"), F.col("ts_ms").alias("ts")).alias("_move"))
+        _loss_struct(F.col("event_id"), F.col("ts_ms")).alias("_move"))
     # The moves across a lost offset (most are also removals there; one that lowers a log start is not).
     across = lost.join(moves, list(PARTITION)).where(
         (F.least("_lso", "_was") <= o) & (o < F.greatest("_lso", "_was"))).select(
@@ -296,7 +303,7 @@ def _office_loss(bad: DataFrame, replay: DataFrame, appends: DataFrame) -> DataF
     # Removed from the leader in office by the event (or its log start lowered past it), or a leader without it
     # took office there.
     why = (F.when(F.col("_on") == was_leader, F.col("_removal")).when(F.col("_mover") == was_leader, F.col("_move"))
-           .otherwise(F.struct(F.col("_at").alias("id"), F.col("_office.ts").alias("ts"))))
+           .otherwise(_loss_struct(F.col("_at"), F.col("_office.ts"))))
     left = was_held & ~F.col("_held")
     steps = points.select(*keys, "_at", "_office", left.alias("_left"), why.alias("_why"))
     return steps.groupBy(*keys).agg(
@@ -309,8 +316,17 @@ def acked_write_lost_check() -> Column:
     """acked_write_lost (§11.4): an acknowledged acks=all write missing from the final leader's log."""
     crash = F.when(F.col("crash_id") > F.col("ack_id"), F.col("crash_id"))
     excuse = F.coalesce(F.col("unclean_id"), crash)
-    suffix = (F.when(F.col("unclean_id").isNotNull(),
-                     text(" (after unclean election event ", F.col("unclean_id"), ": allowed data loss)"))
+    unclean, lost_in_crash = F.col("unclean_id"), F.when(F.col("_left.crash"), F.col("_left.id"))
+    # As `checker.unclean_excuse_text`: the crash loss that took the record from the leader in office is named
+    # beside the election, which alone would read as the cause of a tail lost at a power failure.
+    suffix = (F.when(unclean.isNotNull() & lost_in_crash.isNull(),
+                     text(" (after unclean election event ", unclean, ": allowed data loss)"))
+              .when(unclean.isNotNull() & (lost_in_crash < unclean),
+                    text(" (crash recovery event ", lost_in_crash, " lost it from the leader in office before "
+                         "unclean election event ", unclean, ": allowed data loss)"))
+              .when(unclean.isNotNull(),
+                    text(" (after unclean election event ", unclean, ", crash recovery event ", lost_in_crash,
+                         " lost it from the leader in office: allowed data loss)"))
               .when(crash.isNotNull(),
                     text(" (crash recovery event ", crash, " lost the committed record on that replica: "
                          "durability loss Kafka does not promise to survive)"))

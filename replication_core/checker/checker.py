@@ -191,6 +191,25 @@ def _loss(p: PartitionState, offset: int, ack: Ack) -> tuple[int | None, int | N
     return (None, None) if loss is None else (loss[0], max(loss[1], ack.ts_ms))
 
 
+def _lost_in_crash(p: PartitionState, offset: int, ack: Ack) -> int | None:
+    """The crash loss that dates the loss of `ack` at `offset` (`_loss`), if it is one."""
+    w = p.watches.get((ack.event_id, offset))
+    return w.left[0] if w is not None and w.left is not None and w.left_in_crash else None
+
+
+def unclean_excuse_text(unclean: int, lost_in_crash: int | None = None) -> str:
+    """The message's note on an unclean election that excuses a loss, naming the crash loss that took the record from
+    the leader in office when there was one: a leader's unflushed tail lost at its power failure is gone whichever
+    replica is elected next, so the election alone would read as the cause."""
+    if lost_in_crash is None:
+        return f" (after unclean election event {unclean}: allowed data loss)"
+    if lost_in_crash < unclean:
+        return (f" (crash recovery event {lost_in_crash} lost it from the leader in office before unclean election "
+                f"event {unclean}: allowed data loss)")
+    return (f" (after unclean election event {unclean}, crash recovery event {lost_in_crash} lost it from the leader "
+            f"in office: allowed data loss)")
+
+
 def _ack_invariant(ack: Ack) -> str:
     """The invariant an acknowledgement's loss breaks: acked_write_lost for acks=all, else acks1_write_lost."""
     return "acked_write_lost" if ack.acks == -1 else "acks1_write_lost"
@@ -287,10 +306,12 @@ class _RunChecker:
     def _flag(self, invariant: str, ev: Event | None, replica: int | None, *, offset: int | None = None,
               expected: int | None = None, actual: int | None = None, evidence: Iterable[int | None] = (),
               message: str, excused_by: int | None = None, crash_excuse: int | None = None,
-              topic: str | None = None, partition: int | None = None, ts_ms: int | None = None) -> None:
+              lost_in_crash: int | None = None, topic: str | None = None, partition: int | None = None,
+              ts_ms: int | None = None) -> None:
         """Record a violation; `excused_by` (an unclean election) or `crash_excuse` (a crash recovery that
-        lost the committed record on the replica concerned) downgrades an `excusable` one to a warning.
-        Without a detecting event `ev` (an end-of-run check) it is dated `ts_ms`, else at the last event."""
+        lost the committed record on the replica concerned) downgrades an `excusable` one to a warning;
+        `lost_in_crash`, the crash loss that took the record from the leader in office, is named beside the unclean
+        election. Without a detecting event `ev` (an end-of-run check) it is dated `ts_ms`, else at the last event."""
         inv = BY_NAME[invariant]
         if self.source not in inv.sources:
             # e.g. real broker logs carry no append events: a replay-based finding would be an artefact.
@@ -300,7 +321,7 @@ class _RunChecker:
         ids = [e for e in evidence if e is not None]
         if excused_by is not None and inv.excusable:
             severity = WARNING
-            message += f" (after unclean election event {excused_by}: allowed data loss)"
+            message += unclean_excuse_text(excused_by, lost_in_crash)
             ids.insert(0, excused_by)
         elif crash_excuse is not None and inv.excusable:
             severity = WARNING
@@ -342,18 +363,18 @@ class _RunChecker:
 
     @staticmethod
     def _changed(p: PartitionState, r: ReplicaState, offsets: Iterable[int], by: int, at_ms: int,
-                 old_lso: int | None = None) -> None:
-        """Records at `offsets` of `r` changed by event `by` (at `at_ms`), and its log start offset moved from
-        `old_lso` (None: it did not): re-read the watches there, and between the two log starts, when `r` is the
-        leader in office (`PartitionState.rewatch`)."""
+                 old_lso: int | None = None, crash: bool = False) -> None:
+        """Records at `offsets` of `r` changed by event `by` (at `at_ms`; `crash`: a crash loss), and its log start
+        offset moved from `old_lso` (None: it did not): re-read the watches there, and between the two log starts,
+        when `r` is the leader in office (`PartitionState.rewatch`)."""
         if r.broker != p.last_leader or not p.watched:
             return
-        p.rewatch(offsets, by, at_ms)
+        p.rewatch(offsets, by, at_ms, crash)
         if old_lso is not None and old_lso != r.lso:
             lo, hi = sorted((old_lso, r.lso))
             # A retention moves a log start by a segment, while the watches grow with the run: walk the shorter.
             p.rewatch(range(lo, hi) if hi - lo <= len(p.watched) else [o for o in p.watched if lo <= o < hi],
-                      by, at_ms)
+                      by, at_ms, crash)
 
     @staticmethod
     def _cut_from(r: ReplicaState, target: int) -> int:
@@ -519,7 +540,7 @@ class _RunChecker:
                         if o >= leo:
                             r.crash_removed[o] = r.crashed_since_leadership
                     removed = self._drop_from(r, leo, r.crashed_since_leadership)
-                    by, at_ms = r.crashed_since_leadership, r.crashed_at
+                    by, at_ms, crash = r.crashed_since_leadership, r.crashed_at, True
                 else:
                     # A broker being added back by a reassignment hosts a new log: its earlier replica was
                     # deleted when it was removed (StopReplica with delete, which emits no event).
@@ -527,13 +548,13 @@ class _RunChecker:
                         self._check_consistent(ev, r.broker, r.leo, leo,
                                                "leadership_change reports a LEO below the replayed log without a crash")
                     removed = self._drop_from(r, leo, int(ev["event_id"]))
-                    by, at_ms = int(ev["event_id"]), self.last_ts
+                    by, at_ms, crash = int(ev["event_id"]), self.last_ts, False
                 r.cache = truncate_from_end(r.cache, leo)
                 r.leo = leo
                 # A log never starts past its end: a new log (a broker added back) starts at 0, not at the
                 # deleted replica's log start offset, and a later retention must trim its epoch cache.
                 old_lso, r.lso = r.lso, min(r.lso, leo)
-                self._changed(p, r, removed, by, at_ms, old_lso)
+                self._changed(p, r, removed, by, at_ms, old_lso, crash)
             elif leo > r.leo:
                 self._check_consistent(ev, r.broker, r.leo, leo,
                                        "leadership_change reports a LEO above the replayed log (appends missing)")
@@ -631,7 +652,8 @@ class _RunChecker:
         # the replica's to keep (below it the leader's log start had passed them).
         cut = t if full else self._cut_from(r, t)
         removed_from = 0 if full else cut
-        if self._broker(r.broker).down:
+        down = self._broker(r.broker).down
+        if down:
             # Crash recovery (the simulator's Disk.crash reports the lost unflushed tail as a truncation
             # right after the crash event): a durability loss, not a follower truncation decision.
             for name in ("truncation_safety", "truncation_point", "leader_no_truncation"):
@@ -649,7 +671,7 @@ class _RunChecker:
         old_lso = r.lso
         if full or t < r.lso:
             r.lso = t
-        self._changed(p, r, removed, eid, self.last_ts, old_lso)
+        self._changed(p, r, removed, eid, self.last_ts, old_lso, down)
         r.last_truncation = eid
         r.expected_truncation = None
 
@@ -1363,6 +1385,6 @@ class _RunChecker:
                        evidence=[ack.append_id, ack.event_id, lost_by, final.removed_by.get(o),
                                  None if now is None else now.append_id],
                        excused_by=p.unclean_excuse(ack.event_id, ack.epoch, p.last_leader_epoch),
-                       crash_excuse=_crash_after(final, o, ack.event_id),
+                       crash_excuse=_crash_after(final, o, ack.event_id), lost_in_crash=_lost_in_crash(p, o, ack),
                        message=f"{what} acknowledged at {ack.base}..{ack.last} by broker {ack.leader} is not on "
                                f"final leader {final.broker} at {o} ({len(lost)} offsets)")

@@ -127,6 +127,9 @@ class Watch:
     # without it taking office, or its removal from the leader in office (a crash loss: the crash's event and time;
     # retention is none, see `PartitionState.rewatch`).
     left: tuple[int, int] | None = None
+    # Whether `left` is a crash loss (the leader in office lost the record in a crash): named beside an unclean
+    # election that excuses the loss, which otherwise reads as its only cause.
+    left_in_crash: bool = False
     # (event, ts_ms) of the become_leader that put the leader in office at the acknowledgement: a replaced leader's
     # acknowledgement was never on the leader in office.
     office_since: tuple[int, int] | None = None
@@ -241,17 +244,18 @@ class PartitionState:
         slot = r.records.get(offset)
         return slot is not None and slot.rec.checksum == checksum, offset < r.lso
 
-    def rewatch(self, offsets: Iterable[int], event: int, ts_ms: int) -> None:
-        """Re-read, after `event` (at `ts_ms`), whether the watched writes at `offsets` are on the leader in office;
-        one that was and no longer is left it at that event. A write on it stays on while the leader's log starts
-        above its offset (what retention deleted is not lost, as the end-of-run check skips offsets below the final
-        leader's log start), but only the record itself brings back one that left."""
+    def rewatch(self, offsets: Iterable[int], event: int, ts_ms: int, crash: bool = False) -> None:
+        """Re-read, after `event` (at `ts_ms`; `crash`: a crash loss), whether the watched writes at `offsets` are on
+        the leader in office; one that was and no longer is left it at that event. A write on it stays on while the
+        leader's log starts above its offset (what retention deleted is not lost, as the end-of-run check skips
+        offsets below the final leader's log start), but only the record itself brings back one that left."""
         for o in offsets:
             for w in self.watched.get(o, ()):
                 held, below_start = self.on_leader(o, w.checksum)
                 on = held or (w.on_leader and below_start)
                 if w.on_leader and not on:
                     w.left = (event, ts_ms)
+                    w.left_in_crash = crash
                 w.on_leader = on
 
     def unclean_excuse(self, after: int | None, *epochs: int | None) -> int | None:

@@ -244,6 +244,33 @@ AUDIT_CASES: list[Case] = [
         ("retained", "error", 1040, -1, 0, 21, [1, 2, 4, 5]),
         ("not_revived", "error", 1030, -1, 0, -1, [1, 2, 3])],
         columns=("run_id", "severity", "ts_ms", "event_id", "offset", "actual", "evidence")),
+    # An unclean election's excuse names the crash loss that took the record from the leader in office where there was
+    # one: crash_then_unclean: leader 1 (the only copy) loses the write to its power failure (event 4), then broker 2
+    # is elected unclean (5): the election alone would read as the cause of a tail lost whoever is elected next;
+    # unclean_then_crash: broker 2, elected unclean (4) with the record, loses it in its own crash (7); unclean_only:
+    # leader 1 crashes keeping the record and broker 2, elected unclean, lacks it.
+    Case("acked_write_lost_names_the_crash_loss_beside_the_unclean_election", "acked_write_lost", {
+        "crash_then_unclean": timed([leader(), append(0, 1, checksum=11), _ACK, dict(_RESTART, action="crash"),
+                                     dict(_TRUNC_PARTIAL, old_leo=2, truncate_offset=0, reason="out_of_range"),
+                                     _UNCLEAN, leader(broker=2, epoch=2, isr=[2])]),
+        "unclean_then_crash": timed([leader(), append(0, 1, checksum=11), _ACK,
+                                     append(0, 1, broker=2, checksum=11, role="follower"), _UNCLEAN,
+                                     leader(broker=2, epoch=2, isr=[2], leo=2),
+                                     dict(_RESTART, broker_id=2, action="crash"),
+                                     dict(_TRUNC_PARTIAL, broker_id=2, leader_epoch=2, old_leo=2, truncate_offset=0,
+                                          reason="out_of_range")]),
+        "unclean_only": timed([leader(), append(0, 1, checksum=11), _ACK, dict(_RESTART, action="crash"), _UNCLEAN,
+                               leader(broker=2, epoch=2, isr=[2])]),
+    }, [("crash_then_unclean", "warning", 1040, [5, 1, 2, 4],
+         "write acknowledged at 0..1 by broker 1 is not on final leader 2 at 0 (2 offsets) (crash recovery event 4 "
+         "lost it from the leader in office before unclean election event 5: allowed data loss)"),
+        ("unclean_then_crash", "warning", 1070, [4, 1, 2, 7],
+         "write acknowledged at 0..1 by broker 1 is not on final leader 2 at 0 (2 offsets) (after unclean election "
+         "event 4, crash recovery event 7 lost it from the leader in office: allowed data loss)"),
+        ("unclean_only", "warning", 1050, [4, 1, 2, 5],
+         "write acknowledged at 0..1 by broker 1 is not on final leader 2 at 0 (2 offsets) (after unclean election "
+         "event 4: allowed data loss)")],
+        columns=("run_id", "severity", "ts_ms", "evidence", "message")),
     # A zombie leader's acknowledgement: broker 1, replaced by the election of broker 2 into epoch 2 (event 1),
     # acknowledges two acks=1 writes (1030, 1050) before broker 2 takes office (event 6, 1060) and one after it (1090):
     # the first two leave the leader in office when broker 2 takes it (1060), the third was never on it and is lost
