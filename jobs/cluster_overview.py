@@ -5,7 +5,8 @@ row per bucket at most, so what reaches the driver is bounded by the bucket coun
 
 * `partition_counts`: per bucket, the most partitions under-replicated, under min ISR and offline at once
   (from `silver/partition_state`) and the most followers lagging beyond replica.lag.time.max.ms at once
-  (open `gold/lag_incidents`, premature shrinks left out: those are not lag). Each interval adds one at
+  (open `gold/lag_incidents`, premature shrinks left out: those are not lag; each only while its leader was in
+  office, `in_office`). Each interval adds one at
   its start and takes one away at its end; a running sum in time order gives the count after every
   change, and a bucket's most is the larger of the count it starts with and the counts reached in it;
 * `isr_churn`: the leaders' committed ISR shrinks and expands per bucket (`silver/isr_changes`, at their commit):
@@ -38,6 +39,7 @@ from jobs.overview_plot import COUNT_SERIES
 from jobs.plots import DOWN_ACTIONS as STOPPED_ACTIONS
 from jobs.plots import UP_ACTIONS
 from jobs.transforms.faults import fault_ends
+from jobs.transforms.timelines import PARTITION_KEY
 from schemas.events import BROKER_LIFECYCLE, LEADER_ELECTION
 
 SERIES: tuple[str, ...] = tuple(c for c, *_ in COUNT_SERIES)
@@ -86,7 +88,7 @@ def partition_counts(partition_state: DataFrame, incidents: DataFrame, buckets: 
              "under_min_isr": F.coalesce("under_min_isr", F.lit(False)),
              "offline": F.coalesce("offline", F.lit(False)), "lagging": F.lit(False)}
     states = _deltas(partition_state, flags)
-    lag = incidents.where(F.col("verdict") != "premature").select(
+    lag = in_office(incidents.where(F.col("verdict") != "premature"), partition_state).select(
         "run_id", F.col("start_ms").alias("valid_from_ms"), F.col("end_ms").alias("valid_to_ms"))
     lagging = _deltas(lag, {n: F.lit(n == "lagging") for n in SERIES})
     per_ts = states.unionByName(lagging).groupBy("run_id", "ts").agg(*[F.sum(n).alias(n) for n in SERIES])
@@ -99,6 +101,27 @@ def partition_counts(partition_state: DataFrame, incidents: DataFrame, buckets: 
         *[F.max(n).alias(f"{n}_max") for n in SERIES], *[F.max_by(n, "ts").alias(f"{n}_last") for n in SERIES],
         # A change at the bucket's first millisecond: the count before it held for no time in this bucket.
         (F.min("ts") == F.first(edge)).alias("starts_at_edge"))
+
+
+def in_office(incidents: DataFrame, partition_state: DataFrame) -> DataFrame:
+    """`incidents` cut to their leader's time in office: each ends (if not before) when the controller's state of the
+    partition first named a newer leader epoch, and one that began after that is left out. A leader cut off from the
+    controller keeps judging its followers in the old epoch until it learns (`jobs.transforms.lag`); its view is the
+    lag table's (\"deposed at\"), but counted on the overview it showed followers lagging behind a leader the
+    cluster had already replaced. Equi-joined on (partition, epoch): the newer epoch's first state comes from a
+    running minimum over the partition's epochs, newest first."""
+    key = [*PARTITION_KEY, "leader_epoch"]
+    firsts = partition_state.where(F.col("leader_epoch").isNotNull()).groupBy(*key).agg(
+        F.min("valid_from_ms").alias("_from"))
+    # The incidents' epochs join the states' (with no time) so that an epoch no state names still finds the next.
+    epochs = firsts.unionByName(incidents.select(*key).distinct().withColumn("_from", F.lit(None).cast("long")))
+    newer = Window.partitionBy(*PARTITION_KEY).orderBy(-F.col("leader_epoch")).rangeBetween(
+        Window.unboundedPreceding, -1)
+    deposed = epochs.select(*key, F.min("_from").over(newer).alias("_deposed_ms")).groupBy(*key).agg(
+        F.min("_deposed_ms").alias("_deposed_ms"))
+    cut = incidents.join(deposed, key, "left")
+    return cut.where(F.col("_deposed_ms").isNull() | (F.col("_deposed_ms") > F.col("start_ms"))).withColumn(
+        "end_ms", F.least("end_ms", "_deposed_ms")).drop("_deposed_ms")
 
 
 def isr_churn(isr_changes: DataFrame, buckets: DataFrame) -> DataFrame:

@@ -5,7 +5,8 @@ per-bucket aggregates (`jobs.cluster_overview`), so its size does not depend on 
 
   * top — how many partitions were under-replicated, under min ISR and offline (Kafka's
     `UnderReplicatedPartitions`, `UnderMinIsrPartitionCount`, `OfflinePartitionsCount`), and how many
-    followers were lagging beyond replica.lag.time.max.ms (open lag incidents): the most in each bucket;
+    followers were lagging beyond replica.lag.time.max.ms (open lag incidents, while their leader was in office):
+    the most in each bucket;
   * middle — the leaders' committed ISR shrinks (up) and expands (down) per bucket (`Partition.maybeShrinkIsr` /
     `maybeExpandIsr`: what `IsrShrinksPerSec` and `IsrExpandsPerSec` count), and, hatched on top of the shrinks,
     the ISR changes by the controller that removed a replica (an election or a LeaderAndIsr / PartitionChangeRecord
@@ -48,7 +49,7 @@ COUNT_SERIES: tuple[tuple[str, str, str, str], ...] = (
     ("under_replicated", "under-replicated partitions", "#ff7f0e", "-"),
     ("under_min_isr", "partitions under min ISR", "#d62728", "-"),
     ("offline", "offline partitions (no leader, as the controller saw it)", "#000000", "-"),
-    ("lagging", "followers lagging > replica.lag.time.max.ms", "#9467bd", "--"),
+    ("lagging", "followers lagging > replica.lag.time.max.ms\n(behind a leader in office)", "#9467bd", "--"),
 )
 """(column of `ClusterOverview.counts`, legend text, colour, line style) of the top panel's series."""
 COUNT_COLUMNS: tuple[str, ...] = ("bucket", *(c for c, *_ in COUNT_SERIES))
@@ -149,6 +150,12 @@ def _down_spans(down: pd.DataFrame, bucket_ms: int) -> dict[int, list[tuple[floa
     return spans
 
 
+def _legend_beside(ax, **kwargs: object) -> None:  # type: ignore[no-untyped-def]
+    """The panel's legend right of it, outside the axes: inside, a corner legend covered the counts' lines and the
+    churn bars that reach the panel's top right (the three panels share one column, so all narrow alike)."""
+    ax.legend(loc="upper left", bbox_to_anchor=(1.0, 1.0), fontsize=7, framealpha=0.85, **kwargs)
+
+
 def _draw_counts(ax, data: ClusterOverview) -> None:  # type: ignore[no-untyped-def]
     t = _t(data.counts["bucket"], data.bucket_ms)
     # Under-replicated is filled: the other counts often equal it (a partition under min ISR is also
@@ -160,7 +167,7 @@ def _draw_counts(ax, data: ClusterOverview) -> None:  # type: ignore[no-untyped-
     ax.set_ylabel("partitions / followers")
     ax.yaxis.set_major_locator(MaxNLocator(integer=True))
     ax.set_ylim(0, max([1, *(data.counts[c].max() for c, *_ in COUNT_SERIES if len(data.counts))]) * 1.1)
-    ax.legend(loc="upper right", fontsize=7, framealpha=0.85)
+    _legend_beside(ax)
 
 
 def _draw_churn(ax, data: ClusterOverview) -> None:  # type: ignore[no-untyped-def]
@@ -183,11 +190,11 @@ def _draw_churn(ax, data: ClusterOverview) -> None:  # type: ignore[no-untyped-d
     ax.yaxis.set_major_formatter(lambda v, _pos: f"{abs(v):g}")
     # Kafka's IsrShrinksPerSec counts only a leader's shrink (maybeShrinkIsr); the controller's removals, at an
     # election or a broker's fencing, are another bar, or a rise in under-replicated partitions reads unexplained.
-    ax.legend(handles=[Patch(color=SHRINK_COLOUR, label="ISR shrinks by the leader (IsrShrinksPerSec), up"),
-                       Patch(facecolor=CONTROLLER_SHRINK_COLOUR, hatch="////", edgecolor="white",
-                             label="ISR removals by the controller (election, LeaderAndIsr), up"),
-                       Patch(color=EXPAND_COLOUR, label="ISR expands by the leader (IsrExpandsPerSec), down")],
-              loc="upper right", fontsize=7, framealpha=0.85)
+    _legend_beside(ax, handles=[
+        Patch(color=SHRINK_COLOUR, label="ISR shrinks by the leader (IsrShrinksPerSec), up"),
+        Patch(facecolor=CONTROLLER_SHRINK_COLOUR, hatch="////", edgecolor="white",
+              label="ISR removals by the controller (election, LeaderAndIsr), up"),
+        Patch(color=EXPAND_COLOUR, label="ISR expands by the leader (IsrExpandsPerSec), down")])
 
 
 def _lane_handles(data: ClusterOverview, lanes: list[int]) -> list[Patch | Line2D]:
@@ -229,8 +236,7 @@ def _draw_lanes(ax, data: ClusterOverview, lanes: list[int]) -> None:  # type: i
     ax.set_yticks(range(len(lanes)), [f"broker {b}" for b in lanes], fontsize=7 if len(lanes) > 12 else 8)
     ax.set_ylim(-0.6, len(lanes) - 0.4)
     ax.invert_yaxis()
-    ax.legend(handles=_lane_handles(data, lanes), loc="upper left", bbox_to_anchor=(1.0, 1.0), fontsize=7,
-              framealpha=0.85)
+    _legend_beside(ax, handles=_lane_handles(data, lanes))
 
 
 def _least_fault_s(data: ClusterOverview) -> float:

@@ -14,6 +14,7 @@ from jobs.cluster_overview import (
     fault_marks,
     fault_spans,
     filled_counts,
+    in_office,
     isr_churn,
     partition_counts,
 )
@@ -22,15 +23,18 @@ from jobs.overview_plot import FaultSpan
 # Run r spans 1000..1999 ms: 4 buckets of 250 ms (b0 [1000, 1250), b1 [1250, 1500), b2 [1500, 1750), b3 [1750, 2000)).
 BOUNDS = [("r", 1000, 1999)]
 STATE = "run_id string, valid_from_ms long, valid_to_ms long, under_replicated boolean, under_min_isr boolean, " \
-        "offline boolean"
-# Partition A: under-replicated and under min ISR over [1100, 1600). Partition B: under-replicated over
-# [1200, 1300), then offline over [1300, 1400). Both fine before and after (null end: still in force).
-STATES = [("r", 1000, 1100, False, False, False), ("r", 1100, 1600, True, True, False),
-          ("r", 1600, None, False, False, False),
-          ("r", 1000, 1200, False, False, False), ("r", 1200, 1300, True, False, False),
-          ("r", 1300, 1400, False, False, True), ("r", 1400, None, False, False, False)]
-INCIDENTS = [("r", 1150, 1700, "on_time"), ("r", 1800, None, "ongoing"),
-             ("r", 1000, 1900, "premature")]  # a premature shrink is no lag: not counted
+        "offline boolean, topic string, partition int, leader_epoch int"
+# Partition A (t-0): under-replicated and under min ISR over [1100, 1600). Partition B (t-1): under-replicated over
+# [1200, 1300), then offline over [1300, 1400). Both fine before and after (null end: still in force); one leader
+# epoch each throughout.
+STATES = [(*row, "t", p, 1) for p, rows in (
+    (0, [("r", 1000, 1100, False, False, False), ("r", 1100, 1600, True, True, False),
+         ("r", 1600, None, False, False, False)]),
+    (1, [("r", 1000, 1200, False, False, False), ("r", 1200, 1300, True, False, False),
+         ("r", 1300, 1400, False, False, True), ("r", 1400, None, False, False, False)])) for row in rows]
+INCIDENT = "run_id string, topic string, partition int, leader_epoch int, start_ms long, end_ms long, verdict string"
+INCIDENTS = [("r", "t", 0, 1, 1150, 1700, "on_time"), ("r", "t", 1, 1, 1800, None, "ongoing"),
+             ("r", "t", 0, 1, 1000, 1900, "premature")]  # a premature shrink is no lag: not counted
 SERIES = ("under_replicated", "under_min_isr", "offline", "lagging")
 
 
@@ -49,7 +53,7 @@ def test_partition_counts_are_the_most_at_once_per_bucket(spark: SparkSession) -
     # 1000 (0,0,0,0); 1100 (1,1,0,0); 1150 (1,1,0,1); 1200 (2,1,0,1); 1300 (1,1,1,1); 1400 (1,1,0,1);
     # 1600 (0,0,0,1); 1700 (0,0,0,0); 1800 (0,0,0,1).
     state = spark.createDataFrame(STATES, STATE)
-    incidents = spark.createDataFrame(INCIDENTS, "run_id string, start_ms long, end_ms long, verdict string")
+    incidents = spark.createDataFrame(INCIDENTS, INCIDENT)
     actual = partition_counts(state, incidents, _buckets(spark))
     cols = "run_id string, bucket long, " + ", ".join(f"{n}_max long" for n in SERIES) + ", " + ", ".join(
         f"{n}_last long" for n in SERIES)
@@ -70,6 +74,26 @@ def test_partition_counts_are_the_most_at_once_per_bucket(spark: SparkSession) -
         {"bucket": 3, "under_replicated": 0, "under_min_isr": 0, "offline": 0, "lagging": 1},
         {"bucket": 4, "under_replicated": 0, "under_min_isr": 0, "offline": 0, "lagging": 1},
     ]
+
+
+def test_lag_counts_only_while_the_leader_was_in_office(spark: SparkSession) -> None:
+    # t-0: epoch 1 until the controller names epoch 3 at 1500 (epoch 2 was never stated); t-1: epoch 1 throughout.
+    # Epoch 1's incident [1100, 1700) ends at 1500; its ongoing one from 1600 (a zombie's view only) is left out; an
+    # incident of epoch 2, which no state names, ends at epoch 3's first state too; epoch 3's and t-1's are kept.
+    state = spark.createDataFrame([("r", 1000, 1500, False, False, False, "t", 0, 1),
+                                   ("r", 1500, None, False, False, False, "t", 0, 3),
+                                   ("r", 1000, None, False, False, False, "t", 1, 1)], STATE)
+    incidents = spark.createDataFrame([
+        ("r", "t", 0, 1, 1100, 1700, "on_time"), ("r", "t", 0, 1, 1600, None, "ongoing"),
+        ("r", "t", 0, 2, 1200, None, "missing"), ("r", "t", 0, 3, 1600, 1800, "on_time"),
+        ("r", "t", 1, 1, 1100, None, "ongoing")], INCIDENT)
+    expected = spark.createDataFrame([
+        ("r", "t", 0, 1, 1100, 1500, "on_time"), ("r", "t", 0, 2, 1200, 1500, "missing"),
+        ("r", "t", 0, 3, 1600, 1800, "on_time"), ("r", "t", 1, 1, 1100, None, "ongoing")], INCIDENT)
+    assert_df_equality(in_office(incidents, state), expected, ignore_row_order=True, ignore_nullable=True)
+    # The overview's lagging count: 2 at 1100-1200 .. 3 from 1200 to 1500, then the epoch-3 incident alone.
+    rows = [r.asDict() for r in partition_counts(state, incidents, _buckets(spark)).collect()]
+    assert list(filled_counts(rows, 4)["lagging"]) == [3, 3, 2, 2]
 
 
 def test_isr_churn_counts_committed_shrinks_and_expands_at_their_commit(spark: SparkSession) -> None:
@@ -130,9 +154,9 @@ def test_elections_per_bucket_and_new_leader(spark: SparkSession) -> None:
 
 def test_a_change_at_a_buckets_first_millisecond_is_all_the_bucket_sees(spark: SparkSession) -> None:
     # Under-replicated over [1000, 1250) exactly: bucket 1 begins as it ends, so it saw none.
-    state = spark.createDataFrame([("r", 1000, 1250, True, False, False), ("r", 1250, None, False, False, False)],
-                                  STATE)
-    incidents = spark.createDataFrame([], "run_id string, start_ms long, end_ms long, verdict string")
+    state = spark.createDataFrame([("r", 1000, 1250, True, False, False, "t", 0, 1),
+                                   ("r", 1250, None, False, False, False, "t", 0, 1)], STATE)
+    incidents = spark.createDataFrame([], INCIDENT)
     rows = [r.asDict() for r in partition_counts(state, incidents, _buckets(spark)).collect()]
     assert list(filled_counts(rows, 3)["under_replicated"]) == [1, 0, 0]
 
