@@ -255,7 +255,8 @@ def produce_outcomes(bronze: DataFrame, selected: DataFrame) -> DataFrame:
     answers its leaders gave (`answers`), and for the acks=all writes acknowledged with NONE how long each waited
     from its leader's append to the acknowledgement (Kafka's DelayedProduce: until the HW covers the batch) as
     `wait_p50_ms` / `wait_p99_ms` (approximate percentiles), `wait_max_ms` and when that write was acknowledged
-    (`wait_max_ms_at`), over the `timed` ones whose append is in the data. The append is the acknowledging
+    (`wait_max_ms_at`), over the `timed` ones whose append is in the data; `first_ms` / `last_ms`: the first and last
+    answer (when a run of errors began and ended). The append is the acknowledging
     broker's latest leader append of the same batch (offsets and checksum) up to the acknowledgement. One row per
     group: bounded by the partitions, not the events."""
     sel = F.broadcast(selected.select(*KEY))
@@ -272,11 +273,13 @@ def produce_outcomes(bronze: DataFrame, selected: DataFrame) -> DataFrame:
         .alias("_wait"))
     return per_ack.groupBy(*KEY, "acks", "error").agg(
         F.count(F.lit(1)).alias("answers"),
+        F.min("ts_ms").alias("first_ms"),
+        F.max("ts_ms").alias("last_ms"),
         F.count("_wait").alias("timed"),
         F.percentile_approx("_wait", F.array(F.lit(0.5), F.lit(0.99))).alias("_pct"),
         F.max("_wait").alias("wait_max_ms"),
         F.max_by("ts_ms", F.struct("_wait", F.col("ts_ms"))).alias("wait_max_ms_at"),
-    ).select(*KEY, "acks", "error", "answers", "timed", F.col("_pct")[0].alias("wait_p50_ms"),
+    ).select(*KEY, "acks", "error", "answers", "first_ms", "last_ms", "timed", F.col("_pct")[0].alias("wait_p50_ms"),
              F.col("_pct")[1].alias("wait_p99_ms"), "wait_max_ms",
              F.when(F.col("wait_max_ms").isNotNull(), F.col("wait_max_ms_at")).alias("wait_max_ms_at"))
 
@@ -1008,7 +1011,8 @@ def _with_naming(spark: SparkSession, sections: list[PartitionSection],
 def _produce_row(r: dict[str, Any], start_ms: int) -> ProduceRow:
     """A `produce_outcomes` row for the report (times in seconds since the run's first event)."""
     return ProduceRow(int(r["acks"]), str(r["error"]), int(r["answers"]), r["wait_p50_ms"], r["wait_p99_ms"],
-                      r["wait_max_ms"], _seconds(r["wait_max_ms_at"], start_ms), int(r["timed"]))
+                      r["wait_max_ms"], _seconds(r["wait_max_ms_at"], start_ms), int(r["timed"]),
+                      _seconds(r["first_ms"], start_ms), _seconds(r["last_ms"], start_ms))
 
 
 def _frame(rows: list[dict[str, Any]], columns: Sequence[str], start_ms: int) -> pd.DataFrame:

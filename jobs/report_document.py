@@ -165,6 +165,9 @@ class ProduceRow:
     """When the longest-waiting write was acknowledged."""
     timed: int | None = None
     """How many of them the waits cover (those whose leader append is in the data); None: all."""
+    first_s: float | None = None
+    last_s: float | None = None
+    """The first and last of these answers (None: not known)."""
 
 
 @dataclass(frozen=True)
@@ -626,10 +629,20 @@ _PRODUCE_INTRO = ("What the producers were answered, per acks setting. The wait 
                   "write can get several, and a stalled HW shows in them rather than in the waits:")
 
 
+def _between(r: ProduceRow) -> str:
+    """` (20.012-33.970 s)`: when the answers of `r` came, or ` (at 20.012 s)` for one instant; empty if unknown."""
+    if r.first_s is None or r.last_s is None:
+        return ""
+    if r.first_s == r.last_s:
+        return f" (at {_secs(r.first_s)} s)"
+    return f" ({_secs(r.first_s)}-{_secs(r.last_s)} s)"
+
+
 def _produce_lines(rows: Sequence[ProduceRow]) -> list[str]:
     """One line per acks setting: `acks=all: 1,204 acknowledged (waited 2 ms median, 9 ms p99, 15,002 ms at most,
-    that one acknowledged at 31.250 s); 3 REQUEST_TIMED_OUT.`, the acknowledged first, then each error, the most
-    first."""
+    that one acknowledged at 31.250 s); answers with an error: 3 REQUEST_TIMED_OUT (20.012-33.970 s).`, the
+    acknowledged first, then each error (with when the first and last came: an operator lines them up with the
+    faults), the most first."""
     lines = []
     for acks in sorted({r.acks for r in rows}, key=lambda a: (a != -1, -a)):
         mine = [r for r in rows if r.acks == acks]
@@ -646,7 +659,8 @@ def _produce_lines(rows: Sequence[ProduceRow]) -> list[str]:
             parts.append(f"{_num(r.answers)} {'appended' if acks == 0 else 'acknowledged'}{waited}")
         failed = sorted((r for r in mine if r.error != "NONE"), key=lambda r: (-r.answers, r.error))
         if failed:
-            parts.append("answers with an error: " + ", ".join(f"{_num(r.answers)} {r.error}" for r in failed))
+            parts.append("answers with an error: " + ", ".join(f"{_num(r.answers)} {r.error}{_between(r)}"
+                                                               for r in failed))
         name = ACKS_NAME.get(acks, f"acks={acks}") + (" (no answer sent)" if acks == 0 else "")
         lines.append(f"{name}: " + "; ".join(parts) + ".")
     return lines

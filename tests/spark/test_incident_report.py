@@ -503,7 +503,8 @@ def test_produce_outcomes_count_the_answers_and_time_the_acks_all_writes_from_th
     # t-2, leader 1: acks=all batches at 10 and 11 appended at 1.000 s and acknowledged at 1.004 s and 6.000 s
     # (waits 4 and 5,000 ms); one timed out; acks=1 acknowledged at once. Offset 12 was written twice by leader 1
     # (a truncation between): the ack at 9.000 s waited from the second append, 8.500 s (500 ms), not the first.
-    # The append of another broker or partition with the same offsets and checksum does not count.
+    # The append of another broker or partition with the same offsets and checksum does not count. first_ms / last_ms:
+    # the group's first and last answer.
     def append(event_id: int, t: int, base: int, checksum: int, broker: int = 1, partition: int = 2,
                role: str = "leader") -> dict[str, Any]:
         return dict(event_id=event_id, ts_ms=T0 + t, broker_id=broker, event_type="append", topic="t",
@@ -529,13 +530,13 @@ def test_produce_outcomes_count_the_answers_and_time_the_acks_all_writes_from_th
     ], run_id="r1")
     selected = spark.createDataFrame([("r1", "t", 2), ("r1", "t", 3)], "run_id string, topic string, partition int")
     expected = spark.createDataFrame([
-        ("r1", "t", 2, -1, "NONE", 3, 3, 500, 5_000, 5_000, T0 + 6_000),
-        ("r1", "t", 2, -1, "REQUEST_TIMED_OUT", 1, 0, None, None, None, None),
-        ("r1", "t", 2, -1, "NOT_ENOUGH_REPLICAS", 1, 0, None, None, None, None),
-        ("r1", "t", 2, 1, "NONE", 1, 0, None, None, None, None),
-        ("r1", "t", 3, -1, "NONE", 1, 1, 10, 10, 10, T0 + 1_010),
-    ], "run_id string, topic string, partition int, acks byte, error string, answers long, timed long, "
-       "wait_p50_ms long, wait_p99_ms long, wait_max_ms long, wait_max_ms_at long")
+        ("r1", "t", 2, -1, "NONE", 3, T0 + 1_004, T0 + 9_000, 3, 500, 5_000, 5_000, T0 + 6_000),
+        ("r1", "t", 2, -1, "REQUEST_TIMED_OUT", 1, T0 + 31_000, T0 + 31_000, 0, None, None, None, None),
+        ("r1", "t", 2, -1, "NOT_ENOUGH_REPLICAS", 1, T0 + 9_100, T0 + 9_100, 0, None, None, None, None),
+        ("r1", "t", 2, 1, "NONE", 1, T0 + 1_001, T0 + 1_001, 0, None, None, None, None),
+        ("r1", "t", 3, -1, "NONE", 1, T0 + 1_010, T0 + 1_010, 1, 10, 10, 10, T0 + 1_010),
+    ], "run_id string, topic string, partition int, acks byte, error string, answers long, first_ms long, "
+       "last_ms long, timed long, wait_p50_ms long, wait_p99_ms long, wait_max_ms long, wait_max_ms_at long")
     assert_df_equality(produce_outcomes(bronze, selected), expected, ignore_row_order=True, ignore_nullable=True,
                        ignore_metadata=True, ignore_column_order=True)
 
