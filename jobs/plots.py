@@ -34,7 +34,7 @@ import pandas as pd
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
-from matplotlib.patches import Patch
+from matplotlib.patches import Patch, Rectangle
 from matplotlib.path import Path as MplPath
 from matplotlib.text import Text
 from matplotlib.ticker import FuncFormatter, MaxNLocator
@@ -816,8 +816,9 @@ def _draw_isr(ax, data: PartitionPlot) -> None:  # type: ignore[no-untyped-def]
                     color=FETCH_ERROR_COLOUR, linestyle="none", zorder=5)
     lanes = {r: i for i, r in enumerate(data.replicas)}
     # Over the ISR shading and its hatching, under the leader strip; outlined, as the shading has broker colours.
-    for bar in draw_fault_bars(ax, data.faults, lanes, MIN_FAULT_WIDTH * max(data.end_s, 1e-3),
-                               LANE_FAULT_OFFSETS, edge="white"):
+    fault_bars = draw_fault_bars(ax, data.faults, lanes, MIN_FAULT_WIDTH * max(data.end_s, 1e-3),
+                                 LANE_FAULT_OFFSETS, edge="white")
+    for bar in fault_bars:
         bar.set_zorder(bar.get_zorder() + 1.5)  # keeps FAULT_STYLE's order: a pause over a stall it overlaps
     ax.set_yticks(range(len(data.replicas)), [f"broker {r}" for r in data.replicas])
     ax.set_ylim(-0.6, len(data.replicas) - 0.4)
@@ -844,32 +845,35 @@ def _draw_isr(ax, data: PartitionPlot) -> None:  # type: ignore[no-untyped-def]
                 text.remove()
             else:
                 taken.append(extent)
-    _label_partitions(ax, data, lanes, taken)
+    _label_partitions(ax, data, lanes, taken, fault_bars)
     ax.set_ylabel("ISR")
     ax.set_xlabel("time since the run's first event (s)")
     ax.grid(True, axis="x", alpha=0.3)
 
 
-def _label_partitions(ax, data: PartitionPlot, lanes: dict[int, int], taken: list[Bbox]) -> None:  # type: ignore[no-untyped-def]
-    """Label a replica's network partitions with the nodes they cut it off from, just after each bar's start (or
-    just before it, with a mark pointing at the bar); a label that would cover the crash and restart labels (or an
-    earlier one) is left out."""
+def _label_partitions(ax, data: PartitionPlot, lanes: dict[int, int], taken: list[Bbox],  # type: ignore[no-untyped-def]
+                      bars: Sequence[Rectangle] = ()) -> None:
+    """Label a replica's network partitions with the nodes they cut it off from, just after each bar's end or, where
+    that is taken or past the picture's edge, just before its start, with a mark pointing at the bar: never on it,
+    where the label hid the bar it names. A label that would cover a crash or restart label, an earlier label or a
+    fault's bar (`bars`) is left out."""
     renderer = ax.figure.canvas.get_renderer()
+    obstacles = [bar.get_window_extent(renderer) for bar in bars]
     cuts = sorted((f for f in data.faults if f.kind == "network_partition" and f.broker in lanes),
                   key=lambda f: (f.start_s, f.broker))
     for f in cuts[:MAX_FAULT_LABELS]:
-        # After the bar's start, else before it (late in the run, or where the first place is taken).
-        sides = (-1, 1) if f.start_s > 0.7 * data.end_s else (1, -1)
-        for side in sides:
-            # Before the start, the label points at its bar: it lies over time the partition did not span.
-            label = partition_label(f, data.controllers) + ("" if side > 0 else " \u25b8")
+        # Drawn at least MIN_FAULT_WIDTH of the run wide (draw_fault_bars): the label starts after what is drawn.
+        end = max(f.end_s, f.start_s + MIN_FAULT_WIDTH * max(data.end_s, 1e-3))
+        for side, at in ((1, end), (-1, f.start_s)):
+            label = ("\u25c2 " if side > 0 else "") + partition_label(f, data.controllers) + (
+                "" if side > 0 else " \u25b8")
             text = ax.annotate(label,
-                               xy=(f.start_s, lanes[f.broker] + LANE_FAULT_OFFSETS["network_partition"]),
-                               xytext=(4 * side, 0), textcoords="offset points", fontsize=7, color="#3f2360",
+                               xy=(at, lanes[f.broker] + LANE_FAULT_OFFSETS["network_partition"]),
+                               xytext=(3 * side, 0), textcoords="offset points", fontsize=7, color="#3f2360",
                                ha="left" if side > 0 else "right", va="center", zorder=7, gid="fault-label",
                                bbox={"boxstyle": "round,pad=0.1", "fc": "white", "ec": "none", "alpha": 0.8})
             extent = text.get_window_extent(renderer)
-            if not _clashes(extent, taken) and _inside(extent, ax):
+            if not _clashes(extent, taken) and not _clashes(extent, obstacles) and _inside(extent, ax):
                 taken.append(extent)
                 break
             text.remove()

@@ -359,11 +359,15 @@ def test_the_replicas_broker_faults_are_bars_on_their_lanes_and_partitions_name_
     ]
     # Between the fetch-error ticks (-0.33) and the leader strip (from +0.22), inside the lane's shading (+-0.4).
     assert all(o - half > -0.33 and o + half <= 0.22 for o in LANE_FAULT_OFFSETS.values())
-    # The partitions say whom they cut off, brokers before the controller; the late one's label sits left of it and
-    # points at its bar, since it lies over time before the partition.
+    # The partitions say whom they cut off, brokers before the controller, beside their bars, never on them: the
+    # first after its end, pointing back; the one open to the run's end before its start, pointing at it.
     texts = {t.get_text(): t for t in lanes.texts if t.get_gid() == "fault-label"}
-    assert set(texts) == {"cut off from 2, controller 1000 (outbound only)", "cut off from 1 (both ways) \u25b8"}
+    assert set(texts) == {"\u25c2 cut off from 2, controller 1000 (outbound only)",
+                          "cut off from 1 (both ways) \u25b8"}
     assert texts["cut off from 1 (both ways) \u25b8"].get_horizontalalignment() == "right"
+    renderer = fig.canvas.get_renderer()
+    bars = [p.get_window_extent(renderer) for p in lanes.patches if (p.get_gid() or "").startswith("fault:")]
+    assert not any(t.get_window_extent(renderer).overlaps(b) for t in texts.values() for b in bars)
     legend = [t.get_text() for t in fig.legends[0].get_texts()]
     assert [t for t in legend if t in ("network partition\n(cut off from peers)", "GC pause", "disk stall")] == [
         "network partition\n(cut off from peers)", "GC pause", "disk stall"]
@@ -384,7 +388,7 @@ def test_a_partition_picture_without_faults_draws_no_bar_and_a_capped_run_says_s
 
 def test_a_partition_label_goes_where_it_covers_no_other_label_or_is_left_out() -> None:
     def labels(*faults: FaultSpan) -> list[str]:
-        """The alignments of the partition labels placed (left: after the bar's start, right: before it)."""
+        """The alignments of the partition labels placed (left: after the bar's end, right: before its start)."""
         lanes = render_partition(replace(kip101_like(), faults=faults)).axes[1]
         renderer = lanes.figure.canvas.get_renderer()
         placed = [t for t in lanes.texts if t.get_gid() == "fault-label"]
@@ -398,7 +402,7 @@ def test_a_partition_label_goes_where_it_covers_no_other_label_or_is_left_out() 
 
     # Broker 1 crashes at 6.2 s, its label above the marker, where a partition's label would go: one from 5 s is
     # labelled before its start; one from 3 s has no room on either side (the picture starts at 0 s) and keeps its
-    # bar only; broker 2, which has no crash, gets its label after the start.
+    # bar only; broker 2, which has no crash, gets its label after the end.
     assert labels(FaultSpan(5.0, 5.5, 1, "network_partition", False, (2,), "both")) == ["right"]
     assert labels(FaultSpan(3.0, 3.5, 1, "network_partition", False, (2,), "both")) == []
     assert labels(FaultSpan(2.0, 2.5, 2, "network_partition", False, (1,), "inbound")) == ["left"]
