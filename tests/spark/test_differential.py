@@ -9,8 +9,9 @@ are simulated; the checker reads their
 files, and the same files go through ONE ingest and ONE audit (runs are partitioned by run_id, so the
 Spark overhead is paid once). For each run, the violations of the invariants the Spark audit implements
 must be the same set: (invariant, severity, topic, partition, replica, detecting event, time, offset, expected,
-actual, evidence) as `replication_core.checker.violation.Violation` defines them. Any disagreement is a bug in
-one of the two.
+actual, evidence, message) as `replication_core.checker.violation.Violation` defines them: the message too, since
+the report prints the audit's and an operator reads its cause (an unclean election, a crash loss). Any
+disagreement is a bug in one of the two.
 
 Opt-ins: REPLOG_DIFF_SEEDS=N (default 30) random fault runs; REPLOG_DIFF_FIRST_SEED=K (default 0) starts
 them at seed K, so a long differential can look at seeds no earlier one did; REPLOG_DIFF_WIDE=1 draws them
@@ -190,7 +191,7 @@ def outcome(spark: SparkSession, tmp_path_factory: pytest.TempPathFactory) -> Ou
         out.late_answers[run_id] = _answers_past(events, case.scenario.broker_config.replica_socket_timeout_ms)
         out.checker[run_id] = {
             (v.invariant, v.severity, v.topic, v.partition, v.replica, v.event_id, v.ts_ms, v.offset, v.expected,
-             v.actual, tuple(v.evidence))
+             v.actual, tuple(v.evidence), v.message)
             for v in result.violations if v.invariant in IMPLEMENTED
         }
         out.checker_all[run_id] = Counter(v.invariant for v in result.violations)
@@ -202,7 +203,7 @@ def outcome(spark: SparkSession, tmp_path_factory: pytest.TempPathFactory) -> Ou
     for r in lake.read(GOLD_INVARIANT_VIOLATIONS).collect():
         out.spark.setdefault(r["run_id"], set()).add(
             (r["invariant"], r["severity"], r["topic"], r["partition"], r["replica"], r["event_id"], r["ts_ms"],
-             r["offset"], r["expected"], r["actual"], tuple(r["evidence"])))
+             r["offset"], r["expected"], r["actual"], tuple(r["evidence"]), r["message"]))
     return out
 
 
@@ -215,8 +216,8 @@ def test_the_audit_of_every_run_succeeds(outcome: Outcome) -> None:
 
 @pytest.mark.parametrize("case", CASES, ids=[c.label for c in CASES])
 def test_spark_audit_agrees_with_the_reference_checker(outcome: Outcome, case: Case) -> None:
-    """Same (invariant, severity, partition, replica, event, time, offsets, evidence) on both sides for this run
-    (the time matters for the end-of-run checks, which have no event: both date a lost write at its loss; the
+    """Same (invariant, severity, partition, replica, event, time, offsets, evidence, message) on both sides for this
+    run (the time matters for the end-of-run checks, which have no event: both date a lost write at its loss; the
     evidence, the proving event ids in the checker's order, is what the report links and draws)."""
     run_id = run_id_for(case.scenario)
     checker, spark = outcome.checker[run_id], outcome.spark.get(run_id, set())
