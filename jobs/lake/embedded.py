@@ -55,6 +55,7 @@ from pyspark.sql import types as T
 
 from jobs.lake.api import CommitResult, IdempotencyKey, Lake, PartitionValues, StagedWrite
 from jobs.lake.errors import ConcurrentCommitError, SchemaMismatchError, UnsupportedTableProtocolError
+from jobs.lake.selection import selection_matcher
 from schemas.spark import to_spark_schema, type_identity
 from schemas.tables import TableSpec
 
@@ -104,11 +105,6 @@ def _in_own_folders(rel: str, values: Mapping[str, str | None], partition_by: Se
     if any(not part.startswith(f"{c}=") for part, c in zip(parts, partition_by, strict=False)):
         return False
     return _partition_values(Path(rel), partition_by) == dict(values)
-
-
-def _matches(values: Mapping[str, str | None], wanted: Sequence[PartitionValues]) -> bool:
-    """True when `values` (a file's partition values) agree with one of `wanted` on every column it names."""
-    return any(all(values.get(c) == v for c, v in p.items()) for p in wanted)
 
 
 def _check_partition_keys(spec: TableSpec, partitions: Sequence[PartitionValues]) -> None:
@@ -165,7 +161,8 @@ class EmbeddedLake(Lake):
         files = _snapshot_files(dt, spec.partition_by)
         if partitions is not None:
             _check_partition_keys(spec, partitions)
-            files = [f for f in files if _matches(f[1], partitions)]
+            selected = selection_matcher(partitions)
+            files = [f for f in files if selected(f[1])]
         return self._read_files(spec, files)
 
     def read_staged(self, staged: StagedWrite) -> DataFrame:
@@ -254,8 +251,9 @@ class EmbeddedLake(Lake):
             # Computed from the snapshot loaded under the lock, so a concurrent append is seen.
             now = int(time.time() * 1000)
             out = []
+            selected = selection_matcher(partitions)
             for rel, pvals, size in _snapshot_files_with_size(dt, spec.partition_by):
-                if whole_table or _matches(pvals, partitions):
+                if whole_table or selected(pvals):
                     out.append(RemoveAction(rel, True, now, size=size, partition_values=pvals))
             return out
 

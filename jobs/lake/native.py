@@ -16,6 +16,7 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
 from jobs.lake.api import CommitResult, IdempotencyKey, Lake, PartitionValues
+from jobs.lake.selection import selection_column, selection_sql
 from schemas.spark import to_spark_schema
 from schemas.tables import TableSpec
 
@@ -51,13 +52,7 @@ class NativeLake(Lake):
             return self.spark.createDataFrame([], schema)
         df = self.spark.read.format("delta").load(self.path(spec))
         if partitions is not None:
-            cond = F.lit(False)
-            for p in partitions:
-                one = F.lit(True)
-                for c, v in p.items():  # the columns this selection names (`Lake.read`)
-                    one = one & (F.col(c).isNull() if v is None else F.col(c) == F.lit(v))
-                cond = cond | one
-            df = df.where(cond)
+            df = df.where(selection_column(partitions))
         # A table of an older minor schema version lacks the newer (nullable) columns until its next write.
         have = set(df.columns)
         return df.select(*[(F.col(f.name) if f.name in have else F.lit(None)).cast(f.dataType).alias(f.name)
@@ -102,11 +97,6 @@ class NativeLake(Lake):
             return CommitResult(spec.name, None, skipped=True)
         w = self._writer(spec, df, keys, metadata).mode("overwrite")
         if spec.partition_by:
-            clauses = []
-            for p in partitions:
-                parts = [f"`{c}` IS NULL" if v is None else f"`{c}` = '{str(v).replace(chr(39), '')}'"
-                         for c, v in p.items()]
-                clauses.append("(" + " AND ".join(parts) + ")")
-            w = w.option("replaceWhere", " OR ".join(clauses) or "false")
+            w = w.option("replaceWhere", selection_sql(partitions))
         w.save(self.path(spec))
         return CommitResult(spec.name, self.version(spec), metadata=dict(metadata or {}))
