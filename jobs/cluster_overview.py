@@ -103,25 +103,34 @@ def partition_counts(partition_state: DataFrame, incidents: DataFrame, buckets: 
         (F.min("ts") == F.first(edge)).alias("starts_at_edge"))
 
 
-def in_office(incidents: DataFrame, partition_state: DataFrame) -> DataFrame:
-    """`incidents` cut to their leader's time in office: each ends (if not before) when the controller's state of the
-    partition first named a newer leader epoch, and one that began after that is left out. A leader cut off from the
-    controller keeps judging its followers in the old epoch until it learns (`jobs.transforms.lag`); its view is the
-    lag table's (\"deposed at\"), but counted on the overview it showed followers lagging behind a leader the
-    cluster had already replaced. Equi-joined on (partition, epoch): the newer epoch's first state comes from a
-    running minimum over the partition's epochs, newest first."""
+def with_leader_deposed(incidents: DataFrame, partition_state: DataFrame) -> DataFrame:
+    """`incidents` with `leader_deposed_ms`: when the controller's state of the partition first named a leader epoch
+    newer than the incident's (null: not in the data, or no epoch). A leader cut off from the controller learns of
+    it only later, and until then judges its followers in the old epoch (`jobs.transforms.lag`). An equi-join on
+    (partition, epoch), whatever the number of incidents: the newer epochs' first state is a running minimum over
+    the partition's epochs, newest first, to which the incidents' own epochs are added (an epoch no state names is
+    deposed by the next one that does)."""
     key = [*PARTITION_KEY, "leader_epoch"]
     firsts = partition_state.where(F.col("leader_epoch").isNotNull()).groupBy(*key).agg(
         F.min("valid_from_ms").alias("_from"))
-    # The incidents' epochs join the states' (with no time) so that an epoch no state names still finds the next.
-    epochs = firsts.unionByName(incidents.select(*key).distinct().withColumn("_from", F.lit(None).cast("long")))
+    asked = incidents.where(F.col("leader_epoch").isNotNull()).select(*key).distinct().withColumn(
+        "_from", F.lit(None).cast("long"))
     newer = Window.partitionBy(*PARTITION_KEY).orderBy(-F.col("leader_epoch")).rangeBetween(
         Window.unboundedPreceding, -1)
-    deposed = epochs.select(*key, F.min("_from").over(newer).alias("_deposed_ms")).groupBy(*key).agg(
-        F.min("_deposed_ms").alias("_deposed_ms"))
-    cut = incidents.join(deposed, key, "left")
-    return cut.where(F.col("_deposed_ms").isNull() | (F.col("_deposed_ms") > F.col("start_ms"))).withColumn(
-        "end_ms", F.least("end_ms", "_deposed_ms")).drop("_deposed_ms")
+    deposed = firsts.unionByName(asked).select(*key, F.min("_from").over(newer).alias("_deposed")).groupBy(
+        *key).agg(F.min("_deposed").alias("leader_deposed_ms"))
+    return incidents.join(deposed, key, "left").select(*incidents.columns, "leader_deposed_ms")
+
+
+def in_office(incidents: DataFrame, partition_state: DataFrame) -> DataFrame:
+    """`incidents` cut to their leader's time in office: each ends (if not before) when the controller's state of the
+    partition first named a newer leader epoch (`with_leader_deposed`), and one that began after that is left out.
+    Its view is the lag table's ("deposed at"), but counted on the overview it showed followers lagging behind a
+    leader the cluster had already replaced."""
+    cut = with_leader_deposed(incidents, partition_state)
+    deposed = F.col("leader_deposed_ms")
+    return cut.where(deposed.isNull() | (deposed > F.col("start_ms"))).withColumn(
+        "end_ms", F.least("end_ms", deposed)).drop("leader_deposed_ms")
 
 
 def isr_churn(isr_changes: DataFrame, buckets: DataFrame) -> DataFrame:

@@ -37,7 +37,6 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
-from functools import reduce
 from pathlib import Path, PurePath
 from typing import Any, NamedTuple
 
@@ -56,6 +55,7 @@ from jobs.cluster_overview import (
     filled_counts,
     isr_churn,
     partition_counts,
+    with_leader_deposed,
 )
 from jobs.config import ReportConfig
 from jobs.fault_plot import FaultSpan, peer_names
@@ -315,20 +315,6 @@ def with_fetch_failures(incidents: DataFrame, bronze: DataFrame) -> DataFrame:
     return listed.join(counts, same, "left").drop(*[f"_k_{c}" for c in INCIDENT_KEY]).withColumns({
         "failed_fetches": F.coalesce("failed_fetches", F.lit(0).cast("long")),
         "fetch_errors": F.coalesce("fetch_errors", F.array().cast("array<string>"))})
-
-
-def with_leader_deposed(incidents: DataFrame, partition_state: DataFrame) -> DataFrame:
-    """`incidents` (a short list) with `leader_deposed_ms`: when the controller's state of the partition first named
-    a leader epoch newer than the incident's (null: not in the data). A leader cut off from the controller learns
-    of it only later, and until then judges its followers in the old epoch (`jobs.transforms.lag`)."""
-    firsts = partition_state.where(F.col("leader_epoch").isNotNull()).groupBy(*PARTITION_KEY, "leader_epoch").agg(
-        F.min("valid_from_ms").alias("_d_from")).select(
-        *[F.col(c).alias(f"_d_{c}") for c in PARTITION_KEY], F.col("leader_epoch").alias("_d_epoch"), "_d_from")
-    newer = reduce(lambda a, b: a & b, [incidents[c] == firsts[f"_d_{c}"] for c in PARTITION_KEY],
-                   firsts["_d_epoch"] > incidents["leader_epoch"])
-    # One row per incident again: the list is short, and its rows are distinct incidents.
-    return incidents.join(F.broadcast(firsts), newer, "left").groupBy(*incidents.columns).agg(
-        F.min("_d_from").alias("leader_deposed_ms"))
 
 
 def fetch_error_times(bronze: DataFrame, selected: DataFrame, limit: int) -> DataFrame:
