@@ -92,15 +92,26 @@ def partition_counts(partition_state: DataFrame, incidents: DataFrame, buckets: 
         "run_id", F.col("start_ms").alias("valid_from_ms"), F.col("end_ms").alias("valid_to_ms"))
     lagging = _deltas(lag, {n: F.lit(n == "lagging") for n in SERIES})
     per_ts = states.unionByName(lagging).groupBy("run_id", "ts").agg(*[F.sum(n).alias(n) for n in SERIES])
-    running = Window.partitionBy("run_id").orderBy("ts").rowsBetween(Window.unboundedPreceding, Window.currentRow)
-    counts = per_ts.select("run_id", "ts", *[F.sum(n).over(running).alias(n) for n in SERIES])
-    placed = counts.join(F.broadcast(buckets), "run_id").select(
+    placed = per_ts.join(F.broadcast(buckets), "run_id").select(
         "run_id", _bucket(F.col("ts")), "ts", *SERIES, "start_ms", "bucket_ms")
+    # The running count in two steps, so that no window holds a whole run's changes (one task per run): within each
+    # bucket from its start, then the buckets' totals before it (one row per bucket: at most `buckets` per run).
+    upto = Window.rowsBetween(Window.unboundedPreceding, Window.currentRow)
+    in_bucket = placed.select("run_id", "bucket", "ts", "start_ms", "bucket_ms", *[
+        F.sum(n).over(upto.partitionBy("run_id", "bucket").orderBy("ts")).alias(n) for n in SERIES])
     edge = F.col("start_ms") + F.col("bucket") * F.col("bucket_ms")
-    return placed.groupBy("run_id", "bucket").agg(
-        *[F.max(n).alias(f"{n}_max") for n in SERIES], *[F.max_by(n, "ts").alias(f"{n}_last") for n in SERIES],
+    per_bucket = in_bucket.groupBy("run_id", "bucket").agg(
+        *[F.max(n).alias(f"_max_{n}") for n in SERIES], *[F.max_by(n, "ts").alias(f"_last_{n}") for n in SERIES],
         # A change at the bucket's first millisecond: the count before it held for no time in this bucket.
         (F.min("ts") == F.first(edge)).alias("starts_at_edge"))
+    before = Window.partitionBy("run_id").orderBy("bucket").rowsBetween(Window.unboundedPreceding, -1)
+    with_base = per_bucket.select("*", *[F.coalesce(F.sum(f"_last_{n}").over(before), F.lit(0)).alias(f"_base_{n}")
+                                         for n in SERIES])
+    return with_base.select(
+        "run_id", "bucket",
+        *[(F.col(f"_base_{n}") + F.col(f"_max_{n}")).alias(f"{n}_max") for n in SERIES],
+        *[(F.col(f"_base_{n}") + F.col(f"_last_{n}")).alias(f"{n}_last") for n in SERIES],
+        "starts_at_edge")
 
 
 def with_leader_deposed(incidents: DataFrame, partition_state: DataFrame) -> DataFrame:
