@@ -521,19 +521,34 @@ def lag_incidents(
             .unionByName(conform(_premature_by_report(sh, observed, events, lag_max_ms_default), schema)))
 
 
+def _by_start(holding: Column) -> Column:
+    """`holding`'s (from, to) in time order. A partition's state intervals neither overlap nor share a start
+    (`_intervals` keeps one state per millisecond), so the interval ending where another starts, if any, is the one
+    just before it: each stretch boundary is found against its neighbour, not against every interval (which was
+    quadratic in a flapping partition's history, per incident)."""
+    return F.array_sort(F.transform(holding, lambda i: F.struct(i["valid_from_ms"].alias("f"),
+                                                                 i["valid_to_ms"].alias("t"))))
+
+
 def _stretch_starts(holding: Column) -> Column:
     """When the follower (re)entered the committed ISR, in order: the start of each stretch of `holding` (the
     partition's ISR intervals that hold it), i.e. of each such interval that no other one ends at."""
-    return F.array_sort(F.transform(F.filter(holding, lambda i: ~F.exists(
-        holding, lambda j: F.coalesce(j["valid_to_ms"] == i["valid_from_ms"], F.lit(False)))),
-        lambda i: i["valid_from_ms"]))
+    iv = _by_start(holding)
+
+    def mark(x: Column, k: Column) -> Column:
+        return F.struct(F.coalesce(F.get(iv, k - 1)["t"] == x["f"], F.lit(False)).alias("joined"), x["f"].alias("v"))
+
+    return F.transform(F.filter(F.transform(iv, mark), lambda m: ~m["joined"]), lambda m: m["v"])
 
 
 def _stretch_ends(holding: Column) -> Column:
     """When it left, in order: the end of each stretch of `holding` (null, sorted last: still in at the end)."""
-    return F.array_sort(F.transform(F.filter(holding, lambda i: ~F.exists(
-        holding, lambda j: F.coalesce(j["valid_from_ms"] == i["valid_to_ms"], F.lit(False)))),
-        lambda i: i["valid_to_ms"]))
+    iv = _by_start(holding)
+
+    def mark(x: Column, k: Column) -> Column:
+        return F.struct(F.coalesce(F.get(iv, k + 1)["f"] == x["t"], F.lit(False)).alias("joined"), x["t"].alias("v"))
+
+    return F.array_sort(F.transform(F.filter(F.transform(iv, mark), lambda m: ~m["joined"]), lambda m: m["v"]))
 
 
 def _shrink_due(owed_from: Column, period: Column) -> Column:
