@@ -7,6 +7,7 @@ import threading
 from pathlib import Path
 
 import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 from chispa import assert_df_equality
 from deltalake import DeltaTable
@@ -121,6 +122,28 @@ def test_partition_values_with_path_special_characters_survive(spark, lake: Embe
     assert_df_equality(lake.read(SPEC), expected, ignore_row_order=True, ignore_nullable=True)
     got = DeltaTable(lake.path(SPEC)).to_pyarrow_table().to_pylist()
     assert sorted(r["run_id"] for r in got) == sorted([odd, "plain"])
+
+
+def test_partition_values_come_from_the_log_as_a_scan_would_find_them(spark, lake: EmbeddedLake) -> None:
+    """The runs a table holds, read from the add actions (no data file opened), are those a scan finds: r2, emptied
+    by an overwrite, is gone from both, and so is r9, whose only file (committed by another writer) holds no row."""
+    from deltalake.transaction import AddAction
+
+    from jobs.lake.api import Lake
+
+    assert lake.partition_values(SPEC, "run_id") == []
+    lake.append(SPEC, frame(spark, [("r1", 1, "a"), ("r2", 2, "b"), ("r3", 3, "c")]))
+    assert lake.partition_values(SPEC, "run_id") == ["r1", "r2", "r3"]
+    lake.overwrite_partitions(SPEC, frame(spark, []), [{"run_id": "r2"}])
+    empty = Path(lake.path(SPEC)) / "run_id=r9" / "empty.parquet"
+    empty.parent.mkdir()
+    pq.write_table(SPEC.data_schema.empty_table(), empty)
+    DeltaTable(lake.path(SPEC)).create_write_transaction(
+        [AddAction("run_id=r9/empty.parquet", empty.stat().st_size, {"run_id": "r9"}, 0, True,
+                   json.dumps({"numRecords": 0}))], mode="append", schema=SPEC.schema, partition_by=["run_id"])
+    assert lake.partition_values(SPEC, "run_id") == Lake.partition_values(lake, SPEC, "run_id") == ["r1", "r3"]
+    with pytest.raises(ValueError, match="not by 'k'"):
+        lake.partition_values(SPEC, "k")
 
 
 def test_rerun_with_the_same_key_adds_nothing(spark, lake: EmbeddedLake) -> None:

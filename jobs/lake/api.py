@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
 
 from schemas.spark import to_spark_schema
 from schemas.tables import TableSpec
@@ -88,6 +89,14 @@ class Lake(abc.ABC):
         `partitions` restricts the read to those partition values (pruning, not filtering); each names
         some or all of the partition columns, and a file matches when it agrees on those.
         """
+
+    def partition_values(self, spec: TableSpec, column: str) -> list[str]:
+        """The distinct non-null values of partition column `column` among the table's rows, sorted (a scan of that
+        column; a backend that knows its files' partition values and row counts answers from its log)."""
+        if column not in spec.partition_by:
+            raise ValueError(f"{spec.name} is partitioned by {list(spec.partition_by)}, not by {column!r}")
+        rows = self.read(spec).select(column).where(F.col(column).isNotNull()).distinct().collect()
+        return sorted(str(r[0]) for r in rows)
 
     @abc.abstractmethod
     def committed(self, spec: TableSpec, keys: Sequence[IdempotencyKey]) -> set[IdempotencyKey]:

@@ -147,6 +147,23 @@ class EmbeddedLake(Lake):
 
     # --- read -----------------------------------------------------------------------------
 
+    def partition_values(self, spec: TableSpec, column: str) -> list[str]:
+        """The distinct values of `column` among the snapshot's files holding rows, from the log's add actions:
+        no data file is opened (every job starts by asking which runs a table holds)."""
+        if column not in spec.partition_by:
+            raise ValueError(f"{spec.name} is partitioned by {list(spec.partition_by)}, not by {column!r}")
+        dt = self._table(spec)
+        if dt is None:
+            return []
+        _check_readable(dt, self.path(spec))
+        actions = pa.table(dt.get_add_actions(flatten=True))
+        values = actions.column(f"partition.{column}").to_pylist()
+        # A file without row-count statistics (written by another tool) counts as holding rows.
+        rows = (actions.column("num_records").to_pylist() if "num_records" in actions.column_names
+                else [None] * len(values))
+        return sorted({str(v) for v, n in zip(values, rows, strict=True) if v is not None and (n is None or n > 0)})
+
+
     def read(self, spec: TableSpec, partitions: Sequence[PartitionValues] | None = None) -> DataFrame:
         """The current snapshot, read by Spark's Parquet reader from the log's file list.
 
