@@ -14,7 +14,8 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from pyspark import StorageLevel
-from pyspark.sql import SparkSession
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
 
 from jobs.config import JobConfig, SparkConfig
 from jobs.py4j_lookups import remember_hot_classes
@@ -96,6 +97,21 @@ def sql_conf(spark: SparkSession, settings: Mapping[str, str]) -> Iterator[None]
                 spark.conf.unset(k)
             else:
                 spark.conf.set(k, v)
+
+
+BROADCAST_LOOKUPS_CONF = "spark.replog.broadcastLookups"
+
+
+def lookup(df: DataFrame) -> DataFrame:
+    """`df`, a lookup table joined to event-sized rows (one row per partition, leader epoch or stalled interval),
+    hinted to be broadcast where `spark.replog.broadcastLookups` is true (the default; conf/local.yaml): on one
+    machine they are small, and a broadcast keeps the event-sized side where it is. A cluster sets it false
+    (conf/cluster.example.yaml): they grow with partitions x epochs x runs, and a forced broadcast ignores
+    `spark.sql.autoBroadcastJoinThreshold`, so Spark's adaptive planning chooses by their measured size instead."""
+    value = (df.sparkSession.conf.get(BROADCAST_LOOKUPS_CONF, "true") or "true").strip().lower()
+    if value not in ("true", "false"):
+        raise ValueError(f"{BROADCAST_LOOKUPS_CONF} = {value!r}: expected true or false")
+    return F.broadcast(df) if value == "true" else df
 
 
 EVENT_CACHE_CONF = "spark.replog.eventCacheLevel"

@@ -35,6 +35,7 @@ from pyspark.sql import functions as F
 
 from jobs.lake import CommitResult, IdempotencyKey, Lake, PartitionValues
 from jobs.runs import bronze_runs, require_table
+from jobs.session import lookup
 from jobs.transforms.timelines import (
     PARTITION_KEY,
     isr_changes,
@@ -102,7 +103,7 @@ def affected_partitions(current: DataFrame, done: DataFrame) -> DataFrame:
 
 def events_of(bronze: DataFrame, partitions: DataFrame) -> DataFrame:
     """The events of `partitions`, plus the run-level events of their runs (configs)."""
-    scoped = bronze.join(F.broadcast(partitions), list(PARTITION_KEY), "left_semi")
+    scoped = bronze.join(lookup(partitions), list(PARTITION_KEY), "left_semi")
     runs = partitions.select("run_id").distinct()
     run_level = bronze.where(F.col("topic").isNull() | F.col("partition").isNull()).join(
         F.broadcast(runs), "run_id", "left_semi"
@@ -135,7 +136,7 @@ def merge_partitions(
         run_parts, keys = [p for p, _ in todo], [k for _, k in todo]
         runs = [p["run_id"] for p in run_parts]
         df, affected = df.where(F.col("run_id").isin(runs)), affected.where(F.col("run_id").isin(runs))
-    kept = lake.read(spec, run_parts).join(F.broadcast(affected), list(PARTITION_KEY), "left_anti")
+    kept = lake.read(spec, run_parts).join(lookup(affected), list(PARTITION_KEY), "left_anti")
     return lake.overwrite_partitions(spec, kept.unionByName(df), run_parts, keys, metadata)
 
 

@@ -1,11 +1,11 @@
-"""Session helpers: scoped SQL confs and the storage level of event-sized caches."""
+"""Session helpers: scoped SQL confs, the storage level of event-sized caches and the lookup tables' broadcast."""
 
 from __future__ import annotations
 
 import pytest
 from pyspark import StorageLevel
 
-from jobs.session import EVENT_CACHE_CONF, event_cache_level, sql_conf
+from jobs.session import BROADCAST_LOOKUPS_CONF, EVENT_CACHE_CONF, event_cache_level, lookup, sql_conf
 
 
 def test_event_cache_level_comes_from_the_spark_conf_and_rejects_unknown_names(spark) -> None:
@@ -15,6 +15,23 @@ def test_event_cache_level_comes_from_the_spark_conf_and_rejects_unknown_names(s
     with sql_conf(spark, {EVENT_CACHE_CONF: "MEMORY_PLENTY"}), pytest.raises(ValueError, match="MEMORY_PLENTY"):
         event_cache_level(spark)
     assert event_cache_level(spark) == StorageLevel.DISK_ONLY  # restored
+
+
+def test_a_lookup_is_broadcast_unless_the_conf_leaves_it_to_spark(spark) -> None:
+    """`spark.replog.broadcastLookups` (default true) decides whether a lookup table carries the broadcast hint; the
+    join's answer is the same either way."""
+    events = spark.range(100).withColumnRenamed("id", "k")
+    table = spark.range(0, 100, 10).withColumnRenamed("id", "k")
+
+    def hinted() -> tuple[bool, int]:
+        joined = events.join(lookup(table), "k")
+        return "strategy=broadcast" in joined._jdf.queryExecution().analyzed().toString(), joined.count()
+
+    assert hinted() == (True, 10)
+    with sql_conf(spark, {BROADCAST_LOOKUPS_CONF: "false"}):
+        assert hinted() == (False, 10)
+    with sql_conf(spark, {BROADCAST_LOOKUPS_CONF: "sometimes"}), pytest.raises(ValueError, match="sometimes"):
+        lookup(table)
 
 
 def test_releasing_persisted_unpersists_what_the_block_persisted_and_nothing_else(spark) -> None:

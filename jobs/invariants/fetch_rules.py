@@ -38,6 +38,7 @@ from pyspark.sql import functions as F
 from jobs.invariants.base import Scan, ScanInputs, text, violation
 from jobs.invariants.base import is_event as _is
 from jobs.invariants.replica_scan import CLOSING_ACTIONS, REPLICA
+from jobs.session import lookup
 from jobs.transforms.faults import fault_ends
 from replication_core.config import LONG_MAX, ReplicationConfig
 from replication_core.truncation import FLAGS
@@ -214,12 +215,12 @@ def _with_leader(rows: DataFrame, segments: DataFrame) -> DataFrame:
     on_s = ((probed["run_id"] == s["_s_run_id"]) & (probed["topic"] == s["_s_topic"])
             & (probed["partition"] == s["_s_partition"]) & (probed["_probe_leader"] == s["_s_broker_id"])
             & (s["_s_start"] < at) & (s["_s_end"].isNull() | (s["_s_end"] > at)))
-    with_s = probed.join(F.broadcast(s), on_s, "left")
+    with_s = probed.join(lookup(s), on_s, "left")
     on_t = ((with_s["run_id"] == t["_t_run_id"]) & (with_s["topic"] == t["_t_topic"])
             & (with_s["partition"] == t["_t_partition"]) & (with_s["_probe_leader"] == t["_t_broker_id"])
             & (with_s["_sent"]["epoch"] == t["_t_epoch"])
             & (t["_t_start"] < with_s["event_id"]) & (t["_t_next"].isNull() | (t["_t_next"] > with_s["event_id"])))
-    return with_s.join(F.broadcast(t), on_t, "left")
+    return with_s.join(lookup(t), on_t, "left")
 
 
 def broker_holds(bronze: DataFrame) -> DataFrame:

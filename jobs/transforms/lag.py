@@ -89,6 +89,7 @@ from functools import reduce
 from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
+from jobs.session import lookup
 from jobs.transforms.timelines import (
     LAG_MAX_KEY,
     PARTITION_KEY,
@@ -161,7 +162,8 @@ def follower_lag(events: DataFrame, lag_max_ms_default: int | None = None) -> Da
         "*", F.lead("ts_ms").over(w).alias("_to"), F.lead("leader_leo").over(w).alias("_next_leader_leo"),
     )
 
-    # Context as small tables, broadcast to the intervals: per (run, broker) its lag settings and its
+    # Context as small tables, broadcast to the intervals (the per-epoch ones as `lookup`s, which a cluster leaves
+    # to Spark's choice): per (run, broker) its lag settings and its
     # crash / shutdown instants, per run its end and largest setting, per leader epoch when the leader (or
     # else the controller) moved past it and its last LEO. Keyed by the leader, the array the higher-order
     # function below scans per row holds one broker's few crashes: Spark interprets those functions (no code
@@ -197,11 +199,11 @@ def follower_lag(events: DataFrame, lag_max_ms_default: int | None = None) -> Da
     iv = (
         iv.join(F.broadcast(brokers), (F.col("run_id") == F.col("_b_run")) & (F.col("leader_id") == F.col("_b_broker")),
                 "left")
-        .join(F.broadcast(epoch_ends), _same_partition("_o_") & (F.col("leader_id") == F.col("_o_leader"))
+        .join(lookup(epoch_ends), _same_partition("_o_") & (F.col("leader_id") == F.col("_o_leader"))
               & (F.col("leader_epoch") == F.col("_o_epoch")), "left")
-        .join(F.broadcast(election_ends), _same_partition("_n_") & (F.col("leader_epoch") == F.col("_n_epoch")),
+        .join(lookup(election_ends), _same_partition("_n_") & (F.col("leader_epoch") == F.col("_n_epoch")),
               "left")
-        .join(F.broadcast(deposed_acts), _same_partition("_d_") & (F.col("leader_id") == F.col("_d_leader"))
+        .join(lookup(deposed_acts), _same_partition("_d_") & (F.col("leader_id") == F.col("_d_leader"))
               & (F.col("leader_epoch") == F.col("_d_epoch")), "left")
     )
     # The leader's own learning of a newer epoch, else (no such change in the data) the controller's election or
@@ -216,7 +218,7 @@ def follower_lag(events: DataFrame, lag_max_ms_default: int | None = None) -> Da
     runs_cfg = F.col("_run_cfg")
     default = F.lit(lag_max_ms_default if lag_max_ms_default is not None else KAFKA_DEFAULT_LAG_MAX_MS).cast("long")
     iv = iv.select("*", epoch_end.alias("_epoch_end"), down.alias("_down")).join(
-        F.broadcast(leader_last_leo), _same_partition("_l_") & (F.col("leader_id") == F.col("_l_leader"))
+        lookup(leader_last_leo), _same_partition("_l_") & (F.col("leader_id") == F.col("_l_leader"))
         & (F.col("leader_epoch") == F.col("_l_epoch")) & F.col("_down").eqNullSafe(F.col("_l_down")), "left")
 
     # A crash ends the interval even when the leader resumes the same epoch after its restart (the next fetch
@@ -281,7 +283,7 @@ def _deposed_acts(events: DataFrame, election_ends: DataFrame) -> DataFrame:
     et = F.col("event_type")
     acts = events.where(((F.col("role") == "leader") | et.isin(ISR_CHANGE, FOLLOWER_FETCH_STATE))
                         & F.col("topic").isNotNull() & F.col("partition").isNotNull() & F.col("broker_id").isNotNull())
-    after = acts.join(F.broadcast(election_ends.where(F.col("_election_end").isNotNull())),
+    after = acts.join(lookup(election_ends.where(F.col("_election_end").isNotNull())),
                       _same_partition("_n_") & (F.col("leader_epoch") == F.col("_n_epoch"))
                       & (F.col("ts_ms") >= F.col("_election_end")))
     return after.groupBy(*[F.col(c).alias(f"_d_{c}") for c in PARTITION_KEY], F.col("broker_id").alias("_d_leader"),
@@ -348,8 +350,8 @@ def _ahead_from(follower_lag: DataFrame, events: DataFrame) -> DataFrame:
         .when(_peak_message_lag() > 0, F.col("valid_from_ms"))
     )
     # One row per interval over the threshold while caught up at its fetch (a stalled follower), far fewer
-    # than the intervals: broadcast, so the join keeps the intervals where they are (no shuffle of them).
-    return follower_lag.join(F.broadcast(first_append), key, "left").select(
+    # than the intervals: broadcast (`lookup`), so the join keeps the intervals where they are (no shuffle of them).
+    return follower_lag.join(lookup(first_append), key, "left").select(
         *follower_lag.columns, ahead.alias("_ahead_from"))
 
 
@@ -416,9 +418,9 @@ def lag_incidents(
     same_follower = reduce(lambda a, b: a & b, [F.col(c) == F.col(f"_s_{c}") for c in fkey])
     same_leader_epoch = reduce(lambda a, b: a & b, [F.col(c) == F.col(f"_p_{c}") for c in pkey])
     judged = (
-        inc.join(F.broadcast(shrink_lists), same_follower, "left")
-        .join(F.broadcast(isr_lists), _same_partition("_i_"), "left")
-        .join(F.broadcast(proposal_lists), same_leader_epoch, "left")
+        inc.join(lookup(shrink_lists), same_follower, "left")
+        .join(lookup(isr_lists), _same_partition("_i_"), "left")
+        .join(lookup(proposal_lists), same_leader_epoch, "left")
     )
     start, end = F.col("start_ms"), F.col("end_ms")
     first_shrink = F.array_min(F.filter(
@@ -511,7 +513,7 @@ def lag_incidents(
         sh.where(F.coalesce(F.col("reported_lcu") != 0, F.lit(True)))
         .join(F.broadcast(observed), "run_id", "left_semi")
         .join(stretches, inside, "left_anti")
-        .join(F.broadcast(lag_max_of), same_follower, "left")
+        .join(lookup(lag_max_of), same_follower, "left")
     )
     # The setting of the pair's lag rows, else (a follower its leader never reported) the leader's in force then.
     premature = _leaders_setting(premature, events, lag_max_ms_default).select(

@@ -75,6 +75,7 @@ from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
+from jobs.session import lookup
 from jobs.transforms.segments import lowest_in_segment
 from schemas.analytics import ISR_CHANGES_SCHEMA, PARTITION_STATE_SCHEMA, REPLICA_OFFSETS_SCHEMA
 from schemas.events import (
@@ -263,7 +264,7 @@ def replica_offsets(events: DataFrame, state_events: DataFrame | None = None) ->
     states = partition_state_events(events) if state_events is None else state_events
     assigned = states.where(F.col("_replicas").isNotNull()).select(
         *PARTITION_KEY, "ts_ms", "event_id", "_replicas")
-    removed = assigned.join(F.broadcast(hosted), list(PARTITION_KEY)).where(
+    removed = assigned.join(lookup(hosted), list(PARTITION_KEY)).where(
         (F.col("_first_ts") < F.col("ts_ms")) & ~F.array_contains("_replicas", F.col("replica_id"))).select(
         *keys, "ts_ms", "event_id", F.lit(None).cast("string").alias("_role"), *nothing, F.lit(True).alias("_gone"))
     w = Window.partitionBy(*keys).orderBy("ts_ms", "event_id")
