@@ -42,6 +42,9 @@ class ReportConfig:
     """Violations / incidents listed at most per partition (and in the run-wide tables)."""
     out: str | None = None
     """Output folder; None = `<lake>/reports/<audit id>/`."""
+    burst_gap_ms: int = 5000
+    """Answers with one error more than this far apart are listed as separate bursts (first-last times each):
+    one span across a quiet stretch read as one long outage."""
 
 
 @dataclass(frozen=True)
@@ -146,10 +149,10 @@ def _report_config(raw: dict[str, Any], p: Path) -> ReportConfig:
     """The `report:` section (every key optional)."""
     r = raw.get("report") or {}
     _expect(isinstance(r, dict), "report", "a mapping", r, p)
-    _known_keys(r, ("max_partitions", "max_points", "max_rows", "out"), "report", p)
+    _known_keys(r, ("max_partitions", "max_points", "max_rows", "out", "burst_gap_ms"), "report", p)
     default = ReportConfig()
     counts: dict[str, int] = {}
-    for key in ("max_partitions", "max_points", "max_rows"):
+    for key in ("max_partitions", "max_points", "max_rows", "burst_gap_ms"):
         value = r.get(key, getattr(default, key))
         # bool is an int in Python; `max_partitions: yes` is a typo, not a cap of 1.
         _expect(isinstance(value, int) and not isinstance(value, bool) and value > 0, f"report.{key}",

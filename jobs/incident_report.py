@@ -250,13 +250,35 @@ def fetch_errors(bronze: DataFrame) -> DataFrame:
                       F.max("ts_ms").alias("last_ms"))
 
 
-def produce_outcomes(bronze: DataFrame, selected: DataFrame) -> DataFrame:
+ERROR_BURSTS_SHOWN = 4
+"""Bursts of one produce error listed per partition and acks setting at most (the earliest); the rest are counted."""
+
+
+def _error_bursts(per_ack: DataFrame, gap_ms: int) -> DataFrame:
+    """Per (partition, acks, error) with an error: `bursts`, the first `ERROR_BURSTS_SHOWN` runs of those answers
+    with no gap above `gap_ms` inside (first ms, last ms, answers), and `burst_count`, how many there were. A window
+    per group: bounded by one partition's answers."""
+    group = [*KEY, "acks", "error"]
+    order = Window.partitionBy(*group).orderBy("ts_ms", "event_id")
+    errs = per_ack.where(F.col("error") != "NONE").select(*group, "ts_ms", "event_id")
+    new = F.coalesce(F.col("ts_ms") - F.lag("ts_ms").over(order) > F.lit(gap_ms), F.lit(True))
+    numbered = errs.withColumn("_burst", F.sum(new.cast("int")).over(order.rowsBetween(Window.unboundedPreceding, 0)))
+    runs = numbered.groupBy(*group, "_burst").agg(F.struct(
+        F.min("ts_ms").alias("first_ms"), F.max("ts_ms").alias("last_ms"), F.count(F.lit(1)).alias("answers")
+    ).alias("_run"))
+    return runs.groupBy(*group).agg(
+        F.slice(F.array_sort(F.collect_list("_run")), 1, ERROR_BURSTS_SHOWN).alias("bursts"),
+        F.count(F.lit(1)).alias("burst_count"))
+
+
+def produce_outcomes(bronze: DataFrame, selected: DataFrame, burst_gap_ms: int = 5000) -> DataFrame:
     """Per selected partition (`selected`: its KEY columns, a short list), acks setting and error: the produce
     answers its leaders gave (`answers`), and for the acks=all writes acknowledged with NONE how long each waited
     from its leader's append to the acknowledgement (Kafka's DelayedProduce: until the HW covers the batch) as
     `wait_p50_ms` / `wait_p99_ms` (approximate percentiles), `wait_max_ms` and when that write was acknowledged
     (`wait_max_ms_at`), over the `timed` ones whose append is in the data; `first_ms` / `last_ms`: the first and last
-    answer (when a run of errors began and ended). The append is the acknowledging
+    answer, and for an error its `bursts` (`_error_bursts`: runs of answers no more than `burst_gap_ms` apart, so that
+    two outages are not read as one) and `burst_count`. The append is the acknowledging
     broker's latest leader append of the same batch (offsets and checksum) up to the acknowledgement. One row per
     group: bounded by the partitions, not the events."""
     sel = F.broadcast(selected.select(*KEY))
@@ -271,7 +293,8 @@ def produce_outcomes(bronze: DataFrame, selected: DataFrame) -> DataFrame:
     per_ack = acks.join(appends, batch, "left").groupBy(*KEY, "event_id", "ts_ms", "acks", "error").agg(
         F.when(waiting, F.col("ts_ms") - F.max(F.when(F.col("_appended") <= F.col("ts_ms"), F.col("_appended"))))
         .alias("_wait"))
-    return per_ack.groupBy(*KEY, "acks", "error").agg(
+    per_ack = per_ack.localCheckpoint(eager=True)  # read twice: the outcomes and the error bursts
+    outcomes = per_ack.groupBy(*KEY, "acks", "error").agg(
         F.count(F.lit(1)).alias("answers"),
         F.min("ts_ms").alias("first_ms"),
         F.max("ts_ms").alias("last_ms"),
@@ -282,6 +305,7 @@ def produce_outcomes(bronze: DataFrame, selected: DataFrame) -> DataFrame:
     ).select(*KEY, "acks", "error", "answers", "first_ms", "last_ms", "timed", F.col("_pct")[0].alias("wait_p50_ms"),
              F.col("_pct")[1].alias("wait_p99_ms"), "wait_max_ms",
              F.when(F.col("wait_max_ms").isNotNull(), F.col("wait_max_ms_at")).alias("wait_max_ms_at"))
+    return outcomes.join(_error_bursts(per_ack, burst_gap_ms), [*KEY, "acks", "error"], "left")
 
 
 INCIDENT_KEY: list[str] = [*KEY, "follower_id", "leader_id", "leader_epoch", "start_ms"]
@@ -871,7 +895,7 @@ def _sections(
     fetch_failures = grouped(first_rows(failed, [F.col("first_ms"), F.col("follower"), F.col("leader"),
                                                  F.col("error")], cfg.max_rows))
     fetch_marks = grouped(fetch_error_times(lake.read(BRONZE_EVENTS, parts), selected, cfg.max_points))
-    produce = grouped(produce_outcomes(lake.read(BRONZE_EVENTS, parts), selected))
+    produce = grouped(produce_outcomes(lake.read(BRONZE_EVENTS, parts), selected, cfg.burst_gap_ms))
     # Per plotted partition and invariant: how many in all (the marks above stop at max_rows).
     totals = grouped(violations.join(sel, KEY, "left_semi").groupBy(*KEY, "severity", "invariant").agg(
         F.count(F.lit(1)).alias("count"), F.min("offset").alias("first_offset"), F.max("offset").alias("last_offset")))
@@ -996,9 +1020,12 @@ def _with_naming(spark: SparkSession, sections: list[PartitionSection],
 
 def _produce_row(r: dict[str, Any], start_ms: int) -> ProduceRow:
     """A `produce_outcomes` row for the report (times in seconds since the run's first event)."""
+    bursts = tuple((_seconds(b["first_ms"], start_ms), _seconds(b["last_ms"], start_ms), int(b["answers"]))
+                   for b in r["bursts"] or ())
     return ProduceRow(int(r["acks"]), str(r["error"]), int(r["answers"]), r["wait_p50_ms"], r["wait_p99_ms"],
                       r["wait_max_ms"], _seconds(r["wait_max_ms_at"], start_ms), int(r["timed"]),
-                      _seconds(r["first_ms"], start_ms), _seconds(r["last_ms"], start_ms))
+                      _seconds(r["first_ms"], start_ms), _seconds(r["last_ms"], start_ms), bursts,
+                      int(r["burst_count"] or 0))
 
 
 def _frame(rows: list[dict[str, Any]], columns: Sequence[str], start_ms: int) -> pd.DataFrame:

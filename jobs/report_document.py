@@ -168,6 +168,10 @@ class ProduceRow:
     first_s: float | None = None
     last_s: float | None = None
     """The first and last of these answers (None: not known)."""
+    bursts: tuple[tuple[float | None, float | None, int], ...] = ()
+    """For an error, its first bursts (first s, last s, answers): answers no more than report.burst_gap_ms apart."""
+    burst_count: int = 0
+    """How many bursts there were (more than `bursts` lists when capped)."""
 
 
 @dataclass(frozen=True)
@@ -629,13 +633,25 @@ _PRODUCE_INTRO = ("What the producers were answered, per acks setting. The wait 
                   "write can get several, and a stalled HW shows in them rather than in the waits:")
 
 
+def _span(first: float | None, last: float | None) -> str:
+    return f"at {_secs(first)} s" if first == last else f"{_secs(first)}-{_secs(last)} s"
+
+
+def _burst(first: float | None, last: float | None, answers: int) -> str:
+    return f"{_num(answers)} {_span(first, last) if first == last else 'in ' + _span(first, last)}"
+
+
 def _between(r: ProduceRow) -> str:
-    """` (20.012-33.970 s)`: when the answers of `r` came, or ` (at 20.012 s)` for one instant; empty if unknown."""
+    """When the answers of `r` came: ` (20.012-33.970 s)` (or ` (at 20.012 s)`) for one burst, ` (in 2 bursts:
+    200 in 15.072-19.990 s, 211 in 50.101-55.932 s)` for several (the first ones, and how many more); empty if
+    unknown."""
+    if len(r.bursts) > 1:
+        more = r.burst_count - len(r.bursts)
+        return (f" (in {r.burst_count} bursts: " + ", ".join(_burst(a, b, n) for a, b, n in r.bursts)
+                + (f", {more} more" if more > 0 else "") + ")")
     if r.first_s is None or r.last_s is None:
         return ""
-    if r.first_s == r.last_s:
-        return f" (at {_secs(r.first_s)} s)"
-    return f" ({_secs(r.first_s)}-{_secs(r.last_s)} s)"
+    return f" ({_span(r.first_s, r.last_s)})"
 
 
 def _produce_lines(rows: Sequence[ProduceRow]) -> list[str]:

@@ -10,7 +10,8 @@ from jobs.config import DEFAULT_CONFIG, ConfigError, IngestConfig, ReportConfig,
 
 
 def test_shipped_configs_carry_the_report_caps() -> None:
-    assert load_config(DEFAULT_CONFIG).report == ReportConfig(max_partitions=20, max_points=400, max_rows=50, out=None)
+    assert load_config(DEFAULT_CONFIG).report == ReportConfig(max_partitions=20, max_points=400, max_rows=50, out=None,
+                                                              burst_gap_ms=5000)
     cluster = load_config(DEFAULT_CONFIG.parent / "cluster.example.yaml").report
     assert cluster.out == "/tmp/replog-report", "a remote lake needs a local output folder"
 
@@ -21,6 +22,9 @@ def test_report_section_is_optional_and_checked(tmp_path: Path) -> None:
     assert load_config(path).report == ReportConfig()
     path.write_text("lake: ./lake\nreport:\n  max_partitions: 0\n", encoding="utf-8")
     with pytest.raises(ConfigError, match=r"key 'report.max_partitions' must be a positive integer, got 0"):
+        load_config(path)
+    path.write_text("lake: ./lake\nreport:\n  burst_gap_ms: -5\n", encoding="utf-8")
+    with pytest.raises(ConfigError, match=r"'report.burst_gap_ms' must be a positive integer, got -5"):
         load_config(path)
     path.write_text("lake: ./lake\nreport:\n  max_points: yes\n", encoding="utf-8")
     with pytest.raises(ConfigError, match=r"'report.max_points' must be a positive integer, got True"):
@@ -35,7 +39,8 @@ def test_report_section_is_optional_and_checked(tmp_path: Path) -> None:
         ("lake: ./lake\nspark:\n  shuffle_partition: 8\n",
          r"unknown key 'spark.shuffle_partition'; known keys of spark: master, app_name, shuffle_partitions"),
         ("lake: ./lake\nreport:\n  max_point: 10\n",
-         r"unknown key 'report.max_point'; known keys of report: max_partitions, max_points, max_rows, out"),
+         r"unknown key 'report.max_point'; known keys of report: max_partitions, max_points, max_rows, out, "
+         r"burst_gap_ms"),
         ("lake: ./lake\ningest:\n  whole_file: false\n",
          r"unknown key 'ingest.whole_file'; known keys of ingest: whole_files, log_timezone"),
     ],

@@ -243,14 +243,16 @@ def test_the_overview_says_when_each_run_began_and_counts_the_runs_past_the_firs
 def test_a_section_says_what_its_producers_were_answered_per_acks_setting() -> None:
     section = replace(_doc().sections[0], produce=(
         ProduceRow(1, "NOT_LEADER_OR_FOLLOWER", 5), ProduceRow(1, "NONE", 300),
-        ProduceRow(-1, "REQUEST_TIMED_OUT", 3, first_s=20.5, last_s=33.97),
+        ProduceRow(-1, "REQUEST_TIMED_OUT", 3, first_s=20.5, last_s=33.97,
+                   bursts=((20.5, 21.0, 2), (33.97, 33.97, 1)), burst_count=2),
         ProduceRow(-1, "NOT_ENOUGH_REPLICAS", 12, first_s=21.0, last_s=21.0),
         ProduceRow(-1, "NONE", 1204, 2, 9, 15_002, 31.25, 1200), ProduceRow(0, "NONE", 40)))
     doc = _doc(sections=(section,))
     # 4 acks=all writes' appends are not in the data (quarantined, say): the waits say over how many.
     lines = ["acks=all: 1,204 acknowledged (waited 2 ms median, 9 ms p99, 15,002 ms at most of the 1,200 whose "
              "append is in the data, that one acknowledged at 31.250 s); answers with an error: "
-             "12 NOT_ENOUGH_REPLICAS (at 21.000 s), 3 REQUEST_TIMED_OUT (20.500-33.970 s).",
+             "12 NOT_ENOUGH_REPLICAS (at 21.000 s), 3 REQUEST_TIMED_OUT (in 2 bursts: 2 in 20.500-21.000 s, 1 at "
+             "33.970 s).",
              "acks=1: 300 acknowledged; answers with an error: 5 NOT_LEADER_OR_FOLLOWER.",
              "acks=0 (no answer sent): 40 appended."]
     md = markdown(doc)

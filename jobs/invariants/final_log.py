@@ -322,11 +322,13 @@ def acked_write_lost_check() -> Column:
     suffix = (F.when(unclean.isNotNull() & lost_in_crash.isNull(),
                      text(" (after unclean election event ", unclean, ": allowed data loss)"))
               .when(unclean.isNotNull() & (lost_in_crash < unclean),
-                    text(" (crash recovery event ", lost_in_crash, " lost it from the leader in office before "
-                         "unclean election event ", unclean, ": allowed data loss)"))
+                    text(" (the leader in office lost it with its unflushed tail at a crash, event ", lost_in_crash,
+                         ", then unclean election event ", unclean,
+                         " elected a replica without it: allowed data loss)"))
               .when(unclean.isNotNull(),
-                    text(" (after unclean election event ", unclean, ", crash recovery event ", lost_in_crash,
-                         " lost it from the leader in office: allowed data loss)"))
+                    text(" (after unclean election event ", unclean,
+                         ", the leader in office lost it with its unflushed tail at a crash, event ", lost_in_crash,
+                         ": allowed data loss)"))
               .when(crash.isNotNull(),
                     text(" (crash recovery event ", crash, " lost the committed record on that replica: "
                          "durability loss Kafka does not promise to survive)"))

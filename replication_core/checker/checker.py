@@ -204,10 +204,10 @@ def unclean_excuse_text(unclean: int, lost_in_crash: int | None = None) -> str:
     if lost_in_crash is None:
         return f" (after unclean election event {unclean}: allowed data loss)"
     if lost_in_crash < unclean:
-        return (f" (crash recovery event {lost_in_crash} lost it from the leader in office before unclean election "
-                f"event {unclean}: allowed data loss)")
-    return (f" (after unclean election event {unclean}, crash recovery event {lost_in_crash} lost it from the leader "
-            f"in office: allowed data loss)")
+        return (f" (the leader in office lost it with its unflushed tail at a crash, event {lost_in_crash}, then "
+                f"unclean election event {unclean} elected a replica without it: allowed data loss)")
+    return (f" (after unclean election event {unclean}, the leader in office lost it with its unflushed tail at a "
+            f"crash, event {lost_in_crash}: allowed data loss)")
 
 
 def _ack_invariant(ack: Ack) -> str:

@@ -262,11 +262,12 @@ AUDIT_CASES: list[Case] = [
         "unclean_only": timed([leader(), append(0, 1, checksum=11), _ACK, dict(_RESTART, action="crash"), _UNCLEAN,
                                leader(broker=2, epoch=2, isr=[2])]),
     }, [("crash_then_unclean", "warning", 1040, [5, 1, 2, 4],
-         "write acknowledged at 0..1 by broker 1 is not on final leader 2 at 0 (2 offsets) (crash recovery event 4 "
-         "lost it from the leader in office before unclean election event 5: allowed data loss)"),
+         "write acknowledged at 0..1 by broker 1 is not on final leader 2 at 0 (2 offsets) (the leader in office lost "
+         "it with its unflushed tail at a crash, event 4, then unclean election event 5 elected a replica without it: "
+         "allowed data loss)"),
         ("unclean_then_crash", "warning", 1070, [4, 1, 2, 7],
          "write acknowledged at 0..1 by broker 1 is not on final leader 2 at 0 (2 offsets) (after unclean election "
-         "event 4, crash recovery event 7 lost it from the leader in office: allowed data loss)"),
+         "event 4, the leader in office lost it with its unflushed tail at a crash, event 7: allowed data loss)"),
         ("unclean_only", "warning", 1050, [4, 1, 2, 5],
          "write acknowledged at 0..1 by broker 1 is not on final leader 2 at 0 (2 offsets) (after unclean election "
          "event 4: allowed data loss)")],

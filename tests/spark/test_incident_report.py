@@ -504,7 +504,7 @@ def test_produce_outcomes_count_the_answers_and_time_the_acks_all_writes_from_th
     # (waits 4 and 5,000 ms); one timed out; acks=1 acknowledged at once. Offset 12 was written twice by leader 1
     # (a truncation between): the ack at 9.000 s waited from the second append, 8.500 s (500 ms), not the first.
     # The append of another broker or partition with the same offsets and checksum does not count. first_ms / last_ms:
-    # the group's first and last answer.
+    # the group's first and last answer; an error's bursts split where answers are more than 5 s apart.
     def append(event_id: int, t: int, base: int, checksum: int, broker: int = 1, partition: int = 2,
                role: str = "leader") -> dict[str, Any]:
         return dict(event_id=event_id, ts_ms=T0 + t, broker_id=broker, event_type="append", topic="t",
@@ -527,16 +527,21 @@ def test_produce_outcomes_count_the_answers_and_time_the_acks_all_writes_from_th
         ack(13, 9_100, -1, "NOT_ENOUGH_REPLICAS"),
         append(14, 1_000, 10, 70, partition=3), ack(15, 1_010, -1, "NONE", 10, 70, partition=3),
         ack(16, 1_020, -1, "NONE", 10, 70, partition=4),  # a partition not selected
+        # Two more timeouts: 4 s after the first (the same burst), then 9 s later (a second one).
+        ack(17, 35_000, -1, "REQUEST_TIMED_OUT", 13, 73), ack(18, 44_000, -1, "REQUEST_TIMED_OUT", 13, 73),
     ], run_id="r1")
     selected = spark.createDataFrame([("r1", "t", 2), ("r1", "t", 3)], "run_id string, topic string, partition int")
     expected = spark.createDataFrame([
-        ("r1", "t", 2, -1, "NONE", 3, T0 + 1_004, T0 + 9_000, 3, 500, 5_000, 5_000, T0 + 6_000),
-        ("r1", "t", 2, -1, "REQUEST_TIMED_OUT", 1, T0 + 31_000, T0 + 31_000, 0, None, None, None, None),
-        ("r1", "t", 2, -1, "NOT_ENOUGH_REPLICAS", 1, T0 + 9_100, T0 + 9_100, 0, None, None, None, None),
-        ("r1", "t", 2, 1, "NONE", 1, T0 + 1_001, T0 + 1_001, 0, None, None, None, None),
-        ("r1", "t", 3, -1, "NONE", 1, T0 + 1_010, T0 + 1_010, 1, 10, 10, 10, T0 + 1_010),
+        ("r1", "t", 2, -1, "NONE", 3, T0 + 1_004, T0 + 9_000, 3, 500, 5_000, 5_000, T0 + 6_000, None, None),
+        ("r1", "t", 2, -1, "REQUEST_TIMED_OUT", 3, T0 + 31_000, T0 + 44_000, 0, None, None, None, None,
+         [(T0 + 31_000, T0 + 35_000, 2), (T0 + 44_000, T0 + 44_000, 1)], 2),
+        ("r1", "t", 2, -1, "NOT_ENOUGH_REPLICAS", 1, T0 + 9_100, T0 + 9_100, 0, None, None, None, None,
+         [(T0 + 9_100, T0 + 9_100, 1)], 1),
+        ("r1", "t", 2, 1, "NONE", 1, T0 + 1_001, T0 + 1_001, 0, None, None, None, None, None, None),
+        ("r1", "t", 3, -1, "NONE", 1, T0 + 1_010, T0 + 1_010, 1, 10, 10, 10, T0 + 1_010, None, None),
     ], "run_id string, topic string, partition int, acks byte, error string, answers long, first_ms long, "
-       "last_ms long, timed long, wait_p50_ms long, wait_p99_ms long, wait_max_ms long, wait_max_ms_at long")
+       "last_ms long, timed long, wait_p50_ms long, wait_p99_ms long, wait_max_ms long, wait_max_ms_at long, "
+       "bursts array<struct<first_ms:long,last_ms:long,answers:long>>, burst_count long")
     assert_df_equality(produce_outcomes(bronze, selected), expected, ignore_row_order=True, ignore_nullable=True,
                        ignore_metadata=True, ignore_column_order=True)
 
