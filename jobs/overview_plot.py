@@ -34,6 +34,7 @@ from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 from matplotlib.patches import Patch
 from matplotlib.ticker import MaxNLocator
+from matplotlib.transforms import offset_copy
 
 from jobs.fault_plot import (
     MIN_FAULT_WIDTH,
@@ -52,6 +53,10 @@ COUNT_SERIES: tuple[tuple[str, str, str, str], ...] = (
     ("lagging", "followers lagging > replica.lag.time.max.ms\n(behind a leader in office)", "#9467bd", "--"),
 )
 """(column of `ClusterOverview.counts`, legend text, colour, line style) of the top panel's series."""
+COUNT_DODGE_POINTS = 1.8
+"""The top panel's lines drawn this far apart (under-replicated above, offline below): a partition under min ISR is
+also under-replicated, and with both counts equal the red line hid the orange one."""
+_COUNT_SHIFT = {"under_replicated": 1.0, "under_min_isr": 0.0, "offline": -1.0, "lagging": 0.0}
 COUNT_COLUMNS: tuple[str, ...] = ("bucket", *(c for c, *_ in COUNT_SERIES))
 CHURN_COLUMNS: tuple[str, ...] = ("bucket", "shrinks", "expands")
 CONTROLLER_COLUMNS: tuple[str, ...] = ("bucket", "shrinks")
@@ -163,7 +168,9 @@ def _draw_counts(ax, data: ClusterOverview) -> None:  # type: ignore[no-untyped-
     first, *_ = COUNT_SERIES
     ax.fill_between(t, data.counts[first[0]], step="post", color=first[2], alpha=0.3, linewidth=0)
     for col, label, colour, style in COUNT_SERIES:
-        ax.step(t, data.counts[col], where="post", color=colour, linestyle=style, linewidth=1.4, label=label)
+        shift = offset_copy(ax.transData, fig=ax.figure, y=_COUNT_SHIFT[col] * COUNT_DODGE_POINTS, units="points")
+        ax.step(t, data.counts[col], where="post", color=colour, linestyle=style, linewidth=1.4, label=label,
+                transform=shift)
     ax.set_ylabel("partitions / followers")
     ax.yaxis.set_major_locator(MaxNLocator(integer=True))
     ax.set_ylim(0, max([1, *(data.counts[c].max() for c, *_ in COUNT_SERIES if len(data.counts))]) * 1.1)
@@ -271,7 +278,7 @@ def render_overview(data: ClusterOverview) -> Figure:
     axes[2].set_xlim(-X_MARGIN * end, end)
     brokers = len(data.brokers) if data.broker_count is None else max(data.broker_count, len(data.brokers))
     notes = [f"{plural(data.partitions, 'partition')}, {plural(brokers, 'broker')}; most per "
-             f"{data.bucket_ms / 1000:g} s bucket"]
+             f"{data.bucket_ms / 1000:g} s bucket (equal counts drawn {COUNT_DODGE_POINTS:g} points apart)"]
     if len(lanes) < len(data.brokers):
         notes.append(f"{len(data.brokers) - len(lanes)} quieter brokers not drawn")
     if data.lifecycle_total > len(data.lifecycle):

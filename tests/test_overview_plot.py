@@ -55,7 +55,12 @@ def test_the_figure_shows_the_counts_the_churn_and_a_lane_per_broker() -> None:
     assert tuple(round(v, 3) for v in (extent.x0, extent.x1, extent.y0, extent.y1)) == (2.0, 7.0, 1.6, 2.4)
     unclean = [c for c in lanes.collections if to_hex(c.get_facecolor()[0]) == UNCLEAN_COLOUR]
     assert [tuple(o) for c in unclean for o in c.get_offsets()] == [(7.5, 1.0)], "broker 2's unclean election"
-    assert "4 partitions, 3 brokers; most per 1 s bucket" in fig.texts[0].get_text()
+    title = fig.texts[0].get_text()
+    assert "4 partitions, 3 brokers; most per 1 s bucket (equal counts drawn 1.8 points apart)" in title
+    # Equal counts do not hide each other: the same value is drawn 1.8 points higher on the orange line.
+    umi = next(line for line in counts.get_lines() if line.get_label() == "partitions under min ISR")
+    y_urp, y_umi = (line.get_transform().transform((4.0, 1.0))[1] for line in (urp, umi))
+    assert y_urp - y_umi == pytest.approx(1.8 * fig.dpi / 72)
     # Brokers the run names without a lane (a broker log's brokers, whose assignment no line states) count too.
     named = render_overview(replace(incident(), broker_count=5))
     assert "4 partitions, 5 brokers; most per 1 s bucket" in named.texts[0].get_text()
