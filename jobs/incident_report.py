@@ -254,13 +254,13 @@ ERROR_BURSTS_SHOWN = 4
 """Bursts of one produce error listed per partition and acks setting at most (the earliest); the rest are counted."""
 
 
-def _error_bursts(per_ack: DataFrame, gap_ms: int) -> DataFrame:
+def _error_bursts(answers: DataFrame, gap_ms: int) -> DataFrame:
     """Per (partition, acks, error) with an error: `bursts`, the first `ERROR_BURSTS_SHOWN` runs of those answers
     with no gap above `gap_ms` inside (first ms, last ms, answers), and `burst_count`, how many there were. A window
     per group: bounded by one partition's answers."""
     group = [*KEY, "acks", "error"]
     order = Window.partitionBy(*group).orderBy("ts_ms", "event_id")
-    errs = per_ack.where(F.col("error") != "NONE").select(*group, "ts_ms", "event_id")
+    errs = answers.where(F.col("error") != "NONE").select(*group, "ts_ms", "event_id")
     new = F.coalesce(F.col("ts_ms") - F.lag("ts_ms").over(order) > F.lit(gap_ms), F.lit(True))
     numbered = errs.withColumn("_burst", F.sum(new.cast("int")).over(order.rowsBetween(Window.unboundedPreceding, 0)))
     runs = numbered.groupBy(*group, "_burst").agg(F.struct(
@@ -293,7 +293,6 @@ def produce_outcomes(bronze: DataFrame, selected: DataFrame, burst_gap_ms: int =
     per_ack = acks.join(appends, batch, "left").groupBy(*KEY, "event_id", "ts_ms", "acks", "error").agg(
         F.when(waiting, F.col("ts_ms") - F.max(F.when(F.col("_appended") <= F.col("ts_ms"), F.col("_appended"))))
         .alias("_wait"))
-    per_ack = per_ack.localCheckpoint(eager=True)  # read twice: the outcomes and the error bursts
     outcomes = per_ack.groupBy(*KEY, "acks", "error").agg(
         F.count(F.lit(1)).alias("answers"),
         F.min("ts_ms").alias("first_ms"),
@@ -305,7 +304,8 @@ def produce_outcomes(bronze: DataFrame, selected: DataFrame, burst_gap_ms: int =
     ).select(*KEY, "acks", "error", "answers", "first_ms", "last_ms", "timed", F.col("_pct")[0].alias("wait_p50_ms"),
              F.col("_pct")[1].alias("wait_p99_ms"), "wait_max_ms",
              F.when(F.col("wait_max_ms").isNotNull(), F.col("wait_max_ms_at")).alias("wait_max_ms_at"))
-    return outcomes.join(_error_bursts(per_ack, burst_gap_ms), [*KEY, "acks", "error"], "left")
+    # The bursts need no wait: counted on the answers themselves, not on the join with the appends.
+    return outcomes.join(_error_bursts(acks, burst_gap_ms), [*KEY, "acks", "error"], "left")
 
 
 INCIDENT_KEY: list[str] = [*KEY, "follower_id", "leader_id", "leader_epoch", "start_ms"]

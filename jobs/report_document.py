@@ -638,7 +638,7 @@ def _span(first: float | None, last: float | None) -> str:
 
 
 def _burst(first: float | None, last: float | None, answers: int) -> str:
-    return f"{_num(answers)} {_span(first, last) if first == last else 'in ' + _span(first, last)}"
+    return f"{_num(answers)} {'' if first == last else 'in '}{_span(first, last)}"
 
 
 def _between(r: ProduceRow) -> str:

@@ -24,6 +24,12 @@ from schemas.tables import TableSpec
 PartitionValues = Mapping[str, str | None]
 
 
+def check_partition_column(spec: TableSpec, column: str) -> None:
+    """Raise `ValueError` unless `spec` is partitioned by `column`."""
+    if column not in spec.partition_by:
+        raise ValueError(f"{spec.name} is partitioned by {list(spec.partition_by)}, not by {column!r}")
+
+
 @dataclass(frozen=True)
 class IdempotencyKey:
     """An application transaction (Delta `txn` action): `app_id` committed at `version`."""
@@ -93,8 +99,7 @@ class Lake(abc.ABC):
     def partition_values(self, spec: TableSpec, column: str) -> list[str]:
         """The distinct non-null values of partition column `column` among the table's rows, sorted (a scan of that
         column; a backend that knows its files' partition values and row counts answers from its log)."""
-        if column not in spec.partition_by:
-            raise ValueError(f"{spec.name} is partitioned by {list(spec.partition_by)}, not by {column!r}")
+        check_partition_column(spec, column)
         rows = self.read(spec).select(column).where(F.col(column).isNotNull()).distinct().collect()
         return sorted(str(r[0]) for r in rows)
 

@@ -53,7 +53,14 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
-from jobs.lake.api import CommitResult, IdempotencyKey, Lake, PartitionValues, StagedWrite
+from jobs.lake.api import (
+    CommitResult,
+    IdempotencyKey,
+    Lake,
+    PartitionValues,
+    StagedWrite,
+    check_partition_column,
+)
 from jobs.lake.errors import ConcurrentCommitError, SchemaMismatchError, UnsupportedTableProtocolError
 from jobs.lake.selection import selection_matcher
 from schemas.spark import to_spark_schema, type_identity
@@ -150,8 +157,7 @@ class EmbeddedLake(Lake):
     def partition_values(self, spec: TableSpec, column: str) -> list[str]:
         """The distinct values of `column` among the snapshot's files holding rows, from the log's add actions:
         no data file is opened (every job starts by asking which runs a table holds)."""
-        if column not in spec.partition_by:
-            raise ValueError(f"{spec.name} is partitioned by {list(spec.partition_by)}, not by {column!r}")
+        check_partition_column(spec, column)
         dt = self._table(spec)
         if dt is None:
             return []
@@ -162,7 +168,6 @@ class EmbeddedLake(Lake):
         rows = (actions.column("num_records").to_pylist() if "num_records" in actions.column_names
                 else [None] * len(values))
         return sorted({str(v) for v, n in zip(values, rows, strict=True) if v is not None and (n is None or n > 0)})
-
 
     def read(self, spec: TableSpec, partitions: Sequence[PartitionValues] | None = None) -> DataFrame:
         """The current snapshot, read by Spark's Parquet reader from the log's file list.

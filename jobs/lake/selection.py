@@ -26,11 +26,11 @@ def _groups(partitions: Sequence[PartitionValues]) -> dict[tuple[str, ...], set[
     return groups
 
 
-def _one_column(col: str, values: set[str | None], equal: Callable[[list[str]], Column],
-                null: Column) -> Column:
+def _in(col: str, values: set[str | None]) -> Column:
+    """`col` is one of `values` (a null among them: or is null)."""
     present = sorted(v for v in values if v is not None)
-    term = equal(present) if present else F.lit(False)
-    return term | null if None in values else term
+    term = F.col(col).isin(present) if present else F.lit(False)
+    return term | F.col(col).isNull() if None in values else term
 
 
 def selection_column(partitions: Sequence[PartitionValues]) -> Column:
@@ -40,9 +40,7 @@ def selection_column(partitions: Sequence[PartitionValues]) -> Column:
         if not cols:
             terms.append(F.lit(True))
         elif len(cols) == 1:
-            c = cols[0]
-            terms.append(_one_column(c, {t[0] for t in tuples}, lambda vs, c=c: F.col(c).isin(vs),
-                                     F.col(c).isNull()))
+            terms.append(_in(cols[0], {t[0] for t in tuples}))
         else:
             for t in sorted(tuples, key=repr):
                 terms.append(reduce(lambda a, b: a & b, [F.col(c).isNull() if v is None else F.col(c) == F.lit(v)

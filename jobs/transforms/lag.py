@@ -532,25 +532,27 @@ def _by_start(holding: Column) -> Column:
                                                                  i["valid_to_ms"].alias("t"))))
 
 
-def _stretch_starts(holding: Column) -> Column:
-    """When the follower (re)entered the committed ISR, in order: the start of each stretch of `holding` (the
-    partition's ISR intervals that hold it), i.e. of each such interval that no other one ends at."""
+def _unjoined(holding: Column, step: int, own: str, other: str) -> Column:
+    """The `own` bound ("f" from, "t" to) of each of `holding`'s intervals, in time order, whose neighbour `step` away
+    does not meet it there with its `other` bound: where a stretch of them begins (step -1) or ends (step 1)."""
     iv = _by_start(holding)
 
     def mark(x: Column, k: Column) -> Column:
-        return F.struct(F.coalesce(F.get(iv, k - 1)["t"] == x["f"], F.lit(False)).alias("joined"), x["f"].alias("v"))
+        met = F.coalesce(F.get(iv, k + step)[other] == x[own], F.lit(False))
+        return F.struct(met.alias("joined"), x[own].alias("v"))
 
     return F.transform(F.filter(F.transform(iv, mark), lambda m: ~m["joined"]), lambda m: m["v"])
 
 
+def _stretch_starts(holding: Column) -> Column:
+    """When the follower (re)entered the committed ISR, in order: the start of each stretch of `holding` (the
+    partition's ISR intervals that hold it), i.e. of each such interval that no other one ends at."""
+    return _unjoined(holding, -1, "f", "t")
+
+
 def _stretch_ends(holding: Column) -> Column:
     """When it left, in order: the end of each stretch of `holding` (null, sorted last: still in at the end)."""
-    iv = _by_start(holding)
-
-    def mark(x: Column, k: Column) -> Column:
-        return F.struct(F.coalesce(F.get(iv, k + 1)["f"] == x["t"], F.lit(False)).alias("joined"), x["t"].alias("v"))
-
-    return F.array_sort(F.transform(F.filter(F.transform(iv, mark), lambda m: ~m["joined"]), lambda m: m["v"]))
+    return F.array_sort(_unjoined(holding, 1, "t", "f"))
 
 
 def _shrink_due(owed_from: Column, period: Column) -> Column:
