@@ -60,6 +60,8 @@ from jobs.cluster_overview import (
 from jobs.config import ReportConfig
 from jobs.fault_plot import FaultSpan, peer_names
 from jobs.invariants.base import severity_order
+from jobs.invariants.final_log import INVARIANT as ACKED_WRITE_LOST
+from jobs.invariants.final_log import loss_cause
 from jobs.lake import Lake
 from jobs.overview_plot import (
     CHURN_COLUMNS,
@@ -610,8 +612,13 @@ def run_report(
 
     # Aggregates: a handful of rows each (one per invariant, verdict, fetch error name).
     counts: dict[str, dict[str, int]] = {}
-    for r in violations.groupBy("invariant", "severity").count().collect():
-        counts.setdefault(r["invariant"], {})[r["severity"]] = int(r["count"])
+    loss_causes: dict[str, int] = {}
+    cause = F.when(F.col("invariant") == ACKED_WRITE_LOST, loss_cause(F.col("message"))).alias("cause")
+    for r in violations.groupBy("invariant", "severity", cause).count().collect():
+        found = counts.setdefault(r["invariant"], {})
+        found[r["severity"]] = found.get(r["severity"], 0) + int(r["count"])
+        if r["cause"] is not None:
+            loss_causes[r["cause"]] = loss_causes.get(r["cause"], 0) + int(r["count"])
     verdicts = {r["verdict"]: int(r["count"]) for r in incidents.groupBy("verdict").count().collect()}
     catalogue = audit["invariants"] or []
     known = {c["invariant"] for c in catalogue}
@@ -658,6 +665,7 @@ def run_report(
         verdicts=verdicts, incidents=tuple(_incident_row(r, start(r["run_id"])) for r in incident_list),
         incidents_total=sum(verdicts.values()), flagged_total=flagged_total, sections=tuple(sections),
         max_partitions=cfg.max_partitions, max_rows=cfg.max_rows, fetch_errors=fetch_error_counts,
+        loss_causes=loss_causes,
         overviews=tuple(overviews), overviews_capped=max(0, len(runs) - cfg.max_partitions),
         run_starts={r: _iso(bounds[r][0]) for r in runs if r in bounds},
         bucket_note=f"Series with more than {cfg.max_points} changes are aggregated into {cfg.max_points} time "

@@ -314,6 +314,8 @@ class ReportDocument:
     bucket_note: str = ""
     fetch_errors: dict[str, tuple[int, int]] = field(default_factory=dict)
     """Per error name: the fetch responses with it over the reported runs, and the partitions they concern."""
+    loss_causes: dict[str, int] = field(default_factory=dict)
+    """Per cause an excused acked_write_lost names (`final_log.LOSS_CAUSES`): how many over the reported runs."""
     overviews: tuple[OverviewSection, ...] = ()
     run_starts: dict[str, str] = field(default_factory=dict)
     """Per run: its first event's time (UTC), from which the report's times in seconds count."""
@@ -494,11 +496,31 @@ def _data_loss_line(doc: ReportDocument) -> str | None:
         return "Acknowledged writes lost: not judged (" + (acked.note or "not evaluated") + ")."
     n = acked.errors + acked.warnings
     parts = [f"{n} acks=all write(s)" + (
-        "" if n == 0 else f" (acked_write_lost: {acked.errors} error(s), {acked.warnings} warning(s): a warning where "
-                          "an unclean election or a crash that lost unflushed data explains it)")]
+        "" if n == 0 else f" (acked_write_lost: {acked.errors} error(s), {acked.warnings} warning(s): "
+                          + _loss_causes(doc.loss_causes, acked.warnings) + ")")]
     if acks1 is not None and acks1.evaluated:
         parts.append(f"{acks1.infos} acks=1 write(s) (which Kafka allows)")
     return "Acknowledged writes lost: " + " and ".join(parts) + ", per produce acknowledgement."
+
+
+LOSS_CAUSE_WORDS: dict[str, str] = {
+    "unclean_election": "by an unclean election alone",
+    "crash_and_unclean_election": "with the leader's unflushed tail at a crash, beside an unclean election",
+    "crash_recovery": "by a crash's recovery of unflushed data",
+}
+"""How the overview says each cause of `final_log.LOSS_CAUSES`."""
+
+
+def _loss_causes(causes: dict[str, int], warnings: int) -> str:
+    """`542 by an unclean election alone, 18 with ...`: the warnings split by the cause their messages name; the
+    general rule where no warning names one (an audit from before the causes were written, or none excused)."""
+    named = [(LOSS_CAUSE_WORDS.get(c, c), n) for c, n in causes.items() if n]
+    if not warnings or not named:
+        return "a warning where an unclean election or a crash that lost unflushed data explains it"
+    order = list(LOSS_CAUSE_WORDS.values())
+    named.sort(key=lambda wn: (order.index(wn[0]) if wn[0] in order else len(order), wn[0]))
+    rest = warnings - sum(n for _, n in named)
+    return "the warnings " + ", ".join(f"{n:,} {w}" for w, n in named) + (f", {rest:,} other" if rest > 0 else "")
 
 
 def _overview(doc: ReportDocument) -> list[str]:

@@ -312,6 +312,21 @@ def _office_loss(bad: DataFrame, replay: DataFrame, appends: DataFrame) -> DataF
                  F.when(F.col("_at") == F.col("ack_id"), F.lit(1))).alias("_office_since"))
 
 
+LOSS_CAUSES: tuple[str, ...] = ("unclean_election", "crash_and_unclean_election", "crash_recovery")
+"""What an excused acked_write_lost names as its cause (`loss_cause`), in the order the report lists them."""
+
+
+def loss_cause(message: Column) -> Column:
+    """The cause an acked_write_lost `message` names (one of `LOSS_CAUSES`; null where it names none: an error).
+
+    Read from the message because the message is where both the audit and the checker (`unclean_excuse_text`) say it:
+    the crash loss of the leader in office beside the unclean election, or the election alone, or a crash recovery."""
+    unclean = message.contains("unclean election event")
+    return (F.when(unclean & message.contains("unflushed tail at a crash"), F.lit(LOSS_CAUSES[1]))
+            .when(unclean, F.lit(LOSS_CAUSES[0]))
+            .when(message.contains("crash recovery event"), F.lit(LOSS_CAUSES[2])))
+
+
 def acked_write_lost_check() -> Column:
     """acked_write_lost (§11.4): an acknowledged acks=all write missing from the final leader's log."""
     crash = F.when(F.col("crash_id") > F.col("ack_id"), F.col("crash_id"))
