@@ -963,8 +963,8 @@ def _sections(
             + tuple(LeaderChange((r["ts_ms"] - start_ms) / 1000.0, r["leader_id"], r["leader_epoch"], True)
                     for r in sorted(uncleans.get(key, []), key=lambda r: r["ts_ms"])),
             violations=tuple(ViolationMark(v.time_s, v.invariant, v.severity, v.replica, v.offset, tuple(
-                EvidencePoint(e.time_s, e.what, e.event_id) for e in v.evidence if e.time_s is not None and e.what))
-                for v in v_rows),
+                EvidencePoint(e.time_s, e.what, e.event_id) for e in v.evidence if e.time_s is not None and e.what),
+                v.event_id < 0) for v in v_rows),
             incidents=tuple(IncidentSpan(i.start_s, i.end_s, i.follower, i.verdict, i.leader, i.lag_max_ms,
                                          i.shrink_outcome, i.zombie) for i in i_rows),
             lifecycle=tuple(LifecycleMark((r["ts_ms"] - start_ms) / 1000.0, r["broker_id"], r["action"])

@@ -140,6 +140,9 @@ class ViolationMark:
     replica: int | None = None
     offset: int | None = None
     evidence: tuple[EvidencePoint, ...] = ()
+    end_of_run: bool = False
+    """Found at the end of the run (a lost write): `replica` is the final leader, which lacks the record, and the
+    mark sits where the write left the leader then in office, which may be another broker."""
 
 
 @dataclass(frozen=True)
@@ -459,7 +462,8 @@ def _draw_violations(ax, data: PartitionPlot, taken: list[Bbox]) -> int:  # type
         totals[(severity, invariant)] = totals.get((severity, invariant), 0) + count
     for v in _labelled(data):
         colour = _SEVERITY_STYLE.get(v.severity, ("#d62728", "X"))[0]
-        where = [] if v.replica is None else [f"broker {v.replica}"]
+        where = [] if v.replica is None else [f"not on final leader {v.replica}" if v.end_of_run
+                                              else f"broker {v.replica}"]
         if v.offset is not None:
             where.append(f"offset {v.offset}")  # as the report's tables print it: no separators
         # An info invariant has one label (MAX_INFO_LABELS): it says how many marks it stands for.

@@ -108,8 +108,8 @@ INFO_LEGEND = "info: acks=1 write lost\n(Kafka allows it)"
 
 def _acks1_lost() -> tuple[ViolationMark, ...]:
     """Three acks=1 writes at offsets 3..5 lost at the end of the run (24.9 s), each with its append's evidence."""
-    return tuple(ViolationMark(24.9, "acks1_write_lost", "info", 1, o, (EvidencePoint(o - 1.0, "append by broker 2"),))
-                 for o in (3, 4, 5))
+    return tuple(ViolationMark(24.9, "acks1_write_lost", "info", 1, o, (EvidencePoint(o - 1.0, "append by broker 2"),),
+                               end_of_run=True) for o in (3, 4, 5))
 
 
 def test_the_headline_counts_acks1_losses_as_info_after_errors_and_warnings() -> None:
@@ -132,8 +132,10 @@ def test_acks1_losses_are_small_calm_diamonds_under_the_errors_with_one_label_an
     (cross,) = [line for line in top.get_lines() if line.get_marker() == "X"]  # the acked_write_lost error
     assert all(d.get_markersize() < cross.get_markersize() and d.get_zorder() < cross.get_zorder() for d in diamonds)
     texts = [t.get_text() for t in top.texts]
-    # One label for the invariant, counting the marks it stands for; the error and the warning keep theirs.
-    assert [t for t in texts if t.startswith("INFO:")] == ["INFO: acks1_write_lost (+2 more)\n(broker 1, offset 3)"]
+    # One label for the invariant, counting the marks it stands for; the error and the warning keep theirs. An
+    # end-of-run finding's replica is the final leader lacking the write, not the broker the mark sits on.
+    assert [t for t in texts if t.startswith("INFO:")] == [
+        "INFO: acks1_write_lost (+2 more)\n(not on final leader 1, offset 3)"]
     assert any(t.startswith("ERROR: acked_write_lost") for t in texts)
     assert any(t.startswith("WARNING: committed_prefix_agreement") for t in texts)
     # Only the labelled finding's evidence is drawn: one ring for three findings.
@@ -145,7 +147,8 @@ def test_acks1_losses_are_small_calm_diamonds_under_the_errors_with_one_label_an
     totals = (("error", "acked_write_lost", 1), ("warning", "committed_prefix_agreement", 1),
               ("info", "acks1_write_lost", 60))
     capped = render_partition(replace(data, violation_totals=totals))
-    assert "INFO: acks1_write_lost (+59 more)\n(broker 1, offset 3)" in [t.get_text() for t in capped.axes[0].texts]
+    assert "INFO: acks1_write_lost (+59 more)\n(not on final leader 1, offset 3)" in [
+        t.get_text() for t in capped.axes[0].texts]
 
 
 def test_a_long_subtitle_goes_on_as_many_lines_as_it_needs_breaking_between_notes() -> None:
