@@ -699,15 +699,13 @@ def _draw_incidents(axes, data: PartitionPlot, placed: list[Bbox]) -> int:  # ty
     right = top.get_window_extent(renderer).x1
     taken: list[list[Bbox]] = [[] for _ in range(INCIDENT_LABEL_ROWS)]  # label extents per row
     unlabelled = 0
-    for inc in sorted(data.incidents, key=lambda i: (i.verdict not in BAD_VERDICTS, i.start_s)):
-        bound = "" if inc.lag_max_ms is None else f" > {inc.lag_max_ms / 1000:g} s"
-        still = " (until the end of the data)" if inc.end_s is None and inc.verdict != "ongoing" else ""
-        meaning = inc.meaning
-        behind = f" behind deposed leader {inc.leader}" if inc.zombie and inc.leader is not None else ""
-        label = top.text(inc.start_s, 0.0,
-                         f" broker {inc.follower} lagging{bound}{behind}: {inc.verdict}"
-                         f"{f' ({meaning})' if meaning else ''}"
-                         f"{still}", transform=top.get_xaxis_transform(), fontsize=8.5,
+    for group in _incident_label_groups(data):
+        inc = group[0]
+        followers = sorted({i.follower for i in group})
+        who = (f"broker {followers[0]}" if len(followers) == 1
+               else "brokers " + ", ".join(str(f) for f in followers))
+        label = top.text(inc.start_s, 0.0, f" {who} lagging{_incident_label_tail(inc)}",
+                         transform=top.get_xaxis_transform(), fontsize=8.5,
                          # Dark red for the leader's failings only: an on-time shrink is no alarm.
                          color=INCIDENT_LABEL_BAD if inc.verdict in BAD_VERDICTS else INCIDENT_LABEL_OTHER,
                          va="bottom", ha="left", zorder=7,
@@ -727,8 +725,39 @@ def _draw_incidents(axes, data: PartitionPlot, placed: list[Bbox]) -> int:  # ty
                 break
         else:
             label.remove()
-            unlabelled += 1
+            unlabelled += len(group)
     return unlabelled
+
+
+INCIDENT_LABEL_SHARE = 0.02
+"""Incidents of different followers whose labels would read the same bar the broker, starting within this fraction
+of the run of the first, share one label (`brokers 2, 3 lagging ...`): a leader cut off from its followers sees them
+all fall behind at once, and one label per follower would stack them out of the panel."""
+
+
+def _incident_label_tail(inc: IncidentSpan) -> str:
+    """What an incident's label says after `broker N lagging`: the bound, a deposed leader, the verdict in words."""
+    bound = "" if inc.lag_max_ms is None else f" > {inc.lag_max_ms / 1000:g} s"
+    still = " (until the end of the data)" if inc.end_s is None and inc.verdict != "ongoing" else ""
+    meaning = inc.meaning
+    behind = f" behind deposed leader {inc.leader}" if inc.zombie and inc.leader is not None else ""
+    return f"{bound}{behind}: {inc.verdict}{f' ({meaning})' if meaning else ''}{still}"
+
+
+def _incident_label_groups(data: PartitionPlot) -> list[list[IncidentSpan]]:
+    """The incidents in label order (late / missing / premature first, then by start), those that can share a label
+    (`INCIDENT_LABEL_SHARE`) grouped, each group's first incident first."""
+    near = INCIDENT_LABEL_SHARE * max(data.end_s, 1e-9)
+    groups: list[list[IncidentSpan]] = []
+    for inc in sorted(data.incidents, key=lambda i: (i.verdict not in BAD_VERDICTS, i.start_s)):
+        tail = _incident_label_tail(inc)
+        home = next((g for g in groups if _incident_label_tail(g[0]) == tail and inc.start_s - g[0].start_s <= near
+                     and all(i.follower != inc.follower for i in g)), None)
+        if home is None:
+            groups.append([inc])
+        else:
+            home.append(inc)
+    return groups
 
 
 def _draw_leaders(axes, data: PartitionPlot) -> list[Bbox]:  # type: ignore[no-untyped-def]

@@ -424,6 +424,22 @@ def test_a_zombie_leaders_incident_is_labelled_so_and_an_uncommitted_shrink_says
                       "broker 3 lagging > 10 s: late (shrink rejected)"]
 
 
+def test_followers_that_fell_behind_together_share_one_label() -> None:
+    """A leader cut off from both followers sees them lag from nearly the same instant with the same verdict: one
+    label names both (the second would stack a row higher, or not fit). A follower's own later incident, and one with
+    another verdict, keep labels of their own."""
+    incidents = (IncidentSpan(5.0, 9.0, 2, "on_time", 1, 10_000, "committed"),
+                 IncidentSpan(5.003, 9.0, 3, "on_time", 1, 10_000, "committed"),
+                 IncidentSpan(5.2, 9.5, 4, "late", 1, 10_000, "committed"),
+                 IncidentSpan(30.0, 34.0, 2, "on_time", 1, 10_000, "committed"))
+    fig = render_partition(replace(kip101_like(), incidents=incidents, end_s=60.0))
+    labels = sorted(t.get_text().strip() for t in fig.axes[0].texts if "lagging" in t.get_text())
+    assert labels == ["broker 2 lagging > 10 s: on_time (removed from the ISR in time)",
+                      "broker 4 lagging > 10 s: late (removed from the ISR late)",
+                      "brokers 2, 3 lagging > 10 s: on_time (removed from the ISR in time)"]
+    assert "lag incidents labelled" not in _figure_text(fig), "all four are labelled"
+
+
 def test_a_down_brokers_lines_stop_at_its_crash_and_resume_at_its_restart() -> None:
     """kip101_like: broker 1 crashes at 6.2 s and restarts at 7.0 s (recovery leaves LEO 1); broker 2 is never down.
     A crash without a restart stops the lines for good."""
