@@ -88,15 +88,31 @@ def cuts_of(bronze: DataFrame, appends: DataFrame) -> DataFrame:
     return cuts_within(every.where(~F.col("full")).drop("full"), appends, every)
 
 
+OFFSET_BUCKET_MASK = 1023
+"""Offsets per bucket, less one (a power of two), of the equi-join key that pairs a truncation's target with the
+batches that may hold it (`cuts_within`)."""
+
+
+def _bucket(offset: str) -> Column:
+    """The first offset of `offset`'s bucket (`OFFSET_BUCKET_MASK`)."""
+    return F.col(offset).bitwiseAND(F.lit(~OFFSET_BUCKET_MASK).cast("long"))
+
+
 def cuts_within(trunc: DataFrame, appends: DataFrame, truncations: DataFrame) -> DataFrame:
     """`cuts_of` for the partial truncations `trunc` (partition, broker, event id, truncate_offset), from
     `appends` (partition, broker, event id, base and last offset) and all the replicas' `truncations` (the same
     columns and `full`). The batch covering the target counts only while no truncation between it and this one
     removed the target (one at or below it, or a full one): inside a hole left by an earlier cut, nothing is
     held at the target and the truncation cuts nothing below it, as `Checker._cut_from` reads the record there."""
+    # Keyed by the offset's bucket as well as the replica: a replica's truncations would otherwise be compared with
+    # every append of its life (each batch is listed under the one or few buckets its offsets span).
     ap = _renamed(appends, "c", {"broker_id": "_c_b", "event_id": "_c_id", "base_offset": "_c_base",
-                                 "last_offset": "_c_last"})
-    cond = _on("c", F.col("broker_id") == F.col("_c_b"), F.col("_c_id") < F.col("event_id"),
+                                 "last_offset": "_c_last"}).withColumn(
+        "_c_bk", F.explode(F.sequence(_bucket("_c_base"), _bucket("_c_last"),
+                                      F.lit(OFFSET_BUCKET_MASK + 1).cast("long"))))
+    cond = _on("c", F.col("broker_id") == F.col("_c_b"),
+               _bucket("truncate_offset") == F.col("_c_bk"),
+               F.col("_c_id") < F.col("event_id"),
                F.col("_c_base") <= F.col("truncate_offset"), F.col("truncate_offset") <= F.col("_c_last"))
     held = trunc.join(ap, cond).groupBy(*trunc.columns).agg(
         F.max_by(F.struct(F.col("_c_base").alias("base"), F.col("_c_id").alias("id")), "_c_id").alias("_batch"))
