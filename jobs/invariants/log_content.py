@@ -460,9 +460,13 @@ def _cpa(rows: DataFrame, isl: DataFrame, cw: DataFrame, cr: DataFrame, unclean:
         F.when(F.col("_crash_a") > 0, F.col("_crash_a")).otherwise(
             F.when(F.col("_crash_b") > 0, F.col("_crash_b"))).alias("_crash_id"),
         F.array(F.col("_f.sb.w"), F.col("_f.sa.w"), F.col("_b_hw_event")).alias("_ids"),
-        text("replica ", F.col("_a"), " (HW ", F.col("_new"), ") and replica ", F.col("_b"), " (HW ",
-             F.col("_b_hw"), ") hold different records at ", F.col("_o"), ": epoch ", F.col("_f.sa.rec.epoch"),
-             " vs ", F.col("_f.sb.rec.epoch"), " (", F.col("_n"), " offsets)").alias("_msg"),
+        F.concat(text("replica ", F.col("_a"), " (HW ", F.col("_new"), ") and replica ", F.col("_b"), " (HW ",
+                      F.col("_b_hw")),
+                 # As the checker: where b's HW was set (a crashed replica's is old, and read as current).
+                 F.when(F.col("_b_hw_event").isNotNull(), text(" since event ", F.col("_b_hw_event")))
+                 .otherwise(F.lit("")),
+                 text(") hold different records at ", F.col("_o"), ": epoch ", F.col("_f.sa.rec.epoch"),
+                      " vs ", F.col("_f.sb.rec.epoch"), " (", F.col("_n"), " offsets)")).alias("_msg"),
     )
 
 

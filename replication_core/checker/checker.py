@@ -940,7 +940,9 @@ class _RunChecker:
                            excused_by=p.unclean_excuse(min(sa.append_id, sb.append_id), sa.rec.epoch, sb.rec.epoch,
                                                        _epoch_of(ev, a), _epoch_of(None, b), b.hw_epoch),
                            crash_excuse=_crash_after(a, o, -1) or _crash_after(b, o, -1),
-                           message=f"replica {a.broker} (HW {new}) and replica {b.broker} (HW {b.hw}) hold "
+                           # Where b's HW was set: a crashed or cut-off replica's is old, and read as current.
+                           message=f"replica {a.broker} (HW {new}) and replica {b.broker} (HW {b.hw}"
+                                   f"{'' if b.hw_event is None else f' since event {b.hw_event}'}) hold "
                                    f"different records at {o}: epoch {sa.rec.epoch} vs {sb.rec.epoch} "
                                    f"({len(bad)} offsets)")
 

@@ -158,12 +158,16 @@ def test_two_replicas_disagreeing_below_both_hws_is_flagged() -> None:
     run, _, _ = _divergent_follower(7777)
     run.add("isr_change", 1, 0, action="shrink", isr_state="committed", old_isr=[1, 2, 3], isr=[1, 2],
             partition_epoch=1, reason="leader_and_isr", error="NONE")
-    run.hw(1, 3, "leader", 0)
-    run.hw(2, 3, "follower", 0)
+    hw1 = run.hw(1, 3, "leader", 0)
+    hw2 = run.hw(2, 3, "follower", 0)
     eid = run.hw(3, 3, "follower", 0)
     violations = only(run.check(), "committed_prefix_agreement")
     assert [(v.replica, v.offset, v.expected, v.actual, v.event_id) for v in violations] == [
         (3, 2, 1002, 7777, eid), (3, 2, 1002, 7777, eid)]  # against replica 1 and replica 2
+    # The other replica's HW says where it was set: a crashed replica's would otherwise read as current.
+    assert [v.message.split(" hold ")[0] for v in violations] == [
+        f"replica 3 (HW 3) and replica 1 (HW 3 since event {hw1})",
+        f"replica 3 (HW 3) and replica 2 (HW 3 since event {hw2})"]
 
 
 def test_replicas_agreeing_below_both_hws_is_clean() -> None:
