@@ -45,6 +45,9 @@ class ReportConfig:
     burst_gap_ms: int = 5000
     """Answers with one error more than this far apart are listed as separate bursts (first-last times each):
     one span across a quiet stretch read as one long outage."""
+    silence_ms: int = 2000
+    """A partition's stretches of at least this long without any produce answer are listed (the longest first):
+    requests to a leader that had died, or not sent while there was none, leave no event but this gap."""
 
 
 @dataclass(frozen=True)
@@ -149,10 +152,10 @@ def _report_config(raw: dict[str, Any], p: Path) -> ReportConfig:
     """The `report:` section (every key optional)."""
     r = raw.get("report") or {}
     _expect(isinstance(r, dict), "report", "a mapping", r, p)
-    _known_keys(r, ("max_partitions", "max_points", "max_rows", "out", "burst_gap_ms"), "report", p)
+    _known_keys(r, ("max_partitions", "max_points", "max_rows", "out", "burst_gap_ms", "silence_ms"), "report", p)
     default = ReportConfig()
     counts: dict[str, int] = {}
-    for key in ("max_partitions", "max_points", "max_rows", "burst_gap_ms"):
+    for key in ("max_partitions", "max_points", "max_rows", "burst_gap_ms", "silence_ms"):
         value = r.get(key, getattr(default, key))
         # bool is an int in Python; `max_partitions: yes` is a typo, not a cap of 1.
         _expect(isinstance(value, int) and not isinstance(value, bool) and value > 0, f"report.{key}",

@@ -310,6 +310,27 @@ def produce_outcomes(bronze: DataFrame, selected: DataFrame, burst_gap_ms: int =
     return outcomes.join(_error_bursts(acks, burst_gap_ms), [*KEY, "acks", "error"], "left")
 
 
+SILENCES_SHOWN = 3
+"""Silences (`produce_silences`) listed per partition at most (the longest); the rest are counted."""
+
+
+def produce_silences(bronze: DataFrame, selected: DataFrame, silence_ms: int) -> DataFrame:
+    """Per selected partition (`selected`: its KEY columns, a short list) with any: `silences`, the
+    `SILENCES_SHOWN` longest stretches of at least `silence_ms` between two consecutive produce answers (any acks,
+    any error) as (ms, from_ms, to_ms), longest first, and `silence_count`, how many there were. A produce request to
+    a leader that had died, or a write not sent while the partition had no leader, leaves no event: only this gap.
+    A window per partition: bounded by one partition's answers."""
+    sel = F.broadcast(selected.select(*KEY))
+    answers = bronze.where(F.col("event_type") == PRODUCE_ACK).join(sel, KEY, "left_semi").select(
+        *KEY, "ts_ms", "event_id")
+    order = Window.partitionBy(*KEY).orderBy("ts_ms", "event_id")
+    gaps = answers.select(*KEY, F.lag("ts_ms").over(order).alias("from_ms"), F.col("ts_ms").alias("to_ms")).where(
+        F.col("to_ms") - F.col("from_ms") >= F.lit(silence_ms))
+    gap = F.struct((F.col("to_ms") - F.col("from_ms")).alias("ms"), "from_ms", "to_ms")
+    return gaps.groupBy(*KEY).agg(F.slice(F.sort_array(F.collect_list(gap), asc=False), 1, SILENCES_SHOWN)
+                                  .alias("silences"), F.count(F.lit(1)).alias("silence_count"))
+
+
 INCIDENT_KEY: list[str] = [*KEY, "follower_id", "leader_id", "leader_epoch", "start_ms"]
 """A lag incident (`gold/lag_incidents`' key): the same follower may lag behind two leaders from one instant."""
 
@@ -904,6 +925,7 @@ def _sections(
                                                  F.col("error")], cfg.max_rows))
     fetch_marks = grouped(fetch_error_times(lake.read(BRONZE_EVENTS, parts), selected, cfg.max_points))
     produce = grouped(produce_outcomes(lake.read(BRONZE_EVENTS, parts), selected, cfg.burst_gap_ms))
+    silences = grouped(produce_silences(lake.read(BRONZE_EVENTS, parts), selected, cfg.silence_ms))
     # Per plotted partition and invariant: how many in all (the marks above stop at max_rows).
     totals = grouped(violations.join(sel, KEY, "left_semi").groupBy(*KEY, "severity", "invariant").agg(
         F.count(F.lit(1)).alias("count"), F.min("offset").alias("first_offset"), F.max("offset").alias("last_offset")))
@@ -999,6 +1021,7 @@ def _sections(
                                                    severity_rank(t["severity"]), t["invariant"]))),
                                          infos=int(c["infos"]),
                                          produce=tuple(_produce_row(r, start_ms) for r in produce.get(key, [])),
+                                         **_silences(silences.get(key, []), start_ms),
                                          evidence_key=evidence_key(data)))
     return _with_naming(spark, sections, violations), pngs
 
@@ -1034,6 +1057,16 @@ def _produce_row(r: dict[str, Any], start_ms: int) -> ProduceRow:
                       r["wait_max_ms"], _seconds(r["wait_max_ms_at"], start_ms), int(r["timed"]),
                       _seconds(r["first_ms"], start_ms), _seconds(r["last_ms"], start_ms), bursts,
                       int(r["burst_count"] or 0))
+
+
+def _silences(rows: list[dict[str, Any]], start_ms: int) -> dict[str, Any]:
+    """A `produce_silences` row (at most one) as PartitionSection's two fields, in seconds since the run's start."""
+    if not rows:
+        return {}
+    (r,) = rows
+    return {"produce_silences": tuple((_seconds(g["from_ms"], start_ms), _seconds(g["to_ms"], start_ms))
+                                      for g in r["silences"] or ()),
+            "produce_silence_count": int(r["silence_count"])}
 
 
 def _frame(rows: list[dict[str, Any]], columns: Sequence[str], start_ms: int) -> pd.DataFrame:

@@ -251,6 +251,10 @@ class PartitionSection:
     """Findings of severity info here (acks=1 writes lost)."""
     produce: tuple[ProduceRow, ...] = ()
     """What the producers of the partition were answered (none for a run read from broker logs)."""
+    produce_silences: tuple[tuple[float | None, float | None], ...] = ()
+    """The longest stretches without any produce answer (from s, to s), longest first (report.silence_ms)."""
+    produce_silence_count: int = 0
+    """How many such stretches there were (`produce_silences` lists the first few)."""
     naming: tuple[tuple[int, int], ...] = ()
     """(event id, how many of the partition's violations name it, listed or not) for its chains' events."""
     evidence_key: tuple[NumberedEvidence, ...] = ()
@@ -704,6 +708,24 @@ def _produce_lines(rows: Sequence[ProduceRow]) -> list[str]:
     return lines
 
 
+def _silence_line(s: PartitionSection) -> str | None:
+    """`No produce answer for 4.501 s (30.000-34.501 s) ...`: the partition's longest stretches without any answer,
+    or None where it had none of report.silence_ms."""
+    if not s.produce_silences:
+        return None
+    spans = [f"{_secs(b - a)} s ({_span(a, b)})" for a, b in s.produce_silences if a is not None and b is not None]
+    more = s.produce_silence_count - len(s.produce_silences)
+    return ("No produce answer for " + ", ".join(spans) + (f", and {more} more such stretch(es)" if more > 0 else "")
+            + " (at least report.silence_ms each, the longest first): requests to a leader that had died, or writes "
+              "held back while the partition had no leader, leave no event but this gap.")
+
+
+def _produce_block(s: PartitionSection) -> list[str]:
+    """The produce lines of a section: one per acks setting, then its silences."""
+    silence = _silence_line(s)
+    return _produce_lines(s.produce) + ([silence] if silence else [])
+
+
 def _listed(shown: int, total: int, what: str, order: str = "") -> str | None:
     return None if total <= shown else f"{total - shown} more {what} not listed (cap report.max_rows{order})."
 
@@ -784,7 +806,7 @@ def markdown(doc: ReportDocument) -> str:
             out += [n for note in (_listed(len(s.incidents), s.incident_count, "incidents"), _zombie_note(s.incidents))
                     if note for n in (note, "")]
         if s.produce:
-            out += [_PRODUCE_INTRO, "", *(f"- {_md_cell(line)}" for line in _produce_lines(s.produce)), ""]
+            out += [_PRODUCE_INTRO, "", *(f"- {_md_cell(line)}" for line in _produce_block(s)), ""]
         if s.fetch_errors:
             out += [_FETCH_ERROR_INTRO, ""]
             out += _md_table(_FETCH_ERROR_HEAD, [_fetch_error_cells(f) for f in s.fetch_errors])
@@ -961,7 +983,7 @@ def html_page(doc: ReportDocument) -> str:
             out += [_p(note, "note") for note in (_listed(len(s.incidents), s.incident_count, "incidents"),
                                                   _zombie_note(s.incidents)) if note]
         if s.produce:
-            out += [_p(_PRODUCE_INTRO), "<ul>" + "".join(f"<li>{_h(line)}</li>" for line in _produce_lines(s.produce))
+            out += [_p(_PRODUCE_INTRO), "<ul>" + "".join(f"<li>{_h(line)}</li>" for line in _produce_block(s))
                     + "</ul>"]
         if s.fetch_errors:
             out.append(_p(_FETCH_ERROR_INTRO))

@@ -260,6 +260,15 @@ def test_a_section_says_what_its_producers_were_answered_per_acks_setting() -> N
     assert "<ul>" + "".join(f"<li>{line}</li>" for line in lines) + "</ul>" in html_page(doc)
     # A run read from broker logs has no produce answers: no such lines.
     assert "What the producers were answered" not in markdown(_doc())
+    # The stretches without any answer follow, the longest first, counted where more than listed.
+    quiet = _doc(sections=(replace(section, produce_silences=((30.0, 34.501), (50.25, 52.5)),
+                                   produce_silence_count=3),))
+    silence = ("No produce answer for 4.501 s (30.000-34.501 s), 2.250 s (50.250-52.500 s), and 1 more such "
+               "stretch(es) (at least report.silence_ms each, the longest first): requests to a leader that had died, "
+               "or writes held back while the partition had no leader, leave no event but this gap.")
+    assert "\n".join(f"- {line}" for line in [*lines, silence]) in markdown(quiet)
+    assert f"<li>{silence}</li></ul>" in html_page(quiet)
+    assert "No produce answer" not in md
 
 
 def test_a_pictures_numbered_evidence_is_listed_under_it_with_the_event_ids() -> None:

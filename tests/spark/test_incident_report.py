@@ -30,6 +30,7 @@ from jobs.incident_report import (
     partition_pictures,
     plot_overviews,
     produce_outcomes,
+    produce_silences,
     run_report,
     violations_naming,
     with_fetch_failures,
@@ -545,6 +546,30 @@ def test_produce_outcomes_count_the_answers_and_time_the_acks_all_writes_from_th
        "bursts array<struct<first_ms:long,last_ms:long,answers:long>>, burst_count long")
     assert_df_equality(produce_outcomes(bronze, selected), expected, ignore_row_order=True, ignore_nullable=True,
                        ignore_metadata=True, ignore_column_order=True)
+
+
+def test_produce_silences_are_the_longest_stretches_without_any_answer(spark: SparkSession) -> None:
+    """t-2's answers (any acks, any error) at 0, 0.1, 0.2, 4.7, 4.8, 9.0, 9.1, 12.0, 14.5 and 20.0 s: at least 2 s
+    apart are 0.2-4.7 (4.5 s), 4.8-9.0 (4.2 s), 9.1-12.0 (2.9 s), 12.0-14.5 (2.5 s) and 14.5-20.0 (5.5 s): the three
+    longest listed, five counted. t-3 answered every 1.9 s: no row. t-4 is not selected."""
+    def ack(event_id: int, t: int, partition: int = 2, acks: int = -1, error: str = "NONE") -> dict[str, Any]:
+        return dict(event_id=event_id, ts_ms=T0 + t, broker_id=1, event_type="produce_ack", topic="t",
+                    partition=partition, leader_epoch=3, acks=acks, error=error, batch_checksum=7)
+
+    times = [0, 100, 200, 4_700, 4_800, 9_000, 9_100, 12_000, 14_500, 20_000]
+    rows = [ack(k, t, acks=1 if k % 3 == 0 else -1, error="REQUEST_TIMED_OUT" if k == 4 else "NONE")
+            for k, t in enumerate(times)]
+    rows += [ack(100 + k, 1_900 * k, partition=3) for k in range(5)]
+    rows += [ack(200, 0, partition=4), ack(201, 10_000, partition=4)]
+    bronze = make_events(spark, rows, run_id="r1")
+    selected = spark.createDataFrame([("r1", "t", 2), ("r1", "t", 3)], "run_id string, topic string, partition int")
+    expected = spark.createDataFrame([
+        ("r1", "t", 2, [(5_500, T0 + 14_500, T0 + 20_000), (4_500, T0 + 200, T0 + 4_700),
+                        (4_200, T0 + 4_800, T0 + 9_000)], 5)],
+        "run_id string, topic string, partition int, silences array<struct<ms:long,from_ms:long,to_ms:long>>, "
+        "silence_count long")
+    assert_df_equality(produce_silences(bronze, selected, 2_000), expected, ignore_row_order=True,
+                       ignore_nullable=True, ignore_metadata=True)
 
 
 def test_violations_naming_counts_each_wanted_event_over_all_the_partitions_violations(spark: SparkSession) -> None:
