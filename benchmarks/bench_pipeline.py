@@ -33,7 +33,9 @@ What it does:
    JVM's child processes, from `/proc`; the machine has 2 cores and is shared, so CPU seconds are
    the steadier figure), the load average and the cores other processes took meanwhile, the Python
    driver's peak RSS (VmHWM, reset before the stage), the JVM heap's peak (memory-pool peaks) and the
-   JVM heap in use after `System.gc()` before and after the stage.
+   JVM heap in use after `System.gc()` before and after the stage (Python's garbage collected first:
+   a dropped DataFrame's py4j proxy keeps its Java plan alive until then); before and after all the
+   jobs also the JVM's live objects after a full GC (jcmd's class histogram), which "flat" judges.
 3. Prints a table with the verdicts against the targets and writes every figure as JSON to
    `benchmarks/results/pipeline-<UTC date>.json` (or `--out`).
 
