@@ -47,7 +47,8 @@ class ReportConfig:
     one span across a quiet stretch read as one long outage."""
     silence_ms: int = 2000
     """A partition's stretches of at least this long without any produce answer are listed (the longest first):
-    requests to a leader that had died, or not sent while there was none, leave no event but this gap."""
+    acks=all writes parked until the HW covers them or they time out, requests lost with a leader that had died, or
+    writes held back while there was no leader show as such a gap (the last two leave no event at all)."""
 
 
 @dataclass(frozen=True)

@@ -317,8 +317,9 @@ SILENCES_SHOWN = 3
 def produce_silences(bronze: DataFrame, selected: DataFrame, silence_ms: int) -> DataFrame:
     """Per selected partition (`selected`: its KEY columns, a short list) with any: `silences`, the
     `SILENCES_SHOWN` longest stretches of at least `silence_ms` between two consecutive produce answers (any acks,
-    any error) as (ms, from_ms, to_ms), longest first, and `silence_count`, how many there were. A produce request to
-    a leader that had died, or a write not sent while the partition had no leader, leaves no event: only this gap.
+    any error) as (ms, from_ms, to_ms), longest first, and `silence_count`, how many there were. Writes parked until
+    the HW covers them or they time out, a request to a leader that had died, or a write held back while the partition
+    had no leader make such a gap (the last two leave no event at all).
     A window per partition: bounded by one partition's answers."""
     sel = F.broadcast(selected.select(*KEY))
     answers = bronze.where(F.col("event_type") == PRODUCE_ACK).join(sel, KEY, "left_semi").select(

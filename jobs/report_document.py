@@ -716,8 +716,9 @@ def _silence_line(s: PartitionSection) -> str | None:
     spans = [f"{_secs(b - a)} s ({_span(a, b)})" for a, b in s.produce_silences if a is not None and b is not None]
     more = s.produce_silence_count - len(s.produce_silences)
     return ("No produce answer for " + ", ".join(spans) + (f", and {more} more such stretch(es)" if more > 0 else "")
-            + " (at least report.silence_ms each, the longest first): requests to a leader that had died, or writes "
-              "held back while the partition had no leader, leave no event but this gap.")
+            + " (at least report.silence_ms each, the longest first): the producers' requests were waiting (an "
+              "acks=all write is answered when the HW covers it or its request times out), were lost with a leader "
+              "that had died, or were held back while the partition had no leader.")
 
 
 def _produce_block(s: PartitionSection) -> list[str]:
