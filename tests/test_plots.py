@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -411,14 +412,19 @@ def test_a_partition_label_goes_where_it_covers_no_other_label_or_is_left_out() 
     assert labels(FaultSpan(2.0, 2.5, 2, "network_partition", False, (1,), "inbound")) == ["left"]
 
 
+def _incident_labels(incidents: tuple[IncidentSpan, ...]) -> tuple[Any, list[str]]:
+    """kip101_like over 60 s with `incidents`: the figure and its incident labels, sorted."""
+    fig = render_partition(replace(kip101_like(), incidents=incidents, end_s=60.0))
+    return fig, sorted(t.get_text().strip() for t in fig.axes[0].texts if "lagging" in t.get_text())
+
+
 def test_a_zombie_leaders_incident_is_labelled_so_and_an_uncommitted_shrink_says_it() -> None:
     """Leader 1, deposed before the incident began, proposed the shrink in time but the controller never answered
     (pending); a later incident's shrink was rejected; a committed one reads as before."""
     incidents = (IncidentSpan(5.0, 9.0, 2, "on_time", 1, 10_000, "pending", zombie=True),
                  IncidentSpan(12.0, 16.0, 3, "late", 1, 10_000, "rejected"),
                  IncidentSpan(20.0, 24.0, 2, "on_time", 1, 10_000, "committed"))
-    fig = render_partition(replace(kip101_like(), incidents=incidents, end_s=60.0))
-    labels = sorted(t.get_text().strip() for t in fig.axes[0].texts if "lagging" in t.get_text())
+    _, labels = _incident_labels(incidents)
     assert labels == ["broker 2 lagging > 10 s behind deposed leader 1: on_time (shrink never committed)",
                       "broker 2 lagging > 10 s: on_time (removed from the ISR in time)",
                       "broker 3 lagging > 10 s: late (shrink rejected)"]
@@ -432,8 +438,7 @@ def test_followers_that_fell_behind_together_share_one_label() -> None:
                  IncidentSpan(5.003, 9.0, 3, "on_time", 1, 10_000, "committed"),
                  IncidentSpan(5.2, 9.5, 4, "late", 1, 10_000, "committed"),
                  IncidentSpan(30.0, 34.0, 2, "on_time", 1, 10_000, "committed"))
-    fig = render_partition(replace(kip101_like(), incidents=incidents, end_s=60.0))
-    labels = sorted(t.get_text().strip() for t in fig.axes[0].texts if "lagging" in t.get_text())
+    fig, labels = _incident_labels(incidents)
     assert labels == ["broker 2 lagging > 10 s: on_time (removed from the ISR in time)",
                       "broker 4 lagging > 10 s: late (removed from the ISR late)",
                       "brokers 2, 3 lagging > 10 s: on_time (removed from the ISR in time)"]
