@@ -60,6 +60,7 @@ from jobs.cluster_overview import (
 from jobs.config import ReportConfig
 from jobs.fault_plot import FaultSpan, peer_names
 from jobs.invariants.base import severity_order
+from jobs.invariants.final_log import ACKS1 as ACKS1_WRITE_LOST
 from jobs.invariants.final_log import INVARIANT as ACKED_WRITE_LOST
 from jobs.invariants.final_log import loss_cause
 from jobs.lake import Lake
@@ -79,6 +80,7 @@ from jobs.plots import (
     IncidentSpan,
     LeaderChange,
     LifecycleMark,
+    LossSpan,
     PartitionPlot,
     ViolationMark,
     evidence_key,
@@ -312,6 +314,20 @@ def produce_outcomes(bronze: DataFrame, selected: DataFrame, burst_gap_ms: int =
 
 SILENCES_SHOWN = 3
 """Silences (`produce_silences`) listed per partition at most (the longest); the rest are counted."""
+
+
+LOST_WRITES = (ACKED_WRITE_LOST, ACKS1_WRITE_LOST)
+"""The end-of-run checks whose violations are lost writes, one per acknowledgement at its first lost offset."""
+
+
+def loss_spans(violations: DataFrame) -> DataFrame:
+    """Per partition, lost-write invariant, severity and instant the writes left the leader in office (`ts_ms`): how
+    many (`count`) and their offsets' range (`first_offset`, `last_offset`). One row per such instant: an unclean
+    election's hundreds of lost writes are one row."""
+    return violations.where(F.col("invariant").isin(*LOST_WRITES) & F.col("offset").isNotNull()).groupBy(
+        *KEY, "invariant", "severity", "ts_ms").agg(F.count(F.lit(1)).alias("count"),
+                                                    F.min("offset").alias("first_offset"),
+                                                    F.max("offset").alias("last_offset"))
 
 
 def produce_silences(bronze: DataFrame, selected: DataFrame, silence_ms: int) -> DataFrame:
@@ -930,6 +946,8 @@ def _sections(
     # Per plotted partition and invariant: how many in all (the marks above stop at max_rows).
     totals = grouped(violations.join(sel, KEY, "left_semi").groupBy(*KEY, "severity", "invariant").agg(
         F.count(F.lit(1)).alias("count"), F.min("offset").alias("first_offset"), F.max("offset").alias("last_offset")))
+    losses = grouped(first_rows(loss_spans(violations.join(sel, KEY, "left_semi")),
+                                [F.col("count").desc(), F.col("ts_ms")], cfg.max_rows))
     life: dict[str, list[dict[str, Any]]] = {}
     life.update(_rows_by(lifecycle_events(lake.read(BRONZE_EVENTS, parts), cfg.max_points), "run_id"))
     ends = spark.createDataFrame([(r, bounds.get(r, (0, 0))[1]) for r in sorted({c["run_id"] for c in chosen})],
@@ -999,6 +1017,9 @@ def _sections(
             bucket_ms=bucket, notes=tuple(notes),
             violation_totals=tuple(sorted((t["severity"], t["invariant"], int(t["count"]))
                                           for t in totals.get(key, []))),
+            loss_spans=tuple(LossSpan((r["ts_ms"] - start_ms) / 1000.0, r["invariant"], r["severity"],
+                                      int(r["first_offset"]), int(r["last_offset"]), int(r["count"]))
+                             for r in sorted(losses.get(key, []), key=lambda r: (-r["count"], r["ts_ms"]))),
         )
         name = f"p{n:03d}-{_safe(run)}-{_safe(topic)}-{partition}.png"
         pngs.append(plot_partition(data, out_dir / name))

@@ -146,6 +146,20 @@ class ViolationMark:
 
 
 @dataclass(frozen=True)
+class LossSpan:
+    """Writes an end-of-run check found lost that left the leader in office at one instant (`time_s`): `count` of
+    them, at offsets `first_offset`..`last_offset`, of one invariant and severity. The marks stop at max_rows; a span
+    shows where all of them are."""
+
+    time_s: float
+    invariant: str
+    severity: str
+    first_offset: int
+    last_offset: int
+    count: int
+
+
+@dataclass(frozen=True)
 class LifecycleMark:
     """A broker crashed, restarted or shut down at `time_s` (`action` as in the broker_lifecycle event)."""
 
@@ -214,6 +228,8 @@ class PartitionPlot:
     violation_totals: tuple[tuple[str, str, int], ...] = ()
     """(severity, invariant, count) of all the partition's violations, when `violations` marks only the first
     ones; the headline counts these."""
+    loss_spans: tuple[LossSpan, ...] = ()
+    """Where the lost writes are, per instant they left the leader in office (the report's largest first)."""
 
     @property
     def totals(self) -> tuple[tuple[str, str, int], ...]:
@@ -516,6 +532,34 @@ def _draw_violations(ax, data: PartitionPlot, taken: list[Bbox]) -> int:  # type
             label.remove()
             left_out += 1
     return left_out
+
+
+LOSS_SPAN_WIDTH = 7.0
+LOSS_SPAN_ALPHA = 0.4
+"""A loss span's bar: wide and faint, under the marks, so that it shows the range without hiding a line."""
+
+
+def _draw_loss_spans(ax, data: PartitionPlot, placed: list[Bbox]) -> None:  # type: ignore[no-untyped-def]
+    """Each loss span as a bar at its time over its offsets, `N lost` beside its top end where that overlaps no
+    label already placed (whose extents `placed` holds, and gets this one's)."""
+    renderer = ax.figure.canvas.get_renderer()
+    for span in data.loss_spans:
+        colour = _SEVERITY_STYLE.get(span.severity, ("#d62728", "X"))[0]
+        ax.plot([span.time_s, span.time_s], [span.first_offset, span.last_offset], color=colour,
+                linewidth=LOSS_SPAN_WIDTH, alpha=LOSS_SPAN_ALPHA, solid_capstyle="butt", zorder=4.5)
+        if span.count < 2:
+            continue  # one write: its mark says it
+        right_half = span.time_s > 0.6 * data.end_s
+        label = ax.annotate(f"{span.count:,} lost", xy=(span.time_s, span.last_offset), xytext=(
+            -6 if right_half else 6, 0), textcoords="offset points", fontsize=8, color=colour, fontweight="bold",
+            ha="right" if right_half else "left", va="center", zorder=6.5,
+            bbox={"boxstyle": "square,pad=0.1", "fc": "white", "ec": "none", "alpha": 0.7})
+        label.update_positions(renderer)
+        extent = Text.get_window_extent(label, renderer)
+        if any(extent.overlaps(b) for b in placed):
+            label.remove()
+        else:
+            placed.append(extent)
 
 
 def _leader_line(mark: Sequence[float], box: Bbox) -> MplPath:
@@ -919,11 +963,12 @@ def _inside(extent: Bbox, ax) -> bool:  # type: ignore[no-untyped-def]
 
 
 def _offset_limits(data: PartitionPlot) -> tuple[float, float]:
-    """The offset axis range: every series and violation offset, with headroom above the highest line for the
+    """The offset axis range: every series, violation and loss span offset, with headroom above the highest line for the
     leader labels and below for the incident labels (set explicitly: autoscaling ignores the dodged lines)."""
     values = [float(v) for c in ("hw_min", "leo_min", "hw_max", "leo_max", "hw", "leo")
               for v in data.offsets[c].dropna().tolist()]
     values += [float(v.offset) for v in data.violations if v.offset is not None]
+    values += [float(o) for span in data.loss_spans for o in (span.first_offset, span.last_offset)]
     low, high = (min(values), max(values)) if values else (0.0, 1.0)
     span = max(high - low, 1.0)
     return low - 0.14 * span, high + 0.22 * span
@@ -947,6 +992,7 @@ def render_partition(data: PartitionPlot) -> Figure:
     # broke), then the evidence numbers around both and around the leader changes' labels.
     placed: list[Bbox] = []
     unlabelled = _draw_incidents((top, lanes), data, placed)
+    _draw_loss_spans(top, data, placed)
     leader_labels = _draw_leaders((top, lanes), data)
     crowded = _draw_violations(top, data, placed)
     numbers_only = _draw_evidence(top, data, placed, leader_labels)
@@ -965,6 +1011,10 @@ def render_partition(data: PartitionPlot) -> Figure:
            Line2D([], [], marker=_SEVERITY_STYLE[s][1], color=_SEVERITY_STYLE[s][0], linestyle="none",
                   markeredgecolor=_SEVERITY_STYLE[s][0] if s == INFO else "black", label=SEVERITY_LEGEND[s]))
           for s in SEVERITIES],
+        (bool(data.loss_spans),
+         Line2D([], [], color=_SEVERITY_STYLE.get(data.loss_spans[0].severity, ("#d62728",))[0] if data.loss_spans
+                else "#d62728", linewidth=LOSS_SPAN_WIDTH, alpha=LOSS_SPAN_ALPHA, solid_capstyle="butt",
+                label="acknowledged writes lost\n(their offsets, when they\nleft the leader in office)")),
         (any(v.evidence for v in _labelled(data)),
          Line2D([], [], marker="o", markerfacecolor="white", markeredgecolor="#d62728", linestyle="none",
                 label="evidence event\n(numbered in time order)")),

@@ -20,6 +20,7 @@ from jobs.plots import (
     INFO_COLOUR,
     ISR_COLUMNS,
     LANE_FAULT_OFFSETS,
+    LOSS_SPAN_WIDTH,
     OFFSET_COLUMNS,
     SUBTITLE_CHARS,
     UNCLEAN_COLOUR,
@@ -28,6 +29,7 @@ from jobs.plots import (
     IncidentSpan,
     LeaderChange,
     LifecycleMark,
+    LossSpan,
     PartitionPlot,
     ViolationMark,
     broken_at,
@@ -410,6 +412,26 @@ def test_a_partition_label_goes_where_it_covers_no_other_label_or_is_left_out() 
     assert labels(FaultSpan(5.0, 5.5, 1, "network_partition", False, (2,), "both")) == ["right"]
     assert labels(FaultSpan(3.0, 3.5, 1, "network_partition", False, (2,), "both")) == []
     assert labels(FaultSpan(2.0, 2.5, 2, "network_partition", False, (1,), "inbound")) == ["left"]
+
+
+def test_loss_spans_show_where_all_the_lost_writes_are_beyond_the_marks() -> None:
+    """542 writes lost at 14 s (offsets 2-543) and 18 at 6 s (544-561), of which the picture marks only a few: a
+    faint bar per instant over its offsets, `N lost` at its top, a legend entry; a single lost write gets its bar but
+    no count (its mark says it); no bar and no entry without spans."""
+    spans = (LossSpan(14.0, "acked_write_lost", "warning", 2, 543, 542),
+             LossSpan(6.0, "acked_write_lost", "warning", 544, 561, 18),
+             LossSpan(20.0, "acked_write_lost", "warning", 600, 600, 1))
+    fig = render_partition(replace(kip101_like(), loss_spans=spans))
+    top = fig.axes[0]
+    bars = sorted((tuple(line.get_xdata()), tuple(line.get_ydata())) for line in top.get_lines()
+                  if line.get_linewidth() == LOSS_SPAN_WIDTH)
+    assert bars == [((6.0, 6.0), (544, 561)), ((14.0, 14.0), (2, 543)), ((20.0, 20.0), (600, 600))]
+    assert sorted(t.get_text() for t in top.texts if t.get_text().endswith(" lost")) == ["18 lost", "542 lost"]
+    legend = [t.get_text() for t in fig.legends[0].get_texts()]
+    assert any(t.startswith("acknowledged writes lost") for t in legend)
+    plain = render_partition(kip101_like())
+    assert not any(line.get_linewidth() == LOSS_SPAN_WIDTH for line in plain.axes[0].get_lines())
+    assert not any(t.get_text().startswith("acknowledged writes lost") for t in plain.legends[0].get_texts())
 
 
 def _incident_labels(incidents: tuple[IncidentSpan, ...]) -> tuple[Any, list[str]]:

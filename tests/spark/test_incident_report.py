@@ -26,6 +26,7 @@ from jobs.incident_report import (
     incident_fetch_failures,
     isr_series,
     leader_changes,
+    loss_spans,
     offset_series,
     partition_pictures,
     plot_overviews,
@@ -546,6 +547,25 @@ def test_produce_outcomes_count_the_answers_and_time_the_acks_all_writes_from_th
        "bursts array<struct<first_ms:long,last_ms:long,answers:long>>, burst_count long")
     assert_df_equality(produce_outcomes(bronze, selected), expected, ignore_row_order=True, ignore_nullable=True,
                        ignore_metadata=True, ignore_column_order=True)
+
+
+def test_loss_spans_group_the_lost_writes_by_the_instant_they_left_the_leader(spark: SparkSession) -> None:
+    """t-0: acked_write_lost at offsets 5, 6, 9 left at 20 s, 12 at 25 s, acks1_write_lost 7 at 20 s; another
+    invariant's violation and one without an offset are no loss."""
+    rows = [_violation(0, "acked_write_lost", "warning", "lost", offset=o, ts_ms=T0 + 20_000) for o in (9, 5, 6)]
+    rows += [_violation(0, "acked_write_lost", "warning", "lost", offset=12, ts_ms=T0 + 25_000),
+             _violation(0, "acks1_write_lost", "info", "lost", offset=7, ts_ms=T0 + 20_000),
+             _violation(0, "hw_within_log", "error", "HW above LEO", offset=3, ts_ms=T0 + 20_000),
+             _violation(0, "acked_write_lost", "warning", "lost", offset=None, ts_ms=T0 + 20_000)]
+    violations = frame(spark, GOLD_INVARIANT_VIOLATIONS, rows)
+    expected = spark.createDataFrame([
+        ("r1", "t", 0, "acked_write_lost", "warning", T0 + 20_000, 3, 5, 9),
+        ("r1", "t", 0, "acked_write_lost", "warning", T0 + 25_000, 1, 12, 12),
+        ("r1", "t", 0, "acks1_write_lost", "info", T0 + 20_000, 1, 7, 7),
+    ], "run_id string, topic string, partition int, invariant string, severity string, ts_ms long, count long, "
+       "first_offset long, last_offset long")
+    assert_df_equality(loss_spans(violations), expected, ignore_row_order=True, ignore_nullable=True,
+                       ignore_metadata=True)
 
 
 def test_produce_silences_are_the_longest_stretches_without_any_answer(spark: SparkSession) -> None:
