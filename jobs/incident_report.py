@@ -703,7 +703,7 @@ def run_report(
         verdicts=verdicts, incidents=tuple(_incident_row(r, start(r["run_id"])) for r in incident_list),
         incidents_total=sum(verdicts.values()), flagged_total=flagged_total, sections=tuple(sections),
         max_partitions=cfg.max_partitions, max_rows=cfg.max_rows, fetch_errors=fetch_error_counts,
-        loss_causes=loss_causes,
+        loss_causes=loss_causes, silence_ms=cfg.silence_ms,
         overviews=tuple(overviews), overviews_capped=max(0, len(runs) - cfg.max_partitions),
         run_starts={r: _iso(bounds[r][0]) for r in runs if r in bounds},
         bucket_note=f"Series with more than {cfg.max_points} changes are aggregated into {cfg.max_points} time "

@@ -318,6 +318,8 @@ class ReportDocument:
     bucket_note: str = ""
     fetch_errors: dict[str, tuple[int, int]] = field(default_factory=dict)
     """Per error name: the fetch responses with it over the reported runs, and the partitions they concern."""
+    silence_ms: int = 2000
+    """report.silence_ms: the shortest stretch without any produce answer a section lists."""
     loss_causes: dict[str, int] = field(default_factory=dict)
     """Per cause an excused acked_write_lost names (`final_log.LOSS_CAUSES`): how many over the reported runs."""
     overviews: tuple[OverviewSection, ...] = ()
@@ -708,7 +710,7 @@ def _produce_lines(rows: Sequence[ProduceRow]) -> list[str]:
     return lines
 
 
-def _silence_line(s: PartitionSection) -> str | None:
+def _silence_line(s: PartitionSection, silence_ms: int) -> str | None:
     """`No produce answer for 4.501 s (30.000-34.501 s) ...`: the partition's longest stretches without any answer,
     or None where it had none of report.silence_ms."""
     if not s.produce_silences:
@@ -716,14 +718,14 @@ def _silence_line(s: PartitionSection) -> str | None:
     spans = [f"{_secs(b - a)} s ({_span(a, b)})" for a, b in s.produce_silences if a is not None and b is not None]
     more = s.produce_silence_count - len(s.produce_silences)
     return ("No produce answer for " + ", ".join(spans) + (f", and {more} more such stretch(es)" if more > 0 else "")
-            + " (at least report.silence_ms each, the longest first): the producers' requests were waiting (an "
-              "acks=all write is answered when the HW covers it or its request times out), were lost with a leader "
-              "that had died, or were held back while the partition had no leader.")
+            + f" (at least {silence_ms / 1000:g} s each, report.silence_ms; the longest first): the producers' "
+              "requests were waiting (an acks=all write is answered when the HW covers it or its request times out), "
+              "were lost with a leader that had died, or were held back while the partition had no leader.")
 
 
-def _produce_block(s: PartitionSection) -> list[str]:
+def _produce_block(s: PartitionSection, silence_ms: int) -> list[str]:
     """The produce lines of a section: one per acks setting, then its silences."""
-    silence = _silence_line(s)
+    silence = _silence_line(s, silence_ms)
     return _produce_lines(s.produce) + ([silence] if silence else [])
 
 
@@ -807,7 +809,7 @@ def markdown(doc: ReportDocument) -> str:
             out += [n for note in (_listed(len(s.incidents), s.incident_count, "incidents"), _zombie_note(s.incidents))
                     if note for n in (note, "")]
         if s.produce:
-            out += [_PRODUCE_INTRO, "", *(f"- {_md_cell(line)}" for line in _produce_block(s)), ""]
+            out += [_PRODUCE_INTRO, "", *(f"- {_md_cell(line)}" for line in _produce_block(s, doc.silence_ms)), ""]
         if s.fetch_errors:
             out += [_FETCH_ERROR_INTRO, ""]
             out += _md_table(_FETCH_ERROR_HEAD, [_fetch_error_cells(f) for f in s.fetch_errors])
@@ -984,8 +986,8 @@ def html_page(doc: ReportDocument) -> str:
             out += [_p(note, "note") for note in (_listed(len(s.incidents), s.incident_count, "incidents"),
                                                   _zombie_note(s.incidents)) if note]
         if s.produce:
-            out += [_p(_PRODUCE_INTRO), "<ul>" + "".join(f"<li>{_h(line)}</li>" for line in _produce_block(s))
-                    + "</ul>"]
+            lines = _produce_block(s, doc.silence_ms)
+            out += [_p(_PRODUCE_INTRO), "<ul>" + "".join(f"<li>{_h(line)}</li>" for line in lines) + "</ul>"]
         if s.fetch_errors:
             out.append(_p(_FETCH_ERROR_INTRO))
             out += _html_table(_FETCH_ERROR_HEAD, [("", _fetch_error_cells(f)) for f in s.fetch_errors])

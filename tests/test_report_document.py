@@ -264,7 +264,7 @@ def test_a_section_says_what_its_producers_were_answered_per_acks_setting() -> N
     quiet = _doc(sections=(replace(section, produce_silences=((30.0, 34.501), (50.25, 52.5)),
                                    produce_silence_count=3),))
     silence = ("No produce answer for 4.501 s (30.000-34.501 s), 2.250 s (50.250-52.500 s), and 1 more such "
-               "stretch(es) (at least report.silence_ms each, the longest first): the producers' requests were "
+               "stretch(es) (at least 2 s each, report.silence_ms; the longest first): the producers' requests were "
                "waiting (an acks=all write is answered when the HW covers it or its request times out), were lost "
                "with a leader that had died, or were held back while the partition had no leader.")
     assert "\n".join(f"- {line}" for line in [*lines, silence]) in markdown(quiet)
