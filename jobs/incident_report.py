@@ -553,8 +553,10 @@ def latest_audit(lake: Lake, runs: Sequence[str] | None) -> dict[str, Any]:
 
 
 def _what(e: dict[str, Any]) -> str:
+    """`truncation by broker 1`, `leader_election unclean by controller 1000` (only a controller elects)."""
     kind = e["event_type"] + (f" {e['action']}" if e["action"] else "")
-    return kind + ("" if e["broker_id"] is None else f" by broker {e['broker_id']}")
+    node = "controller" if e["event_type"] == LEADER_ELECTION else "broker"
+    return kind + ("" if e["broker_id"] is None else f" by {node} {e['broker_id']}")
 
 
 def _log_line(e: dict[str, Any]) -> str | None:

@@ -478,10 +478,11 @@ def _draw_violations(ax, data: PartitionPlot, taken: list[Bbox]) -> int:  # type
         totals[(severity, invariant)] = totals.get((severity, invariant), 0) + count
     for v in _labelled(data):
         colour = _SEVERITY_STYLE.get(v.severity, ("#d62728", "X"))[0]
-        where = [] if v.replica is None else [f"not on final leader {v.replica}" if v.end_of_run
-                                              else f"broker {v.replica}"]
+        where = [] if v.replica is None or v.end_of_run else [f"broker {v.replica}"]
         if v.offset is not None:
             where.append(f"offset {v.offset}")  # as the report's tables print it: no separators
+        if v.end_of_run and v.replica is not None:
+            where.append(f"not on final leader {v.replica}")  # after the offset: not read as the leader's offset
         # An info invariant has one label (MAX_INFO_LABELS): it says how many marks it stands for.
         more = totals.get((v.severity, v.invariant), 1) - MAX_INFO_LABELS if v.severity == INFO else 0
         text = (f"{v.severity.upper()}: {v.invariant}" + (f" (+{more:,} more)" if more > 0 else "")

@@ -510,23 +510,24 @@ def _data_loss_line(doc: ReportDocument) -> str | None:
 
 
 LOSS_CAUSE_WORDS: dict[str, str] = {
-    "unclean_election": "by an unclean election alone",
-    "crash_and_unclean_election": "with the leader's unflushed tail at a crash, beside an unclean election",
-    "crash_recovery": "by a crash's recovery of unflushed data",
+    "unclean_election": "lost to an unclean election alone",
+    "crash_and_unclean_election": "lost both with a crashed leader's unflushed tail and to an unclean election",
+    "crash_recovery": "lost with a crashed replica's unflushed data (its crash recovery)",
 }
 """How the overview says each cause of `final_log.LOSS_CAUSES`."""
 
 
 def _loss_causes(causes: dict[str, int], warnings: int) -> str:
-    """`542 by an unclean election alone, 18 with ...`: the warnings split by the cause their messages name; the
-    general rule where no warning names one (an audit from before the causes were written, or none excused)."""
+    """`542 lost to an unclean election alone, 18 lost both ...`: the warnings split by the cause their messages
+    name; the general rule where no warning names one (an audit from before the causes were written, or none
+    excused)."""
     named = [(LOSS_CAUSE_WORDS.get(c, c), n) for c, n in causes.items() if n]
     if not warnings or not named:
         return "a warning where an unclean election or a crash that lost unflushed data explains it"
     order = list(LOSS_CAUSE_WORDS.values())
     named.sort(key=lambda wn: (order.index(wn[0]) if wn[0] in order else len(order), wn[0]))
     rest = warnings - sum(n for _, n in named)
-    return "the warnings " + ", ".join(f"{n:,} {w}" for w, n in named) + (f", {rest:,} other" if rest > 0 else "")
+    return ", ".join(f"{n:,} {w}" for w, n in named) + (f", {rest:,} other" if rest > 0 else "")
 
 
 def _overview(doc: ReportDocument) -> list[str]:

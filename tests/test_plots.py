@@ -138,7 +138,7 @@ def test_acks1_losses_are_small_calm_diamonds_under_the_errors_with_one_label_an
     # One label for the invariant, counting the marks it stands for; the error and the warning keep theirs. An
     # end-of-run finding's replica is the final leader lacking the write, not the broker the mark sits on.
     assert [t for t in texts if t.startswith("INFO:")] == [
-        "INFO: acks1_write_lost (+2 more)\n(not on final leader 1, offset 3)"]
+        "INFO: acks1_write_lost (+2 more)\n(offset 3, not on final leader 1)"]
     assert any(t.startswith("ERROR: acked_write_lost") for t in texts)
     assert any(t.startswith("WARNING: committed_prefix_agreement") for t in texts)
     # Only the labelled finding's evidence is drawn: one ring for three findings.
@@ -150,7 +150,7 @@ def test_acks1_losses_are_small_calm_diamonds_under_the_errors_with_one_label_an
     totals = (("error", "acked_write_lost", 1), ("warning", "committed_prefix_agreement", 1),
               ("info", "acks1_write_lost", 60))
     capped = render_partition(replace(data, violation_totals=totals))
-    assert "INFO: acks1_write_lost (+59 more)\n(not on final leader 1, offset 3)" in [
+    assert "INFO: acks1_write_lost (+59 more)\n(offset 3, not on final leader 1)" in [
         t.get_text() for t in capped.axes[0].texts]
 
 

@@ -305,8 +305,8 @@ def test_the_overview_says_how_many_acknowledged_writes_were_lost() -> None:
     assert ("Acknowledged writes lost: 0 acks=all write(s) and 0 acks=1 write(s) (which Kafka allows), per produce "
             "acknowledgement.") in markdown(clean)
     split = replace(lost, loss_causes={"crash_and_unclean_election": 18, "unclean_election": 540})
-    assert ("(acked_write_lost: 1 error(s), 560 warning(s): the warnings 540 by an unclean election alone, 18 with "
-            "the leader's unflushed tail at a crash, beside an unclean election, 2 other) and 3 acks=1"
+    assert ("(acked_write_lost: 1 error(s), 560 warning(s): 540 lost to an unclean election alone, 18 lost both "
+            "with a crashed leader's unflushed tail and to an unclean election, 2 other) and 3 acks=1"
             ) in markdown(split)
     logs = _doc(invariants=(InvariantCount("acked_write_lost", "error", False, 0, 0, "not applicable to the audited "
                                            "runs (kafka-log: their events cannot show it)"),))

@@ -707,8 +707,9 @@ def test_an_end_of_run_checks_violations_are_listed_lowest_offset_first_with_the
     section = md.split("\n### t-0 (run ")[1]
     assert re.findall(r"\| offset (\d+) lost[^|]*\|", section) == ["5", "6", "7"]
     assert "All of them, per invariant: acked_write_lost (warning): 12 at offsets 5..20." in section
-    assert ("12 warning(s): the warnings 3 by an unclean election alone, 3 with the leader's unflushed tail at a "
-            "crash, beside an unclean election, 2 by a crash's recovery of unflushed data, 4 other)") in md
+    assert ("12 warning(s): 3 lost to an unclean election alone, 3 lost both with a crashed leader's unflushed tail "
+            "and to an unclean election, 2 lost with a crashed replica's unflushed data (its crash recovery), 4 other)"
+            ) in md
 
 
 def test_acks1_losses_are_reported_as_info_counted_and_plotted_never_as_errors(
