@@ -114,6 +114,7 @@ from replication_core.sim.cli import folder_problem
 from schemas.audit import GOLD_AUDIT_RUNS, GOLD_INVARIANT_VIOLATIONS
 from schemas.events import (
     APPEND,
+    BROKER_CONFIG,
     BROKER_LIFECYCLE,
     EPOCH_REQUEST_RETRY,
     FETCH_RESPONSE,
@@ -314,6 +315,35 @@ def produce_outcomes(bronze: DataFrame, selected: DataFrame, burst_gap_ms: int =
 
 SILENCES_SHOWN = 3
 """Silences (`produce_silences`) listed per partition at most (the longest); the rest are counted."""
+
+
+SETTINGS_SHOWN = ("replica.lag.time.max.ms", "min.insync.replicas", "unclean.leader.election.enable",
+                  "replog.truncation.mode")
+"""The configs a partition's section states: what its lag incidents, min ISR and elections are judged by."""
+
+
+def run_settings(bronze: DataFrame) -> DataFrame:
+    """(run_id, name, value) of `SETTINGS_SHOWN` and their topic overrides (`topic.<topic>.<name>`) in the runs'
+    `broker_config` events, distinct: a handful per run (more only where brokers or times differ)."""
+    # A topic name may hold dots: an override is matched by its prefix and suffix.
+    wanted = F.col("name").isin(*SETTINGS_SHOWN)
+    for name in SETTINGS_SHOWN:
+        wanted = wanted | (F.col("name").startswith("topic.") & F.col("name").endswith("." + name))
+    return bronze.where(F.col("event_type") == BROKER_CONFIG).select(
+        "run_id", F.explode("config").alias("name", "value")).where(wanted).distinct()
+
+
+def section_settings(rows: Sequence[dict[str, Any]], topic: str) -> tuple[tuple[str, str], ...]:
+    """A section's settings from its run's `run_settings` rows: each name's value, the topic's override where there
+    is one (`(topic t)`), every distinct value where brokers or times gave several."""
+    out = []
+    for name in SETTINGS_SHOWN:
+        override = sorted({r["value"] for r in rows if r["name"] == f"topic.{topic}.{name}"})
+        broker = sorted({r["value"] for r in rows if r["name"] == name})
+        values, scope = (override, f" (topic {topic})") if override else (broker, "")
+        if values:
+            out.append((name, " / ".join(values) + scope))
+    return tuple(out)
 
 
 LOST_WRITES = (ACKED_WRITE_LOST, ACKS1_WRITE_LOST)
@@ -948,6 +978,7 @@ def _sections(
     # Per plotted partition and invariant: how many in all (the marks above stop at max_rows).
     totals = grouped(violations.join(sel, KEY, "left_semi").groupBy(*KEY, "severity", "invariant").agg(
         F.count(F.lit(1)).alias("count"), F.min("offset").alias("first_offset"), F.max("offset").alias("last_offset")))
+    settings = _rows_by(run_settings(lake.read(BRONZE_EVENTS, parts)), "run_id")
     losses = grouped(first_rows(loss_spans(violations.join(sel, KEY, "left_semi")),
                                 [F.col("count").desc(), F.col("ts_ms")], cfg.max_rows))
     life: dict[str, list[dict[str, Any]]] = {}
@@ -1046,6 +1077,7 @@ def _sections(
                                          infos=int(c["infos"]),
                                          produce=tuple(_produce_row(r, start_ms) for r in produce.get(key, [])),
                                          **_silences(silences.get(key, []), start_ms),
+                                         settings=section_settings(settings.get(run, []), topic),
                                          evidence_key=evidence_key(data)))
     return _with_naming(spark, sections, violations), pngs
 

@@ -251,6 +251,9 @@ class PartitionSection:
     """Findings of severity info here (acks=1 writes lost)."""
     produce: tuple[ProduceRow, ...] = ()
     """What the producers of the partition were answered (none for a run read from broker logs)."""
+    settings: tuple[tuple[str, str], ...] = ()
+    """(Kafka config name, value as the run's broker_config events gave it, with its scope) of the settings that
+    judge the partition: what the lag threshold, min ISR and unclean elections were."""
     produce_silences: tuple[tuple[float | None, float | None], ...] = ()
     """The longest stretches without any produce answer (from s, to s), longest first (report.silence_ms)."""
     produce_silence_count: int = 0
@@ -711,6 +714,12 @@ def _produce_lines(rows: Sequence[ProduceRow]) -> list[str]:
     return lines
 
 
+def _settings_line(s: PartitionSection) -> str:
+    """`Settings in force (broker_config events): replica.lag.time.max.ms 10000; min.insync.replicas 1 (topic
+    risky); ...`."""
+    return "Settings in force (broker_config events): " + "; ".join(f"{k} {v}" for k, v in s.settings) + "."
+
+
 def _silence_line(s: PartitionSection, silence_ms: int) -> str | None:
     """`No produce answer for 4.501 s (30.000-34.501 s) ...`: the partition's longest stretches without any answer,
     or None where it had none of report.silence_ms."""
@@ -795,6 +804,8 @@ def markdown(doc: ReportDocument) -> str:
     for s in doc.sections:
         out += [f"### {s.title}", "",
                 s.counts, ""]
+        if s.settings:
+            out += [_md_cell(_settings_line(s)), ""]
         if s.violations:
             head, rows = _section_violation_table(s)
             out += _md_table(head, [cells for _, cells in rows])
@@ -971,6 +982,8 @@ def html_page(doc: ReportDocument) -> str:
     for s in doc.sections:
         out += [f'<h3 id="{_h(s.anchor)}">{_h(s.title)}</h3>',
                 _p(s.counts)]
+        if s.settings:
+            out.append(_p(_settings_line(s), "note"))
         if s.violations:
             out += _html_table(*_section_violation_table(s))
             note = _listed(len(s.violations), s.violation_count, "violations", _TAKE_TURNS)

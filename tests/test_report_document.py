@@ -272,6 +272,19 @@ def test_a_section_says_what_its_producers_were_answered_per_acks_setting() -> N
     assert "No produce answer" not in md
 
 
+def test_a_section_states_the_settings_that_judge_it() -> None:
+    """Under the counts: the lag threshold, min ISR and unclean elections in force; nothing where the events have
+    no broker_config."""
+    section = replace(_doc().sections[0], settings=(("replica.lag.time.max.ms", "10000"),
+                                                    ("min.insync.replicas", "1 (topic risky)")))
+    line = ("Settings in force (broker_config events): replica.lag.time.max.ms 10000; min.insync.replicas 1 (topic "
+            "risky).")
+    doc = _doc(sections=(section,))
+    assert f"{section.counts}\n\n{line}\n" in markdown(doc)
+    assert f'<p class="note">{html.escape(line)}</p>' in html_page(doc)
+    assert "Settings in force" not in markdown(_doc())
+
+
 def test_a_pictures_numbered_evidence_is_listed_under_it_with_the_event_ids() -> None:
     """The picture's numbered rings (a crowded one may show a ring's number alone) as one line under the picture,
     escaped in HTML; none without rings."""

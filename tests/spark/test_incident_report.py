@@ -33,6 +33,8 @@ from jobs.incident_report import (
     produce_outcomes,
     produce_silences,
     run_report,
+    run_settings,
+    section_settings,
     violations_naming,
     with_fetch_failures,
     with_leader_deposed,
@@ -547,6 +549,33 @@ def test_produce_outcomes_count_the_answers_and_time_the_acks_all_writes_from_th
        "bursts array<struct<first_ms:long,last_ms:long,answers:long>>, burst_count long")
     assert_df_equality(produce_outcomes(bronze, selected), expected, ignore_row_order=True, ignore_nullable=True,
                        ignore_metadata=True, ignore_column_order=True)
+
+
+def test_a_sections_settings_are_its_runs_broker_configs_with_its_topics_overrides(spark: SparkSession) -> None:
+    """Brokers 1 and 2 of run r1 report replica.lag.time.max.ms 10000 and 30000 (a restart changed broker 2's), min
+    ISR 2 with topic `a.b` (dotted) overriding it to 1, unclean elections off with `t` overriding them on; other
+    configs and other runs' are not shown."""
+    def config(event_id: int, broker: int, run: str = "r1", **extra: str) -> dict[str, Any]:
+        base = {"replica.lag.time.max.ms": "10000", "min.insync.replicas": "2",
+                "unclean.leader.election.enable": "false", "replica.fetch.max.bytes": "1048576",
+                "topic.a.b.min.insync.replicas": "1", "topic.t.unclean.leader.election.enable": "true"}
+        return dict(event_id=event_id, ts_ms=T0 + event_id, broker_id=broker, event_type="broker_config",
+                    config={**base, **extra})
+
+    bronze = make_events(spark, [config(1, 1), config(2, 2), config(3, 2, **{"replica.lag.time.max.ms": "30000"})],
+                         run_id="r1").unionByName(make_events(spark, [config(4, 1, **{
+                             "min.insync.replicas": "3"})], run_id="r2"))
+    rows = [r.asDict() for r in run_settings(bronze).where(F.col("run_id") == "r1").collect()]
+    assert sorted((r["name"], r["value"]) for r in rows) == [
+        ("min.insync.replicas", "2"), ("replica.lag.time.max.ms", "10000"), ("replica.lag.time.max.ms", "30000"),
+        ("topic.a.b.min.insync.replicas", "1"), ("topic.t.unclean.leader.election.enable", "true"),
+        ("unclean.leader.election.enable", "false")]
+    assert section_settings(rows, "t") == (("replica.lag.time.max.ms", "10000 / 30000"), ("min.insync.replicas", "2"),
+                                           ("unclean.leader.election.enable", "true (topic t)"))
+    assert section_settings(rows, "a.b") == (("replica.lag.time.max.ms", "10000 / 30000"),
+                                             ("min.insync.replicas", "1 (topic a.b)"),
+                                             ("unclean.leader.election.enable", "false"))
+    assert section_settings([], "t") == ()
 
 
 def test_loss_spans_group_the_lost_writes_by_the_instant_they_left_the_leader(spark: SparkSession) -> None:
