@@ -466,7 +466,8 @@ def _cpa(rows: DataFrame, isl: DataFrame, cw: DataFrame, cr: DataFrame, unclean:
                  F.when(F.col("_b_hw_event").isNotNull(), text(" since event ", F.col("_b_hw_event")))
                  .otherwise(F.lit("")),
                  text(") hold different records at ", F.col("_o"), ": epoch ", F.col("_f.sa.rec.epoch"),
-                      " vs ", F.col("_f.sb.rec.epoch"), " (", F.col("_n"), " offsets)")).alias("_msg"),
+                      " on replica ", F.col("_a"), " vs ", F.col("_f.sb.rec.epoch"), " on replica ", F.col("_b"),
+                      " (", F.col("_n"), " offsets)")).alias("_msg"),
     )
 
 

@@ -943,7 +943,8 @@ class _RunChecker:
                            # Where b's HW was set: a crashed or cut-off replica's is old, and read as current.
                            message=f"replica {a.broker} (HW {new}) and replica {b.broker} (HW {b.hw}"
                                    f"{'' if b.hw_event is None else f' since event {b.hw_event}'}) hold "
-                                   f"different records at {o}: epoch {sa.rec.epoch} vs {sb.rec.epoch} "
+                                   f"different records at {o}: epoch {sa.rec.epoch} on replica {a.broker} vs "
+                                   f"{sb.rec.epoch} on replica {b.broker} "
                                    f"({len(bad)} offsets)")
 
     def _check_inconsistent_offsets(self, p: PartitionState, r: ReplicaState, lo: int, hi: int, ev: Event) -> None:

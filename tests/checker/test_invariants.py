@@ -165,9 +165,11 @@ def test_two_replicas_disagreeing_below_both_hws_is_flagged() -> None:
     assert [(v.replica, v.offset, v.expected, v.actual, v.event_id) for v in violations] == [
         (3, 2, 1002, 7777, eid), (3, 2, 1002, 7777, eid)]  # against replica 1 and replica 2
     # The other replica's HW says where it was set: a crashed replica's would otherwise read as current.
-    assert [v.message.split(" hold ")[0] for v in violations] == [
-        f"replica 3 (HW 3) and replica 1 (HW 3 since event {hw1})",
-        f"replica 3 (HW 3) and replica 2 (HW 3 since event {hw2})"]
+    assert [v.message.split(" (1 offsets)")[0] for v in violations] == [
+        f"replica 3 (HW 3) and replica 1 (HW 3 since event {hw1}) hold different records at 2: epoch 0 on replica 3 "
+        "vs 0 on replica 1",
+        f"replica 3 (HW 3) and replica 2 (HW 3 since event {hw2}) hold different records at 2: epoch 0 on replica 3 "
+        "vs 0 on replica 2"]
 
 
 def test_replicas_agreeing_below_both_hws_is_clean() -> None:
