@@ -478,6 +478,26 @@ def _chain_line(n: int, chain: Sequence[ViolationRow], naming: dict[int, int]) -
             + ", ".join(group(name, rows) for name, rows in by_invariant.items()) + ".")
 
 
+def _common_cause_line(s: PartitionSection) -> str | None:
+    """`All 1,782 violations name one event, most likely their common cause: event 2488 (...) (chain 1 below).`: the
+    chain whose event at least half of the partition's violations name (listed or not); None where none does."""
+    naming = dict(s.naming)
+    best: tuple[int, int, str] | None = None
+    for n, chain in enumerate(s.chains, 1):
+        hub_id, _ = chain_hub(chain)
+        count = naming.get(hub_id, 0)
+        if best is None or count > best[1]:
+            described = next((e for v in chain for e in v.evidence if e.event_id == hub_id and e.what is not None),
+                             None)
+            best = (n, count, described.text() if described else str(hub_id))
+    total = s.violation_count
+    if best is None or total < 2 or 2 * best[1] < total:
+        return None
+    n, count, hub = best
+    who = f"All {_num(total)} violations" if count >= total else f"{_num(count)} of the {_num(total)} violations"
+    return f"{who} name one event, most likely their common cause: event {hub} (chain {n} below)."
+
+
 def _section_violation_table(s: PartitionSection) -> tuple[tuple[str, ...], list[tuple[str, tuple[str, ...]]]]:
     """The head and the (severity, cells) rows of a section's violation table: with a chain column first when
     some of its violations are chained."""
@@ -806,6 +826,9 @@ def markdown(doc: ReportDocument) -> str:
                 s.counts, ""]
         if s.settings:
             out += [_md_cell(_settings_line(s)), ""]
+        cause = _common_cause_line(s)
+        if cause:
+            out += [_md_cell(cause), ""]
         if s.violations:
             head, rows = _section_violation_table(s)
             out += _md_table(head, [cells for _, cells in rows])
@@ -984,6 +1007,9 @@ def html_page(doc: ReportDocument) -> str:
                 _p(s.counts)]
         if s.settings:
             out.append(_p(_settings_line(s), "note"))
+        cause = _common_cause_line(s)
+        if cause:
+            out.append(_p(cause))
         if s.violations:
             out += _html_table(*_section_violation_table(s))
             note = _listed(len(s.violations), s.violation_count, "violations", _TAKE_TURNS)

@@ -116,3 +116,23 @@ def test_a_chain_says_how_many_of_all_the_partitions_violations_name_its_event_w
     assert "through event 48 (append by broker 2 at 6.001 s), named by 3 listed (1,200 of all the partition's " \
            "violations name it): " in md
     assert "named by 3: " in markdown(_doc(*KIP101, naming=((48, 3),)))
+
+
+def test_a_section_opens_with_the_event_most_of_its_violations_name_as_their_likely_common_cause() -> None:
+    """1,200 of the partition's 1,202 violations name event 48 (listed or not): said under the counts, before the
+    table; where fewer than half name any one event, nothing is said."""
+    doc = _doc(*KIP101, naming=((48, 1200), (53, 3)))
+    section = doc.sections[0]
+    many = ReportDocument(**{**doc.__dict__, "sections": (PartitionSection(
+        "run-1", "t", 0, 1200, 2, 0, section.violations, naming=section.naming),)})
+    line = ("1,200 of the 1,202 violations name one event, most likely their common cause: event 48 (append by "
+            "broker 2 at 6.001 s) (chain 1 below).")
+    md = markdown(many)
+    assert md.index(line) < md.index("| chain |")
+    assert f"<p>{html.escape(line)}</p>" in html_page(many)
+    every = ReportDocument(**{**doc.__dict__, "sections": (PartitionSection(
+        "run-1", "t", 0, 1200, 0, 0, section.violations, naming=section.naming),)})
+    assert "All 1,200 violations name one event, most likely their common cause: event 48" in markdown(every)
+    few = ReportDocument(**{**doc.__dict__, "sections": (PartitionSection(
+        "run-1", "t", 0, 3000, 0, 0, section.violations, naming=section.naming),)})
+    assert "name one event" not in markdown(few)
