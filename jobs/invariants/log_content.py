@@ -93,6 +93,10 @@ OFFSET_BUCKET_MASK = 1023
 batches that may hold it (`cuts_within`)."""
 
 
+WIDE_BATCH_BUCKETS = 64
+"""A batch spanning this many offset buckets or more is joined by range, not listed under each bucket."""
+
+
 def _bucket(offset: str) -> Column:
     """The first offset of `offset`'s bucket (`OFFSET_BUCKET_MASK`)."""
     return F.col(offset).bitwiseAND(F.lit(~OFFSET_BUCKET_MASK).cast("long"))
@@ -105,16 +109,22 @@ def cuts_within(trunc: DataFrame, appends: DataFrame, truncations: DataFrame) ->
     removed the target (one at or below it, or a full one): inside a hole left by an earlier cut, nothing is
     held at the target and the truncation cuts nothing below it, as `Checker._cut_from` reads the record there."""
     # Keyed by the offset's bucket as well as the replica: a replica's truncations would otherwise be compared with
-    # every append of its life (each batch is listed under the one or few buckets its offsets span).
+    # every append of its life (each batch is listed under the one or few buckets its offsets span). A batch wider
+    # than WIDE_BATCH_BUCKETS buckets (valid, if no producer writes one) is met by the replica's range join instead of
+    # being listed under millions of buckets.
     ap = _renamed(appends, "c", {"broker_id": "_c_b", "event_id": "_c_id", "base_offset": "_c_base",
-                                 "last_offset": "_c_last"}).withColumn(
+                                 "last_offset": "_c_last"})
+    width = (_bucket("_c_last") - _bucket("_c_base")) / (OFFSET_BUCKET_MASK + 1)
+    narrow = ap.where(width < WIDE_BATCH_BUCKETS).withColumn(
         "_c_bk", F.explode(F.sequence(_bucket("_c_base"), _bucket("_c_last"),
                                       F.lit(OFFSET_BUCKET_MASK + 1).cast("long"))))
-    cond = _on("c", F.col("broker_id") == F.col("_c_b"),
-               _bucket("truncate_offset") == F.col("_c_bk"),
-               F.col("_c_id") < F.col("event_id"),
-               F.col("_c_base") <= F.col("truncate_offset"), F.col("truncate_offset") <= F.col("_c_last"))
-    held = trunc.join(ap, cond).groupBy(*trunc.columns).agg(
+    covers = [F.col("_c_id") < F.col("event_id"), F.col("_c_base") <= F.col("truncate_offset"),
+              F.col("truncate_offset") <= F.col("_c_last")]
+    pairs = trunc.join(narrow, _on("c", F.col("broker_id") == F.col("_c_b"),
+                                   _bucket("truncate_offset") == F.col("_c_bk"), *covers)).drop("_c_bk")
+    pairs = pairs.unionByName(trunc.join(ap.where(width >= WIDE_BATCH_BUCKETS),
+                                         _on("c", F.col("broker_id") == F.col("_c_b"), *covers)))
+    held = pairs.groupBy(*trunc.columns).agg(
         F.max_by(F.struct(F.col("_c_base").alias("base"), F.col("_c_id").alias("id")), "_c_id").alias("_batch"))
     held = held.where(F.col("_batch.base") < F.col("truncate_offset"))
     tr = _renamed(truncations, "r", {"broker_id": "_r_b", "event_id": "_r_id", "truncate_offset": "_r_t",

@@ -7,7 +7,7 @@ from chispa import assert_df_equality
 from pyspark.sql import SparkSession
 from pyspark.sql import types as T
 
-from jobs.invariants.log_content import OFFSET_BUCKET_MASK, cuts_within
+from jobs.invariants.log_content import OFFSET_BUCKET_MASK, WIDE_BATCH_BUCKETS, cuts_within
 
 BUCKET = OFFSET_BUCKET_MASK + 1
 REPLICA = ("r", "t", 0, 1)
@@ -36,4 +36,18 @@ def test_a_truncation_cuts_the_batch_holding_its_target_from_the_batchs_base_acr
     got = cuts_within(spark.createDataFrame(truncs, TRUNC), spark.createDataFrame(appends, APPEND),
                       spark.createDataFrame(every, ALL_TRUNC))
     expected = spark.createDataFrame([(*REPLICA, 3, b - 4, b), (*REPLICA, 7, 2 * b - 8, 2 * b + 1)], CUT)
+    assert_df_equality(got, expected, ignore_row_order=True, ignore_nullable=True)
+
+
+def test_a_batch_wider_than_the_bucket_limit_is_still_found(spark: SparkSession) -> None:
+    """Event 1 appends [0, 2^31 - 1] (valid, if absurd: listed under each bucket it would make two million rows).
+    Truncation 2 inside it cuts 0..its target - 1; truncation 3, above truncation 2's target, cuts nothing: the batch
+    is gone from there."""
+    top = 2**31 - 1
+    at = 5 * BUCKET * WIDE_BATCH_BUCKETS
+    appends = [(*REPLICA, 1, 0, top)]
+    truncs = [(*REPLICA, 2, at), (*REPLICA, 3, top - 1)]
+    got = cuts_within(spark.createDataFrame(truncs, TRUNC), spark.createDataFrame(appends, APPEND),
+                      spark.createDataFrame([(*t, False) for t in truncs], ALL_TRUNC))
+    expected = spark.createDataFrame([(*REPLICA, 2, 0, at - 1)], CUT)
     assert_df_equality(got, expected, ignore_row_order=True, ignore_nullable=True)
