@@ -360,10 +360,12 @@ def loss_spans(violations: DataFrame) -> DataFrame:
                                                     F.max("offset").alias("last_offset"))
 
 
-def produce_silences(bronze: DataFrame, selected: DataFrame, silence_ms: int) -> DataFrame:
+def produce_silences(bronze: DataFrame, selected: DataFrame, silence_ms: int, ends: DataFrame | None = None
+                     ) -> DataFrame:
     """Per selected partition (`selected`: its KEY columns, a short list) with any: `silences`, the
     `SILENCES_SHOWN` longest stretches of at least `silence_ms` between two consecutive produce answers (any acks,
-    any error) as (ms, from_ms, to_ms), longest first, and `silence_count`, how many there were. Writes parked until
+    any error), or from the last answer to the run's end (`ends`: run_id, end_ms; `until_end` true), as (ms,
+    from_ms, to_ms, until_end), longest first, and `silence_count`, how many there were. Writes parked until
     the HW covers them or they time out, a request to a leader that had died, or a write held back while the partition
     had no leader make such a gap (the last two leave no event at all).
     A window per partition: bounded by one partition's answers."""
@@ -371,9 +373,15 @@ def produce_silences(bronze: DataFrame, selected: DataFrame, silence_ms: int) ->
     answers = bronze.where(F.col("event_type") == PRODUCE_ACK).join(sel, KEY, "left_semi").select(
         *KEY, "ts_ms", "event_id")
     order = Window.partitionBy(*KEY).orderBy("ts_ms", "event_id")
-    gaps = answers.select(*KEY, F.lag("ts_ms").over(order).alias("from_ms"), F.col("ts_ms").alias("to_ms")).where(
-        F.col("to_ms") - F.col("from_ms") >= F.lit(silence_ms))
-    gap = F.struct((F.col("to_ms") - F.col("from_ms")).alias("ms"), "from_ms", "to_ms")
+    gaps = answers.select(*KEY, F.lag("ts_ms").over(order).alias("from_ms"), F.col("ts_ms").alias("to_ms"),
+                          F.lit(False).alias("until_end"))
+    if ends is not None:
+        # A leader that died for good, or producers that stopped, leave no answer to close the last stretch.
+        gaps = gaps.unionByName(answers.groupBy(*KEY).agg(F.max("ts_ms").alias("from_ms")).join(
+            F.broadcast(ends), "run_id").select(*KEY, "from_ms", F.col("end_ms").alias("to_ms"),
+                                                F.lit(True).alias("until_end")))
+    gaps = gaps.where(F.col("to_ms") - F.col("from_ms") >= F.lit(silence_ms))
+    gap = F.struct((F.col("to_ms") - F.col("from_ms")).alias("ms"), "from_ms", "to_ms", "until_end")
     return gaps.groupBy(*KEY).agg(F.slice(F.sort_array(F.collect_list(gap), asc=False), 1, SILENCES_SHOWN)
                                   .alias("silences"), F.count(F.lit(1)).alias("silence_count"))
 
@@ -974,7 +982,9 @@ def _sections(
                                                  F.col("error")], cfg.max_rows))
     fetch_marks = grouped(fetch_error_times(lake.read(BRONZE_EVENTS, parts), selected, cfg.max_points))
     produce = grouped(produce_outcomes(lake.read(BRONZE_EVENTS, parts), selected, cfg.burst_gap_ms))
-    silences = grouped(produce_silences(lake.read(BRONZE_EVENTS, parts), selected, cfg.silence_ms))
+    run_ends = spark.createDataFrame([(r, bounds.get(r, (0, 0))[1]) for r in sorted({c["run_id"] for c in chosen})],
+                                     "run_id string, end_ms long")
+    silences = grouped(produce_silences(lake.read(BRONZE_EVENTS, parts), selected, cfg.silence_ms, run_ends))
     # Per plotted partition and invariant: how many in all (the marks above stop at max_rows).
     totals = grouped(violations.join(sel, KEY, "left_semi").groupBy(*KEY, "severity", "invariant").agg(
         F.count(F.lit(1)).alias("count"), F.min("offset").alias("first_offset"), F.max("offset").alias("last_offset")))
@@ -1120,8 +1130,8 @@ def _silences(rows: list[dict[str, Any]], start_ms: int) -> dict[str, Any]:
     if not rows:
         return {}
     (r,) = rows
-    return {"produce_silences": tuple((_seconds(g["from_ms"], start_ms), _seconds(g["to_ms"], start_ms))
-                                      for g in r["silences"] or ()),
+    return {"produce_silences": tuple((_seconds(g["from_ms"], start_ms), _seconds(g["to_ms"], start_ms),
+                                       bool(g["until_end"])) for g in r["silences"] or ()),
             "produce_silence_count": int(r["silence_count"])}
 
 

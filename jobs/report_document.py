@@ -254,8 +254,9 @@ class PartitionSection:
     settings: tuple[tuple[str, str], ...] = ()
     """(Kafka config name, value as the run's broker_config events gave it, with its scope) of the settings that
     judge the partition: what the lag threshold, min ISR and unclean elections were."""
-    produce_silences: tuple[tuple[float | None, float | None], ...] = ()
-    """The longest stretches without any produce answer (from s, to s), longest first (report.silence_ms)."""
+    produce_silences: tuple[tuple[float | None, float | None, bool], ...] = ()
+    """The longest stretches without any produce answer (from s, to s, whether it lasted to the run's end), longest
+    first (report.silence_ms)."""
     produce_silence_count: int = 0
     """How many such stretches there were (`produce_silences` lists the first few)."""
     naming: tuple[tuple[int, int], ...] = ()
@@ -745,12 +746,14 @@ def _silence_line(s: PartitionSection, silence_ms: int) -> str | None:
     or None where it had none of report.silence_ms."""
     if not s.produce_silences:
         return None
-    spans = [f"{_secs(b - a)} s ({_span(a, b)})" for a, b in s.produce_silences if a is not None and b is not None]
+    spans = [f"{_secs(b - a)} s ({_span(a, b)}{', to the end of the run' if end else ''})"
+             for a, b, end in s.produce_silences if a is not None and b is not None]
     more = s.produce_silence_count - len(s.produce_silences)
     return ("No produce answer for " + ", ".join(spans) + (f", and {more} more such stretch(es)" if more > 0 else "")
             + f" (at least {silence_ms / 1000:g} s each, report.silence_ms; the longest first): the producers' "
               "requests were waiting (an acks=all write is answered when the HW covers it or its request times out), "
-              "were lost with a leader that had died, or were held back while the partition had no leader.")
+              "were lost with a leader that had died, or were held back while the partition had no leader"
+            + ("; or the producers had stopped" if any(end for _, _, end in s.produce_silences) else "") + ".")
 
 
 def _produce_block(s: PartitionSection, silence_ms: int) -> list[str]:

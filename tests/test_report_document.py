@@ -261,7 +261,7 @@ def test_a_section_says_what_its_producers_were_answered_per_acks_setting() -> N
     # A run read from broker logs has no produce answers: no such lines.
     assert "What the producers were answered" not in markdown(_doc())
     # The stretches without any answer follow, the longest first, counted where more than listed.
-    quiet = _doc(sections=(replace(section, produce_silences=((30.0, 34.501), (50.25, 52.5)),
+    quiet = _doc(sections=(replace(section, produce_silences=((30.0, 34.501, False), (50.25, 52.5, False)),
                                    produce_silence_count=3),))
     silence = ("No produce answer for 4.501 s (30.000-34.501 s), 2.250 s (50.250-52.500 s), and 1 more such "
                "stretch(es) (at least 2 s each, report.silence_ms; the longest first): the producers' requests were "
@@ -270,6 +270,12 @@ def test_a_section_says_what_its_producers_were_answered_per_acks_setting() -> N
     assert "\n".join(f"- {line}" for line in [*lines, silence]) in markdown(quiet)
     assert f"<li>{html.escape(silence)}</li></ul>" in html_page(quiet)
     assert "No produce answer" not in md
+    # A stretch that lasted to the run's end says so (a dead leader never replaced, or producers that stopped).
+    ended = _doc(sections=(replace(section, produce_silences=((50.0, 60.0, True),), produce_silence_count=1),))
+    assert ("No produce answer for 10.000 s (50.000-60.000 s, to the end of the run) (at least 2 s each, "
+            "report.silence_ms; the longest first)") in markdown(ended)
+    assert "no leader; or the producers had stopped." in markdown(ended)
+    assert "or the producers had stopped" not in markdown(quiet)
 
 
 def test_a_section_states_the_settings_that_judge_it() -> None:

@@ -600,7 +600,8 @@ def test_loss_spans_group_the_lost_writes_by_the_instant_they_left_the_leader(sp
 def test_produce_silences_are_the_longest_stretches_without_any_answer(spark: SparkSession) -> None:
     """t-2's answers (any acks, any error) at 0, 0.1, 0.2, 4.7, 4.8, 9.0, 9.1, 12.0, 14.5 and 20.0 s: at least 2 s
     apart are 0.2-4.7 (4.5 s), 4.8-9.0 (4.2 s), 9.1-12.0 (2.9 s), 12.0-14.5 (2.5 s) and 14.5-20.0 (5.5 s): the three
-    longest listed, five counted. t-3 answered every 1.9 s: no row. t-4 is not selected."""
+    longest listed, five counted. t-3 answered every 1.9 s: no row. t-4 is not selected. With the run's end at 27 s,
+    t-2's last answer leaves 7 s to it (the longest), t-3's 19.4 s (its only one)."""
     def ack(event_id: int, t: int, partition: int = 2, acks: int = -1, error: str = "NONE") -> dict[str, Any]:
         return dict(event_id=event_id, ts_ms=T0 + t, broker_id=1, event_type="produce_ack", topic="t",
                     partition=partition, leader_epoch=3, acks=acks, error=error, batch_checksum=7)
@@ -612,12 +613,19 @@ def test_produce_silences_are_the_longest_stretches_without_any_answer(spark: Sp
     rows += [ack(200, 0, partition=4), ack(201, 10_000, partition=4)]
     bronze = make_events(spark, rows, run_id="r1")
     selected = spark.createDataFrame([("r1", "t", 2), ("r1", "t", 3)], "run_id string, topic string, partition int")
+    schema = ("run_id string, topic string, partition int, silences array<struct<ms:long,from_ms:long,to_ms:long,"
+              "until_end:boolean>>, silence_count long")
     expected = spark.createDataFrame([
-        ("r1", "t", 2, [(5_500, T0 + 14_500, T0 + 20_000), (4_500, T0 + 200, T0 + 4_700),
-                        (4_200, T0 + 4_800, T0 + 9_000)], 5)],
-        "run_id string, topic string, partition int, silences array<struct<ms:long,from_ms:long,to_ms:long>>, "
-        "silence_count long")
+        ("r1", "t", 2, [(5_500, T0 + 14_500, T0 + 20_000, False), (4_500, T0 + 200, T0 + 4_700, False),
+                        (4_200, T0 + 4_800, T0 + 9_000, False)], 5)], schema)
     assert_df_equality(produce_silences(bronze, selected, 2_000), expected, ignore_row_order=True,
+                       ignore_nullable=True, ignore_metadata=True)
+    ends = spark.createDataFrame([("r1", T0 + 27_000)], "run_id string, end_ms long")
+    expected = spark.createDataFrame([
+        ("r1", "t", 2, [(7_000, T0 + 20_000, T0 + 27_000, True), (5_500, T0 + 14_500, T0 + 20_000, False),
+                        (4_500, T0 + 200, T0 + 4_700, False)], 6),
+        ("r1", "t", 3, [(19_400, T0 + 7_600, T0 + 27_000, True)], 1)], schema)
+    assert_df_equality(produce_silences(bronze, selected, 2_000, ends), expected, ignore_row_order=True,
                        ignore_nullable=True, ignore_metadata=True)
 
 
