@@ -982,9 +982,9 @@ def _sections(
                                                  F.col("error")], cfg.max_rows))
     fetch_marks = grouped(fetch_error_times(lake.read(BRONZE_EVENTS, parts), selected, cfg.max_points))
     produce = grouped(produce_outcomes(lake.read(BRONZE_EVENTS, parts), selected, cfg.burst_gap_ms))
-    run_ends = spark.createDataFrame([(r, bounds.get(r, (0, 0))[1]) for r in sorted({c["run_id"] for c in chosen})],
-                                     "run_id string, end_ms long")
-    silences = grouped(produce_silences(lake.read(BRONZE_EVENTS, parts), selected, cfg.silence_ms, run_ends))
+    ends = spark.createDataFrame([(r, bounds.get(r, (0, 0))[1]) for r in sorted({c["run_id"] for c in chosen})],
+                                 "run_id string, end_ms long")
+    silences = grouped(produce_silences(lake.read(BRONZE_EVENTS, parts), selected, cfg.silence_ms, ends))
     # Per plotted partition and invariant: how many in all (the marks above stop at max_rows).
     totals = grouped(violations.join(sel, KEY, "left_semi").groupBy(*KEY, "severity", "invariant").agg(
         F.count(F.lit(1)).alias("count"), F.min("offset").alias("first_offset"), F.max("offset").alias("last_offset")))
@@ -993,8 +993,6 @@ def _sections(
                                 [F.col("count").desc(), F.col("ts_ms")], cfg.max_rows))
     life: dict[str, list[dict[str, Any]]] = {}
     life.update(_rows_by(lifecycle_events(lake.read(BRONZE_EVENTS, parts), cfg.max_points), "run_id"))
-    ends = spark.createDataFrame([(r, bounds.get(r, (0, 0))[1]) for r in sorted({c["run_id"] for c in chosen})],
-                                 "run_id string, end_ms long")
     # The plotted partitions' replicas' faults, the first max_points of each broker: a busy run's other brokers
     # cannot push a replica's faults past the cap.
     brokers = F.broadcast(ps.join(sel, KEY, "left_semi").select(

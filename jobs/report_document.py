@@ -545,11 +545,9 @@ def _loss_causes(causes: dict[str, int], warnings: int) -> str:
     """`542 lost to an unclean election alone, 18 lost both ...`: the warnings split by the cause their messages
     name; the general rule where no warning names one (an audit from before the causes were written, or none
     excused)."""
-    named = [(LOSS_CAUSE_WORDS.get(c, c), n) for c, n in causes.items() if n]
+    named = [(words, causes[c]) for c, words in LOSS_CAUSE_WORDS.items() if causes.get(c)]
     if not warnings or not named:
         return "a warning where an unclean election or a crash that lost unflushed data explains it"
-    order = list(LOSS_CAUSE_WORDS.values())
-    named.sort(key=lambda wn: (order.index(wn[0]) if wn[0] in order else len(order), wn[0]))
     rest = warnings - sum(n for _, n in named)
     return ", ".join(f"{n:,} {w}" for w, n in named) + (f", {rest:,} other" if rest > 0 else "")
 
