@@ -109,6 +109,7 @@ from jobs.report_document import (
 from jobs.runs import bronze_runs
 from jobs.transforms.lag import run_bounds
 from jobs.transforms.timelines import PARTITION_KEY
+from jobs.violation_streaks import violation_streaks
 from replication_core.checker.catalogue import BY_NAME, ERROR, INFO, SEVERITIES, WARNING
 from replication_core.sim.cli import folder_problem
 from schemas.audit import GOLD_AUDIT_RUNS, GOLD_INVARIANT_VIOLATIONS
@@ -611,9 +612,13 @@ def _violation_row(r: dict[str, Any], start_ms: int,
         Evidence(int(i), _seconds(found[(r["run_id"], i)]["ts_ms"], start_ms), _what(found[(r["run_id"], i)]),
                  _log_line(found[(r["run_id"], i)]), found[(r["run_id"], i)]["event_type"])
         if (r["run_id"], i) in found else Evidence(int(i)) for i in (r["evidence"] or ()))
+    count = int(r.get("streak_count") or 1)
     return ViolationRow(r["run_id"], r["invariant"], r["severity"], r["topic"], r["partition"], r["replica"],
                         _seconds(r["ts_ms"], start_ms) or 0.0, r["event_id"], r["offset"], r["expected"],
-                        r["actual"], evidence, r["message"])
+                        r["actual"], evidence, r["message"], count,
+                        (int(r["first_offset"]), int(r["last_offset"]))
+                        if count > 1 and r.get("first_offset") is not None else None,
+                        _seconds(r.get("last_ts_ms"), start_ms) if count > 1 else None)
 
 
 def _incident_row(r: dict[str, Any], start_ms: int) -> IncidentRow:
@@ -970,8 +975,9 @@ def _sections(
     # truncation lost), and would come in any order.
     nth = F.row_number().over(Window.partitionBy(*KEY, "invariant").orderBy("ts_ms", "event_id",
                                                                             F.col("offset").asc_nulls_first()))
-    viols = grouped(first_rows(violations.join(sel, KEY, "left_semi").select(*_violation_cols()).withColumn(
-        "_nth", nth), [severity_order(), F.col("_nth"), F.col("ts_ms"),
+    # A streak of alike violations at consecutive offsets is one row (`jobs.violation_streaks`).
+    viols = grouped(first_rows(violation_streaks(violations.join(sel, KEY, "left_semi").select(
+        *_violation_cols())).withColumn("_nth", nth), [severity_order(), F.col("_nth"), F.col("ts_ms"),
                        F.col("event_id"), F.col("invariant"), F.col("offset").asc_nulls_first()], cfg.max_rows))
     incs = grouped(with_leader_deposed(with_fetch_failures(first_rows(
         incidents.join(sel, KEY, "left_semi"), [F.col("start_ms"), F.col("follower_id")], cfg.max_rows),
@@ -1025,8 +1031,9 @@ def _sections(
         if lead and lead[0]["changes"] > len(lead):
             notes.append(f"first {len(lead)} of {lead[0]['changes']} leader changes drawn")
         found = c["errors"] + c["warnings"] + c["infos"]
-        if len(v_rows) < found:
-            notes.append(f"{len(v_rows)} of {found} violations marked, each invariant's earliest first")
+        listed = sum(v.count for v in v_rows)
+        if listed < found:
+            notes.append(f"{listed} of {found} violations marked, each invariant's earliest first")
         drawn_faults = fault_marks(faults.get(run, []), start_ms)[0]
         replicas = tuple(sorted({r["replica"] for r in isr.get(key, []) + offsets.get(key, [])}))
         # Each broker's row carries its own total (the rows stop at max_points per broker).
@@ -1046,7 +1053,7 @@ def _sections(
                     for r in sorted(uncleans.get(key, []), key=lambda r: r["ts_ms"])),
             violations=tuple(ViolationMark(v.time_s, v.invariant, v.severity, v.replica, v.offset, tuple(
                 EvidencePoint(e.time_s, e.what, e.event_id) for e in v.evidence if e.time_s is not None and e.what),
-                v.event_id < 0) for v in v_rows),
+                v.event_id < 0, None if v.offsets is None else (*v.offsets, v.count)) for v in v_rows),
             incidents=tuple(IncidentSpan(i.start_s, i.end_s, i.follower, i.verdict, i.leader, i.lag_max_ms,
                                          i.shrink_outcome, i.zombie) for i in i_rows),
             lifecycle=tuple(LifecycleMark((r["ts_ms"] - start_ms) / 1000.0, r["broker_id"], r["action"])

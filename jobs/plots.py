@@ -143,6 +143,9 @@ class ViolationMark:
     end_of_run: bool = False
     """Found at the end of the run (a lost write): `replica` is the final leader, which lacks the record, and the
     mark sits where the write left the leader then in office, which may be another broker."""
+    streak: tuple[int, int, int] | None = None
+    """(lowest offset, highest offset, count) where the mark stands for a streak of alike violations
+    (`jobs.violation_streaks`); it sits at the earliest's offset."""
 
 
 @dataclass(frozen=True)
@@ -260,7 +263,7 @@ def headline_parts(data: PartitionPlot) -> list[str]:
         n = sum(count for sev, _, count in totals if sev == severity)
         if n:
             # "3 info", as the audit and the check say it
-            said = f"{n} {severity}" if severity == INFO else plural(n, severity)
+            said = f"{n:,} {severity}" if severity == INFO else plural(n, severity)
             parts.append(f"{said} ({', '.join(names)})")
     unclean = sum(1 for c in data.leaders if c.unclean)
     if unclean:
@@ -479,12 +482,16 @@ def _draw_violations(ax, data: PartitionPlot, taken: list[Bbox]) -> int:  # type
     for v in _labelled(data):
         colour = _SEVERITY_STYLE.get(v.severity, ("#d62728", "X"))[0]
         where = [] if v.replica is None or v.end_of_run else [f"broker {v.replica}"]
-        if v.offset is not None:
+        if v.streak is not None:
+            where.append(f"offsets {v.streak[0]}..{v.streak[1]}, {v.streak[2]:,} violations")
+        elif v.offset is not None:
             where.append(f"offset {v.offset}")  # as the report's tables print it: no separators
         if v.end_of_run and v.replica is not None:
             where.append(f"not on final leader {v.replica}")  # after the offset: not read as the leader's offset
-        # An info invariant has one label (MAX_INFO_LABELS): it says how many marks it stands for.
-        more = totals.get((v.severity, v.invariant), 1) - MAX_INFO_LABELS if v.severity == INFO else 0
+        # An info invariant has one label (MAX_INFO_LABELS): it says how many findings it stands for beyond its own
+        # (a streak's mark stands for its count).
+        own = v.streak[2] if v.streak is not None else 1
+        more = totals.get((v.severity, v.invariant), own) - own if v.severity == INFO else 0
         text = (f"{v.severity.upper()}: {v.invariant}" + (f" (+{more:,} more)" if more > 0 else "")
                 + (f"\n({', '.join(where)})" if where else ""))
         right_half = v.time_s > 0.6 * data.end_s
@@ -1069,7 +1076,7 @@ def render_partition(data: PartitionPlot) -> Figure:
 
 def plural(n: int, word: str) -> str:
     """`n` and `word`, with an s unless `n` is 1 ("1 violation label", "2 violation labels")."""
-    return f"{n} {word}{'' if n == 1 else 's'}"
+    return f"{n:,} {word}{'' if n == 1 else 's'}"
 
 
 SUBTITLE_CHARS = 150

@@ -87,6 +87,17 @@ class ViolationRow:
     actual: int | None
     evidence: tuple[Evidence, ...]
     message: str
+    count: int = 1
+    """How many alike violations the row stands for (`jobs.violation_streaks`): the row is their earliest."""
+    offsets: tuple[int, int] | None = None
+    """The lowest and highest offset the streak's violations cover, where it has more than one."""
+    last_time_s: float | None = None
+    """When the streak's last violation was found, where it has more than one."""
+
+    @property
+    def time_range(self) -> tuple[float, float]:
+        """When the violations the row stands for were found, first and last."""
+        return self.time_s, max(self.time_s, self.last_time_s if self.last_time_s is not None else self.time_s)
 
 
 @dataclass(frozen=True)
@@ -268,6 +279,11 @@ class PartitionSection:
     def violation_count(self) -> int:
         """Every violation of the partition, whatever its severity (the table lists the first max_rows)."""
         return self.errors + self.warnings + self.infos
+
+    @property
+    def listed_count(self) -> int:
+        """How many violations the table's rows stand for (a row may stand for a streak of alike ones)."""
+        return sum(v.count for v in self.violations)
 
     @property
     def counts(self) -> str:
@@ -452,28 +468,32 @@ def _chain_line(n: int, chain: Sequence[ViolationRow], naming: dict[int, int]) -
     by_severity: dict[str, int] = {}
     by_invariant: dict[str, list[ViolationRow]] = {}
     for v in chain:
-        by_severity[v.severity] = by_severity.get(v.severity, 0) + 1
+        by_severity[v.severity] = by_severity.get(v.severity, 0) + v.count
         by_invariant.setdefault(v.invariant, []).append(v)
-    counts = ", ".join(f"{k} {'info' if sev == INFO else sev + 's' if k > 1 else sev}"
+    counts = ", ".join(f"{k:,} {'info' if sev == INFO else sev + 's' if k > 1 else sev}"
                        for sev, k in by_severity.items())
     hub_id, sharing = chain_hub(chain)
     described = next((e for v in chain for e in v.evidence if e.event_id == hub_id and e.what is not None), None)
     hub = described.text() if described else str(hub_id)
-    # The chain is made of the listed violations; more may name its event beyond report.max_rows.
+    # The chain is made of the listed rows; more may name its event beyond report.max_rows, and a row that stands
+    # for a streak names what its earliest violation names.
     all_naming = naming.get(hub_id, 0)
+    streaks = any(v.count > 1 for v in chain)
+    rows = f"{sharing} listed row{'s' if sharing > 1 else ''}" if streaks else f"{sharing} listed"
     if all_naming > sharing:
-        sharing_text = f"{sharing} listed ({_num(all_naming)} of all the partition's violations name it)"
+        sharing_text = f"{rows} ({_num(all_naming)} of all the partition's violations name it)"
     else:
-        sharing_text = str(sharing)
+        sharing_text = rows if streaks else str(sharing)
 
     def group(name: str, rows: list[ViolationRow]) -> str:
         brokers = sorted({v.replica for v in rows if v.replica is not None})
         who = f"broker{'s' if len(brokers) > 1 else ''} {', '.join(map(str, brokers))}; " if brokers else ""
-        times = sorted(v.time_s for v in rows)
-        when = f"{_secs(times[0])} s" if times[0] == times[-1] else f"{_secs(times[0])}-{_secs(times[-1])} s"
+        first, last = min(v.time_range[0] for v in rows), max(v.time_range[1] for v in rows)
+        when = f"{_secs(first)} s" if first == last else f"{_secs(first)}-{_secs(last)} s"
         # An end-of-run check is dated at the loss it found: say when it was found too.
         found = ", found at the end of the run" if any(v.event_id < 0 for v in rows) else ""
-        return f"{name}{f' x{len(rows)}' if len(rows) > 1 else ''} ({who}{when}{found})"
+        n = sum(v.count for v in rows)
+        return f"{name}{f' x{n:,}' if n > 1 else ''} ({who}{when}{found})"
 
     return (f"chain {n} ({counts}) through event {hub}, named by {sharing_text}: "
             + ", ".join(group(name, rows) for name, rows in by_invariant.items()) + ".")
@@ -647,9 +667,21 @@ def _applicability_lines(doc: ReportDocument) -> list[str]:
 
 def _violation_cells(v: ViolationRow) -> tuple[str, ...]:
     # No detecting event: an end-of-run check (the final logs) found it then, dated at the loss it found.
-    when = _secs(v.time_s) + (" (found at the end of the run)" if v.event_id < 0 else "")
-    return (v.invariant, v.severity, _id(v.replica), when, _event(v.event_id), _id(v.offset),
+    first, last = v.time_range
+    when = _secs(first) + (f"-{_secs(last)}" if last > first else "") + (
+        " (found at the end of the run)" if v.event_id < 0 else "")
+    return (v.invariant, v.severity, _id(v.replica), when, _event(v.event_id), _streak_offsets(v),
             _id(v.expected), _id(v.actual), _evidence(v.evidence), v.message)
+
+
+def _streak_offsets(v: ViolationRow) -> str:
+    """`98`, or for a streak `98..663 (566 violations)` (`, first found at 120` when its earliest is not its lowest:
+    the expected / actual columns and the message are that one's)."""
+    if v.count <= 1 or v.offsets is None:
+        return _id(v.offset)
+    lo, hi = v.offsets
+    earliest = "" if v.offset is None or v.offset == lo else f", first found at {v.offset}"
+    return f"{lo}..{hi} ({v.count:,} violations{earliest})"
 
 
 def _incident_cells(i: IncidentRow) -> tuple[str, ...]:
@@ -764,6 +796,15 @@ def _listed(shown: int, total: int, what: str, order: str = "") -> str | None:
     return None if total <= shown else f"{total - shown} more {what} not listed (cap report.max_rows{order})."
 
 
+STREAK_NOTE = ("A row with a range of offsets stands for a streak of alike violations (one replica, one invariant, "
+               "messages that differ only in their numbers, at offsets that follow one another): its other columns "
+               "are the earliest one's, its time the first and last found (`jobs.violation_streaks`).")
+
+
+def _streak_note(s: PartitionSection) -> str | None:
+    return STREAK_NOTE if any(v.count > 1 for v in s.violations) else None
+
+
 # How a partition's violations are chosen when there are more than report.max_rows.
 _TAKE_TURNS = "; each invariant's earliest are listed first"
 
@@ -833,8 +874,9 @@ def markdown(doc: ReportDocument) -> str:
         if s.violations:
             head, rows = _section_violation_table(s)
             out += _md_table(head, [cells for _, cells in rows])
-            note = _listed(len(s.violations), s.violation_count, "violations", _TAKE_TURNS)
-            out += [n for line in (note, _spread_line(s.per_invariant) if note else None) if line for n in (line, "")]
+            note = _listed(s.listed_count, s.violation_count, "violations", _TAKE_TURNS)
+            out += [n for line in (_streak_note(s), note, _spread_line(s.per_invariant) if note else None) if line
+                    for n in (line, "")]
             if s.chains:
                 out += [_CHAIN_INTRO, "", *(f"- {_md_cell(_chain_line(n, c, dict(s.naming)))}"
                                         for n, c in enumerate(s.chains, 1)), ""]
@@ -1013,8 +1055,9 @@ def html_page(doc: ReportDocument) -> str:
             out.append(_p(cause))
         if s.violations:
             out += _html_table(*_section_violation_table(s))
-            note = _listed(len(s.violations), s.violation_count, "violations", _TAKE_TURNS)
-            out += [_p(line, "note") for line in (note, _spread_line(s.per_invariant) if note else None) if line]
+            note = _listed(s.listed_count, s.violation_count, "violations", _TAKE_TURNS)
+            spread = _spread_line(s.per_invariant) if note else None
+            out += [_p(line, "note") for line in (_streak_note(s), note, spread) if line]
             if s.chains:
                 out += [_p(_CHAIN_INTRO), "<ul>" + "".join(f"<li>{_h(_chain_line(n, c, dict(s.naming)))}</li>"
                                                            for n, c in enumerate(s.chains, 1)) + "</ul>"]

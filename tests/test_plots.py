@@ -87,7 +87,7 @@ def test_headline_counts_every_violation_when_only_the_first_are_marked() -> Non
     data = replace(kip101_like(), violation_totals=(("error", "acked_write_lost", 538),
                                                     ("warning", "committed_prefix_agreement", 1000),
                                                     ("warning", "inconsistent_offsets", 189)))
-    assert headline(data) == ("538 errors (acked_write_lost) · 1189 warnings (committed_prefix_agreement, "
+    assert headline(data) == ("538 errors (acked_write_lost) · 1,189 warnings (committed_prefix_agreement, "
                               "inconsistent_offsets) · 2 lag incidents (missing, ongoing)")
 
 
@@ -788,3 +788,19 @@ def test_a_number_alone_finds_a_place_clear_of_the_violations_boxes() -> None:
     numbers = [t.get_window_extent(renderer) for t in texts if re.fullmatch(r"\d+\.", t.get_text())]
     assert numbers, "the crowd leaves some rings no room for their label"
     assert not any(n.overlaps(b) for n in numbers for b in boxes)
+
+
+def test_a_streaks_mark_names_its_offsets_and_count_and_an_info_label_counts_beyond_them() -> None:
+    """The warning's mark stands for 566 alike findings at 98..663; the acks=1 mark for 40 of the 60 info findings,
+    so its label counts 20 more."""
+    base = kip101_like()
+    warning = next(v for v in base.violations if v.severity == "warning")
+    info = replace(_acks1_lost()[0], streak=(3, 42, 40))
+    marks = [replace(v, streak=(98, 663, 566)) if v is warning else v for v in base.violations]
+    data = replace(base, violations=(*marks, info),
+                   violation_totals=(("error", "acked_write_lost", 1), ("warning", "committed_prefix_agreement", 566),
+                                     ("info", "acks1_write_lost", 60)))
+    texts = [t.get_text() for t in render_partition(data).axes[0].texts]
+    assert any(t.startswith("WARNING: committed_prefix_agreement\n(") and t.endswith("offsets 98..663, 566 violations)")
+               for t in texts), texts
+    assert "INFO: acks1_write_lost (+20 more)\n(offsets 3..42, 40 violations, not on final leader 1)" in texts

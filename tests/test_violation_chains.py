@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import html
+from dataclasses import replace
 
 from jobs.report_document import (
+    STREAK_NOTE,
     Evidence,
     PartitionSection,
     ReportDocument,
@@ -136,3 +138,34 @@ def test_a_section_opens_with_the_event_most_of_its_violations_name_as_their_lik
     few = ReportDocument(**{**doc.__dict__, "sections": (PartitionSection(
         "run-1", "t", 0, 3000, 0, 0, section.violations, naming=section.naming),)})
     assert "name one event" not in markdown(few)
+
+
+def test_a_streak_row_shows_its_offsets_count_and_times_and_its_chain_counts_its_violations() -> None:
+    """An unclean election's 17 lost writes (754..770, found at the end of the run, dated 29.110-29.946 s) and 16
+    committed_prefix_agreement findings (98..113, 35.000-35.007 s, the earliest being 100's) as two streak rows
+    naming election event 2488: the table gives each row's range and count, the note says what a range means, the
+    chain counts 33 violations in 2 listed rows, and the cap note counts the violations the rows stand for."""
+    election = Evidence(2488, 34.5, "leader_election unclean by controller 1000", None, "leader_election")
+    lost = replace(_row("acked_write_lost", 2, 29.110, -1, (), severity="warning"), evidence=(election,),
+                   offset=754, count=17, offsets=(754, 770), last_time_s=29.946)
+    differ = replace(_row("committed_prefix_agreement", 2, 35.0, 2493, (), severity="warning"), evidence=(election,),
+                     offset=100, count=16, offsets=(98, 113), last_time_s=35.007)
+    section = PartitionSection("run-1", "t", 0, 0, 40, 0, (lost, differ), naming=((2488, 40),))
+    doc = replace(_doc(), sections=(section,))
+    md = markdown(doc)
+    assert ("| 1 | acked_write_lost | warning | 2 | 29.110-29.946 (found at the end of the run) | – | "
+            "754..770 (17 violations) |") in md
+    assert "| 1 | committed_prefix_agreement | warning | 2 | 35.000-35.007 | 2493 | 98..113 (16 violations, " \
+           "first found at 100) |" in md
+    assert STREAK_NOTE in md and html.escape(STREAK_NOTE) in html_page(doc)
+    assert ("- chain 1 (33 warnings) through event 2488 (leader_election unclean by controller 1000 at 34.500 s), "
+            "named by 2 listed rows (40 of all the partition's violations name it): acked_write_lost x17 (broker 2; "
+            "29.110-29.946 s, found at the end of the run), committed_prefix_agreement x16 (broker 2; "
+            "35.000-35.007 s).") in md
+    assert "7 more violations not listed" in md
+    many = replace(section, violations=(replace(lost, count=1_017, offsets=(754, 1770)),), warnings=1_017)
+    assert "- chain" not in markdown(replace(doc, sections=(many,)))  # one row alone is no chain
+    two = replace(section, violations=(replace(lost, count=1_017, offsets=(754, 1770)), differ), warnings=1_033)
+    assert "- chain 1 (1,033 warnings) through event 2488" in markdown(replace(doc, sections=(two,)))
+    # Rows standing for one violation each say nothing of streaks.
+    assert STREAK_NOTE not in markdown(_doc(*KIP101))

@@ -222,15 +222,18 @@ def test_a_flood_of_one_invariant_does_not_hide_another_behind_the_cap(spark: Sp
     lake.append(BRONZE_EVENTS, _bronze(spark))
     lake.append(SILVER_REPLICA_OFFSETS, frame(spark, SILVER_REPLICA_OFFSETS, _offsets(0)))
     lake.append(SILVER_PARTITION_STATE, frame(spark, SILVER_PARTITION_STATE, _state(0)))
-    flood = [_violation(0, "hw_within_log", "warning", f"HW above LEO #{i}", ts_ms=T0 + 1_000 * i, event_id=i)
-             for i in range(1, 4)]
-    lost = _violation(0, "acked_write_lost", "warning", "the write that matters", ts_ms=T0 + 10_000)
-    lake.append(GOLD_INVARIANT_VIOLATIONS, frame(spark, GOLD_INVARIANT_VIOLATIONS, [*flood, lost]))
-    lake.append(GOLD_AUDIT_RUNS, _audit_row(spark, errors=0, warnings=4))
+    # Three hw_within_log at offsets apart (three streaks); two alike lost writes at 3 and 4, one streak (one row).
+    flood = [_violation(0, "hw_within_log", "warning", f"HW above LEO #{i}", ts_ms=T0 + 1_000 * i, event_id=i,
+                        offset=10 * i) for i in range(1, 4)]
+    lost = [_violation(0, "acked_write_lost", "warning", f"the write that matters at {o} (1 offsets)",
+                       ts_ms=T0 + 10_000, event_id=-1, offset=o) for o in (3, 4)]
+    lake.append(GOLD_INVARIANT_VIOLATIONS, frame(spark, GOLD_INVARIANT_VIOLATIONS, [*flood, *lost]))
+    lake.append(GOLD_AUDIT_RUNS, _audit_row(spark, errors=0, warnings=5))
     result = run_report(spark, lake, ReportConfig(max_rows=2), out=tmp_path / "out", **QUIET)
     md = result.markdown_path.read_text(encoding="utf-8")
-    # Two marks: each invariant's earliest, although three hw_within_log come before the acked_write_lost.
-    assert "HW above LEO #1" in md and "the write that matters" in md and "HW above LEO #2" not in md
+    # Two rows: each invariant's earliest, although three hw_within_log come before the acked_write_lost.
+    assert "HW above LEO #1" in md and "the write that matters at 3" in md and "HW above LEO #2" not in md
+    assert "| 3..4 (2 violations) |" in md
     assert "2 more violations not listed (cap report.max_rows; each invariant's earliest are listed first)." in md
 
 
@@ -772,10 +775,12 @@ def test_acks1_losses_are_reported_as_info_counted_and_plotted_never_as_errors(
     assert "| acks1_write_lost | info | yes | 0 | 0 | 2 |" in md, "the catalogue's severity, not error"
     section = md.split("\n### t-0 (run ")[1]
     assert "0 error(s), 0 warning(s), 2 info, 0 lag incident(s)." in section
-    assert re.findall(r"\| acks=1 write acknowledged at (\d+)\.\.", section) == ["3", "4"], "lowest offset first"
+    # Alike losses at 3 and 4: one row (a streak), the lowest offset's.
+    assert re.findall(r"\| acks=1 write acknowledged at (\d+)\.\.", section) == ["3"], "lowest offset first"
+    assert "| 3..4 (2 violations) |" in section
     t0 = next(d for d in drawn if d.partition == 0)
     assert t0.violation_totals == (("info", "acks1_write_lost", 2),)
-    assert [(v.severity, v.offset) for v in t0.violations] == [("info", 3), ("info", 4)]
+    assert [(v.severity, v.offset) for v in t0.violations] == [("info", 3)]
     assert headline(t0) == "2 info (acks1_write_lost)"
     page = result.html_path.read_text(encoding="utf-8")
     assert '<tr class="info"><td>acks1_write_lost</td><td>info</td><td>yes</td>' in page
