@@ -740,7 +740,8 @@ def _draw_incidents(axes, data: PartitionPlot, placed: list[Bbox]) -> int:  # ty
     were left unlabelled, and adds the labels' display extents to `placed`. Labels are placed late / missing /
     premature first, then in time order, each in the lowest of `INCIDENT_LABEL_ROWS` rows where its drawn extent
     overlaps no other label (measured with the renderer, so the axes' limits and position must be final); one that
-    would run past the panel's right edge ends there instead."""
+    would run past the panel's right edge takes two lines at its band, and where it still would, ends at the edge
+    on two lines (as near its band as it can be: one long line would reach back over other incidents' bands)."""
     top = axes[0]
     for inc in data.incidents:
         end = data.end_s if inc.end_s is None else inc.end_s
@@ -756,18 +757,24 @@ def _draw_incidents(axes, data: PartitionPlot, placed: list[Bbox]) -> int:  # ty
         followers = sorted({i.follower for i in group})
         who = (f"broker {followers[0]}" if len(followers) == 1
                else "brokers " + ", ".join(str(f) for f in followers))
-        label = top.text(inc.start_s, 0.0, f" {who} lagging{_incident_label_tail(inc)}",
+        text = f" {who} lagging{_incident_label_tail(inc)}"
+        folded = _fold(text)
+        label = top.text(inc.start_s, 0.0, text,
                          transform=top.get_xaxis_transform(), fontsize=8.5,
                          # Dark red for the leader's failings only: an on-time shrink is no alarm.
                          color=INCIDENT_LABEL_BAD if inc.verdict in BAD_VERDICTS else INCIDENT_LABEL_OTHER,
                          va="bottom", ha="left", zorder=7,
                          bbox={"boxstyle": "square,pad=0.05", "fc": "white", "ec": "none", "alpha": 0.6})
         for row, extents in enumerate(taken):
+            label.set_text(text)
             label.set_x(inc.start_s)
             label.set_horizontalalignment("left")
             label.set_y(0.02 + 0.07 * row)
             extent = label.get_window_extent(renderer)
-            if extent.x1 > right:  # late in the run: end the label at the panel's edge instead
+            if extent.x1 > right:  # two lines at the band, else two lines ending at the panel's edge: near the band
+                label.set_text(folded)
+                extent = label.get_window_extent(renderer)
+            if extent.x1 > right:
                 label.set_x(top.get_xlim()[1])
                 label.set_horizontalalignment("right")
                 extent = label.get_window_extent(renderer)
@@ -779,6 +786,17 @@ def _draw_incidents(axes, data: PartitionPlot, placed: list[Bbox]) -> int:  # ty
             label.remove()
             unlabelled += len(group)
     return unlabelled
+
+
+def _fold(text: str) -> str:
+    """`text` on two lines of about equal length, broken at the space nearest its middle (each line led by a space,
+    as the label's first is)."""
+    middle = len(text) // 2
+    spaces = [k for k, c in enumerate(text) if c == " " and 0 < k < len(text) - 1]
+    if not spaces:
+        return text
+    at = min(spaces, key=lambda k: (abs(k - middle), k))
+    return f"{text[:at]}\n {text[at + 1:]}"
 
 
 INCIDENT_LABEL_SHARE = 0.02

@@ -452,13 +452,17 @@ def _chain_numbers(s: PartitionSection) -> dict[int, int]:
 
 
 def chain_hub(chain: Sequence[ViolationRow]) -> tuple[int, int]:
-    """The event most violations of `chain` name (the lowest id among equals) and how many of them name it."""
-    named: dict[int, int] = {}
+    """The event most violations of `chain` name (the lowest id among equals) and how many of its rows name it. A
+    row standing for a streak weighs its count: what its earliest names stands for the streak (alike violations,
+    excused by one event)."""
+    weight: dict[int, int] = {}
+    rows: dict[int, int] = {}
     for v in chain:
         for event_id in _event_ids(v):
-            named[event_id] = named.get(event_id, 0) + 1
-    hub = min(named, key=lambda e: (-named[e], e))
-    return hub, named[hub]
+            weight[event_id] = weight.get(event_id, 0) + v.count
+            rows[event_id] = rows.get(event_id, 0) + 1
+    hub = min(weight, key=lambda e: (-weight[e], e))
+    return hub, rows[hub]
 
 
 def _chain_line(n: int, chain: Sequence[ViolationRow], naming: dict[int, int]) -> str:
@@ -796,9 +800,11 @@ def _listed(shown: int, total: int, what: str, order: str = "") -> str | None:
     return None if total <= shown else f"{total - shown} more {what} not listed (cap report.max_rows{order})."
 
 
-STREAK_NOTE = ("A row with a range of offsets stands for a streak of alike violations (one replica, one invariant, "
-               "messages that differ only in their numbers, at offsets that follow one another): its other columns "
-               "are the earliest one's, its time the first and last found (`jobs.violation_streaks`).")
+STREAK_NOTE = ("A row with a range of offsets stands for a streak of alike violations (one replica, one invariant and "
+               "severity, messages that differ only in their numbers but for the event that excuses them, at offsets "
+               "that follow one another or found at one instant by one event: a count below the range's width means "
+               "offsets between them were not found): its other columns are the earliest one's, its time the first "
+               "and last (for a write lost, when it left the leader in office) (`jobs.violation_streaks`).")
 
 
 def _streak_note(s: PartitionSection) -> str | None:

@@ -467,6 +467,27 @@ def test_followers_that_fell_behind_together_share_one_label() -> None:
     assert "lag incidents labelled" not in _figure_text(fig), "all four are labelled"
 
 
+def test_a_late_label_too_long_for_one_line_folds_at_its_band_and_only_then_ends_at_the_edge() -> None:
+    """At 55 s of 80 a zombie leader's incident label would run past the panel on one line: it takes two lines of
+    about equal length, starting at its band; at 78 s even those would not fit, so they end at the panel's edge (as
+    one long line there would have reached back to ~45 s, over other bands)."""
+    folded = " broker 2 lagging > 10 s behind deposed\n leader 1: on_time (shrink never committed)"
+    for start, align in ((55.0, "left"), (78.0, "right")):
+        fig = render_partition(replace(kip101_like(), end_s=80.0, incidents=(
+            IncidentSpan(start, start + 2.0, 2, "on_time", 1, 10_000, "pending", zombie=True),)))
+        (label,) = [t for t in fig.axes[0].texts if "lagging" in t.get_text()]
+        renderer = fig.canvas.get_renderer()
+        panel = fig.axes[0].get_window_extent(renderer)
+        assert (label.get_text(), label.get_horizontalalignment()) == (folded, align)
+        assert label.get_window_extent(renderer).x1 <= panel.x1 + 0.5
+        if align == "left":
+            assert label.get_position()[0] == start
+    # Early in the run one line fits at the band.
+    fig = render_partition(replace(kip101_like(), end_s=80.0, incidents=(
+        IncidentSpan(5.0, 7.0, 2, "on_time", 1, 10_000, "pending", zombie=True),)))
+    assert "\n" not in next(t.get_text() for t in fig.axes[0].texts if "lagging" in t.get_text())
+
+
 def test_a_down_brokers_lines_stop_at_its_crash_and_resume_at_its_restart() -> None:
     """kip101_like: broker 1 crashes at 6.2 s and restarts at 7.0 s (recovery leaves LEO 1); broker 2 is never down.
     A crash without a restart stops the lines for good."""

@@ -11,6 +11,7 @@ from jobs.report_document import (
     PartitionSection,
     ReportDocument,
     ViolationRow,
+    chain_hub,
     html_page,
     markdown,
 )
@@ -169,3 +170,19 @@ def test_a_streak_row_shows_its_offsets_count_and_times_and_its_chain_counts_its
     assert "- chain 1 (1,033 warnings) through event 2488" in markdown(replace(doc, sections=(two,)))
     # Rows standing for one violation each say nothing of streaks.
     assert STREAK_NOTE not in markdown(_doc(*KIP101))
+
+
+def test_a_streak_weighs_its_count_when_the_chains_event_is_chosen() -> None:
+    """A streak of 17 losses names election 2488; three single findings name truncation 777, one of them 2488 too. By
+    rows 777 would win (3 against 2); by violations 2488 does (18 against 3), and the line says 2 rows name it."""
+    election = Evidence(2488, 34.5, "leader_election unclean by controller 1000", None, "leader_election")
+    truncation = Evidence(777, 30.0, "truncation by broker 1", None, "truncation")
+    lost = replace(_row("acked_write_lost", 2, 29.110, -1, (), severity="warning"), evidence=(election,), count=17,
+                   offsets=(754, 770), last_time_s=29.946)
+    singles = tuple(replace(_row("truncation_safety", 1, 30.0 + k, 800 + k, (), severity="warning"),
+                            evidence=(truncation, election) if k == 0 else (truncation,)) for k in range(3))
+    section = PartitionSection("run-1", "t", 0, 0, 20, 0, (lost, *singles))
+    assert chain_hub(section.chains[0]) == (2488, 2)
+    line = next(x for x in markdown(replace(_doc(), sections=(section,))).splitlines() if x.startswith("- chain 1"))
+    assert line.startswith("- chain 1 (20 warnings) through event 2488 (leader_election unclean by controller 1000 at "
+                           "34.500 s), named by 2 listed rows: ")
