@@ -318,9 +318,10 @@ SILENCES_SHOWN = 3
 """Silences (`produce_silences`) listed per partition at most (the longest); the rest are counted."""
 
 
-SETTINGS_SHOWN = ("replica.lag.time.max.ms", "min.insync.replicas", "unclean.leader.election.enable",
-                  "replog.truncation.mode")
-"""The configs a partition's section states: what its lag incidents, min ISR and elections are judged by."""
+SETTINGS_SHOWN = ("replica.lag.time.max.ms", "replica.socket.timeout.ms", "min.insync.replicas",
+                  "unclean.leader.election.enable", "replog.truncation.mode")
+"""The configs a partition's section states: what its lag incidents, min ISR and elections are judged by, and how
+long a follower waits on a fetch nobody answers (a follower cut off from its leader lags until then, past a heal)."""
 
 
 def run_settings(bronze: DataFrame) -> DataFrame:

@@ -674,18 +674,22 @@ def _violation_cells(v: ViolationRow) -> tuple[str, ...]:
     first, last = v.time_range
     when = _secs(first) + (f"-{_secs(last)}" if last > first else "") + (
         " (found at the end of the run)" if v.event_id < 0 else "")
+    # A streak's row is its earliest violation's: its message says so, not to be read as the whole row's.
+    message = v.message if v.count <= 1 else f"the earliest of {v.count:,}: {v.message}"
     return (v.invariant, v.severity, _id(v.replica), when, _event(v.event_id), _streak_offsets(v),
-            _id(v.expected), _id(v.actual), _evidence(v.evidence), v.message)
+            _id(v.expected), _id(v.actual), _evidence(v.evidence), message)
 
 
 def _streak_offsets(v: ViolationRow) -> str:
-    """`98`, or for a streak `98..663 (566 violations)` (`, first found at 120` when its earliest is not its lowest:
-    the expected / actual columns and the message are that one's)."""
+    """`98`, or for a streak `98..663 (566 violations)`, `1138..1313 (60 violations over 176 offsets)` where they
+    are fewer than the offsets (`, first found at 120` when its earliest is not its lowest: the expected / actual
+    columns and the message are that one's)."""
     if v.count <= 1 or v.offsets is None:
         return _id(v.offset)
     lo, hi = v.offsets
+    over = f" over {hi - lo + 1:,} offsets" if v.count < hi - lo + 1 else ""
     earliest = "" if v.offset is None or v.offset == lo else f", first found at {v.offset}"
-    return f"{lo}..{hi} ({v.count:,} violations{earliest})"
+    return f"{lo}..{hi} ({v.count:,} violations{over}{earliest})"
 
 
 def _incident_cells(i: IncidentRow) -> tuple[str, ...]:
@@ -800,11 +804,12 @@ def _listed(shown: int, total: int, what: str, order: str = "") -> str | None:
     return None if total <= shown else f"{total - shown} more {what} not listed (cap report.max_rows{order})."
 
 
-STREAK_NOTE = ("A row with a range of offsets stands for a streak of alike violations (one replica, one invariant and "
-               "severity, messages that differ only in their numbers but for the event that excuses them, at offsets "
-               "that follow one another or found at one instant by one event: a count below the range's width means "
-               "offsets between them were not found): its other columns are the earliest one's, its time the first "
-               "and last (for a write lost, when it left the leader in office) (`jobs.violation_streaks`).")
+STREAK_NOTE = ("A row with a range of offsets stands for a streak of alike violations: one replica's, of one "
+               "invariant and severity, whose messages differ only in their numbers (with the same excusing event, if "
+               "any), at offsets that follow one another or found at one instant by one event (`60 violations over "
+               "176 offsets`: the offsets between were not found). Its other columns are the earliest one's (its "
+               "message says so); its time runs from the first to the last (for a lost write, when it left the leader "
+               "in office) (`jobs.violation_streaks`).")
 
 
 def _streak_note(s: PartitionSection) -> str | None:

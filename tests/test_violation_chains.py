@@ -159,6 +159,11 @@ def test_a_streak_row_shows_its_offsets_count_and_times_and_its_chain_counts_its
     assert "| 1 | committed_prefix_agreement | warning | 2 | 35.000-35.007 | 2493 | 98..113 (16 violations, " \
            "first found at 100) |" in md
     assert STREAK_NOTE in md and html.escape(STREAK_NOTE) in html_page(doc)
+    # The message is the earliest's, and says so.
+    assert "| the earliest of 17: acked_write_lost <b>at</b> 29.11 |" in md
+    # Fewer violations than offsets in the range: said in the cell.
+    sparse = replace(section, violations=(replace(lost, offset=1138, count=60, offsets=(1138, 1313)),))
+    assert "| 1138..1313 (60 violations over 176 offsets) |" in markdown(replace(doc, sections=(sparse,)))
     assert ("- chain 1 (33 warnings) through event 2488 (leader_election unclean by controller 1000 at 34.500 s), "
             "named by 2 listed rows (40 of all the partition's violations name it): acked_write_lost x17 (broker 2; "
             "29.110-29.946 s, found at the end of the run), committed_prefix_agreement x16 (broker 2; "

@@ -561,6 +561,7 @@ def test_a_sections_settings_are_its_runs_broker_configs_with_its_topics_overrid
     def config(event_id: int, broker: int, run: str = "r1", **extra: str) -> dict[str, Any]:
         base = {"replica.lag.time.max.ms": "10000", "min.insync.replicas": "2",
                 "unclean.leader.election.enable": "false", "replica.fetch.max.bytes": "1048576",
+                "replica.socket.timeout.ms": "30000",
                 "topic.a.b.min.insync.replicas": "1", "topic.t.unclean.leader.election.enable": "true"}
         return dict(event_id=event_id, ts_ms=T0 + event_id, broker_id=broker, event_type="broker_config",
                     config={**base, **extra})
@@ -571,11 +572,13 @@ def test_a_sections_settings_are_its_runs_broker_configs_with_its_topics_overrid
     rows = [r.asDict() for r in run_settings(bronze).where(F.col("run_id") == "r1").collect()]
     assert sorted((r["name"], r["value"]) for r in rows) == [
         ("min.insync.replicas", "2"), ("replica.lag.time.max.ms", "10000"), ("replica.lag.time.max.ms", "30000"),
-        ("topic.a.b.min.insync.replicas", "1"), ("topic.t.unclean.leader.election.enable", "true"),
-        ("unclean.leader.election.enable", "false")]
-    assert section_settings(rows, "t") == (("replica.lag.time.max.ms", "10000 / 30000"), ("min.insync.replicas", "2"),
+        ("replica.socket.timeout.ms", "30000"), ("topic.a.b.min.insync.replicas", "1"),
+        ("topic.t.unclean.leader.election.enable", "true"), ("unclean.leader.election.enable", "false")]
+    assert section_settings(rows, "t") == (("replica.lag.time.max.ms", "10000 / 30000"),
+                                           ("replica.socket.timeout.ms", "30000"), ("min.insync.replicas", "2"),
                                            ("unclean.leader.election.enable", "true (topic t)"))
     assert section_settings(rows, "a.b") == (("replica.lag.time.max.ms", "10000 / 30000"),
+                                             ("replica.socket.timeout.ms", "30000"),
                                              ("min.insync.replicas", "1 (topic a.b)"),
                                              ("unclean.leader.election.enable", "false"))
     assert section_settings([], "t") == ()
