@@ -71,9 +71,14 @@ MAX_INFO_LABELS = 1
 """Labels per info invariant: its findings tell one story many times (the acks=1 writes an isolated leader took,
 lost at the failover), so its first is labelled with the count of the others, and its evidence drawn once."""
 
-EVIDENCE_LABEL_STEPS = 9
+EVIDENCE_LABEL_STEPS = 4
 """Heights an evidence label may climb to above its ring (then hang down to below it) to stay clear of the labels
-before it."""
+before it: few, since a label further up reads as a neighbour's (beyond, its number alone)."""
+EVIDENCE_NUMBER_STEPS = 18
+"""Heights a number alone may go up or down to (a number hidden under a box is no use; it is short and tied to its
+ring by a line)."""
+EVIDENCE_TIE_POINTS = 20.0
+"""How far (points, up or down) an evidence label may sit from its ring without a line to it: its first two steps."""
 EVIDENCE_LABEL_SIDES: tuple[tuple[float, str], ...] = ((-4.0, "left"), (4.0, "right"), (7.0, "left"))
 """Where an evidence number may sit at each step, in order (x offset in points, alignment): starting just left of
 its ring's centre, ending just right of it, or starting clear of the ring (beside a violation's box that ends at the
@@ -604,6 +609,19 @@ def _draw_evidence(ax, data: PartitionPlot, violation_labels: Sequence[Bbox] = (
     numbers_only = 0
     panel = ax.get_window_extent(renderer)
     ceiling = panel.y1 + EVIDENCE_LABEL_HEADROOM * ax.figure.dpi / 72.0
+    rings = _evidence_rings(data)
+    # Every ring and violation mark, as a small box a label must not cover (its own ring aside): a label over
+    # another ring reads as that ring's, and one over a mark hides what broke.
+    half = 4.0 * ax.figure.dpi / 72.0
+
+    def dot(x: float, y: float, on_top: bool) -> Bbox:
+        px, py = (top if on_top else ax.transData).transform((x, y))
+        return Bbox.from_extents(px - half, py - half, px + half, py + half)
+
+    ring_dots = [dot(ring.time_s, y, on_top) for ring, (y, on_top, _) in rings]
+    mark_dots = [dot(v.time_s, *((TOP_BAND, True) if v.offset is None else (float(v.offset), False)))
+                 for v in data.violations]
+    others: list[Bbox] = []
 
     def place(text: Text, steps: int) -> tuple[int, float, float, str, str, Bbox]:
         # Labels of events close together climb in steps, to the lowest step where they overlap no earlier label
@@ -623,7 +641,7 @@ def _draw_evidence(ax, data: PartitionPlot, violation_labels: Sequence[Bbox] = (
                     outside = (extent.x0 < panel.x0 or extent.x1 > panel.x1 or extent.y1 > ceiling
                                or extent.y0 < panel.y0)
                     clashes = (_clashes(extent, taken) + _clashes(extent, violation_labels)
-                               + _clashes(extent, leader_labels) + outside)
+                               + _clashes(extent, leader_labels) + _clashes(extent, others) + outside)
                     if best is None or clashes < best[0]:
                         best = (clashes, dx, dy, ha, va, extent)
                     if not clashes:
@@ -631,8 +649,9 @@ def _draw_evidence(ax, data: PartitionPlot, violation_labels: Sequence[Bbox] = (
         assert best is not None
         return best
 
-    for ring, (y, on_top, colour) in _evidence_rings(data):
+    for k, (ring, (y, on_top, colour)) in enumerate(rings):
         t = ring.time_s
+        others[:] = ring_dots[:k] + ring_dots[k + 1:] + mark_dots
         transform = top if on_top else ax.transData
         # Over the labels' boxes: a ring under another event's label would leave its number pointing at nothing.
         ax.plot([t], [y], linestyle="none", marker="o", markersize=7, markerfacecolor="white", markeredgecolor=colour,
@@ -644,15 +663,21 @@ def _draw_evidence(ax, data: PartitionPlot, violation_labels: Sequence[Bbox] = (
         best = place(text, EVIDENCE_LABEL_STEPS)
         if best[0]:
             # No room for the label: its number alone (the report lists every number under the picture,
-            # `evidence_key`), which may go twice as far up or down its ring's line to find a free place (a number
+            # `evidence_key`), which may go further up or down its ring's line to find a free place (a number
             # hidden under a box is no use); still crowded, under the violations' boxes (what broke stays readable).
             text.set_text(f"{ring.number}.")
-            best = place(text, 2 * EVIDENCE_LABEL_STEPS)
+            best = place(text, EVIDENCE_NUMBER_STEPS)
             numbers_only += 1
         _, dx, dy, ha, va, extent = best
         text.set_position((dx, dy))
         text.set_horizontalalignment(ha)
         text.set_verticalalignment(va)
+        if abs(dy) > EVIDENCE_TIE_POINTS:
+            # A label that had to climb or hang beyond its first steps is tied to its ring (a line of its own, not
+            # the label's: its extent stays the text's): among close events, it would read as the neighbour's.
+            ax.annotate("", xy=(t, y), xycoords=transform, xytext=(dx, dy), textcoords="offset points",
+                        arrowprops={"arrowstyle": "-", "color": colour, "lw": 0.6, "alpha": 0.6, "shrinkA": 0,
+                                    "shrinkB": 4}, zorder=6.8)
         if _clashes(extent, violation_labels):
             text.set_zorder(6.9)
         taken.append(extent)

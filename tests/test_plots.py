@@ -16,6 +16,7 @@ from matplotlib.text import Text
 from jobs.fault_plot import FAULT_BAR_HEIGHT, FAULT_STYLE, MIN_FAULT_WIDTH, FaultSpan
 from jobs.plots import (
     ELR_LABEL,
+    EVIDENCE_TIE_POINTS,
     FETCH_ERROR_COLOUR,
     INFO_COLOUR,
     ISR_COLUMNS,
@@ -825,3 +826,42 @@ def test_a_streaks_mark_names_its_offsets_and_count_and_an_info_label_counts_bey
     assert any(t.startswith("WARNING: committed_prefix_agreement\n(") and t.endswith("offsets 98..663, 566 violations)")
                for t in texts), texts
     assert "INFO: acks1_write_lost (+20 more)\n(offsets 3..42, 40 violations, not on final leader 1)" in texts
+
+
+def test_an_evidence_label_covers_no_other_ring_and_no_violation_mark() -> None:
+    """Two violations at close offsets (100 and 111 on a 0-200 axis) found at 18 and 19 s: the first cites an append
+    at 10.0 s, the second an HW move at 10.5 s, whose ring sits where the append's label would first go (its first
+    step above its ring). No label covers a ring other than its own, nor a violation's mark."""
+    base = kip101_like()
+    offsets = pd.concat([base.offsets, _offsets([(2, 24.0, 200, 200)])], ignore_index=True)
+    levels = {"append by broker 2": 100.0, "hw_change by broker 1": 111.0}
+    data = replace(base, offsets=offsets, violations=(
+        ViolationMark(18.0, "acked_write_lost", "error", 1, 100, (EvidencePoint(10.0, "append by broker 2"),)),
+        ViolationMark(19.0, "inconsistent_offsets", "error", 1, 111, (EvidencePoint(10.5, "hw_change by broker 1"),))))
+    fig = render_partition(data)
+    ax = fig.axes[0]
+    renderer = fig.canvas.get_renderer()
+    rings = {ring.number: ax.transData.transform((ring.time_s, levels[ring.label])) for ring in evidence_key(data)}
+    marks = [ax.transData.transform(xy) for xy in ((18.0, 100.0), (19.0, 111.0))]
+    labels = {int(t.get_text().split(".")[0]): t.get_window_extent(renderer) for t in ax.texts
+              if t.get_text()[:1].isdigit() and "." in t.get_text()[:3]}
+    assert sorted(labels) == [1, 2]
+    for number, extent in labels.items():
+        inner = extent.padded(-1)
+        covered = [n for n, xy in rings.items() if n != number and inner.contains(*xy)]
+        assert not covered, f"label {number} covers ring(s) {covered}"
+        assert not any(inner.contains(*xy) for xy in marks), f"label {number} covers a violation mark"
+
+
+def test_an_evidence_label_far_from_its_ring_is_tied_to_it_by_a_line() -> None:
+    """Eight events within two seconds at one offset: labels that had to go more than two steps from their ring get
+    a line to it (an annotation of their own, with no text), the others none."""
+    events = tuple(EvidencePoint(6.0 + 0.25 * k, f"{'append' if k % 2 else 'hw_change'} by broker {1 + k % 2}")
+                   for k in range(8))
+    data = replace(kip101_like(), violations=(ViolationMark(18.0, "acked_write_lost", "error", 1, 1, events[:5]),
+                                              ViolationMark(19.0, "inconsistent_offsets", "error", 1, 1, events[3:])))
+    texts = render_partition(data).axes[0].texts
+    far = [t for t in texts if t.get_text()[:1].isdigit() and abs(t.xyann[1]) > EVIDENCE_TIE_POINTS]
+    ties = [t for t in texts if t.get_text() == "" and t.arrow_patch is not None]
+    assert far, "the crowd pushes some labels beyond their first two steps"
+    assert sorted((t.xy, t.xyann) for t in ties) == sorted((t.xy, t.xyann) for t in far)
