@@ -122,7 +122,8 @@ CATALOGUE: tuple[Invariant, ...] = (
         "from the acknowledgement on (a replaced leader acknowledged it), at the acknowledgement, naming the "
         "become_leader that put the leader in office; at the run's end when no leader was in office at the "
         "acknowledgement.",
-        "offset = first lost offset, expected = acknowledged checksum, actual = final checksum or -1",
+        "replica = the final leader, which lacks it; offset = first lost offset, expected = acknowledged "
+        "checksum, actual = final checksum or -1",
         ("produce_ack", "append", "leadership_change"), excusable=True,
     ),
     Invariant(
@@ -134,7 +135,8 @@ CATALOGUE: tuple[Invariant, ...] = (
         "leader holds the acknowledged checksum at each offset in [base_offset, last_offset] at or above its "
         "log start offset, dated as acked_write_lost dates its losses. Never excused and never a failure: severity "
         "info.",
-        "offset = first lost offset, expected = acknowledged checksum, actual = final checksum or -1",
+        "replica = the final leader, which lacks it; offset = first lost offset, expected = acknowledged "
+        "checksum, actual = final checksum or -1",
         ("produce_ack", "append", "leadership_change"),
     ),
     Invariant(
