@@ -297,6 +297,9 @@ def test_the_overview_shows_the_isr_shrinks_by_the_controllers_elections(
     assert [(int(r.bucket) * data.bucket_ms <= 6_000 < (int(r.bucket) + 1) * data.bucket_ms, int(r.shrinks))
             for r in data.controller_shrinks.itertuples()] == [(True, 4)]
     assert data.churn.empty
+    # The title's counts: the partitions bronze names (t-0 and t-2; a broker's start or crash names none) and the
+    # brokers (1 and 2, named by their events; the state's assignment names no other).
+    assert (data.partitions, data.broker_count) == (2, 2)
 
 
 def test_a_run_with_no_state_election_or_crash_gets_no_overview(spark: SparkSession, tmp_path: Path) -> None:
