@@ -90,7 +90,7 @@ class ViolationRow:
     count: int = 1
     """How many alike violations the row stands for (`jobs.violation_streaks`): the row is their earliest."""
     offsets: tuple[int, int] | None = None
-    """The lowest and highest offset the streak's violations cover, where it has more than one."""
+    """The lowest and highest offset the streak's violations name, where it has more than one."""
     last_time_s: float | None = None
     """When the streak's last violation was found, where it has more than one."""
 
@@ -483,11 +483,11 @@ def _chain_line(n: int, chain: Sequence[ViolationRow], naming: dict[int, int]) -
     # for a streak names what its earliest violation names.
     all_naming = naming.get(hub_id, 0)
     streaks = any(v.count > 1 for v in chain)
-    rows = f"{sharing} listed row{'s' if sharing > 1 else ''}" if streaks else f"{sharing} listed"
+    listed = f"{sharing} listed row{'s' if sharing > 1 else ''}" if streaks else f"{sharing} listed"
     if all_naming > sharing:
-        sharing_text = f"{rows} ({_num(all_naming)} of all the partition's violations name it)"
+        sharing_text = f"{listed} ({_num(all_naming)} of all the partition's violations name it)"
     else:
-        sharing_text = rows if streaks else str(sharing)
+        sharing_text = listed if streaks else str(sharing)
 
     def group(name: str, rows: list[ViolationRow]) -> str:
         brokers = sorted({v.replica for v in rows if v.replica is not None})
