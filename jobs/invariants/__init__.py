@@ -25,7 +25,7 @@ from jobs.invariants import leadership as _leadership
 from jobs.invariants import log_content as _log_content
 from jobs.invariants import replica_scan as _replica
 from jobs.invariants import truncation_point as _truncation_point
-from jobs.invariants.base import Scan, ScanInputs, empty_violations
+from jobs.invariants.base import Scan, ScanInputs, checkpointed, empty_violations
 from replication_core.checker.catalogue import BY_NAME, CATALOGUE
 
 SCANS: tuple[Scan, ...] = (
@@ -69,8 +69,9 @@ def evaluate(bronze: DataFrame, invariants: Sequence[str] | None = None,
     for i, scan in enumerate(scans, 1):
         t0 = time.perf_counter()
         # Each scan's violations (a handful of rows behind a large plan) are materialised before the
-        # union: one plan holding every scan made the driver run out of heap analysing it.
-        parts.append(scan.run(bronze, wanted, inputs).localCheckpoint(eager=True))
+        # union: one plan holding every scan made the driver run out of heap analysing it. None (the usual
+        # case) is then a frame the optimiser knows is empty.
+        parts.append(checkpointed(scan.run(bronze, wanted, inputs)))
         if log is not None:
             log(f"  scan {i}/{len(scans)} {scan.name}: {time.perf_counter() - t0:.1f}s")
     if not parts:

@@ -48,7 +48,7 @@ from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
 from jobs.invariants import replica_scan
-from jobs.invariants.base import PARTITION, Scan, ScanInputs, materialised, text, violation
+from jobs.invariants.base import PARTITION, Scan, ScanInputs, checkpointed, materialised, text, violation
 from jobs.invariants.base import is_event as _is
 from replication_core.checker.catalogue import BY_NAME, WARNING
 
@@ -379,9 +379,11 @@ def build(inputs: ScanInputs) -> DataFrame:
     # Every append, read from bronze once: the islands, the contested writes and four of the checks below
     # join it, and each would otherwise filter all of bronze again.
     appends = materialised(appends_of(bronze))
-    cuts = cuts_of(bronze, appends).localCheckpoint(eager=True)
-    isl = islands(appends, cuts).localCheckpoint(eager=True)
-    cw = contested_writes(appends, isl, cuts).localCheckpoint(eager=True)
+    # Islands and contested writes are usually none (a clean run): `checkpointed` lets the optimiser drop what
+    # joins them.
+    cuts = checkpointed(cuts_of(bronze, appends))
+    isl = checkpointed(islands(appends, cuts))
+    cw = checkpointed(contested_writes(appends, isl, cuts))
     scoped = F.col("broker_id").isNotNull() & F.col("topic").isNotNull() & F.col("partition").isNotNull()
     keys = bronze.where(F.col("event_type").isin(*_LOG_EVENTS) & scoped).select(*REPLICA).distinct()
     # Probes: every other replica of the partition at each event whose check reads another replica's state:
@@ -409,14 +411,14 @@ def build(inputs: ScanInputs) -> DataFrame:
     rows = rows.withColumn("_esc", _stream_checks())
     kept = (F.col("event_type").isin(*needed) | (_is("append") & (F.col("role") == "follower"))
             | (F.size("_esc") > 0))
-    rows = rows.where(kept).select(
+    rows = checkpointed(rows.where(kept).select(
         *REPLICA, "event_id", "ts_ms", "event_type", "action", "role", "leader_epoch", "hw", "old_hw", "leo",
         "truncate_offset", "old_leo", "reason", "isr", "isr_state", "base_offset", "last_offset", _rec().alias("_rec"),
         "_leading", "_epoch", "_down", "_leo", "_lso", "_full", "_hw", "_hw_event", "_hw_epoch", "_crash_mark", "_role",
         "_leader_mark", "_last_truncation", "_isr", "_view_reset", "_esc", "_ack", "batch_checksum",
-    ).localCheckpoint(eager=True)
-    cw = cw.unionByName(gap_writes(rows, isl)).localCheckpoint(eager=True)
-    cr = crash_removals(rows).localCheckpoint(eager=True)
+    ))
+    cw = checkpointed(cw.unionByName(gap_writes(rows, isl)))
+    cr = checkpointed(crash_removals(rows))
     unclean = unclean_elections(bronze)
     parts = [
         _cpa(rows, isl, cw, cr, unclean),
@@ -455,8 +457,8 @@ def _cpa(rows: DataFrame, isl: DataFrame, cw: DataFrame, cr: DataFrame, unclean:
     found = _first_bad(offs, [*PARTITION, "_a", "_b", "event_id", "ts_ms", "_new", "_b_hw", "_b_hw_event", "_a_epoch",
                               "_b_epoch", "_b_hw_epoch"], bad,
                        {"o": F.col("offset"), "sa": F.col("_sa"), "sb": F.col("_sb")})
-    found = found.select("*", F.col("_f.o").alias("_o"),
-                         F.least("_f.sa.w", "_f.sb.w").alias("_first_append")).localCheckpoint(eager=True)
+    found = checkpointed(found.select("*", F.col("_f.o").alias("_o"),
+                                      F.least("_f.sa.w", "_f.sb.w").alias("_first_append")))
     found = with_unclean(found, unclean, "_first_append", "_unclean_id",
                          (F.col("_f.sa.rec.epoch"), F.col("_f.sb.rec.epoch"), F.col("_a_epoch"), F.col("_b_epoch"),
                           F.col("_b_hw_epoch")))
@@ -546,7 +548,7 @@ def _inconsistent(marks: DataFrame, cr: DataFrame, cw: DataFrame, unclean: DataF
     found = _first_bad(marks, [*PARTITION, "broker_id", "event_id", "ts_ms", "_x_epoch"], bad,
                        {"o": F.col("offset"), "s": F.col("_s"), "prior": F.col("_prior")})
     found = found.select("*", F.col("_f.o").alias("_o"), F.col("_f.prior.commit_id").alias("_commit_id"))
-    found = found.localCheckpoint(eager=True)
+    found = checkpointed(found)
     found = with_unclean(found, unclean, "_commit_id", "_unclean_id",
                          (F.col("_f.prior.rec.epoch"), F.col("_f.prior.epoch"), F.col("_f.s.rec.epoch"),
                           F.col("_x_epoch")))
@@ -615,9 +617,9 @@ def _truncation_safety(rows: DataFrame, exp: DataFrame, trunc: DataFrame, isl: D
     t = t.join(ck, [*PARTITION, "event_id"], "left")
     n = F.col("_plain_n") + F.coalesce("_c_n", F.lit(0))
     plain_first = F.col("_plain_o").isNotNull() & (F.col("_c.o").isNull() | (F.col("_plain_o") < F.col("_c.o")))
-    found = t.where(n > 0).select(
+    found = checkpointed(t.where(n > 0).select(
         "*", n.alias("_n"), plain_first.alias("_plain_first"),
-        F.when(plain_first, F.col("_plain_o")).otherwise(F.col("_c.o")).alias("_o")).localCheckpoint(eager=True)
+        F.when(plain_first, F.col("_plain_o")).otherwise(F.col("_c.o")).alias("_o")))
     # Evidence of a non-contested first offset: the replica's write there and the first exposure covering it.
     found = _latest_append(found, appends, "broker_id", "event_id", "_o", "_pl")
     ex = _renamed(exp.withColumn("_x_end", F.least("_x_hi", "_pres")), "e",
@@ -742,9 +744,9 @@ def _isr_holds(bronze: DataFrame, rows: DataFrame, isl: DataFrame, cw: DataFrame
         *keys, *[F.coalesce(c, f"_cx{c}").alias(c) for c in extra], "_pl_o", "_pl_n", "_c", "_c_n")
     n = F.coalesce("_pl_n", F.lit(0)) + F.coalesce("_c_n", F.lit(0))
     plain_first = F.col("_pl_o").isNotNull() & (F.col("_c.o").isNull() | (F.col("_pl_o") < F.col("_c.o")))
-    found = both.select(
+    found = checkpointed(both.select(
         *keys, *extra, "_c", n.alias("_n"), plain_first.alias("_plain_first"),
-        F.when(plain_first, F.col("_pl_o")).otherwise(F.col("_c.o")).alias("_o")).localCheckpoint(eager=True)
+        F.when(plain_first, F.col("_pl_o")).otherwise(F.col("_c.o")).alias("_o")))
     found = _skip_crashed_members(bronze, found)
     found = _latest_append(found, appends, "_r", "event_id", "_o", "_pa")
     ls_w = F.when(F.col("_plain_first"), F.col("_pa.w")).otherwise(F.col("_c.ls.w"))

@@ -40,7 +40,7 @@ from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
 from jobs.invariants import replica_scan
-from jobs.invariants.base import PARTITION, Scan, ScanInputs, text, violation
+from jobs.invariants.base import PARTITION, Scan, ScanInputs, checkpointed, text, violation
 from jobs.invariants.base import is_event as _is
 from replication_core.config import ReplicationConfig
 from replication_core.truncation import TruncationProtocol
@@ -356,8 +356,8 @@ def _candidate(df: DataFrame, kind: str, replica: Column, expected: Column, actu
 def build(inputs: ScanInputs) -> DataFrame:
     """One row per violation candidate (`_kind`: answer, target, owed) with the fields its check reports."""
     bronze = inputs.bronze
-    rows = _annotate(_rows(bronze)).localCheckpoint(eager=True)
-    emits = _emits(rows).localCheckpoint(eager=True)
+    rows = checkpointed(_annotate(_rows(bronze)))
+    emits = checkpointed(_emits(rows))
     probes = emits.where(F.col("_k") == PROBE).select(
         *PARTITION, F.col("broker_id").alias("_l"), "event_id", F.col("_lead").alias("_l_lead"),
         F.col("_ep").alias("_l_epoch"), F.col("_leo").alias("_l_leo"), F.col("_cache").alias("_l_cache"))
@@ -443,10 +443,9 @@ def build(inputs: ScanInputs) -> DataFrame:
               .when(reason == "high_watermark", F.least("hw", "old_leo")))
     # Materialised (one row per truncation): the filters below would otherwise be pushed through the
     # projections with `_o` substituted, an 800 kB predicate that took seconds to optimise and compile.
-    targets = asking.select(
+    targets = checkpointed(asking.select(
         *REPLICA, "event_id", "ts_ms", "reason", "truncate_offset", "old_leo", "_l", "_ei", "_last_truncation",
-        le.alias("_le"), asked["o"].alias("_lo"), target.alias("_o")).localCheckpoint(eager=True).where(
-        F.col("_o").isNotNull())
+        le.alias("_le"), asked["o"].alias("_lo"), target.alias("_o"))).where(F.col("_o").isNotNull())
     why = (F.when(reason == "diverging_epoch", F.lit("the DivergingEpoch answer"))
            .when(reason == "leader_epoch", text("leader ", F.col("_l"), "'s answer (", F.col("_le"), ", ",
                                                 F.col("_lo"), ")"))
