@@ -29,7 +29,8 @@ leader's (its id leads the evidence; `log_content.with_unclean`), else when the 
 loss of the lost offset (`crash_removed`: a truncation while its broker is down, or a leadership_change
 reconciling the log after a crash / restart, which records the crash's id) is after the acknowledgement.
 The evidence names that loss after the ack (the removal, or the become_leader: what the losses of one
-crash or failover have in common).
+crash or failover have in common), and where the record left the log of the leader that acknowledged it
+(`_acking_leader_removal`: a deposed leader's truncation as it rejoined as a follower).
 Which removal removed a record still there is decided, for the few violating acknowledgements only, from
 the final leader's events that write or remove the lost offset, in order: a removal counts when the event
 before it wrote the offset (a truncation inside a batch removes records below its target, so the replayed
@@ -42,7 +43,7 @@ from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
 from jobs.invariants import log_content, replica_scan
-from jobs.invariants.base import PARTITION, Scan, ScanInputs, text, violation
+from jobs.invariants.base import PARTITION, Scan, ScanInputs, checkpointed, text, violation
 from replication_core.checker.catalogue import ERROR, INFO, WARNING
 
 INVARIANT = "acked_write_lost"
@@ -137,7 +138,7 @@ def build(inputs: ScanInputs) -> DataFrame:
     # Materialised once: the final leaders' rows feed three joins below, the violating acknowledgements
     # (a handful) three more; recomputing the window replay for each costs far more than keeping them.
     replay = inputs.shared(replica_scan.replica_replay)
-    final_rows = _final_replica_rows(replay).localCheckpoint(eager=True)
+    final_rows = checkpointed(_final_replica_rows(replay))
     appends = bronze.where(F.col("event_type") == "append").select(
         *PARTITION, F.col("broker_id").alias("_b"), F.col("event_id").alias("_append"),
         F.col("base_offset").alias("_ab"), F.col("last_offset").alias("_al"),
@@ -164,13 +165,21 @@ def build(inputs: ScanInputs) -> DataFrame:
         F.count(F.when(lost, 1)).alias("lost_count"),
         F.min_by(F.struct("offset", "final_checksum", "final_append"),
                  F.when(lost, F.col("offset"))).alias("first_lost"))
-    bad = per_ack.where(F.col("lost_count") > 0).select(
-        "*", F.col("first_lost.offset").alias("lost_offset")).localCheckpoint(eager=True)
-    return _excuses_and_evidence(bronze, bad, final_rows, appends).join(
-        _office_loss(bad, replay, appends), [*PARTITION, "ack_id"], "left")
+    # Usually none (a clean run): `checkpointed` lets the optimiser drop the evidence's joins below.
+    bad = checkpointed(per_ack.where(F.col("lost_count") > 0).select(
+        "*", F.col("first_lost.offset").alias("lost_offset")))
+    keys = [*PARTITION, "ack_id"]
+    # The acknowledging leader's append of each violating acknowledgement: the latest append of the leader that wrote
+    # the acknowledged base offset before the ack.
+    acked_append = bad.select(*keys, "ack_leader", "ack_base").join(
+        appends.withColumnRenamed("_b", "ack_leader"), [*PARTITION, "ack_leader"]).where(
+        (F.col("_ab") <= F.col("ack_base")) & (F.col("ack_base") <= F.col("_al")) & (F.col("_append") < F.col("ack_id"))
+    ).groupBy(*keys).agg(F.max("_append").alias("ack_append"))
+    return _excuses_and_evidence(bronze, bad, final_rows).join(acked_append, keys, "left").join(
+        _office_loss(bad, replay, appends, acked_append), keys, "left")
 
 
-def _excuses_and_evidence(bronze: DataFrame, bad: DataFrame, final_rows: DataFrame, appends: DataFrame) -> DataFrame:
+def _excuses_and_evidence(bronze: DataFrame, bad: DataFrame, final_rows: DataFrame) -> DataFrame:
     """Add, for the violating acknowledgements only, the unclean / crash excuses and the evidence ids."""
     o = F.col("lost_offset")
     drops = F.col("_drop_from").isNotNull() & (F.col("_drop_from") <= o)
@@ -208,11 +217,7 @@ def _excuses_and_evidence(bronze: DataFrame, bad: DataFrame, final_rows: DataFra
         F.max_by("_by", "_removal").alias("removed_by"),
         # crash_removed[o] holds the id the latest crash loss of o wrote (processing order).
         F.max_by("_crash_by", F.when(F.col("_crash_by").isNotNull(), F.col("_removal"))).alias("crash_id"))
-    acked_append = bad.select(*keys, "ack_leader", "ack_base").join(
-        appends.withColumnRenamed("_b", "ack_leader"), [*PARTITION, "ack_leader"]).where(
-        (F.col("_ab") <= F.col("ack_base")) & (F.col("ack_base") <= F.col("_al")) & (F.col("_append") < F.col("ack_id"))
-    ).groupBy(*keys).agg(F.max("_append").alias("ack_append"))
-    return with_unclean.join(removed, keys, "left").join(acked_append, keys, "left").join(last_ts, ["run_id"], "left")
+    return with_unclean.join(removed, keys, "left").join(last_ts, ["run_id"], "left")
 
 
 def _loss_struct(event: Column, ts: Column, crash: Column | None = None) -> Column:
@@ -222,7 +227,7 @@ def _loss_struct(event: Column, ts: Column, crash: Column | None = None) -> Colu
                     (F.lit(False) if crash is None else crash).alias("crash"))
 
 
-def _office_loss(bad: DataFrame, replay: DataFrame, appends: DataFrame) -> DataFrame:
+def _office_loss(bad: DataFrame, replay: DataFrame, appends: DataFrame, acked_append: DataFrame) -> DataFrame:
     """Per violating acknowledgement, when its record at the lost offset last left the leader in office after the ack
     (`_left`, `Watch.left`) and the become_leader that put the leader in office at the ack (`_office_since`), both
     (id, ts) structs, as the checker follows them.
@@ -238,7 +243,8 @@ def _office_loss(bad: DataFrame, replay: DataFrame, appends: DataFrame) -> DataF
     the violating acknowledgements' partitions, the events at their lost offsets and the log start moves."""
     keys = [*PARTITION, "ack_id"]
     lost = bad.select(*keys, "lost_offset", "ack_checksum")
-    rows = replay.join(F.broadcast(bad.select(*PARTITION).distinct()), list(PARTITION), "left_semi")
+    # Materialised here and below: the frames each step reads several times, which as one plan ran ~100 broadcast jobs.
+    rows = checkpointed(replay.join(F.broadcast(bad.select(*PARTITION).distinct()), list(PARTITION), "left_semi"))
     # The become_leaders that put a leader in office: at or above every earlier one's epoch.
     earlier = Window.partitionBy(*PARTITION).orderBy("event_id").rowsBetween(Window.unboundedPreceding, -1)
     office = rows.where(_become_leader()).select(
@@ -250,12 +256,13 @@ def _office_loss(bad: DataFrame, replay: DataFrame, appends: DataFrame) -> DataF
     o = F.col("lost_offset")
     writes = (F.col("event_type") == "append") & (F.col("base_offset") <= o) & (o <= F.col("last_offset"))
     removes = (F.col("_drop_from") <= o) | (F.col("_drop_below") > o)
-    touches = lost.join(_with_removals(rows), list(PARTITION)).where(writes | removes).join(
+    replayed = _with_removals(rows)
+    touches = checkpointed(lost.join(replayed, list(PARTITION)).where(writes | removes).join(
         appends.select(*PARTITION, F.col("_append").alias("event_id"), "_checksum"), [*PARTITION, "event_id"], "left"
     ).select(*keys, F.col("event_id").alias("_at"), F.col("broker_id").alias("_on"),
              F.coalesce(writes & (F.col("_checksum") == F.col("ack_checksum")), F.lit(False)).alias("_holds"),
              F.when(writes, _loss_struct(F.col("event_id"), F.col("ts_ms"))).otherwise(
-                 _loss_struct(F.col("_by"), F.col("_by_ts"), F.col("_crash_by").isNotNull())).alias("_removal"))
+                 _loss_struct(F.col("_by"), F.col("_by_ts"), F.col("_crash_by").isNotNull())).alias("_removal")))
     # Every row that moved a replica's log start offset (`_lso` after it), 0 before any.
     replica = Window.partitionBy(*replica_scan.REPLICA).orderBy("event_id")
     moves = rows.select(*PARTITION, "broker_id", "event_id", "ts_ms", "_lso",
@@ -276,7 +283,7 @@ def _office_loss(bad: DataFrame, replay: DataFrame, appends: DataFrame) -> DataF
     in_office = points.join(office_at.withColumnRenamed("_at", "_o"), keys).where(F.col("_o") <= F.col("_at")).groupBy(
         *keys, "_at").agg(F.max_by(F.struct("_leader", F.col("_o").alias("id"), F.col("_since_ts").alias("ts")),
                                    "_o").alias("_office"))
-    points = points.join(in_office, [*keys, "_at"], "left")
+    points = checkpointed(points.join(in_office, [*keys, "_at"], "left"))
     held = points.join(touches.withColumnRenamed("_at", "_t").drop("_removal"), keys).where(
         (F.col("_on") == F.col("_office._leader")) & (F.col("_t") <= F.col("_at"))).groupBy(*keys, "_at").agg(
         F.max_by("_holds", "_t").alias("_held"))
@@ -309,7 +316,24 @@ def _office_loss(bad: DataFrame, replay: DataFrame, appends: DataFrame) -> DataF
     return steps.groupBy(*keys).agg(
         F.max_by("_why", F.when(F.col("_left"), F.col("_at"))).alias("_left"),
         F.max_by(F.struct(F.col("_office.id").alias("id"), F.col("_office.ts").alias("ts")),
-                 F.when(F.col("_at") == F.col("ack_id"), F.lit(1))).alias("_office_since"))
+                 F.when(F.col("_at") == F.col("ack_id"), F.lit(1))).alias("_office_since")).join(
+        _acking_leader_removal(bad, replayed, acked_append), keys, "left")
+
+
+def _acking_leader_removal(bad: DataFrame, replayed: DataFrame, acked_append: DataFrame) -> DataFrame:
+    """Per violating acknowledgement, `_ack_removed`: the event that removed the acknowledged record at the lost offset
+    from the log of the leader that acknowledged it (`ReplicaState.removed_write`): the first removal there after its
+    append (a record is removed once), by `_by` as `removed_by` records it; none when retention deleted it first.
+    For a deposed leader, the truncation as it rejoined as a follower. `replayed`: the replica replay of the violating
+    partitions with what each row removes (`_with_removals`)."""
+    keys = [*PARTITION, "ack_id"]
+    o = F.col("lost_offset")
+    drops = F.col("_drop_from").isNotNull() & (F.col("_drop_from") <= o)
+    return bad.select(*keys, "ack_leader", "lost_offset").join(acked_append, keys).join(
+        replayed.select(*PARTITION, F.col("broker_id").alias("ack_leader"), "event_id", "_drop_from", "_drop_below",
+                        "_by"), [*PARTITION, "ack_leader"]).where(
+        (F.col("event_id") > F.col("ack_append")) & (drops | (F.col("_drop_below") > o))).groupBy(*keys).agg(
+        F.min_by(F.when(drops, F.col("_by")), "event_id").alias("_ack_removed"))
 
 
 LOSS_CAUSES: tuple[str, ...] = ("unclean_election", "crash_and_unclean_election", "crash_recovery")
@@ -363,8 +387,8 @@ def _lost(invariant: str, what: str, acks: Column, excuse: Column, suffix: Colum
         invariant, (F.col("lost_count") > 0) & (F.col("ack_acks") == acks), replica=F.col("final_leader"),
         event_id=F.lit(-1), ts_ms=_lost_at(), offset=F.col("lost_offset"), expected=F.col("ack_checksum"),
         actual=F.coalesce(F.col("first_lost.final_checksum"), F.lit(-1)),
-        evidence=[excuse, F.col("ack_append"), F.col("ack_id"), _loss("id"), F.col("removed_by"),
-                  F.col("first_lost.final_append")],
+        evidence=[excuse, F.col("ack_append"), F.col("ack_id"), _loss("id"), F.col("_ack_removed"),
+                  F.col("removed_by"), F.col("first_lost.final_append")],
         severity=severity,
         message=F.concat(text(f"{what} acknowledged at ", F.col("ack_base"), "..", F.col("ack_last"), " by broker ",
                               F.col("ack_leader"), " is not on final leader ", F.col("final_leader"), " at ",

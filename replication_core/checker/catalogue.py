@@ -121,7 +121,9 @@ CATALOGUE: tuple[Invariant, ...] = (
         "those, though only the record itself brings back one that left); when it was never on the leader in office "
         "from the acknowledgement on (a replaced leader acknowledged it), at the acknowledgement, naming the "
         "become_leader that put the leader in office; at the run's end when no leader was in office at the "
-        "acknowledgement.",
+        "acknowledgement. The evidence also names where the record left the log of the leader that acknowledged "
+        "it, when it did (not by retention): a deposed leader's truncation as it rejoined as a follower, which "
+        "the takeover alone does not show.",
         "replica = the final leader, which lacks it; offset = first lost offset, expected = acknowledged "
         "checksum, actual = final checksum or -1",
         ("produce_ack", "append", "leadership_change"), excusable=True,

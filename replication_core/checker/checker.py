@@ -357,7 +357,7 @@ class _RunChecker:
         """Remove records at or above `offset` (truncation / crash loss) by event `by`; the offsets removed."""
         removed = [o for o in r.records if o >= offset]
         for o in removed:
-            del r.records[o]
+            r.removed_write[(o, r.records.pop(o).append_id)] = by
             r.removed_by[o] = by
         return removed
 
@@ -1383,9 +1383,14 @@ class _RunChecker:
             what = "write" if ack.acks == -1 else "acks=1 write"
             # Found at the end, dated at the loss (`_loss`), which the evidence names after the ack.
             lost_by, lost_at = _loss(p, o, ack)
+            acking = p.replicas.get(ack.leader)
+            # Where the write left the log of the leader that acknowledged it: for a deposed leader, the truncation
+            # as it rejoined as a follower, which the takeover (`lost_by`) alone does not show.
+            left_acking = None if acking is None or ack.append_id is None else acking.removed_write.get(
+                (o, ack.append_id))
             self._flag(name, None, final.broker, topic=topic, partition=partition, offset=o, ts_ms=lost_at,
                        expected=ack.checksum, actual=_checksum(now),
-                       evidence=[ack.append_id, ack.event_id, lost_by, final.removed_by.get(o),
+                       evidence=[ack.append_id, ack.event_id, lost_by, left_acking, final.removed_by.get(o),
                                  None if now is None else now.append_id],
                        excused_by=p.unclean_excuse(ack.event_id, ack.epoch, p.last_leader_epoch),
                        crash_excuse=_crash_after(final, o, ack.event_id), lost_in_crash=_lost_in_crash(p, o, ack),

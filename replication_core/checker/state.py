@@ -149,6 +149,9 @@ class ReplicaState:
     hw_epoch: int | None = None  # the `leader_epoch` of the event that set `hw` (one of `unclean_between`'s epochs)
     cache: EpochCache = ()
     removed_by: dict[int, int] = field(default_factory=dict)
+    # (offset, id of the append that wrote it) -> the event that removed that record (as `removed_by`): a record is
+    # removed once, so this is where a deposed leader's acknowledged write left its log (retention removes none).
+    removed_write: dict[tuple[int, int], int] = field(default_factory=dict)
     crash_removed: dict[int, int] = field(default_factory=dict)
     role: str | None = None
     epoch: int = -1

@@ -288,6 +288,20 @@ AUDIT_CASES: list[Case] = [
     }, [("zombie", 1060, 0, 21, [2, 3, 6, 7]), ("zombie", 1060, 1, 21, [4, 5, 6, 7]),
         ("zombie", 1090, 2, -1, [8, 9, 6])],
         columns=("run_id", "ts_ms", "offset", "actual", "evidence")),
+    # Where a deposed leader's acknowledged write went: broker 1 acknowledges an acks=1 write at 0 (events 2, 3) after
+    # broker 2's election; broker 2 takes office without it (event 4, the loss) and writes its own record there (5);
+    # broker 1 rejoins as a follower and truncates the write away (7) before fetching broker 2's record (8). The
+    # evidence names that truncation after the takeover, as where the write left the leader that acknowledged it.
+    Case("acks1_write_lost_names_where_the_write_left_the_deposed_leader_that_acknowledged_it", "acks1_write_lost", {
+        "zombie": timed([leader(), dict(_ELECTION, leader_id=2, leader_epoch=2, partition_epoch=2, isr=[2]),
+                         append(0, 0, checksum=11), dict(_ACK, acks=1, last_offset=0),
+                         leader(broker=2, epoch=2, isr=[2]), append(0, 0, broker=2, epoch=2, checksum=21),
+                         dict(_FOLLOWER, leader_epoch=2, leader_id=2, leo=1),
+                         dict(event_type="truncation", broker_id=1, leader_epoch=2, truncate_offset=0, old_leo=1,
+                              reason="diverging_epoch", hw=0),
+                         append(0, 0, epoch=2, checksum=21, role="follower")]),
+    }, [("zombie", 1040, 0, 21, [2, 3, 4, 7, 5])],
+        columns=("run_id", "ts_ms", "offset", "actual", "evidence")),
 ]
 
 
