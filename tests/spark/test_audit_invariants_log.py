@@ -201,11 +201,12 @@ def truncating_a_stale_leaders_commit_is_excused_by_the_epoch_it_truncates_in() 
 def a_stale_leaders_acknowledgement_is_excused_by_the_final_leaders_epoch() -> Case:
     # The stale leader's acks=all acknowledgement of 0..1 (8, epoch 1) is not on final leader 2 (epoch 2): end of
     # run (-1), expected 7, actual 9; evidence = the acknowledged append, the ack, broker 2's taking office before
-    # it (3: the write was never on the leader in office), the final record's append; the unclean election that
-    # ended epoch 1 (2, the excuse) leads in the unclean run.
+    # it (3: the write was never on the leader in office), broker 1's truncation that removed it from the log of the
+    # leader that acknowledged it (10), the final record's append; the unclean election that ended epoch 1 (2, the
+    # excuse) leads in the unclean run.
     return Case("", "acked_write_lost", STALE_LEADER_RUNS,
-                [("unclean", "acked_write_lost", "warning", 2, -1, 0, 7, 9, [2, 6, 8, 3, 4]),
-                 ("clean", "acked_write_lost", "error", 2, -1, 0, 7, 9, [6, 8, 3, 4])])
+                [("unclean", "acked_write_lost", "warning", 2, -1, 0, 7, 9, [2, 6, 8, 3, 10, 4]),
+                 ("clean", "acked_write_lost", "error", 2, -1, 0, 7, 9, [6, 8, 3, 10, 4])])
 
 
 def _crash_after_a_cut(cut: int) -> Rows:
