@@ -596,8 +596,8 @@ def _draw_evidence(ax, data: PartitionPlot, violation_labels: Sequence[Bbox] = (
     the first violation citing it and joined to its violations by dotted lines: the picture reads left to right
     as what happened first, then what broke. An event cited by several violations is drawn once. Its numbered
     label avoids the other evidence labels, `violation_labels` (with the incidents') and `leader_labels` (display
-    extents: a number under a box cannot be read); where it finds no room, its number alone does. Returns how many
-    labels are numbers alone."""
+    extents: a number under a box cannot be read), and where it can the LEO and HW lines; where it finds no room,
+    its number alone does. Returns how many labels are numbers alone."""
     top = ax.get_xaxis_transform()
     for v in _labelled(data):
         y, on_top, colour = _ring_level(v)
@@ -623,12 +623,15 @@ def _draw_evidence(ax, data: PartitionPlot, violation_labels: Sequence[Bbox] = (
                  for v in data.violations]
     others: list[Bbox] = []
 
-    def place(text: Text, steps: int) -> tuple[int, float, float, str, str, Bbox]:
+    lines = _offset_line_paths(ax)
+
+    def place(text: Text, steps: int) -> tuple[int, int, float, float, str, str, Bbox]:
         # Labels of events close together climb in steps, to the lowest step where they overlap no earlier label
         # (measured extents; the axes' limits are final), on one of `EVIDENCE_LABEL_SIDES`; then, where the climb
         # found no room (the top band has little above it), they hang below their ring in steps; else the place
-        # with the fewest overlaps.
-        best: tuple[int, float, float, str, str, Bbox] | None = None
+        # with the fewest overlaps. Among places without overlaps, the first that covers no LEO or HW line (a box
+        # over a line hides the step an operator is reading), else the one that covers the fewest.
+        best: tuple[int, int, float, float, str, str, Bbox] | None = None
         for va, sign in (("bottom", 1), ("top", -1)):
             text.set_verticalalignment(va)
             for level in range(steps):
@@ -642,9 +645,10 @@ def _draw_evidence(ax, data: PartitionPlot, violation_labels: Sequence[Bbox] = (
                                or extent.y0 < panel.y0)
                     clashes = (_clashes(extent, taken) + _clashes(extent, violation_labels)
                                + _clashes(extent, leader_labels) + _clashes(extent, others) + outside)
-                    if best is None or clashes < best[0]:
-                        best = (clashes, dx, dy, ha, va, extent)
-                    if not clashes:
+                    covers = sum(line.intersects_bbox(extent, filled=False) for line in lines) if not clashes else 0
+                    if best is None or (clashes, covers) < best[:2]:
+                        best = (clashes, covers, dx, dy, ha, va, extent)
+                    if not clashes and not covers:
                         return best
         assert best is not None
         return best
@@ -668,7 +672,7 @@ def _draw_evidence(ax, data: PartitionPlot, violation_labels: Sequence[Bbox] = (
             text.set_text(f"{ring.number}.")
             best = place(text, EVIDENCE_NUMBER_STEPS)
             numbers_only += 1
-        _, dx, dy, ha, va, extent = best
+        _, _, dx, dy, ha, va, extent = best
         text.set_position((dx, dy))
         text.set_horizontalalignment(ha)
         text.set_verticalalignment(va)
@@ -682,6 +686,21 @@ def _draw_evidence(ax, data: PartitionPlot, violation_labels: Sequence[Bbox] = (
             text.set_zorder(6.9)
         taken.append(extent)
     return numbers_only
+
+
+def _offset_line_paths(ax) -> list[MplPath]:  # type: ignore[no-untyped-def]
+    """The LEO and HW lines of `_draw_offsets` as drawn (display points), each split where it breaks (a down broker,
+    a handover): a gap is no line to cover."""
+    paths = []
+    for line in ax.get_lines():
+        gid = line.get_gid() or ""
+        if not (gid.startswith("broker ") and (" LEO" in gid or " HW" in gid)):
+            continue
+        points = line.get_transform().transform(line.get_path().vertices)
+        finite = np.isfinite(points).all(axis=1)
+        edges = np.flatnonzero(np.diff(np.r_[0, finite.astype(int), 0]))
+        paths.extend(MplPath(points[a:b]) for a, b in zip(edges[::2], edges[1::2], strict=True) if b - a > 1)
+    return paths
 
 
 def _evidence_rings(data: PartitionPlot) -> list[tuple[NumberedEvidence, tuple[float, bool, str]]]:

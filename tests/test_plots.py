@@ -11,6 +11,7 @@ import numpy as np
 import pandas as pd
 import pytest
 from matplotlib.colors import to_hex
+from matplotlib.path import Path as MplPath
 from matplotlib.text import Text
 
 from jobs.fault_plot import FAULT_BAR_HEIGHT, FAULT_STYLE, MIN_FAULT_WIDTH, FaultSpan
@@ -851,6 +852,35 @@ def test_an_evidence_label_covers_no_other_ring_and_no_violation_mark() -> None:
         covered = [n for n, xy in rings.items() if n != number and inner.contains(*xy)]
         assert not covered, f"label {number} covers ring(s) {covered}"
         assert not any(inner.contains(*xy) for xy in marks), f"label {number} covers a violation mark"
+
+
+def test_an_evidence_label_covers_no_leo_or_hw_line_where_a_free_place_is_near() -> None:
+    """An append at 10 s on broker 2's flat LEO of 100, which rises to 180 at 10.3 s: the label's first place (from
+    just left of its ring, rightwards) would lie across that rise; ending at its ring, leftwards, it covers no line.
+    A label over a line hides the step an operator is reading."""
+    base = kip101_like()
+    data = replace(base, offsets=_offsets([(2, 0.0, 100, 100), (2, 10.3, 100, 180), (2, 12.0, 180, 180),
+                                           (1, 0.0, 0, 0), (1, 24.0, 200, 200)]),
+                   violations=(ViolationMark(18.0, "acked_write_lost", "error", 1, 100,
+                                             (EvidencePoint(10.0, "append by broker 2"),)),))
+    fig = render_partition(data)
+    ax = fig.axes[0]
+    renderer = fig.canvas.get_renderer()
+    (label,) = [t for t in ax.texts if t.get_text().startswith("1. append")]
+    extent = label.get_window_extent(renderer)
+    crossed = []
+    for line in ax.get_lines():
+        gid = line.get_gid() or ""
+        if not gid.startswith("broker "):
+            continue
+        points = line.get_transform().transform(line.get_path().vertices)
+        # The drawn pieces between the line's breaks (NaN), each checked against the label's box.
+        pieces = np.split(points, np.flatnonzero(~np.isfinite(points).all(axis=1)))
+        for piece in pieces:
+            piece = piece[np.isfinite(piece).all(axis=1)]
+            if len(piece) > 1 and MplPath(piece).intersects_bbox(extent, filled=False):
+                crossed.append(gid)
+    assert not crossed, f"the label covers {crossed}"
 
 
 def test_an_evidence_label_far_from_its_ring_is_tied_to_it_by_a_line() -> None:
