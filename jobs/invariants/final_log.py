@@ -170,13 +170,13 @@ def build(inputs: ScanInputs) -> DataFrame:
         "*", F.col("first_lost.offset").alias("lost_offset")))
     keys = [*PARTITION, "ack_id"]
     # The acknowledging leader's append of each violating acknowledgement: the latest append of the leader that wrote
-    # the acknowledged base offset before the ack.
+    # the acknowledged base offset before the ack (`_ack_append_last`: the last offset it wrote).
     acked_append = bad.select(*keys, "ack_leader", "ack_base").join(
         appends.withColumnRenamed("_b", "ack_leader"), [*PARTITION, "ack_leader"]).where(
         (F.col("_ab") <= F.col("ack_base")) & (F.col("ack_base") <= F.col("_al")) & (F.col("_append") < F.col("ack_id"))
-    ).groupBy(*keys).agg(F.max("_append").alias("ack_append"))
-    return _excuses_and_evidence(bronze, bad, final_rows).join(acked_append, keys, "left").join(
-        _office_loss(bad, replay, appends, acked_append), keys, "left")
+    ).groupBy(*keys).agg(F.max("_append").alias("ack_append"), F.max_by("_al", "_append").alias("_ack_append_last"))
+    evidence = _excuses_and_evidence(bronze, bad, final_rows).join(acked_append.drop("_ack_append_last"), keys, "left")
+    return evidence.join(_office_loss(bad, replay, appends, acked_append), keys, "left")
 
 
 def _excuses_and_evidence(bronze: DataFrame, bad: DataFrame, final_rows: DataFrame) -> DataFrame:
@@ -324,12 +324,14 @@ def _acking_leader_removal(bad: DataFrame, replayed: DataFrame, acked_append: Da
     """Per violating acknowledgement, `_ack_removed`: the event that removed the acknowledged record at the lost offset
     from the log of the leader that acknowledged it (`ReplicaState.removed_write`): the first removal there after its
     append (a record is removed once), by `_by` as `removed_by` records it; none when retention deleted it first.
-    For a deposed leader, the truncation as it rejoined as a follower. `replayed`: the replica replay of the violating
-    partitions with what each row removes (`_with_removals`)."""
+    For a deposed leader, the truncation as it rejoined as a follower. None when that append did not write the lost
+    offset (an acknowledgement beyond its batch, which the engine never sends). `replayed`: the replica replay of the
+    violating partitions with what each row removes (`_with_removals`)."""
     keys = [*PARTITION, "ack_id"]
     o = F.col("lost_offset")
     drops = F.col("_drop_from").isNotNull() & (F.col("_drop_from") <= o)
-    return bad.select(*keys, "ack_leader", "lost_offset").join(acked_append, keys).join(
+    return bad.select(*keys, "ack_leader", "lost_offset").join(acked_append, keys).where(
+        F.col("_ack_append_last") >= o).join(
         replayed.select(*PARTITION, F.col("broker_id").alias("ack_leader"), "event_id", "_drop_from", "_drop_below",
                         "_by"), [*PARTITION, "ack_leader"]).where(
         (F.col("event_id") > F.col("ack_append")) & (drops | (F.col("_drop_below") > o))).groupBy(*keys).agg(

@@ -302,6 +302,18 @@ AUDIT_CASES: list[Case] = [
                          append(0, 0, epoch=2, checksum=21, role="follower")]),
     }, [("zombie", 1040, 0, 21, [2, 3, 4, 7, 5])],
         columns=("run_id", "ts_ms", "offset", "actual", "evidence")),
+    # An acknowledgement of 0..3 when the leader's append of its base wrote 0..1 (1) and another append 2..3 (2): no
+    # engine sends it, but both sides must read it alike. Broker 1 is deposed and truncates to 2 (7); broker 2 leads
+    # with 0..1 only, so the first lost offset is 2, which the acknowledged append never wrote: nothing removed that
+    # append's record there, and the truncation is not named as where it left.
+    Case("an_acknowledgement_beyond_its_append_names_no_removal_of_that_append", "acked_write_lost", {
+        "wide": timed([leader(), append(0, 1, checksum=11), append(2, 3, checksum=12), dict(_ACK, last_offset=3),
+                       append(0, 1, broker=2, checksum=11, role="follower"), leader(broker=2, epoch=2, leo=2, isr=[2]),
+                       dict(_FOLLOWER, leader_epoch=2, leader_id=2, leo=4),
+                       dict(event_type="truncation", broker_id=1, leader_epoch=2, truncate_offset=2, old_leo=4,
+                            reason="diverging_epoch", hw=2)]),
+    }, [("wide", 2, -1, [1, 3, 0])],
+        columns=("run_id", "offset", "actual", "evidence")),
 ]
 
 
