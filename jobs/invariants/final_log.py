@@ -170,12 +170,11 @@ def build(inputs: ScanInputs) -> DataFrame:
         "*", F.col("first_lost.offset").alias("lost_offset")))
     keys = [*PARTITION, "ack_id"]
     # The acknowledging leader's append of each violating acknowledgement: the latest append of the leader that wrote
-    # the acknowledged base offset before the ack (`_ack_append_last`: the last offset it wrote). Checkpointed: two
-    # steps read it, and each would otherwise scan bronze's appends again.
-    acked_append = checkpointed(bad.select(*keys, "ack_leader", "ack_base").join(
+    # the acknowledged base offset before the ack (`_ack_append_last`: the last offset it wrote).
+    acked_append = bad.select(*keys, "ack_leader", "ack_base").join(
         appends.withColumnRenamed("_b", "ack_leader"), [*PARTITION, "ack_leader"]).where(
         (F.col("_ab") <= F.col("ack_base")) & (F.col("ack_base") <= F.col("_al")) & (F.col("_append") < F.col("ack_id"))
-    ).groupBy(*keys).agg(F.max("_append").alias("ack_append"), F.max_by("_al", "_append").alias("_ack_append_last")))
+    ).groupBy(*keys).agg(F.max("_append").alias("ack_append"), F.max_by("_al", "_append").alias("_ack_append_last"))
     evidence = _excuses_and_evidence(bronze, bad, final_rows).join(acked_append.drop("_ack_append_last"), keys, "left")
     return evidence.join(_office_loss(bad, replay, appends, acked_append), keys, "left")
 
