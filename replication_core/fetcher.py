@@ -582,7 +582,7 @@ class ReplicaFetcherThread:
     def _handle_out_of_range(self, tp: TopicPartition, state: PartitionFetchState,
                              request_epoch: int | None) -> Generator[LeaderRequest, Reply, bool]:
         """`handleOutOfRangeError`: reset the fetch offset from the leader's offsets (§3.7). Returns False
-        when the partition should back off (Kafka: True = "add to partitionsWithError", inverted here)."""
+        when the partition should back off, as Kafka's does (its caller then adds it to `partitionsWithError`)."""
         try:
             new_state = yield from self._fetch_offset_and_truncate(tp, state)
         except _ListOffsetsFailed as failure:

@@ -200,7 +200,8 @@ class Log:
 
     def bytes_between(self, start_offset: int, end_offset: int, cap: int | None = None) -> int:
         """Bytes of the whole batches in [start_offset, end_offset) (`LogOffsetMetadata.positionDiff`),
-        counted from the batch holding `start_offset`; stops early once `cap` is reached."""
+        counted from the batch holding `start_offset`, at most `cap` (`DelayedFetch.tryComplete` takes
+        `min(positionDiff, maxBytes)` per partition)."""
         if end_offset <= start_offset:
             return 0
         batches = self._batches
@@ -217,7 +218,7 @@ class Log:
                 break
             total += b.size_bytes
             if cap is not None and total >= cap:
-                break
+                return cap
             i += 1
         return total
 

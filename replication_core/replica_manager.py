@@ -655,8 +655,11 @@ class ReplicaManager:
         read = self._read_from_log(request, now_ms, from_purgatory=False)
         for tp in read.hw_moved:
             self._try_complete_delayed(tp, now_ms)
+        # KafkaApis.handleFetchRequest: `fetchMinBytes = min(minBytes, fetchMaxBytes)`, the request's max bytes
+        # capped by `fetch.max.bytes` (a follower has no quota window to cap it further).
+        min_bytes = min(request.min_bytes, request.max_bytes, self.config.fetch_max_bytes)
         if can_respond_immediately(request.max_wait_ms, len(request.partitions), read.bytes_readable,
-                                   request.min_bytes, read.any_error, read.any_diverging):
+                                   min_bytes, read.any_error, read.any_diverging):
             return self._respond(request, read.partitions, now_ms)
         replica_id = request.replica_id
         is_throttled = None
@@ -667,7 +670,7 @@ class ReplicaManager:
 
         # The request's partition data are the statuses (Kafka's `FetchPartitionStatus.fetchInfo`): they
         # carry the fetch offset, max bytes and epochs `tryComplete` reads, so none are copied.
-        op = DelayedFetch(request_id, replica_id, request.min_bytes, now_ms + request.max_wait_ms,
+        op = DelayedFetch(request_id, replica_id, min_bytes, now_ms + request.max_wait_ms,
                           request.partitions, is_throttled=is_throttled, payload=request)
         purgatory = self.fetch_purgatory
         if read.all_caught_up:

@@ -19,8 +19,10 @@ handling, `ReplicaFetcherThread.partition_map_locked`), the metadata path that w
 (`removeFetcherForPartitions` / `addFetcherForPartitions` / `shutdownIdleFetcherThreads`: any update with
 partition states or StopReplica) waits, and so do the updates delivered after it (one metadata thread); the
 metadata cache part of the blocked update (fenced / shutting-down brokers, throttle configs) is published first.
-A GC pause stops everything (requests and tasks are held until it ends); a disk stall holds only
-what writes the log (fetcher threads appending, produce requests).
+A GC pause stops everything (requests and tasks are held until it ends); a disk stall holds produce
+requests, the scheduler tasks that write files and the fetcher threads (every round and every answer, even
+one with nothing to append: Kafka's thread blocks only when it appends or truncates; see
+tests/sim/CAMPAIGNS.md "Session 79").
 """
 
 from __future__ import annotations
@@ -376,8 +378,10 @@ class Broker:
             self.queue.after(self.cluster.scenario.disk.flush_interval_ms, self._flush, inc)
 
     def _retention(self, inc: int) -> None:
-        """`kafka-log-retention` (`LogManager.cleanupLogs` → `deleteRetentionSizeBreachedSegments`): on every
-        hosted log, drop the oldest batches beyond `retention.bytes`, never at or above the HW."""
+        """`kafka-log-retention` (`LogManager.cleanupLogs` → `deleteRetentionSizeBreachedSegments`), with every
+        batch as its own segment: on every hosted log, drop the oldest batches beyond `retention.bytes`, never at
+        or above the HW. Kafka deletes whole segments (1 GiB by default) and only while `retention.bytes` remain,
+        so it moves a log start later and in larger steps; the simulator's logs have no segments."""
         if inc != self.incarnation or self.rm is None:
             return
         if self._held(self._retention, inc, disk=True):

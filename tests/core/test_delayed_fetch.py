@@ -137,3 +137,20 @@ def test_try_complete_answers_at_the_first_partition_that_fills_min_bytes() -> N
     seen.clear()
     assert not DelayedFetch("req", 2, 10**6, 500, statuses).try_complete(lookup)
     assert seen == [("topic", p) for p in range(4)]
+
+
+def test_each_partition_counts_at_most_its_max_bytes_toward_min_bytes() -> None:
+    """tryComplete case G adds `min(positionDiff, maxBytes)` per partition: two 80-byte batches behind a
+    partition asked for at most 100 bytes count 100, short of 150; a second partition's 80 fill it."""
+    a, b = leader(), leader()
+    for p in (a, b):
+        p.append_records_to_leader(1, 80, 0, 1, 0)
+    a.append_records_to_leader(1, 80, 0, 1, 0)
+    statuses = {("topic", 0): FetchPartitionStatus(500, 100, 10, None),
+                ("topic", 1): FetchPartitionStatus(501, 100, 10, None)}
+    parts = {("topic", 0): a, ("topic", 1): b}
+    assert a.log.bytes_between(500, 502, 100) == 100 and a.log.bytes_between(500, 502) == 160
+    assert not DelayedFetch("req", 2, 150, 500, {("topic", 0): statuses[("topic", 0)]}).try_complete(
+        lookup_for(a))
+    b.append_records_to_leader(1, 80, 0, 1, 0)
+    assert DelayedFetch("req", 2, 150, 500, statuses).try_complete(parts.__getitem__)

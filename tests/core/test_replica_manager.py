@@ -218,6 +218,23 @@ def test_caught_up_fetch_parks_without_try_complete_and_fused_read_matches_fetch
     assert [c.request_id for c in done] == ["c"] and done[0].response.partitions[TP1].batches
 
 
+def test_min_bytes_above_the_requests_max_bytes_is_capped_at_it() -> None:
+    """KafkaApis.handleFetchRequest: `fetchMinBytes = min(minBytes, fetchMaxBytes)`. Asked for at least 5,000 of
+    at most 1,000 bytes, a fetch that reads 1,000 is answered at once instead of parking until maxWait; with a
+    limit of 5,000 it reads all 1,500 and still parks."""
+    rm = leader_rm(isr=(1, 2))
+    for _ in range(3):
+        rm.append_records(TP, 1, 500, 7, 1, T0)
+
+    def req(max_bytes: int) -> FetchRequest:
+        return FetchRequest(2, -1, 500, 5_000, max_bytes, {TP: FetchPartitionData(0, 0, 1_000_000, 1, None)})
+
+    answered = rm.fetch_messages(req(1_000), T0 + 1, request_id="capped")
+    assert answered is not None and sum(b.size_bytes for b in answered.partitions[TP].batches) == 1_000
+    assert rm.fetch_messages(req(5_000), T0 + 2, request_id="uncapped") is None
+    assert len(rm.fetch_purgatory) == 1
+
+
 def test_parked_fetch_expires_at_max_wait() -> None:
     """DelayedFetch expiry: answered with what is there after replica.fetch.wait.max.ms."""
     rm = leader_rm(isr=(1, 2))
