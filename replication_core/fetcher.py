@@ -25,8 +25,9 @@ Driving contract: at most one `work()` of a fetcher is in flight (a Kafka fetche
 its RPC); a lost or timed-out RPC is answered with an error response (`FetchResponse(error=...)`,
 `OffsetsForLeaderEpochResponse(error=...)`, `ListOffsetsResponse(error=...)`), never by abandoning the
 generator. After a round that sent a fetch, call `work()` again at once (the leader's purgatory is the
-wait); after an idle round (`WorkResult.idle_backoff_ms`), call it again after that backoff, when
-partitions are added, or at `next_delay_expiry_ms()`.
+wait); after an idle round (`WorkResult.idle_backoff_ms`), call it again after that whole backoff or when
+partitions are added: Kafka's thread waits on `partitionMapCond` for `replica.fetch.backoff.ms`, and only
+`addPartitions` signals it, not a backed-off partition becoming ready.
 
 `partitionMapLock`: Kafka processes a fetch response's partitions inside `inLock(partitionMapLock)`,
 and an OFFSET_OUT_OF_RANGE there (`handleOutOfRangeError` → `fetchOffsetAndTruncate`) sends its
@@ -244,10 +245,11 @@ class ReplicaFetcherThread:
         """`shutdown`: later `work()` calls do nothing."""
         self.is_shutdown = True
 
-    def next_delay_expiry_ms(self) -> int | None:
-        """Earliest instant a backed-off partition becomes ready again (for a simulator's timer)."""
-        dues = [s.delay.due_ms for _, s in self.partition_states.items() if s.delay is not None]
-        return min(dues) if dues else None
+    def truncates_without_asking(self, now_ms: int) -> bool:
+        """Whether the next `work()` truncates a log before its first request (`truncateToHighWatermark` for a
+        truncating partition without a leader epoch to ask about): a simulator holds such a round during a
+        disk stall, as the log write would block Kafka's thread."""
+        return bool(self._truncation_plan(now_ms)[2])
 
     # --- doWork ---------------------------------------------------------------------------------
 
@@ -300,15 +302,17 @@ class ReplicaFetcherThread:
             if new_state is not None and self.partition_states.get(tp) is state:
                 self.partition_states.update_and_move_to_end(tp, new_state)
 
-    def _maybe_truncate(self) -> Generator[LeaderRequest, Reply, int]:
-        """`maybeTruncate`: epoch-based truncation for partitions with a latest epoch, else HW."""
+    def _truncation_plan(self, now_ms: int) -> tuple[dict[TopicPartition, EpochData], dict[TopicPartition, int],
+                                                      list[TopicPartition]]:
+        """`maybeTruncate`'s split of the truncating partitions: those with a latest epoch to ask the leader about
+        (with the epochs asked for) and those truncated to their HW."""
         with_epochs: dict[TopicPartition, EpochData] = {}
         requested_epochs: dict[TopicPartition, int] = {}
         without_epochs: list[TopicPartition] = []
         # As above: a cheap filter on the state first, the full `isTruncating` test on the few left.
         truncating = [(tp, state) for tp, state in self.partition_states.items() if state.state is TRUNCATING]
         for tp, state in truncating:
-            if not state.is_truncating(self._now) or state.fetch_offset < 0:
+            if not state.is_truncating(now_ms) or state.fetch_offset < 0:
                 continue
             latest = self._latest_epoch(tp)
             if latest is not None and self.flags.offsets_for_leader_epoch:
@@ -317,6 +321,11 @@ class ReplicaFetcherThread:
                 requested_epochs[tp] = state.current_leader_epoch
             else:
                 without_epochs.append(tp)
+        return with_epochs, requested_epochs, without_epochs
+
+    def _maybe_truncate(self) -> Generator[LeaderRequest, Reply, int]:
+        """`maybeTruncate`: epoch-based truncation for partitions with a latest epoch, else HW."""
+        with_epochs, requested_epochs, without_epochs = self._truncation_plan(self._now)
         requests = 0
         if with_epochs:
             requests = 1

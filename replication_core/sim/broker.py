@@ -5,7 +5,8 @@ Mirrors `KafkaServer` / `BrokerServer` start-up and the threads around `ReplicaM
   ListOffsets, Produce (acks=all may park as a `DelayedProduce`), and the controller's metadata
   (LeaderAndIsr / StopReplica / topic throttle configs);
 * the scheduler tasks `isr-expiration` (every `replica.lag.time.max.ms / 2`, first run at start),
-  `highwatermark-checkpoint` (every `replica.high.watermark.checkpoint.interval.ms`), the OS page-cache
+  `highwatermark-checkpoint` (every `replica.high.watermark.checkpoint.interval.ms`) and `kafka-log-retention`,
+  each at fixed rate as `KafkaScheduler` runs them, the OS page-cache
   write-back (`disk.flush_interval_ms`), and the broker heartbeat to the controller;
 * one actor per fetcher thread (`FetcherActor`), looping `doWork()` as `AbstractFetcherThread.run`
   does: after a round that sent a fetch at once (the leader's purgatory holds the fetch up to
@@ -20,9 +21,9 @@ handling, `ReplicaFetcherThread.partition_map_locked`), the metadata path that w
 partition states or StopReplica) waits, and so do the updates delivered after it (one metadata thread); the
 metadata cache part of the blocked update (fenced / shutting-down brokers, throttle configs) is published first.
 A GC pause stops everything (requests and tasks are held until it ends); a disk stall holds produce
-requests, the scheduler tasks that write files and the fetcher threads (every round and every answer, even
-one with nothing to append: Kafka's thread blocks only when it appends or truncates; see
-tests/sim/CAMPAIGNS.md "Session 79").
+requests, the scheduler tasks that write files, and a fetcher thread only where it writes its log (an answer
+with records to append or a diverging epoch, an epoch or offset answer, a round that truncates to its HW):
+a follower with nothing to append keeps fetching, as Kafka's thread does.
 """
 
 from __future__ import annotations
@@ -65,6 +66,15 @@ if TYPE_CHECKING:
 _FETCH_NETWORK_ERROR = FetchResponse(MappingProxyType({}), error=Errors.NETWORK_EXCEPTION.value)
 _EPOCHS_NETWORK_ERROR = OffsetsForLeaderEpochResponse(MappingProxyType({}), error=Errors.NETWORK_EXCEPTION.value)
 _LIST_OFFSETS_NETWORK_ERROR = ListOffsetsResponse(error=Errors.NETWORK_EXCEPTION.value)
+
+
+def _writes_log(response: Any) -> bool:
+    """Whether processing `response` may write the follower's log (and so blocks on a stalled disk): a fetch
+    answer with records to append or a diverging epoch to truncate at, any OffsetsForLeaderEpoch or ListOffsets
+    answer that is not a failed call (a truncation may follow). HW and log-start updates stay in memory."""
+    if isinstance(response, FetchResponse):
+        return any(data.batches or data.diverging_epoch is not None for data in response.partitions.values())
+    return bool(response.error == Errors.NONE.value)
 
 
 class SimReplicaManager(ReplicaManager):
@@ -127,7 +137,9 @@ class FetcherActor:
             return
         self._wake_at = None
         now = b.queue.now_ms
-        hold = b.held_until(disk=True)
+        hold = b.paused_until
+        if b.stalled_until > hold and self.thread.truncates_without_asking(now):
+            hold = b.stalled_until
         if hold > now:
             self.wake(hold)
             return
@@ -170,9 +182,11 @@ class FetcherActor:
         b = self._broker
         if incarnation != b.incarnation:
             return  # this broker crashed meanwhile: the thread is gone
-        hold = b.held_until(disk=True)
+        hold = b.paused_until
+        if b.stalled_until > hold and _writes_log(response):
+            hold = b.stalled_until
         if hold > now_ms:
-            # The thread is blocked (GC pause / disk stall): it sees the answer when it resumes.
+            # The thread is blocked (a GC pause, or a disk stall it writes into): it sees the answer when it resumes.
             b.queue.at(hold, self._on_reply, gen, incarnation, response, hold)
             return
         self._step(gen, (response, now_ms), incarnation)
@@ -184,11 +198,8 @@ class FetcherActor:
         if result.fetch_sent or self._rerun:
             self.wake(now)
             return
-        due = now + (result.idle_backoff_ms or 0)
-        expiry = self.thread.next_delay_expiry_ms()
-        if expiry is not None and now < expiry < due:
-            due = expiry
-        self.wake(due)
+        # `partitionMapCond.await(fetchBackOffMs)`: the whole backoff, unless partitions are added (`wake`).
+        self.wake(now + (result.idle_backoff_ms or 0))
 
 
 class Broker:
@@ -285,14 +296,16 @@ class Broker:
         rm.fetcher_control = self.fetchers
         self.rm = rm
         inc = self.incarnation
-        self.queue.at(now, self._isr_expiration, inc)
-        self.queue.after(cfg.replica_high_watermark_checkpoint_interval_ms, self._hw_checkpoint, inc)
+        self.queue.at(now, self._isr_expiration, inc, now)
+        hw_due = now + cfg.replica_high_watermark_checkpoint_interval_ms
+        self.queue.at(hw_due, self._hw_checkpoint, inc, hw_due)
         if self.cluster.scenario.disk.flush_interval_ms > 0:
             self.queue.after(self.cluster.scenario.disk.flush_interval_ms, self._flush, inc)
         self.queue.at(now, self._heartbeat, inc)
         disk = self.cluster.scenario.disk
         if disk.retention_bytes is not None:
-            self.queue.after(disk.retention_check_interval_ms, self._retention, inc)
+            retention_due = now + disk.retention_check_interval_ms
+            self.queue.at(retention_due, self._retention, inc, retention_due)
         previous_epoch, self.disk.clean_shutdown_epoch = self.disk.clean_shutdown_epoch, -1
         self.cluster.controller.register_from(self.broker_id, inc, previous_epoch)
 
@@ -355,20 +368,30 @@ class Broker:
 
     # --- scheduler tasks ---------------------------------------------------------------------------
 
-    def _isr_expiration(self, inc: int) -> None:
+    def _at_fixed_rate(self, task: Callable[[int, int], None], inc: int, due_ms: int, period_ms: int) -> None:
+        """Queue `task`'s next run one period after the slot it was due at, not after when it ran: Kafka's
+        `KafkaScheduler.schedule` with a period is `ScheduledThreadPoolExecutor.scheduleAtFixedRate`, so a run
+        a GC pause or a disk stall made late keeps the later runs on their grid (and slots the pause swallowed
+        run back to back when it ends)."""
+        self.queue.at(due_ms + period_ms, task, inc, due_ms + period_ms)
+
+    def _isr_expiration(self, inc: int, due_ms: int) -> None:
+        """`isr-expiration` (`ReplicaManager.maybeShrinkIsr`), every `replica.lag.time.max.ms / 2` at fixed rate."""
         if inc != self.incarnation or self.rm is None:
             return
-        if not self._held(self._isr_expiration, inc):
+        if not self._held(self._isr_expiration, inc, due_ms):
             self.rm.maybe_shrink_isr(self.queue.now_ms)
             self._drain()
-            self.queue.after(self.config.isr_expiration_interval_ms, self._isr_expiration, inc)
+            self._at_fixed_rate(self._isr_expiration, inc, due_ms, self.config.isr_expiration_interval_ms)
 
-    def _hw_checkpoint(self, inc: int) -> None:
+    def _hw_checkpoint(self, inc: int, due_ms: int) -> None:
+        """`highwatermark-checkpoint` (`ReplicaManager.checkpointHighWatermarks`) at fixed rate."""
         if inc != self.incarnation or self.rm is None:
             return
-        if not self._held(self._hw_checkpoint, inc, disk=True):
+        if not self._held(self._hw_checkpoint, inc, due_ms, disk=True):
             self.disk.write_hw_checkpoint(self.rm.checkpoint_high_watermarks())
-            self.queue.after(self.config.replica_high_watermark_checkpoint_interval_ms, self._hw_checkpoint, inc)
+            self._at_fixed_rate(self._hw_checkpoint, inc, due_ms,
+                                self.config.replica_high_watermark_checkpoint_interval_ms)
 
     def _flush(self, inc: int) -> None:
         if inc != self.incarnation:
@@ -377,14 +400,14 @@ class Broker:
             self.disk.flush_all()
             self.queue.after(self.cluster.scenario.disk.flush_interval_ms, self._flush, inc)
 
-    def _retention(self, inc: int) -> None:
+    def _retention(self, inc: int, due_ms: int) -> None:
         """`kafka-log-retention` (`LogManager.cleanupLogs` → `deleteRetentionSizeBreachedSegments`), with every
         batch as its own segment: on every hosted log, drop the oldest batches beyond `retention.bytes`, never at
         or above the HW. Kafka deletes whole segments (1 GiB by default) and only while `retention.bytes` remain,
         so it moves a log start later and in larger steps; the simulator's logs have no segments."""
         if inc != self.incarnation or self.rm is None:
             return
-        if self._held(self._retention, inc, disk=True):
+        if self._held(self._retention, inc, due_ms, disk=True):
             return
         disk = self.cluster.scenario.disk
         limit = disk.retention_bytes
@@ -405,7 +428,7 @@ class Broker:
                 if cut > log.log_start_offset:
                     log.maybe_increment_log_start_offset(cut, now, "leader" if p.is_leader else "follower",
                                                          reason="segment_deletion")
-        self.queue.after(disk.retention_check_interval_ms, self._retention, inc)
+        self._at_fixed_rate(self._retention, inc, due_ms, disk.retention_check_interval_ms)
 
     def _heartbeat(self, inc: int) -> None:
         if inc != self.incarnation:
