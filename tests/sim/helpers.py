@@ -1,7 +1,9 @@
-"""Helpers shared by the simulator tests: load a shipped scenario and run it in memory."""
+"""Helpers shared by the simulator tests: load a shipped scenario and run it in memory, or a recorded run."""
 
 from __future__ import annotations
 
+import gzip
+import json
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -12,6 +14,7 @@ from replication_core.sim.cluster import Cluster, ListSink, RunStats
 from replication_core.sim.scenario import Scenario
 
 SCENARIOS = Path(__file__).resolve().parents[2] / "conf" / "scenarios"
+RECORDED_RUNS = Path(__file__).resolve().parents[1] / "data" / "sim-runs"
 
 
 def scenario(name: str, **overrides: Any) -> Scenario:
@@ -39,6 +42,17 @@ def run_named(name: str, mode: TruncationMode | None = None, **overrides: Any) -
     deterministic, so the outcome tests and the checker tests share one run per (scenario, mode).
     Callers must not mutate what they get."""
     return _run_named(name, mode, tuple(sorted(overrides.items())))
+
+
+def recorded_run(name: str) -> tuple[list[dict[str, Any]], RunStats]:
+    """A whole run an earlier simulator recorded (`tests/data/sim-runs/NAME.jsonl.gz`: a header line with its
+    `RunStats`, then its events in order; `tests/data/sim-runs/README.md` says which code and command made each),
+    kept for a shape today's simulator no longer draws from any seed searched."""
+    with gzip.open(RECORDED_RUNS / f"{name}.jsonl.gz", "rt", encoding="utf-8") as f:
+        header = json.loads(f.readline())["run_stats"]
+        events = [json.loads(line) for line in f]
+    header["faults_applied"] = tuple(tuple(x) for x in header["faults_applied"])
+    return events, RunStats(**header)
 
 
 def check(events: list[dict[str, Any]], stats: RunStats, max_network_delay_ms: int | None = None) -> Any:
