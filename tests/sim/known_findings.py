@@ -31,7 +31,9 @@ A. `isr_expansion_race` (isr_holds_committed). The leader proposes adding follow
    and answers the leader NEW_LEADER_ELECTED, which leaves its proposal pending; an older metadata update at the
    same partition epoch then resets its ISR without F, and it raises its HW above F's LEO before it learns it was
    removed (`isr_race_after_election`, `--throttled --before-metadata-deltas` seed 1070007: the older update was a
-   resend after a lost delivery, which KRaft's metadata deltas merge with the election's).
+   resend after a lost delivery, which KRaft's metadata deltas merge with the election's). That rise is itself an
+   `isr_holds_committed` when a member of the older ISR has truncated under F since (`--overlapping --before-kip903
+   --before-metadata-deltas` seed 836029).
 B. `epoch_boundary_erased` (committed_prefix_agreement). Retention on the new leader moved its log start offset
    past the start of its first epoch; `truncateFromStart` moved that epoch's start up to the log start offset, so
    `endOffsetFor(older epoch)` answers the log start offset (KAFKA-7415's rule for an epoch below the cache).
@@ -151,12 +153,13 @@ LOSS_INVARIANTS = ("acked_write_lost", "truncation_safety", "inconsistent_offset
 ELECTIONS_FROM_ISR = ("clean", "controlled_shutdown")
 
 
-def _isr_elections(v: Violation, events: Sequence[Event]) -> Iterator[tuple[int, Event, int | None, int, int | None]]:
-    """For a loss violation `v` (`LOSS_INVARIANTS`, with an offset and a partition), each become_leader of its
-    partition, up to its detecting event (the run's end for an end-of-run check), whose epoch the controller
-    elected from the ISR: (its index, the event, the previous leader, the HW committed before it, where the
+def _isr_elections(v: Violation, events: Sequence[Event], invariants: tuple[str, ...] = LOSS_INVARIANTS
+                   ) -> Iterator[tuple[int, Event, int | None, int, int | None]]:
+    """For a violation `v` of `invariants` (the loss ones by default), with an offset and a partition, each
+    become_leader of its partition, up to its detecting event (the run's end for an end-of-run check), whose epoch the
+    controller elected from the ISR: (its index, the event, the previous leader, the HW committed before it, where the
     previous leader's tenure ended, None while it still led). Nothing for any other violation."""
-    if v.invariant not in LOSS_INVARIANTS or v.offset is None or v.topic is None or v.partition is None:
+    if v.invariant not in invariants or v.offset is None or v.topic is None or v.partition is None:
         return
     end = len(events) if v.event_id < 0 else v.event_id
     # `leader_end`: where the last leader's tenure ended (it became a follower, back from a crash, say, before the
@@ -207,13 +210,22 @@ def isr_race_after_election(v: Violation, events: Sequence[Event]) -> bool:
     [L, H). `--throttled --before-metadata-deltas` seed 1070007: O = 1 proposed adding 5 at partition epoch 29; the
     controller's commit held the reassignment's target [5, 4] and completed it, electing 5 with LEO 372 and answering 1
     NEW_LEADER_ELECTED (which leaves the proposal pending); a resent, older metadata update at epoch 29 (ISR [1, 4])
-    then reached 1, which raised its HW to 393 over [1, 4] before it learnt it was removed; 5's follower 4 truncated
-    372..392."""
-    for i, e, leader, _, _ in _isr_elections(v, events):
+    372..392.
+
+    The race's HW rise itself may be the detecting event: an `isr_holds_committed` at O's own rise, its ISR (the
+    older update's) holding a member that has since truncated under F (`--overlapping --before-kip903
+    --before-metadata-deltas` seed 836029: O = 4's rise to 349 over [1, 4, 5], 1 having truncated to 339 under 3)."""
+    rise = events[v.event_id] if v.invariant == "isr_holds_committed" and v.event_id >= 0 else None
+    if rise is not None and not (rise["event_type"] == "hw_change" and rise.get("role") == "leader"):
+        return False
+    for i, e, leader, _, _ in _isr_elections(v, events, (*LOSS_INVARIANTS, "isr_holds_committed")):
         elected, leo, epoch = e["broker_id"], e.get("leo"), e.get("leader_epoch")
+        if rise is not None and leader != rise["broker_id"]:
+            continue
+        end = len(events) if v.event_id < 0 else v.event_id + (rise is not None)
         if (leader is not None and leader != elected and leo is not None and epoch is not None and leo <= v.offset
-                and _old_leader_raced_past(events, leader, e["topic"], e["partition"], elected, i,
-                                           len(events) if v.event_id < 0 else v.event_id, epoch, v.offset)):
+                and _old_leader_raced_past(events, leader, e["topic"], e["partition"], elected, i, end, epoch,
+                                           v.offset)):
             return True
     return False
 
