@@ -24,9 +24,9 @@ from tests.checker.builder import only
 from tests.sim.helpers import run_named, scenario
 
 
-def checked(name: str, mode: TruncationMode | None = None) -> CheckResult:
+def checked(name: str, mode: TruncationMode | None = None, **overrides: Any) -> CheckResult:
     """Simulate a shipped scenario in memory, stamp the envelope like the event writer, check it."""
-    _, events, stats = run_named(name, mode)
+    _, events, stats = run_named(name, mode, **overrides)
     stamped: list[dict[str, Any]] = [dict(e, schema_version="1.0", source="engine", run_id=name, event_id=i)
                                      for i, e in enumerate(events)]
     # The manifest as the CLI reads it: its schema version says the events record the stalls.
@@ -50,14 +50,19 @@ def test_steady_state_files_check_clean_through_the_cli(tmp_path: Path, capsys: 
         assert result.checked[name] > 1000, name
 
 
-def test_nemesis_run_in_default_mode_is_clean() -> None:
+@pytest.mark.parametrize("seed", [None, 5])
+def test_nemesis_run_in_default_mode_is_clean(seed: int | None) -> None:
     """Crashes, partitions, pauses and controlled shutdowns under diverging-epoch truncation: no error or
-    warning. Its acks=1 producer loses writes in the failovers, as Kafka allows: info findings, each about
-    an acks=1 acknowledgement (the ack is the evidence's second id, after the acked append)."""
-    result = checked("nemesis-small")
+    warning, for the shipped seed (11) and seed 5. The acks=1 producer may lose writes in the failovers, as Kafka
+    allows: info findings, each about an acks=1 acknowledgement (the ack is the evidence's second id, after the acked
+    append). Seed 5's run has such losses; the shipped seed's has none since the scheduler kept Kafka's fixed rate."""
+    overrides = {} if seed is None else {"seed": seed}
+    result = checked("nemesis-small", **overrides)
     assert result.problems == ()
-    assert result.infos and {v.invariant for v in result.infos} == {"acks1_write_lost"}
-    _, events, _ = run_named("nemesis-small", None)
+    assert {v.invariant for v in result.infos} <= {"acks1_write_lost"}
+    if seed is not None:
+        assert len(result.infos) > 10
+    _, events, _ = run_named("nemesis-small", None, **overrides)
     for v in result.infos:
         ack = events[v.evidence[1]]
         assert (ack["event_type"], ack["acks"], ack["error"]) == ("produce_ack", 1, "NONE"), v
@@ -98,17 +103,23 @@ def test_kip279_fast_failover_diverges_only_with_v0_answers() -> None:
 
 
 def test_a_leader_epoch_answer_older_than_the_leaders_cache_is_not_rebuilt() -> None:
-    """`tests.sim.campaign --deep --before-metadata-deltas` seed 203531 (leader_epoch mode): follower 2, deposed leader
-    of epoch 1, asks the new leader for epoch 1's end; the answer (computed before the new leader's retention moved its
-    log start offset from 970 to 1060, 3 ms before the truncation) was 1030, the start of its epoch 2 then. Rebuilt from
-    the cache at the truncation it would read 1060, a false truncation_point error: such answers are skipped."""
+    """`tests.sim.campaign --deep --before-metadata-deltas` seed 204369 (leader_epoch mode): follower 1 of u-0, deposed
+    leader of epoch 0 (cut off 20.2 to 22.0 s), asks new leader 3 for epoch 0's end; the answer (computed before 3's
+    retention moved its log start offset from 1190 to 1230, event 17419, in the truncation's millisecond) was 1220, the
+    start of its epoch 1 then. Rebuilt from the cache at the truncation (17422) it would read 1230, a false
+    truncation_point error: such answers are skipped. (Seed 203531 showed this until the scheduler kept Kafka's fixed
+    rate.)"""
     from tests.sim.campaign import before_metadata_deltas, deep_scenario
     from tests.sim.helpers import check, run
 
-    _, events, stats = run(before_metadata_deltas(deep_scenario(203531)))
+    _, events, stats = run(before_metadata_deltas(deep_scenario(204369)))
     result = check(events, stats)
     assert only(result, "truncation_point") == []
-    truncations = [e for e in events if e["event_type"] == "truncation" and e["broker_id"] == 2
-                   and e["reason"] == "leader_epoch" and e["truncate_offset"] == 1030 and e["old_leo"] == 1420]
-    assert len(truncations) == 1 and truncations[0]["topic"] == "t"
+    truncations = [e for e in events if e["event_type"] == "truncation" and e["broker_id"] == 1
+                   and e["reason"] == "leader_epoch" and e["truncate_offset"] == 1220 and e["old_leo"] == 1265]
+    assert len(truncations) == 1 and truncations[0]["topic"] == "u"
+    rose = events[17419]
+    assert (rose["event_type"], rose["broker_id"], rose["topic"], rose["old_log_start_offset"],
+            rose["log_start_offset"], rose["ts_ms"]) == ("log_start_offset_change", 3, "u", 1190, 1230,
+                                                         truncations[0]["ts_ms"])
     assert result.skipped["truncation_point"]["leader_epoch truncation: epoch older than the leader's cache"] >= 1

@@ -6,8 +6,8 @@ controller, came back with LEO 190 and registered again; the controller then com
 checker flagged `isr_holds_committed` (broker 2 lacked 190..259 below HW 260). Kafka 3.5+ prevents this
 (KIP-903): fetches carry the broker epoch, the leader sends the epoch each ISR member fetched with, and the
 controller rejects a member whose epoch is not its current registration's (`ineligibleReplicasForIsr`). Since the
-controller publishes leaderless partitions, seed 902083 runs otherwise; power seed 850794 shows the same sequence
-(`test_the_power_campaign_seed_is_clean_with_broker_epochs`).
+controller publishes leaderless partitions, seed 902083 runs otherwise; power seed 850794 showed the same sequence
+until the scheduler kept Kafka's fixed rate (recorded: `test_the_power_campaign_seed_is_clean_with_broker_epochs`).
 
 The scenario below makes the same sequence happen on purpose:
 * broker 3 crashes at 1 s and is shrunk out of the ISR (lag 500 ms);
@@ -27,8 +27,9 @@ from typing import Any
 import pytest
 
 from replication_core.sim.scenario import Scenario, parse_scenario_text
-from tests.sim.campaign import before_kip903, before_metadata_deltas, main, power_scenario, problems
-from tests.sim.helpers import check, run
+from tests.sim import campaign
+from tests.sim.campaign import before_kip903, before_metadata_deltas, main, power_scenario, problems_in
+from tests.sim.helpers import check, recorded_run, run
 
 SCENARIO = """
 name: stale-broker-epoch
@@ -108,18 +109,40 @@ def test_the_power_campaign_seed_is_clean_with_broker_epochs() -> None:
     Leader 2 proposes adding broker 1 to t-0's ISR from its fetch at the HW 250 (event 13494); broker 1 loses power
     (13535), its recovery drops 167..290 (13536), and it restarts and registers again (13617). Without broker epochs the
     controller then commits the expansion (13653), when broker 1's log ends at 178 again; with them it rejects the
-    proposal (INELIGIBLE_REPLICA, 13654)."""
-    assert problems(before_metadata_deltas(power_scenario(850794)))[0] == []
-    assert problems(before_metadata_deltas(before_kip903(power_scenario(850794))))[0] == [
+    proposal (INELIGIBLE_REPLICA, 13654). Both runs recorded (`recorded_run`): since the scheduler kept Kafka's fixed
+    rate no seed searched shows the pair (`--power --before-metadata-deltas` 850000-851999, 852000-854999,
+    597000-598549, 610000-610999, 620000-620499; plain `--power` 902000-902499; and, for a run reported without broker
+    epochs, `--before-kip903` 853000-853999 and plain `--power --before-kip903` 901600-902599)."""
+    events, stats = recorded_run("power-850794")
+    assert problems_in(before_metadata_deltas(power_scenario(850794)), events, stats)[0] == []
+    rejected = events[13654]
+    assert (rejected["broker_id"], rejected["isr_state"], rejected["error"], rejected["isr"]) == (
+        2, "rejected", "INELIGIBLE_REPLICA", [1, 2])
+    events, stats = recorded_run("power-before-kip903-850794")
+    assert problems_in(before_metadata_deltas(before_kip903(power_scenario(850794))), events, stats)[0] == [
         "isr_holds_committed t-0 replica 1 event 13653: ISR member 1 lacks the leader's record at 178 below HW 250 "
         "(72 offsets)"]
+    committed = events[13653]
+    assert (committed["broker_id"], committed["isr_state"], committed["reason"], committed["isr"]) == (
+        2, "committed", "leader_and_isr", [1, 2])
 
 
-def test_the_campaign_reruns_a_seed_without_broker_epochs(capsys: pytest.CaptureFixture[str]) -> None:
-    """`python -m tests.sim.campaign --seeds 850794-850794 --power --before-metadata-deltas [--before-kip903]`: exit 1
-    and the seed's line only without broker epochs."""
+def test_the_campaign_reports_a_run_and_runs_without_broker_epochs_with_before_kip903(
+        monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    """`python -m tests.sim.campaign --seeds S-S --power --before-metadata-deltas [--before-kip903]`: `--before-kip903`
+    runs the seed without broker epochs, and a run with a problem gets its line and exit status 1. The judging is
+    replaced by one that reports a stale expansion exactly when broker epochs are off, as seed 850794's pair did until
+    the scheduler kept Kafka's fixed rate (no seed searched since shows it: the test above)."""
+    judged: list[bool] = []
+
+    def judge(sc: Scenario) -> tuple[list[str], list[str]]:
+        judged.append(sc.cluster.checks_broker_epochs)
+        return ([] if sc.cluster.checks_broker_epochs else ["isr_holds_committed t-0 replica 1 event 13653: ..."]), []
+
+    monkeypatch.setattr(campaign, "problems", judge)
     line = "seed 850794: isr_holds_committed t-0 replica 1 event 13653"
     assert main(["--seeds", "850794-850794", "--power", "--before-metadata-deltas"]) == 0
     assert line not in capsys.readouterr().out
     assert main(["--seeds", "850794-850794", "--power", "--before-kip903", "--before-metadata-deltas"]) == 1
     assert line in capsys.readouterr().out
+    assert judged == [True, False]
