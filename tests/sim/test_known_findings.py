@@ -51,9 +51,10 @@ def _violation(invariant: str, topic: str, partition: int, replica: int, event_i
                      (event_id,), "")
 
 
-def _errors(sc: Scenario) -> tuple[list[Event], RunStats, list[Violation]]:
-    """One run of `sc`: its events, its stats and the checker's errors."""
-    _, events, stats = run(sc)
+def _errors(sc: Scenario, recorded: str | None = None) -> tuple[list[Event], RunStats, list[Violation]]:
+    """One run of `sc` (or the run `recorded` under that name, `recorded_run`): its events, its stats and the
+    checker's errors."""
+    events, stats = run(sc)[1:] if recorded is None else recorded_run(recorded)
     return events, stats, [v for v in check(events, stats).violations if v.severity == "error"]
 
 
@@ -278,8 +279,8 @@ def test_the_overlapping_campaign_seed_reproduces_the_stale_checkpoint() -> None
     Kafka's fixed rate the seed's run goes another way, and of about 3,200 seeds of the same flags searched
     (920000-922200, 835400-836399) only two show a stale checkpoint, both through a restated HW (835576, the test
     below)."""
-    events, stats = recorded_run("overlapping-921359")
-    errors = [v for v in check(events, stats).violations if v.severity == "error"]
+    sc = before_metadata_deltas(before_kip903(overlapping_scenario(921359)))
+    events, _stats, errors = _errors(sc, recorded="overlapping-921359")
     assert [(v.invariant, v.topic, v.partition, v.replica, v.event_id, v.offset) for v in errors] == [
         ("committed_prefix_agreement", "t", 0, 2, 9308, 421), ("committed_prefix_agreement", "t", 0, 5, 9321, 421)]
     assert {known_finding(v, events) for v in errors} == {STALE_HW_CHECKPOINT}
@@ -555,8 +556,7 @@ def test_the_power_campaign_seed_reproduces_the_elected_divergent_prefix() -> No
     since the scheduler kept Kafka's fixed rate no seed of 833600-836700 or 1100000-1100999 (4,100 runs of the same
     flags) shows finding E."""
     sc = before_metadata_deltas(before_kip903(power_scenario(833649)))
-    events, stats = recorded_run("power-833649")
-    errors = [v for v in check(events, stats).violations if v.severity == "error"]
+    events, stats, errors = _errors(sc, recorded="power-833649")
     assert [(v.invariant, v.topic, v.partition, v.replica, v.event_id, v.offset) for v in errors] == [
         ("truncation_safety", "t", 0, 1, 2571, 208)]
     assert known_finding(errors[0], events) == DIVERGENT_PREFIX_ELECTED
@@ -628,8 +628,7 @@ def test_the_power_campaign_seed_commits_the_elected_divergent_prefix() -> None:
     to truncate to 283, below the committed HW 286 (9291), and committed its kept records over epoch 3's once broker 3
     (log start 286) rejoined (10114). Recorded (`recorded_run`), as the test before's run."""
     sc = before_metadata_deltas(before_kip903(power_scenario(943902)))
-    events, stats = recorded_run("power-943902")
-    errors = [v for v in check(events, stats).violations if v.severity == "error"]
+    events, stats, errors = _errors(sc, recorded="power-943902")
     assert [(v.invariant, v.topic, v.partition, v.replica, v.event_id, v.offset) for v in errors] == [
         ("truncation_safety", "t", 2, 4, 9291, 283), ("inconsistent_offsets", "t", 2, 1, 10114, 283)]
     assert {known_finding(v, events) for v in errors} == {DIVERGENT_PREFIX_ELECTED}
