@@ -213,6 +213,9 @@ class Broker:
         self.config: ReplicationConfig = cluster.scenario.broker_config
         self.disk = Disk(broker_id)
         self.alive = False
+        # The machine is up (False only after a power failure, until the process starts again): a dead process
+        # on a live host refuses connections at once, a dead host never answers.
+        self.host_up = True
         self.incarnation = 0
         self.paused_until = 0
         self.stalled_until = 0
@@ -247,6 +250,7 @@ class Broker:
         build the ReplicaManager and fetcher manager, start the scheduler tasks, register."""
         now = self.queue.now_ms
         self.alive = True
+        self.host_up = True
         self.incarnation += 1
         self.paused_until = self.stalled_until = 0
         self.wants_shutdown = False
@@ -315,6 +319,7 @@ class Broker:
             return
         now = self.queue.now_ms
         self.alive = False
+        self.host_up = not lose_unflushed
         self.incarnation += 1
         if self._events is not None:
             self._events.append(make_event("broker_lifecycle", now, self.broker_id, action="crash"))
@@ -339,6 +344,9 @@ class Broker:
         self.disk.crash(now, False, self._events)
 
     def _drop_process(self) -> None:
+        if self.host_up:
+            # The kernel closes the dead process's connections: callers waiting on it see the disconnect.
+            self.cluster.rpc.reset(self.broker_id)
         if self.fetchers is not None:
             self.fetchers.close_all_fetchers()
         self.fetchers = None
@@ -466,12 +474,17 @@ class Broker:
     def handle_replica_request(self, call: Call) -> None:
         """A follower's Fetch / OffsetsForLeaderEpoch / ListOffsets arrived."""
         if not self.alive or self.rm is None:
-            return  # nobody listening: the caller times out
+            # Nobody listening. A live host refuses the connection, so the fetcher's `awaitReady` fails at once
+            # ("Connection to N failed") and the thread backs off; a host without power lets the caller time out.
+            if self.host_up and not self.alive:
+                self.cluster.rpc.refuse(call)
+            return
         self._replica_request(call, self.incarnation)
 
     def _replica_request(self, call: Call, inc: int) -> None:
         # A request a GC pause holds belongs to the process that received it: a crash closes its connections, so a
-        # restarted process never answers it and the caller times out, as for a crashed broker's parked fetch.
+        # restarted process never answers it; its caller had the disconnect at the crash (`RpcLayer.reset`), or
+        # times out when the host lost power.
         if inc != self.incarnation or not self.alive or self.rm is None:
             return
         if self._held(self._replica_request, call, inc):
@@ -492,7 +505,10 @@ class Broker:
     def handle_produce(self, call: Call) -> None:
         """`handleProduceRequest` for one partition's batch."""
         if call.done or not self.alive or self.rm is None:
-            return  # arrived after its deadline (`RpcLayer._arrive` drops those), or nobody listening
+            # Arrived after its deadline (`RpcLayer._arrive` drops those), or nobody listening. Not refused, unlike a
+            # fetch: a producer's `Sender` sends nothing to a node it cannot connect to, its batch waits in the
+            # accumulator for the metadata to name another leader, which the request timeout stands for here.
+            return
         self._produce(call, call.request, self.incarnation)
 
     def _produce(self, call: Call, req: ProduceRequest, inc: int) -> None:

@@ -2,10 +2,12 @@
 
 Mirrors what Kafka's `NetworkClient` guarantees a caller: every request ends with either the
 server's response or an error (disconnect / request timeout). A request or response lost or blocked
-by a partition is therefore answered with the caller's error value at `sent + timeout_ms`; a server
-that crashed while holding a request (a parked fetch) never answers and the timeout fires. Every
-call is registered for its timeout up front and the first of (response, timeout) wins, so no message
-can be answered twice or forgotten.
+by a partition is therefore answered with the caller's error value at `sent + timeout_ms`, as is a
+request to a host that lost power. A process that dies with its host up (kill -9, or the exit after a
+clean shutdown) is different: its kernel closes the connections, so each caller holding a request on
+it learns of the disconnect one trip later (`reset`), and a new connection to it is refused one round
+trip after the attempt (`refuse`). Every call is registered for its timeout up front and the first of
+(response, error, timeout) wins, so no message can be answered twice or forgotten.
 
 Timeouts are kept per timeout length in a FIFO (deadlines of one length arrive in increasing order)
 with one scheduled sweep at the head's deadline, instead of one queue entry per call; an answered
@@ -95,6 +97,23 @@ class RpcLayer:
         delay = self._network.delay(call.dst, call.src)
         if delay is not None:
             self._queue.after(delay, self._deliver, call, response)
+
+    def refuse(self, call: Call) -> None:
+        """The caller's error one trip back from `call.dst`: a connection the server's kernel refused or reset
+        (`NetworkClient` reports the disconnect at once); a cut way back leaves the caller to its timeout."""
+        if call.done:
+            return
+        delay = self._network.delay(call.dst, call.src)
+        if delay is not None:
+            self._queue.after(delay, self._deliver, call, call.error)
+
+    def reset(self, dst: int) -> None:
+        """The process at `dst` died with its host up: every call waiting on it is refused (`refuse`), in the
+        order the calls were made within each timeout length."""
+        for pending in self._timeouts.values():
+            for call in pending:
+                if call.dst == dst and not call.done:
+                    self.refuse(call)
 
     def _deliver(self, call: Call, response: Any) -> None:
         if not call.done:

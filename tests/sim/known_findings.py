@@ -77,7 +77,8 @@ E. `divergent_prefix_elected` (truncation_safety; found by `--power`, seed 90177
    it of no divergence at all, so it truncated nothing: it kept every record below S (`--elr --overlapping` seed
    894993, every answer to F lost on a one-way partition). Seeds 901773, 531853 and 534728 were found before the
    controller published a partition left without a leader (e6fcc33) and now run differently; the tests pin 833649
-   and 943902.
+   and 943902. Those two, and 1070007, 836029, 1070113 and 894993 above, show their shapes in runs recorded from
+   earlier engines (`tests/data/sim-runs/`): today's engine draws other interleavings from those seeds.
 """
 
 from __future__ import annotations

@@ -32,7 +32,7 @@ from tests.sim.campaign import (
     problems,
     problems_in,
 )
-from tests.sim.helpers import check, run, scenario
+from tests.sim.helpers import check, recorded_run, run, scenario
 from tests.sim.test_scenario_validation import _with
 
 SEEDS = range(3200, 3220)
@@ -132,61 +132,80 @@ def test_a_follower_that_crashes_as_the_leader_adds_it_may_be_committed() -> Non
 
 
 def test_a_leader_that_has_not_heard_of_a_controlled_shutdown_may_propose_the_broker_again() -> None:
-    """Seed 841513 (`--before-metadata-deltas`): broker 3's controlled shutdown (13941 virtual ms, event 6020) reaches
-    leader 2's metadata only at 14045 (its delivery was lost once, and resent at 14041); leader 2, which proposed
-    adding 3 to t-1 a millisecond before (6019), gets INELIGIBLE_REPLICA (6064) and proposes again (rejected too, 6071),
-    as Kafka's leader does until its metadata says otherwise. No violation: the controller commits nothing
-    ineligible. (Seed 841372 showed this until the scheduler kept Kafka's fixed rate.)"""
-    _, events, stats = run(before_metadata_deltas(overlapping_scenario(841513)))
-    rejected = [i for i, e in enumerate(events) if e["event_type"] == "isr_change"
-                and e.get("error") == "INELIGIBLE_REPLICA"]
-    assert rejected, "the run should show a rejected expansion of a shutting-down broker"
-    assert rejected == [6064, 6071]
-    assert all((events[i]["broker_id"], events[i]["topic"], events[i]["partition"], events[i]["old_isr"],
-                events[i]["isr"]) == (2, "t", 1, [2], [2, 3]) for i in rejected)
-    shutdown = events[6020]
+    """Seed 841812 (`--before-metadata-deltas`): broker 3's controlled shutdown (24952 virtual ms, event 15325) reaches
+    leader 2's metadata only at 25053 (its delivery was lost once, and resent at 25052); leader 2 of t-1 proposes adding
+    3 at 25016 (15644), gets INELIGIBLE_REPLICA (15657) and proposes again three times (rejected too, 15700, 15724,
+    15763), as Kafka's leader does until its metadata says otherwise; it proposes 3 no more before 3 stops (25152,
+    15886). No violation: the controller commits nothing ineligible. (Seeds 841372, then 841513, showed this until the
+    scheduler kept Kafka's fixed rate, then until the session-81 engine change reset the connections of a dead
+    process; seeds 841213-841813 were searched on today's engine.)"""
+    _, events, stats = run(before_metadata_deltas(overlapping_scenario(841812)))
+    shutdown, stopped = events[15325], events[15886]
     assert (shutdown["event_type"], shutdown["broker_id"], shutdown["action"]) == (
         "broker_lifecycle", 3, "controlled_shutdown")
+    assert (stopped["event_type"], stopped["broker_id"], stopped["action"]) == ("broker_lifecycle", 3, "shutdown")
+    assert [e for e in events[15326:15886] if e["event_type"] == "broker_lifecycle" and e["broker_id"] == 3] == []
+    rejected = [i for i, e in enumerate(events) if e["event_type"] == "isr_change"
+                and e.get("error") == "INELIGIBLE_REPLICA" and 15325 < i < 15886]
+    assert rejected, "the run should show a rejected expansion of a shutting-down broker"
+    assert rejected == [15657, 15700, 15724, 15763]
+    assert all((events[i]["broker_id"], events[i]["topic"], events[i]["partition"], events[i]["old_isr"],
+                events[i]["isr"]) == (2, "t", 1, [2], [2, 3]) for i in rejected)
+    leader = [(i, e["isr_state"]) for i, e in enumerate(events[15325:15886], 15325) if e["event_type"] == "isr_change"
+              and (e["broker_id"], e["topic"], e["partition"]) == (2, "t", 1)]
+    assert leader == [(15644, "proposed"), (15657, "rejected"), (15683, "proposed"), (15700, "rejected"),
+                      (15703, "proposed"), (15724, "rejected"), (15741, "proposed"), (15763, "rejected")]
     assert [v for v in check(events, stats).violations if v.invariant == "isr_expand_legal"] == []
 
 
 def test_a_stale_leaders_commits_after_an_unclean_election_are_warnings() -> None:
     """`--seeds 950000-950000 --overlapping --before-kip903 --before-metadata-deltas`: broker 3 leads u-0 (replicas [3,
     4]) in epoch 0 and is paused from 949 to 2768 virtual ms; meanwhile 4 crashes and returns, out of the ISR, and when
-    3's session expires the controller elects 4 uncleanly into epoch 1 (event 347) with LEO 0. Resumed, 3 applies an
-    older ISR [3] (partition epoch 1, 431), raises its HW over records 4 never had (432, from 0 to 12; on to 29 by 494),
-    and truncates them as 4's follower (509, to 0). Both are losses of the unclean election, by its epoch."""
+    3's session expires the controller elects 4 uncleanly into epoch 1 (event 408) with LEO 0. Resumed, 3 applies an
+    older ISR [3] (partition epoch 1, 512), raises its HW over records 4 never had (513, from 0 to 13; on to 28 by 570),
+    and truncates them as 4's follower (587, to 0). Both are losses of the unclean election, by its epoch. (Until the
+    session-81 engine change reset the connections of a dead process the same run had other event ids and raised the
+    HW to 12, then 29.)"""
     sc = before_metadata_deltas(before_kip903(overlapping_scenario(950000)))
     _, events, stats = run(sc)
     violations = check(events, stats).violations
     assert [v for v in violations if v.severity == "error"] == []
-    election, elected = events[347], events[352]
+    election, elected = events[408], events[412]
     assert (election["action"], election["leader_id"], election["leader_epoch"], election["partition_epoch"]) == (
         "unclean", 4, 1, 2)
     assert (elected["broker_id"], elected["action"], elected["leo"]) == (4, "become_leader", 0)
-    older, rose, cut = events[431], events[432], events[509]
+    older, rose, cut = events[512], events[513], events[587]
     assert (older["event_type"], older["reason"], older["broker_id"], older["leader_epoch"], older["partition_epoch"],
             older["isr"]) == ("isr_change", "leader_and_isr", 3, 0, 1, [3])
     assert (rose["event_type"], rose["broker_id"], rose["leader_epoch"], rose["old_hw"], rose["hw"]) == (
-        "hw_change", 3, 0, 0, 12)
-    follows = events[496]
+        "hw_change", 3, 0, 0, 13)
+    assert (events[570]["event_type"], events[570]["broker_id"], events[570]["leader_epoch"], events[570]["hw"]) == (
+        "hw_change", 3, 0, 28)
+    follows = events[572]
     assert (follows["broker_id"], follows["action"], follows["leader_id"], follows["leo"]) == (
-        3, "become_follower", 4, 29)
+        3, "become_follower", 4, 28)
     assert (cut["event_type"], cut["broker_id"], cut["leader_epoch"], cut["old_leo"], cut["truncate_offset"]) == (
-        "truncation", 3, 1, 29, 0)
-    excused = {(v.invariant, v.event_id) for v in violations if v.severity == "warning" and 347 in v.evidence}
-    assert {("inconsistent_offsets", 432), ("truncation_safety", 509)} <= excused, sorted(excused)
+        "truncation", 3, 1, 28, 0)
+    excused = {(v.invariant, v.event_id) for v in violations if v.severity == "warning" and 408 in v.evidence}
+    assert {("inconsistent_offsets", 513), ("truncation_safety", 587)} <= excused, sorted(excused)
 
 
 def test_a_leader_answer_from_before_retention_collapsed_its_floor_epoch_is_legal() -> None:
-    """Seed 500448: leader 1 (cache (0, 0), (2, 15)) answers follower 4's fetch with LastFetchedEpoch 1 by
-    DivergingEpoch (0, 15), and its retention moves the log start to 30 (event 2124) before the follower reads
-    the answer (2166), collapsing the cache to (2, 30). The answer names the floor epoch the rise removed; the
-    checker used to accept only the asked epoch there (`truncation_point`)."""
+    """Seed 500448: leader 1 of u-1 (cache (0, 0), (2, 15)) answers follower 4's fetch with LastFetchedEpoch 1 (event
+    1907) by DivergingEpoch (0, 15), and its retention moves the log start to 20 (event 2029) before the follower
+    reads the answer (2051), collapsing the cache to (2, 20). The answer names the floor epoch the rise removed; the
+    checker used to accept only the asked epoch there (`truncation_point`). (Until the session-81 engine change reset
+    the connections of a dead process the log start moved to 30, at other event ids.)"""
     _, events, stats = run(overlapping_scenario(500448))
-    answer = events[2166]
+    asked, answer = events[1907], events[2051]
+    assert (asked["event_type"], asked["broker_id"], asked["topic"], asked["partition"], asked["leader_id"],
+            asked["last_fetched_epoch"]) == ("fetch", 4, "u", 1, 1, 1)
+    assert (answer["event_type"], answer["broker_id"], answer["topic"], answer["partition"], answer["leader_id"]) == (
+        "fetch_response", 4, "u", 1, 1)
     assert (answer["diverging_epoch"], answer["diverging_end_offset"]) == (0, 15)
-    assert events[2124]["event_type"] == "log_start_offset_change" and events[2124]["log_start_offset"] == 30
+    rise = events[2029]
+    assert (rise["event_type"], rise["broker_id"], rise["topic"], rise["partition"], rise["log_start_offset"]) == (
+        "log_start_offset_change", 1, "u", 1, 20)
     assert [v for v in check(events, stats).violations if v.invariant == "truncation_point"] == []
 
 
@@ -216,9 +235,12 @@ def test_a_stale_follower_may_truncate_what_only_a_later_epoch_committed() -> No
     had committed (3437) with an ISR 3 was not in ([4, 5]); then it learns of epoch 2 (which it leads for an instant)
     and epoch 3, truncates to 3 again at 4's answer and fetches offset 3 back (4764). Kafka's follower does the same:
     the answer is its epoch's (see the hand-built `truncation_safety_judges_a_follower_by_the_commits_of_its_epoch` in
-    tests/spark). (Its run truncated 2..3 until the scheduler kept Kafka's fixed rate.)"""
+    tests/spark). (Its run truncated 2..3 until the scheduler kept Kafka's fixed rate.) Recorded (`recorded_run`): the
+    shape from seed 506027 of commit 32fd916's engine; since the session-81 engine change reset the connections of a
+    dead process no run of `--overlapping --before-kip903 --before-metadata-deltas` 505727-506327 or 1128480-1130979
+    (3,101 seeds) has a follower truncate a record that only leaders of epochs after its own had committed."""
     sc = before_metadata_deltas(before_kip903(overlapping_scenario(506027)))
-    _, events, stats = run(sc)
+    events, stats = recorded_run("overlapping-506027")
     cut = events[4633]
     assert (cut["event_type"], cut["broker_id"], cut["leader_epoch"], cut["truncate_offset"], cut["old_leo"]) == \
         ("truncation", 3, 1, 3, 4)
@@ -239,9 +261,12 @@ def test_a_follower_that_has_not_truncated_after_an_unclean_election_may_diverge
     end in NETWORK_EXCEPTION, none returns a DivergingEpoch, and 1 has truncated nothing when the run ends (10 s).
     Replica 1 differs from the others from offset 39: the loss the unclean election allowed, which the campaign does
     not report. (Seeds 507493, 770724, then 870432 (leader-epoch mode, OffsetsForLeaderEpoch retries while
-    partitioned) showed it before changes to the simulator changed their runs.)"""
+    partitioned) showed it before changes to the simulator changed their runs.) Recorded (`recorded_run`): the shape
+    from seed 871532 of commit 32fd916's engine; since the session-81 engine change reset the connections of a dead
+    process no run of `--overlapping --before-metadata-deltas` 871232-871832 or 1128480-1130979 (3,101 seeds) ends
+    with a replica that differs from the others (`audit(...).divergences()`)."""
     sc = before_metadata_deltas(overlapping_scenario(871532))
-    _, events, stats = run(sc)
+    events, stats = recorded_run("overlapping-871532")
     election = events[4187]
     assert (election["action"], election["topic"], election["partition"], election["leader_id"],
             election["leader_epoch"]) == ("unclean", "t", 5, 4, 2)

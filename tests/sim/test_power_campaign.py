@@ -166,27 +166,28 @@ def test_an_isr_member_lacking_what_its_power_failure_took_is_explained() -> Non
 
 
 def test_the_power_seed_whose_paused_leader_counted_a_crashed_followers_old_fetch_is_explained() -> None:
-    """`--seeds 597684-597684 --power --before-metadata-deltas`: follower 1 of u-0 sends a fetch at 1825 (event 13099)
-    just as leader 3 pauses (a 789 ms GC pause from 19005 virtual ms, 13100: no other event of 3 from 19001 to 19794),
-    then loses power (13135), and its recovery drops 1735..1824 (13136); leader 3, back, processes that fetch from
-    before the crash (13282) and raises the HW from 1820 to 1825 (13283), over records 1 no longer has. (Until the
-    scheduler kept Kafka's fixed rate, the same seed did this with a fetch at 1810, events 13005..13203.)"""
+    """`--seeds 597684-597684 --power --before-metadata-deltas`: follower 1 of u-0 sends a fetch at 1780 (event 13192)
+    just as leader 3 pauses (a 789 ms GC pause from 19005 virtual ms, 13193: no other event of 3 from 19001 to 19794),
+    then loses power (13255), and its recovery drops 1680..1779 (13258); leader 3, back, processes that fetch from
+    before the crash (13401) and raises the HW from 1775 to 1780 (13402), over records 1 no longer has. (Until the
+    scheduler kept Kafka's fixed rate, the same seed did this with a fetch at 1810, events 13005..13203; until a dead
+    process's connections were reset, with a fetch at 1825, events 13099..13283.)"""
     sc = before_metadata_deltas(power_scenario(597684))
     _, events, stats = run(sc)
     errors = [v for v in check(events, stats).violations if v.severity == "error"]
     assert [(v.invariant, v.topic, v.partition, v.replica, v.event_id, v.offset) for v in errors] == [
-        ("isr_holds_committed", "u", 0, 1, 13283, 1820)]
-    sent, pause, crash, lost = events[13099], events[13100], events[13135], events[13136]
-    assert (sent["event_type"], sent["broker_id"], sent["leader_id"], sent["fetch_offset"]) == ("fetch", 1, 3, 1825)
+        ("isr_holds_committed", "u", 0, 1, 13402, 1775)]
+    sent, pause, crash, lost = events[13192], events[13193], events[13255], events[13258]
+    assert (sent["event_type"], sent["broker_id"], sent["leader_id"], sent["fetch_offset"]) == ("fetch", 1, 3, 1780)
     assert (pause["event_type"], pause["broker_id"], pause["action"], pause["duration_ms"]) == (
         "broker_fault", 3, "gc_pause", 789)
-    assert not [e for e in events[13101:13282] if e["broker_id"] == 3]
+    assert not [e for e in events[13194:13401] if e["broker_id"] == 3]
     assert (crash["broker_id"], crash["action"]) == (1, "crash")
-    assert (lost["event_type"], lost["broker_id"], lost["old_leo"], lost["truncate_offset"]) == (
-        "truncation", 1, 1825, 1735)
-    fetched, raised = events[13282], events[13283]
-    assert (fetched["event_type"], fetched["follower_id"], fetched["fetch_offset"]) == ("follower_fetch_state", 1, 1825)
-    assert (raised["broker_id"], raised["old_hw"], raised["hw"]) == (3, 1820, 1825)
+    assert (lost["event_type"], lost["broker_id"], lost["topic"], lost["partition"], lost["old_leo"],
+            lost["truncate_offset"]) == ("truncation", 1, "u", 0, 1780, 1680)
+    fetched, raised = events[13401], events[13402]
+    assert (fetched["event_type"], fetched["follower_id"], fetched["fetch_offset"]) == ("follower_fetch_state", 1, 1780)
+    assert (raised["broker_id"], raised["old_hw"], raised["hw"]) == (3, 1775, 1780)
     assert power_lost_member(errors[0], events)
     assert problems_in(sc, events, stats) == ([], [])
 
