@@ -35,6 +35,7 @@ from replication_core.delayed_fetch import (
 )
 from replication_core.errors import (
     Errors,
+    NotLeaderOrFollowerError,
     ReplogError,
     UnknownTopicOrPartitionError,
 )
@@ -282,6 +283,9 @@ class ReplicaManager:
         # against which `become_leader_or_follower` decides what changed. A new ReplicaManager (a restarted
         # broker) starts empty, as a KRaft broker's first delta is against the empty image.
         self._image: dict[TopicPartition, PartitionRegistration] = {}
+        # The partitions this broker's metadata cache holds (`MetadataCache.contains`): every partition state it
+        # was sent, and every partition of the cluster once its metadata has caught up (`learn_partitions`).
+        self._known: set[TopicPartition] = set()
         # Logs that survive a restart (the simulator's disks); used when a partition is first hosted.
         self._logs: dict[TopicPartition, Log] = dict(logs or {})
         self._endpoints = dict(endpoints or {})
@@ -300,11 +304,30 @@ class ReplicaManager:
         return self.partitions.get(tp)
 
     def get_partition_or_exception(self, tp: Hashable) -> Partition:
-        """`getPartitionOrException`: UNKNOWN_TOPIC_OR_PARTITION if not hosted."""
+        """`getPartitionOrException`: the hosted partition, else the error `not_hosted_error` names."""
         p = self.partitions.get(tp)  # type: ignore[call-overload]
         if p is None:
-            raise UnknownTopicOrPartitionError(f"Partition {tp} is not hosted on broker {self.broker_id}")
+            raise self._not_hosted(tp)  # type: ignore[arg-type]
         return p
+
+    def learn_partitions(self, tps: Iterable[TopicPartition]) -> None:
+        """The metadata cache now holds these partitions (a KRaft broker's image after its initial catch-up, or the
+        ZooKeeper era's UpdateMetadata): those this broker does not host are NOT_LEADER_OR_FOLLOWER."""
+        self._known.update(tps)
+
+    def not_hosted_error(self, tp: TopicPartition) -> Errors:
+        """`getPartitionOrError` for a partition not hosted here: NOT_LEADER_OR_FOLLOWER when the metadata cache
+        knows it ("this broker is no longer a replica of it", e.g. after a reassignment deleted the replica),
+        else UNKNOWN_TOPIC_OR_PARTITION."""
+        if tp in self._known:
+            return Errors.NOT_LEADER_OR_FOLLOWER
+        return Errors.UNKNOWN_TOPIC_OR_PARTITION
+
+    def _not_hosted(self, tp: TopicPartition) -> ReplogError:
+        message = f"Partition {tp} is not hosted on broker {self.broker_id}"
+        if tp in self._known:
+            return NotLeaderOrFollowerError(message)
+        return UnknownTopicOrPartitionError(message)
 
     def get_or_create_partition(self, tp: TopicPartition) -> Partition:
         """`getOrCreatePartition`: host the partition, reusing a surviving log if there is one."""
@@ -367,7 +390,9 @@ class ReplicaManager:
         to_lead: dict[TopicPartition, PartitionRegistration] = {}
         to_follow: dict[TopicPartition, PartitionRegistration] = {}
         image = self._image
+        known = self._known
         for tp, st in states.items():
+            known.add(tp)
             if self.broker_id not in st.replicas:
                 errors[tp] = Errors.UNKNOWN_TOPIC_OR_PARTITION
                 continue
@@ -550,7 +575,7 @@ class ReplicaManager:
         for tp, pd in request.partitions.items():
             p = partitions.get(tp)
             if p is None:
-                out[tp] = FetchPartitionResponse(error=Errors.UNKNOWN_TOPIC_OR_PARTITION)
+                out[tp] = FetchPartitionResponse(error=self.not_hosted_error(tp))
                 any_error = True
                 continue
             max_bytes = pd.max_bytes
@@ -730,7 +755,7 @@ class ReplicaManager:
         for tp, data in request.partitions.items():
             p = self.partitions.get(tp)
             if p is None:
-                out[tp] = EpochEndOffset(Errors.UNKNOWN_TOPIC_OR_PARTITION)
+                out[tp] = EpochEndOffset(self.not_hosted_error(tp))
                 continue
             eo = p.last_offset_for_leader_epoch(data.current_leader_epoch, data.leader_epoch, True)
             epoch = eo.leader_epoch if request.version > 0 else -1
@@ -741,7 +766,7 @@ class ReplicaManager:
         """`fetchOffsetForTimestamp` LATEST / EARLIEST for a replica (no isolation level)."""
         p = self.partitions.get(request.tp)
         if p is None:
-            return ListOffsetsResponse(Errors.UNKNOWN_TOPIC_OR_PARTITION)
+            return ListOffsetsResponse(self.not_hosted_error(request.tp))
         try:
             if request.spec == LATEST:
                 offset = p.fetch_latest_offset(None, request.current_leader_epoch)
@@ -765,7 +790,7 @@ class ReplicaManager:
         p = self.partitions.get(tp)
         try:
             if p is None:
-                raise UnknownTopicOrPartitionError(f"Partition {tp} is not hosted on broker {self.broker_id}")
+                raise self._not_hosted(tp)
             res = p.append_records_to_leader(record_count, size_bytes, checksum, acks, now_ms)
         except ReplogError as exc:
             return self._ack(request_id, tp, acks, exc.error, -1, -1, checksum, now_ms)

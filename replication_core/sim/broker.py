@@ -604,6 +604,10 @@ class Broker:
         assert rm is not None
         now = self.queue.now_ms
         if not cache_applied:
+            if self._first_publish:
+                # Caught up with the metadata: the cache holds every partition of the cluster.
+                rm.learn_partitions(TopicPartition(t.name, i) for t in self.cluster.scenario.topics
+                                    for i in range(t.partitions))
             self.metadata.fenced = set(update.fenced)
             self.metadata.shutting_down = set(update.shutting_down)
             self.metadata.epochs = dict(update.broker_epochs)

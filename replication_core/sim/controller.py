@@ -226,6 +226,12 @@ class Controller:
         for b in brokers:
             self.last_heartbeat[b] = self.queue.now_ms
             self.incarnations[b] = self.cluster.brokers[b].incarnation
+            # Every broker's metadata image holds the new topics (a broker no partition is assigned to gets no
+            # delivery here, but KRaft's brokers all replay the records; a restarted process learns them again
+            # from its first delivery).
+            rm = self.cluster.brokers[b].rm
+            if rm is not None:
+                rm.learn_partitions(self.partitions)
         self.queue.after(self.session_timeout_ms // 4 or 1, self._check_sessions)
 
     # --- liveness ---------------------------------------------------------------------------------------

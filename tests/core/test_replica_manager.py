@@ -139,7 +139,8 @@ def test_stale_requests_rejected() -> None:
 
 def test_stop_replica_with_and_without_delete() -> None:
     """ReplicaManager.stopReplicas: fenced by an older epoch; without delete the log stays; with delete
-    the partition is gone and fetches get UNKNOWN_TOPIC_OR_PARTITION."""
+    the partition is gone, and a fetch of it gets NOT_LEADER_OR_FOLLOWER: the metadata cache still knows it
+    (`getPartitionOrError`, "this broker is no longer a replica of it")."""
     fetchers = RecordingFetchers()
     rm = ReplicaManager(2, ReplicationConfig(), fetcher_control=fetchers)
     rm.become_leader_or_follower(lai({TP: reg(1, 5, (1, 2, 3))}), T0)
@@ -150,7 +151,29 @@ def test_stop_replica_with_and_without_delete() -> None:
     assert rm.stop_replica(TP, delete=True, now_ms=T0).deleted
     assert rm.get_partition(TP) is None
     resp = rm.fetch_messages(fetch_req(3, 0), T0)
-    assert resp is not None and resp.partitions[TP].error == Errors.UNKNOWN_TOPIC_OR_PARTITION
+    assert resp is not None and resp.partitions[TP].error == Errors.NOT_LEADER_OR_FOLLOWER
+
+
+def test_a_partition_not_hosted_is_not_leader_or_follower_only_if_the_metadata_knows_it() -> None:
+    """`getPartitionOrError`: a partition the broker does not host is NOT_LEADER_OR_FOLLOWER when its metadata cache
+    holds it (`learn_partitions`: the cluster's metadata after the initial catch-up), else UNKNOWN_TOPIC_OR_PARTITION,
+    for a fetch, an OffsetsForLeaderEpoch, a ListOffsets and a produce alike."""
+    rm = ReplicaManager(2, ReplicationConfig())
+    unknown = rm.fetch_messages(fetch_req(3, 0), T0)
+    assert unknown is not None and unknown.partitions[TP].error == Errors.UNKNOWN_TOPIC_OR_PARTITION
+    rm.learn_partitions([TP])
+    known = rm.fetch_messages(fetch_req(3, 0), T0)
+    assert known is not None and known.partitions[TP].error == Errors.NOT_LEADER_OR_FOLLOWER
+    asked = {TP: EpochData(1, 1), TP1: EpochData(1, 0)}
+    epochs = rm.offsets_for_leader_epoch(OffsetsForLeaderEpochRequest(3, 3, asked))
+    assert (epochs.partitions[TP].error, epochs.partitions[TP1].error) == (
+        Errors.NOT_LEADER_OR_FOLLOWER, Errors.UNKNOWN_TOPIC_OR_PARTITION)
+    assert rm.list_offsets(ListOffsetsRequest(3, TP, 1, LATEST)).error == Errors.NOT_LEADER_OR_FOLLOWER
+    assert rm.list_offsets(ListOffsetsRequest(3, TP1, 1, LATEST)).error == Errors.UNKNOWN_TOPIC_OR_PARTITION
+    produced = rm.append_records(TP, 1, 10, 7, 1, T0)
+    assert produced is not None and produced.error == Errors.NOT_LEADER_OR_FOLLOWER
+    produced = rm.append_records(TP1, 1, 10, 7, 1, T0)
+    assert produced is not None and produced.error == Errors.UNKNOWN_TOPIC_OR_PARTITION
 
 
 # --- fetch ---------------------------------------------------------------------------------------------

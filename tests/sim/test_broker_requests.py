@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
+from replication_core.errors import Errors
 from replication_core.partition_fetch_state import TopicPartition
+from replication_core.sim.cluster import Cluster, ListSink
 from replication_core.sim.producer import ProduceRequest
 from replication_core.sim.rpc import Call
 from tests.sim.helpers import run, scenario
@@ -57,3 +60,22 @@ def test_produce_held_by_a_broker_that_crashes_is_lost_with_the_connection() -> 
     assert _holding(cluster, 12345) == []
     # Not even tried: the restarted broker answers no produce of that batch (not even NOT_LEADER).
     assert [e for e in cluster.events if e["event_type"] == "produce_ack" and e["batch_checksum"] == 12345] == []
+
+
+def test_a_broker_knows_every_partition_once_its_metadata_caught_up() -> None:
+    """KRaft's broker serves requests with the whole metadata image: broker 4 of `throttled-reassignment`, no replica
+    of `moves-0` before the reassignment, answers a request for it NOT_LEADER_OR_FOLLOWER
+    (`ReplicaManager.getPartitionOrError`), and one for a partition the cluster does not have
+    UNKNOWN_TOPIC_OR_PARTITION."""
+    sc = replace(scenario("throttled-reassignment"), duration_ms=2_000)
+    cluster = Cluster(sc)
+    seen: list[tuple[Errors, Errors]] = []
+
+    def probe() -> None:
+        rm = cluster.brokers[4].rm
+        assert rm is not None and rm.get_partition(TopicPartition("moves", 0)) is None
+        seen.append((rm.not_hosted_error(TopicPartition("moves", 0)), rm.not_hosted_error(TopicPartition("moves", 9))))
+
+    cluster.queue.at(cluster.start_ms + 1_000, probe)
+    cluster.run(ListSink())
+    assert seen == [(Errors.NOT_LEADER_OR_FOLLOWER, Errors.UNKNOWN_TOPIC_OR_PARTITION)]
