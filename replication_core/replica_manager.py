@@ -324,10 +324,9 @@ class ReplicaManager:
         return Errors.UNKNOWN_TOPIC_OR_PARTITION
 
     def _not_hosted(self, tp: TopicPartition) -> ReplogError:
-        message = f"Partition {tp} is not hosted on broker {self.broker_id}"
-        if tp in self._known:
-            return NotLeaderOrFollowerError(message)
-        return UnknownTopicOrPartitionError(message)
+        known = self.not_hosted_error(tp) is Errors.NOT_LEADER_OR_FOLLOWER
+        return (NotLeaderOrFollowerError if known else UnknownTopicOrPartitionError)(
+            f"Partition {tp} is not hosted on broker {self.broker_id}")
 
     def get_or_create_partition(self, tp: TopicPartition) -> Partition:
         """`getOrCreatePartition`: host the partition, reusing a surviving log if there is one."""

@@ -242,6 +242,9 @@ class Broker:
         # No metadata published yet by this process (KRaft's `_firstPublish`): its first full state deletes the
         # stray logs on its disk (`_delete_stray_logs`).
         self._first_publish = True
+        # This process's metadata cache holds every partition (`ReplicaManager.learn_partitions`), from its first
+        # metadata delivery on.
+        self._knows_cluster = False
 
     # --- lifecycle ---------------------------------------------------------------------------------
 
@@ -259,6 +262,7 @@ class Broker:
         self._blocked_metadata = []
         self._paused_metadata = []
         self._first_publish = True
+        self._knows_cluster = False
         events = self._events
         cfg = self.config
         if events is not None:
@@ -604,8 +608,9 @@ class Broker:
         assert rm is not None
         now = self.queue.now_ms
         if not cache_applied:
-            if self._first_publish:
+            if not self._knows_cluster:
                 # Caught up with the metadata: the cache holds every partition of the cluster.
+                self._knows_cluster = True
                 rm.learn_partitions(TopicPartition(t.name, i) for t in self.cluster.scenario.topics
                                     for i in range(t.partitions))
             self.metadata.fenced = set(update.fenced)
