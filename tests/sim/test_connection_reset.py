@@ -10,10 +10,10 @@ from typing import Any
 from replication_core.sim.clock import EventQueue
 from replication_core.sim.network import Network
 from replication_core.sim.rpc import RpcLayer
-from replication_core.sim.scenario import Fault, Latency, NetworkSpec
+from replication_core.sim.scenario import DEFAULT_START_MS, Fault, Latency, NetworkSpec
 from tests.sim.helpers import run, scenario
 
-START_MS = 1_700_000_000_000
+START_MS = DEFAULT_START_MS
 CRASH_MS = 10_000
 
 

@@ -6,10 +6,10 @@ from dataclasses import replace
 from typing import Any
 
 from replication_core.sim.cluster import Cluster, ListSink
-from replication_core.sim.scenario import Fault
+from replication_core.sim.scenario import DEFAULT_START_MS, Fault
 from tests.sim.helpers import run, scenario
 
-START_MS = 1_700_000_000_000
+START_MS = DEFAULT_START_MS
 
 
 def _isr_changes(events: list[dict[str, Any]], partition: int) -> list[tuple[int, str, str]]:
