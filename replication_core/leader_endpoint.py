@@ -78,11 +78,14 @@ class FetchPartitionResponse(NamedTuple):
     last_stable_offset: int = -1
     batches: tuple[RecordBatch, ...] = ()
     diverging_epoch: EpochEndOffset | None = None
+    partial_bytes: int = 0
+    """Bytes after `batches` of a batch the leader's byte-range read cut (`FetchDataInfo.partial_bytes`):
+    sent and counted, never appended."""
 
     @property
     def size_bytes(self) -> int:
-        """`records.sizeInBytes()`."""
-        return sum(b.size_bytes for b in self.batches)
+        """`records.sizeInBytes()`: the whole batches and the cut one's bytes."""
+        return sum(b.size_bytes for b in self.batches) + self.partial_bytes
 
     @property
     def record_count(self) -> int:

@@ -95,11 +95,13 @@ class LogAppendInfo(NamedTuple):
 
 
 class FetchDataInfo(NamedTuple):
-    """`FetchDataInfo` of a read: the batches returned (whole batches) and their total size."""
+    """`FetchDataInfo` of a read: the whole batches in the byte range read, the range's size
+    (`records.sizeInBytes()`) and how many of its bytes are the start of a batch the range cut."""
 
     fetch_offset: int
     batches: tuple[RecordBatch, ...]
     size_bytes: int
+    partial_bytes: int = 0
 
     @property
     def record_count(self) -> int:
@@ -229,9 +231,11 @@ class Log:
         isolation: FetchIsolation = FetchIsolation.LOG_END,
         min_one_message: bool = True,
     ) -> FetchDataInfo:
-        """`UnifiedLog.read`: whole batches from the one holding `fetch_offset`, bounded by `max_bytes`
-        and by the isolation's end offset (LEO or HW). The first batch is returned even if larger than
-        `max_bytes` when `min_one_message` (KIP-74). Raises `OffsetOutOfRangeError` outside [LSO, LEO]."""
+        """`UnifiedLog.read` / `LogSegment.read`: the byte range from the batch holding `fetch_offset`, at most
+        `max_bytes` long (at least the first batch when `min_one_message`, KIP-74) and ending at the isolation's
+        end offset (LEO or HW) at the latest. The range may end inside a batch (`log.slice(startPosition,
+        fetchSize)`): its bytes count in `size_bytes` and `partial_bytes`, but the batch is not returned, as a
+        reader's batch iterator stops at an incomplete batch. Raises `OffsetOutOfRangeError` outside [LSO, LEO]."""
         leo = self._leo
         if fetch_offset == leo:  # caught-up follower: the common case, no search
             return FetchDataInfo(fetch_offset, (), 0)
@@ -239,26 +243,34 @@ class Log:
             raise OffsetOutOfRangeError(
                 f"Received request for offset {fetch_offset} for partition {self.topic}-{self.partition}, "
                 f"but we only have log segments in the range {self._log_start_offset} to {leo}.")
+        if max_bytes < 0:
+            raise IllegalArgumentError(f"Invalid max size {max_bytes} for log read from {self.topic}-{self.partition}")
         upper = leo if isolation is FetchIsolation.LOG_END else self._hw
         batches = self._batches
         i = bisect_right(self._bases, fetch_offset) - 1
         if i < 0:
             i = 0
-        out: list[RecordBatch] = []
-        size = 0
         n = len(batches)
         if i < n and batches[i].last_offset < fetch_offset:
             i += 1  # `fetch_offset` in a gap a truncation left: LogSegment.read starts at the next batch
+        if i >= n:
+            return new_tuple(FetchDataInfo, (fetch_offset, (), 0, 0))
+        first_size = batches[i].size_bytes
+        budget = max_bytes if not min_one_message or max_bytes >= first_size else first_size
+        out: list[RecordBatch] = []
+        size = 0
+        partial = 0
         while i < n:
             b = batches[i]
             if b.last_offset >= upper:
-                break
-            if size + b.size_bytes > max_bytes and (out or not min_one_message):
+                break  # `maxPosition`: the range ends where the isolation's end offset starts
+            if size + b.size_bytes > budget:
+                partial = budget - size
                 break
             out.append(b)
             size += b.size_bytes
             i += 1
-        return new_tuple(FetchDataInfo, (fetch_offset, tuple(out), size))
+        return new_tuple(FetchDataInfo, (fetch_offset, tuple(out), size + partial, partial))
 
     # --- appends -----------------------------------------------------------------------------------
 

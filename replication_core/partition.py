@@ -253,6 +253,8 @@ class LogReadInfo(NamedTuple):
     last_stable_offset: int
     hw_incremented: bool = False
     alter_partition: AlterPartitionRequest | None = None
+    partial_bytes: int = 0
+    """Of `size_bytes`, the bytes of a batch the read's byte range cut (`FetchDataInfo.partial_bytes`)."""
 
 
 class AppendResult(NamedTuple):
@@ -767,18 +769,17 @@ class Partition:
             # A caught-up follower (most partitions of most fetches): `UnifiedLog.read` returns nothing
             # at the LEO whatever the isolation, so skip the call and its result tuple.
             batches: tuple[RecordBatch, ...] = ()
-            size = 0
+            size = partial = 0
         else:
             if isolation is None:
                 isolation = FetchIsolation.LOG_END if is_follower else FetchIsolation.HIGH_WATERMARK
-            data = log.read(fetch_offset, max_bytes, isolation, min_one_message)
-            batches = data.batches
-            size = data.size_bytes
+            _, batches, size, partial = log.read(fetch_offset, max_bytes, isolation, min_one_message)
         if replica is not None and update_fetch_state:
             hw_moved, alter = self.update_follower_fetch_state(
                 replica, fetch_offset, follower_log_start_offset, now_ms, leo, broker_epoch)
-            return new_tuple(LogReadInfo, (fetch_offset, batches, size, None, hw, lso, leo, hw, hw_moved, alter))
-        return new_tuple(LogReadInfo, (fetch_offset, batches, size, None, hw, lso, leo, hw, False, None))
+            return new_tuple(LogReadInfo, (fetch_offset, batches, size, None, hw, lso, leo, hw, hw_moved, alter,
+                                           partial))
+        return new_tuple(LogReadInfo, (fetch_offset, batches, size, None, hw, lso, leo, hw, False, None, partial))
 
     def last_offset_for_leader_epoch(
         self, current_leader_epoch: int | None, leader_epoch: int, fetch_only_from_leader: bool = True

@@ -609,12 +609,10 @@ class ReplicaManager:
                     if fetch_offset == leo:
                         # A caught-up follower: `UnifiedLog.read` returns nothing at the LEO.
                         batches: tuple[RecordBatch, ...] = ()
-                        size = 0
+                        size = partial = 0
                         caught_up += 1
                     else:
-                        data = log.read(fetch_offset, max_bytes, log_end, min_one)
-                        batches = data.batches
-                        size = data.size_bytes
+                        _, batches, size, partial = log.read(fetch_offset, max_bytes, log_end, min_one)
                     div = None
                     last_stable = hw
                     hw_incremented = False
@@ -644,7 +642,7 @@ class ReplicaManager:
                         follower_log_start_offset=pd.log_start_offset, broker_epoch=replica_epoch,
                         min_one_message=min_one, update_fetch_state=update_fetch_state)
                     # LogReadInfo unpacked at once (one tuple walk instead of ten attribute lookups).
-                    _, batches, size, div, hw, lso, _, last_stable, hw_incremented, alter = info
+                    _, batches, size, div, hw, lso, _, last_stable, hw_incremented, alter, partial = info
             except ReplogError as exc:
                 out[tp] = FetchPartitionResponse(error=exc.error)
                 any_error = True
@@ -653,7 +651,7 @@ class ReplicaManager:
                 # §2.2 step 7: the follower state was updated above, but no records go back.
                 leader_quota.emit_throttle(now_ms, tp.topic, tp.partition, p.leader_epoch, replica_id, size)
                 batches = ()
-                size = 0
+                size = partial = 0
             if size:
                 min_one = False
                 limit = max(0, limit - size)
@@ -661,11 +659,11 @@ class ReplicaManager:
             # Every field given: tuple.__new__ skips the NamedTuple's Python-level __new__, and the
             # enum member is read once per request (an `Errors.NONE` lookup costs ~0.1 us).
             if div is None:
-                out[tp] = new_tuple(FetchPartitionResponse, (none, hw, lso, last_stable, batches, None))
+                out[tp] = new_tuple(FetchPartitionResponse, (none, hw, lso, last_stable, batches, None, partial))
             else:
                 any_diverging = True
                 out[tp] = new_tuple(FetchPartitionResponse, (none, hw, lso, last_stable, batches,
-                                                             EpochEndOffset(none, div[0], div[1])))
+                                                             EpochEndOffset(none, div[0], div[1]), partial))
             if alter is not None:
                 self._submit_alter(alter, now_ms)
             if hw_incremented:

@@ -49,7 +49,7 @@ FETCH_EVENT_TYPES: tuple[str, ...] = ("fetch", "fetch_response", "quota_throttle
 
 _COLUMNS: tuple[str, ...] = (
     "run_id", "event_id", "ts_ms", "broker_id", "event_type", "topic", "partition", "leader_epoch", "action",
-    "role", "isr", "isr_state", "leader_id", "fetch_offset", "error", "leader_hw", "bytes", "record_count",
+    "role", "isr", "isr_state", "leader_id", "fetch_offset", "error", "leader_hw", "record_count",
     "diverging_epoch", "diverging_end_offset", "response_received_ms", "follower_id", "measured_rate",
     "quota_bound",
 )
@@ -99,7 +99,8 @@ def annotate(rows: DataFrame) -> DataFrame:
                                 F.lit(None).cast("int").alias("epoch"), F.lit(None).cast("long").alias("offset"))))
     answered = (is_resp & (F.col("error") == "NONE") & F.col("diverging_epoch").isNull()
                 & F.col("diverging_end_offset").isNull() & F.col("leader_hw").isNotNull())
-    non_empty = F.coalesce(F.col("bytes"), F.lit(0)) > 0
+    # validBytes > 0: whole batches to append (a batch the leader's byte range cut counts in `bytes` only).
+    non_empty = F.coalesce(F.col("record_count"), F.lit(0)) > 0
     out_of_range = is_resp & (F.col("error") == "OFFSET_OUT_OF_RANGE")
     # try_add: past Long.MAX (a bad record) the next offset is above any HW, so the lag is 0, not a job failure.
     nxt = F.try_add(F.col("fetch_offset"),

@@ -794,10 +794,12 @@ class _RunChecker:
             self._check_diverging_answer(ev, p, sent)
             self._expect_diverging_truncation(ev, f)
             return
-        nbytes = int(ev.get("bytes") or 0)
-        if (nbytes > 0 or (f.lag is None and not f.lag_after_out_of_range)) and ev.get("leader_hw") is not None:
+        # validBytes: the whole batches' records; a response of only a batch the leader's byte range cut has
+        # bytes but nothing to append, and leaves the lag as it was.
+        records = int(ev.get("record_count") or 0)
+        if (records > 0 or (f.lag is None and not f.lag_after_out_of_range)) and ev.get("leader_hw") is not None:
             # ReplicaFetcherThread: nextOffset = lastOffset + 1 for a non-empty response, lag = HW - next.
-            nxt = int(ev["fetch_offset"]) + (int(ev.get("record_count") or 0) if nbytes > 0 else 0)
+            nxt = int(ev["fetch_offset"]) + records
             f.lag, f.lag_after_out_of_range = max(0, int(ev["leader_hw"]) - nxt), False
 
     def _on_quota_throttle(self, ev: Event) -> None:

@@ -98,6 +98,28 @@ def test_read_bounds_isolation_and_min_one_message() -> None:
         log.read(11, 100)
 
 
+def test_read_is_a_byte_range_that_may_end_inside_a_batch() -> None:
+    """LogSegment.read: `min(maxPosition - start, adjustedMaxSize)` bytes from the first batch; a range ending
+    inside a batch counts its bytes but returns only the whole batches before it."""
+    log = Log()
+    for i in range(5):
+        log.append_as_leader(2, 100, i, 0)  # offsets 0-9, batches of 100 bytes
+    log.maybe_increment_high_watermark(4)
+    two_and_a_half = log.read(0, 250)
+    assert [b.base_offset for b in two_and_a_half.batches] == [0, 2]
+    assert (two_and_a_half.size_bytes, two_and_a_half.partial_bytes, two_and_a_half.record_count) == (250, 50, 4)
+    # KIP-74: the first batch is read whole when larger than max bytes; nothing of the next.
+    assert log.read(0, 50)[1:] == (log.batches[:1], 100, 0)
+    # Without min one message a range shorter than the first batch returns its bytes and no batch.
+    assert log.read(2, 50, min_one_message=False)[1:] == ((), 50, 50)
+    assert log.read(2, 0, min_one_message=False)[1:] == ((), 0, 0)
+    # The range ends at the isolation's end offset: no cut batch past the HW, nor past the LEO.
+    assert log.read(0, 10_000, FetchIsolation.HIGH_WATERMARK)[1:] == (log.batches[:2], 200, 0)
+    assert log.read(6, 10_000)[1:] == (log.batches[3:], 200, 0)
+    with pytest.raises(IllegalArgumentError, match="Invalid max size -1"):
+        log.read(0, -1)
+
+
 def test_high_watermark_rules() -> None:
     """maybeIncrementHighWatermark only forward and never past the LEO; updateHighWatermark clamps."""
     log = seeded(5)

@@ -599,6 +599,45 @@ def test_end_to_end_replication_and_divergence_with_real_fetcher() -> None:
     assert p1.log.batches == p2.log.batches and p1.log.epoch_cache.entries == p2.log.epoch_cache.entries
 
 
+def test_a_read_ending_inside_a_batch_counts_its_bytes_and_the_follower_appends_the_whole_batches() -> None:
+    """`ReplicaManager.readFromLog` over `LogSegment.read`'s byte ranges: `orders-0` (three 100-byte batches,
+    `replica.fetch.max.bytes` 250) sends two batches and 50 bytes of the third, which count against the response's
+    300 bytes; `orders-1` gets the 50 left, the start of its first batch and no whole batch (no min one message
+    after a partition with records). The follower appends the whole batches only: `orders-0` fetches on from the
+    third batch and `orders-1` from where it was, and both responses record the bytes the leader sent (Kafka's
+    quotas count them), with the records of the whole batches. The next rounds fetch the rest."""
+    clock = [T0]
+    cfg = ReplicationConfig(replica_fetch_max_bytes=250, replica_fetch_response_max_bytes=300)
+    both = {TP: reg(1, 1, (1, 2), replicas=(1, 2)), TP1: reg(1, 1, (1, 2), replicas=(1, 2))}
+    rm1, rm2 = ReplicaManager(1, cfg), ReplicaManager(2, cfg)
+    rm1.become_leader_or_follower(lai(both), clock[0])
+    res = rm2.become_leader_or_follower(lai(both), clock[0])
+    for tp in (TP, TP1):
+        for i in range(3):
+            rm1.append_records(tp, 2, 100, 10 * tp.partition + i, 1, clock[0])
+    leader = rm1.get_partition(TP)
+    assert leader is not None
+    read = leader.fetch_records(2, 0, 250, clock[0], current_leader_epoch=1, update_fetch_state=False)
+    assert (len(read.batches), read.size_bytes, read.partial_bytes) == (2, 250, 50)
+    events = EventLog()
+    fetcher = ReplicaFetcherThread(2, 0, BrokerEndPoint(1), cfg,
+                                   lambda tp: rm2.get_partition(tp).log,  # type: ignore[union-attr]
+                                   events=events)
+    fetcher.add_partitions(res.fetchers_to_add, clock[0])
+    answers: list[tuple[int, int, int, int]] = []
+    for _ in range(3):
+        events.clear()
+        fetcher.do_work(clock[0], LeaderAdapter(rm1, clock))
+        answers += [(int(e["partition"]), int(e["fetch_offset"]), int(e["bytes"]), int(e["record_count"]))
+                    for e in events if e["event_type"] == "fetch_response"]
+    assert answers == [(0, 0, 250, 4), (1, 0, 50, 0),  # 2 whole batches + 50 bytes; 50 bytes, nothing whole
+                       (0, 4, 100, 2), (1, 0, 200, 4),  # the last of orders-0; 200 bytes of the 200 left
+                       (0, 6, 0, 0), (1, 4, 100, 2)]
+    for tp in (TP, TP1):
+        mine, theirs = rm2.get_partition(tp), rm1.get_partition(tp)
+        assert mine is not None and theirs is not None and mine.log.batches == theirs.log.batches
+
+
 def test_leader_quota_blanks_out_of_isr_throttled_follower() -> None:
     """§2.2 step 7 / KIP-73: an out-of-ISR follower of a throttled partition gets no records while the
     leader quota is exceeded (its fetch state is still updated); in-ISR followers are never throttled;

@@ -65,7 +65,7 @@ def wide_scenario(seed: int) -> Scenario:
 def deep_scenario(seed: int) -> Scenario:
     """`wide_scenario(seed)` with the workload and protocol limits drawn too: replication factor 2 or 4,
     multi-record batches, small `replica.fetch.max.bytes` / `replica.fetch.response.max.bytes` (partial
-    fetches that stop at a batch boundary), more message loss, acks=0 producers, and a second topic with its
+    fetches whose byte range ends inside a batch), more message loss, acks=0 producers, and a second topic with its
     own `min.insync.replicas` and unclean setting."""
     draw = random.Random(seed * 977 + 11)
     sc = wide_scenario(seed)

@@ -799,7 +799,7 @@ def test_the_elr_overlapping_seed_elects_a_prefix_its_follower_never_truncated()
 
 
 @pytest.mark.parametrize(("seed", "finding", "where"), [
-    (200230, ISR_EXPANSION_RACE, ("isr_holds_committed", "u", 0, 1, 235)),
+    (200344, ISR_EXPANSION_RACE, ("isr_holds_committed", "t", 0, 4, 393)),
     (950073, ISR_EXPANSION_RACE, ("isr_holds_committed", "t", 4, 2, 312)),  # reset by a late same-epoch update
     (200127, EPOCH_BOUNDARY_ERASED, ("committed_prefix_agreement", "t", 0, 1, 310)),
     # B without a truncation (the follower's LEO was the leader's log start offset) lost its seed, 202143, to the KRaft
@@ -813,7 +813,12 @@ def test_deep_campaign_seeds_reproduce_each_finding_and_nothing_else(seed: int, 
     t-4, its ISR [3, 5] committed at partition epoch 40 by an AlterPartition answer (event 9390), proposes adding 2
     (9395); epoch 40's metadata, arriving 100 ms after that answer, resets its ISR to [3, 5] (9532), the HW rises from
     309 to 315 (10305), and the controller's commit of the proposal at epoch 41 puts 2, lacking 312..314, in the ISR
-    (10320)."""
+    (10320). Seed 200344: leader 2 of t-0, its ISR [2, 3] committed at partition epoch 4 by an AlterPartition answer
+    (event 4048; HW 390 to 393, 4049), proposes adding 4 (4051); epoch 4's metadata, 1 ms later, resets its ISR to
+    [2, 3] (4055), the HW rises to 402 (4066), and the controller's commit at epoch 5 puts 4, lacking 393..401, in
+    the ISR (4067). (Seed 200475 showed the race until the scheduler kept Kafka's fixed rate, seed 200230 until a
+    leader's read became a byte range that may end inside a batch; of seeds 200231-200530 on today's engine, 200344
+    shows it alone.)"""
     sc = before_metadata_deltas(before_kip903(deep_scenario(seed)))
     events, _stats, errors = _errors(sc)
     assert [(v.invariant, v.topic, v.partition, v.replica, v.offset) for v in errors] == [where]
@@ -823,30 +828,38 @@ def test_deep_campaign_seeds_reproduce_each_finding_and_nothing_else(seed: int, 
 
 
 def test_finding_a_needs_no_resend_the_metadata_deltas_still_race_the_answer() -> None:
-    """`--seeds 1073052-1073052 --throttled` (diverging-epoch mode), with KRaft's metadata deltas: leader 4 of t-1
-    (epoch 6) has its expansion to [3, 4] committed at partition epoch 13 by the AlterPartition answer (event 11217,
-    HW 158) and proposes adding 2, truncated to 158, at once (11219). The metadata delta of epoch 13 is applied 1 ms
-    after that answer and resets its ISR to [3, 4] (11223), abandoning the proposal; the HW rises to 159 over [3, 4]
-    (11225), and the controller's commit of the proposal at epoch 14, 1 ms later, puts 2, lacking 158, in the ISR
-    (11230). One delivery, no resend: the race is between the answer and the metadata log, which Kafka's broker
-    receives on two channels. (Seed 1072647 showed this until the scheduler kept Kafka's fixed rate, seed 1072977 until
-    a dead process's connections were reset; of seeds 1072677-1073277 on today's engine, 1073052 shows it.)"""
-    sc = throttled_scenario(1073052)
+    """`--seeds 1073674-1073674 --throttled` (diverging-epoch mode), with KRaft's metadata deltas: leader 2 of t-4
+    (epoch 1) proposed adding 3 at partition epoch 24 (event 30396); the AlterPartition answer commits [2, 3] at
+    partition epoch 25 (30415, the HW rising to 366) and 2 proposes adding 1, whose fetch offset is 366, at once
+    (30425). The metadata delta of epoch 25 is applied in the same ms as that answer and resets its ISR to [2, 3]
+    (30426), abandoning the proposal; the HW rises to 376 over [2, 3] (30459), and the controller's commit of the
+    proposal at epoch 26, 2 ms later, puts 1, lacking 366, in the ISR (30463). One delivery, no resend: the race is
+    between the answer and the metadata log, which Kafka's broker receives on two channels. (Seed 1072647 showed this
+    until the scheduler kept Kafka's fixed rate, seed 1072977 until a dead process's connections were reset, seed
+    1073052 until a leader's read became a byte range that may end inside a batch; of seeds 1073278-1073777 on
+    today's engine, 1073674 shows it.)"""
+    sc = throttled_scenario(1073674)
     assert sc.cluster.coalesces_metadata
     events, _stats, errors = _errors(sc)
     assert [(v.invariant, v.topic, v.partition, v.replica, v.event_id, v.offset) for v in errors] == [
-        ("isr_holds_committed", "t", 1, 2, 11230, 158)]
+        ("isr_holds_committed", "t", 4, 1, 30463, 366)]
     assert known_finding(errors[0], events) == ISR_EXPANSION_RACE
-    answer, proposal, reset, hw = events[11217], events[11219], events[11223], events[11225]
+    first, answer, proposal, reset, hw = events[30396], events[30415], events[30425], events[30426], events[30459]
+    assert (first["action"], first["isr_state"], first["isr"], first["partition_epoch"]) == (
+        "expand", "proposed", [2, 3], 24)
+    assert [e["isr_state"] for e in events[30396:30416] if e["event_type"] == "isr_change"
+            and (e["topic"], e["partition"]) == ("t", 4)] == ["proposed", "committed"]  # answered once, no retry
     assert (answer["reason"], answer["isr_state"], answer["isr"], answer["partition_epoch"]) == (
-        "alter_partition", "committed", [3, 4], 13)
-    assert (proposal["action"], proposal["isr_state"], proposal["isr"]) == ("expand", "proposed", [2, 3, 4])
-    assert (reset["reason"], reset["isr"], reset["partition_epoch"]) == ("leader_and_isr", [3, 4], 13)
-    assert (hw["broker_id"], hw["role"], hw["old_hw"], hw["hw"]) == (4, "leader", 158, 159)
-    assert [e["isr_state"] for e in events[11219:11231] if e["event_type"] == "isr_change"
-            and (e["topic"], e["partition"]) == ("t", 1)] == ["proposed", "committed", "committed"]  # no answer to it
+        "alter_partition", "committed", [2, 3], 25)
+    assert (proposal["action"], proposal["isr_state"], proposal["isr"]) == ("expand", "proposed", [1, 2, 3])
+    assert (reset["reason"], reset["isr"], reset["partition_epoch"]) == ("leader_and_isr", [2, 3], 25)
+    assert reset["ts_ms"] == answer["ts_ms"]
+    assert (hw["broker_id"], hw["role"], hw["old_hw"], hw["hw"]) == (2, "leader", 366, 376)
+    assert [e["isr_state"] for e in events[30425:30464] if e["event_type"] == "isr_change"
+            and (e["topic"], e["partition"]) == ("t", 4)] == ["proposed", "committed", "committed"]  # no answer to it
+    assert events[30463]["ts_ms"] - hw["ts_ms"] == 2
     found, known = problems(sc)
-    assert found == [] and len(known) == 1 and known[0].startswith("isr_expansion_race: isr_holds_committed t-1")
+    assert found == [] and len(known) == 1 and known[0].startswith("isr_expansion_race: isr_holds_committed t-4")
 
 
 def test_the_isr_expansion_race_loses_acknowledged_writes_when_the_other_isr_members_fail() -> None:
@@ -890,9 +903,13 @@ def test_the_correlated_campaign_seed_elects_the_raced_follower_after_an_electio
     crashed together; 2 came back and became a follower of 4, whom the controller, not yet aware of 4's crash, elected
     in epoch 1; then it elected 5, alone in the ISR, cleanly (epoch 2): 4 and 2 truncate the committed 72..91 and 5
     commits other records there. (Resetting a dead process's connections left the run as it was up to the crashes,
-    events 2858 and 2865, and moved the event ids after them: 4's election is 2976, 5's 3172.)"""
+    events 2858 and 2865, and moved the event ids after them: 4's election is 2976, 5's 3172.) Recorded
+    (`recorded_run`): the run of commit 6b3ba2b's engine; since a leader's read became a byte range that may end inside
+    a batch the seed's run has no error, and no seed of the same flags searched on today's engine (784245-784744,
+    1144530-1146529) shows this shape: the only loss of finding A among them, seed 784294's on t-0, comes with no crash
+    at all, on a topic whose min ISR is 1."""
     sc = before_metadata_deltas(correlated_scenario(784244))
-    events, stats, errors = _errors(sc)
+    events, stats, errors = _errors(sc, recorded="correlated-784244")
     assert [(v.invariant, v.topic, v.partition, v.replica, v.event_id, v.offset) for v in errors] == [
         ("isr_holds_committed", "t", 6, 5, 2766, 72),
         ("truncation_safety", "t", 6, 4, 3209, 72), ("truncation_safety", "t", 6, 2, 3290, 72),
@@ -911,13 +928,17 @@ def test_the_campaign_reads_the_simulator_audits_loss_from_the_raced_election_as
     """Seed 784244 with process crashes only and t without unclean elections (min ISR 2): no power loss at all, the
     same race and the same loss, on a topic that does not allow it, so the campaign judges the simulator audit's
     losses too, and lists them under the checker's finding A rather than reporting the run. (Seed 561204 showed it
-    with one crash before a reassignment that adds no replica completed at once.)"""
+    with one crash before a reassignment that adds no replica completed at once.) Recorded (`recorded_run`): this
+    scenario's run of commit 6b3ba2b's engine (`correlated-784244-process-only`); since a leader's read became a byte
+    range that may end inside a batch the seed's run of it loses nothing, and of the seeds of 784245-784744 and
+    1144530-1146529 whose `--correlated --before-metadata-deltas` run shows the race on today's engine, only 784294's
+    scenario so changed loses acknowledged writes, on a topic whose min ISR 1 allows it."""
     base = before_metadata_deltas(correlated_scenario(784244))
     assert base.nemesis is not None
     topics = tuple(replace(t, config={k: v for k, v in t.config.items() if k != "unclean.leader.election.enable"})
                    if t.name == "t" else t for t in base.topics)
     sc = replace(base, topics=topics, nemesis=replace(base.nemesis, crash_modes=("process",)))
-    _, events, stats = run(sc)
+    events, stats = recorded_run("correlated-784244-process-only")
     assert [(x["topic"], x["partition"], x["base_offset"]) for x in audit(events).lost_acked_writes()] == [
         ("t", 6, 72), ("t", 6, 82)]
     found, known = problems_in(sc, events, stats)
@@ -977,29 +998,31 @@ def test_the_reassigning_campaign_seed_elects_the_raced_follower_by_completing_t
 
 
 def test_a_truncation_inside_a_divergent_batch_leaves_the_leo_at_the_target() -> None:
-    """`python -m tests.sim.campaign --seeds 830373-830373 --overlapping --before-kip903 --before-metadata-deltas`.
-    Leader 5 of t-0 (epoch 3, which it began at offset 825) had its log start moved to 890 by retention (event 3336:
-    finding B's erased boundary), so it answers follower 3, restarted with its epoch-2 records to 905, with
-    DivergingEpoch (2, 890) (3356), inside 3's divergent batch 885..894 (2917). Kafka's `truncateTo(890)` drops that
-    batch whole (`LogSegment.truncateTo`) and sets the LEO to 890 (`LocalLog.truncateTo`); the follower fetches from
-    890, appends there, and raises its log start to the leader's, past its divergent records: finding B's one step,
-    nothing more. The engine used to set the LEO to the batch's start: the next response then failed the "Offset
-    mismatch" check, the follower kept its divergent records, and a clean election could make them committed. (Seed
-    830521 showed this until the scheduler kept Kafka's fixed rate, then with other offsets and event ids until a dead
-    process's connections were reset; of seeds 830221-830455 on today's engine, 830373 shows it.)"""
-    sc = before_metadata_deltas(before_kip903(overlapping_scenario(830373)))
+    """`python -m tests.sim.campaign --seeds 1147231-1147231 --overlapping --before-kip903 --before-metadata-deltas`.
+    Leader 1 of t-0 (epoch 9, which it began at offset 813) had its log start moved to 938 by retention (event 7211:
+    finding B's erased boundary), so it answers follower 2, restarted (7428) with its epoch-8 records to 1190, with
+    DivergingEpoch (8, 938) (7437), inside 2's divergent batch 930..939 (4969, appended when 2 led epoch 8). Kafka's
+    `truncateTo(938)` drops that batch whole (`LogSegment.truncateTo`) and sets the LEO to 938 (`LocalLog.truncateTo`)
+    (7438); the follower fetches from 938 (7450), appends there (7456), and raises its log start to the leader's (7497),
+    past its divergent records: finding B's one step, nothing more. The engine used to set the LEO to the batch's start:
+    the next response then failed the "Offset mismatch" check, the follower kept its divergent records, and a clean
+    election could make them committed. (Seed 830521 showed this until the scheduler kept Kafka's fixed rate, then with
+    other offsets and event ids until a dead process's connections were reset; seed 830373 until a leader's read became
+    a byte range that may end inside a batch; of seeds 830456-830955 and 1146530-1147529 on today's engine, 1147231 is
+    one that shows it.)"""
+    sc = before_metadata_deltas(before_kip903(overlapping_scenario(1147231)))
     _, events, _stats = run(sc)
-    batch, answer, trunc, fetch = events[2917], events[3356], events[3357], events[3358]
+    batch, answer, trunc, fetch = events[4969], events[7437], events[7438], events[7450]
     assert (batch["event_type"], batch["broker_id"], batch["base_offset"], batch["last_offset"],
-            batch["batch_leader_epoch"]) == ("append", 3, 885, 894, 2)
-    assert (events[3336]["broker_id"], events[3336]["log_start_offset"]) == (5, 890)
+            batch["batch_leader_epoch"]) == ("append", 2, 930, 939, 8)
+    assert (events[7211]["broker_id"], events[7211]["log_start_offset"]) == (1, 938)
     assert (answer["broker_id"], answer["leader_id"], answer["diverging_epoch"], answer["diverging_end_offset"],
-            answer["leader_log_start_offset"]) == (3, 5, 2, 890, 890)
-    assert (trunc["event_type"], trunc["broker_id"], trunc["truncate_offset"]) == ("truncation", 3, 890)
-    assert (fetch["event_type"], fetch["broker_id"], fetch["fetch_offset"]) == ("fetch", 3, 890)
-    assert (events[3362]["event_type"], events[3362]["broker_id"], events[3362]["base_offset"]) == ("append", 3, 890)
-    assert (events[3364]["event_type"], events[3364]["broker_id"], events[3364]["log_start_offset"]) == (
-        "log_start_offset_change", 3, 890)
+            answer["leader_log_start_offset"]) == (2, 1, 8, 938, 938)
+    assert (trunc["event_type"], trunc["broker_id"], trunc["truncate_offset"]) == ("truncation", 2, 938)
+    assert (fetch["event_type"], fetch["broker_id"], fetch["fetch_offset"]) == ("fetch", 2, 938)
+    assert (events[7456]["event_type"], events[7456]["broker_id"], events[7456]["base_offset"]) == ("append", 2, 938)
+    assert (events[7497]["event_type"], events[7497]["broker_id"], events[7497]["log_start_offset"]) == (
+        "log_start_offset_change", 2, 938)
     found, known = problems(sc)
     assert found == []
     assert [k.split(":")[0] for k in known] == [EPOCH_BOUNDARY_ERASED]
