@@ -724,9 +724,10 @@ class ReplicaFetcherThread:
         assert events is not None
         div = data.diverging_epoch
         batches = data.batches
-        # Most responses of a fetch round carry no records: skip the two sums over nothing. `bytes` is what the
-        # leader sent (a batch its byte range cut included), `record_count` what the follower can append.
-        size, records = (data.size_bytes, data.record_count) if batches or data.partial_bytes else (0, 0)
+        # Most responses of a fetch round carry no batches: skip the two sums over nothing. `bytes` is what the
+        # leader sent (with the start of a batch its byte range cut after them), `record_count` what the follower
+        # can append.
+        size, records = (data.size_bytes, data.record_count) if batches else (0, 0)
         hw, lso = data.high_watermark, data.log_start_offset
         events.add_fetch_response(
             self._now, self.broker_id, tp.topic, tp.partition, state.current_leader_epoch,

@@ -80,7 +80,8 @@ class FetchPartitionResponse(NamedTuple):
     diverging_epoch: EpochEndOffset | None = None
     partial_bytes: int = 0
     """Bytes after `batches` of a batch the leader's byte-range read cut (`FetchDataInfo.partial_bytes`):
-    sent and counted, never appended."""
+    sent and counted, never appended. Never without batches: a read that cut its first batch is answered
+    empty."""
 
     @property
     def size_bytes(self) -> int:

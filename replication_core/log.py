@@ -235,7 +235,8 @@ class Log:
         `max_bytes` long (at least the first batch when `min_one_message`, KIP-74) and ending at the isolation's
         end offset (LEO or HW) at the latest. The range may end inside a batch (`log.slice(startPosition,
         fetchSize)`): its bytes count in `size_bytes` and `partial_bytes`, but the batch is not returned, as a
-        reader's batch iterator stops at an incomplete batch. Raises `OffsetOutOfRangeError` outside [LSO, LEO]."""
+        reader's batch iterator stops at an incomplete batch (a range with no whole batch is `firstEntryIncomplete`,
+        which the ReplicaManager answers empty). Raises `OffsetOutOfRangeError` outside [LSO, LEO]."""
         leo = self._leo
         if fetch_offset == leo:  # caught-up follower: the common case, no search
             return FetchDataInfo(fetch_offset, (), 0)

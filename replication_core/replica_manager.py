@@ -647,6 +647,10 @@ class ReplicaManager:
                 out[tp] = FetchPartitionResponse(error=exc.error)
                 any_error = True
                 continue
+            if partial and not batches:
+                # checkFetchDataInfo: a range that cut its first batch (`firstEntryIncomplete`, fetch v3+) is
+                # replaced by an empty set, which costs the request's budget nothing.
+                size = partial = 0
             if size and leader_quota is not None and self._should_leader_throttle(p, tp, replica_id, now_ms):
                 # §2.2 step 7: the follower state was updated above, but no records go back.
                 leader_quota.emit_throttle(now_ms, tp.topic, tp.partition, p.leader_epoch, replica_id, size)

@@ -351,8 +351,8 @@ PAYLOAD: tuple[Column, ...] = (
            used_by=(APPEND, PRODUCE_ACK), non_negative=True),
     Column("record_count", pa.int32(), "Records in the batch / in the fetched data's whole batches.", "records",
            used_by=(APPEND, FETCH_RESPONSE), non_negative=True),
-    Column("bytes", pa.int64(), "Size of the batch / fetched data (with a batch the leader's byte range cut) / "
-           "throttled data.", "bytes",
+    Column("bytes", pa.int64(), "Size of the batch / fetched data (its whole batches and the start of one the "
+           "leader's byte range cut) / throttled data.", "bytes",
            used_by=(APPEND, FETCH_RESPONSE, QUOTA_THROTTLE), non_negative=True),
     Column("batch_leader_epoch", pa.int32(), "partitionLeaderEpoch stamped in the batch.",
            used_by=(APPEND,), non_negative=True),

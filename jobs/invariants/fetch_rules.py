@@ -99,7 +99,7 @@ def annotate(rows: DataFrame) -> DataFrame:
                                 F.lit(None).cast("int").alias("epoch"), F.lit(None).cast("long").alias("offset"))))
     answered = (is_resp & (F.col("error") == "NONE") & F.col("diverging_epoch").isNull()
                 & F.col("diverging_end_offset").isNull() & F.col("leader_hw").isNotNull())
-    # validBytes > 0: whole batches to append (a batch the leader's byte range cut counts in `bytes` only).
+    # validBytes > 0: whole batches to append (the start of a batch the leader's byte range cut counts in `bytes`).
     non_empty = F.coalesce(F.col("record_count"), F.lit(0)) > 0
     out_of_range = is_resp & (F.col("error") == "OFFSET_OUT_OF_RANGE")
     # try_add: past Long.MAX (a bad record) the next offset is above any HW, so the lag is 0, not a job failure.

@@ -794,8 +794,8 @@ class _RunChecker:
             self._check_diverging_answer(ev, p, sent)
             self._expect_diverging_truncation(ev, f)
             return
-        # validBytes: the whole batches' records; a response of only a batch the leader's byte range cut has
-        # bytes but nothing to append, and leaves the lag as it was.
+        # validBytes: the whole batches' records (a response's bytes may also hold the start of a batch the
+        # leader's byte range cut, which the follower does not append).
         records = int(ev.get("record_count") or 0)
         if (records > 0 or (f.lag is None and not f.lag_after_out_of_range)) and ev.get("leader_hw") is not None:
             # ReplicaFetcherThread: nextOffset = lastOffset + 1 for a non-empty response, lag = HW - next.

@@ -110,7 +110,8 @@ def test_read_is_a_byte_range_that_may_end_inside_a_batch() -> None:
     assert (two_and_a_half.size_bytes, two_and_a_half.partial_bytes, two_and_a_half.record_count) == (250, 50, 4)
     # KIP-74: the first batch is read whole when larger than max bytes; nothing of the next.
     assert log.read(0, 50)[1:] == (log.batches[:1], 100, 0)
-    # Without min one message a range shorter than the first batch returns its bytes and no batch.
+    # Without min one message a range shorter than the first batch returns its bytes and no batch (the
+    # ReplicaManager then answers an empty set: `firstEntryIncomplete`).
     assert log.read(2, 50, min_one_message=False)[1:] == ((), 50, 50)
     assert log.read(2, 0, min_one_message=False)[1:] == ((), 0, 0)
     # The range ends at the isolation's end offset: no cut batch past the HW, nor past the LEO.

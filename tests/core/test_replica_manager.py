@@ -599,41 +599,50 @@ def test_end_to_end_replication_and_divergence_with_real_fetcher() -> None:
     assert p1.log.batches == p2.log.batches and p1.log.epoch_cache.entries == p2.log.epoch_cache.entries
 
 
-def test_a_read_ending_inside_a_batch_counts_its_bytes_and_the_follower_appends_the_whole_batches() -> None:
-    """`ReplicaManager.readFromLog` over `LogSegment.read`'s byte ranges: `orders-0` (three 100-byte batches,
-    `replica.fetch.max.bytes` 250) sends two batches and 50 bytes of the third, which count against the response's
-    300 bytes; `orders-1` gets the 50 left, the start of its first batch and no whole batch (no min one message
-    after a partition with records). The follower appends the whole batches only: `orders-0` fetches on from the
-    third batch and `orders-1` from where it was, and both responses record the bytes the leader sent (Kafka's
-    quotas count them), with the records of the whole batches. The next rounds fetch the rest."""
+def test_a_read_ending_inside_a_batch_counts_its_bytes_and_one_cutting_its_first_batch_is_empty() -> None:
+    """`ReplicaManager.readFromLog` over `LogSegment.read`'s byte ranges, in a 300-byte response with
+    `replica.fetch.max.bytes` 250: `orders-0` (100-byte batches) sends two batches and 50 bytes of the third, which
+    count against the response; `orders-1` (100-byte batches) would get the 50 left, less than its first batch
+    (no min one message after a partition with records): `checkFetchDataInfo` replaces that with an empty set
+    (`firstEntryIncomplete`), which costs nothing, so `orders-2` (30-byte batches) gets the 50, one batch and 20
+    bytes of the next. The follower appends the whole batches only, fetches on from the cut batch, and records the
+    bytes the leader sent (Kafka's quotas count them) with the records of the whole batches. Later rounds fetch the
+    rest."""
     clock = [T0]
     cfg = ReplicationConfig(replica_fetch_max_bytes=250, replica_fetch_response_max_bytes=300)
-    both = {TP: reg(1, 1, (1, 2), replicas=(1, 2)), TP1: reg(1, 1, (1, 2), replicas=(1, 2))}
+    tp2 = TopicPartition("orders", 2)
+    parts = (TP, TP1, tp2)
+    states = {tp: reg(1, 1, (1, 2), replicas=(1, 2)) for tp in parts}
     rm1, rm2 = ReplicaManager(1, cfg), ReplicaManager(2, cfg)
-    rm1.become_leader_or_follower(lai(both), clock[0])
-    res = rm2.become_leader_or_follower(lai(both), clock[0])
-    for tp in (TP, TP1):
+    rm1.become_leader_or_follower(lai(states), clock[0])
+    res = rm2.become_leader_or_follower(lai(states), clock[0])
+    for tp in parts:
         for i in range(3):
-            rm1.append_records(tp, 2, 100, 10 * tp.partition + i, 1, clock[0])
-    leader = rm1.get_partition(TP)
+            rm1.append_records(tp, 2 if tp != tp2 else 1, 100 if tp != tp2 else 30, 10 * tp.partition + i, 1,
+                               clock[0])
+    leader = rm1.get_partition(TP1)
     assert leader is not None
-    read = leader.fetch_records(2, 0, 250, clock[0], current_leader_epoch=1, update_fetch_state=False)
-    assert (len(read.batches), read.size_bytes, read.partial_bytes) == (2, 250, 50)
+    cut = leader.fetch_records(2, 0, 50, clock[0], current_leader_epoch=1, min_one_message=False,
+                               update_fetch_state=False)
+    assert (cut.batches, cut.size_bytes, cut.partial_bytes) == ((), 50, 50)  # LogSegment.read's range itself
     events = EventLog()
     fetcher = ReplicaFetcherThread(2, 0, BrokerEndPoint(1), cfg,
                                    lambda tp: rm2.get_partition(tp).log,  # type: ignore[union-attr]
                                    events=events)
     fetcher.add_partitions(res.fetchers_to_add, clock[0])
-    answers: list[tuple[int, int, int, int]] = []
-    for _ in range(3):
+    rounds: list[list[tuple[int, int, int, int]]] = []
+    for _ in range(4):
         events.clear()
         fetcher.do_work(clock[0], LeaderAdapter(rm1, clock))
-        answers += [(int(e["partition"]), int(e["fetch_offset"]), int(e["bytes"]), int(e["record_count"]))
-                    for e in events if e["event_type"] == "fetch_response"]
-    assert answers == [(0, 0, 250, 4), (1, 0, 50, 0),  # 2 whole batches + 50 bytes; 50 bytes, nothing whole
-                       (0, 4, 100, 2), (1, 0, 200, 4),  # the last of orders-0; 200 bytes of the 200 left
-                       (0, 6, 0, 0), (1, 4, 100, 2)]
-    for tp in (TP, TP1):
+        rounds.append([(int(e["partition"]), int(e["fetch_offset"]), int(e["bytes"]), int(e["record_count"]))
+                       for e in events if e["event_type"] == "fetch_response"])
+    # (partition, fetch offset, bytes, records): 2 whole batches + 50 bytes; nothing; 1 whole batch + 20 bytes.
+    assert rounds[0] == [(0, 0, 250, 4), (1, 0, 0, 0), (2, 0, 50, 1)]
+    # orders-2 gets no byte of the budget; having a lag and nothing appended, it keeps its place (no
+    # updateAndMoveToEnd), so it is fetched first in the next round.
+    assert rounds[1] == [(0, 4, 100, 2), (1, 0, 200, 4), (2, 1, 0, 0)]
+    assert rounds[2] == [(2, 1, 60, 2), (0, 6, 0, 0), (1, 4, 100, 2)]
+    for tp in parts:
         mine, theirs = rm2.get_partition(tp), rm1.get_partition(tp)
         assert mine is not None and theirs is not None and mine.log.batches == theirs.log.batches
 

@@ -828,38 +828,43 @@ def test_deep_campaign_seeds_reproduce_each_finding_and_nothing_else(seed: int, 
 
 
 def test_finding_a_needs_no_resend_the_metadata_deltas_still_race_the_answer() -> None:
-    """`--seeds 1073674-1073674 --throttled` (diverging-epoch mode), with KRaft's metadata deltas: leader 2 of t-4
-    (epoch 1) proposed adding 3 at partition epoch 24 (event 30396); the AlterPartition answer commits [2, 3] at
-    partition epoch 25 (30415, the HW rising to 366) and 2 proposes adding 1, whose fetch offset is 366, at once
-    (30425). The metadata delta of epoch 25 is applied in the same ms as that answer and resets its ISR to [2, 3]
-    (30426), abandoning the proposal; the HW rises to 376 over [2, 3] (30459), and the controller's commit of the
-    proposal at epoch 26, 2 ms later, puts 1, lacking 366, in the ISR (30463). One delivery, no resend: the race is
-    between the answer and the metadata log, which Kafka's broker receives on two channels. (Seed 1072647 showed this
-    until the scheduler kept Kafka's fixed rate, seed 1072977 until a dead process's connections were reset, seed
-    1073052 until a leader's read became a byte range that may end inside a batch; of seeds 1073278-1073777 on
-    today's engine, 1073674 shows it.)"""
-    sc = throttled_scenario(1073674)
+    """`--seeds 1143154-1143154 --throttled` (diverging-epoch mode), with KRaft's metadata deltas: leader 1 of t-0
+    (epoch 13) proposed adding 3 at partition epoch 57 (event 20944); the AlterPartition answer commits [1, 3] at
+    partition epoch 58 (20946) and 1 proposes adding 2, whose fetch offset is the HW, 327, 2 ms later (20955). The
+    metadata delta of epoch 58 is applied 3 ms after that answer and resets its ISR to [1, 3] (20956), abandoning the
+    proposal; the HW rises to 339 over [1, 3] (20959), then 342 (20974), and the controller's commit of the proposal
+    at epoch 59, 4 ms after the first rise, puts 2, lacking 339, in the ISR (20976). One delivery, no resend: the race
+    is between the answer and the metadata log, which Kafka's broker receives on two channels. (Seed 1072647 showed
+    this until the scheduler kept Kafka's fixed rate, seed 1072977 until a dead process's connections were reset,
+    seed 1073052 until a leader's read became a byte range that may end inside a batch, seed 1073674 until a read
+    that cut its first batch was answered empty; of seeds 1073278-1073777 and 1142530-1143529 on today's engine,
+    1143154 shows it.)"""
+    sc = throttled_scenario(1143154)
     assert sc.cluster.coalesces_metadata
     events, _stats, errors = _errors(sc)
     assert [(v.invariant, v.topic, v.partition, v.replica, v.event_id, v.offset) for v in errors] == [
-        ("isr_holds_committed", "t", 4, 1, 30463, 366)]
+        ("isr_holds_committed", "t", 0, 2, 20976, 339)]
     assert known_finding(errors[0], events) == ISR_EXPANSION_RACE
-    first, answer, proposal, reset, hw = events[30396], events[30415], events[30425], events[30426], events[30459]
+    first, answer, proposal, reset, hw = events[20944], events[20946], events[20955], events[20956], events[20959]
     assert (first["action"], first["isr_state"], first["isr"], first["partition_epoch"]) == (
-        "expand", "proposed", [2, 3], 24)
-    assert [e["isr_state"] for e in events[30396:30416] if e["event_type"] == "isr_change"
-            and (e["topic"], e["partition"]) == ("t", 4)] == ["proposed", "committed"]  # answered once, no retry
+        "expand", "proposed", [1, 3], 57)
+    assert [e["isr_state"] for e in events[20944:20947] if e["event_type"] == "isr_change"
+            and (e["topic"], e["partition"]) == ("t", 0)] == ["proposed", "committed"]  # answered once, no retry
     assert (answer["reason"], answer["isr_state"], answer["isr"], answer["partition_epoch"]) == (
-        "alter_partition", "committed", [2, 3], 25)
+        "alter_partition", "committed", [1, 3], 58)
     assert (proposal["action"], proposal["isr_state"], proposal["isr"]) == ("expand", "proposed", [1, 2, 3])
-    assert (reset["reason"], reset["isr"], reset["partition_epoch"]) == ("leader_and_isr", [2, 3], 25)
-    assert reset["ts_ms"] == answer["ts_ms"]
-    assert (hw["broker_id"], hw["role"], hw["old_hw"], hw["hw"]) == (2, "leader", 366, 376)
-    assert [e["isr_state"] for e in events[30425:30464] if e["event_type"] == "isr_change"
-            and (e["topic"], e["partition"]) == ("t", 4)] == ["proposed", "committed", "committed"]  # no answer to it
-    assert events[30463]["ts_ms"] - hw["ts_ms"] == 2
+    assert (events[20954]["event_type"], events[20954]["follower_id"], events[20954]["fetch_offset"]) == (
+        "follower_fetch_state", 2, 327)
+    assert (reset["reason"], reset["isr"], reset["partition_epoch"]) == ("leader_and_isr", [1, 3], 58)
+    assert reset["ts_ms"] - answer["ts_ms"] == 3
+    assert (hw["broker_id"], hw["role"], hw["old_hw"], hw["hw"]) == (1, "leader", 327, 339)
+    assert (events[20974]["event_type"], events[20974]["old_hw"], events[20974]["hw"]) == ("hw_change", 339, 342)
+    assert [e["isr_state"] for e in events[20955:20977] if e["event_type"] == "isr_change"
+            and (e["topic"], e["partition"]) == ("t", 0)] == ["proposed", "committed", "committed"]  # no answer to it
+    assert (events[20976]["isr"], events[20976]["partition_epoch"]) == ([1, 2, 3], 59)
+    assert events[20976]["ts_ms"] - hw["ts_ms"] == 4
     found, known = problems(sc)
-    assert found == [] and len(known) == 1 and known[0].startswith("isr_expansion_race: isr_holds_committed t-4")
+    assert found == [] and len(known) == 1 and known[0].startswith("isr_expansion_race: isr_holds_committed t-0")
 
 
 def test_the_isr_expansion_race_loses_acknowledged_writes_when_the_other_isr_members_fail() -> None:

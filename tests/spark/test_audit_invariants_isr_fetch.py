@@ -241,20 +241,6 @@ def quota_throttle_legal_knows_no_lag_after_an_out_of_range_answer_until_records
 
 
 @case
-def quota_throttle_legal_keeps_the_lag_after_an_answer_of_only_a_cut_batch() -> Case:
-    # Follower 2 is in sync (lag 0). The leader's next answer is 50 bytes of a batch its byte range cut
-    # (`LogSegment.read`) and no whole batch: validBytes 0, so Kafka keeps the lag, and a throttle is illegal
-    # (bad). Two whole batches (2 records) at HW 14 give lag 2, and the throttle is legal (ok).
-    cfg = config(2, **{"topic.t.follower.replication.throttled.replicas": "*"})
-    start = [cfg, follower(), fetch(5), response(5, leader_hw=10, bytes=500, record_count=5), fetch(10)]
-    throttled = throttle("follower", 2, 150.0, 100.0, broker=2)
-    bad = [*start, response(10, leader_hw=14, bytes=50, record_count=0), throttled]
-    ok = [*start, response(10, leader_hw=14, bytes=250, record_count=2), throttled]
-    return _case("quota_throttle_legal", bad, ok,
-           [("bad", "quota_throttle_legal", "error", 2, 6, None, None, 0, [6])])
-
-
-@case
 def quota_throttle_legal_survives_values_at_the_ends_of_long() -> Case:
     # Values ingest accepts but no broker writes: a bound below Long.MIN (not a long: expected unknown) and a
     # fetch offset whose next offset passes Long.MAX (above any HW: lag 0, so the follower is in sync). Spark's
