@@ -799,7 +799,7 @@ class _RunChecker:
         records = int(ev.get("record_count") or 0)
         if (records > 0 or (f.lag is None and not f.lag_after_out_of_range)) and ev.get("leader_hw") is not None:
             # ReplicaFetcherThread: nextOffset = lastOffset + 1 for a non-empty response, lag = HW - next.
-            nxt = int(ev["fetch_offset"]) + records
+            nxt = int(ev["fetch_offset"]) + max(records, 0)  # as the Spark rule: a bad negative count adds nothing
             f.lag, f.lag_after_out_of_range = max(0, int(ev["leader_hw"]) - nxt), False
 
     def _on_quota_throttle(self, ev: Event) -> None:
