@@ -81,6 +81,9 @@ class DelayedFetch:
     statuses: Mapping[Any, FetchInfo]
     is_throttled: Callable[[Hashable, int], bool] | None = None
     payload: Any = None  # `object` here makes the mypyc-compiled dataclass fail at import (KeyError)
+    # The segment base offset of each partition's read position when the fetch arrived (the segment half of
+    # Kafka's `FetchPartitionStatus.startOffsetMetadata`); None: the segment the position is in now.
+    start_segments: Mapping[Any, int] | None = None
     completed: bool = field(default=False, init=False)
 
     # An explicit __init__ because mypyc compiles it (one parked fetch per follower fetch round): the one
@@ -88,7 +91,7 @@ class DelayedFetch:
     # leaves unset for an `init=False` field with a default.
     def __init__(self, request_id: Hashable, replica_id: int, min_bytes: int, deadline_ms: int,
                  statuses: Mapping[Any, FetchInfo], is_throttled: Callable[[Hashable, int], bool] | None = None,
-                 payload: Any = None) -> None:
+                 payload: Any = None, start_segments: Mapping[Any, int] | None = None) -> None:
         self.request_id = request_id
         self.replica_id = replica_id
         self.min_bytes = min_bytes
@@ -96,6 +99,7 @@ class DelayedFetch:
         self.statuses = statuses
         self.is_throttled = is_throttled
         self.payload = payload
+        self.start_segments = start_segments
         self.completed = False
 
     @property
@@ -114,6 +118,7 @@ class DelayedFetch:
         is_follower = self.replica_id >= 0
         is_throttled = self.is_throttled
         min_bytes = self.min_bytes
+        starts = self.start_segments
         for key, st in self.statuses.items():
             current_epoch = st.current_leader_epoch
             try:
@@ -136,14 +141,25 @@ class DelayedFetch:
             if end < fetch_offset:
                 return True  # case F: the leader truncated below the fetch position
             if end > fetch_offset:
-                if is_throttled is None:
-                    accumulated += log.bytes_between(fetch_offset, end, st.max_bytes)
-                    if accumulated >= min_bytes:
-                        # Every later case returns True too, so the answer is known: stop here rather
-                        # than walk the rest of the fetch (most parked fetches wake on one partition).
+                # Case F/G by the positions' segments: the fetch position on an older segment than the end
+                # offset (the follower fell behind, or the leader rolled since the fetch arrived) completes
+                # unless throttled; only on the same segment do the bytes between them count (`positionDiff`).
+                start_segment = starts.get(key) if starts is not None else None
+                if start_segment is None:
+                    start_segment = log.segment_base_offset(fetch_offset)
+                end_segment = log.segment_base_offset(end)
+                if start_segment < end_segment:
+                    if is_throttled is None or not is_throttled(key, now_ms):
                         return True
-                elif not is_throttled(key, now_ms):
-                    accumulated += log.bytes_between(fetch_offset, end, st.max_bytes)
+                elif start_segment == end_segment:
+                    if is_throttled is None:
+                        accumulated += log.bytes_between(fetch_offset, end, st.max_bytes)
+                        if accumulated >= min_bytes:
+                            # Every later case returns True too, so the answer is known: stop here rather
+                            # than walk the rest of the fetch (most parked fetches wake on one partition).
+                            return True
+                    elif not is_throttled(key, now_ms):
+                        accumulated += log.bytes_between(fetch_offset, end, st.max_bytes)
             last_fetched = st.last_fetched_epoch
             if last_fetched is not None and last_fetched != UNDEFINED_EPOCH:
                 # lastOffsetForLeaderEpoch(current, lastFetched, fetchOnlyFromLeader=false): its epoch check

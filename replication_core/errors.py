@@ -41,6 +41,7 @@ class Errors(StrEnum):
     UNKNOWN_TOPIC_ID = "UNKNOWN_TOPIC_ID"
     INCONSISTENT_TOPIC_ID = "INCONSISTENT_TOPIC_ID"
     OFFSET_MOVED_TO_TIERED_STORAGE = "OFFSET_MOVED_TO_TIERED_STORAGE"
+    RECORD_LIST_TOO_LARGE = "RECORD_LIST_TOO_LARGE"
 
 
 class ReplogError(Exception):
@@ -101,6 +102,12 @@ class CorruptRecordError(ReplogError):
     """`CorruptRecordException` / `InvalidRecordException`: batches are malformed or out of order."""
 
     error = Errors.CORRUPT_MESSAGE
+
+
+class RecordBatchTooLargeError(ReplogError):
+    """`RecordBatchTooLargeException`: an append larger than the log's `segment.bytes` (`UnifiedLog.append`)."""
+
+    error = Errors.RECORD_LIST_TOO_LARGE
 
 
 class UnexpectedAppendOffsetError(ReplogError):

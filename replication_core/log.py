@@ -16,6 +16,13 @@ Theory of operation
 * HW is kept in `[log_start_offset, log_end_offset]`: `maybe_increment_high_watermark` (leader) only moves
   forward and raises above the LEO; `update_high_watermark` (follower, load) clamps and may move back;
   truncation clamps it down.
+* Segments (`LogSegments`): the batches lie in segments of at most `segment.bytes` (`log.segment.bytes`,
+  1 GiB by default). An append rolls a new segment when it would not fit the active one (`maybeRoll`; a
+  follower's whole fetched set is one append), a read never crosses a segment's end (`LocalLog.read`), and
+  retention deletes whole segments (`deleteOldSegments`), only below the HW and only while at least
+  `retention.bytes` remain; the log start offset then moves to the first remaining segment's base. Raising
+  the log start offset alone deletes nothing: the batches below it stay in their segment, unreadable, until
+  the next retention pass (`deleteLogStartOffsetBreachedSegments`).
 * Durability: `flushed_offset` is the recovery point; `recover_to_flushed` models an unclean restart that
   loses everything after it (the simulator decides when to flush and when to crash).
 
@@ -29,7 +36,7 @@ tell a truncation below the HW from one above it (reference §3.4).
 
 from __future__ import annotations
 
-from bisect import bisect_right
+from bisect import bisect_left, bisect_right
 from collections.abc import Sequence
 from enum import StrEnum
 from typing import NamedTuple
@@ -40,6 +47,7 @@ from replication_core.errors import (
     CorruptRecordError,
     IllegalArgumentError,
     OffsetOutOfRangeError,
+    RecordBatchTooLargeError,
     UnexpectedAppendOffsetError,
 )
 from replication_core.event_log import EventLog
@@ -48,6 +56,9 @@ from replication_core.leader_epoch_cache import LeaderEpochCache
 
 UNKNOWN_OFFSET = -1
 """`UnifiedLog.UnknownOffset`."""
+
+DEFAULT_SEGMENT_BYTES = 1073741824
+"""`log.segment.bytes` / `segment.bytes` default: 1 GiB."""
 
 LEADER = "leader"
 FOLLOWER = "follower"
@@ -131,7 +142,10 @@ class Log:
         *,
         log_start_offset: int = 0,
         events: EventLog | None = None,
+        segment_bytes: int = DEFAULT_SEGMENT_BYTES,
     ) -> None:
+        if segment_bytes < 1:
+            raise IllegalArgumentError(f"segment.bytes must be at least 1, got {segment_bytes}")
         self.topic = topic
         self.partition = partition
         self.broker_id = broker_id
@@ -143,6 +157,11 @@ class Log:
         # Base offsets of `_batches`, kept in lock-step: bisect on plain ints is much cheaper than
         # bisect with a key function on the hot read path.
         self._bases: list[int] = []
+        self._segment_bytes = segment_bytes
+        # The segments as two parallel lists, oldest first, the last one active: base offsets and sizes in
+        # bytes. A batch lies in the last segment whose base offset is at or below its own.
+        self._seg_bases: list[int] = [log_start_offset]
+        self._seg_sizes: list[int] = [0]
         self._log_start_offset = log_start_offset
         self._leo = log_start_offset
         self._hw = log_start_offset
@@ -172,8 +191,45 @@ class Log:
 
     @property
     def batches(self) -> tuple[RecordBatch, ...]:
-        """The batches in the log, oldest first."""
-        return tuple(self._batches)
+        """The readable batches, oldest first: those ending at or above the log start offset."""
+        lso = self._log_start_offset
+        batches = self._batches
+        if not batches or batches[0].last_offset >= lso:
+            return tuple(batches)
+        return tuple(b for b in batches if b.last_offset >= lso)
+
+    @property
+    def segment_bytes(self) -> int:
+        """`segment.bytes`: the size at which an append rolls a new segment."""
+        return self._segment_bytes
+
+    @property
+    def segments(self) -> tuple[tuple[int, int], ...]:
+        """(base offset, size in bytes) of every segment, oldest first; the last is the active one."""
+        return tuple(zip(self._seg_bases, self._seg_sizes, strict=True))
+
+    @property
+    def size_bytes(self) -> int:
+        """`UnifiedLog.size`: the bytes of all segments, batches below the log start offset included."""
+        return sum(self._seg_sizes)
+
+    def segment_base_offset(self, offset: int) -> int:
+        """`LogOffsetMetadata.segmentBaseOffset` of the position a read at `offset` returns (`LocalLog.read`'s
+        `fetchOffsetMetadata`): the segment holding the first batch ending at or after `offset`, or the active
+        segment at or past the LEO (or past the last batch)."""
+        seg_bases = self._seg_bases
+        if offset >= self._leo:
+            return seg_bases[-1]
+        batches = self._batches
+        i = bisect_right(self._bases, offset) - 1
+        if i < 0:
+            i = 0
+        n = len(batches)
+        if i < n and batches[i].last_offset < offset:
+            i += 1
+        if i >= n:
+            return seg_bases[-1]
+        return seg_bases[bisect_right(seg_bases, batches[i].base_offset) - 1]
 
     @property
     def latest_epoch(self) -> int | None:
@@ -233,10 +289,11 @@ class Log:
     ) -> FetchDataInfo:
         """`UnifiedLog.read` / `LogSegment.read`: the byte range from the batch holding `fetch_offset`, at most
         `max_bytes` long (at least the first batch when `min_one_message`, KIP-74) and ending at the isolation's
-        end offset (LEO or HW) at the latest. The range may end inside a batch (`log.slice(startPosition,
-        fetchSize)`): its bytes count in `size_bytes` and `partial_bytes`, but the batch is not returned, as a
-        reader's batch iterator stops at an incomplete batch (a range with no whole batch is `firstEntryIncomplete`,
-        which the ReplicaManager answers empty). Raises `OffsetOutOfRangeError` outside [LSO, LEO]."""
+        end offset (LEO or HW) or the end of that batch's segment, whichever comes first. The range may end
+        inside a batch (`log.slice(startPosition, fetchSize)`): its bytes count in `size_bytes` and
+        `partial_bytes`, but the batch is not returned, as a reader's batch iterator stops at an incomplete batch
+        (a range with no whole batch is `firstEntryIncomplete`, which the ReplicaManager answers empty).
+        Raises `OffsetOutOfRangeError` outside [LSO, LEO]."""
         leo = self._leo
         if fetch_offset == leo:  # caught-up follower: the common case, no search
             return FetchDataInfo(fetch_offset, (), 0)
@@ -256,6 +313,12 @@ class Log:
             i += 1  # `fetch_offset` in a gap a truncation left: LogSegment.read starts at the next batch
         if i >= n:
             return new_tuple(FetchDataInfo, (fetch_offset, (), 0, 0))
+        seg_bases = self._seg_bases
+        if len(seg_bases) > 1:
+            # `maxPosition` is at most the segment's size: a read ends where the next segment starts.
+            k = bisect_right(seg_bases, batches[i].base_offset)
+            if k < len(seg_bases) and seg_bases[k] < upper:
+                upper = seg_bases[k]
         first_size = batches[i].size_bytes
         budget = max_bytes if not min_one_message or max_bytes >= first_size else first_size
         out: list[RecordBatch] = []
@@ -289,6 +352,7 @@ class Log:
         base = self._leo
         batch = new_tuple(RecordBatch, (base, base + record_count - 1, leader_epoch, record_count, size_bytes,
                                         checksum))
+        self._maybe_roll(base, size_bytes)
         self._append(batch, LEADER, now_ms)
         return batch
 
@@ -299,12 +363,14 @@ class Log:
             return EMPTY_APPEND
         first = batches[0]
         expected = first.base_offset
+        size = 0
         for b in batches:
             if b.base_offset != expected or b.last_offset < b.base_offset:
                 raise CorruptRecordError(
                     f"Out of order offsets in batches for {self.topic}-{self.partition}: batch "
                     f"[{b.base_offset}, {b.last_offset}] where {expected} was expected")
             expected = b.last_offset + 1
+            size += b.size_bytes
         leo = self._leo
         if first.base_offset < leo:
             if (not self._batches and leo == self._log_start_offset
@@ -316,14 +382,32 @@ class Log:
                     f"Unexpected offset in append to {self.topic}-{self.partition}. First offset "
                     f"{first.base_offset} is less than the next offset {leo}.",
                     first.base_offset, batches[-1].last_offset)
+        # One roll check for the whole fetched set, which goes into one segment (`maybeRoll(validBytes)`).
+        self._maybe_roll(first.base_offset, size)
         records = 0
-        size = 0
         for b in batches:
             self._append(b, FOLLOWER, now_ms)
             records += b.record_count
-            size += b.size_bytes
         last = batches[-1]
         return new_tuple(LogAppendInfo, (first.base_offset, last.last_offset, last.leader_epoch, records, size))
+
+    def _maybe_roll(self, first_offset: int, messages_size: int) -> None:
+        """`UnifiedLog.maybeRoll` / `LogSegment.shouldRoll`, by size (`segment.ms` and full indexes are not
+        modelled): roll when the active segment's size exceeds `segment.bytes - messages_size`. The new
+        segment starts at `max(first_offset, LEO)` (`LocalLog.roll`); rolling an empty active segment at its
+        own base offset replaces it with an identical one, so nothing changes. An append larger than a
+        segment raises `RecordBatchTooLargeError`, as `UnifiedLog.append` does before it rolls."""
+        if messages_size > self._segment_bytes:
+            raise RecordBatchTooLargeError(
+                f"Message batch size is {messages_size} bytes in append to partition {self.topic}-{self.partition}, "
+                f"which exceeds the maximum configured segment size of {self._segment_bytes}.")
+        sizes = self._seg_sizes
+        if sizes[-1] > self._segment_bytes - messages_size:
+            leo = self._leo
+            new_base = first_offset if first_offset > leo else leo
+            if new_base != self._seg_bases[-1]:
+                self._seg_bases.append(new_base)
+                sizes.append(0)
 
     def _append(self, batch: RecordBatch, role: str, now_ms: int) -> None:
         # One unpacking instead of a named-field lookup per use (every append, leader and follower).
@@ -334,6 +418,7 @@ class Log:
             cache.assign(epoch, base)
         self._batches.append(batch)
         self._bases.append(base)
+        self._seg_sizes[-1] += size_bytes
         self._leo = last + 1
         if self.events is not None:
             self.events.add_append(
@@ -383,9 +468,9 @@ class Log:
         reason: str = "leader_offset_increment",
     ) -> bool:
         """`maybeIncrementLogStartOffset(offset, reason)`: only increases; raises
-        `OffsetOutOfRangeError` above the HW; drops batches wholly below it and trims the epoch cache
-        from the start. `reason` mirrors `LogStartOffsetIncrementReason` (segment_deletion,
-        leader_offset_increment, client_record_deletion, snapshot_generated): the event records it."""
+        `OffsetOutOfRangeError` above the HW; trims the epoch cache from the start and deletes nothing.
+        `reason` mirrors `LogStartOffsetIncrementReason` (segment_deletion, leader_offset_increment,
+        client_record_deletion, snapshot_generated): the event records it."""
         if new_log_start_offset > self._hw:
             raise OffsetOutOfRangeError(
                 f"Cannot increment the log start offset to {new_log_start_offset} of partition "
@@ -395,14 +480,8 @@ class Log:
         if new_log_start_offset <= old:
             return False
         self._log_start_offset = new_log_start_offset
-        # Segment deletion: whole batches below the new start go; a straddling batch stays readable.
-        batches = self._batches
-        n = 0
-        while n < len(batches) and batches[n].last_offset < new_log_start_offset:
-            n += 1
-        if n:
-            del batches[:n]
-            del self._bases[:n]
+        # Nothing is deleted here: the segments below the new start go in the next retention pass
+        # (`delete_old_segments`), and reads refuse offsets below it meanwhile.
         self.epoch_cache.truncate_from_start(new_log_start_offset)
         if self._flushed < new_log_start_offset:
             self._flushed = new_log_start_offset
@@ -412,6 +491,72 @@ class Log:
                 self.leader_epoch, role=role, old_log_start_offset=old,
                 log_start_offset=new_log_start_offset, reason=reason))
         return True
+
+    # --- retention ---------------------------------------------------------------------------------
+
+    def delete_old_segments(self, retention_bytes: int | None = None, now_ms: int = 0, role: str = FOLLOWER) -> int:
+        """`UnifiedLog.deleteOldSegments` (`cleanup.policy=delete`; `retention.ms` is not modelled): first the
+        segments wholly below the log start offset (`deleteLogStartOffsetBreachedSegments`), then, with
+        `retention_bytes` (`retention.bytes`, None = -1), the oldest segments while at least that many bytes
+        would remain (`deleteRetentionSizeBreachedSegments`). Either only below the HW (`deletableSegments`).
+        Returns the number of segments deleted."""
+        deleted = self._delete_segments(self._log_start_breached(), now_ms, role)
+        if retention_bytes is not None:
+            deleted += self._delete_segments(self._retention_size_breached(retention_bytes), now_ms, role)
+        return deleted
+
+    def _deletable(self, k: int) -> bool:
+        """`deletableSegments`' bounds for segment `k`: its end (the next segment's base, or the LEO for the last)
+        at or below the HW, and not an empty last segment."""
+        seg_bases = self._seg_bases
+        last = k + 1 == len(seg_bases)
+        if last and self._seg_sizes[k] == 0:
+            return False
+        return self._hw >= (self._leo if last else seg_bases[k + 1])
+
+    def _log_start_breached(self) -> int:
+        """How many of the oldest segments end at or below the log start offset."""
+        seg_bases = self._seg_bases
+        k = 0
+        while k + 1 < len(seg_bases) and self._deletable(k) and seg_bases[k + 1] <= self._log_start_offset:
+            k += 1
+        return k
+
+    def _retention_size_breached(self, retention_bytes: int) -> int:
+        """How many of the oldest segments can go while `retention_bytes` remain (`diff - segment.size >= 0`)."""
+        size = sum(self._seg_sizes)
+        if retention_bytes < 0 or size < retention_bytes:
+            return 0
+        diff = size - retention_bytes
+        sizes = self._seg_sizes
+        k = 0
+        while k < len(sizes) and self._deletable(k) and diff - sizes[k] >= 0:
+            diff -= sizes[k]
+            k += 1
+        return k
+
+    def _delete_segments(self, count: int, now_ms: int, role: str) -> int:
+        """`deleteSegments`: drop the `count` oldest segments (rolling a new one at the LEO first when that is all
+        of them) and move the log start offset to the first remaining segment's base (`SegmentDeletion`)."""
+        if count == 0:
+            return 0
+        seg_bases = self._seg_bases
+        sizes = self._seg_sizes
+        if count == len(seg_bases):
+            if seg_bases[-1] == self._leo:
+                count -= 1  # the last one is where the new segment would start: it stays
+            else:
+                seg_bases.append(self._leo)
+                sizes.append(0)
+        if count == 0:
+            return 0
+        cut = bisect_left(self._bases, seg_bases[count])
+        del self._batches[:cut]
+        del self._bases[:cut]
+        del seg_bases[:count]
+        del sizes[:count]
+        self.maybe_increment_log_start_offset(seg_bases[0], now_ms, role, reason="segment_deletion")
+        return count
 
     # --- truncation --------------------------------------------------------------------------------
 
@@ -427,7 +572,8 @@ class Log:
             self.epoch_cache.truncate_from_end(self._leo)
             return False
         batches = self._batches
-        if not batches or batches[0].base_offset > target_offset:
+        seg_bases = self._seg_bases
+        if seg_bases[0] > target_offset:
             # The first segment starts after the target: Kafka truncates fully and restarts there.
             self.truncate_fully_and_start_at(target_offset, now_ms, reason=reason, role=role)
             return True
@@ -441,6 +587,11 @@ class Log:
         new_leo = target_offset
         del batches[i:]
         del self._bases[i:]
+        # LocalLog.truncateTo: the segments starting above the target go, the one holding it is cut.
+        k = bisect_right(seg_bases, target_offset)
+        del seg_bases[k:]
+        del self._seg_sizes[k:]
+        self._resize_active_segment()
         self._leo = new_leo
         self.epoch_cache.truncate_from_end(new_leo)
         if self._flushed > new_leo:
@@ -470,6 +621,8 @@ class Log:
         old_leo, old_hw, old_lso = self._leo, self._hw, self._log_start_offset
         self._batches.clear()
         self._bases.clear()
+        self._seg_bases[:] = [new_offset]
+        self._seg_sizes[:] = [0]
         self.epoch_cache.clear()
         self._leo = new_offset
         self._log_start_offset = new_offset
@@ -485,6 +638,11 @@ class Log:
                     reason="truncation"))
         if old_hw != new_offset:
             self._set_hw(new_offset, role, now_ms)
+
+    def _resize_active_segment(self) -> None:
+        """Recount the last segment's bytes from its batches (after a truncation or a recovery cut it)."""
+        start = bisect_left(self._bases, self._seg_bases[-1])
+        self._seg_sizes[-1] = sum(b.size_bytes for b in self._batches[start:])
 
     # --- durability --------------------------------------------------------------------------------
 
@@ -504,13 +662,29 @@ class Log:
         batches = self._batches
         old_leo = self._leo
         # LogLoader reads the LEO off the last batch, so a gap a truncation left at the end closes too.
-        end = batches[-1].last_offset + 1 if batches else max(target, self._log_start_offset)
+        lso = self._log_start_offset
+        end = max(batches[-1].last_offset + 1, lso) if batches else max(target, lso)
         lost = old_leo - min(target, end)
         if lost > 0:
             while batches and batches[-1].last_offset >= target:
                 batches.pop()
                 self._bases.pop()
-            self._leo = batches[-1].last_offset + 1 if batches else max(target, self._log_start_offset)
+            self._leo = max(batches[-1].last_offset + 1, lso) if batches else max(target, lso)
+            seg_bases = self._seg_bases
+            if batches and batches[-1].last_offset < lso:
+                # `deleteSegmentsIfLogStartGreaterThanLogEnd`: nothing readable survived, so every segment goes and
+                # the log restarts empty at its start offset.
+                batches.clear()
+                self._bases.clear()
+                seg_bases[:] = [lso]
+                self._seg_sizes[:] = [0]
+                self.epoch_cache.clear()
+            else:
+                # Recovery keeps the segments' boundaries and deletes the unflushed segments past the lost data.
+                k = max(bisect_right(seg_bases, self._leo), 1)
+                del seg_bases[k:]
+                del self._seg_sizes[k:]
+                self._resize_active_segment()
             self._flushed = min(self._flushed, self._leo)
             self.epoch_cache.truncate_from_end(self._leo)
             lost = old_leo - self._leo

@@ -53,7 +53,7 @@ from replication_core.leader_endpoint import (
     OffsetsForLeaderEpochResponse,
 )
 from replication_core.leader_epoch_cache import UNDEFINED_EPOCH, UNDEFINED_EPOCH_OFFSET
-from replication_core.log import FetchIsolation, Log, RecordBatch, new_tuple
+from replication_core.log import DEFAULT_SEGMENT_BYTES, FetchIsolation, Log, RecordBatch, new_tuple
 from replication_core.partition import (
     NO_LEADER,
     AlterPartitionRequest,
@@ -269,8 +269,10 @@ class ReplicaManager:
         leader_quota: LeaderQuota | None = None,
         logs: Mapping[TopicPartition, Log] | None = None,
         endpoints: Mapping[int, BrokerEndPoint] | None = None,
+        segment_bytes: int = DEFAULT_SEGMENT_BYTES,
     ) -> None:
         self.broker_id = broker_id
+        self.segment_bytes = segment_bytes
         self.config = config
         self.metadata: BrokerMetadata = metadata if metadata is not None else StaticBrokerMetadata()
         self.events = events
@@ -334,7 +336,7 @@ class ReplicaManager:
         if p is None:
             log = self._logs.get(tp)
             if log is None:
-                log = Log(tp.topic, tp.partition, self.broker_id, events=self.events)
+                log = Log(tp.topic, tp.partition, self.broker_id, events=self.events, segment_bytes=self.segment_bytes)
                 self._logs[tp] = log
             p = Partition(tp.topic, tp.partition, self.broker_id, self.config, log=log,
                           metadata=self.metadata, events=self.events)
@@ -695,9 +697,16 @@ class ReplicaManager:
                 return p is not None and self._should_leader_throttle(p, key, replica_id, at_ms)
 
         # The request's partition data are the statuses (Kafka's `FetchPartitionStatus.fetchInfo`): they
-        # carry the fetch offset, max bytes and epochs `tryComplete` reads, so none are copied.
+        # carry the fetch offset, max bytes and epochs `tryComplete` reads, so none are copied. The segment of
+        # each read position is kept apart (`startOffsetMetadata`): a roll after now must not move it.
+        partitions = self.partitions
+        starts: dict[TopicPartition, int] = {}
+        for tp, pd in request.partitions.items():
+            p = partitions.get(tp)
+            if p is not None:
+                starts[tp] = p.log.segment_base_offset(pd.fetch_offset)
         op = DelayedFetch(request_id, replica_id, min_bytes, now_ms + request.max_wait_ms,
-                          request.partitions, is_throttled=is_throttled, payload=request)
+                          request.partitions, is_throttled=is_throttled, payload=request, start_segments=starts)
         purgatory = self.fetch_purgatory
         if read.all_caught_up:
             # tryCompleteElseWatch without its tryComplete, whose answer is known to be false: every

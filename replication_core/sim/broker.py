@@ -47,7 +47,7 @@ from replication_core.leader_endpoint import (
     OffsetsForLeaderEpochRequest,
     OffsetsForLeaderEpochResponse,
 )
-from replication_core.log import Log
+from replication_core.log import DEFAULT_SEGMENT_BYTES, Log
 from replication_core.partition import AlterPartitionRequest, BrokerMetadata, Partition, StaticBrokerMetadata
 from replication_core.partition_fetch_state import BrokerEndPoint, FailedPartitions, TopicPartition
 from replication_core.quota import FOLLOWER, LEADER, ReplicationQuotaManager
@@ -85,11 +85,11 @@ class SimReplicaManager(ReplicaManager):
                  topic_configs: dict[str, ReplicationConfig], *,
                  metadata: BrokerMetadata | None = None, events: EventLog | None = None,
                  controller: AlterPartitionChannel | None = None,
-                 leader_quota: LeaderQuota | None = None) -> None:
+                 leader_quota: LeaderQuota | None = None, segment_bytes: int = DEFAULT_SEGMENT_BYTES) -> None:
         # The keywords are spelled out rather than forwarded as **kwargs: mypyc-compiled, a
         # `super().__init__(..., logs=..., **kwargs)` call passed them to the wrong parameters.
         super().__init__(broker_id, config, metadata=metadata, events=events, controller=controller,
-                         leader_quota=leader_quota, logs=disk.logs)
+                         leader_quota=leader_quota, logs=disk.logs, segment_bytes=segment_bytes)
         self._disk = disk
         self._topic_configs = topic_configs
 
@@ -278,7 +278,8 @@ class Broker:
         self._throttle_version = controller.throttle_version
         rm = SimReplicaManager(self.broker_id, cfg, self.disk, self.cluster.topic_configs,
                                metadata=self.metadata, events=events, controller=self,
-                               leader_quota=self.leader_quota)
+                               leader_quota=self.leader_quota,
+                               segment_bytes=self.cluster.scenario.disk.segment_bytes)
 
         partitions = rm.partitions
 
@@ -413,33 +414,17 @@ class Broker:
             self.queue.after(self.cluster.scenario.disk.flush_interval_ms, self._flush, inc)
 
     def _retention(self, inc: int, due_ms: int) -> None:
-        """`kafka-log-retention` (`LogManager.cleanupLogs` → `deleteRetentionSizeBreachedSegments`), with every
-        batch as its own segment: on every hosted log, drop the oldest batches beyond `retention.bytes`, never at
-        or above the HW. Kafka deletes whole segments (1 GiB by default) and only while `retention.bytes` remain,
-        so it moves a log start later and in larger steps; the simulator's logs have no segments."""
+        """`kafka-log-retention` (`LogManager.cleanupLogs` → `UnifiedLog.deleteOldSegments`): on every hosted
+        log, leader's or follower's, delete the segments below its log start offset, then the oldest segments
+        while `retention.bytes` would remain, all below the HW (`Log.delete_old_segments`)."""
         if inc != self.incarnation or self.rm is None:
             return
         if self._held(self._retention, inc, due_ms, disk=True):
             return
         disk = self.cluster.scenario.disk
-        limit = disk.retention_bytes
-        assert limit is not None
         now = self.queue.now_ms
         for p in self.rm.partitions.values():
-            log = p.log
-            batches = log.batches
-            kept = 0
-            cut = None
-            for b in reversed(batches):
-                kept += b.size_bytes
-                if kept > limit:
-                    cut = b.last_offset + 1
-                    break
-            if cut is not None:
-                cut = min(cut, log.high_watermark)
-                if cut > log.log_start_offset:
-                    log.maybe_increment_log_start_offset(cut, now, "leader" if p.is_leader else "follower",
-                                                         reason="segment_deletion")
+            p.log.delete_old_segments(disk.retention_bytes, now, "leader" if p.is_leader else "follower")
         self._at_fixed_rate(self._retention, inc, due_ms, disk.retention_check_interval_ms)
 
     def _heartbeat(self, inc: int) -> None:

@@ -84,6 +84,8 @@ class Cluster:
     """Brokers + controller + producers + faults on one virtual clock (see module docstring)."""
 
     def __init__(self, scenario: Scenario, events_enabled: bool = True) -> None:
+        # A scenario built in code (campaigns, tests) gets the loader's segment-size check too.
+        scenario.check_segment_bytes()
         self.scenario = scenario
         self.rng = random.Random(scenario.seed)
         self.start_ms = scenario.start_ms

@@ -18,6 +18,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 
 from replication_core.config import ConfigValueError, ReplicationConfig, TruncationMode
+from replication_core.log import DEFAULT_SEGMENT_BYTES
 
 DEFAULT_START_MS = 1_700_000_000_000
 """Virtual epoch of every run (2023-11-14), far above any lag bound."""
@@ -239,6 +240,10 @@ class DiskSpec:
     """`retention.bytes` per partition log (None = Kafka's -1, unlimited)."""
     retention_check_interval_ms: int = 300000
     """`log.retention.check.interval.ms`: period of the `kafka-log-retention` task."""
+    segment_bytes: int = DEFAULT_SEGMENT_BYTES
+    """`log.segment.bytes`: retention deletes whole segments, so with `retention_bytes` set this decides how far
+    and how often a log start offset moves. Smaller than Kafka allows (14 bytes before 4.0, 1 MiB since) only as
+    a scale knob; it must hold the largest produced batch (`Scenario.check_segment_bytes`)."""
 
 
 @dataclass(frozen=True)
@@ -295,6 +300,20 @@ class Scenario:
         if fmt is not None:
             out = replace(out, writer=replace(out.writer, format=fmt))
         return out
+
+    def with_retention(self, retention_bytes: int, segment_bytes: int, check_interval_ms: int) -> Scenario:
+        """Size-based retention, scaled down: `retention.bytes`, `segment.bytes` and the retention task's period."""
+        return replace(self, disk=replace(self.disk, retention_bytes=retention_bytes, segment_bytes=segment_bytes,
+                                          retention_check_interval_ms=check_interval_ms))
+
+    def check_segment_bytes(self) -> None:
+        """Raise `ScenarioError` unless `disk.segment_bytes` holds every batch the producers send: `UnifiedLog.append`
+        refuses an append larger than a segment (`RecordBatchTooLargeException`), so every batch of such a producer
+        would fail. A follower's fetched set always fits: a leader's read never crosses its segment's end."""
+        need = max((p.records_per_batch * p.record_bytes for p in self.producers), default=0)
+        if self.disk.segment_bytes < need:
+            raise ScenarioError("disk.segment_bytes", f"an integer >= {need} (the largest produced batch: Kafka "
+                                "refuses an append larger than a segment)", self.disk.segment_bytes)
 
     def topic_config(self, topic: str) -> ReplicationConfig:
         """The broker config with the topic's overrides applied (what a Partition of it runs with)."""
@@ -574,7 +593,8 @@ def parse_scenario(doc: object) -> Scenario:
     d = r.sub("disk")
     disk = DiskSpec(flush_interval_ms=d.int("flush_interval_ms", 5000, lo=0),
                     retention_bytes=d.opt_int("retention_bytes", lo=1),
-                    retention_check_interval_ms=d.int("retention_check_interval_ms", 300000, lo=1))
+                    retention_check_interval_ms=d.int("retention_check_interval_ms", 300000, lo=1),
+                    segment_bytes=d.int("segment_bytes", DEFAULT_SEGMENT_BYTES, lo=1))
     d.done()
 
     w = r.sub("workload")
@@ -635,8 +655,10 @@ def parse_scenario(doc: object) -> Scenario:
     )
     o.done()
     r.done()
-    return Scenario(name, description, seed, duration, start, cluster, cfg, tuple(topics), network, disk,
-                    tuple(producers), faults, nemesis, writer)
+    scenario = Scenario(name, description, seed, duration, start, cluster, cfg, tuple(topics), network, disk,
+                        tuple(producers), faults, nemesis, writer)
+    scenario.check_segment_bytes()
+    return scenario
 
 
 def _throttle_rates(rates: object, kinds: list[str]) -> tuple[int, ...]:

@@ -12,6 +12,7 @@ from replication_core.delayed_fetch import (
     can_respond_immediately,
 )
 from replication_core.errors import UnknownTopicOrPartitionError
+from replication_core.log import Log
 from replication_core.partition import Partition, PartitionRegistration
 
 TP = ("topic", 0)
@@ -68,6 +69,26 @@ def test_waits_when_caught_up_and_completes_on_new_data() -> None:
     assert not op.try_complete(lookup_for(p))
     p.append_records_to_leader(1, 100, 0, 1, 0)
     assert op.try_complete(lookup_for(p))
+
+
+@pytest.mark.parametrize(("start_segment", "throttled", "completes"), [
+    (0, False, True), (0, True, False), (500, False, False), (None, False, False)])
+def test_a_fetch_position_on_an_older_segment_completes_unless_throttled(
+        start_segment: int | None, throttled: bool, completes: bool) -> None:
+    """DelayedFetchTest / tryComplete case F: fetch offset 500 read on segment 0, the LEO now on segment 500 (the
+    leader rolled) -> complete whatever min_bytes says, but not for a throttled follower (nor do its bytes count);
+    read on segment 500 (the same as the LEO) -> only its 100 bytes count, short of min_bytes. Without a recorded
+    start segment, the segment holding the fetch offset now is taken (500 here)."""
+    p = Partition("topic", 0, 1, ReplicationConfig())
+    p.log = Log("topic", 0, 1, segment_bytes=1000)
+    for count, size in ((500, 950), (1, 100)):
+        p.log.append_as_leader(count, size, 0, 9)
+    p.make_leader(PartitionRegistration(1, 10, (1, 2), (1, 2), 1), 0)
+    assert p.log.segments == ((0, 950), (500, 100))
+    op = DelayedFetch("req", 2, 10**6, 500, {TP: FetchPartitionStatus(500, 10**6, 10, None)},
+                      is_throttled=(lambda key, now: throttled),
+                      start_segments=None if start_segment is None else {TP: start_segment})
+    assert op.try_complete(lookup_for(p)) is completes
 
 
 @pytest.mark.parametrize(("hw", "completes"), [(0, True), (500, False)])

@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 from replication_core.errors import (
     IllegalArgumentError,
     OffsetOutOfRangeError,
+    RecordBatchTooLargeError,
     UnexpectedAppendOffsetError,
 )
 from replication_core.event_log import EventLog
@@ -266,3 +267,144 @@ def test_log_invariants_after_any_sequence(seq: list[tuple[str, int, int]]) -> N
         es = log.epoch_cache.entries
         assert all(x.epoch < y.epoch and x.start_offset < y.start_offset for x, y in itertools.pairwise(es))
         assert all(e.start_offset < log.log_end_offset or e == es[-1] for e in es)
+
+
+# --- segments ------------------------------------------------------------------------------------------
+
+def segmented(sizes: list[int], segment_bytes: int) -> Log:
+    """A leader log of one-record batches of the given sizes, epoch 0, with `segment.bytes` = `segment_bytes`."""
+    log = Log(segment_bytes=segment_bytes)
+    for i, size in enumerate(sizes):
+        log.append_as_leader(1, size, 1000 + i, 0)
+    return log
+
+
+def test_an_append_rolls_a_segment_when_it_would_not_fit() -> None:
+    """`LogSegment.shouldRoll`: `size > segment.bytes - messagesSize`, so a segment may fill exactly; the new segment
+    starts at the LEO (`LocalLog.roll`)."""
+    log = segmented([100, 100, 50, 100, 250], 250)
+    assert log.segments == ((0, 250), (3, 100), (4, 250))
+    assert log.size_bytes == 600
+    with pytest.raises(RecordBatchTooLargeError, match="exceeds the maximum configured segment size of 250"):
+        log.append_as_leader(1, 251, 9, 0)
+    assert log.log_end_offset == 5 and log.segments[-1] == (4, 250)
+
+
+def test_a_follower_appends_its_fetched_set_to_one_segment() -> None:
+    """`appendAsFollower`: one roll check for the whole set (`maybeRoll(validBytes)`), so a set that does not fit
+    the active segment goes whole into a new one starting at its first offset; a set larger than a segment is
+    refused (`RecordBatchTooLargeException`) and nothing is appended."""
+    log = Log(segment_bytes=300)
+    log.append_as_follower([batch(0, 1, 1, 100)])
+    log.append_as_follower([batch(1, 1, 1, 100), batch(2, 2, 1, 100)])
+    assert log.segments == ((0, 300),)
+    log.append_as_follower([batch(4, 1, 1, 100), batch(5, 1, 1, 100)])
+    assert log.segments == ((0, 300), (4, 200))
+    with pytest.raises(RecordBatchTooLargeError):
+        log.append_as_follower([batch(6, 1, 1, 200), batch(7, 1, 1, 200)])
+    assert log.log_end_offset == 6 and log.segments == ((0, 300), (4, 200))
+
+
+def test_a_read_ends_at_its_segments_end() -> None:
+    """`LocalLog.read` reads one segment: the first whose batches reach the fetch offset, up to its end, however
+    many bytes were asked for; `segment_base_offset` names the segment a read position is in."""
+    log = segmented([100] * 5, 200)  # segments [0, 1] [2, 3] [4]
+    assert [b.base_offset for b in log.read(0, 10_000).batches] == [0, 1]
+    assert log.read(1, 10_000)[1:] == (log.batches[1:2], 100, 0)
+    assert [b.base_offset for b in log.read(2, 10_000).batches] == [2, 3]
+    assert [b.base_offset for b in log.read(4, 10_000).batches] == [4]
+    assert [log.segment_base_offset(o) for o in range(6)] == [0, 0, 2, 2, 4, 4]
+
+
+def test_retention_deletes_whole_segments_below_the_hw_while_retention_bytes_remain() -> None:
+    """`deleteRetentionSizeBreachedSegments` through `deletableSegments`: the oldest segments go while at least
+    `retention.bytes` would remain and only where they end at or below the HW; the log start offset moves to the
+    first remaining segment's base (`SegmentDeletion`)."""
+    events = EventLog()
+    log = Log(events=events, segment_bytes=200)
+    for i in range(9):
+        log.append_as_leader(1, 100, i, 0)  # segments [0, 1] [2, 3] [4, 5] [6, 7] [8]
+    log.maybe_increment_high_watermark(3)
+    assert log.delete_old_segments(retention_bytes=450, now_ms=5) == 1  # [2, 3] ends at 4 > HW 3
+    assert (log.log_start_offset, log.segments[0], log.size_bytes) == (2, (2, 200), 700)
+    log.maybe_increment_high_watermark(9)
+    assert log.delete_old_segments(retention_bytes=450, now_ms=6) == 1  # 700 - 200 = 500 >= 450; 300 < 450
+    assert (log.log_start_offset, log.size_bytes) == (4, 500)
+    assert log.delete_old_segments(retention_bytes=450) == 0
+    assert log.delete_old_segments(retention_bytes=None) == 0
+    with pytest.raises(OffsetOutOfRangeError):
+        log.read(3, 100)
+    moves = [e for e in events if e["event_type"] == "log_start_offset_change"]
+    assert [(e["ts_ms"], e["old_log_start_offset"], e["log_start_offset"], e["reason"]) for e in moves] == [
+        (5, 0, 2, "segment_deletion"), (6, 2, 4, "segment_deletion")]
+
+
+def test_deleting_every_segment_rolls_a_new_one_at_the_leo() -> None:
+    """`deleteSegments`: when retention takes every segment (the HW at the LEO), a new empty segment is rolled at
+    the LEO first, and the log starts there; an empty active segment is never deleted."""
+    log = segmented([100] * 3, 200)  # [0, 1] [2]
+    log.maybe_increment_high_watermark(3)
+    assert log.delete_old_segments(retention_bytes=0) == 2
+    assert (log.segments, log.log_start_offset, log.log_end_offset, log.batches) == (((3, 0),), 3, 3, ())
+    assert log.delete_old_segments(retention_bytes=0) == 0
+    log.append_as_leader(1, 100, 9, 0)
+    assert log.segments == ((3, 100),)
+
+
+def test_a_raised_log_start_offset_deletes_nothing_until_retention_runs() -> None:
+    """`maybeIncrementLogStartOffset` only moves the start (a follower taking its leader's): the segments below it
+    stay, counted in the log's size, until `deleteLogStartOffsetBreachedSegments` deletes those that end at or
+    below it; the batches below the start are not readable meanwhile."""
+    log = segmented([100] * 5, 200)  # [0, 1] [2, 3] [4]
+    log.maybe_increment_high_watermark(5)
+    assert log.maybe_increment_log_start_offset(3)
+    assert (log.size_bytes, len(log.segments)) == (500, 3)
+    assert [b.base_offset for b in log.batches] == [3, 4]
+    assert log.delete_old_segments() == 1  # [2, 3] ends at 4 > 3: it stays
+    assert (log.segments, log.log_start_offset, log.size_bytes) == (((2, 200), (4, 100)), 3, 300)
+
+
+def test_truncation_deletes_the_segments_above_the_target_and_cuts_the_one_holding_it() -> None:
+    """`LocalLog.truncateTo`: segments starting above the target go, the one holding it is cut at the batch
+    boundary (a segment starting at the target stays, empty); below the first segment's base the log is
+    truncated fully (`truncateFullyAndStartAt`)."""
+    log = segmented([100] * 6, 200)  # [0, 1] [2, 3] [4, 5]
+    assert log.truncate_to(3)
+    assert log.segments == ((0, 200), (2, 100))
+    assert log.truncate_to(2)
+    assert log.segments == ((0, 200), (2, 0))
+    log.append_as_leader(1, 100, 9, 0)
+    assert log.segments == ((0, 200), (2, 100))
+    log.maybe_increment_high_watermark(3)
+    log.delete_old_segments(retention_bytes=100)
+    assert (log.segments, log.log_start_offset) == (((2, 100),), 2)
+    assert log.truncate_to(1)
+    assert (log.segments, log.log_start_offset, log.log_end_offset) == (((1, 0),), 1, 1)
+
+
+def test_recovery_keeps_segment_boundaries_and_drops_the_unflushed_segments() -> None:
+    """`LogLoader` recovery: the segments below the recovery point keep their boundaries; the one holding it is
+    cut, and the later unflushed ones are deleted."""
+    log = segmented([100] * 6, 200)  # [0, 1] [2, 3] [4, 5]
+    log.flush(3)
+    assert log.recover_to_flushed() == 3
+    assert (log.segments, log.log_end_offset) == (((0, 200), (2, 100)), 3)
+    log.flush(3)
+    log.append_as_leader(1, 100, 9, 0)
+    log.append_as_leader(1, 100, 10, 0)
+    assert log.segments == ((0, 200), (2, 200), (4, 100))
+    assert log.recover_to_flushed() == 2
+    assert log.segments == ((0, 200), (2, 100))
+
+
+def test_recovery_below_the_log_start_restarts_the_log_empty_there() -> None:
+    """`LogLoader.deleteSegmentsIfLogStartGreaterThanLogEnd`: when no record at or above the log start survives a
+    crash, every segment goes and the log restarts empty at its log start offset, its epoch cache cleared."""
+    log = Log(segment_bytes=10)
+    log.append_as_leader(5, 6, 1, 0)
+    log.append_as_leader(5, 6, 2, 0)  # rolls at 5
+    log.maybe_increment_high_watermark(10)
+    log.maybe_increment_log_start_offset(7)  # the recovery point follows it to 7, inside the second batch
+    assert log.recover_to_flushed(10) == 3
+    assert (log.segments, log.log_start_offset, log.log_end_offset, log.high_watermark) == (((7, 0),), 7, 7, 7)
+    assert (log.batches, log.size_bytes, log.epoch_cache.entries) == ((), 0, ())

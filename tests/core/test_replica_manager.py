@@ -258,6 +258,32 @@ def test_min_bytes_above_the_requests_max_bytes_is_capped_at_it() -> None:
     assert len(rm.fetch_purgatory) == 1
 
 
+def test_a_parked_fetch_completes_when_the_leader_rolls_a_segment_after_it_arrived() -> None:
+    """DelayedFetch case F: a fetch parked at the LEO of segment 0 (its `startOffsetMetadata`) completes once the
+    leader rolls a new segment, even with fewer than min_bytes readable, because its position is then on an older
+    segment than the LEO; on the same segment, bytes below min_bytes keep it parked. The answer reads the new
+    segment only. Judged by the segment the fetch offset is in *now* (the new one), it would wait."""
+    rm = ReplicaManager(1, ReplicationConfig(), segment_bytes=1000)
+    rm.become_leader_or_follower(lai({TP: reg(1, 1, (1, 2))}), T0)
+    for i in range(2):
+        rm.append_records(TP, 1, 400, 10 + i, 1, T0)
+
+    def req(offset: int) -> FetchRequest:
+        return FetchRequest(2, -1, 500, 5_000, 10_000_000, {TP: FetchPartitionData(offset, 0, 1_000_000, 1, None)})
+
+    assert rm.fetch_messages(req(2), T0 + 1, request_id="at-2") is None  # caught up: parked on segment 0
+    rm.append_records(TP, 1, 100, 12, 1, T0 + 2)  # 900 bytes: still segment 0
+    assert rm.take_completed_fetches() == []
+    assert rm.fetch_messages(req(3), T0 + 3, request_id="at-3") is None
+    rm.append_records(TP, 1, 400, 13, 1, T0 + 4)  # 900 > 1000 - 400: rolls a segment at offset 3
+    log = rm.get_partition(TP).log  # type: ignore[union-attr]
+    assert log.segments == ((0, 900), (3, 400))
+    done = {c.request_id: c.response.partitions[TP] for c in rm.take_completed_fetches()}
+    assert sorted(done) == ["at-2", "at-3"]
+    assert [b.base_offset for b in done["at-2"].batches] == [2]  # the read stops at segment 0's end
+    assert [b.base_offset for b in done["at-3"].batches] == [3]
+
+
 def test_parked_fetch_expires_at_max_wait() -> None:
     """DelayedFetch expiry: answered with what is there after replica.fetch.wait.max.ms."""
     rm = leader_rm(isr=(1, 2))

@@ -48,10 +48,11 @@ def wide_scenario(seed: int) -> Scenario:
     """`varied_scenario(seed)` with retention, unclean elections, min ISR 1 and larger clusters drawn too."""
     draw = random.Random(seed * 131 + 3)
     sc = varied_scenario(seed)
-    cfg, topic = sc.broker_config, sc.topics[0]
     if draw.random() < 0.5:
-        sc = replace(sc, disk=replace(sc.disk, retention_bytes=draw.choice([3000, 8000]),
-                                      retention_check_interval_ms=draw.choice([500, 2000])))
+        retention, interval = draw.choice([3000, 8000]), draw.choice([500, 2000])
+        # The segment size has a generator of its own, so the draws after this one stay those of the seed.
+        sc = sc.with_retention(retention, random.Random(seed * 61 + 5).choice([1000, 2000]), interval)
+    cfg, topic = sc.broker_config, sc.topics[0]
     if draw.random() < 0.3:
         topic = replace(topic, config={**topic.config, "unclean.leader.election.enable": "true"})
     if draw.random() < 0.3:

@@ -799,9 +799,9 @@ def test_the_elr_overlapping_seed_elects_a_prefix_its_follower_never_truncated()
 
 
 @pytest.mark.parametrize(("seed", "finding", "where"), [
-    (200344, ISR_EXPANSION_RACE, ("isr_holds_committed", "t", 0, 4, 393)),
+    (1152946, ISR_EXPANSION_RACE, ("isr_holds_committed", "t", 1, 3, 135)),
     (950073, ISR_EXPANSION_RACE, ("isr_holds_committed", "t", 4, 2, 312)),  # reset by a late same-epoch update
-    (200127, EPOCH_BOUNDARY_ERASED, ("committed_prefix_agreement", "t", 0, 1, 310)),
+    (1151179, EPOCH_BOUNDARY_ERASED, ("committed_prefix_agreement", "t", 1, 2, 218)),
     # B without a truncation (the follower's LEO was the leader's log start offset) lost its seed, 202143, to the KRaft
     # reassignment change (6,000 runs from 970000 show B only after a truncation): `test_the_erased_epoch_boundary_is
     # _recognised[False]` keeps the case, and E's seed 894993 shows an untruncated follower from a run.
@@ -813,12 +813,14 @@ def test_deep_campaign_seeds_reproduce_each_finding_and_nothing_else(seed: int, 
     t-4, its ISR [3, 5] committed at partition epoch 40 by an AlterPartition answer (event 9390), proposes adding 2
     (9395); epoch 40's metadata, arriving 100 ms after that answer, resets its ISR to [3, 5] (9532), the HW rises from
     309 to 315 (10305), and the controller's commit of the proposal at epoch 41 puts 2, lacking 312..314, in the ISR
-    (10320). Seed 200344: leader 2 of t-0, its ISR [2, 3] committed at partition epoch 4 by an AlterPartition answer
-    (event 4048; HW 390 to 393, 4049), proposes adding 4 (4051); epoch 4's metadata, 1 ms later, resets its ISR to
-    [2, 3] (4055), the HW rises to 402 (4066), and the controller's commit at epoch 5 puts 4, lacking 393..401, in
-    the ISR (4067). (Seed 200475 showed the race until the scheduler kept Kafka's fixed rate, seed 200230 until a
-    leader's read became a byte range that may end inside a batch; of seeds 200231-200530 on today's engine, 200344
-    shows it alone.)"""
+    (10320). Seed 1152946: leader 2 of t-1, its ISR [1, 2] committed at partition epoch 4 by an AlterPartition answer
+    (event 3731), proposes adding 3, whose fetch offset is the HW, 135, 1 ms later (3733); epoch 4's metadata, 3 ms
+    after the answer, resets its ISR to [1, 2] (3739), the HW rises to 139 (3746), and the controller's commit at
+    epoch 5 puts 3, lacking 135..138, in the ISR (3750). (Seed 200475 showed the race until the scheduler kept
+    Kafka's fixed rate, seed 200230 until a leader's read became a byte range that may end inside a batch, seed 200344
+    until retention deleted whole segments; of seeds 1151000-1153999 on today's engine, eight show it alone, 1152946
+    with the plainest sequence.) B's seed 200127 showed it until retention deleted whole segments; of the same seeds,
+    1151179, 1152179, 1152240, 1152351 and 1153458 show B alone."""
     sc = before_metadata_deltas(before_kip903(deep_scenario(seed)))
     events, _stats, errors = _errors(sc)
     assert [(v.invariant, v.topic, v.partition, v.replica, v.offset) for v in errors] == [where]
@@ -828,43 +830,43 @@ def test_deep_campaign_seeds_reproduce_each_finding_and_nothing_else(seed: int, 
 
 
 def test_finding_a_needs_no_resend_the_metadata_deltas_still_race_the_answer() -> None:
-    """`--seeds 1143154-1143154 --throttled` (diverging-epoch mode), with KRaft's metadata deltas: leader 1 of t-0
-    (epoch 13) proposed adding 3 at partition epoch 57 (event 20944); the AlterPartition answer commits [1, 3] at
-    partition epoch 58 (20946) and 1 proposes adding 2, whose fetch offset is the HW, 327, 2 ms later (20955). The
-    metadata delta of epoch 58 is applied 3 ms after that answer and resets its ISR to [1, 3] (20956), abandoning the
-    proposal; the HW rises to 339 over [1, 3] (20959), then 342 (20974), and the controller's commit of the proposal
-    at epoch 59, 4 ms after the first rise, puts 2, lacking 339, in the ISR (20976). One delivery, no resend: the race
-    is between the answer and the metadata log, which Kafka's broker receives on two channels. (Seed 1072647 showed
-    this until the scheduler kept Kafka's fixed rate, seed 1072977 until a dead process's connections were reset,
-    seed 1073052 until a leader's read became a byte range that may end inside a batch, seed 1073674 until a read
-    that cut its first batch was answered empty; of seeds 1073278-1073777 and 1142530-1143529 on today's engine,
-    1143154 shows it.)"""
-    sc = throttled_scenario(1143154)
+    """`--seeds 1154905-1154905 --throttled` (leader-epoch truncation mode), with KRaft's metadata deltas: leader 1 of
+    t-8 (epoch 4) proposed adding 4 at partition epoch 11 (event 3942); the AlterPartition answer commits [1, 4] at
+    partition epoch 12 (3981) and 1 proposes adding 5, whose fetch offset is the HW, 3, 2 ms later (3994). The
+    metadata delta of epoch 12 is applied 3 ms after that answer and resets its ISR to [1, 4] (3997), abandoning the
+    proposal; the HW rises to 6 over [1, 4] (4000), and the controller's commit of the proposal at epoch 13, 4 ms
+    after the rise, puts 5, lacking 3, in the ISR (4025). One delivery, no resend: the race is between the answer and
+    the metadata log, which Kafka's broker receives on two channels. (Seed 1072647 showed this until the scheduler kept
+    Kafka's fixed rate, seed 1072977 until a dead process's connections were reset, seed 1073052 until a leader's read
+    became a byte range that may end inside a batch, seed 1073674 until a read that cut its first batch was answered
+    empty, seed 1143154 until retention deleted whole segments; of seeds 1154000-1156999 on today's engine, 1154905
+    shows it, and 1154772 with the metadata 101 ms after the answer.)"""
+    sc = throttled_scenario(1154905)
     assert sc.cluster.coalesces_metadata
     events, _stats, errors = _errors(sc)
     assert [(v.invariant, v.topic, v.partition, v.replica, v.event_id, v.offset) for v in errors] == [
-        ("isr_holds_committed", "t", 0, 2, 20976, 339)]
+        ("isr_holds_committed", "t", 8, 5, 4025, 3)]
     assert known_finding(errors[0], events) == ISR_EXPANSION_RACE
-    first, answer, proposal, reset, hw = events[20944], events[20946], events[20955], events[20956], events[20959]
+    first, answer, proposal, reset, hw = events[3942], events[3981], events[3994], events[3997], events[4000]
     assert (first["action"], first["isr_state"], first["isr"], first["partition_epoch"]) == (
-        "expand", "proposed", [1, 3], 57)
-    assert [e["isr_state"] for e in events[20944:20947] if e["event_type"] == "isr_change"
-            and (e["topic"], e["partition"]) == ("t", 0)] == ["proposed", "committed"]  # answered once, no retry
+        "expand", "proposed", [1, 4], 11)
+    assert [e["isr_state"] for e in events[3942:3982] if e["event_type"] == "isr_change"
+            and (e["topic"], e["partition"]) == ("t", 8)] == ["proposed", "committed"]  # answered once, no retry
     assert (answer["reason"], answer["isr_state"], answer["isr"], answer["partition_epoch"]) == (
-        "alter_partition", "committed", [1, 3], 58)
-    assert (proposal["action"], proposal["isr_state"], proposal["isr"]) == ("expand", "proposed", [1, 2, 3])
-    assert (events[20954]["event_type"], events[20954]["follower_id"], events[20954]["fetch_offset"]) == (
-        "follower_fetch_state", 2, 327)
-    assert (reset["reason"], reset["isr"], reset["partition_epoch"]) == ("leader_and_isr", [1, 3], 58)
+        "alter_partition", "committed", [1, 4], 12)
+    assert (proposal["action"], proposal["isr_state"], proposal["isr"]) == ("expand", "proposed", [1, 4, 5])
+    assert proposal["ts_ms"] - answer["ts_ms"] == 2
+    assert (events[3993]["event_type"], events[3993]["follower_id"], events[3993]["fetch_offset"]) == (
+        "follower_fetch_state", 5, 3)
+    assert (reset["reason"], reset["isr"], reset["partition_epoch"]) == ("leader_and_isr", [1, 4], 12)
     assert reset["ts_ms"] - answer["ts_ms"] == 3
-    assert (hw["broker_id"], hw["role"], hw["old_hw"], hw["hw"]) == (1, "leader", 327, 339)
-    assert (events[20974]["event_type"], events[20974]["old_hw"], events[20974]["hw"]) == ("hw_change", 339, 342)
-    assert [e["isr_state"] for e in events[20955:20977] if e["event_type"] == "isr_change"
-            and (e["topic"], e["partition"]) == ("t", 0)] == ["proposed", "committed", "committed"]  # no answer to it
-    assert (events[20976]["isr"], events[20976]["partition_epoch"]) == ([1, 2, 3], 59)
-    assert events[20976]["ts_ms"] - hw["ts_ms"] == 4
+    assert (hw["broker_id"], hw["role"], hw["old_hw"], hw["hw"]) == (1, "leader", 3, 6)
+    assert [e["isr_state"] for e in events[3994:4026] if e["event_type"] == "isr_change"
+            and (e["topic"], e["partition"]) == ("t", 8)] == ["proposed", "committed", "committed"]  # no answer to it
+    assert (events[4025]["isr"], events[4025]["partition_epoch"]) == ([1, 4, 5], 13)
+    assert events[4025]["ts_ms"] - hw["ts_ms"] == 4
     found, known = problems(sc)
-    assert found == [] and len(known) == 1 and known[0].startswith("isr_expansion_race: isr_holds_committed t-0")
+    assert found == [] and len(known) == 1 and known[0].startswith("isr_expansion_race: isr_holds_committed t-8")
 
 
 def test_the_isr_expansion_race_loses_acknowledged_writes_when_the_other_isr_members_fail() -> None:
@@ -875,16 +877,23 @@ def test_the_isr_expansion_race_loses_acknowledged_writes_when_the_other_isr_mem
     at 12 and 13 (1930, 1931) with 4, LEO 13, below the second (the HW then reaches 17). Crashing brokers 2 and 3 right
     then (5 064 ms, where the run applies the commit) leaves 4 the only live member of the controller's ISR: it is
     elected cleanly with LEO 13, 5 and 1 (outside the ISR) truncate to 13, and the acknowledged write at 13 is gone,
-    without any unclean election. (Deep seed 201577 showed this on t-9 until a dead process's connections were reset;
-    no seed of 201277-201877 races on today's engine, and of the races in 1123480-1125079 and 1126680-1128479 this is
-    the only one where such a crash, at the commit or just after the HW rise, leaves an `acked_write_lost`.)"""
+    without any unclean election. (Deep seed 201577 showed this on t-9 until a dead process's connections were reset,
+    seed 1125039 until retention deleted whole segments.) Recorded (`recorded_run`): commit 2961b98's engine's run of
+    this scenario (`deep-1125039`) and of it with the crash (`deep-1125039-crash-2-3`). On today's engine the seed
+    does not race; of seeds 1151000-1153999, eight race (`--deep --before-metadata-deltas`), and crashing the raced
+    leader's other ISR members at the commit, 1 ms before it, 1..12 ms after it, just after the last HW rise before it
+    or just after an acks=all acknowledgement between the proposal and the commit leaves no `acked_write_lost` in any:
+    the window between the reset and the commit is a few milliseconds or holds no acknowledged acks=all write."""
     base = before_metadata_deltas(deep_scenario(1125039))
-    _, events, stats = run(base)
+    events, stats = recorded_run("deep-1125039")
     race = [v for v in check(events, stats).violations if known_finding(v, events) == ISR_EXPANSION_RACE]
     assert ("t", 2, 4) in [(v.topic, v.partition, v.replica) for v in race]
 
     crash = tuple(Fault(5064, "crash", broker, mode="process", down_ms=3000) for broker in (2, 3))
-    _, events, stats = run(replace(base, faults=base.faults + crash))
+    events, stats = recorded_run("deep-1125039-crash-2-3")  # the run of replace(base, faults=base.faults + crash)
+    assert [(e["ts_ms"] - base.start_ms, e["action"], e["broker_id"]) for e in events
+            if e["event_type"] == "broker_lifecycle" and e["action"] != "start"] == [
+        *((f.at_ms, "crash", f.broker) for f in crash), *((f.at_ms + 3000, "restart", f.broker) for f in crash)]
     lost = [v for v in check(events, stats).violations
             if v.invariant == "acked_write_lost" and (v.topic, v.partition) == ("t", 2)]
     assert [(v.severity, v.topic, v.partition, v.replica, v.offset) for v in lost] == [("error", "t", 2, 2, 13)]
@@ -1003,31 +1012,36 @@ def test_the_reassigning_campaign_seed_elects_the_raced_follower_by_completing_t
 
 
 def test_a_truncation_inside_a_divergent_batch_leaves_the_leo_at_the_target() -> None:
-    """`python -m tests.sim.campaign --seeds 1147231-1147231 --overlapping --before-kip903 --before-metadata-deltas`.
-    Leader 1 of t-0 (epoch 9, which it began at offset 813) had its log start moved to 938 by retention (event 7211:
-    finding B's erased boundary), so it answers follower 2, restarted (7428) with its epoch-8 records to 1190, with
-    DivergingEpoch (8, 938) (7437), inside 2's divergent batch 930..939 (4969, appended when 2 led epoch 8). Kafka's
-    `truncateTo(938)` drops that batch whole (`LogSegment.truncateTo`) and sets the LEO to 938 (`LocalLog.truncateTo`)
-    (7438); the follower fetches from 938 (7450), appends there (7456), and raises its log start to the leader's (7497),
-    past its divergent records: finding B's one step, nothing more. The engine used to set the LEO to the batch's start:
-    the next response then failed the "Offset mismatch" check, the follower kept its divergent records, and a clean
-    election could make them committed. (Seed 830521 showed this until the scheduler kept Kafka's fixed rate, then with
-    other offsets and event ids until a dead process's connections were reset; seed 830373 until a leader's read became
-    a byte range that may end inside a batch; of seeds 830456-830955 and 1146530-1147529 on today's engine, 1147231 is
-    one that shows it.)"""
-    sc = before_metadata_deltas(before_kip903(overlapping_scenario(1147231)))
+    """`python -m tests.sim.campaign --seeds 1156389-1156389 --overlapping --before-kip903 --before-metadata-deltas`.
+    Leader 4 of t-1 (epoch 16, which it began at offset 1958, event 7463) had its log start moved to 1988 by retention
+    (7980, a whole segment deleted: finding B's erased boundary), so it answers follower 2, restarted (8009) with its
+    epoch-13 records to 2050, with DivergingEpoch (13, 1988) (8017), inside 2's divergent batch 1980..1989 (7060,
+    appended when 2 led epoch 13). Kafka's `truncateTo(1988)` drops that batch whole (`LogSegment.truncateTo`) and sets
+    the LEO to 1988 (`LocalLog.truncateTo`) (8018); the follower fetches from 1988 (8019), appends there (8022), and
+    raises its log start to the leader's (8024), past its divergent records: finding B's one step, nothing more. The
+    engine used to set the LEO to the batch's start: the next response then failed the "Offset mismatch" check, the
+    follower kept its divergent records, and a clean election could make them committed. (Seed 830521 showed this until
+    the scheduler kept Kafka's fixed rate, then with other offsets and event ids until a dead process's connections were
+    reset; seed 830373 until a leader's read became a byte range that may end inside a batch; seed 1147231 until
+    retention deleted whole segments; of seeds 1155000-1156999 on today's engine, 1156389 is one that shows it.)"""
+    sc = before_metadata_deltas(before_kip903(overlapping_scenario(1156389)))
     _, events, _stats = run(sc)
-    batch, answer, trunc, fetch = events[4969], events[7437], events[7438], events[7450]
+    batch, answer, trunc, fetch = events[7060], events[8017], events[8018], events[8019]
     assert (batch["event_type"], batch["broker_id"], batch["base_offset"], batch["last_offset"],
-            batch["batch_leader_epoch"]) == ("append", 2, 930, 939, 8)
-    assert (events[7211]["broker_id"], events[7211]["log_start_offset"]) == (1, 938)
+            batch["batch_leader_epoch"]) == ("append", 2, 1980, 1989, 13)
+    assert (events[7463]["action"], events[7463]["broker_id"], events[7463]["leader_epoch"], events[7463]["leo"]) == (
+        "become_leader", 4, 16, 1958)
+    assert (events[7980]["broker_id"], events[7980]["log_start_offset"], events[7980]["reason"]) == (
+        4, 1988, "segment_deletion")
+    assert (events[8009]["event_type"], events[8009]["broker_id"], events[8009]["action"]) == (
+        "broker_lifecycle", 2, "restart")
     assert (answer["broker_id"], answer["leader_id"], answer["diverging_epoch"], answer["diverging_end_offset"],
-            answer["leader_log_start_offset"]) == (2, 1, 8, 938, 938)
-    assert (trunc["event_type"], trunc["broker_id"], trunc["truncate_offset"]) == ("truncation", 2, 938)
-    assert (fetch["event_type"], fetch["broker_id"], fetch["fetch_offset"]) == ("fetch", 2, 938)
-    assert (events[7456]["event_type"], events[7456]["broker_id"], events[7456]["base_offset"]) == ("append", 2, 938)
-    assert (events[7497]["event_type"], events[7497]["broker_id"], events[7497]["log_start_offset"]) == (
-        "log_start_offset_change", 2, 938)
+            answer["leader_log_start_offset"]) == (2, 4, 13, 1988, 1988)
+    assert (trunc["event_type"], trunc["broker_id"], trunc["truncate_offset"]) == ("truncation", 2, 1988)
+    assert (fetch["event_type"], fetch["broker_id"], fetch["fetch_offset"]) == ("fetch", 2, 1988)
+    assert (events[8022]["event_type"], events[8022]["broker_id"], events[8022]["base_offset"]) == ("append", 2, 1988)
+    assert (events[8024]["event_type"], events[8024]["broker_id"], events[8024]["log_start_offset"]) == (
+        "log_start_offset_change", 2, 1988)
     found, known = problems(sc)
     assert found == []
     assert [k.split(":")[0] for k in known] == [EPOCH_BOUNDARY_ERASED]

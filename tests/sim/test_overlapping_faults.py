@@ -132,31 +132,32 @@ def test_a_follower_that_crashes_as_the_leader_adds_it_may_be_committed() -> Non
 
 
 def test_a_leader_that_has_not_heard_of_a_controlled_shutdown_may_propose_the_broker_again() -> None:
-    """Seed 842050 (`--overlapping --before-metadata-deltas`): broker 3's controlled shutdown (11204 virtual ms, event
-    6783) does not reach leader 1's metadata before 3 stops (its delivery was lost at 11204 and again when resent at
-    11304; the third send, at 11404, is applied at 11408); leader 1 of t-0 proposes adding 3 to [1, 2] at 11252 (6833),
-    gets INELIGIBLE_REPLICA (6838) and proposes again twice (rejected too, 6850, 6857), as Kafka's leader does until its
-    metadata says otherwise; 3's next fetch (11268) is lost, and 1 proposes 3 no more before 3 stops (11404, 6902). No
-    violation: the controller commits nothing ineligible. (Seeds 841372, then 841513, showed this until the scheduler
-    kept Kafka's fixed rate, then until the session-81 engine change reset the connections of a dead process; seed
-    841812 until a leader's read became a byte range that may end inside a batch; of seeds 841814-842313 on today's
-    engine, 842050 is one that shows it.)"""
-    _, events, stats = run(before_metadata_deltas(overlapping_scenario(842050)))
-    shutdown, stopped = events[6783], events[6902]
+    """Seed 1157213 (`--overlapping --before-metadata-deltas`): broker 3's controlled shutdown (26172 virtual ms, event
+    12252) does not reach leader 1's metadata at once (its delivery was lost at 26172; resent at 26272, it is applied
+    at 26276, with t-0 and t-7's ISRs without 3, 12447-12448); leader 1 of t-5 proposes adding 3 to [1] at 26189
+    (12268), gets INELIGIBLE_REPLICA (12269) and proposes again twice (rejected too, 12306, 12325), as Kafka's leader
+    does until its metadata says otherwise; 3's next fetch (26209) is answered at 26282, and once 1 has applied the
+    shutdown it proposes 3 no more before 3 stops (26372, 12663), though 3's fetches reach its LEO again (12484,
+    12649, 12661). No violation: the controller commits nothing ineligible. (Seeds 841372, then 841513, showed this
+    until the scheduler kept Kafka's fixed rate, then until the session-81 engine change reset the connections of a
+    dead process; seed 841812 until a leader's read became a byte range that may end inside a batch; seed 842050 until
+    retention deleted whole segments; of seeds 1157000-1159999 on today's engine, 1157213 is one that shows it.)"""
+    _, events, stats = run(before_metadata_deltas(overlapping_scenario(1157213)))
+    shutdown, stopped = events[12252], events[12663]
     assert (shutdown["event_type"], shutdown["broker_id"], shutdown["action"]) == (
         "broker_lifecycle", 3, "controlled_shutdown")
     assert (stopped["event_type"], stopped["broker_id"], stopped["action"]) == ("broker_lifecycle", 3, "shutdown")
-    assert [e for e in events[6784:6902] if e["event_type"] == "broker_lifecycle" and e["broker_id"] == 3] == []
+    assert [e for e in events[12253:12663] if e["event_type"] == "broker_lifecycle" and e["broker_id"] == 3] == []
     rejected = [i for i, e in enumerate(events) if e["event_type"] == "isr_change"
-                and e.get("error") == "INELIGIBLE_REPLICA" and 6783 < i < 6902]
+                and e.get("error") == "INELIGIBLE_REPLICA" and 12252 < i < 12663]
     assert rejected, "the run should show a rejected expansion of a shutting-down broker"
-    assert rejected == [6838, 6850, 6857]
+    assert rejected == [12269, 12306, 12325]
     assert all((events[i]["broker_id"], events[i]["topic"], events[i]["partition"], events[i]["old_isr"],
-                events[i]["isr"]) == (1, "t", 0, [1, 2], [1, 2, 3]) for i in rejected)
-    leader = [(i, e["isr_state"]) for i, e in enumerate(events[6783:6902], 6783) if e["event_type"] == "isr_change"
-              and (e["broker_id"], e["topic"], e["partition"]) == (1, "t", 0)]
-    assert leader == [(6833, "proposed"), (6838, "rejected"), (6841, "proposed"), (6850, "rejected"),
-                      (6852, "proposed"), (6857, "rejected")]
+                events[i]["isr"]) == (1, "t", 5, [1], [1, 3]) for i in rejected)
+    leader = [(i, e["isr_state"]) for i, e in enumerate(events[12252:12663], 12252) if e["event_type"] == "isr_change"
+              and (e["broker_id"], e["topic"], e["partition"]) == (1, "t", 5)]
+    assert leader == [(12268, "proposed"), (12269, "rejected"), (12293, "proposed"), (12306, "rejected"),
+                      (12322, "proposed"), (12325, "rejected")]
     assert [v for v in check(events, stats).violations if v.invariant == "isr_expand_legal"] == []
 
 
@@ -193,21 +194,26 @@ def test_a_stale_leaders_commits_after_an_unclean_election_are_warnings() -> Non
 
 
 def test_a_leader_answer_from_before_retention_collapsed_its_floor_epoch_is_legal() -> None:
-    """Seed 500448: leader 1 of u-1 (cache (0, 0), (2, 15)) answers follower 4's fetch with LastFetchedEpoch 1 (event
-    1907) by DivergingEpoch (0, 15), and its retention moves the log start to 20 (event 2029) before the follower
-    reads the answer (2051), collapsing the cache to (2, 20). The answer names the floor epoch the rise removed; the
-    checker used to accept only the asked epoch there (`truncation_point`). (Until the session-81 engine change reset
-    the connections of a dead process the log start moved to 30, at other event ids.)"""
-    _, events, stats = run(overlapping_scenario(500448))
-    asked, answer = events[1907], events[2051]
+    """Seed 1158060: leader 4 of t-8 (cache (0, 0), (2, 15), (4, 31)) answers follower 1's fetch with LastFetchedEpoch
+    1 (event 6799, sent at 13963 virtual ms as 1 comes back from a restart) by DivergingEpoch (0, 15); the answer
+    reaches 1 at 13970, with t-0's OFFSET_OUT_OF_RANGE of the same response (6823), but 1 reads it only at 14975
+    (7751). Meanwhile the leader's retention deletes segments and moves its log start from 0 to 15 (event 7268, 14332),
+    collapsing the cache to (2, 15), (4, 31). The answer names the floor epoch the rise removed; the checker used to
+    accept only the asked epoch there (`truncation_point`). (Seed 500448 showed this until retention deleted whole
+    segments, at other event ids and with the log start at 30 until the session-81 engine change reset the
+    connections of a dead process, then at 20; of seeds 1157000-1159999 of `--overlapping` on today's engine, 1158060
+    is one whose answer names a floor epoch below the asked one that a later rise collapsed.)"""
+    _, events, stats = run(overlapping_scenario(1158060))
+    asked, answer = events[6799], events[7751]
     assert (asked["event_type"], asked["broker_id"], asked["topic"], asked["partition"], asked["leader_id"],
-            asked["last_fetched_epoch"]) == ("fetch", 4, "u", 1, 1, 1)
+            asked["last_fetched_epoch"]) == ("fetch", 1, "t", 8, 4, 1)
     assert (answer["event_type"], answer["broker_id"], answer["topic"], answer["partition"], answer["leader_id"]) == (
-        "fetch_response", 4, "u", 1, 1)
+        "fetch_response", 1, "t", 8, 4)
     assert (answer["diverging_epoch"], answer["diverging_end_offset"]) == (0, 15)
-    rise = events[2029]
+    rise = events[7268]
     assert (rise["event_type"], rise["broker_id"], rise["topic"], rise["partition"], rise["log_start_offset"]) == (
-        "log_start_offset_change", 1, "u", 1, 20)
+        "log_start_offset_change", 4, "t", 8, 15)
+    assert answer["response_received_ms"] < rise["ts_ms"] < answer["ts_ms"]
     assert [v for v in check(events, stats).violations if v.invariant == "truncation_point"] == []
 
 

@@ -31,6 +31,28 @@ def test_every_shipped_scenario_loads(path: Path) -> None:
     assert sc.name == path.stem
 
 
+@pytest.mark.parametrize("path", sorted((SCENARIOS.parents[1] / "benchmarks" / "scenarios").glob("*.yaml")),
+                         ids=lambda p: p.stem)
+def test_every_benchmark_scenario_loads(path: Path) -> None:
+    """The benchmarks' own scenarios (run by commands in benchmarks/README.md) validate too."""
+    assert parse_scenario(yaml.safe_load(path.read_text())).name == path.stem
+
+
+def test_a_segment_must_hold_a_produced_batch() -> None:
+    """`disk.segment_bytes` below a producer's batch (`records_per_batch` x `record_bytes`) is refused:
+    `UnifiedLog.append` refuses an append larger than a segment. A fetch size above it is fine: a leader's read ends
+    at its segment's end."""
+    def doc(segment_bytes: int) -> dict[str, Any]:
+        return _with(disk={"segment_bytes": segment_bytes}, broker_config={"replica.fetch.max.bytes": 10**6},
+                     workload={"producers": [{"topic": "t", "record_bytes": 100, "records_per_batch": 300}]})
+
+    with pytest.raises(ScenarioError) as err:
+        parse_scenario(doc(29999))
+    assert str(err.value) == ("disk.segment_bytes: expected an integer >= 30000 (the largest produced batch: Kafka "
+                              "refuses an append larger than a segment), got 29999")
+    assert parse_scenario(doc(30000)).disk.segment_bytes == 30000
+
+
 def test_defaults_are_kafkas() -> None:
     """Unset broker configs keep ReplicationConfig's (Kafka's) defaults; the clock starts far from 0."""
     sc = parse_scenario(_with())

@@ -124,18 +124,27 @@ def test_reference_checker_finds_no_error(name: str) -> None:
 
 
 def test_size_retention_moves_log_start_offsets_without_violations() -> None:
-    """`disk.retention_bytes`: the retention task deletes old batches below the HW on every replica
-    (log_start_offset_change events) and the reference checker stays clean."""
-    from dataclasses import replace
-
+    """`disk.retention_bytes` with 5,000-byte segments: the retention task deletes whole segments below the HW on
+    every replica, keeping at least `retention.bytes` (Kafka's `deleteRetentionSizeBreachedSegments`), each log start
+    offset moves to a segment's base (log_start_offset_change events), and the reference checker stays clean."""
     from tests.sim.helpers import run, scenario
 
-    sc = scenario("steady-state")
-    sc = replace(sc, disk=replace(sc.disk, retention_bytes=20000, retention_check_interval_ms=3000))
+    sc = scenario("steady-state").with_retention(20000, 5000, 3000)
     cluster, events, stats = run(sc)
     moves = [e for e in events if e["event_type"] == "log_start_offset_change"]
     assert moves and all(e["log_start_offset"] > e["old_log_start_offset"] for e in moves)
+    leaders = 0
     for broker in cluster.brokers.values():
-        for log in broker.disk.logs.values():
+        assert broker.rm is not None
+        for p in broker.rm.partitions.values():
+            log = p.log
             assert log.log_start_offset > 0 and log.log_start_offset <= log.high_watermark
+            assert all(size <= 5000 for _, size in log.segments)
+            if p.is_leader:
+                # Whole segments go, and only while 20,000 bytes remain: a leader's log starts at its first
+                # segment's base and holds at least that much (appends since the last pass only add).
+                leaders += 1
+                assert log.log_start_offset == log.segments[0][0]
+                assert log.size_bytes >= 20000
+    assert leaders == 5
     assert check(events, stats).violations == ()

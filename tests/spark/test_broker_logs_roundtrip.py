@@ -9,7 +9,6 @@ commit's shrink / expand and the ISR it replaces) must be what the engine knew.
 from __future__ import annotations
 
 from collections import defaultdict
-from dataclasses import replace
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -38,8 +37,7 @@ def _runs(tmp: Path) -> list[list[dict[str, Any]]]:
     # Size-based retention moves the log start offsets (leaders' and followers' own, followers' to the leader's).
     # Truncating by OffsetsForLeaderEpoch (IBP before 2.7), a follower asks the new leader before it knows its epoch
     # and retries (an epoch_request_retry).
-    crash = replace(crash, disk=replace(crash.disk, retention_bytes=3000, retention_check_interval_ms=5000)
-                    ).with_overrides(truncation_mode=TruncationMode.LEADER_EPOCH)
+    crash = crash.with_retention(3000, 2000, 5000).with_overrides(truncation_mode=TruncationMode.LEADER_EPOCH)
     scenarios = [crash, load_scenario(SCENARIOS / "slow-follower.yaml"),
                  load_scenario(SCENARIOS / "unclean-election.yaml"), *[varied_scenario(seed) for seed in (11, 12, 13)],
                  load_scenario(SCENARIOS / "kip-966-last-replica-standing.yaml")]

@@ -41,7 +41,7 @@ from __future__ import annotations
 
 import os
 from collections import Counter
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
@@ -150,7 +150,7 @@ def _cases() -> list[Case]:
         else:
             sc = campaign_scenario(seed) if seed % 3 == 0 else varied_scenario(seed)
             if seed % 3 == 2:
-                sc = replace(sc, disk=replace(sc.disk, retention_bytes=3000, retention_check_interval_ms=500))
+                sc = sc.with_retention(3000, 1000, 500)
         if BEFORE_KIP903:
             sc = before_kip903(sc)
         if ELR:
