@@ -246,6 +246,20 @@ def _compiled_tree(rev: str, into: Path) -> Path:
     return dest
 
 
+def _scenario_of(tree: Path, scenario: Path) -> Path:
+    """The revision's own copy of a scenario file of this repository (its keys follow the code that reads them:
+    an older revision refuses a key added since), in its tree or the sources its wheel was built from, else the
+    file as given."""
+    try:
+        rel = scenario.resolve().relative_to(ROOT)
+    except ValueError:
+        return scenario
+    for root in (tree, tree.parent / f"{tree.name}-src"):
+        if (root / rel).exists():
+            return root / rel
+    return scenario
+
+
 def lockstep_ab(revs: list[str], duration_ms: int, slice_ms: int, rounds: int, scenario: Path,
                 mode: str = "interpreted") -> dict[str, Any]:
     """`--ab`: run the two code versions in alternating slices of virtual time, `rounds` times.
@@ -267,7 +281,8 @@ def lockstep_ab(revs: list[str], duration_ms: int, slice_ms: int, rounds: int, s
             order = revs if r % 2 == 0 else revs[::-1]
             procs = {rev: subprocess.Popen(
                 [sys.executable, __file__, "--lockstep-child", str(trees[rev]), "--durations-ms", str(duration_ms),
-                 "--slice-ms", str(slice_ms), "--scenario", str(scenario), *(["--by-batch"] if by_batch else [])],
+                 "--slice-ms", str(slice_ms), "--scenario", str(_scenario_of(trees[rev], scenario)),
+                 *(["--by-batch"] if by_batch else [])],
                 stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, cwd=tmp, env={**os.environ, "CI": "1"})
                 for rev in order}
             for rev in order:  # set-up (cluster, brokers) of both, then the slices one at a time

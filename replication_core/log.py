@@ -221,15 +221,21 @@ class Log:
         if offset >= self._leo:
             return seg_bases[-1]
         batches = self._batches
-        i = bisect_right(self._bases, offset) - 1
-        if i < 0:
-            i = 0
-        n = len(batches)
-        if i < n and batches[i].last_offset < offset:
-            i += 1
-        if i >= n:
+        i = self._first_batch_at(offset)
+        if i >= len(batches):
             return seg_bases[-1]
         return seg_bases[bisect_right(seg_bases, batches[i].base_offset) - 1]
+
+    def _first_batch_at(self, offset: int) -> int:
+        """Index of the first batch ending at or after `offset` (`LogSegment.translateOffset`; an offset in a gap a
+        truncation left finds the next batch), or the number of batches if there is none."""
+        batches = self._batches
+        i = bisect_right(self._bases, offset) - 1
+        if i < 0:
+            return 0
+        if batches[i].last_offset < offset:
+            i += 1
+        return i
 
     @property
     def latest_epoch(self) -> int | None:
@@ -263,13 +269,9 @@ class Log:
         if end_offset <= start_offset:
             return 0
         batches = self._batches
-        i = bisect_right(self._bases, start_offset) - 1
-        if i < 0:
-            i = 0
+        i = self._first_batch_at(start_offset)
         total = 0
         n = len(batches)
-        if i < n and batches[i].last_offset < start_offset:
-            i += 1  # `start_offset` in a gap: count from the next batch
         while i < n:
             b = batches[i]
             if b.last_offset >= end_offset:
@@ -305,12 +307,8 @@ class Log:
             raise IllegalArgumentError(f"Invalid max size {max_bytes} for log read from {self.topic}-{self.partition}")
         upper = leo if isolation is FetchIsolation.LOG_END else self._hw
         batches = self._batches
-        i = bisect_right(self._bases, fetch_offset) - 1
-        if i < 0:
-            i = 0
+        i = self._first_batch_at(fetch_offset)
         n = len(batches)
-        if i < n and batches[i].last_offset < fetch_offset:
-            i += 1  # `fetch_offset` in a gap a truncation left: LogSegment.read starts at the next batch
         if i >= n:
             return new_tuple(FetchDataInfo, (fetch_offset, (), 0, 0))
         seg_bases = self._seg_bases
