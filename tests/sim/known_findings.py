@@ -76,7 +76,11 @@ E. `divergent_prefix_elected` (truncation_safety; found by `--power`, seed 90177
    leader-epoch mode, with process crashes only; a hand-built case keeps it). When F's LEO was S, B's answer told
    it of no divergence at all, so it truncated nothing: it kept every record below S (`--elr --overlapping` seed
    894993, every answer to F lost on a one-way partition). Seeds 901773, 531853 and 534728 were found before the
-   controller published a partition left without a leader (e6fcc33) and now run differently; the tests pin 833649
+   controller published a partition left without a leader (e6fcc33) and now run differently. F may be told B's
+   answer twice, by two leaders, before it processes a response: counted caught up at the first leader's log start
+   offset S1 (E's step), then truncated to the next leader's lower S2 while in the ISR; elected, it commits again
+   the offsets from S2 up to S1 too, which it neither kept nor copied (`--throttled` seed 1164628, found by
+   session 83's campaign). The tests pin 833649
    and 943902. Those two, and 1070007, 836029, 1070113 and 894993 above, show their shapes in runs recorded from
    earlier engines (`tests/data/sim-runs/`): today's engine draws other interleavings from those seeds.
 """
@@ -485,23 +489,41 @@ def _kept_prefix_end(events: Sequence[Event], leader: int, topic: str, partition
     answer at its then leader's log start offset S (an epoch below that leader's cache), or, in the leader-epoch
     mode, went to S, its then leader's log start offset (the OffsetsForLeaderEpoch answer leaves no event), and
     it then processed no fetch response and never raised its log start offset to S: its records below S are
-    kept from before S."""
+    kept from before S. When such a truncation had followed another one of the same kind, at a higher S, with no
+    response processed between (B's answer from one leader, then from the next, whose log start was lower:
+    `--throttled` seed 1164628), S is the highest of the chain: the first answer is where the replica was counted
+    caught up, and the offsets from the later S up to it are ones it neither kept nor copied."""
     mine = [i for i in range(elected) if _same_replica(events[i], leader, topic, partition)]
-    for k in range(len(mine) - 1, -1, -1):
+    best: int | None = None
+    end = len(mine)
+    while True:
+        found = _last_kept_prefix_truncation(events, leader, topic, partition, mine, end)
+        if found is None:
+            return best
+        start, end = found
+        best = start if best is None else max(best, start)
+
+
+def _last_kept_prefix_truncation(events: Sequence[Event], leader: int, topic: str, partition: int,
+                                 mine: list[int], end: int) -> tuple[int, int] | None:
+    """`_kept_prefix_end`'s one step over `mine[:end]` (the replica's events, latest first): (S, where to look for an
+    earlier one), or None."""
+    for k in range(end - 1, -1, -1):
         e = events[mine[k]]
         kind = e["event_type"]
         if kind == "truncation" and e.get("reason") == "leader_epoch":
             # OffsetsForLeaderEpoch (the leader-epoch mode) answered with the leader's log start offset.
             old_leader = _leader_followed(events, leader, topic, partition, mine[k])
             start = None if old_leader is None else _log_start_of(events, old_leader, topic, partition, mine[k])
-            return e["truncate_offset"] if start == e["truncate_offset"] else None
+            return (e["truncate_offset"], k) if start == e["truncate_offset"] else None
         if kind == "truncation":
-            answer = next((events[i] for i in reversed(mine[:k]) if events[i]["event_type"] == "fetch_response"),
-                          None)
+            at = next((i for i in range(k - 1, -1, -1) if events[mine[i]]["event_type"] == "fetch_response"), None)
+            answer = None if at is None else events[mine[at]]
             start = None if answer is None else answer.get("diverging_end_offset")
             if e.get("reason") == "diverging_epoch" and start is not None and (
-                    answer.get("leader_log_start_offset") == start):
-                return start
+                    answer is not None and answer.get("leader_log_start_offset") == start):
+                assert at is not None
+                return start, at
             return None
         if (kind == "fetch_response" and e.get("error") == "NONE") or kind == "log_start_offset_change":
             return None  # a processed response raises the log start offset, deleting the kept records

@@ -631,6 +631,73 @@ def test_errors_without_an_elected_divergent_prefix_are_not_excused(events: list
     assert known_finding(violation, events) is None
 
 
+def _told_twice(*, between: Event | None = None) -> list[Event]:
+    """`_committed_by_the_elected`, after an earlier answer of finding B to broker 3: leader 2 (log start 80) told it
+    DivergingEpoch (5, 80) at its fetch at 85 (event 0), it truncated to 80 (1), `between` happened (2); then leader
+    4's answer at 73 and the rest (3 onwards: the elected broker 3 raises its HW to 73 at event 6)."""
+    return [_ev("fetch_response", 3, topic="t", partition=5, leader_id=2, error="NONE", fetch_offset=85,
+                diverging_epoch=5, diverging_end_offset=80, leader_log_start_offset=80),
+            _ev("truncation", 3, topic="t", partition=5, reason="diverging_epoch", truncate_offset=80, old_leo=85),
+            between or FILLER,
+            *_committed_by_the_elected()]
+
+
+def test_two_answers_of_finding_b_in_a_row_excuse_the_offsets_up_to_the_first() -> None:
+    """Broker 3 was told B's answer twice, by two leaders, with no response processed between: at 80, then at 73.
+    Elected, it commits again offsets up to 80, the first answer's log start, where it had been counted caught up
+    (`--throttled` seed 1164628); a response processed between the two answers ends the chain at 73."""
+    above_the_second = _violation("inconsistent_offsets", "t", 5, 3, 6, 75)
+    assert known_finding(above_the_second, _told_twice()) == DIVERGENT_PREFIX_ELECTED
+    assert known_finding(_violation("inconsistent_offsets", "t", 5, 3, 6, 80), _told_twice()) is None
+    processed = _ev("fetch_response", 3, topic="t", partition=5, leader_id=2, error="NONE", fetch_offset=80,
+                    leader_log_start_offset=80)
+    assert known_finding(above_the_second, _told_twice(between=processed)) is None
+    assert known_finding(_violation("inconsistent_offsets", "t", 5, 3, 6, 51),
+                         _told_twice(between=processed)) == DIVERGENT_PREFIX_ELECTED
+
+
+def test_the_throttled_campaign_seed_elects_a_follower_told_finding_b_by_two_leaders() -> None:
+    """`--seeds 1164628-1164628 --throttled`. Broker 1, back from a crash with its epoch-0 records to 289 and epoch 1's
+    to 569, follows t-0's leader 5 of epoch 2 (log start 100 by retention): DivergingEpoch (1, 100) (event 1070), it
+    truncates to 100 (1071) and keeps 50..99 of epoch 0, where epoch 2 committed others. Its next fetch, at 100,
+    makes leader 5 add it to the ISR (1074, committed 1075); the answer never comes: the reassignment moves leadership
+    to broker 2 (1213). Leader 2, whose log start retention had moved to 80, answers its fetch at 100 with
+    DivergingEpoch (0, 80) (1219): broker 1 truncates to 80 (1220), below leader 2's HW 100, still in the ISR, and
+    its next fetches fail once 2 crashes (1554). Elected alone from the ISR in epoch 4 with LEO 80 (1787, 1790), it
+    appends its own records at 80 (1799) and commits its kept 50..79 and the new 80..99 over epoch 2's: three
+    `inconsistent_offsets`, all finding E, the one at 80 and 90 through the chain of the two answers (session 83's
+    campaign found it reported before `_kept_prefix_end` followed the chain)."""
+    sc = throttled_scenario(1164628)
+    events, stats, errors = _errors(sc)
+    assert [(v.invariant, v.topic, v.partition, v.replica, v.event_id, v.offset) for v in errors] == [
+        ("inconsistent_offsets", "t", 0, 1, 1825, 50), ("inconsistent_offsets", "t", 0, 1, 1831, 80),
+        ("inconsistent_offsets", "t", 0, 1, 1838, 90)]
+    assert {known_finding(v, events) for v in errors} == {DIVERGENT_PREFIX_ELECTED}
+    first, second = events[1070], events[1219]
+    assert (first["broker_id"], first["leader_id"], first["diverging_epoch"], first["diverging_end_offset"],
+            first["leader_log_start_offset"]) == (1, 5, 1, 100, 100)
+    assert (events[1071]["event_type"], events[1071]["truncate_offset"]) == ("truncation", 100)
+    added = events[1075]
+    assert (added["broker_id"], added["isr_state"], added["isr"]) == (5, "committed", [1, 2, 5])
+    assert (events[1213]["broker_id"], events[1213]["action"], events[1213]["leader_id"]) == (1, "become_follower", 2)
+    assert (events[1554]["event_type"], events[1554]["broker_id"], events[1554]["action"]) == (
+        "broker_lifecycle", 2, "crash")
+    assert (second["broker_id"], second["leader_id"], second["diverging_epoch"], second["diverging_end_offset"],
+            second["leader_log_start_offset"], second["leader_hw"]) == (1, 2, 0, 80, 80, 100)
+    assert (events[1220]["event_type"], events[1220]["truncate_offset"]) == ("truncation", 80)
+    between = [e for e in events[1071:1790] if e["event_type"] in ("fetch_response", "log_start_offset_change")
+               and e["broker_id"] == 1 and (e["topic"], e["partition"]) == ("t", 0)]
+    assert [(e["event_type"], e.get("error"), e.get("diverging_end_offset")) for e in between] == [
+        ("fetch_response", "NONE", 80)] + [("fetch_response", "NETWORK_EXCEPTION", None)] * 9
+    election, elected = events[1787], events[1790]
+    assert (election["action"], election["leader_id"], election["leader_epoch"], election["isr"]) == (
+        "clean", 1, 4, [1])
+    assert (elected["broker_id"], elected["action"], elected["leo"]) == (1, "become_leader", 80)
+    assert (events[1799]["event_type"], events[1799]["base_offset"], events[1799]["batch_leader_epoch"]) == (
+        "append", 80, 4)
+    assert problems_in(sc, events, stats)[0] == []
+
+
 def test_the_power_campaign_seed_commits_the_elected_divergent_prefix() -> None:
     """`--seeds 943902-943902 --power --before-kip903 --before-metadata-deltas`: broker 1, t-2's leader in epoch 2, is
     back from a pause as a follower of epoch 3's leader 3 (log start 286 since event 7394), which had committed its own
