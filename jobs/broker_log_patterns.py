@@ -291,6 +291,33 @@ PATTERNS: tuple[LinePattern, ...] = (
         {"tp": "coalesce({1}, _tp_prefix)", "log_start_offset": "long({2})"},
     ),
     LinePattern(
+        "log_load", "log_load",
+        "Log.loadSegments / Log's constructor, at a broker's start and for a log it creates: 'Completed load of log "
+        "{tp} with log end offset {o}' (0.8); '... of log {tp} with {n} log segments and log end offset {o} in {ms} "
+        "ms' (0.9-0.10, no log start offset yet); '... of log {tp} with {n} log segments, log start offset {s} and "
+        "log end offset {o} in {ms} ms' (0.11-1.x); '[Log partition={tp}, dir={d}] Completed load of log with {n} "
+        "segments, log start offset {s} and log end offset {o} in {ms} ms' (2.x; Confluent's tiered builds print "
+        "'log start offset (merged: {s}, local: {l})'). A 'local log start offset' is the local tier's: not read",
+        "Completed load of log ",
+        r"Completed load of log (?:(\S+-\d+) )?with (?:\d+ (?:log )?segments(?:, (local )?log start offset "
+        r"(?:\(merged: )?(\d+)(?:, local: \d+\))?)? and )?log end offset (\d+)",
+        {"tp": "coalesce({1}, _tp_prefix)", "log_start_offset": "CASE WHEN {2} IS NULL THEN long({3}) END",
+         "leo": "long({4})"},
+    ),
+    LinePattern(
+        "log_load_manager", "log_load",
+        "LogManager.loadLogs (in 2.6 and later), once per log loaded at a broker's start: 'Completed load of "
+        "Log(dir={d}, [topicId={id}, ]topic={t}, partition={p}, highWatermark={h}, lastStableOffset={l}, "
+        "logStartOffset={s}, logEndOffset={o}) with {n} segments in {ms}ms ({k}/{m} loaded in {d})' (later releases: "
+        "'... with {n} segments, local-log-start-offset {s} and log-end-offset {o} in {ms}ms ({k}/{m} completed in "
+        "{d})'). The printed "
+        "highWatermark is the log's before its partition applies the checkpoint (its log start): not read",
+        "Completed load of Log(",
+        r"Completed load of Log\(dir=.*?, topic=(.+?), partition=(\d+), highWatermark=\d+, lastStableOffset=\d+, "
+        r"logStartOffset=(\d+), logEndOffset=(\d+)\)",
+        {"tp": "tp({1}, {2})", "log_start_offset": "long({3})", "leo": "long({4})"},
+    ),
+    LinePattern(
         "truncation_reason", "truncation",
         "ReplicaFetcherThread, the line before the log layer's own: 'Truncating partition {tp} to local high "
         "watermark {hw}' (2.1-3.0); 'Truncating partition {tp} with TruncationState(offset={o}, completed={b}) due "

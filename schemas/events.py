@@ -16,9 +16,9 @@ from dataclasses import dataclass, field
 
 import pyarrow as pa
 
-SCHEMA_VERSION = "1.9"
+SCHEMA_VERSION = "1.10"
 SCHEMA_MAJOR = 1
-SCHEMA_MINOR = 9
+SCHEMA_MINOR = 10
 
 
 class SchemaVersionError(ValueError):
@@ -68,6 +68,7 @@ PARTITION_CHANGE = "partition_change"
 BROKER_CONFIG = "broker_config"
 EPOCH_REQUEST_RETRY = "epoch_request_retry"
 BROKER_FAULT = "broker_fault"
+LOG_LOAD = "log_load"
 
 HOLDING_FAULTS: tuple[str, ...] = ("gc_pause", "disk_stall")
 """broker_fault actions that hold a running broker's threads for their duration (a network partition holds none)."""
@@ -232,6 +233,17 @@ EVENT_TYPES: dict[str, EventType] = {
             ("action",),
             partition_scoped=False,
         ),
+        EventType(
+            LOG_LOAD,
+            "A broker loaded a replica's log from its log directory (LogManager.loadLogs at startup, after recovering "
+            "the unflushed segments when the last shutdown was not clean; Kafka prints the same line for a log it "
+            "creates empty): the log start offset and LEO it found on disk. A crash's lost tail shows here as an LEO "
+            "below the one the replica had. Broker logs only: the engine records a crash's recovery at the crash "
+            "(`truncation` and `hw_change` of its disk). Since 1.10.",
+            ("log_start_offset", "leo"),
+            # 0.9-0.10 print no log start offset (Kafka had none before 0.11).
+            log_requires=("leo",),
+        ),
     )
 }
 
@@ -358,15 +370,15 @@ PAYLOAD: tuple[Column, ...] = (
            used_by=(APPEND,), non_negative=True),
     Column("batch_checksum", pa.int64(), "Identity of the batch's content (CRC32C-style, unsigned); the same "
            "batch has the same checksum on every replica.", used_by=(APPEND, PRODUCE_ACK), non_negative=True),
-    Column("leo", pa.int64(), "Log end offset (exclusive): after the append, at the leadership change, or "
-           "the leader's LEO when it recorded a follower's fetch state.", "offset",
-           used_by=(LEADERSHIP_CHANGE, APPEND, FOLLOWER_FETCH_STATE), non_negative=True),
+    Column("leo", pa.int64(), "Log end offset (exclusive): after the append, at the leadership change, as the log "
+           "was loaded, or the leader's LEO when it recorded a follower's fetch state.", "offset",
+           used_by=(LEADERSHIP_CHANGE, APPEND, FOLLOWER_FETCH_STATE, LOG_LOAD), non_negative=True),
     Column("hw", pa.int64(), "High watermark (exclusive): the new HW, or the HW at the moment.", "offset",
            used_by=(LEADERSHIP_CHANGE, HW_CHANGE, TRUNCATION), non_negative=True),
     Column("old_hw", pa.int64(), "High watermark before the change.", "offset", used_by=(HW_CHANGE,),
            non_negative=True),
-    Column("log_start_offset", pa.int64(), "Log start offset after the change.", "offset",
-           used_by=(LOG_START_OFFSET_CHANGE,), non_negative=True),
+    Column("log_start_offset", pa.int64(), "Log start offset after the change, or as the log was loaded.",
+           "offset", used_by=(LOG_START_OFFSET_CHANGE, LOG_LOAD), non_negative=True),
     Column("old_log_start_offset", pa.int64(), "Log start offset before the change.", "offset",
            used_by=(LOG_START_OFFSET_CHANGE,), non_negative=True),
     Column("fetcher_id", pa.int32(), "Fetcher thread id (hash of topic and partition modulo "

@@ -5,11 +5,15 @@ Definitions (what operators read):
 `silver/replica_offsets` — per (run, topic, partition, replica = emitting broker), intervals
 `[valid_from_ms, valid_to_ms)` of constant (role, leader_epoch, log_start_offset, high_watermark,
 log_end_offset). Sources, all emitted by the replica's own log / partition:
-  * LEO: `append.leo`, `truncation.truncate_offset`, `leadership_change.leo`;
+  * LEO: `append.leo`, `truncation.truncate_offset`, `leadership_change.leo`, `log_load.leo` (the log as its
+    broker loaded it at a restart, read from broker logs: a crash's lost tail shows as a drop);
   * HW: `hw_change.hw`, `leadership_change.hw` (a truncation's `hw` is the HW *before* it, so it is not
-    a source; the engine emits the following `hw_change` itself);
-  * LSO: `log_start_offset_change.log_start_offset`, lowered to a later `leadership_change.leo` below it (the
-    new, empty log of a replica deleted and added back, or a crash's loss: Kafka keeps log start <= LEO);
+    a source; the engine emits the following `hw_change` itself), never above the LEO: Kafka's truncation and
+    log recovery lower the HW to the LEO, which broker logs do not print;
+  * LSO: `log_start_offset_change.log_start_offset`, `log_load.log_start_offset` (which may be lower: Kafka
+    reloads the last log-start-offset checkpoint, or the first segment's base), lowered to a later
+    `leadership_change.leo` or `log_load.leo` below it (the new, empty log of a replica deleted and added back,
+    or a crash's loss: Kafka keeps log start <= LEO);
   * role: `leadership_change.action` (become_leader / become_follower); `offline` from its broker's
     crash or shutdown (`broker_lifecycle`, a run-level event; replicas with a leadership change before
     it) until its next leadership change: a broker that is down leads nothing, whatever its last
@@ -86,6 +90,7 @@ from schemas.events import (
     ISR_CHANGE,
     LEADER_ELECTION,
     LEADERSHIP_CHANGE,
+    LOG_LOAD,
     LOG_START_OFFSET_CHANGE,
     PARTITION_CHANGE,
     TRUNCATION,
@@ -222,7 +227,7 @@ def replica_offsets(events: DataFrame, state_events: DataFrame | None = None) ->
     `partition_state_events(events)`, if the caller has them (the job computes them once for two tables)."""
     et = F.col("event_type")
     ev = events.where(
-        et.isin(APPEND, TRUNCATION, HW_CHANGE, LOG_START_OFFSET_CHANGE, LEADERSHIP_CHANGE)
+        et.isin(APPEND, TRUNCATION, HW_CHANGE, LOG_START_OFFSET_CHANGE, LEADERSHIP_CHANGE, LOG_LOAD)
         & _scoped(events)
         & F.col("broker_id").isNotNull()
     ).select(
@@ -234,14 +239,14 @@ def replica_offsets(events: DataFrame, state_events: DataFrame | None = None) ->
                F.when(F.col("action") == "become_leader", "leader").otherwise("follower")).alias("_role"),
         F.when(et != LEADERSHIP_CHANGE, F.col("role")).alias("_event_role"),
         F.col("leader_epoch").alias("_epoch"),
-        F.when(et.isin(APPEND, LEADERSHIP_CHANGE), F.col("leo"))
+        F.when(et.isin(APPEND, LEADERSHIP_CHANGE, LOG_LOAD), F.col("leo"))
         .when(et == TRUNCATION, F.col("truncate_offset")).alias("_leo"),
         F.when(et == APPEND, F.col("base_offset")).when(et == TRUNCATION, F.col("old_leo")).alias("_leo0"),
         F.when(et.isin(HW_CHANGE, LEADERSHIP_CHANGE), F.col("hw")).alias("_hw"),
         F.when(et == HW_CHANGE, F.col("old_hw")).alias("_hw0"),
-        F.when(et == LOG_START_OFFSET_CHANGE, F.col("log_start_offset")).alias("_lso"),
+        F.when(et.isin(LOG_START_OFFSET_CHANGE, LOG_LOAD), F.col("log_start_offset")).alias("_lso"),
         F.when(et == LOG_START_OFFSET_CHANGE, F.col("old_log_start_offset")).alias("_lso0"),
-        F.when(et == LEADERSHIP_CHANGE, F.col("leo")).alias("_lso_low"),
+        F.when(et.isin(LEADERSHIP_CHANGE, LOG_LOAD), F.col("leo")).alias("_lso_low"),
         F.when(et == LEADERSHIP_CHANGE, F.lit(False)).alias("_gone"),
     )
     keys = [*PARTITION_KEY, "replica_id"]
@@ -291,10 +296,13 @@ def replica_offsets(events: DataFrame, state_events: DataFrame | None = None) ->
         F.coalesce(_running("_leo", w), _initial("_leo0", "_leo", w)).alias("log_end_offset"),
         F.lead("ts_ms").over(w).alias("_next_ts"),
     )
-    # A removed replica's log is gone: no offsets until it is assigned again (with a new log).
+    # A removed replica's log is gone: no offsets until it is assigned again (with a new log). The HW never
+    # exceeds the LEO: a truncation or recovery that cuts below it lowers it (`UnifiedLog.truncateTo`, the HW
+    # checkpoint clamped on load), which a broker log does not print.
     kept = F.col("role") != REMOVED
-    running = running.select(*keys, "ts_ms", "event_id", "role", "leader_epoch", "_next_ts", *[
-        F.when(kept, F.col(c)).alias(c) for c in ("log_start_offset", "high_watermark", "log_end_offset")])
+    running = running.withColumn("high_watermark", F.least("high_watermark", "log_end_offset")).select(
+        *keys, "ts_ms", "event_id", "role", "leader_epoch", "_next_ts", *[
+            F.when(kept, F.col(c)).alias(c) for c in ("log_start_offset", "high_watermark", "log_end_offset")])
     out = _intervals(running, keys, ["role", "leader_epoch", "log_start_offset", "high_watermark", "log_end_offset"])
     return conform(out, to_spark_schema(REPLICA_OFFSETS_SCHEMA))
 

@@ -435,6 +435,41 @@ def test_a_log_start_offset_increment_is_a_log_start_offset_change(spark: SparkS
     assert got.count() == 8  # broker 2: the leader line and five log starts; broker 4: its start and a log start
 
 
+def test_a_log_loaded_at_a_brokers_start_is_a_log_load(spark: SparkSession, tmp_path: Path) -> None:
+    """Each version's line for a log its broker loaded (or created) is a log_load with the log start offset and
+    LEO it found; 0.8-0.10 print no log start, a tiered build's merged start is the log's, the local tier's start
+    is not, and LogManager's highWatermark (the log's before its partition applies the checkpoint) is not read."""
+    new = """\
+[2024-05-14 12:00:00,000] INFO [BrokerServer id=2] Transition from STARTING to STARTED (kafka.server.BrokerServer)
+[2024-05-14 12:00:01,000] INFO Completed load of Log(dir=/data/t-3, topicId=GhYHO3u3QCWBkh_YmtCs8Q, topic=t, partition=3, highWatermark=40, lastStableOffset=40, logStartOffset=40, logEndOffset=95) with 2 segments, local-log-start-offset 40 and log-end-offset 95 in 105ms (1/3 completed in /data) (kafka.log.LogManager)
+[2024-05-14 12:00:01,100] INFO Completed load of Log(dir=C:\\kafka\\logs\\my-topic-0, topic=my-topic, partition=0, highWatermark=0, lastStableOffset=0, logStartOffset=0, logEndOffset=2) with 1 segments in 143ms (2/3 loaded in C:\\kafka\\logs) (kafka.log.LogManager)
+[2024-05-14 12:00:01,200] INFO [Log partition=u-1, dir=/data] Completed load of log with 1 segments, log start offset 7 and log end offset 9 in 4 ms (kafka.log.Log)
+[2024-05-14 12:00:01,300] INFO [MergedLog partition=u-2, dir=/data] Completed load of log with 1 segments, log start offset (merged: 5, local: 8) and log end offset 12 in 48 ms (kafka.log.MergedLog)
+[2024-05-14 12:00:01,400] INFO [MergedLog partition=u-3, dir=/data] Completed load of log with 1 segments, local log start offset 8 and log end offset 12 in 48 ms (kafka.log.MergedLog)
+"""
+    old = """\
+[2018-01-01 00:00:00,000] INFO [Kafka Server 4], started (kafka.server.KafkaServer)
+[2018-01-01 00:00:01,000] INFO Completed load of log orders-12 with 1 log segments, log start offset 22786435 and log end offset 22786500 in 12 ms (kafka.log.Log)
+[2018-01-01 00:00:02,000] INFO Completed load of log monitor-2 with 1 log segments and log end offset 31119681 in 18507 ms (kafka.log.Log)
+[2018-01-01 00:00:03,000] INFO Completed load of log legacy-0 with log end offset 5 (kafka.log.Log)
+"""
+    got = parse(spark, write_logs(tmp_path, {"server.log": new, "server-4.log": old}))
+    assert got.where("_reason_code IS NOT NULL").count() == 0
+    loads = got.where("event_type = 'log_load'").select("broker_id", "topic", "partition", "log_start_offset", "leo")
+    assert_df_equality(loads, spark.createDataFrame([
+        (2, "t", 3, 40, 95),
+        (2, "my-topic", 0, 0, 2),
+        (2, "u", 1, 7, 9),
+        (2, "u", 2, 5, 12),
+        (2, "u", 3, None, 12),
+        (4, "orders", 12, 22786435, 22786500),
+        (4, "monitor", 2, None, 31119681),
+        (4, "legacy", 0, None, 5),
+    ], "broker_id int, topic string, partition int, log_start_offset bigint, leo bigint"),
+        ignore_row_order=True, ignore_nullable=True)
+    assert got.count() == 10  # two broker starts and eight loads
+
+
 def test_an_alter_partition_retry_is_a_rejection_that_keeps_the_proposal(spark: SparkSession, tmp_path: Path) -> None:
     """'Failed to update ISR to Pending...Isr(...) due to unexpected E. Retrying.' (2.7 and 2.8+ forms): a rejected
     isr_change with reason retry and the error; its action from the pending state it names, its old ISR and epoch
@@ -1211,17 +1246,24 @@ def test_real_excerpts(spark: SparkSession) -> None:
         ("33", 2, fetch, None, None, "xxxx", 75, "unread_log_line"),
         ("33", 6, fetch, None, None, None, None, "unread_log_line"),
         ("33", 8, fetch, None, None, "reptest", 0, "unread_log_line"),
+        # Three brokers' excerpts in one file: the log layer's line of a log loaded (or created) names no broker,
+        # and the file names several, so it is quarantined (files 36 and 39).
+        ("36", 5, "log_load", None, None, "test1", 0, "unread_log_line"),
         ("36", 11, "leadership_change", "become_leader", 1, "test1", 0, None),
+        ("36", 20, "log_load", None, None, "test1", 0, "unread_log_line"),
         ("36", 27, "leadership_change", "become_follower", 3, "test1", 0, None),
         ("36", 58, "leadership_change", "become_follower", 2, "test1", 0, None),
         ("36", 69, "leadership_change", "become_follower", 2, "test1", 0, None),
         # 2.0: broker 2, following new leader 3, asks it for its epoch's end before 3 learned it leads: it retries.
         ("36", 76, "epoch_request_retry", None, 2, "test1", 0, None),
         ("39", 2, "broker_lifecycle", "start", 0, None, None, None),
+        ("39", 4, "log_load", None, None, "byfn-sys-channel", 0, "unread_log_line"),
         ("39", 10, "leadership_change", "become_follower", 0, "byfn-sys-channel", 0, None),
         ("39", 15, "broker_lifecycle", "start", 1, None, None, None),
+        ("39", 18, "log_load", None, None, "byfn-sys-channel", 0, "unread_log_line"),
         ("39", 23, "leadership_change", "become_follower", 1, "byfn-sys-channel", 0, None),
         ("39", 28, "broker_lifecycle", "start", 2, None, None, None),
+        ("39", 30, "log_load", None, None, "byfn-sys-channel", 0, "unread_log_line"),
         ("39", 35, "leadership_change", "become_leader", 2, "byfn-sys-channel", 0, None),
     ]
     # Who each follower fetches from, and in which epoch where the version prints it (2.4+).

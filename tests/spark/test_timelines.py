@@ -101,6 +101,44 @@ def test_replica_offsets_the_log_a_power_failure_leaves_is_offline_not_a_followe
     ], REPLICA_OFFSETS_SCHEMA)
 
 
+def test_replica_offsets_a_log_loaded_at_a_restart_sets_its_offsets(events, expect) -> None:
+    # Read from broker logs (`log_load`, 'Completed load of log ...'): broker 1's restart after a power failure
+    # finds its log ending at 7 (offsets 7-9 were not flushed) and starting at 2 (its last log-start-offset
+    # checkpoint, below the 4 retention had reached): both go down, and the HW, which the log line does not
+    # print, is never above the LEO. The 0.10 form prints no log start: a LEO below it lowers it.
+    ev = events([
+        dict(event_type="leadership_change", ts_ms=10, broker_id=1, leader_epoch=1, action="become_leader",
+             leader_id=1, partition_epoch=1, replicas=[1, 2], leo=5, hw=5),                    # 0
+        dict(event_type="append", ts_ms=50, broker_id=1, leader_epoch=1, role=L, base_offset=5, last_offset=9,
+             leo=10),                                                                           # 1
+        dict(event_type="hw_change", ts_ms=60, broker_id=1, leader_epoch=1, role=L, old_hw=5, hw=10),  # 2
+        dict(event_type="log_start_offset_change", ts_ms=70, broker_id=1, leader_epoch=1, role=L,
+             old_log_start_offset=0, log_start_offset=4, reason="segment_deletion"),            # 3
+        dict(event_type="broker_lifecycle", ts_ms=100, broker_id=1, topic=None, partition=None,
+             action="crash"),                                                                   # 4
+        dict(event_type="log_load", ts_ms=150, broker_id=1, leader_epoch=1, log_start_offset=2, leo=7),  # 5
+        dict(event_type="leadership_change", ts_ms=300, broker_id=1, leader_epoch=2, action="become_follower",
+             leader_id=2, partition_epoch=2, replicas=[1, 2], leo=7, hw=6),                    # 6
+        dict(event_type="leadership_change", ts_ms=10, broker_id=2, partition=1, leader_epoch=1,
+             action="become_follower", leader_id=1, partition_epoch=1, replicas=[1, 2], leo=8, hw=8),  # 7
+        dict(event_type="log_start_offset_change", ts_ms=20, broker_id=2, partition=1, leader_epoch=1, role=F_,
+             old_log_start_offset=0, log_start_offset=4),                                       # 8
+        dict(event_type="log_load", ts_ms=150, broker_id=2, partition=1, leader_epoch=1, leo=3),  # 9
+    ])
+    expect(replica_offsets(ev), [
+        ("r", "t", 0, 1, 10, 50, L, 1, 0, 5, 5, 0),
+        ("r", "t", 0, 1, 50, 60, L, 1, 0, 5, 10, 1),
+        ("r", "t", 0, 1, 60, 70, L, 1, 0, 10, 10, 2),
+        ("r", "t", 0, 1, 70, 100, L, 1, 4, 10, 10, 3),
+        ("r", "t", 0, 1, 100, 150, "offline", 1, 4, 10, 10, 4),
+        ("r", "t", 0, 1, 150, 300, "offline", 1, 2, 7, 7, 5),    # HW 10 -> 7: not above the LEO
+        ("r", "t", 0, 1, 300, None, F_, 2, 2, 6, 7, 6),
+        ("r", "t", 1, 2, 10, 20, F_, 1, 0, 8, 8, 7),
+        ("r", "t", 1, 2, 20, 150, F_, 1, 4, 8, 8, 8),
+        ("r", "t", 1, 2, 150, None, F_, 1, 3, 3, 3, 9),
+    ], REPLICA_OFFSETS_SCHEMA)
+
+
 def test_replica_offsets_a_replica_added_back_starts_its_new_log_at_its_leo(events, expect) -> None:
     # A review's shape (nemesis-small seed 8503, t-5 replica 1): retention moved the follower's log start to 53;
     # a reassignment removed the replica (its log deleted, no event of its own) and another added it back
