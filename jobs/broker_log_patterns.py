@@ -45,6 +45,9 @@ class LinePattern:
     the columns read as `_entry.<field>`."""
     hint: bool = False
     """The line is no event but explains one: the reason of the truncation the log layer prints next."""
+    ignore: bool = False
+    """The line is about nothing this table records (a log directory pending deletion, say): matched so that a strict
+    pattern with the same trigger does not quarantine it as an unknown form, then dropped."""
 
 
 _ISR_LIST = r"([\d, ]*)"
@@ -291,13 +294,25 @@ PATTERNS: tuple[LinePattern, ...] = (
         {"tp": "coalesce({1}, _tp_prefix)", "log_start_offset": "long({2})"},
     ),
     LinePattern(
+        "log_load_other_dir", "log_load",
+        "The same lines for a log in a directory that is not the replica's: one pending deletion "
+        "('{tp}.{uuid}-delete'), the target of an intra-broker move ('{tp}.{uuid}-future', 1.1+) or a stray log "
+        "('{tp}.{uuid}-stray', 3.7+), which Kafka loads at start too. Before 2.0 the line names the directory, from "
+        "2.6 its path: no event. 2.0-2.5 print the replica's own prefix for them, so those read as the replica's",
+        "Completed load of ",
+        r"Completed load of (?:log \S+|Log\(dir=[^,]*)\.\w+-(?:delete|future|stray)[ ,]",
+        strict=False,
+        ignore=True,
+    ),
+    LinePattern(
         "log_load", "log_load",
-        "Log.loadSegments / Log's constructor, at a broker's start and for a log it creates: 'Completed load of log "
-        "{tp} with log end offset {o}' (0.8); '... of log {tp} with {n} log segments and log end offset {o} in {ms} "
-        "ms' (0.9-0.10, no log start offset yet); '... of log {tp} with {n} log segments, log start offset {s} and "
-        "log end offset {o} in {ms} ms' (0.11-1.x); '[Log partition={tp}, dir={d}] Completed load of log with {n} "
-        "segments, log start offset {s} and log end offset {o} in {ms} ms' (2.x; Confluent's tiered builds print "
-        "'log start offset (merged: {s}, local: {l})'). A 'local log start offset' is the local tier's: not read",
+        "UnifiedLog / Log.loadSegments, at a broker's start and (up to 2.5) for a log it creates: 'Completed load of "
+        "log {tp} with log end offset {o}' (0.8); '... of log {tp} with {n} log segments and log end offset {o} in "
+        "{ms} ms' (0.9-0.10, no log start offset yet); '... of log {tp} with {n} log segments, log start offset {s} "
+        "and log end offset {o} in {ms} ms' (0.11-1.x); '[Log partition={tp}, dir={d}] Completed load of log with "
+        "{n} segments, log start offset {s} and log end offset {o} in {ms} ms' (2.0-2.5, whose LogManager prints "
+        "none; Confluent's tiered builds print 'log start offset (merged: {s}, local: {l})'). A 'local log start "
+        "offset' is the local tier's: not read",
         "Completed load of log ",
         r"Completed load of log (?:(\S+-\d+) )?with (?:\d+ (?:log )?segments(?:, (local )?log start offset "
         r"(?:\(merged: )?(\d+)(?:, local: \d+\))?)? and )?log end offset (\d+)",
@@ -306,15 +321,16 @@ PATTERNS: tuple[LinePattern, ...] = (
     ),
     LinePattern(
         "log_load_manager", "log_load",
-        "LogManager.loadLogs (in 2.6 and later), once per log loaded at a broker's start: 'Completed load of "
-        "Log(dir={d}, [topicId={id}, ]topic={t}, partition={p}, highWatermark={h}, lastStableOffset={l}, "
-        "logStartOffset={s}, logEndOffset={o}) with {n} segments in {ms}ms ({k}/{m} loaded in {d})' (later releases: "
-        "'... with {n} segments, local-log-start-offset {s} and log-end-offset {o} in {ms}ms ({k}/{m} completed in "
-        "{d})'). The printed "
-        "highWatermark is the log's before its partition applies the checkpoint (its log start): not read",
+        "LogManager.loadLogs (2.6+, which dropped the log's own line), once per log loaded at a broker's start: "
+        "'Completed load of Log(dir={d}/{tp}, [topicId={id}, ]topic={t}, partition={p}, highWatermark={h}, "
+        "lastStableOffset={l}, logStartOffset={s}, logEndOffset={o}) with {n} segments in {ms}ms ({k}/{m} loaded in "
+        "{d})' (2.6-3.2; 3.3-3.5 end '({k}/{m} completed in {d})', 3.6+ '... with {n} segments, "
+        "local-log-start-offset {s} and log-end-offset {o} in {ms}ms ({k}/{m} completed in {d})'). A log it creates "
+        "prints only 'Created log for partition ...', no offsets. The printed highWatermark is the log's before its "
+        "partition applies the checkpoint (its log start): not read",
         "Completed load of Log(",
-        r"Completed load of Log\(dir=.*?, topic=(.+?), partition=(\d+), highWatermark=\d+, lastStableOffset=\d+, "
-        r"logStartOffset=(\d+), logEndOffset=(\d+)\)",
+        r"Completed load of Log\(dir=[^,]*-\d+, (?:topicId=[^,]*, )?topic=(.+?), partition=(\d+), "
+        r"highWatermark=\d+, lastStableOffset=\d+, logStartOffset=(\d+), logEndOffset=(\d+)\)",
         {"tp": "tp({1}, {2})", "log_start_offset": "long({3})", "leo": "long({4})"},
     ),
     LinePattern(

@@ -206,8 +206,9 @@ def read_broker_logs(spark: SparkSession, paths: Sequence[str], options: BrokerL
         .withColumn("_unknown", F.when(F.col("_pattern").isNull(), _unknown_form(PATTERNS)))
         .withColumn("_tp_prefix", F.expr(tp_prefix_sql("line")))
     )
+    ignored = F.coalesce(F.col("_pattern").isin(*[p.name for p in PATTERNS if p.ignore]), F.lit(False))
     hits = (_with_rolled_log_broker(hits, existing)
-            .where((F.col("_hit") & (F.col("_pattern").isNotNull() | F.col("_unknown").isNotNull()))
+            .where((F.col("_hit") & (F.col("_pattern").isNotNull() | F.col("_unknown").isNotNull()) & ~ignored)
                    | F.col("_cfg_block").isNotNull())
             .drop("_first", "_names_broker"))
     event_type = F.expr("CASE _pattern " + " ".join(

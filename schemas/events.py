@@ -236,7 +236,7 @@ EVENT_TYPES: dict[str, EventType] = {
         EventType(
             LOG_LOAD,
             "A broker loaded a replica's log from its log directory (LogManager.loadLogs at startup, after recovering "
-            "the unflushed segments when the last shutdown was not clean; Kafka prints the same line for a log it "
+            "the unflushed segments when the last shutdown was not clean; up to Kafka 2.5 the same line for a log it "
             "creates empty): the log start offset and LEO it found on disk. A crash's lost tail shows here as an LEO "
             "below the one the replica had. Broker logs only: the engine records a crash's recovery at the crash "
             "(`truncation` and `hw_change` of its disk). Since 1.10.",

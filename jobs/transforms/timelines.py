@@ -289,7 +289,9 @@ def replica_offsets(events: DataFrame, state_events: DataFrame | None = None) ->
         _running("_epoch", w).alias("leader_epoch"),
         # A leadership change reporting a log that ends below the LSO (a new, empty log of a replica added
         # back after its deletion; a crash's loss) lowers it, as `jobs.invariants.replica_scan` replays it:
-        # Kafka keeps log start <= LEO. `least` skips the null of a segment with no such change.
+        # Kafka keeps log start <= LEO. A log_load does the same here; the audit's replays and the checker do not
+        # read it (a broker log's restart informs the picture, no invariant). `least` skips the null of a segment
+        # with no such change.
         F.when(lso.isNotNull(), F.least(lso, lowest_in_segment(F.col("_lso_low"), F.col("_lso_seg"), upto)))
         .alias("log_start_offset"),
         F.coalesce(_running("_hw", w), _initial("_hw0", "_hw", w)).alias("high_watermark"),
@@ -299,8 +301,10 @@ def replica_offsets(events: DataFrame, state_events: DataFrame | None = None) ->
     # A removed replica's log is gone: no offsets until it is assigned again (with a new log). The HW never
     # exceeds the LEO: a truncation or recovery that cuts below it lowers it (`UnifiedLog.truncateTo`, the HW
     # checkpoint clamped on load), which a broker log does not print.
-    kept = F.col("role") != REMOVED
-    running = running.withColumn("high_watermark", F.least("high_watermark", "log_end_offset")).select(
+    kept = F.coalesce(F.col("role") != REMOVED, F.lit(True))
+    hw, leo = F.col("high_watermark"), F.col("log_end_offset")
+    # Not `least`, which skips a null: an HW no event told stays unknown, whatever the LEO.
+    running = running.withColumn("high_watermark", F.when(hw > leo, leo).otherwise(hw)).select(
         *keys, "ts_ms", "event_id", "role", "leader_epoch", "_next_ts", *[
             F.when(kept, F.col(c)).alias(c) for c in ("log_start_offset", "high_watermark", "log_end_offset")])
     out = _intervals(running, keys, ["role", "leader_epoch", "log_start_offset", "high_watermark", "log_end_offset"])

@@ -124,6 +124,12 @@ def test_replica_offsets_a_log_loaded_at_a_restart_sets_its_offsets(events, expe
         dict(event_type="log_start_offset_change", ts_ms=20, broker_id=2, partition=1, leader_epoch=1, role=F_,
              old_log_start_offset=0, log_start_offset=4),                                       # 8
         dict(event_type="log_load", ts_ms=150, broker_id=2, partition=1, leader_epoch=1, leo=3),  # 9
+        # From a log without leadership lines: a truncation line (no role, no HW printed), then a load. The HW
+        # stays unknown (not the LEO), and the offsets show although no line stated the role.
+        dict(event_type="truncation", ts_ms=10, broker_id=3, partition=2, leader_epoch=4, old_leo=None,
+             truncate_offset=95, reason=None),                                                  # 10
+        dict(event_type="log_load", ts_ms=20, broker_id=3, partition=2, leader_epoch=4, log_start_offset=10,
+             leo=90),                                                                           # 11
     ])
     expect(replica_offsets(ev), [
         ("r", "t", 0, 1, 10, 50, L, 1, 0, 5, 5, 0),
@@ -136,6 +142,8 @@ def test_replica_offsets_a_log_loaded_at_a_restart_sets_its_offsets(events, expe
         ("r", "t", 1, 2, 10, 20, F_, 1, 0, 8, 8, 7),
         ("r", "t", 1, 2, 20, 150, F_, 1, 4, 8, 8, 8),
         ("r", "t", 1, 2, 150, None, F_, 1, 3, 3, 3, 9),
+        ("r", "t", 2, 3, 10, 20, None, 4, None, None, 95, 10),
+        ("r", "t", 2, 3, 20, None, None, 4, 10, None, 90, 11),
     ], REPLICA_OFFSETS_SCHEMA)
 
 
