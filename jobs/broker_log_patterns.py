@@ -64,6 +64,8 @@ EXCEPTION_ERRORS: Mapping[str, str] = {
     "MessageSizeTooLarge": "MESSAGE_TOO_LARGE",
     "KafkaStorage": "KAFKA_STORAGE_ERROR",
     "UnknownServer": "UNKNOWN_SERVER_ERROR",
+    "OutOfOrderSequence": "OUT_OF_ORDER_SEQUENCE_NUMBER",
+    "DuplicateSequence": "DUPLICATE_SEQUENCE_NUMBER",
     **{name: "NETWORK_EXCEPTION" for name in ("IO", "EOF", "Socket", "SocketTimeout", "Connect", "NoRouteToHost",
                                               "PortUnreachable", "UnknownHost", "ClosedChannel", "Disconnect")},
 }
@@ -292,6 +294,28 @@ PATTERNS: tuple[LinePattern, ...] = (
         "Incrementing log start offset ",
         r"Incrementing log start offset (?:of partition " + _TP + r" )?to (\d+)",
         {"tp": "coalesce({1}, _tp_prefix)", "log_start_offset": "long({2})"},
+    ),
+    LinePattern(
+        "produce_error", "produce_ack",
+        "ReplicaManager.appendToLocalLog (processFailedRecord), a leader refusing a produce request's batch for a "
+        "partition with an error it does not expect of a client, the exception on the next line: "
+        "'[ReplicaManager broker={b}] Error processing append operation on partition {tp}' (1.0+; a topic id before "
+        "the partition, '{id}:{tp}', once Kafka keys produce by TopicIdPartition; INFO for InvalidProducerEpoch), "
+        "'[Replica Manager on Broker {b}]: Error processing append operation on partition [{t},{p}]' (0.9-0.11). "
+        "Partition.appendRecordsToLeader's NotEnoughReplicasException ('The size of the current ISR Set(1) is "
+        "insufficient to satisfy the min.isr requirement of 2 for partition {tp}') is only thrown for acks=all: "
+        "acks -1; any other error leaves the acks unknown. An exception that is not one of Kafka's errors is "
+        "UNKNOWN_SERVER_ERROR, as Kafka answers it. The errors Kafka expects of a client and answers without a line "
+        "(e.g. NOT_LEADER_OR_FOLLOWER, UNKNOWN_TOPIC_OR_PARTITION, MESSAGE_TOO_LARGE, RECORD_LIST_TOO_LARGE, "
+        "CORRUPT_MESSAGE, KAFKA_STORAGE_ERROR) and every success leave none",
+        "Error processing append operation on partition ",
+        r"(?:\[Replica Manager on Broker (\d+)\]: )?Error processing append operation on partition (?:" + _OLD_TP
+        + r"|(?:[\w-]+:)?(\S+-\d+))",
+        {"tp": "coalesce(tp({2}, {3}), {4})",
+         "error": f"coalesce({error_name_sql('_next_exception')}, 'UNKNOWN_SERVER_ERROR')",
+         "acks": f"CASE WHEN {error_name_sql('_next_exception')} = 'NOT_ENOUGH_REPLICAS' THEN -1 END"},
+        # 0.9-0.11's prefix names the broker on this thread's lines only: not a prefix that claims a file.
+        broker="coalesce(int({1}), _broker_prefix, _file_broker)",
     ),
     LinePattern(
         "log_load_other_dir", "log_load",

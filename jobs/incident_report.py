@@ -246,6 +246,12 @@ def failed_fetches(bronze: DataFrame) -> DataFrame:
                         & F.col("broker_id").isNotNull())
 
 
+def refused_produce(bronze: DataFrame) -> DataFrame:
+    """The produce answers with an error a leader gave (or, from its log, the refusals it logged) for a partition."""
+    return bronze.where((F.col("event_type") == PRODUCE_ACK) & F.col("error").isNotNull() & (F.col("error") != "NONE")
+                        & F.col("topic").isNotNull() & F.col("partition").isNotNull())
+
+
 def fetch_errors(bronze: DataFrame) -> DataFrame:
     """Per partition, follower (the broker that logged the response), leader and error: the fetch responses with
     an error, how many, the first and the last time. One row per group, so bounded by replicas x leaders x errors
@@ -310,8 +316,13 @@ def produce_outcomes(bronze: DataFrame, selected: DataFrame, burst_gap_ms: int =
     ).select(*KEY, "acks", "error", "answers", "first_ms", "last_ms", "timed", F.col("_pct")[0].alias("wait_p50_ms"),
              F.col("_pct")[1].alias("wait_p99_ms"), "wait_max_ms",
              F.when(F.col("wait_max_ms").isNotNull(), F.col("wait_max_ms_at")).alias("wait_max_ms_at"))
-    # The bursts need no wait: counted on the answers themselves, not on the join with the appends.
-    return outcomes.join(_error_bursts(acks, burst_gap_ms), [*KEY, "acks", "error"], "left")
+    # The bursts need no wait: counted on the answers themselves, not on the join with the appends. Null-safe on
+    # the acks, which a refusal read from a broker log may leave unknown.
+    group = [*KEY, "acks", "error"]
+    bursts = _error_bursts(acks, burst_gap_ms).select(*[F.col(c).alias(f"_b_{c}") for c in group], "bursts",
+                                                        "burst_count")
+    on = [F.col(c).eqNullSafe(F.col(f"_b_{c}")) for c in group]
+    return outcomes.join(bursts, on, "left").drop(*[f"_b_{c}" for c in group])
 
 
 SILENCES_SHOWN = 3
@@ -370,9 +381,11 @@ def produce_silences(bronze: DataFrame, selected: DataFrame, silence_ms: int, en
     from_ms, to_ms, until_end), longest first, and `silence_count`, how many there were. Writes parked until
     the HW covers them or they time out, a request to a leader that had died, or a write held back while the partition
     had no leader make such a gap (the last two leave no event at all).
-    A window per partition: bounded by one partition's answers."""
+    A window per partition: bounded by one partition's answers. Only the engine's answers: a broker log prints
+    refusals alone, so the stretches between them say nothing of the answers."""
     sel = F.broadcast(selected.select(*KEY))
-    answers = bronze.where(F.col("event_type") == PRODUCE_ACK).join(sel, KEY, "left_semi").select(
+    answers = bronze.where((F.col("event_type") == PRODUCE_ACK) & (F.col("source") != KAFKA_LOG_SOURCE)).join(
+        sel, KEY, "left_semi").select(
         *KEY, "ts_ms", "event_id")
     order = Window.partitionBy(*KEY).orderBy("ts_ms", "event_id")
     gaps = answers.select(*KEY, F.lag("ts_ms").over(order).alias("from_ms"), F.col("ts_ms").alias("to_ms"),
@@ -729,6 +742,11 @@ def run_report(
         for r in failed_fetches(lake.read(BRONZE_EVENTS, parts)).groupBy("error").agg(
             F.count(F.lit(1)).alias("responses"),
             F.count_distinct("run_id", "topic", "partition").alias("partitions")).collect()}
+    produce_error_counts = {} if not parts else {
+        r["error"]: (int(r["answers"]), int(r["partitions"]))
+        for r in refused_produce(lake.read(BRONZE_EVENTS, parts)).groupBy("error").agg(
+            F.count(F.lit(1)).alias("answers"),
+            F.count_distinct("run_id", "topic", "partition").alias("partitions")).collect()}
     elections = unclean_elections(lake.read(BRONZE_EVENTS, parts)) if parts else None
     flagged = flagged_partitions(violations, incidents, elections).cache()
     try:
@@ -749,6 +767,7 @@ def run_report(
         verdicts=verdicts, incidents=tuple(_incident_row(r, start(r["run_id"])) for r in incident_list),
         incidents_total=sum(verdicts.values()), flagged_total=flagged_total, sections=tuple(sections),
         max_partitions=cfg.max_partitions, max_rows=cfg.max_rows, fetch_errors=fetch_error_counts,
+        produce_errors=produce_error_counts,
         loss_causes=loss_causes, silence_ms=cfg.silence_ms,
         overviews=tuple(overviews), overviews_capped=max(0, len(runs) - cfg.max_partitions),
         run_starts={r: _iso(bounds[r][0]) for r in runs if r in bounds},
@@ -1129,7 +1148,8 @@ def _produce_row(r: dict[str, Any], start_ms: int) -> ProduceRow:
     """A `produce_outcomes` row for the report (times in seconds since the run's first event)."""
     bursts = tuple((_seconds(b["first_ms"], start_ms), _seconds(b["last_ms"], start_ms), int(b["answers"]))
                    for b in r["bursts"] or ())
-    return ProduceRow(int(r["acks"]), str(r["error"]), int(r["answers"]), r["wait_p50_ms"], r["wait_p99_ms"],
+    return ProduceRow(None if r["acks"] is None else int(r["acks"]), str(r["error"]), int(r["answers"]),
+                      r["wait_p50_ms"], r["wait_p99_ms"],
                       r["wait_max_ms"], _seconds(r["wait_max_ms_at"], start_ms), int(r["timed"]),
                       _seconds(r["first_ms"], start_ms), _seconds(r["last_ms"], start_ms), bursts,
                       int(r["burst_count"] or 0))

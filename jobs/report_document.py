@@ -166,7 +166,8 @@ class ProduceRow:
     """The produce answers the partition's leaders gave with one acks setting and one error: how many, and for
     acknowledged acks=all writes how long they waited from the leader's append to the acknowledgement."""
 
-    acks: int
+    acks: int | None
+    """None: not known (an error read from a broker log that does not imply it)."""
     error: str
     answers: int
     wait_p50_ms: int | None = None
@@ -338,6 +339,9 @@ class ReportDocument:
     bucket_note: str = ""
     fetch_errors: dict[str, tuple[int, int]] = field(default_factory=dict)
     """Per error name: the fetch responses with it over the reported runs, and the partitions they concern."""
+    produce_errors: dict[str, tuple[int, int]] = field(default_factory=dict)
+    """Per error name: the produce answers with it over the reported runs (from broker logs, the refusals Kafka
+    logs), and the partitions they concern."""
     silence_ms: int = 2000
     """report.silence_ms: the shortest stretch without any produce answer a section lists."""
     loss_causes: dict[str, int] = field(default_factory=dict)
@@ -375,8 +379,17 @@ class ReportDocument:
 
     def fetch_error_line(self) -> str:
         """`NOT_LEADER_OR_FOLLOWER 12 (3 partitions), ...`, the most frequent first, or `none`."""
-        ranked = sorted(self.fetch_errors.items(), key=lambda kv: (-kv[1][0], kv[0]))
-        return ", ".join(f"{e} {n:,} ({p} partition{'s' if p != 1 else ''})" for e, (n, p) in ranked) or "none"
+        return _error_counts(self.fetch_errors)
+
+    def produce_error_line(self) -> str:
+        """`NOT_ENOUGH_REPLICAS 1,673 (1 partition), ...`, the most frequent first, or `none`."""
+        return _error_counts(self.produce_errors)
+
+
+def _error_counts(errors: dict[str, tuple[int, int]]) -> str:
+    """`NOT_LEADER_OR_FOLLOWER 12 (3 partitions), ...` (per error: answers, partitions), the most first, or `none`."""
+    ranked = sorted(errors.items(), key=lambda kv: (-kv[1][0], kv[0]))
+    return ", ".join(f"{e} {n:,} ({p} partition{'s' if p != 1 else ''})" for e, (n, p) in ranked) or "none"
 
 
 # --- shared wording ------------------------------------------------------------------------------------
@@ -584,6 +597,7 @@ def _overview(doc: ReportDocument) -> list[str]:
         f"{doc.errors} error(s), {doc.warnings} warning(s) and {doc.infos} info ({INFO_MEANING}); lag incidents "
         f"by verdict: {doc.verdict_line()}.",
         f"Fetch responses with an error: {doc.fetch_error_line()}.",
+        f"Produce answers with an error: {doc.produce_error_line()}.",
     ]
     lost = _data_loss_line(doc)
     if lost:
@@ -751,7 +765,7 @@ def _produce_lines(rows: Sequence[ProduceRow]) -> list[str]:
     acknowledged first, then each error (with when the first and last came: an operator lines them up with the
     faults), the most first."""
     lines = []
-    for acks in sorted({r.acks for r in rows}, key=lambda a: (a != -1, -a)):
+    for acks in sorted({r.acks for r in rows}, key=lambda a: (a is None, a != -1, -(a or 0))):
         mine = [r for r in rows if r.acks == acks]
         ok = [r for r in mine if r.error == "NONE"]
         parts = []
@@ -768,7 +782,8 @@ def _produce_lines(rows: Sequence[ProduceRow]) -> list[str]:
         if failed:
             parts.append("answers with an error: " + ", ".join(f"{_num(r.answers)} {r.error}{_between(r)}"
                                                                for r in failed))
-        name = ACKS_NAME.get(acks, f"acks={acks}") + (" (no answer sent)" if acks == 0 else "")
+        name = ("acks unknown (refusals read from broker logs)" if acks is None
+                else ACKS_NAME.get(acks, f"acks={acks}") + (" (no answer sent)" if acks == 0 else ""))
         lines.append(f"{name}: " + "; ".join(parts) + ".")
     return lines
 

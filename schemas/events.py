@@ -174,8 +174,11 @@ EVENT_TYPES: dict[str, EventType] = {
         ),
         EventType(
             PRODUCE_ACK,
-            "The leader answered a produce request (ReplicaManager.appendRecords + DelayedProduce).",
+            "The leader answered a produce request (ReplicaManager.appendRecords + DelayedProduce). From broker "
+            "logs only the refusals Kafka logs (an ERROR line per batch, e.g. NOT_ENOUGH_REPLICAS), without the "
+            "batch, and the acks where the error implies it.",
             ("acks", "error"),
+            log_requires=("error",),
         ),
         EventType(
             FETCHER_CHANGE,

@@ -95,12 +95,17 @@ def test_a_sections_fetch_errors_are_one_row_per_follower_leader_and_error_with_
     assert "as the followers saw them" not in markdown(_doc()), "no table for a partition without any"
 
 
-def test_the_overview_counts_fetch_errors_per_error_the_most_frequent_first() -> None:
+def test_the_overview_counts_fetch_and_produce_errors_per_error_the_most_frequent_first() -> None:
     doc = _doc(fetch_errors={"UNKNOWN_TOPIC_ID": (8, 8), "NOT_LEADER_OR_FOLLOWER": (1_250, 1)})
     line = ("Fetch responses with an error: NOT_LEADER_OR_FOLLOWER 1,250 (1 partition), UNKNOWN_TOPIC_ID 8 "
             "(8 partitions).")
     assert line in markdown(doc) and line in html_page(doc)
     assert "Fetch responses with an error: none." in markdown(_doc())
+    doc = _doc(produce_errors={"REQUEST_TIMED_OUT": (411, 1), "NOT_ENOUGH_REPLICAS": (1_673, 2)})
+    line = ("Produce answers with an error: NOT_ENOUGH_REPLICAS 1,673 (2 partitions), REQUEST_TIMED_OUT 411 "
+            "(1 partition).")
+    assert line in markdown(doc) and line in html_page(doc)
+    assert "Produce answers with an error: none." in markdown(_doc())
 
 
 def test_the_overview_caption_says_the_lanes_draw_the_broker_faults() -> None:
@@ -258,8 +263,14 @@ def test_a_section_says_what_its_producers_were_answered_per_acks_setting() -> N
     md = markdown(doc)
     assert "\n".join(f"- {line}" for line in lines) in md
     assert "<ul>" + "".join(f"<li>{line}</li>" for line in lines) + "</ul>" in html_page(doc)
-    # A run read from broker logs has no produce answers: no such lines.
+    # A section without produce answers: no such lines.
     assert "What the producers were answered" not in markdown(_doc())
+    # Refusals read from a broker log whose error does not imply the acks come last, under their own name.
+    logged = _doc(sections=(replace(section, produce=(*section.produce, ProduceRow(
+        None, "OUT_OF_ORDER_SEQUENCE_NUMBER", 2, first_s=2.0, last_s=2.5))),))
+    assert "\n".join(f"- {line}" for line in [*lines, "acks unknown (refusals read from broker logs): answers with "
+                                                       "an error: 2 OUT_OF_ORDER_SEQUENCE_NUMBER (2.000-2.500 s)."]) \
+        in markdown(logged)
     # The stretches without any answer follow, the longest first, counted where more than listed.
     quiet = _doc(sections=(replace(section, produce_silences=((30.0, 34.501, False), (50.25, 52.5, False)),
                                    produce_silence_count=3),))

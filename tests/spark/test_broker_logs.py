@@ -475,6 +475,37 @@ def test_a_log_loaded_at_a_brokers_start_is_a_log_load(spark: SparkSession, tmp_
     assert got.count() == 10
 
 
+def test_a_leaders_refused_append_is_a_produce_answer_with_its_error(spark: SparkSession, tmp_path: Path) -> None:
+    """ReplicaManager's ERROR line for a batch it refused, with the exception on the next line, is a produce_ack
+    with Kafka's error for it: NOT_ENOUGH_REPLICAS (thrown for acks=all only: acks -1), a producer's sequence error
+    (acks unknown), an exception that is not one of Kafka's errors as UNKNOWN_SERVER_ERROR; each version's form of
+    the partition (0.9-0.11's '[t,0]' under 'Replica Manager on Broker', a topic id before it in later releases)."""
+    new = """\
+[2024-05-14 12:00:00,000] INFO [Broker id=1] Leader t-0 starts at leader epoch 5 from offset 100 with partition epoch 7, high watermark 90, ISR [1], adding replicas [] and removing replicas []. Previous leader None and previous leader epoch was 4. (state.change.logger)
+[2024-05-14 12:00:01,000] ERROR [ReplicaManager broker=1] Error processing append operation on partition t-0 (kafka.server.ReplicaManager)
+org.apache.kafka.common.errors.NotEnoughReplicasException: The size of the current ISR Set(1) is insufficient to satisfy the min.isr requirement of 2 for partition t-0
+[2024-05-14 12:00:02,000] ERROR [ReplicaManager broker=1] Error processing append operation on partition vDiRhkpVQgmtSLnsAZx7lA:t-0 (kafka.server.ReplicaManager)
+org.apache.kafka.common.errors.OutOfOrderSequenceException: Out of order sequence number for producer 4000 at offset 120 in partition t-0: 7 (incoming seq. number), 5 (current end sequence number)
+[2024-05-14 12:00:03,000] ERROR [ReplicaManager broker=1] Error processing append operation on partition t-1 (kafka.server.ReplicaManager)
+java.lang.IllegalStateException: unexpected
+"""
+    old = """\
+[2017-01-01 00:00:00,000] ERROR [Replica Manager on Broker 66]: Error processing append operation on partition [t3,0] (kafka.server.ReplicaManager)
+org.apache.kafka.common.errors.NotEnoughReplicasException: Number of insync replicas for partition [t3,0] is [1], below required minimum [2]
+"""
+    got = parse(spark, write_logs(tmp_path, {"server.log": new, "server-66.log": old}))
+    assert got.where("_reason_code IS NOT NULL").count() == 0
+    refused = got.where("event_type = 'produce_ack'").select("broker_id", "topic", "partition", "leader_epoch",
+                                                             "acks", "error", "base_offset")
+    assert_df_equality(refused, spark.createDataFrame([
+        (1, "t", 0, 5, -1, "NOT_ENOUGH_REPLICAS", None),
+        (1, "t", 0, 5, None, "OUT_OF_ORDER_SEQUENCE_NUMBER", None),
+        (1, "t", 1, None, None, "UNKNOWN_SERVER_ERROR", None),
+        (66, "t3", 0, None, -1, "NOT_ENOUGH_REPLICAS", None),
+    ], "broker_id int, topic string, partition int, leader_epoch int, acks byte, error string, base_offset bigint"),
+        ignore_row_order=True, ignore_nullable=True)
+
+
 def test_an_alter_partition_retry_is_a_rejection_that_keeps_the_proposal(spark: SparkSession, tmp_path: Path) -> None:
     """'Failed to update ISR to Pending...Isr(...) due to unexpected E. Retrying.' (2.7 and 2.8+ forms): a rejected
     isr_change with reason retry and the error; its action from the pending state it names, its old ISR and epoch
@@ -1380,6 +1411,8 @@ org.apache.kafka.common.errors.NotLeaderOrFollowerException: For requests intend
     "server-2.log": """\
 [2024-05-14 12:00:03,000] INFO [Broker id=2] Leader t-0 starts at leader epoch 5 from offset 95 with high watermark 90 ISR [2,1] addingReplicas [] removingReplicas []. Previous leader epoch was 4. (state.change.logger)
 [2024-05-14 12:00:04,000] INFO [Partition t-0 broker=2] Expanding ISR from 2 to 2,1 (kafka.cluster.Partition)
+[2024-05-14 12:00:04,500] ERROR [ReplicaManager broker=2] Error processing append operation on partition t-0 (kafka.server.ReplicaManager)
+org.apache.kafka.common.errors.NotEnoughReplicasException: The size of the current ISR Set(2) is insufficient to satisfy the min.isr requirement of 2 for partition t-0
 """,
 }
 
@@ -1510,6 +1543,11 @@ def test_log_runs_go_through_every_job_to_the_report(spark: SparkSession, tmp_pa
     assert "| 1 | 2 | NOT_LEADER_OR_FOLLOWER | 1 | 7.000 | 7.000 |" in text
     assert ("Fetch responses with an error: UNKNOWN_TOPIC_OR_PARTITION 2 (1 partition), NOT_LEADER_OR_FOLLOWER 1 "
             "(1 partition).") in text
+    # Broker 2's refused write, the only produce answer a log shows: in the overview and in t-0's section, without
+    # a stretch of silence (a log prints refusals alone).
+    assert "Produce answers with an error: NOT_ENOUGH_REPLICAS 1 (1 partition)." in text
+    assert "- acks=all: answers with an error: 1 NOT_ENOUGH_REPLICAS (at 4.500 s)." in text
+    assert "No produce answer for" not in text
     html = (report.out_dir / "report.html").read_text(encoding="utf-8")
     assert "<td>NOT_LEADER_OR_FOLLOWER</td>" in html
 

@@ -540,6 +540,11 @@ def test_produce_outcomes_count_the_answers_and_time_the_acks_all_writes_from_th
         ack(16, 1_020, -1, "NONE", 10, 70, partition=4),  # a partition not selected
         # Two more timeouts: 4 s after the first (the same burst), then 9 s later (a second one).
         ack(17, 35_000, -1, "REQUEST_TIMED_OUT", 13, 73), ack(18, 44_000, -1, "REQUEST_TIMED_OUT", 13, 73),
+        # t-3's refusals read from a broker log: no batch, the acks unknown (the error does not imply them).
+        dict(ack(19, 2_000, -1, "OUT_OF_ORDER_SEQUENCE_NUMBER", partition=3), acks=None, batch_checksum=None,
+             source="kafka-log"),
+        dict(ack(20, 2_500, -1, "OUT_OF_ORDER_SEQUENCE_NUMBER", partition=3), acks=None, batch_checksum=None,
+             source="kafka-log"),
     ], run_id="r1")
     selected = spark.createDataFrame([("r1", "t", 2), ("r1", "t", 3)], "run_id string, topic string, partition int")
     expected = spark.createDataFrame([
@@ -550,6 +555,8 @@ def test_produce_outcomes_count_the_answers_and_time_the_acks_all_writes_from_th
          [(T0 + 9_100, T0 + 9_100, 1)], 1),
         ("r1", "t", 2, 1, "NONE", 1, T0 + 1_001, T0 + 1_001, 0, None, None, None, None, None, None),
         ("r1", "t", 3, -1, "NONE", 1, T0 + 1_010, T0 + 1_010, 1, 10, 10, 10, T0 + 1_010, None, None),
+        ("r1", "t", 3, None, "OUT_OF_ORDER_SEQUENCE_NUMBER", 2, T0 + 2_000, T0 + 2_500, 0, None, None, None, None,
+         [(T0 + 2_000, T0 + 2_500, 2)], 1),
     ], "run_id string, topic string, partition int, acks byte, error string, answers long, first_ms long, "
        "last_ms long, timed long, wait_p50_ms long, wait_p99_ms long, wait_max_ms long, wait_max_ms_at long, "
        "bursts array<struct<first_ms:long,last_ms:long,answers:long>>, burst_count long")
@@ -607,7 +614,7 @@ def test_loss_spans_group_the_lost_writes_by_the_instant_they_left_the_leader(sp
 
 
 def test_produce_silences_are_the_longest_stretches_without_any_answer(spark: SparkSession) -> None:
-    """t-2's answers (any acks, any error) at 0, 0.1, 0.2, 4.7, 4.8, 9.0, 9.1, 12.0, 14.5 and 20.0 s: at least 2 s
+    """t-2's engine answers (any acks or error) at 0, 0.1, 0.2, 4.7, 4.8, 9.0, 9.1, 12.0, 14.5 and 20.0 s: at least 2 s
     apart are 0.2-4.7 (4.5 s), 4.8-9.0 (4.2 s), 9.1-12.0 (2.9 s), 12.0-14.5 (2.5 s) and 14.5-20.0 (5.5 s): the three
     longest listed, five counted. t-3 answered every 1.9 s: no row. t-4 is not selected. With the run's end at 27 s,
     t-2's last answer leaves 7 s to it (the longest), t-3's 19.4 s (its only one)."""
@@ -620,6 +627,8 @@ def test_produce_silences_are_the_longest_stretches_without_any_answer(spark: Sp
             for k, t in enumerate(times)]
     rows += [ack(100 + k, 1_900 * k, partition=3) for k in range(5)]
     rows += [ack(200, 0, partition=4), ack(201, 10_000, partition=4)]
+    # A refusal read from a broker log inside t-2's longest stretch: a log prints refusals alone, so it splits none.
+    rows += [dict(ack(300, 17_000, error="NOT_ENOUGH_REPLICAS"), source="kafka-log")]
     bronze = make_events(spark, rows, run_id="r1")
     selected = spark.createDataFrame([("r1", "t", 2), ("r1", "t", 3)], "run_id string, topic string, partition int")
     schema = ("run_id string, topic string, partition int, silences array<struct<ms:long,from_ms:long,to_ms:long,"
