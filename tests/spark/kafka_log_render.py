@@ -16,8 +16,9 @@ start move of a truncation, clean elections (TRACE), fetches, appends and HW mov
 at DEBUG (NOT_LEADER_OR_FOLLOWER, UNKNOWN_LEADER_EPOCH); the others are the fetcher's WARN / INFO / ERROR lines (an
 ERROR with its exception on the next line); a fetch request that got no answer is the session handler's INFO and
 the fetcher's WARN naming the request's partitions (in the 2.4 form, the requests whose first event id is even are
-an incremental session's, which name none and read back as nothing). A broker's configuration is its startup
-`KafkaConfig values:` block (the static replication settings).
+an incremental session's, which name none and read back as nothing). A leader's NOT_ENOUGH_REPLICAS answer is
+ReplicaManager's ERROR line with the exception (the other produce answers leave none). A broker's configuration is its
+startup `KafkaConfig values:` block (the static replication settings).
 """
 
 from __future__ import annotations
@@ -499,6 +500,15 @@ def render(events: Iterable[Mapping[str, Any]], style: str, controller_log: bool
                              f"reported an error: {ev['error']}"))
             exp = Expected(**{**base, "leader_id": int(ev["leader_id"]), "fetcher_id": int(ev["fetcher_id"]),
                               "error": str(ev["error"])})
+        elif kind == "produce_ack" and ev.get("error") == "NOT_ENOUGH_REPLICAS" and b not in down:
+            # ReplicaManager.appendToLocalLog logs this refusal at ERROR with its exception; the engine's other
+            # answers (successes, DelayedProduce's timeouts, NOT_LEADER_OR_FOLLOWER) are ones Kafka logs no line for.
+            out.append(_line(ev, "kafka.server.ReplicaManager", f"[ReplicaManager broker={b}] Error processing append "
+                                                                f"operation on partition {tp}", level="ERROR"))
+            out.append(f"{_exception('NOT_ENOUGH_REPLICAS')}: The size of the current ISR is insufficient to satisfy "
+                       f"the min.isr requirement for partition {tp}")
+            exp = Expected(**{**base, "action": None, "leader_epoch": logged_epoch.get(replica),
+                              "error": "NOT_ENOUGH_REPLICAS"})
         if out and exp is not None:
             written.extend(out)
             expected.append(exp)

@@ -137,11 +137,12 @@ def test_every_logged_event_reads_back_as_the_engine_emitted_it(simulated: list[
         assert [r["_reason"] for r in rows if r["_reason"]] == []
         # A failed fetch request's line names each partition of the request: one event per partition.
         at_line = {(e.file, e.line, e.topic, e.partition): e for e in expected}
+        by_id = {ev["event_id"]: ev for ev in events}
         assert len(rows) == len(expected) == len(at_line)
         for r in rows:
             want = at_line[(Path(r["_source_file"]).name, r["_source_line"], r["topic"], r["partition"])]
             broker = want.broker_id
-            engine = next(ev for ev in events if ev["event_id"] == want.event_id)
+            engine = by_id[want.event_id]
             got_row = {f: (tuple(r[f]) if f in ("isr", "elr") and r[f] is not None else r[f]) for f in FIELDS}
             wanted = {f: getattr(want, f) for f in FIELDS}
             if want.event_type == "isr_change" and want.isr_state == "committed":
@@ -182,6 +183,7 @@ def test_every_logged_event_reads_back_as_the_engine_emitted_it(simulated: list[
         assert checked["request_failed"] > 0, checked  # the partitions of requests that got no answer
         assert checked["log_start_offset_change"] > 0, checked
         assert checked["epoch_request_retry"] > 0, checked  # the OffsetsForLeaderEpoch errors a follower retries
+        assert checked["produce_ack"] > 0, checked  # the leaders' NOT_ENOUGH_REPLICAS refusals
         if style == "3.6":  # the leaders' retention and the followers' increments to their leader's start
             assert checked["log_start_reason_segment_deletion"] > 0, checked
             assert checked["log_start_reason_leader_offset_increment"] > 0, checked
