@@ -109,10 +109,17 @@ def error_name_sql(exception: str) -> str:
             f"ELSE upper(regexp_replace({simple}, '([a-z0-9])([A-Z])', '$1_$2')) END END")
 
 
-NEXT_LINE_EXCEPTIONS: tuple[str, ...] = ("org.apache.kafka.common.errors.", "java.io.", "java.net.", "java.nio.")
+NEXT_LINE_EXCEPTIONS: tuple[str, ...] = ("org.apache.kafka.common.errors.", "org.apache.kafka.common.InvalidRecord",
+                                         "java.io.", "java.net.", "java.nio.")
 """What the line after a message logged with its exception starts with (log4j prints the throwable there):
-`jobs.broker_logs` hands it to the message as `_next_exception`, the class's simple name. Kafka's own errors, and
-the network client's IOException / SocketTimeoutException / ClosedChannelException ... of a request that failed."""
+`jobs.broker_logs` hands it to the message as `_next_exception`, the class's full name. Kafka's own errors (and
+InvalidRecordException, which sits outside their package), and the network client's IOException /
+SocketTimeoutException / ClosedChannelException ... of a request that failed."""
+
+KAFKA_ERROR_CLASS = ("(_next_exception LIKE 'org.apache.kafka.common.errors.%' "
+                     "OR _next_exception = 'org.apache.kafka.common.InvalidRecordException')")
+"""SQL: the next line's exception is one of Kafka's errors, which a broker answers by its name (`Errors.forException`);
+any other class it answers UNKNOWN_SERVER_ERROR."""
 
 _FAILED_REQUEST_COLUMNS = fetcher_columns({
     "tp": "_entry.tp", "fetch_offset": "_entry.fetch_offset", "leader_epoch": "_entry.leader_epoch",
@@ -297,22 +304,26 @@ PATTERNS: tuple[LinePattern, ...] = (
     ),
     LinePattern(
         "produce_error", "produce_ack",
-        "ReplicaManager.appendToLocalLog (processFailedRecord), a leader refusing a produce request's batch for a "
-        "partition with an error it does not expect of a client, the exception on the next line: "
-        "'[ReplicaManager broker={b}] Error processing append operation on partition {tp}' (1.0+; a topic id before "
-        "the partition, '{id}:{tp}', once Kafka keys produce by TopicIdPartition; INFO for InvalidProducerEpoch), "
-        "'[Replica Manager on Broker {b}]: Error processing append operation on partition [{t},{p}]' (0.9-0.11). "
-        "Partition.appendRecordsToLeader's NotEnoughReplicasException ('The size of the current ISR Set(1) is "
-        "insufficient to satisfy the min.isr requirement of 2 for partition {tp}') is only thrown for acks=all: "
-        "acks -1; any other error leaves the acks unknown. An exception that is not one of Kafka's errors is "
-        "UNKNOWN_SERVER_ERROR, as Kafka answers it. The errors Kafka expects of a client and answers without a line "
-        "(e.g. NOT_LEADER_OR_FOLLOWER, UNKNOWN_TOPIC_OR_PARTITION, MESSAGE_TOO_LARGE, RECORD_LIST_TOO_LARGE, "
+        "ReplicaManager.appendToLocalLog (processFailedRecord), a leader refusing an append to a partition with an "
+        "error it does not expect of a client, the exception on the next line: '[ReplicaManager broker={b}] Error "
+        "processing append operation on partition {tp}' (1.0+; '{id}:{tp}' since KAFKA-10551 keys produce by topic "
+        "id; at INFO for InvalidProducerEpoch), '[Replica Manager on Broker {b}]: Error processing append operation "
+        "on partition [{t},{p}]' (0.9; '{tp}' in 0.10-0.11). One line per refused append: a producer's batch, and "
+        "also the group coordinator's and the transaction markers' writes (to __consumer_offsets, say), which take "
+        "the same call with acks -1. Partition.appendRecordsToLeader's NotEnoughReplicasException ('The size of the "
+        "current ISR Set(1) is insufficient to satisfy the min.isr requirement of 2 for partition {tp}') is only "
+        "thrown for acks=all: acks -1; any other error leaves the acks unknown. Kafka's errors are read by name "
+        "(InvalidRecordException, outside their package, is INVALID_RECORD: the record validation KIP-467 logs "
+        "here, as INVALID_TIMESTAMP); any other class, a java.io one included, is UNKNOWN_SERVER_ERROR, as "
+        "Errors.forException answers it. The errors Kafka expects of a client and answers without a line (e.g. "
+        "NOT_LEADER_OR_FOLLOWER, UNKNOWN_TOPIC_OR_PARTITION, MESSAGE_TOO_LARGE, RECORD_LIST_TOO_LARGE, "
         "CORRUPT_MESSAGE, KAFKA_STORAGE_ERROR) and every success leave none",
         "Error processing append operation on partition ",
         r"(?:\[Replica Manager on Broker (\d+)\]: )?Error processing append operation on partition (?:" + _OLD_TP
         + r"|(?:[\w-]+:)?(\S+-\d+))",
         {"tp": "coalesce(tp({2}, {3}), {4})",
-         "error": f"coalesce({error_name_sql('_next_exception')}, 'UNKNOWN_SERVER_ERROR')",
+         "error": f"CASE WHEN {KAFKA_ERROR_CLASS} THEN {error_name_sql('_next_exception')} "
+                  "ELSE 'UNKNOWN_SERVER_ERROR' END",
          "acks": f"CASE WHEN {error_name_sql('_next_exception')} = 'NOT_ENOUGH_REPLICAS' THEN -1 END"},
         # 0.9-0.11's prefix names the broker on this thread's lines only: not a prefix that claims a file.
         broker="coalesce(int({1}), _broker_prefix, _file_broker)",

@@ -189,7 +189,7 @@ def read_broker_logs(spark: SparkSession, paths: Sequence[str], options: BrokerL
     # names its error only there).
     after = F.lead(F.struct("pos", "line")).over(in_order)
     next_exception = F.when((after.pos == F.col("pos") + 1) & _any_starts(after.line, NEXT_LINE_EXCEPTIONS),
-                            F.regexp_extract(after.line, r"^[\w.]+\.(\w+)(?::|\s|$)", 1))
+                            F.regexp_extract(after.line, r"^([\w.]+\.\w+)(?::|\s|$)", 1))
     # A file's first line stays until its log's broker is known (`_with_rolled_log_broker`): a rolled file whose
     # lines name the broker but hold no event still names it for the log's other files.
     hits = (

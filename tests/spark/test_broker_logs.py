@@ -476,10 +476,11 @@ def test_a_log_loaded_at_a_brokers_start_is_a_log_load(spark: SparkSession, tmp_
 
 
 def test_a_leaders_refused_append_is_a_produce_answer_with_its_error(spark: SparkSession, tmp_path: Path) -> None:
-    """ReplicaManager's ERROR line for a batch it refused, with the exception on the next line, is a produce_ack
-    with Kafka's error for it: NOT_ENOUGH_REPLICAS (thrown for acks=all only: acks -1), a producer's sequence error
-    (acks unknown), an exception that is not one of Kafka's errors as UNKNOWN_SERVER_ERROR; each version's form of
-    the partition (0.9-0.11's '[t,0]' under 'Replica Manager on Broker', a topic id before it in later releases)."""
+    """ReplicaManager's ERROR line for an append it refused, with the exception on the next line, is a produce_ack
+    with Kafka's error for it: NOT_ENOUGH_REPLICAS (thrown for acks=all only: acks -1), a producer's sequence error,
+    a record validation's INVALID_RECORD (acks unknown), an exception that is not one of Kafka's errors (java.lang,
+    java.io) as UNKNOWN_SERVER_ERROR; each version's form of the partition (0.9's '[t,0]' under 'Replica Manager on
+    Broker', a topic id before it once produce is keyed by topic id)."""
     new = """\
 [2024-05-14 12:00:00,000] INFO [Broker id=1] Leader t-0 starts at leader epoch 5 from offset 100 with partition epoch 7, high watermark 90, ISR [1], adding replicas [] and removing replicas []. Previous leader None and previous leader epoch was 4. (state.change.logger)
 [2024-05-14 12:00:01,000] ERROR [ReplicaManager broker=1] Error processing append operation on partition t-0 (kafka.server.ReplicaManager)
@@ -488,6 +489,12 @@ org.apache.kafka.common.errors.NotEnoughReplicasException: The size of the curre
 org.apache.kafka.common.errors.OutOfOrderSequenceException: Out of order sequence number for producer 4000 at offset 120 in partition t-0: 7 (incoming seq. number), 5 (current end sequence number)
 [2024-05-14 12:00:03,000] ERROR [ReplicaManager broker=1] Error processing append operation on partition t-1 (kafka.server.ReplicaManager)
 java.lang.IllegalStateException: unexpected
+[2024-05-14 12:00:04,000] ERROR [ReplicaManager broker=1] Error processing append operation on partition t-1 (kafka.server.ReplicaManager)
+org.apache.kafka.common.InvalidRecordException: One or more records have been rejected due to 1 record errors in total, and only showing the first three errors at most: [RecordError(batchIndex=0, message='Compacted topic cannot accept message without key in topic partition t-1.')]
+[2024-05-14 12:00:05,000] ERROR [ReplicaManager broker=1] Error processing append operation on partition t-1 (kafka.server.ReplicaManager)
+java.io.IOException: No space left on device
+[2024-05-14 12:00:06,000] ERROR [ReplicaManager broker=1] Error processing append operation on partition AAAAAAAAAAAAAAAAAAAAAA:t-1 (kafka.server.ReplicaManager)
+org.apache.kafka.common.errors.InvalidTimestampException: Timestamp 1 of message with offset 0 is out of range.
 """
     old = """\
 [2017-01-01 00:00:00,000] ERROR [Replica Manager on Broker 66]: Error processing append operation on partition [t3,0] (kafka.server.ReplicaManager)
@@ -501,6 +508,9 @@ org.apache.kafka.common.errors.NotEnoughReplicasException: Number of insync repl
         (1, "t", 0, 5, -1, "NOT_ENOUGH_REPLICAS", None),
         (1, "t", 0, 5, None, "OUT_OF_ORDER_SEQUENCE_NUMBER", None),
         (1, "t", 1, None, None, "UNKNOWN_SERVER_ERROR", None),
+        (1, "t", 1, None, None, "INVALID_RECORD", None),  # KIP-467's record validation, outside the errors package
+        (1, "t", 1, None, None, "UNKNOWN_SERVER_ERROR", None),  # a java.io class is not one of Kafka's errors
+        (1, "t", 1, None, None, "INVALID_TIMESTAMP", None),
         (66, "t3", 0, None, -1, "NOT_ENOUGH_REPLICAS", None),
     ], "broker_id int, topic string, partition int, leader_epoch int, acks byte, error string, base_offset bigint"),
         ignore_row_order=True, ignore_nullable=True)
