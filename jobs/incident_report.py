@@ -252,6 +252,14 @@ def refused_produce(bronze: DataFrame) -> DataFrame:
                         & F.col("topic").isNotNull() & F.col("partition").isNotNull())
 
 
+def _per_error(answers: DataFrame) -> dict[str, tuple[int, int]]:
+    """Per error name of `answers` (events with an error): how many, and how many partitions they concern (one row
+    per error name collected)."""
+    return {r["error"]: (int(r["answers"]), int(r["partitions"])) for r in answers.groupBy("error").agg(
+        F.count(F.lit(1)).alias("answers"), F.count_distinct("run_id", "topic", "partition").alias("partitions")
+    ).collect()}
+
+
 def fetch_errors(bronze: DataFrame) -> DataFrame:
     """Per partition, follower (the broker that logged the response), leader and error: the fetch responses with
     an error, how many, the first and the last time. One row per group, so bounded by replicas x leaders x errors
@@ -737,16 +745,8 @@ def run_report(
             listed = with_leader_deposed(listed, lake.read(SILVER_PARTITION_STATE, parts))
     incident_list = [r.asDict() for r in listed.orderBy(*_incident_order(), *KEY).collect()]
 
-    fetch_error_counts = {} if not parts else {
-        r["error"]: (int(r["responses"]), int(r["partitions"]))
-        for r in failed_fetches(lake.read(BRONZE_EVENTS, parts)).groupBy("error").agg(
-            F.count(F.lit(1)).alias("responses"),
-            F.count_distinct("run_id", "topic", "partition").alias("partitions")).collect()}
-    produce_error_counts = {} if not parts else {
-        r["error"]: (int(r["answers"]), int(r["partitions"]))
-        for r in refused_produce(lake.read(BRONZE_EVENTS, parts)).groupBy("error").agg(
-            F.count(F.lit(1)).alias("answers"),
-            F.count_distinct("run_id", "topic", "partition").alias("partitions")).collect()}
+    fetch_error_counts = _per_error(failed_fetches(lake.read(BRONZE_EVENTS, parts))) if parts else {}
+    produce_error_counts = _per_error(refused_produce(lake.read(BRONZE_EVENTS, parts))) if parts else {}
     elections = unclean_elections(lake.read(BRONZE_EVENTS, parts)) if parts else None
     flagged = flagged_partitions(violations, incidents, elections).cache()
     try:
