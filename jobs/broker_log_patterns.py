@@ -369,6 +369,39 @@ PATTERNS: tuple[LinePattern, ...] = (
         {"tp": "tp({1}, {2})", "log_start_offset": "long({3})", "leo": "long({4})"},
     ),
     LinePattern(
+        "initial_hw", "hw_change",
+        "Partition.createLog (2.4+, prefix '[Partition {tp} broker={b}] '), when a partition first takes its "
+        "replica's log in this process (its first LeaderAndIsr or metadata change after the broker's start, or a new "
+        "log): 'Log loaded for partition {tp} with initial high watermark {hw}', the HW read from the "
+        "replication-offset-checkpoint (0 after 'No checkpointed highwatermark is found'), as Log.updateHighWatermark "
+        "(UnifiedLog 3.0+) clamps it into [log start, LEO]. A restart's reloaded HW: no role (the leadership line "
+        "that follows gives it), no old HW, no epoch. An intra-broker move's future log prints the same line for its "
+        "own HW later in the process: only the first line after the broker loaded the log is read (`jobs.broker_logs`)",
+        "Log loaded for partition ",
+        r"Log loaded for partition " + _TP + r" with initial high watermark (\d+)",
+        {"tp": "{1}", "hw": "long({2})"},
+    ),
+    LinePattern(
+        "initial_hw_replica", "hw_change",
+        "The Replica constructor (1.0-2.3, no prefix): 'Replica loaded for partition {tp} with initial high "
+        "watermark {hw}', printed for every Replica object a partition makes: its own replica's with the "
+        "checkpointed HW, at most its LEO (min(checkpoint, LEO); no log-start bound before 2.4), each other "
+        "replica's with 0, and (1.1+) a future log's with its own checkpointed HW. Read like initial_hw, only a "
+        "positive HW: a line with 0 cannot say whose it is",
+        "Replica loaded for partition ",
+        r"Replica loaded for partition " + _TP + r" with initial high watermark ([1-9]\d*)",
+        {"tp": "{1}", "hw": "long({2})"},
+    ),
+    LinePattern(
+        "initial_hw_replica_unknown", "hw_change",
+        "The Replica constructor's line with HW 0 (see initial_hw_replica): an other replica's, or the broker's own "
+        "where its checkpoint had none (a restart's HW then stays the previous process's in the tables, until a "
+        "leadership line states one): no event",
+        "Replica loaded for partition ",
+        r"Replica loaded for partition " + _TP + r" with initial high watermark 0(?!\d)",
+        ignore=True,
+    ),
+    LinePattern(
         "truncation_reason", "truncation",
         "ReplicaFetcherThread, the line before the log layer's own: 'Truncating partition {tp} to local high "
         "watermark {hw}' (2.1-3.0); 'Truncating partition {tp} with TruncationState(offset={o}, completed={b}) due "

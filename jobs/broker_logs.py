@@ -349,6 +349,10 @@ RESTATE_WINDOW_MS = 60_000
 """How far apart in time two lines of one unclean election may be stamped when one of them gives no epoch: the
 controller's and the new leader's (the time the election takes to reach the leader, and the skew between the two
 hosts' clocks), or two of the leader's RECOVERING lines."""
+INITIAL_HW: tuple[str, ...] = ("initial_hw", "initial_hw_replica")
+"""The patterns of the HW a partition starts with in a broker process. Only the first such line after the broker
+loaded the partition's log is its replica's: a later one before the next load is a future log's (an intra-broker
+move), which prints the same line under the same prefix."""
 _UNKNOWN_ISR = "array(-1)"
 """Stands for "the broker's ISR is not known here" (a follower, or a leader line that does not print it)."""
 
@@ -388,11 +392,16 @@ def _from_earlier_lines(events: DataFrame) -> DataFrame:
     explained = (~hint & (F.col("event_type") == "truncation") & (last_hint.truncate_offset == F.col("truncate_offset"))
                  & (F.col("ts_ms") - last_hint.ts_ms <= HINT_WINDOW_MS))
     follow = F.col("isr_state").isin("committed", "rejected")
+    # The partition's replica is created before a future log in the same process (Partition.maybeCreateFutureReplica
+    # assumes it), and a broker's start loads the current log (log_load) before any partition takes it.
+    initial_hw = F.coalesce(F.col("_pattern").isin(*INITIAL_HW), F.lit(False))
+    future_log = initial_hw & F.coalesce(F.last(F.when(initial_hw | (F.col("event_type") == "log_load"), initial_hw),
+                                                ignorenulls=True).over(before), F.lit(False))
     derived = (events
                .withColumns({"reason": F.when(explained, last_hint.reason).otherwise(F.col("reason")),
                              "_known_isr": F.when(follow, known),
                              "_proposed_action": F.when(F.col("isr_state") == "rejected", proposed_action),
-                             "_reprinted": reprinted}))
+                             "_reprinted": reprinted, "_future_log": future_log}))
     grew = F.expr("size(array_except(isr, _known_isr)) > 0")
     shrank = F.expr("size(array_except(_known_isr, isr)) > 0")
     committed_action = (F.when(F.col("_known_isr").isNull() | F.col("isr").isNull(), F.lit("update"))
@@ -403,13 +412,16 @@ def _from_earlier_lines(events: DataFrame) -> DataFrame:
             .withColumns({
                 "leader_epoch": F.when(F.col("_pattern") == RECOVERING, recovered_epoch)
                 .when(F.col("event_type").isin("leadership_change", "leader_election"), F.col("leader_epoch"))
+                # A log loaded or a partition created in a new process has no epoch until its leadership line (a
+                # new Partition starts below the initial epoch): not the one the previous process had.
+                .when(initial_hw | (F.col("event_type") == "log_load"), F.lit(None).cast("int"))
                 .otherwise(F.coalesce("leader_epoch", epoch)),
                 "old_isr": F.when(follow, F.coalesce("old_isr", "_known_isr")).otherwise(F.col("old_isr")),
                 "action": F.when(F.col("isr_state") == "committed", F.coalesce("action", committed_action))
                 .when(F.col("isr_state") == "rejected", F.coalesce("action", "_proposed_action", F.lit("update")))
                 .otherwise(F.col("action"))})
-            .where((~hint | F.col("_pattern").isNull()) & ~F.col("_reprinted"))
-            .drop("_known_isr", "_proposed_action", "_reprinted"))
+            .where((~hint | F.col("_pattern").isNull()) & ~F.col("_reprinted") & ~F.col("_future_log"))
+            .drop("_known_isr", "_proposed_action", "_reprinted", "_future_log"))
 
 
 def _logged_election() -> Column:

@@ -16,9 +16,9 @@ from dataclasses import dataclass, field
 
 import pyarrow as pa
 
-SCHEMA_VERSION = "1.10"
+SCHEMA_VERSION = "1.11"
 SCHEMA_MAJOR = 1
-SCHEMA_MINOR = 10
+SCHEMA_MINOR = 11
 
 
 class SchemaVersionError(ValueError):
@@ -150,8 +150,11 @@ EVENT_TYPES: dict[str, EventType] = {
         EventType(
             HW_CHANGE,
             "A replica's high watermark moved (maybeIncrementLeaderHW on the leader, "
-            "maybeUpdateHighWatermark on a follower; a follower's may move back).",
+            "maybeUpdateHighWatermark on a follower; a follower's may move back). From broker logs (since 1.11): the "
+            "HW a replica's partition starts with in a broker process (Partition.createLogIfNotExists, from the HW "
+            "checkpoint), without role or old HW.",
             ("role", "old_hw", "hw"),
+            log_requires=("hw",),
         ),
         EventType(
             LOG_START_OFFSET_CHANGE,

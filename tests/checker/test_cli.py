@@ -241,6 +241,22 @@ def test_replay_findings_do_not_apply_to_kafka_log_runs(tmp_path: Path) -> None:
     assert doc["skipped"]["hw_within_log"] == {"not applicable to source kafka-log": 7}  # every HW move
 
 
+def test_a_kafka_log_hw_without_role_or_old_hw_is_replayed(tmp_path: Path) -> None:
+    """The HW a partition starts with, read from a broker log ('Log loaded for partition ... with initial high
+    watermark'), has no role and no old HW: the replayed HW stands in for the old one, no leader rule judges it,
+    and the run checks clean (a missing old_hw is no unreadable event)."""
+    run = healthy()
+    run.add("hw_change", 2, 0, hw=1)  # broker 2's checkpoint was behind its HW of 2
+    events = [dict(e, source="kafka-log") for e in run.events if e["event_type"] != "append"]
+    assert events[-1].get("old_hw") is None and events[-1].get("role") is None
+    write_jsonl(tmp_path / "events.jsonl", events)
+    out = tmp_path / "result.json"
+    assert main(["--events", str(tmp_path), "--json", str(out)]) == 0
+    doc = json.loads(out.read_text())
+    assert doc["violations"] == []
+    assert doc["skipped"]["hw_within_log"] == {"not applicable to source kafka-log": 7}  # six moves and this one
+
+
 @pytest.mark.parametrize(("flag", "value", "expected"), [
     ("--max-network-delay-ms", "-3", "expected an integer >= 0 (milliseconds), got '-3'"),
     ("--max-per-group", "-3", "expected an integer >= 0 (0 prints all), got '-3'"),

@@ -475,6 +475,48 @@ def test_a_log_loaded_at_a_brokers_start_is_a_log_load(spark: SparkSession, tmp_
     assert got.count() == 10
 
 
+def test_a_partitions_initial_high_watermark_is_an_hw_change(spark: SparkSession, tmp_path: Path) -> None:
+    """The HW a partition starts with in a broker process (2.4+: 'Log loaded for partition ... with initial high
+    watermark H' under the partition's prefix) is an hw_change without role, old HW or epoch (not the previous
+    process's); of 1.0-2.3's 'Replica loaded ...' lines, printed for every replica of the partition, only one with a
+    positive HW (the broker's own: the others print 0) is, and the ones with 0 are no event. A later line before
+    the log is loaded again is a future log's (an intra-broker move), no event; an unknown form is quarantined."""
+    new = """\
+[2024-05-14 12:00:00,000] INFO [BrokerServer id=2] Transition from STARTING to STARTED (kafka.server.BrokerServer)
+[2024-05-14 12:00:01,000] INFO [Partition t-3 broker=2] No checkpointed highwatermark is found for partition t-3 (kafka.cluster.Partition)
+[2024-05-14 12:00:01,001] INFO [Partition t-3 broker=2] Log loaded for partition t-3 with initial high watermark 0 (kafka.cluster.Partition)
+[2024-05-14 12:00:01,050] INFO Completed load of Log(dir=/data/t-4, topic=t, partition=4, highWatermark=0, lastStableOffset=0, logStartOffset=0, logEndOffset=9000) with 2 segments in 105ms (1/1 loaded in /data) (kafka.log.LogManager)
+[2024-05-14 12:00:01,100] INFO [Partition t-4 broker=2] Log loaded for partition t-4 with initial high watermark 8249 (kafka.cluster.Partition)
+[2024-05-14 12:00:01,150] INFO [Broker id=2] Leader t-4 starts at leader epoch 5 from offset 9000 with partition epoch 7, high watermark 8249, ISR [2], adding replicas [] and removing replicas []. Previous leader None and previous leader epoch was 4. (state.change.logger)
+[2024-05-14 12:00:01,200] INFO [Partition t-5 broker=2] Log loaded for partition t-5 with an initial high watermark of 7 (kafka.cluster.Partition)
+[2024-05-14 12:00:02,000] INFO [Partition t-4 broker=2] Log loaded for partition t-4 with initial high watermark 0 (kafka.cluster.Partition)
+[2024-05-14 13:00:01,050] INFO Completed load of Log(dir=/data/t-4, topic=t, partition=4, highWatermark=0, lastStableOffset=0, logStartOffset=0, logEndOffset=9100) with 2 segments in 105ms (1/1 loaded in /data) (kafka.log.LogManager)
+[2024-05-14 13:00:01,100] INFO [Partition t-4 broker=2] Log loaded for partition t-4 with initial high watermark 9050 (kafka.cluster.Partition)
+"""
+    old = """\
+[2019-11-19 13:09:05,000] INFO [KafkaServer id=3] started (kafka.server.KafkaServer)
+[2019-11-19 13:09:05,017] INFO Replica loaded for partition test1-0 with initial high watermark 0 (kafka.cluster.Replica)
+[2019-11-19 13:09:05,019] INFO Replica loaded for partition test1-0 with initial high watermark 0 (kafka.cluster.Replica)
+[2019-11-19 13:09:05,020] INFO Replica loaded for partition test1-1 with initial high watermark 13 (kafka.cluster.Replica)
+[2019-11-19 13:09:05,021] INFO Replica loaded for partition test1-1 with initial high watermark 0 (kafka.cluster.Replica)
+[2019-11-19 13:09:06,000] INFO Replica loaded for partition test1-1 with initial high watermark 11 (kafka.cluster.Replica)
+"""
+    got = parse(spark, write_logs(tmp_path, {"server.log": new, "server-3.log": old}))
+    hws = got.where("event_type = 'hw_change' AND _reason_code IS NULL").select(
+        "broker_id", "topic", "partition", "leader_epoch", "role", "old_hw", "hw")
+    assert_df_equality(hws, spark.createDataFrame([
+        (2, "t", 3, None, None, None, 0),
+        (2, "t", 4, None, None, None, 8249),
+        (2, "t", 4, None, None, None, 9050),  # after the restart's load: the replica's again, not epoch 5's
+        (3, "test1", 1, None, None, None, 13),
+    ], "broker_id int, topic string, partition int, leader_epoch int, role string, old_hw bigint, hw bigint"),
+        ignore_row_order=True, ignore_nullable=True)
+    assert [r["_reason_code"] for r in got.where("_reason_code IS NOT NULL").collect()] == ["unread_log_line"]
+    # Two starts, four HWs, two loads, one leader line, one quarantined line; the 'No checkpointed' line, the HW-0
+    # Replica lines and the future logs' lines are none.
+    assert got.count() == 10
+
+
 def test_a_leaders_refused_append_is_a_produce_answer_with_its_error(spark: SparkSession, tmp_path: Path) -> None:
     """ReplicaManager's ERROR line for an append it refused, with the exception on the next line, is a produce_ack
     with Kafka's error for it: NOT_ENOUGH_REPLICAS (thrown for acks=all only: acks -1), a producer's sequence error,
@@ -1271,6 +1313,8 @@ def test_real_excerpts(spark: SparkSession) -> None:
         ("09", 25, shrink, "shrink", None, None, None, "unread_log_line"),
         ("09", 26, shrink, "shrink", None, None, None, "unread_log_line"),
         # Kafka 2.4: broker 1 added as a follower by a reassignment, then following the leader's moves.
+        # 2.4+: the HW a partition starts with in this process (no checkpoint yet: 0).
+        ("12", 3, "hw_change", None, 1, "roleplay", 0, None),
         ("12", 7, "leadership_change", "become_follower", 1, "roleplay", 0, None),
         ("12", 21, "leadership_change", "become_follower", 1, "roleplay", 0, None),
         ("12", 30, "leadership_change", "become_follower", 1, "roleplay", 0, None),
@@ -1284,7 +1328,9 @@ def test_real_excerpts(spark: SparkSession) -> None:
         *[("21", n, fetch, None, 1, "_confluent-telemetry-metrics", p, None)
           for n, p in ((2, 3), (3, 6), (4, 9), (5, 0), (14, 4), (15, 7), (16, 10), (17, 1))],
         ("27", 1, shrink, "shrink", None, None, None, "unread_log_line"),  # the message alone, no timestamp
+        ("30", 11, "hw_change", None, 1001, "kafka-ckpt", 0, None),
         ("30", 12, "leadership_change", "become_leader", 1001, "kafka-ckpt", 0, None),
+        ("30", 27, "hw_change", None, 1001, "kafka-metrics", 0, None),
         ("30", 28, "leadership_change", "become_leader", 1001, "kafka-metrics", 0, None),
         # 0.9: corrupt messages (no thread prefix, no broker named); the halt names the topic only; the last line
         # was pasted without its timestamp.

@@ -130,6 +130,11 @@ def test_replica_offsets_a_log_loaded_at_a_restart_sets_its_offsets(events, expe
              truncate_offset=95, reason=None),                                                  # 10
         dict(event_type="log_load", ts_ms=20, broker_id=3, partition=2, leader_epoch=4, log_start_offset=10,
              leo=90),                                                                           # 11
+        # The HW each partition then starts with ('Log loaded for partition ... with initial high watermark'): no
+        # role and no old HW printed; it sets the HW (broker 1's checkpoint 5, below the 7 of the clamp).
+        dict(event_type="hw_change", ts_ms=200, broker_id=1, leader_epoch=1, role=None, old_hw=None, hw=5),  # 12
+        dict(event_type="hw_change", ts_ms=30, broker_id=3, partition=2, leader_epoch=4, role=None, old_hw=None,
+             hw=80),                                                                            # 13
     ])
     expect(replica_offsets(ev), [
         ("r", "t", 0, 1, 10, 50, L, 1, 0, 5, 5, 0),
@@ -137,13 +142,15 @@ def test_replica_offsets_a_log_loaded_at_a_restart_sets_its_offsets(events, expe
         ("r", "t", 0, 1, 60, 70, L, 1, 0, 10, 10, 2),
         ("r", "t", 0, 1, 70, 100, L, 1, 4, 10, 10, 3),
         ("r", "t", 0, 1, 100, 150, "offline", 1, 4, 10, 10, 4),
-        ("r", "t", 0, 1, 150, 300, "offline", 1, 2, 7, 7, 5),    # HW 10 -> 7: not above the LEO
+        ("r", "t", 0, 1, 150, 200, "offline", 1, 2, 7, 7, 5),    # HW 10 -> 7: not above the LEO
+        ("r", "t", 0, 1, 200, 300, "offline", 1, 2, 5, 7, 12),
         ("r", "t", 0, 1, 300, None, F_, 2, 2, 6, 7, 6),
         ("r", "t", 1, 2, 10, 20, F_, 1, 0, 8, 8, 7),
         ("r", "t", 1, 2, 20, 150, F_, 1, 4, 8, 8, 8),
         ("r", "t", 1, 2, 150, None, F_, 1, 3, 3, 3, 9),
         ("r", "t", 2, 3, 10, 20, None, 4, None, None, 95, 10),
-        ("r", "t", 2, 3, 20, None, None, 4, 10, None, 90, 11),
+        ("r", "t", 2, 3, 20, 30, None, 4, 10, None, 90, 11),
+        ("r", "t", 2, 3, 30, None, None, 4, 10, 80, 90, 13),
     ], REPLICA_OFFSETS_SCHEMA)
 
 
