@@ -9,7 +9,7 @@
     replog check   --events DIR [--json FILE]                  the reference invariant checker
     replog timelines / lag / audit [--run ID] [--lake DIR]     the Spark analytics over bronze
     replog audit --changed [--fail-on error|warning|never]     only runs with events not yet audited (schedules)
-    replog report  [--out DIR] [--run ID]                      Markdown + HTML incident report with PNG plots
+    replog report  [--out DIR] [--run ID] [--partition T-N]    Markdown + HTML incident report with PNG plots
 
 Exit codes: 0 success (even with quarantined records), 2 the job failed (one-line reason on
 stderr), and 1 for audit violations at or above `--fail-on` (the demo: errors). A job asked for a run id its input
@@ -26,6 +26,14 @@ from pathlib import Path
 
 EXIT_OK = 0
 EXIT_FAILED = 2
+
+
+def _topic_partition(text: str) -> tuple[str, int]:
+    """An argparse type: a partition named as Kafka prints it, TOPIC-N (the topic may hold '-')."""
+    topic, _, number = text.rpartition("-")
+    if not topic or not number.isdigit():
+        raise argparse.ArgumentTypeError(f"expected TOPIC-PARTITION, e.g. orders-3, got {text!r}")
+    return topic, int(number)
 
 
 def _positive_ms(text: str) -> int:
@@ -85,6 +93,10 @@ def _parser() -> argparse.ArgumentParser:
                      help="output folder (default: the config's report.out, else <lake>/reports/<audit id>)")
     rep.add_argument("--run", action="append", dest="runs", help="only this run_id (repeatable; default: the "
                      "runs of the latest audit)")
+    rep.add_argument("--partition", action="append", dest="partitions", type=_topic_partition, default=[],
+                     metavar="TOPIC-N", help="also draw this partition, flagged or not, in every reported run that "
+                     "has it (repeatable): the partitions of an incident read from broker logs, where few findings "
+                     "flag one")
     common(rep)
 
     demo = sub.add_parser("demo", help="end to end on the embedded default: simulate -> ingest -> check -> "
@@ -122,7 +134,7 @@ def _cmd_report(args: argparse.Namespace) -> int:
 
     spark, lake = _session_and_lake(args)
     cfg = load_config(args.config, lake=args.lake)
-    print(run_report(spark, lake, cfg.report, runs=args.runs, out=args.out).summary())
+    print(run_report(spark, lake, cfg.report, runs=args.runs, out=args.out, partitions=args.partitions).summary())
     return EXIT_OK
 
 

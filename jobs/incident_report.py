@@ -167,6 +167,9 @@ class ReportResult:
     runs: list[str] = field(default_factory=list)
     flagged: int = 0
     plotted: int = 0
+    """Pictures drawn: the flagged partitions within the cap, and those `--partition` named."""
+    asked: int = 0
+    """Of them, partitions nothing flagged, drawn because `--partition` named them."""
     errors: int = 0
     warnings: int = 0
     infos: int = 0
@@ -186,12 +189,15 @@ class ReportResult:
 
     def summary(self) -> str:
         """The lines printed at the end of a run."""
-        more = self.flagged - self.plotted
+        shown = self.plotted - self.asked
+        more = self.flagged - shown
         return (
             f"report: audit {self.audit_id}, {len(self.runs)} run(s): {self.errors} errors, {self.warnings} warnings, "
             f"{self.infos} info, {self.incidents} lag incidents; {self.flagged} partitions flagged, "
-            f"{self.plotted} plotted"
-            + (f" ({more} more not plotted)" if more else "") + f" in {self.seconds:.1f}s\n"
+            f"{shown} plotted"
+            + (f" ({more} more not plotted)" if more else "")
+            + (f", {self.asked} more drawn as asked (--partition)" if self.asked else "")
+            + f" in {self.seconds:.1f}s\n"
             f"  {self.html_path}\n  {self.markdown_path}"
         )
 
@@ -688,8 +694,10 @@ def run_report(
     runs: Sequence[str] | None = None,
     out: str | Path | None = None,
     log: Callable[[str], None] = print,
+    partitions: Sequence[tuple[str, int]] = (),
 ) -> ReportResult:
-    """Write the report of `runs` (default: the latest audit's); see the module docstring."""
+    """Write the report of `runs` (default: the latest audit's); see the module docstring. `partitions` (topic,
+    partition) are drawn too, in every reported run that has a timeline of them, flagged or not."""
     t0 = time.perf_counter()
     cfg = cfg or ReportConfig()
     if runs:
@@ -752,9 +760,14 @@ def run_report(
     try:
         flagged_total = flagged.count()
         chosen = flagged.orderBy(*worst_first()).limit(cfg.max_partitions).collect()
+        named = named_partitions(spark, lake, runs, partitions, flagged)
     finally:
         flagged.unpersist()
-    sections, pngs = _sections(spark, lake, cfg, chosen, violations, incidents, bounds, out_dir, log)
+    picked = {(c["run_id"], c["topic"], c["partition"]) for c in chosen}
+    extra = [r for r in named if (r["run_id"], r["topic"], r["partition"]) not in picked]
+    sections, pngs = _sections(spark, lake, cfg, [*chosen, *extra], violations, incidents, bounds, out_dir, log)
+    asked = {(r["run_id"], r["topic"], r["partition"]) for r in named}
+    sections = [replace(s, asked=True) if (s.run_id, s.topic, s.partition) in asked else s for s in sections]
     drawn = plot_overviews(spark, lake, runs, out_dir, cfg, log, bounds=bounds, clear=True)
     overviews = [OverviewSection(o.run_id, o.path.name, o.faults, o.faults_total) for o in drawn]
     overview_pngs = [o.path for o in drawn]
@@ -778,10 +791,42 @@ def run_report(
     result.markdown_path.write_text(markdown(doc), encoding="utf-8")
     result.html_path.write_text(html_page(doc), encoding="utf-8")
     result.flagged, result.plotted, result.pngs = flagged_total, len(sections), [*overview_pngs, *pngs]
+    result.asked = doc.asked_only
     result.errors, result.warnings, result.infos = doc.errors, doc.warnings, doc.infos
     result.incidents = doc.incidents_total
     result.seconds = time.perf_counter() - t0
     return result
+
+
+def named_partitions(spark: SparkSession, lake: Lake, runs: Sequence[str], partitions: Sequence[tuple[str, int]],
+                     flagged: DataFrame) -> list[Any]:
+    """The partitions `replog report --partition` names, in each of `runs` that has a timeline of them, with
+    their `flagged` counts (0 where nothing flagged them): by run, then in the order named. A partition that no
+    run has is an error, raised before anything is drawn (a typo is not an empty report)."""
+    wanted = list(dict.fromkeys((str(t), int(p)) for t, p in partitions))
+    if not wanted:
+        return []
+    named = ", ".join(f"{t}-{p}" for t, p in wanted)
+    missing_tables = [s.name for s in (SILVER_REPLICA_OFFSETS, SILVER_PARTITION_STATE) if not lake.exists(s)]
+    if missing_tables:
+        raise ReportError(f"--partition {named}: no {' or '.join(missing_tables)} in lake {lake.root}: run "
+                          "`replog timelines` first")
+    if not runs:
+        raise ReportError(f"--partition {named}: no run to draw it from (no audit yet, and no --run)")
+    parts = [{"run_id": r} for r in runs]
+    keys = spark.createDataFrame([(r, t, p) for r in runs for t, p in wanted],
+                                 "run_id string, topic string, partition int")
+    # One row per named partition of each run that has it: bounded by what the command line names.
+    held = keys.join(lake.read(SILVER_REPLICA_OFFSETS, parts), KEY, "left_semi")
+    rows = held.join(flagged, KEY, "left").na.fill(0, list(COUNTS)).collect()
+    found = {(r["topic"], r["partition"]) for r in rows}
+    missing = [f"{t}-{p}" for t, p in wanted if (t, p) not in found]
+    if missing:
+        raise ReportError(f"--partition {', '.join(missing)}: no timeline of it in the reported run(s) "
+                          f"{', '.join(runs)} ({SILVER_REPLICA_OFFSETS.name} of lake {lake.root}); a partition is "
+                          "named TOPIC-N, e.g. orders-3")
+    order = {k: i for i, k in enumerate(wanted)}
+    return sorted(rows, key=lambda r: (r["run_id"], order[(r["topic"], r["partition"])]))
 
 
 @dataclass(frozen=True)

@@ -275,6 +275,22 @@ class PartitionSection:
     """(event id, how many of the partition's violations name it, listed or not) for its chains' events."""
     evidence_key: tuple[NumberedEvidence, ...] = ()
     """The numbered evidence rings of its picture (`jobs.plots.evidence_key`), listed under it."""
+    asked: bool = False
+    """`replog report --partition` named it (drawn whether flagged or not)."""
+
+    @property
+    def flagged(self) -> bool:
+        """A violation (info too), a lag incident or an unclean election flags it."""
+        return self.errors + self.warnings + self.infos + self.incident_count + self.unclean_elections > 0
+
+    @property
+    def asked_line(self) -> str | None:
+        """What the section says of a partition drawn because the command named it."""
+        if not self.asked:
+            return None
+        return "Drawn as asked (`--partition`)" + ("." if self.flagged else
+                                                   ": nothing flagged it (no violation, lag incident or unclean "
+                                                   "election).")
 
     @property
     def violation_count(self) -> int:
@@ -369,9 +385,19 @@ class ReportDocument:
         return sum(c.infos for c in self.invariants)
 
     @property
+    def flagged_sections(self) -> int:
+        """Sections of flagged partitions (the others are there because `--partition` named them)."""
+        return sum(1 for s in self.sections if s.flagged)
+
+    @property
+    def asked_only(self) -> int:
+        """Sections of partitions nothing flagged, drawn because `--partition` named them."""
+        return len(self.sections) - self.flagged_sections
+
+    @property
     def not_plotted(self) -> int:
         """Flagged partitions left out by the `max_partitions` cap."""
-        return max(0, self.flagged_total - len(self.sections))
+        return max(0, self.flagged_total - self.flagged_sections)
 
     def verdict_line(self) -> str:
         """`missing 1, recovered 2` or `none`."""
@@ -607,13 +633,16 @@ def _overview(doc: ReportDocument) -> list[str]:
         more = f"; {len(starts) - RUN_STARTS_SHOWN} more run(s)" if len(starts) > RUN_STARTS_SHOWN else ""
         lines.append("Times are seconds since each run's first event: "
                      + "; ".join(starts[:RUN_STARTS_SHOWN]) + more + ".")
+    asked = f"{doc.asked_only} partition(s) nothing flagged drawn as asked (--partition)"
     if doc.flagged_total == 0:
-        lines.append("No violations, lag incidents or unclean elections in a partition: nothing to plot.")
+        lines.append("No violations, lag incidents or unclean elections in a partition: "
+                     + (f"{asked}." if doc.asked_only else "nothing to plot."))
     else:
         lines.append(f"{doc.flagged_total} partition(s) have a violation, a lag incident or an unclean election; "
-                     f"{len(doc.sections)} "
+                     f"{doc.flagged_sections} "
                      f"plotted (worst first, cap report.max_partitions = {doc.max_partitions})"
-                     + (f", {doc.not_plotted} more not plotted." if doc.not_plotted else "."))
+                     + (f", {doc.not_plotted} more not plotted" if doc.not_plotted else "")
+                     + (f"; {asked}." if doc.asked_only else "."))
     return lines
 
 
@@ -885,13 +914,15 @@ def markdown(doc: ReportDocument) -> str:
         out += [n for note in (_listed(len(doc.incidents), doc.incidents_total, "incidents"),
                                _zombie_note(doc.incidents)) if note for n in (note, "")]
     out += ["## Partitions", ""]
-    if not doc.sections:
+    if not doc.flagged_sections:
         out += ["No violations and no lag incidents in any partition.", ""]
-    else:
+    if doc.sections:
         out += [_picture_legend(doc), ""]
     for s in doc.sections:
         out += [f"### {s.title}", "",
                 s.counts, ""]
+        if s.asked_line:
+            out += [s.asked_line, ""]
         if s.settings:
             out += [_md_cell(_settings_line(s)), ""]
         cause = _common_cause_line(s)
@@ -1065,15 +1096,17 @@ def html_page(doc: ReportDocument) -> str:
         out += [_p(note, "note") for note in (_listed(len(doc.incidents), doc.incidents_total, "incidents"),
                                               _zombie_note(doc.incidents)) if note]
     out.append("<h2>Partitions</h2>")
-    if not doc.sections:
+    if not doc.flagged_sections:
         out.append(_p("No violations and no lag incidents in any partition."))
-    else:
+    if doc.sections:
         out.append(_p(_picture_legend(doc), "note"))
         out.append("<ul>" + "".join(f'<li><a href="#{_h(s.anchor)}">{_h(s.title)}</a></li>' for s in doc.sections)
                    + "</ul>")
     for s in doc.sections:
         out += [f'<h3 id="{_h(s.anchor)}">{_h(s.title)}</h3>',
                 _p(s.counts)]
+        if s.asked_line:
+            out.append(_p(s.asked_line, "note"))
         if s.settings:
             out.append(_p(_settings_line(s), "note"))
         cause = _common_cause_line(s)
