@@ -20,6 +20,7 @@ also reachable through `./spark-submit.sh <command> ...`.
 from __future__ import annotations
 
 import argparse
+import re
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -31,8 +32,10 @@ EXIT_FAILED = 2
 def _topic_partition(text: str) -> tuple[str, int]:
     """An argparse type: a partition named as Kafka prints it, TOPIC-N (the topic may hold '-')."""
     topic, _, number = text.rpartition("-")
-    if not topic or not number.isdigit():
-        raise argparse.ArgumentTypeError(f"expected TOPIC-PARTITION, e.g. orders-3, got {text!r}")
+    # ASCII digits only (str.isdigit takes other scripts' too), and a Java int, as Kafka's partition ids are.
+    if not topic or not re.fullmatch(r"[0-9]{1,10}", number) or int(number) >= 2**31:
+        raise argparse.ArgumentTypeError(f"expected TOPIC-PARTITION, e.g. orders-3 (partition 0 to 2147483647), "
+                                         f"got {text!r}")
     return topic, int(number)
 
 

@@ -37,6 +37,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
+from functools import reduce
 from pathlib import Path, PurePath
 from typing import Any, NamedTuple
 
@@ -169,7 +170,10 @@ class ReportResult:
     plotted: int = 0
     """Pictures drawn: the flagged partitions within the cap, and those `--partition` named."""
     asked: int = 0
-    """Of them, partitions nothing flagged, drawn because `--partition` named them."""
+    """Of them, partitions drawn only because `--partition` named them: nothing flagged them, or the cap left them
+    out."""
+    not_plotted: int = 0
+    """Flagged partitions not drawn (the `max_partitions` cap, and not named)."""
     errors: int = 0
     warnings: int = 0
     infos: int = 0
@@ -189,13 +193,11 @@ class ReportResult:
 
     def summary(self) -> str:
         """The lines printed at the end of a run."""
-        shown = self.plotted - self.asked
-        more = self.flagged - shown
         return (
             f"report: audit {self.audit_id}, {len(self.runs)} run(s): {self.errors} errors, {self.warnings} warnings, "
             f"{self.infos} info, {self.incidents} lag incidents; {self.flagged} partitions flagged, "
-            f"{shown} plotted"
-            + (f" ({more} more not plotted)" if more else "")
+            f"{self.plotted - self.asked} plotted"
+            + (f" ({self.not_plotted} more not plotted)" if self.not_plotted else "")
             + (f", {self.asked} more drawn as asked (--partition)" if self.asked else "")
             + f" in {self.seconds:.1f}s\n"
             f"  {self.html_path}\n  {self.markdown_path}"
@@ -713,6 +715,8 @@ def run_report(
         raise ReportError(f"{'--out' if out else 'report.out' if cfg.out else 'the report folder'} {out_dir}: "
                           f"{problem}")
     result = ReportResult(out_dir, audit["audit_id"], list(runs))
+    # Before the aggregates: a name no run has is a usage error, not minutes of work first.
+    named = named_partitions(spark, lake, runs, partitions)
     parts = [{"run_id": r} for r in runs]
     log(f"report: audit {audit['audit_id']}, {len(runs)} run(s) -> {out_dir}")
 
@@ -760,14 +764,15 @@ def run_report(
     try:
         flagged_total = flagged.count()
         chosen = flagged.orderBy(*worst_first()).limit(cfg.max_partitions).collect()
-        named = named_partitions(spark, lake, runs, partitions, flagged)
+        named_rows = with_flags(spark, named, flagged)
     finally:
         flagged.unpersist()
     picked = {(c["run_id"], c["topic"], c["partition"]) for c in chosen}
-    extra = [r for r in named if (r["run_id"], r["topic"], r["partition"]) not in picked]
+    extra = [r for r in named_rows if (r["run_id"], r["topic"], r["partition"]) not in picked]
     sections, pngs = _sections(spark, lake, cfg, [*chosen, *extra], violations, incidents, bounds, out_dir, log)
-    asked = {(r["run_id"], r["topic"], r["partition"]) for r in named}
-    sections = [replace(s, asked=True) if (s.run_id, s.topic, s.partition) in asked else s for s in sections]
+    flags = {(r["run_id"], r["topic"], r["partition"]): bool(r["_flagged"]) for r in named_rows}
+    sections = [s if (s.run_id, s.topic, s.partition) not in flags else
+                replace(s, asked=True, flagged=flags[(s.run_id, s.topic, s.partition)]) for s in sections]
     drawn = plot_overviews(spark, lake, runs, out_dir, cfg, log, bounds=bounds, clear=True)
     overviews = [OverviewSection(o.run_id, o.path.name, o.faults, o.faults_total) for o in drawn]
     overview_pngs = [o.path for o in drawn]
@@ -791,18 +796,18 @@ def run_report(
     result.markdown_path.write_text(markdown(doc), encoding="utf-8")
     result.html_path.write_text(html_page(doc), encoding="utf-8")
     result.flagged, result.plotted, result.pngs = flagged_total, len(sections), [*overview_pngs, *pngs]
-    result.asked = doc.asked_only
+    result.asked, result.not_plotted = len(extra), doc.not_plotted
     result.errors, result.warnings, result.infos = doc.errors, doc.warnings, doc.infos
     result.incidents = doc.incidents_total
     result.seconds = time.perf_counter() - t0
     return result
 
 
-def named_partitions(spark: SparkSession, lake: Lake, runs: Sequence[str], partitions: Sequence[tuple[str, int]],
-                     flagged: DataFrame) -> list[Any]:
-    """The partitions `replog report --partition` names, in each of `runs` that has a timeline of them, with
-    their `flagged` counts (0 where nothing flagged them): by run, then in the order named. A partition that no
-    run has is an error, raised before anything is drawn (a typo is not an empty report)."""
+def named_partitions(spark: SparkSession, lake: Lake, runs: Sequence[str],
+                     partitions: Sequence[tuple[str, int]]) -> list[tuple[str, str, int]]:
+    """The (run, topic, partition) keys of the partitions `replog report --partition` names, in each of `runs` that
+    has a timeline of them (HW and LEO, or ISR and leaders): by run, then in the order named. A partition that no
+    run has is an error (a typo is not an empty report)."""
     wanted = list(dict.fromkeys((str(t), int(p)) for t, p in partitions))
     if not wanted:
         return []
@@ -816,17 +821,30 @@ def named_partitions(spark: SparkSession, lake: Lake, runs: Sequence[str], parti
     parts = [{"run_id": r} for r in runs]
     keys = spark.createDataFrame([(r, t, p) for r in runs for t, p in wanted],
                                  "run_id string, topic string, partition int")
+    topics = sorted({t for t, _ in wanted})
+    timelines = reduce(DataFrame.unionByName, [
+        lake.read(spec, parts).where(F.col("topic").isin(*topics)).select(*KEY)
+        for spec in (SILVER_REPLICA_OFFSETS, SILVER_PARTITION_STATE)])
     # One row per named partition of each run that has it: bounded by what the command line names.
-    held = keys.join(lake.read(SILVER_REPLICA_OFFSETS, parts), KEY, "left_semi")
-    rows = held.join(flagged, KEY, "left").na.fill(0, list(COUNTS)).collect()
-    found = {(r["topic"], r["partition"]) for r in rows}
-    missing = [f"{t}-{p}" for t, p in wanted if (t, p) not in found]
+    held = {(r["run_id"], r["topic"], r["partition"]) for r in keys.join(timelines, KEY, "left_semi").collect()}
+    missing = [f"{t}-{p}" for t, p in wanted if not any((r, t, p) in held for r in runs)]
     if missing:
         raise ReportError(f"--partition {', '.join(missing)}: no timeline of it in the reported run(s) "
-                          f"{', '.join(runs)} ({SILVER_REPLICA_OFFSETS.name} of lake {lake.root}); a partition is "
-                          "named TOPIC-N, e.g. orders-3")
-    order = {k: i for i, k in enumerate(wanted)}
-    return sorted(rows, key=lambda r: (r["run_id"], order[(r["topic"], r["partition"])]))
+                          f"{', '.join(runs)} ({SILVER_REPLICA_OFFSETS.name} and {SILVER_PARTITION_STATE.name} of "
+                          f"lake {lake.root}); a partition is named TOPIC-N, e.g. orders-3")
+    return [(r, t, p) for r in runs for t, p in wanted if (r, t, p) in held]
+
+
+def with_flags(spark: SparkSession, keys: Sequence[tuple[str, str, int]], flagged: DataFrame) -> list[Any]:
+    """`keys` (in their order) with their `flagged` counts, 0 where nothing flagged them, and `_flagged`: whether
+    `flagged_partitions` holds them."""
+    if not keys:
+        return []
+    frame = spark.createDataFrame(list(keys), "run_id string, topic string, partition int")
+    rows = frame.join(flagged.withColumn("_flagged", F.lit(True)), KEY, "left").na.fill(0, list(COUNTS)).na.fill(
+        False, ["_flagged"]).collect()
+    found = {(r["run_id"], r["topic"], r["partition"]): r for r in rows}
+    return [found[k] for k in keys]
 
 
 @dataclass(frozen=True)

@@ -277,11 +277,9 @@ class PartitionSection:
     """The numbered evidence rings of its picture (`jobs.plots.evidence_key`), listed under it."""
     asked: bool = False
     """`replog report --partition` named it (drawn whether flagged or not)."""
-
-    @property
-    def flagged(self) -> bool:
-        """A violation (info too), a lag incident or an unclean election flags it."""
-        return self.errors + self.warnings + self.infos + self.incident_count + self.unclean_elections > 0
+    flagged: bool = True
+    """A violation (info too), a lag incident or an unclean election flags it (`flagged_partitions`); a partition
+    drawn only because `--partition` named it may not be."""
 
     @property
     def asked_line(self) -> str | None:
@@ -388,6 +386,16 @@ class ReportDocument:
     def flagged_sections(self) -> int:
         """Sections of flagged partitions (the others are there because `--partition` named them)."""
         return sum(1 for s in self.sections if s.flagged)
+
+    @property
+    def ranked(self) -> int:
+        """Flagged partitions drawn by rank, worst first, up to the `max_partitions` cap."""
+        return min(self.flagged_total, self.max_partitions)
+
+    @property
+    def asked_flagged(self) -> int:
+        """Flagged partitions beyond the cap, drawn because `--partition` named them."""
+        return max(0, self.flagged_sections - self.ranked)
 
     @property
     def asked_only(self) -> int:
@@ -639,8 +647,9 @@ def _overview(doc: ReportDocument) -> list[str]:
                      + (f"{asked}." if doc.asked_only else "nothing to plot."))
     else:
         lines.append(f"{doc.flagged_total} partition(s) have a violation, a lag incident or an unclean election; "
-                     f"{doc.flagged_sections} "
+                     f"{doc.ranked} "
                      f"plotted (worst first, cap report.max_partitions = {doc.max_partitions})"
+                     + (f", {doc.asked_flagged} more drawn as asked (--partition)" if doc.asked_flagged else "")
                      + (f", {doc.not_plotted} more not plotted" if doc.not_plotted else "")
                      + (f"; {asked}." if doc.asked_only else "."))
     return lines

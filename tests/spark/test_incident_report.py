@@ -238,33 +238,40 @@ def test_the_partitions_named_on_the_command_line_are_drawn_too(flagged_lake: Em
     # Beyond the cap: a flagged partition named is drawn, and no longer counted as left out.
     capped = run_report(flagged_lake.spark, flagged_lake, ReportConfig(max_partitions=1), out=tmp_path / "capped",
                         partitions=[("t", 2)], **QUIET)
-    assert (capped.plotted, capped.asked) == (2, 0)
+    assert (capped.plotted, capped.asked, capped.not_plotted) == (2, 1, 1)
     md = capped.markdown_path.read_text(encoding="utf-8")
     assert _sections(md) == ["t-0 (run r1)", "t-2 (run r1)"]
-    assert "1 more flagged partition(s) not plotted" in md and "(1 more not plotted)" in capped.summary()
+    assert ("3 partition(s) have a violation, a lag incident or an unclean election; 1 plotted (worst first, cap "
+            "report.max_partitions = 1), 1 more drawn as asked (--partition), 1 more not plotted.") in md
+    assert "1 more flagged partition(s) not plotted" in md
+    assert "1 plotted (1 more not plotted), 1 more drawn as asked (--partition)" in capped.summary()
     # A partition no reported run has is an error before anything is drawn; so is a malformed name.
     with pytest.raises(ReportError, match=r"--partition t-9, u-0: no timeline of it in the reported run\(s\) r1 "):
         run_report(flagged_lake.spark, flagged_lake, ReportConfig(), out=tmp_path / "typo",
                    partitions=[("t", 9), ("t", 0), ("u", 0)], **QUIET)
     assert not list((tmp_path / "typo").glob("*"))
-    with pytest.raises(SystemExit) as exit_info:
-        cli_main(["report", "--partition", "orders"])
-    assert exit_info.value.code == 2
-    assert "argument --partition: expected TOPIC-PARTITION, e.g. orders-3, got 'orders'" in capsys.readouterr().err
+    for name in ("orders", "orders-99999999999", "orders-\u0663"):
+        with pytest.raises(SystemExit) as exit_info:
+            cli_main(["report", "--partition", name])
+        assert exit_info.value.code == 2
+        assert (f"argument --partition: expected TOPIC-PARTITION, e.g. orders-3 (partition 0 to 2147483647), got "
+                f"{name!r}") in capsys.readouterr().err
 
 
 def test_a_clean_run_draws_only_the_partitions_named(spark: SparkSession, tmp_path: Path) -> None:
     lake = EmbeddedLake(spark, str(tmp_path / "lake"))
     lake.append(BRONZE_EVENTS, _bronze(spark))
     lake.append(SILVER_REPLICA_OFFSETS, frame(spark, SILVER_REPLICA_OFFSETS, _offsets(0)))
-    lake.append(SILVER_PARTITION_STATE, frame(spark, SILVER_PARTITION_STATE, _state(0)))
+    # t-1 has only its ISR and leaders (a broker log with ISR lines alone): it has a picture all the same.
+    lake.append(SILVER_PARTITION_STATE, frame(spark, SILVER_PARTITION_STATE, _state(0) + _state(1)))
     lake.append(GOLD_AUDIT_RUNS, _audit_row(spark, errors=0, warnings=0))
-    result = run_report(spark, lake, ReportConfig(), out=tmp_path / "out", partitions=[("t", 0)], **QUIET)
-    assert (result.flagged, result.plotted, result.asked) == (0, 1, 1)
+    result = run_report(spark, lake, ReportConfig(), out=tmp_path / "out", partitions=[("t", 0), ("t", 1)], **QUIET)
+    assert (result.flagged, result.plotted, result.asked) == (0, 2, 2)
     md = result.markdown_path.read_text(encoding="utf-8")
-    assert ("No violations, lag incidents or unclean elections in a partition: 1 partition(s) nothing flagged drawn "
+    assert ("No violations, lag incidents or unclean elections in a partition: 2 partition(s) nothing flagged drawn "
             "as asked (--partition).") in md
-    assert "No violations and no lag incidents in any partition." in md and _sections(md) == ["t-0 (run r1)"]
+    assert "No violations and no lag incidents in any partition." in md
+    assert _sections(md) == ["t-0 (run r1)", "t-1 (run r1)"]
     assert "![t-0 (run r1)](p001-r1-t-0.png)" in md
 
 
