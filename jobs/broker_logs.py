@@ -247,9 +247,10 @@ def read_broker_logs(spark: SparkSession, paths: Sequence[str], options: BrokerL
     located = _across_lines(located, _topic_names(existing)).withColumn("_context", F.lit(False))
     if existing is not None:
         # The run's earlier batches stand in for the lines before these files: an hour's rolled server.log holds ISR
-        # changes whose leader epoch and previous ISR were logged in an earlier hour, and elections that a line of
-        # this hour restates. They only inform, and go.
-        informs = F.col("event_type").isin("leadership_change", "isr_change") | _logged_election()
+        # changes whose leader epoch and previous ISR were logged in an earlier hour, elections that a line of
+        # this hour restates, and the HW line after which another one is a future log's. They only inform, and go.
+        informs = (F.col("event_type").isin("leadership_change", "isr_change", "log_load", "hw_change")
+                   | _logged_election())
         context = existing.where(informs).select(
             F.lit("").alias("_path"), F.col("event_id").alias("pos"), F.lit(0).alias("_entry_pos"), "ts_ms",
             "event_type", "broker_id", "topic", "partition", "leader_epoch", "partition_epoch", "action", "isr",
@@ -375,9 +376,16 @@ def _from_earlier_lines(events: DataFrame) -> DataFrame:
     # the broker about the partition): "Leader t-3 ... starts at leader epoch E", or, when Kafka prints it again
     # for a broker that already leads (until its AlterPartition says RECOVERED), "Skipped the become-leader state
     # change ... already the leader with leader epoch E"; none other is known.
-    next_line = F.lead(F.struct("ts_ms", "leader_epoch", (
+    # The HW line of a log the call attaches (the partition's first in this process) comes between them, and is
+    # skipped, as is a log's load at the broker's start.
+    # An earlier batch's (bronze's) role-less HW is such a line: it is the only HW change a broker log gives.
+    initial_hw = (F.coalesce(F.col("_pattern").isin(*INITIAL_HW), F.lit(False))
+                  | F.col("_context") & F.coalesce(F.col("event_type") == "hw_change", F.lit(False)))
+    loading = initial_hw | F.coalesce(F.col("event_type") == "log_load", F.lit(False))
+    next_line = F.first(F.when(~loading, F.struct("ts_ms", "leader_epoch", (
         (F.col("event_type") == "leadership_change") & (F.col("action") == "become_leader")
-        | (F.col("_pattern") == LEADER_AND_ISR_SKIP)).alias("says_epoch"), "_previous_leader")).over(upto)
+        | (F.col("_pattern") == LEADER_AND_ISR_SKIP)).alias("says_epoch"), "_previous_leader")),
+        ignorenulls=True).over(upto.rowsBetween(1, Window.unboundedFollowing))
     same_call = next_line.says_epoch & (next_line.ts_ms - F.col("ts_ms") <= HINT_WINDOW_MS)
     recovered_epoch = F.when(same_call, next_line.leader_epoch)
     # A leader line that names this broker as the previous leader (3.3+) is a new epoch of a leader that kept
@@ -394,9 +402,8 @@ def _from_earlier_lines(events: DataFrame) -> DataFrame:
     follow = F.col("isr_state").isin("committed", "rejected")
     # The partition's replica is created before a future log in the same process (Partition.maybeCreateFutureReplica
     # assumes it), and a broker's start loads the current log (log_load) before any partition takes it.
-    initial_hw = F.coalesce(F.col("_pattern").isin(*INITIAL_HW), F.lit(False))
-    future_log = initial_hw & F.coalesce(F.last(F.when(initial_hw | (F.col("event_type") == "log_load"), initial_hw),
-                                                ignorenulls=True).over(before), F.lit(False))
+    future_log = initial_hw & F.coalesce(F.last(F.when(loading, initial_hw), ignorenulls=True).over(before),
+                                         F.lit(False))
     derived = (events
                .withColumns({"reason": F.when(explained, last_hint.reason).otherwise(F.col("reason")),
                              "_known_isr": F.when(follow, known),
@@ -414,7 +421,7 @@ def _from_earlier_lines(events: DataFrame) -> DataFrame:
                 .when(F.col("event_type").isin("leadership_change", "leader_election"), F.col("leader_epoch"))
                 # A log loaded or a partition created in a new process has no epoch until its leadership line (a
                 # new Partition starts below the initial epoch): not the one the previous process had.
-                .when(initial_hw | (F.col("event_type") == "log_load"), F.lit(None).cast("int"))
+                .when(loading, F.lit(None).cast("int"))
                 .otherwise(F.coalesce("leader_epoch", epoch)),
                 "old_isr": F.when(follow, F.coalesce("old_isr", "_known_isr")).otherwise(F.col("old_isr")),
                 "action": F.when(F.col("isr_state") == "committed", F.coalesce("action", committed_action))

@@ -799,6 +799,21 @@ def test_a_new_leaders_recovering_line_is_the_unclean_election(spark: SparkSessi
     assert inv.evaluate(kept_events(got), ["leader_epoch_monotonic", "isr_nonempty"]).count() == 0
 
 
+def test_a_recovering_leaders_epoch_is_read_past_the_log_it_loads(spark: SparkSession, tmp_path: Path) -> None:
+    """makeLeader prints RECOVERING, then (the partition's first call in this process) the HW its log starts with
+    in server.log, then the leader line: the election still takes that leader line's epoch."""
+    logs = dict(RECOVERING_LOGS, **{"server-3.log": (
+        "[2024-05-14 12:00:01,900] INFO Completed load of Log(dir=/data/orders-7, topic=orders, partition=7, "
+        "highWatermark=0, lastStableOffset=0, logStartOffset=0, logEndOffset=100) with 1 segments in 3ms (1/1 loaded "
+        "in /data) (kafka.log.LogManager)\n"
+        "[2024-05-14 12:00:02,001] INFO [Partition orders-7 broker=3] Log loaded for partition orders-7 with initial "
+        "high watermark 90 (kafka.cluster.Partition)\n")})
+    got = parse(spark, write_logs(tmp_path, logs))
+    assert _elections(got) == [(2, 3, "unclean", 2, [2], 6), (3, 7, "unclean", 3, [3], 3),
+                               (4, 9, "unclean", 4, [4], None)]
+    assert got.where("event_type = 'hw_change' AND partition = 7").count() == 1
+
+
 def test_a_recovering_line_reprinted_in_a_new_epoch_of_the_same_leader_is_no_election(spark: SparkSession,
                                                                                       tmp_path: Path) -> None:
     """Broker 2, elected uncleanly in epoch 6, gets epoch 7 before its AlterPartition cleared RECOVERING (the
@@ -1040,6 +1055,28 @@ def test_a_replay_line_restates_the_election_an_earlier_batch_read(spark: SparkS
         "partitionEpoch: 9 -> 10") for n in (3000, 3020, 3040)})
     assert run_ingest(spark, lake, str(landing), log=lambda _m: None, logs=options).read == 0
     assert lake.read(BRONZE_EVENTS).where("event_type = 'leader_election' AND partition = 9").count() == 1
+
+
+def test_a_future_logs_hw_line_in_a_later_batch_is_no_event(spark: SparkSession, tmp_path: Path) -> None:
+    """The replica's initial-HW line in bronze, an intra-broker move's future log printing the same line in the
+    next hour's rolled server.log: no second HW; after the broker's next start loads the log, the line is the
+    replica's again."""
+    landing = tmp_path / "landing"
+    lake = EmbeddedLake(spark, str(tmp_path / "lake"))
+    options = BrokerLogOptions("cluster-a")
+    hw_line = ("[2024-05-14 {t}] INFO [Partition t-4 broker=2] Log loaded for partition t-4 with initial high "
+               "watermark {hw} (kafka.cluster.Partition)\n")
+    write_logs(landing, {"server.log.2024-05-14-11": hw_line.format(t="11:00:00,000", hw=80)})
+    assert run_ingest(spark, lake, str(landing), log=lambda _m: None, logs=options).kept == 1
+    write_logs(landing, {"server.log.2024-05-14-12": hw_line.format(t="12:00:00,000", hw=0)})
+    assert run_ingest(spark, lake, str(landing), log=lambda _m: None, logs=options).kept == 0
+    write_logs(landing, {"server.log": (
+        "[2024-05-14 13:00:00,000] INFO Completed load of Log(dir=/data/t-4, topic=t, partition=4, highWatermark=0, "
+        "lastStableOffset=0, logStartOffset=0, logEndOffset=120) with 1 segments in 3ms (1/1 loaded in /data) "
+        "(kafka.log.LogManager)\n" + hw_line.format(t="13:00:01,000", hw=95))})
+    assert run_ingest(spark, lake, str(landing), log=lambda _m: None, logs=options).kept == 2
+    assert [tuple(r) for r in lake.read(BRONZE_EVENTS).where("event_type = 'hw_change'").orderBy("ts_ms").select(
+        "broker_id", "hw").collect()] == [(2, 80), (2, 95)]
 
 
 def _created_line(t: str, controller: int, tp: str, replicas: str, leader: int, *, epoch: int = 0,
