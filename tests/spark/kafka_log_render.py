@@ -18,7 +18,11 @@ ERROR with its exception on the next line); a fetch request that got no answer i
 the fetcher's WARN naming the request's partitions (in the 2.4 form, the requests whose first event id is even are
 an incremental session's, which name none and read back as nothing). A leader's NOT_ENOUGH_REPLICAS answer is
 ReplicaManager's ERROR line with the exception (the other produce answers leave none). A broker's configuration is its
-startup `KafkaConfig values:` block (the static replication settings).
+startup `KafkaConfig values:` block (the static replication settings). Before a replica's first leadership line in a
+broker process, its partition prints the HW it starts with ('Log loaded for partition ... with initial high
+watermark', the leadership change's HW), after LogManager's line for the log the process loaded at its start when it
+had one (the leadership change's LEO, the log start the engine last moved it to): lines for state the engine states in
+the leadership change itself, which read back as a role-less `hw_change` and a `log_load`.
 """
 
 from __future__ import annotations
@@ -65,6 +69,8 @@ class Expected:
     log_start_offset: int | None = None
     reason: str | None = None
     elr: tuple[int, ...] | None = None
+    hw: int | None = None
+    leo: int | None = None
 
 
 LOG_START_REASONS = {"segment_deletion": "segment deletion", "leader_offset_increment": "leader offset increment",
@@ -285,12 +291,47 @@ def render(events: Iterable[Mapping[str, Any]], style: str, controller_log: bool
             current[at] = (current[at][0], tuple(ev["isr"]), tuple(ev.get("elr") or ()))
         elif ev["event_type"] == "isr_change" and ev.get("isr_state") == "committed" and at in current:
             current[at] = (current[at][0], tuple(ev["isr"]), current[at][2])
+    # The replicas whose partition took its log in the broker's current process (Partition.createLogIfNotExists
+    # prints the HW it starts with once per process), those that had a log before (a restart loads it: LogManager's
+    # line), and each replica's log start as the engine moved it.
+    attached: set[tuple[int, Any, Any]] = set()
+    hosted: set[tuple[int, Any, Any]] = set()
+    log_start: dict[tuple[int, Any, Any], int] = {}
+
+    def attach(ev: Mapping[str, Any], replica: tuple[int, Any, Any], written: list[str], base: dict[str, Any],
+               tp: str) -> None:
+        """The lines a replica's first leadership change in a process prints before its own (3.6 and 2.4 alike):
+        the log's load at the broker's start, if it had one, then the HW its partition starts with."""
+        if replica in attached:
+            return
+        attached.add(replica)
+        b, at = replica[0], {**base, "action": None, "leader_epoch": None}
+        if replica in hosted:
+            written.append(_line(ev, "kafka.log.LogManager",
+                                 f"Completed load of Log(dir=/var/lib/kafka/data/{tp}, topic={ev['topic']}, partition="
+                                 f"{ev['partition']}, highWatermark=0, lastStableOffset=0, logStartOffset="
+                                 f"{log_start.get(replica, 0)}, logEndOffset={ev['leo']}) with 1 segments in 1ms (1/1 "
+                                 "loaded in /var/lib/kafka/data)"))
+            expected.append(Expected(**{**at, "event_type": "log_load", "log_start_offset": log_start.get(replica, 0),
+                                        "leo": int(ev["leo"])}))
+            base["line"] += 1
+            at["line"] += 1
+        hosted.add(replica)
+        written.append(_line(ev, "kafka.cluster.Partition", f"[Partition {tp} broker={b}] Log loaded for partition "
+                                                             f"{tp} with initial high watermark {ev['hw']}"))
+        expected.append(Expected(**{**at, "event_type": "hw_change", "hw": int(ev["hw"])}))
+        base["line"] += 1
+
     for ev in events:
         kind, b = ev["event_type"], ev.get("broker_id")
         if b is None:
             continue
         b = int(b)
         replica = (b, ev.get("topic"), ev.get("partition"))
+        if kind == "log_start_offset_change":
+            log_start[replica] = int(ev["log_start_offset"])
+        elif kind == "broker_lifecycle" and ev.get("action") in ("start", "restart"):
+            attached.difference_update({r for r in attached if r[0] == b})
         tp = f"{ev.get('topic')}-{ev.get('partition')}"
         action = ev.get("action")
         out: list[str] = []
@@ -349,6 +390,7 @@ def render(events: Iterable[Mapping[str, Any]], style: str, controller_log: bool
                                                 "action": "unclean", "leader_id": b, "isr": (b,)}))
                 recovering_lines.append((ev["topic"], ev["partition"], int(ev["ts_ms"]), b, epoch))
                 base["line"] += 1
+            attach(ev, replica, written, base, tp)
             if new:
                 out.append(_line(ev, "state.change.logger",
                                  f"[Broker id={b}] Leader {tp} with topic id Some({topic_id(ev['topic'])}) starts at "
@@ -365,6 +407,7 @@ def render(events: Iterable[Mapping[str, Any]], style: str, controller_log: bool
                                  f"Previous Leader Epoch was: -1"))
                 exp = Expected(**{**base, "leader_id": b})
         elif kind == "leadership_change" and action == "become_follower":
+            attach(ev, replica, written, base, tp)
             leader = ev.get("leader_id")
             leader = -1 if leader is None else int(leader)  # Kafka's NO_LEADER
             if new:

@@ -133,7 +133,7 @@ def test_every_logged_event_reads_back_as_the_engine_emitted_it(simulated: list[
             continue  # the same lines as with the controller's log, which holds only unclean elections
         files, expected, got = read_back.read(i, form)
         rows = got.select("_source_file", "_source_line", "_reason", "broker_id", "reason", "replicas",
-                          "adding_replicas", "removing_replicas", *FIELDS).collect()
+                          "adding_replicas", "removing_replicas", "hw", "leo", *FIELDS).collect()
         assert [r["_reason"] for r in rows if r["_reason"]] == []
         # A failed fetch request's line names each partition of the request: one event per partition.
         at_line = {(e.file, e.line, e.topic, e.partition): e for e in expected}
@@ -155,6 +155,8 @@ def test_every_logged_event_reads_back_as_the_engine_emitted_it(simulated: list[
                     assert tuple(r[f] or ()) == tuple(engine.get(f) or ()), (style, i, engine)
                 checked["assignment"] += 1
                 checked["reassigning"] += bool(engine.get("adding_replicas") or engine.get("removing_replicas"))
+            if want.event_type in ("hw_change", "log_load"):  # a replica's log taken in a (re)started process
+                assert (r["hw"], r["leo"]) == (want.hw, want.leo), (style, i, engine)
             if want.event_type == "log_start_offset_change":  # what moved it, where the line says (2.8+)
                 assert r["reason"] == want.reason, (style, i, engine)
                 checked[f"log_start_reason_{want.reason}"] += 1
@@ -182,6 +184,8 @@ def test_every_logged_event_reads_back_as_the_engine_emitted_it(simulated: list[
         assert checked["fetch_response"] > 0, checked  # the fetch errors Kafka logs at INFO and above
         assert checked["request_failed"] > 0, checked  # the partitions of requests that got no answer
         assert checked["log_start_offset_change"] > 0, checked
+        # Each replica's HW as its partition takes the log in a process, and the logs a restart loads.
+        assert checked["hw_change"] > 0 and checked["log_load"] > 0, checked
         assert checked["epoch_request_retry"] > 0, checked  # the OffsetsForLeaderEpoch errors a follower retries
         assert checked["produce_ack"] > 0, checked  # the leaders' NOT_ENOUGH_REPLICAS refusals
         if style == "3.6":  # the leaders' retention and the followers' increments to their leader's start
