@@ -333,7 +333,8 @@ PATTERNS: tuple[LinePattern, ...] = (
         "The same lines for a log in a directory that is not the replica's: one pending deletion "
         "('{tp}.{uuid}-delete'), the target of an intra-broker move ('{tp}.{uuid}-future', 1.1+) or a stray log "
         "('{tp}.{uuid}-stray', 3.7+), which Kafka loads at start too. Before 2.0 the line names the directory, from "
-        "2.6 its path: no event. 2.0-2.5 print the replica's own prefix for them, so those read as the replica's",
+        "2.6 its path: no event. 2.0-2.5 print the replica's own prefix for them, so those read as the replica's, "
+        "except (2.4-2.5) a future log's, whose creation line follows it (`jobs.broker_logs`)",
         "Completed load of ",
         r"Completed load of (?:log \S+|Log\(dir=[^,]*)\.\w+-(?:delete|future|stray)[ ,]",
         strict=False,
@@ -376,10 +377,23 @@ PATTERNS: tuple[LinePattern, ...] = (
         "replication-offset-checkpoint (0 after 'No checkpointed highwatermark is found'), as Log.updateHighWatermark "
         "(UnifiedLog 3.0+) clamps it into [log start, LEO]. A restart's reloaded HW: no role (the leadership line "
         "that follows gives it), no old HW, no epoch. An intra-broker move's future log prints the same line for its "
-        "own HW later in the process: only the first line after the broker loaded the log is read (`jobs.broker_logs`)",
+        "own HW later in the process: only a line after the broker loaded or created the replica's log is read "
+        "(`jobs.broker_logs`)",
         "Log loaded for partition ",
         r"Log loaded for partition " + _TP + r" with initial high watermark (\d+)",
         {"tp": "{1}", "hw": "long({2})"},
+    ),
+    LinePattern(
+        "log_created", "hw_change",
+        "LogManager.getOrCreateLog, for a log it creates (not one it loaded at the start): 'Created log for partition "
+        "{tp} in {dir} with properties {...}' ({dir} the log's own directory from 2.4, '{tp}.{uuid}-future' for an "
+        "intra-broker move's future log; its parent before). No event: it tells whose the initial-HW line that "
+        "follows is (a future log's when its directory is one, else the replica's new log: `jobs.broker_logs`)",
+        "Created log for partition ",
+        r"Created log for partition (?:" + _OLD_TP + r"|" + _TP + r") in (\S+)",
+        {"tp": "coalesce(tp({1}, {2}), {3})", "reason": "CASE WHEN {4} RLIKE '-future/?$' THEN 'future' END"},
+        strict=False,
+        hint=True,
     ),
     LinePattern(
         "initial_hw_replica", "hw_change",

@@ -351,9 +351,12 @@ RESTATE_WINDOW_MS = 60_000
 controller's and the new leader's (the time the election takes to reach the leader, and the skew between the two
 hosts' clocks), or two of the leader's RECOVERING lines."""
 INITIAL_HW: tuple[str, ...] = ("initial_hw", "initial_hw_replica")
-"""The patterns of the HW a partition starts with in a broker process. Only the first such line after the broker
-loaded the partition's log is its replica's: a later one before the next load is a future log's (an intra-broker
-move), which prints the same line under the same prefix."""
+"""The patterns of the HW a partition starts with in a broker process. Such a line is its replica's after the broker
+loaded the partition's log (log_load) or created a new one for it; after it created a future log (an intra-broker
+move, which prints the same line under the same prefix), or after another such line with neither in between, it is the
+future log's."""
+LOG_CREATED = "log_created"
+"""The pattern of LogManager's 'Created log for partition' line (no event), `reason` 'future' for a future log."""
 _UNKNOWN_ISR = "array(-1)"
 """Stands for "the broker's ISR is not known here" (a follower, or a leader line that does not print it)."""
 
@@ -381,11 +384,19 @@ def _from_earlier_lines(events: DataFrame) -> DataFrame:
     # An earlier batch's (bronze's) role-less HW is such a line: it is the only HW change a broker log gives.
     initial_hw = (F.coalesce(F.col("_pattern").isin(*INITIAL_HW), F.lit(False))
                   | F.col("_context") & F.coalesce(F.col("event_type") == "hw_change", F.lit(False)))
-    loading = initial_hw | F.coalesce(F.col("event_type") == "log_load", F.lit(False))
-    next_line = F.first(F.when(~loading, F.struct("ts_ms", "leader_epoch", (
+    created = F.coalesce(F.col("_pattern") == LOG_CREATED, F.lit(False))
+    future = created & F.coalesce(F.col("reason") == "future", F.lit(False))
+    loading = initial_hw | created | F.coalesce(F.col("event_type") == "log_load", F.lit(False))
+    # makeLeader prints the log it attaches (its creation, its HW: at most two lines, the load at the broker's start
+    # comes before RECOVERING) between the two: the line after them. Two leads, not a frame to the partition's end,
+    # which Spark recomputes for every row.
+    said = F.struct("ts_ms", "leader_epoch", (
         (F.col("event_type") == "leadership_change") & (F.col("action") == "become_leader")
-        | (F.col("_pattern") == LEADER_AND_ISR_SKIP)).alias("says_epoch"), "_previous_leader")),
-        ignorenulls=True).over(upto.rowsBetween(1, Window.unboundedFollowing))
+        | (F.col("_pattern") == LEADER_AND_ISR_SKIP)).alias("says_epoch"), "_previous_leader",
+        loading.alias("loading"), future.alias("future"))
+    ahead = [F.lead(said, n).over(upto) for n in (1, 2, 3)]
+    next_line = (F.when(~F.coalesce(ahead[0].loading, F.lit(False)), ahead[0])
+                 .when(~F.coalesce(ahead[1].loading, F.lit(False)), ahead[1]).otherwise(ahead[2]))
     same_call = next_line.says_epoch & (next_line.ts_ms - F.col("ts_ms") <= HINT_WINDOW_MS)
     recovered_epoch = F.when(same_call, next_line.leader_epoch)
     # A leader line that names this broker as the previous leader (3.3+) is a new epoch of a leader that kept
@@ -396,14 +407,19 @@ def _from_earlier_lines(events: DataFrame) -> DataFrame:
                            & (next_line._previous_leader == F.col("broker_id")), F.lit(False))
     hint = F.col("_pattern").isin(*[p.name for p in PATTERNS if p.hint])
     # A fetcher's line names the reason of the truncation the log layer then prints (same offset, within 1 s).
-    last_hint = F.last(F.when(hint, F.struct("ts_ms", "truncate_offset", "reason")), ignorenulls=True).over(before)
+    reasons = F.col("_pattern").isin(*[p.name for p in PATTERNS if p.hint and p.event_type == "truncation"])
+    last_hint = F.last(F.when(reasons, F.struct("ts_ms", "truncate_offset", "reason")), ignorenulls=True).over(before)
     explained = (~hint & (F.col("event_type") == "truncation") & (last_hint.truncate_offset == F.col("truncate_offset"))
                  & (F.col("ts_ms") - last_hint.ts_ms <= HINT_WINDOW_MS))
     follow = F.col("isr_state").isin("committed", "rejected")
     # The partition's replica is created before a future log in the same process (Partition.maybeCreateFutureReplica
     # assumes it), and a broker's start loads the current log (log_load) before any partition takes it.
-    future_log = initial_hw & F.coalesce(F.last(F.when(loading, initial_hw), ignorenulls=True).over(before),
-                                         F.lit(False))
+    previous = F.last(F.when(loading, F.struct(initial_hw.alias("hw"), future.alias("future"))),
+                      ignorenulls=True).over(before)
+    # 2.4-2.5 print a future log's load under the replica's prefix too, just before its creation line.
+    future_load = (F.coalesce(F.col("event_type") == "log_load", F.lit(False)) & F.coalesce(
+        ahead[0].future & (ahead[0].ts_ms - F.col("ts_ms") <= HINT_WINDOW_MS), F.lit(False)))
+    future_log = initial_hw & F.coalesce(previous.hw | previous.future, F.lit(False)) | future_load
     derived = (events
                .withColumns({"reason": F.when(explained, last_hint.reason).otherwise(F.col("reason")),
                              "_known_isr": F.when(follow, known),

@@ -480,7 +480,9 @@ def test_a_partitions_initial_high_watermark_is_an_hw_change(spark: SparkSession
     watermark H' under the partition's prefix) is an hw_change without role, old HW or epoch (not the previous
     process's); of 1.0-2.3's 'Replica loaded ...' lines, printed for every replica of the partition, only one with a
     positive HW (the broker's own: the others print 0) is, and the ones with 0 are no event. A later line before
-    the log is loaded again is a future log's (an intra-broker move), no event; an unknown form is quarantined."""
+    the log is loaded again is a future log's (an intra-broker move), no event, as is one after the creation line of
+    a future log (with, in 2.4-2.5, the load line its constructor prints just before); one after the creation of a
+    new log of the replica (re-created in the same process) is the replica's. An unknown form is quarantined."""
     new = """\
 [2024-05-14 12:00:00,000] INFO [BrokerServer id=2] Transition from STARTING to STARTED (kafka.server.BrokerServer)
 [2024-05-14 12:00:01,000] INFO [Partition t-3 broker=2] No checkpointed highwatermark is found for partition t-3 (kafka.cluster.Partition)
@@ -490,6 +492,13 @@ def test_a_partitions_initial_high_watermark_is_an_hw_change(spark: SparkSession
 [2024-05-14 12:00:01,150] INFO [Broker id=2] Leader t-4 starts at leader epoch 5 from offset 9000 with partition epoch 7, high watermark 8249, ISR [2], adding replicas [] and removing replicas []. Previous leader None and previous leader epoch was 4. (state.change.logger)
 [2024-05-14 12:00:01,200] INFO [Partition t-5 broker=2] Log loaded for partition t-5 with an initial high watermark of 7 (kafka.cluster.Partition)
 [2024-05-14 12:00:02,000] INFO [Partition t-4 broker=2] Log loaded for partition t-4 with initial high watermark 0 (kafka.cluster.Partition)
+[2024-05-14 12:00:03,000] INFO Created log for partition t-3 in /data/t-3 with properties {} (kafka.log.LogManager)
+[2024-05-14 12:00:03,001] INFO [Partition t-3 broker=2] Log loaded for partition t-3 with initial high watermark 0 (kafka.cluster.Partition)
+[2024-05-14 12:00:04,000] INFO Created log for partition t-3 in /data2/t-3.8f0c2a1b3d4e5f60718293a4b5c6d7e8-future with properties {} (kafka.log.LogManager)
+[2024-05-14 12:00:04,001] INFO [Partition t-3 broker=2] Log loaded for partition t-3 with initial high watermark 0 (kafka.cluster.Partition)
+[2024-05-14 12:00:05,000] INFO [Log partition=t-6, dir=/data2] Completed load of log with 1 segments, log start offset 0 and log end offset 0 in 1 ms (kafka.log.Log)
+[2024-05-14 12:00:05,001] INFO Created log for partition t-6 in /data2/t-6.8f0c2a1b3d4e5f60718293a4b5c6d7e8-future with properties {} (kafka.log.LogManager)
+[2024-05-14 12:00:05,002] INFO [Partition t-6 broker=2] Log loaded for partition t-6 with initial high watermark 0 (kafka.cluster.Partition)
 [2024-05-14 13:00:01,050] INFO Completed load of Log(dir=/data/t-4, topic=t, partition=4, highWatermark=0, lastStableOffset=0, logStartOffset=0, logEndOffset=9100) with 2 segments in 105ms (1/1 loaded in /data) (kafka.log.LogManager)
 [2024-05-14 13:00:01,100] INFO [Partition t-4 broker=2] Log loaded for partition t-4 with initial high watermark 9050 (kafka.cluster.Partition)
 """
@@ -506,15 +515,16 @@ def test_a_partitions_initial_high_watermark_is_an_hw_change(spark: SparkSession
         "broker_id", "topic", "partition", "leader_epoch", "role", "old_hw", "hw")
     assert_df_equality(hws, spark.createDataFrame([
         (2, "t", 3, None, None, None, 0),
+        (2, "t", 3, None, None, None, 0),  # its log deleted and created again: the new log's
         (2, "t", 4, None, None, None, 8249),
         (2, "t", 4, None, None, None, 9050),  # after the restart's load: the replica's again, not epoch 5's
         (3, "test1", 1, None, None, None, 13),
     ], "broker_id int, topic string, partition int, leader_epoch int, role string, old_hw bigint, hw bigint"),
         ignore_row_order=True, ignore_nullable=True)
     assert [r["_reason_code"] for r in got.where("_reason_code IS NOT NULL").collect()] == ["unread_log_line"]
-    # Two starts, four HWs, two loads, one leader line, one quarantined line; the 'No checkpointed' line, the HW-0
-    # Replica lines and the future logs' lines are none.
-    assert got.count() == 10
+    # Two starts, five HWs, two loads, one leader line, one quarantined line; the 'No checkpointed' and 'Created log'
+    # lines, the HW-0 Replica lines and the future logs' lines (t-6's load too) are none.
+    assert got.count() == 11
 
 
 def test_a_leaders_refused_append_is_a_produce_answer_with_its_error(spark: SparkSession, tmp_path: Path) -> None:
