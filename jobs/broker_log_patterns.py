@@ -390,7 +390,7 @@ PATTERNS: tuple[LinePattern, ...] = (
         "intra-broker move's future log; its parent before). No event: it tells whose the initial-HW line that "
         "follows is (a future log's when its directory is one, else the replica's new log: `jobs.broker_logs`)",
         "Created log for partition ",
-        r"Created log for partition (?:" + _OLD_TP + r"|" + _TP + r") in (\S+)",
+        r"Created log for partition (?:" + _OLD_TP + r"|" + _TP + r") in (.+?) with properties",
         {"tp": "coalesce(tp({1}, {2}), {3})", "reason": "CASE WHEN {4} RLIKE '-future/?$' THEN 'future' END"},
         strict=False,
         hint=True,

@@ -499,6 +499,11 @@ def test_a_partitions_initial_high_watermark_is_an_hw_change(spark: SparkSession
 [2024-05-14 12:00:05,000] INFO [Log partition=t-6, dir=/data2] Completed load of log with 1 segments, log start offset 0 and log end offset 0 in 1 ms (kafka.log.Log)
 [2024-05-14 12:00:05,001] INFO Created log for partition t-6 in /data2/t-6.8f0c2a1b3d4e5f60718293a4b5c6d7e8-future with properties {} (kafka.log.LogManager)
 [2024-05-14 12:00:05,002] INFO [Partition t-6 broker=2] Log loaded for partition t-6 with initial high watermark 0 (kafka.cluster.Partition)
+[2024-05-14 12:00:06,000] INFO [Log partition=t-7, dir=/mnt/kafka data] Completed load of log with 1 segments, log start offset 0 and log end offset 5 in 1 ms (kafka.log.Log)
+[2024-05-14 12:00:06,001] INFO Created log for partition t-7 in /mnt/kafka data/t-7 with properties {} (kafka.log.LogManager)
+[2024-05-14 12:00:06,002] INFO [Partition t-7 broker=2] Log loaded for partition t-7 with initial high watermark 5 (kafka.cluster.Partition)
+[2024-05-14 12:00:07,001] INFO Created log for partition t-7 in /mnt/kafka data/t-7.8f0c2a1b3d4e5f60718293a4b5c6d7e8-future with properties {} (kafka.log.LogManager)
+[2024-05-14 12:00:07,002] INFO [Partition t-7 broker=2] Log loaded for partition t-7 with initial high watermark 0 (kafka.cluster.Partition)
 [2024-05-14 13:00:01,050] INFO Completed load of Log(dir=/data/t-4, topic=t, partition=4, highWatermark=0, lastStableOffset=0, logStartOffset=0, logEndOffset=9100) with 2 segments in 105ms (1/1 loaded in /data) (kafka.log.LogManager)
 [2024-05-14 13:00:01,100] INFO [Partition t-4 broker=2] Log loaded for partition t-4 with initial high watermark 9050 (kafka.cluster.Partition)
 """
@@ -518,13 +523,16 @@ def test_a_partitions_initial_high_watermark_is_an_hw_change(spark: SparkSession
         (2, "t", 3, None, None, None, 0),  # its log deleted and created again: the new log's
         (2, "t", 4, None, None, None, 8249),
         (2, "t", 4, None, None, None, 9050),  # after the restart's load: the replica's again, not epoch 5's
+        (2, "t", 7, None, None, None, 5),  # a 2.4-2.5 new log of the replica: its load line and its HW are read
         (3, "test1", 1, None, None, None, 13),
     ], "broker_id int, topic string, partition int, leader_epoch int, role string, old_hw bigint, hw bigint"),
         ignore_row_order=True, ignore_nullable=True)
     assert [r["_reason_code"] for r in got.where("_reason_code IS NOT NULL").collect()] == ["unread_log_line"]
-    # Two starts, five HWs, two loads, one leader line, one quarantined line; the 'No checkpointed' and 'Created log'
-    # lines, the HW-0 Replica lines and the future logs' lines (t-6's load too) are none.
-    assert got.count() == 11
+    # Two starts, six HWs, three loads, one leader line, one quarantined line; the 'No checkpointed' and 'Created log'
+    # lines, the HW-0 Replica lines and the future logs' lines (t-6's load too; t-7's in a folder with a space) are
+    # none.
+    assert got.count() == 13
+    assert got.where("event_type = 'log_load' AND partition = 7").count() == 1
 
 
 def test_a_leaders_refused_append_is_a_produce_answer_with_its_error(spark: SparkSession, tmp_path: Path) -> None:
@@ -810,12 +818,16 @@ def test_a_new_leaders_recovering_line_is_the_unclean_election(spark: SparkSessi
 
 
 def test_a_recovering_leaders_epoch_is_read_past_the_log_it_loads(spark: SparkSession, tmp_path: Path) -> None:
-    """makeLeader prints RECOVERING, then (the partition's first call in this process) the HW its log starts with
-    in server.log, then the leader line: the election still takes that leader line's epoch."""
+    """makeLeader prints RECOVERING, then (the partition's first call in this process) the creation of its log, if
+    new, and the HW it starts with in server.log, then the leader line: the election still takes that leader line's
+    epoch."""
     logs = dict(RECOVERING_LOGS, **{"server-3.log": (
         "[2024-05-14 12:00:01,900] INFO Completed load of Log(dir=/data/orders-7, topic=orders, partition=7, "
         "highWatermark=0, lastStableOffset=0, logStartOffset=0, logEndOffset=100) with 1 segments in 3ms (1/1 loaded "
         "in /data) (kafka.log.LogManager)\n"
+        # Its log deleted while it was out of the assignment, created again by this call: two lines between.
+        "[2024-05-14 12:00:02,001] INFO Created log for partition orders-7 in /data/orders-7 with properties {} "
+        "(kafka.log.LogManager)\n"
         "[2024-05-14 12:00:02,001] INFO [Partition orders-7 broker=3] Log loaded for partition orders-7 with initial "
         "high watermark 90 (kafka.cluster.Partition)\n")})
     got = parse(spark, write_logs(tmp_path, logs))
