@@ -379,17 +379,16 @@ def _from_earlier_lines(events: DataFrame) -> DataFrame:
     # the broker about the partition): "Leader t-3 ... starts at leader epoch E", or, when Kafka prints it again
     # for a broker that already leads (until its AlterPartition says RECOVERED), "Skipped the become-leader state
     # change ... already the leader with leader epoch E"; none other is known.
-    # The HW line of a log the call attaches (the partition's first in this process) comes between them, and is
-    # skipped, as is a log's load at the broker's start.
-    # An earlier batch's (bronze's) role-less HW is such a line: it is the only HW change a broker log gives.
+    # The lines of a log being taken (`loading`: its load at the broker's start, its creation, the HW its partition
+    # starts with) are skipped: makeLeader prints the creation and the HW of a log it attaches (the partition's first
+    # call in this process) between the two. Three leads, not a frame to the partition's end, which Spark recomputes
+    # for every row. An earlier batch's (bronze's) role-less HW is an initial-HW line: the only HW change a broker
+    # log gives.
     initial_hw = (F.coalesce(F.col("_pattern").isin(*INITIAL_HW), F.lit(False))
                   | F.col("_context") & F.coalesce(F.col("event_type") == "hw_change", F.lit(False)))
     created = F.coalesce(F.col("_pattern") == LOG_CREATED, F.lit(False))
     future = created & F.coalesce(F.col("reason") == "future", F.lit(False))
     loading = initial_hw | created | F.coalesce(F.col("event_type") == "log_load", F.lit(False))
-    # makeLeader prints the log it attaches (its creation, its HW: at most two lines, the load at the broker's start
-    # comes before RECOVERING) between the two: the line after them. Two leads, not a frame to the partition's end,
-    # which Spark recomputes for every row.
     said = F.struct("ts_ms", "leader_epoch", (
         (F.col("event_type") == "leadership_change") & (F.col("action") == "become_leader")
         | (F.col("_pattern") == LEADER_AND_ISR_SKIP)).alias("says_epoch"), "_previous_leader",
