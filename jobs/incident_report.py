@@ -890,10 +890,7 @@ def partition_pictures(
                              spark.createDataFrame([], to_spark_schema(s.schema))
                              for s in (GOLD_INVARIANT_VIOLATIONS, GOLD_LAG_INCIDENTS))
     elections = unclean_elections(lake.read(BRONZE_EVENTS, parts))
-    counted = keys.join(flagged_partitions(violations, incidents, elections), KEY, "left").na.fill(
-        0, list(COUNTS))
-    found = {(r["run_id"], r["topic"], r["partition"]): r for r in counted.collect()}  # one row per partition
-    chosen = [found[w] for w in wanted]
+    chosen = with_flags(spark, wanted, flagged_partitions(violations, incidents, elections))
     sections, pngs = _sections(spark, lake, cfg, chosen, violations, incidents, _run_bounds(lake, parts),
                                Path(out_dir), log, clear=False)
     return [PartitionPicture(png, s.evidence_key) for png, s in zip(pngs, sections, strict=True)]
