@@ -44,7 +44,9 @@ What a log line does not say is recovered where Kafka's logs allow it, and left 
   does not say, it reads as a second election.
 
 `event_id` is `ts_ms * 2^20 + n`, n numbering the run's events of one millisecond in file and line order after
-those bronze already holds: ids follow time, as the audit's orderings expect, and never repeat across batches.
+those bronze already holds (a log's rolled files before its newer ones, `jobs.landing.roll_order`, for the lines of
+one millisecond a roll split; every "last" and "next" above reads that order too): ids follow time, as the audit's
+orderings expect, and never repeat across batches.
 A log file is identified like any landing file (path, size, modification time): land closed (rolled) files, as
 a file that grows after its ingest is read again whole.
 """
@@ -71,7 +73,7 @@ from jobs.broker_log_patterns import (
     column_sql,
     tp_prefix_sql,
 )
-from jobs.landing import EVENT_SPARK_SCHEMA, numbered_lines, rolled_log_of
+from jobs.landing import EVENT_SPARK_SCHEMA, numbered_lines, roll_order, rolled_log_of
 from jobs.validate import sql_str
 from schemas.events import EVENT_TYPES, KAFKA_LOG_SOURCE, SCHEMA_VERSION
 
@@ -222,7 +224,8 @@ def read_broker_logs(spark: SparkSession, paths: Sequence[str], options: BrokerL
         f"WHEN {sql_str(p.name)} THEN {column_sql(p, p.entries)}" for p in PATTERNS if p.entries) + " END")
     hits = hits.select("*", F.posexplode_outer(entries).alias("_entry_pos", "_entry"))
     parsed = hits.select(
-        "_path", "pos", F.coalesce("_entry_pos", F.lit(0)).alias("_entry_pos"), "line", "_pattern", "_unknown",
+        "_path", roll_order("_path").alias("_roll"), "pos", F.coalesce("_entry_pos", F.lit(0)).alias("_entry_pos"),
+        "line", "_pattern", "_unknown",
         F.when(stamped, _timestamp_ms(options.timezone)).alias("ts_ms"),
         event_type.alias("event_type"), broker.cast("int").alias("broker_id"),
         _by_pattern(PATTERNS, "tp", default="_tp_prefix").alias("_tp"),
@@ -363,7 +366,7 @@ _UNKNOWN_ISR = "array(-1)"
 
 def _from_earlier_lines(events: DataFrame) -> DataFrame:
     """Fill what a line leaves out from the same broker's earlier lines about the partition (module docstring)."""
-    order = ["ts_ms", "_path", "pos", "_entry_pos"]
+    order = ["ts_ms", "_roll", "_path", "pos", "_entry_pos"]
     upto = Window.partitionBy("broker_id", "topic", "partition").orderBy(*order)
     before = upto.rowsBetween(Window.unboundedPreceding, -1)
     isr_after = F.expr(
@@ -507,7 +510,7 @@ def _unrepeated_elections(events: DataFrame) -> DataFrame:
            .otherwise(F.concat(F.lit("#"), F.col("_path"), F.lit(":"), F.col("pos").cast("string"), F.lit(":"),
                                F.col("_entry_pos").cast("string"))))
     kind = F.when(witness, 3).when(F.col("_context"), 0).when(~recovering, 1).otherwise(2)  # bronze, controller, leader
-    order = Window.partitionBy("_key").orderBy("ts_ms", "_kind", "_path", "pos", "_entry_pos")
+    order = Window.partitionBy("_key").orderBy("ts_ms", "_kind", "_roll", "_path", "pos", "_entry_pos")
     listed = (events.select("*", key.alias("_key"), kind.alias("_kind"))
               .withColumns({"_ord": F.row_number().over(order),
                             "_first_later": F.min(F.when(F.col("_kind") == 3, F.col("ts_ms")))
@@ -664,7 +667,7 @@ def _as_candidates(events: DataFrame, options: BrokerLogOptions, existing: DataF
             "the line does not name its broker (e.g. '[Partition orders-3 broker=2]') and the other lines of its "
             "file, and of the files rolled from its log, name none or several"))
     )
-    per_ms = Window.partitionBy("ts_ms").orderBy("_path", "pos", "_entry_pos")
+    per_ms = Window.partitionBy("ts_ms").orderBy("_roll", "_path", "pos", "_entry_pos")
     seq = F.row_number().over(per_ms) - 1
     numbered = events.withColumn("_malformed", malformed)
     if existing is not None:

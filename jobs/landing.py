@@ -112,6 +112,29 @@ def rolled_log_of(path: str | Column) -> Column:
     return F.regexp_replace(log, r"(?i)(^|/)stage-change\.log$", "$1state-change.log")
 
 
+_ROLL_SUFFIX = re.compile(r"(-\d{4}-\d{2}-\d{2}(?:[-_.]\d+)*)?\.log((?:\.\d[\d_-]*)*)$", re.IGNORECASE)
+
+
+def roll_order(path: str | Column) -> Column:
+    """SQL: a key that sorts the files of one rolled log (`rolled_log_of`) oldest first, for the lines two files
+    stamp with the same millisecond (a size-rolled log rolls between any two lines).
+
+    The current file (`server.log`) is the newest. Dated files (`server.log.2024-05-14-13`, log4j2's
+    `server.log.2024-05-14-13.1` and `server-2024-05-14-1.log`) sort by their numbers in order, the index last (log4j2's
+    default `fileIndex` "max" numbers a period's files oldest first). Indexed files (`server.log.1`) sort by the index
+    falling: log4j 1's RollingFileAppender and logrotate rename `.1` to `.2` as they roll, so `.1` is the newest
+    rolled file (log4j2's index-only pattern with "max" numbers the other way; Kafka ships neither)."""
+    column = F.col(path) if isinstance(path, str) else path
+    name = F.regexp_replace(F.regexp_extract(column, r"[^/]*$", 0),
+                            "(?i)(" + "|".join(map(re.escape, COMPRESSED_LOG_SUFFIXES)) + ")$", "")
+    suffix = "(?i)" + _ROLL_SUFFIX.pattern
+    rolled = F.concat(F.regexp_extract(name, suffix, 1), F.regexp_extract(name, suffix, 2))
+    numbers = F.transform(F.regexp_extract_all(rolled, F.lit(r"(\d+)"), 1), lambda x: x.try_cast("long"))
+    kind = (F.when(rolled == "", F.lit(2)).when(rolled.rlike(r"\d{4}-\d{2}-\d{2}"), F.lit(0)).otherwise(F.lit(1)))
+    return F.struct(kind.alias("kind"), F.when(kind == 1, F.transform(numbers, lambda x: -x))
+                    .otherwise(numbers).alias("numbers"))
+
+
 def compression_suffix(name: str) -> str | None:
     """The suffix of `name` that says its data is compressed (one of `COMPRESSED_LOG_SUFFIXES`), or None."""
     lower = name.lower()

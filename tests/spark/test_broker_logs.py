@@ -26,7 +26,7 @@ import jobs.invariants as inv
 from jobs.broker_logs import ID_SEQUENCE_BITS, BrokerLogOptions, BrokerLogOptionsError, read_broker_logs
 from jobs.ingest import run_ingest
 from jobs.lake import EmbeddedLake
-from jobs.landing import discover, is_broker_log, rolled_log_of
+from jobs.landing import discover, is_broker_log, roll_order, rolled_log_of
 from jobs.session import sql_conf
 from jobs.validate import classify
 from replication_core.checker.catalogue import CATALOGUE, KAFKA_LOG
@@ -1339,6 +1339,36 @@ def test_unusable_lines_are_quarantined_with_the_reason(spark: SparkSession, tmp
     # Kafka 4.0 rolled state-change.log as stage-change.log.<date> (KAFKA-19576).
     assert [r[0] for r in rolled] == ["/b3/server.log"] * 6 + ["/b3/state-change.log"] * 2 + [
         "/b3/controller.log", "/b3/server.log.broker1"]
+
+
+def test_the_files_of_a_rolled_log_sort_oldest_first(spark: SparkSession) -> None:
+    """`roll_order`: dated files by their numbers, indexed ones by the index falling (`.1` is the newest rolled
+    file), the current file last, compressed or not."""
+    oldest_first = ["/b/server-2024-05-14-1.log", "/b/server.log.2024-05-14-9", "/b/server.log.2024-05-14-13.gz",
+                    "/b/server.log.2024-05-14-13.2", "/b/server.log.2024-05-14-13.10", "/b/server.log.10",
+                    "/b/SERVER.LOG.3.GZ", "/b/server.log.2", "/b/server.log"]
+    shuffled = [oldest_first[i] for i in (4, 8, 0, 6, 2, 7, 1, 5, 3)]
+    got = (spark.createDataFrame([(n,) for n in shuffled], "p string")
+           .select("p", roll_order("p").alias("k")).orderBy("k").collect())
+    assert [r.p for r in got] == oldest_first
+
+
+def test_lines_of_one_millisecond_split_by_a_roll_are_read_oldest_file_first(spark: SparkSession,
+                                                                             tmp_path: Path) -> None:
+    """A size-rolled log rolls between any two lines: two ISR commits stamped in one millisecond, the first in the
+    rolled `server.log.1`, the second in `server.log`, are read in that order (the second's old ISR is the first's
+    ISR, its id the greater), though `server.log` sorts first by name."""
+    t = "[2024-05-14 12:00:01,000] INFO [Partition t-0 broker=1] "
+    files = {
+        "server.log.2": "[2024-05-14 12:00:00,000] INFO [Partition t-0 broker=1] t-0 starts at leader epoch 4 from "
+                        "offset 10 with high watermark 10. Previous leader epoch was 3. (kafka.cluster.Partition)\n"
+                        + t + "ISR updated to 1,2,3 and version updated to 6 (kafka.cluster.Partition)\n",
+        "server.log.1": t + "ISR updated to 1,2 and version updated to 7 (kafka.cluster.Partition)\n",
+        "server.log": t + "ISR updated to 1 and version updated to 8 (kafka.cluster.Partition)\n",
+    }
+    got = parse(spark, write_logs(tmp_path, files)).where("event_type = 'isr_change'")
+    rows = [(r.partition_epoch, r.action, r.old_isr, r.isr) for r in got.orderBy("event_id").collect()]
+    assert rows == [(6, "update", None, [1, 2, 3]), (7, "shrink", [1, 2, 3], [1, 2]), (8, "shrink", [1, 2], [1])]
 
 
 def test_timestamps_are_read_in_the_configured_zone(spark: SparkSession, tmp_path: Path) -> None:
