@@ -709,6 +709,22 @@ PATTERNS: tuple[LinePattern, ...] = (
         {"action": "'controlled_shutdown'"}, strict=False, broker="int({1})",
     ),
     LinePattern(
+        "unclean_shutdown", "broker_lifecycle",
+        "LogManager.loadLogs at a broker's start, for a log directory without the clean shutdown file that a "
+        "completed shutdown leaves: 'Attempting recovery for all logs in {dir} since no clean shutdown file was "
+        "found' (2.6-3.4, printed for a new, empty directory too) or 'Recovering {n} logs from {dir} since no clean "
+        "shutdown file was found' (3.5+; an empty directory prints 'No logs found to be loaded in {dir}'). Since 2.8 "
+        "(KAFKA-10471) a start that died while loading leaves the next one unclean too. Releases before 2.6 print no "
+        "such line. The previous process of the broker stopped without completing its shutdown (killed, out of "
+        "memory, power lost): a crash, dated at that process's last line (`jobs.broker_logs`). One per process "
+        "(a line per directory); none for a first start, after a completed shutdown or where the previous "
+        "process's lines are not read",
+        "since no clean shutdown file was found",
+        r"^(?:Attempting recovery for all logs in .+|Recovering \d+ logs from .+) since no clean shutdown file was "
+        r"found",
+        {"action": "'crash'"},
+    ),
+    LinePattern(
         "broker_lifecycle_0_x", "broker_lifecycle",
         "KafkaServer.startup / controlledShutdown / shutdown before 1.0, whose log prefix was '[Kafka Server {id}], ': "
         "'[Kafka Server {id}], started', '... Starting controlled shutdown', '... shutting down' (0.8-0.11)",
@@ -719,6 +735,31 @@ PATTERNS: tuple[LinePattern, ...] = (
         strict=False, broker="int({1})",
     ),
 )
+
+PROCESS_FIRST_LINES: tuple[str, ...] = ("kafka.Log4jController", "Verifying properties")
+"""Literals of the line a broker process prints first, once: Log4jControllerRegistration's 'Registered
+kafka:type=kafka.Log4jController MBean' (1.0+; 4.3 quotes the name in backticks) and 0.8's 'Verifying properties'."""
+PROCESS_START: tuple[str, ...] = (
+    *PROCESS_FIRST_LINES, "KafkaConfig values:", "starting (kafka.server.KafkaServer)",
+    "Transition from SHUTDOWN to STARTING", "] Starting controller")
+"""Literals of the lines a broker process prints as it starts, before it loads its logs: `PROCESS_FIRST_LINES`, the
+KafkaConfig dump (the first line in 0.9-0.10; twice after 'starting' in 1.x-2.x, and again at a dynamic config
+change), KafkaServer's 'starting', KRaft's '[BrokerServer id={id}] Transition from SHUTDOWN to STARTING' and, first in
+a combined node, '[ControllerServer id={id}] Starting controller'. A process starts at a first line, or at the first
+of a run of the others that no `PROCESS_MILESTONES` line breaks."""
+PROCESS_MILESTONES: tuple[tuple[str, str], ...] = (
+    ("started", r"\[(?:KafkaServer id=\d+|Kafka Server \d+)\],? started|Kafka Server started"),
+    ("STARTED", r"Transition from STARTING to STARTED"),
+    ("shutting down", r"\[(?:(?:KafkaServer|BrokerServer) id=\d+\]|Kafka Server \d+\],) shutting down"),
+    ("shut down completed", r"\[(?:(?:KafkaServer|BrokerServer) id=\d+\]|Kafka Server \d+\],) shut down completed"),
+    ("clean shutdown file was found", r"since (?:no )?clean shutdown file was found"),
+    ("No logs found to be loaded", r"No logs found to be loaded in "),
+)
+"""(literal, regex) of the lines a broker process prints once it is past its start lines: its log directories
+loaded (clean or not), its start completed, its shutdown begun or completed. A start line after one of them starts
+the next process."""
+CLEAN_END = "shut down completed"
+"""The milestone of a completed shutdown, which leaves each log directory its clean shutdown file."""
 
 BROKER_PREFIXES: tuple[tuple[str, str], ...] = (
     ("[Partition ", r"\[Partition \S+ broker=(\d+)\]"),

@@ -28,6 +28,10 @@ What a log line does not say is recovered where Kafka's logs allow it, and left 
   ended;
 * a truncation's reason: from the fetcher's line just before it about the same offset (high watermark or leader
   epoch); none where the fetcher printed none (Kafka 2.0-3.0 print no line for epoch-based truncation);
+* the time of a crash, which Kafka logs only as the broker starts again (LogManager finds a log directory without
+  its clean shutdown file): the last stamped line before the new process's first line, in the same file
+  (`_with_crash_line`); the few lines before each start line are kept for it as the files are read (the marks of
+  `numbered_lines`), so a process killed mid-sentence is dated past its stack trace;
 * the epoch of an unclean election read from the new leader's RECOVERING line (KIP-704): that of the line the
   same makeLeader call prints next (the become-leader line, or "Skipped the become-leader ... with leader epoch E"
   when it already leads), none without it. An election is one event whichever of its lines the logs hold
@@ -57,17 +61,21 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import reduce
 
-from pyspark.sql import Column, DataFrame, SparkSession, Window
+from pyspark.sql import Column, DataFrame, SparkSession, Window, WindowSpec
 from pyspark.sql import functions as F
 
 from jobs.broker_log_patterns import (
     BROKER_ID_KEYS,
     BROKER_PREFIXES,
+    CLEAN_END,
     CONFIG_BLOCK,
     CONFIG_ENTRY,
     KAFKA_CONFIG_KEYS,
     NEXT_LINE_EXCEPTIONS,
     PATTERNS,
+    PROCESS_FIRST_LINES,
+    PROCESS_MILESTONES,
+    PROCESS_START,
     TOPIC_ID,
     LinePattern,
     column_sql,
@@ -143,8 +151,9 @@ def _by_pattern(patterns: Sequence[LinePattern], column: str, default: str = "NU
     return F.expr(f"CASE _pattern {' '.join(branches)} ELSE {default} END" if branches else default)
 
 
-def _timestamp_ms(timezone: str) -> Column:
-    g = [F.expr(f"regexp_extract(line, {sql_str(_LINE_PREFIX)}, {i})") for i in range(1, 9)]
+def _timestamp_ms(timezone: str, line: str = "line") -> Column:
+    """Epoch milliseconds of the log4j stamp at the start of column `line` (null without one)."""
+    g = [F.expr(f"regexp_extract({line}, {sql_str(_LINE_PREFIX)}, {i})") for i in range(1, 9)]
     fraction = F.rpad(F.when(g[6] == "", F.lit("0")).otherwise(g[6]), 6, "0").substr(1, 6)
     seconds = F.concat(g[5], F.lit("."), fraction).cast("decimal(8,6)")
     zone = F.when(g[7] == "Z", F.lit("UTC")).when(g[7] != "", g[7]).otherwise(F.lit(timezone))
@@ -161,7 +170,9 @@ def read_broker_logs(spark: SparkSession, paths: Sequence[str], options: BrokerL
     `existing` holds the run's events already in bronze (`event_id` at least), whose ids the new ones follow.
     Every cast is a `try_cast`: a garbled number is a null that validation names, never a failed job.
     """
-    lines = numbered_lines(spark, paths).withColumn(
+    starts = _any_contains("line", PROCESS_START)
+    # The lines before a process's start lines come along (`_before_mark`): the last of them dates a crash.
+    lines = numbered_lines(spark, paths, mark=starts, reach=START_REACH).withColumn(
         "line", F.when(F.col("line").endswith("\r"), F.expr("substring(line, 1, length(line) - 1)"))
         .otherwise(F.col("line")))
     triggers = sorted({p.trigger for p in PATTERNS})
@@ -169,10 +180,13 @@ def read_broker_logs(spark: SparkSession, paths: Sequence[str], options: BrokerL
     setting = F.col("line").startswith("\t") & F.col("line").contains(" = ")
     header = F.col("line").contains(CONFIG_BLOCK)
     exception = _any_starts("line", NEXT_LINE_EXCEPTIONS)
+    milestone = _any_contains("line", [literal for literal, _ in PROCESS_MILESTONES])
     relevant = lines.where(_any_contains("line", triggers) | _any_contains("line", _BROKER_SCREEN) | setting
-                           | header | exception).select(
+                           | header | exception | starts | milestone | F.col("_before_mark")).select(
         "_path", "pos", "line", _first_group("line", BROKER_PREFIXES).alias("_broker_prefix"),
-        _any_contains("line", triggers).alias("_hit"), setting.alias("_setting"), header.alias("_header"))
+        _any_contains("line", triggers).alias("_hit"), setting.alias("_setting"), header.alias("_header"),
+        starts.alias("_start"), _any_contains("line", PROCESS_FIRST_LINES).alias("_first_line"),
+        _milestone(milestone).alias("_milestone"))
     # The file's broker: the one broker its lines name (a prefix, or the broker.id of its KafkaConfig block), if they
     # name exactly one; and the config block a setting line belongs to: the last block header before it. Windows
     # over the file, not aggregates joined back, so the files are scanned once for all.
@@ -201,6 +215,7 @@ def read_broker_logs(spark: SparkSession, paths: Sequence[str], options: BrokerL
         .withColumn("_cfg_block", F.when(F.col("_setting") & ~F.col("_hit") & in_kafka_block,
                                          F.col("_block").getField("pos")))
         .withColumn("_first", F.row_number().over(in_order) == 1)
+        .transform(lambda df: _with_crash_line(df, in_order, stamped))
         .where(F.col("_hit") | F.col("_cfg_block").isNotNull() | F.col("_first"))
         .withColumn("_msg", F.when(stamped, F.expr(f"regexp_extract(line, {sql_str(_LINE_PREFIX)}, 10)"))
                     .otherwise(F.col("line")))
@@ -208,7 +223,9 @@ def read_broker_logs(spark: SparkSession, paths: Sequence[str], options: BrokerL
         .withColumn("_unknown", F.when(F.col("_pattern").isNull(), _unknown_form(PATTERNS)))
         .withColumn("_tp_prefix", F.expr(tp_prefix_sql("line")))
     )
-    ignored = F.coalesce(F.col("_pattern").isin(*[p.name for p in PATTERNS if p.ignore]), F.lit(False))
+    # An unclean start's line is a crash only where `_with_crash_line` dated one.
+    ignored = F.coalesce(F.col("_pattern").isin(*[p.name for p in PATTERNS if p.ignore])
+                         | (F.col("_pattern") == UNCLEAN_START) & F.col("_crash_line").isNull(), F.lit(False))
     hits = (_with_rolled_log_broker(hits, existing)
             .where((F.col("_hit") & (F.col("_pattern").isNotNull() | F.col("_unknown").isNotNull()) & ~ignored)
                    | F.col("_cfg_block").isNotNull())
@@ -226,7 +243,8 @@ def read_broker_logs(spark: SparkSession, paths: Sequence[str], options: BrokerL
     parsed = hits.select(
         "_path", roll_order("_path").alias("_roll"), "pos", F.coalesce("_entry_pos", F.lit(0)).alias("_entry_pos"),
         "line", "_pattern", "_unknown",
-        F.when(stamped, _timestamp_ms(options.timezone)).alias("ts_ms"),
+        F.when(F.col("_pattern") == UNCLEAN_START, _timestamp_ms(options.timezone, "_crash_line"))
+        .when(stamped, _timestamp_ms(options.timezone)).alias("ts_ms"),
         event_type.alias("event_type"), broker.cast("int").alias("broker_id"),
         _by_pattern(PATTERNS, "tp", default="_tp_prefix").alias("_tp"),
         _by_pattern(PATTERNS, "topic_id").alias("_topic_id"),
@@ -261,6 +279,46 @@ def read_broker_logs(spark: SparkSession, paths: Sequence[str], options: BrokerL
         located = located.unionByName(context, allowMissingColumns=True)
     events = _unrepeated_elections(_from_earlier_lines(located)).where(~F.col("_context")).drop("_context")
     return _as_candidates(events, options, existing)
+
+
+def _milestone(screened: Column) -> Column:
+    """Which `PROCESS_MILESTONES` line this is (its literal), or null; the expressions run only on lines that hold
+    one of the literals (`screened`)."""
+    branches = " ".join(f"WHEN contains(line, {sql_str(lit)}) AND line RLIKE {sql_str(regex)} THEN {sql_str(lit)}"
+                        for lit, regex in PROCESS_MILESTONES)
+    return F.when(screened, F.expr(f"CASE {branches} END"))
+
+
+def _with_crash_line(lines: DataFrame, in_order: WindowSpec, stamped: Column) -> DataFrame:
+    """`lines` (one file's, in `in_order`) with `_crash_line` on a line that says its broker started after an
+    unclean shutdown (`UNCLEAN_START`): the last stamped line before the process's start, which the crash is dated
+    at, where the crash is known.
+
+    The process starts at its first line (`PROCESS_FIRST_LINES`), else at the first of the run of `PROCESS_START`
+    lines before the unclean line that no `PROCESS_MILESTONES` line breaks (Kafka prints its MBean line, 'starting'
+    and the KafkaConfig dumps before it loads its logs). No crash where the unclean line is not the process's first
+    milestone (the line of its second log directory, or a process whose start lines are not in this file), where
+    the file holds no stamped line before the start (a first start, whose new directory 2.6-3.4 call unclean too,
+    or a file that starts with the process: the previous process's lines, if any, are elsewhere), or where the last
+    milestone before the start is a completed shutdown (a directory replaced after a clean stop)."""
+    before = in_order.rowsBetween(Window.unboundedPreceding, -1)
+    is_clean_end = F.coalesce(F.col("_milestone") == CLEAN_END, F.lit(False))
+    boundary = F.when(F.col("_start") | F.col("_milestone").isNotNull(),
+                      F.struct(F.col("_start").alias("start"), is_clean_end.alias("clean")))
+    lines = lines.withColumns({
+        "_prev_boundary": F.last(boundary, ignorenulls=True).over(before),
+        "_alive": F.last(F.when(stamped, F.col("line")), ignorenulls=True).over(before),
+    })
+    first_start = F.col("_start") & (F.col("_first_line") | ~F.coalesce(F.col("_prev_boundary.start"), F.lit(False)))
+    process = F.last(F.when(first_start, F.struct(F.col("_alive").alias("alive"),
+                                                  F.col("_prev_boundary.clean").alias("clean"))),
+                     ignorenulls=True).over(before)
+    unclean = F.col("line").contains(UNCLEAN_LITERAL)
+    in_its_start = F.coalesce(F.col("_prev_boundary.start"), F.lit(False))
+    return (lines.withColumn("_process", F.when(unclean & in_its_start, process))
+            .withColumn("_crash_line", F.when(~F.coalesce(F.col("_process.clean"), F.lit(False)),
+                                              F.col("_process.alive")))
+            .drop("_prev_boundary", "_alive", "_process", "_start", "_first_line", "_milestone"))
 
 
 def _with_rolled_log_broker(hits: DataFrame, existing: DataFrame | None) -> DataFrame:
@@ -360,6 +418,12 @@ move, which prints the same line under the same prefix), or after another such l
 future log's."""
 LOG_CREATED = "log_created"
 """The pattern of LogManager's 'Created log for partition' line (no event), `reason` 'future' for a future log."""
+UNCLEAN_START = "unclean_shutdown"
+"""The pattern of LogManager's line for a log directory without its clean shutdown file: a crash, if dated."""
+UNCLEAN_LITERAL = "since no clean shutdown file was found"
+START_REACH = 256
+"""How many lines before each process start line come along to date a crash: past a stack trace the previous process
+printed last, to its last stamped line."""
 _UNKNOWN_ISR = "array(-1)"
 """Stands for "the broker's ISR is not known here" (a follower, or a leader line that does not print it)."""
 

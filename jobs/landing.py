@@ -191,7 +191,8 @@ def unopenable_by_spark(files: Sequence[LandingFile]) -> dict[str, str]:
             for f in files if ":" in Path(f.path).name}
 
 
-def numbered_lines(spark: SparkSession, paths: Sequence[str]) -> DataFrame:
+def numbered_lines(spark: SparkSession, paths: Sequence[str], mark: Column | None = None,
+                   reach: int = 0) -> DataFrame:
     """Every line of the text files `paths` (blank ones too) with its file URI and path, and 0-based number.
 
     Spark's line reader splits big files and packs splits into tasks, so a line's number is
@@ -201,6 +202,11 @@ def numbered_lines(spark: SparkSession, paths: Sequence[str]) -> DataFrame:
     per-split counts are one small aggregate, broadcast back; the files are read twice, but by
     the plain line reader, which is far cheaper than holding each file as one string. The local
     path (`_path`) is decoded from the URI once per split, not once per line.
+
+    With `mark` (a cheap predicate over `line`, evaluated once per line in the counting pass), one more column,
+    `_before_mark`: true for the `reach` lines before a marked line of the same file (across a split's end too). A
+    caller that keeps a few lines finds the lines before rare ones this way, without reading the files a third time
+    or sorting all of them.
     """
     text = spark.read.option("lineSep", "\n").text([spark_path(p) for p in paths]).select(
         F.col("value").alias("line"),
@@ -209,14 +215,27 @@ def numbered_lines(spark: SparkSession, paths: Sequence[str]) -> DataFrame:
         F.monotonically_increasing_id().alias("_row"),
     )
     earlier = Window.partitionBy("_uri").orderBy("_block").rowsBetween(Window.unboundedPreceding, -1)
+    counts = [F.min("_row").alias("_first"), F.count(F.lit(1)).alias("_n")]
+    if mark is not None:
+        counts.append(F.collect_list(F.when(mark, F.col("_row"))).alias("_marked_rows"))
     splits = (
         text.groupBy("_uri", "_block")
-        .agg(F.min("_row").alias("_first"), F.count(F.lit(1)).alias("_n"))
+        .agg(*counts)
         .withColumn("_before", F.coalesce(F.sum("_n").over(earlier), F.lit(0)))
         .withColumn("_path", _path_of("_uri"))
     )
+    extra: list[Column] = []
+    if mark is not None:
+        # A marked line's number in its file; a split also holds the next split's marks, whose `reach` lines before
+        # may start in this one.
+        marks = F.transform("_marked_rows", lambda r: r - F.col("_first") + F.col("_before"))
+        splits = (splits.withColumn("_marks", marks)
+                  .withColumn("_marks", F.concat("_marks", F.coalesce(F.lead("_marks").over(
+                      Window.partitionBy("_uri").orderBy("_block")), F.array().cast("array<bigint>")))))
+        pos = F.col("_row") - F.col("_first") + F.col("_before")
+        extra = [F.exists("_marks", lambda m: (pos < m) & (pos >= m - reach)).alias("_before_mark")]
     return text.join(F.broadcast(splits), ["_uri", "_block"]).select(
-        "_uri", "_path", (F.col("_row") - F.col("_first") + F.col("_before")).alias("pos"), "line"
+        "_uri", "_path", (F.col("_row") - F.col("_first") + F.col("_before")).alias("pos"), "line", *extra
     )
 
 

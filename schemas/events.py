@@ -197,7 +197,9 @@ EVENT_TYPES: dict[str, EventType] = {
         ),
         EventType(
             BROKER_LIFECYCLE,
-            "A broker started, crashed, restarted or began a controlled shutdown.",
+            "A broker started, crashed, restarted or began a controlled shutdown. Broker logs give start, "
+            "controlled_shutdown, shutdown, and a crash read from the next start's log recovery (no clean shutdown "
+            "file), dated at the crashed process's last line.",
             ("action",),
             partition_scoped=False,
             log_requires=("action",),

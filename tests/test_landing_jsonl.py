@@ -11,6 +11,7 @@ import json
 from pathlib import Path
 
 from pyspark.sql import SparkSession
+from pyspark.sql import functions as F
 
 from jobs.landing import discover, numbered_lines, read_jsonl
 from tests.conftest import event, write_jsonl
@@ -68,3 +69,29 @@ def test_line_numbers_survive_files_split_across_tasks(spark: SparkSession, tmp_
         (p.name, i, line) for p in files for i, line in enumerate(p.read_text(encoding="utf-8").split("\n")[:-1])
     }
     assert {(r["_uri"].rsplit("/", 1)[1], r["pos"], r["line"]) for r in got} == expected
+
+
+def test_the_lines_before_a_marked_line_are_found_across_splits(spark: SparkSession, tmp_path: Path) -> None:
+    """`mark` flags the `reach` lines before each marked line of its file (`_before_mark`), where a split ends
+    among them too."""
+    files = []
+    for k, n in ((0, 400), (1, 9)):
+        p = tmp_path / f"g{k}.txt"
+        p.write_text("".join(("MARK " if i % 97 == 3 else "") + f"file {k} line {i} " + "x" * (i % 40) + "\n"
+                             for i in range(n)), encoding="utf-8")
+        files.append(p)
+    key = "spark.sql.files.maxPartitionBytes"
+    before = spark.conf.get(key)
+    spark.conf.set(key, "1024")
+    try:
+        got = numbered_lines(spark, [str(p) for p in files], mark=F.col("line").startswith("MARK"), reach=30).collect()
+    finally:
+        spark.conf.set(key, before)
+    expected = set()
+    for p in files:
+        lines = p.read_text(encoding="utf-8").split("\n")[:-1]
+        marked = [i for i, line in enumerate(lines) if line.startswith("MARK")]
+        expected |= {(p.name, i, any(i < m <= i + 30 for m in marked)) for i in range(len(lines))}
+    assert {(r["_uri"].rsplit("/", 1)[1], r["pos"], r["_before_mark"]) for r in got} == expected
+    # g0's marks at 3, 100, 197, 294 and 391, g1's at 3; 30 lines span more than one 1 kB split.
+    assert sum(1 for r in got if r["_before_mark"]) == 3 + 4 * 30 + 3

@@ -10,8 +10,10 @@ names the topic by id (read back with the epoch of the new leader's RECOVERING l
 when only the brokers' logs were collected; `controller_ahead_ms` sets the controller's clock ahead of the
 brokers'); in 3.6 the new leader prints KIP-704's RECOVERING line before its become-leader line; a 2.x ZooKeeper
 controller prints no line for them. It returns the texts and, per rendered event, its file and line and what reading
-the line back must give (`Expected`). What Kafka prints nothing for at INFO is not rendered: a crash (the process
-just stops), the recovery of a crashed log, a truncation that removes nothing, a full truncation (DEBUG) and the log
+the line back must give (`Expected`). What Kafka prints nothing for at INFO is not rendered: a crash as it happens
+(the process just stops; in 3.6 the broker's restart prints its first line and LogManager's 'Recovering N logs from
+... since no clean shutdown file was found', which reads back as the crash, dated at the broker's last line before),
+the recovery of a crashed log, a truncation that removes nothing, a full truncation (DEBUG) and the log
 start move of a truncation, clean elections (TRACE), fetches, appends and HW moves, and the fetch errors Kafka logs
 at DEBUG (NOT_LEADER_OR_FOLLOWER, UNKNOWN_LEADER_EPOCH); the others are the fetcher's WARN / INFO / ERROR lines (an
 ERROR with its exception on the next line); a fetch request that got no answer is the session handler's INFO and
@@ -81,6 +83,14 @@ LOG_START_REASONS = {"segment_deletion": "segment deletion", "leader_offset_incr
 
 def _stamp(ts_ms: int) -> str:
     return datetime.fromtimestamp(ts_ms / 1000, tz=UTC).strftime("%Y-%m-%d %H:%M:%S,%f")[:-3]
+
+
+def _last_stamp(lines: list[str]) -> int | None:
+    """The time of the last stamped line of `lines` (a log file as written so far), if any."""
+    for line in reversed(lines):
+        if line.startswith("[") and line[24:25] == "]":
+            return int(datetime.strptime(line[1:24], "%Y-%m-%d %H:%M:%S,%f").replace(tzinfo=UTC).timestamp() * 1000)
+    return None
 
 
 def _ids(values: Iterable[int] | None) -> str:
@@ -243,6 +253,7 @@ def render(events: Iterable[Mapping[str, Any]], style: str, controller_log: bool
     files: dict[str, list[str]] = {}
     expected: list[Expected] = []
     down: set[int] = set()
+    crashed: dict[int, int] = {}  # broker -> its crash's event id, until it restarts
     events = list(events)
     # Per fetch_response with an error: the epoch of its request (the broker's last fetch of the partition) and
     # the offset the follower fetches next (its next fetch), which the lines about the error print.
@@ -367,8 +378,21 @@ def render(events: Iterable[Mapping[str, Any]], style: str, controller_log: bool
             base.update(topic=None, partition=None, leader_epoch=None)
             if action == "crash":
                 down.add(b)
+                crashed[b] = int(ev["event_id"])
             elif action in ("start", "restart"):
                 down.discard(b)
+                crash, last = crashed.pop(b, None), _last_stamp(written)
+                if new and crash is not None and last is not None:
+                    # The new process's first line, then LogManager's for the directory the crash left without its
+                    # clean shutdown file (3.5+): the crash, dated at the broker's last line before.
+                    written.append(_line(ev, "kafka.utils.Log4jControllerRegistration$",
+                                         "Registered kafka:type=kafka.Log4jController MBean"))
+                    written.append(_line(ev, "kafka.log.LogManager",
+                                         f"Recovering {sum(r[0] == b for r in hosted)} logs from /var/lib/kafka/data "
+                                         "since no clean shutdown file was found"))
+                    expected.append(Expected(**{**base, "event_id": crash, "line": base["line"] + 1, "ts_ms": last,
+                                                "action": "crash"}))
+                    base["line"] += 2
                 out.append(_line(ev, "kafka.server.KafkaServer", f"[KafkaServer id={b}] started"))
                 exp = Expected(**{**base, "action": "start"})
             elif action in ("controlled_shutdown", "shutdown"):

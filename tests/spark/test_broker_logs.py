@@ -598,6 +598,89 @@ def test_an_alter_partition_retry_is_a_rejection_that_keeps_the_proposal(spark: 
     ]
 
 
+class _Log:
+    """A broker's log written line by line; `add` returns the line's number (1-based), as `_source_line` gives it."""
+
+    def __init__(self) -> None:
+        self.lines: list[str] = []
+
+    def add(self, t: str, message: str, logger: str = "kafka.log.LogManager", level: str = "INFO") -> int:
+        """A log4j line at `t` ('12:00:00,000' on 2024-05-14)."""
+        return self.raw(f"[2024-05-14 {t}] {level} {message} ({logger})")
+
+    def raw(self, *lines: str) -> int:
+        """Lines as they are (a stack trace, a config block's settings); the number of the first."""
+        self.lines += lines
+        return len(self.lines) - len(lines) + 1
+
+    def start(self, t: str) -> int:
+        """The first line of a broker process (1.0+)."""
+        return self.add(t, "Registered kafka:type=kafka.Log4jController MBean", "kafka.utils.Log4jControllerRegistration$")
+
+    def text(self) -> str:
+        """The file's text."""
+        return "".join(f"{line}\n" for line in self.lines)
+
+
+def test_an_unclean_start_is_a_crash_dated_at_the_previous_processs_last_line(spark: SparkSession,
+                                                                              tmp_path: Path) -> None:
+    """LogManager's 'no clean shutdown file' line is a crash of the process before, dated at its last stamped line
+    (past a stack trace, before the new process's first line): once per process (one line per directory), not at a
+    first start (2.6-3.4 call a new directory unclean too), not after a completed shutdown (a directory replaced),
+    and a start that died while loading its logs is a process of its own; a config dump inside a process starts
+    none."""
+    server, log = "kafka.server.KafkaServer", _Log()
+    # A first start: its new directory is unclean, but no process came before.
+    log.start("12:00:00,000")
+    log.add("12:00:00,100", "starting", server)
+    log.add("12:00:00,201", "Attempting recovery for all logs in /d1 since no clean shutdown file was found")
+    started = [log.add("12:00:01,000", "[KafkaServer id=2] started", server)]
+    log.add("12:05:00,000", "[Partition t-0 broker=2] ISR updated to 2,1 and version updated to 3",
+            "kafka.cluster.Partition")
+    # A dynamic config change prints the KafkaConfig dump again: no process starts there.
+    log.raw("[2024-05-14 12:06:00,000] INFO KafkaConfig values: ", "\treplica.lag.time.max.ms = 10000",
+            " (kafka.server.KafkaConfig)")
+    log.add("12:06:30,500", "Uncaught exception in scheduled task 'kafka-log-retention'", "kafka.utils.KafkaScheduler",
+            "ERROR")
+    log.raw("java.lang.OutOfMemoryError: Java heap space", *["\tat kafka.log.LogSegment.append(LogSegment.scala:1)"] * 20)
+    # Killed: the next process finds both its directories unclean.
+    log.start("12:10:00,000")
+    log.add("12:10:00,050", "Registered signal handlers for TERM, INT, HUP",
+            "org.apache.kafka.common.utils.LoggingSignalHandler")
+    log.add("12:10:00,100", "starting", server)
+    log.raw("[2024-05-14 12:10:00,500] INFO KafkaConfig values: ", "\tbroker.id = 2", "\treplica.lag.time.max.ms = 30000",
+            " (kafka.server.KafkaConfig)")
+    unclean = [log.add("12:10:01,001", "Recovering 3 logs from /d1 since no clean shutdown file was found")]
+    log.add("12:10:01,002", "Recovering 2 logs from /d2 since no clean shutdown file was found")
+    started.append(log.add("12:10:02,000", "[KafkaServer id=2] started", server))
+    # A clean stop, then a replaced (empty) directory: unclean, yet no crash.
+    stopped = log.add("12:20:00,000", "[KafkaServer id=2] shutting down", server)
+    log.add("12:20:01,000", "[KafkaServer id=2] shut down completed", server)
+    log.start("12:30:00,000")
+    log.add("12:30:01,000", "Attempting recovery for all logs in /d3 since no clean shutdown file was found")
+    started.append(log.add("12:30:02,000", "[KafkaServer id=2] started", server))
+    # Killed, then killed again while loading its logs: two crashes.
+    log.start("12:40:00,000")
+    unclean.append(log.add("12:40:00,100", "Recovering 1 logs from /d3 since no clean shutdown file was found"))
+    log.start("12:41:00,000")
+    unclean.append(log.add("12:41:00,100", "Recovering 1 logs from /d3 since no clean shutdown file was found"))
+    started.append(log.add("12:41:01,000", "[KafkaServer id=2] started", server))
+    got = parse(spark, write_logs(tmp_path, {"server.log": log.text()}))
+    assert got.where("_reason_code IS NOT NULL").count() == 0
+    lifecycle = [(r.broker_id, r.action, r.ts_ms, r._source_line) for r in got.where(
+        "event_type = 'broker_lifecycle'").orderBy("event_id").collect()]
+    assert lifecycle == [(2, action, ms(f"2024-05-14 {t}"), line) for action, t, line in (
+        ("start", "12:00:01,000", started[0]),
+        ("crash", "12:06:30,500", unclean[0]),
+        ("start", "12:10:02,000", started[1]),
+        ("shutdown", "12:20:00,000", stopped),
+        ("start", "12:30:02,000", started[2]),
+        ("crash", "12:30:02,000", unclean[1]),
+        ("crash", "12:40:00,100", unclean[2]),
+        ("start", "12:41:01,000", started[3]),
+    )]
+
+
 def test_a_brokers_startup_config_block_becomes_its_broker_config(spark: SparkSession, tmp_path: Path) -> None:
     """`KafkaConfig values:` and its setting lines (no timestamps) become one broker_config event with the
     replication settings; the broker is broker.id (node.id in KRaft; -1 means ZooKeeper assigns it: the file's);

@@ -168,6 +168,7 @@ def test_every_logged_event_reads_back_as_the_engine_emitted_it(simulated: list[
             checked["replayed"] += want.event_type == "leader_election" and "UNCLEAN" in files[want.file].split(
                 "\n")[want.line - 1] and want.action == "unclean"
             checked["from_elr"] += want.action == "elr"
+            checked["crash"] += want.event_type == "broker_lifecycle" and want.action == "crash"
             checked["created"] += want.event_type == "leader_election" and engine.get("reason") == "topic_creation"
     if form.elr_parity == 0:
         assert checked["lent_epoch"] > 0, checked
@@ -186,6 +187,8 @@ def test_every_logged_event_reads_back_as_the_engine_emitted_it(simulated: list[
         assert checked["log_start_offset_change"] > 0, checked
         # Each replica's HW as its partition takes the log in a process, and the logs a restart loads.
         assert checked["hw_change"] > 0 and checked["log_load"] > 0, checked
+        # A crash, from the restart's unclean log directory (2.6+), dated at the broker's last line before it.
+        assert (checked["crash"] > 0) == (style == "3.6"), checked
         assert checked["epoch_request_retry"] > 0, checked  # the OffsetsForLeaderEpoch errors a follower retries
         assert checked["produce_ack"] > 0, checked  # the leaders' NOT_ENOUGH_REPLICAS refusals
         if style == "3.6":  # the leaders' retention and the followers' increments to their leader's start
