@@ -722,7 +722,7 @@ PATTERNS: tuple[LinePattern, ...] = (
         "since no clean shutdown file was found",
         r"^(?:Attempting recovery for all logs in .+|Recovering \d+ logs from .+) since no clean shutdown file was "
         r"found",
-        {"action": "'crash'"},
+        {"action": "'crash'", "reason": "'unclean_start'"},
     ),
     LinePattern(
         "broker_lifecycle_0_x", "broker_lifecycle",

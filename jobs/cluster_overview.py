@@ -37,7 +37,7 @@ from pyspark.sql import types as T
 from jobs.fault_plot import FaultSpan
 from jobs.overview_plot import COUNT_SERIES
 from jobs.plots import DOWN_ACTIONS as STOPPED_ACTIONS
-from jobs.plots import UP_ACTIONS
+from jobs.plots import UNSURE_DOWN, UP_ACTIONS
 from jobs.transforms.faults import fault_ends
 from jobs.transforms.timelines import PARTITION_KEY
 from schemas.events import BROKER_LIFECYCLE, LEADER_ELECTION
@@ -192,10 +192,12 @@ def down_buckets(bronze: DataFrame, buckets: DataFrame) -> DataFrame:
     """Per run and broker, the buckets (`bucket`) in which it was down at some time; `buckets` is `bucket_bounds`.
 
     A down stretch starts at a crash or shutdown that follows an up state and lasts until the broker's next
-    start or restart (exclusive), else to the run's last event. One row per broker and bucket at most.
+    start or restart (exclusive), else to the run's last event. One row per broker and bucket at most, `unsure`
+    where every stretch in it opens with a crash of unknown time (`UNSURE_DOWN`: the broker went down at some time
+    in the stretch).
     """
     life = bronze.where(F.col("event_type") == BROKER_LIFECYCLE).select("run_id", "broker_id", "ts_ms", "event_id",
-                                                                        "action")
+                                                                        "action", "reason")
     order = Window.partitionBy("run_id", "broker_id").orderBy("ts_ms", "event_id")
     after = order.rowsBetween(1, Window.unboundedFollowing)
     is_down = F.col("action").isin(*DOWN_ACTIONS)
@@ -203,13 +205,15 @@ def down_buckets(bronze: DataFrame, buckets: DataFrame) -> DataFrame:
         "run_id", "broker_id", "ts_ms", is_down.alias("down"),
         F.coalesce(F.lag("action").over(order).isin(*DOWN_ACTIONS), F.lit(False)).alias("was_down"),
         F.min(F.when(F.col("action").isin(*UP_ACTIONS), F.col("ts_ms"))).over(after).alias("up_ms"),
+        ((F.col("action") == "crash") & F.coalesce(F.col("reason") == UNSURE_DOWN, F.lit(False))).alias("unsure"),
     ).where(F.col("down") & ~F.col("was_down"))
     placed = stretches.join(F.broadcast(buckets), "run_id")
     first = _bucket(F.col("ts_ms"))
     last = F.floor((F.coalesce(F.col("up_ms") - 1, F.col("end_ms")) - F.col("start_ms")) / F.col("bucket_ms"))
     spanned = placed.where(F.coalesce(F.col("up_ms"), F.col("end_ms") + 1) > F.col("ts_ms")).select(
-        "run_id", "broker_id", F.explode(F.sequence(first, F.greatest(first, last.cast("long")))).alias("bucket"))
-    return spanned.distinct()
+        "run_id", "broker_id", F.explode(F.sequence(first, F.greatest(first, last.cast("long")))).alias("bucket"),
+        "unsure")
+    return spanned.groupBy("run_id", "broker_id", "bucket").agg(F.bool_and("unsure").alias("unsure"))
 
 
 def fault_spans(bronze: DataFrame, buckets: DataFrame, limit: int, per: Sequence[str] = ("run_id",)) -> DataFrame:

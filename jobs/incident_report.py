@@ -555,7 +555,7 @@ def lifecycle_events(bronze: DataFrame, limit: int) -> DataFrame:
     start is left out (every broker starts at the beginning); a later one is its restart (broker logs print
     `started` again)."""
     life = bronze.where(F.col("event_type") == BROKER_LIFECYCLE).select(
-        "run_id", "ts_ms", "event_id", "broker_id", "action")
+        "run_id", "ts_ms", "event_id", "broker_id", "action", "reason")
     earlier = F.lag("action").over(Window.partitionBy("run_id", "broker_id").orderBy("ts_ms", "event_id"))
     life = life.withColumn("_earlier", earlier).where((F.col("action") != "start") | F.col("_earlier").isNotNull())
     life = life.drop("_earlier").withColumn("total", F.count(F.lit(1)).over(Window.partitionBy("run_id")))
@@ -984,7 +984,7 @@ def plot_overviews(
     listed: list[DrawnOverview] = []
     for run in drawn:
         start_ms, end_ms = bounds[run]
-        marks = tuple(LifecycleMark((r["ts_ms"] - start_ms) / 1000.0, int(r["broker_id"]), r["action"])
+        marks = tuple(LifecycleMark((r["ts_ms"] - start_ms) / 1000.0, int(r["broker_id"]), r["action"], r["reason"])
                       for r in sorted(life.get(run, []), key=lambda r: (r["ts_ms"], r["event_id"]))
                       if r["broker_id"] is not None)
         spans_f, faults_total = fault_marks(faults.get(run, []), start_ms)
@@ -1140,7 +1140,7 @@ def _sections(
                 v.event_id < 0, None if v.offsets is None else (*v.offsets, v.count)) for v in v_rows),
             incidents=tuple(IncidentSpan(i.start_s, i.end_s, i.follower, i.verdict, i.leader, i.lag_max_ms,
                                          i.shrink_outcome, i.zombie) for i in i_rows),
-            lifecycle=tuple(LifecycleMark((r["ts_ms"] - start_ms) / 1000.0, r["broker_id"], r["action"])
+            lifecycle=tuple(LifecycleMark((r["ts_ms"] - start_ms) / 1000.0, r["broker_id"], r["action"], r["reason"])
                             for r in life.get(run, []) if r["broker_id"] is not None),
             faults=drawn_faults, faults_total=replica_total,
             controllers=tuple(sorted(int(r["broker_id"]) for r in controllers.get(run, []))),

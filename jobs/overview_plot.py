@@ -44,7 +44,7 @@ from jobs.fault_plot import (
     fault_kinds,
     shade_fault_times,
 )
-from jobs.plots import _LIFECYCLE_STYLE, UNCLEAN_COLOUR, LifecycleMark, plural
+from jobs.plots import _LIFECYCLE_STYLE, UNCLEAN_COLOUR, UNSURE_HATCH, UNSURE_LABEL, LifecycleMark, plural
 
 COUNT_SERIES: tuple[tuple[str, str, str, str], ...] = (
     ("under_replicated", "under-replicated partitions", "#ff7f0e", "-"),
@@ -61,7 +61,7 @@ COUNT_COLUMNS: tuple[str, ...] = ("bucket", *(c for c, *_ in COUNT_SERIES))
 CHURN_COLUMNS: tuple[str, ...] = ("bucket", "shrinks", "expands")
 CONTROLLER_COLUMNS: tuple[str, ...] = ("bucket", "shrinks")
 ELECTION_COLUMNS: tuple[str, ...] = ("bucket", "leader_id", "unclean", "from_elr", "elections")
-DOWN_COLUMNS: tuple[str, ...] = ("broker_id", "bucket")
+DOWN_COLUMNS: tuple[str, ...] = ("broker_id", "bucket", "unsure")
 MAX_LANES = 40
 """Brokers drawn as lanes at most (the busiest, by crashes and elections); the subtitle counts the rest."""
 X_MARGIN = 0.012
@@ -73,6 +73,8 @@ ELR_COLOUR = "#17becf"
 SHRINK_COLOUR = "#d62728"
 CONTROLLER_SHRINK_COLOUR = "#8c564b"
 DOWN_COLOUR = "#bbbbbb"
+UNSURE_DOWN_COLOUR = "#eeeeee"
+"""A lane's stretch in which the broker went down at a time not known (a crash read at its restart)."""
 EXPAND_COLOUR = "#2ca02c"
 
 
@@ -140,10 +142,13 @@ def _lanes(data: ClusterOverview) -> list[int]:
     return sorted(sorted(busy, key=lambda b: (-busy[b], b))[:MAX_LANES])
 
 
-def _down_spans(down: pd.DataFrame, bucket_ms: int) -> dict[int, list[tuple[float, float]]]:
-    """Per broker, its runs of consecutive down buckets as (start, end) in seconds."""
+def _down_spans(down: pd.DataFrame, bucket_ms: int, unsure: bool | None = None) -> dict[int, list[tuple[float, float]]]:
+    """Per broker, its runs of consecutive down buckets as (start, end) in seconds; `unsure` True: of the buckets in
+    which it went down at a time not known only, False: of the others only."""
     spans: dict[int, list[tuple[float, float]]] = {}
     width = bucket_ms / 1000.0
+    if unsure is not None:
+        down = down[down["unsure"].astype(bool) == unsure]
     for broker, group in down.groupby("broker_id"):
         runs: list[list[int]] = []
         for b in sorted(int(x) for x in group["bucket"]):
@@ -207,6 +212,8 @@ def _draw_churn(ax, data: ClusterOverview) -> None:  # type: ignore[no-untyped-d
 def _lane_handles(data: ClusterOverview, lanes: list[int]) -> list[Patch | Line2D]:
     """The broker lanes' legend entries: the marks always drawn, the ELR election and the fault kinds if present."""
     return [Patch(color=DOWN_COLOUR, label="down"),
+            *([Patch(facecolor=UNSURE_DOWN_COLOUR, hatch=UNSURE_HATCH, edgecolor=DOWN_COLOUR, label=UNSURE_LABEL)]
+              if data.down["unsure"].astype(bool).any() else []),
             Line2D([], [], color=CLEAN_COLOUR, marker="|", markersize=9, markeredgewidth=2.5, linestyle="",
                    label="elected leader"),
             *([Line2D([], [], color=ELR_COLOUR, marker="D", linestyle="", label="elected from the ELR")]
@@ -219,10 +226,14 @@ def _lane_handles(data: ClusterOverview, lanes: list[int]) -> list[Patch | Line2
 
 def _draw_lanes(ax, data: ClusterOverview, lanes: list[int]) -> None:  # type: ignore[no-untyped-def]
     row = {b: i for i, b in enumerate(lanes)}
-    for b, spans in _down_spans(data.down, data.bucket_ms).items():
+    for b, spans in _down_spans(data.down, data.bucket_ms, unsure=False).items():
         if b in row:
             ax.broken_barh([(start, end - start) for start, end in spans], (row[b] - 0.4, 0.8), color=DOWN_COLOUR,
                            linewidth=0)
+    for b, spans in _down_spans(data.down, data.bucket_ms, unsure=True).items():
+        if b in row:
+            ax.broken_barh([(start, end - start) for start, end in spans], (row[b] - 0.4, 0.8),
+                           facecolor=UNSURE_DOWN_COLOUR, edgecolor=DOWN_COLOUR, hatch=UNSURE_HATCH, linewidth=0)
     draw_fault_bars(ax, data.faults, row, _least_fault_s(data))
     elections = data.elections[data.elections["leader_id"].isin(lanes)]
     unclean, from_elr = elections["unclean"].astype(bool), elections["from_elr"].astype(bool)

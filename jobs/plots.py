@@ -169,11 +169,14 @@ class LossSpan:
 
 @dataclass(frozen=True)
 class LifecycleMark:
-    """A broker crashed, restarted or shut down at `time_s` (`action` as in the broker_lifecycle event)."""
+    """A broker crashed, restarted or shut down at `time_s` (`action` and `reason` as in the broker_lifecycle
+    event)."""
 
     time_s: float
     broker: int
     action: str
+    reason: str | None = None
+    """`UNSURE_DOWN` for a crash read from broker logs at the next start, dated at the broker's last line."""
 
 
 @dataclass(frozen=True)
@@ -338,22 +341,32 @@ DOWN_ACTIONS: tuple[str, ...] = ("crash", "shutdown")
 """broker_lifecycle actions after which a broker is down until its next `UP_ACTIONS` one."""
 UP_ACTIONS: tuple[str, ...] = ("start", "restart")
 """broker_lifecycle actions that bring a broker up."""
+UNSURE_DOWN = "unclean_start"
+"""The reason of a crash whose time is not known: read from broker logs as the broker started again (its log
+directory had no clean shutdown file), dated at the last line the crashed process printed. The broker went down at
+some time in the stretch to its start."""
+UNSURE_FACE, UNSURE_HATCH = (1.0, 1.0, 1.0, 0.3), ".."
+"""The stretch a broker went down in, at a time not known: a fainter veil, dotted."""
+UNSURE_LABEL = "broker down at some time\n(crash read at its restart,\nfrom its last line before)"
+"""The legend of that veil, in both pictures."""
 
 
-def down_spans(lifecycle: Sequence[LifecycleMark], broker: int, end_s: float) -> list[tuple[float, float]]:
+def down_spans(lifecycle: Sequence[LifecycleMark], broker: int, end_s: float,
+               unsure: bool | None = None) -> list[tuple[float, float]]:
     """(from, to) of the stretches in which `broker` was down: from a crash or shutdown to its next start or
-    restart, or to `end_s`."""
-    spans: list[tuple[float, float]] = []
-    down_from: float | None = None
+    restart, or to `end_s`. `unsure` True: only those that open with a crash of unknown time (`UNSURE_DOWN`);
+    False: only the others."""
+    spans: list[tuple[float, float, bool]] = []
+    down_from: tuple[float, bool] | None = None
     for m in sorted((m for m in lifecycle if m.broker == broker), key=lambda m: m.time_s):
         if m.action in DOWN_ACTIONS and down_from is None:
-            down_from = m.time_s
+            down_from = (m.time_s, m.action == "crash" and m.reason == UNSURE_DOWN)
         elif m.action in UP_ACTIONS and down_from is not None:
-            spans.append((down_from, m.time_s))
+            spans.append((down_from[0], m.time_s, down_from[1]))
             down_from = None
-    if down_from is not None and down_from < end_s:
-        spans.append((down_from, end_s))
-    return spans
+    if down_from is not None and down_from[0] < end_s:
+        spans.append((down_from[0], end_s, down_from[1]))
+    return [(a, b) for a, b, u in spans if unsure is None or u == unsure]
 
 
 def broken_at(t: np.ndarray, y: np.ndarray, spans: Sequence[tuple[float, float]],
@@ -951,11 +964,17 @@ def _draw_isr(ax, data: PartitionPlot) -> None:  # type: ignore[no-untyped-def]
         ax.broken_barh(leading.get(replica, []), (lane + 0.22, 0.18), facecolors="black", zorder=4)
         # Crashed or shut down: the ISR and leadership above are the controller's view, which keeps a dead broker
         # as leader until its session times out; the process itself is gone.
-        down = down_spans(data.lifecycle, replica, data.end_s)
+        down = down_spans(data.lifecycle, replica, data.end_s, unsure=False)
         if down:
             bars = ax.broken_barh([(a, b - a) for a, b in down], (lane - 0.4, 0.8), facecolors=DOWN_FACE,
                                   edgecolors=DOWN_EDGE, hatch="xx", linewidth=0, zorder=4.5)
             bars.set_gid(f"down:{replica}")
+        # A crash read at the restart: down at some time in the stretch, alive at its start.
+        unsure = down_spans(data.lifecycle, replica, data.end_s, unsure=True)
+        if unsure:
+            bars = ax.broken_barh([(a, b - a) for a, b in unsure], (lane - 0.4, 0.8), facecolors=UNSURE_FACE,
+                                  edgecolors=DOWN_EDGE, hatch=UNSURE_HATCH, linewidth=0, zorder=4.5)
+            bars.set_gid(f"down-unsure:{replica}")
         # A follower's failed fetches: ticks along the top edge of its lane, where nothing else is drawn.
         failed = sorted(m.time_s for m in data.fetch_errors if m.follower == replica)
         if failed:
@@ -1092,9 +1111,12 @@ def render_partition(data: PartitionPlot) -> Figure:
                                                color=_LIFECYCLE_STYLE[kinds[0]][0], linestyle="none", label=label))
           for kinds, label in ((("crash",), "broker crash"), (UP_ACTIONS, "broker (re)start"),
                                (("shutdown", "controlled_shutdown"), "broker shutdown"))],
-        (any(down_spans(data.lifecycle, r, data.end_s) for r in data.replicas),
+        (any(down_spans(data.lifecycle, r, data.end_s, unsure=False) for r in data.replicas),
          Patch(facecolor=DOWN_FACE, edgecolor=DOWN_EDGE, hatch="xx", linewidth=0,
                label="broker down (crash or\nshutdown to restart)")),
+        (any(down_spans(data.lifecycle, r, data.end_s, unsure=True) for r in data.replicas),
+         Patch(facecolor=UNSURE_FACE, edgecolor=DOWN_EDGE, hatch=UNSURE_HATCH, linewidth=0,
+               label=UNSURE_LABEL)),
         (any(bad), Patch(facecolor="#d62728", alpha=0.25, label="lag incident\n(late / missing / premature)")),
         # Named by the verdicts drawn: "other verdicts" read as "not on time" to an operator.
         (not all(bad), Patch(facecolor="#ffbf00", alpha=0.35, label="lag incident\n(" + " / ".join(

@@ -16,9 +16,9 @@ from dataclasses import dataclass, field
 
 import pyarrow as pa
 
-SCHEMA_VERSION = "1.11"
+SCHEMA_VERSION = "1.12"
 SCHEMA_MAJOR = 1
-SCHEMA_MINOR = 11
+SCHEMA_MINOR = 12
 
 
 class SchemaVersionError(ValueError):
@@ -198,8 +198,9 @@ EVENT_TYPES: dict[str, EventType] = {
         EventType(
             BROKER_LIFECYCLE,
             "A broker started, crashed, restarted or began a controlled shutdown. Broker logs give start, "
-            "controlled_shutdown, shutdown, and a crash read from the next start's log recovery (no clean shutdown "
-            "file), dated at the crashed process's last line.",
+            "controlled_shutdown, shutdown, and (since 1.12) a crash read from the next start's log recovery (no "
+            "clean shutdown file), reason `unclean_start`, dated at the crashed process's last line: it went down at "
+            "some time between then and its start.",
             ("action",),
             partition_scoped=False,
             log_requires=("action",),
@@ -425,14 +426,17 @@ PAYLOAD: tuple[Column, ...] = (
            "reason; what moved a log start offset (Kafka's LogStartOffsetIncrementReason: segment_deletion by "
            "retention, leader_offset_increment on a follower, client_record_deletion (DeleteRecords), "
            "snapshot_generated; or truncation, a truncation below it or truncateFullyAndStartAt; since 1.4, null "
-           "from a log line that does not say).",
-           used_by=(TRUNCATION, ISR_CHANGE, LEADER_ELECTION, LOG_START_OFFSET_CHANGE, PARTITION_CHANGE),
+           "from a log line that does not say); how a crash was read (unclean_start: from broker logs at the next "
+           "start, dated at the last line before; since 1.12).",
+           used_by=(TRUNCATION, ISR_CHANGE, LEADER_ELECTION, LOG_START_OFFSET_CHANGE, PARTITION_CHANGE,
+                    BROKER_LIFECYCLE),
            allowed_by_type={
                TRUNCATION: ("high_watermark", "leader_epoch", "diverging_epoch", "out_of_range", "full"),
                LOG_START_OFFSET_CHANGE: ("segment_deletion", "leader_offset_increment", "client_record_deletion",
                                          "snapshot_generated", "truncation"),
                PARTITION_CHANGE: ("alter_partition", "session_timeout", "controlled_shutdown", "broker_reregistered",
                                   "unclean_shutdown", "reassignment"),
+               BROKER_LIFECYCLE: ("unclean_start",),
            }),
     Column("isr_state", pa.string(), "State of the ISR change.", used_by=(ISR_CHANGE,),
            allowed=("proposed", "committed", "rejected")),

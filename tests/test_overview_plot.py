@@ -17,12 +17,13 @@ from jobs.overview_plot import (
     ELECTION_COLUMNS,
     ELR_COLOUR,
     MAX_LANES,
+    UNSURE_DOWN_COLOUR,
     ClusterOverview,
     _down_spans,
     plot_overview,
     render_overview,
 )
-from jobs.plots import UNCLEAN_COLOUR, LifecycleMark
+from jobs.plots import UNCLEAN_COLOUR, UNSURE_LABEL, LifecycleMark
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 
@@ -36,7 +37,7 @@ def incident() -> ClusterOverview:
         run_id="run-1", end_s=10.0, bucket_ms=1000, brokers=(1, 2, 3), partitions=4, counts=counts,
         churn=pd.DataFrame([(2, 2, 0), (6, 0, 2)], columns=list(CHURN_COLUMNS)),
         elections=pd.DataFrame([(2, 1, False, False, 1), (7, 2, True, False, 1)], columns=list(ELECTION_COLUMNS)),
-        down=pd.DataFrame([(3, b) for b in range(2, 7)], columns=list(DOWN_COLUMNS)),
+        down=pd.DataFrame([(3, b, False) for b in range(2, 7)], columns=list(DOWN_COLUMNS)),
         lifecycle=(LifecycleMark(2.5, 3, "crash"), LifecycleMark(6.2, 3, "restart")), lifecycle_total=2)
 
 
@@ -66,6 +67,19 @@ def test_the_figure_shows_the_counts_the_churn_and_a_lane_per_broker() -> None:
     assert "4 partitions, 5 brokers; most per 1 s bucket" in named.texts[0].get_text()
 
 
+def test_a_crash_read_at_the_restart_is_down_at_some_time_in_its_stretch() -> None:
+    """Broker 3's crash read from its log at the restart (dated at its last line, 2.5 s): its down buckets are drawn
+    fainter and dotted, named so in the legend, which says nothing of it for a run without one."""
+    down = pd.DataFrame([(3, b, True) for b in range(2, 7)], columns=list(DOWN_COLUMNS))
+    lanes = render_overview(replace(incident(), down=down)).axes[2]
+    unsure = [c for c in lanes.collections if to_hex(c.get_facecolor()[0]) == UNSURE_DOWN_COLOUR]
+    (extent,) = [p.get_extents() for c in unsure for p in c.get_paths()]
+    assert tuple(round(v, 3) for v in (extent.x0, extent.x1, extent.y0, extent.y1)) == (2.0, 7.0, 1.6, 2.4)
+    assert not [c for c in lanes.collections if to_hex(c.get_facecolor()[0]) == DOWN_COLOUR]
+    assert UNSURE_LABEL in [t.get_text() for t in lanes.get_legend().get_texts()]
+    assert UNSURE_LABEL not in [t.get_text() for t in render_overview(incident()).axes[2].get_legend().get_texts()]
+
+
 def test_an_election_from_the_eligible_leader_replicas_has_its_own_mark() -> None:
     """KIP-966: broker 2 elected from the ELR at 5 s is a diamond of its own colour, named in the legend, which says
     nothing of it for a run without one."""
@@ -79,8 +93,12 @@ def test_an_election_from_the_eligible_leader_replicas_has_its_own_mark() -> Non
 
 
 def test_down_spans_join_consecutive_down_buckets() -> None:
-    down = pd.DataFrame([(1, 3), (1, 1), (1, 2), (1, 7), (2, 4)], columns=list(DOWN_COLUMNS))
+    down = pd.DataFrame([(1, 3, False), (1, 1, False), (1, 2, False), (1, 7, True), (2, 4, True)],
+                        columns=list(DOWN_COLUMNS))
     assert _down_spans(down, 500) == {1: [(0.5, 2.0), (3.5, 4.0)], 2: [(2.0, 2.5)]}
+    # A crash read at the restart (time unknown) is drawn apart.
+    assert _down_spans(down, 500, unsure=False) == {1: [(0.5, 2.0)]}
+    assert _down_spans(down, 500, unsure=True) == {1: [(3.5, 4.0)], 2: [(2.0, 2.5)]}
 
 
 def test_many_brokers_keep_the_busiest_lanes_and_say_how_many_are_left_out() -> None:

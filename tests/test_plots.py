@@ -26,6 +26,7 @@ from jobs.plots import (
     OFFSET_COLUMNS,
     SUBTITLE_CHARS,
     UNCLEAN_COLOUR,
+    UNSURE_LABEL,
     EvidencePoint,
     FetchErrorMark,
     IncidentSpan,
@@ -497,6 +498,11 @@ def test_a_down_brokers_lines_stop_at_its_crash_and_resume_at_its_restart() -> N
     assert down_spans(kip101_like().lifecycle, 2, 25.0) == []
     forever = (LifecycleMark(3.0, 2, "start"), LifecycleMark(9.0, 2, "crash"), LifecycleMark(12.0, 2, "shutdown"))
     assert down_spans(forever, 2, 25.0) == [(9.0, 25.0)]
+    # A crash read at the restart (dated at the last line: down at some time after) is drawn apart.
+    unsure = (LifecycleMark(3.0, 2, "crash", "unclean_start"), LifecycleMark(5.0, 2, "start"), *forever[1:])
+    assert down_spans(unsure, 2, 25.0) == [(3.0, 5.0), (9.0, 25.0)]
+    assert down_spans(unsure, 2, 25.0, unsure=True) == [(3.0, 5.0)]
+    assert down_spans(unsure, 2, 25.0, unsure=False) == [(9.0, 25.0)]
 
     top = render_partition(kip101_like()).axes[0]
     leo = {line.get_label(): line for line in top.lines}["broker 1 LEO"]
@@ -637,6 +643,15 @@ def test_a_down_broker_is_veiled_on_its_lane_from_its_crash_to_its_restart() -> 
     calm = render_partition(replace(kip101_like(), lifecycle=()))
     assert not any((c.get_gid() or "").startswith("down:") for c in calm.axes[1].collections)
     assert "broker down (crash or\nshutdown to restart)" not in [t.get_text() for t in calm.legends[0].get_texts()]
+    # The same crash read from broker logs at the restart, dated at the broker's last line: down at some time in
+    # the stretch, veiled apart and named so.
+    unsure = replace(kip101_like(), lifecycle=tuple(
+        replace(m, reason="unclean_start") if m.action == "crash" else m for m in kip101_like().lifecycle))
+    fig = render_partition(unsure)
+    gids = {c.get_gid() for c in fig.axes[1].collections if (c.get_gid() or "").startswith("down")}
+    assert gids == {"down-unsure:1"}
+    legend = [t.get_text() for t in fig.legends[0].get_texts()]
+    assert UNSURE_LABEL in legend and "broker down (crash or\nshutdown to restart)" not in legend
 
 
 def test_the_legend_names_only_the_marks_the_picture_draws() -> None:

@@ -36,7 +36,7 @@ def failover(controller_shrinks: pd.DataFrame | None = None) -> ClusterOverview:
         churn=pd.DataFrame([(3, 1, 0), (6, 2, 0), (8, 0, 1)], columns=list(CHURN_COLUMNS)),
         elections=pd.DataFrame([(0, 1, False, False, 1), (0, 2, False, False, 1), (6, 1, False, False, 1)],
                                columns=list(ELECTION_COLUMNS)),
-        down=pd.DataFrame([(2, b) for b in range(2, 8)], columns=list(DOWN_COLUMNS)),
+        down=pd.DataFrame([(2, b, False) for b in range(2, 8)], columns=list(DOWN_COLUMNS)),
         lifecycle=(LifecycleMark(2.5, 2, "crash"), LifecycleMark(8.0, 2, "restart")), lifecycle_total=2, **extra)
 
 

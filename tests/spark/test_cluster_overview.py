@@ -164,17 +164,23 @@ def test_a_change_at_a_buckets_first_millisecond_is_all_the_bucket_sees(spark: S
 def test_down_buckets_run_from_a_crash_or_shutdown_to_the_next_start(spark: SparkSession) -> None:
     # Broker 1: controlled shutdown at 1100 then shutdown (one stretch), back at 1300 (a log's `start`), crash at
     # 1800 with no restart (down to the run's end). Broker 2: its first start, a crash at 1500 and a restart at
-    # 1500 (no time down), a crash at 1600 and a restart at 1750 (exclusive: bucket 3 not touched).
-    rows = [(1, 1000, 0, "start"), (1, 1100, 1, "controlled_shutdown"), (1, 1120, 2, "shutdown"),
-            (1, 1300, 3, "start"), (1, 1800, 4, "crash"),
-            (2, 1000, 5, "start"), (2, 1500, 6, "crash"), (2, 1500, 7, "restart"), (2, 1600, 8, "crash"),
-            (2, 1750, 9, "restart")]
-    bronze = spark.createDataFrame([("r", b, ts, e, "broker_lifecycle", a) for b, ts, e, a in rows],
+    # 1500 (no time down), a crash at 1600 and a restart at 1750 (exclusive: bucket 3 not touched). Broker 3: a
+    # crash read at its restart (dated at its last line, 1100) back at 1550, then a crash at 1600 known to the
+    # millisecond: bucket 2 holds both stretches, so it is down for sure.
+    rows = [(1, 1000, 0, "start", None), (1, 1100, 1, "controlled_shutdown", None), (1, 1120, 2, "shutdown", None),
+            (1, 1300, 3, "start", None), (1, 1800, 4, "crash", None),
+            (2, 1000, 5, "start", None), (2, 1500, 6, "crash", None), (2, 1500, 7, "restart", None),
+            (2, 1600, 8, "crash", None), (2, 1750, 9, "restart", None),
+            (3, 1000, 10, "start", None), (3, 1100, 11, "crash", "unclean_start"), (3, 1550, 12, "start", None),
+            (3, 1600, 13, "crash", None), (3, 1700, 14, "start", None)]
+    bronze = spark.createDataFrame([("r", b, ts, e, "broker_lifecycle", a, why) for b, ts, e, a, why in rows],
                                    "run_id string, broker_id int, ts_ms long, event_id long, event_type string, "
-                                   "action string")
-    expected = spark.createDataFrame([("r", 1, 0), ("r", 1, 1), ("r", 1, 3), ("r", 2, 2)],
-                                     "run_id string, broker_id int, bucket long")
-    assert_df_equality(down_buckets(bronze, _buckets(spark)), expected, ignore_row_order=True, ignore_nullable=True)
+                                   "action string, reason string")
+    expected = spark.createDataFrame([("r", 1, 0, False), ("r", 1, 1, False), ("r", 1, 3, False), ("r", 2, 2, False),
+                                      ("r", 3, 0, True), ("r", 3, 1, True), ("r", 3, 2, False)],
+                                     "run_id string, broker_id int, bucket long, unsure boolean")
+    assert_df_equality(down_buckets(bronze, _buckets(spark)), expected, ignore_row_order=True, ignore_nullable=True,
+                       ignore_column_order=True)
 
 
 FAULT_EVENTS = "run_id string, broker_id int, ts_ms long, event_id long, event_type string, action string, " \
