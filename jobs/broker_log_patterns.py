@@ -716,8 +716,8 @@ PATTERNS: tuple[LinePattern, ...] = (
         "shutdown file was found' (3.5+; an empty directory prints 'No logs found to be loaded in {dir}'). Since 2.8 "
         "(KAFKA-10471) a start that died while loading leaves the next one unclean too. Releases before 2.6 print no "
         "such line. The previous process of the broker stopped without completing its shutdown (killed, out of "
-        "memory, power lost): a crash, dated at that process's last line (`jobs.broker_logs`). One per process "
-        "(a line per directory); none for a first start, after a completed shutdown or where the previous "
+        "memory, power lost): a crash, 1 ms after that process's last line (`jobs.broker_logs`). One per process "
+        "(a line per directory); none for a first start, after a completed shutdown or where the crashed "
         "process's lines are not read",
         "since no clean shutdown file was found",
         r"^(?:Attempting recovery for all logs in .+|Recovering \d+ logs from .+) since no clean shutdown file was "
@@ -758,6 +758,8 @@ PROCESS_MILESTONES: tuple[tuple[str, str], ...] = (
 """(literal, regex) of the lines a broker process prints once it is past its start lines: its log directories
 loaded (clean or not), its start completed, its shutdown begun or completed. A start line after one of them starts
 the next process."""
+LOAD_MILESTONES: tuple[str, ...] = ("clean shutdown file was found", "No logs found to be loaded")
+"""The milestones of a process that loaded its logs (one line per log directory; 2.6+)."""
 CLEAN_END = "shut down completed"
 """The milestone of a completed shutdown, which leaves each log directory its clean shutdown file."""
 

@@ -29,9 +29,12 @@ What a log line does not say is recovered where Kafka's logs allow it, and left 
 * a truncation's reason: from the fetcher's line just before it about the same offset (high watermark or leader
   epoch); none where the fetcher printed none (Kafka 2.0-3.0 print no line for epoch-based truncation);
 * the time of a crash, which Kafka logs only as the broker starts again (LogManager finds a log directory without
-  its clean shutdown file): the last stamped line before the new process's first line, in the same file
-  (`_with_crash_line`); the few lines before each start line are kept for it as the files are read (the marks of
-  `numbered_lines`), so a process killed mid-sentence is dated past its stack trace;
+  its clean shutdown file): 1 ms after the crashed process's last line, the last stamped line before the next
+  process's first line (`_with_crash_line`), in the same file or, where the log rolled as the broker started again,
+  the file rolled before (`_with_previous_file_end`), and after the broker's lines in its other files
+  (`_after_the_brokers_last_line`); the lines before each start line and each file's last lines are kept for it as
+  the files are read (`numbered_lines`' marks and tails), so a process killed mid-sentence is dated past its stack
+  trace;
 * the epoch of an unclean election read from the new leader's RECOVERING line (KIP-704): that of the line the
   same makeLeader call prints next (the become-leader line, or "Skipped the become-leader ... with leader epoch E"
   when it already leads), none without it. An election is one event whichever of its lines the logs hold
@@ -71,6 +74,7 @@ from jobs.broker_log_patterns import (
     CONFIG_BLOCK,
     CONFIG_ENTRY,
     KAFKA_CONFIG_KEYS,
+    LOAD_MILESTONES,
     NEXT_LINE_EXCEPTIONS,
     PATTERNS,
     PROCESS_FIRST_LINES,
@@ -171,8 +175,9 @@ def read_broker_logs(spark: SparkSession, paths: Sequence[str], options: BrokerL
     Every cast is a `try_cast`: a garbled number is a null that validation names, never a failed job.
     """
     starts = _any_contains("line", PROCESS_START)
-    # The lines before a process's start lines come along (`_before_mark`): the last of them dates a crash.
-    lines = numbered_lines(spark, paths, mark=starts, reach=START_REACH).withColumn(
+    # The lines before a process's start lines come along (`_before_mark`), and each file's last lines (`_in_tail`):
+    # the last of them date a crash.
+    lines = numbered_lines(spark, paths, mark=starts, reach=START_REACH, tail=TAIL_LINES).withColumn(
         "line", F.when(F.col("line").endswith("\r"), F.expr("substring(line, 1, length(line) - 1)"))
         .otherwise(F.col("line")))
     triggers = sorted({p.trigger for p in PATTERNS})
@@ -181,8 +186,9 @@ def read_broker_logs(spark: SparkSession, paths: Sequence[str], options: BrokerL
     header = F.col("line").contains(CONFIG_BLOCK)
     exception = _any_starts("line", NEXT_LINE_EXCEPTIONS)
     milestone = _any_contains("line", [literal for literal, _ in PROCESS_MILESTONES])
+    near = F.col("_before_mark") | F.col("_in_tail")
     relevant = lines.where(_any_contains("line", triggers) | _any_contains("line", _BROKER_SCREEN) | setting
-                           | header | exception | starts | milestone | F.col("_before_mark")).select(
+                           | header | exception | starts | milestone | near).select(
         "_path", "pos", "line", _first_group("line", BROKER_PREFIXES).alias("_broker_prefix"),
         _any_contains("line", triggers).alias("_hit"), setting.alias("_setting"), header.alias("_header"),
         starts.alias("_start"), _any_contains("line", PROCESS_FIRST_LINES).alias("_first_line"),
@@ -223,13 +229,13 @@ def read_broker_logs(spark: SparkSession, paths: Sequence[str], options: BrokerL
         .withColumn("_unknown", F.when(F.col("_pattern").isNull(), _unknown_form(PATTERNS)))
         .withColumn("_tp_prefix", F.expr(tp_prefix_sql("line")))
     )
-    # An unclean start's line is a crash only where `_with_crash_line` dated one.
+    # An unclean start's line is a crash only where its crashed process's last line is known.
     ignored = F.coalesce(F.col("_pattern").isin(*[p.name for p in PATTERNS if p.ignore])
                          | (F.col("_pattern") == UNCLEAN_START) & F.col("_crash_line").isNull(), F.lit(False))
-    hits = (_with_rolled_log_broker(hits, existing)
+    hits = (_with_rolled_log_broker(hits, existing).transform(_with_previous_file_end)
             .where((F.col("_hit") & (F.col("_pattern").isNotNull() | F.col("_unknown").isNotNull()) & ~ignored)
                    | F.col("_cfg_block").isNotNull())
-            .drop("_first", "_names_broker"))
+            .drop("_first", "_names_broker", "_file_tail", "_previous_file_end", "_crash_in_previous_file"))
     event_type = F.expr("CASE _pattern " + " ".join(
         f"WHEN {sql_str(p.name)} THEN {sql_str(p.event_type)}" for p in PATTERNS) + " END")
     broker = F.expr("CASE _pattern " + " ".join(
@@ -241,10 +247,13 @@ def read_broker_logs(spark: SparkSession, paths: Sequence[str], options: BrokerL
         f"WHEN {sql_str(p.name)} THEN {column_sql(p, p.entries)}" for p in PATTERNS if p.entries) + " END")
     hits = hits.select("*", F.posexplode_outer(entries).alias("_entry_pos", "_entry"))
     parsed = hits.select(
-        "_path", roll_order("_path").alias("_roll"), "pos", F.coalesce("_entry_pos", F.lit(0)).alias("_entry_pos"),
-        "line", "_pattern", "_unknown",
-        F.when(F.col("_pattern") == UNCLEAN_START, _timestamp_ms(options.timezone, "_crash_line"))
+        "_path", F.struct("_log", "_roll_file").alias("_roll"), "pos",
+        F.coalesce("_entry_pos", F.lit(0)).alias("_entry_pos"), "line", "_pattern", "_unknown",
+        # A crash happened after its process's last line: 1 ms after (`_after_the_brokers_last_line` may move it).
+        F.when(F.col("_pattern") == UNCLEAN_START, _timestamp_ms(options.timezone, "_crash_line") + 1)
         .when(stamped, _timestamp_ms(options.timezone)).alias("ts_ms"),
+        F.when(F.col("_pattern") == UNCLEAN_START, _timestamp_ms(options.timezone, "_restart_line"))
+        .alias("_restart_ms"),
         event_type.alias("event_type"), broker.cast("int").alias("broker_id"),
         _by_pattern(PATTERNS, "tp", default="_tp_prefix").alias("_tp"),
         _by_pattern(PATTERNS, "topic_id").alias("_topic_id"),
@@ -277,6 +286,7 @@ def read_broker_logs(spark: SparkSession, paths: Sequence[str], options: BrokerL
             "event_type", "broker_id", "topic", "partition", "leader_epoch", "partition_epoch", "action", "isr",
             "old_isr", "isr_state", "leader_id", "reason", "topic_id", F.lit(True).alias("_context"))
         located = located.unionByName(context, allowMissingColumns=True)
+    located = _after_the_brokers_last_line(located)
     events = _unrepeated_elections(_from_earlier_lines(located)).where(~F.col("_context")).drop("_context")
     return _as_candidates(events, options, existing)
 
@@ -290,35 +300,99 @@ def _milestone(screened: Column) -> Column:
 
 
 def _with_crash_line(lines: DataFrame, in_order: WindowSpec, stamped: Column) -> DataFrame:
-    """`lines` (one file's, in `in_order`) with `_crash_line` on a line that says its broker started after an
-    unclean shutdown (`UNCLEAN_START`): the last stamped line before the process's start, which the crash is dated
-    at, where the crash is known.
+    """`lines` (one file's, in `in_order`) with what dates the crash an unclean start's line tells of
+    (`UNCLEAN_START`): `_crash_line`, the last stamped line the crashed process printed, where this file holds it;
+    `_crash_in_previous_file`, where the crashed process's lines end before this file begins (the log rolled as the
+    broker started again); `_restart_line`, the first line of the process after it (the one that printed the
+    unclean line, or a start that failed before it).
 
-    The process starts at its first line (`PROCESS_FIRST_LINES`), else at the first of the run of `PROCESS_START`
-    lines before the unclean line that no `PROCESS_MILESTONES` line breaks (Kafka prints its MBean line, 'starting'
-    and the KafkaConfig dumps before it loads its logs). No crash where the unclean line is not the process's first
-    milestone (the line of its second log directory, or a process whose start lines are not in this file), where
-    the file holds no stamped line before the start (a first start, whose new directory 2.6-3.4 call unclean too,
-    or a file that starts with the process: the previous process's lines, if any, are elsewhere), or where the last
-    milestone before the start is a completed shutdown (a directory replaced after a clean stop)."""
+    A process starts at its first line (`PROCESS_FIRST_LINES`); in a file without such lines, at the first of a run
+    of `PROCESS_START` lines that no `PROCESS_MILESTONES` line breaks (Kafka prints 'starting' and the KafkaConfig
+    dumps before it loads its logs). The crashed process is the last one before that loaded its logs (printed a
+    `LOAD_MILESTONES` line, or started before this file begins): a start that failed before it loaded them (a
+    missing meta.properties, a KRaft broker that never got its metadata) served nothing, and its lines do not date
+    the crash. Its last stamped line is the last before the next process's first line. No crash where the unclean
+    line is not its process's first (the line of its second log directory) or comes after the process started or
+    began to shut down (its own start lines are not in this file), where the crashed process completed its shutdown
+    after it loaded its logs (a directory replaced after a clean stop), or where no line of it is here nor, from the
+    next process's first line on, in the file rolled before this one."""
     before = in_order.rowsBetween(Window.unboundedPreceding, -1)
-    is_clean_end = F.coalesce(F.col("_milestone") == CLEAN_END, F.lit(False))
-    boundary = F.when(F.col("_start") | F.col("_milestone").isNotNull(),
-                      F.struct(F.col("_start").alias("start"), is_clean_end.alias("clean")))
-    lines = lines.withColumns({
-        "_prev_boundary": F.last(boundary, ignorenulls=True).over(before),
-        "_alive": F.last(F.when(stamped, F.col("line")), ignorenulls=True).over(before),
-    })
-    first_start = F.col("_start") & (F.col("_first_line") | ~F.coalesce(F.col("_prev_boundary.start"), F.lit(False)))
-    process = F.last(F.when(first_start, F.struct(F.col("_alive").alias("alive"),
-                                                  F.col("_prev_boundary.clean").alias("clean"))),
-                     ignorenulls=True).over(before)
+    whole = in_order.rowsBetween(Window.unboundedPreceding, Window.unboundedFollowing)
+    milestone = F.col("_milestone")
+    loading = F.coalesce(milestone.isin(*LOAD_MILESTONES), F.lit(False))
+    life = milestone.isNotNull() & ~loading
+    clean_end = F.coalesce(milestone == CLEAN_END, F.lit(False))
     unclean = F.col("line").contains(UNCLEAN_LITERAL)
-    in_its_start = F.coalesce(F.col("_prev_boundary.start"), F.lit(False))
-    return (lines.withColumn("_process", F.when(unclean & in_its_start, process))
-            .withColumn("_crash_line", F.when(~F.coalesce(F.col("_process.clean"), F.lit(False)),
-                                              F.col("_process.alive")))
-            .drop("_prev_boundary", "_alive", "_process", "_start", "_first_line", "_milestone"))
+
+    def last_pos(which: Column, frame: WindowSpec = before) -> Column:
+        return F.last(F.when(which, F.col("pos")), ignorenulls=True).over(frame)
+
+    boundary = F.when(F.col("_start") | milestone.isNotNull(), F.col("_start"))
+    lines = lines.withColumns({
+        "_prev_is_start": F.last(boundary, ignorenulls=True).over(before),
+        "_alive": F.last(F.when(stamped, F.col("line")), ignorenulls=True).over(before),
+        "_last_load": last_pos(loading), "_last_clean": last_pos(clean_end), "_last_life": last_pos(life),
+        "_last_unclean": last_pos(unclean),
+        # The file's end, for the file rolled after it: its last stamped line (its last lines are kept) and whether
+        # it ends with a shutdown completed after the logs were loaded.
+        "_file_tail": F.struct(F.last(F.when(stamped, F.col("line")), ignorenulls=True).over(whole).alias("line"),
+                               F.coalesce(last_pos(clean_end, whole) > F.coalesce(last_pos(loading, whole), F.lit(-1)),
+                                          F.lit(False)).alias("clean")),
+    })
+    # Where a file holds first lines (1.0+), only they start processes: the other start lines also come at a dynamic
+    # config change (the KafkaConfig dump) or later in a start (a combined node's controller, then its broker).
+    has_first_lines = F.max(F.col("_first_line").cast("int")).over(whole) == 1
+    first_start = F.col("_first_line") | (F.col("_start") & ~has_first_lines
+                                          & ~F.coalesce(F.col("_prev_is_start"), F.lit(False)))
+    lines = lines.withColumn("_first_start", first_start).withColumn("_prev_start", last_pos(F.col("_first_start")))
+    # The first start after the last process that loaded its logs (the first of the file if none here did).
+    after_load = F.col("_first_start") & (F.col("_prev_start").isNull()
+                                          | F.coalesce(F.col("_prev_start") < F.col("_last_load"), F.lit(False)))
+    clean = F.coalesce(F.col("_last_clean") > F.coalesce(F.col("_last_load"), F.lit(-1)), F.lit(False))
+    first_of_file = F.col("_prev_start").isNull() & F.col("_alive").isNull()
+    crashed = F.last(F.when(after_load, F.struct(F.col("_alive").alias("alive"), clean.alias("clean"),
+                                                 first_of_file.alias("first_of_file"), F.col("line").alias("next"))),
+                     ignorenulls=True).over(before)
+    lines = lines.withColumn("_crashed", crashed)
+    own_start = (unclean & F.col("_prev_start").isNotNull()
+                 & F.coalesce(F.col("_last_life") < F.col("_prev_start"), F.lit(True))
+                 & F.coalesce(F.col("_last_unclean") < F.col("_prev_start"), F.lit(True)))
+    known = own_start & ~F.coalesce(F.col("_crashed.clean"), F.lit(False))
+    return (lines.withColumns({
+        "_crash_line": F.when(known, F.col("_crashed.alive")),
+        "_crash_in_previous_file": known & F.coalesce(F.col("_crashed.first_of_file"), F.lit(False)),
+        "_restart_line": F.when(known, F.col("_crashed.next"))})
+            .drop("_prev_is_start", "_alive", "_last_load", "_last_clean", "_last_life", "_last_unclean",
+                  "_first_start", "_prev_start", "_crashed", "_start", "_first_line", "_milestone"))
+
+
+def _with_previous_file_end(hits: DataFrame) -> DataFrame:
+    """`hits` with `_crash_line` also where the crashed process's lines end in the file rolled before this one (its
+    last stamped line, unless that file ends with a completed shutdown after its logs were loaded), and the key
+    that orders a log's files (`_roll_file`, `roll_order`). Over the log's files in order: a file's first row takes the
+    end of the file before it."""
+    hits = hits.withColumn("_roll_file", roll_order("_path"))
+    files = Window.partitionBy("_log").orderBy("_roll_file", "_path", "pos")
+    before = F.lag("_file_tail").over(files)
+    hits = hits.withColumn("_previous_file_end", F.when(F.col("_first"), before))
+    hits = hits.withColumn("_previous_file_end", F.last("_previous_file_end", ignorenulls=True).over(
+        files.rowsBetween(Window.unboundedPreceding, 0)))
+    end = F.col("_previous_file_end")
+    ended = F.when(~F.coalesce(end.getField("clean"), F.lit(False)), end.getField("line"))
+    return hits.withColumn("_crash_line", F.when(F.col("_crash_in_previous_file"), ended)
+                           .otherwise(F.col("_crash_line")))
+
+
+def _after_the_brokers_last_line(events: DataFrame) -> DataFrame:
+    """`events` with each crash read at a restart moved after every event of its broker logged before the next
+    process's first line (`_restart_ms`), from any of its files: the crashed process may have printed its last
+    state-change or controller line after its last server.log line."""
+    crash = F.coalesce(F.col("_pattern") == UNCLEAN_START, F.lit(False))
+    when = F.when(crash, F.col("_restart_ms")).otherwise(F.col("ts_ms"))
+    # Strictly earlier milliseconds: the next process's own lines of its first millisecond are not the crashed one's.
+    earlier = Window.partitionBy("broker_id").orderBy(when).rangeBetween(Window.unboundedPreceding, -1)
+    last = F.max(F.when(~crash, F.col("ts_ms"))).over(earlier)
+    return events.withColumn("ts_ms", F.when(crash & (last >= F.col("ts_ms")), last + 1).otherwise(F.col("ts_ms")))
 
 
 def _with_rolled_log_broker(hits: DataFrame, existing: DataFrame | None) -> DataFrame:
@@ -421,9 +495,12 @@ LOG_CREATED = "log_created"
 UNCLEAN_START = "unclean_shutdown"
 """The pattern of LogManager's line for a log directory without its clean shutdown file: a crash, if dated."""
 UNCLEAN_LITERAL = "since no clean shutdown file was found"
-START_REACH = 256
+START_REACH = 4096
 """How many lines before each process start line come along to date a crash: past a stack trace the previous process
-printed last, to its last stamped line."""
+printed last (a StackOverflowError prints 1024 frames), to its last stamped line. A process whose last stamped line
+is further back is dated at an earlier line kept for another reason, or not at all."""
+TAIL_LINES = 4096
+"""How many of each file's last lines come along, for the crash of a process whose log rolled as it started again."""
 _UNKNOWN_ISR = "array(-1)"
 """Stands for "the broker's ISR is not known here" (a follower, or a leader line that does not print it)."""
 

@@ -119,18 +119,20 @@ def roll_order(path: str | Column) -> Column:
     """SQL: a key that sorts the files of one rolled log (`rolled_log_of`) oldest first, for the lines two files
     stamp with the same millisecond (a size-rolled log rolls between any two lines).
 
-    The current file (`server.log`) is the newest. Dated files (`server.log.2024-05-14-13`, log4j2's
-    `server.log.2024-05-14-13.1` and `server-2024-05-14-1.log`) sort by their numbers in order, the index last (log4j2's
-    default `fileIndex` "max" numbers a period's files oldest first). Indexed files (`server.log.1`) sort by the index
-    falling: log4j 1's RollingFileAppender and logrotate rename `.1` to `.2` as they roll, so `.1` is the newest
-    rolled file (log4j2's index-only pattern with "max" numbers the other way; Kafka ships neither)."""
+    The current file (`server.log`) is the newest. An indexed file (`server.log.1`, an index of up to three digits
+    and nothing else) sorts by the index falling: log4j 1's RollingFileAppender and logrotate rename `.1` to `.2` as
+    they roll, so `.1` is the newest rolled file (log4j2's index-only pattern with its default `fileIndex` "max"
+    numbers the other way; Kafka ships neither). Any other rolled file is dated (`server.log.2024-05-14-13`,
+    `server.log.20240514`, `server.log.2024-05`, log4j2's `server.log.2024-05-14-13.1` and `server-2024-05-14-1.log`)
+    and sorts by its numbers in order, a log4j2 index last (with "max", a period's files are numbered oldest
+    first)."""
     column = F.col(path) if isinstance(path, str) else path
     name = F.regexp_replace(F.regexp_extract(column, r"[^/]*$", 0),
                             "(?i)(" + "|".join(map(re.escape, COMPRESSED_LOG_SUFFIXES)) + ")$", "")
     suffix = "(?i)" + _ROLL_SUFFIX.pattern
     rolled = F.concat(F.regexp_extract(name, suffix, 1), F.regexp_extract(name, suffix, 2))
     numbers = F.transform(F.regexp_extract_all(rolled, F.lit(r"(\d+)"), 1), lambda x: x.try_cast("long"))
-    kind = (F.when(rolled == "", F.lit(2)).when(rolled.rlike(r"\d{4}-\d{2}-\d{2}"), F.lit(0)).otherwise(F.lit(1)))
+    kind = F.when(rolled == "", F.lit(2)).when(rolled.rlike(r"^\.\d{1,3}$"), F.lit(1)).otherwise(F.lit(0))
     return F.struct(kind.alias("kind"), F.when(kind == 1, F.transform(numbers, lambda x: -x))
                     .otherwise(numbers).alias("numbers"))
 
@@ -191,8 +193,8 @@ def unopenable_by_spark(files: Sequence[LandingFile]) -> dict[str, str]:
             for f in files if ":" in Path(f.path).name}
 
 
-def numbered_lines(spark: SparkSession, paths: Sequence[str], mark: Column | None = None,
-                   reach: int = 0) -> DataFrame:
+def numbered_lines(spark: SparkSession, paths: Sequence[str], mark: Column | None = None, reach: int = 0,
+                   tail: int = 0) -> DataFrame:
     """Every line of the text files `paths` (blank ones too) with its file URI and path, and 0-based number.
 
     Spark's line reader splits big files and packs splits into tasks, so a line's number is
@@ -204,9 +206,9 @@ def numbered_lines(spark: SparkSession, paths: Sequence[str], mark: Column | Non
     path (`_path`) is decoded from the URI once per split, not once per line.
 
     With `mark` (a cheap predicate over `line`, evaluated once per line in the counting pass), one more column,
-    `_before_mark`: true for the `reach` lines before a marked line of the same file (across a split's end too). A
-    caller that keeps a few lines finds the lines before rare ones this way, without reading the files a third time
-    or sorting all of them.
+    `_before_mark`: true for the `reach` lines before a marked line of the same file, in whichever split. With `tail`,
+    `_in_tail`: true for the file's last `tail` lines. A caller that keeps a few lines finds the lines before rare
+    ones, or a file's last lines, this way, without reading the files a third time or sorting all of them.
     """
     text = spark.read.option("lineSep", "\n").text([spark_path(p) for p in paths]).select(
         F.col("value").alias("line"),
@@ -224,19 +226,18 @@ def numbered_lines(spark: SparkSession, paths: Sequence[str], mark: Column | Non
         .withColumn("_before", F.coalesce(F.sum("_n").over(earlier), F.lit(0)))
         .withColumn("_path", _path_of("_uri"))
     )
+    pos = F.col("_row") - F.col("_first") + F.col("_before")
     extra: list[Column] = []
+    whole = Window.partitionBy("_uri")
     if mark is not None:
-        # A marked line's number in its file; a split also holds the next split's marks, whose `reach` lines before
-        # may start in this one.
+        # Every marked line's number in its file, on each of the file's splits (a file has few).
         marks = F.transform("_marked_rows", lambda r: r - F.col("_first") + F.col("_before"))
-        splits = (splits.withColumn("_marks", marks)
-                  .withColumn("_marks", F.concat("_marks", F.coalesce(F.lead("_marks").over(
-                      Window.partitionBy("_uri").orderBy("_block")), F.array().cast("array<bigint>")))))
-        pos = F.col("_row") - F.col("_first") + F.col("_before")
-        extra = [F.exists("_marks", lambda m: (pos < m) & (pos >= m - reach)).alias("_before_mark")]
-    return text.join(F.broadcast(splits), ["_uri", "_block"]).select(
-        "_uri", "_path", (F.col("_row") - F.col("_first") + F.col("_before")).alias("pos"), "line", *extra
-    )
+        splits = splits.withColumn("_marks", F.flatten(F.collect_list(marks).over(whole)))
+        extra.append(F.exists("_marks", lambda m: (pos < m) & (pos >= m - reach)).alias("_before_mark"))
+    if tail:
+        splits = splits.withColumn("_lines", F.sum("_n").over(whole))
+        extra.append((pos >= F.col("_lines") - tail).alias("_in_tail"))
+    return text.join(F.broadcast(splits), ["_uri", "_block"]).select("_uri", "_path", pos.alias("pos"), "line", *extra)
 
 
 # The non-numeric numbers from_json reads (allowNonNumericNumbers) but json_array_length does not: replaced by

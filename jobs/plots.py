@@ -176,7 +176,7 @@ class LifecycleMark:
     broker: int
     action: str
     reason: str | None = None
-    """`UNSURE_DOWN` for a crash read from broker logs at the next start, dated at the broker's last line."""
+    """`UNSURE_DOWN` for a crash read from broker logs at the next start, dated just after the broker's last line."""
 
 
 @dataclass(frozen=True)
@@ -343,8 +343,8 @@ UP_ACTIONS: tuple[str, ...] = ("start", "restart")
 """broker_lifecycle actions that bring a broker up."""
 UNSURE_DOWN = "unclean_start"
 """The reason of a crash whose time is not known: read from broker logs as the broker started again (its log
-directory had no clean shutdown file), dated at the last line the crashed process printed. The broker went down at
-some time in the stretch to its start."""
+directory had no clean shutdown file), dated just after the last line the crashed process printed. The broker went
+down at some time in the stretch to its start."""
 UNSURE_FACE, UNSURE_HATCH = (1.0, 1.0, 1.0, 0.3), ".."
 """The stretch a broker went down in, at a time not known: a fainter veil, dotted."""
 UNSURE_LABEL = "broker down at some time\n(crash read at its restart,\nfrom its last line before)"

@@ -199,8 +199,8 @@ EVENT_TYPES: dict[str, EventType] = {
             BROKER_LIFECYCLE,
             "A broker started, crashed, restarted or began a controlled shutdown. Broker logs give start, "
             "controlled_shutdown, shutdown, and (since 1.12) a crash read from the next start's log recovery (no "
-            "clean shutdown file), reason `unclean_start`, dated at the crashed process's last line: it went down at "
-            "some time between then and its start.",
+            "clean shutdown file), reason `unclean_start`, 1 ms after the crashed process's last line: it went down "
+            "at some time between then and its next start.",
             ("action",),
             partition_scoped=False,
             log_requires=("action",),
@@ -427,7 +427,7 @@ PAYLOAD: tuple[Column, ...] = (
            "retention, leader_offset_increment on a follower, client_record_deletion (DeleteRecords), "
            "snapshot_generated; or truncation, a truncation below it or truncateFullyAndStartAt; since 1.4, null "
            "from a log line that does not say); how a crash was read (unclean_start: from broker logs at the next "
-           "start, dated at the last line before; since 1.12).",
+           "start, dated after the crashed process's last line; since 1.12).",
            used_by=(TRUNCATION, ISR_CHANGE, LEADER_ELECTION, LOG_START_OFFSET_CHANGE, PARTITION_CHANGE,
                     BROKER_LIFECYCLE),
            allowed_by_type={

@@ -72,8 +72,8 @@ def test_line_numbers_survive_files_split_across_tasks(spark: SparkSession, tmp_
 
 
 def test_the_lines_before_a_marked_line_are_found_across_splits(spark: SparkSession, tmp_path: Path) -> None:
-    """`mark` flags the `reach` lines before each marked line of its file (`_before_mark`), where a split ends
-    among them too."""
+    """`mark` flags the `reach` lines before each marked line of its file (`_before_mark`), however many splits they
+    span, and `tail` the file's last lines (`_in_tail`)."""
     files = []
     for k, n in ((0, 400), (1, 9)):
         p = tmp_path / f"g{k}.txt"
@@ -84,14 +84,17 @@ def test_the_lines_before_a_marked_line_are_found_across_splits(spark: SparkSess
     before = spark.conf.get(key)
     spark.conf.set(key, "1024")
     try:
-        got = numbered_lines(spark, [str(p) for p in files], mark=F.col("line").startswith("MARK"), reach=30).collect()
+        got = numbered_lines(spark, [str(p) for p in files], mark=F.col("line").startswith("MARK"), reach=90,
+                             tail=5).collect()
+        splits = spark.read.text(str(files[0])).rdd.getNumPartitions()
     finally:
         spark.conf.set(key, before)
+    assert splits > 10  # 90 lines span several 1 kB splits
     expected = set()
     for p in files:
         lines = p.read_text(encoding="utf-8").split("\n")[:-1]
         marked = [i for i, line in enumerate(lines) if line.startswith("MARK")]
-        expected |= {(p.name, i, any(i < m <= i + 30 for m in marked)) for i in range(len(lines))}
-    assert {(r["_uri"].rsplit("/", 1)[1], r["pos"], r["_before_mark"]) for r in got} == expected
-    # g0's marks at 3, 100, 197, 294 and 391, g1's at 3; 30 lines span more than one 1 kB split.
-    assert sum(1 for r in got if r["_before_mark"]) == 3 + 4 * 30 + 3
+        expected |= {(p.name, i, any(i < m <= i + 90 for m in marked), i >= len(lines) - 5) for i in range(len(lines))}
+    assert {(r["_uri"].rsplit("/", 1)[1], r["pos"], r["_before_mark"], r["_in_tail"]) for r in got} == expected
+    # g0's marks at 3, 100, 197, 294 and 391, g1's at 3.
+    assert sum(1 for r in got if r["_before_mark"]) == 3 + 4 * 90 + 3

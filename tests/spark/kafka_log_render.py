@@ -12,7 +12,7 @@ brokers'); in 3.6 the new leader prints KIP-704's RECOVERING line before its bec
 controller prints no line for them. It returns the texts and, per rendered event, its file and line and what reading
 the line back must give (`Expected`). What Kafka prints nothing for at INFO is not rendered: a crash as it happens
 (the process just stops; in 3.6 the broker's restart prints its first line and LogManager's 'Recovering N logs from
-... since no clean shutdown file was found', which reads back as the crash, dated at the broker's last line before),
+... since no clean shutdown file was found', which reads back as the crash, 1 ms after the broker's last line),
 the recovery of a crashed log, a truncation that removes nothing, a full truncation (DEBUG) and the log
 start move of a truncation, clean elections (TRACE), fetches, appends and HW moves, and the fetch errors Kafka logs
 at DEBUG (NOT_LEADER_OR_FOLLOWER, UNKNOWN_LEADER_EPOCH); the others are the fetcher's WARN / INFO / ERROR lines (an
@@ -384,14 +384,14 @@ def render(events: Iterable[Mapping[str, Any]], style: str, controller_log: bool
                 crash, last = crashed.pop(b, None), _last_stamp(written)
                 if new and crash is not None and last is not None:
                     # The new process's first line, then LogManager's for the directory the crash left without its
-                    # clean shutdown file (3.5+): the crash, dated at the broker's last line before.
+                    # clean shutdown file (3.5+): the crash, 1 ms after the broker's last line.
                     written.append(_line(ev, "kafka.utils.Log4jControllerRegistration$",
                                          "Registered kafka:type=kafka.Log4jController MBean"))
                     written.append(_line(ev, "kafka.log.LogManager",
                                          f"Recovering {sum(r[0] == b for r in hosted)} logs from /var/lib/kafka/data "
                                          "since no clean shutdown file was found"))
-                    expected.append(Expected(**{**base, "event_id": crash, "line": base["line"] + 1, "ts_ms": last,
-                                                "action": "crash"}))
+                    expected.append(Expected(**{**base, "event_id": crash, "line": base["line"] + 1,
+                                                "ts_ms": last + 1, "action": "crash", "reason": "unclean_start"}))
                     base["line"] += 2
                 out.append(_line(ev, "kafka.server.KafkaServer", f"[KafkaServer id={b}] started"))
                 exp = Expected(**{**base, "action": "start"})

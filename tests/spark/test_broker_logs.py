@@ -669,7 +669,8 @@ def test_an_unclean_start_is_a_crash_dated_at_the_previous_processs_last_line(sp
     assert got.where("_reason_code IS NOT NULL").count() == 0
     lifecycle = [(r.broker_id, r.action, r.ts_ms, r._source_line) for r in got.where(
         "event_type = 'broker_lifecycle'").orderBy("event_id").collect()]
-    assert lifecycle == [(2, action, ms(f"2024-05-14 {t}"), line) for action, t, line in (
+    # A crash is dated 1 ms after its process's last line.
+    assert lifecycle == [(2, action, ms(f"2024-05-14 {t}") + (action == "crash"), line) for action, t, line in (
         ("start", "12:00:01,000", started[0]),
         ("crash", "12:06:30,500", unclean[0]),
         ("start", "12:10:02,000", started[1]),
@@ -679,6 +680,76 @@ def test_an_unclean_start_is_a_crash_dated_at_the_previous_processs_last_line(sp
         ("crash", "12:40:00,100", unclean[2]),
         ("start", "12:41:01,000", started[3]),
     )]
+
+
+def test_a_crash_is_dated_past_failed_starts_its_other_files_and_a_roll(spark: SparkSession, tmp_path: Path) -> None:
+    """The crashed process is the last that loaded its logs: starts that failed before that (an exit, a KRaft start
+    that shut down before its metadata came) are skipped, whether or not they completed a shutdown. A first log
+    directory without logs (3.5+) leaves the second's unclean line the crash's. The crash comes after the broker's
+    last line in any of its files (a state-change line after its last server.log line), and, where the log rolled
+    as the broker started again, after the last line of the file rolled before; past a long stack trace."""
+    kafka, brokers = "kafka.server.KafkaServer", "kafka.server.BrokerServer"
+    # Broker 1 (ZooKeeper): killed after its last server.log line at 12:05; a start that exits at once; then a
+    # start whose first directory is empty and whose second is unclean.
+    one = _Log()
+    one.start("12:00:00,000")
+    one.add("12:00:00,100", "Skipping recovery of 2 logs from /d1 since clean shutdown file was found")
+    one.add("12:00:01,000", "[KafkaServer id=1] started", kafka)
+    one.add("12:05:00,000", "[Partition t-0 broker=1] ISR updated to 1,2 and version updated to 3",
+            "kafka.cluster.Partition")
+    one.start("12:20:00,000")
+    one.add("12:20:00,300", "Exiting Kafka due to fatal exception", "kafka.Kafka$", "ERROR")
+    one.start("12:30:00,000")
+    one.add("12:30:00,100", "No logs found to be loaded in /d0")
+    unclean = {1: one.add("12:30:00,101", "Recovering 2 logs from /d1 since no clean shutdown file was found")}
+    # Its state-change.log: the crashed process's last line, after its last server.log line.
+    changes = _Log()
+    changes.add("12:05:00,500", "[Broker id=1] Follower u-0 starts at leader epoch 4 from offset 9 with partition "
+                "epoch 4 and high watermark 9. Current leader is 2. Previous leader Some(2) and previous leader epoch "
+                "was 3.", "state.change.logger")
+    # The next process's own line, stamped in the millisecond of its first line: not the crashed process's.
+    changes.add("12:30:00,000", "[Broker id=1] Follower u-0 starts at leader epoch 5 from offset 9 with partition "
+                "epoch 5 and high watermark 9. Current leader is 2. Previous leader Some(2) and previous leader epoch "
+                "was 4.", "state.change.logger")
+    # Broker 2 (KRaft): killed after a long stack trace; a start that failed before its metadata came and shut down
+    # in order (no directory loaded, so none marked clean); the next start finds the directory unclean.
+    two = _Log()
+    two.start("13:00:00,000")
+    two.add("13:00:00,100", "No logs found to be loaded in /d1")
+    two.add("13:00:01,000", "[BrokerServer id=2] Transition from STARTING to STARTED", brokers)
+    two.add("13:10:00,000", "Uncaught exception in thread 'data-plane-kafka-request-handler-1'", "kafka.utils.Logging",
+            "ERROR")
+    two.raw("java.lang.StackOverflowError", *["\tat kafka.log.UnifiedLog.read(UnifiedLog.scala:1)"] * 1100)
+    two.start("13:20:00,000")
+    two.add("13:20:00,100", "[BrokerServer id=2] Transition from SHUTDOWN to STARTING", brokers)
+    two.add("13:20:30,000", "Fatal error during broker startup. Prepare to shutdown", "kafka.server.BrokerServer",
+            "ERROR")
+    two.add("13:20:30,100", "[BrokerServer id=2] shutting down", brokers)
+    two.add("13:20:31,000", "[BrokerServer id=2] shut down completed", brokers)
+    two.start("13:30:00,000")
+    unclean[2] = two.add("13:30:00,100", "Recovering 1 logs from /d1 since no clean shutdown file was found")
+    for n in range(5000):  # the file goes on: its last lines (`TAIL_LINES`) are not the trace's
+        two.add(f"13:{31 + n // 1000}:{n % 1000 // 20:02d},000", f"[ProducerStateManager partition=t-{n % 7}] Wrote "
+                "producer snapshot at offset 5 with 0 producer ids in 1 ms.", "kafka.log.ProducerStateManager")
+    # Broker 3 (log4j2): its log rolled as it started again in the next hour; the old hour's file ends with the
+    # crashed process's last line.
+    rolled, current = _Log(), _Log()
+    rolled.start("13:00:00,000")
+    rolled.add("13:00:00,100", "Recovering 1 logs from /d1 since no clean shutdown file was found")  # a first start
+    rolled.add("13:00:01,000", "[KafkaServer id=3] started", kafka)
+    rolled.add("13:59:58,000", "[Partition t-0 broker=3] ISR updated to 3 and version updated to 5",
+               "kafka.cluster.Partition")
+    current.start("14:02:00,000")
+    unclean[3] = current.add("14:02:00,100", "Recovering 1 logs from /d1 since no clean shutdown file was found")
+    files = {"b1/server.log": one.text(), "b1/state-change.log": changes.text(), "b2/server.log": two.text(),
+             "b3/server.log.2024-05-14-13": rolled.text(), "b3/server.log": current.text()}
+    got = parse(spark, write_logs(tmp_path, files))
+    assert got.where("_reason_code IS NOT NULL").count() == 0
+    crashes = {r.broker_id: (r.ts_ms, Path(r._source_file).parent.name, r._source_line, r.reason)
+               for r in got.where("action = 'crash'").collect()}
+    assert crashes == {1: (ms("2024-05-14 12:05:00,501"), "b1", unclean[1], "unclean_start"),
+                       2: (ms("2024-05-14 13:10:00,001"), "b2", unclean[2], "unclean_start"),
+                       3: (ms("2024-05-14 13:59:58,001"), "b3", unclean[3], "unclean_start")}
 
 
 def test_a_brokers_startup_config_block_becomes_its_broker_config(spark: SparkSession, tmp_path: Path) -> None:
@@ -1431,6 +1502,12 @@ def test_the_files_of_a_rolled_log_sort_oldest_first(spark: SparkSession) -> Non
                     "/b/server.log.2024-05-14-13.2", "/b/server.log.2024-05-14-13.10", "/b/server.log.10",
                     "/b/SERVER.LOG.3.GZ", "/b/server.log.2", "/b/server.log"]
     shuffled = [oldest_first[i] for i in (4, 8, 0, 6, 2, 7, 1, 5, 3)]
+    # Dates without dashes, or without the day (log4j DatePatterns '.'yyyyMMdd, '.'yyyy-MM), are dates too.
+    undashed = ["/c/server.log.2024-05", "/c/server.log.2024-06", "/c/server.log.20240513", "/c/server.log.20240514",
+                "/c/server.log.2024051409", "/c/server.log"]
+    got = (spark.createDataFrame([(n,) for n in reversed(undashed)], "p string")
+           .select("p", roll_order("p").alias("k")).orderBy("k").collect())
+    assert [r.p for r in got] == undashed
     got = (spark.createDataFrame([(n,) for n in shuffled], "p string")
            .select("p", roll_order("p").alias("k")).orderBy("k").collect())
     assert [r.p for r in got] == oldest_first

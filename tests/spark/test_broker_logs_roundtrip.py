@@ -157,6 +157,10 @@ def test_every_logged_event_reads_back_as_the_engine_emitted_it(simulated: list[
                 checked["reassigning"] += bool(engine.get("adding_replicas") or engine.get("removing_replicas"))
             if want.event_type in ("hw_change", "log_load"):  # a replica's log taken in a (re)started process
                 assert (r["hw"], r["leo"]) == (want.hw, want.leo), (style, i, engine)
+            if want.event_type == "broker_lifecycle" and want.action == "crash":  # read at the restart
+                assert r["reason"] == want.reason == "unclean_start", (style, i, engine)
+                # Dated after the broker's last line, never after the engine's crash.
+                assert want.ts_ms <= engine["ts_ms"], (style, i, engine)
             if want.event_type == "log_start_offset_change":  # what moved it, where the line says (2.8+)
                 assert r["reason"] == want.reason, (style, i, engine)
                 checked[f"log_start_reason_{want.reason}"] += 1
