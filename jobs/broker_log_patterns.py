@@ -736,17 +736,11 @@ PATTERNS: tuple[LinePattern, ...] = (
     ),
 )
 
-PROCESS_FIRST_LINES: tuple[str, ...] = ("kafka.Log4jController", "Verifying properties")
+PROCESS_FIRST_LINES: tuple[str, ...] = ("kafka.Log4jController",)
 """Literals of the line a broker process prints first, once: Log4jControllerRegistration's 'Registered
-kafka:type=kafka.Log4jController MBean' (1.0+; 4.3 quotes the name in backticks) and 0.8's 'Verifying properties'."""
-PROCESS_START: tuple[str, ...] = (
-    *PROCESS_FIRST_LINES, "KafkaConfig values:", "starting (kafka.server.KafkaServer)",
-    "Transition from SHUTDOWN to STARTING", "] Starting controller")
-"""Literals of the lines a broker process prints as it starts, before it loads its logs: `PROCESS_FIRST_LINES`, the
-KafkaConfig dump (the first line in 0.9-0.10; twice after 'starting' in 1.x-2.x, and again at a dynamic config
-change), KafkaServer's 'starting', KRaft's '[BrokerServer id={id}] Transition from SHUTDOWN to STARTING' and, first in
-a combined node, '[ControllerServer id={id}] Starting controller'. A process starts at a first line, or at the first
-of a run of the others that no `PROCESS_MILESTONES` line breaks."""
+kafka:type=kafka.Log4jController MBean' (1.0+, ZooKeeper and KRaft; 4.3 quotes the name in backticks). Releases
+before 1.0 print 'KafkaConfig values:' (0.9-0.10) or 'Verifying properties' (0.8) first, and none of them the unclean
+line whose crash a first line dates."""
 PROCESS_MILESTONES: tuple[tuple[str, str], ...] = (
     ("started", r"\[(?:KafkaServer id=\d+|Kafka Server \d+)\],? started|Kafka Server started"),
     ("STARTED", r"Transition from STARTING to STARTED"),
@@ -755,9 +749,10 @@ PROCESS_MILESTONES: tuple[tuple[str, str], ...] = (
     ("clean shutdown file was found", r"since (?:no )?clean shutdown file was found"),
     ("No logs found to be loaded", r"No logs found to be loaded in "),
 )
-"""(literal, regex) of the lines a broker process prints once it is past its start lines: its log directories
-loaded (clean or not), its start completed, its shutdown begun or completed. A start line after one of them starts
-the next process."""
+"""(literal, regex) of the lines a broker process prints once it is past its first line: its log directories
+loaded (clean or not), its start completed, its shutdown begun or completed."""
+MILESTONE_SCREEN: tuple[str, ...] = ("clean shutdown file was found", "No logs found to be loaded")
+"""The milestones' literals that neither a pattern's trigger nor a broker prefix screens in already."""
 LOAD_MILESTONES: tuple[str, ...] = ("clean shutdown file was found", "No logs found to be loaded")
 """The milestones of a process that loaded its logs (one line per log directory; 2.6+)."""
 CLEAN_END = "shut down completed"

@@ -30,11 +30,10 @@ What a log line does not say is recovered where Kafka's logs allow it, and left 
   epoch); none where the fetcher printed none (Kafka 2.0-3.0 print no line for epoch-based truncation);
 * the time of a crash, which Kafka logs only as the broker starts again (LogManager finds a log directory without
   its clean shutdown file): 1 ms after the crashed process's last line, the last stamped line before the next
-  process's first line (`_with_crash_line`), in the same file or, where the log rolled as the broker started again,
-  the file rolled before (`_with_previous_file_end`), and after the broker's lines in its other files
-  (`_after_the_brokers_last_line`); the lines before each start line and each file's last lines are kept for it as
-  the files are read (`numbered_lines`' marks and tails), so a process killed mid-sentence is dated past its stack
-  trace;
+  process's first line, in the same file or, where the log rolled as the broker started again, the file rolled
+  before (`_with_crash_lines`), and after the broker's lines in its other files (`_after_the_brokers_last_line`);
+  the lines before each process's first line and each file's last lines are kept for it as the files are read
+  (`numbered_lines`' marks and tails), so a process killed mid-sentence is dated past its stack trace;
 * the epoch of an unclean election read from the new leader's RECOVERING line (KIP-704): that of the line the
   same makeLeader call prints next (the become-leader line, or "Skipped the become-leader ... with leader epoch E"
   when it already leads), none without it. An election is one event whichever of its lines the logs hold
@@ -75,11 +74,11 @@ from jobs.broker_log_patterns import (
     CONFIG_ENTRY,
     KAFKA_CONFIG_KEYS,
     LOAD_MILESTONES,
+    MILESTONE_SCREEN,
     NEXT_LINE_EXCEPTIONS,
     PATTERNS,
     PROCESS_FIRST_LINES,
     PROCESS_MILESTONES,
-    PROCESS_START,
     TOPIC_ID,
     LinePattern,
     column_sql,
@@ -174,7 +173,7 @@ def read_broker_logs(spark: SparkSession, paths: Sequence[str], options: BrokerL
     `existing` holds the run's events already in bronze (`event_id` at least), whose ids the new ones follow.
     Every cast is a `try_cast`: a garbled number is a null that validation names, never a failed job.
     """
-    starts = _any_contains("line", PROCESS_START)
+    starts = _any_contains("line", PROCESS_FIRST_LINES)
     # The lines before a process's start lines come along (`_before_mark`), and each file's last lines (`_in_tail`):
     # the last of them date a crash.
     lines = numbered_lines(spark, paths, mark=starts, reach=START_REACH, tail=TAIL_LINES).withColumn(
@@ -185,14 +184,14 @@ def read_broker_logs(spark: SparkSession, paths: Sequence[str], options: BrokerL
     setting = F.col("line").startswith("\t") & F.col("line").contains(" = ")
     header = F.col("line").contains(CONFIG_BLOCK)
     exception = _any_starts("line", NEXT_LINE_EXCEPTIONS)
-    milestone = _any_contains("line", [literal for literal, _ in PROCESS_MILESTONES])
+    # The milestones' other lines hold a trigger or a broker prefix already.
+    milestone = _any_contains("line", MILESTONE_SCREEN)
     near = F.col("_before_mark") | F.col("_in_tail")
     relevant = lines.where(_any_contains("line", triggers) | _any_contains("line", _BROKER_SCREEN) | setting
                            | header | exception | starts | milestone | near).select(
         "_path", "pos", "line", _first_group("line", BROKER_PREFIXES).alias("_broker_prefix"),
         _any_contains("line", triggers).alias("_hit"), setting.alias("_setting"), header.alias("_header"),
-        starts.alias("_start"), _any_contains("line", PROCESS_FIRST_LINES).alias("_first_line"),
-        _milestone(milestone).alias("_milestone"))
+        starts.alias("_start"), _milestone().alias("_milestone"), F.col("line").rlike(_LINE_PREFIX).alias("_stamped"))
     # The file's broker: the one broker its lines name (a prefix, or the broker.id of its KafkaConfig block), if they
     # name exactly one; and the config block a setting line belongs to: the last block header before it. Windows
     # over the file, not aggregates joined back, so the files are scanned once for all.
@@ -206,7 +205,7 @@ def read_broker_logs(spark: SparkSession, paths: Sequence[str], options: BrokerL
     names_broker = F.coalesce("_broker_prefix", F.when(F.col("_setting") & in_kafka_block, _config_broker(
         F.regexp_extract("line", CONFIG_ENTRY, 1), F.regexp_extract("line", CONFIG_ENTRY, 2)).cast("string")))
     lo, hi = F.min("_names_broker").over(whole_file), F.max("_names_broker").over(whole_file)
-    stamped = F.col("line").rlike(_LINE_PREFIX)
+    stamped = F.col("_stamped")
     # The exception log4j prints on the line after a message logged with one ('Error for partition t-0 at offset 5'
     # names its error only there).
     after = F.lead(F.struct("pos", "line")).over(in_order)
@@ -215,14 +214,15 @@ def read_broker_logs(spark: SparkSession, paths: Sequence[str], options: BrokerL
     # A file's first line stays until its log's broker is known (`_with_rolled_log_broker`): a rolled file whose
     # lines name the broker but hold no event still names it for the log's other files.
     hits = (
-        relevant.withColumn("_block", block).withColumn("_names_broker", names_broker)
+        # The process marks in the pass that finds each line's config block: one pass over the file's lines.
+        relevant.withColumns({"_block": block, **_process_marks(in_order)}).withColumn("_names_broker", names_broker)
         .withColumn("_file_lo", lo).withColumn("_file_hi", hi).withColumn("_file_broker", F.when(lo == hi, lo))
         .withColumn("_next_exception", next_exception)
         .withColumn("_cfg_block", F.when(F.col("_setting") & ~F.col("_hit") & in_kafka_block,
                                          F.col("_block").getField("pos")))
         .withColumn("_first", F.row_number().over(in_order) == 1)
-        .transform(lambda df: _with_crash_line(df, in_order, stamped))
-        .where(F.col("_hit") | F.col("_cfg_block").isNotNull() | F.col("_first"))
+        # A process's first line stays for `_with_crash_lines`.
+        .where(F.col("_hit") | F.col("_cfg_block").isNotNull() | F.col("_first") | F.col("_start"))
         .withColumn("_msg", F.when(stamped, F.expr(f"regexp_extract(line, {sql_str(_LINE_PREFIX)}, 10)"))
                     .otherwise(F.col("line")))
         .withColumn("_pattern", _pattern_case(PATTERNS))
@@ -232,10 +232,10 @@ def read_broker_logs(spark: SparkSession, paths: Sequence[str], options: BrokerL
     # An unclean start's line is a crash only where its crashed process's last line is known.
     ignored = F.coalesce(F.col("_pattern").isin(*[p.name for p in PATTERNS if p.ignore])
                          | (F.col("_pattern") == UNCLEAN_START) & F.col("_crash_line").isNull(), F.lit(False))
-    hits = (_with_rolled_log_broker(hits, existing).transform(_with_previous_file_end)
+    hits = (_with_rolled_log_broker(hits, existing).transform(_with_crash_lines)
             .where((F.col("_hit") & (F.col("_pattern").isNotNull() | F.col("_unknown").isNotNull()) & ~ignored)
                    | F.col("_cfg_block").isNotNull())
-            .drop("_first", "_names_broker", "_file_tail", "_previous_file_end", "_crash_in_previous_file"))
+            .drop("_first", "_names_broker", *_PROCESS_MARKS))
     event_type = F.expr("CASE _pattern " + " ".join(
         f"WHEN {sql_str(p.name)} THEN {sql_str(p.event_type)}" for p in PATTERNS) + " END")
     broker = F.expr("CASE _pattern " + " ".join(
@@ -291,96 +291,88 @@ def read_broker_logs(spark: SparkSession, paths: Sequence[str], options: BrokerL
     return _as_candidates(events, options, existing)
 
 
-def _milestone(screened: Column) -> Column:
-    """Which `PROCESS_MILESTONES` line this is (its literal), or null; the expressions run only on lines that hold
-    one of the literals (`screened`)."""
+def _milestone() -> Column:
+    """Which `PROCESS_MILESTONES` line this is (its literal), or null; each expression runs only on the lines that
+    hold its literal."""
     branches = " ".join(f"WHEN contains(line, {sql_str(lit)}) AND line RLIKE {sql_str(regex)} THEN {sql_str(lit)}"
                         for lit, regex in PROCESS_MILESTONES)
-    return F.when(screened, F.expr(f"CASE {branches} END"))
+    return F.expr(f"CASE {branches} END")
 
 
-def _with_crash_line(lines: DataFrame, in_order: WindowSpec, stamped: Column) -> DataFrame:
-    """`lines` (one file's, in `in_order`) with what dates the crash an unclean start's line tells of
-    (`UNCLEAN_START`): `_crash_line`, the last stamped line the crashed process printed, where this file holds it;
-    `_crash_in_previous_file`, where the crashed process's lines end before this file begins (the log rolled as the
-    broker started again); `_restart_line`, the first line of the process after it (the one that printed the
-    unclean line, or a start that failed before it).
+_PROCESS_MARKS = ("_start", "_milestone", "_alive", "_last_load", "_last_clean", "_last_life",
+                  "_last_unclean", "_prev_start", "_tail_line", "_tail_clean")
 
-    A process starts at its first line (`PROCESS_FIRST_LINES`); in a file without such lines, at the first of a run
-    of `PROCESS_START` lines that no `PROCESS_MILESTONES` line breaks (Kafka prints 'starting' and the KafkaConfig
-    dumps before it loads its logs). The crashed process is the last one before that loaded its logs (printed a
-    `LOAD_MILESTONES` line, or started before this file begins): a start that failed before it loaded them (a
-    missing meta.properties, a KRaft broker that never got its metadata) served nothing, and its lines do not date
-    the crash. Its last stamped line is the last before the next process's first line. No crash where the unclean
-    line is not its process's first (the line of its second log directory) or comes after the process started or
-    began to shut down (its own start lines are not in this file), where the crashed process completed its shutdown
-    after it loaded its logs (a directory replaced after a clean stop), or where no line of it is here nor, from the
-    next process's first line on, in the file rolled before this one."""
+
+def _process_marks(in_order: WindowSpec) -> dict[str, Column]:
+    """Window columns over one file's lines in order (`in_order`) that `_with_crash_lines` reads: for each line, the
+    last stamped line before it (`_alive`), where the file last showed a log directory loaded, a completed shutdown,
+    a start completed or a shutdown begun, an unclean directory and a process's first line (`_last_*`,
+    `_prev_start`: positions); and the file's last stamped line and whether the file ends with a completed shutdown
+    after its logs were loaded (`_tail_*`). Only lines' own columns go in, so Spark computes them in the pass it
+    makes for the file's other windows."""
     before = in_order.rowsBetween(Window.unboundedPreceding, -1)
     whole = in_order.rowsBetween(Window.unboundedPreceding, Window.unboundedFollowing)
     milestone = F.col("_milestone")
     loading = F.coalesce(milestone.isin(*LOAD_MILESTONES), F.lit(False))
-    life = milestone.isNotNull() & ~loading
     clean_end = F.coalesce(milestone == CLEAN_END, F.lit(False))
-    unclean = F.col("line").contains(UNCLEAN_LITERAL)
 
     def last_pos(which: Column, frame: WindowSpec = before) -> Column:
         return F.last(F.when(which, F.col("pos")), ignorenulls=True).over(frame)
 
-    boundary = F.when(F.col("_start") | milestone.isNotNull(), F.col("_start"))
-    lines = lines.withColumns({
-        "_prev_is_start": F.last(boundary, ignorenulls=True).over(before),
-        "_alive": F.last(F.when(stamped, F.col("line")), ignorenulls=True).over(before),
-        "_last_load": last_pos(loading), "_last_clean": last_pos(clean_end), "_last_life": last_pos(life),
-        "_last_unclean": last_pos(unclean),
-        # The file's end, for the file rolled after it: its last stamped line (its last lines are kept) and whether
-        # it ends with a shutdown completed after the logs were loaded.
-        "_file_tail": F.struct(F.last(F.when(stamped, F.col("line")), ignorenulls=True).over(whole).alias("line"),
-                               F.coalesce(last_pos(clean_end, whole) > F.coalesce(last_pos(loading, whole), F.lit(-1)),
-                                          F.lit(False)).alias("clean")),
-    })
-    # Where a file holds first lines (1.0+), only they start processes: the other start lines also come at a dynamic
-    # config change (the KafkaConfig dump) or later in a start (a combined node's controller, then its broker).
-    has_first_lines = F.max(F.col("_first_line").cast("int")).over(whole) == 1
-    first_start = F.col("_first_line") | (F.col("_start") & ~has_first_lines
-                                          & ~F.coalesce(F.col("_prev_is_start"), F.lit(False)))
-    lines = lines.withColumn("_first_start", first_start).withColumn("_prev_start", last_pos(F.col("_first_start")))
-    # The first start after the last process that loaded its logs (the first of the file if none here did).
-    after_load = F.col("_first_start") & (F.col("_prev_start").isNull()
-                                          | F.coalesce(F.col("_prev_start") < F.col("_last_load"), F.lit(False)))
-    clean = F.coalesce(F.col("_last_clean") > F.coalesce(F.col("_last_load"), F.lit(-1)), F.lit(False))
-    first_of_file = F.col("_prev_start").isNull() & F.col("_alive").isNull()
-    crashed = F.last(F.when(after_load, F.struct(F.col("_alive").alias("alive"), clean.alias("clean"),
-                                                 first_of_file.alias("first_of_file"), F.col("line").alias("next"))),
-                     ignorenulls=True).over(before)
-    lines = lines.withColumn("_crashed", crashed)
-    own_start = (unclean & F.col("_prev_start").isNotNull()
-                 & F.coalesce(F.col("_last_life") < F.col("_prev_start"), F.lit(True))
-                 & F.coalesce(F.col("_last_unclean") < F.col("_prev_start"), F.lit(True)))
-    known = own_start & ~F.coalesce(F.col("_crashed.clean"), F.lit(False))
-    return (lines.withColumns({
-        "_crash_line": F.when(known, F.col("_crashed.alive")),
-        "_crash_in_previous_file": known & F.coalesce(F.col("_crashed.first_of_file"), F.lit(False)),
-        "_restart_line": F.when(known, F.col("_crashed.next"))})
-            .drop("_prev_is_start", "_alive", "_last_load", "_last_clean", "_last_life", "_last_unclean",
-                  "_first_start", "_prev_start", "_crashed", "_start", "_first_line", "_milestone"))
+    return {
+        "_alive": F.last(F.when(F.col("_stamped"), F.col("line")), ignorenulls=True).over(before),
+        "_last_load": last_pos(loading), "_last_clean": last_pos(clean_end),
+        "_last_life": last_pos(milestone.isNotNull() & ~loading),
+        "_last_unclean": last_pos(F.col("line").contains(UNCLEAN_LITERAL)), "_prev_start": last_pos(F.col("_start")),
+        "_tail_line": F.last(F.when(F.col("_stamped"), F.col("line")), ignorenulls=True).over(whole),
+        "_tail_clean": F.coalesce(last_pos(clean_end, whole) > F.coalesce(last_pos(loading, whole), F.lit(-1)),
+                                  F.lit(False)),
+    }
 
 
-def _with_previous_file_end(hits: DataFrame) -> DataFrame:
-    """`hits` with `_crash_line` also where the crashed process's lines end in the file rolled before this one (its
-    last stamped line, unless that file ends with a completed shutdown after its logs were loaded), and the key
-    that orders a log's files (`_roll_file`, `roll_order`). Over the log's files in order: a file's first row takes the
-    end of the file before it."""
+def _with_crash_lines(hits: DataFrame) -> DataFrame:
+    """`hits` (with `_process_marks`, `_first` and `_log`) with what dates the crash an unclean start's line tells
+    of (`UNCLEAN_START`): `_crash_line`, the last stamped line the crashed process printed; `_restart_line`, the
+    first line of the process after it (the one that printed the unclean line, or a start that failed before it);
+    and `_roll_file`, the key that orders a log's files (`roll_order`). One pass over each log's files in order.
+
+    A process starts at its first line (`PROCESS_FIRST_LINES`: every release that prints the unclean line prints its
+    MBean line first; a start whose first line its file lacks dates no crash). The crashed process is the last one
+    before that loaded its logs (printed a `LOAD_MILESTONES` line, or started before its file begins): a start that
+    failed before it loaded them (a missing meta.properties, a KRaft broker that never got its metadata) served
+    nothing, and its lines do not date the crash. Its last stamped line is the last before the next process's first
+    line: in the same file or, where the next process's first line is its file's first, the last of the file rolled
+    before it. No crash where the unclean line is not its process's first (the line of its second log directory) or
+    comes after the process started or began to shut down, where the crashed process completed its shutdown after
+    it loaded its logs (a directory replaced after a clean stop), or where no line of it is read."""
     hits = hits.withColumn("_roll_file", roll_order("_path"))
     files = Window.partitionBy("_log").orderBy("_roll_file", "_path", "pos")
-    before = F.lag("_file_tail").over(files)
-    hits = hits.withColumn("_previous_file_end", F.when(F.col("_first"), before))
-    hits = hits.withColumn("_previous_file_end", F.last("_previous_file_end", ignorenulls=True).over(
-        files.rowsBetween(Window.unboundedPreceding, 0)))
-    end = F.col("_previous_file_end")
-    ended = F.when(~F.coalesce(end.getField("clean"), F.lit(False)), end.getField("line"))
-    return hits.withColumn("_crash_line", F.when(F.col("_crash_in_previous_file"), ended)
-                           .otherwise(F.col("_crash_line")))
+    before = files.rowsBetween(Window.unboundedPreceding, -1)
+    start = F.col("_start")
+    # The first start after the last process that loaded its logs (the first of its file if none there did).
+    after_load = start & (F.col("_prev_start").isNull()
+                          | F.coalesce(F.col("_prev_start") < F.col("_last_load"), F.lit(False)))
+    clean = F.coalesce(F.col("_last_clean") > F.coalesce(F.col("_last_load"), F.lit(-1)), F.lit(False))
+    # The end of the file before (same log, in roll order): the row before a file's first row is that file's (every
+    # row of a file carries its file's end), then spread over the file (wrapped: a first file's end is none).
+    tail = F.struct(F.col("_tail_line").alias("line"), F.col("_tail_clean").alias("clean"))
+    hits = hits.withColumn("_previous_file", F.when(F.col("_first"), F.struct(F.lag(tail).over(files).alias("end"))))
+    hits = hits.withColumn("_previous_file", F.last("_previous_file", ignorenulls=True).over(
+        files.rowsBetween(Window.unboundedPreceding, 0)).getField("end"))
+    # A start with no stamped line of its file before it takes the end of the file rolled before.
+    in_file = F.col("_prev_start").isNotNull() | F.col("_alive").isNotNull()
+    alive = F.when(in_file, F.struct(F.col("_alive").alias("line"), clean.alias("clean"))).otherwise(
+        F.col("_previous_file"))
+    crashed = F.last(F.when(after_load, F.struct(alive.alias("end"), F.col("line").alias("next"))),
+                     ignorenulls=True).over(before)
+    own_start = (F.col("line").contains(UNCLEAN_LITERAL) & F.col("_prev_start").isNotNull()
+                 & F.coalesce(F.col("_last_life") < F.col("_prev_start"), F.lit(True))
+                 & F.coalesce(F.col("_last_unclean") < F.col("_prev_start"), F.lit(True)))
+    hits = hits.withColumn("_crashed", F.when(own_start, crashed))
+    known = F.col("_crashed").isNotNull() & ~F.coalesce(F.col("_crashed.end.clean"), F.lit(False))
+    return (hits.withColumns({"_crash_line": F.when(known, F.col("_crashed.end.line")),
+                              "_restart_line": F.when(known, F.col("_crashed.next"))})
+            .drop("_crashed", "_previous_file"))
 
 
 def _after_the_brokers_last_line(events: DataFrame) -> DataFrame:

@@ -233,7 +233,9 @@ def numbered_lines(spark: SparkSession, paths: Sequence[str], mark: Column | Non
         # Every marked line's number in its file, on each of the file's splits (a file has few).
         marks = F.transform("_marked_rows", lambda r: r - F.col("_first") + F.col("_before"))
         splits = splits.withColumn("_marks", F.flatten(F.collect_list(marks).over(whole)))
-        extra.append(F.exists("_marks", lambda m: (pos < m) & (pos >= m - reach)).alias("_before_mark"))
+        # The lambda only where the file has marks: most have none.
+        near = F.exists("_marks", lambda m: (pos < m) & (pos >= m - reach))
+        extra.append(F.when(F.size("_marks") > 0, near).otherwise(F.lit(False)).alias("_before_mark"))
     if tail:
         splits = splits.withColumn("_lines", F.sum("_n").over(whole))
         extra.append((pos >= F.col("_lines") - tail).alias("_in_tail"))
