@@ -63,7 +63,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import reduce
 
-from pyspark.sql import Column, DataFrame, SparkSession, Window, WindowSpec
+from pyspark.sql import Column, DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
 
 from jobs.broker_log_patterns import (
@@ -191,7 +191,8 @@ def read_broker_logs(spark: SparkSession, paths: Sequence[str], options: BrokerL
                            | header | exception | starts | milestone | near).select(
         "_path", "pos", "line", _first_group("line", BROKER_PREFIXES).alias("_broker_prefix"),
         _any_contains("line", triggers).alias("_hit"), setting.alias("_setting"), header.alias("_header"),
-        starts.alias("_start"), _milestone().alias("_milestone"), F.col("line").rlike(_LINE_PREFIX).alias("_stamped"))
+        starts.alias("_start"), _milestone().alias("_milestone"), F.col("line").rlike(_LINE_PREFIX).alias("_stamped"),
+        near.alias("_near"))
     # The file's broker: the one broker its lines name (a prefix, or the broker.id of its KafkaConfig block), if they
     # name exactly one; and the config block a setting line belongs to: the last block header before it. Windows
     # over the file, not aggregates joined back, so the files are scanned once for all.
@@ -214,15 +215,16 @@ def read_broker_logs(spark: SparkSession, paths: Sequence[str], options: BrokerL
     # A file's first line stays until its log's broker is known (`_with_rolled_log_broker`): a rolled file whose
     # lines name the broker but hold no event still names it for the log's other files.
     hits = (
-        # The process marks in the pass that finds each line's config block: one pass over the file's lines.
-        relevant.withColumns({"_block": block, **_process_marks(in_order)}).withColumn("_names_broker", names_broker)
+        relevant.withColumn("_block", block).withColumn("_names_broker", names_broker)
         .withColumn("_file_lo", lo).withColumn("_file_hi", hi).withColumn("_file_broker", F.when(lo == hi, lo))
         .withColumn("_next_exception", next_exception)
         .withColumn("_cfg_block", F.when(F.col("_setting") & ~F.col("_hit") & in_kafka_block,
                                          F.col("_block").getField("pos")))
         .withColumn("_first", F.row_number().over(in_order) == 1)
-        # A process's first line stays for `_with_crash_lines`.
-        .where(F.col("_hit") | F.col("_cfg_block").isNotNull() | F.col("_first") | F.col("_start"))
+        # The lines that show a process's life stay for `_with_crash_lines`: its first line, its milestones and
+        # the stamped lines before a first line or at a file's end, one of which is a crashed process's last.
+        .where(F.col("_hit") | F.col("_cfg_block").isNotNull() | F.col("_first") | F.col("_start")
+               | F.col("_milestone").isNotNull() | F.col("_near") & stamped)
         .withColumn("_msg", F.when(stamped, F.expr(f"regexp_extract(line, {sql_str(_LINE_PREFIX)}, 10)"))
                     .otherwise(F.col("line")))
         .withColumn("_pattern", _pattern_case(PATTERNS))
@@ -235,7 +237,7 @@ def read_broker_logs(spark: SparkSession, paths: Sequence[str], options: BrokerL
     hits = (_with_rolled_log_broker(hits, existing).transform(_with_crash_lines)
             .where((F.col("_hit") & (F.col("_pattern").isNotNull() | F.col("_unknown").isNotNull()) & ~ignored)
                    | F.col("_cfg_block").isNotNull())
-            .drop("_first", "_names_broker", *_PROCESS_MARKS))
+            .drop("_first", "_names_broker", "_start", "_milestone", "_near"))
     event_type = F.expr("CASE _pattern " + " ".join(
         f"WHEN {sql_str(p.name)} THEN {sql_str(p.event_type)}" for p in PATTERNS) + " END")
     broker = F.expr("CASE _pattern " + " ".join(
@@ -299,80 +301,55 @@ def _milestone() -> Column:
     return F.expr(f"CASE {branches} END")
 
 
-_PROCESS_MARKS = ("_start", "_milestone", "_alive", "_last_load", "_last_clean", "_last_life",
-                  "_last_unclean", "_prev_start", "_tail_line", "_tail_clean")
-
-
-def _process_marks(in_order: WindowSpec) -> dict[str, Column]:
-    """Window columns over one file's lines in order (`in_order`) that `_with_crash_lines` reads: for each line, the
-    last stamped line before it (`_alive`), where the file last showed a log directory loaded, a completed shutdown,
-    a start completed or a shutdown begun, an unclean directory and a process's first line (`_last_*`,
-    `_prev_start`: positions); and the file's last stamped line and whether the file ends with a completed shutdown
-    after its logs were loaded (`_tail_*`). Only lines' own columns go in, so Spark computes them in the pass it
-    makes for the file's other windows."""
-    before = in_order.rowsBetween(Window.unboundedPreceding, -1)
-    whole = in_order.rowsBetween(Window.unboundedPreceding, Window.unboundedFollowing)
-    milestone = F.col("_milestone")
-    loading = F.coalesce(milestone.isin(*LOAD_MILESTONES), F.lit(False))
-    clean_end = F.coalesce(milestone == CLEAN_END, F.lit(False))
-
-    def last_pos(which: Column, frame: WindowSpec = before) -> Column:
-        return F.last(F.when(which, F.col("pos")), ignorenulls=True).over(frame)
-
-    return {
-        "_alive": F.last(F.when(F.col("_stamped"), F.col("line")), ignorenulls=True).over(before),
-        "_last_load": last_pos(loading), "_last_clean": last_pos(clean_end),
-        "_last_life": last_pos(milestone.isNotNull() & ~loading),
-        "_last_unclean": last_pos(F.col("line").contains(UNCLEAN_LITERAL)), "_prev_start": last_pos(F.col("_start")),
-        "_tail_line": F.last(F.when(F.col("_stamped"), F.col("line")), ignorenulls=True).over(whole),
-        "_tail_clean": F.coalesce(last_pos(clean_end, whole) > F.coalesce(last_pos(loading, whole), F.lit(-1)),
-                                  F.lit(False)),
-    }
-
-
 def _with_crash_lines(hits: DataFrame) -> DataFrame:
-    """`hits` (with `_process_marks`, `_first` and `_log`) with what dates the crash an unclean start's line tells
-    of (`UNCLEAN_START`): `_crash_line`, the last stamped line the crashed process printed; `_restart_line`, the
-    first line of the process after it (the one that printed the unclean line, or a start that failed before it);
-    and `_roll_file`, the key that orders a log's files (`roll_order`). One pass over each log's files in order.
+    """`hits` (with `_start`, `_milestone`, `_stamped` and `_log`) with what dates the crash an unclean start's line
+    tells of (`UNCLEAN_START`): `_crash_line`, the last stamped line the crashed process printed; `_restart_line`,
+    the first line of the process after it (the one that printed the unclean line, or a start that failed before
+    it); and `_roll_file`, the key that orders a log's files (`roll_order`). Windows over each log's lines in order,
+    its rolled files one after the other, on the few lines `read_broker_logs` keeps for them, not on every line.
 
     A process starts at its first line (`PROCESS_FIRST_LINES`: every release that prints the unclean line prints its
-    MBean line first; a start whose first line its file lacks dates no crash). The crashed process is the last one
-    before that loaded its logs (printed a `LOAD_MILESTONES` line, or started before its file begins): a start that
-    failed before it loaded them (a missing meta.properties, a KRaft broker that never got its metadata) served
-    nothing, and its lines do not date the crash. Its last stamped line is the last before the next process's first
-    line: in the same file or, where the next process's first line is its file's first, the last of the file rolled
-    before it. No crash where the unclean line is not its process's first (the line of its second log directory) or
-    comes after the process started or began to shut down, where the crashed process completed its shutdown after
-    it loaded its logs (a directory replaced after a clean stop), or where no line of it is read."""
+    MBean line first; a start whose first line is not read dates no crash). The crashed process is the last one
+    before that loaded its logs (printed a `LOAD_MILESTONES` line, or started before the log's first file read
+    begins): a start that failed before it loaded them (a missing meta.properties, a KRaft broker that never got its
+    metadata) served nothing, and its lines do not date the crash. Its last stamped line is the last before the
+    next process's first line, in the same file or, where the log rolled as the broker started again, in the file
+    rolled before. No crash where the unclean line is not its process's first (the line of its second log
+    directory) or comes after the process started or began to shut down, where the crashed process completed its
+    shutdown after it loaded its logs (a directory replaced after a clean stop), or where no line of it is read."""
     hits = hits.withColumn("_roll_file", roll_order("_path"))
     files = Window.partitionBy("_log").orderBy("_roll_file", "_path", "pos")
     before = files.rowsBetween(Window.unboundedPreceding, -1)
-    start = F.col("_start")
-    # The first start after the last process that loaded its logs (the first of its file if none there did).
-    after_load = start & (F.col("_prev_start").isNull()
-                          | F.coalesce(F.col("_prev_start") < F.col("_last_load"), F.lit(False)))
+    # A line's place in its log: positions restart in each file.
+    hits = hits.withColumn("_seq", F.row_number().over(files))
+    milestone = F.col("_milestone")
+    loading = F.coalesce(milestone.isin(*LOAD_MILESTONES), F.lit(False))
+    unclean = F.col("line").contains(UNCLEAN_LITERAL)
+
+    def last_seq(which: Column) -> Column:
+        return F.last(F.when(which, F.col("_seq")), ignorenulls=True).over(before)
+
+    hits = hits.withColumns({
+        "_alive": F.last(F.when(F.col("_stamped"), F.col("line")), ignorenulls=True).over(before),
+        "_last_load": last_seq(loading), "_last_clean": last_seq(F.coalesce(milestone == CLEAN_END, F.lit(False))),
+        "_last_life": last_seq(milestone.isNotNull() & ~loading), "_last_unclean": last_seq(unclean),
+        "_prev_start": last_seq(F.col("_start")),
+    })
+    # The first start after the last process that loaded its logs (the log's first start if none read did).
+    after_load = F.col("_start") & (F.col("_prev_start").isNull()
+                                    | F.coalesce(F.col("_prev_start") < F.col("_last_load"), F.lit(False)))
     clean = F.coalesce(F.col("_last_clean") > F.coalesce(F.col("_last_load"), F.lit(-1)), F.lit(False))
-    # The end of the file before (same log, in roll order): the row before a file's first row is that file's (every
-    # row of a file carries its file's end), then spread over the file (wrapped: a first file's end is none).
-    tail = F.struct(F.col("_tail_line").alias("line"), F.col("_tail_clean").alias("clean"))
-    hits = hits.withColumn("_previous_file", F.when(F.col("_first"), F.struct(F.lag(tail).over(files).alias("end"))))
-    hits = hits.withColumn("_previous_file", F.last("_previous_file", ignorenulls=True).over(
-        files.rowsBetween(Window.unboundedPreceding, 0)).getField("end"))
-    # A start with no stamped line of its file before it takes the end of the file rolled before.
-    in_file = F.col("_prev_start").isNotNull() | F.col("_alive").isNotNull()
-    alive = F.when(in_file, F.struct(F.col("_alive").alias("line"), clean.alias("clean"))).otherwise(
-        F.col("_previous_file"))
-    crashed = F.last(F.when(after_load, F.struct(alive.alias("end"), F.col("line").alias("next"))),
-                     ignorenulls=True).over(before)
-    own_start = (F.col("line").contains(UNCLEAN_LITERAL) & F.col("_prev_start").isNotNull()
+    crashed = F.last(F.when(after_load, F.struct(F.col("_alive").alias("line"), clean.alias("clean"),
+                                                 F.col("line").alias("next"))), ignorenulls=True).over(before)
+    own_start = (unclean & F.col("_prev_start").isNotNull()
                  & F.coalesce(F.col("_last_life") < F.col("_prev_start"), F.lit(True))
                  & F.coalesce(F.col("_last_unclean") < F.col("_prev_start"), F.lit(True)))
     hits = hits.withColumn("_crashed", F.when(own_start, crashed))
-    known = F.col("_crashed").isNotNull() & ~F.coalesce(F.col("_crashed.end.clean"), F.lit(False))
-    return (hits.withColumns({"_crash_line": F.when(known, F.col("_crashed.end.line")),
+    known = F.col("_crashed").isNotNull() & ~F.coalesce(F.col("_crashed.clean"), F.lit(False))
+    return (hits.withColumns({"_crash_line": F.when(known, F.col("_crashed.line")),
                               "_restart_line": F.when(known, F.col("_crashed.next"))})
-            .drop("_crashed", "_previous_file"))
+            .drop("_seq", "_alive", "_last_load", "_last_clean", "_last_life", "_last_unclean", "_prev_start",
+                  "_crashed"))
 
 
 def _after_the_brokers_last_line(events: DataFrame) -> DataFrame:

@@ -687,7 +687,8 @@ def test_a_crash_is_dated_past_failed_starts_its_other_files_and_a_roll(spark: S
     that shut down before its metadata came) are skipped, whether or not they completed a shutdown. A first log
     directory without logs (3.5+) leaves the second's unclean line the crash's. The crash comes after the broker's
     last line in any of its files (a state-change line after its last server.log line), and, where the log rolled
-    as the broker started again, after the last line of the file rolled before; past a long stack trace."""
+    as the broker started again, after the last line of the file rolled before; past a long stack trace. A file cut
+    before its process's first line dates no crash."""
     kafka, brokers = "kafka.server.KafkaServer", "kafka.server.BrokerServer"
     # Broker 1 (ZooKeeper): killed after its last server.log line at 12:05; a start that exits at once; then a
     # start whose first directory is empty and whose second is unclean.
@@ -741,10 +742,16 @@ def test_a_crash_is_dated_past_failed_starts_its_other_files_and_a_roll(spark: S
                "kafka.cluster.Partition")
     current.start("14:02:00,000")
     unclean[3] = current.add("14:02:00,100", "Recovering 1 logs from /d1 since no clean shutdown file was found")
+    # Broker 4: a file cut before its process's first line (the MBean line): its unclean line dates no crash.
+    cut = _Log()
+    cut.add("15:00:00,100", "starting", kafka)
+    cut.add("15:00:00,200", "Recovering 1 logs from /d1 since no clean shutdown file was found")
+    cut.add("15:00:01,000", "[KafkaServer id=4] started", kafka)
     files = {"b1/server.log": one.text(), "b1/state-change.log": changes.text(), "b2/server.log": two.text(),
-             "b3/server.log.2024-05-14-13": rolled.text(), "b3/server.log": current.text()}
+             "b3/server.log.2024-05-14-13": rolled.text(), "b3/server.log": current.text(), "b4/server.log": cut.text()}
     got = parse(spark, write_logs(tmp_path, files))
     assert got.where("_reason_code IS NOT NULL").count() == 0
+    assert got.where("broker_id = 4 AND action = 'start'").count() == 1
     crashes = {r.broker_id: (r.ts_ms, Path(r._source_file).parent.name, r._source_line, r.reason)
                for r in got.where("action = 'crash'").collect()}
     assert crashes == {1: (ms("2024-05-14 12:05:00,501"), "b1", unclean[1], "unclean_start"),
