@@ -45,7 +45,8 @@ whole."""
 _ARCHIVE_SUFFIXES = (".xz", ".zip", ".7z", ".lz4", ".tar", ".tgz", ".deflate", ".pack200", ".z", ".part", ".tmp")
 """Suffixes that are not a rolled log's index or date: archives Spark cannot read as one log's lines, and files still
 being written; such files are listed as ignored."""
-_LOG_NAME = re.compile(r"\.log(\.[\w-]+)?(" + "|".join(map(re.escape, COMPRESSED_LOG_SUFFIXES)) + ")?$", re.IGNORECASE)
+_LOG_NAME = re.compile(r"\.log(\.[\w-]+|-\d[\d_-]*)?(" + "|".join(map(re.escape, COMPRESSED_LOG_SUFFIXES)) + ")?$",
+                       re.IGNORECASE)
 CORRUPT = "_corrupt_record"
 EVENT_SPARK_SCHEMA = to_spark_schema(EVENT_SCHEMA)
 _TYPE_NAMES = {c.name: str(c.type) for c in COLUMNS}
@@ -89,7 +90,8 @@ class LandingFile:
 
 def is_broker_log(name: str) -> bool:
     """True for a Kafka log file name: `server.log`, `state-change.log`, log4j's rolled `server.log.2024-05-14-13`
-    and `server.log.1`, and those compressed by gzip, bzip2 or zstd (`server.log.1.gz`, `server.log.1.bz2`)."""
+    and `server.log.1`, logrotate's `server.log.1` and (with `dateext`) `server.log-20240514`, and those compressed
+    by gzip, bzip2 or zstd (`server.log.1.gz`, `server.log-20240514.gz`, `server.log.1.bz2`)."""
     lower = name.lower()
     # A tarball of logs is many files in one (listed as ignored, to be unpacked), and `server.log.xz` is no rolled
     # `server.log.<index>` but a format Spark reads as binary lines.
@@ -97,9 +99,12 @@ def is_broker_log(name: str) -> bool:
     return _LOG_NAME.search(name) is not None and not stem.endswith(_ARCHIVE_SUFFIXES)
 
 
-# What log4j adds to a log's name as it rolls it: a date or an index after `.log` (`server.log.2024-05-14-13`,
-# `server.log.1`, log4j2's `server.log.2024-05-14-13.1`) or before it (`server-2024-05-14-1.log`), and compression.
-_ROLLED = re.compile(r"(-\d{4}-\d{2}-\d{2}(?:[-_.]\d+)*)?\.log(?:\.\d[\d_-]*)*("
+# What log4j or logrotate adds to a log's name as it rolls it: a date or an index after `.log`
+# (`server.log.2024-05-14-13`, `server.log.1`, log4j2's `server.log.2024-05-14-13.1`, logrotate's `dateext`
+# `server.log-20240514`) or before it (`server-2024-05-14-1.log`; logrotate's `extension .log`: `server-20240514.log`),
+# and compression.
+_ROLL_DATE = r"-\d{4}-?\d{2}-?\d{2}\d*(?:[-_.]\d+)*"
+_ROLLED = re.compile(f"({_ROLL_DATE})?" + r"\.log(?:-\d[\d_-]*)?(?:\.\d[\d_-]*)*("
                      + "|".join(map(re.escape, COMPRESSED_LOG_SUFFIXES)) + ")?$", re.IGNORECASE)
 
 
@@ -112,7 +117,7 @@ def rolled_log_of(path: str | Column) -> Column:
     return F.regexp_replace(log, r"(?i)(^|/)stage-change\.log$", "$1state-change.log")
 
 
-_ROLL_SUFFIX = re.compile(r"(-\d{4}-\d{2}-\d{2}(?:[-_.]\d+)*)?\.log((?:\.\d[\d_-]*)*)$", re.IGNORECASE)
+_ROLL_SUFFIX = re.compile(f"({_ROLL_DATE})?" + r"\.log((?:-\d[\d_-]*)?(?:\.\d[\d_-]*)*)$", re.IGNORECASE)
 
 
 def roll_order(path: str | Column) -> Column:
@@ -123,7 +128,8 @@ def roll_order(path: str | Column) -> Column:
     and nothing else) sorts by the index falling: log4j 1's RollingFileAppender and logrotate rename `.1` to `.2` as
     they roll, so `.1` is the newest rolled file (log4j2's index-only pattern with its default `fileIndex` "max"
     numbers the other way; Kafka ships neither). Any other rolled file is dated (`server.log.2024-05-14-13`,
-    `server.log.20240514`, `server.log.2024-05`, log4j2's `server.log.2024-05-14-13.1` and `server-2024-05-14-1.log`)
+    `server.log.20240514`, `server.log.2024-05`, log4j2's `server.log.2024-05-14-13.1` and `server-2024-05-14-1.log`,
+    logrotate's `server.log-20240514` and `server-20240514.log`)
     and sorts by its numbers in order, a log4j2 index last (with "max", a period's files are numbered oldest
     first)."""
     column = F.col(path) if isinstance(path, str) else path

@@ -79,11 +79,13 @@ def test_log_file_names() -> None:
     """Kafka's log files and log4j's rolled names are logs; event files and others are not."""
     for name in ("server.log", "state-change.log", "controller.log.2024-05-14-13", "server.log.1", "SERVER.LOG",
                  "server.log.1.gz", "controller.log.2024-05-14-13.gz", "server.log.gz", "server.log.1.bz2",
-                 "state-change.log.2024-05-14-13.zst", "server.log.BZ2"):
+                 "state-change.log.2024-05-14-13.zst", "server.log.BZ2",
+                 # logrotate's dateext, with its default dateformat or an hourly one, and with `extension .log`.
+                 "server.log-20240514", "server.log-2024051413.gz", "server-20240514.log"):
         assert is_broker_log(name), name
     for name in ("events.jsonl", "server.log.gz.part", "logs.txt", "catalog", "server.logger", "server.log.tar.gz",
                  "server.log.1.gz.tmp", "server.log.xz", "server.log.1.zip", "server.log.tgz", "server.log.1.tar.bz2",
-                 "server.log.part"):
+                 "server.log.part", "server.log-backup", "server.log-"):
         assert not is_broker_log(name), name
 
 
@@ -1495,11 +1497,11 @@ def test_unusable_lines_are_quarantined_with_the_reason(spark: SparkSession, tmp
     names = ["/b3/server.log.2024-05-14-11", "/b3/server.log.1.GZ", "/b3/server.log.2024-05-14-11.bz2", "/b3/server.log",
              "/b3/server.log.2024-05-14-11.2.gz", "/b3/server-2024-05-14-1.log.gz",
              "/b3/state-change.log.2024-05-14-11.zst", "/b3/stage-change.log.2024-05-14-11", "/b3/controller.log",
-             "/b3/server.log.broker1"]
+             "/b3/server.log.broker1", "/b3/server.log-20240514.gz", "/b3/server-20240514.log"]
     rolled = spark.createDataFrame([(n,) for n in names], "p string").select(rolled_log_of("p")).collect()
     # Kafka 4.0 rolled state-change.log as stage-change.log.<date> (KAFKA-19576).
     assert [r[0] for r in rolled] == ["/b3/server.log"] * 6 + ["/b3/state-change.log"] * 2 + [
-        "/b3/controller.log", "/b3/server.log.broker1"]
+        "/b3/controller.log", "/b3/server.log.broker1"] + ["/b3/server.log"] * 2
 
 
 def test_the_files_of_a_rolled_log_sort_oldest_first(spark: SparkSession) -> None:
@@ -1512,8 +1514,11 @@ def test_the_files_of_a_rolled_log_sort_oldest_first(spark: SparkSession) -> Non
     # Dates without dashes, or without the day (log4j DatePatterns '.'yyyyMMdd, '.'yyyy-MM), are dates too.
     undashed = ["/c/server.log.2024-05", "/c/server.log.2024-06", "/c/server.log.20240513", "/c/server.log.20240514",
                 "/c/server.log.2024051409", "/c/server.log"]
+    # logrotate's dateext (`server.log-20240514`, hourly `-2024051413`, compressed after a day by `delaycompress`).
+    undashed += ["/d/server.log-20240512.gz", "/d/server.log-20240513.gz", "/d/server.log-2024051400",
+                 "/d/server.log-2024051413", "/d/server.log"]
     got = (spark.createDataFrame([(n,) for n in reversed(undashed)], "p string")
-           .select("p", roll_order("p").alias("k")).orderBy("k").collect())
+           .select("p", roll_order("p").alias("k")).orderBy(F.regexp_extract("p", "^/(.)/", 1), "k").collect())
     assert [r.p for r in got] == undashed
     got = (spark.createDataFrame([(n,) for n in shuffled], "p string")
            .select("p", roll_order("p").alias("k")).orderBy("k").collect())
