@@ -751,10 +751,9 @@ PROCESS_MILESTONES: tuple[tuple[str, str], ...] = (
 )
 """(literal, regex) of the lines a broker process prints once it is past its first line: its log directories
 loaded (clean or not), its start completed, its shutdown begun or completed."""
-MILESTONE_SCREEN: tuple[str, ...] = ("clean shutdown file was found", "No logs found to be loaded")
-"""The milestones' literals that neither a pattern's trigger nor a broker prefix screens in already."""
 LOAD_MILESTONES: tuple[str, ...] = ("clean shutdown file was found", "No logs found to be loaded")
-"""The milestones of a process that loaded its logs (one line per log directory; 2.6+)."""
+"""The milestones of a process that loaded its logs (one line per log directory; 2.6+); the only milestones that
+neither a pattern's trigger nor a broker prefix screens in already."""
 CLEAN_END = "shut down completed"
 """The milestone of a completed shutdown, which leaves each log directory its clean shutdown file."""
 

@@ -74,7 +74,6 @@ from jobs.broker_log_patterns import (
     CONFIG_ENTRY,
     KAFKA_CONFIG_KEYS,
     LOAD_MILESTONES,
-    MILESTONE_SCREEN,
     NEXT_LINE_EXCEPTIONS,
     PATTERNS,
     PROCESS_FIRST_LINES,
@@ -184,8 +183,8 @@ def read_broker_logs(spark: SparkSession, paths: Sequence[str], options: BrokerL
     setting = F.col("line").startswith("\t") & F.col("line").contains(" = ")
     header = F.col("line").contains(CONFIG_BLOCK)
     exception = _any_starts("line", NEXT_LINE_EXCEPTIONS)
-    # The milestones' other lines hold a trigger or a broker prefix already.
-    milestone = _any_contains("line", MILESTONE_SCREEN)
+    # The other milestones' lines hold a trigger or a broker prefix already.
+    milestone = _any_contains("line", LOAD_MILESTONES)
     near = F.col("_before_mark") | F.col("_in_tail")
     relevant = lines.where(_any_contains("line", triggers) | _any_contains("line", _BROKER_SCREEN) | setting
                            | header | exception | starts | milestone | near).select(
@@ -316,7 +315,9 @@ def _with_crash_lines(hits: DataFrame) -> DataFrame:
     next process's first line, in the same file or, where the log rolled as the broker started again, in the file
     rolled before. No crash where the unclean line is not its process's first (the line of its second log
     directory) or comes after the process started or began to shut down, where the crashed process completed its
-    shutdown after it loaded its logs (a directory replaced after a clean stop), or where no line of it is read."""
+    shutdown after it loaded its logs (a directory replaced after a clean stop), or where no line of it is read. The
+    log's files are read as one run of lines: a file missing between a process's first line and its unclean line
+    (not landed) can date the crash of an earlier process instead."""
     hits = hits.withColumn("_roll_file", roll_order("_path"))
     files = Window.partitionBy("_log").orderBy("_roll_file", "_path", "pos")
     before = files.rowsBetween(Window.unboundedPreceding, -1)

@@ -45,7 +45,7 @@ whole."""
 _ARCHIVE_SUFFIXES = (".xz", ".zip", ".7z", ".lz4", ".tar", ".tgz", ".deflate", ".pack200", ".z", ".part", ".tmp")
 """Suffixes that are not a rolled log's index or date: archives Spark cannot read as one log's lines, and files still
 being written; such files are listed as ignored."""
-_LOG_NAME = re.compile(r"\.log(\.[\w-]+|-\d[\d_-]*)?(" + "|".join(map(re.escape, COMPRESSED_LOG_SUFFIXES)) + ")?$",
+_LOG_NAME = re.compile(r"\.log(\.[\w-]+|-\d[\d_.-]*)?(" + "|".join(map(re.escape, COMPRESSED_LOG_SUFFIXES)) + ")?$",
                        re.IGNORECASE)
 CORRUPT = "_corrupt_record"
 EVENT_SPARK_SCHEMA = to_spark_schema(EVENT_SCHEMA)
@@ -137,7 +137,10 @@ def roll_order(path: str | Column) -> Column:
                             "(?i)(" + "|".join(map(re.escape, COMPRESSED_LOG_SUFFIXES)) + ")$", "")
     suffix = "(?i)" + _ROLL_SUFFIX.pattern
     rolled = F.concat(F.regexp_extract(name, suffix, 1), F.regexp_extract(name, suffix, 2))
-    numbers = F.transform(F.regexp_extract_all(rolled, F.lit(r"(\d+)"), 1), lambda x: x.try_cast("long"))
+    # An undashed date (8+ digits) pads to the second, so a day's name sorts before its hours' (`-20240514` before
+    # `-2024051409`) and after the day before's (`-2024051323`) where a log's date pattern changed.
+    numbers = F.transform(F.regexp_extract_all(rolled, F.lit(r"(\d+)"), 1), lambda x: F.when(
+        F.length(x) >= 8, F.rpad(x, 14, "0")).otherwise(x).try_cast("long"))
     kind = F.when(rolled == "", F.lit(2)).when(rolled.rlike(r"^\.\d{1,3}$"), F.lit(1)).otherwise(F.lit(0))
     return F.struct(kind.alias("kind"), F.when(kind == 1, F.transform(numbers, lambda x: -x))
                     .otherwise(numbers).alias("numbers"))

@@ -81,7 +81,7 @@ def test_log_file_names() -> None:
                  "server.log.1.gz", "controller.log.2024-05-14-13.gz", "server.log.gz", "server.log.1.bz2",
                  "state-change.log.2024-05-14-13.zst", "server.log.BZ2",
                  # logrotate's dateext, with its default dateformat or an hourly one, and with `extension .log`.
-                 "server.log-20240514", "server.log-2024051413.gz", "server-20240514.log"):
+                 "server.log-20240514", "server.log-2024051413.gz", "server-20240514.log", "server.log-2024.05.14"):
         assert is_broker_log(name), name
     for name in ("events.jsonl", "server.log.gz.part", "logs.txt", "catalog", "server.logger", "server.log.tar.gz",
                  "server.log.1.gz.tmp", "server.log.xz", "server.log.1.zip", "server.log.tgz", "server.log.1.tar.bz2",
@@ -690,7 +690,8 @@ def test_a_crash_is_dated_past_failed_starts_its_other_files_and_a_roll(spark: S
     directory without logs (3.5+) leaves the second's unclean line the crash's. The crash comes after the broker's
     last line in any of its files (a state-change line after its last server.log line), and, where the log rolled
     as the broker started again, after the last line of the file rolled before; past a long stack trace. A file cut
-    before its process's first line dates no crash."""
+    before its process's first line dates no crash; one whose log rolled between the next process's first line and
+    its unclean line does."""
     kafka, brokers = "kafka.server.KafkaServer", "kafka.server.BrokerServer"
     # Broker 1 (ZooKeeper): killed after its last server.log line at 12:05; a start that exits at once; then a
     # start whose first directory is empty and whose second is unclean.
@@ -749,8 +750,18 @@ def test_a_crash_is_dated_past_failed_starts_its_other_files_and_a_roll(spark: S
     cut.add("15:00:00,100", "starting", kafka)
     cut.add("15:00:00,200", "Recovering 1 logs from /d1 since no clean shutdown file was found")
     cut.add("15:00:01,000", "[KafkaServer id=4] started", kafka)
+    # Broker 5: the log rolled between the next process's first line and its unclean line.
+    before_roll, after_roll = _Log(), _Log()
+    before_roll.start("15:00:00,000")
+    before_roll.add("15:00:00,100", "Skipping recovery of 1 logs from /d1 since clean shutdown file was found")
+    before_roll.add("15:00:01,000", "[KafkaServer id=5] started", kafka)
+    before_roll.add("15:30:00,000", "[Partition t-0 broker=5] ISR updated to 5 and version updated to 2",
+                    "kafka.cluster.Partition")
+    before_roll.start("15:59:59,900")
+    unclean[5] = after_roll.add("16:00:00,100", "Recovering 1 logs from /d1 since no clean shutdown file was found")
     files = {"b1/server.log": one.text(), "b1/state-change.log": changes.text(), "b2/server.log": two.text(),
-             "b3/server.log.2024-05-14-13": rolled.text(), "b3/server.log": current.text(), "b4/server.log": cut.text()}
+             "b3/server.log.2024-05-14-13": rolled.text(), "b3/server.log": current.text(), "b4/server.log": cut.text(),
+             "b5/server.log.2024-05-14-15": before_roll.text(), "b5/server.log": after_roll.text()}
     got = parse(spark, write_logs(tmp_path, files))
     assert got.where("_reason_code IS NOT NULL").count() == 0
     assert got.where("broker_id = 4 AND action = 'start'").count() == 1
@@ -758,7 +769,8 @@ def test_a_crash_is_dated_past_failed_starts_its_other_files_and_a_roll(spark: S
                for r in got.where("action = 'crash'").collect()}
     assert crashes == {1: (ms("2024-05-14 12:05:00,501"), "b1", unclean[1], "unclean_start"),
                        2: (ms("2024-05-14 13:10:00,001"), "b2", unclean[2], "unclean_start"),
-                       3: (ms("2024-05-14 13:59:58,001"), "b3", unclean[3], "unclean_start")}
+                       3: (ms("2024-05-14 13:59:58,001"), "b3", unclean[3], "unclean_start"),
+                       5: (ms("2024-05-14 15:30:00,001"), "b5", unclean[5], "unclean_start")}
 
 
 def test_a_brokers_startup_config_block_becomes_its_broker_config(spark: SparkSession, tmp_path: Path) -> None:
@@ -1515,7 +1527,8 @@ def test_the_files_of_a_rolled_log_sort_oldest_first(spark: SparkSession) -> Non
     undashed = ["/c/server.log.2024-05", "/c/server.log.2024-06", "/c/server.log.20240513", "/c/server.log.20240514",
                 "/c/server.log.2024051409", "/c/server.log"]
     # logrotate's dateext (`server.log-20240514`, hourly `-2024051413`, compressed after a day by `delaycompress`).
-    undashed += ["/d/server.log-20240512.gz", "/d/server.log-20240513.gz", "/d/server.log-2024051400",
+    # A day's name before its hours', after the day before's (a log whose dateformat changed).
+    undashed += ["/d/server.log-20240512.gz", "/d/server.log-2024051223", "/d/server.log-20240513.gz", "/d/server.log-2024051400",
                  "/d/server.log-2024051413", "/d/server.log"]
     got = (spark.createDataFrame([(n,) for n in reversed(undashed)], "p string")
            .select("p", roll_order("p").alias("k")).orderBy(F.regexp_extract("p", "^/(.)/", 1), "k").collect())
