@@ -619,6 +619,15 @@ class _Log:
         """The first line of a broker process (1.0+)."""
         return self.add(t, "Registered kafka:type=kafka.Log4jController MBean", "kafka.utils.Log4jControllerRegistration$")
 
+    def served(self, t: str, broker: int, last: str) -> None:
+        """A ZooKeeper broker's process from its first line at `t`: its logs loaded clean, started, and an ISR
+        commit at `last`, its last line."""
+        self.start(f"{t},000")
+        self.add(f"{t},100", "Skipping recovery of 1 logs from /d1 since clean shutdown file was found")
+        self.add(f"{t[:-2]}{int(t[-2:]) + 1:02d},000", f"[KafkaServer id={broker}] started", "kafka.server.KafkaServer")
+        self.add(last, f"[Partition t-0 broker={broker}] ISR updated to {broker} and version updated to 2",
+                 "kafka.cluster.Partition")
+
     def text(self) -> str:
         """The file's text."""
         return "".join(f"{line}\n" for line in self.lines)
@@ -696,11 +705,7 @@ def test_a_crash_is_dated_past_failed_starts_its_other_files_and_a_roll(spark: S
     # Broker 1 (ZooKeeper): killed after its last server.log line at 12:05; a start that exits at once; then a
     # start whose first directory is empty and whose second is unclean.
     one = _Log()
-    one.start("12:00:00,000")
-    one.add("12:00:00,100", "Skipping recovery of 2 logs from /d1 since clean shutdown file was found")
-    one.add("12:00:01,000", "[KafkaServer id=1] started", kafka)
-    one.add("12:05:00,000", "[Partition t-0 broker=1] ISR updated to 1,2 and version updated to 3",
-            "kafka.cluster.Partition")
+    one.served("12:00:00", 1, "12:05:00,000")
     one.start("12:20:00,000")
     one.add("12:20:00,300", "Exiting Kafka due to fatal exception", "kafka.Kafka$", "ERROR")
     one.start("12:30:00,000")
@@ -752,11 +757,7 @@ def test_a_crash_is_dated_past_failed_starts_its_other_files_and_a_roll(spark: S
     cut.add("15:00:01,000", "[KafkaServer id=4] started", kafka)
     # Broker 5: the log rolled between the next process's first line and its unclean line.
     before_roll, after_roll = _Log(), _Log()
-    before_roll.start("15:00:00,000")
-    before_roll.add("15:00:00,100", "Skipping recovery of 1 logs from /d1 since clean shutdown file was found")
-    before_roll.add("15:00:01,000", "[KafkaServer id=5] started", kafka)
-    before_roll.add("15:30:00,000", "[Partition t-0 broker=5] ISR updated to 5 and version updated to 2",
-                    "kafka.cluster.Partition")
+    before_roll.served("15:00:00", 5, "15:30:00,000")
     before_roll.start("15:59:59,900")
     unclean[5] = after_roll.add("16:00:00,100", "Recovering 1 logs from /d1 since no clean shutdown file was found")
     files = {"b1/server.log": one.text(), "b1/state-change.log": changes.text(), "b2/server.log": two.text(),
