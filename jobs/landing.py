@@ -104,7 +104,8 @@ def is_broker_log(name: str) -> bool:
 # `server.log-20240514`) or before it (`server-2024-05-14-1.log`; logrotate's `extension .log`: `server-20240514.log`),
 # and compression.
 _ROLL_DATE = r"-\d{4}-?\d{2}-?\d{2}\d*(?:[-_.]\d+)*"
-_ROLLED = re.compile(f"({_ROLL_DATE})?" + r"\.log(?:-\d[\d_-]*)?(?:\.\d[\d_-]*)*("
+_ROLL_AFTER = r"(?:-\d[\d_-]*)?(?:\.\d[\d_-]*)*"
+_ROLLED = re.compile(f"({_ROLL_DATE})?\\.log{_ROLL_AFTER}("
                      + "|".join(map(re.escape, COMPRESSED_LOG_SUFFIXES)) + ")?$", re.IGNORECASE)
 
 
@@ -117,7 +118,7 @@ def rolled_log_of(path: str | Column) -> Column:
     return F.regexp_replace(log, r"(?i)(^|/)stage-change\.log$", "$1state-change.log")
 
 
-_ROLL_SUFFIX = re.compile(f"({_ROLL_DATE})?" + r"\.log((?:-\d[\d_-]*)?(?:\.\d[\d_-]*)*)$", re.IGNORECASE)
+_ROLL_SUFFIX = re.compile(f"({_ROLL_DATE})?\\.log({_ROLL_AFTER})$", re.IGNORECASE)
 
 
 def roll_order(path: str | Column) -> Column:
@@ -129,9 +130,8 @@ def roll_order(path: str | Column) -> Column:
     they roll, so `.1` is the newest rolled file (log4j2's index-only pattern with its default `fileIndex` "max"
     numbers the other way; Kafka ships neither). Any other rolled file is dated (`server.log.2024-05-14-13`,
     `server.log.20240514`, `server.log.2024-05`, log4j2's `server.log.2024-05-14-13.1` and `server-2024-05-14-1.log`,
-    logrotate's `server.log-20240514` and `server-20240514.log`)
-    and sorts by its numbers in order, a log4j2 index last (with "max", a period's files are numbered oldest
-    first)."""
+    logrotate's `server.log-20240514` and `server-20240514.log`) and sorts by its numbers in order, a log4j2 index
+    last (with "max", a period's files are numbered oldest first)."""
     column = F.col(path) if isinstance(path, str) else path
     name = F.regexp_replace(F.regexp_extract(column, r"[^/]*$", 0),
                             "(?i)(" + "|".join(map(re.escape, COMPRESSED_LOG_SUFFIXES)) + ")$", "")
