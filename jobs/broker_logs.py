@@ -31,9 +31,10 @@ What a log line does not say is recovered where Kafka's logs allow it, and left 
 * the time of a crash, which Kafka logs only as the broker starts again (LogManager finds a log directory without
   its clean shutdown file): 1 ms after the crashed process's last line, the last stamped line before the next
   process's first line, in the same file or, where the log rolled as the broker started again, the file rolled
-  before (`_with_crash_lines`), and after the broker's lines in its other files (`_after_the_brokers_last_line`);
-  the lines before each process's first line and each file's last lines are kept for it as the files are read
-  (`numbered_lines`' marks and tails), so a process killed mid-sentence is dated past its stack trace;
+  before (`_with_crash_lines`; an earlier batch's file: its last lines, `earlier_tails`), and after the broker's
+  lines in its other files (`_after_the_brokers_last_line`); the lines before each process's first line and each
+  file's last lines are kept for it as the files are read (`numbered_lines`' marks and tails), so a process killed
+  mid-sentence is dated past its stack trace;
 * the epoch of an unclean election read from the new leader's RECOVERING line (KIP-704): that of the line the
   same makeLeader call prints next (the become-leader line, or "Skipped the become-leader ... with leader epoch E"
   when it already leads), none without it. An election is one event whichever of its lines the logs hold
@@ -59,7 +60,7 @@ a file that grows after its ingest is read again whole.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import reduce
 
@@ -84,6 +85,7 @@ from jobs.broker_log_patterns import (
     tp_prefix_sql,
 )
 from jobs.landing import EVENT_SPARK_SCHEMA, numbered_lines, roll_order, rolled_log_of
+from jobs.log_tails import files_rolled_before, head_lines, tail_lines
 from jobs.validate import sql_str
 from schemas.events import EVENT_TYPES, KAFKA_LOG_SOURCE, SCHEMA_VERSION
 
@@ -166,18 +168,23 @@ def _timestamp_ms(timezone: str, line: str = "line") -> Column:
 
 
 def read_broker_logs(spark: SparkSession, paths: Sequence[str], options: BrokerLogOptions,
-                     existing: DataFrame | None = None) -> DataFrame:
+                     existing: DataFrame | None = None, earlier: DataFrame | None = None) -> DataFrame:
     """The replication events of the log files `paths`, as candidate records (see the module docstring).
 
-    `existing` holds the run's events already in bronze (`event_id` at least), whose ids the new ones follow.
+    `existing` holds the run's events already in bronze (`event_id` at least), whose ids the new ones follow;
+    `earlier` the last lines of files an earlier batch read (`earlier_tails`), which only date crashes.
     Every cast is a `try_cast`: a garbled number is a null that validation names, never a failed job.
     """
     starts = _any_contains("line", PROCESS_FIRST_LINES)
     # The lines before a process's start lines come along (`_before_mark`), and each file's last lines (`_in_tail`):
     # the last of them date a crash.
-    lines = numbered_lines(spark, paths, mark=starts, reach=START_REACH, tail=TAIL_LINES).withColumn(
-        "line", F.when(F.col("line").endswith("\r"), F.expr("substring(line, 1, length(line) - 1)"))
-        .otherwise(F.col("line")))
+    lines = numbered_lines(spark, paths, mark=starts, reach=START_REACH, tail=TAIL_LINES).select(
+        "_path", "pos", "line", "_before_mark", "_in_tail", F.lit(False).alias("_earlier"))
+    if earlier is not None:
+        lines = lines.unionByName(earlier.select("_path", "pos", "line", F.lit(False).alias("_before_mark"),
+                                                 F.lit(True).alias("_in_tail"), F.lit(True).alias("_earlier")))
+    lines = lines.withColumn("line", F.when(F.col("line").endswith("\r"), F.expr(
+        "substring(line, 1, length(line) - 1)")).otherwise(F.col("line")))
     triggers = sorted({p.trigger for p in PATTERNS})
     # A setting line of a config block: tab-indented, no timestamp (stack-trace lines are '\tat ...').
     setting = F.col("line").startswith("\t") & F.col("line").contains(" = ")
@@ -188,7 +195,7 @@ def read_broker_logs(spark: SparkSession, paths: Sequence[str], options: BrokerL
     near = F.col("_before_mark") | F.col("_in_tail")
     relevant = lines.where(_any_contains("line", triggers) | _any_contains("line", _BROKER_SCREEN) | setting
                            | header | exception | starts | milestone | near).select(
-        "_path", "pos", "line", _first_group("line", BROKER_PREFIXES).alias("_broker_prefix"),
+        "_path", "pos", "line", "_earlier", _first_group("line", BROKER_PREFIXES).alias("_broker_prefix"),
         _any_contains("line", triggers).alias("_hit"), setting.alias("_setting"), header.alias("_header"),
         starts.alias("_start"), _milestone().alias("_milestone"), F.col("line").rlike(_LINE_PREFIX).alias("_stamped"),
         near.alias("_near"))
@@ -233,10 +240,11 @@ def read_broker_logs(spark: SparkSession, paths: Sequence[str], options: BrokerL
     # An unclean start's line is a crash only where its crashed process's last line is known.
     ignored = F.coalesce(F.col("_pattern").isin(*[p.name for p in PATTERNS if p.ignore])
                          | (F.col("_pattern") == UNCLEAN_START) & F.col("_crash_line").isNull(), F.lit(False))
+    # An earlier batch's lines only date crashes: their events are that batch's.
     hits = (_with_rolled_log_broker(hits, existing).transform(_with_crash_lines)
-            .where((F.col("_hit") & (F.col("_pattern").isNotNull() | F.col("_unknown").isNotNull()) & ~ignored)
-                   | F.col("_cfg_block").isNotNull())
-            .drop("_first", "_names_broker", "_start", "_milestone", "_near"))
+            .where(((F.col("_hit") & (F.col("_pattern").isNotNull() | F.col("_unknown").isNotNull()) & ~ignored)
+                    | F.col("_cfg_block").isNotNull()) & ~F.col("_earlier"))
+            .drop("_first", "_names_broker", "_start", "_milestone", "_near", "_earlier"))
     event_type = F.expr("CASE _pattern " + " ".join(
         f"WHEN {sql_str(p.name)} THEN {sql_str(p.event_type)}" for p in PATTERNS) + " END")
     broker = F.expr("CASE _pattern " + " ".join(
@@ -290,6 +298,29 @@ def read_broker_logs(spark: SparkSession, paths: Sequence[str], options: BrokerL
     located = _after_the_brokers_last_line(located)
     events = _unrepeated_elections(_from_earlier_lines(located)).where(~F.col("_context")).drop("_context")
     return _as_candidates(events, options, existing)
+
+
+def earlier_tails(spark: SparkSession, paths: Sequence[str], earlier: Sequence[str],
+                  log: Callable[[str], None] = print) -> DataFrame | None:
+    """The last `TAIL_LINES` lines of each file of `earlier` (read by an earlier batch) rolled just before a log's
+    first file of `paths` (`files_rolled_before`), where that first file's first `HEAD_BYTES` hold an unclean start's
+    line: the crashed process's last lines, which date the crash, are then likely in the earlier file. For
+    `read_broker_logs`' `earlier`; None where there are none. A file the driver cannot read gives none (said in
+    `log`): its crash stays undated, as without it."""
+    rows: list[tuple[str, int, str]] = []
+    for before, first in files_rolled_before(spark, paths, earlier):
+        try:
+            if not any(UNCLEAN_LITERAL in line for line in head_lines(first, HEAD_BYTES)):
+                continue
+            tail = tail_lines(before, TAIL_LINES)
+        except Exception as e:  # whatever the reader raised is the file's fault; Spark's read reports it again
+            log(f"ingest: the last lines of {before} (for a crash {first} may tell of) are unreadable: "
+                f"{type(e).__name__}: {str(e).strip()[:200]}")
+            continue
+        rows += [(before, pos, line) for pos, line in enumerate(tail)]
+    if not rows:
+        return None
+    return spark.createDataFrame(rows, "_path string, pos long, line string")
 
 
 def _milestone() -> Column:
@@ -470,7 +501,11 @@ START_REACH = 4096
 printed last (a StackOverflowError prints 1024 frames), to its last stamped line. A process whose last stamped line
 is further back is dated at an earlier line kept for another reason, or not at all."""
 TAIL_LINES = 4096
-"""How many of each file's last lines come along, for the crash of a process whose log rolled as it started again."""
+"""How many of each file's last lines come along, for the crash of a process whose log rolled as it started again
+(from a file of an earlier batch too: `earlier_tails`)."""
+HEAD_BYTES = 1 << 20
+"""How much of a log's first file of a batch `earlier_tails` looks through for an unclean start's line: a broker
+prints it within its first second, after its config dump (~30 kB) and ZooKeeper client's classpath line."""
 _UNKNOWN_ISR = "array(-1)"
 """Stands for "the broker's ISR is not known here" (a follower, or a leader line that does not print it)."""
 

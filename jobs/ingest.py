@@ -33,7 +33,7 @@ from pyspark.sql import Column, DataFrame, Observation, SparkSession, Window
 from pyspark.sql import functions as F
 
 from jobs.arrow_ingest import ArrowPass, RunSegment, arrow_pass, left_summary, segments_repeat
-from jobs.broker_logs import BrokerLogOptions, read_broker_logs
+from jobs.broker_logs import BrokerLogOptions, earlier_tails, read_broker_logs
 from jobs.lake import CommitResult, Lake, StagedWrite
 from jobs.landing import (
     BROKER_LOG,
@@ -368,7 +368,10 @@ def _ingest(spark: SparkSession, lake: Lake, landing: str, log: Callable[[str], 
     log(f"ingest {batch}: reading {len(pending)} files ({size_mb:.1f} MB) from {landing}")
 
     persisted: list[DataFrame] = []
-    read_logs = _log_reader(spark, lake, logs, persisted)
+    # The log files an earlier batch read: the last lines of some date a crash this batch's files tell of.
+    earlier = [f.path for f in files if f.kind == BROKER_LOG and f.key in done_bronze and f.key in done_quarantine
+               and f.path not in broken]
+    read_logs = _log_reader(spark, lake, logs, persisted, earlier, log)
 
     def classified_of(some: Sequence[LandingFile]) -> DataFrame:
         return classify(read_candidates(spark, some, broken, read_logs)).withColumn("_ingest_batch", F.lit(batch))
@@ -498,9 +501,10 @@ def _ingest(spark: SparkSession, lake: Lake, landing: str, log: Callable[[str], 
     return result
 
 
-def _log_reader(spark: SparkSession, lake: Lake, logs: BrokerLogOptions | None,
-                persisted: list[DataFrame]) -> LogReader | None:
-    """The reader of this ingest's Kafka log files: their events' ids follow those bronze holds for the run.
+def _log_reader(spark: SparkSession, lake: Lake, logs: BrokerLogOptions | None, persisted: list[DataFrame],
+                earlier: Sequence[str] = (), log: Callable[[str], None] = print) -> LogReader | None:
+    """The reader of this ingest's Kafka log files: their events' ids follow those bronze holds for the run, and the
+    `earlier` files' last lines date a crash where a log's first new file tells of one (`earlier_tails`).
 
     The records of one set of files are read once and kept (`event_cache_level`, appended to `persisted`): the
     full pass, the exact duplicate check's keys and the quarantine pass all ask for them, and each would
@@ -515,7 +519,8 @@ def _log_reader(spark: SparkSession, lake: Lake, logs: BrokerLogOptions | None,
     def read_once(paths: Sequence[str]) -> DataFrame:
         key = tuple(paths)
         if key not in read:
-            read[key] = read_broker_logs(spark, paths, logs, existing).persist(event_cache_level(spark))
+            tails = earlier_tails(spark, paths, earlier, log) if existing is not None else None
+            read[key] = read_broker_logs(spark, paths, logs, existing, tails).persist(event_cache_level(spark))
             persisted.append(read[key])
         return read[key]
 

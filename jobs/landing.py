@@ -429,7 +429,7 @@ def unreadable_data(files: Sequence[LandingFile]) -> dict[str, str]:
                 for _ in pq.ParquetFile(f.path).iter_batches(batch_size=65_536):
                     pass
             elif is_compressed_log(f):
-                with _inflated(f.path) as z:
+                with inflated(f.path) as z:
                     while z.read(1 << 20):
                         pass
         except Exception as e:  # whatever the reader raised is the file's fault
@@ -437,7 +437,7 @@ def unreadable_data(files: Sequence[LandingFile]) -> dict[str, str]:
     return found
 
 
-def _inflated(path: str) -> BinaryIO:
+def inflated(path: str) -> BinaryIO:
     """A stream of the decompressed bytes of the compressed log file `path`."""
     suffix = compression_suffix(path)
     if suffix == ".gz":

@@ -21,12 +21,14 @@ from chispa import assert_df_equality
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
+import jobs.broker_logs as broker_logs_module
 import jobs.ingest as ingest_module
 import jobs.invariants as inv
 from jobs.broker_logs import ID_SEQUENCE_BITS, BrokerLogOptions, BrokerLogOptionsError, read_broker_logs
 from jobs.ingest import run_ingest
 from jobs.lake import EmbeddedLake
 from jobs.landing import discover, is_broker_log, roll_order, rolled_log_of
+from jobs.log_tails import tail_lines
 from jobs.session import sql_conf
 from jobs.validate import classify
 from replication_core.checker.catalogue import CATALOGUE, KAFKA_LOG
@@ -878,6 +880,73 @@ def test_unclean_elections_are_read_from_the_controllers_log(spark: SparkSession
         "broker_id", "partition", "leader_id", "_reason").collect()] == [(None, 5, 2, None), (None, 6, 3, None)]
 
 
+def test_a_crash_is_dated_by_the_last_lines_of_a_file_an_earlier_batch_read(spark: SparkSession, tmp_path: Path,
+                                                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    """An hourly ingest of rolled files: the crashed process's last lines are in a file of the batch before, the next
+    process's unclean line in this one. The earlier file rolled just before the log's first new one (compressed too)
+    dates the crash; its lines are not read again as events, and it is read only where the new file holds an unclean
+    line. No crash after a completed shutdown, nor where no earlier file of the log is there."""
+    landing, lake = tmp_path / "landing", EmbeddedLake(spark, str(tmp_path / "lake"))
+    options = BrokerLogOptions("cluster-a")
+    kafka = "kafka.server.KafkaServer"
+    isr = "[Partition t-0 broker={}] ISR updated to {} and version updated to 2"
+    first: dict[str, str] = {}
+    # Broker 1: killed past a stack trace. Broker 2: stopped in order. Broker 3: killed, and its log rolled after the
+    # next process's first line (the rolled file is gzipped). Broker 4: two rolled hours; the later one's last line is
+    # the crashed process's. Broker 5: its first file. Broker 6: a clean start.
+    one, two, three, four_a, four_b = _Log(), _Log(), _Log(), _Log(), _Log()
+    one.served("12:00:00", 1, "12:05:00,000")
+    one.add("12:06:00,000", "Uncaught exception in scheduled task 'kafka-log-retention'", "kafka.utils.KafkaScheduler",
+            "ERROR")
+    one.raw("java.lang.OutOfMemoryError: Java heap space", *["\tat kafka.log.LogSegment.append(LogSegment.scala:1)"] * 50)
+    two.served("12:00:00", 2, "12:30:00,000")
+    two.add("12:40:00,000", "[KafkaServer id=2] shutting down", kafka)
+    two.add("12:40:01,000", "[KafkaServer id=2] shut down completed", kafka)
+    three.served("12:00:00", 3, "12:50:00,000")
+    three.start("12:59:59,900")
+    four_a.served("11:00:00", 4, "11:30:00,000")
+    four_b.add("12:45:00,000", isr.format(4, 4), "kafka.cluster.Partition")
+    first = {"b1/server.log.2024-05-14-12": one.text(), "b2/server.log.2024-05-14-12": two.text(),
+             "b4/server.log.2024-05-14-11": four_a.text(), "b4/server.log.2024-05-14-12": four_b.text()}
+    write_logs(landing, first)
+    (landing / "b3").mkdir()
+    (landing / "b3" / "server.log.2024-05-14-12.gz").write_bytes(gzip.compress(three.text().encode()))
+    before = run_ingest(spark, lake, str(landing), log=lambda _m: None, logs=options)
+    assert (before.read, before.quarantined) == (before.kept, 0)
+    later: dict[str, _Log] = {f"b{b}": _Log() for b in range(1, 7)}
+    unclean: dict[int, int] = {}
+    for b in (1, 2, 4, 5, 6):
+        later[f"b{b}"].start("13:00:00,000")
+        if b != 6:
+            unclean[b] = later[f"b{b}"].add("13:00:00,100", "Recovering 1 logs from /d1 since no clean shutdown file "
+                                            "was found")
+        later[f"b{b}"].add("13:00:01,000", f"[KafkaServer id={b}] started", kafka)
+    unclean[3] = later["b3"].add("13:00:00,100", "Recovering 1 logs from /d1 since no clean shutdown file was found")
+    later["b3"].add("13:00:01,000", "[KafkaServer id=3] started", kafka)
+    names = {"b4": "server.log.2024-05-14-13"}
+    write_logs(landing, {f"{b}/{names.get(b, 'server.log')}": log.text() for b, log in later.items()})
+    read: list[str] = []
+
+    def tails(path: str, count: int) -> list[str]:
+        read.append(str(Path(path).relative_to(landing)))
+        return tail_lines(path, count)
+
+    monkeypatch.setattr(broker_logs_module, "tail_lines", tails)
+    after = run_ingest(spark, lake, str(landing), log=lambda _m: None, logs=options)
+    assert (after.read, after.kept, after.quarantined) == (9, 9, 0)  # six starts, three crashes
+    assert sorted(set(read)) == ["b1/server.log.2024-05-14-12", "b2/server.log.2024-05-14-12",
+                                 "b3/server.log.2024-05-14-12.gz", "b4/server.log.2024-05-14-12"]
+    bronze = lake.read(BRONZE_EVENTS)
+    crashes = {r.broker_id: (r.ts_ms, Path(r._source_file).parent.name, r._source_line, r.reason)
+               for r in bronze.where("action = 'crash'").collect()}
+    assert crashes == {1: (ms("2024-05-14 12:06:00,001"), "b1", unclean[1], "unclean_start"),
+                       3: (ms("2024-05-14 12:50:00,001"), "b3", unclean[3], "unclean_start"),
+                       4: (ms("2024-05-14 12:45:00,001"), "b4", unclean[4], "unclean_start")}
+    # The earlier files' events are the first batch's alone.
+    assert bronze.count() == before.kept + after.kept
+    assert bronze.select("event_id").distinct().count() == bronze.count()
+
+
 _UNNAMED = ("topic id {} is named by no line of these files nor by the run's events in bronze (expected a "
             "state-change line such as 'Leader orders-3 with topic id Some(<id>) starts at leader epoch ...': ingest "
             "the brokers' logs of Kafka 3.3+ with or before the controller's)")
@@ -902,8 +971,8 @@ def test_a_controllers_topic_id_is_named_by_a_line_of_an_earlier_batch(spark: Sp
         made.add(1)
         return run_id
 
-    def counted(spark_: SparkSession, paths: list[str], *args: Any) -> DataFrame:
-        return read_broker_logs(spark_, paths, *args).withColumn("run_id", F.udf(tally, "string", useArrow=False)("run_id"))
+    def counted(spark_: SparkSession, paths: list[str], *args: Any, **kwargs: Any) -> DataFrame:
+        return read_broker_logs(spark_, paths, *args, **kwargs).withColumn("run_id", F.udf(tally, "string", useArrow=False)("run_id"))
 
     monkeypatch.setattr(ingest_module, "read_broker_logs", counted)
     later = run_ingest(spark, lake, str(landing), log=said.append, logs=options)
