@@ -96,6 +96,10 @@ _LINE_PREFIX = (r"^.*?(\d{4})[-/](\d{2})[-/](\d{2})[ T](\d{2}):(\d{2}):(\d{2})(?
                 r"(Z|[+-]\d{2}:?\d{2})?\]?\s+(TRACE|DEBUG|INFO|WARN|WARNING|ERROR|FATAL)\s+(.*)$")
 """A log4j line: timestamp (`[%d]`, ISO or with '/'), level, message; anything before the timestamp (a
 container or Kubernetes prefix) is skipped."""
+_CRI_PREFIX = r"^\d{4}-\d{2}-\d{2}T[0-9:.]+(?:Z|[+-]\d{2}:?\d{2}) (?:stdout|stderr) [FP] "
+"""What a container runtime (CRI: containerd, CRI-O) writes before each line of a Kubernetes container's log
+(`2024-05-14T12:00:00.123456789Z stdout F `): its own time, the stream, and whether the line is whole (F) or a part
+of a longer one (P, over 16 KiB; its rest is the next line, read as a line of its own)."""
 _BROKER_SCREEN = tuple(literal for literal, _ in BROKER_PREFIXES)
 
 
@@ -183,8 +187,11 @@ def read_broker_logs(spark: SparkSession, paths: Sequence[str], options: BrokerL
     if earlier is not None:
         lines = lines.unionByName(earlier.select("_path", "pos", "line", F.lit(False).alias("_before_mark"),
                                                  F.lit(True).alias("_in_tail"), F.lit(True).alias("_earlier")))
-    lines = lines.withColumn("line", F.when(F.col("line").endswith("\r"), F.expr(
-        "substring(line, 1, length(line) - 1)")).otherwise(F.col("line")))
+    line = F.when(F.col("line").endswith("\r"), F.expr("substring(line, 1, length(line) - 1)")).otherwise(F.col("line"))
+    # A container runtime's prefix goes (the 'T' of its time, a cheap test, screens Kafka's own lines out): a
+    # config block's settings and a stack trace are then the lines they are in a broker's own files.
+    lines = lines.withColumn("line", F.when(F.substring("line", 11, 1) == "T", F.regexp_replace(line, _CRI_PREFIX, ""))
+                             .otherwise(line))
     triggers = sorted({p.trigger for p in PATTERNS})
     # A setting line of a config block: tab-indented, no timestamp (stack-trace lines are '\tat ...').
     setting = F.col("line").startswith("\t") & F.col("line").contains(" = ")

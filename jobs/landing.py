@@ -109,13 +109,24 @@ _ROLLED = re.compile(f"({_ROLL_DATE})?\\.log{_ROLL_AFTER}("
                      + "|".join(map(re.escape, COMPRESSED_LOG_SUFFIXES)) + ")?$", re.IGNORECASE)
 
 
+# A Kubernetes container's log, as the kubelet writes it: `<namespace>_<pod>_<pod uid>/<container>/<restarts>.log`
+# (a static pod's uid is a 32-digit hash), rotated to `<restarts>.log.<yyyyMMdd-HHmmss>` and gzipped. Each start of
+# the container after a crash writes a new file, numbered by the restarts before it.
+_POD_LOG = (r"(?i)^(.*/[a-z0-9][a-z0-9-]*_[a-z0-9][a-z0-9.-]*_[0-9a-f]{8}-?[0-9a-f]{4}-?[0-9a-f]{4}-?[0-9a-f]{4}-?"
+            r"[0-9a-f]{12}/[^/]+/)(\d+)\.log(?:\.\d{8}-\d{6})?(?:\.gz)?$")
+
+
 def rolled_log_of(path: str | Column) -> Column:
     """SQL: the log a Kafka log file was rolled from: its path without the date or index and compression suffix
     (`/b3/server.log.2024-05-14-13.gz` and `/b3/server.log` -> `/b3/server.log`), one process's log in every file.
-    A name log4j would not give a rolled file (`server.log.broker1`) is a log of its own."""
-    log = F.regexp_replace(path, "(?i)" + _ROLLED.pattern, ".log")
+    A name log4j would not give a rolled file (`server.log.broker1`) is a log of its own. A Kubernetes container's
+    files (`_POD_LOG`: `0.log`, `1.log.20240514-120000.gz`) are one log, its folder, through the container's
+    restarts: a broker killed in `0.log` starts again in `1.log`."""
+    column = F.col(path) if isinstance(path, str) else path
+    log = F.regexp_replace(column, "(?i)" + _ROLLED.pattern, ".log")
     # Kafka 4.0's log4j2.yaml rolls state-change.log as stage-change.log.<date>, a typo since fixed (KAFKA-19576).
-    return F.regexp_replace(log, r"(?i)(^|/)stage-change\.log$", "$1state-change.log")
+    log = F.regexp_replace(log, r"(?i)(^|/)stage-change\.log$", "$1state-change.log")
+    return F.when(column.rlike(_POD_LOG), F.regexp_extract(column, _POD_LOG, 1)).otherwise(log)
 
 
 _ROLL_SUFFIX = re.compile(f"({_ROLL_DATE})?\\.log({_ROLL_AFTER})$", re.IGNORECASE)
@@ -131,7 +142,8 @@ def roll_order(path: str | Column) -> Column:
     numbers the other way; Kafka ships neither). Any other rolled file is dated (`server.log.2024-05-14-13`,
     `server.log.20240514`, `server.log.2024-05`, log4j2's `server.log.2024-05-14-13.1` and `server-2024-05-14-1.log`,
     logrotate's `server.log-20240514` and `server-20240514.log`) and sorts by its numbers in order, a log4j2 index
-    last (with "max", a period's files are numbered oldest first)."""
+    last (with "max", a period's files are numbered oldest first). A Kubernetes container's files (`_POD_LOG`) sort
+    by its restarts first (`0.log` before `1.log`), then as the others (`0.log.20240514-120000.gz` before `0.log`)."""
     column = F.col(path) if isinstance(path, str) else path
     name = F.regexp_replace(F.regexp_extract(column, r"[^/]*$", 0),
                             "(?i)(" + "|".join(map(re.escape, COMPRESSED_LOG_SUFFIXES)) + ")$", "")
@@ -142,8 +154,9 @@ def roll_order(path: str | Column) -> Column:
     numbers = F.transform(F.regexp_extract_all(rolled, F.lit(r"(\d+)"), 1), lambda x: F.when(
         F.length(x) >= 8, F.rpad(x, 14, "0")).otherwise(x).try_cast("long"))
     kind = F.when(rolled == "", F.lit(2)).when(rolled.rlike(r"^\.\d{1,3}$"), F.lit(1)).otherwise(F.lit(0))
-    return F.struct(kind.alias("kind"), F.when(kind == 1, F.transform(numbers, lambda x: -x))
-                    .otherwise(numbers).alias("numbers"))
+    restarts = F.when(column.rlike(_POD_LOG), F.regexp_extract(column, _POD_LOG, 2).try_cast("long"))
+    return F.struct(F.coalesce(restarts, F.lit(0)).alias("restarts"), kind.alias("kind"),
+                    F.when(kind == 1, F.transform(numbers, lambda x: -x)).otherwise(numbers).alias("numbers"))
 
 
 def compression_suffix(name: str) -> str | None:

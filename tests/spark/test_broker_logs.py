@@ -776,6 +776,55 @@ def test_a_crash_is_dated_past_failed_starts_its_other_files_and_a_roll(spark: S
                        5: (ms("2024-05-14 15:30:00,001"), "b5", unclean[5], "unclean_start")}
 
 
+_POD = "kafka_kafka-{}_0b5a3d0e-1c2f-4a5b-9c8d-7e6f5a4b3c2{}/kafka"
+
+
+def _cri(log: _Log) -> str:
+    """`log` as a container runtime writes a container's output: each line after its own time (an hour off the
+    broker's, which is not the line's), the stream (log4j's console appender: stdout; a trace: stderr) and F."""
+    trace = ("\t", "java.")
+    return "".join(f"2024-05-14T10:00:00.000000001Z {'stderr' if line.startswith(trace) else 'stdout'} F {line}\n"
+                   for line in log.lines)
+
+
+def test_a_kubernetes_containers_restarts_are_one_log(spark: SparkSession, tmp_path: Path) -> None:
+    """The kubelet writes a container's output to `<restarts>.log` in the pod's folder, rotated to
+    `<restarts>.log.<time>.gz`: a broker killed in `0.log` starts again in `1.log`, and its crash is dated by
+    `0.log`'s last line, not by another pod's. Each line's runtime prefix goes: the config block and the stack trace
+    are read as in a broker's own files."""
+    kafka = "kafka.server.KafkaServer"
+    rotated, first, second, other = _Log(), _Log(), _Log(), _Log()
+    rotated.start("12:00:00,000")
+    rotated.raw("[2024-05-14 12:00:00,500] INFO KafkaConfig values: ", "\tbroker.id = 0",
+                "\treplica.lag.time.max.ms = 30000", " (kafka.server.KafkaConfig)")
+    rotated.add("12:00:00,600", "Skipping recovery of 1 logs from /d1 since clean shutdown file was found")
+    rotated.add("12:00:01,000", "[KafkaServer id=0] started", kafka)
+    first.add("12:05:00,000", "[Partition t-0 broker=0] ISR updated to 0 and version updated to 2",
+              "kafka.cluster.Partition")
+    first.add("12:06:00,000", "Uncaught exception in scheduled task 'kafka-log-retention'", "kafka.utils.KafkaScheduler",
+              "ERROR")
+    first.raw("java.lang.OutOfMemoryError: Java heap space", *["\tat kafka.log.LogSegment.append(LogSegment.scala:1)"] * 30)
+    second.start("12:10:00,000")
+    unclean = second.add("12:10:00,100", "Recovering 1 logs from /d1 since no clean shutdown file was found")
+    second.add("12:10:01,000", "[KafkaServer id=0] started", kafka)
+    # Another pod's broker, whose last line is later than the crashed one's.
+    other.served("12:00:00", 1, "12:07:00,000")
+    pod0, pod1 = _POD.format(0, "d"), _POD.format(1, "e")
+    paths = write_logs(tmp_path, {f"{pod0}/0.log": _cri(first), f"{pod0}/1.log": _cri(second),
+                                  f"{pod1}/0.log": _cri(other)})
+    (tmp_path / pod0 / "0.log.20240514-120030.gz").write_bytes(gzip.compress(_cri(rotated).encode()))
+    got = parse(spark, [*paths, str(tmp_path / pod0 / "0.log.20240514-120030.gz")])
+    assert got.where("_reason_code IS NOT NULL").count() == 0
+    lifecycle = [(r.broker_id, r.action, r.ts_ms, Path(r._source_file).name, r._source_line) for r in got.where(
+        "event_type = 'broker_lifecycle'").orderBy("event_id").collect()]
+    assert lifecycle == [(0, "start", ms("2024-05-14 12:00:01,000"), "0.log.20240514-120030.gz", 7),
+                         (1, "start", ms("2024-05-14 12:00:01,000"), "0.log", 3),
+                         (0, "crash", ms("2024-05-14 12:06:00,001"), "1.log", unclean),
+                         (0, "start", ms("2024-05-14 12:10:01,000"), "1.log", 3)]
+    configs = got.where("event_type = 'broker_config'").select("broker_id", "config").collect()
+    assert [(r.broker_id, r.config) for r in configs] == [(0, {"replica.lag.time.max.ms": "30000"})]
+
+
 def test_a_brokers_startup_config_block_becomes_its_broker_config(spark: SparkSession, tmp_path: Path) -> None:
     """`KafkaConfig values:` and its setting lines (no timestamps) become one broker_config event with the
     replication settings; the broker is broker.id (node.id in KRaft; -1 means ZooKeeper assigns it: the file's);
@@ -1580,10 +1629,17 @@ def test_unusable_lines_are_quarantined_with_the_reason(spark: SparkSession, tmp
              "/b3/server.log.2024-05-14-11.2.gz", "/b3/server-2024-05-14-1.log.gz",
              "/b3/state-change.log.2024-05-14-11.zst", "/b3/stage-change.log.2024-05-14-11", "/b3/controller.log",
              "/b3/server.log.broker1", "/b3/server.log-20240514.gz", "/b3/server-20240514.log"]
+    # A Kubernetes container's files, through its restarts (a static pod's uid is a hash); a sidecar is another log,
+    # and so are numbered files outside a pod's folder.
+    pod = "/n/kafka_kafka-0_0b5a3d0e-1c2f-4a5b-9c8d-7e6f5a4b3c2d"
+    static = "/n/kube-system_kafka-node1_0b5a3d0e1c2f4a5b9c8d7e6f5a4b3c2d"
+    names += [f"{pod}/kafka/0.log", f"{pod}/kafka/12.log.20240514-120000.gz", f"{pod}/kafka/1.log.20240514-120000",
+              f"{pod}/exporter/0.log", f"{static}/kafka/3.log", "/b3/0.log", "/b3/1.log"]
     rolled = spark.createDataFrame([(n,) for n in names], "p string").select(rolled_log_of("p")).collect()
     # Kafka 4.0 rolled state-change.log as stage-change.log.<date> (KAFKA-19576).
     assert [r[0] for r in rolled] == ["/b3/server.log"] * 6 + ["/b3/state-change.log"] * 2 + [
-        "/b3/controller.log", "/b3/server.log.broker1"] + ["/b3/server.log"] * 2
+        "/b3/controller.log", "/b3/server.log.broker1"] + ["/b3/server.log"] * 2 + [f"{pod}/kafka/"] * 3 + [
+        f"{pod}/exporter/", f"{static}/kafka/", "/b3/0.log", "/b3/1.log"]
 
 
 def test_the_files_of_a_rolled_log_sort_oldest_first(spark: SparkSession) -> None:
@@ -1600,6 +1656,10 @@ def test_the_files_of_a_rolled_log_sort_oldest_first(spark: SparkSession) -> Non
     # A day's name before its hours', after the day before's (a log whose dateformat changed).
     undashed += ["/d/server.log-20240512.gz", "/d/server.log-2024051223", "/d/server.log-20240513.gz", "/d/server.log-2024051400",
                  "/d/server.log-2024051413", "/d/server.log"]
+    # A Kubernetes container's files by its restarts, each restart's rotated files before its current one.
+    pod = "/e/kafka_kafka-0_0b5a3d0e-1c2f-4a5b-9c8d-7e6f5a4b3c2d/kafka"
+    undashed += [f"{pod}/2.log.20240514-130000.gz", f"{pod}/2.log.20240514-140000", f"{pod}/2.log",
+                 f"{pod}/10.log.20240514-110000.gz", f"{pod}/10.log"]
     got = (spark.createDataFrame([(n,) for n in reversed(undashed)], "p string")
            .select("p", roll_order("p").alias("k")).orderBy(F.regexp_extract("p", "^/(.)/", 1), "k").collect())
     assert [r.p for r in got] == undashed
