@@ -31,7 +31,7 @@ What a log line does not say is recovered where Kafka's logs allow it, and left 
 * the time of a crash, which Kafka logs only as the broker starts again (LogManager finds a log directory without
   its clean shutdown file): 1 ms after the crashed process's last line, the last stamped line before the next
   process's first line, in the same file or, where the log rolled as the broker started again, the file rolled
-  before (`_with_crash_lines`; an earlier batch's file: its last lines, `earlier_tails`), and after the broker's
+  before (`_with_crash_lines`; an earlier batch's file: its last lines, `jobs.crash_context`), and after the broker's
   lines in its other files (`_after_the_brokers_last_line`); the lines before each process's first line and each
   file's last lines are kept for it as the files are read (`numbered_lines`' marks and tails), so a process killed
   mid-sentence is dated past its stack trace;
@@ -60,7 +60,7 @@ a file that grows after its ingest is read again whole.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import reduce
 
@@ -85,14 +85,13 @@ from jobs.broker_log_patterns import (
     tp_prefix_sql,
 )
 from jobs.landing import EVENT_SPARK_SCHEMA, numbered_lines, roll_order, rolled_log_of
-from jobs.log_tails import files_rolled_before, head_lines, tail_lines
 from jobs.validate import sql_str
 from schemas.events import EVENT_TYPES, KAFKA_LOG_SOURCE, SCHEMA_VERSION
 
 ID_SEQUENCE_BITS = 20
 """Low bits of a kafka-log `event_id` that number the events of one millisecond."""
 
-_LINE_PREFIX = (r"^.*?(\d{4})[-/](\d{2})[-/](\d{2})[ T](\d{2}):(\d{2}):(\d{2})(?:[,.](\d{1,9}))?"
+LINE_PREFIX = (r"^.*?(\d{4})[-/](\d{2})[-/](\d{2})[ T](\d{2}):(\d{2}):(\d{2})(?:[,.](\d{1,9}))?"
                 r"(Z|[+-]\d{2}:?\d{2})?\]?\s+(TRACE|DEBUG|INFO|WARN|WARNING|ERROR|FATAL)\s+(.*)$")
 """A log4j line: timestamp (`[%d]`, ISO or with '/'), level, message; anything before the timestamp (a
 container or Kubernetes prefix) is skipped."""
@@ -161,7 +160,7 @@ def _by_pattern(patterns: Sequence[LinePattern], column: str, default: str = "NU
 
 def _timestamp_ms(timezone: str, line: str = "line") -> Column:
     """Epoch milliseconds of the log4j stamp at the start of column `line` (null without one)."""
-    g = [F.expr(f"regexp_extract({line}, {sql_str(_LINE_PREFIX)}, {i})") for i in range(1, 9)]
+    g = [F.expr(f"regexp_extract({line}, {sql_str(LINE_PREFIX)}, {i})") for i in range(1, 9)]
     fraction = F.rpad(F.when(g[6] == "", F.lit("0")).otherwise(g[6]), 6, "0").substr(1, 6)
     seconds = F.concat(g[5], F.lit("."), fraction).cast("decimal(8,6)")
     zone = F.when(g[7] == "Z", F.lit("UTC")).when(g[7] != "", g[7]).otherwise(F.lit(timezone))
@@ -176,7 +175,7 @@ def read_broker_logs(spark: SparkSession, paths: Sequence[str], options: BrokerL
     """The replication events of the log files `paths`, as candidate records (see the module docstring).
 
     `existing` holds the run's events already in bronze (`event_id` at least), whose ids the new ones follow;
-    `earlier` the last lines of files an earlier batch read (`earlier_tails`), which only date crashes.
+    `earlier` lines of files an earlier batch read (`jobs.crash_context.earlier_lines`), which only date crashes.
     Every cast is a `try_cast`: a garbled number is a null that validation names, never a failed job.
     """
     starts = _any_contains("line", PROCESS_FIRST_LINES)
@@ -186,7 +185,7 @@ def read_broker_logs(spark: SparkSession, paths: Sequence[str], options: BrokerL
         "_path", "pos", "line", "_before_mark", "_in_tail", F.lit(False).alias("_earlier"))
     if earlier is not None:
         lines = lines.unionByName(earlier.select("_path", "pos", "line", F.lit(False).alias("_before_mark"),
-                                                 F.lit(True).alias("_in_tail"), F.lit(True).alias("_earlier")))
+                                                 "_in_tail", F.lit(True).alias("_earlier")))
     line = F.when(F.col("line").endswith("\r"), F.expr("substring(line, 1, length(line) - 1)")).otherwise(F.col("line"))
     # A container runtime's prefix goes (the 'T' of its time, a cheap test, screens Kafka's own lines out): a
     # config block's settings and a stack trace are then the lines they are in a broker's own files.
@@ -204,7 +203,7 @@ def read_broker_logs(spark: SparkSession, paths: Sequence[str], options: BrokerL
                            | header | exception | starts | milestone | near).select(
         "_path", "pos", "line", "_earlier", _first_group("line", BROKER_PREFIXES).alias("_broker_prefix"),
         _any_contains("line", triggers).alias("_hit"), setting.alias("_setting"), header.alias("_header"),
-        starts.alias("_start"), _milestone().alias("_milestone"), F.col("line").rlike(_LINE_PREFIX).alias("_stamped"),
+        starts.alias("_start"), _milestone().alias("_milestone"), F.col("line").rlike(LINE_PREFIX).alias("_stamped"),
         near.alias("_near"))
     # The file's broker: the one broker its lines name (a prefix, or the broker.id of its KafkaConfig block), if they
     # name exactly one; and the config block a setting line belongs to: the last block header before it. Windows
@@ -238,7 +237,7 @@ def read_broker_logs(spark: SparkSession, paths: Sequence[str], options: BrokerL
         # the stamped lines before a first line or at a file's end, one of which is a crashed process's last.
         .where(F.col("_hit") | F.col("_cfg_block").isNotNull() | F.col("_first") | F.col("_start")
                | F.col("_milestone").isNotNull() | F.col("_near") & stamped)
-        .withColumn("_msg", F.when(stamped, F.expr(f"regexp_extract(line, {sql_str(_LINE_PREFIX)}, 10)"))
+        .withColumn("_msg", F.when(stamped, F.expr(f"regexp_extract(line, {sql_str(LINE_PREFIX)}, 10)"))
                     .otherwise(F.col("line")))
         .withColumn("_pattern", _pattern_case(PATTERNS))
         .withColumn("_unknown", F.when(F.col("_pattern").isNull(), _unknown_form(PATTERNS)))
@@ -248,7 +247,7 @@ def read_broker_logs(spark: SparkSession, paths: Sequence[str], options: BrokerL
     ignored = F.coalesce(F.col("_pattern").isin(*[p.name for p in PATTERNS if p.ignore])
                          | (F.col("_pattern") == UNCLEAN_START) & F.col("_crash_line").isNull(), F.lit(False))
     # An earlier batch's lines only date crashes: their events are that batch's.
-    hits = (_with_rolled_log_broker(hits, existing).transform(_with_crash_lines)
+    hits = (_with_rolled_log_broker(hits, existing).transform(_with_crash_lines, earlier is not None)
             .where(((F.col("_hit") & (F.col("_pattern").isNotNull() | F.col("_unknown").isNotNull()) & ~ignored)
                     | F.col("_cfg_block").isNotNull()) & ~F.col("_earlier"))
             .drop("_first", "_names_broker", "_start", "_milestone", "_near", "_earlier"))
@@ -307,29 +306,6 @@ def read_broker_logs(spark: SparkSession, paths: Sequence[str], options: BrokerL
     return _as_candidates(events, options, existing)
 
 
-def earlier_tails(spark: SparkSession, paths: Sequence[str], earlier: Sequence[str],
-                  log: Callable[[str], None] = print) -> DataFrame | None:
-    """The last `TAIL_LINES` lines of each file of `earlier` (read by an earlier batch) rolled just before a log's
-    first file of `paths` (`files_rolled_before`), where that first file's first `HEAD_BYTES` hold an unclean start's
-    line: the crashed process's last lines, which date the crash, are then likely in the earlier file. For
-    `read_broker_logs`' `earlier`; None where there are none. A file the driver cannot read gives none (said in
-    `log`): its crash stays undated, as without it."""
-    rows: list[tuple[str, int, str]] = []
-    for before, first in files_rolled_before(spark, paths, earlier):
-        try:
-            if not any(UNCLEAN_LITERAL in line for line in head_lines(first, HEAD_BYTES)):
-                continue
-            tail = tail_lines(before, TAIL_LINES)
-        except Exception as e:  # whatever the reader raised is the file's fault; Spark's read reports it again
-            log(f"ingest: the last lines of {before} (for a crash {first} may tell of) are unreadable: "
-                f"{type(e).__name__}: {str(e).strip()[:200]}")
-            continue
-        rows += [(before, pos, line) for pos, line in enumerate(tail)]
-    if not rows:
-        return None
-    return spark.createDataFrame(rows, "_path string, pos long, line string")
-
-
 def _milestone() -> Column:
     """Which `PROCESS_MILESTONES` line this is (its literal), or null; each expression runs only on the lines that
     hold its literal."""
@@ -338,7 +314,7 @@ def _milestone() -> Column:
     return F.expr(f"CASE {branches} END")
 
 
-def _with_crash_lines(hits: DataFrame) -> DataFrame:
+def _with_crash_lines(hits: DataFrame, earlier: bool = False) -> DataFrame:
     """`hits` (with `_start`, `_milestone`, `_stamped` and `_log`) with what dates the crash an unclean start's line
     tells of (`UNCLEAN_START`): `_crash_line`, the last stamped line the crashed process printed; `_restart_line`,
     the first line of the process after it (the one that printed the unclean line, or a start that failed before
@@ -355,9 +331,15 @@ def _with_crash_lines(hits: DataFrame) -> DataFrame:
     directory) or comes after the process started or began to shut down, where the crashed process completed its
     shutdown after it loaded its logs (a directory replaced after a clean stop), or where no line of it is read. The
     log's files are read as one run of lines: a file missing between a process's first line and its unclean line
-    (not landed) can date the crash of an earlier process instead."""
+    (not landed) can date the crash of an earlier process instead. With `earlier` (lines of files an earlier batch
+    read, `_earlier`), each such file begins a run of its own: what came before it in the log (a late older file of
+    this batch) is cut from it by the lines no batch reads here."""
     hits = hits.withColumn("_roll_file", roll_order("_path"))
     files = Window.partitionBy("_log").orderBy("_roll_file", "_path", "pos")
+    if earlier:
+        hits = hits.withColumn("_run", F.sum(F.when(F.col("_earlier") & F.col("_first"), 1).otherwise(0)).over(
+            files.rowsBetween(Window.unboundedPreceding, 0)))
+        files = Window.partitionBy("_log", "_run").orderBy("_roll_file", "_path", "pos")
     before = files.rowsBetween(Window.unboundedPreceding, -1)
     # A line's place in its log: positions restart in each file.
     hits = hits.withColumn("_seq", F.row_number().over(files))
@@ -388,7 +370,7 @@ def _with_crash_lines(hits: DataFrame) -> DataFrame:
     return (hits.withColumns({"_crash_line": F.when(known, F.col("_crashed.line")),
                               "_restart_line": F.when(known, F.col("_crashed.next"))})
             .drop("_seq", "_alive", "_last_load", "_last_clean", "_last_life", "_last_unclean", "_prev_start",
-                  "_crashed"))
+                  "_crashed", "_run"))
 
 
 def _after_the_brokers_last_line(events: DataFrame) -> DataFrame:
@@ -509,10 +491,7 @@ printed last (a StackOverflowError prints 1024 frames), to its last stamped line
 is further back is dated at an earlier line kept for another reason, or not at all."""
 TAIL_LINES = 4096
 """How many of each file's last lines come along, for the crash of a process whose log rolled as it started again
-(from a file of an earlier batch too: `earlier_tails`)."""
-HEAD_BYTES = 1 << 20
-"""How much of a log's first file of a batch `earlier_tails` looks through for an unclean start's line: a broker
-prints it within its first second, after its config dump (~30 kB) and ZooKeeper client's classpath line."""
+(from a file of an earlier batch too: `jobs.crash_context`)."""
 _UNKNOWN_ISR = "array(-1)"
 """Stands for "the broker's ISR is not known here" (a follower, or a leader line that does not print it)."""
 

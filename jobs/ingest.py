@@ -33,7 +33,8 @@ from pyspark.sql import Column, DataFrame, Observation, SparkSession, Window
 from pyspark.sql import functions as F
 
 from jobs.arrow_ingest import ArrowPass, RunSegment, arrow_pass, left_summary, segments_repeat
-from jobs.broker_logs import BrokerLogOptions, earlier_tails, read_broker_logs
+from jobs.broker_logs import BrokerLogOptions, read_broker_logs
+from jobs.crash_context import earlier_context
 from jobs.lake import CommitResult, Lake, StagedWrite
 from jobs.landing import (
     BROKER_LOG,
@@ -369,9 +370,9 @@ def _ingest(spark: SparkSession, lake: Lake, landing: str, log: Callable[[str], 
 
     persisted: list[DataFrame] = []
     # The log files an earlier batch read: the last lines of some date a crash this batch's files tell of.
-    earlier = [f.path for f in files if f.kind == BROKER_LOG and f.key in done_bronze and f.key in done_quarantine
-               and f.path not in broken]
-    read_logs = _log_reader(spark, lake, logs, persisted, earlier, log)
+    landed = [f.path for f in files if f.kind == BROKER_LOG]
+    earlier = [f.path for f in files if f.kind == BROKER_LOG and f.key in done_bronze and f.key in done_quarantine]
+    read_logs = _log_reader(spark, lake, logs, persisted, earlier, landed, log)
 
     def classified_of(some: Sequence[LandingFile]) -> DataFrame:
         return classify(read_candidates(spark, some, broken, read_logs)).withColumn("_ingest_batch", F.lit(batch))
@@ -502,9 +503,11 @@ def _ingest(spark: SparkSession, lake: Lake, landing: str, log: Callable[[str], 
 
 
 def _log_reader(spark: SparkSession, lake: Lake, logs: BrokerLogOptions | None, persisted: list[DataFrame],
-                earlier: Sequence[str] = (), log: Callable[[str], None] = print) -> LogReader | None:
+                earlier: Sequence[str] = (), landed: Sequence[str] = (),
+                log: Callable[[str], None] = print) -> LogReader | None:
     """The reader of this ingest's Kafka log files: their events' ids follow those bronze holds for the run, and the
-    `earlier` files' last lines date a crash where a log's first new file tells of one (`earlier_tails`).
+    last lines of the `earlier` files (read by an earlier batch; `landed` are all of them) date a crash where the
+    file after one tells of it (`jobs.crash_context`).
 
     The records of one set of files are read once and kept (`event_cache_level`, appended to `persisted`): the
     full pass, the exact duplicate check's keys and the quarantine pass all ask for them, and each would
@@ -519,8 +522,8 @@ def _log_reader(spark: SparkSession, lake: Lake, logs: BrokerLogOptions | None, 
     def read_once(paths: Sequence[str]) -> DataFrame:
         key = tuple(paths)
         if key not in read:
-            tails = earlier_tails(spark, paths, earlier, log) if existing is not None else None
-            read[key] = read_broker_logs(spark, paths, logs, existing, tails).persist(event_cache_level(spark))
+            context = earlier_context(spark, paths, earlier, landed, log) if existing is not None else None
+            read[key] = read_broker_logs(spark, paths, logs, existing, context).persist(event_cache_level(spark))
             persisted.append(read[key])
         return read[key]
 

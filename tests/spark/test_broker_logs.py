@@ -21,14 +21,14 @@ from chispa import assert_df_equality
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-import jobs.broker_logs as broker_logs_module
+import jobs.crash_context as crash_context_module
 import jobs.ingest as ingest_module
 import jobs.invariants as inv
 from jobs.broker_logs import ID_SEQUENCE_BITS, BrokerLogOptions, BrokerLogOptionsError, read_broker_logs
+from jobs.crash_context import earlier_lines
 from jobs.ingest import run_ingest
 from jobs.lake import EmbeddedLake
 from jobs.landing import discover, is_broker_log, roll_order, rolled_log_of
-from jobs.log_tails import tail_lines
 from jobs.session import sql_conf
 from jobs.validate import classify
 from replication_core.checker.catalogue import CATALOGUE, KAFKA_LOG
@@ -630,9 +630,22 @@ class _Log:
         self.add(last, f"[Partition t-0 broker={broker}] ISR updated to {broker} and version updated to 2",
                  "kafka.cluster.Partition")
 
+    def out_of_memory(self, t: str, frames: int) -> None:
+        """An uncaught OutOfMemoryError at `t` and its stack trace of `frames` lines: a process's last lines before
+        the kernel kills it."""
+        self.add(t, "Uncaught exception in scheduled task 'kafka-log-retention'", "kafka.utils.KafkaScheduler", "ERROR")
+        self.raw("java.lang.OutOfMemoryError: Java heap space",
+                 *["\tat kafka.log.LogSegment.append(LogSegment.scala:1)"] * frames)
+
     def text(self) -> str:
         """The file's text."""
         return "".join(f"{line}\n" for line in self.lines)
+
+
+def _crashes(events: DataFrame) -> dict[int, tuple[int, str, int, str]]:
+    """Each crash's broker -> its time, the folder and line of the unclean line that told of it, and its reason."""
+    return {r.broker_id: (r.ts_ms, Path(r._source_file).parent.name, r._source_line, r.reason)
+            for r in events.where("action = 'crash'").collect()}
 
 
 def test_an_unclean_start_is_a_crash_dated_at_the_previous_processs_last_line(spark: SparkSession,
@@ -653,9 +666,7 @@ def test_an_unclean_start_is_a_crash_dated_at_the_previous_processs_last_line(sp
     # A dynamic config change prints the KafkaConfig dump again: no process starts there.
     log.raw("[2024-05-14 12:06:00,000] INFO KafkaConfig values: ", "\treplica.lag.time.max.ms = 10000",
             " (kafka.server.KafkaConfig)")
-    log.add("12:06:30,500", "Uncaught exception in scheduled task 'kafka-log-retention'", "kafka.utils.KafkaScheduler",
-            "ERROR")
-    log.raw("java.lang.OutOfMemoryError: Java heap space", *["\tat kafka.log.LogSegment.append(LogSegment.scala:1)"] * 20)
+    log.out_of_memory("12:06:30,500", 20)
     # Killed: the next process finds both its directories unclean.
     log.start("12:10:00,000")
     log.add("12:10:00,050", "Registered signal handlers for TERM, INT, HUP",
@@ -768,12 +779,10 @@ def test_a_crash_is_dated_past_failed_starts_its_other_files_and_a_roll(spark: S
     got = parse(spark, write_logs(tmp_path, files))
     assert got.where("_reason_code IS NOT NULL").count() == 0
     assert got.where("broker_id = 4 AND action = 'start'").count() == 1
-    crashes = {r.broker_id: (r.ts_ms, Path(r._source_file).parent.name, r._source_line, r.reason)
-               for r in got.where("action = 'crash'").collect()}
-    assert crashes == {1: (ms("2024-05-14 12:05:00,501"), "b1", unclean[1], "unclean_start"),
-                       2: (ms("2024-05-14 13:10:00,001"), "b2", unclean[2], "unclean_start"),
-                       3: (ms("2024-05-14 13:59:58,001"), "b3", unclean[3], "unclean_start"),
-                       5: (ms("2024-05-14 15:30:00,001"), "b5", unclean[5], "unclean_start")}
+    assert _crashes(got) == {1: (ms("2024-05-14 12:05:00,501"), "b1", unclean[1], "unclean_start"),
+                             2: (ms("2024-05-14 13:10:00,001"), "b2", unclean[2], "unclean_start"),
+                             3: (ms("2024-05-14 13:59:58,001"), "b3", unclean[3], "unclean_start"),
+                             5: (ms("2024-05-14 15:30:00,001"), "b5", unclean[5], "unclean_start")}
 
 
 _POD = "kafka_kafka-{}_0b5a3d0e-1c2f-4a5b-9c8d-7e6f5a4b3c2{}/kafka"
@@ -801,9 +810,7 @@ def test_a_kubernetes_containers_restarts_are_one_log(spark: SparkSession, tmp_p
     rotated.add("12:00:01,000", "[KafkaServer id=0] started", kafka)
     first.add("12:05:00,000", "[Partition t-0 broker=0] ISR updated to 0 and version updated to 2",
               "kafka.cluster.Partition")
-    first.add("12:06:00,000", "Uncaught exception in scheduled task 'kafka-log-retention'", "kafka.utils.KafkaScheduler",
-              "ERROR")
-    first.raw("java.lang.OutOfMemoryError: Java heap space", *["\tat kafka.log.LogSegment.append(LogSegment.scala:1)"] * 30)
+    first.out_of_memory("12:06:00,000", 30)
     second.start("12:10:00,000")
     unclean = second.add("12:10:00,100", "Recovering 1 logs from /d1 since no clean shutdown file was found")
     second.add("12:10:01,000", "[KafkaServer id=0] started", kafka)
@@ -932,22 +939,23 @@ def test_unclean_elections_are_read_from_the_controllers_log(spark: SparkSession
 def test_a_crash_is_dated_by_the_last_lines_of_a_file_an_earlier_batch_read(spark: SparkSession, tmp_path: Path,
                                                                             monkeypatch: pytest.MonkeyPatch) -> None:
     """An hourly ingest of rolled files: the crashed process's last lines are in a file of the batch before, the next
-    process's unclean line in this one. The earlier file rolled just before the log's first new one (compressed too)
-    dates the crash; its lines are not read again as events, and it is read only where the new file holds an unclean
-    line. No crash after a completed shutdown, nor where no earlier file of the log is there."""
+    process's unclean line in this one. The earlier file rolled just before the new one (compressed too) dates the
+    crash; its lines are not read again as events, and it is read only where the new file holds an unclean line.
+    No crash after a completed shutdown, though thousands of lines of failed starts follow it, nor where no earlier
+    file of the log is there, nor where the file in between could not be read."""
     landing, lake = tmp_path / "landing", EmbeddedLake(spark, str(tmp_path / "lake"))
     options = BrokerLogOptions("cluster-a")
     kafka = "kafka.server.KafkaServer"
     isr = "[Partition t-0 broker={}] ISR updated to {} and version updated to 2"
-    first: dict[str, str] = {}
     # Broker 1: killed past a stack trace. Broker 2: stopped in order. Broker 3: killed, and its log rolled after the
     # next process's first line (the rolled file is gzipped). Broker 4: two rolled hours; the later one's last line is
-    # the crashed process's. Broker 5: its first file. Broker 6: a clean start.
-    one, two, three, four_a, four_b = _Log(), _Log(), _Log(), _Log(), _Log()
+    # the crashed process's. Broker 5: its first file. Broker 6: a clean start. Broker 7: stopped in order, then
+    # failed starts (no meta.properties) past the earlier file's last `TAIL_LINES`. Broker 8: the hour between its
+    # earlier file and the restart's does not inflate. Broker 9: an older hour, stopped in order, lands late, with
+    # the restart: the hours between, read before, hold a process that loaded its logs and was killed.
+    one, two, three, four_a, four_b, seven, eight, nine_a, nine_b, nine_old = (_Log() for _ in range(10))
     one.served("12:00:00", 1, "12:05:00,000")
-    one.add("12:06:00,000", "Uncaught exception in scheduled task 'kafka-log-retention'", "kafka.utils.KafkaScheduler",
-            "ERROR")
-    one.raw("java.lang.OutOfMemoryError: Java heap space", *["\tat kafka.log.LogSegment.append(LogSegment.scala:1)"] * 50)
+    one.out_of_memory("12:06:00,000", 50)
     two.served("12:00:00", 2, "12:30:00,000")
     two.add("12:40:00,000", "[KafkaServer id=2] shutting down", kafka)
     two.add("12:40:01,000", "[KafkaServer id=2] shut down completed", kafka)
@@ -955,42 +963,60 @@ def test_a_crash_is_dated_by_the_last_lines_of_a_file_an_earlier_batch_read(spar
     three.start("12:59:59,900")
     four_a.served("11:00:00", 4, "11:30:00,000")
     four_b.add("12:45:00,000", isr.format(4, 4), "kafka.cluster.Partition")
-    first = {"b1/server.log.2024-05-14-12": one.text(), "b2/server.log.2024-05-14-12": two.text(),
-             "b4/server.log.2024-05-14-11": four_a.text(), "b4/server.log.2024-05-14-12": four_b.text()}
-    write_logs(landing, first)
+    seven.served("12:00:00", 7, "12:05:00,000")
+    seven.add("12:09:00,000", "[KafkaServer id=7] shutting down", kafka)
+    seven.add("12:09:01,000", "[KafkaServer id=7] shut down completed", kafka)
+    for k in range(1200):
+        seven.start(f"12:{10 + k // 30:02d}:{k % 30 * 2:02d},000")
+        seven.add(f"12:{10 + k // 30:02d}:{k % 30 * 2:02d},500", "Exiting Kafka due to fatal exception", "kafka.Kafka$",
+                  "ERROR")
+        seven.raw("java.lang.RuntimeException: No readable meta.properties files found.", "\tat kafka.Kafka.main(x)")
+    eight.served("11:00:00", 8, "11:30:00,000")
+    nine_a.served("11:00:00", 9, "11:30:00,000")
+    nine_b.add("12:40:00,000", isr.format(9, 9), "kafka.cluster.Partition")
+    nine_old.served("10:00:00", 9, "10:30:00,000")
+    nine_old.add("10:40:00,000", "[KafkaServer id=9] shutting down", kafka)
+    nine_old.add("10:40:01,000", "[KafkaServer id=9] shut down completed", kafka)
+    write_logs(landing, {"b9/server.log.2024-05-14-11": nine_a.text(), "b9/server.log.2024-05-14-12": nine_b.text(),"b1/server.log.2024-05-14-12": one.text(), "b2/server.log.2024-05-14-12": two.text(),
+                         "b4/server.log.2024-05-14-11": four_a.text(), "b4/server.log.2024-05-14-12": four_b.text(),
+                         "b7/server.log.2024-05-14-12": seven.text(), "b8/server.log.2024-05-14-11": eight.text()})
     (landing / "b3").mkdir()
     (landing / "b3" / "server.log.2024-05-14-12.gz").write_bytes(gzip.compress(three.text().encode()))
     before = run_ingest(spark, lake, str(landing), log=lambda _m: None, logs=options)
     assert (before.read, before.quarantined) == (before.kept, 0)
-    later: dict[str, _Log] = {f"b{b}": _Log() for b in range(1, 7)}
+    later: dict[int, _Log] = {b: _Log() for b in range(1, 10)}
     unclean: dict[int, int] = {}
-    for b in (1, 2, 4, 5, 6):
-        later[f"b{b}"].start("13:00:00,000")
+    for b, log in later.items():
+        if b != 3:
+            log.start("13:00:00,000")
         if b != 6:
-            unclean[b] = later[f"b{b}"].add("13:00:00,100", "Recovering 1 logs from /d1 since no clean shutdown file "
-                                            "was found")
-        later[f"b{b}"].add("13:00:01,000", f"[KafkaServer id={b}] started", kafka)
-    unclean[3] = later["b3"].add("13:00:00,100", "Recovering 1 logs from /d1 since no clean shutdown file was found")
-    later["b3"].add("13:00:01,000", "[KafkaServer id=3] started", kafka)
-    names = {"b4": "server.log.2024-05-14-13"}
-    write_logs(landing, {f"{b}/{names.get(b, 'server.log')}": log.text() for b, log in later.items()})
+            unclean[b] = log.add("13:00:00,100", "Recovering 1 logs from /d1 since no clean shutdown file was found")
+        log.add("13:00:01,000", f"[KafkaServer id={b}] started", kafka)
+    names = {b: "server.log.2024-05-14-13" for b in (4, 7, 8, 9)}
+    write_logs(landing, {f"b{b}/{names.get(b, 'server.log')}": log.text() for b, log in later.items()})
+    write_logs(landing, {"b9/server.log.2024-05-14-10": nine_old.text()})
+    (landing / "b8" / "server.log.2024-05-14-12.gz").write_bytes(gzip.compress(eight.text().encode())[:-20])
     read: list[str] = []
 
-    def tails(path: str, count: int) -> list[str]:
+    def lines_of(path: str) -> list[tuple[int, str, bool]]:
         read.append(str(Path(path).relative_to(landing)))
-        return tail_lines(path, count)
+        return earlier_lines(path)
 
-    monkeypatch.setattr(broker_logs_module, "tail_lines", tails)
-    after = run_ingest(spark, lake, str(landing), log=lambda _m: None, logs=options)
-    assert (after.read, after.kept, after.quarantined) == (9, 9, 0)  # six starts, three crashes
+    monkeypatch.setattr(crash_context_module, "earlier_lines", lines_of)
+    said: list[str] = []
+    after = run_ingest(spark, lake, str(landing), log=said.append, logs=options)
+    # Nine starts, four crashes, the late hour's start, ISR change and shutdown, and the file that does not inflate.
+    assert (after.read, after.kept, after.quarantined) == (17, 16, 1)
     assert sorted(set(read)) == ["b1/server.log.2024-05-14-12", "b2/server.log.2024-05-14-12",
-                                 "b3/server.log.2024-05-14-12.gz", "b4/server.log.2024-05-14-12"]
+                                 "b3/server.log.2024-05-14-12.gz", "b4/server.log.2024-05-14-12",
+                                 "b7/server.log.2024-05-14-12", "b9/server.log.2024-05-14-12"]
+    assert "ingest: read the last lines of {}: {} tells of a crash they may date".format(
+        landing / "b1/server.log.2024-05-14-12", landing / "b1/server.log") in said
     bronze = lake.read(BRONZE_EVENTS)
-    crashes = {r.broker_id: (r.ts_ms, Path(r._source_file).parent.name, r._source_line, r.reason)
-               for r in bronze.where("action = 'crash'").collect()}
-    assert crashes == {1: (ms("2024-05-14 12:06:00,001"), "b1", unclean[1], "unclean_start"),
-                       3: (ms("2024-05-14 12:50:00,001"), "b3", unclean[3], "unclean_start"),
-                       4: (ms("2024-05-14 12:45:00,001"), "b4", unclean[4], "unclean_start")}
+    assert _crashes(bronze) == {1: (ms("2024-05-14 12:06:00,001"), "b1", unclean[1], "unclean_start"),
+                                3: (ms("2024-05-14 12:50:00,001"), "b3", unclean[3], "unclean_start"),
+                                4: (ms("2024-05-14 12:45:00,001"), "b4", unclean[4], "unclean_start"),
+                                9: (ms("2024-05-14 12:40:00,001"), "b9", unclean[9], "unclean_start")}
     # The earlier files' events are the first batch's alone.
     assert bronze.count() == before.kept + after.kept
     assert bronze.select("event_id").distinct().count() == bronze.count()
