@@ -4,10 +4,11 @@ An hourly ingest of rolled broker logs splits a crash across batches: the crashe
 hour's file, read by one batch, and the next process's unclean-start line (`UNCLEAN_LITERAL`) opens the next
 hour's, read by the next. `jobs.broker_logs._with_crash_lines` dates the crash from the lines of both, so the new
 file's predecessor in its log (`jobs.log_tails.files_rolled_before`) comes along as context, only where the new
-file tells of a crash, and only the lines the dating reads: the stamped ones of its last `TAIL_LINES`, and, from before
-them, the start and milestone lines from the last process that loaded its logs on (which decide which process
-crashed, and whether it had shut down in order). Read on the driver in bounded memory; rare, so cheap overall.
-"""
+file tells of a crash, and only the lines the dating reads: the stamped ones of its last `TAIL_LINES`, and, from
+before them, the start lines (each with the stamped line before it) and milestones from the last process that loaded
+its logs on, which decide which process crashed, when, and whether it had shut down in order. Read on the driver in
+bounded memory; rare, so cheap overall. A late older file of the same batch does not carry across the earlier file
+(`_with_crash_lines` cuts its windows there)."""
 
 from __future__ import annotations
 
