@@ -84,6 +84,7 @@ from jobs.broker_log_patterns import (
     column_sql,
     tp_prefix_sql,
 )
+from jobs.container_lines import without_prefix
 from jobs.landing import EVENT_SPARK_SCHEMA, numbered_lines, roll_order, rolled_log_of
 from jobs.validate import sql_str
 from schemas.events import EVENT_TYPES, KAFKA_LOG_SOURCE, SCHEMA_VERSION
@@ -95,10 +96,6 @@ LINE_PREFIX = (r"^.*?(\d{4})[-/](\d{2})[-/](\d{2})[ T](\d{2}):(\d{2}):(\d{2})(?:
                 r"(Z|[+-]\d{2}:?\d{2})?\]?\s+(TRACE|DEBUG|INFO|WARN|WARNING|ERROR|FATAL)\s+(.*)$")
 """A log4j line: timestamp (`[%d]`, ISO or with '/'), level, message; anything before the timestamp (a
 container or Kubernetes prefix) is skipped."""
-_CRI_PREFIX = r"^\d{4}-\d{2}-\d{2}T[0-9:.]+(?:Z|[+-]\d{2}:?\d{2}) (?:stdout|stderr) [FP] "
-"""What a container runtime (CRI: containerd, CRI-O) writes before each line of a Kubernetes container's log
-(`2024-05-14T12:00:00.123456789Z stdout F `): its own time, the stream, and whether the line is whole (F) or a part
-of a longer one (P, over 16 KiB; its rest is the next line, read as a line of its own)."""
 _BROKER_SCREEN = tuple(literal for literal, _ in BROKER_PREFIXES)
 
 
@@ -181,16 +178,16 @@ def read_broker_logs(spark: SparkSession, paths: Sequence[str], options: BrokerL
     starts = _any_contains("line", PROCESS_FIRST_LINES)
     # The lines before a process's start lines come along (`_before_mark`), and each file's last lines (`_in_tail`):
     # the last of them date a crash.
-    lines = numbered_lines(spark, paths, mark=starts, reach=START_REACH, tail=TAIL_LINES).select(
-        "_path", "pos", "line", "_before_mark", "_in_tail", F.lit(False).alias("_earlier"))
+    # Read as logs: without a CRLF file's CR and a container runtime's prefix (a config block's settings and a stack
+    # trace are then the lines they are in a broker's own files), a line the runtime cut in parts whole again.
+    lines = numbered_lines(spark, paths, mark=starts, reach=START_REACH, tail=TAIL_LINES, log=True).select(
+        "_path", "pos", "_last_pos", "line", "_before_mark", "_in_tail", F.lit(False).alias("_earlier"))
     if earlier is not None:
-        lines = lines.unionByName(earlier.select("_path", "pos", "line", F.lit(False).alias("_before_mark"),
-                                                 "_in_tail", F.lit(True).alias("_earlier")))
-    line = F.when(F.col("line").endswith("\r"), F.expr("substring(line, 1, length(line) - 1)")).otherwise(F.col("line"))
-    # A container runtime's prefix goes (the 'T' of its time, a cheap test, screens Kafka's own lines out): a
-    # config block's settings and a stack trace are then the lines they are in a broker's own files.
-    lines = lines.withColumn("line", F.when(F.substring("line", 11, 1) == "T", F.regexp_replace(line, _CRI_PREFIX, ""))
-                             .otherwise(line))
+        # An earlier batch's lines, as `jobs.crash_context` read them: only their container runtime's prefix is left.
+        lines = lines.unionByName(earlier.select("_path", "pos", F.col("pos").alias("_last_pos"),
+                                                 without_prefix(F.col("line")).alias("line"),
+                                                 F.lit(False).alias("_before_mark"), "_in_tail",
+                                                 F.lit(True).alias("_earlier")))
     triggers = sorted({p.trigger for p in PATTERNS})
     # A setting line of a config block: tab-indented, no timestamp (stack-trace lines are '\tat ...').
     setting = F.col("line").startswith("\t") & F.col("line").contains(" = ")
@@ -201,7 +198,7 @@ def read_broker_logs(spark: SparkSession, paths: Sequence[str], options: BrokerL
     near = F.col("_before_mark") | F.col("_in_tail")
     relevant = lines.where(_any_contains("line", triggers) | _any_contains("line", _BROKER_SCREEN) | setting
                            | header | exception | starts | milestone | near).select(
-        "_path", "pos", "line", "_earlier", _first_group("line", BROKER_PREFIXES).alias("_broker_prefix"),
+        "_path", "pos", "_last_pos", "line", "_earlier", _first_group("line", BROKER_PREFIXES).alias("_broker_prefix"),
         _any_contains("line", triggers).alias("_hit"), setting.alias("_setting"), header.alias("_header"),
         starts.alias("_start"), _milestone().alias("_milestone"), F.col("line").rlike(LINE_PREFIX).alias("_stamped"),
         near.alias("_near"))
@@ -222,7 +219,7 @@ def read_broker_logs(spark: SparkSession, paths: Sequence[str], options: BrokerL
     # The exception log4j prints on the line after a message logged with one ('Error for partition t-0 at offset 5'
     # names its error only there).
     after = F.lead(F.struct("pos", "line")).over(in_order)
-    next_exception = F.when((after.pos == F.col("pos") + 1) & _any_starts(after.line, NEXT_LINE_EXCEPTIONS),
+    next_exception = F.when((after.pos == F.col("_last_pos") + 1) & _any_starts(after.line, NEXT_LINE_EXCEPTIONS),
                             F.regexp_extract(after.line, r"^([\w.]+\.\w+)(?::|\s|$)", 1))
     # A file's first line stays until its log's broker is known (`_with_rolled_log_broker`): a rolled file whose
     # lines name the broker but hold no event still names it for the log's other files.

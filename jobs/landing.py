@@ -27,6 +27,7 @@ from pyspark.sql import Column, DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
+from jobs.container_lines import is_part, part_chains, without_prefix
 from jobs.lake import IdempotencyKey
 from jobs.validate import sql_str
 from replication_core.checker.reader import MANIFEST
@@ -216,7 +217,7 @@ def unopenable_by_spark(files: Sequence[LandingFile]) -> dict[str, str]:
 
 
 def numbered_lines(spark: SparkSession, paths: Sequence[str], mark: Column | None = None, reach: int = 0,
-                   tail: int = 0) -> DataFrame:
+                   tail: int = 0, log: bool = False) -> DataFrame:
     """Every line of the text files `paths` (blank ones too) with its file URI and path, and 0-based number.
 
     Spark's line reader splits big files and packs splits into tasks, so a line's number is
@@ -231,17 +232,32 @@ def numbered_lines(spark: SparkSession, paths: Sequence[str], mark: Column | Non
     `_before_mark`: true for the `reach` lines before a marked line of the same file, in whichever split. With `tail`,
     `_in_tail`: true for the file's last `tail` lines. A caller that keeps a few lines finds the lines before rare
     ones, or a file's last lines, this way, without reading the files a third time or sorting all of them.
+
+    With `log`, the files are logs that a container runtime may have written (`jobs.container_lines`): each line
+    loses a trailing CR and the runtime's prefix, and a line the runtime wrote in parts is one line again, at its
+    first part's number; `_last_pos` gives the number of its last part (of any other line, its own). The CR and the
+    prefix go in the projection that numbers the lines, which Catalyst pushes no filter through (the line id is
+    nondeterministic): a caller's tests of `line` then read a column, where a computed column is repeated in every
+    test of a pushed-down filter (a hundred in the broker-log reader's). The parts are collected in the counting pass
+    too (they are rare: lines over 16 KiB) and joined back by line number; the counting pass then runs when this is
+    called, not when the lines are read.
     """
+    value = F.col("value")
+    if log:
+        value = F.when(value.endswith("\r"), F.expr("substring(value, 1, length(value) - 1)")).otherwise(value)
     text = spark.read.option("lineSep", "\n").text([spark_path(p) for p in paths]).select(
-        F.col("value").alias("line"),
+        without_prefix(value).alias("line") if log else value.alias("line"),
         F.col("_metadata.file_path").alias("_uri"),
         F.col("_metadata.file_block_start").alias("_block"),
         F.monotonically_increasing_id().alias("_row"),
+        *([is_part(value).alias("_part")] if log else []),
     )
     earlier = Window.partitionBy("_uri").orderBy("_block").rowsBetween(Window.unboundedPreceding, -1)
     counts = [F.min("_row").alias("_first"), F.count(F.lit(1)).alias("_n")]
     if mark is not None:
         counts.append(F.collect_list(F.when(mark, F.col("_row"))).alias("_marked_rows"))
+    if log:
+        counts.append(F.collect_list(F.when(F.col("_part"), F.struct("_row", "line"))).alias("_part_rows"))
     splits = (
         text.groupBy("_uri", "_block")
         .agg(*counts)
@@ -251,6 +267,13 @@ def numbered_lines(spark: SparkSession, paths: Sequence[str], mark: Column | Non
     pos = F.col("_row") - F.col("_first") + F.col("_before")
     extra: list[Column] = []
     whole = Window.partitionBy("_uri")
+    if tail or log:
+        splits = splits.withColumn("_lines", F.sum("_n").over(whole))
+    if log:
+        splits = splits.withColumn("_cut_file", F.max(F.size("_part_rows")).over(whole) > 0)
+        # Counted now, once: the cut lines are looked up in a second table made from the counts, and Spark does not
+        # share a plan with a line id (nondeterministic) between the two, so each would read the files again.
+        splits = splits.localCheckpoint()
     if mark is not None:
         # Every marked line's number in its file, on each of the file's splits (a file has few).
         marks = F.transform("_marked_rows", lambda r: r - F.col("_first") + F.col("_before"))
@@ -259,9 +282,25 @@ def numbered_lines(spark: SparkSession, paths: Sequence[str], mark: Column | Non
         near = F.exists("_marks", lambda m: (pos < m) & (pos >= m - reach))
         extra.append(F.when(F.size("_marks") > 0, near).otherwise(F.lit(False)).alias("_before_mark"))
     if tail:
-        splits = splits.withColumn("_lines", F.sum("_n").over(whole))
         extra.append((pos >= F.col("_lines") - tail).alias("_in_tail"))
-    return text.join(F.broadcast(splits), ["_uri", "_block"]).select("_uri", "_path", pos.alias("pos"), "line", *extra)
+    if not log:
+        return text.join(F.broadcast(splits), ["_uri", "_block"]).select("_uri", "_path", pos.alias("pos"), "line",
+                                                                           *extra)
+    lines = text.join(F.broadcast(splits), ["_uri", "_block"]).select(
+        "_uri", "_path", pos.alias("pos"), "line", *extra,
+        # The key that finds a line among the cut ones: null in a file without parts, which skips the lookup.
+        F.when(F.col("_cut_file"), F.col("_uri")).alias("_cut_uri"))
+    parts = splits.select("_uri", "_lines", F.explode(F.transform("_part_rows", lambda p: F.struct(
+        (p.getField("_row") - F.col("_first") + F.col("_before")).alias("pos"), p.getField("line").alias("line"))))
+        .alias("_p")).select("_uri", "_lines", "_p.pos", "_p.line")
+    chains = part_chains(parts).withColumnsRenamed({"_uri": "_chain_uri", "pos": "_chain_pos"})
+    joined = lines.join(F.broadcast(chains), (F.col("_cut_uri") == F.col("_chain_uri"))
+                        & (F.col("pos") == F.col("_chain_pos")), "left")
+    return joined.where(~F.coalesce("_drop", F.lit(False))).select(
+        "_uri", "_path", F.coalesce("_start", "pos").alias("pos"),
+        F.when(F.col("_prefix").isNotNull(), F.concat("_prefix", "line")).otherwise(F.col("line")).alias("line"),
+        *[c for c in lines.columns if c not in ("_uri", "_path", "pos", "line", "_cut_uri")],
+        F.col("pos").alias("_last_pos"))
 
 
 # The non-numeric numbers from_json reads (allowNonNumericNumbers) but json_array_length does not: replaced by

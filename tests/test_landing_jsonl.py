@@ -98,3 +98,44 @@ def test_the_lines_before_a_marked_line_are_found_across_splits(spark: SparkSess
     assert {(r["_uri"].rsplit("/", 1)[1], r["pos"], r["_before_mark"], r["_in_tail"]) for r in got} == expected
     # g0's marks at 3, 100, 197, 294 and 391, g1's at 3.
     assert sum(1 for r in got if r["_before_mark"]) == 3 + 4 * 90 + 3
+
+
+def _cri(tag: str, text: str) -> str:
+    return f"2024-05-14T10:00:00.000000001Z stdout {tag} {text}"
+
+
+def test_log_lines_are_whole_again_across_splits(spark: SparkSession, tmp_path: Path) -> None:
+    """With `log`, a line loses a trailing CR and a container runtime's prefix, and the P parts of a long line and the
+    F line after them are one line at the first part's number, whatever splits they span; `_last_pos` is the number
+    of its last part. A file ending in parts keeps them as one line; lines without the runtime's prefix are read as
+    they are."""
+    pod = tmp_path / "0.log"
+    lines = [_cri("F", "first"), _cri("P", "a" * 700), _cri("P", "b" * 700), _cri("F", "c" * 10),
+             _cri("F", "after"), _cri("P", "d" * 5), _cri("F", "e" * 5), "plain P line", _cri("P", "f" * 600),
+             _cri("P", "g")]
+    pod.write_text("".join(f"{line}\n" for line in lines), encoding="utf-8")
+    plain = tmp_path / "server.log"
+    plain.write_bytes(b"one\r\n[2024-05-14 10:00:00,000] INFO stdout P two (k)\nthree\n")
+    key = "spark.sql.files.maxPartitionBytes"
+    before = spark.conf.get(key)
+    spark.conf.set(key, "512")
+    try:
+        got = numbered_lines(spark, [str(pod), str(plain)], tail=2, log=True).collect()
+        splits = spark.read.text(str(pod)).rdd.getNumPartitions()
+    finally:
+        spark.conf.set(key, before)
+    assert splits >= 4  # the long line's parts are in different splits
+    expected = {
+        ("0.log", 0, 0, "first", False),
+        ("0.log", 1, 3, "a" * 700 + "b" * 700 + "c" * 10, False),
+        ("0.log", 4, 4, "after", False),
+        ("0.log", 5, 6, "d" * 5 + "e" * 5, False),
+        ("0.log", 7, 7, "plain P line", False),
+        # The file's last two lines are parts of one line whose rest was never written.
+        ("0.log", 8, 9, "f" * 600 + "g", True),
+        ("server.log", 0, 0, "one", False),
+        # Not the runtime's prefix, whatever the line says.
+        ("server.log", 1, 1, "[2024-05-14 10:00:00,000] INFO stdout P two (k)", True),
+        ("server.log", 2, 2, "three", True),
+    }
+    assert {(r["_uri"].rsplit("/", 1)[1], r["pos"], r["_last_pos"], r["line"], r["_in_tail"]) for r in got} == expected

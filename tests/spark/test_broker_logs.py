@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import bz2
 import gzip
+import re
 from collections import defaultdict
 from datetime import UTC, datetime, timedelta, timezone
 from pathlib import Path
@@ -830,6 +831,59 @@ def test_a_kubernetes_containers_restarts_are_one_log(spark: SparkSession, tmp_p
                          (0, "start", ms("2024-05-14 12:10:01,000"), "1.log", 3)]
     configs = got.where("event_type = 'broker_config'").select("broker_id", "config").collect()
     assert [(r.broker_id, r.config) for r in configs] == [(0, {"replica.lag.time.max.ms": "30000"})]
+
+
+def _cri_parts(line: str, size: int = 16384) -> list[str]:
+    """`line` as a container runtime writes a line longer than its buffer (containerd's and CRI-O's default 16 KiB):
+    parts of `size` bytes tagged P, the last one F, each after its own time."""
+    chunks = [line[i:i + size] for i in range(0, len(line), size)]
+    return [f"2024-05-14T10:00:00.00000000{k}Z stdout {'F' if k == len(chunks) - 1 else 'P'} {c}\n"
+            for k, c in enumerate(chunks)]
+
+
+def test_a_container_runtimes_partial_lines_are_read_as_one_line(spark: SparkSession, tmp_path: Path) -> None:
+    """A broker's 'Added fetcher' line for hundreds of partitions is longer than the 16 KiB a container runtime
+    writes at once: it goes to the container's log as parts tagged P and a last one tagged F, the cuts anywhere
+    (inside a partition's entry here). Read, the parts are the broker's line again: the same events as from the
+    broker's own file, at the number of the line's first part in the container's file. A P part that is a file's
+    last line (its rest never written) is read as it is: the entries it holds whole."""
+    log = _Log()
+    log.start("12:00:00,000")
+    log.add("12:00:00,500", "[KafkaServer id=3] started", "kafka.server.KafkaServer")
+    entries = ", ".join(f"w-{p} -> InitialFetchState(Some(AbCdEfGhIjKlMnOpQrStUv),BrokerEndPoint(id=1, "
+                        f"host=kafka1:9092),{17 + p % 3},{1000 + p})" for p in range(400))
+    added = log.add("12:00:01,000", f"[ReplicaFetcherManager on broker 3] Added fetcher to broker 1 for partitions "
+                                    f"Map({entries})", "kafka.server.ReplicaFetcherManager")
+    after = log.add("12:00:02,000", "[Partition x-0 broker=3] ISR updated to 3 and version updated to 2",
+                    "kafka.cluster.Partition")
+    cut = log.add("12:00:03,000", f"[ReplicaFetcherManager on broker 3] Added fetcher to broker 2 for partitions "
+                                  f"Map({entries.replace('w-', 'v-').replace('id=1', 'id=2')})",
+                  "kafka.server.ReplicaFetcherManager")
+    whole = "".join(f"{line}\n" for line in log.lines)
+    parts = [_cri_parts(line) for line in log.lines]
+    assert [len(p) for p in parts[added - 1:]] == [3, 1, 3]
+    # The last line's rest was never written: its first part ends the file.
+    pod = "".join(part for line in parts[:-1] for part in line) + parts[-1][0]
+    plain, split = write_logs(tmp_path, {"broker/server.log": whole, f"{_POD.format(3, 'f')}/0.log": pod})
+    before_cut = f"ts_ms < {ms('2024-05-14 12:00:03,000')}"
+    expected = parse(spark, [plain]).where(before_cut)
+    got = parse(spark, [split])
+    assert got.where("_reason_code IS NOT NULL").count() == 0
+    assert expected.where("event_type = 'leadership_change'").count() == 400
+    columns = [c for c in kept_events(got).columns if c != "event_id"]
+    key = ["ts_ms", "event_type", "topic", "partition"]
+    assert_df_equality(got.where(before_cut).select(columns).orderBy(key), expected.select(columns).orderBy(key),
+                       ignore_nullable=True)
+    # Each line's number is its first part's in the container's file (two parts before the ISR line).
+    lines = {(r.event_type, r._source_line) for r in got.select("event_type", "_source_line").collect()}
+    assert lines == {("broker_lifecycle", 2), ("leadership_change", added), ("isr_change", after + 2),
+                     ("leadership_change", cut + 2)}
+    # The first part of the cut line: the entries it holds whole (one cut short is not read).
+    first = got.where(f"_source_line = {cut + 2} AND event_type = 'leadership_change'")
+    listed = len(re.findall(r"v-\d+ -> InitialFetchState\(Some\(\w+\),BrokerEndPoint\([^)]*\),\d+,\d+\)",
+                            parts[-1][0]))
+    assert 100 < listed < 400
+    assert first.where("topic = 'v' AND leader_id = 2").count() == first.count() == listed
 
 
 def test_a_brokers_startup_config_block_becomes_its_broker_config(spark: SparkSession, tmp_path: Path) -> None:
