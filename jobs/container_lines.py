@@ -1,13 +1,14 @@
 """A container's log as a container runtime writes it (the CRI format of containerd and CRI-O): each line of the
 container's output after the runtime's own time, the stream and a tag, `2024-05-14T12:00:00.123456789Z stdout F `.
-The tag is F for a whole line or the last part of one, P for a part with more to come: a line longer than the
-runtime's buffer (`max_container_log_line_size`, 16 KiB by default in both) is written as several lines, P ones and
-then an F one, the cuts anywhere. A broker's 'Added fetcher' line for a few hundred partitions is that long.
+The tag is F for a whole line or the last part of one, P for a part with more to come: containerd writes a line
+longer than `max_container_log_line_size` (16 KiB by default) as several lines, P ones and then an F one, and CRI-O's
+conmon tags P what it has read when its 8 KiB read buffer ends inside a line, so that there even a short line may come
+in two parts. The cuts fall anywhere. A broker's 'Added fetcher' line for a few hundred partitions is over 16 KiB.
 
 `part_chains` finds the parts of each long line so that `jobs.landing.numbered_lines` can give the container's line
-back whole, at the number of its first part. The parts of one line are written one after the other; a line of the
-other stream written between two of them (a trace on stderr while a log line goes to stdout) would be taken as the
-rest of the cut one: the runtime's format does not say which line continues which.
+back whole, at the number of its first part. The parts of one line are taken to be written one after the other: a
+line of the other stream written between two of them (the JVM writing to stderr while log4j writes a long line to
+stdout) would be taken as the rest of the cut one. A broker's log4j lines, stack traces included, all go to stdout.
 """
 
 from __future__ import annotations
