@@ -273,7 +273,7 @@ def numbered_lines(spark: SparkSession, paths: Sequence[str], mark: Column | Non
         splits = splits.withColumn("_cut_file", F.max(F.size("_part_rows")).over(whole) > 0)
         # Counted now, once: the cut lines are looked up in a second table made from the counts, and Spark does not
         # share a plan with a line id (nondeterministic) between the two, so each would read the files again.
-        splits = splits.localCheckpoint()
+        splits = splits.localCheckpoint(eager=True)
     if mark is not None:
         # Every marked line's number in its file, on each of the file's splits (a file has few).
         marks = F.transform("_marked_rows", lambda r: r - F.col("_first") + F.col("_before"))
