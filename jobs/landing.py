@@ -239,8 +239,9 @@ def numbered_lines(spark: SparkSession, paths: Sequence[str], mark: Column | Non
     prefix go in the projection that numbers the lines, which Catalyst pushes no filter through (the line id is
     nondeterministic): a caller's tests of `line` then read a column, where a computed column is repeated in every
     test of a pushed-down filter (a hundred in the broker-log reader's). The parts are collected in the counting pass
-    too (they are rare: lines over 16 KiB) and joined back by line number; the counting pass then runs when this is
-    called, not when the lines are read.
+    too and joined back by line number through a broadcast of their text; the counting pass then runs when this is
+    called, not when the lines are read. Parts are few from containerd (lines over 16 KiB); CRI-O's conmon may cut
+    one line at each 8 KiB it reads, which makes that broadcast about a hundredth of the logs' bytes.
     """
     value = F.col("value")
     if log:
