@@ -209,6 +209,11 @@ class Log:
         return tuple(zip(self._seg_bases, self._seg_sizes, strict=True))
 
     @property
+    def first_segment_base(self) -> int:
+        """The oldest segment's base offset (`logSegments.head.baseOffset`)."""
+        return self._seg_bases[0]
+
+    @property
     def size_bytes(self) -> int:
         """`UnifiedLog.size`: the bytes of all segments, batches below the log start offset included."""
         return sum(self._seg_sizes)
@@ -652,15 +657,23 @@ class Log:
             self._flushed = target
         return self._flushed
 
-    def recover_to_flushed(self, high_watermark_checkpoint: int | None = None) -> int:
-        """Unclean restart (`LogLoader` recovery): lose every batch at or after the recovery point, then
-        load the HW from the checkpoint (clamped to [LSO, LEO], `updateHighWatermark`) or clamp the
-        current one. Emits no event: the simulator reports the crash. Returns the number of offsets lost."""
+    def recover_to_flushed(self, high_watermark_checkpoint: int | None = None,
+                           log_start_checkpoint: int | None = None) -> int:
+        """Unclean restart (`LogLoader.load`): lose every batch at or after the recovery point, then load the log
+        start offset and the HW. The start is the larger of `log_start_checkpoint` (the log's entry in
+        `log-start-offset-checkpoint`, 0 when it has none; None: the start the log has, as if checkpointed just
+        now) and the first segment's base, so a start raised since the last checkpoint steps back to records
+        still on disk; a log whose recovered end is below the checkpoint restarts empty at it
+        (`deleteSegmentsIfLogStartGreaterThanLogEnd`). The HW comes from its checkpoint (clamped to [LSO, LEO],
+        `updateHighWatermark`), or the current one is clamped. Emits no event: the simulator reports the
+        crash. Returns the number of offsets lost."""
+        ckpt = self._log_start_offset if log_start_checkpoint is None else log_start_checkpoint
         target = self._flushed
         batches = self._batches
+        seg_bases = self._seg_bases
         old_leo = self._leo
+        lso = max(ckpt, seg_bases[0])
         # LogLoader reads the LEO off the last batch, so a gap a truncation left at the end closes too.
-        lso = self._log_start_offset
         end = max(batches[-1].last_offset + 1, lso) if batches else max(target, lso)
         lost = old_leo - min(target, end)
         if lost > 0:
@@ -668,15 +681,9 @@ class Log:
                 batches.pop()
                 self._bases.pop()
             self._leo = max(batches[-1].last_offset + 1, lso) if batches else max(target, lso)
-            seg_bases = self._seg_bases
             if batches and batches[-1].last_offset < lso:
-                # `deleteSegmentsIfLogStartGreaterThanLogEnd`: nothing readable survived, so every segment goes and
-                # the log restarts empty at its start offset.
-                batches.clear()
-                self._bases.clear()
-                seg_bases[:] = [lso]
-                self._seg_sizes[:] = [0]
-                self.epoch_cache.clear()
+                # Nothing readable survived: every segment goes and the log restarts empty at its start offset.
+                self._restart_empty_at(lso)
             else:
                 # Recovery keeps the segments' boundaries and deletes the unflushed segments past the lost data.
                 k = max(bisect_right(seg_bases, self._leo), 1)
@@ -686,6 +693,21 @@ class Log:
             self._flushed = min(self._flushed, self._leo)
             self.epoch_cache.truncate_from_end(self._leo)
             lost = old_leo - self._leo
+        elif self._leo < ckpt:
+            # A log truncated fully below its checkpointed start since the checkpoint: LogLoader trusts the file.
+            self._restart_empty_at(ckpt)
+        self._log_start_offset = max(ckpt, seg_bases[0])
         hw = self._hw if high_watermark_checkpoint is None else high_watermark_checkpoint
         self._hw = min(max(hw, self._log_start_offset), self._leo)
         return max(lost, 0)
+
+    def _restart_empty_at(self, offset: int) -> None:
+        """`deleteSegmentsIfLogStartGreaterThanLogEnd`: drop every segment and the epoch cache; one empty segment
+        at `offset`, which is the LEO and the recovery point."""
+        self._batches.clear()
+        self._bases.clear()
+        self._seg_bases[:] = [offset]
+        self._seg_sizes[:] = [0]
+        self.epoch_cache.clear()
+        self._leo = offset
+        self._flushed = offset

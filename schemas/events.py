@@ -16,9 +16,9 @@ from dataclasses import dataclass, field
 
 import pyarrow as pa
 
-SCHEMA_VERSION = "1.12"
+SCHEMA_VERSION = "1.13"
 SCHEMA_MAJOR = 1
-SCHEMA_MINOR = 12
+SCHEMA_MINOR = 13
 
 
 class SchemaVersionError(ValueError):
@@ -158,7 +158,9 @@ EVENT_TYPES: dict[str, EventType] = {
         ),
         EventType(
             LOG_START_OFFSET_CHANGE,
-            "A replica's log start offset moved (retention, DeleteRecords, leader offset increment).",
+            "A replica's log start offset moved (retention, DeleteRecords, leader offset increment, a truncation "
+            "below it; or, at a restart, back to records still on disk that a raise since the last checkpoint had "
+            "hidden: reason log_load).",
             ("role", "old_log_start_offset", "log_start_offset"),
             log_requires=("log_start_offset",),
         ),
@@ -425,15 +427,17 @@ PAYLOAD: tuple[Column, ...] = (
     Column("reason", pa.string(), "Why: truncation reason; ISR change reason; election or partition change "
            "reason; what moved a log start offset (Kafka's LogStartOffsetIncrementReason: segment_deletion by "
            "retention, leader_offset_increment on a follower, client_record_deletion (DeleteRecords), "
-           "snapshot_generated; or truncation, a truncation below it or truncateFullyAndStartAt; since 1.4, null "
-           "from a log line that does not say); how a crash was read (unclean_start: from broker logs at the next "
+           "snapshot_generated; or truncation, a truncation below it or truncateFullyAndStartAt; or, since 1.13, "
+           "log_load, the start a restart loaded, the larger of its log-start-offset-checkpoint and its first "
+           "segment's base, which may be below the start it had; since 1.4, null from a log line that does not "
+           "say); how a crash was read (unclean_start: from broker logs at the next "
            "start, dated after the crashed process's last line; since 1.12).",
            used_by=(TRUNCATION, ISR_CHANGE, LEADER_ELECTION, LOG_START_OFFSET_CHANGE, PARTITION_CHANGE,
                     BROKER_LIFECYCLE),
            allowed_by_type={
                TRUNCATION: ("high_watermark", "leader_epoch", "diverging_epoch", "out_of_range", "full"),
                LOG_START_OFFSET_CHANGE: ("segment_deletion", "leader_offset_increment", "client_record_deletion",
-                                         "snapshot_generated", "truncation"),
+                                         "snapshot_generated", "truncation", "log_load"),
                PARTITION_CHANGE: ("alter_partition", "session_timeout", "controlled_shutdown", "broker_reregistered",
                                   "unclean_shutdown", "reassignment"),
                BROKER_LIFECYCLE: ("unclean_start",),

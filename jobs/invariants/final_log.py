@@ -9,9 +9,10 @@ epoch's LeaderAndIsr after the partition moved on); its final log is replayed fr
   there, unless a later removal covers it — a truncation (from 0 when `full`, else from its offset, or from
   the base of the batch holding it: `log_content.cuts_of`), a
   `leadership_change` whose LEO is below the replayed one (from that LEO: crash recovery), an append
-  below the replayed LEO (from its base: a log has no tail beyond its last append), or a
-  `log_start_offset_change` (below the new start). "Later" is a suffix minimum / maximum over the
-  replica's window (a running frame over the reversed order), so no range join touches event-sized data;
+  below the replayed LEO (from its base: a log has no tail beyond its last append), or the last later
+  `log_start_offset_change` (below its start: a restart's may step back to records a raise had hidden). "Later"
+  is a suffix minimum / last value over the replica's window (a running frame over the reversed order), so no
+  range join touches event-sized data;
 * an acknowledged offset is lost when it is at or above the final leader's LSO and the final record there
   is absent (-1) or has another checksum. One violation per acknowledgement: the first lost offset, the
   count of lost offsets in the message; `event_id` is -1 (an end-of-run check) and `ts_ms` when the write
@@ -67,14 +68,17 @@ def _final_replica_rows(rows: DataFrame) -> DataFrame:
     return mine.select(
         "*",
         F.min("_drop_from").over(after).alias("_later_drop_from"),
-        F.max("_drop_below").over(after).alias("_later_drop_below"),
+        # The last later start, not the highest: a restart's start (reason log_load) may step back to records a
+        # raise had hidden, which are the log's again.
+        F.first("_start_at", ignorenulls=True).over(after).alias("_later_drop_below"),
         F.first("_lso").over(after.rowsBetween(Window.unboundedPreceding, Window.currentRow)).alias("_final_lso"),
     )
 
 
 def _with_removals(rows: DataFrame) -> DataFrame:
     """Replica replay `rows` with what each removes from its replica's log (`Checker._drop_from` and the log start
-    offset's deletion): records from `_drop_from` up, below `_drop_below`; `_by` / `_by_ts` the removal's event and
+    offset's deletion): records from `_drop_from` up, below `_drop_below` (a start that segment deletion or a restart
+    set: below a raised one, `_start_at`, the records are only hidden); `_by` / `_by_ts` the removal's event and
     time as the checker records them (a crash loss: the crash's), `_crash_by` its `crash_removed` id."""
     w = Window.partitionBy(*replica_scan.REPLICA).orderBy("event_id")
     before = w.rowsBetween(Window.unboundedPreceding, -1)
@@ -98,7 +102,10 @@ def _with_removals(rows: DataFrame) -> DataFrame:
     hi = (F.when(is_trunc, F.when(F.col("_full"), F.lit(0)).otherwise(F.coalesce("_cut", "truncate_offset")))
           .when(is_lc & (F.col("leo") < F.col("_leo")), F.col("leo"))
           .when((F.col("event_type") == "append") & (F.col("base_offset") < F.col("_leo")), F.col("base_offset")))
-    lo = F.when(F.col("event_type") == "log_start_offset_change", F.col("log_start_offset"))
+    starts = F.col("event_type") == "log_start_offset_change"
+    # A raise hides the records below it, which a restart's start (log_load) may bring back; below a start that
+    # segment deletion or a restart set, they are gone (`ReplicaState.below_start`). A log line may not say why.
+    forgets = starts & (F.col("reason").isNull() | F.col("reason").isin("segment_deletion", "log_load"))
     rows = rows.withColumn("_crashed", F.last(crash_mark, True).over(before))
     crashed = F.when(F.col("_crashed.id") >= 0, F.col("_crashed.id"))
     # A removal's "by" (ReplicaState.removed_by) and, when it is a crash loss, its crash_removed id: a
@@ -114,7 +121,8 @@ def _with_removals(rows: DataFrame) -> DataFrame:
         by_ts.alias("_by_ts"),
         crash_by.alias("_crash_by"),
         hi.cast("long").alias("_drop_from"),
-        lo.cast("long").alias("_drop_below"),
+        F.when(forgets, F.col("log_start_offset")).cast("long").alias("_drop_below"),
+        F.when(starts, F.col("log_start_offset")).cast("long").alias("_start_at"),
     )
 
 

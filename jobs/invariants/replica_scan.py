@@ -92,9 +92,10 @@ def annotate(rows: DataFrame) -> DataFrame:
 REPLAY_COLUMNS: tuple[str, ...] = (
     *REPLICA, "event_id", "ts_ms", "event_type", "action", "leader_epoch", "role", "leo", "truncate_offset",
     "base_offset", "last_offset", "batch_leader_epoch", "log_start_offset", "_leading", "_epoch", "_tenure_start",
-    "_down", "_leo", "_lso", "_full",
+    "_down", "_leo", "_lso", "_full", "reason",
 )
-"""The columns of `replica_replay`: what `jobs.invariants.epoch_cache` and `jobs.invariants.final_log` read."""
+"""The columns of `replica_replay`: what `jobs.invariants.epoch_cache` and `jobs.invariants.final_log` read (the
+latter a log start change's `reason`: whether the records below it are gone or only hidden)."""
 
 
 def replica_replay(bronze: DataFrame) -> DataFrame:

@@ -359,6 +359,10 @@ class _RunChecker:
         for o in removed:
             r.removed_write[(o, r.records.pop(o).append_id)] = by
             r.removed_by[o] = by
+        for o in [o for o in r.below_start if o >= offset]:
+            # Hidden below the log start but still on disk: a restart's start could have brought it back.
+            r.removed_write[(o, r.below_start.pop(o).append_id)] = by
+            r.removed_by[o] = by
         return removed
 
     @staticmethod
@@ -660,7 +664,7 @@ class _RunChecker:
             # right after the crash event): a durability loss, not a follower truncation decision.
             for name in ("truncation_safety", "truncation_point", "leader_no_truncation"):
                 self._skip(name, "crash recovery of a down broker")
-            for o in r.records:
+            for o in (*r.records, *r.below_start):
                 if o >= removed_from:
                     r.crash_removed[o] = eid
         else:
@@ -685,8 +689,15 @@ class _RunChecker:
         if new > r.lso:
             deleted = [o for o in r.records if o < new]
             for o in deleted:
-                del r.records[o]
+                r.below_start[o] = r.records.pop(o)
             r.cache = truncate_from_start(r.cache, new)
+        if ev.get("reason") in ("segment_deletion", "log_load"):
+            # Below a start that segment deletion or a restart set, no record is on disk any more; above a
+            # restart's, the records that a raise since the last checkpoint hid are readable again.
+            for o in [o for o in r.below_start if o < new]:
+                del r.below_start[o]
+            for o in [o for o in r.below_start if o >= new]:
+                r.records[o] = r.below_start.pop(o)
         old = ev.get("old_log_start_offset")
         if old is None or new > int(old):
             r.lso_raised_by = int(ev["event_id"])

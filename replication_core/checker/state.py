@@ -153,6 +153,10 @@ class ReplicaState:
     # removed once, so this is where a deposed leader's acknowledged write left its log (retention removes none).
     removed_write: dict[tuple[int, int], int] = field(default_factory=dict)
     crash_removed: dict[int, int] = field(default_factory=dict)
+    # Records below the log start offset that are still on disk: a restart loads the start from its checkpoint and
+    # may step back to them (a `log_start_offset_change` with reason `log_load`). Segment deletion, a restart's
+    # start and truncations forget them.
+    below_start: dict[int, Slot] = field(default_factory=dict)
     role: str | None = None
     epoch: int = -1
     max_epoch: int = -1

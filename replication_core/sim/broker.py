@@ -5,8 +5,9 @@ Mirrors `KafkaServer` / `BrokerServer` start-up and the threads around `ReplicaM
   ListOffsets, Produce (acks=all may park as a `DelayedProduce`), and the controller's metadata
   (LeaderAndIsr / StopReplica / topic throttle configs);
 * the scheduler tasks `isr-expiration` (every `replica.lag.time.max.ms / 2`, first run at start),
-  `highwatermark-checkpoint` (every `replica.high.watermark.checkpoint.interval.ms`) and `kafka-log-retention`,
-  each at fixed rate as `KafkaScheduler` runs them, the OS page-cache
+  `highwatermark-checkpoint` (every `replica.high.watermark.checkpoint.interval.ms`), `kafka-log-retention` and
+  `kafka-log-start-offset-checkpoint` (every `log.flush.start.offset.checkpoint.interval.ms`, first run
+  `log.initial.task.delay.ms` after start), each at fixed rate as `KafkaScheduler` runs them, the OS page-cache
   write-back (`disk.flush_interval_ms`), and the broker heartbeat to the controller;
 * one actor per fetcher thread (`FetcherActor`), looping `doWork()` as `AbstractFetcherThread.run`
   does: after a round that sent a fetch at once (the leader's purgatory holds the fetch up to
@@ -315,6 +316,8 @@ class Broker:
         if disk.retention_bytes is not None:
             retention_due = now + disk.retention_check_interval_ms
             self.queue.at(retention_due, self._retention, inc, retention_due)
+        lso_due = now + disk.initial_task_delay_ms
+        self.queue.at(lso_due, self._log_start_checkpoint, inc, lso_due)
         previous_epoch, self.disk.clean_shutdown_epoch = self.disk.clean_shutdown_epoch, -1
         self.cluster.controller.register_from(self.broker_id, inc, previous_epoch)
 
@@ -332,7 +335,8 @@ class Broker:
         self.disk.crash(now, lose_unflushed, self._events)
 
     def shutdown(self) -> None:
-        """Clean shutdown after a controlled shutdown: flush every log, write the HW checkpoint, stop."""
+        """Clean shutdown after a controlled shutdown: flush every log, write the HW and log start checkpoints,
+        stop."""
         if not self.alive:
             return
         now = self.queue.now_ms
@@ -340,6 +344,7 @@ class Broker:
         if rm is not None:
             self.disk.write_hw_checkpoint(rm.checkpoint_high_watermarks())
         self.disk.flush_all()
+        self.disk.write_log_start_checkpoint()
         self.disk.clean_shutdown_epoch = self.incarnation
         self.alive = False
         self.incarnation += 1
@@ -405,6 +410,15 @@ class Broker:
             self.disk.write_hw_checkpoint(self.rm.checkpoint_high_watermarks())
             self._at_fixed_rate(self._hw_checkpoint, inc, due_ms,
                                 self.config.replica_high_watermark_checkpoint_interval_ms)
+
+    def _log_start_checkpoint(self, inc: int, due_ms: int) -> None:
+        """`kafka-log-start-offset-checkpoint` (`LogManager.checkpointLogStartOffsets`) at fixed rate."""
+        if inc != self.incarnation or self.rm is None:
+            return
+        if not self._held(self._log_start_checkpoint, inc, due_ms, disk=True):
+            self.disk.write_log_start_checkpoint()
+            self._at_fixed_rate(self._log_start_checkpoint, inc, due_ms,
+                                self.cluster.scenario.disk.log_start_offset_checkpoint_interval_ms)
 
     def _flush(self, inc: int) -> None:
         if inc != self.incarnation:

@@ -244,6 +244,12 @@ class DiskSpec:
     """`log.segment.bytes`: retention deletes whole segments, so with `retention_bytes` set this decides how far
     and how often a log start offset moves. Smaller than Kafka allows (14 bytes before 4.0, 1 MiB since) only as
     a scale knob; it must hold the largest produced batch (`Scenario.check_segment_bytes`)."""
+    log_start_offset_checkpoint_interval_ms: int = 60000
+    """`log.flush.start.offset.checkpoint.interval.ms`: period of the `kafka-log-start-offset-checkpoint` task, whose
+    file a restart loads its log start offsets from."""
+    initial_task_delay_ms: int = 30000
+    """`log.initial.task.delay.ms` (internal, `LogManager`'s `InitialTaskDelayMs`): when, after a start, that task
+    first runs."""
 
 
 @dataclass(frozen=True)
@@ -594,7 +600,10 @@ def parse_scenario(doc: object) -> Scenario:
     disk = DiskSpec(flush_interval_ms=d.int("flush_interval_ms", 5000, lo=0),
                     retention_bytes=d.opt_int("retention_bytes", lo=1),
                     retention_check_interval_ms=d.int("retention_check_interval_ms", 300000, lo=1),
-                    segment_bytes=d.int("segment_bytes", DEFAULT_SEGMENT_BYTES, lo=1))
+                    segment_bytes=d.int("segment_bytes", DEFAULT_SEGMENT_BYTES, lo=1),
+                    log_start_offset_checkpoint_interval_ms=d.int(
+                        "log_start_offset_checkpoint_interval_ms", 60000, lo=1),
+                    initial_task_delay_ms=d.int("initial_task_delay_ms", 30000, lo=0))
     d.done()
 
     w = r.sub("workload")

@@ -408,3 +408,41 @@ def test_recovery_below_the_log_start_restarts_the_log_empty_there() -> None:
     assert log.recover_to_flushed(10) == 3
     assert (log.segments, log.log_start_offset, log.log_end_offset, log.high_watermark) == (((7, 0),), 7, 7, 7)
     assert (log.batches, log.size_bytes, log.epoch_cache.entries) == ((), 0, ())
+
+
+def test_a_restart_loads_its_log_start_offset_from_the_checkpoint_or_its_first_segment() -> None:
+    """`LogLoader.load`: the start is max(log-start-offset-checkpoint, first segment's base). A start raised since the
+    checkpoint (a follower following its leader's) deleted nothing, so it steps back and those records are readable
+    again; the epoch cache keeps the start `truncateFromStart` gave its first entry (the loader trims it only to the
+    checkpoint)."""
+    log = Log(segment_bytes=200)
+    for i in range(6):  # segments [0, 1] [2, 3] [4, 5]
+        log.append_as_leader(1, 100, 1000 + i, leader_epoch=i // 2)
+    log.maybe_increment_high_watermark(6)
+    log.maybe_increment_log_start_offset(5)
+    assert [b.base_offset for b in log.batches] == [5]
+    log.flush()  # a process crash: the page cache survives
+    assert log.recover_to_flushed(6, log_start_checkpoint=0) == 0
+    assert (log.log_start_offset, log.log_end_offset, log.high_watermark) == (0, 6, 6)
+    assert [b.base_offset for b in log.batches] == [0, 1, 2, 3, 4, 5]
+    assert log.epoch_cache.entries == (EpochEntry(2, 5),)
+    # A checkpoint above the first segment's base wins; after retention deleted segments, their base does.
+    log.maybe_increment_log_start_offset(5)
+    assert log.recover_to_flushed(6, log_start_checkpoint=3) == 0
+    assert log.log_start_offset == 3
+    log.maybe_increment_log_start_offset(5)
+    log.delete_old_segments()
+    assert log.first_segment_base == 4
+    assert log.recover_to_flushed(6, log_start_checkpoint=3) == 0
+    assert (log.log_start_offset, [b.base_offset for b in log.batches]) == (4, [4, 5])
+
+
+def test_a_restart_whose_recovered_log_ends_below_the_checkpointed_start_restarts_empty_there() -> None:
+    """`deleteSegmentsIfLogStartGreaterThanLogEnd` reads the checkpoint: a log truncated fully to a lower offset after
+    its start was checkpointed comes back empty at the checkpointed start (`truncateFullyAndStartAt` writes no log
+    start checkpoint)."""
+    log = seeded(4)
+    log.maybe_increment_high_watermark(4)
+    log.truncate_fully_and_start_at(2)
+    assert log.recover_to_flushed(2, log_start_checkpoint=3) == 0
+    assert (log.log_start_offset, log.log_end_offset, log.high_watermark, log.segments) == (3, 3, 3, ((3, 0),))

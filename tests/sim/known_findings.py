@@ -83,6 +83,20 @@ E. `divergent_prefix_elected` (truncation_safety; found by `--power`, seed 90177
    session 83's campaign). The tests pin 833649
    and 943902. Those two, and 1070007, 836029, 1070113 and 894993 above, show their shapes in runs recorded from
    earlier engines (`tests/data/sim-runs/`): today's engine draws other interleavings from those seeds.
+F. `epoch_start_reloaded` (committed_prefix_agreement; found by session 90's `--power` campaign, seed 0, once a
+   restart loads its log start offset from `log-start-offset-checkpoint`). A replica L's log start offset was raised
+   (by its leader's, on a follower) past the start of its first epoch, and `truncateFromStart` moved that epoch's
+   start up to it (S). L's process died before the next checkpoint (every minute), so its restart loaded the larger
+   of the checkpoint and its first segment's base, S' < S (`LogLoader.load`): the records of [S', S) are readable
+   again, but its epoch cache still starts at S. Elected, L answers a returning follower F's older epoch with S
+   (B's rule); F truncates to S and keeps its own records of [S', S), which differ from L's and now lie above both
+   log starts. When F's HW covers them, the two hold different committed records. When L's power failure also cut
+   its log to S (the recovery point the raise moved up), its epoch cache loses every entry (`truncateFromEnd(S)`)
+   and L, a follower again, truncates to its HW (`truncateToHighWatermark`, no latest epoch), removing committed
+   records of the reloaded stretch (`truncation_safety`; `--wide --deep --power` seed 120). A follower whose own
+   restart reloaded the stretch keeps it when it truncates to the start of its cache's first epoch: it appends its
+   new leader's older-epoch batch after its kept newer-epoch records (`epoch_cache_monotonic`,
+   `follower_log_matching`; `--wide --deep --power` seed 386, after an unclean election).
 """
 
 from __future__ import annotations
@@ -100,6 +114,7 @@ EPOCH_BOUNDARY_ERASED = "epoch_boundary_erased"
 STALE_HW_CHECKPOINT = "stale_hw_checkpoint"
 HW_TRUNCATION_AFTER_READD = "hw_truncation_after_readd"
 DIVERGENT_PREFIX_ELECTED = "divergent_prefix_elected"
+EPOCH_START_RELOADED = "epoch_start_reloaded"
 
 
 def _same_replica(e: Event, broker: int, topic: str, partition: int) -> bool:
@@ -563,9 +578,31 @@ def _untruncated_prefix_end(events: Sequence[Event], leader: int, topic: str, pa
     return start
 
 
+def epoch_start_reloaded(v: Violation, events: Sequence[Event]) -> bool:
+    """Finding F: before `v` was found, a restart of one of the partition's replicas (for a follower's own log, of
+    `v.replica`) loaded a log start offset below the one it had (`log_start_offset_change`, reason `log_load`), and
+    the divergent or removed offset lies in what that made readable again, [loaded start, start before): for
+    `epoch_cache_monotonic`, the record before the append (the kept records' epoch is above the leader's)."""
+    if v.invariant not in _RELOADED or v.offset is None or v.topic is None:
+        return False
+    offset = v.offset - 1 if v.invariant == "epoch_cache_monotonic" else v.offset
+    own = v.invariant != "committed_prefix_agreement"
+    before = events if v.event_id < 0 else events[:v.event_id]
+    return any(e["event_type"] == "log_start_offset_change" and e.get("reason") == "log_load"
+               and e["topic"] == v.topic and e["partition"] == v.partition
+               and (not own or e["broker_id"] == v.replica)
+               and e["log_start_offset"] <= offset < e["old_log_start_offset"] for e in before)
+
+
+_RELOADED = ("committed_prefix_agreement", "truncation_safety", "follower_log_matching", "epoch_cache_monotonic")
+"""The invariants finding F breaks: the two replicas' records differ (committed, or where a follower appends next to
+its kept ones), a follower removes committed ones, or a follower's log goes back in epoch."""
+
+
 def known_finding(v: Violation, events: Sequence[Event]) -> str | None:
     """The name of the known finding `v` is an instance of (`ISR_EXPANSION_RACE`, `EPOCH_BOUNDARY_ERASED`,
-    `STALE_HW_CHECKPOINT`, `HW_TRUNCATION_AFTER_READD`, `DIVERGENT_PREFIX_ELECTED`), or None."""
+    `STALE_HW_CHECKPOINT`, `HW_TRUNCATION_AFTER_READD`, `DIVERGENT_PREFIX_ELECTED`,
+    `EPOCH_START_RELOADED`), or None."""
     if isr_expansion_race(v, events) or isr_race_elected(v, events) or isr_race_after_election(v, events):
         return ISR_EXPANSION_RACE
     if epoch_boundary_erased(v, events):
@@ -576,4 +613,6 @@ def known_finding(v: Violation, events: Sequence[Event]) -> str | None:
         return HW_TRUNCATION_AFTER_READD
     if divergent_prefix_elected(v, events):
         return DIVERGENT_PREFIX_ELECTED
+    if epoch_start_reloaded(v, events):
+        return EPOCH_START_RELOADED
     return None

@@ -33,6 +33,7 @@ from tests.sim.helpers import check, recorded_run, run
 from tests.sim.known_findings import (
     DIVERGENT_PREFIX_ELECTED,
     EPOCH_BOUNDARY_ERASED,
+    EPOCH_START_RELOADED,
     HW_TRUNCATION_AFTER_READD,
     ISR_EXPANSION_RACE,
     STALE_HW_CHECKPOINT,
@@ -1080,37 +1081,86 @@ def test_the_reassigning_campaign_seed_elects_the_raced_follower_by_completing_t
 
 def test_a_truncation_inside_a_divergent_batch_leaves_the_leo_at_the_target() -> None:
     """`python -m tests.sim.campaign --seeds 1156389-1156389 --overlapping --before-kip903 --before-metadata-deltas`.
-    Leader 4 of t-1 (epoch 16, which it began at offset 1958, event 7463) had its log start moved to 1988 by retention
-    (7980, a whole segment deleted: finding B's erased boundary), so it answers follower 2, restarted (8009) with its
-    epoch-13 records to 2050, with DivergingEpoch (13, 1988) (8017), inside 2's divergent batch 1980..1989 (7060,
+    Leader 4 of t-1 (epoch 16, which it began at offset 1958, event 7465) had its log start moved to 1988 by retention
+    (7982, a whole segment deleted: finding B's erased boundary), so it answers follower 2, restarted (8011) with its
+    epoch-13 records to 2050, with DivergingEpoch (13, 1988) (8019), inside 2's divergent batch 1980..1989 (7062,
     appended when 2 led epoch 13). Kafka's `truncateTo(1988)` drops that batch whole (`LogSegment.truncateTo`) and sets
-    the LEO to 1988 (`LocalLog.truncateTo`) (8018); the follower fetches from 1988 (8019), appends there (8022), and
-    raises its log start to the leader's (8024), past its divergent records: finding B's one step, nothing more. The
+    the LEO to 1988 (`LocalLog.truncateTo`) (8020); the follower fetches from 1988 (8021), appends there (8024), and
+    raises its log start to the leader's (8026), past its divergent records: finding B's one step, nothing more. The
     engine used to set the LEO to the batch's start: the next response then failed the "Offset mismatch" check, the
     follower kept its divergent records, and a clean election could make them committed. (Seed 830521 showed this until
     the scheduler kept Kafka's fixed rate, then with other offsets and event ids until a dead process's connections were
     reset; seed 830373 until a leader's read became a byte range that may end inside a batch; seed 1147231 until
-    retention deleted whole segments; of seeds 1155000-1156999 on today's engine, 1156389 is one that shows it.)"""
+    retention deleted whole segments; of seeds 1155000-1156999 on that engine, 1156389 is one that shows it, and still
+    does since a restart loads its log start from its checkpoint: the same interleaving, its ids from 4406 one later and
+    from 7011 two, as two earlier restarts log the start they loaded, `log_load`, there.)"""
     sc = before_metadata_deltas(before_kip903(overlapping_scenario(1156389)))
     _, events, _stats = run(sc)
-    batch, answer, trunc, fetch = events[7060], events[8017], events[8018], events[8019]
+    batch, answer, trunc, fetch = events[7062], events[8019], events[8020], events[8021]
     assert (batch["event_type"], batch["broker_id"], batch["base_offset"], batch["last_offset"],
             batch["batch_leader_epoch"]) == ("append", 2, 1980, 1989, 13)
-    assert (events[7463]["action"], events[7463]["broker_id"], events[7463]["leader_epoch"], events[7463]["leo"]) == (
+    assert (events[7465]["action"], events[7465]["broker_id"], events[7465]["leader_epoch"], events[7465]["leo"]) == (
         "become_leader", 4, 16, 1958)
-    assert (events[7980]["broker_id"], events[7980]["log_start_offset"], events[7980]["reason"]) == (
+    assert (events[7982]["broker_id"], events[7982]["log_start_offset"], events[7982]["reason"]) == (
         4, 1988, "segment_deletion")
-    assert (events[8009]["event_type"], events[8009]["broker_id"], events[8009]["action"]) == (
+    assert (events[8011]["event_type"], events[8011]["broker_id"], events[8011]["action"]) == (
         "broker_lifecycle", 2, "restart")
     assert (answer["broker_id"], answer["leader_id"], answer["diverging_epoch"], answer["diverging_end_offset"],
             answer["leader_log_start_offset"]) == (2, 4, 13, 1988, 1988)
     assert (trunc["event_type"], trunc["broker_id"], trunc["truncate_offset"]) == ("truncation", 2, 1988)
     assert (fetch["event_type"], fetch["broker_id"], fetch["fetch_offset"]) == ("fetch", 2, 1988)
-    assert (events[8022]["event_type"], events[8022]["broker_id"], events[8022]["base_offset"]) == ("append", 2, 1988)
-    assert (events[8024]["event_type"], events[8024]["broker_id"], events[8024]["log_start_offset"]) == (
+    assert (events[8024]["event_type"], events[8024]["broker_id"], events[8024]["base_offset"]) == ("append", 2, 1988)
+    assert (events[8026]["event_type"], events[8026]["broker_id"], events[8026]["log_start_offset"]) == (
         "log_start_offset_change", 2, 1988)
     found, known = problems(sc)
     assert found == []
     assert [k.split(":")[0] for k in known] == [EPOCH_BOUNDARY_ERASED]
 
 
+
+
+def _reloaded(broker: int = 4, loaded: int = 776, had: int = 787) -> list[Event]:
+    """Broker `broker`'s restart loads t-1's log start `loaded`, below the `had` its leader had raised it to."""
+    return [FILLER, _ev("log_start_offset_change", broker, topic="t", role="follower", old_log_start_offset=had,
+                        log_start_offset=loaded, reason="log_load"), FILLER]
+
+
+@pytest.mark.parametrize(("invariant", "replica", "offset", "events", "expected"), [
+    pytest.param("committed_prefix_agreement", 2, 776, _reloaded(), EPOCH_START_RELOADED, id="at-the-loaded-start"),
+    pytest.param("committed_prefix_agreement", 2, 786, _reloaded(), EPOCH_START_RELOADED, id="below-the-old-start"),
+    pytest.param("committed_prefix_agreement", 2, 787, _reloaded(), None, id="at-the-old-start"),
+    pytest.param("committed_prefix_agreement", 2, 775, _reloaded(), None, id="below-the-loaded-start"),
+    pytest.param("truncation_safety", 4, 780, _reloaded(), EPOCH_START_RELOADED, id="the-reloading-replica-truncates"),
+    pytest.param("truncation_safety", 2, 780, _reloaded(), None, id="another-replica-truncates"),
+    pytest.param("epoch_cache_monotonic", 4, 787, _reloaded(), EPOCH_START_RELOADED, id="appended-after-the-stretch"),
+    pytest.param("epoch_cache_monotonic", 4, 788, _reloaded(), None, id="appended-past-the-stretch"),
+    pytest.param("committed_prefix_agreement", 2, 780,
+                 [FILLER, dict(_reloaded()[1], reason="leader_offset_increment"), FILLER], None,
+                 id="a-raise-is-not-a-load"),
+])
+def test_a_restart_loading_its_log_start_below_the_start_it_had_is_finding_f(
+        invariant: str, replica: int, offset: int, events: list[Event], expected: str | None) -> None:
+    assert known_finding(_violation(invariant, "t", 1, replica, 2, offset), events) == expected
+
+
+@pytest.mark.parametrize(("seed", "violations"), [
+    # Broker 4's restart (event 11871) loaded t-1's start 776 below the 787 its leader had given it; led again, it
+    # answered broker 2 (epoch 5 records from 776) with epoch 6's start 787: 2 kept 776..786.
+    (0, {("committed_prefix_agreement", "t", 1, 2, 776)}),
+    # Broker 3's power failure cut t-1 to 1790, its raised start, and its restart loaded 1519: its epoch cache empty,
+    # it truncates to its HW 1529 as a follower.
+    (120, {("truncation_safety", "t", 1, 3, 1529)}),
+    # Broker 1's restart loaded t-2's start 0 below 160; the unclean leader 3's epoch-3 batch goes after its kept
+    # epoch-4 records at 160.
+    (386, {("epoch_cache_monotonic", "t", 2, 1, 160), ("follower_log_matching", "t", 2, 1, 159)}),
+])
+def test_the_power_campaign_seeds_of_finding_f(seed: int, violations: set[tuple[str, str, int, int, int]]) -> None:
+    """`python -m tests.sim.campaign --seeds SEED-SEED --power` (found by session 90's campaigns, the first once a
+    restart loaded its log start offsets from the checkpoint): every error the checker finds is finding F, and the ones
+    listed are among them."""
+    events, _stats, errors = _errors(power_scenario(seed))
+    stamped = [dict(e, event_id=i) for i, e in enumerate(events)]
+    reloaded = [v for v in errors if known_finding(v, stamped) == EPOCH_START_RELOADED]
+    assert violations <= {(v.invariant, v.topic, v.partition, v.replica, v.offset) for v in reloaded}, reloaded
+    found, _known = problems(power_scenario(seed))
+    assert found == []

@@ -133,31 +133,33 @@ def test_a_follower_that_crashes_as_the_leader_adds_it_may_be_committed() -> Non
 
 def test_a_leader_that_has_not_heard_of_a_controlled_shutdown_may_propose_the_broker_again() -> None:
     """Seed 1157213 (`--overlapping --before-metadata-deltas`): broker 3's controlled shutdown (26172 virtual ms, event
-    12252) does not reach leader 1's metadata at once (its delivery was lost at 26172; resent at 26272, it is applied
-    at 26276, with t-0 and t-7's ISRs without 3, 12447-12448); leader 1 of t-5 proposes adding 3 to [1] at 26189
-    (12268), gets INELIGIBLE_REPLICA (12269) and proposes again twice (rejected too, 12306, 12325), as Kafka's leader
+    12255) does not reach leader 1's metadata at once (its delivery was lost at 26172; resent at 26272, it is applied
+    at 26276, with t-0 and t-7's ISRs without 3, 12450-12451); leader 1 of t-5 proposes adding 3 to [1] at 26189
+    (12271), gets INELIGIBLE_REPLICA (12272) and proposes again twice (rejected too, 12309, 12328), as Kafka's leader
     does until its metadata says otherwise; 3's next fetch (26209) is answered at 26282, and once 1 has applied the
-    shutdown it proposes 3 no more before 3 stops (26372, 12663), though 3's fetches reach its LEO again (12484,
-    12649, 12661). No violation: the controller commits nothing ineligible. (Seeds 841372, then 841513, showed this
+    shutdown it proposes 3 no more before 3 stops (26372, 12666), though 3's fetches reach its LEO again (12487,
+    12652, 12664). No violation: the controller commits nothing ineligible. (Seeds 841372, then 841513, showed this
     until the scheduler kept Kafka's fixed rate, then until the session-81 engine change reset the connections of a
     dead process; seed 841812 until a leader's read became a byte range that may end inside a batch; seed 842050 until
-    retention deleted whole segments; of seeds 1157000-1159999 on today's engine, 1157213 is one that shows it.)"""
+    retention deleted whole segments; of seeds 1157000-1159999 on today's engine, 1157213 is one that shows it. Until a
+    restart loaded its log start offset from its checkpoint, the same run named each of these events 3 lower: it now
+    also has two `log_load` changes of a log start offset, 1733 and 8855, and retention raising the second, 9605.)"""
     _, events, stats = run(before_metadata_deltas(overlapping_scenario(1157213)))
-    shutdown, stopped = events[12252], events[12663]
+    shutdown, stopped = events[12255], events[12666]
     assert (shutdown["event_type"], shutdown["broker_id"], shutdown["action"]) == (
         "broker_lifecycle", 3, "controlled_shutdown")
     assert (stopped["event_type"], stopped["broker_id"], stopped["action"]) == ("broker_lifecycle", 3, "shutdown")
-    assert [e for e in events[12253:12663] if e["event_type"] == "broker_lifecycle" and e["broker_id"] == 3] == []
+    assert [e for e in events[12256:12666] if e["event_type"] == "broker_lifecycle" and e["broker_id"] == 3] == []
     rejected = [i for i, e in enumerate(events) if e["event_type"] == "isr_change"
-                and e.get("error") == "INELIGIBLE_REPLICA" and 12252 < i < 12663]
+                and e.get("error") == "INELIGIBLE_REPLICA" and 12255 < i < 12666]
     assert rejected, "the run should show a rejected expansion of a shutting-down broker"
-    assert rejected == [12269, 12306, 12325]
+    assert rejected == [12272, 12309, 12328]
     assert all((events[i]["broker_id"], events[i]["topic"], events[i]["partition"], events[i]["old_isr"],
                 events[i]["isr"]) == (1, "t", 5, [1], [1, 3]) for i in rejected)
-    leader = [(i, e["isr_state"]) for i, e in enumerate(events[12252:12663], 12252) if e["event_type"] == "isr_change"
+    leader = [(i, e["isr_state"]) for i, e in enumerate(events[12255:12666], 12255) if e["event_type"] == "isr_change"
               and (e["broker_id"], e["topic"], e["partition"]) == (1, "t", 5)]
-    assert leader == [(12268, "proposed"), (12269, "rejected"), (12293, "proposed"), (12306, "rejected"),
-                      (12322, "proposed"), (12325, "rejected")]
+    assert leader == [(12271, "proposed"), (12272, "rejected"), (12296, "proposed"), (12309, "rejected"),
+                      (12325, "proposed"), (12328, "rejected")]
     assert [v for v in check(events, stats).violations if v.invariant == "isr_expand_legal"] == []
 
 
@@ -195,22 +197,24 @@ def test_a_stale_leaders_commits_after_an_unclean_election_are_warnings() -> Non
 
 def test_a_leader_answer_from_before_retention_collapsed_its_floor_epoch_is_legal() -> None:
     """Seed 1158060: leader 4 of t-8 (cache (0, 0), (2, 15), (4, 31)) answers follower 1's fetch with LastFetchedEpoch
-    1 (event 6799, sent at 13963 virtual ms as 1 comes back from a restart) by DivergingEpoch (0, 15); the answer
-    reaches 1 at 13970, with t-0's OFFSET_OUT_OF_RANGE of the same response (6823), but 1 reads it only at 14975
-    (7751). Meanwhile the leader's retention deletes segments and moves its log start from 0 to 15 (event 7268, 14332),
+    1 (event 6801, sent at 13963 virtual ms as 1 comes back from a restart) by DivergingEpoch (0, 15); the answer
+    reaches 1 at 13970, with t-0's OFFSET_OUT_OF_RANGE of the same response (6825), but 1 reads it only at 14975
+    (7753). Meanwhile the leader's retention deletes segments and moves its log start from 0 to 15 (event 7270, 14332),
     collapsing the cache to (2, 15), (4, 31). The answer names the floor epoch the rise removed; the checker used to
     accept only the asked epoch there (`truncation_point`). (Seed 500448 showed this until retention deleted whole
     segments, at other event ids and with the log start at 30 until the session-81 engine change reset the
     connections of a dead process, then at 20; of seeds 1157000-1159999 of `--overlapping` on today's engine, 1158060
-    is one whose answer names a floor epoch below the asked one that a later rise collapsed.)"""
+    is one whose answer names a floor epoch below the asked one that a later rise collapsed. Until a restart loaded its
+    log start offset from its checkpoint, the same run named each of these events 2 lower: it now also has a
+    `log_load` change of a log start offset, 1610, and a leader's answer raising it again, 2041.)"""
     _, events, stats = run(overlapping_scenario(1158060))
-    asked, answer = events[6799], events[7751]
+    asked, answer = events[6801], events[7753]
     assert (asked["event_type"], asked["broker_id"], asked["topic"], asked["partition"], asked["leader_id"],
             asked["last_fetched_epoch"]) == ("fetch", 1, "t", 8, 4, 1)
     assert (answer["event_type"], answer["broker_id"], answer["topic"], answer["partition"], answer["leader_id"]) == (
         "fetch_response", 1, "t", 8, 4)
     assert (answer["diverging_epoch"], answer["diverging_end_offset"]) == (0, 15)
-    rise = events[7268]
+    rise = events[7270]
     assert (rise["event_type"], rise["broker_id"], rise["topic"], rise["partition"], rise["log_start_offset"]) == (
         "log_start_offset_change", 4, "t", 8, 15)
     assert answer["response_received_ms"] < rise["ts_ms"] < answer["ts_ms"]

@@ -152,6 +152,18 @@ AUDIT_CASES: list[Case] = [
            append(0, 1, broker=2, checksum=11, role="follower"), append(2, 3, broker=2, checksum=13, role="follower"),
            dict(_TRUNC_PARTIAL, broker_id=2, old_leo=4), leader(broker=2, epoch=2, leo=2)],
           [("bad", "acked_write_lost", "error", 2, -1, 0, 11, -1, [1, 2, 6, 5])]),
+    # A restart loads its log start offset from its checkpoint (reason log_load), which may be below the start it had:
+    # what a raise since that checkpoint hid is the log's again. ok: DeleteRecords raised broker 1's start over the
+    # acknowledged write (event 3), its crash (4) loaded it back at 0 (5), and it leads again with the write. bad: the
+    # same crash also lost the write (a power failure's truncation, 5): lost at 0, a crash loss, so a warning.
+    _case("acked_write_lost_reads_a_restarts_start_stepping_back_over_the_write", "acked_write_lost",
+          [leader(), append(0, 1, checksum=11), _ACK, dict(_lso(0, 2), role="leader", reason="client_record_deletion"),
+           dict(_RESTART, action="crash"), dict(_TRUNC_PARTIAL, old_leo=2, truncate_offset=0, reason="out_of_range"),
+           dict(_lso(0, 0), reason="log_load"), _RESTART, leader(epoch=2, leo=0, isr=[1])],
+          [leader(), append(0, 1, checksum=11), _ACK, dict(_lso(0, 2), role="leader", reason="client_record_deletion"),
+           dict(_RESTART, action="crash"), dict(_lso(2, 0), reason="log_load"), _RESTART,
+           leader(epoch=2, leo=2, isr=[1])],
+          [("bad", "acked_write_lost", "warning", 1, -1, 0, 11, -1, [5, 1, 2])]),
     # An acks=1 write lost in a failover is an info finding, never excused (no unclean-election id leads its
     # evidence, unlike acked_write_lost's warning above); ok: the acks=1 write reached the next leader, and an
     # acks=all write lost there is acked_write_lost's, not this invariant's.
