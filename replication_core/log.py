@@ -622,14 +622,8 @@ class Log:
         if new_offset < 0:
             raise IllegalArgumentError(f"invalid start offset {new_offset}")
         old_leo, old_hw, old_lso = self._leo, self._hw, self._log_start_offset
-        self._batches.clear()
-        self._bases.clear()
-        self._seg_bases[:] = [new_offset]
-        self._seg_sizes[:] = [0]
-        self.epoch_cache.clear()
-        self._leo = new_offset
+        self._empty_at(new_offset)
         self._log_start_offset = new_offset
-        self._flushed = new_offset
         if self.events is not None:
             self.events.append(make_event(
                 "truncation", now_ms, self.broker_id, self.topic, self.partition, self.leader_epoch,
@@ -683,7 +677,7 @@ class Log:
             self._leo = max(batches[-1].last_offset + 1, lso) if batches else max(target, lso)
             if batches and batches[-1].last_offset < lso:
                 # Nothing readable survived: every segment goes and the log restarts empty at its start offset.
-                self._restart_empty_at(lso)
+                self._empty_at(lso)
             else:
                 # Recovery keeps the segments' boundaries and deletes the unflushed segments past the lost data.
                 k = max(bisect_right(seg_bases, self._leo), 1)
@@ -695,15 +689,15 @@ class Log:
             lost = old_leo - self._leo
         elif self._leo < ckpt:
             # A log truncated fully below its checkpointed start since the checkpoint: LogLoader trusts the file.
-            self._restart_empty_at(ckpt)
+            self._empty_at(ckpt)
         self._log_start_offset = max(ckpt, seg_bases[0])
         hw = self._hw if high_watermark_checkpoint is None else high_watermark_checkpoint
         self._hw = min(max(hw, self._log_start_offset), self._leo)
         return max(lost, 0)
 
-    def _restart_empty_at(self, offset: int) -> None:
-        """`deleteSegmentsIfLogStartGreaterThanLogEnd`: drop every segment and the epoch cache; one empty segment
-        at `offset`, which is the LEO and the recovery point."""
+    def _empty_at(self, offset: int) -> None:
+        """Drop every segment and the epoch cache, leaving one empty segment at `offset`, which is the LEO and the
+        recovery point (`truncateFullyAndStartAt`, `deleteSegmentsIfLogStartGreaterThanLogEnd`)."""
         self._batches.clear()
         self._bases.clear()
         self._seg_bases[:] = [offset]
