@@ -691,9 +691,10 @@ class _RunChecker:
             for o in deleted:
                 r.below_start[o] = r.records.pop(o)
             r.cache = truncate_from_start(r.cache, new)
-        if ev.get("reason") in ("segment_deletion", "log_load"):
-            # Below a start that segment deletion or a restart set, no record is on disk any more; above a
-            # restart's, the records that a raise since the last checkpoint hid are readable again.
+        if ev.get("reason") in (None, "segment_deletion", "log_load"):
+            # Below a start that segment deletion or a restart set, no record is on disk any more (nor, as
+            # before 1.13, below one a log line gives no reason for); above a restart's, the records that a raise
+            # since the last checkpoint hid are readable again.
             for o in [o for o in r.below_start if o < new]:
                 del r.below_start[o]
             for o in [o for o in r.below_start if o >= new]:

@@ -155,7 +155,8 @@ class ReplicaState:
     crash_removed: dict[int, int] = field(default_factory=dict)
     # Records below the log start offset that are still on disk: a restart loads the start from its checkpoint and
     # may step back to them (a `log_start_offset_change` with reason `log_load`). Segment deletion, a restart's
-    # start and truncations forget them.
+    # start and truncations forget them; a follower whose own retention deletes only below the start its leader
+    # gave it (no event) keeps them until the next start of those kinds.
     below_start: dict[int, Slot] = field(default_factory=dict)
     role: str | None = None
     epoch: int = -1
