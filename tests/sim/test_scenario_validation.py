@@ -53,6 +53,19 @@ def test_a_segment_must_hold_a_produced_batch() -> None:
     assert parse_scenario(doc(30000)).disk.segment_bytes == 30000
 
 
+def test_the_log_start_checkpoint_keys_default_to_kafkas_and_are_checked() -> None:
+    """`disk.log_start_offset_checkpoint_interval_ms` (`log.flush.start.offset.checkpoint.interval.ms`, 60 s) and
+    `disk.initial_task_delay_ms` (`log.initial.task.delay.ms`, 30 s) default to Kafka's; a bad value names its key."""
+    disk = parse_scenario(_with()).disk
+    assert (disk.log_start_offset_checkpoint_interval_ms, disk.initial_task_delay_ms) == (60000, 30000)
+    set_ = parse_scenario(_with(disk={"log_start_offset_checkpoint_interval_ms": 500, "initial_task_delay_ms": 0}))
+    assert (set_.disk.log_start_offset_checkpoint_interval_ms, set_.disk.initial_task_delay_ms) == (500, 0)
+    with pytest.raises(ScenarioError, match=r"^disk\.log_start_offset_checkpoint_interval_ms: .*got 0$"):
+        parse_scenario(_with(disk={"log_start_offset_checkpoint_interval_ms": 0}))
+    with pytest.raises(ScenarioError, match=r"^disk\.initial_task_delay_ms: .*got -1$"):
+        parse_scenario(_with(disk={"initial_task_delay_ms": -1}))
+
+
 def test_defaults_are_kafkas() -> None:
     """Unset broker configs keep ReplicationConfig's (Kafka's) defaults; the clock starts far from 0."""
     sc = parse_scenario(_with())
