@@ -5,9 +5,10 @@ Mirrors `KafkaServer` / `BrokerServer` start-up and the threads around `ReplicaM
   ListOffsets, Produce (acks=all may park as a `DelayedProduce`), and the controller's metadata
   (LeaderAndIsr / StopReplica / topic throttle configs);
 * the scheduler tasks `isr-expiration` (every `replica.lag.time.max.ms / 2`, first run at start),
-  `highwatermark-checkpoint` (every `replica.high.watermark.checkpoint.interval.ms`), `kafka-log-retention` and
-  `kafka-log-start-offset-checkpoint` (every `log.flush.start.offset.checkpoint.interval.ms`, first run
-  `log.initial.task.delay.ms` after start), each at fixed rate as `KafkaScheduler` runs them, the OS page-cache
+  `highwatermark-checkpoint` (every `replica.high.watermark.checkpoint.interval.ms`), `kafka-log-retention` (every
+  `log.retention.check.interval.ms`) and `kafka-log-start-offset-checkpoint` (every
+  `log.flush.start.offset.checkpoint.interval.ms`), the last two first run `log.initial.task.delay.ms` after start
+  as `LogManager.startup` schedules them, each at fixed rate as `KafkaScheduler` runs them, the OS page-cache
   write-back (`disk.flush_interval_ms`), and the broker heartbeat to the controller;
 * one actor per fetcher thread (`FetcherActor`), looping `doWork()` as `AbstractFetcherThread.run`
   does: after a round that sent a fetch at once (the leader's purgatory holds the fetch up to
@@ -313,11 +314,11 @@ class Broker:
             self.queue.after(self.cluster.scenario.disk.flush_interval_ms, self._flush, inc)
         self.queue.at(now, self._heartbeat, inc)
         disk = self.cluster.scenario.disk
+        # `LogManager.startup` schedules retention and the log start checkpoint with the same initial delay.
+        first_log_task = now + disk.initial_task_delay_ms
         if disk.retention_bytes is not None:
-            retention_due = now + disk.retention_check_interval_ms
-            self.queue.at(retention_due, self._retention, inc, retention_due)
-        lso_due = now + disk.initial_task_delay_ms
-        self.queue.at(lso_due, self._log_start_checkpoint, inc, lso_due)
+            self.queue.at(first_log_task, self._retention, inc, first_log_task)
+        self.queue.at(first_log_task, self._log_start_checkpoint, inc, first_log_task)
         previous_epoch, self.disk.clean_shutdown_epoch = self.disk.clean_shutdown_epoch, -1
         self.cluster.controller.register_from(self.broker_id, inc, previous_epoch)
 

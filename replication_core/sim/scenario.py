@@ -239,7 +239,8 @@ class DiskSpec:
     retention_bytes: int | None = None
     """`retention.bytes` per partition log (None = Kafka's -1, unlimited)."""
     retention_check_interval_ms: int = 300000
-    """`log.retention.check.interval.ms`: period of the `kafka-log-retention` task."""
+    """`log.retention.check.interval.ms`: period of the `kafka-log-retention` task (first run at
+    `initial_task_delay_ms`)."""
     segment_bytes: int = DEFAULT_SEGMENT_BYTES
     """`log.segment.bytes`: retention deletes whole segments, so with `retention_bytes` set this decides how far
     and how often a log start offset moves. Smaller than Kafka allows (14 bytes before 4.0, 1 MiB since) only as
@@ -248,8 +249,8 @@ class DiskSpec:
     """`log.flush.start.offset.checkpoint.interval.ms`: period of the `kafka-log-start-offset-checkpoint` task, whose
     file a restart loads its log start offsets from."""
     initial_task_delay_ms: int = 30000
-    """`log.initial.task.delay.ms` (internal, `LogManager`'s `InitialTaskDelayMs`): when, after a start, that task
-    first runs."""
+    """`log.initial.task.delay.ms` (internal, `LogManager`'s `InitialTaskDelayMs`): when, after a start, the
+    retention task and the log start checkpoint first run."""
 
 
 @dataclass(frozen=True)
@@ -308,9 +309,12 @@ class Scenario:
         return out
 
     def with_retention(self, retention_bytes: int, segment_bytes: int, check_interval_ms: int) -> Scenario:
-        """Size-based retention, scaled down: `retention.bytes`, `segment.bytes` and the retention task's period."""
+        """Size-based retention, scaled down: `retention.bytes`, `segment.bytes`, the retention task's period, and
+        its first run one period after a start (Kafka's 30 s `log.initial.task.delay.ms` outlasts most short runs;
+        the log start checkpoint shares that delay)."""
         return replace(self, disk=replace(self.disk, retention_bytes=retention_bytes, segment_bytes=segment_bytes,
-                                          retention_check_interval_ms=check_interval_ms))
+                                          retention_check_interval_ms=check_interval_ms,
+                                          initial_task_delay_ms=check_interval_ms))
 
     def check_segment_bytes(self) -> None:
         """Raise `ScenarioError` unless `disk.segment_bytes` holds every batch the producers send: `UnifiedLog.append`

@@ -123,6 +123,25 @@ def test_reference_checker_finds_no_error(name: str) -> None:
         assert result.warnings == (), result.warnings[:3]
 
 
+def test_retention_first_runs_the_initial_task_delay_after_start_then_every_period() -> None:
+    """`LogManager.startup` schedules `kafka-log-retention` with `InitialTaskDelayMs` (`disk.initial_task_delay_ms`)
+    before its first run and `log.retention.check.interval.ms` between runs: every segment deletion falls on that
+    grid, the first at 7 s, not at one period (3 s) after the start."""
+    from dataclasses import replace
+
+    from tests.sim.helpers import run, scenario
+
+    sc = scenario("steady-state").with_retention(20000, 5000, 3000)
+    sc = replace(sc, disk=replace(sc.disk, initial_task_delay_ms=7000))
+    _, events, _ = run(sc)
+    starts = {e["ts_ms"] for e in events if e["event_type"] == "broker_lifecycle"}
+    assert len(starts) == 1, starts  # every broker starts at the run's first instant and none restarts
+    deletions = sorted({e["ts_ms"] - min(starts) for e in events
+                        if e["event_type"] == "log_start_offset_change" and e["reason"] == "segment_deletion"})
+    assert deletions and deletions[0] == 7000, deletions[:5]
+    assert all((t - 7000) % 3000 == 0 for t in deletions), deletions
+
+
 def test_size_retention_moves_log_start_offsets_without_violations() -> None:
     """`disk.retention_bytes` with 5,000-byte segments: the retention task deletes whole segments below the HW on
     every replica, keeping at least `retention.bytes` (Kafka's `deleteRetentionSizeBreachedSegments`), each log start
