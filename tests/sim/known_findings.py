@@ -96,7 +96,9 @@ F. `epoch_start_reloaded` (committed_prefix_agreement; found by session 90's `--
    records of the reloaded stretch (`truncation_safety`; `--wide --deep --power` seed 120). A follower whose own
    restart reloaded the stretch keeps it when it truncates to the start of its cache's first epoch: it appends its
    new leader's older-epoch batch after its kept newer-epoch records (`epoch_cache_monotonic`,
-   `follower_log_matching`; `--wide --deep --power` seed 386, after an unclean election).
+   `follower_log_matching`; `--wide --deep --power` seed 386, after an unclean election). F, caught up to L's LEO,
+   rejoins the ISR holding its own records of the stretch below the HW (`isr_holds_committed`), and elected later it
+   commits them a second time (`inconsistent_offsets`; `--reassigning --power` seed 1174614).
 """
 
 from __future__ import annotations
@@ -586,7 +588,7 @@ def epoch_start_reloaded(v: Violation, events: Sequence[Event]) -> bool:
     if v.invariant not in _RELOADED or v.offset is None or v.topic is None:
         return False
     offset = v.offset - 1 if v.invariant == "epoch_cache_monotonic" else v.offset
-    own = v.invariant != "committed_prefix_agreement"
+    own = v.invariant not in _BETWEEN_REPLICAS
     before = events if v.event_id < 0 else events[:v.event_id]
     return any(e["event_type"] == "log_start_offset_change" and e.get("reason") == "log_load"
                and e["topic"] == v.topic and e["partition"] == v.partition
@@ -594,9 +596,12 @@ def epoch_start_reloaded(v: Violation, events: Sequence[Event]) -> bool:
                and e["log_start_offset"] <= offset < e["old_log_start_offset"] for e in before)
 
 
-_RELOADED = ("committed_prefix_agreement", "truncation_safety", "follower_log_matching", "epoch_cache_monotonic")
-"""The invariants finding F breaks: the two replicas' records differ (committed, or where a follower appends next to
-its kept ones), a follower removes committed ones, or a follower's log goes back in epoch."""
+_BETWEEN_REPLICAS = ("committed_prefix_agreement", "isr_holds_committed", "inconsistent_offsets")
+"""F's invariants that compare two replicas' records: the reloaded replica may be either."""
+_RELOADED = (*_BETWEEN_REPLICAS, "truncation_safety", "follower_log_matching", "epoch_cache_monotonic")
+"""The invariants finding F breaks: the two replicas' records differ (committed, held by an ISR member below the HW,
+committed twice, or where a follower appends next to its kept ones), a follower removes committed ones, or a
+follower's log goes back in epoch."""
 
 
 def known_finding(v: Violation, events: Sequence[Event]) -> str | None:

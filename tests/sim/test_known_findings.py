@@ -22,6 +22,7 @@ from tests.sim.campaign import (
     correlated_scenario,
     deep_scenario,
     overlapping_scenario,
+    power_reassigning_scenario,
     power_scenario,
     problems,
     problems_in,
@@ -1137,6 +1138,12 @@ def _reloaded(broker: int = 4, loaded: int = 776, had: int = 787) -> list[Event]
     pytest.param("committed_prefix_agreement", 2, 780,
                  [FILLER, dict(_reloaded()[1], reason="leader_offset_increment"), FILLER], None,
                  id="a-raise-is-not-a-load"),
+    pytest.param("isr_holds_committed", 2, 780, _reloaded(), EPOCH_START_RELOADED, id="a-member-holds-its-own-stretch"),
+    pytest.param("isr_holds_committed", 2, 787, _reloaded(), None, id="a-member-differs-above-the-stretch"),
+    pytest.param("inconsistent_offsets", 2, 776, _reloaded(), EPOCH_START_RELOADED,
+                 id="committed-twice-in-the-stretch"),
+    pytest.param("inconsistent_offsets", 2, 775, _reloaded(), None, id="committed-twice-below-the-stretch"),
+    pytest.param("isr_holds_committed", 2, 780, [FILLER] * 3, None, id="no-load-before"),
 ])
 def test_a_restart_loading_its_log_start_below_the_start_it_had_is_finding_f(
         invariant: str, replica: int, offset: int, events: list[Event], expected: str | None) -> None:
@@ -1163,4 +1170,24 @@ def test_the_power_campaign_seeds_of_finding_f(seed: int, violations: set[tuple[
     reloaded = [v for v in errors if known_finding(v, stamped) == EPOCH_START_RELOADED]
     assert violations <= {(v.invariant, v.topic, v.partition, v.replica, v.offset) for v in reloaded}, reloaded
     found, _known = problems(power_scenario(seed))
+    assert found == []
+
+
+def test_the_reassigning_power_seed_of_finding_f_rejoins_the_isr_and_is_elected() -> None:
+    """`python -m tests.sim.campaign --seeds 1174614-1174614 --reassigning --power` (session 91): broker 1's restart
+    (event 5218) loaded t-4's start 61 below the 81 its leader had given it; led again (epoch 8), it answered broker 5's
+    epoch 3 with 81, so 5 kept its epoch-3 records of 71..80, where 1 holds epoch 4's. Added back to the ISR (event
+    6196), 5 lacks the leader's record at 71 below the HW; elected (event 8532), it commits its own a second time."""
+    sc = power_reassigning_scenario(1174614)
+    events, _stats, errors = _errors(sc)
+    load = events[5218]
+    assert (load["event_type"], load["broker_id"], load["partition"], load["reason"],
+            load["old_log_start_offset"], load["log_start_offset"]) == ("log_start_offset_change", 1, 4, "log_load",
+                                                                        81, 61)
+    stamped = [dict(e, event_id=i) for i, e in enumerate(events)]
+    reloaded = {(v.invariant, v.topic, v.partition, v.replica, v.offset)
+                for v in errors if known_finding(v, stamped) == EPOCH_START_RELOADED}
+    assert {("isr_holds_committed", "t", 4, 5, 71), ("inconsistent_offsets", "t", 4, 5, 71),
+            ("committed_prefix_agreement", "t", 4, 5, 71)} <= reloaded, reloaded
+    found, _known = problems(sc)
     assert found == []
