@@ -511,8 +511,14 @@ class ReplicaFetcherThread:
         for tp, data in response.partitions.items():
             state = states.get(tp)
             sent = sent_partitions.get(tp)
-            # A partition removed, re-added or truncated meanwhile ignores the stale answer.
+            # A partition removed, re-added or truncated meanwhile ignores the stale answer, and so does one re-added
+            # in another leader epoch at the same offset (KAFKA-18991, trunk since March 2025: the request's
+            # CurrentLeaderEpoch, where it sent one, must be the fetch state's; before it, such an answer from the
+            # leader's older epoch was appended, or its diverging epoch truncated the log).
             if state is None or sent is None or sent.fetch_offset != state.fetch_offset:
+                continue
+            sent_epoch = sent.current_leader_epoch
+            if sent_epoch is not None and sent_epoch != state.current_leader_epoch:
                 continue
             delay = state.delay  # isReadyForFetch inlined, as in _build_fetch
             if state.state is not FETCHING or (delay is not None and delay.due_ms > self._now):

@@ -188,3 +188,53 @@ def test_an_epoch_request_error_is_recorded_per_partition_that_will_ask_again() 
     h.leader.epoch_request_error = Errors.NETWORK_EXCEPTION.value
     h.do_work(250)
     assert retries()[1:] == [(1250, 0, "UNKNOWN_SERVER_ERROR", 4, 1, 0)]
+
+
+@pytest.mark.parametrize(("protocol", "appended"), [
+    # Re-added in epoch 5 at the offset the epoch-4 request asked for, ready for fetch: the answer is ignored
+    # (KAFKA-18991); the next request, in epoch 5, fetches the records.
+    (TruncationProtocol.DIVERGING_EPOCH, []),
+    # Truncating first after the re-add (OffsetsForLeaderEpoch): ignored as not ready for fetch.
+    (TruncationProtocol.LEADER_EPOCH, []),
+])
+def test_an_answer_to_a_request_of_an_older_leader_epoch_is_not_appended(protocol: TruncationProtocol,
+                                                                         appended: list[int]) -> None:
+    """`processFetchRequest` processes a partition's answer only when the fetch state still asks for the offset
+    and the leader epoch the request carried: a follower re-added in a newer epoch of the same leader at the same
+    offset (a GC pause across two elections) does not append what the leader held in the older epoch."""
+    tp = TopicPartition("t", 0)
+    h = make_harness(protocol, ReplicationConfig())
+    h.add(tp, mk_log([mk_batch(0, 4)], hw=0, tp=tp), fetch_offset=1, leader_epoch=4)
+    h.leader.set_leader(tp, seed(0, 3, 4), leader_epoch=4, hw=3)
+    work = h.fetcher.work(0)
+    request = next(work)
+    while not isinstance(request, FetchRequest):  # leader-epoch mode: the OffsetsForLeaderEpoch round comes first
+        try:
+            request = work.send((h.leader.fetch_epoch_end_offsets(request), 0))
+        except StopIteration:
+            work = h.fetcher.work(0)
+            request = next(work)
+    assert request.partitions[tp].current_leader_epoch == 4
+    answer = h.leader.fetch(request)
+    assert [b.base_offset for b in answer.partitions[tp].batches] == [1]
+    h.add(tp, h.logs[tp], fetch_offset=request.partitions[tp].fetch_offset, leader_epoch=5)
+    with pytest.raises(StopIteration):
+        work.send((answer, 10))
+    assert [e["base_offset"] for e in h.events if e["event_type"] == "append"] == appended
+    assert h.logs[tp].log_end_offset == 1
+    assert h.state(tp).current_leader_epoch == 5
+
+
+def test_an_answer_in_the_epoch_the_fetch_state_still_has_is_appended() -> None:
+    """The same race without an epoch change (re-added in epoch 4, the state kept): the answer is appended."""
+    tp = TopicPartition("t", 0)
+    h = make_harness(TruncationProtocol.DIVERGING_EPOCH, ReplicationConfig())
+    h.add(tp, mk_log([mk_batch(0, 4)], hw=0, tp=tp), fetch_offset=1, leader_epoch=4)
+    h.leader.set_leader(tp, seed(0, 3, 4), leader_epoch=4, hw=3)
+    work = h.fetcher.work(0)
+    request = next(work)
+    assert isinstance(request, FetchRequest)
+    h.add(tp, h.logs[tp], fetch_offset=1, leader_epoch=4)
+    with pytest.raises(StopIteration):
+        work.send((h.leader.fetch(request), 10))
+    assert h.logs[tp].log_end_offset == 2
