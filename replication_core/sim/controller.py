@@ -565,10 +565,10 @@ class Controller:
                     self._change(tp, info, [b for b in info.isr if b != broker_id], "controlled_shutdown",
                                  remove=broker_id, action="controlled_shutdown")
             elif info.leader == broker_id:
-                others = [b for b in info.replicas if b != broker_id and b in info.isr and self._eligible(b)]
-                if others:
-                    self._elect(tp, info, exclude=broker_id, reason="controlled_shutdown",
-                                action="controlled_shutdown")
+                # `generateLeaderAndIsrUpdates` with the broker to remove: it may not lead, so a partition it leads
+                # alone goes offline now (its ISR kept), or to an unclean election where the topic allows one,
+                # rather than at the end of the shutdown.
+                self._elect(tp, info, exclude=broker_id, reason="controlled_shutdown", action="controlled_shutdown")
             elif broker_id in info.isr and len(info.isr) > 1:
                 info.isr.remove(broker_id)
                 info.partition_epoch += 1
@@ -586,8 +586,10 @@ class Controller:
         """`alterPartitionReassignments`: add the target replicas (throttled) and complete once the ISR holds the
         target, at once when there is nothing to add and it already does."""
         info = self.partitions[tp]
-        adding = [b for b in target if b not in info.replicas]
-        removing = [b for b in info.replicas if b not in target]
+        # `PartitionReassignmentReplicas`: both differences in ascending order (a TreeSet), the merged assignment
+        # the target followed by the removing replicas, which is the order elections try them in.
+        adding = sorted(b for b in target if b not in info.replicas)
+        removing = sorted(b for b in info.replicas if b not in target)
         if list(target) == info.replicas:
             return
         if not adding and set(target) <= set(info.isr):
