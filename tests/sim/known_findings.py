@@ -98,7 +98,9 @@ F. `epoch_start_reloaded` (committed_prefix_agreement; found by session 90's `--
    new leader's older-epoch batch after its kept newer-epoch records (`epoch_cache_monotonic`,
    `follower_log_matching`; `--wide --deep --power` seed 386, after an unclean election). F, caught up to L's LEO,
    rejoins the ISR holding its own records of the stretch below the HW (`isr_holds_committed`), and elected later it
-   commits them a second time (`inconsistent_offsets`; `--reassigning --power` seed 1174614).
+   commits them a second time (`inconsistent_offsets`; `--reassigning --power` seed 1174614). When the reloaded
+   replica is F's leader, F appends the leader's records after its kept ones (`follower_log_matching`; seed 1177796
+   on the engine before session 91's fetcher change).
 """
 
 from __future__ import annotations
@@ -596,9 +598,12 @@ def epoch_start_reloaded(v: Violation, events: Sequence[Event]) -> bool:
                and e["log_start_offset"] <= offset < e["old_log_start_offset"] for e in before)
 
 
-_BETWEEN_REPLICAS = ("committed_prefix_agreement", "isr_holds_committed", "inconsistent_offsets")
-"""F's invariants that compare two replicas' records: the reloaded replica may be either."""
-_RELOADED = (*_BETWEEN_REPLICAS, "truncation_safety", "follower_log_matching", "epoch_cache_monotonic")
+_BETWEEN_REPLICAS = ("committed_prefix_agreement", "isr_holds_committed", "inconsistent_offsets",
+                     "follower_log_matching")
+"""F's invariants that compare two replicas' records: the reloaded replica may be either (for a follower's append
+after its kept records, the follower or its leader, whose answer to the follower's older epoch is the start of the
+stretch)."""
+_RELOADED = (*_BETWEEN_REPLICAS, "truncation_safety", "epoch_cache_monotonic")
 """The invariants finding F breaks: the two replicas' records differ (committed, held by an ISR member below the HW,
 committed twice, or where a follower appends next to its kept ones), a follower removes committed ones, or a
 follower's log goes back in epoch."""
