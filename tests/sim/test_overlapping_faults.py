@@ -132,34 +132,39 @@ def test_a_follower_that_crashes_as_the_leader_adds_it_may_be_committed() -> Non
 
 
 def test_a_leader_that_has_not_heard_of_a_controlled_shutdown_may_propose_the_broker_again() -> None:
-    """Seed 1157213 (`--overlapping --before-metadata-deltas`): broker 3's controlled shutdown (26172 virtual ms, event
-    12255) does not reach leader 1's metadata at once (its delivery was lost at 26172; resent at 26272, it is applied
-    at 26276, with t-0 and t-7's ISRs without 3, 12450-12451); leader 1 of t-5 proposes adding 3 to [1] at 26189
-    (12271), gets INELIGIBLE_REPLICA (12272) and proposes again twice (rejected too, 12309, 12328), as Kafka's leader
-    does until its metadata says otherwise; 3's next fetch (26209) is answered at 26282, and once 1 has applied the
-    shutdown it proposes 3 no more before 3 stops (26372, 12666), though 3's fetches reach its LEO again (12487,
-    12652, 12664). No violation: the controller commits nothing ineligible. (Seeds 841372, then 841513, showed this
-    until the scheduler kept Kafka's fixed rate, then until the session-81 engine change reset the connections of a
-    dead process; seed 841812 until a leader's read became a byte range that may end inside a batch; seed 842050 until
-    retention deleted whole segments; of seeds 1157000-1159999 on today's engine, 1157213 is one that shows it. Until a
-    restart loaded its log start offset from its checkpoint, the same run named each of these events 3 lower: it now
-    also has two `log_load` changes of a log start offset, 1733 and 8855, and retention raising the second, 9605.)"""
-    _, events, stats = run(before_metadata_deltas(overlapping_scenario(1157213)))
-    shutdown, stopped = events[12255], events[12666]
+    """Seed 1190012 (`--overlapping --before-metadata-deltas`): broker 3's controlled shutdown (17434 virtual ms, event
+    6008) does not reach leader 1's metadata at once (its delivery found no route at 17434; resent at 17534, it is
+    applied at 17535); leader 1 of t-0, back from a GC pause at 17473, proposes adding 3 to [1, 2] at 17497 (6250),
+    gets INELIGIBLE_REPLICA (6473) and proposes again three times (rejected too, 6486, 6498, 6508), as Kafka's leader
+    does until its metadata says otherwise; once 1 has applied the shutdown it proposes 3 no more before 3 stops
+    (17634, 6715), though 3's next fetch (6519, at 837) is above the HW 778 as before. No violation: the controller
+    commits nothing ineligible. (Seeds 841372, then 841513, showed this until the scheduler kept Kafka's fixed rate,
+    then until the session-81 engine change reset the connections of a dead process; seed 841812 until a leader's read
+    became a byte range that may end inside a batch; seed 842050 until retention deleted whole segments; seed 1157213,
+    where leader 1 of t-5 proposed 3 three times, until the fetcher ignored answers to an older epoch's request and a
+    controlled shutdown took a sole-ISR leader's leadership at once (session 91); of seeds 1190000-1190299 on that
+    engine, 1190012 is the one that shows it.)"""
+    _, events, stats = run(before_metadata_deltas(overlapping_scenario(1190012)))
+    shutdown, stopped = events[6008], events[6715]
     assert (shutdown["event_type"], shutdown["broker_id"], shutdown["action"]) == (
         "broker_lifecycle", 3, "controlled_shutdown")
     assert (stopped["event_type"], stopped["broker_id"], stopped["action"]) == ("broker_lifecycle", 3, "shutdown")
-    assert [e for e in events[12256:12666] if e["event_type"] == "broker_lifecycle" and e["broker_id"] == 3] == []
+    assert [e for e in events[6009:6715] if e["event_type"] == "broker_lifecycle" and e["broker_id"] == 3] == []
     rejected = [i for i, e in enumerate(events) if e["event_type"] == "isr_change"
-                and e.get("error") == "INELIGIBLE_REPLICA" and 12255 < i < 12666]
+                and e.get("error") == "INELIGIBLE_REPLICA" and 6008 < i < 6715]
     assert rejected, "the run should show a rejected expansion of a shutting-down broker"
-    assert rejected == [12272, 12309, 12328]
+    assert rejected == [6473, 6486, 6498, 6508]
     assert all((events[i]["broker_id"], events[i]["topic"], events[i]["partition"], events[i]["old_isr"],
-                events[i]["isr"]) == (1, "t", 5, [1], [1, 3]) for i in rejected)
-    leader = [(i, e["isr_state"]) for i, e in enumerate(events[12255:12666], 12255) if e["event_type"] == "isr_change"
-              and (e["broker_id"], e["topic"], e["partition"]) == (1, "t", 5)]
-    assert leader == [(12271, "proposed"), (12272, "rejected"), (12296, "proposed"), (12309, "rejected"),
-                      (12325, "proposed"), (12328, "rejected")]
+                events[i]["isr"]) == (1, "t", 0, [1, 2], [1, 2, 3]) for i in rejected)
+    leader = [(i, e["isr_state"]) for i, e in enumerate(events[6008:6715], 6008) if e["event_type"] == "isr_change"
+              and (e["broker_id"], e["topic"], e["partition"]) == (1, "t", 0)]
+    assert leader == [(6250, "proposed"), (6473, "rejected"), (6480, "proposed"), (6486, "rejected"),
+                      (6491, "proposed"), (6498, "rejected"), (6503, "proposed"), (6508, "rejected")]
+    caught_up = events[6519]
+    assert (caught_up["event_type"], caught_up["broker_id"], caught_up["topic"], caught_up["partition"],
+            caught_up["follower_id"], caught_up["fetch_offset"]) == ("follower_fetch_state", 1, "t", 0, 3, 837)
+    assert [e["hw"] for e in events[:6520] if e["event_type"] == "hw_change"
+            and (e["broker_id"], e["topic"], e["partition"]) == (1, "t", 0)][-1] == 778
     assert [v for v in check(events, stats).violations if v.invariant == "isr_expand_legal"] == []
 
 

@@ -168,37 +168,49 @@ def test_an_isr_member_lacking_what_its_power_failure_took_is_explained() -> Non
 
 def test_the_power_seed_whose_paused_leader_counted_a_crashed_followers_old_fetch_is_explained() -> None:
     """`--seeds 597684-597684 --power --before-metadata-deltas`: leader 3 of u-0 pauses (a 789 ms GC pause from 19005
-    virtual ms, event 12122: no other event of 3 from 19002 until the pause ends at 19794) just as follower 1, in the
-    same ms, takes 3's last answer and sends a fetch at 1750 (12126); 1 then loses power (12199), and its recovery drops
-    1645..1749 (12202); leader 3, back, times out its waiting produce requests (12356..12361), processes that fetch from
-    before the crash (12363) and raises the HW from 1745 to 1750 (12364), over records 1 no longer has. Since a
-    restart loads its log start offset from its checkpoint, the run also shows finding F on u-0 (event 1003), and
-    this shape comes four event ids later. (Until a restart loaded its log start offset from its checkpoint, events
-    12118..12360; until retention deleted whole segments, the same seed did this with a fetch at 1780, events
-    13192..13402; until the scheduler kept Kafka's fixed rate, with a fetch at 1810, events 13005..13203; until a dead
-    process's connections were reset, with a fetch at 1825, events 13099..13283.)"""
+    virtual ms, event 12476: no other event of 3 from 19003 until the pause ends at 19794) just after it answered
+    follower 1's fetch at 1750 (12473); 2 ms into the pause 1 takes that answer (12477) and sends a fetch at 1755
+    (12480); 1 then loses power (12556), and its recovery drops 1640..1754 (12559); leader 3, back, processes that
+    fetch from before the crash (12658), raises the HW from 1750 to 1755 (12659), over records 1 no longer has,
+    acknowledges the acks=all write of 1750..1754 (12660) and times out its other waiting produce requests
+    (12663..12700). Since a restart loads its log start offset from its checkpoint, the run also shows finding F on u-0
+    (event 1003). (Until the fetcher ignored answers to an older epoch's request and a controlled shutdown took a
+    sole-ISR leader's leadership at once (session 91), 1 sent a fetch at 1750 in the pause's first ms and 3 timed out
+    its waiting produce requests before it processed that fetch, events 12122..12364; until a restart loaded its log
+    start offset from its checkpoint, the same four event ids earlier; until retention deleted whole segments, the same
+    seed did this with a fetch at 1780, events 13192..13402; until the scheduler kept Kafka's fixed rate, with a fetch
+    at 1810, events 13005..13203; until a dead process's connections were reset, with a fetch at 1825, events
+    13099..13283.)"""
     sc = before_metadata_deltas(power_scenario(597684))
     _, events, stats = run(sc)
     errors = [v for v in check(events, stats).violations if v.severity == "error"]
     assert [(v.invariant, v.topic, v.partition, v.replica, v.event_id, v.offset) for v in errors] == [
-        ("truncation_safety", "u", 0, 3, 1003, 20), ("isr_holds_committed", "u", 0, 1, 12364, 1745)]
+        ("truncation_safety", "u", 0, 3, 1003, 20), ("isr_holds_committed", "u", 0, 1, 12659, 1750)]
     assert known_finding(errors[0], events) == EPOCH_START_RELOADED
-    pause, sent, crash, lost = events[12122], events[12126], events[12199], events[12202]
-    assert (sent["event_type"], sent["broker_id"], sent["leader_id"], sent["fetch_offset"]) == ("fetch", 1, 3, 1750)
+    pause, sent, crash, lost = events[12476], events[12480], events[12556], events[12559]
+    assert (events[12473]["event_type"], events[12473]["broker_id"], events[12473]["follower_id"],
+            events[12473]["fetch_offset"]) == ("follower_fetch_state", 3, 1, 1750)
+    taken = events[12477]
+    assert (taken["event_type"], taken["broker_id"], taken["leader_id"], taken["fetch_offset"]) == (
+        "fetch_response", 1, 3, 1750)
+    assert (sent["event_type"], sent["broker_id"], sent["leader_id"], sent["fetch_offset"]) == ("fetch", 1, 3, 1755)
     assert (pause["event_type"], pause["broker_id"], pause["action"], pause["duration_ms"]) == (
         "broker_fault", 3, "gc_pause", 789)
-    assert sent["ts_ms"] == pause["ts_ms"]
-    assert not [e for e in events[12123:12356] if e["broker_id"] == 3]
-    timed_out = events[12356:12362]
-    assert {(e["event_type"], e["broker_id"], e["topic"], e["partition"], e["error"], e["ts_ms"] - pause["ts_ms"])
-            for e in timed_out} == {("produce_ack", 3, "u", 0, "REQUEST_TIMED_OUT", 789)}
+    assert taken["ts_ms"] - pause["ts_ms"] == sent["ts_ms"] - pause["ts_ms"] == 2
+    assert events[12475]["broker_id"] == 3 and pause["ts_ms"] - events[12475]["ts_ms"] == 2
+    assert not [e for e in events[12477:12658] if e["broker_id"] == 3]
     assert (crash["broker_id"], crash["action"]) == (1, "crash")
     assert (lost["event_type"], lost["broker_id"], lost["topic"], lost["partition"], lost["old_leo"],
-            lost["truncate_offset"]) == ("truncation", 1, "u", 0, 1750, 1645)
-    fetched, raised = events[12363], events[12364]
-    assert (fetched["event_type"], fetched["follower_id"], fetched["fetch_offset"]) == ("follower_fetch_state", 1, 1750)
+            lost["truncate_offset"]) == ("truncation", 1, "u", 0, 1755, 1640)
+    fetched, raised, acked = events[12658], events[12659], events[12660]
+    assert (fetched["event_type"], fetched["follower_id"], fetched["fetch_offset"]) == ("follower_fetch_state", 1, 1755)
     assert fetched["ts_ms"] - pause["ts_ms"] == 789
-    assert (raised["broker_id"], raised["old_hw"], raised["hw"]) == (3, 1745, 1750)
+    assert (raised["broker_id"], raised["old_hw"], raised["hw"]) == (3, 1750, 1755)
+    assert (acked["event_type"], acked["broker_id"], acked["topic"], acked["partition"], acked["acks"], acked["error"],
+            acked["base_offset"], acked["last_offset"]) == ("produce_ack", 3, "u", 0, -1, "NONE", 1750, 1754)
+    timed_out = events[12663:12701]
+    assert {(e["event_type"], e["broker_id"], e["topic"], e["partition"], e["error"], e["ts_ms"] - pause["ts_ms"])
+            for e in timed_out} == {("produce_ack", 3, "u", 0, "REQUEST_TIMED_OUT", 789)}
     assert power_lost_member(errors[1], events)
     found, known = problems_in(sc, events, stats)
     assert found == [] and [k.split(":")[0] for k in known] == [EPOCH_START_RELOADED], known
