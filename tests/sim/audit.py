@@ -30,6 +30,10 @@ class Audit:
     logs: dict[Replica, list[Batch]] = field(default_factory=dict)
     hw: dict[Replica, int] = field(default_factory=dict)
     log_start: dict[Replica, int] = field(default_factory=dict)
+    below_start: dict[Replica, list[Batch]] = field(default_factory=dict)
+    """Batches a raised log start hides without deleting them (a follower takes its leader's start; its own next
+    retention pass deletes them): a restart that loads an earlier start from the checkpoint makes them readable
+    again (`log_load`), as the reference checker's `ReplicaState.below_start` does."""
     leo: dict[Replica, int] = field(default_factory=dict)
     """The log end offset, which a truncation inside a batch sets above the last batch (Kafka's truncateTo)."""
     acked: list[dict[str, Any]] = field(default_factory=list)
@@ -103,6 +107,28 @@ class Audit:
                             break
         return out
 
+    def _drop_hidden_from(self, r: Replica, offset: int) -> None:
+        """A truncation (or a crash's lost tail) below the log start takes hidden batches from `offset` on too."""
+        if r in self.below_start:
+            self.below_start[r] = [x for x in self.below_start[r] if x[1] < offset]
+
+    def _move_log_start(self, r: Replica, start: int, reason: str | None) -> None:
+        """A start that deletes (segment deletion, a restart's load, or one with no reason) forgets what lies below
+        it, a restart's earlier start brings back the hidden batches above it, and any other raise hides the
+        batches it passes."""
+        log = self.logs.get(r, [])
+        hidden = self.below_start.get(r, [])
+        passed = [x for x in log if x[1] < start]
+        if reason in (None, "segment_deletion", "log_load"):
+            hidden = [x for x in hidden if x[1] >= start]
+            if reason == "log_load":
+                log, hidden = hidden + log, []
+        else:
+            hidden = hidden + passed
+        self.below_start[r] = hidden
+        self.log_start[r] = start
+        self.logs[r] = [x for x in log if x[1] >= start]
+
     def unclean_elections(self) -> list[dict[str, Any]]:
         """`leader_election` events flagged unclean."""
         return [e for e in self.elections if e["action"] == "unclean"]
@@ -128,10 +154,12 @@ def audit(events: Iterable[dict[str, Any]]) -> Audit:
             log = a.logs.setdefault(r, [])
             if ev["reason"] == "full":
                 log.clear()
+                a.below_start.pop(r, None)
                 a.log_start[r] = target
             else:  # the batch holding the target goes whole
                 while log and log[-1][1] >= target:
                     log.pop()
+                a._drop_hidden_from(r, target)
             a.leo[r] = target
         elif et == "leadership_change" and ev.get("leo") is not None:
             a._assign(ev)
@@ -139,13 +167,12 @@ def audit(events: Iterable[dict[str, Any]]) -> Audit:
             log = a.logs.setdefault((ev["broker_id"], ev["topic"], ev["partition"]), [])
             while log and log[-1][1] >= ev["leo"]:
                 log.pop()
+            a._drop_hidden_from((ev["broker_id"], ev["topic"], ev["partition"]), ev["leo"])
             a.leo[(ev["broker_id"], ev["topic"], ev["partition"])] = ev["leo"]
             if ev.get("hw") is not None:
                 a.hw[(ev["broker_id"], ev["topic"], ev["partition"])] = ev["hw"]
         elif et == "log_start_offset_change":
-            r = (ev["broker_id"], ev["topic"], ev["partition"])
-            a.log_start[r] = ev["log_start_offset"]
-            a.logs[r] = [x for x in a.logs.get(r, []) if x[1] >= ev["log_start_offset"]]
+            a._move_log_start((ev["broker_id"], ev["topic"], ev["partition"]), ev["log_start_offset"], ev.get("reason"))
         elif et == "hw_change":
             a.hw[(ev["broker_id"], ev["topic"], ev["partition"])] = ev["hw"]
         elif et == "produce_ack":
