@@ -96,9 +96,10 @@ F. `epoch_start_reloaded` (committed_prefix_agreement; found by session 90's `--
    records of the reloaded stretch (`truncation_safety`; `--wide --deep --power` seed 120). A follower whose own
    restart reloaded the stretch keeps it when it truncates to the start of its cache's first epoch: it appends its
    new leader's older-epoch batch after its kept newer-epoch records (`epoch_cache_monotonic`,
-   `follower_log_matching`; `--wide --deep --power` seed 386, after an unclean election). F, caught up to L's LEO,
-   rejoins the ISR holding its own records of the stretch below the HW (`isr_holds_committed`), and elected later it
-   commits them a second time (`inconsistent_offsets`; `--reassigning --power` seed 1174614). When the reloaded
+   `follower_log_matching`; `--power` seed 386 after an unclean election until session 91, 1176489 since). F,
+   caught up to L's LEO, rejoins the ISR holding its own records of the stretch below the HW
+   (`isr_holds_committed`), and elected later it commits them a second time (`inconsistent_offsets`;
+   `--reassigning --power` seed 1174614). When the reloaded
    replica is F's leader, F appends the leader's records after its kept ones (`follower_log_matching`; seed 1177796
    on the engine before session 91's fetcher change).
 """

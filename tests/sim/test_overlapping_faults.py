@@ -200,32 +200,6 @@ def test_a_stale_leaders_commits_after_an_unclean_election_are_warnings() -> Non
     assert {("inconsistent_offsets", 513), ("truncation_safety", 587)} <= excused, sorted(excused)
 
 
-def test_a_leader_answer_from_before_retention_collapsed_its_floor_epoch_is_legal() -> None:
-    """Seed 1158060: leader 4 of t-8 (cache (0, 0), (2, 15), (4, 31)) answers follower 1's fetch with LastFetchedEpoch
-    1 (event 6801, sent at 13963 virtual ms as 1 comes back from a restart) by DivergingEpoch (0, 15); the answer
-    reaches 1 at 13970, with t-0's OFFSET_OUT_OF_RANGE of the same response (6825), but 1 reads it only at 14975
-    (7753). Meanwhile the leader's retention deletes segments and moves its log start from 0 to 15 (event 7270, 14332),
-    collapsing the cache to (2, 15), (4, 31). The answer names the floor epoch the rise removed; the checker used to
-    accept only the asked epoch there (`truncation_point`). (Seed 500448 showed this until retention deleted whole
-    segments, at other event ids and with the log start at 30 until the session-81 engine change reset the
-    connections of a dead process, then at 20; of seeds 1157000-1159999 of `--overlapping` on today's engine, 1158060
-    is one whose answer names a floor epoch below the asked one that a later rise collapsed. Until a restart loaded its
-    log start offset from its checkpoint, the same run named each of these events 2 lower: it now also has a
-    `log_load` change of a log start offset, 1610, and a leader's answer raising it again, 2041.)"""
-    _, events, stats = run(overlapping_scenario(1158060))
-    asked, answer = events[6801], events[7753]
-    assert (asked["event_type"], asked["broker_id"], asked["topic"], asked["partition"], asked["leader_id"],
-            asked["last_fetched_epoch"]) == ("fetch", 1, "t", 8, 4, 1)
-    assert (answer["event_type"], answer["broker_id"], answer["topic"], answer["partition"], answer["leader_id"]) == (
-        "fetch_response", 1, "t", 8, 4)
-    assert (answer["diverging_epoch"], answer["diverging_end_offset"]) == (0, 15)
-    rise = events[7270]
-    assert (rise["event_type"], rise["broker_id"], rise["topic"], rise["partition"], rise["log_start_offset"]) == (
-        "log_start_offset_change", 4, "t", 8, 15)
-    assert answer["response_received_ms"] < rise["ts_ms"] < answer["ts_ms"]
-    assert [v for v in check(events, stats).violations if v.invariant == "truncation_point"] == []
-
-
 @pytest.mark.parametrize("seed", [500288, 500368, 500676, 501101])
 def test_leader_epoch_truncations_after_a_round_that_ends_at_the_leo_are_judged_by_the_next_round(seed: int) -> None:
     """Leader-epoch seeds of `--seeds 500200-501199 --overlapping` whose follower asked for an epoch the leader

@@ -159,6 +159,55 @@ def an_answer_from_a_leader_added_back_reads_its_new_logs_start() -> Case:
 
 
 @case
+def a_floor_epoch_answer_from_before_retention_collapsed_it_is_legal() -> Case:
+    # Broker 1 leads epoch 0 and commits 0..14 on all three replicas. Broker 3 leads epoch 1 and writes 15..19
+    # alone; broker 2 is elected into epoch 2 with ISR {1, 2} and commits 15..19 of epoch 2 with broker 1: its
+    # cache is (0, 0), (2, 15). Follower 3 (cache (0, 0), (1, 15), LEO 20) fetches at 20 with LastFetchedEpoch 1,
+    # between the leader's entries: `endOffsetFor` answers the floor entry's epoch, 0, with the next entry's
+    # start, 15. The answer reaches 3 at once but is processed 6 ms after the fetch; in between the leader's
+    # retention moves its log start from 0 to 15, and `truncateFromStart(15)` drops (0, 0) and moves nothing, as
+    # (2, 15) already starts there: the cache is (2, 15), in which epoch 1 is older than every entry. The answer
+    # (0, 15) names the floor epoch that rise removed; with (0, 0) of its own, 3 truncates to min(15, 15) = 15
+    # (`ok`). Without the rise (`ok_exact`) (0, 15) is exactly the cache's answer. With the rise before the fetch
+    # (`early`) the leader's cache never had epoch 0 when it answered, which would have been (1, 15): flagged on
+    # the leader, expected 15, actual 15, evidence = the fetch, the answer. Seed 1158060 of `--overlapping`
+    # showed it in simulated runs until session 91 (and 500448 before that).
+    def run(rise: str | None) -> tuple[Run, int, int]:
+        r = Run()
+        r.election(1, 0, [1, 2, 3])
+        r.become_leader(1, 0, [1, 2, 3])
+        r.become_follower(2, 0, 1)
+        r.become_follower(3, 0, 1)
+        r.produce(1, [2, 3], 15, 0, 1000)
+        r.election(3, 1, [1, 2, 3])
+        r.become_leader(3, 1, [1, 2, 3])
+        r.append(3, 5, 1, 2000, role="leader")
+        r.election(2, 2, [1, 2])
+        r.become_leader(2, 2, [1, 2])
+        r.become_follower(1, 2, 2)
+        r.become_follower(3, 2, 2)
+        r.produce(2, [1], 5, 2, 3000)
+
+        def retention(ts: int | None = None) -> int:
+            return r.add("log_start_offset_change", 2, 2, ts=ts, role="leader", old_log_start_offset=0,
+                         log_start_offset=15)
+
+        if rise == "early":
+            retention()
+        fetch = r.fetch(3, 2, 2, 20, last_fetched_epoch=1)
+        sent = r.ts
+        if rise == "between":
+            retention(sent + 3)
+        eid = r.response(3, 2, 2, 20, diverging=(0, 15), received=sent + 1, ts=sent + 6)
+        r.truncate(3, 15, "diverging_epoch", 2)
+        return r, fetch, eid
+
+    (ok, _, _), (ok_exact, _, _), (early, fetch, eid) = run("between"), run(None), run("early")
+    return _case({"ok": ok, "ok_exact": ok_exact, "early": early},
+                 [("early", INVARIANT, "error", "t", 0, 2, eid, None, 15, 15, [fetch, eid])])
+
+
+@case
 def a_missing_truncation_after_a_diverging_answer_is_flagged() -> Case:
     # The follower fetches again without truncating after (0, 2): expected 2, actual its LEO 4, evidence =
     # the answer, the fetch. A second answer still owed at the end of the run is flagged with event -1.
