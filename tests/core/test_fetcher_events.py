@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Generator
+from typing import Any
+
 import pyarrow as pa
 import pytest
 
@@ -17,7 +20,7 @@ from replication_core.partition_fetch_state import BrokerEndPoint, InitialFetchS
 from replication_core.quota import ReplicationQuotaManager
 from replication_core.truncation import TruncationProtocol
 from schemas.events import COLUMN_BY_NAME, EVENT_SCHEMA, EVENT_TYPES
-from tests.core.mock_leader import MockLeaderEndPoint, make_harness, mk_batch, mk_log, seed
+from tests.core.mock_leader import FollowerHarness, MockLeaderEndPoint, make_harness, mk_batch, mk_log, seed
 
 
 def run_mixed_workload() -> list[Event]:
@@ -135,6 +138,25 @@ def test_a_failed_fetch_request_gives_each_partition_it_carried_the_requests_err
     assert h.state(sent).is_delayed(100) and not h.state(sent).is_delayed(350)
 
 
+def _fetch_in_flight(protocol: TruncationProtocol, config: ReplicationConfig, tp: TopicPartition,
+                     first_epoch: int) -> tuple[FollowerHarness, Generator[Any, Any, Any], FetchRequest]:
+    """A follower at offset 1 (its batch 0 in `first_epoch`) of leader 1's epoch 4 (batches 0..2), with the
+    thread's fetch request sent and not yet answered (after the OffsetsForLeaderEpoch round in leader-epoch mode)."""
+    h = make_harness(protocol, config)
+    h.add(tp, mk_log([mk_batch(0, first_epoch)], hw=0, tp=tp), fetch_offset=1, leader_epoch=4)
+    h.leader.set_leader(tp, seed(0, 3, 4), leader_epoch=4, hw=3)
+    work = h.fetcher.work(0)
+    request = next(work)
+    while not isinstance(request, FetchRequest):
+        try:
+            request = work.send((h.leader.fetch_epoch_end_offsets(request), 0))
+        except StopIteration:
+            work = h.fetcher.work(0)
+            request = next(work)
+    assert request.partitions[tp].current_leader_epoch == 4
+    return h, work, request
+
+
 @pytest.mark.parametrize(("protocol", "expected"), [
     # Re-added in epoch 5 at the same offset, ready for fetch: the failure is the request's, sent in epoch 4.
     (TruncationProtocol.DIVERGING_EPOCH, [(1, 4)]),
@@ -146,18 +168,7 @@ def test_a_failed_request_for_a_partition_re_added_meanwhile(protocol: Truncatio
     """makeFollower in a new epoch while the request is in flight: the partition gets the request's failure only
     where it would have taken the request's answer, and then at the epoch the request carried."""
     tp = TopicPartition("t", 0)
-    h = make_harness(protocol, ReplicationConfig(replica_fetch_backoff_ms=250))
-    h.add(tp, mk_log([mk_batch(0, 0)], hw=0, tp=tp), fetch_offset=1, leader_epoch=4)
-    h.leader.set_leader(tp, seed(0, 3, 4), leader_epoch=4, hw=3)
-    work = h.fetcher.work(0)
-    request = next(work)
-    while not isinstance(request, FetchRequest):  # leader-epoch mode: the OffsetsForLeaderEpoch round comes first
-        try:
-            request = work.send((h.leader.fetch_epoch_end_offsets(request), 0))
-        except StopIteration:
-            work = h.fetcher.work(0)
-            request = next(work)
-    assert isinstance(request, FetchRequest) and request.partitions[tp].current_leader_epoch == 4
+    h, work, request = _fetch_in_flight(protocol, ReplicationConfig(replica_fetch_backoff_ms=250), tp, 0)
     h.add(tp, h.logs[tp], fetch_offset=request.partitions[tp].fetch_offset, leader_epoch=5)
     with pytest.raises(StopIteration):
         work.send((FetchResponse({}, Errors.NETWORK_EXCEPTION), 100))
@@ -203,18 +214,7 @@ def test_an_answer_to_a_request_of_an_older_leader_epoch_is_not_appended(protoco
     and the leader epoch the request carried: a follower re-added in a newer epoch of the same leader at the same
     offset (a GC pause across two elections) does not append what the leader held in the older epoch."""
     tp = TopicPartition("t", 0)
-    h = make_harness(protocol, ReplicationConfig())
-    h.add(tp, mk_log([mk_batch(0, 4)], hw=0, tp=tp), fetch_offset=1, leader_epoch=4)
-    h.leader.set_leader(tp, seed(0, 3, 4), leader_epoch=4, hw=3)
-    work = h.fetcher.work(0)
-    request = next(work)
-    while not isinstance(request, FetchRequest):  # leader-epoch mode: the OffsetsForLeaderEpoch round comes first
-        try:
-            request = work.send((h.leader.fetch_epoch_end_offsets(request), 0))
-        except StopIteration:
-            work = h.fetcher.work(0)
-            request = next(work)
-    assert request.partitions[tp].current_leader_epoch == 4
+    h, work, request = _fetch_in_flight(protocol, ReplicationConfig(), tp, 4)
     answer = h.leader.fetch(request)
     assert [b.base_offset for b in answer.partitions[tp].batches] == [1]
     h.add(tp, h.logs[tp], fetch_offset=request.partitions[tp].fetch_offset, leader_epoch=5)
