@@ -39,6 +39,14 @@ controller node that never fails:
   `removeReplicasFromIsr` sends the same LeaderAndIsr with leader -1), so it stops serving produce and
   fetch requests for it at once;
 * controlled shutdown moves leadership away first and removes the broker from ISRs;
+* auto leader rebalance (`auto.leader.rebalance.enable`): KRaft's `QuorumController
+  .maybeScheduleNextBalancePartitionLeaders` checks `leader.imbalance.check.interval.seconds` after the first change
+  that leaves a partition led by other than its preferred replica, and `ReplicationControlManager
+  .maybeBalancePartitionLeaders` gives each such partition a preferred election (`PartitionChangeBuilder
+  .electPreferredLeader`: the preferred replica if it is an eligible ISR member, else the leader stays); the
+  ZooKeeper-era mode runs `KafkaController.checkAndTriggerAutoLeaderRebalance`, 5 s after the controller starts and
+  then every period, for the brokers whose preferred partitions are led elsewhere above
+  `leader.imbalance.per.broker.percentage`;
 * reassignment adds the target replicas (throttled through the topics' `*.replication.throttled.replicas`,
   which cover every move in progress as `kafka-reassign-partitions --execute --additional --throttle` sets
   them, and the brokers' throttled rates), and completes when every target replica is in the ISR, in the same
@@ -169,6 +177,14 @@ class PartitionInfo:
                                      self.partition_epoch, tuple(self.adding), tuple(self.removing))
 
 
+# `ReplicationControlManager.MAX_ELECTIONS_PER_IMBALANCE`: preferred elections per balancing pass; the rest go to a
+# pass `QuorumController` schedules 10 ms later (`BALANCE_AGAIN_MS`).
+MAX_ELECTIONS_PER_IMBALANCE = 1000
+BALANCE_AGAIN_MS = 10
+# `KafkaController.onControllerFailover`: the ZooKeeper-era controller's first auto-rebalance check.
+ZK_FIRST_REBALANCE_CHECK_MS = 5000
+
+
 class Controller:
     """The active controller (see module docstring)."""
 
@@ -199,6 +215,14 @@ class Controller:
         self.throttle_version = 0
         self._full_state: set[int] = set()
         self._flush_scheduled = False
+        self.rebalance = spec.auto_leader_rebalance_enable
+        self.imbalance_check_ms = spec.leader_imbalance_check_interval_ms
+        self.imbalance_per_broker_pct = spec.leader_imbalance_per_broker_percentage
+        # Partitions led by other than their preferred replica (`imbalancedPartitions`), and KRaft's
+        # `imbalancedScheduled`: whether a balancing pass is scheduled, and whether the next one comes at once.
+        self._imbalanced: set[TopicPartition] = set()
+        self._balance_scheduled = False
+        self._balance_at_once = False
         self.elections = {"clean": 0, "unclean": 0, "offline": 0, "controlled_shutdown": 0}
 
     # --- set-up ---------------------------------------------------------------------------------------
@@ -233,6 +257,8 @@ class Controller:
             if rm is not None:
                 rm.learn_partitions(self.partitions)
         self.queue.after(self.session_timeout_ms // 4 or 1, self._check_sessions)
+        if self.rebalance and not self.fence_on_reregistration:
+            self.queue.after(ZK_FIRST_REBALANCE_CHECK_MS, self._check_and_trigger_auto_leader_rebalance)
 
     # --- liveness ---------------------------------------------------------------------------------------
 
@@ -357,6 +383,89 @@ class Controller:
         info.partition_epoch += 1
         self._emit_election(tp, info, action, reason)
         self._mark(tp, info)
+
+    # --- auto leader rebalance ----------------------------------------------------------------------------
+
+    def _maybe_schedule_balance(self) -> None:
+        """`QuorumController.maybeScheduleNextBalancePartitionLeaders`, run after every change the controller makes:
+        with a partition led by other than its preferred replica and no pass scheduled, schedule one a check
+        interval away (10 ms after a pass that hit its election limit)."""
+        if not self.rebalance or not self.fence_on_reregistration or self._balance_scheduled or not self._imbalanced:
+            return
+        self._balance_scheduled = True
+        self.queue.after(BALANCE_AGAIN_MS if self._balance_at_once else self.imbalance_check_ms,
+                         self._maybe_balance_partition_leaders)
+
+    def _maybe_balance_partition_leaders(self) -> None:
+        """`ReplicationControlManager.maybeBalancePartitionLeaders`: a preferred election for each imbalanced partition,
+        up to `MAX_ELECTIONS_PER_IMBALANCE` of them (Kafka counts the records written: the elections that changed
+        something)."""
+        self._balance_scheduled = False
+        elected = 0
+        more = False
+        for tp in sorted(self._imbalanced):
+            if elected >= MAX_ELECTIONS_PER_IMBALANCE:
+                more = True
+                break
+            if self._elect_preferred(tp, self.partitions[tp]):
+                elected += 1
+        self._balance_at_once = more
+        self._maybe_schedule_balance()
+
+    def _elect_preferred(self, tp: TopicPartition, info: PartitionInfo) -> bool:
+        """`PartitionChangeBuilder` with `Election.PREFERRED` on the ISR as it is: the preferred replica if it may
+        lead, else the leader if it may, else the next replica of the assignment that may. Whether the leader
+        changed. (With eligible leader replicas, a partition whose ISR and ELR are both empty is left alone here:
+        Kafka's last-known-leader election for it belongs to `_change`.)"""
+        def valid(b: int) -> bool:
+            return ((b in info.isr or (not info.isr and b in info.elr)) and b in self.incarnations
+                    and self._eligible(b))
+
+        preferred = info.replicas[0]
+        if info.leader == preferred:
+            return False
+        if valid(preferred):
+            winner = preferred
+        elif info.leader != NO_LEADER and valid(info.leader):
+            return False
+        else:
+            winner = next((b for b in info.replicas[1:] if valid(b)), NO_LEADER)
+            if winner == NO_LEADER:
+                return False
+        action = "preferred"
+        if not info.isr and winner in info.elr:
+            info.isr, info.elr, action = [winner], [b for b in info.elr if b != winner], "elr"
+        info.leader = winner
+        info.last_known_elr = []
+        info.leader_epoch += 1
+        info.partition_epoch += 1
+        self._emit_election(tp, info, action, "leader_imbalance")
+        self._mark(tp, info)
+        return True
+
+    def _check_and_trigger_auto_leader_rebalance(self) -> None:
+        """`KafkaController.checkAndTriggerAutoLeaderRebalance` (ZooKeeper era), then again a check interval later:
+        per preferred broker, when more than `leader.imbalance.per.broker.percentage` of its partitions are led by
+        another broker (or none), a preferred election for each of them whose preferred replica is live, not shutting
+        down and in the ISR (`PartitionLeaderElectionAlgorithms.preferredReplicaPartitionLeaderElection`); the ISR is
+        kept, the leader epoch bumped."""
+        by_preferred: dict[int, list[TopicPartition]] = {}
+        for tp, info in self.partitions.items():
+            by_preferred.setdefault(info.replicas[0], []).append(tp)
+        for broker in sorted(by_preferred):
+            tps = by_preferred[broker]
+            away = [tp for tp in sorted(tps) if self.partitions[tp].leader != broker]
+            if len(away) / len(tps) <= self.imbalance_per_broker_pct / 100:
+                continue
+            for tp in away:
+                info = self.partitions[tp]
+                if broker in info.isr and self._eligible(broker):
+                    info.leader = broker
+                    info.leader_epoch += 1
+                    info.partition_epoch += 1
+                    self._emit_election(tp, info, "preferred", "leader_imbalance")
+                    self._mark(tp, info)
+        self.queue.after(self.imbalance_check_ms, self._check_and_trigger_auto_leader_rebalance)
 
     # --- eligible leader replicas (KIP-966) ----------------------------------------------------------------
 
@@ -683,6 +792,11 @@ class Controller:
         reg = info.registration()
         for b in info.replicas:
             self._dirty.setdefault(b, {})[tp] = reg
+        if info.leader == info.replicas[0]:
+            self._imbalanced.discard(tp)
+        else:
+            self._imbalanced.add(tp)
+            self._maybe_schedule_balance()
         self._schedule_flush()
 
     def _mark_all_brokers(self) -> None:

@@ -212,6 +212,16 @@ class ClusterSpec:
     ZooKeeper-era controller's LeaderAndIsr requests go, and as replog's KRaft mode did before session 66:
     tests pin seeds found then). No effect with `fence_on_reregistration: false`, which always sends one at a
     time."""
+    auto_leader_rebalance_enable: bool = True
+    """`auto.leader.rebalance.enable`: the controller moves leadership back to each partition's preferred replica
+    (the first of its assignment) once that replica is an eligible ISR member again."""
+    leader_imbalance_check_interval_ms: int = 300000
+    """`leader.imbalance.check.interval.seconds` (300) in milliseconds. KRaft checks this long after the controller
+    first sees an imbalance, then after each check that leaves one; the ZooKeeper-era mode
+    (`fence_on_reregistration: false`) checks 5 s after the controller starts, then every period."""
+    leader_imbalance_per_broker_percentage: int = 10
+    """`leader.imbalance.per.broker.percentage`: ZooKeeper-era mode only, the share of a broker's preferred
+    partitions led elsewhere above which it gets them back (KRaft ignores it and balances any imbalance)."""
     eligible_leader_replicas: bool = False
     """KRaft, KIP-966 (`eligible.leader.replicas.version=1`: Kafka 4.0 opt-in, on for new clusters from 4.1):
     replicas that leave an ISR below min ISR become eligible leader replicas, the ISR may become empty, a leader
@@ -535,6 +545,9 @@ def parse_scenario(doc: object) -> Scenario:
         fence_on_reregistration=c.bool("fence_on_reregistration", True),
         broker_epochs=c.bool("broker_epochs", True),
         metadata_deltas=c.bool("metadata_deltas", True),
+        auto_leader_rebalance_enable=c.bool("auto_leader_rebalance_enable", True),
+        leader_imbalance_check_interval_ms=c.int("leader_imbalance_check_interval_ms", 300000, lo=1),
+        leader_imbalance_per_broker_percentage=c.int("leader_imbalance_per_broker_percentage", 10, lo=0, hi=100),
         eligible_leader_replicas=c.bool("eligible_leader_replicas", False),
     )
     if cluster.eligible_leader_replicas and not cluster.checks_broker_epochs:

@@ -45,7 +45,8 @@ def test_unknown_nested_key_suggests_the_closest() -> None:
     with pytest.raises(ScenarioError) as err:
         parse_scenario(MINIMAL | {"cluster": {"brokers": 3, "controler_id": 1000}})
     assert str(err.value).startswith("cluster.controler_id: expected no such key (did you mean 'controller_id'?); "
-                                     "known keys: broker_epochs, broker_heartbeat_interval_ms, ")
+                                     "known keys: auto_leader_rebalance_enable, broker_epochs, "
+                                     "broker_heartbeat_interval_ms, ")
 
 
 def test_unknown_broker_config_is_a_plain_message() -> None:
