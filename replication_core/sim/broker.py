@@ -68,6 +68,10 @@ if TYPE_CHECKING:
 _FETCH_NETWORK_ERROR = FetchResponse(MappingProxyType({}), error=Errors.NETWORK_EXCEPTION.value)
 _EPOCHS_NETWORK_ERROR = OffsetsForLeaderEpochResponse(MappingProxyType({}), error=Errors.NETWORK_EXCEPTION.value)
 _LIST_OFFSETS_NETWORK_ERROR = ListOffsetsResponse(error=Errors.NETWORK_EXCEPTION.value)
+# `BrokerLifecycleManager`: the first backoff of `resendExponentialBackoff` (doubling per failure), and the heartbeat
+# period of a process still catching up with the metadata log (STARTING).
+REGISTRATION_BACKOFF_MS = 100
+STARTING_HEARTBEAT_MS = 10
 
 
 def _writes_log(response: Any) -> bool:
@@ -247,6 +251,14 @@ class Broker:
         # This process's metadata cache holds every partition (`ReplicaManager.learn_partitions`), from its first
         # metadata delivery on.
         self._knows_cluster = False
+        # KRaft's `BrokerLifecycleManager`: whether the controller accepted this process's registration, whether
+        # it is ready to be unfenced (its first metadata publish is done, `setReadyToUnfence`), how many
+        # registrations the controller refused in a row (the backoff grows with them), and the generation of the
+        # scheduled heartbeat ("communication" is one deferred event that a reschedule replaces).
+        self._registered = False
+        self._ready_to_unfence = False
+        self._registration_failures = 0
+        self._heartbeat_seq = 0
 
     # --- lifecycle ---------------------------------------------------------------------------------
 
@@ -265,6 +277,15 @@ class Broker:
         self._paused_metadata = []
         self._first_publish = True
         self._knows_cluster = False
+        # The brokers of the first start are registered with the topics' creation (`Controller.create_topics`); a
+        # process without the registration handshake (ZooKeeper era, `kraft_lifecycle: false`) is taken as
+        # registered and ready from its start; a KRaft restart
+        # registers and heartbeats only once the controller accepts it, and asks to stay fenced until its first
+        # metadata publish.
+        kraft_restart = action != "start" and self.cluster.scenario.cluster.registration_handshake
+        self._registered = self._ready_to_unfence = not kraft_restart
+        self._registration_failures = 0
+        self._heartbeat_seq += 1
         events = self._events
         cfg = self.config
         if events is not None:
@@ -312,7 +333,8 @@ class Broker:
         self.queue.at(hw_due, self._hw_checkpoint, inc, hw_due)
         if self.cluster.scenario.disk.flush_interval_ms > 0:
             self.queue.after(self.cluster.scenario.disk.flush_interval_ms, self._flush, inc)
-        self.queue.at(now, self._heartbeat, inc)
+        if self._registered:
+            self.queue.at(now, self._heartbeat, inc, self._heartbeat_seq)
         disk = self.cluster.scenario.disk
         # `LogManager.startup` schedules retention and the log start checkpoint with the same initial delay.
         first_log_task = now + disk.initial_task_delay_ms
@@ -442,12 +464,39 @@ class Broker:
             p.log.delete_old_segments(disk.retention_bytes, now, "leader" if p.is_leader else "follower")
         self._at_fixed_rate(self._retention, inc, due_ms, disk.retention_check_interval_ms)
 
-    def _heartbeat(self, inc: int) -> None:
-        if inc != self.incarnation:
+    def registration_answered(self, inc: int, accepted: bool, previous_epoch: int) -> None:
+        """The controller's answer to this process's `BrokerRegistration` (`BrokerRegistrationResponseHandler`):
+        accepted, heartbeat at once; refused (`DUPLICATE_BROKER_REGISTRATION`: the previous process's session is
+        still valid), register again after `resendExponentialBackoff` (100 ms doubling per refusal up to
+        `broker.session.timeout.ms`; Kafka's 2% jitter is left out, so that it draws nothing from the run's RNG)."""
+        if inc != self.incarnation or not self.alive or self._registered:
             return
-        if not self._held(self._heartbeat, inc):
-            self.cluster.controller.heartbeat_from(self.broker_id, inc, self.wants_shutdown)
-            self.queue.after(self.cluster.scenario.cluster.broker_heartbeat_interval_ms, self._heartbeat, inc)
+        if not accepted:
+            cap = self.cluster.scenario.cluster.broker_session_timeout_ms
+            delay = min(REGISTRATION_BACKOFF_MS * 2 ** min(self._registration_failures, 30), cap)
+            self._registration_failures += 1
+            self.queue.after(delay, self.cluster.controller.register_from, self.broker_id, inc, previous_epoch)
+            return
+        self._registered = True
+        self._registration_failures = 0
+        self._heartbeat_now(inc)
+
+    def _heartbeat_now(self, inc: int) -> None:
+        """`scheduleNextCommunicationImmediately`: the next heartbeat now, replacing the one scheduled."""
+        self._heartbeat_seq += 1
+        self.queue.at(self.queue.now_ms, self._heartbeat, inc, self._heartbeat_seq)
+
+    def _heartbeat(self, inc: int, seq: int) -> None:
+        if inc != self.incarnation or seq != self._heartbeat_seq:
+            return
+        if not self._held(self._heartbeat, inc, seq):
+            self.cluster.controller.heartbeat_from(self.broker_id, inc, self.wants_shutdown,
+                                                   not self._ready_to_unfence)
+            # A starting process heartbeats every 10 ms until it has caught up (`BrokerLifecycleManager`'s
+            # STARTING state), then every `broker.heartbeat.interval.ms`.
+            interval = (STARTING_HEARTBEAT_MS if not self._ready_to_unfence
+                        else self.cluster.scenario.cluster.broker_heartbeat_interval_ms)
+            self.queue.after(interval, self._heartbeat, inc, seq)
 
     def _tick(self, inc: int) -> None:
         if inc != self.incarnation or self.rm is None:
@@ -639,6 +688,11 @@ class Broker:
         if update.full_state and self._first_publish and update.incarnation is not None:
             self._first_publish = False
             self._delete_stray_logs(update, now)
+            if not self._ready_to_unfence:
+                # `BrokerServer.startup` after the first publish: `setReadyToUnfence`, which heartbeats at once
+                # without `wantFence`; the controller unfences the broker on it.
+                self._ready_to_unfence = True
+                self._heartbeat_now(self.incarnation)
         if self.fetchers is not None and (update.states or update.stop):
             # End of `becomeLeaderOrFollower` / `stopReplicas`: `shutdownIdleFetcherThreads`.
             self.fetchers.shutdown_idle_fetcher_threads()

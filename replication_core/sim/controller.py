@@ -4,12 +4,18 @@ Mirrors the KRaft `QuorumController` / `ReplicationControlManager` (reference §
 controller node that never fails:
 * liveness: a broker is fenced when no heartbeat arrived for `broker.session.timeout.ms`; fencing
   removes it from every ISR it is in (never emptying an ISR, unless the cluster runs eligible leader
-  replicas) and re-elects the partitions it led.
-  A broker that registers again with a new incarnation while still unfenced is fenced first
-  (KRaft; `cluster.fence_on_reregistration: false` keeps the ZooKeeper-era behaviour where a
-  restart shorter than the session timeout goes unnoticed, which KIP-101's scenario relies on).
-  Until its registration is through, a restarted broker ignores the partition metadata sent to its
-  previous process: KRaft brokers publish metadata only once registered and caught up;
+  replicas) and re-elects the partitions it led. KRaft checks at the moment the oldest session expires
+  (`QuorumController.rescheduleMaybeFenceStaleBrokers`, one broker at a time in order of last contact); the
+  ZooKeeper-era mode (`cluster.fence_on_reregistration: false`) checks every quarter session.
+  KRaft refuses the registration of a new incarnation while the previous one's session is valid
+  (`ClusterControlManager.registerBroker`: DUPLICATE_BROKER_REGISTRATION; the broker retries with a growing
+  backoff), so a quick restart waits for the old session to expire and fence it. An accepted registration
+  leaves the broker fenced: it gets its partitions (and follows), and is unfenced by its first heartbeat
+  without `wantFence`, sent once it has published that metadata (`BrokerHeartbeatManager
+  .calculateNextBrokerState`). The ZooKeeper-era mode keeps its behaviour: a restart shorter than the
+  session timeout goes unnoticed (KIP-101's scenario relies on it). Until its registration is through, a
+  restarted broker ignores the partition metadata sent to its previous process: KRaft brokers publish
+  metadata only once registered and caught up;
 * elections (`PartitionChangeBuilder`): the first live, unfenced, not-shutting-down replica of the
   assignment that is in the ISR (clean); if none and the topic enables
   `unclean.leader.election.enable`, the first live replica at all (unclean, ISR = {leader}); else the
@@ -199,6 +205,7 @@ class Controller:
         self.coalesces_metadata = spec.coalesces_metadata
         self.broker_epochs = spec.checks_broker_epochs
         self.elr_enabled = spec.eligible_leader_replicas
+        self.handshake = spec.registration_handshake
         self.partitions: dict[TopicPartition, PartitionInfo] = {}
         self.by_broker: dict[int, list[TopicPartition]] = {}
         self.last_heartbeat: dict[int, int] = {}
@@ -223,6 +230,8 @@ class Controller:
         self._imbalanced: set[TopicPartition] = set()
         self._balance_scheduled = False
         self._balance_at_once = False
+        # When the next exact session check is scheduled (KRaft), None when none is.
+        self._session_check_at: int | None = None
         self.elections = {"clean": 0, "unclean": 0, "offline": 0, "controlled_shutdown": 0}
 
     # --- set-up ---------------------------------------------------------------------------------------
@@ -256,15 +265,21 @@ class Controller:
             rm = self.cluster.brokers[b].rm
             if rm is not None:
                 rm.learn_partitions(self.partitions)
-        self.queue.after(self.session_timeout_ms // 4 or 1, self._check_sessions)
+        if self.handshake:
+            self._schedule_session_check()
+        else:
+            self.queue.after(self.session_timeout_ms // 4 or 1, self._check_sessions)
         if self.rebalance and not self.fence_on_reregistration:
             self.queue.after(ZK_FIRST_REBALANCE_CHECK_MS, self._check_and_trigger_auto_leader_rebalance)
 
     # --- liveness ---------------------------------------------------------------------------------------
 
-    def heartbeat_from(self, broker_id: int, incarnation: int, wants_shutdown: bool = False) -> None:
-        """A broker's heartbeat leaves it (one-way message over the network), with its `wantShutDown` flag."""
-        self.cluster.rpc.send(broker_id, self.node_id, self._on_heartbeat, broker_id, incarnation, wants_shutdown)
+    def heartbeat_from(self, broker_id: int, incarnation: int, wants_shutdown: bool = False,
+                       want_fence: bool = False) -> None:
+        """A broker's heartbeat leaves it (one-way message over the network), with its `wantShutDown` and
+        `wantFence` flags."""
+        self.cluster.rpc.send(broker_id, self.node_id, self._on_heartbeat, broker_id, incarnation, wants_shutdown,
+                              want_fence)
 
     def register_from(self, broker_id: int, incarnation: int, previous_epoch: int = -1) -> None:
         """A (re)starting broker registers; retried until it gets through (`BrokerRegistration`, with the
@@ -276,30 +291,71 @@ class Controller:
                                      previous_epoch):
             self.queue.after(self.retry_ms, self.register_from, broker_id, incarnation, previous_epoch)
 
-    def _on_heartbeat(self, broker_id: int, incarnation: int, wants_shutdown: bool = False) -> None:
+    def _on_heartbeat(self, broker_id: int, incarnation: int, wants_shutdown: bool = False,
+                      want_fence: bool = False) -> None:
         if self.incarnations.get(broker_id) != incarnation:
             return  # a heartbeat of an incarnation that has not registered (or a stale one)
         self.last_heartbeat[broker_id] = self.queue.now_ms
         # A fenced broker that wants to shut down is told to stop now and stays fenced
-        # (`BrokerHeartbeatManager.calculateNextBrokerState`: FENCED + wantShutDown -> SHUTDOWN_NOW).
-        if broker_id in self.fenced and broker_id not in self.shutting_down and not wants_shutdown:
+        # (`BrokerHeartbeatManager.calculateNextBrokerState`: FENCED + wantShutDown -> SHUTDOWN_NOW); one that
+        # still wants to be fenced (a starting process before its first metadata publish) stays fenced.
+        if broker_id in self.fenced and broker_id not in self.shutting_down and not wants_shutdown and not want_fence:
             self._unfence(broker_id)
+
+    def _session_valid(self, broker_id: int) -> bool:
+        """`BrokerHeartbeatManager.hasValidSession`: unfenced, and heard from within the session timeout."""
+        return (broker_id not in self.fenced
+                and self.queue.now_ms - self.last_heartbeat[broker_id] < self.session_timeout_ms)
+
+    def _answer_registration(self, broker_id: int, incarnation: int, accepted: bool, previous_epoch: int) -> None:
+        """The BrokerRegistration response travels back; a lost one makes the broker ask again (its request
+        times out; replog retries after `controller_retry_ms`)."""
+        broker = self.cluster.brokers[broker_id]
+        if not self.cluster.rpc.send(self.node_id, broker_id, broker.registration_answered, incarnation, accepted,
+                                     previous_epoch):
+            self.queue.after(self.retry_ms, self.register_from, broker_id, incarnation, previous_epoch)
 
     def _on_register(self, broker_id: int, incarnation: int, previous_epoch: int = -1) -> None:
         previous = self.incarnations.get(broker_id)
+        if not self.handshake:
+            self._on_register_at_once(broker_id, incarnation, previous, previous_epoch)
+            return
         if previous == incarnation:
-            return  # already known (the brokers present at topic creation)
+            # Known already: a broker of the first start (registered with the topics), or an answer that was lost.
+            self._answer_registration(broker_id, incarnation, True, previous_epoch)
+            return
+        if previous is not None and broker_id not in self.fenced:
+            if self._session_valid(broker_id):
+                self._answer_registration(broker_id, incarnation, False, previous_epoch)
+                return
+            # Expired this very millisecond, before its scheduled check ran.
+            self._fence(broker_id, "session_timeout")
         self.incarnations[broker_id] = incarnation
         self.last_heartbeat[broker_id] = self.queue.now_ms
-        # Kafka refuses a new incarnation while the old one's session is valid (DuplicateBrokerRegistration), so
-        # the broker is fenced first; replog fences it at once instead of waiting for the session to expire.
-        if (previous is not None and previous != incarnation and broker_id not in self.fenced
-                and self.fence_on_reregistration):
-            self._fence(broker_id, "broker_reregistered")
         if self.elr_enabled and previous is not None and previous_epoch != previous:
             # `ClusterControlManager.registerBroker` -> `handleBrokerShutdown`: a previous broker epoch other than
             # the last registration's means no clean shutdown (its log may lack what it acknowledged): out of
             # every ISR and ELR.
+            self._unclean_shutdown(broker_id)
+        self.shutting_down.discard(broker_id)
+        # Registered fenced (`RegisterBrokerRecord.fenced`): its partitions reach it, and it follows, but it may not
+        # lead nor join an ISR until a heartbeat unfences it.
+        self.fenced.add(broker_id)
+        self._send_full_state(broker_id)
+        self._answer_registration(broker_id, incarnation, True, previous_epoch)
+
+    def _on_register_at_once(self, broker_id: int, incarnation: int, previous: int | None,
+                             previous_epoch: int) -> None:
+        """Without the handshake: a new incarnation takes over as its registration arrives. The ZooKeeper-era mode
+        leaves a restart within the session unnoticed; `kraft_lifecycle: false` fences the previous incarnation
+        first and unfences the new one at once."""
+        if previous == incarnation:
+            return  # already known (the brokers present at topic creation)
+        self.incarnations[broker_id] = incarnation
+        self.last_heartbeat[broker_id] = self.queue.now_ms
+        if previous is not None and broker_id not in self.fenced and self.fence_on_reregistration:
+            self._fence(broker_id, "broker_reregistered")
+        if self.elr_enabled and previous is not None and previous_epoch != previous:
             self._unclean_shutdown(broker_id)
         self.shutting_down.discard(broker_id)
         if broker_id in self.fenced:
@@ -309,10 +365,32 @@ class Controller:
 
     def _check_sessions(self) -> None:
         now = self.queue.now_ms
+        if self.handshake:
+            # `maybeFenceOneStaleBroker` until none is stale: the oldest contact first.
+            self._session_check_at = None
+            while True:
+                oldest = min(((self.last_heartbeat[b], b) for b in self.last_heartbeat if b not in self.fenced),
+                             default=None)
+                if oldest is None or now - oldest[0] < self.session_timeout_ms:
+                    break
+                self._fence(oldest[1], "session_timeout")
+            self._schedule_session_check()
+            return
         for b in sorted(self.last_heartbeat):
             if b not in self.fenced and now - self.last_heartbeat[b] > self.session_timeout_ms:
                 self._fence(b, "session_timeout")
         self.queue.after(self.session_timeout_ms // 4 or 1, self._check_sessions)
+
+    def _schedule_session_check(self) -> None:
+        """KRaft: a check when the oldest unfenced session expires (`BrokerHeartbeatManager.nextCheckTimeNs`). A later
+        heartbeat only moves that moment later, so a check that comes early finds nothing and schedules the next."""
+        if not self.handshake or self._session_check_at is not None:
+            return
+        oldest = min((self.last_heartbeat[b] for b in self.last_heartbeat if b not in self.fenced), default=None)
+        if oldest is None:
+            return
+        self._session_check_at = max(self.queue.now_ms, oldest + self.session_timeout_ms)
+        self.queue.at(self._session_check_at, self._check_sessions)
 
     def is_running(self, broker_id: int, incarnation: int) -> bool:
         """Whether the broker process `incarnation` is registered and unfenced (Kafka's RUNNING broker state,
@@ -351,6 +429,7 @@ class Controller:
                     self._elect(tp, info, exclude=None, reason="broker_unfenced")
         self._mark_all_brokers()
         self._send_full_state(broker_id)
+        self._schedule_session_check()
 
     # --- elections -------------------------------------------------------------------------------------
 

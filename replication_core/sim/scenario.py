@@ -212,6 +212,12 @@ class ClusterSpec:
     ZooKeeper-era controller's LeaderAndIsr requests go, and as replog's KRaft mode did before session 66:
     tests pin seeds found then). No effect with `fence_on_reregistration: false`, which always sends one at a
     time."""
+    kraft_lifecycle: bool = True
+    """KRaft's broker lifecycle (no effect with `fence_on_reregistration: false`): the controller checks a session
+    when it expires, refuses a new incarnation's registration while the previous one's session is valid (the broker
+    retries with a growing backoff), and registers it fenced, unfencing it on its first heartbeat after its first
+    metadata publish. false = as replog did before session 92 (tests pin seeds found then): sessions checked every
+    quarter session, a new incarnation fenced and unfenced as its registration arrives."""
     auto_leader_rebalance_enable: bool = True
     """`auto.leader.rebalance.enable`: the controller moves leadership back to each partition's preferred replica
     (the first of its assignment) once that replica is an eligible ISR member again."""
@@ -233,6 +239,11 @@ class ClusterSpec:
     def checks_broker_epochs(self) -> bool:
         """Whether broker epochs are sent and checked (KRaft with KIP-903)."""
         return self.fence_on_reregistration and self.broker_epochs
+
+    @property
+    def registration_handshake(self) -> bool:
+        """Whether a restart goes through KRaft's registration handshake and exact session checks."""
+        return self.fence_on_reregistration and self.kraft_lifecycle
 
     @property
     def coalesces_metadata(self) -> bool:
@@ -545,6 +556,7 @@ def parse_scenario(doc: object) -> Scenario:
         fence_on_reregistration=c.bool("fence_on_reregistration", True),
         broker_epochs=c.bool("broker_epochs", True),
         metadata_deltas=c.bool("metadata_deltas", True),
+        kraft_lifecycle=c.bool("kraft_lifecycle", True),
         auto_leader_rebalance_enable=c.bool("auto_leader_rebalance_enable", True),
         leader_imbalance_check_interval_ms=c.int("leader_imbalance_check_interval_ms", 300000, lo=1),
         leader_imbalance_per_broker_percentage=c.int("leader_imbalance_per_broker_percentage", 10, lo=0, hi=100),

@@ -172,6 +172,15 @@ def before_metadata_deltas(sc: Scenario) -> Scenario:
     return replace(sc, cluster=replace(sc.cluster, metadata_deltas=False))
 
 
+def before_kraft_lifecycle(sc: Scenario) -> Scenario:
+    """`sc` with `cluster.kraft_lifecycle: false`: sessions checked every quarter session, and a restarted broker's
+    registration fences its previous process and unfences it as it arrives, as replog did before session 92 modelled
+    KRaft's registration handshake (a registration refused while the previous session is valid, the broker fenced
+    until its first metadata publish, the session checked when it expires). The seeds tests pinned before then
+    reproduce their runs with it."""
+    return replace(sc, cluster=replace(sc.cluster, kraft_lifecycle=False))
+
+
 def with_elr(sc: Scenario) -> Scenario:
     """`sc` with eligible leader replicas (KIP-966, `cluster.eligible_leader_replicas: true`), as a new Kafka 4.1
     cluster runs."""
@@ -328,7 +337,8 @@ def seed_range(text: str) -> range:
 
 
 def add_shape_arguments(parser: argparse.ArgumentParser) -> None:
-    """`--seeds`, the shapes (`--wide` ... `--reassigning`), `--before-kip903` and `--before-metadata-deltas`, shared by
+    """`--seeds`, the shapes (`--wide` ... `--reassigning`), `--before-kip903`, `--before-metadata-deltas` and
+    `--before-kraft-lifecycle`, shared by
     the campaigns (this one and `tests.spark.lag_campaign`)."""
     parser.add_argument("--seeds", type=seed_range, required=True, help="FIRST-LAST, inclusive")
     parser.add_argument("--wide", action="store_true", help="also draw retention, unclean, min ISR 1, larger clusters")
@@ -349,6 +359,9 @@ def add_shape_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--before-metadata-deltas", action="store_true",
                         help="one metadata update per delivery, as seeds found before session 66 ran "
                              "(`before_metadata_deltas`)")
+    parser.add_argument("--before-kraft-lifecycle", action="store_true",
+                        help="a restart registers at once, sessions checked every quarter session, as seeds found "
+                             "before session 92 ran (`before_kraft_lifecycle`)")
     parser.add_argument("--elr", action="store_true",
                         help="with eligible leader replicas (KIP-966, `with_elr`)")
 
@@ -356,7 +369,8 @@ def add_shape_arguments(parser: argparse.ArgumentParser) -> None:
 def scenario_maker(args: argparse.Namespace) -> Callable[[int], Scenario]:
     """The seed -> scenario function `--wide` / `--deep` / `--correlated` / `--overlapping` / `--power` /
     `--reassigning` / `--throttled` chose, wrapped in `before_kip903` with `--before-kip903`, in `with_elr`
-    with `--elr` and in `before_metadata_deltas` with `--before-metadata-deltas`."""
+    with `--elr`, in `before_metadata_deltas` with `--before-metadata-deltas` and in `before_kraft_lifecycle` with
+    `--before-kraft-lifecycle`."""
     if args.throttled:
         make = power_throttled_scenario if args.power else throttled_scenario
     elif args.reassigning and args.power:
@@ -372,7 +386,8 @@ def scenario_maker(args: argparse.Namespace) -> Callable[[int], Scenario]:
     else:
         make = deep_scenario if args.deep else wide_scenario if args.wide else varied_scenario
     wraps = [wrap for wrap, on in ((before_kip903, args.before_kip903), (with_elr, args.elr),
-                                   (before_metadata_deltas, args.before_metadata_deltas)) if on]
+                                   (before_metadata_deltas, args.before_metadata_deltas),
+                                   (before_kraft_lifecycle, args.before_kraft_lifecycle)) if on]
     if not wraps:
         return make
 
