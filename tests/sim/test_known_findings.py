@@ -1,7 +1,9 @@
 """The known, Kafka-faithful findings (`tests.sim.known_findings`): recognised exactly, and reproduced by seeded runs.
 
 The hand-built event lists hold only what each rule reads; every negative case removes or moves one link of the
-chain, so a looser rule (one that would excuse a real bug of the same invariant) fails them.
+chain, so a looser rule (one that would excuse a real bug of the same invariant) fails them. Seeds campaigns found
+before session 92 run with `before_kraft_lifecycle` (and older ones with `before_metadata_deltas`, `before_kip903`),
+which reproduces the runs they were found in.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from replication_core.sim.scenario import Fault, Scenario
 from tests.sim.audit import audit
 from tests.sim.campaign import (
     before_kip903,
+    before_kraft_lifecycle,
     before_metadata_deltas,
     correlated_scenario,
     deep_scenario,
@@ -496,7 +499,7 @@ def test_a_restart_restating_the_recovered_hw_is_the_stale_checkpoint_too() -> N
     the epoch-7 records at 405.. of 1 and of its follower 3. (Seed 835883 showed this until the scheduler kept
     Kafka's fixed rate, then 835576 until crashed processes reset their connections; of 835276-836329, searched
     since, 835341 shows it.)"""
-    _, events, stats = run(before_metadata_deltas(before_kip903(overlapping_scenario(835341))))
+    _, events, stats = run(before_kraft_lifecycle(before_metadata_deltas(before_kip903(overlapping_scenario(835341)))))
     errors = [v for v in check(events, stats).violations if v.severity == "error"]
     restated = [v for v in errors if (v.topic, v.partition) == ("t", 2)]
     assert restated and {(v.invariant, v.replica, v.offset, v.evidence[2]) for v in restated} == {
@@ -669,7 +672,7 @@ def test_the_throttled_campaign_seed_elects_a_follower_told_finding_b_by_two_lea
     appends its own records at 80 (1799) and commits its kept 50..79 and the new 80..99 over epoch 2's: three
     `inconsistent_offsets`, all finding E, the one at 80 and 90 through the chain of the two answers (session 83's
     campaign found it reported before `_kept_prefix_end` followed the chain)."""
-    sc = throttled_scenario(1164628)
+    sc = before_kraft_lifecycle(throttled_scenario(1164628))
     events, stats, errors = _errors(sc)
     assert [(v.invariant, v.topic, v.partition, v.replica, v.event_id, v.offset) for v in errors] == [
         ("inconsistent_offsets", "t", 0, 1, 1825, 50), ("inconsistent_offsets", "t", 0, 1, 1831, 80),
@@ -890,7 +893,7 @@ def test_deep_campaign_seeds_reproduce_each_finding_and_nothing_else(seed: int, 
     until retention deleted whole segments; of seeds 1151000-1153999 on today's engine, eight show it alone, 1152946
     with the plainest sequence.) B's seed 200127 showed it until retention deleted whole segments; of the same seeds,
     1151179, 1152179, 1152240, 1152351 and 1153458 show B alone."""
-    sc = before_metadata_deltas(before_kip903(deep_scenario(seed)))
+    sc = before_kraft_lifecycle(before_metadata_deltas(before_kip903(deep_scenario(seed))))
     events, _stats, errors = _errors(sc)
     assert [(v.invariant, v.topic, v.partition, v.replica, v.offset) for v in errors] == [where]
     assert known_finding(errors[0], events) == finding
@@ -912,7 +915,7 @@ def test_finding_a_needs_no_resend_the_metadata_deltas_still_race_the_answer() -
     shows it, and 1154772 with the metadata 101 ms after the answer. Since a controlled shutdown takes a sole-ISR
     leader's leadership at once and reassignment orders its differences as Kafka's TreeSet (session 91), the same run,
     with the same event ids here, later also shows finding B on t-7, event 8854.)"""
-    sc = throttled_scenario(1154905)
+    sc = before_kraft_lifecycle(throttled_scenario(1154905))
     assert sc.cluster.coalesces_metadata
     events, _stats, errors = _errors(sc)
     assert [(v.invariant, v.topic, v.partition, v.replica, v.event_id, v.offset) for v in errors] == [
@@ -1100,7 +1103,7 @@ def test_a_truncation_inside_a_divergent_batch_leaves_the_leo_at_the_target() ->
     moved once when a restart loaded its log start from its checkpoint, until the fetcher ignored answers to an older
     epoch's request and a controlled shutdown took a sole-ISR leader's leadership at once (session 91); of seeds
     1190000-1190699 on that engine, 1190553 is one that shows it with finding B as its only error.)"""
-    sc = before_metadata_deltas(before_kip903(overlapping_scenario(1190553)))
+    sc = before_kraft_lifecycle(before_metadata_deltas(before_kip903(overlapping_scenario(1190553))))
     _, events, _stats = run(sc)
     batch, answer, trunc, fetch = events[3746], events[4905], events[4906], events[4907]
     assert (batch["event_type"], batch["broker_id"], batch["base_offset"], batch["last_offset"],
@@ -1172,11 +1175,11 @@ def test_the_power_campaign_seeds_of_finding_f(seed: int, violations: set[tuple[
     """`python -m tests.sim.campaign --seeds SEED-SEED --power` (found by session 90's campaigns, the first once a
     restart loaded its log start offsets from the checkpoint): every error the checker finds is finding F, and the ones
     listed are among them."""
-    events, _stats, errors = _errors(power_scenario(seed))
+    events, _stats, errors = _errors(before_kraft_lifecycle(power_scenario(seed)))
     stamped = [dict(e, event_id=i) for i, e in enumerate(events)]
     reloaded = [v for v in errors if known_finding(v, stamped) == EPOCH_START_RELOADED]
     assert violations <= {(v.invariant, v.topic, v.partition, v.replica, v.offset) for v in reloaded}, reloaded
-    found, _known = problems(power_scenario(seed))
+    found, _known = problems(before_kraft_lifecycle(power_scenario(seed)))
     assert found == []
 
 
@@ -1187,7 +1190,7 @@ def test_the_reassigning_power_seed_of_finding_f_rejoins_the_isr() -> None:
     to the ISR (event 6207), 5 lacks the leader's record at 71 below the HW. (Until session 91's fetcher and
     controller changes, 5 was later elected and committed its own records a second time, `inconsistent_offsets`,
     events 6196 and 8532.)"""
-    sc = power_reassigning_scenario(1174614)
+    sc = before_kraft_lifecycle(power_reassigning_scenario(1174614))
     events, _stats, errors = _errors(sc)
     load = events[5218]
     assert (load["event_type"], load["broker_id"], load["partition"], load["reason"],

@@ -26,6 +26,7 @@ from replication_core.sim.scenario import Fault, NemesisSpec, NetworkSpec, Scena
 from tests.sim.audit import audit
 from tests.sim.campaign import (
     before_kip903,
+    before_kraft_lifecycle,
     before_metadata_deltas,
     judged_runs,
     overlapping_scenario,
@@ -144,7 +145,7 @@ def test_a_leader_that_has_not_heard_of_a_controlled_shutdown_may_propose_the_br
     where leader 1 of t-5 proposed 3 three times, until the fetcher ignored answers to an older epoch's request and a
     controlled shutdown took a sole-ISR leader's leadership at once (session 91); of seeds 1190000-1190299 on that
     engine, 1190012 is the one that shows it.)"""
-    _, events, stats = run(before_metadata_deltas(overlapping_scenario(1190012)))
+    _, events, stats = run(before_kraft_lifecycle(before_metadata_deltas(overlapping_scenario(1190012))))
     shutdown, stopped = events[6008], events[6715]
     assert (shutdown["event_type"], shutdown["broker_id"], shutdown["action"]) == (
         "broker_lifecycle", 3, "controlled_shutdown")
@@ -176,7 +177,7 @@ def test_a_stale_leaders_commits_after_an_unclean_election_are_warnings() -> Non
     and truncates them as 4's follower (587, to 0). Both are losses of the unclean election, by its epoch. (Until the
     session-81 engine change reset the connections of a dead process the same run had other event ids and raised the
     HW to 12, then 29.)"""
-    sc = before_metadata_deltas(before_kip903(overlapping_scenario(950000)))
+    sc = before_kraft_lifecycle(before_metadata_deltas(before_kip903(overlapping_scenario(950000))))
     _, events, stats = run(sc)
     violations = check(events, stats).violations
     assert [v for v in violations if v.severity == "error"] == []

@@ -13,6 +13,7 @@ from typing import Any
 
 from replication_core.checker.violation import Violation
 from tests.sim.campaign import (
+    before_kraft_lifecycle,
     before_metadata_deltas,
     power_lossy,
     power_lost_member,
@@ -90,7 +91,7 @@ def test_power_failures_really_lose_acknowledged_writes_and_only_those_errors_ar
     # LEO 8 (2513), it writes other records there, and the acknowledged writes are not on u-0's final leader 1. (Seeds
     # 850224, until the scheduler kept Kafka's fixed rate, and 900077 of the first `--power` campaign, before the
     # controller published leaderless partitions, showed this.)
-    sc = before_metadata_deltas(power_scenario(850360))
+    sc = before_kraft_lifecycle(before_metadata_deltas(power_scenario(850360)))
     assert sc.nemesis is not None and "power" in sc.nemesis.crash_modes
     _, events, stats = run(sc)
     errors = [v for v in check(events, stats).violations if v.severity == "error"]
@@ -181,7 +182,7 @@ def test_the_power_seed_whose_paused_leader_counted_a_crashed_followers_old_fetc
     seed did this with a fetch at 1780, events 13192..13402; until the scheduler kept Kafka's fixed rate, with a fetch
     at 1810, events 13005..13203; until a dead process's connections were reset, with a fetch at 1825, events
     13099..13283.)"""
-    sc = before_metadata_deltas(power_scenario(597684))
+    sc = before_kraft_lifecycle(before_metadata_deltas(power_scenario(597684)))
     _, events, stats = run(sc)
     errors = [v for v in check(events, stats).violations if v.severity == "error"]
     assert [(v.invariant, v.topic, v.partition, v.replica, v.event_id, v.offset) for v in errors] == [

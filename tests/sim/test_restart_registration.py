@@ -6,11 +6,16 @@ and in the ISR. Its registration was delayed, and meanwhile a controlled shutdow
 (first in the assignment, in the ISR). The new process acted on that metadata with an empty log and became
 leader: both other replicas truncated to 0 and acknowledged acks=all writes were lost. In KRaft the
 restarted process publishes no partition metadata before it has registered and caught up, and the
-controller fences the previous incarnation first (which removes it from the ISR), so the leadership goes
-to a replica that has the data.
+controller refuses its registration while the previous incarnation's session is valid
+(DUPLICATE_BROKER_REGISTRATION); the session expires, the controller fences the previous incarnation (which
+removes it from the ISR), and the leadership goes to a replica that has the data. (Before session 92 replog
+accepted the registration at once and fenced the previous incarnation then, as `kraft_lifecycle: false` still
+does.)
 """
 
 from __future__ import annotations
+
+import pytest
 
 from replication_core.sim.scenario import parse_scenario_text
 from tests.sim.audit import audit
@@ -23,11 +28,12 @@ SCENARIO = """
 name: restart-before-registration
 description: a follower restarts with an empty log and is elected before its registration arrives
 seed: 5
-duration_ms: 9000
+duration_ms: 20000
 truncation_mode: {mode}
 cluster:
   brokers: 3
   broker_session_timeout_ms: 9000
+  kraft_lifecycle: {kraft}
 broker_config:
   min.insync.replicas: 2
 topics:
@@ -49,28 +55,43 @@ faults:
 """
 
 
-def _run(mode: str) -> tuple[list[dict[str, object]], object]:
-    _, events, stats = run(parse_scenario_text(SCENARIO.format(mode=mode)))
+def _run(mode: str, kraft: bool) -> tuple[list[dict[str, object]], object]:
+    _, events, stats = run(parse_scenario_text(SCENARIO.format(mode=mode, kraft=str(kraft).lower())))
     return events, stats
 
 
-def test_the_restarted_broker_is_fenced_before_it_leads_and_no_acknowledged_write_is_lost() -> None:
-    for mode in ("diverging-epoch", "leader-epoch"):
-        events, stats = _run(mode)
-        elections = [e for e in events if e["event_type"] == "leader_election" and e["action"] != "offline"]
-        # The shutdown elected broker 2 (its previous process was still registered and in the ISR) ...
-        shutdown = next(e for e in elections if e["reason"] == "controlled_shutdown")
-        assert shutdown["leader_id"] == 2 and 2 in shutdown["isr"], (mode, shutdown)
-        # ... then its registration fenced that process: leadership moved to broker 3, which has the data.
-        fenced = next(e for e in elections if e["reason"] == "broker_reregistered")
-        assert fenced["leader_id"] == 3 and fenced["isr"] == [3], (mode, fenced)
-        # The new process of broker 2 never became leader in the epoch it was elected in before registering.
-        assert not any(e["event_type"] == "leadership_change" and e["broker_id"] == 2
-                       and e["action"] == "become_leader" and e["leader_epoch"] == shutdown["leader_epoch"]
-                       for e in events), mode
-        a = audit(events)
-        assert a.acked, mode
-        assert a.lost_acked_writes() == [], (mode, a.lost_acked_writes()[:3])
-        assert a.divergences() == [], mode
-        result = check(events, stats)
-        assert result.violations == (), (mode, result.violations[:3])
+@pytest.mark.parametrize("kraft", [True, False])
+@pytest.mark.parametrize("mode", ["diverging-epoch", "leader-epoch"])
+def test_the_restarted_broker_is_fenced_before_it_leads_and_no_acknowledged_write_is_lost(mode: str,
+                                                                                          kraft: bool) -> None:
+    events, stats = _run(mode, kraft)
+    elections = [e for e in events if e["event_type"] == "leader_election" and e["action"] != "offline"]
+    # The shutdown elected broker 2 (its previous process was still registered and in the ISR) ...
+    shutdown = next(e for e in elections if e["reason"] == "controlled_shutdown")
+    assert shutdown["leader_id"] == 2 and 2 in shutdown["isr"], shutdown
+    # ... then the controller fenced that process: leadership moved to broker 3, which has the data. KRaft waits for
+    # its session to expire (9 s after the last heartbeat it sent, at about 2 s), refusing the new process's
+    # registrations meanwhile; without the handshake the registration itself fenced it as it arrived (3.6 s).
+    fenced = next(e for e in elections if e["ts_ms"] > shutdown["ts_ms"])
+    assert fenced["leader_id"] == 3 and fenced["isr"] == [3], fenced
+    start = min(int(e["ts_ms"]) for e in events)
+    if kraft:
+        assert fenced["reason"] == "session_timeout", fenced
+        assert 11000 <= fenced["ts_ms"] - start < 11100, fenced
+    else:
+        assert fenced["reason"] == "broker_reregistered", fenced
+        assert 3600 <= fenced["ts_ms"] - start < 3700, fenced
+    # The new process of broker 2 never became leader in the epoch it was elected in before registering, and acted on
+    # no partition metadata before the previous process was fenced.
+    assert not any(e["event_type"] == "leadership_change" and e["broker_id"] == 2
+                   and e["action"] == "become_leader" and e["leader_epoch"] == shutdown["leader_epoch"]
+                   for e in events)
+    restart = next(e["ts_ms"] for e in events if e["event_type"] == "broker_lifecycle" and e["action"] == "restart")
+    assert all(e["ts_ms"] >= fenced["ts_ms"] for e in events if e["event_type"] == "leadership_change"
+               and e["broker_id"] == 2 and e["ts_ms"] > restart)
+    a = audit(events)
+    assert a.acked
+    assert a.lost_acked_writes() == [], a.lost_acked_writes()[:3]
+    assert a.divergences() == []
+    result = check(events, stats)
+    assert result.violations == (), result.violations[:3]
