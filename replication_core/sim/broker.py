@@ -467,12 +467,13 @@ class Broker:
     def registration_answered(self, inc: int, accepted: bool, previous_epoch: int) -> None:
         """The controller's answer to this process's `BrokerRegistration` (`BrokerRegistrationResponseHandler`):
         accepted, heartbeat at once; refused (`DUPLICATE_BROKER_REGISTRATION`: the previous process's session is
-        still valid), register again after `resendExponentialBackoff` (100 ms doubling per refusal up to
-        `broker.session.timeout.ms`; Kafka's 2% jitter is left out, so that it draws nothing from the run's RNG)."""
+        still valid), register again after `resendExponentialBackoff` (100 ms doubling per refusal up to half of
+        `broker.session.timeout.ms`, as since Kafka 4.1; Kafka's 2% jitter is left out, so that it draws nothing from
+        the run's RNG)."""
         if inc != self.incarnation or not self.alive or self._registered:
             return
         if not accepted:
-            cap = self.cluster.scenario.cluster.broker_session_timeout_ms
+            cap = self.cluster.scenario.cluster.broker_session_timeout_ms // 2
             delay = min(REGISTRATION_BACKOFF_MS * 2 ** min(self._registration_failures, 30), cap)
             self._registration_failures += 1
             self.queue.after(delay, self.cluster.controller.register_from, self.broker_id, inc, previous_epoch)

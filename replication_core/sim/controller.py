@@ -4,12 +4,13 @@ Mirrors the KRaft `QuorumController` / `ReplicationControlManager` (reference §
 controller node that never fails:
 * liveness: a broker is fenced when no heartbeat arrived for `broker.session.timeout.ms`; fencing
   removes it from every ISR it is in (never emptying an ISR, unless the cluster runs eligible leader
-  replicas) and re-elects the partitions it led. KRaft checks at the moment the oldest session expires
-  (`QuorumController.rescheduleMaybeFenceStaleBrokers`, one broker at a time in order of last contact); the
-  ZooKeeper-era mode (`cluster.fence_on_reregistration: false`) checks every quarter session.
+  replicas) and re-elects the partitions it led. KRaft (4.0+) checks eight times per session timeout, fencing
+  one expired broker per check (the `maybeFenceStaleBroker` periodic task); the ZooKeeper-era mode
+  (`cluster.fence_on_reregistration: false`) and `cluster.kraft_lifecycle: false` check every quarter session.
   KRaft refuses the registration of a new incarnation while the previous one's session is valid
   (`ClusterControlManager.registerBroker`: DUPLICATE_BROKER_REGISTRATION; the broker retries with a growing
-  backoff), so a quick restart waits for the old session to expire and fence it. An accepted registration
+  backoff), so a quick restart waits for the old session to expire (a registration after the expiry but before
+  the check fences the old one itself, `handleBrokerShutdown`). An accepted registration
   leaves the broker fenced: it gets its partitions (and follows), and is unfenced by its first heartbeat
   without `wantFence`, sent once it has published that metadata (`BrokerHeartbeatManager
   .calculateNextBrokerState`). The ZooKeeper-era mode keeps its behaviour: a restart shorter than the
@@ -45,11 +46,11 @@ controller node that never fails:
   `removeReplicasFromIsr` sends the same LeaderAndIsr with leader -1), so it stops serving produce and
   fetch requests for it at once;
 * controlled shutdown moves leadership away first and removes the broker from ISRs;
-* auto leader rebalance (`auto.leader.rebalance.enable`): KRaft's `QuorumController
-  .maybeScheduleNextBalancePartitionLeaders` checks `leader.imbalance.check.interval.seconds` after the first change
-  that leaves a partition led by other than its preferred replica, and `ReplicationControlManager
-  .maybeBalancePartitionLeaders` gives each such partition a preferred election (`PartitionChangeBuilder
-  .electPreferredLeader`: the preferred replica if it is an eligible ISR member, else the leader stays); the
+* auto leader rebalance (`auto.leader.rebalance.enable`): KRaft's `electPreferred` periodic task (Kafka 4.0+) runs
+  every `leader.imbalance.check.interval.seconds` from the controller's start, and `ReplicationControlManager
+  .maybeBalancePartitionLeaders` gives each partition led by other than its preferred replica a preferred election
+  (`PartitionChangeBuilder.electPreferredLeader`: the preferred replica if it is an eligible ISR member, else the
+  leader stays); the
   ZooKeeper-era mode runs `KafkaController.checkAndTriggerAutoLeaderRebalance`, 5 s after the controller starts and
   then every period, for the brokers whose preferred partitions are led elsewhere above
   `leader.imbalance.per.broker.percentage`;
@@ -184,9 +185,9 @@ class PartitionInfo:
 
 
 # `ReplicationControlManager.MAX_ELECTIONS_PER_IMBALANCE`: preferred elections per balancing pass; the rest go to a
-# pass `QuorumController` schedules 10 ms later (`BALANCE_AGAIN_MS`).
+# pass 10 ms later (`PeriodicTask`'s immediate period, `AGAIN_MS`, which also follows a run that fenced a broker).
 MAX_ELECTIONS_PER_IMBALANCE = 1000
-BALANCE_AGAIN_MS = 10
+AGAIN_MS = 10
 # `KafkaController.onControllerFailover`: the ZooKeeper-era controller's first auto-rebalance check.
 ZK_FIRST_REBALANCE_CHECK_MS = 5000
 
@@ -225,13 +226,8 @@ class Controller:
         self.rebalance = spec.auto_leader_rebalance_enable
         self.imbalance_check_ms = spec.leader_imbalance_check_interval_ms
         self.imbalance_per_broker_pct = spec.leader_imbalance_per_broker_percentage
-        # Partitions led by other than their preferred replica (`imbalancedPartitions`), and KRaft's
-        # `imbalancedScheduled`: whether a balancing pass is scheduled, and whether the next one comes at once.
+        # Partitions led by other than their preferred replica (`imbalancedPartitions`).
         self._imbalanced: set[TopicPartition] = set()
-        self._balance_scheduled = False
-        self._balance_at_once = False
-        # When the next exact session check is scheduled (KRaft), None when none is.
-        self._session_check_at: int | None = None
         self.elections = {"clean": 0, "unclean": 0, "offline": 0, "controlled_shutdown": 0}
 
     # --- set-up ---------------------------------------------------------------------------------------
@@ -266,10 +262,12 @@ class Controller:
             if rm is not None:
                 rm.learn_partitions(self.partitions)
         if self.handshake:
-            self._schedule_session_check()
+            self.queue.after(self._fence_check_period_ms(), self._maybe_fence_one_stale_broker)
         else:
             self.queue.after(self.session_timeout_ms // 4 or 1, self._check_sessions)
-        if self.rebalance and not self.fence_on_reregistration:
+        if self.rebalance and self.fence_on_reregistration:
+            self.queue.after(self.imbalance_check_ms, self._maybe_balance_partition_leaders)
+        elif self.rebalance:
             self.queue.after(ZK_FIRST_REBALANCE_CHECK_MS, self._check_and_trigger_auto_leader_rebalance)
 
     # --- liveness ---------------------------------------------------------------------------------------
@@ -302,10 +300,13 @@ class Controller:
         if broker_id in self.fenced and broker_id not in self.shutting_down and not wants_shutdown and not want_fence:
             self._unfence(broker_id)
 
+    def _session_expired(self, broker_id: int) -> bool:
+        """`BrokerHeartbeatTracker.isExpired`: not heard from for longer than the session timeout."""
+        return self.queue.now_ms - self.last_heartbeat[broker_id] > self.session_timeout_ms
+
     def _session_valid(self, broker_id: int) -> bool:
-        """`BrokerHeartbeatManager.hasValidSession`: unfenced, and heard from within the session timeout."""
-        return (broker_id not in self.fenced
-                and self.queue.now_ms - self.last_heartbeat[broker_id] < self.session_timeout_ms)
+        """`BrokerHeartbeatManager.hasValidSession`: unfenced, and its session not expired."""
+        return broker_id not in self.fenced and not self._session_expired(broker_id)
 
     def _answer_registration(self, broker_id: int, incarnation: int, accepted: bool, previous_epoch: int) -> None:
         """The BrokerRegistration response travels back; a lost one makes the broker ask again (its request
@@ -328,8 +329,9 @@ class Controller:
             if self._session_valid(broker_id):
                 self._answer_registration(broker_id, incarnation, False, previous_epoch)
                 return
-            # Expired this very millisecond, before its scheduled check ran.
-            self._fence(broker_id, "session_timeout")
+            # Expired, and the periodic check has not fenced it yet: the registration's `handleBrokerShutdown` takes it
+            # out of every ISR and leadership as fencing would (`generateLeaderAndIsrUpdates` with it to remove).
+            self._fence(broker_id, "broker_reregistered")
         self.incarnations[broker_id] = incarnation
         self.last_heartbeat[broker_id] = self.queue.now_ms
         if self.elr_enabled and previous is not None and previous_epoch != previous:
@@ -364,33 +366,29 @@ class Controller:
             self._send_full_state(broker_id)
 
     def _check_sessions(self) -> None:
+        """Without the handshake (ZooKeeper era, `kraft_lifecycle: false`): every quarter session, fence each broker not
+        heard from for longer than the session timeout."""
         now = self.queue.now_ms
-        if self.handshake:
-            # `maybeFenceOneStaleBroker` until none is stale: the oldest contact first.
-            self._session_check_at = None
-            while True:
-                oldest = min(((self.last_heartbeat[b], b) for b in self.last_heartbeat if b not in self.fenced),
-                             default=None)
-                if oldest is None or now - oldest[0] < self.session_timeout_ms:
-                    break
-                self._fence(oldest[1], "session_timeout")
-            self._schedule_session_check()
-            return
         for b in sorted(self.last_heartbeat):
             if b not in self.fenced and now - self.last_heartbeat[b] > self.session_timeout_ms:
                 self._fence(b, "session_timeout")
         self.queue.after(self.session_timeout_ms // 4 or 1, self._check_sessions)
 
-    def _schedule_session_check(self) -> None:
-        """KRaft: a check when the oldest unfenced session expires (`BrokerHeartbeatManager.nextCheckTimeNs`). A later
-        heartbeat only moves that moment later, so a check that comes early finds nothing and schedules the next."""
-        if not self.handshake or self._session_check_at is not None:
-            return
-        oldest = min((self.last_heartbeat[b] for b in self.last_heartbeat if b not in self.fenced), default=None)
-        if oldest is None:
-            return
-        self._session_check_at = max(self.queue.now_ms, oldest + self.session_timeout_ms)
-        self.queue.at(self._session_check_at, self._check_sessions)
+    def _fence_check_period_ms(self) -> int:
+        """`QuorumController.maybeFenceStaleBrokerPeriodNs`: eight checks per session timeout (Kafka 4.0+, KAFKA-17793),
+        so a broker is fenced within 112.5% of it."""
+        return max(1, self.session_timeout_ms // 8)
+
+    def _maybe_fence_one_stale_broker(self) -> None:
+        """The `maybeFenceStaleBroker` periodic task (`ReplicationControlManager.maybeFenceOneStaleBroker`): fence at
+        most one expired broker, so that the next check sees its effect, and run again 10 ms later if it fenced one.
+        Which of several expired brokers goes first is the tracker's hash order in Kafka; here the lowest id."""
+        stale = next((b for b in sorted(self.last_heartbeat) if b not in self.fenced and self._session_expired(b)),
+                     None)
+        if stale is not None:
+            self._fence(stale, "session_timeout")
+        self.queue.after(AGAIN_MS if stale is not None else self._fence_check_period_ms(),
+                         self._maybe_fence_one_stale_broker)
 
     def is_running(self, broker_id: int, incarnation: int) -> bool:
         """Whether the broker process `incarnation` is registered and unfenced (Kafka's RUNNING broker state,
@@ -429,7 +427,6 @@ class Controller:
                     self._elect(tp, info, exclude=None, reason="broker_unfenced")
         self._mark_all_brokers()
         self._send_full_state(broker_id)
-        self._schedule_session_check()
 
     # --- elections -------------------------------------------------------------------------------------
 
@@ -465,31 +462,19 @@ class Controller:
 
     # --- auto leader rebalance ----------------------------------------------------------------------------
 
-    def _maybe_schedule_balance(self) -> None:
-        """`QuorumController.maybeScheduleNextBalancePartitionLeaders`, run after every change the controller makes:
-        with a partition led by other than its preferred replica and no pass scheduled, schedule one a check
-        interval away (10 ms after a pass that hit its election limit)."""
-        if not self.rebalance or not self.fence_on_reregistration or self._balance_scheduled or not self._imbalanced:
-            return
-        self._balance_scheduled = True
-        self.queue.after(BALANCE_AGAIN_MS if self._balance_at_once else self.imbalance_check_ms,
-                         self._maybe_balance_partition_leaders)
-
     def _maybe_balance_partition_leaders(self) -> None:
-        """`ReplicationControlManager.maybeBalancePartitionLeaders`: a preferred election for each imbalanced partition,
-        up to `MAX_ELECTIONS_PER_IMBALANCE` of them (Kafka counts the records written: the elections that changed
-        something)."""
-        self._balance_scheduled = False
+        """The `electPreferred` periodic task, every `leader.imbalance.check.interval.seconds` from the controller's
+        start (Kafka 4.0+; `ReplicationControlManager.maybeBalancePartitionLeaders`): a preferred election for each
+        imbalanced partition, up to `MAX_ELECTIONS_PER_IMBALANCE` of them (Kafka counts the records written: the
+        elections that changed something), the rest 10 ms later."""
         elected = 0
-        more = False
         for tp in sorted(self._imbalanced):
             if elected >= MAX_ELECTIONS_PER_IMBALANCE:
-                more = True
                 break
             if self._elect_preferred(tp, self.partitions[tp]):
                 elected += 1
-        self._balance_at_once = more
-        self._maybe_schedule_balance()
+        self.queue.after(AGAIN_MS if elected >= MAX_ELECTIONS_PER_IMBALANCE else self.imbalance_check_ms,
+                         self._maybe_balance_partition_leaders)
 
     def _elect_preferred(self, tp: TopicPartition, info: PartitionInfo) -> bool:
         """`PartitionChangeBuilder` with `Election.PREFERRED` on the ISR as it is: the preferred replica if it may
@@ -875,7 +860,6 @@ class Controller:
             self._imbalanced.discard(tp)
         else:
             self._imbalanced.add(tp)
-            self._maybe_schedule_balance()
         self._schedule_flush()
 
     def _mark_all_brokers(self) -> None:

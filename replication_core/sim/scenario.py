@@ -213,18 +213,17 @@ class ClusterSpec:
     tests pin seeds found then). No effect with `fence_on_reregistration: false`, which always sends one at a
     time."""
     kraft_lifecycle: bool = True
-    """KRaft's broker lifecycle (no effect with `fence_on_reregistration: false`): the controller checks a session
-    when it expires, refuses a new incarnation's registration while the previous one's session is valid (the broker
-    retries with a growing backoff), and registers it fenced, unfencing it on its first heartbeat after its first
-    metadata publish. false = as replog did before session 92 (tests pin seeds found then): sessions checked every
-    quarter session, a new incarnation fenced and unfenced as its registration arrives."""
+    """KRaft's broker lifecycle (Kafka 4.x; no effect with `fence_on_reregistration: false`): the controller checks
+    sessions eight times per session timeout, refuses a new incarnation's registration while the previous one's
+    session is valid (the broker retries with a growing backoff), and registers it fenced, unfencing it on its first
+    heartbeat after its first metadata publish. false = as replog did before session 92 (tests pin seeds found then):
+    sessions checked every quarter session, a new incarnation fenced and unfenced as its registration arrives."""
     auto_leader_rebalance_enable: bool = True
     """`auto.leader.rebalance.enable`: the controller moves leadership back to each partition's preferred replica
     (the first of its assignment) once that replica is an eligible ISR member again."""
     leader_imbalance_check_interval_ms: int = 300000
-    """`leader.imbalance.check.interval.seconds` (300) in milliseconds. KRaft checks this long after the controller
-    first sees an imbalance, then after each check that leaves one; the ZooKeeper-era mode
-    (`fence_on_reregistration: false`) checks 5 s after the controller starts, then every period."""
+    """`leader.imbalance.check.interval.seconds` (300) in milliseconds: KRaft (4.0+) checks every period from the
+    controller's start; the ZooKeeper-era mode (`fence_on_reregistration: false`) 5 s after it, then every period."""
     leader_imbalance_per_broker_percentage: int = 10
     """`leader.imbalance.per.broker.percentage`: ZooKeeper-era mode only, the share of a broker's preferred
     partitions led elsewhere above which it gets them back (KRaft ignores it and balances any imbalance)."""

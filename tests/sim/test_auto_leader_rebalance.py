@@ -59,30 +59,32 @@ def _rejoined(events: list[dict[str, Any]], broker: int, after_ms: int) -> int:
                 and e["isr_state"] == "committed" and e["ts_ms"] > after_ms and broker in e["isr"])
 
 
-def test_kraft_gives_leadership_back_a_check_interval_after_the_imbalance() -> None:
-    """`maybeScheduleNextBalancePartitionLeaders` schedules a pass 20 s (the interval) after the election that left
-    partition 0 led by broker 2; by then broker 1 is back in the ISR, so the pass elects it (`preferred`, the ISR
-    kept, a new leader epoch), and with no imbalance left no pass follows. No invariant breaks."""
+def test_kraft_gives_leadership_back_at_the_next_check() -> None:
+    """Kafka 4's `electPreferred` task runs every interval (20 s here) from the controller's start: at 20 s partition 0
+    is led by broker 2 (since the session timeout at 10.5 s) and broker 1 is back in the ISR (15 s), so the check
+    elects it (`preferred`, the ISR kept, a new leader epoch); nothing is imbalanced after it. No invariant breaks."""
     events, stats = _run()
+    start = min(e["ts_ms"] for e in events)
     elections = _elections(events)
     failover = elections[0]
     assert failover[1:] == (0, "clean", 2, "session_timeout")
-    assert _rejoined(events, 1, failover[0]) < failover[0] + 20000
-    assert elections[1:] == [(failover[0] + 20000, 0, "preferred", 1, "leader_imbalance")]
+    assert _rejoined(events, 1, failover[0]) < start + 20000
+    assert elections[1:] == [(start + 20000, 0, "preferred", 1, "leader_imbalance")]
     back = next(e for e in events if e["event_type"] == "leader_election" and e["action"] == "preferred")
     assert back["isr"] == [1, 2, 3]
     assert not check(events, stats).violations
 
 
-def test_kraft_waits_for_the_next_pass_when_the_preferred_replica_is_not_in_the_isr() -> None:
-    """A pass that finds broker 1 still out of the ISR changes nothing and, the imbalance remaining, the next one
-    comes a whole interval later: the election waits for it rather than for the rejoin."""
+def test_kraft_waits_for_the_next_check_when_the_preferred_replica_is_not_in_the_isr() -> None:
+    """The check at 20 s finds broker 1 still out of the ISR (it restarts at 35 s) and changes nothing; the one at
+    40 s elects it, not the rejoin."""
     events, _ = _run(restart_ms=35000)
+    start = min(e["ts_ms"] for e in events)
     elections = _elections(events)
     failover = elections[0]
     rejoin = _rejoined(events, 1, failover[0])
-    assert failover[0] + 20000 < rejoin < failover[0] + 40000
-    assert elections[1:] == [(failover[0] + 40000, 0, "preferred", 1, "leader_imbalance")]
+    assert start + 35000 < rejoin < start + 40000
+    assert elections[1:] == [(start + 40000, 0, "preferred", 1, "leader_imbalance")]
 
 
 def test_zookeeper_era_checks_on_a_fixed_period_from_the_controller_start() -> None:

@@ -13,8 +13,8 @@ from replication_core.sim.cluster import Cluster
 from replication_core.sim.scenario import parse_scenario_text
 from tests.sim.helpers import run
 
-# Broker 2 holds the only replica of `solo` and follows broker 1 for `t`. Its process is killed at 5 s; with a
-# restart at {restart_ms} (none if -1).
+# Broker 2 holds the only replica of `solo` and follows broker 1 for `t`. Its process is killed at {crash_ms}, and
+# restarted at {restart_ms} (none if -1).
 SCENARIO = """
 name: kraft-broker-lifecycle
 seed: 11
@@ -39,13 +39,14 @@ workload:
   producers:
     - {{topic: t, rate_per_s: 50, acks: all, keys: 4, retries: 10}}
 faults:
-  - {{at_ms: 5000, action: crash, broker: 2}}
+  - {{at_ms: {crash_ms}, action: crash, broker: 2}}
 {restart}"""
 
 
-def _run(*, kraft: bool = True, restart_ms: int = -1) -> tuple[Cluster, list[dict[str, Any]]]:
+def _run(*, kraft: bool = True, crash_ms: int = 5000, restart_ms: int = -1) -> tuple[Cluster, list[dict[str, Any]]]:
     restart = f"  - {{at_ms: {restart_ms}, action: restart, broker: 2}}\n" if restart_ms >= 0 else ""
-    cluster, events, _ = run(parse_scenario_text(SCENARIO.format(kraft=str(kraft).lower(), restart=restart)))
+    text = SCENARIO.format(kraft=str(kraft).lower(), crash_ms=crash_ms, restart=restart)
+    cluster, events, _ = run(parse_scenario_text(text))
     return cluster, events
 
 
@@ -55,14 +56,20 @@ def _fenced_at(events: list[dict[str, Any]]) -> int:
                 and e["action"] == "offline")
 
 
-def test_a_session_is_fenced_the_moment_it_expires() -> None:
-    """`rescheduleMaybeFenceStaleBrokers` runs the check at the oldest session's expiry: the crashed broker is fenced
-    exactly `broker.session.timeout.ms` after the controller last heard from it. Every quarter session (as replog did
-    before, `kraft_lifecycle: false`) found it up to 2.25 s later, here 1 ms after the exact moment at the earliest."""
-    cluster, events = _run()
-    assert _fenced_at(events) == cluster.controller.last_heartbeat[2] + 9000
-    legacy, legacy_events = _run(kraft=False)
-    assert _fenced_at(legacy_events) > legacy.controller.last_heartbeat[2] + 9000
+def test_sessions_are_checked_eight_times_per_session_timeout() -> None:
+    """Kafka 4's `maybeFenceStaleBroker` task runs every `broker.session.timeout.ms / 8` (1,125 ms) from the
+    controller's start and fences a broker whose last contact is more than the timeout ago: killed at 11 s, broker 2
+    last heard of at 10,001-10,003 ms, expires at 19,001-19,003 ms and is fenced at the next check, 19,125 ms. Every
+    quarter session (as replog did before, `kraft_lifecycle: false`) found it at 20,250 ms."""
+    cluster, events = _run(crash_ms=11000)
+    start = min(e["ts_ms"] for e in events)
+    last = cluster.controller.last_heartbeat[2]
+    period = 9000 // 8
+    first_check_after = start + period * ((last + 9000 - start) // period + 1)
+    assert _fenced_at(events) == first_check_after == start + 19125
+    legacy, legacy_events = _run(kraft=False, crash_ms=11000)
+    assert 19000 < legacy.controller.last_heartbeat[2] + 9000 - start < 19125
+    assert _fenced_at(legacy_events) == start + 20250
 
 
 def _new_process_events(events: list[dict[str, Any]], restart_ms: int) -> list[dict[str, Any]]:
@@ -73,19 +80,20 @@ def _new_process_events(events: list[dict[str, Any]], restart_ms: int) -> list[d
 
 def test_a_restart_within_the_session_registers_once_the_previous_session_expired() -> None:
     """Restarted at 6 s, 1 s after the crash: the controller answers DUPLICATE_BROKER_REGISTRATION while the old
-    session is valid, and the broker asks again after 100, 200, 400 ... ms. Its new process hears of no partition
-    until the old session has expired and been fenced, and then within one backoff step (the attempt after the
-    expiry); without the handshake the registration went through at once and fenced the old process."""
+    session is valid, and the broker asks again after 100, 200, 400 ... ms, at most half the session timeout. Its new
+    process hears of no partition until the old session has expired (13,001 ms) and been fenced (13,500 ms), at the
+    first attempt after the expiry (16.8 s); without the handshake the registration went through at once and fenced
+    the old process."""
     _, events = _run(restart_ms=6000)
     fenced = _fenced_at(events)
     start = min(e["ts_ms"] for e in events)
     first = min(e["ts_ms"] for e in _new_process_events(events, 6000))
     assert first > fenced
-    # Attempts go out at 6 s and then 100 * 2**n ms after each refusal arrives (a round trip of 2-6 ms each): the
-    # accepted one is the first after the expiry, 18.7 s here, 5.7 s after it.
+    # Attempts go out at 6 s and then 100 * 2**n ms (at most 4.5 s) after each refusal arrives (a round trip of 2-6 ms
+    # each): the accepted one is the first after the expiry.
     attempts = [start + 6000]
     while attempts[-1] < fenced:
-        attempts.append(attempts[-1] + REGISTRATION_BACKOFF_MS * 2 ** (len(attempts) - 1))
+        attempts.append(attempts[-1] + min(REGISTRATION_BACKOFF_MS * 2 ** (len(attempts) - 1), 4500))
     assert 0 <= first - attempts[-1] < 100, (first - start, [a - start for a in attempts])
     assert not any(e["event_type"] == "leader_election" and e["reason"] == "broker_reregistered" for e in events)
     _, legacy_events = _run(kraft=False, restart_ms=6000)
