@@ -68,9 +68,7 @@ if TYPE_CHECKING:
 _FETCH_NETWORK_ERROR = FetchResponse(MappingProxyType({}), error=Errors.NETWORK_EXCEPTION.value)
 _EPOCHS_NETWORK_ERROR = OffsetsForLeaderEpochResponse(MappingProxyType({}), error=Errors.NETWORK_EXCEPTION.value)
 _LIST_OFFSETS_NETWORK_ERROR = ListOffsetsResponse(error=Errors.NETWORK_EXCEPTION.value)
-# `BrokerLifecycleManager`: the first backoff of `resendExponentialBackoff` (doubling per failure), and the heartbeat
-# period of a process still catching up with the metadata log (STARTING).
-REGISTRATION_BACKOFF_MS = 100
+# `BrokerLifecycleManager`: the heartbeat period of a process still catching up with the metadata log (STARTING).
 STARTING_HEARTBEAT_MS = 10
 
 
@@ -252,12 +250,10 @@ class Broker:
         # metadata delivery on.
         self._knows_cluster = False
         # KRaft's `BrokerLifecycleManager`: whether the controller accepted this process's registration, whether
-        # it is ready to be unfenced (its first metadata publish is done, `setReadyToUnfence`), how many
-        # registrations the controller refused in a row (the backoff grows with them), and the generation of the
-        # scheduled heartbeat ("communication" is one deferred event that a reschedule replaces).
+        # it is ready to be unfenced (its first metadata publish is done, `setReadyToUnfence`), and the generation
+        # of the scheduled heartbeat ("communication" is one deferred event that a reschedule replaces).
         self._registered = False
         self._ready_to_unfence = False
-        self._registration_failures = 0
         self._heartbeat_seq = 0
 
     # --- lifecycle ---------------------------------------------------------------------------------
@@ -284,7 +280,6 @@ class Broker:
         # metadata publish.
         kraft_restart = action != "start" and self.cluster.scenario.cluster.registration_handshake
         self._registered = self._ready_to_unfence = not kraft_restart
-        self._registration_failures = 0
         self._heartbeat_seq += 1
         events = self._events
         cfg = self.config
@@ -467,19 +462,15 @@ class Broker:
     def registration_answered(self, inc: int, accepted: bool, previous_epoch: int) -> None:
         """The controller's answer to this process's `BrokerRegistration` (`BrokerRegistrationResponseHandler`):
         accepted, heartbeat at once; refused (`DUPLICATE_BROKER_REGISTRATION`: the previous process's session is
-        still valid), register again after `resendExponentialBackoff` (100 ms doubling per refusal up to half of
-        `broker.session.timeout.ms`, as since Kafka 4.1; Kafka's 2% jitter is left out, so that it draws nothing from
-        the run's RNG)."""
+        still valid), register again one `broker.heartbeat.interval.ms` later (`scheduleNextCommunicationAfterFailure`
+        since KAFKA-19294; Kafka 3.x backed off exponentially from 100 ms)."""
         if inc != self.incarnation or not self.alive or self._registered:
             return
         if not accepted:
-            cap = self.cluster.scenario.cluster.broker_session_timeout_ms // 2
-            delay = min(REGISTRATION_BACKOFF_MS * 2 ** min(self._registration_failures, 30), cap)
-            self._registration_failures += 1
-            self.queue.after(delay, self.cluster.controller.register_from, self.broker_id, inc, previous_epoch)
+            self.queue.after(self.cluster.scenario.cluster.broker_heartbeat_interval_ms,
+                             self.cluster.controller.register_from, self.broker_id, inc, previous_epoch)
             return
         self._registered = True
-        self._registration_failures = 0
         self._heartbeat_now(inc)
 
     def _heartbeat_now(self, inc: int) -> None:

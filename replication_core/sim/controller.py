@@ -8,8 +8,8 @@ controller node that never fails:
   one expired broker per check (the `maybeFenceStaleBroker` periodic task); the ZooKeeper-era mode
   (`cluster.fence_on_reregistration: false`) and `cluster.kraft_lifecycle: false` check every quarter session.
   KRaft refuses the registration of a new incarnation while the previous one's session is valid
-  (`ClusterControlManager.registerBroker`: DUPLICATE_BROKER_REGISTRATION; the broker retries with a growing
-  backoff), so a quick restart waits for the old session to expire (a registration after the expiry but before
+  (`ClusterControlManager.registerBroker`: DUPLICATE_BROKER_REGISTRATION; the broker asks again every heartbeat
+  interval), so a quick restart waits for the old session to expire (a registration after the expiry but before
   the check fences the old one itself, `handleBrokerShutdown`). An accepted registration
   leaves the broker fenced: it gets its partitions (and follows), and is unfenced by its first heartbeat
   without `wantFence`, sent once it has published that metadata (`BrokerHeartbeatManager

@@ -8,7 +8,6 @@ from typing import Any
 
 import pytest
 
-from replication_core.sim.broker import REGISTRATION_BACKOFF_MS
 from replication_core.sim.cluster import Cluster
 from replication_core.sim.scenario import parse_scenario_text
 from tests.sim.helpers import run
@@ -80,21 +79,21 @@ def _new_process_events(events: list[dict[str, Any]], restart_ms: int) -> list[d
 
 def test_a_restart_within_the_session_registers_once_the_previous_session_expired() -> None:
     """Restarted at 6 s, 1 s after the crash: the controller answers DUPLICATE_BROKER_REGISTRATION while the old
-    session is valid, and the broker asks again after 100, 200, 400 ... ms, at most half the session timeout. Its new
-    process hears of no partition until the old session has expired (13,001 ms) and been fenced (13,500 ms), at the
-    first attempt after the expiry (16.8 s); without the handshake the registration went through at once and fenced
-    the old process."""
+    session is valid, and the broker asks again a heartbeat interval (2 s) after each refusal. Its new process hears
+    of no partition until the old session has expired (13,001 ms) and been fenced (13,500 ms), at the first attempt
+    after the expiry (about 14 s); without the handshake the registration went through at once and fenced the old
+    process."""
     _, events = _run(restart_ms=6000)
     fenced = _fenced_at(events)
     start = min(e["ts_ms"] for e in events)
     first = min(e["ts_ms"] for e in _new_process_events(events, 6000))
     assert first > fenced
-    # Attempts go out at 6 s and then 100 * 2**n ms (at most 4.5 s) after each refusal arrives (a round trip of 2-6 ms
-    # each): the accepted one is the first after the expiry.
+    # Attempts go out at 6 s and then 2 s after each refusal arrives (a round trip of 2-6 ms each): the accepted one
+    # is the first after the expiry.
     attempts = [start + 6000]
     while attempts[-1] < fenced:
-        attempts.append(attempts[-1] + min(REGISTRATION_BACKOFF_MS * 2 ** (len(attempts) - 1), 4500))
-    assert 0 <= first - attempts[-1] < 100, (first - start, [a - start for a in attempts])
+        attempts.append(attempts[-1] + 2000)
+    assert 0 <= first - attempts[-1] < 50, (first - start, [a - start for a in attempts])
     assert not any(e["event_type"] == "leader_election" and e["reason"] == "broker_reregistered" for e in events)
     _, legacy_events = _run(kraft=False, restart_ms=6000)
     reregistered = next(e for e in legacy_events if e["event_type"] == "leader_election"
