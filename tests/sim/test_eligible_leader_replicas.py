@@ -27,7 +27,7 @@ from replication_core.sim.cluster import Cluster
 from replication_core.sim.controller import Controller, PartitionInfo
 from replication_core.sim.scenario import ScenarioError, parse_scenario_text
 from tests.sim.audit import audit
-from tests.sim.campaign import judged_runs, overlapping_scenario, power_scenario, with_elr
+from tests.sim.campaign import before_kraft_lifecycle, judged_runs, overlapping_scenario, power_scenario, with_elr
 from tests.sim.helpers import SCENARIOS, check, run, scenario
 
 TP = TopicPartition("t", 0)
@@ -334,7 +334,8 @@ def test_kip_966_scenario_shows_the_elr_between_elections() -> None:
 
 
 def test_a_power_campaign_loss_that_eligible_leader_replicas_prevent() -> None:
-    """`--power` seed 801281, t-0 (replicas 1, 2): broker 2 leads it with ISR [2] and loses 394..418 to a power
+    """`--power` seed 801281, found before session 92 modelled KRaft's registration handshake, so run as then
+    (`before_kraft_lifecycle`); t-0 (replicas 1, 2): broker 2 leads it with ISR [2] and loses 394..418 to a power
     failure (its log cut from 419 to 394 at the crash, 11.4 s). Without ELR, its new process's registration takes
     the partition offline and elects it again from the ISR with that log (12.24 s), and acknowledged writes are
     gone. With ELR the registration empties the ISR (the partition goes offline) and the partition waits until
@@ -343,7 +344,7 @@ def test_a_power_campaign_loss_that_eligible_leader_replicas_prevent() -> None:
     801226's t-3 showed this until the scheduler kept Kafka's fixed rate.)"""
     tp = ("t", 0)
     for elr, lost in ((False, True), (True, False)):
-        sc = power_scenario(801281)
+        sc = before_kraft_lifecycle(power_scenario(801281))
         _, events, _ = run(with_elr(sc) if elr else sc)
         losses = [x for x in audit(events).lost_acked_writes() if (x["topic"], x["partition"]) == tp]
         assert bool(losses) == lost, elr
