@@ -78,9 +78,27 @@ def _elections(events: list[dict[str, Any]]) -> list[tuple[Any, ...]]:
 
 
 def _register(controller: Controller, broker: int, clean: bool) -> None:
-    """A new process of `broker` registers: after a clean shutdown it sends its last registration's epoch."""
+    """A new process of `broker` registers: after a clean shutdown it sends its last registration's epoch. Its
+    previous process is fenced, so the controller accepts it, and registers it fenced (`RegisterBrokerRecord
+    .fenced`): it may not lead nor be elected until a heartbeat unfences it."""
     previous = controller.incarnations[broker]
     controller._on_register(broker, previous + 1, previous if clean else -1)
+    assert controller.incarnations[broker] == previous + 1 and broker in controller.fenced
+
+
+def _unfencing_heartbeat(controller: Controller, broker: int) -> None:
+    """The new process's first heartbeat without `wantFence` (sent once it has published its metadata): the
+    controller unfences it, which elects it where a partition is offline."""
+    controller._on_heartbeat(broker, controller.incarnations[broker])
+    assert broker not in controller.fenced
+
+
+def _later(controller: Controller, ms: int, heard_from: tuple[int, ...]) -> None:
+    """`ms` later on the controller's clock, the brokers `heard_from` having just heartbeated (these tests run no
+    broker, so no heartbeat comes unless a test sends it)."""
+    controller.queue.now_ms += ms
+    for b in heard_from:
+        controller._on_heartbeat(b, controller.incarnations[b])
 
 
 def _last_replica_standing(controller: Controller, info: PartitionInfo) -> None:
@@ -125,7 +143,8 @@ def test_without_elr_the_fenced_last_isr_member_stays_in_the_isr_and_the_partiti
 def test_with_no_eligible_replica_alive_the_partition_goes_offline_remembering_its_last_leader() -> None:
     """Replica 2 is fenced first (it stays eligible: a fenced broker may come back with its log), then the leader:
     nothing may lead, the ISR is empty, both are eligible, and the last known leader is 1. Replica 2 coming back
-    (cleanly) is elected from the ELR, and the last known leader is forgotten."""
+    (cleanly) registers fenced, which changes nothing; its unfencing heartbeat elects it from the ELR, and the last
+    known leader is forgotten."""
     controller, info, events = _controller()
     _last_replica_standing(controller, info)
     controller._fence(2, "session_timeout")
@@ -133,23 +152,29 @@ def test_with_no_eligible_replica_alive_the_partition_goes_offline_remembering_i
     controller._fence(1, "session_timeout")
     assert _state(info) == (NO_LEADER, [], [1, 2], [1])
     _register(controller, 2, clean=True)
+    assert _state(info) == (NO_LEADER, [], [1, 2], [1])
+    _unfencing_heartbeat(controller, 2)
     assert _state(info) == (2, [2], [1], [])
     assert [(a, lead, isr, elr, reason) for a, lead, isr, elr, reason, _ in _elections(events)] == [
         ("offline", None, [], [1, 2], "session_timeout"), ("elr", 2, [2], [1], "broker_unfenced")]
 
 
 def test_an_unclean_shutdown_leaves_the_elr_and_the_last_known_leader_comes_back_unclean() -> None:
-    """Both eligible replicas were down; each registers after an unclean shutdown (`handleBrokerUncleanShutdown`:
-    out of the ELR). Replica 2, not the last leader, cannot lead; replica 1, the last known leader, is elected
-    when it is unfenced with ISR and ELR empty (`canElectLastKnownLeader`, Kafka 4.1): an unclean election,
-    though the topic does not enable them."""
+    """Both eligible replicas were down; each registers after an unclean shutdown (`handleBrokerUncleanShutdown`,
+    at the registration: out of the ELR). Replica 2, not the last leader, cannot lead once unfenced; replica 1, the
+    last known leader, is elected when it is unfenced with ISR and ELR empty (`canElectLastKnownLeader`, Kafka
+    4.1): an unclean election, though the topic does not enable them."""
     controller, info, events = _controller()
     _last_replica_standing(controller, info)
     controller._fence(2, "session_timeout")
     controller._fence(1, "session_timeout")
     _register(controller, 2, clean=False)
     assert _state(info) == (NO_LEADER, [], [1], [1])
+    _unfencing_heartbeat(controller, 2)
+    assert _state(info) == (NO_LEADER, [], [1], [1])
     _register(controller, 1, clean=False)
+    assert _state(info) == (NO_LEADER, [], [], [1])
+    _unfencing_heartbeat(controller, 1)
     assert _state(info) == (1, [1], [], [])
     assert _elections(events)[-1][:5] == ("unclean", 1, [1], [], "broker_unfenced")
 
@@ -157,7 +182,8 @@ def test_an_unclean_shutdown_leaves_the_elr_and_the_last_known_leader_comes_back
 def test_a_clean_restart_keeps_the_replica_eligible() -> None:
     """A controlled shutdown of the only ISR member: KRaft takes it out of the ISR, the partition goes offline
     with the replica eligible; after a clean restart (its clean shutdown file names its last registration) it
-    leads again from the ELR. The same restart after a crash takes it out of the ELR first (previous test)."""
+    stays eligible through its registration and leads again from the ELR when it is unfenced. The same restart
+    after a crash takes it out of the ELR at the registration (previous test)."""
     controller, info, events = _controller()
     _last_replica_standing(controller, info)
     controller._fence(2, "session_timeout")
@@ -165,35 +191,53 @@ def test_a_clean_restart_keeps_the_replica_eligible() -> None:
     assert _state(info) == (NO_LEADER, [], [1, 2], [1])
     controller.broker_stopped(1)
     _register(controller, 1, clean=True)
+    assert _state(info) == (NO_LEADER, [], [1, 2], [1])
+    _unfencing_heartbeat(controller, 1)
     assert _state(info) == (1, [1], [2], [])
     assert [e[0] for e in _elections(events)] == ["offline", "elr"]
 
 
 @pytest.mark.parametrize("clean", [True, False])
 def test_a_leader_back_before_its_session_expired_is_fenced_then_judged_by_its_shutdown(clean: bool) -> None:
-    """The leader of ISR {1, 2} registers a new process while the old one is unfenced. Kafka refuses that
-    registration until the session expires (`handleBrokerFenced`: replica 2 leads, replica 1 leaves the ISR
-    below min ISR and is eligible); the registration then judges the shutdown (`handleBrokerShutdown`): after a
-    clean one replica 1 stays eligible, after an unclean one it leaves the ELR, one more partition change."""
+    """The leader of ISR {1, 2} restarts quickly: the new process registers 1 s after the old one's last heartbeat.
+    Kafka refuses that registration while the old session is valid (DUPLICATE_BROKER_REGISTRATION: nothing
+    changes); the session expires (`handleBrokerFenced`: replica 2 leads, replica 1 leaves the ISR below min ISR
+    and is eligible), and the registration tried again then is accepted and judges the shutdown
+    (`handleBrokerShutdown`): after a clean one replica 1 stays eligible, after an unclean one it leaves the ELR,
+    one more partition change. Its unfencing elects nothing: the partition has a leader."""
     controller, info, events = _controller()
     assert isinstance(_alter(controller, info, [1, 2]), LeaderAndIsr)
     epoch = info.partition_epoch
+    previous = controller.incarnations[1]
+    session = controller.session_timeout_ms
+    _later(controller, 1000, heard_from=(2, 3))
+    controller._on_register(1, previous + 1, previous if clean else -1)
+    assert controller.incarnations[1] == previous and 1 not in controller.fenced
+    assert _state(info) == (1, [1, 2], [], []) and info.partition_epoch == epoch
+    # The controller's check when the old session expires (the last heartbeat of process 1 was at the start).
+    _later(controller, session - 1000, heard_from=(2, 3))
+    controller._check_sessions()
+    assert _state(info) == (2, [2], [1], [])
     _register(controller, 1, clean=clean)
+    _unfencing_heartbeat(controller, 1)
     assert _state(info) == ((2, [2], [1], []) if clean else (2, [2], [], []))
     assert info.partition_epoch == epoch + (1 if clean else 2)
-    assert [(e[0], e[1], e[4]) for e in _elections(events)] == [("clean", 2, "broker_reregistered")]
+    assert [(e[0], e[1], e[4]) for e in _elections(events)] == [("clean", 2, "session_timeout")]
 
 
 def test_an_isr_emptied_without_a_leader_does_not_block_an_unclean_election() -> None:
     """An unclean topic's leaderless partition with ISR {2} (brokers 1 and 3 fenced): fencing 2 empties the ISR,
     and the last known leader is "none" (Kafka writes lastKnownElr [-1]), which no broker can be. When broker 2
-    is back after an unclean shutdown, it is elected uncleanly, as Kafka elects it (`isActive(-1)` is false)."""
+    is back after an unclean shutdown (out of the ELR at its registration), its unfencing elects it uncleanly, as
+    Kafka elects it (`isActive(-1)` is false)."""
     controller, info, events = _controller(unclean=True)
     info.leader, info.isr = NO_LEADER, [2]
     controller.fenced.update({1, 3})
     controller._fence(2, "session_timeout")
     assert _state(info) == (NO_LEADER, [], [2], [NO_LEADER])
     _register(controller, 2, clean=False)
+    assert _state(info) == (NO_LEADER, [], [], [NO_LEADER])
+    _unfencing_heartbeat(controller, 2)
     assert _state(info) == (2, [2], [], [])
     assert _elections(events)[-1][:4] == ("unclean", 2, [2], [])
 
