@@ -292,15 +292,17 @@ def _kip_966(elr: bool) -> tuple[Cluster, list[dict[str, Any]], Any]:
 
 def test_kip_966_scenario_keeps_every_acknowledged_write_with_elr() -> None:
     """The leader, alone in the ISR below min ISR, loses power at 40 s: broker 2, eligible since it left the ISR,
-    is elected from the ELR when broker 1's session expires (45 s); broker 1 comes back after an unclean shutdown,
-    leaves the ELR and follows. Nothing acknowledged is lost; the checker finds nothing."""
+    is elected from the ELR when broker 1's session expires (44.001 s, 6 s after its last heartbeat reached the
+    controller); broker 3, healed at 42 s, rejoins the ISR, which clears the ELR; broker 1 comes back at 50 s after
+    an unclean shutdown (its old session long expired, the registration is accepted at once), is unfenced and
+    follows. Nothing acknowledged is lost; the checker finds nothing."""
     cluster, events, stats = _kip_966(True)
     a = audit(events)
     assert a.lost_acked_writes() == [] and a.divergences() == []
     assert check(events, stats).violations == ()
     elections = [(e["ts_ms"] - 1_700_000_000_000, e["action"], e["leader_id"], e["isr"], e["elr"])
                  for e in events if e["event_type"] == "leader_election"]
-    assert elections == [(0, "clean", 1, [1, 2, 3], []), (45_000, "elr", 2, [2], [1])]
+    assert elections == [(0, "clean", 1, [1, 2, 3], []), (44_001, "elr", 2, [2], [1])]
     info = cluster.controller.partitions[TopicPartition("orders", 0)]
     assert info.leader == 2 and sorted(info.isr) == [1, 2, 3] and info.elr == []
     assert stats.acked_batches > 0
@@ -308,14 +310,16 @@ def test_kip_966_scenario_keeps_every_acknowledged_write_with_elr() -> None:
 
 def test_kip_966_scenario_loses_acknowledged_writes_without_elr() -> None:
     """Without ELR the fenced leader stays the only ISR member, the partition is offline until broker 1 is back
-    (50 s) and is then elected from the ISR with the empty log its power loss left: the followers truncate to
-    it, and every write acknowledged before 20 s is gone. The checker reports the loss as a warning (a crash
-    recovery took the records from the replica that led) and the followers' truncations below their HW."""
+    (50 s: registered fenced, its session having expired at 44 s) and is then elected from the ISR, when its first
+    heartbeat after its metadata publish unfences it (50.005 s), with the empty log its power loss left: the
+    followers truncate to it, and every write acknowledged before 20 s is gone. The checker reports the loss as a
+    warning (a crash recovery took the records from the replica that led) and the followers' truncations below
+    their HW."""
     _, events, stats = _kip_966(False)
     elections = [(e["ts_ms"] - 1_700_000_000_000, e["action"], e["leader_id"], e["isr"], e.get("elr"))
                  for e in events if e["event_type"] == "leader_election"]
-    assert elections == [(0, "clean", 1, [1, 2, 3], None), (45_000, "offline", None, [1], None),
-                         (50_002, "clean", 1, [1], None)]
+    assert elections == [(0, "clean", 1, [1, 2, 3], None), (44_001, "offline", None, [1], None),
+                         (50_005, "clean", 1, [1], None)]
     lost = audit(events).lost_acked_writes()
     assert lost and min(x["base_offset"] for x in lost) == 0
     result = check(events, stats)
@@ -369,12 +373,12 @@ def test_every_change_without_an_election_is_a_partition_change_with_the_elr() -
 
 def test_kip_966_scenario_shows_the_elr_between_elections() -> None:
     """The shipped ELR scenario: broker 2 becomes eligible when the ISR shrinks to the leader alone (27 s), which
-    is what makes its election at 45 s possible; its ISR expansions back to three clear the ELR."""
+    is what makes its election at 44 s possible; its ISR expansions back to three clear the ELR."""
     _, events, _ = _kip_966(True)
     changes = [(e["ts_ms"] - 1_700_000_000_000, e["reason"], e.get("leader_id"), e["isr"], e["elr"])
                for e in events if e["event_type"] == "partition_change"]
     assert changes == [(12_001, "alter_partition", 1, [1, 2], []), (27_001, "alter_partition", 1, [1], [2]),
-                       (45_007, "alter_partition", 2, [2, 3], []), (50_009, "alter_partition", 2, [1, 2, 3], [])]
+                       (44_007, "alter_partition", 2, [2, 3], []), (50_010, "alter_partition", 2, [1, 2, 3], [])]
 
 
 def test_a_power_campaign_loss_that_eligible_leader_replicas_prevent() -> None:
