@@ -27,7 +27,7 @@ from replication_core.sim.cluster import Cluster
 from replication_core.sim.controller import Controller, PartitionInfo
 from replication_core.sim.scenario import ScenarioError, parse_scenario_text
 from tests.sim.audit import audit
-from tests.sim.campaign import judged_runs, overlapping_scenario, power_scenario, with_elr
+from tests.sim.campaign import before_kraft_lifecycle, judged_runs, overlapping_scenario, power_scenario, with_elr
 from tests.sim.helpers import SCENARIOS, check, run, scenario
 
 TP = TopicPartition("t", 0)
@@ -78,9 +78,27 @@ def _elections(events: list[dict[str, Any]]) -> list[tuple[Any, ...]]:
 
 
 def _register(controller: Controller, broker: int, clean: bool) -> None:
-    """A new process of `broker` registers: after a clean shutdown it sends its last registration's epoch."""
+    """A new process of `broker` registers: after a clean shutdown it sends its last registration's epoch. Its
+    previous process is fenced, so the controller accepts it, and registers it fenced (`RegisterBrokerRecord
+    .fenced`): it may not lead nor be elected until a heartbeat unfences it."""
     previous = controller.incarnations[broker]
     controller._on_register(broker, previous + 1, previous if clean else -1)
+    assert controller.incarnations[broker] == previous + 1 and broker in controller.fenced
+
+
+def _unfencing_heartbeat(controller: Controller, broker: int) -> None:
+    """The new process's first heartbeat without `wantFence` (sent once it has published its metadata): the
+    controller unfences it, which elects it where a partition is offline."""
+    controller._on_heartbeat(broker, controller.incarnations[broker])
+    assert broker not in controller.fenced
+
+
+def _later(controller: Controller, ms: int, heard_from: tuple[int, ...]) -> None:
+    """`ms` later on the controller's clock, the brokers `heard_from` having just heartbeated (these tests run no
+    broker, so no heartbeat comes unless a test sends it)."""
+    controller.queue.now_ms += ms
+    for b in heard_from:
+        controller._on_heartbeat(b, controller.incarnations[b])
 
 
 def _last_replica_standing(controller: Controller, info: PartitionInfo) -> None:
@@ -125,7 +143,8 @@ def test_without_elr_the_fenced_last_isr_member_stays_in_the_isr_and_the_partiti
 def test_with_no_eligible_replica_alive_the_partition_goes_offline_remembering_its_last_leader() -> None:
     """Replica 2 is fenced first (it stays eligible: a fenced broker may come back with its log), then the leader:
     nothing may lead, the ISR is empty, both are eligible, and the last known leader is 1. Replica 2 coming back
-    (cleanly) is elected from the ELR, and the last known leader is forgotten."""
+    (cleanly) registers fenced, which changes nothing; its unfencing heartbeat elects it from the ELR, and the last
+    known leader is forgotten."""
     controller, info, events = _controller()
     _last_replica_standing(controller, info)
     controller._fence(2, "session_timeout")
@@ -133,23 +152,29 @@ def test_with_no_eligible_replica_alive_the_partition_goes_offline_remembering_i
     controller._fence(1, "session_timeout")
     assert _state(info) == (NO_LEADER, [], [1, 2], [1])
     _register(controller, 2, clean=True)
+    assert _state(info) == (NO_LEADER, [], [1, 2], [1])
+    _unfencing_heartbeat(controller, 2)
     assert _state(info) == (2, [2], [1], [])
     assert [(a, lead, isr, elr, reason) for a, lead, isr, elr, reason, _ in _elections(events)] == [
         ("offline", None, [], [1, 2], "session_timeout"), ("elr", 2, [2], [1], "broker_unfenced")]
 
 
 def test_an_unclean_shutdown_leaves_the_elr_and_the_last_known_leader_comes_back_unclean() -> None:
-    """Both eligible replicas were down; each registers after an unclean shutdown (`handleBrokerUncleanShutdown`:
-    out of the ELR). Replica 2, not the last leader, cannot lead; replica 1, the last known leader, is elected
-    when it is unfenced with ISR and ELR empty (`canElectLastKnownLeader`, Kafka 4.1): an unclean election,
-    though the topic does not enable them."""
+    """Both eligible replicas were down; each registers after an unclean shutdown (`handleBrokerUncleanShutdown`,
+    at the registration: out of the ELR). Replica 2, not the last leader, cannot lead once unfenced; replica 1, the
+    last known leader, is elected when it is unfenced with ISR and ELR empty (`canElectLastKnownLeader`, Kafka
+    4.1): an unclean election, though the topic does not enable them."""
     controller, info, events = _controller()
     _last_replica_standing(controller, info)
     controller._fence(2, "session_timeout")
     controller._fence(1, "session_timeout")
     _register(controller, 2, clean=False)
     assert _state(info) == (NO_LEADER, [], [1], [1])
+    _unfencing_heartbeat(controller, 2)
+    assert _state(info) == (NO_LEADER, [], [1], [1])
     _register(controller, 1, clean=False)
+    assert _state(info) == (NO_LEADER, [], [], [1])
+    _unfencing_heartbeat(controller, 1)
     assert _state(info) == (1, [1], [], [])
     assert _elections(events)[-1][:5] == ("unclean", 1, [1], [], "broker_unfenced")
 
@@ -157,7 +182,8 @@ def test_an_unclean_shutdown_leaves_the_elr_and_the_last_known_leader_comes_back
 def test_a_clean_restart_keeps_the_replica_eligible() -> None:
     """A controlled shutdown of the only ISR member: KRaft takes it out of the ISR, the partition goes offline
     with the replica eligible; after a clean restart (its clean shutdown file names its last registration) it
-    leads again from the ELR. The same restart after a crash takes it out of the ELR first (previous test)."""
+    stays eligible through its registration and leads again from the ELR when it is unfenced. The same restart
+    after a crash takes it out of the ELR at the registration (previous test)."""
     controller, info, events = _controller()
     _last_replica_standing(controller, info)
     controller._fence(2, "session_timeout")
@@ -165,35 +191,53 @@ def test_a_clean_restart_keeps_the_replica_eligible() -> None:
     assert _state(info) == (NO_LEADER, [], [1, 2], [1])
     controller.broker_stopped(1)
     _register(controller, 1, clean=True)
+    assert _state(info) == (NO_LEADER, [], [1, 2], [1])
+    _unfencing_heartbeat(controller, 1)
     assert _state(info) == (1, [1], [2], [])
     assert [e[0] for e in _elections(events)] == ["offline", "elr"]
 
 
 @pytest.mark.parametrize("clean", [True, False])
 def test_a_leader_back_before_its_session_expired_is_fenced_then_judged_by_its_shutdown(clean: bool) -> None:
-    """The leader of ISR {1, 2} registers a new process while the old one is unfenced. Kafka refuses that
-    registration until the session expires (`handleBrokerFenced`: replica 2 leads, replica 1 leaves the ISR
-    below min ISR and is eligible); the registration then judges the shutdown (`handleBrokerShutdown`): after a
-    clean one replica 1 stays eligible, after an unclean one it leaves the ELR, one more partition change."""
+    """The leader of ISR {1, 2} restarts quickly: the new process registers 1 s after the old one's last heartbeat.
+    Kafka refuses that registration while the old session is valid (DUPLICATE_BROKER_REGISTRATION: nothing
+    changes); the session expires (`handleBrokerFenced`: replica 2 leads, replica 1 leaves the ISR below min ISR
+    and is eligible), and the registration tried again then is accepted and judges the shutdown
+    (`handleBrokerShutdown`): after a clean one replica 1 stays eligible, after an unclean one it leaves the ELR,
+    one more partition change. Its unfencing elects nothing: the partition has a leader."""
     controller, info, events = _controller()
     assert isinstance(_alter(controller, info, [1, 2]), LeaderAndIsr)
     epoch = info.partition_epoch
+    previous = controller.incarnations[1]
+    session = controller.session_timeout_ms
+    _later(controller, 1000, heard_from=(2, 3))
+    controller._on_register(1, previous + 1, previous if clean else -1)
+    assert controller.incarnations[1] == previous and 1 not in controller.fenced
+    assert _state(info) == (1, [1, 2], [], []) and info.partition_epoch == epoch
+    # The controller's check when the old session expires (the last heartbeat of process 1 was at the start).
+    _later(controller, session - 1000, heard_from=(2, 3))
+    controller._check_sessions()
+    assert _state(info) == (2, [2], [1], [])
     _register(controller, 1, clean=clean)
+    _unfencing_heartbeat(controller, 1)
     assert _state(info) == ((2, [2], [1], []) if clean else (2, [2], [], []))
     assert info.partition_epoch == epoch + (1 if clean else 2)
-    assert [(e[0], e[1], e[4]) for e in _elections(events)] == [("clean", 2, "broker_reregistered")]
+    assert [(e[0], e[1], e[4]) for e in _elections(events)] == [("clean", 2, "session_timeout")]
 
 
 def test_an_isr_emptied_without_a_leader_does_not_block_an_unclean_election() -> None:
     """An unclean topic's leaderless partition with ISR {2} (brokers 1 and 3 fenced): fencing 2 empties the ISR,
     and the last known leader is "none" (Kafka writes lastKnownElr [-1]), which no broker can be. When broker 2
-    is back after an unclean shutdown, it is elected uncleanly, as Kafka elects it (`isActive(-1)` is false)."""
+    is back after an unclean shutdown (out of the ELR at its registration), its unfencing elects it uncleanly, as
+    Kafka elects it (`isActive(-1)` is false)."""
     controller, info, events = _controller(unclean=True)
     info.leader, info.isr = NO_LEADER, [2]
     controller.fenced.update({1, 3})
     controller._fence(2, "session_timeout")
     assert _state(info) == (NO_LEADER, [], [2], [NO_LEADER])
     _register(controller, 2, clean=False)
+    assert _state(info) == (NO_LEADER, [], [], [NO_LEADER])
+    _unfencing_heartbeat(controller, 2)
     assert _state(info) == (2, [2], [], [])
     assert _elections(events)[-1][:4] == ("unclean", 2, [2], [])
 
@@ -248,15 +292,17 @@ def _kip_966(elr: bool) -> tuple[Cluster, list[dict[str, Any]], Any]:
 
 def test_kip_966_scenario_keeps_every_acknowledged_write_with_elr() -> None:
     """The leader, alone in the ISR below min ISR, loses power at 40 s: broker 2, eligible since it left the ISR,
-    is elected from the ELR when broker 1's session expires (45 s); broker 1 comes back after an unclean shutdown,
-    leaves the ELR and follows. Nothing acknowledged is lost; the checker finds nothing."""
+    is elected from the ELR when broker 1's session expires (44.001 s, 6 s after its last heartbeat reached the
+    controller); broker 3, healed at 42 s, rejoins the ISR, which clears the ELR; broker 1 comes back at 50 s after
+    an unclean shutdown (its old session long expired, the registration is accepted at once), is unfenced and
+    follows. Nothing acknowledged is lost; the checker finds nothing."""
     cluster, events, stats = _kip_966(True)
     a = audit(events)
     assert a.lost_acked_writes() == [] and a.divergences() == []
     assert check(events, stats).violations == ()
     elections = [(e["ts_ms"] - 1_700_000_000_000, e["action"], e["leader_id"], e["isr"], e["elr"])
                  for e in events if e["event_type"] == "leader_election"]
-    assert elections == [(0, "clean", 1, [1, 2, 3], []), (45_000, "elr", 2, [2], [1])]
+    assert elections == [(0, "clean", 1, [1, 2, 3], []), (44_001, "elr", 2, [2], [1])]
     info = cluster.controller.partitions[TopicPartition("orders", 0)]
     assert info.leader == 2 and sorted(info.isr) == [1, 2, 3] and info.elr == []
     assert stats.acked_batches > 0
@@ -264,14 +310,16 @@ def test_kip_966_scenario_keeps_every_acknowledged_write_with_elr() -> None:
 
 def test_kip_966_scenario_loses_acknowledged_writes_without_elr() -> None:
     """Without ELR the fenced leader stays the only ISR member, the partition is offline until broker 1 is back
-    (50 s) and is then elected from the ISR with the empty log its power loss left: the followers truncate to
-    it, and every write acknowledged before 20 s is gone. The checker reports the loss as a warning (a crash
-    recovery took the records from the replica that led) and the followers' truncations below their HW."""
+    (50 s: registered fenced, its session having expired at 44 s) and is then elected from the ISR, when its first
+    heartbeat after its metadata publish unfences it (50.005 s), with the empty log its power loss left: the
+    followers truncate to it, and every write acknowledged before 20 s is gone. The checker reports the loss as a
+    warning (a crash recovery took the records from the replica that led) and the followers' truncations below
+    their HW."""
     _, events, stats = _kip_966(False)
     elections = [(e["ts_ms"] - 1_700_000_000_000, e["action"], e["leader_id"], e["isr"], e.get("elr"))
                  for e in events if e["event_type"] == "leader_election"]
-    assert elections == [(0, "clean", 1, [1, 2, 3], None), (45_000, "offline", None, [1], None),
-                         (50_002, "clean", 1, [1], None)]
+    assert elections == [(0, "clean", 1, [1, 2, 3], None), (44_001, "offline", None, [1], None),
+                         (50_005, "clean", 1, [1], None)]
     lost = audit(events).lost_acked_writes()
     assert lost and min(x["base_offset"] for x in lost) == 0
     result = check(events, stats)
@@ -325,16 +373,17 @@ def test_every_change_without_an_election_is_a_partition_change_with_the_elr() -
 
 def test_kip_966_scenario_shows_the_elr_between_elections() -> None:
     """The shipped ELR scenario: broker 2 becomes eligible when the ISR shrinks to the leader alone (27 s), which
-    is what makes its election at 45 s possible; its ISR expansions back to three clear the ELR."""
+    is what makes its election at 44 s possible; its ISR expansions back to three clear the ELR."""
     _, events, _ = _kip_966(True)
     changes = [(e["ts_ms"] - 1_700_000_000_000, e["reason"], e.get("leader_id"), e["isr"], e["elr"])
                for e in events if e["event_type"] == "partition_change"]
     assert changes == [(12_001, "alter_partition", 1, [1, 2], []), (27_001, "alter_partition", 1, [1], [2]),
-                       (45_007, "alter_partition", 2, [2, 3], []), (50_009, "alter_partition", 2, [1, 2, 3], [])]
+                       (44_007, "alter_partition", 2, [2, 3], []), (50_010, "alter_partition", 2, [1, 2, 3], [])]
 
 
 def test_a_power_campaign_loss_that_eligible_leader_replicas_prevent() -> None:
-    """`--power` seed 801281, t-0 (replicas 1, 2): broker 2 leads it with ISR [2] and loses 394..418 to a power
+    """`--power` seed 801281, found before session 92 modelled KRaft's registration handshake, so run as then
+    (`before_kraft_lifecycle`); t-0 (replicas 1, 2): broker 2 leads it with ISR [2] and loses 394..418 to a power
     failure (its log cut from 419 to 394 at the crash, 11.4 s). Without ELR, its new process's registration takes
     the partition offline and elects it again from the ISR with that log (12.24 s), and acknowledged writes are
     gone. With ELR the registration empties the ISR (the partition goes offline) and the partition waits until
@@ -343,7 +392,7 @@ def test_a_power_campaign_loss_that_eligible_leader_replicas_prevent() -> None:
     801226's t-3 showed this until the scheduler kept Kafka's fixed rate.)"""
     tp = ("t", 0)
     for elr, lost in ((False, True), (True, False)):
-        sc = power_scenario(801281)
+        sc = before_kraft_lifecycle(power_scenario(801281))
         _, events, _ = run(with_elr(sc) if elr else sc)
         losses = [x for x in audit(events).lost_acked_writes() if (x["topic"], x["partition"]) == tp]
         assert bool(losses) == lost, elr

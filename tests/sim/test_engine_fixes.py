@@ -182,7 +182,8 @@ def test_a_restart_drops_the_metadata_a_gc_pause_held_for_the_old_process(deltas
     """A process that restarts holds nothing its predecessor's GC pause held: that JVM is gone. The old process's
     held call still fires at its pause's old end; it used to take the new process's held update there, after a
     newer StopReplica had been applied, and recreated the deleted replica (as power seed 900428 did). A throttle the
-    old process held was applied after the restart too, over the newer removal."""
+    old process held was applied after the restart too, over the newer removal. The old process's pause outlasts its
+    session (6 s here): a KRaft controller registers the new process only once that session has expired."""
     from dataclasses import replace
 
     from replication_core.partition import PartitionRegistration
@@ -203,23 +204,24 @@ def test_a_restart_drops_the_metadata_a_gc_pause_held_for_the_old_process(deltas
                               broker.incarnation, tuple(sorted(broker.metadata.epochs.items())),
                               throttle_version=cluster.controller.throttle_version + 1)
 
-    broker.pause(1000)
-    broker.apply_metadata(update(throttles=(("risky", ("0:1",), ("0:2",), 1000),)))  # held to start + 1000
+    broker.pause(7000)
+    broker.apply_metadata(update(throttles=(("risky", ("0:1",), ("0:2",), 1000),)))  # held to start + 7000
     q.run_until(start + 10)
     broker.crash(False)
-    q.run_until(start + 20)
+    q.run_until(start + 5500)
+    assert 2 in cluster.controller.fenced  # the old session expired (at start + 5001)
     broker.start("restart")
-    q.run_until(start + 300)
+    q.run_until(start + 5800)
     assert broker.rm is not None
     p = broker.rm.partitions[tp]
     epoch, partition_epoch = p.leader_epoch, p.partition_epoch
     broker.pause(100)
     broker.apply_metadata(update({tp: PartitionRegistration(1, epoch + 1, (1, 2), (1, 2, 3), partition_epoch + 1)}))
-    q.run_until(start + 450)
+    q.run_until(start + 5950)
     assert broker.rm.partitions[tp].leader_epoch == epoch + 1  # applied at its own pause's end
     broker.apply_metadata(update(stop=((tp, epoch + 2),)))
     assert tp not in broker.rm.partitions
-    q.run_until(start + 1100)  # past the old process's pause end
+    q.run_until(start + 7100)  # past the old process's pause end
     assert tp not in broker.rm.partitions
     assert broker.follower_quota is not None and not broker.follower_quota.is_throttled("risky", 0)
 

@@ -64,7 +64,7 @@ def test_a_lower_replication_factor_takes_effect_at_once() -> None:
   - {at_ms: 3000, action: reassign, topic: t, partition: 0, replicas: [2, 1]}
 """)
     assert _changes(start, events)[3:] == [  # after the three of topic creation
-        (3001, 1, "become_leader", 1, [2, 1], []), (3001, 2, "become_follower", 1, [2, 1], [])]
+        (3002, 1, "become_leader", 1, [2, 1], []), (3002, 2, "become_follower", 1, [2, 1], [])]
     stopped = next(i for i, e in enumerate(events) if e["event_type"] == "fetcher_change" and e["broker_id"] == 3
                    and e["action"] == "removed")
     assert events[stopped]["ts_ms"] - start == 3001  # broker 3 got its StopReplica with the same change
@@ -79,7 +79,7 @@ def test_a_new_order_of_the_same_replicas_takes_effect_at_once() -> None:
     # No replica leaves, so the leader epoch stays (KRaft): the leader applies the new order in its epoch, and the
     # followers, whose leader and epoch did not change, go on fetching.
     assert _changes(start, events)[3:] == []
-    assert _updates(start, events) == [(3001, 1, 0, 1, [3, 1, 2], [])]
+    assert _updates(start, events) == [(3002, 1, 0, 1, [3, 1, 2], [])]
 
 
 def test_a_removal_waits_for_a_target_replica_out_of_the_isr() -> None:
@@ -93,16 +93,18 @@ def test_a_removal_waits_for_a_target_replica_out_of_the_isr() -> None:
 """)
     back = [(e["ts_ms"] - start, e["isr_state"]) for e in events if e["event_type"] == "isr_change"
             and e["isr"] == [1, 2, 3]]
-    assert back == [(6003, "proposed")]
-    assert _updates(start, events) == [(4501, 1, 0, 2, [1, 3, 2], [2])]
-    assert _changes(start, events)[3:] == [(6006, 1, "become_leader", 1, [1, 3], []),
-                                           (6006, 3, "become_follower", 1, [1, 3], [])]
+    assert back == [(6004, "proposed")]
+    assert _updates(start, events) == [(4502, 1, 0, 2, [1, 3, 2], [2])]
+    assert _changes(start, events)[3:] == [(6007, 1, "become_leader", 1, [1, 3], []),
+                                           (6007, 3, "become_follower", 1, [1, 3], [])]
 
 
 def test_completing_a_move_of_a_partition_without_a_leader_bumps_its_epochs() -> None:
     """Brokers 2 and 3 stop at 2 s and leave the ISR; broker 1 stops at 15 s and the partition is offline with ISR
     [1] (epoch 1). The move to [1] at 30 s completes at once with no replica able to lead, yet it is a committed
-    change (leader epoch 2, partition epoch 3): broker 1, back at 35 s, is elected in epoch 3 over replicas [1]."""
+    change (leader epoch 2, partition epoch 3): broker 1, back at 35 s, is elected in epoch 3 over replicas [1] when
+    its first heartbeat after registering unfences it. Broker 1's session expires 9 s after its last heartbeat
+    reached the controller (14.001 s): the offline election is at 23.001 s."""
     start, events = _run("leaderless", 45000, """
   - {at_ms: 2000, action: crash, broker: 2, mode: process}
   - {at_ms: 2000, action: crash, broker: 3, mode: process}
@@ -112,4 +114,4 @@ def test_completing_a_move_of_a_partition_without_a_leader_bumps_its_epochs() ->
 """)
     elections = [(e["ts_ms"] - start, e["action"], e["leader_epoch"], e["partition_epoch"], e["isr"], e["replicas"])
                  for e in events if e["event_type"] == "leader_election"]
-    assert elections[1:] == [(24750, "offline", 1, 2, [1], [1, 2, 3]), (35001, "clean", 3, 4, [1], [1])]
+    assert elections[1:] == [(23001, "offline", 1, 2, [1], [1, 2, 3]), (35004, "clean", 3, 4, [1], [1])]
