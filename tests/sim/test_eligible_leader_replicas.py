@@ -214,9 +214,13 @@ def test_a_leader_back_before_its_session_expired_is_fenced_then_judged_by_its_s
     controller._on_register(1, previous + 1, previous if clean else -1)
     assert controller.incarnations[1] == previous and 1 not in controller.fenced
     assert _state(info) == (1, [1, 2], [], []) and info.partition_epoch == epoch
-    # The controller's check when the old session expires (the last heartbeat of process 1 was at the start).
+    # The controller's periodic check once the old session has expired (the last heartbeat of process 1 was at the
+    # start): more than the session timeout ago.
     _later(controller, session - 1000, heard_from=(2, 3))
-    controller._check_sessions()
+    controller._maybe_fence_one_stale_broker()
+    assert _state(info) == (1, [1, 2], [], [])
+    _later(controller, 1, heard_from=(2, 3))
+    controller._maybe_fence_one_stale_broker()
     assert _state(info) == (2, [2], [1], [])
     _register(controller, 1, clean=clean)
     _unfencing_heartbeat(controller, 1)
@@ -292,8 +296,8 @@ def _kip_966(elr: bool) -> tuple[Cluster, list[dict[str, Any]], Any]:
 
 def test_kip_966_scenario_keeps_every_acknowledged_write_with_elr() -> None:
     """The leader, alone in the ISR below min ISR, loses power at 40 s: broker 2, eligible since it left the ISR,
-    is elected from the ELR when broker 1's session expires (44.001 s, 6 s after its last heartbeat reached the
-    controller); broker 3, healed at 42 s, rejoins the ISR, which clears the ELR; broker 1 comes back at 50 s after
+    is elected from the ELR when the controller finds broker 1's session expired (44.25 s: its last heartbeat reached
+    the controller at 38.001 s, the session is 6 s, and the controller looks every 750 ms); broker 3, healed at 42 s, rejoins the ISR, which clears the ELR; broker 1 comes back at 50 s after
     an unclean shutdown (its old session long expired, the registration is accepted at once), is unfenced and
     follows. Nothing acknowledged is lost; the checker finds nothing."""
     cluster, events, stats = _kip_966(True)
@@ -302,7 +306,7 @@ def test_kip_966_scenario_keeps_every_acknowledged_write_with_elr() -> None:
     assert check(events, stats).violations == ()
     elections = [(e["ts_ms"] - 1_700_000_000_000, e["action"], e["leader_id"], e["isr"], e["elr"])
                  for e in events if e["event_type"] == "leader_election"]
-    assert elections == [(0, "clean", 1, [1, 2, 3], []), (44_001, "elr", 2, [2], [1])]
+    assert elections == [(0, "clean", 1, [1, 2, 3], []), (44_250, "elr", 2, [2], [1])]
     info = cluster.controller.partitions[TopicPartition("orders", 0)]
     assert info.leader == 2 and sorted(info.isr) == [1, 2, 3] and info.elr == []
     assert stats.acked_batches > 0
@@ -311,15 +315,15 @@ def test_kip_966_scenario_keeps_every_acknowledged_write_with_elr() -> None:
 def test_kip_966_scenario_loses_acknowledged_writes_without_elr() -> None:
     """Without ELR the fenced leader stays the only ISR member, the partition is offline until broker 1 is back
     (50 s: registered fenced, its session having expired at 44 s) and is then elected from the ISR, when its first
-    heartbeat after its metadata publish unfences it (50.005 s), with the empty log its power loss left: the
+    heartbeat after its metadata publish unfences it (50.004 s), with the empty log its power loss left: the
     followers truncate to it, and every write acknowledged before 20 s is gone. The checker reports the loss as a
     warning (a crash recovery took the records from the replica that led) and the followers' truncations below
     their HW."""
     _, events, stats = _kip_966(False)
     elections = [(e["ts_ms"] - 1_700_000_000_000, e["action"], e["leader_id"], e["isr"], e.get("elr"))
                  for e in events if e["event_type"] == "leader_election"]
-    assert elections == [(0, "clean", 1, [1, 2, 3], None), (44_001, "offline", None, [1], None),
-                         (50_005, "clean", 1, [1], None)]
+    assert elections == [(0, "clean", 1, [1, 2, 3], None), (44_250, "offline", None, [1], None),
+                         (50_004, "clean", 1, [1], None)]
     lost = audit(events).lost_acked_writes()
     assert lost and min(x["base_offset"] for x in lost) == 0
     result = check(events, stats)
@@ -378,7 +382,7 @@ def test_kip_966_scenario_shows_the_elr_between_elections() -> None:
     changes = [(e["ts_ms"] - 1_700_000_000_000, e["reason"], e.get("leader_id"), e["isr"], e["elr"])
                for e in events if e["event_type"] == "partition_change"]
     assert changes == [(12_001, "alter_partition", 1, [1, 2], []), (27_001, "alter_partition", 1, [1], [2]),
-                       (44_007, "alter_partition", 2, [2, 3], []), (50_010, "alter_partition", 2, [1, 2, 3], [])]
+                       (44_256, "alter_partition", 2, [2, 3], []), (50_014, "alter_partition", 2, [1, 2, 3], [])]
 
 
 def test_a_power_campaign_loss_that_eligible_leader_replicas_prevent() -> None:
