@@ -297,9 +297,10 @@ def _kip_966(elr: bool) -> tuple[Cluster, list[dict[str, Any]], Any]:
 def test_kip_966_scenario_keeps_every_acknowledged_write_with_elr() -> None:
     """The leader, alone in the ISR below min ISR, loses power at 40 s: broker 2, eligible since it left the ISR,
     is elected from the ELR when the controller finds broker 1's session expired (44.25 s: its last heartbeat reached
-    the controller at 38.001 s, the session is 6 s, and the controller looks every 750 ms); broker 3, healed at 42 s, rejoins the ISR, which clears the ELR; broker 1 comes back at 50 s after
-    an unclean shutdown (its old session long expired, the registration is accepted at once), is unfenced and
-    follows. Nothing acknowledged is lost; the checker finds nothing."""
+    the controller at 38.001 s, the session is 6 s, and the controller looks every 750 ms); broker 3, healed at
+    42 s, rejoins the ISR, which clears the ELR; broker 1 comes back at 50 s after an unclean shutdown (its old
+    session long expired, the registration is accepted at once), is unfenced and follows. Nothing acknowledged is
+    lost; the checker finds nothing."""
     cluster, events, stats = _kip_966(True)
     a = audit(events)
     assert a.lost_acked_writes() == [] and a.divergences() == []
