@@ -70,6 +70,9 @@ _EPOCHS_NETWORK_ERROR = OffsetsForLeaderEpochResponse(MappingProxyType({}), erro
 _LIST_OFFSETS_NETWORK_ERROR = ListOffsetsResponse(error=Errors.NETWORK_EXCEPTION.value)
 # `BrokerLifecycleManager`: the heartbeat period of a process still catching up with the metadata log (STARTING).
 STARTING_HEARTBEAT_MS = 10
+# `BrokerLifecycleManager`: the next heartbeat after the first answer to a controlled shutdown request that does not
+# yet say shut down (PENDING_CONTROLLED_SHUTDOWN).
+FIRST_PENDING_SHUTDOWN_HEARTBEAT_MS = 50
 
 
 def _writes_log(response: Any) -> bool:
@@ -255,6 +258,11 @@ class Broker:
         self._registered = False
         self._ready_to_unfence = False
         self._heartbeat_seq = 0
+        # The metadata log offset of the last update this process applied (its `currentMetadataOffset`, as far as
+        # the updates addressed to it go), and whether the controller has answered its controlled shutdown request
+        # (`gotControlledShutdownResponse`).
+        self._metadata_offset = 0
+        self._shutdown_answered = False
 
     # --- lifecycle ---------------------------------------------------------------------------------
 
@@ -267,6 +275,8 @@ class Broker:
         self.incarnation += 1
         self.paused_until = self.stalled_until = 0
         self.wants_shutdown = False
+        self._shutdown_answered = False
+        self._metadata_offset = 0
         self.actors = {}
         self._tick_at = None
         self._blocked_metadata = []
@@ -473,6 +483,39 @@ class Broker:
         self._registered = True
         self._heartbeat_now(inc)
 
+    def begin_controlled_shutdown(self) -> None:
+        """KRaft's `BrokerLifecycleManager.beginControlledShutdown`: PENDING_CONTROLLED_SHUTDOWN, a heartbeat with
+        `wantShutDown` now and on every heartbeat after, until the controller answers `shouldShutDown`."""
+        self.wants_shutdown = True
+        self._shutdown_answered = False
+        self._heartbeat_now(self.incarnation)
+
+    def heartbeat_answered(self, inc: int, shut_down: bool) -> None:
+        """The controller's answer to a heartbeat in PENDING_CONTROLLED_SHUTDOWN (`BrokerHeartbeatResponseHandler`):
+        `shouldShutDown` stops the process cleanly; the first answer without it brings the next heartbeat forward to
+        50 ms, so that a quick controlled shutdown ends sooner; later ones leave the schedule alone."""
+        if inc != self.incarnation or not self.alive or not self.wants_shutdown:
+            return
+        if self._held(self.heartbeat_answered, inc, shut_down):
+            return
+        if shut_down:
+            self.cluster.finish_controlled_shutdown(self.broker_id)
+            return
+        if not self._shutdown_answered:
+            self._shutdown_answered = True
+            self._heartbeat_seq += 1
+            self.queue.after(FIRST_PENDING_SHUTDOWN_HEARTBEAT_MS, self._heartbeat, inc, self._heartbeat_seq)
+
+    def _reported_metadata_offset(self) -> int:
+        """`currentMetadataOffset` of a heartbeat: the whole log so far once this process has applied every update
+        addressed to it (the records between concern other brokers, and a KRaft broker replays them all as they
+        commit), else the offset of the last update it applied (one still in flight, held by a GC pause or waiting
+        for a fetcher's lock)."""
+        controller = self.cluster.controller
+        if self._metadata_offset >= controller.sent_offset(self.broker_id):
+            return controller.metadata_offset
+        return self._metadata_offset
+
     def _heartbeat_now(self, inc: int) -> None:
         """`scheduleNextCommunicationImmediately`: the next heartbeat now, replacing the one scheduled."""
         self._heartbeat_seq += 1
@@ -483,7 +526,7 @@ class Broker:
             return
         if not self._held(self._heartbeat, inc, seq):
             self.cluster.controller.heartbeat_from(self.broker_id, inc, self.wants_shutdown,
-                                                   not self._ready_to_unfence)
+                                                   not self._ready_to_unfence, self._reported_metadata_offset())
             # A starting process heartbeats every 10 ms until it has caught up (`BrokerLifecycleManager`'s
             # STARTING state), then every `broker.heartbeat.interval.ms`.
             interval = (STARTING_HEARTBEAT_MS if not self._ready_to_unfence
@@ -688,6 +731,7 @@ class Broker:
         if self.fetchers is not None and (update.states or update.stop):
             # End of `becomeLeaderOrFollower` / `stopReplicas`: `shutdownIdleFetcherThreads`.
             self.fetchers.shutdown_idle_fetcher_threads()
+        self._metadata_offset = max(self._metadata_offset, update.offset)
         self._drain()
         return True
 

@@ -29,7 +29,8 @@ from replication_core.sim.rpc import RpcLayer
 from replication_core.sim.scenario import ProducerSpec, Scenario
 
 CONTROLLED_SHUTDOWN_GRACE_MS = 200
-"""Time a broker in controlled shutdown keeps running so the leadership moves reach everyone."""
+"""Without KRaft's lifecycle (ZooKeeper era, `kraft_lifecycle: false`): the time a broker in controlled shutdown keeps
+running so the leadership moves reach everyone. KRaft's lifecycle waits for the controller's `SHUTDOWN_NOW`."""
 
 CONTROLLED_SHUTDOWN_TIMEOUT_MS = 300_000
 """How long a broker waits for the controller to approve its controlled shutdown before it stops anyway
@@ -103,6 +104,8 @@ class Cluster:
                                         ProducerSpec(scenario.topics[0].name, 0.0, retries=0), self, self.rng)
         self.injector = FaultInjector(self)
         self._checksum_seq = 0
+        # How long each broker in a KRaft controlled shutdown stays down once it stops.
+        self._down_ms: dict[int, int] = {}
 
     def next_checksum(self) -> int:
         """The checksum of the next produced batch (unique within the run)."""
@@ -111,14 +114,17 @@ class Cluster:
 
     def controlled_shutdown(self, broker_id: int, down_ms: int, waited_ms: int = 0) -> None:
         """`kafka-server-stop` with `controlled.shutdown.enable`: leadership moves first, then a clean stop,
-        then a start after `down_ms`.
+        then a start after `down_ms`. KRaft's lifecycle: `_kraft_controlled_shutdown`.
 
-        The request rides the broker's heartbeats (`BrokerLifecycleManager.beginControlledShutdown`): while
-        the broker and the controller cannot reach each other, it keeps running and asks again every heartbeat
-        interval, for at most `CONTROLLED_SHUTDOWN_TIMEOUT_MS`; meanwhile its session may expire, and a fenced
-        broker is told to stop at once (below)."""
+        Without it (ZooKeeper era, `kraft_lifecycle: false`), the broker stops `CONTROLLED_SHUTDOWN_GRACE_MS` after
+        the controller took the request. While the broker and the controller cannot reach each other, it keeps
+        running and asks again every heartbeat interval, for at most `CONTROLLED_SHUTDOWN_TIMEOUT_MS`; meanwhile its
+        session may expire, and a fenced broker stops at once (below)."""
         b = self.brokers[broker_id]
         if not b.alive:
+            return
+        if self.scenario.cluster.registration_handshake:
+            self._kraft_controlled_shutdown(broker_id, down_ms)
             return
         inc = b.incarnation
         b.wants_shutdown = True
@@ -157,6 +163,41 @@ class Cluster:
                 self.queue.after(down_ms, restart)
 
         self.queue.after(CONTROLLED_SHUTDOWN_GRACE_MS, stop)
+
+    def _kraft_controlled_shutdown(self, broker_id: int, down_ms: int) -> None:
+        """KRaft (`BrokerServer.shutdown` with `controlled.shutdown.enable`): a RUNNING broker asks in its heartbeats
+        (`Broker.begin_controlled_shutdown`) and stops when the controller answers `shouldShutDown`
+        (`Controller._on_controlled_shutdown_heartbeat`), or after `CONTROLLED_SHUTDOWN_TIMEOUT_MS` without that
+        answer ("Unable to complete controlled shutdown"; still a clean stop). A process not RUNNING (not
+        registered yet, or fenced) skips the controlled shutdown and stops cleanly at once."""
+        b = self.brokers[broker_id]
+        if b.wants_shutdown:
+            return  # already shutting down
+        inc = b.incarnation
+        self._down_ms[broker_id] = down_ms
+        if not self.controller.is_running(broker_id, inc):
+            self.finish_controlled_shutdown(broker_id)
+            return
+        b.begin_controlled_shutdown()
+
+        def give_up() -> None:
+            if b.incarnation == inc:
+                self.finish_controlled_shutdown(broker_id)
+
+        self.queue.after(CONTROLLED_SHUTDOWN_TIMEOUT_MS, give_up)
+
+    def finish_controlled_shutdown(self, broker_id: int) -> None:
+        """The end of a KRaft controlled shutdown: a clean stop, then a start after the fault's down time."""
+        b = self.brokers[broker_id]
+        if not b.alive:
+            return
+        b.shutdown()
+
+        def restart() -> None:
+            if not b.alive:
+                b.start("restart")
+
+        self.queue.after(self._down_ms.pop(broker_id, 0), restart)
 
     def run(self, sink: EventSink | None = None, batch_events: int = 65536,
             on_progress: Callable[[Cluster], None] | None = None) -> RunStats:

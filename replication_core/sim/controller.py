@@ -45,7 +45,12 @@ controller node that never fails:
   included, becomes a follower of nobody (`ReplicaManager.applyLocalFollowersDelta`; ZooKeeper's
   `removeReplicasFromIsr` sends the same LeaderAndIsr with leader -1), so it stops serving produce and
   fetch requests for it at once;
-* controlled shutdown moves leadership away first and removes the broker from ISRs;
+* controlled shutdown moves leadership away first and removes the broker from ISRs. Under KRaft's lifecycle the
+  request rides the broker's heartbeats and the answer says when to stop (`_on_controlled_shutdown_heartbeat`):
+  SHUTDOWN_NOW once the broker leads nothing and every active broker has reported, in its own heartbeats, the
+  metadata offset of the leadership moves (`BrokerHeartbeatManager.calculateNextBrokerState`), so a crashed broker
+  not yet fenced holds it up; the ZooKeeper-era mode and `kraft_lifecycle: false` stop the broker 200 ms after
+  the request;
 * auto leader rebalance (`auto.leader.rebalance.enable`): KRaft's `electPreferred` periodic task (Kafka 4.0+) runs
   every `leader.imbalance.check.interval.seconds` from the controller's start, and `ReplicationControlManager
   .maybeBalancePartitionLeaders` gives each partition led by other than its preferred replica a preferred election
@@ -121,6 +126,9 @@ class MetadataUpdate:
     # How many throttle changes the controller had made when it sent this (`Controller.throttle_version`): a process
     # that started after them read them at start, and applies only newer ones (`Broker._apply_throttles`).
     throttle_version: int = 0
+    # The metadata log offset this update brings the broker to (`Controller.metadata_offset` of its flush): what the
+    # broker's heartbeats report once it has applied it (`currentMetadataOffset`).
+    offset: int = 0
 
 
 def one_delta(updates: Sequence[MetadataUpdate], coalescing: bool) -> int:
@@ -160,7 +168,8 @@ def coalesce(updates: list[MetadataUpdate]) -> MetadataUpdate:
         throttles.extend(u.throttles)
         full_state = full_state or u.full_state
     return MetadataUpdate(states, last.fenced, last.shutting_down, tuple(stops.items()), tuple(throttles),
-                          last.incarnation, last.broker_epochs, full_state, max(u.throttle_version for u in updates))
+                          last.incarnation, last.broker_epochs, full_state, max(u.throttle_version for u in updates),
+                          last.offset)
 
 
 @dataclass
@@ -229,6 +238,15 @@ class Controller:
         # Partitions led by other than their preferred replica (`imbalancedPartitions`).
         self._imbalanced: set[TopicPartition] = set()
         self.elections = {"clean": 0, "unclean": 0, "offline": 0, "controlled_shutdown": 0}
+        # The metadata log as offsets: one per flush (a committed batch of records), the offset of the last update
+        # queued for each broker, and the offset each broker last reported in a heartbeat (`BrokerHeartbeatManager`'s
+        # `metadataOffset`).
+        self.metadata_offset = 0
+        self._sent_offset: dict[int, int] = {}
+        self._reported_offset: dict[int, int] = {}
+        # Brokers in KRaft's CONTROLLED_SHUTDOWN state, each with the offset of the records that moved its leadership
+        # away (`controlledShutdownOffset`): granted SHUTDOWN_NOW once every active broker has reported that offset.
+        self._shutdown_offsets: dict[int, int] = {}
 
     # --- set-up ---------------------------------------------------------------------------------------
 
@@ -273,11 +291,16 @@ class Controller:
     # --- liveness ---------------------------------------------------------------------------------------
 
     def heartbeat_from(self, broker_id: int, incarnation: int, wants_shutdown: bool = False,
-                       want_fence: bool = False) -> None:
-        """A broker's heartbeat leaves it (one-way message over the network), with its `wantShutDown` and
-        `wantFence` flags."""
+                       want_fence: bool = False, metadata_offset: int = 0) -> None:
+        """A broker's heartbeat leaves it (over the network), with its `wantShutDown` and `wantFence` flags and
+        `currentMetadataOffset`. Only a heartbeat that asks for a controlled shutdown under KRaft's lifecycle
+        gets an answer that matters (`_on_controlled_shutdown_heartbeat`); the others are one-way."""
         self.cluster.rpc.send(broker_id, self.node_id, self._on_heartbeat, broker_id, incarnation, wants_shutdown,
-                              want_fence)
+                              want_fence, metadata_offset)
+
+    def sent_offset(self, broker_id: int) -> int:
+        """The metadata offset of the last update queued for the broker (0 if none)."""
+        return self._sent_offset.get(broker_id, 0)
 
     def register_from(self, broker_id: int, incarnation: int, previous_epoch: int = -1) -> None:
         """A (re)starting broker registers; retried until it gets through (`BrokerRegistration`, with the
@@ -290,10 +313,14 @@ class Controller:
             self.queue.after(self.retry_ms, self.register_from, broker_id, incarnation, previous_epoch)
 
     def _on_heartbeat(self, broker_id: int, incarnation: int, wants_shutdown: bool = False,
-                      want_fence: bool = False) -> None:
+                      want_fence: bool = False, metadata_offset: int = 0) -> None:
         if self.incarnations.get(broker_id) != incarnation:
             return  # a heartbeat of an incarnation that has not registered (or a stale one)
         self.last_heartbeat[broker_id] = self.queue.now_ms
+        self._reported_offset[broker_id] = metadata_offset
+        if wants_shutdown and self.handshake:
+            self._on_controlled_shutdown_heartbeat(broker_id, incarnation)
+            return
         # A fenced broker that wants to shut down is told to stop now and stays fenced
         # (`BrokerHeartbeatManager.calculateNextBrokerState`: FENCED + wantShutDown -> SHUTDOWN_NOW); one that
         # still wants to be fenced (a starting process before its first metadata publish) stays fenced.
@@ -399,8 +426,10 @@ class Controller:
         return b not in self.fenced and b not in self.shutting_down
 
     def _fence(self, broker_id: int, reason: str) -> None:
-        """`handleBrokerFenced`: out of every ISR (never emptying one); re-elect what it led."""
+        """`handleBrokerFenced`: out of every ISR (never emptying one); re-elect what it led. A fenced broker leaves
+        controlled shutdown (`BrokerHeartbeatManager.touch`): its next heartbeat is told to shut down now."""
         self.fenced.add(broker_id)
+        self._shutdown_offsets.pop(broker_id, None)
         for tp in self.by_broker.get(broker_id, ()):
             info = self.partitions[tp]
             if broker_id not in info.isr:
@@ -748,6 +777,46 @@ class Controller:
                 self._mark(tp, info)
         self._mark_all_brokers()
 
+    def _on_controlled_shutdown_heartbeat(self, broker_id: int, incarnation: int) -> None:
+        """KRaft: a heartbeat with `wantShutDown` (`BrokerHeartbeatManager.calculateNextBrokerState`, then
+        `ReplicationControlManager.processBrokerHeartbeat`), answered with `shouldShutDown`.
+
+        FENCED -> SHUTDOWN_NOW. UNFENCED -> CONTROLLED_SHUTDOWN if it leads a partition: leadership moves away and it
+        leaves the ISRs (`controlled_shutdown`), and its controlled shutdown offset is the batch of those records;
+        else SHUTDOWN_NOW. CONTROLLED_SHUTDOWN -> SHUTDOWN_NOW once it leads nothing and every active broker
+        (unfenced, not shutting down) has reported that offset (`lowestActiveOffset`). SHUTDOWN_NOW fences it
+        (`handleBrokerFenced`)."""
+        if broker_id in self.fenced:
+            shut_down = True
+        elif broker_id not in self._shutdown_offsets:
+            if self.cluster.events is not None:
+                self.cluster.events.append(make_event("broker_lifecycle", self.queue.now_ms, broker_id,
+                                                      action="controlled_shutdown"))
+            shut_down = not self._has_leaderships(broker_id)
+            if not shut_down:
+                self.controlled_shutdown(broker_id)
+                # The records just made go out in the flush queued for this instant.
+                self._shutdown_offsets[broker_id] = self.metadata_offset + 1
+        else:
+            shut_down = (not self._has_leaderships(broker_id)
+                         and self._shutdown_offsets[broker_id] <= self._lowest_active_offset())
+        if shut_down and broker_id not in self.fenced:
+            self._fence(broker_id, "controlled_shutdown")
+        broker = self.cluster.brokers[broker_id]
+        self.cluster.rpc.send(self.node_id, broker_id, broker.heartbeat_answered, incarnation, shut_down)
+
+    def _has_leaderships(self, broker_id: int) -> bool:
+        """`BrokerToIsrs.hasLeaderships`: the broker leads some partition."""
+        return any(self.partitions[tp].leader == broker_id for tp in self.by_broker.get(broker_id, ()))
+
+    def _lowest_active_offset(self) -> int | float:
+        """`BrokerHeartbeatManager.lowestActiveOffset`: the lowest metadata offset reported by an active broker
+        (registered, unfenced, not in controlled shutdown); infinite if there is none. A crashed broker stays active,
+        with the offset it last reported, until its session expires and it is fenced."""
+        offsets = [self._reported_offset.get(b, 0) for b in self.incarnations
+                   if b not in self.fenced and b not in self._shutdown_offsets]
+        return min(offsets) if offsets else float("inf")
+
     def broker_stopped(self, broker_id: int) -> None:
         """The broker finished its clean shutdown: fence it without waiting for the session to expire."""
         if broker_id not in self.fenced:
@@ -881,8 +950,10 @@ class Controller:
             self.queue.at(self.queue.now_ms, self._flush)
 
     def _flush(self) -> None:
-        """One metadata delivery per broker for everything changed at this instant."""
+        """One metadata delivery per broker for everything changed at this instant (one batch of the metadata log)."""
         self._flush_scheduled = False
+        self.metadata_offset += 1
+        offset = self.metadata_offset
         fenced, shutting = frozenset(self.fenced), frozenset(self.shutting_down)
         throttles = tuple(self._dirty_throttles)
         targets = sorted(set(self._dirty) | set(self._dirty_stop) | (set(self.cluster.brokers) if throttles else set()))
@@ -891,7 +962,8 @@ class Controller:
         for b in targets:
             update = MetadataUpdate(self._dirty.get(b, {}), fenced, shutting, tuple(self._dirty_stop.get(b, ())),
                                     throttles, self.incarnations.get(b) if self.fence_on_reregistration else None,
-                                    epochs, b in self._full_state, self.throttle_version)
+                                    epochs, b in self._full_state, self.throttle_version, offset)
+            self._sent_offset[b] = offset
             self._channels.setdefault(b, deque()).append(update)
             self._pump(b)
         self._dirty = {}

@@ -216,9 +216,12 @@ class ClusterSpec:
     """KRaft's broker lifecycle (Kafka 4.x; no effect with `fence_on_reregistration: false`): the controller checks
     sessions eight times per session timeout, refuses a new incarnation's registration while the previous one's
     session is valid (the broker asks again every heartbeat interval), and registers it fenced, unfencing it on its
-    first heartbeat after its first metadata publish. false = as replog did before session 92 (tests pin seeds found
-    then): sessions checked every quarter session, a new incarnation fenced and unfenced as its registration
-    arrives."""
+    first heartbeat after its first metadata publish. A controlled shutdown (since session 93) is asked for in the
+    broker's heartbeats and ends when the controller answers SHUTDOWN_NOW: once the broker leads nothing and every
+    active broker has reported the metadata that moved its leadership (at most 5 minutes). false = as replog did
+    before session 92 (tests pin seeds found then): sessions checked every quarter session, a new incarnation
+    fenced and unfenced as its registration arrives, a controlled shutdown stopping the broker 200 ms after the
+    request."""
     auto_leader_rebalance_enable: bool = True
     """`auto.leader.rebalance.enable`: the controller moves leadership back to each partition's preferred replica
     (the first of its assignment) once that replica is an eligible ISR member again."""
