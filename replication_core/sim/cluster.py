@@ -100,8 +100,10 @@ class Cluster:
         self.brokers: dict[int, Broker] = {b: Broker(b, self) for b in range(1, scenario.cluster.brokers + 1)}
         self.controller = Controller(self)
         self.producers = [Producer(i, spec, self, self.rng) for i, spec in enumerate(scenario.producers)]
+        # The scenario's scripted writes go to the partition's current leader: a client with fresh metadata.
         self.script_producer = Producer(len(self.producers),
-                                        ProducerSpec(scenario.topics[0].name, 0.0, retries=0), self, self.rng)
+                                        ProducerSpec(scenario.topics[0].name, 0.0, retries=0, metadata_max_age_ms=0),
+                                        self, self.rng)
         self.injector = FaultInjector(self)
         self._checksum_seq = 0
         # How long each broker in a KRaft controlled shutdown stays down once it stops.

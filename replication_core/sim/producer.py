@@ -1,8 +1,13 @@
 """Producers: a rate of batches, keys spread over partitions, acks 0 / 1 / all, retries.
 
 Mirrors the parts of `KafkaProducer` / `Sender` that matter to replication: a batch is sent to the
-partition leader named by the client's metadata (here the controller's current view, i.e. a metadata
-refresh that is always up to date), acks=0 does not wait, acks=1 / all wait for the answer, and a
+partition leader named by the client's metadata (`Metadata`): the leaders as of its last refresh, which
+happens before the first send, after an error that marks the metadata stale (`InvalidMetadataException`:
+NOT_LEADER_OR_FOLLOWER, UNKNOWN_TOPIC_OR_PARTITION, KAFKA_STORAGE_ERROR; a disconnect or a request timeout,
+`NetworkClient`'s `requestUpdate`; a partition without a leader) and every `metadata.max.age.ms`. A refresh
+reads the controller's current view (a metadata request to any broker, whose cache is a few ms behind at
+most). So a leader cut off from the controller but not from its clients keeps getting writes until it
+learns it was replaced, as in Kafka. acks=0 does not wait, acks=1 / all wait for the answer, and a
 retriable error (NOT_LEADER_OR_FOLLOWER, NOT_ENOUGH_REPLICAS, REQUEST_TIMED_OUT, a lost request) is
 retried after `retry.backoff.ms` up to `retries` times with the same batch (same checksum), so a
 retried batch may appear twice in a log, as without idempotence. Every answer the leader gives is a
@@ -33,6 +38,14 @@ RETRIABLE = frozenset({
     Errors.NOT_ENOUGH_REPLICAS_AFTER_APPEND.value, Errors.REQUEST_TIMED_OUT.value,
     Errors.NETWORK_EXCEPTION.value, Errors.UNKNOWN_TOPIC_OR_PARTITION.value, Errors.KAFKA_STORAGE_ERROR.value,
 })
+
+
+STALE_METADATA = frozenset({
+    Errors.NOT_LEADER_OR_FOLLOWER.value, Errors.UNKNOWN_TOPIC_OR_PARTITION.value, Errors.KAFKA_STORAGE_ERROR.value,
+    Errors.NETWORK_EXCEPTION.value,
+})
+"""Errors after which the client refreshes its metadata: the `InvalidMetadataException`s `Sender.completeBatch`
+answers with `requestUpdate`, and this simulator's answer to a disconnect or a request timeout."""
 
 
 class ProduceRequest(NamedTuple):
@@ -66,6 +79,11 @@ class Producer:
         self.sent = 0
         self.acked = 0
         self.failed = 0
+        # The client's metadata: the leaders of its last refresh (partitions of other topics, which only scripted
+        # writes use, as first looked up since), when that was, and whether an error asked for a refresh.
+        self._leaders: dict[TopicPartition, int] = {}
+        self._refreshed_ms = 0
+        self._update_requested = True
 
     def start(self) -> None:
         """Schedule the first batch."""
@@ -93,10 +111,32 @@ class Producer:
         self.sent += 1
         self._attempt(req, retries)
 
+    def _leader(self, tp: TopicPartition) -> int:
+        """The partition's leader as the client's metadata names it, refreshed first if it is stale or too old."""
+        controller = self.cluster.controller
+        max_age = self.spec.metadata_max_age_ms
+        if max_age == 0:
+            return controller.leader_of(tp)
+        now = self.cluster.queue.now_ms
+        if self._update_requested or now - self._refreshed_ms >= max_age:
+            self._update_requested = False
+            self._refreshed_ms = now
+            topic = self.spec.topic
+            self._leaders = {}
+            for p in range(self.partitions):
+                part = TopicPartition(topic, p)
+                self._leaders[part] = controller.leader_of(part)
+        leader = self._leaders.get(tp)
+        if leader is None:
+            leader = self._leaders[tp] = controller.leader_of(tp)
+        return leader
+
     def _attempt(self, req: ProduceRequest, retries_left: int) -> None:
         cluster = self.cluster
-        leader = cluster.controller.leader_of(req.tp)
+        leader = self._leader(req.tp)
         if leader < 0:
+            # No leader known: the batch waits for a metadata refresh (a retry here).
+            self._update_requested = True
             self._retry_or_fail(req, retries_left)
             return
         broker = cluster.brokers[leader]
@@ -105,6 +145,8 @@ class Producer:
             if req.acks == 0:
                 return
             error = response.error if isinstance(response, ProduceResult) else str(response)
+            if error in STALE_METADATA:
+                self._update_requested = True
             if error == Errors.NONE.value:
                 self.acked += 1
             elif error in RETRIABLE:

@@ -140,6 +140,11 @@ class ProducerSpec:
     """When it starts producing: by default one second in, once the brokers have their partitions
     (a client's first metadata request would otherwise find no leader yet)."""
     stop_ms: int | None = None
+    metadata_max_age_ms: int = 300000
+    """`metadata.max.age.ms`: the client sends to the leaders its metadata named at its last refresh, refreshed after
+    an error that says the metadata is stale (NOT_LEADER_OR_FOLLOWER, a disconnect or timeout, ...) and at least this
+    often. 0 = the cluster's current leaders before every attempt, as replog's producers did before session 93
+    (tests pin seeds found then)."""
 
 
 @dataclass(frozen=True)
@@ -655,6 +660,7 @@ def parse_scenario(doc: object) -> Scenario:
             request_timeout_ms=p.int("request_timeout_ms", 30000, lo=1),
             start_ms=p.int("start_ms", 1000, lo=0),
             stop_ms=p.opt_int("stop_ms", lo=0),
+            metadata_max_age_ms=p.int("metadata_max_age_ms", 300000, lo=0),
         ))
         p.done()
     w.done()

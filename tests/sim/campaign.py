@@ -176,9 +176,16 @@ def before_kraft_lifecycle(sc: Scenario) -> Scenario:
     """`sc` with `cluster.kraft_lifecycle: false`: sessions checked every quarter session, and a restarted broker's
     registration fences its previous process and unfences it as it arrives, as replog did before session 92 modelled
     KRaft's registration handshake (a registration refused while the previous session is valid, the broker fenced
-    until its first metadata publish, the session checked when it expires). The seeds tests pinned before then
-    reproduce their runs with it."""
-    return replace(sc, cluster=replace(sc.cluster, kraft_lifecycle=False))
+    until its first metadata publish, the session checked when it expires); and producers as before session 93
+    (`before_client_metadata`). The seeds tests pinned before session 92 reproduce their runs with it."""
+    return before_client_metadata(replace(sc, cluster=replace(sc.cluster, kraft_lifecycle=False)))
+
+
+def before_client_metadata(sc: Scenario) -> Scenario:
+    """`sc` with every producer's `metadata_max_age_ms: 0`: each attempt goes to the partition's current leader, as
+    replog's producers did before session 93 modelled the client's metadata (leaders kept until an error says they
+    are stale). The seeds tests pinned before then reproduce their runs with it."""
+    return replace(sc, producers=tuple(replace(p, metadata_max_age_ms=0) for p in sc.producers))
 
 
 def with_elr(sc: Scenario) -> Scenario:
@@ -337,8 +344,8 @@ def seed_range(text: str) -> range:
 
 
 def add_shape_arguments(parser: argparse.ArgumentParser) -> None:
-    """`--seeds`, the shapes (`--wide` ... `--reassigning`), `--before-kip903`, `--before-metadata-deltas` and
-    `--before-kraft-lifecycle`, shared by
+    """`--seeds`, the shapes (`--wide` ... `--reassigning`), `--before-kip903`, `--before-metadata-deltas`,
+    `--before-kraft-lifecycle` and `--before-client-metadata`, shared by
     the campaigns (this one and `tests.spark.lag_campaign`)."""
     parser.add_argument("--seeds", type=seed_range, required=True, help="FIRST-LAST, inclusive")
     parser.add_argument("--wide", action="store_true", help="also draw retention, unclean, min ISR 1, larger clusters")
@@ -362,6 +369,9 @@ def add_shape_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--before-kraft-lifecycle", action="store_true",
                         help="a restart registers at once, sessions checked every quarter session, as seeds found "
                              "before session 92 ran (`before_kraft_lifecycle`)")
+    parser.add_argument("--before-client-metadata", action="store_true",
+                        help="producers send to the current leader at every attempt, as seeds found before session 93 "
+                             "ran (`before_client_metadata`)")
     parser.add_argument("--elr", action="store_true",
                         help="with eligible leader replicas (KIP-966, `with_elr`)")
 
@@ -369,8 +379,8 @@ def add_shape_arguments(parser: argparse.ArgumentParser) -> None:
 def scenario_maker(args: argparse.Namespace) -> Callable[[int], Scenario]:
     """The seed -> scenario function `--wide` / `--deep` / `--correlated` / `--overlapping` / `--power` /
     `--reassigning` / `--throttled` chose, wrapped in `before_kip903` with `--before-kip903`, in `with_elr`
-    with `--elr`, in `before_metadata_deltas` with `--before-metadata-deltas` and in `before_kraft_lifecycle` with
-    `--before-kraft-lifecycle`."""
+    with `--elr`, in `before_metadata_deltas` with `--before-metadata-deltas`, in `before_kraft_lifecycle` with
+    `--before-kraft-lifecycle` and in `before_client_metadata` with `--before-client-metadata`."""
     if args.throttled:
         make = power_throttled_scenario if args.power else throttled_scenario
     elif args.reassigning and args.power:
@@ -387,7 +397,8 @@ def scenario_maker(args: argparse.Namespace) -> Callable[[int], Scenario]:
         make = deep_scenario if args.deep else wide_scenario if args.wide else varied_scenario
     wraps = [wrap for wrap, on in ((before_kip903, args.before_kip903), (with_elr, args.elr),
                                    (before_metadata_deltas, args.before_metadata_deltas),
-                                   (before_kraft_lifecycle, args.before_kraft_lifecycle)) if on]
+                                   (before_kraft_lifecycle, args.before_kraft_lifecycle),
+                                   (before_client_metadata, args.before_client_metadata)) if on]
     if not wraps:
         return make
 

@@ -116,4 +116,4 @@ def test_completing_a_move_of_a_partition_without_a_leader_bumps_its_epochs() ->
 """)
     elections = [(e["ts_ms"] - start, e["action"], e["leader_epoch"], e["partition_epoch"], e["isr"], e["replicas"])
                  for e in events if e["event_type"] == "leader_election"]
-    assert elections[1:] == [(23645, "offline", 1, 2, [1], [1, 2, 3]), (35004, "clean", 3, 4, [1], [1])]
+    assert elections[1:] == [(23645, "offline", 1, 2, [1], [1, 2, 3]), (35005, "clean", 3, 4, [1], [1])]

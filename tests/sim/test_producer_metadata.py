@@ -1,0 +1,80 @@
+"""The producers' client metadata (`metadata_max_age_ms`, since session 93): a producer sends to the leaders its last
+metadata refresh named, and refreshes after an error that says they are stale, so a leader cut off from the
+controller and its followers but not from its clients keeps getting (and acknowledging) acks=1 writes until it learns
+it was replaced, as in Kafka. With `metadata_max_age_ms: 0` every attempt goes to the controller's current leader,
+as replog's producers did before."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from replication_core.sim.scenario import parse_scenario_text
+from tests.sim.helpers import check, run
+
+# Broker 1 leads `t`; at 5 s it is cut off from the controller and both followers (not from the producer, node
+# 2000) for 10 s. Its session (6 s) expires and the controller elects broker 2; broker 1 learns it at the heal.
+ISOLATED_LEADER = """
+name: isolated-leader-keeps-its-clients
+seed: 3
+duration_ms: 25000
+truncation_mode: diverging-epoch
+cluster:
+  brokers: 3
+  broker_session_timeout_ms: 6000
+broker_config:
+  min.insync.replicas: 1
+topics:
+  - name: t
+    replication_factor: 3
+    assignment: [[1, 2, 3]]
+network:
+  latency_ms: {{dist: uniform, min: 1, max: 3}}
+workload:
+  producers:
+    - {{topic: t, rate_per_s: 100, acks: 1, keys: 1, retries: 5, metadata_max_age_ms: {max_age}}}
+faults:
+  - {{at_ms: 5000, action: partition, from: [1], to: [2, 3, 1000], duration_ms: 10000}}
+"""
+
+
+def _run(max_age: int) -> tuple[list[dict[str, Any]], Any, int, int]:
+    """The run's events, the checker's verdict, when broker 2 was elected and when broker 1 learnt it (ms from the
+    start)."""
+    _, events, stats = run(parse_scenario_text(ISOLATED_LEADER.format(max_age=max_age)))
+    start = min(e["ts_ms"] for e in events)
+    elected = next(e["ts_ms"] - start for e in events if e["event_type"] == "leader_election"
+                   and e.get("leader_id") == 2)
+    learnt = next(e["ts_ms"] - start for e in events if e["event_type"] == "leadership_change"
+                  and e["broker_id"] == 1 and e["action"] == "become_follower")
+    return events, check(events, stats), elected, learnt
+
+
+def _acks_from(events: list[dict[str, Any]], broker: int, after_ms: int) -> list[int]:
+    """When `broker` acknowledged a write after `after_ms` (ms from the start)."""
+    start = min(e["ts_ms"] for e in events)
+    return [e["ts_ms"] - start for e in events if e["event_type"] == "produce_ack" and e["broker_id"] == broker
+            and e["error"] == "NONE" and e["ts_ms"] - start > after_ms]
+
+
+def test_an_isolated_leader_keeps_acknowledging_acks1_writes_until_it_learns_it_was_replaced() -> None:
+    events, verdict, elected, learnt = _run(300000)
+    # Last heard of at 4 s, its session expires at 10 s and the check every 6000 / 8 ms finds it at 10.5 s.
+    assert elected == 10500 and 15000 < learnt <= 15003
+    late = _acks_from(events, 1, elected)
+    # Written at 100 a second to the old leader from the election until the heal; all gone from the final log.
+    assert len(late) > 400 and max(late) <= learnt
+    lost = [v for v in verdict.violations if v.invariant == "acks1_write_lost"]
+    assert len(lost) >= len(late)
+    assert not [v for v in verdict.violations if v.severity == "error"]
+    # Broker 1's first NOT_LEADER_OR_FOLLOWER marks the metadata stale: the next write, or at the latest the retry
+    # `retry_backoff_ms` (100) later, refreshes it and goes to broker 2.
+    start = min(e["ts_ms"] for e in events)
+    refused = next(e["ts_ms"] - start for e in events if e["event_type"] == "produce_ack" and e["broker_id"] == 1
+                   and e["error"] == "NOT_LEADER_OR_FOLLOWER")
+    assert learnt <= refused < _acks_from(events, 2, elected)[0] <= refused + 3 + 100 + 3 + 3
+
+
+def test_with_fresh_metadata_writes_follow_the_election() -> None:
+    """Before session 93 (`metadata_max_age_ms: 0`): the first write after the election goes to broker 2."""
+    events, _verdict, elected, _learnt = _run(0)
+    assert _acks_from(events, 1, elected) == []
