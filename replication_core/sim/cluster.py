@@ -102,7 +102,7 @@ class Cluster:
         self.producers = [Producer(i, spec, self, self.rng) for i, spec in enumerate(scenario.producers)]
         # The scenario's scripted writes go to the partition's current leader: a client with fresh metadata.
         self.script_producer = Producer(len(self.producers),
-                                        ProducerSpec(scenario.topics[0].name, 0.0, retries=0, metadata_max_age_ms=0),
+                                        ProducerSpec(scenario.topics[0].name, 0.0, retries=0, fresh_metadata=True),
                                         self, self.rng)
         self.injector = FaultInjector(self)
         self._checksum_seq = 0

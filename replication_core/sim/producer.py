@@ -40,6 +40,9 @@ RETRIABLE = frozenset({
 })
 
 
+CONNECTION_SETUP_TIMEOUT_MS = 10000
+"""`socket.connection.setup.timeout.ms`: how long a client waits for a connection to a host that does not answer."""
+
 STALE_METADATA = frozenset({
     Errors.NOT_LEADER_OR_FOLLOWER.value, Errors.UNKNOWN_TOPIC_OR_PARTITION.value, Errors.KAFKA_STORAGE_ERROR.value,
     Errors.NETWORK_EXCEPTION.value,
@@ -84,6 +87,8 @@ class Producer:
         self._leaders: dict[TopicPartition, int] = {}
         self._refreshed_ms = 0
         self._update_requested = True
+        # Batches waiting for their partition's leader to be known and reachable (the accumulator's queues).
+        self._held: dict[TopicPartition, list[tuple[ProduceRequest, int, int]]] = {}
 
     def start(self) -> None:
         """Schedule the first batch."""
@@ -109,16 +114,15 @@ class Producer:
         req = ProduceRequest(tp, records, size_bytes, self.cluster.next_checksum(), acks,
                              self.spec.request_timeout_ms)
         self.sent += 1
-        self._attempt(req, retries)
+        self._attempt(req, retries, self.cluster.queue.now_ms + self.spec.delivery_timeout_ms)
 
     def _leader(self, tp: TopicPartition) -> int:
         """The partition's leader as the client's metadata names it, refreshed first if it is stale or too old."""
         controller = self.cluster.controller
-        max_age = self.spec.metadata_max_age_ms
-        if max_age == 0:
+        if self.spec.fresh_metadata:
             return controller.leader_of(tp)
         now = self.cluster.queue.now_ms
-        if self._update_requested or now - self._refreshed_ms >= max_age:
+        if self._update_requested or now - self._refreshed_ms >= self.spec.metadata_max_age_ms:
             self._update_requested = False
             self._refreshed_ms = now
             topic = self.spec.topic
@@ -131,15 +135,30 @@ class Producer:
             leader = self._leaders[tp] = controller.leader_of(tp)
         return leader
 
-    def _attempt(self, req: ProduceRequest, retries_left: int) -> None:
+    def _attempt(self, req: ProduceRequest, retries_left: int, deadline_ms: int) -> None:
         cluster = self.cluster
+        spec = self.spec
+        if not spec.fresh_metadata and cluster.queue.now_ms >= deadline_ms:
+            # `RecordAccumulator.expiredBatches`: `delivery.timeout.ms` since the batch was made.
+            self.failed += 1
+            return
         leader = self._leader(req.tp)
         if leader < 0:
-            # No leader known: the batch waits for a metadata refresh (a retry here).
-            self._update_requested = True
-            self._retry_or_fail(req, retries_left)
+            if spec.fresh_metadata:
+                self._retry_or_fail(req, retries_left, deadline_ms)
+                return
+            # No leader known: the batch stays in the accumulator, spending no retry, while the client refreshes its
+            # metadata (`RecordAccumulator.ready`'s unknown leader topics), every `retry.backoff.ms`.
+            self._hold(req, retries_left, deadline_ms, spec.retry_backoff_ms)
             return
         broker = cluster.brokers[leader]
+        if not spec.fresh_metadata and not broker.alive:
+            # Nothing listens at the leader's address: the connection is refused at once by a live host, or its set-up
+            # times out (`socket.connection.setup.timeout.ms`) on a dead one. The batch is not sent (`client.ready`
+            # is false), and the disconnect asks for a metadata refresh (`handleServerDisconnect`).
+            self._hold(req, retries_left, deadline_ms,
+                       spec.retry_backoff_ms if broker.host_up else CONNECTION_SETUP_TIMEOUT_MS)
+            return
 
         def on_reply(response: Any, now_ms: int) -> None:
             if req.acks == 0:
@@ -150,15 +169,32 @@ class Producer:
             if error == Errors.NONE.value:
                 self.acked += 1
             elif error in RETRIABLE:
-                self._retry_or_fail(req, retries_left)
+                self._retry_or_fail(req, retries_left, deadline_ms)
             else:
                 self.failed += 1
 
         cluster.rpc.call(self.node_id, leader, req, broker.handle_produce, on_reply, Errors.NETWORK_EXCEPTION.value,
-                         self.spec.request_timeout_ms + 1000)
+                         spec.request_timeout_ms + 1000)
 
-    def _retry_or_fail(self, req: ProduceRequest, retries_left: int) -> None:
+    def _hold(self, req: ProduceRequest, retries_left: int, deadline_ms: int, wait_ms: int) -> None:
+        """Keep the batch in the partition's queue of the accumulator and look again after `wait_ms`: one look per
+        partition sends (or expires) every batch it holds, in order."""
+        self._update_requested = True
+        held = self._held.get(req.tp)
+        if held is None:
+            held = self._held[req.tp] = []
+            self.cluster.queue.after(max(1, wait_ms), self._release, req.tp)
+        held.append((req, retries_left, deadline_ms))
+
+    def _release(self, tp: TopicPartition) -> None:
+        for req, retries_left, deadline_ms in self._held.pop(tp, []):
+            self._attempt(req, retries_left, deadline_ms)
+
+    def _retry_or_fail(self, req: ProduceRequest, retries_left: int, deadline_ms: int) -> None:
+        """`Sender.canRetry`: retries left (and, with the client's metadata, `delivery.timeout.ms` not reached, which
+        `_attempt` checks when the backoff ends)."""
         if retries_left <= 0:
             self.failed += 1
             return
-        self.cluster.queue.after(max(1, self.spec.retry_backoff_ms), self._attempt, req, retries_left - 1)
+        self.cluster.queue.after(max(1, self.spec.retry_backoff_ms), self._attempt, req, retries_left - 1,
+                                 deadline_ms)

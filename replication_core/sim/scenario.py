@@ -143,8 +143,15 @@ class ProducerSpec:
     metadata_max_age_ms: int = 300000
     """`metadata.max.age.ms`: the client sends to the leaders its metadata named at its last refresh, refreshed after
     an error that says the metadata is stale (NOT_LEADER_OR_FOLLOWER, a disconnect or timeout, ...) and at least this
-    often. 0 = the cluster's current leaders before every attempt, as replog's producers did before session 93
-    (tests pin seeds found then)."""
+    often."""
+    delivery_timeout_ms: int = 120000
+    """`delivery.timeout.ms`: a batch not acknowledged this long after it was made fails, whatever retries are left.
+    A batch whose partition has no known leader, or whose leader's address refuses connections, waits for the
+    metadata to name one without spending a retry."""
+    fresh_metadata: bool = False
+    """True: every attempt goes to the controller's current leader and spends a retry when there is none, a request
+    to a dead process waits out its timeout, and no delivery timeout applies, as replog's producers did before session
+    93 (tests pin seeds found then; scripted `produce` actions use it, so that they reach the current leader)."""
 
 
 @dataclass(frozen=True)
@@ -661,6 +668,8 @@ def parse_scenario(doc: object) -> Scenario:
             start_ms=p.int("start_ms", 1000, lo=0),
             stop_ms=p.opt_int("stop_ms", lo=0),
             metadata_max_age_ms=p.int("metadata_max_age_ms", 300000, lo=0),
+            delivery_timeout_ms=p.int("delivery_timeout_ms", 120000, lo=1),
+            fresh_metadata=p.bool("fresh_metadata", False),
         ))
         p.done()
     w.done()

@@ -182,10 +182,11 @@ def before_kraft_lifecycle(sc: Scenario) -> Scenario:
 
 
 def before_client_metadata(sc: Scenario) -> Scenario:
-    """`sc` with every producer's `metadata_max_age_ms: 0`: each attempt goes to the partition's current leader, as
+    """`sc` with every producer's `fresh_metadata: true`: each attempt goes to the partition's current leader, as
     replog's producers did before session 93 modelled the client's metadata (leaders kept until an error says they
-    are stale). The seeds tests pinned before then reproduce their runs with it."""
-    return replace(sc, producers=tuple(replace(p, metadata_max_age_ms=0) for p in sc.producers))
+    are stale), the delivery timeout and batches held while no leader can take them. The seeds tests pinned before
+    then reproduce their runs with it."""
+    return replace(sc, producers=tuple(replace(p, fresh_metadata=True) for p in sc.producers))
 
 
 def with_elr(sc: Scenario) -> Scenario:

@@ -1,8 +1,8 @@
-"""The producers' client metadata (`metadata_max_age_ms`, since session 93): a producer sends to the leaders its last
+"""The producers' client metadata (since session 93): a producer sends to the leaders its last
 metadata refresh named, and refreshes after an error that says they are stale, so a leader cut off from the
 controller and its followers but not from its clients keeps getting (and acknowledging) acks=1 writes until it learns
-it was replaced, as in Kafka. With `metadata_max_age_ms: 0` every attempt goes to the controller's current leader,
-as replog's producers did before."""
+it was replaced, as in Kafka. With `fresh_metadata: true` every attempt goes to the controller's current leader, as
+replog's producers did before."""
 
 from __future__ import annotations
 
@@ -31,16 +31,16 @@ network:
   latency_ms: {{dist: uniform, min: 1, max: 3}}
 workload:
   producers:
-    - {{topic: t, rate_per_s: 100, acks: 1, keys: 1, retries: 5, metadata_max_age_ms: {max_age}}}
+    - {{topic: t, rate_per_s: 100, acks: 1, keys: 1, retries: 5, fresh_metadata: {fresh}}}
 faults:
   - {{at_ms: 5000, action: partition, from: [1], to: [2, 3, 1000], duration_ms: 10000}}
 """
 
 
-def _run(max_age: int) -> tuple[list[dict[str, Any]], Any, int, int]:
+def _run(fresh: bool) -> tuple[list[dict[str, Any]], Any, int, int]:
     """The run's events, the checker's verdict, when broker 2 was elected and when broker 1 learnt it (ms from the
     start)."""
-    _, events, stats = run(parse_scenario_text(ISOLATED_LEADER.format(max_age=max_age)))
+    _, events, stats = run(parse_scenario_text(ISOLATED_LEADER.format(fresh=str(fresh).lower())))
     start = min(e["ts_ms"] for e in events)
     elected = next(e["ts_ms"] - start for e in events if e["event_type"] == "leader_election"
                    and e.get("leader_id") == 2)
@@ -57,7 +57,7 @@ def _acks_from(events: list[dict[str, Any]], broker: int, after_ms: int) -> list
 
 
 def test_an_isolated_leader_keeps_acknowledging_acks1_writes_until_it_learns_it_was_replaced() -> None:
-    events, verdict, elected, learnt = _run(300000)
+    events, verdict, elected, learnt = _run(False)
     # Last heard of at 4 s, its session expires at 10 s and the check every 6000 / 8 ms finds it at 10.5 s.
     assert elected == 10500 and 15000 < learnt <= 15003
     late = _acks_from(events, 1, elected)
@@ -75,6 +75,61 @@ def test_an_isolated_leader_keeps_acknowledging_acks1_writes_until_it_learns_it_
 
 
 def test_with_fresh_metadata_writes_follow_the_election() -> None:
-    """Before session 93 (`metadata_max_age_ms: 0`): the first write after the election goes to broker 2."""
-    events, _verdict, elected, _learnt = _run(0)
+    """Before session 93 (`fresh_metadata: true`): the first write after the election goes to broker 2."""
+    events, _verdict, elected, _learnt = _run(True)
     assert _acks_from(events, 1, elected) == []
+
+
+# `solo`'s only replica is broker 2, whose process is killed at 5 s; the producer writes to it from 4 s to 10 s, with
+# {retries} retries. {restart}
+SOLE_REPLICA = """
+name: producer-waits-for-a-leader
+seed: 5
+duration_ms: {duration_ms}
+truncation_mode: diverging-epoch
+cluster:
+  brokers: 2
+  broker_session_timeout_ms: 6000
+topics:
+  - name: solo
+    replication_factor: 1
+    assignment: [[2]]
+network:
+  latency_ms: {{dist: uniform, min: 1, max: 3}}
+workload:
+  producers:
+    - {{topic: solo, rate_per_s: 20, acks: 1, keys: 1, retries: {retries}, start_ms: 4000, stop_ms: 10000,
+        fresh_metadata: {fresh}}}
+faults:
+  - {{at_ms: 5000, action: crash, broker: 2, mode: process}}
+{restart}"""
+
+
+def _sole_replica(*, fresh: bool = False, retries: int = 0, restart_ms: int | None = 12000,
+                  duration_ms: int = 30000) -> Any:
+    restart = f"  - {{at_ms: {restart_ms}, action: restart, broker: 2}}\n" if restart_ms is not None else ""
+    text = SOLE_REPLICA.format(duration_ms=duration_ms, retries=retries, fresh=str(fresh).lower(), restart=restart)
+    return run(parse_scenario_text(text))[2]
+
+
+def test_a_batch_waits_without_spending_retries_while_its_leader_is_down() -> None:
+    """The connection to the dead process is refused and the partition then goes offline: the batches made from 5 s
+    wait (no retry spent: they have none) until broker 2 is back and leads again, and all are acknowledged. Before
+    session 93 each of them failed: its request timed out, or found no leader, with no retry left."""
+    stats = _sole_replica(duration_ms=45000)
+    assert stats.produced_batches > 80 and stats.failed_batches == 0
+    assert stats.acked_batches == stats.produced_batches
+    # Requests to the dead process time out after 31 s: by 45 s every batch is answered.
+    before = _sole_replica(fresh=True, duration_ms=45000)
+    assert before.failed_batches > 60 and before.acked_batches + before.failed_batches == before.produced_batches
+
+
+def test_a_batch_fails_once_its_delivery_timeout_passes() -> None:
+    """Broker 2 never comes back: each batch made from 5 s fails 120 s after it was made (`delivery.timeout.ms`),
+    however many retries it had, not before."""
+    at_100_s = _sole_replica(retries=1_000_000, restart_ms=None, duration_ms=100_000)
+    assert at_100_s.failed_batches == 0
+    at_140_s = _sole_replica(retries=1_000_000, restart_ms=None, duration_ms=140_000)
+    assert at_140_s.produced_batches == at_100_s.produced_batches
+    assert at_140_s.failed_batches + at_140_s.acked_batches == at_140_s.produced_batches
+    assert at_140_s.failed_batches > 60
