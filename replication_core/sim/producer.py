@@ -9,8 +9,9 @@ reads the controller's current view (a metadata request to any broker, whose cac
 most). So a leader cut off from the controller but not from its clients keeps getting writes until it
 learns it was replaced, as in Kafka. acks=0 does not wait, acks=1 / all wait for the answer, and a
 retriable error (NOT_LEADER_OR_FOLLOWER, NOT_ENOUGH_REPLICAS, REQUEST_TIMED_OUT, a lost request) is
-retried after `retry.backoff.ms` up to `retries` times with the same batch (same checksum), so a
-retried batch may appear twice in a log, as without idempotence. Every answer the leader gives is a
+retried up to `retries` times with the same batch (same checksum), after a backoff that doubles from
+`retry.backoff.ms` to `retry.backoff.max.ms` with ±20 % jitter (KIP-580), so a retried batch may appear twice
+in a log, as without idempotence. Every answer the leader gives is a
 `produce_ack` event emitted by the engine's ReplicaManager, whether or not it reaches the producer.
 
 Batch identity: `batch_checksum` is a bijective 64-bit mix of a run-wide sequence number, masked to
@@ -19,6 +20,7 @@ Batch identity: `batch_checksum` is a bijective 64-bit mix of a run-wide sequenc
 
 from __future__ import annotations
 
+import math
 import random
 from typing import TYPE_CHECKING, Any, NamedTuple
 
@@ -39,6 +41,10 @@ RETRIABLE = frozenset({
     Errors.NETWORK_EXCEPTION.value, Errors.UNKNOWN_TOPIC_OR_PARTITION.value, Errors.KAFKA_STORAGE_ERROR.value,
 })
 
+
+BACKOFF_MULTIPLIER = 2
+BACKOFF_JITTER = 0.2
+"""`CommonClientConfigs.RETRY_BACKOFF_EXP_BASE` and `RETRY_BACKOFF_JITTER` (KIP-580)."""
 
 CONNECTION_SETUP_TIMEOUT_MS = 10000
 """`socket.connection.setup.timeout.ms`: how long a client waits for a connection to a host that does not answer."""
@@ -196,5 +202,18 @@ class Producer:
         if retries_left <= 0:
             self.failed += 1
             return
-        self.cluster.queue.after(max(1, self.spec.retry_backoff_ms), self._attempt, req, retries_left - 1,
-                                 deadline_ms)
+        self.cluster.queue.after(max(1, self._retry_backoff_ms(self.spec.retries - retries_left)), self._attempt, req,
+                                 retries_left - 1, deadline_ms)
+
+    def _retry_backoff_ms(self, spent: int) -> int:
+        """The wait before a batch's retry after `spent` earlier ones: KIP-580's `ExponentialBackoff` (Kafka 3.7+):
+        `retry.backoff.ms` doubled per retry, times a jitter drawn from [0.8, 1.2), capped at `retry.backoff.max.ms`;
+        fixed when the cap is not above the base (and for `fresh_metadata`, as replog's producers did before)."""
+        spec = self.spec
+        base, cap = spec.retry_backoff_ms, spec.retry_backoff_max_ms
+        if spec.fresh_metadata or cap <= base or base <= 0:
+            return base
+        exp_max = math.log(cap / base) / math.log(BACKOFF_MULTIPLIER)
+        term = base * BACKOFF_MULTIPLIER ** min(max(spent, 0), exp_max)
+        value = int(self.rng.uniform(1 - BACKOFF_JITTER, 1 + BACKOFF_JITTER) * term)
+        return min(value, cap)

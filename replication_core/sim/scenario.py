@@ -135,6 +135,9 @@ class ProducerSpec:
     record_bytes: int = 100
     retries: int = 5
     retry_backoff_ms: int = 100
+    retry_backoff_max_ms: int = 1000
+    """`retry.backoff.max.ms` (KIP-580, Kafka 3.7+): a batch's retries back off exponentially from `retry_backoff_ms`
+    (doubling, with ±20 % jitter) up to this; not above `retry_backoff_ms`, a fixed backoff."""
     request_timeout_ms: int = 30000
     start_ms: int = 1000
     """When it starts producing: by default one second in, once the brokers have their partitions
@@ -150,8 +153,9 @@ class ProducerSpec:
     metadata to name one without spending a retry."""
     fresh_metadata: bool = False
     """True: every attempt goes to the controller's current leader and spends a retry when there is none, a request
-    to a dead process waits out its timeout, and no delivery timeout applies, as replog's producers did before session
-    93 (tests pin seeds found then; scripted `produce` actions use it, so that they reach the current leader)."""
+    to a dead process waits out its timeout, retries back off a fixed `retry_backoff_ms`, and no delivery timeout
+    applies, as replog's producers did before session 93 (tests pin seeds found then; scripted `produce` actions use
+    it, so that they reach the current leader)."""
 
 
 @dataclass(frozen=True)
@@ -664,6 +668,7 @@ def parse_scenario(doc: object) -> Scenario:
             record_bytes=p.int("record_bytes", 100, lo=1),
             retries=p.int("retries", 5, lo=0),
             retry_backoff_ms=p.int("retry_backoff_ms", 100, lo=0),
+            retry_backoff_max_ms=p.int("retry_backoff_max_ms", 1000, lo=0),
             request_timeout_ms=p.int("request_timeout_ms", 30000, lo=1),
             start_ms=p.int("start_ms", 1000, lo=0),
             stop_ms=p.opt_int("stop_ms", lo=0),

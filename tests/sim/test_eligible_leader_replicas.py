@@ -316,15 +316,17 @@ def test_kip_966_scenario_keeps_every_acknowledged_write_with_elr() -> None:
 def test_kip_966_scenario_loses_acknowledged_writes_without_elr() -> None:
     """Without ELR the fenced leader stays the only ISR member, the partition is offline until broker 1 is back
     (50 s: registered fenced, its session having expired at 44 s) and is then elected from the ISR, when its first
-    heartbeat after its metadata publish unfences it (50.006 s), with the empty log its power loss left: the
+    heartbeat after its metadata publish unfences it (a few ms after 50 s), with the empty log its power loss left: the
     followers truncate to it, and every write acknowledged before 20 s is gone. The checker reports the loss as a
     warning (a crash recovery took the records from the replica that led) and the followers' truncations below
     their HW."""
     _, events, stats = _kip_966(False)
     elections = [(e["ts_ms"] - 1_700_000_000_000, e["action"], e["leader_id"], e["isr"], e.get("elr"))
                  for e in events if e["event_type"] == "leader_election"]
-    assert elections == [(0, "clean", 1, [1, 2, 3], None), (44_250, "offline", None, [1], None),
-                         (50_006, "clean", 1, [1], None)]
+    assert elections[:2] == [(0, "clean", 1, [1, 2, 3], None), (44_250, "offline", None, [1], None)]
+    # A few network trips after the restart (registration, its answer, the metadata, the unfencing heartbeat).
+    (at, *rest), = elections[2:]
+    assert 50_000 < at <= 50_020 and rest == ["clean", 1, [1], None]
     lost = audit(events).lost_acked_writes()
     assert lost and min(x["base_offset"] for x in lost) == 0
     result = check(events, stats)
@@ -382,8 +384,12 @@ def test_kip_966_scenario_shows_the_elr_between_elections() -> None:
     _, events, _ = _kip_966(True)
     changes = [(e["ts_ms"] - 1_700_000_000_000, e["reason"], e.get("leader_id"), e["isr"], e["elr"])
                for e in events if e["event_type"] == "partition_change"]
-    assert changes == [(12_001, "alter_partition", 1, [1, 2], []), (27_001, "alter_partition", 1, [1], [2]),
-                       (44_257, "alter_partition", 2, [2, 3], []), (50_008, "alter_partition", 2, [1, 2, 3], [])]
+    # Each a network trip or a few after what prompts it: the follower's catch-up, the shrink at 27 s, the election
+    # at 44.25 s, broker 1's return at 50 s.
+    assert [rest for _, *rest in changes] == [["alter_partition", 1, [1, 2], []], ["alter_partition", 1, [1], [2]],
+                                              ["alter_partition", 2, [2, 3], []], ["alter_partition", 2, [1, 2, 3], []]]
+    windows = [(12_000, 12_010), (27_000, 27_010), (44_250, 44_260), (50_000, 50_030)]
+    assert all(lo < at <= hi for (at, *_), (lo, hi) in zip(changes, windows, strict=True)), changes
 
 
 def test_a_power_campaign_loss_that_eligible_leader_replicas_prevent() -> None:

@@ -6,6 +6,7 @@ replog's producers did before."""
 
 from __future__ import annotations
 
+from itertools import pairwise
 from typing import Any
 
 from replication_core.sim.scenario import parse_scenario_text
@@ -67,11 +68,11 @@ def test_an_isolated_leader_keeps_acknowledging_acks1_writes_until_it_learns_it_
     assert len(lost) >= len(late)
     assert not [v for v in verdict.violations if v.severity == "error"]
     # Broker 1's first NOT_LEADER_OR_FOLLOWER marks the metadata stale: the next write, or at the latest the retry
-    # `retry_backoff_ms` (100) later, refreshes it and goes to broker 2.
+    # `retry_backoff_ms` (100 ms, ±20 %) later, refreshes it and goes to broker 2.
     start = min(e["ts_ms"] for e in events)
     refused = next(e["ts_ms"] - start for e in events if e["event_type"] == "produce_ack" and e["broker_id"] == 1
                    and e["error"] == "NOT_LEADER_OR_FOLLOWER")
-    assert learnt <= refused < _acks_from(events, 2, elected)[0] <= refused + 3 + 100 + 3 + 3
+    assert learnt <= refused < _acks_from(events, 2, elected)[0] <= refused + 3 + 120 + 3 + 3
 
 
 def test_with_fresh_metadata_writes_follow_the_election() -> None:
@@ -133,3 +134,50 @@ def test_a_batch_fails_once_its_delivery_timeout_passes() -> None:
     assert at_140_s.produced_batches == at_100_s.produced_batches
     assert at_140_s.failed_batches + at_140_s.acked_batches == at_140_s.produced_batches
     assert at_140_s.failed_batches > 60
+
+
+NOT_ENOUGH_REPLICAS = """
+name: producer-backs-off
+seed: 9
+duration_ms: 20000
+truncation_mode: diverging-epoch
+cluster:
+  brokers: 2
+broker_config:
+  min.insync.replicas: 2
+topics:
+  - name: t
+    replication_factor: 2
+    assignment: [[1, 2]]
+network:
+  latency_ms: {{dist: uniform, min: 1, max: 3}}
+workload:
+  producers:
+    - {{topic: t, rate_per_s: 1, acks: all, keys: 1, retries: 7, start_ms: 12000, stop_ms: 14000,
+        fresh_metadata: {fresh}}}
+faults:
+  # The follower is gone for good: by 12 s it is out of the ISR, which is below min ISR.
+  - {{at_ms: 1000, action: crash, broker: 2}}
+"""
+
+
+def _refusals(fresh: bool) -> list[int]:
+    """When the leader refused the run's first batch (its ISR below min ISR: every acks=all write is refused
+    NOT_ENOUGH_REPLICAS at once)."""
+    _, events, _ = run(parse_scenario_text(NOT_ENOUGH_REPLICAS.format(fresh=str(fresh).lower())))
+    acks = [e for e in events if e["event_type"] == "produce_ack"]
+    assert acks and all(e["error"] == "NOT_ENOUGH_REPLICAS" for e in acks)
+    first = acks[0]["batch_checksum"]
+    return [e["ts_ms"] for e in acks if e["batch_checksum"] == first]
+
+
+def test_retries_back_off_exponentially_with_jitter() -> None:
+    """KIP-580 (Kafka 3.7+): the n-th retry waits 100 ms x 2^(n-1) x [0.8, 1.2), at most `retry.backoff.max.ms`
+    (1000 ms); each gap also holds an answer's and a request's trip (2-6 ms). Before (`fresh_metadata`), 100 ms."""
+    times = _refusals(False)
+    assert len(times) == 8  # the attempt and its 7 retries
+    for n, gap in enumerate((b - a for a, b in pairwise(times))):
+        wait = min(100 * 2 ** n, 1000)  # the jitter applies before the cap
+        assert int(0.8 * wait) + 2 <= gap <= min(int(1.2 * wait), 1000) + 6, (n, gap)
+    before = _refusals(True)
+    assert all(102 <= b - a <= 106 for a, b in pairwise(before))
