@@ -594,8 +594,9 @@ class Broker:
         """`handleProduceRequest` for one partition's batch."""
         if call.done or not self.alive or self.rm is None:
             # Arrived after its deadline (`RpcLayer._arrive` drops those), or nobody listening. Not refused, unlike a
-            # fetch: a producer's `Sender` sends nothing to a node it cannot connect to, its batch waits in the
-            # accumulator for the metadata to name another leader, which the request timeout stands for here.
+            # fetch: a producer's `Sender` sends nothing to a node it cannot connect to (`Producer._attempt` holds the
+            # batch), so only a request in flight when the process died (its caller had the disconnect then,
+            # `RpcLayer.reset`) or a `fresh_metadata` producer's gets here, whose request timeout stands for that wait.
             return
         self._produce(call, call.request, self.incarnation)
 
