@@ -5,7 +5,8 @@ Mirrors `KafkaServer` / `BrokerServer` start-up and the threads around `ReplicaM
   ListOffsets, Produce (acks=all may park as a `DelayedProduce`), and the controller's metadata
   (LeaderAndIsr / StopReplica / topic throttle configs);
 * the scheduler tasks `isr-expiration` (every `replica.lag.time.max.ms / 2`, first run at start),
-  `highwatermark-checkpoint` (every `replica.high.watermark.checkpoint.interval.ms`), `kafka-log-retention` (every
+  `highwatermark-checkpoint` (every `replica.high.watermark.checkpoint.interval.ms`, first run as the process first
+  applies partition metadata), `kafka-log-retention` (every
   `log.retention.check.interval.ms`) and `kafka-log-start-offset-checkpoint` (every
   `log.flush.start.offset.checkpoint.interval.ms`), the last two first run `log.initial.task.delay.ms` after start
   as `LogManager.startup` schedules them, each at fixed rate as `KafkaScheduler` runs them, the OS page-cache
@@ -263,6 +264,9 @@ class Broker:
         # (`gotControlledShutdownResponse`).
         self._metadata_offset = 0
         self._shutdown_answered = False
+        # Whether this process's `highwatermark-checkpoint` task runs (`highWatermarkCheckPointThreadStarted`): from
+        # its first application of partition metadata (`_start_hw_checkpoint`).
+        self._hw_checkpoint_started = False
 
     # --- lifecycle ---------------------------------------------------------------------------------
 
@@ -334,8 +338,10 @@ class Broker:
         self.rm = rm
         inc = self.incarnation
         self.queue.at(now, self._isr_expiration, inc, now)
-        hw_due = now + cfg.replica_high_watermark_checkpoint_interval_ms
-        self.queue.at(hw_due, self._hw_checkpoint, inc, hw_due)
+        self._hw_checkpoint_started = not self.cluster.scenario.cluster.hw_checkpoint_at_first_metadata
+        if self._hw_checkpoint_started:
+            hw_due = now + cfg.replica_high_watermark_checkpoint_interval_ms
+            self.queue.at(hw_due, self._hw_checkpoint, inc, hw_due)
         if self.cluster.scenario.disk.flush_interval_ms > 0:
             self.queue.after(self.cluster.scenario.disk.flush_interval_ms, self._flush, inc)
         if self._registered:
@@ -429,6 +435,13 @@ class Broker:
             self.rm.maybe_shrink_isr(self.queue.now_ms)
             self._drain()
             self._at_fixed_rate(self._isr_expiration, inc, due_ms, self.config.isr_expiration_interval_ms)
+
+    def _start_hw_checkpoint(self, now_ms: int) -> None:
+        """`ReplicaManager.startHighWatermarkCheckPointThread`, at this process's first application of partition
+        metadata (the ZooKeeper era's first LeaderAndIsr, KRaft's first publish; for the brokers of the cluster's
+        creation, the delivery that creates the topics): the task's first run at once, then every period."""
+        self._hw_checkpoint_started = True
+        self.queue.at(now_ms, self._hw_checkpoint, self.incarnation, now_ms)
 
     def _hw_checkpoint(self, inc: int, due_ms: int) -> None:
         """`highwatermark-checkpoint` (`ReplicaManager.checkpointHighWatermarks`) at fixed rate."""
@@ -711,6 +724,8 @@ class Broker:
             result = rm.become_leader_or_follower(
                 LeaderAndIsrRequest(self.cluster.controller.node_id, 1, update.states), now,
                 self.disk.hw_checkpoint)
+            if not self._hw_checkpoint_started:
+                self._start_hw_checkpoint(now)
             if result.fetchers_to_add and self.fetchers is not None:
                 fm = self.fetchers
                 for tp, init in result.fetchers_to_add.items():
@@ -724,6 +739,8 @@ class Broker:
         if update.full_state and self._first_publish and update.incarnation is not None:
             self._first_publish = False
             self._delete_stray_logs(update, now)
+            if not self._hw_checkpoint_started:
+                self._start_hw_checkpoint(now)
             if not self._ready_to_unfence:
                 # `BrokerServer.startup` after the first publish: `setReadyToUnfence`, which heartbeats at once
                 # without `wantFence`; the controller unfences the broker on it.

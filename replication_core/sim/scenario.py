@@ -238,6 +238,12 @@ class ClusterSpec:
     before session 92 (tests pin seeds found then): sessions checked every quarter session, a new incarnation
     fenced and unfenced as its registration arrives, a controlled shutdown stopping the broker 200 ms after the
     request."""
+    hw_checkpoint_at_first_metadata: bool = True
+    """A broker process starts its `highwatermark-checkpoint` task when it first applies partition metadata (KRaft:
+    its first metadata publish, `BrokerMetadataPublisher.finishInitializingReplicaManager`; the ZooKeeper era: its
+    first LeaderAndIsr, `becomeLeaderOrFollower`): one checkpoint at once, then every
+    `replica.high.watermark.checkpoint.interval.ms` (`ReplicaManager.startHighWatermarkCheckPointThread`). false = the
+    first one interval after the process start, as replog did before session 94 (tests pin seeds found then)."""
     auto_leader_rebalance_enable: bool = True
     """`auto.leader.rebalance.enable`: the controller moves leadership back to each partition's preferred replica
     (the first of its assignment) once that replica is an eligible ISR member again."""
@@ -576,6 +582,7 @@ def parse_scenario(doc: object) -> Scenario:
         broker_epochs=c.bool("broker_epochs", True),
         metadata_deltas=c.bool("metadata_deltas", True),
         kraft_lifecycle=c.bool("kraft_lifecycle", True),
+        hw_checkpoint_at_first_metadata=c.bool("hw_checkpoint_at_first_metadata", True),
         auto_leader_rebalance_enable=c.bool("auto_leader_rebalance_enable", True),
         leader_imbalance_check_interval_ms=c.int("leader_imbalance_check_interval_ms", 300000, lo=1),
         leader_imbalance_per_broker_percentage=c.int("leader_imbalance_per_broker_percentage", 10, lo=0, hi=100),

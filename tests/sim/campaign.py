@@ -185,8 +185,18 @@ def before_client_metadata(sc: Scenario) -> Scenario:
     """`sc` with every producer's `fresh_metadata: true`: each attempt goes to the partition's current leader, as
     replog's producers did before session 93 modelled the client's metadata (leaders kept until an error says they
     are stale), the delivery timeout and batches held while no leader can take them. The seeds tests pinned before
-    then reproduce their runs with it."""
-    return replace(sc, producers=tuple(replace(p, fresh_metadata=True) for p in sc.producers))
+    then reproduce their runs with it; it also puts the HW checkpoint on the grid of the process start
+    (`before_hw_checkpoint_anchor`), as it was then."""
+    return before_hw_checkpoint_anchor(
+        replace(sc, producers=tuple(replace(p, fresh_metadata=True) for p in sc.producers)))
+
+
+def before_hw_checkpoint_anchor(sc: Scenario) -> Scenario:
+    """`sc` with `cluster.hw_checkpoint_at_first_metadata: false`: each broker process writes its first HW checkpoint
+    one `replica.high.watermark.checkpoint.interval.ms` after its start, as replog did before session 94 started the
+    task at the process's first metadata application (`ReplicaManager.startHighWatermarkCheckPointThread`). The seeds
+    tests pinned before then reproduce their runs with it."""
+    return replace(sc, cluster=replace(sc.cluster, hw_checkpoint_at_first_metadata=False))
 
 
 def with_elr(sc: Scenario) -> Scenario:
@@ -373,6 +383,9 @@ def add_shape_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--before-client-metadata", action="store_true",
                         help="producers send to the current leader at every attempt, as seeds found before session 93 "
                              "ran (`before_client_metadata`)")
+    parser.add_argument("--before-hw-checkpoint", action="store_true",
+                        help="the HW checkpoint on the grid of the process start, as seeds found before session 94 "
+                             "ran (`before_hw_checkpoint_anchor`)")
     parser.add_argument("--elr", action="store_true",
                         help="with eligible leader replicas (KIP-966, `with_elr`)")
 
@@ -381,7 +394,8 @@ def scenario_maker(args: argparse.Namespace) -> Callable[[int], Scenario]:
     """The seed -> scenario function `--wide` / `--deep` / `--correlated` / `--overlapping` / `--power` /
     `--reassigning` / `--throttled` chose, wrapped in `before_kip903` with `--before-kip903`, in `with_elr`
     with `--elr`, in `before_metadata_deltas` with `--before-metadata-deltas`, in `before_kraft_lifecycle` with
-    `--before-kraft-lifecycle` and in `before_client_metadata` with `--before-client-metadata`."""
+    `--before-kraft-lifecycle`, in `before_client_metadata` with `--before-client-metadata` and in
+    `before_hw_checkpoint_anchor` with `--before-hw-checkpoint`."""
     if args.throttled:
         make = power_throttled_scenario if args.power else throttled_scenario
     elif args.reassigning and args.power:
@@ -399,7 +413,8 @@ def scenario_maker(args: argparse.Namespace) -> Callable[[int], Scenario]:
     wraps = [wrap for wrap, on in ((before_kip903, args.before_kip903), (with_elr, args.elr),
                                    (before_metadata_deltas, args.before_metadata_deltas),
                                    (before_kraft_lifecycle, args.before_kraft_lifecycle),
-                                   (before_client_metadata, args.before_client_metadata)) if on]
+                                   (before_client_metadata, args.before_client_metadata),
+                                   (before_hw_checkpoint_anchor, args.before_hw_checkpoint)) if on]
     if not wraps:
         return make
 

@@ -76,3 +76,73 @@ def test_an_idle_fetcher_waits_its_whole_backoff() -> None:
                       if e["event_type"] == "fetch" and e["broker_id"] == 3 and e["leader_id"] == 1
                       and e["ts_ms"] > at)
     assert first_after - at >= 1000
+
+
+
+def _checkpoint_writes(sc: Any, broker: int) -> tuple[list[int], list[dict[str, Any]]]:
+    """The times (ms after the start) at which `broker`'s HW checkpoint file was seen to change, looked at every
+    millisecond (a write that leaves every HW as it was is not seen), and the run's events. A write at T is seen at
+    T or T + 1, as the look of T runs before or after it."""
+    cluster = Cluster(sc)
+    disk = cluster.brokers[broker].disk
+    seen: list[int] = []
+    last: dict[Any, int] = {}
+
+    def look(at: int) -> None:
+        nonlocal last
+        now = dict(disk.hw_checkpoint)
+        if now != last:
+            seen.append(at - START_MS)
+            last = now
+        if at + 1 < START_MS + sc.duration_ms:
+            cluster.queue.at(at + 1, look, at + 1)
+
+    cluster.queue.at(START_MS + 1, look, START_MS + 1)
+    sink = ListSink()
+    cluster.run(sink)
+    return seen, sink.events
+
+
+def _first_metadata_ms(events: list[dict[str, Any]], broker: int, after_ms: int = 0) -> int:
+    """When `broker` first applied partition states at or after `after_ms`: its first `leadership_change` then."""
+    return min(e["ts_ms"] - START_MS for e in events
+               if e["event_type"] == "leadership_change" and e["broker_id"] == broker
+               and e["ts_ms"] - START_MS >= after_ms)
+
+
+def _on_grid(seen: list[int], anchor_ms: int) -> bool:
+    """Whether every change seen was written at `anchor_ms` + k x 5 s (seen then or a millisecond later)."""
+    return all((t - anchor_ms) % 5_000 <= 1 for t in seen)
+
+
+def test_the_hw_checkpoint_task_starts_at_the_first_metadata_and_keeps_its_period() -> None:
+    """`ReplicaManager.startHighWatermarkCheckPointThread` schedules `highwatermark-checkpoint` with no delay and a
+    period of `replica.high.watermark.checkpoint.interval.ms` (5 s) when the broker first applies partition
+    metadata, not at the process start: broker 2's checkpoint is written a network trip after the start (the
+    delivery creating the topic) and then every 5 s from there (the producers move the HWs, so each write changes
+    it). With `hw_checkpoint_at_first_metadata: false` (replog before session 94) the first write came 5 s after
+    the start."""
+    sc = replace(scenario("leader-crash"), faults=(), duration_ms=16_000)
+    seen, events = _checkpoint_writes(sc, 2)
+    first = _first_metadata_ms(events, 2)
+    assert 2 <= first < 100
+    assert len(seen) == 4 and seen[0] - first <= 1 and _on_grid(seen, first)
+    old_seen, _ = _checkpoint_writes(replace(sc, cluster=replace(sc.cluster, hw_checkpoint_at_first_metadata=False)), 2)
+    assert len(old_seen) == 3 and old_seen[0] - 5_000 <= 1 and _on_grid(old_seen, 0)
+
+
+def test_a_restarted_broker_checkpoints_from_its_first_metadata_publish() -> None:
+    """After broker 1's power loss at 10 s and restart at 22 s, the new process's task starts at its first metadata
+    publish (KRaft's `finishInitializingReplicaManager`, after the registration round trips), not 5 s after the
+    restart: its checkpoint changes on that grid; with `hw_checkpoint_at_first_metadata: false` on the grid of the
+    process start."""
+    sc = replace(scenario("leader-crash"), duration_ms=40_000)
+    seen, events = _checkpoint_writes(sc, 1)
+    published = _first_metadata_ms(events, 1, after_ms=22_000)
+    assert published >= 22_002
+    after = [t for t in seen if t > 22_000]
+    assert len(after) >= 2 and _on_grid(after, published)
+    old = replace(sc, cluster=replace(sc.cluster, hw_checkpoint_at_first_metadata=False))
+    old_seen, _ = _checkpoint_writes(old, 1)
+    old_after = [t for t in old_seen if t > 22_000]
+    assert len(old_after) >= 2 and _on_grid(old_after, 22_000)
