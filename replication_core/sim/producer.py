@@ -4,10 +4,13 @@ Mirrors the parts of `KafkaProducer` / `Sender` that matter to replication: a ba
 partition leader named by the client's metadata (`Metadata`): the leaders as of its last refresh, which
 happens before the first send, after an error that marks the metadata stale (`InvalidMetadataException`:
 NOT_LEADER_OR_FOLLOWER, UNKNOWN_TOPIC_OR_PARTITION, KAFKA_STORAGE_ERROR; a disconnect or a request timeout,
-`NetworkClient`'s `requestUpdate`; a partition without a leader) and every `metadata.max.age.ms`. A refresh
-reads the controller's current view (a metadata request to any broker, whose cache is a few ms behind at
-most). So a leader cut off from the controller but not from its clients keeps getting writes until it
-learns it was replaced, as in Kafka. acks=0 does not wait, acks=1 / all wait for the answer, and a
+`NetworkClient`'s `requestUpdate`; a partition without a leader, LEADER_NOT_AVAILABLE in the answer) and every
+`metadata.max.age.ms`, but never sooner than `Metadata.timeToAllowUpdate` allows: `retry.backoff.ms` after the
+last refresh, and while refreshes bring no newer leader epoch (equivalent responses, KIP-580) a backoff that
+doubles up to `retry.backoff.max.ms`, with jitter. A refresh reads the controller's current view (a metadata
+request to any broker, whose cache is a few ms behind at most). So a leader cut off from the controller but not
+from its clients keeps getting writes until it learns it was replaced, as in Kafka. acks=0 does not wait, acks=1 /
+all wait for the answer, and a
 retriable error (NOT_LEADER_OR_FOLLOWER, NOT_ENOUGH_REPLICAS, REQUEST_TIMED_OUT, a lost request) is
 retried up to `retries` times with the same batch (same checksum), after a backoff that doubles from
 `retry.backoff.ms` to `retry.backoff.max.ms` with ±20 % jitter (KIP-580), so a retried batch may appear twice
@@ -89,10 +92,17 @@ class Producer:
         self.acked = 0
         self.failed = 0
         # The client's metadata: the leaders of its last refresh (partitions of other topics, which only scripted
-        # writes use, as first looked up since), when that was, and whether an error asked for a refresh.
+        # writes use, as first looked up since), when that was (`lastRefreshMs`, 0 before the first), and whether
+        # an error asked for a refresh.
         self._leaders: dict[TopicPartition, int] = {}
-        self._refreshed_ms = 0
+        self.refreshed_ms = 0
         self._update_requested = True
+        # `Metadata`'s backoff state: the leader epochs of the last refresh (`lastSeenLeaderEpochs`), how many
+        # refreshes in a row brought no newer one (`equivalentResponseCount`), and when the refresh wanted now may go
+        # (drawn once per wanted refresh, as the client's `timeToAllowUpdate` would find it; None: not drawn yet).
+        self._epochs: dict[TopicPartition, int] = {}
+        self._equivalent = 0
+        self._allowed_ms: int | None = None
         # Batches waiting for their partition's leader to be known and reachable (the accumulator's queues).
         self._held: dict[TopicPartition, list[tuple[ProduceRequest, int, int]]] = {}
 
@@ -128,18 +138,53 @@ class Producer:
         if self.spec.fresh_metadata:
             return controller.leader_of(tp)
         now = self.cluster.queue.now_ms
-        if self._update_requested or now - self._refreshed_ms >= self.spec.metadata_max_age_ms:
-            self._update_requested = False
-            self._refreshed_ms = now
-            topic = self.spec.topic
-            self._leaders = {}
-            for p in range(self.partitions):
-                part = TopicPartition(topic, p)
-                self._leaders[part] = controller.leader_of(part)
+        if ((self._update_requested or now - self.refreshed_ms >= self.spec.metadata_max_age_ms)
+                and now >= self._refresh_allowed_ms(now)):
+            self._refresh(now)
         leader = self._leaders.get(tp)
         if leader is None:
             leader = self._leaders[tp] = controller.leader_of(tp)
         return leader
+
+    def _refresh(self, now_ms: int) -> None:
+        """`Metadata.update` with the controller's view of the topic: every partition's leader; the equivalent
+        response count grows unless a partition shows a newer leader epoch (`updateLatestMetadata`), and a partition
+        without a leader (LEADER_NOT_AVAILABLE) asks for the next refresh at once (`requestUpdate(false)`)."""
+        partitions = self.cluster.controller.partitions
+        topic = self.spec.topic
+        self._equivalent += 1
+        self._leaders = {}
+        epochs = self._epochs
+        leaderless = False
+        for p in range(self.partitions):
+            part = TopicPartition(topic, p)
+            info = partitions[part]
+            self._leaders[part] = info.leader
+            leaderless = leaderless or info.leader < 0
+            if info.leader_epoch > epochs.get(part, -1):
+                epochs[part] = info.leader_epoch
+                self._equivalent = 0
+        self.refreshed_ms = now_ms
+        self._allowed_ms = None
+        self._update_requested = leaderless
+
+    def _refresh_allowed_ms(self, now_ms: int) -> int:
+        """`Metadata.timeToAllowUpdate` as a time: `retry.backoff.ms` after the last refresh (the attempts' backoff,
+        with no failed attempt), or later after `n` equivalent responses in a row, the `n - 1`th step of the
+        exponential backoff; the count starts again once the metadata has expired (`metadata.max.age.ms`). Drawn
+        when a refresh is first wanted after the last one (the draws come from the run's RNG, so a run whose
+        producers never need a refresh draws nothing)."""
+        if self._allowed_ms is None:
+            if self.refreshed_ms == 0:
+                self._allowed_ms = 0
+            else:
+                if now_ms - self.refreshed_ms >= self.spec.metadata_max_age_ms:
+                    self._equivalent = 0
+                wait = self._retry_backoff_ms(0)
+                if self._equivalent > 0:
+                    wait = max(wait, self._retry_backoff_ms(self._equivalent - 1))
+                self._allowed_ms = self.refreshed_ms + wait
+        return self._allowed_ms
 
     def _attempt(self, req: ProduceRequest, retries_left: int, deadline_ms: int) -> None:
         cluster = self.cluster
@@ -153,9 +198,10 @@ class Producer:
             if spec.fresh_metadata:
                 self._retry_or_fail(req, retries_left, deadline_ms)
                 return
-            # No leader known: the batch stays in the accumulator, spending no retry, while the client refreshes its
-            # metadata (`RecordAccumulator.ready`'s unknown leader topics), every `retry.backoff.ms`.
-            self._hold(req, retries_left, deadline_ms, spec.retry_backoff_ms)
+            # No leader known: the batch stays in the accumulator, spending no retry, until a metadata refresh names one
+            # (`RecordAccumulator.ready`'s unknown leader topics): it looks again when the next refresh may go.
+            now = cluster.queue.now_ms
+            self._hold(req, retries_left, deadline_ms, self._refresh_allowed_ms(now) - now)
             return
         broker = cluster.brokers[leader]
         if not spec.fresh_metadata and not broker.alive:

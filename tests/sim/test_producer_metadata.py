@@ -9,7 +9,8 @@ from __future__ import annotations
 from itertools import pairwise
 from typing import Any
 
-from replication_core.sim.scenario import parse_scenario_text
+from replication_core.sim.cluster import Cluster, ListSink
+from replication_core.sim.scenario import DEFAULT_START_MS, parse_scenario_text
 from tests.sim.helpers import check, run
 
 # Broker 1 leads `t`; at 5 s it is cut off from the controller and both followers (not from the producer, node
@@ -181,3 +182,59 @@ def test_retries_back_off_exponentially_with_jitter() -> None:
         assert int(0.8 * wait) + 2 <= gap <= min(int(1.2 * wait), 1000) + 6, (n, gap)
     before = _refusals(True)
     assert all(102 <= b - a <= 106 for a, b in pairwise(before))
+
+
+def _refreshes(text: str) -> tuple[list[int], list[dict[str, Any]], Any]:
+    """When the run's producer refreshed its metadata (ms from the start, looked at every millisecond), its events
+    and stats."""
+    sc = parse_scenario_text(text)
+    cluster = Cluster(sc)
+    producer = cluster.producers[0]
+    seen: list[int] = []
+
+    def look(at: int) -> None:
+        if producer.refreshed_ms and (not seen or producer.refreshed_ms - DEFAULT_START_MS != seen[-1]):
+            seen.append(producer.refreshed_ms - DEFAULT_START_MS)
+        if at + 1 < DEFAULT_START_MS + sc.duration_ms:
+            cluster.queue.at(at + 1, look, at + 1)
+
+    cluster.queue.at(DEFAULT_START_MS + 1, look, DEFAULT_START_MS + 1)
+    sink = ListSink()
+    stats = cluster.run(sink)
+    return seen, sink.events, stats
+
+
+def _backs_off(gaps: list[int], equivalent: int, slack_ms: int) -> bool:
+    """Whether the gaps between refreshes follow the backoff when the first of them follows `equivalent` equivalent
+    responses in a row, one more for each next: `retry.backoff.ms` (100) after none or one, then 200, 400, 800, at
+    most 1000 ms, each x [0.8, 1.2) (the jitter applies before the cap), plus at most `slack_ms`."""
+    steps = [100 if n == 0 else min(100 * 2 ** (n - 1), 1000) for n in range(equivalent, equivalent + len(gaps))]
+    return len(gaps) >= 4 and all(int(0.8 * step) <= gap <= min(int(1.2 * step), 1000) + slack_ms
+                                  for gap, step in zip(gaps, steps, strict=True))
+
+
+def test_metadata_refreshes_back_off_while_they_bring_nothing_new() -> None:
+    """`Metadata.timeToAllowUpdate` (KIP-580, Kafka 3.7+): a refresh goes `retry.backoff.ms` after the last one at the
+    soonest, and after `n` refreshes in a row with no newer leader epoch (equivalent responses), the `n - 1`th step of
+    the exponential backoff: 100, 200, 400, 800, then 1000 ms, each x [0.8, 1.2). Broker 2, sole replica, dies at 5 s:
+    while the metadata still names it, every look at the held batches (each `retry.backoff.ms`) asks for a refresh,
+    which goes on that schedule. Its fencing (offline at 10.5 s, a new leader epoch) starts the count again: a
+    partition without a leader asks for the next refresh at once, and the held batches look again when it may go
+    (100, 100, 200, 400, 800 ms). So the batches reach broker 2, leader again at 12 s, at the first refresh after its
+    election, not within one `retry.backoff.ms` of it."""
+    text = SOLE_REPLICA.format(duration_ms=20000, retries=0, fresh="false",
+                               restart="  - {at_ms: 12000, action: restart, broker: 2}\n")
+    seen, events, stats = _refreshes(text)
+    start = min(e["ts_ms"] for e in events)
+    offline = next(e["ts_ms"] - start for e in events if e["event_type"] == "leader_election"
+                   and e["action"] == "offline")
+    elected = next(e["ts_ms"] - start for e in events if e["event_type"] == "leader_election"
+                   and e.get("leader_id") == 2 and e["ts_ms"] - start > 12000)
+    dead = [t for t in seen if 5000 < t < offline]
+    # Looks at the held batches come every 100 ms: a refresh waits for the first look after its time.
+    assert _backs_off([b - a for a, b in pairwise(dead)], 1, 100)
+    leaderless = [t for t in seen if offline < t]
+    assert _backs_off([b - a for a, b in pairwise(leaderless)], 0, 6)
+    assert leaderless[-1] > elected and leaderless[-2] < elected
+    acks = _acks_from(events, 2, 5000)
+    assert acks and min(acks) > leaderless[-1] and stats.failed_batches == 0
