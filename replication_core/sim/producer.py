@@ -225,8 +225,12 @@ class Producer:
             else:
                 self.failed += 1
 
+        # `NetworkClient` gives up on a request `request.timeout.ms` after sending it, the same time the broker's
+        # DelayedProduce waits from its arrival: the client's timeout (a disconnect) comes before the broker's
+        # REQUEST_TIMED_OUT can arrive. A `fresh_metadata` client waits a second more, as replog's did before.
+        timeout_ms = spec.request_timeout_ms + 1000 if spec.fresh_metadata else spec.request_timeout_ms
         cluster.rpc.call(self.node_id, leader, req, broker.handle_produce, on_reply, Errors.NETWORK_EXCEPTION.value,
-                         spec.request_timeout_ms + 1000)
+                         timeout_ms)
 
     def _hold(self, req: ProduceRequest, retries_left: int, deadline_ms: int, wait_ms: int) -> None:
         """Keep the batch in the partition's queue of the accumulator and look again after `wait_ms`: one look per

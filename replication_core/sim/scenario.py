@@ -153,9 +153,10 @@ class ProducerSpec:
     metadata to name one without spending a retry."""
     fresh_metadata: bool = False
     """True: every attempt goes to the controller's current leader and spends a retry when there is none, a request
-    to a dead process waits out its timeout, retries back off a fixed `retry_backoff_ms`, and no delivery timeout
-    applies, as replog's producers did before session 93 (tests pin seeds found then; scripted `produce` actions use
-    it, so that they reach the current leader)."""
+    to a dead process waits out its timeout, retries back off a fixed `retry_backoff_ms`, no delivery timeout
+    applies, and a request is given up `request_timeout_ms` + 1 s after it was sent (so the broker's REQUEST_TIMED_OUT
+    comes first), as replog's producers did before session 93 (tests pin seeds found then; scripted `produce`
+    actions use it, so that they reach the current leader)."""
 
 
 @dataclass(frozen=True)

@@ -238,3 +238,51 @@ def test_metadata_refreshes_back_off_while_they_bring_nothing_new() -> None:
     assert leaderless[-1] > elected and leaderless[-2] < elected
     acks = _acks_from(events, 2, 5000)
     assert acks and min(acks) > leaderless[-1] and stats.failed_batches == 0
+
+
+# Brokers 1 and 2 cannot reach each other from 2 s on, but both reach the controller: follower 2 stays in the ISR
+# (`replica.lag.time.max.ms` is 60 s), so the one acks=all batch, sent at 5 s, parks in leader 1's purgatory until
+# its 30 s timeout, and so does its retry.
+PARKED_PRODUCE = """
+name: producer-request-timeout
+seed: 4
+duration_ms: 75000
+truncation_mode: diverging-epoch
+cluster:
+  brokers: 2
+broker_config:
+  replica.lag.time.max.ms: 60000
+topics:
+  - name: t
+    replication_factor: 2
+    assignment: [[1, 2]]
+network:
+  latency_ms: {{dist: uniform, min: 1, max: 3}}
+workload:
+  producers:
+    - {{topic: t, rate_per_s: 1, acks: all, keys: 1, retries: 1, start_ms: 5000, stop_ms: 5001,
+        fresh_metadata: {fresh}}}
+faults:
+  - {{at_ms: 2000, action: partition, from: [1], to: [2], duration_ms: 100000}}
+"""
+
+
+def test_a_request_times_out_at_the_client_first_and_asks_for_a_metadata_refresh() -> None:
+    """`request.timeout.ms` (30 s) is both the client's wait (`NetworkClient.handleTimedOutRequests`, from the send)
+    and the broker's DelayedProduce timeout (from the arrival): the client gives up first, disconnects and asks for a
+    metadata refresh (`handleServerDisconnect`), which its retry makes, `retry.backoff.ms` (x [0.8, 1.2)) later; the
+    broker's REQUEST_TIMED_OUT comes after. Before, the client waited a second longer and retried on the broker's
+    answer, which asks for no refresh (`fresh_metadata` keeps that)."""
+    sc = parse_scenario_text(PARKED_PRODUCE.format(fresh="false"))
+    cluster = Cluster(sc)
+    sink = ListSink()
+    stats = cluster.run(sink)
+    start = min(e["ts_ms"] for e in sink.events)
+    timed_out = [e["ts_ms"] - start for e in sink.events if e["event_type"] == "produce_ack"]
+    assert len(timed_out) == 2 and stats.produced_batches == stats.failed_batches == 1
+    assert all(e["error"] == "REQUEST_TIMED_OUT" for e in sink.events if e["event_type"] == "produce_ack")
+    # The client gave up at 35 s, the broker answered after (its 30 s ran from the arrival); the retry refreshed
+    # the metadata as it went, and parked 30 s from its own arrival, 1-3 ms later.
+    refreshed = cluster.producers[0].refreshed_ms - start
+    assert 35_000 < timed_out[0] < 35_080 <= refreshed <= 35_120
+    assert 30_001 <= timed_out[1] - refreshed <= 30_003
