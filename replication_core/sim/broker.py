@@ -54,9 +54,16 @@ from replication_core.log import DEFAULT_SEGMENT_BYTES, Log
 from replication_core.partition import AlterPartitionRequest, BrokerMetadata, Partition, StaticBrokerMetadata
 from replication_core.partition_fetch_state import BrokerEndPoint, FailedPartitions, TopicPartition
 from replication_core.quota import FOLLOWER, LEADER, ReplicationQuotaManager
-from replication_core.replica_manager import AlterPartitionChannel, LeaderAndIsrRequest, LeaderQuota, ReplicaManager
+from replication_core.replica_manager import (
+    AlterPartitionChannel,
+    LeaderAndIsrRequest,
+    LeaderQuota,
+    ProduceResult,
+    ReplicaManager,
+)
 from replication_core.sim.controller import coalesce, one_delta
 from replication_core.sim.disk import Disk
+from replication_core.sim.producer import ProduceAnswer
 from replication_core.sim.rpc import Call
 
 if TYPE_CHECKING:
@@ -564,7 +571,7 @@ class Broker:
         for done in rm.take_completed_fetches():
             reply(done.request_id, done.response)  # type: ignore[arg-type]
         for res in rm.take_completed_produces():
-            reply(res.request_id, res)  # type: ignore[arg-type]
+            reply(res.request_id, self._produce_answer(res))  # type: ignore[arg-type]
         deadline = rm.next_deadline()
         if deadline is not None and (self._tick_at is None or deadline < self._tick_at):
             self._tick_at = deadline
@@ -626,8 +633,19 @@ class Broker:
         res = self.rm.append_records(req.tp, req.records, req.size_bytes, req.checksum, req.acks,
                                      self.queue.now_ms, request_id=call, timeout_ms=req.timeout_ms)
         if res is not None:
-            self.cluster.rpc.reply(call, res)
+            self.cluster.rpc.reply(call, self._produce_answer(res))
         self._drain()
+
+    def _produce_answer(self, res: ProduceResult) -> ProduceResult | ProduceAnswer:
+        """The partition's produce response: with NOT_LEADER_OR_FOLLOWER, the leader and epoch this broker's metadata
+        names, when it knows one (`KafkaApis.handleProduceRequest`'s `CurrentLeader`, KIP-951; this broker's metadata
+        covers the partitions it hosts)."""
+        if res.error != Errors.NOT_LEADER_OR_FOLLOWER or self.rm is None:
+            return res
+        p = self.rm.partitions.get(res.tp)
+        if p is None or p.leader_replica_id is None or p.leader_replica_id < 0 or p.leader_epoch < 0:
+            return res
+        return ProduceAnswer(res, p.leader_replica_id, p.leader_epoch)
 
     def apply_metadata(self, update: MetadataUpdate) -> None:
         """The controller's LeaderAndIsr / StopReplica / fencing / throttle changes for this broker."""

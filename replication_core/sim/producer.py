@@ -71,6 +71,15 @@ class ProduceRequest(NamedTuple):
     timeout_ms: int
 
 
+class ProduceAnswer(NamedTuple):
+    """A produce response's partition that carries the leader the broker's metadata names (KIP-951 `CurrentLeader`,
+    Kafka 3.7+): sent with NOT_LEADER_OR_FOLLOWER by a broker that knows the partition's leader."""
+
+    result: ProduceResult
+    leader_id: int
+    leader_epoch: int
+
+
 def batch_checksum(seq: int) -> int:
     """A checksum-looking unique id for batch number `seq` (splitmix64 finaliser, 63 bits)."""
     z = (seq + 0x9E3779B97F4A7C15) & 0xFFFFFFFFFFFFFFFF
@@ -212,16 +221,27 @@ class Producer:
                        spec.retry_backoff_ms if broker.host_up else CONNECTION_SETUP_TIMEOUT_MS)
             return
 
+        # The leader epoch the client's metadata had for the partition when it sent this attempt (the batch's
+        # `currentLeaderEpoch`).
+        sent_epoch = self._epochs.get(req.tp, -1)
+
         def on_reply(response: Any, now_ms: int) -> None:
             if req.acks == 0:
                 return
+            if isinstance(response, ProduceAnswer):
+                if not spec.fresh_metadata:
+                    self._learn_leader(req.tp, response.leader_id, response.leader_epoch)
+                response = response.result
             error = response.error if isinstance(response, ProduceResult) else str(response)
             if error in STALE_METADATA:
                 self._update_requested = True
             if error == Errors.NONE.value:
                 self.acked += 1
             elif error in RETRIABLE:
-                self._retry_or_fail(req, retries_left, deadline_ms)
+                # `RecordAccumulator.shouldBackoff` (KIP-951): no backoff for a retry whose partition's leader epoch
+                # changed in the metadata since the attempt.
+                changed = not spec.fresh_metadata and self._epochs.get(req.tp, -1) > sent_epoch
+                self._retry_or_fail(req, retries_left, deadline_ms, backoff=not changed)
             else:
                 self.failed += 1
 
@@ -246,11 +266,21 @@ class Producer:
         for req, retries_left, deadline_ms in self._held.pop(tp, []):
             self._attempt(req, retries_left, deadline_ms)
 
-    def _retry_or_fail(self, req: ProduceRequest, retries_left: int, deadline_ms: int) -> None:
+    def _learn_leader(self, tp: TopicPartition, leader_id: int, leader_epoch: int) -> None:
+        """`Metadata.updatePartitionLeadership`: take the leader a response names when its epoch is newer than the one
+        the metadata has (no refresh: the equivalent response count stays)."""
+        if leader_id >= 0 and leader_epoch > self._epochs.get(tp, -1):
+            self._epochs[tp] = leader_epoch
+            self._leaders[tp] = leader_id
+
+    def _retry_or_fail(self, req: ProduceRequest, retries_left: int, deadline_ms: int, backoff: bool = True) -> None:
         """`Sender.canRetry`: retries left (and, with the client's metadata, `delivery.timeout.ms` not reached, which
-        `_attempt` checks when the backoff ends)."""
+        `_attempt` checks when the backoff ends); the retry goes after the backoff, or at once (`backoff` false)."""
         if retries_left <= 0:
             self.failed += 1
+            return
+        if not backoff:
+            self.cluster.queue.at(self.cluster.queue.now_ms, self._attempt, req, retries_left - 1, deadline_ms)
             return
         self.cluster.queue.after(max(1, self._retry_backoff_ms(self.spec.retries - retries_left)), self._attempt, req,
                                  retries_left - 1, deadline_ms)

@@ -286,3 +286,53 @@ def test_a_request_times_out_at_the_client_first_and_asks_for_a_metadata_refresh
     refreshed = cluster.producers[0].refreshed_ms - start
     assert 35_000 < timed_out[0] < 35_080 <= refreshed <= 35_120
     assert 30_001 <= timed_out[1] - refreshed <= 30_003
+
+
+# Broker 1 leads `t` and shuts down cleanly at 5 s: the controller moves leadership to broker 2 first (epoch 1),
+# and broker 1, a follower now, stops about a heartbeat interval later.
+LEADER_MOVES = """
+name: producer-follows-the-leader-hint
+seed: 7
+duration_ms: 9000
+truncation_mode: diverging-epoch
+cluster:
+  brokers: 3
+topics:
+  - name: t
+    replication_factor: 3
+    assignment: [[1, 2, 3]]
+network:
+  latency_ms: {{dist: uniform, min: 1, max: 3}}
+workload:
+  producers:
+    - {{topic: t, rate_per_s: 200, acks: 1, keys: 1, retries: 5, fresh_metadata: {fresh}}}
+faults:
+  - {{at_ms: 5000, action: controlled_shutdown, broker: 1}}
+"""
+
+
+def _refused_then(fresh: bool) -> list[tuple[int, int, int]]:
+    """For each batch broker 1 refused NOT_LEADER_OR_FOLLOWER: when (ms from the start), and when and where its next
+    attempt was acknowledged."""
+    _, events, _ = run(parse_scenario_text(LEADER_MOVES.format(fresh=str(fresh).lower())))
+    start = min(e["ts_ms"] for e in events)
+    acks = [e for e in events if e["event_type"] == "produce_ack"]
+    out = []
+    for e in acks:
+        if e["error"] == "NOT_LEADER_OR_FOLLOWER":
+            nxt = next(a for a in acks if a["batch_checksum"] == e["batch_checksum"] and a["ts_ms"] > e["ts_ms"])
+            assert nxt["error"] == "NONE"
+            out.append((e["ts_ms"] - start, nxt["ts_ms"] - start, nxt["broker_id"]))
+    return out
+
+
+def test_a_not_leader_answer_names_the_new_leader_and_the_retry_goes_at_once() -> None:
+    """KIP-951 (Kafka 3.7+): broker 1, deposed, answers NOT_LEADER_OR_FOLLOWER with the leader and epoch its metadata
+    names (`CurrentLeader`); the client takes them (`Metadata.updatePartitionLeadership`, the epoch being newer) and,
+    the partition's leader having changed since the attempt, retries without backing off
+    (`RecordAccumulator.shouldBackoff`): each refused batch is acknowledged by broker 2 one round trip later, where
+    before session 94 the retry waited `retry.backoff.ms` (100 ms x [0.8, 1.2)) and went after a metadata refresh. (A
+    `fresh_metadata` client reads the controller's leader at every attempt, so it is never refused here.)"""
+    refused = _refused_then(False)
+    assert refused and all(acked_at - at <= 8 and broker == 2 for at, acked_at, broker in refused)
+    assert _refused_then(True) == []
