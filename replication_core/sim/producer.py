@@ -13,8 +13,9 @@ from its clients keeps getting writes until it learns it was replaced, as in Kaf
 all wait for the answer, and a
 retriable error (NOT_LEADER_OR_FOLLOWER, NOT_ENOUGH_REPLICAS, REQUEST_TIMED_OUT, a lost request) is
 retried up to `retries` times with the same batch (same checksum), after a backoff that doubles from
-`retry.backoff.ms` to `retry.backoff.max.ms` with ±20 % jitter (KIP-580), so a retried batch may appear twice
-in a log, as without idempotence. Every answer the leader gives is a
+`retry.backoff.ms` to `retry.backoff.max.ms` with ±20 % jitter (KIP-580), or at once when a NOT_LEADER_OR_FOLLOWER
+answer named a newer leader (KIP-951, `ProduceAnswer`), so a retried batch may appear twice in a log, as without
+idempotence. Every answer the leader gives is a
 `produce_ack` event emitted by the engine's ReplicaManager, whether or not it reaches the producer.
 
 Batch identity: `batch_checksum` is a bijective 64-bit mix of a run-wide sequence number, masked to
