@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import gzip
 import json
+from collections.abc import Callable
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -28,6 +29,32 @@ def run(sc: Scenario) -> tuple[Cluster, list[dict[str, Any]], RunStats]:
     sink = ListSink()
     stats = cluster.run(sink, batch_events=4096)
     return cluster, sink.events, stats
+
+
+def watch(sc: Scenario, reader: Callable[[Cluster], Callable[[], Any]]
+          ) -> tuple[list[tuple[int, Any]], list[dict[str, Any]], RunStats]:
+    """Run `sc` in memory, reading a value of the cluster every virtual millisecond (`reader(cluster)` gives the
+    function that reads it): the (ms after the start, value) of each look that found it changed since the look
+    before (the first look compares with the value before the run), the events and the stats. A look at T runs
+    before whatever else is queued for T later, so a change at T may be seen at T + 1."""
+    cluster = Cluster(sc)
+    read = reader(cluster)
+    start, end = cluster.start_ms, cluster.start_ms + sc.duration_ms
+    changes: list[tuple[int, Any]] = []
+    last = [read()]
+
+    def look(at: int) -> None:
+        value = read()
+        if value != last[0]:
+            changes.append((at - start, value))
+            last[0] = value
+        if at + 1 < end:
+            cluster.queue.at(at + 1, look, at + 1)
+
+    cluster.queue.at(start + 1, look, start + 1)
+    sink = ListSink()
+    stats = cluster.run(sink)
+    return changes, sink.events, stats
 
 
 @cache

@@ -11,7 +11,7 @@ from typing import Any
 
 from replication_core.sim.cluster import Cluster, ListSink
 from replication_core.sim.scenario import DEFAULT_START_MS, parse_scenario_text
-from tests.sim.helpers import check, run
+from tests.sim.helpers import check, run, watch
 
 # Broker 1 leads `t`; at 5 s it is cut off from the controller and both followers (not from the producer, node
 # 2000) for 10 s. Its session (6 s) expires and the controller elects broker 2; broker 1 learns it at the heal.
@@ -185,23 +185,9 @@ def test_retries_back_off_exponentially_with_jitter() -> None:
 
 
 def _refreshes(text: str) -> tuple[list[int], list[dict[str, Any]], Any]:
-    """When the run's producer refreshed its metadata (ms from the start, looked at every millisecond), its events
-    and stats."""
-    sc = parse_scenario_text(text)
-    cluster = Cluster(sc)
-    producer = cluster.producers[0]
-    seen: list[int] = []
-
-    def look(at: int) -> None:
-        if producer.refreshed_ms and (not seen or producer.refreshed_ms - DEFAULT_START_MS != seen[-1]):
-            seen.append(producer.refreshed_ms - DEFAULT_START_MS)
-        if at + 1 < DEFAULT_START_MS + sc.duration_ms:
-            cluster.queue.at(at + 1, look, at + 1)
-
-    cluster.queue.at(DEFAULT_START_MS + 1, look, DEFAULT_START_MS + 1)
-    sink = ListSink()
-    stats = cluster.run(sink)
-    return seen, sink.events, stats
+    """When the run's producer refreshed its metadata (ms from the start), its events and stats."""
+    changes, events, stats = watch(parse_scenario_text(text), lambda cluster: lambda: cluster.producers[0].refreshed_ms)
+    return [value - DEFAULT_START_MS for _, value in changes], events, stats
 
 
 def _backs_off(gaps: list[int], equivalent: int, slack_ms: int) -> bool:

@@ -7,7 +7,7 @@ from typing import Any
 
 from replication_core.sim.cluster import Cluster, ListSink
 from replication_core.sim.scenario import DEFAULT_START_MS, Fault
-from tests.sim.helpers import run, scenario
+from tests.sim.helpers import run, scenario, watch
 
 START_MS = DEFAULT_START_MS
 
@@ -80,27 +80,10 @@ def test_an_idle_fetcher_waits_its_whole_backoff() -> None:
 
 
 def _checkpoint_writes(sc: Any, broker: int) -> tuple[list[int], list[dict[str, Any]]]:
-    """The times (ms after the start) at which `broker`'s HW checkpoint file was seen to change, looked at every
-    millisecond (a write that leaves every HW as it was is not seen), and the run's events. A write at T is seen at
-    T or T + 1, as the look of T runs before or after it."""
-    cluster = Cluster(sc)
-    disk = cluster.brokers[broker].disk
-    seen: list[int] = []
-    last: dict[Any, int] = {}
-
-    def look(at: int) -> None:
-        nonlocal last
-        now = dict(disk.hw_checkpoint)
-        if now != last:
-            seen.append(at - START_MS)
-            last = now
-        if at + 1 < START_MS + sc.duration_ms:
-            cluster.queue.at(at + 1, look, at + 1)
-
-    cluster.queue.at(START_MS + 1, look, START_MS + 1)
-    sink = ListSink()
-    cluster.run(sink)
-    return seen, sink.events
+    """The times (ms after the start) at which `broker`'s HW checkpoint file was seen to change (a write that leaves
+    every HW as it was is not seen), and the run's events. A write at T is seen at T or T + 1."""
+    changes, events, _ = watch(sc, lambda cluster: lambda: dict(cluster.brokers[broker].disk.hw_checkpoint))
+    return [t for t, _ in changes], events
 
 
 def _first_metadata_ms(events: list[dict[str, Any]], broker: int, after_ms: int = 0) -> int:
