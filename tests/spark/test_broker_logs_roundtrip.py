@@ -36,8 +36,10 @@ def _runs(tmp: Path) -> list[list[dict[str, Any]]]:
     crash = load_scenario(SCENARIOS / "leader-crash.yaml")
     # Size-based retention moves the log start offsets (leaders' and followers' own, followers' to the leader's).
     # Truncating by OffsetsForLeaderEpoch (IBP before 2.7), a follower asks the new leader before it knows its epoch
-    # and retries (an epoch_request_retry).
-    crash = crash.with_retention(3000, 2000, 5000).with_overrides(truncation_mode=TruncationMode.LEADER_EPOCH)
+    # and retries (an epoch_request_retry): a race, which seed 8 draws (the shipped seed 3 did until session 94's
+    # producer changes moved the network's draws).
+    crash = crash.with_retention(3000, 2000, 5000).with_overrides(truncation_mode=TruncationMode.LEADER_EPOCH,
+                                                                  seed=8)
     scenarios = [crash, load_scenario(SCENARIOS / "slow-follower.yaml"),
                  load_scenario(SCENARIOS / "unclean-election.yaml"), *[varied_scenario(seed) for seed in (11, 12, 13)],
                  load_scenario(SCENARIOS / "kip-966-last-replica-standing.yaml")]
