@@ -3,7 +3,8 @@
 Mirrors `kafka.server.ReplicaManager` (reference §2.2, §2.6, §5) together with the broker side of
 AlterPartition (`DefaultAlterPartitionManager`) and `DelayedProduce`. Sans-I/O: every method takes
 `now_ms` and its request; answers are returned or, when they complete later (delayed fetch / produce),
-put in outboxes the driver drains (`take_completed_fetches`, `take_completed_produces`), like etcd-raft's
+put in outboxes the driver drains (`take_completed_fetches`, `take_completed_produces`,
+`take_completed_produce_requests`), like etcd-raft's
 `Ready`. Nothing here owns a clock, thread or socket; the driver calls `maybe_shrink_isr` every
 `isr_expiration_interval_ms` (the `isr-expiration` task) and `tick` to expire parked requests.
 
@@ -164,6 +165,22 @@ class ProduceResult(NamedTuple):
     last_offset: int
 
 
+class ProduceBatch(NamedTuple):
+    """One partition's records in a produce request of several partitions (an `entriesPerPartition` entry)."""
+
+    tp: TopicPartition
+    record_count: int
+    size_bytes: int
+    checksum: int
+
+
+class CompletedProduceRequest(NamedTuple):
+    """A parked produce request of several partitions, answered: every partition's result, in request order."""
+
+    request_id: Hashable
+    results: list[ProduceResult]
+
+
 class _ReadResult(NamedTuple):
     """What `_read_from_log` produced: responses plus the totals the immediate-answer test needs."""
 
@@ -238,10 +255,15 @@ class _DelayedProduce:
     last_offset: int
     checksum: int
     completed: bool = False
+    request: _DelayedProduceRequest | None = None
+    """The request of several partitions this partition belongs to (answered when all of them are), or None."""
+    error: Errors = Errors.NONE
+    """The partition's answer once `completed` (kept for its request's response)."""
 
     # Compiled (one per partition of an acks=all produce): the __init__ @dataclass generates runs interpreted.
     def __init__(self, request_id: Hashable, tp: TopicPartition, required_offset: int, deadline_ms: int,
-                 base_offset: int, last_offset: int, checksum: int, completed: bool = False) -> None:
+                 base_offset: int, last_offset: int, checksum: int, completed: bool = False,
+                 request: _DelayedProduceRequest | None = None) -> None:
         self.request_id = request_id
         self.tp = tp
         self.required_offset = required_offset
@@ -250,6 +272,23 @@ class _DelayedProduce:
         self.last_offset = last_offset
         self.checksum = checksum
         self.completed = completed
+        self.request = request
+        self.error = Errors.NONE
+
+
+class _DelayedProduceRequest:
+    """`DelayedProduce` of a request with several partitions: each partition's status is settled when its HW
+    reaches the batch (or fails), and the one response goes when the last is settled or at the common timeout."""
+
+    def __init__(self, request_id: Hashable, acks: int) -> None:
+        self.request_id = request_id
+        self.acks = acks
+        # In request order: a partition answered at once (its result, not yet sent) or parked (its delayed produce).
+        self.parts: list[ProduceResult | _DelayedProduce] = []
+        self.checksums: list[int] = []
+        # The leader epoch each partition's answer was settled in (-1: not hosted, or not settled yet).
+        self.epochs: list[int] = []
+        self.pending = 0
 
 
 # --- the replica manager --------------------------------------------------------------------------------
@@ -298,6 +337,7 @@ class ReplicaManager:
         self._seq = 0
         self._completed_fetches: list[CompletedFetch] = []
         self._completed_produces: list[ProduceResult] = []
+        self._completed_produce_requests: list[CompletedProduceRequest] = []
 
     # --- partitions ---------------------------------------------------------------------------------
 
@@ -819,23 +859,108 @@ class ReplicaManager:
             return self._ack(request_id, tp, acks, error, batch.base_offset, batch.last_offset, checksum, now_ms)
         return self._ack(request_id, tp, acks, Errors.NONE, batch.base_offset, batch.last_offset, checksum, now_ms)
 
-    def _ack(self, request_id: Hashable, tp: TopicPartition, acks: int, error: Errors, base: int, last: int,
-             checksum: int, now_ms: int) -> ProduceResult:
-        if self.events is not None:
+    def append_records_to_partitions(self, batches: Sequence[ProduceBatch], acks: int, now_ms: int,
+                                     request_id: Hashable = None,
+                                     timeout_ms: int = DEFAULT_PRODUCE_TIMEOUT_MS) -> list[ProduceResult] | None:
+        """`appendRecords(entriesPerPartition)` for a request of several partitions, answered as one: every batch is
+        appended (or refused) now; with acks=all, partitions whose HW is short of their batch park one
+        `DelayedProduce` that answers when the last of them is settled or after `timeout_ms` (REQUEST_TIMED_OUT for
+        those not settled), in `take_completed_produce_requests`. Every partition's `produce_ack` is emitted when the
+        response goes, in request order."""
+        op = _DelayedProduceRequest(request_id, acks)
+        deadline = now_ms + timeout_ms
+        parked: list[_DelayedProduce] = []
+        for b in batches:
+            tp = b.tp
+            op.checksums.append(b.checksum)
             p = self.partitions.get(tp)
+            op.epochs.append(p.leader_epoch if p is not None else -1)
+            if acks not in (-1, 0, 1):
+                op.parts.append(ProduceResult(request_id, tp, acks, Errors.INVALID_REQUIRED_ACKS, -1, -1))
+                continue
+            try:
+                if p is None:
+                    raise self._not_hosted(tp)
+                res = p.append_records_to_leader(b.record_count, b.size_bytes, b.checksum, acks, now_ms)
+            except ReplogError as exc:
+                op.parts.append(ProduceResult(request_id, tp, acks, exc.error, -1, -1))
+                continue
+            batch = res.batch
+            self._try_complete_delayed(tp, now_ms)
+            error = Errors.NONE
+            if acks == -1:
+                done, error = p.check_enough_replicas_reach_offset(batch.last_offset + 1)
+                if not done:
+                    delayed = _DelayedProduce(request_id, tp, batch.last_offset + 1, deadline, batch.base_offset,
+                                              batch.last_offset, b.checksum, request=op)
+                    op.parts.append(delayed)
+                    parked.append(delayed)
+                    continue
+            op.parts.append(ProduceResult(request_id, tp, acks, error, batch.base_offset, batch.last_offset))
+        if not parked:
+            return self._answer_request(op, now_ms)
+        op.pending = len(parked)
+        for delayed in parked:
+            self._produce_waiting.setdefault(delayed.tp, []).append(delayed)
+            self._seq += 1
+            heapq.heappush(self._produce_deadlines, (deadline, self._seq, delayed))
+        return None
+
+    def _answer_request(self, op: _DelayedProduceRequest, now_ms: int) -> list[ProduceResult]:
+        """The response of a produce request of several partitions: each partition's `produce_ack`, in order."""
+        results: list[ProduceResult] = []
+        for part, checksum, epoch in zip(op.parts, op.checksums, op.epochs, strict=True):
+            if isinstance(part, _DelayedProduce):
+                results.append(self._ack(op.request_id, part.tp, -1, part.error, part.base_offset, part.last_offset,
+                                         checksum, now_ms, epoch))
+            else:
+                results.append(self._ack(op.request_id, part.tp, part.acks, part.error, part.base_offset,
+                                         part.last_offset, checksum, now_ms, epoch))
+        # The parked partitions name their request until their deadline pops them: drop the way back, so that an
+        # answered request is freed by reference counting (no cycle for the collector).
+        op.parts = []
+        return results
+
+    def _settle(self, produce: _DelayedProduce, error: Errors, now_ms: int) -> None:
+        """One parked partition of a request of several is settled; the response goes with the last one."""
+        op = produce.request
+        assert op is not None
+        produce.error = error
+        p = self.partitions.get(produce.tp)
+        # An answer settled by the leader in office carries its epoch; a NOT_LEADER_OR_FOLLOWER settled by a
+        # leadership change, the new one (as a request answered at once would).
+        op.epochs[op.parts.index(produce)] = p.leader_epoch if p is not None else -1
+        op.pending -= 1
+        if op.pending == 0:
+            self._completed_produce_requests.append(
+                CompletedProduceRequest(op.request_id, self._answer_request(op, now_ms)))
+
+    def _ack(self, request_id: Hashable, tp: TopicPartition, acks: int, error: Errors, base: int, last: int,
+             checksum: int, now_ms: int, epoch: int = -1) -> ProduceResult:
+        """The partition's answer and its `produce_ack` event, in the leader epoch the answer was settled in (`epoch`,
+        for a partition of a request answered later than that), else the partition's current one."""
+        if self.events is not None:
+            if epoch < 0:
+                p = self.partitions.get(tp)
+                epoch = p.leader_epoch if p is not None else -1
             payload: dict[str, object] = {"acks": acks, "error": str(error), "batch_checksum": checksum}
             if base >= 0:
                 payload["base_offset"] = base
                 payload["last_offset"] = last
             self.events.append(make_event("produce_ack", now_ms, self.broker_id, tp.topic, tp.partition,
-                                          p.leader_epoch if p is not None and p.leader_epoch >= 0 else None,
-                                          **payload))
+                                          epoch if epoch >= 0 else None, **payload))
         return ProduceResult(request_id, tp, acks, error, base, last)
 
     def take_completed_produces(self) -> list[ProduceResult]:
         """acks=all produces answered since the last call, in completion order."""
         out = self._completed_produces
         self._completed_produces = []
+        return out
+
+    def take_completed_produce_requests(self) -> list[CompletedProduceRequest]:
+        """Produce requests of several partitions answered since the last call, in completion order."""
+        out = self._completed_produce_requests
+        self._completed_produce_requests = []
         return out
 
     # --- delayed operations --------------------------------------------------------------------------
@@ -859,6 +984,9 @@ class ReplicaManager:
                     done, error = p.check_enough_replicas_reach_offset(produce.required_offset)
                 if done or error is not Errors.NONE:
                     produce.completed = True
+                    if produce.request is not None:
+                        self._settle(produce, error, now_ms)
+                        continue
                     self._completed_produces.append(
                         self._ack(produce.request_id, tp, -1, error, produce.base_offset, produce.last_offset,
                                   produce.checksum, now_ms))
@@ -879,9 +1007,12 @@ class ReplicaManager:
             if prod.completed:
                 continue
             prod.completed = True
-            self._completed_produces.append(
-                self._ack(prod.request_id, prod.tp, -1, Errors.REQUEST_TIMED_OUT, prod.base_offset,
-                          prod.last_offset, prod.checksum, now_ms))
+            if prod.request is not None:
+                self._settle(prod, Errors.REQUEST_TIMED_OUT, now_ms)
+            else:
+                self._completed_produces.append(
+                    self._ack(prod.request_id, prod.tp, -1, Errors.REQUEST_TIMED_OUT, prod.base_offset,
+                              prod.last_offset, prod.checksum, now_ms))
             waiting = self._produce_waiting.get(prod.tp)
             if waiting is not None:
                 live = [o for o in waiting if not o.completed]

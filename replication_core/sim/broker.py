@@ -58,12 +58,13 @@ from replication_core.replica_manager import (
     AlterPartitionChannel,
     LeaderAndIsrRequest,
     LeaderQuota,
+    ProduceBatch,
     ProduceResult,
     ReplicaManager,
 )
 from replication_core.sim.controller import coalesce, one_delta
 from replication_core.sim.disk import Disk
-from replication_core.sim.producer import ProduceAnswer
+from replication_core.sim.producer import ProduceAnswer, ProduceBatches
 from replication_core.sim.rpc import Call
 
 if TYPE_CHECKING:
@@ -572,6 +573,8 @@ class Broker:
             reply(done.request_id, done.response)  # type: ignore[arg-type]
         for res in rm.take_completed_produces():
             reply(res.request_id, self._produce_answer(res))  # type: ignore[arg-type]
+        for answered in rm.take_completed_produce_requests():
+            reply(answered.request_id, tuple([self._produce_answer(r) for r in answered.results]))  # type: ignore[arg-type]
         deadline = rm.next_deadline()
         if deadline is not None and (self._tick_at is None or deadline < self._tick_at):
             self._tick_at = deadline
@@ -611,7 +614,7 @@ class Broker:
             self.cluster.rpc.reply(call, rm.list_offsets(request))
 
     def handle_produce(self, call: Call) -> None:
-        """`handleProduceRequest` for one partition's batch."""
+        """`handleProduceRequest` for one partition's batch, or several partitions' (`ProduceBatches`)."""
         if call.done or not self.alive or self.rm is None:
             # Arrived after its deadline (`RpcLayer._arrive` drops those), or nobody listening. Not refused, unlike a
             # fetch: a producer's `Sender` sends nothing to a node it cannot connect to (`Producer._attempt` holds the
@@ -620,7 +623,7 @@ class Broker:
             return
         self._produce(call, call.request, self.incarnation)
 
-    def _produce(self, call: Call, req: ProduceRequest, inc: int) -> None:
+    def _produce(self, call: Call, req: ProduceRequest | ProduceBatches, inc: int) -> None:
         # The request travels with the task, not in the call: a request that a GC pause or disk stall holds
         # past its producer's timeout is still handled when the broker resumes, as Kafka handles a request
         # already in its request channel ("timed out but written"); the producer has its timeout answer by
@@ -629,6 +632,14 @@ class Broker:
         if inc != self.incarnation or not self.alive or self.rm is None:
             return
         if self._held(self._produce, call, req, inc, disk=True):
+            return
+        if isinstance(req, ProduceBatches):
+            results = self.rm.append_records_to_partitions(
+                [ProduceBatch(b.tp, b.records, b.size_bytes, b.checksum) for b in req.batches], req.acks,
+                self.queue.now_ms, request_id=call, timeout_ms=req.timeout_ms)
+            if results is not None:
+                self.cluster.rpc.reply(call, tuple([self._produce_answer(r) for r in results]))
+            self._drain()
             return
         res = self.rm.append_records(req.tp, req.records, req.size_bytes, req.checksum, req.acks,
                                      self.queue.now_ms, request_id=call, timeout_ms=req.timeout_ms)

@@ -28,7 +28,7 @@ from replication_core.leader_endpoint import (
 from replication_core.log import Log
 from replication_core.partition import AlterPartitionRequest, LeaderAndIsr, Partition, PartitionRegistration
 from replication_core.partition_fetch_state import BrokerEndPoint, InitialFetchState, TopicPartition
-from replication_core.replica_manager import LeaderAndIsrRequest, ReplicaManager
+from replication_core.replica_manager import LeaderAndIsrRequest, ProduceBatch, ReplicaManager
 
 TP = TopicPartition("orders", 0)
 TP1 = TopicPartition("orders", 1)
@@ -361,6 +361,38 @@ def test_acks_all_completes_when_followers_catch_up() -> None:
     assert [(d.request_id, d.error, d.base_offset, d.last_offset) for d in done] == [("a2", Errors.NONE, 1, 2)]
     acks = [(e["acks"], e["error"], e["last_offset"]) for e in events if e["event_type"] == "produce_ack"]
     assert acks == [(1, "NONE", 0), (-1, "NONE", 2)]
+
+
+def test_a_request_of_several_partitions_is_answered_when_the_last_is_settled() -> None:
+    """appendRecords(entriesPerPartition) with acks=-1: one DelayedProduce for the request; a partition refused at
+    once (TP1, not hosted) and a partition whose HW passes its batch early wait for the last one, and the response
+    gives every partition's answer, in request order, with their produce_ack events; the timeout answers the ones
+    still unsettled REQUEST_TIMED_OUT. acks=1 answers at once."""
+    events = EventLog()
+    rm = leader_rm(isr=(1, 2), events=events)
+    batches = [ProduceBatch(TP, 1, 10, 5), ProduceBatch(TP1, 1, 10, 6), ProduceBatch(TP, 2, 20, 7)]
+    assert rm.append_records_to_partitions(batches, -1, T0, request_id="m") is None
+    rm.fetch_messages(fetch_req(2, 1), T0 + 1)  # HW 1: the first batch is settled, the request is not
+    assert rm.take_completed_produce_requests() == [] and rm.take_completed_produces() == []
+    assert [e for e in events if e["event_type"] == "produce_ack"] == []
+    rm.fetch_messages(fetch_req(2, 3), T0 + 2)
+    ((request_id, results),) = rm.take_completed_produce_requests()
+    refused = rm.append_records(TP1, 1, 10, 8, -1, T0 + 2)  # what the partition alone is answered
+    assert refused is not None and refused.error != Errors.NONE
+    assert request_id == "m" and [(r.tp, r.error, r.base_offset, r.last_offset) for r in results] == [
+        (TP, Errors.NONE, 0, 0), (TP1, refused.error, -1, -1), (TP, Errors.NONE, 1, 2)]
+    acks = [(e["ts_ms"], e["partition"], e["error"], e["batch_checksum"]) for e in events
+            if e["event_type"] == "produce_ack"]
+    assert acks[:3] == [(T0 + 2, TP.partition, "NONE", 5), (T0 + 2, TP1.partition, str(refused.error), 6),
+                        (T0 + 2, TP.partition, "NONE", 7)]
+    assert rm.append_records_to_partitions([ProduceBatch(TP, 1, 10, 9)], -1, T0 + 3, "x", timeout_ms=100) is None
+    rm.tick(T0 + 102)
+    assert rm.take_completed_produce_requests() == []
+    rm.tick(T0 + 103)
+    assert [(r.request_id, r.error) for c in rm.take_completed_produce_requests() for r in c.results] == [
+        ("x", Errors.REQUEST_TIMED_OUT)]
+    now = rm.append_records_to_partitions([ProduceBatch(TP, 1, 10, 10), ProduceBatch(TP1, 1, 10, 11)], 1, T0 + 4)
+    assert now is not None and [r.error for r in now] == [Errors.NONE, refused.error]
 
 
 def test_acks_all_min_isr_and_timeout() -> None:

@@ -9,6 +9,7 @@ import dataclasses
 import pytest
 
 from replication_core.delayed_fetch import DelayedFetch
+from replication_core.errors import Errors
 from replication_core.fetcher import WorkResult
 from replication_core.leader_endpoint import FetchPartitionData, FetchRequest, FetchResponse
 from replication_core.partition_fetch_state import (
@@ -71,4 +72,5 @@ def test_work_result_delayed_fetch_and_delayed_produce() -> None:
     assert op.is_follower and not DelayedFetch("c", -1, 1, 600, {}).is_follower
     dp = _DelayedProduce("req", TP, 11, 900, 5, 10, 42)
     assert _fields(dp) == {"request_id": "req", "tp": TP, "required_offset": 11, "deadline_ms": 900,
-                           "base_offset": 5, "last_offset": 10, "checksum": 42, "completed": False}
+                           "base_offset": 5, "last_offset": 10, "checksum": 42, "completed": False,
+                           "request": None, "error": Errors.NONE}
