@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import math
 import random
+from collections import deque
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from replication_core.errors import Errors
@@ -35,6 +36,7 @@ from replication_core.sim.scenario import ProducerSpec
 
 if TYPE_CHECKING:
     from replication_core.sim.cluster import Cluster
+    from replication_core.sim.rpc import Call
 
 CLIENT_ID_BASE = 2000
 """Network node ids of producers (brokers are 1..N, the controller 1000+)."""
@@ -52,6 +54,10 @@ BACKOFF_JITTER = 0.2
 
 CONNECTION_SETUP_TIMEOUT_MS = 10000
 """`socket.connection.setup.timeout.ms`: how long a client waits for a connection to a host that does not answer."""
+
+SYN_RETRANSMITS_MS = (1000, 3000, 7000)
+"""When Linux retransmits an unanswered SYN (initial RTO 1 s, doubled): the connection set-up's chances to reach a
+host that comes back within `socket.connection.setup.timeout.ms`."""
 
 STALE_METADATA = frozenset({
     Errors.NOT_LEADER_OR_FOLLOWER.value, Errors.UNKNOWN_TOPIC_OR_PARTITION.value, Errors.KAFKA_STORAGE_ERROR.value,
@@ -72,6 +78,14 @@ class ProduceRequest(NamedTuple):
     timeout_ms: int
 
 
+class ProduceBatches(NamedTuple):
+    """A `ProduceRequest` of several partitions' batches: what the `Sender` drains for one broker."""
+
+    batches: tuple[ProduceRequest, ...]
+    acks: int
+    timeout_ms: int
+
+
 class ProduceAnswer(NamedTuple):
     """A produce response's partition that carries the leader the broker's metadata names (KIP-951 `CurrentLeader`,
     Kafka 3.7+): sent with NOT_LEADER_OR_FOLLOWER by a broker that knows the partition's leader."""
@@ -79,6 +93,38 @@ class ProduceAnswer(NamedTuple):
     result: ProduceResult
     leader_id: int
     leader_epoch: int
+
+
+class _Batch:
+    """A batch in the accumulator (`ProducerBatch`): when it may go (its linger or retry backoff ends), how many
+    attempts it has had, retries left and its delivery deadline."""
+
+    __slots__ = ("attempts", "deadline_ms", "ready_ms", "req", "retries_left")
+
+    def __init__(self, req: ProduceRequest, retries_left: int, deadline_ms: int, ready_ms: int) -> None:
+        self.req = req
+        self.retries_left = retries_left
+        self.deadline_ms = deadline_ms
+        self.ready_ms = ready_ms
+        self.attempts = 0
+
+
+class _InFlight:
+    """A produce request awaiting its answer (an `InFlightRequests` entry): its batches and the leader epochs the
+    client's metadata had for them when it was sent."""
+
+    __slots__ = ("batches", "call", "done", "epochs", "node")
+
+    def __init__(self, node: int, batches: list[_Batch], epochs: list[int]) -> None:
+        self.node = node
+        self.batches = batches
+        self.epochs = epochs
+        self.call: Call | None = None
+        self.done = False
+
+
+def _partition_number(tp: TopicPartition) -> int:
+    return tp.partition
 
 
 def batch_checksum(seq: int) -> int:
@@ -113,8 +159,18 @@ class Producer:
         self._epochs: dict[TopicPartition, int] = {}
         self._equivalent = 0
         self._allowed_ms: int | None = None
-        # Batches waiting for their partition's leader to be known and reachable (the accumulator's queues).
+        # Batches waiting for their partition's leader to be known and reachable (`batch_per_request`).
         self._held: dict[TopicPartition, list[tuple[ProduceRequest, int, int]]] = {}
+        # The `Sender`'s state: the accumulator's queue per partition, the requests in flight per broker, brokers
+        # whose connection was refused and when to try again, connections being set up to hosts that do not answer
+        # (when the attempt started, when to look next), where each broker's last drain stopped, and when the sender
+        # next looks (None: nothing scheduled).
+        self._queues: dict[TopicPartition, deque[_Batch]] = {}
+        self._in_flight: dict[int, list[_InFlight]] = {}
+        self._blocked_until: dict[int, int] = {}
+        self._connecting: dict[int, tuple[int, int]] = {}
+        self._drain_from: dict[int, int] = {}
+        self._wake_ms: int | None = None
 
     def start(self) -> None:
         """Schedule the first batch."""
@@ -137,10 +193,216 @@ class Producer:
 
     def send(self, tp: TopicPartition, acks: int, records: int, size_bytes: int, retries: int) -> None:
         """Send one new batch (also used for scripted `produce` actions)."""
-        req = ProduceRequest(tp, records, size_bytes, self.cluster.next_checksum(), acks,
-                             self.spec.request_timeout_ms)
+        spec = self.spec
+        req = ProduceRequest(tp, records, size_bytes, self.cluster.next_checksum(), acks, spec.request_timeout_ms)
         self.sent += 1
-        self._attempt(req, retries, self.cluster.queue.now_ms + self.spec.delivery_timeout_ms)
+        now = self.cluster.queue.now_ms
+        if spec.fresh_metadata or spec.batch_per_request or acks != spec.acks:
+            self._attempt(req, retries, now + spec.delivery_timeout_ms)
+            return
+        # `RecordAccumulator.append`: the batch joins its partition's queue; the sender looks when it may go.
+        dq = self._queues.get(tp)
+        if dq is None:
+            dq = self._queues[tp] = deque()
+        dq.append(_Batch(req, retries, now + spec.delivery_timeout_ms, now + spec.linger_ms))
+        self._wake(now if len(dq) > 1 else now + spec.linger_ms)
+
+    # --- the Sender ---------------------------------------------------------------------------------------------------
+
+    def _wake(self, at_ms: int) -> None:
+        """Have the sender look again at `at_ms` (`Sender.wakeup`, or its poll timeout), unless it looks sooner."""
+        if self._wake_ms is not None and self._wake_ms <= at_ms:
+            return
+        self._wake_ms = at_ms
+        self.cluster.queue.at(at_ms, self._sender_wakeup, at_ms)
+
+    def _sender_wakeup(self, at_ms: int) -> None:
+        if self._wake_ms != at_ms:
+            return  # superseded by an earlier look, which scheduled what it still needed
+        self._wake_ms = None
+        self._send_producer_data()
+
+    def _send_producer_data(self) -> None:
+        """`Sender.sendProducerData`: fail the batches past `delivery.timeout.ms` at the head of their queues
+        (`expiredBatches`); find the brokers with a sendable batch (`RecordAccumulator.ready`: a batch that lingered
+        `linger.ms`, or has a batch queued behind it, or a retry whose backoff ended; a partition without a known
+        leader asks for a metadata refresh); skip the brokers that cannot take a request (`NetworkClient.ready`: a
+        failed connection, `max.in.flight.requests.per.connection` reached); and drain one request for each of the
+        others with the first batch of each of its partitions that is not backing off, up to `max.request.size`."""
+        q = self.cluster.queue
+        now = q.now_ms
+        spec = self.spec
+        next_ms = -1
+        by_node: dict[int, list[TopicPartition]] = {}
+        ready: list[int] = []
+        for tp in list(self._queues):
+            dq = self._queues[tp]
+            while dq and dq[0].deadline_ms <= now:
+                dq.popleft()
+                self.failed += 1
+            if not dq:
+                del self._queues[tp]
+                continue
+            head = dq[0]
+            if next_ms < 0 or head.deadline_ms < next_ms:
+                next_ms = head.deadline_ms
+            leader = self._leader(tp)
+            if leader < 0:
+                # The batch waits, spending no retry, until a refresh names a leader; it looks when one may go.
+                self._update_requested = True
+                wait = max(self._refresh_allowed_ms(now), now + 1)
+                next_ms = wait if next_ms < 0 or wait < next_ms else next_ms
+                continue
+            parts = by_node.get(leader)
+            if parts is None:
+                parts = by_node[leader] = []
+            parts.append(tp)
+            if head.ready_ms > now and (head.attempts > 0 or len(dq) == 1):
+                next_ms = head.ready_ms if next_ms < 0 or head.ready_ms < next_ms else next_ms
+            elif leader not in ready:
+                ready.append(leader)
+        for node in ready:
+            wait = self._connect(node, now)
+            if wait > now:
+                next_ms = wait if next_ms < 0 or wait < next_ms else next_ms
+                continue
+            if len(self._in_flight.get(node, ())) >= spec.max_in_flight_requests_per_connection:
+                continue  # an answer wakes the sender
+            if self._drain(node, sorted(by_node[node], key=_partition_number), now):
+                next_ms = now  # batches left behind by `max.request.size`: another request when the sender looks
+        if next_ms >= 0:
+            self._wake(max(next_ms, now))
+
+    def _connect(self, node: int, now: int) -> int:
+        """`NetworkClient.ready` for the connection to `node`: `now` when a request may go, else when to look again.
+        A live host without the process refuses at once (a reset): the disconnect asks for a metadata refresh
+        (`handleServerDisconnect`) and the client tries again after `retry.backoff.ms`. A host that does not answer
+        leaves the connection being set up: it is made at the first of the kernel's SYN retransmissions (1, 3, 7 s
+        after the attempt) that finds the process listening, or fails after `socket.connection.setup.timeout.ms`
+        (10 s), which asks for a refresh and starts another attempt."""
+        blocked = self._blocked_until.get(node, 0)
+        if blocked > now:
+            return blocked
+        broker = self.cluster.brokers[node]
+        connecting = self._connecting.get(node)
+        if connecting is not None:
+            started, look = connecting
+            if now < look:
+                return look
+            if broker.alive:
+                del self._connecting[node]
+                return now
+            later = [started + t for t in SYN_RETRANSMITS_MS if started + t > now]
+            if later:
+                self._connecting[node] = (started, later[0])
+                return later[0]
+            if now < started + CONNECTION_SETUP_TIMEOUT_MS:
+                self._connecting[node] = (started, started + CONNECTION_SETUP_TIMEOUT_MS)
+                return started + CONNECTION_SETUP_TIMEOUT_MS
+            del self._connecting[node]
+            self._update_requested = True
+        if broker.alive:
+            return now
+        if broker.host_up:
+            self._update_requested = True
+            blocked = self._blocked_until[node] = now + max(1, self.spec.retry_backoff_ms)
+            return blocked
+        self._connecting[node] = (now, now + SYN_RETRANSMITS_MS[0])
+        return now + SYN_RETRANSMITS_MS[0]
+
+    def _drain(self, node: int, parts: list[TopicPartition], now: int) -> bool:
+        """`RecordAccumulator.drainBatchesForOneNode`: from the partition after the one the broker's last drain
+        stopped at, the first batch of each partition that is not backing off, until `max.request.size`; sent as
+        one request. Returns whether a batch was left behind for the size."""
+        spec = self.spec
+        start_after = self._drain_from.get(node, -1)
+        first = next((i for i, tp in enumerate(parts) if tp.partition > start_after), 0)
+        order = parts[first:] + parts[:first]
+        taken: list[_Batch] = []
+        size = 0
+        left = False
+        for tp in order:
+            dq = self._queues[tp]
+            head = dq[0]
+            if head.attempts > 0 and head.ready_ms > now:
+                continue
+            if taken and size + head.req.size_bytes > spec.max_request_size:
+                left = True
+                break
+            dq.popleft()
+            if not dq:
+                del self._queues[tp]
+            taken.append(head)
+            size += head.req.size_bytes
+            self._drain_from[node] = tp.partition
+        if taken:
+            self._send_request(node, taken)
+        return left
+
+    def _send_request(self, node: int, batches: list[_Batch]) -> None:
+        """`Sender.sendProduceRequest`: one request of the drained batches; acks=0 expects no answer."""
+        spec = self.spec
+        cluster = self.cluster
+        for b in batches:
+            b.attempts += 1
+        flight = _InFlight(node, batches, [self._epochs.get(b.req.tp, -1) for b in batches])
+        if spec.acks != 0:
+            self._in_flight.setdefault(node, []).append(flight)
+        request = ProduceBatches(tuple([b.req for b in batches]), spec.acks, spec.request_timeout_ms)
+
+        def on_reply(response: Any, now_ms: int) -> None:
+            self._handle_produce_response(flight, response, now_ms)
+
+        flight.call = cluster.rpc.call(self.node_id, node, request, cluster.brokers[node].handle_produce, on_reply,
+                                       Errors.NETWORK_EXCEPTION.value, spec.request_timeout_ms)
+
+    def _handle_produce_response(self, flight: _InFlight, response: Any, now_ms: int) -> None:
+        """`Sender.handleProduceResponse` / `completeBatch` for each partition; a disconnect or a request timeout
+        (`NetworkClient` closes the connection after `request.timeout.ms`) fails every request in flight to the
+        broker (`handleDisconnections`) and asks for a metadata refresh."""
+        if flight.done or self.spec.acks == 0:
+            return
+        flight.done = True
+        pending = self._in_flight.get(flight.node)
+        if pending is not None and flight in pending:
+            pending.remove(flight)
+        if isinstance(response, tuple):
+            for b, epoch, answer in zip(flight.batches, flight.epochs, response, strict=True):
+                self._complete_batch(b, epoch, answer, now_ms)
+        else:
+            for b, epoch in zip(flight.batches, flight.epochs, strict=True):
+                self._complete_batch(b, epoch, response, now_ms)
+            for other in list(self._in_flight.get(flight.node, ())):
+                if other.call is not None:
+                    other.call.finish(response, now_ms)
+        self._wake(now_ms)
+
+    def _complete_batch(self, b: _Batch, sent_epoch: int, answer: Any, now_ms: int) -> None:
+        """`Sender.completeBatch`: acknowledged, failed, or back at the head of its partition's queue to retry
+        (`canRetry`: retries left, `delivery.timeout.ms` not reached) after its backoff, or at once when the
+        partition's leader epoch changed since the attempt (KIP-951's `shouldBackoff`)."""
+        tp = b.req.tp
+        if isinstance(answer, ProduceAnswer):
+            self._learn_leader(tp, answer.leader_id, answer.leader_epoch)
+            answer = answer.result
+        error = answer.error if isinstance(answer, ProduceResult) else str(answer)
+        if error in STALE_METADATA:
+            self._update_requested = True
+        if error == Errors.NONE.value:
+            self.acked += 1
+            return
+        if error not in RETRIABLE or b.retries_left <= 0 or now_ms >= b.deadline_ms:
+            self.failed += 1
+            return
+        changed = self._epochs.get(tp, -1) > sent_epoch
+        b.ready_ms = now_ms if changed else now_ms + max(1, self._retry_backoff_ms(self.spec.retries - b.retries_left))
+        b.retries_left -= 1
+        dq = self._queues.get(tp)
+        if dq is None:
+            dq = self._queues[tp] = deque()
+        dq.appendleft(b)
+
+    # --- one request per batch (`batch_per_request`, `fresh_metadata`) -------------------------------------------
 
     def _leader(self, tp: TopicPartition) -> int:
         """The partition's leader as the client's metadata names it, refreshed first if it is stale or too old."""

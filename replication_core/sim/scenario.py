@@ -156,7 +156,21 @@ class ProducerSpec:
     to a dead process waits out its timeout, retries back off a fixed `retry_backoff_ms`, no delivery timeout
     applies, and a request is given up `request_timeout_ms` + 1 s after it was sent (so the broker's REQUEST_TIMED_OUT
     comes first), as replog's producers did before session 93 (tests pin seeds found then; scripted `produce`
-    actions use it, so that they reach the current leader)."""
+    actions use it, so that they reach the current leader). It implies `batch_per_request`."""
+    linger_ms: int = 5
+    """`linger.ms` (5 since Kafka 4.0, KIP-1030): a new batch waits this long for company unless its partition has
+    another batch queued behind it; a drain for its leader takes it earlier."""
+    max_in_flight_requests_per_connection: int = 5
+    """`max.in.flight.requests.per.connection`: produce requests awaiting an answer from one broker (acks=0 ones
+    count only while they are sent); the `Sender` drains nothing for a broker at the limit."""
+    max_request_size: int = 1048576
+    """`max.request.size`: a drain stops adding batches to a broker's request at this many bytes (the first batch
+    always goes)."""
+    batch_per_request: bool = False
+    """True: every batch goes as its own request the moment it is made or retried, with no in-flight limit, and a
+    request timeout fails only its own batch, as replog's producers did before session 95 modelled the `Sender`
+    (one request per broker with each ready partition's first batch). The seeds tests pinned before then reproduce
+    their runs with it (`tests.sim.campaign.before_sender`)."""
 
 
 @dataclass(frozen=True)
@@ -683,6 +697,10 @@ def parse_scenario(doc: object) -> Scenario:
             metadata_max_age_ms=p.int("metadata_max_age_ms", 300000, lo=0),
             delivery_timeout_ms=p.int("delivery_timeout_ms", 120000, lo=1),
             fresh_metadata=p.bool("fresh_metadata", False),
+            linger_ms=p.int("linger_ms", 5, lo=0),
+            max_in_flight_requests_per_connection=p.int("max_in_flight_requests_per_connection", 5, lo=1),
+            max_request_size=p.int("max_request_size", 1048576, lo=1),
+            batch_per_request=p.bool("batch_per_request", False),
         ))
         p.done()
     w.done()

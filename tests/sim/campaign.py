@@ -195,8 +195,17 @@ def before_hw_checkpoint_anchor(sc: Scenario) -> Scenario:
     """`sc` with `cluster.hw_checkpoint_at_first_metadata: false`: each broker process writes its first HW checkpoint
     one `replica.high.watermark.checkpoint.interval.ms` after its start, as replog did before session 94 started the
     task at the process's first metadata application (`ReplicaManager.startHighWatermarkCheckPointThread`). The seeds
-    tests pinned before then reproduce their runs with it."""
-    return replace(sc, cluster=replace(sc.cluster, hw_checkpoint_at_first_metadata=False))
+    tests pinned before then reproduce their runs with it; it also sends each batch as its own request
+    (`before_sender`), as replog did then."""
+    return before_sender(replace(sc, cluster=replace(sc.cluster, hw_checkpoint_at_first_metadata=False)))
+
+
+def before_sender(sc: Scenario) -> Scenario:
+    """`sc` with every producer's `batch_per_request: true`: each batch its own request, sent when made or retried,
+    with no in-flight limit, as replog's producers did before session 95 modelled the `Sender` (one request per
+    broker, `linger.ms`, `max.in.flight.requests.per.connection`). The seeds tests pinned before then reproduce
+    their runs with it."""
+    return replace(sc, producers=tuple(replace(p, batch_per_request=True) for p in sc.producers))
 
 
 def with_elr(sc: Scenario) -> Scenario:
@@ -386,6 +395,8 @@ def add_shape_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--before-hw-checkpoint", action="store_true",
                         help="the HW checkpoint on the grid of the process start, as seeds found before session 94 "
                              "ran (`before_hw_checkpoint_anchor`)")
+    parser.add_argument("--before-sender", action="store_true",
+                        help="each batch its own request, as seeds found before session 95 ran (`before_sender`)")
     parser.add_argument("--elr", action="store_true",
                         help="with eligible leader replicas (KIP-966, `with_elr`)")
 
@@ -395,7 +406,7 @@ def scenario_maker(args: argparse.Namespace) -> Callable[[int], Scenario]:
     `--reassigning` / `--throttled` chose, wrapped in `before_kip903` with `--before-kip903`, in `with_elr`
     with `--elr`, in `before_metadata_deltas` with `--before-metadata-deltas`, in `before_kraft_lifecycle` with
     `--before-kraft-lifecycle`, in `before_client_metadata` with `--before-client-metadata` and in
-    `before_hw_checkpoint_anchor` with `--before-hw-checkpoint`."""
+    `before_hw_checkpoint_anchor` with `--before-hw-checkpoint` and in `before_sender` with `--before-sender`."""
     if args.throttled:
         make = power_throttled_scenario if args.power else throttled_scenario
     elif args.reassigning and args.power:
@@ -414,7 +425,8 @@ def scenario_maker(args: argparse.Namespace) -> Callable[[int], Scenario]:
                                    (before_metadata_deltas, args.before_metadata_deltas),
                                    (before_kraft_lifecycle, args.before_kraft_lifecycle),
                                    (before_client_metadata, args.before_client_metadata),
-                                   (before_hw_checkpoint_anchor, args.before_hw_checkpoint)) if on]
+                                   (before_hw_checkpoint_anchor, args.before_hw_checkpoint),
+                                   (before_sender, args.before_sender)) if on]
     if not wraps:
         return make
 
