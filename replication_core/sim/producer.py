@@ -18,6 +18,13 @@ answer named a newer leader (KIP-951, `ProduceAnswer`), so a retried batch may a
 idempotence. Every answer the leader gives is a
 `produce_ack` event emitted by the engine's ReplicaManager, whether or not it reaches the producer.
 
+Batches go as `Sender.sendProducerData` sends them: each waits in its partition's queue (the `RecordAccumulator`) for
+`linger.ms` unless a batch is queued behind it or it is a retry whose backoff ended; a broker with such a batch gets
+one request (`ProduceBatches`) with the first batch of each of its partitions that is not backing off, up to
+`max.request.size`, unless `max.in.flight.requests.per.connection` requests to it await answers; a request timeout
+closes the connection and fails every request in flight to that broker. `batch_per_request` (and `fresh_metadata`)
+producers send each batch as its own request instead, as replog did before session 95.
+
 Batch identity: `batch_checksum` is a bijective 64-bit mix of a run-wide sequence number, masked to
 63 bits (non-negative int64), so every produced batch has its own checksum.
 """
