@@ -389,12 +389,7 @@ class Producer:
         (`canRetry`: retries left, `delivery.timeout.ms` not reached) after its backoff, or at once when the
         partition's leader epoch changed since the attempt (KIP-951's `shouldBackoff`)."""
         tp = b.req.tp
-        if isinstance(answer, ProduceAnswer):
-            self._learn_leader(tp, answer.leader_id, answer.leader_epoch)
-            answer = answer.result
-        error = answer.error if isinstance(answer, ProduceResult) else str(answer)
-        if error in STALE_METADATA:
-            self._update_requested = True
+        error = self._read_answer(tp, answer, True)
         if error == Errors.NONE.value:
             self.acked += 1
             return
@@ -498,13 +493,7 @@ class Producer:
         def on_reply(response: Any, now_ms: int) -> None:
             if req.acks == 0:
                 return
-            if isinstance(response, ProduceAnswer):
-                if not spec.fresh_metadata:
-                    self._learn_leader(req.tp, response.leader_id, response.leader_epoch)
-                response = response.result
-            error = response.error if isinstance(response, ProduceResult) else str(response)
-            if error in STALE_METADATA:
-                self._update_requested = True
+            error = self._read_answer(req.tp, response, not spec.fresh_metadata)
             if error == Errors.NONE.value:
                 self.acked += 1
             elif error in RETRIABLE:
@@ -535,6 +524,18 @@ class Producer:
     def _release(self, tp: TopicPartition) -> None:
         for req, retries_left, deadline_ms in self._held.pop(tp, []):
             self._attempt(req, retries_left, deadline_ms)
+
+    def _read_answer(self, tp: TopicPartition, answer: Any, learn: bool) -> str:
+        """A partition's answer (or the request's error) as an error name; takes the leader a NOT_LEADER_OR_FOLLOWER
+        answer names when `learn`, and asks for a metadata refresh after an error that says the metadata is stale."""
+        if isinstance(answer, ProduceAnswer):
+            if learn:
+                self._learn_leader(tp, answer.leader_id, answer.leader_epoch)
+            answer = answer.result
+        error = answer.error if isinstance(answer, ProduceResult) else str(answer)
+        if error in STALE_METADATA:
+            self._update_requested = True
+        return error
 
     def _learn_leader(self, tp: TopicPartition, leader_id: int, leader_epoch: int) -> None:
         """`Metadata.updatePartitionLeadership`: take the leader a response names when its epoch is newer than the one

@@ -7,11 +7,13 @@ reads the requests the client has in flight every virtual millisecond: (broker, 
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from replication_core.partition_fetch_state import TopicPartition
-from replication_core.sim.cluster import Cluster, ListSink
+from replication_core.sim.cluster import Cluster
 from replication_core.sim.scenario import parse_scenario_text
+from tests.sim.helpers import watch
 
 SCENARIO = """
 name: sender
@@ -43,32 +45,19 @@ def _run(sends: list[tuple[int, int]], acks: str = "1", timeout: int = 30000, ex
     flight, (ms from the start, ((broker, partitions), ...)) in sending order, the events and the producer."""
     sc = parse_scenario_text(SCENARIO.format(duration=duration, acks=acks, timeout=timeout, extra=extra,
                                              faults=faults or "  []"))
-    cluster = Cluster(sc)
-    producer = cluster.producers[0]
-    start, end = cluster.start_ms, cluster.start_ms + sc.duration_ms
-    for at, partition in sends:
-        cluster.queue.at(start + at, producer.send, TopicPartition("t", partition), producer.spec.acks, 1, 100,
-                         producer.spec.retries)
+    clusters: list[Cluster] = []
 
-    def read() -> Flights:
-        return tuple((node, tuple(b.req.tp.partition for b in f.batches))
-                     for node, flights in producer._in_flight.items() for f in flights)
+    def reader(cluster: Cluster) -> Callable[[], Flights]:
+        clusters.append(cluster)
+        producer = cluster.producers[0]
+        for at, partition in sends:
+            cluster.queue.at(cluster.start_ms + at, producer.send, TopicPartition("t", partition), producer.spec.acks,
+                             1, 100, producer.spec.retries)
+        return lambda: tuple((node, tuple(b.req.tp.partition for b in f.batches))
+                             for node, flights in producer._in_flight.items() for f in flights)
 
-    changes: list[tuple[int, Flights]] = []
-    last: list[Flights] = [()]
-
-    def look(at: int) -> None:
-        value = read()
-        if value != last[0]:
-            changes.append((at - start, value))
-            last[0] = value
-        if at + 1 < end:
-            cluster.queue.at(at + 1, look, at + 1)
-
-    cluster.queue.at(start + 1, look, start + 1)
-    sink = ListSink()
-    cluster.run(sink)
-    return changes, sink.events, producer
+    changes, events, _ = watch(sc, reader)
+    return changes, events, clusters[0].producers[0]
 
 
 def test_one_request_per_broker_takes_the_first_batch_of_each_of_its_partitions() -> None:
